@@ -1,0 +1,208 @@
+"""Every option of the rules contract (``shared/RULES.md``), validated, with its default.
+
+``NertzConfig`` is the single source of truth for a table's rules. Build one with ``NertzConfig(**options)``
+or ``make_config(**options)``; a bad option raises ``ValueError`` naming the option and the allowed values.
+Options that RULES.md names keep exactly its names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+MIN_PLAYERS, MAX_PLAYERS = 2, 8
+DEFAULT_STALL_TICKS = 100
+DEFAULT_MAX_TICKS = 2000
+DEFAULT_MAX_ROUNDS = 100
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_bool(v: Any) -> bool:
+    return isinstance(v, (bool, np.bool_))
+
+
+@dataclasses.dataclass(frozen=True)
+class NertzConfig:
+    """The rules of one table. Defaults are those of RULES.md.
+
+    Attributes:
+        num_players: seats at the table, 2 to 8.
+        nertz_size: cards dealt to each Nertz pile, 8 to 13.
+        work_piles: work piles per player, 4 to 6.
+        draw: cards turned per flip of the stock, 1 to 3 (3 standard, 1 "solo deal").
+        recycle: ``"flip"`` turns the waste over as the new stock, ``"shuffle"`` shuffles it first.
+        max_redeals: how often the waste may become the stock; ``None`` is unlimited.
+        empty_pile_from_nertz_first: while the Nertz pile has cards, an empty work pile takes only its top.
+        call_mode: ``"auto"`` ends the round when a Nertz pile empties; ``"manual"`` adds a call action.
+        call_bonus: points for the player who ended the round (by emptying, or by a call).
+        false_call_penalty: points lost for calling Nertz with cards left (manual mode only).
+        nertz_penalty: points lost per card left in the own Nertz pile (0 in Pounce).
+        stall_ticks: ticks without progress (a lake or Nertz-pile play) before the stall rule acts;
+            ``None`` means 100 (100 per player when ``turn_based``).
+        max_ticks: hard bound on a round's ticks, after which it is truncated and scored;
+            ``None`` means 2000 (2000 per player when ``turn_based``).
+        target_score: play a match of rounds until a player's total reaches this.
+        rounds: play a match of exactly this many rounds (Racing Demon); exclusive with ``target_score``.
+        max_rounds: a match to ``target_score`` is truncated after this many rounds (``None``: 100).
+        teams: ``False``; ``True`` pairs seat i with seat i + n/2; or a list of seat groups.
+        turn_based: players act one at a time in rotation instead of simultaneously.
+        jokers: wild cards per deck, 0 to 2.
+        allow_tuck: a Nertz or waste card may slide under a work pile's base when a work pile is empty.
+        allow_rotate: a player may move the top card of its stock to the bottom as its move.
+    """
+
+    num_players: int = 4
+    nertz_size: int = 13
+    work_piles: int = 4
+    draw: int = 3
+    recycle: str = "flip"
+    max_redeals: int | None = None
+    empty_pile_from_nertz_first: bool = False
+    call_mode: str = "auto"
+    call_bonus: int = 0
+    false_call_penalty: int = 5
+    nertz_penalty: int = 2
+    stall_ticks: int | None = None
+    max_ticks: int | None = None
+    target_score: int | None = None
+    rounds: int | None = None
+    max_rounds: int | None = None
+    teams: bool | tuple[tuple[int, ...], ...] = False
+    turn_based: bool = False
+    jokers: int = 0
+    allow_tuck: bool = False
+    allow_rotate: bool = False
+
+    def __post_init__(self) -> None:
+        def bad(name: str, allowed: str) -> ValueError:
+            return ValueError(f"{name}={getattr(self, name)!r} is not allowed: {name} must be {allowed}")
+
+        def int_range(name: str, lo: int, hi: int | None, optional: bool = False) -> None:
+            v = getattr(self, name)
+            if optional and v is None:
+                return
+            allowed = f"an integer from {lo} to {hi}" if hi is not None else f"an integer >= {lo}"
+            if optional:
+                allowed += " or None"
+            if not _is_int(v) or v < lo or (hi is not None and v > hi):
+                raise bad(name, allowed)
+            object.__setattr__(self, name, int(v))
+
+        int_range("num_players", MIN_PLAYERS, MAX_PLAYERS)
+        int_range("nertz_size", 8, 13)
+        int_range("work_piles", 4, 6)
+        int_range("draw", 1, 3)
+        int_range("max_redeals", 0, None, optional=True)
+        int_range("call_bonus", 0, None)
+        int_range("false_call_penalty", 0, None)
+        int_range("nertz_penalty", 0, None)
+        int_range("stall_ticks", 1, None, optional=True)
+        int_range("max_ticks", 1, None, optional=True)
+        int_range("target_score", 1, None, optional=True)
+        int_range("rounds", 1, None, optional=True)
+        int_range("max_rounds", 1, None, optional=True)
+        int_range("jokers", 0, 2)
+        if self.recycle not in ("flip", "shuffle"):
+            raise bad("recycle", "'flip' or 'shuffle'")
+        if self.call_mode not in ("auto", "manual"):
+            raise bad("call_mode", "'auto' or 'manual'")
+        for name in ("empty_pile_from_nertz_first", "turn_based", "allow_tuck", "allow_rotate"):
+            if not _is_bool(getattr(self, name)):
+                raise bad(name, "True or False")
+            object.__setattr__(self, name, bool(getattr(self, name)))
+        if self.target_score is not None and self.rounds is not None:
+            raise ValueError("target_score and rounds are exclusive: a match is played to a score or to a count")
+        if self.max_rounds is not None and self.target_score is None:
+            raise ValueError("max_rounds bounds a match to target_score; set target_score as well")
+        object.__setattr__(self, "teams", self._validated_teams(self.teams))
+
+    def _validated_teams(self, teams: Any) -> bool | tuple[tuple[int, ...], ...]:
+        n = self.num_players
+        if _is_bool(teams):
+            if teams and n % 2:
+                raise ValueError(f"teams=True pairs seat i with seat i + n/2 and needs an even num_players, got {n}")
+            return bool(teams)
+        if isinstance(teams, Sequence) and not isinstance(teams, str):
+            groups = []
+            for g in teams:
+                if not isinstance(g, Sequence) or isinstance(g, str) or not all(_is_int(s) for s in g):
+                    raise ValueError(f"teams must be True, False or a list of seat lists, got {teams!r}")
+                groups.append(tuple(int(s) for s in g))
+            seats = sorted(s for g in groups for s in g)
+            if seats != list(range(n)) or any(len(g) == 0 for g in groups):
+                raise ValueError(
+                    f"teams={teams!r} must split the seats 0..{n - 1} into non-empty groups, each seat once"
+                )
+            return tuple(groups)
+        raise ValueError(f"teams must be True, False or a list of seat lists, got {teams!r}")
+
+    # ------------------------------------------------------------------ derived values
+    @property
+    def deck_size(self) -> int:
+        """Cards in each player's deck: 52 plus the jokers."""
+        return 52 + self.jokers
+
+    @property
+    def stall_ticks_resolved(self) -> int:
+        if self.stall_ticks is not None:
+            return self.stall_ticks
+        return DEFAULT_STALL_TICKS * (self.num_players if self.turn_based else 1)
+
+    @property
+    def max_ticks_resolved(self) -> int:
+        if self.max_ticks is not None:
+            return self.max_ticks
+        return DEFAULT_MAX_TICKS * (self.num_players if self.turn_based else 1)
+
+    @property
+    def max_rounds_resolved(self) -> int:
+        if self.rounds is not None:
+            return self.rounds
+        if self.target_score is None:
+            return 1
+        return self.max_rounds if self.max_rounds is not None else DEFAULT_MAX_ROUNDS
+
+    @property
+    def team_of(self) -> tuple[int, ...]:
+        """Team index of every seat (every seat its own team when teams are off)."""
+        n = self.num_players
+        if self.teams is False:
+            return tuple(range(n))
+        if self.teams is True:
+            half = n // 2
+            return tuple(s % half for s in range(n))
+        team = [0] * n
+        assert isinstance(self.teams, tuple)
+        for i, g in enumerate(self.teams):
+            for s in g:
+                team[s] = i
+        return tuple(team)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every option as JSON-ready values (teams as lists)."""
+        d = dataclasses.asdict(self)
+        if isinstance(self.teams, tuple):
+            d["teams"] = [list(g) for g in self.teams]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> NertzConfig:
+        """Inverse of :meth:`to_dict`; unknown keys raise ``ValueError`` naming them."""
+        return make_config(**dict(d))
+
+
+OPTION_NAMES = tuple(f.name for f in dataclasses.fields(NertzConfig))
+
+
+def make_config(**options: Any) -> NertzConfig:
+    """Build a validated config; unknown option names raise ``ValueError`` listing the known ones."""
+    unknown = sorted(set(options) - set(OPTION_NAMES))
+    if unknown:
+        raise ValueError(f"unknown option(s) {unknown}; the options are: {', '.join(OPTION_NAMES)}")
+    return NertzConfig(**options)

@@ -1,0 +1,772 @@
+"""The rules of Nertz on arrays: deal, legal masks, moves, one tick, scoring, observations.
+
+Everything here is compiled by numba (``NUMBA_DISABLE_JIT=1`` runs the same code as plain Python) and works
+on one table ``t`` of a :class:`~nertz_env.engine.state.TableState`; the drivers in
+:mod:`nertz_env.engine.batch` loop over tables, serially or in parallel. This module imports numpy and numba
+only (plus the integer constants of the pure-Python modules ``cards``, ``actions``, ``observation``).
+
+A tick (``step_table``): every seat's action is checked against the mask that seat was shown, then the
+actions are applied one at a time in an order drawn from the table's own generator (uniform over seats). A
+lake play whose slot an earlier action of the same tick took fails and is flagged (``lost_race``); an action
+that was not legal is applied as a wait and flagged (``illegal``). Then the round-end rules run (a Nertz pile
+emptied or a call; the stall rule; ``max_ticks``), then scoring, then the observations and masks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from nertz_env.actions import L_CALL, L_JLAKE, L_LAKE, L_NUM, L_ROTATE, L_RUN, L_TOWORK, L_TUCK
+from nertz_env.cards import FIXED_JOKER_BASE, JOKER, LAKE_JOKER_FLAG
+from nertz_env.engine.state import (
+    C_BONUS,
+    C_D,
+    C_DRAW,
+    C_FALSEPEN,
+    C_MANUAL,
+    C_MAXREDEALS,
+    C_MAXROUNDS,
+    C_MAXTICKS,
+    C_NERTZFIRST,
+    C_NS,
+    C_P,
+    C_PENALTY,
+    C_ROUNDS,
+    C_SHUFFLE,
+    C_STALL,
+    C_TARGET,
+    C_TURN,
+    C_W,
+    DONE_NO,
+    DONE_TERMINATED,
+    DONE_TRUNCATED,
+    END_MAX_TICKS,
+    END_NERTZ,
+    END_NONE,
+    END_STALL,
+    MAX_PILE,
+)
+from nertz_env.observation import (
+    O_LAKE,
+    O_NCOUNT,
+    O_NTOP,
+    O_OCOUNT,
+    O_OTEAM,
+    O_OTOP,
+    O_SCOUNT,
+    O_STATUS,
+    O_WCNT,
+    O_WCOUNT,
+    O_WEXP,
+    O_WJOKER,
+    O_WORK,
+    O_WTOP,
+)
+
+# Result bits of apply_action.
+R_PROGRESS, R_LOST, R_CALL, R_FALSE_CALL = 1, 2, 4, 8
+
+# ---------------------------------------------------------------- the table's generator (splitmix64)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_S27, _S30, _S31, _S32 = np.uint64(27), np.uint64(30), np.uint64(31), np.uint64(32)
+
+
+@njit(cache=True)
+def rng_next(rng, t):
+    """Next 64-bit output of table ``t``'s splitmix64 generator."""
+    z = rng[t] + _GOLDEN
+    rng[t] = z
+    z = (z ^ (z >> _S30)) * _MIX1
+    z = (z ^ (z >> _S27)) * _MIX2
+    return z ^ (z >> _S31)
+
+
+@njit(cache=True)
+def rng_below(rng, t, n):
+    """Uniform integer in ``[0, n)`` for ``1 <= n < 2**32`` (multiply-shift; bias below 2**-26 for n <= 64)."""
+    x = rng_next(rng, t) >> _S32
+    return np.int64((x * np.uint64(n)) >> _S32)
+
+
+@njit(cache=True)
+def seed_table(rng, t, seed):
+    """Seed table ``t``'s generator from a 64-bit seed (the seed is mixed once, so nearby seeds differ)."""
+    rng[t] = np.uint64(seed)
+    rng[t] = rng_next(rng, t)
+
+
+# ---------------------------------------------------------------- cards (see nertz_env.cards)
+@njit(cache=True)
+def card_rank(c):
+    """Rank 0..12 of a real card or fixed joker, -1 for a joker without value."""
+    if c < 52:
+        return c % 13
+    if c >= FIXED_JOKER_BASE:
+        return (c - FIXED_JOKER_BASE) >> 1
+    return -1
+
+
+@njit(cache=True)
+def card_colour(c):
+    """1 red, 0 black, -1 for a joker without value."""
+    if c < 52:
+        s = c // 13
+        return 1 if s == 1 or s == 2 else 0
+    if c >= FIXED_JOKER_BASE:
+        return (c - FIXED_JOKER_BASE) & 1
+    return -1
+
+
+@njit(cache=True)
+def can_stack(upper, lower):
+    """May ``upper`` go onto the exposed work-pile card ``lower`` (one rank lower, other colour)?"""
+    if lower == JOKER:
+        return upper != JOKER and card_rank(upper) <= 11
+    if upper == JOKER:
+        return card_rank(lower) >= 1
+    return card_rank(upper) == card_rank(lower) - 1 and card_colour(upper) != card_colour(lower)
+
+
+@njit(cache=True)
+def fixed_value(rank, colour):
+    return FIXED_JOKER_BASE + rank * 2 + colour
+
+
+@njit(cache=True)
+def joined(upper, lower):
+    """The two cards after ``upper`` was stacked on ``lower``: a joker among them takes its value."""
+    if lower == JOKER:
+        return upper, fixed_value(card_rank(upper) + 1, 1 - card_colour(upper))
+    if upper == JOKER:
+        return fixed_value(card_rank(lower) - 1, 1 - card_colour(lower)), lower
+    return upper, lower
+
+
+@njit(cache=True)
+def lake_declared(code):
+    """The real card a lake cell stands for (a joker's declared card)."""
+    return code - LAKE_JOKER_FLAG if code >= LAKE_JOKER_FLAG else code
+
+
+@njit(cache=True)
+def suit_is_red(u):
+    return u == 1 or u == 2
+
+
+# ---------------------------------------------------------------- layout helpers
+@njit(cache=True)
+def source_top(S, t, p, src):
+    """Top card of a source (0 Nertz, 1 waste, 2 + i work pile i), or -1 when it is empty."""
+    if src == 0:
+        n = S.nertz_len[t, p]
+        return S.nertz[t, p, n - 1] if n > 0 else -1
+    if src == 1:
+        n = S.waste_len[t, p]
+        return S.waste[t, p, n - 1] if n > 0 else -1
+    i = src - 2
+    n = S.work_len[t, p, i]
+    return S.work[t, p, i, n - 1] if n > 0 else -1
+
+
+@njit(cache=True)
+def pop_source(S, t, p, src):
+    if src == 0:
+        S.nertz_len[t, p] -= 1
+    elif src == 1:
+        S.waste_len[t, p] -= 1
+    else:
+        S.work_len[t, p, src - 2] -= 1
+
+
+@njit(cache=True)
+def turn_player(S, t):
+    """The seat whose turn it is in ``turn_based`` play (rotates every tick, first seat every round)."""
+    return (S.tick[t] + S.round_idx[t]) % S.cfg[C_P]
+
+
+@njit(cache=True)
+def has_empty_pile_besides(S, t, p, j):
+    for k in range(S.cfg[C_W]):
+        if k != j and S.work_len[t, p, k] == 0:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------- the lake
+@njit(cache=True)
+def lake_find(S, t, top):
+    """A foundation whose top is the real card ``top``, or -1."""
+    if S.lake_tops[t, top] == 0:
+        return -1
+    for f in range(S.lake_n[t]):
+        n = S.lake_len[t, f]
+        if n > 0 and lake_declared(S.lake[t, f, n - 1]) == top:
+            return f
+    return -1
+
+
+@njit(cache=True)
+def lake_add(S, t, f, code, owner):
+    """Put lake cell ``code`` from seat ``owner`` on foundation ``f`` (a new one when ``f`` is lake_n)."""
+    if f == S.lake_n[t]:
+        S.lake_n[t] += 1
+    n = S.lake_len[t, f]
+    if n > 0:
+        S.lake_tops[t, lake_declared(S.lake[t, f, n - 1])] -= 1
+    S.lake[t, f, n] = code
+    S.lake_owner[t, f, n] = owner
+    S.lake_len[t, f] = n + 1
+    S.lake_tops[t, lake_declared(code)] += 1
+    S.lake_played[t, owner] += 1
+    S.rewards[t, owner] += 1.0  # +1 the moment an own card reaches the lake
+
+
+@njit(cache=True)
+def joker_target(S, t, c, u):
+    """Foundation a joker ``c`` played as suit ``u`` lands on (lake_n: a new ace; -1: none), and its rank."""
+    if c == JOKER:  # no value yet: the tallest unfinished foundation of the suit, else a new ace
+        best, best_len = -1, -1
+        for f in range(S.lake_n[t]):
+            n = S.lake_len[t, f]
+            if n < 13 and lake_declared(S.lake[t, f, 0]) // 13 == u and n > best_len:
+                best, best_len = f, n
+        if best < 0:
+            return S.lake_n[t], 0
+        return best, best_len
+    r = card_rank(c)
+    if r == 0:
+        return S.lake_n[t], 0
+    return lake_find(S, t, u * 13 + r - 1), r
+
+
+# ---------------------------------------------------------------- legal masks
+@njit(cache=True)
+def compute_mask(S, t, p):
+    """Write seat ``p``'s legal-action mask (wait is always legal)."""
+    m = S.mask[t, p]
+    m[:] = 0
+    m[0] = 1
+    cfg = S.cfg
+    act = S.act
+    if cfg[C_TURN] and turn_player(S, t) != p:
+        return
+    w = cfg[C_W]
+    nertz_left = S.nertz_len[t, p] > 0
+    nertz_first = cfg[C_NERTZFIRST] != 0 and nertz_left
+    # flip
+    if S.stock_len[t, p] > 0 or (
+        S.waste_len[t, p] > 0 and (cfg[C_MAXREDEALS] < 0 or S.redeals[t, p] < cfg[C_MAXREDEALS])
+    ):
+        m[1] = 1
+    any_empty = False
+    for j in range(w):
+        if S.work_len[t, p, j] == 0:
+            any_empty = True
+    for src in range(2 + w):
+        c = source_top(S, t, p, src)
+        if c < 0:
+            continue
+        if c < 52:
+            r = c % 13
+            if r == 0 or S.lake_tops[t, c - 1] > 0:
+                m[act[L_LAKE] + src] = 1
+        else:
+            base = act[L_JLAKE] + src * 4
+            for u in range(4):
+                if c == JOKER:
+                    m[base + u] = 1
+                elif card_colour(c) == (1 if suit_is_red(u) else 0):
+                    r = card_rank(c)
+                    if r == 0 or S.lake_tops[t, u * 13 + r - 1] > 0:
+                        m[base + u] = 1
+        if src < 2:  # Nertz or waste top onto a work pile, or tucked under one
+            for j in range(w):
+                n = S.work_len[t, p, j]
+                if n == 0:
+                    if not (nertz_first and src != 0):
+                        m[act[L_TOWORK] + src * w + j] = 1
+                elif can_stack(c, S.work[t, p, j, n - 1]):
+                    m[act[L_TOWORK] + src * w + j] = 1
+            if act[L_TUCK] >= 0 and any_empty and not (nertz_first and src != 0):
+                for j in range(w):
+                    n = S.work_len[t, p, j]
+                    if 0 < n < MAX_PILE and has_empty_pile_besides(S, t, p, j) and can_stack(S.work[t, p, j, 0], c):
+                        m[act[L_TUCK] + src * w + j] = 1
+    # runs between work piles
+    for i in range(w):
+        ni = S.work_len[t, p, i]
+        if ni == 0:
+            continue
+        base_i = S.work[t, p, i, 0]
+        for j in range(w):
+            if j == i:
+                continue
+            pair = i * (w - 1) + (j if j < i else j - 1)
+            first = act[L_RUN] + pair * 13
+            nj = S.work_len[t, p, j]
+            if nj == 0:
+                if not nertz_first:
+                    for length in range(1, ni + 1):
+                        m[first + length - 1] = 1
+                continue
+            lower = S.work[t, p, j, nj - 1]
+            if lower == JOKER:
+                for k in range(ni):
+                    if can_stack(S.work[t, p, i, k], lower):
+                        m[first + ni - k - 1] = 1
+            elif base_i == JOKER:  # a joker with no value lies alone on pile i
+                if can_stack(base_i, lower):
+                    m[first] = 1
+            else:
+                k = card_rank(base_i) - (card_rank(lower) - 1)
+                if 0 <= k < ni and card_colour(S.work[t, p, i, k]) != card_colour(lower):
+                    m[first + ni - k - 1] = 1
+    if act[L_CALL] >= 0:
+        m[act[L_CALL]] = 1
+    if act[L_ROTATE] >= 0 and S.stock_len[t, p] >= 2:
+        m[act[L_ROTATE]] = 1
+
+
+# ---------------------------------------------------------------- moves
+@njit(cache=True)
+def place_on_work(S, t, p, j, c):
+    """Put card ``c`` on work pile ``j`` (stacking rules already checked)."""
+    n = S.work_len[t, p, j]
+    if n > 0:
+        c, lower = joined(c, S.work[t, p, j, n - 1])
+        S.work[t, p, j, n - 1] = lower
+    S.work[t, p, j, n] = c
+    S.work_len[t, p, j] = n + 1
+
+
+@njit(cache=True)
+def recycle(S, t, p):
+    """Turn the waste over as the new stock (shuffled when recycle="shuffle")."""
+    wl = S.waste_len[t, p]
+    for k in range(wl):
+        S.stock[t, p, k] = S.waste[t, p, wl - 1 - k]
+    if S.cfg[C_SHUFFLE]:
+        for k in range(wl - 1, 0, -1):
+            x = rng_below(S.rng, t, k + 1)
+            tmp = S.stock[t, p, k]
+            S.stock[t, p, k] = S.stock[t, p, x]
+            S.stock[t, p, x] = tmp
+    S.stock_len[t, p] = wl
+    S.waste_len[t, p] = 0
+    S.redeals[t, p] += 1
+
+
+@njit(cache=True)
+def rotate_stock(S, t, p):
+    """Move the stock's top card to its bottom."""
+    n = S.stock_len[t, p]
+    if n < 2:
+        return
+    top = S.stock[t, p, n - 1]
+    for k in range(n - 1, 0, -1):
+        S.stock[t, p, k] = S.stock[t, p, k - 1]
+    S.stock[t, p, 0] = top
+
+
+@njit(cache=True)
+def apply_action(S, t, p, a):
+    """Apply legal action ``a`` of seat ``p``; returns R_* bits (progress, lost race, call, false call)."""
+    cfg = S.cfg
+    act = S.act
+    w = cfg[C_W]
+    if a == 0:
+        return 0
+    if a == 1:  # flip
+        n = S.stock_len[t, p]
+        if n == 0:
+            recycle(S, t, p)
+            return 0
+        k = min(cfg[C_DRAW], n)
+        wl = S.waste_len[t, p]
+        for x in range(k):
+            S.waste[t, p, wl + x] = S.stock[t, p, n - 1 - x]
+        S.stock_len[t, p] = n - k
+        S.waste_len[t, p] = wl + k
+        return 0
+    if a < act[L_TOWORK]:  # to the lake
+        src = a - act[L_LAKE]
+        c = source_top(S, t, p, src)
+        if c % 13 == 0:
+            f = S.lake_n[t]
+        else:
+            f = lake_find(S, t, c - 1)
+            if f < 0:
+                return R_LOST
+        lake_add(S, t, f, c, p)
+        pop_source(S, t, p, src)
+        return R_PROGRESS
+    if a < act[L_RUN]:  # Nertz or waste top onto a work pile
+        k = a - act[L_TOWORK]
+        src = k // w
+        j = k % w
+        c = source_top(S, t, p, src)
+        pop_source(S, t, p, src)
+        place_on_work(S, t, p, j, c)
+        return R_PROGRESS if src == 0 else 0
+    if a < act[L_RUN] + w * (w - 1) * 13:  # a run between work piles
+        k = a - act[L_RUN]
+        length = k % 13 + 1
+        pair = k // 13
+        i = pair // (w - 1)
+        jj = pair % (w - 1)
+        j = jj if jj < i else jj + 1
+        ni = S.work_len[t, p, i]
+        nj = S.work_len[t, p, j]
+        start = ni - length
+        bottom = S.work[t, p, i, start]
+        if nj > 0:
+            bottom, lower = joined(bottom, S.work[t, p, j, nj - 1])
+            S.work[t, p, j, nj - 1] = lower
+        S.work[t, p, j, nj] = bottom
+        for x in range(1, length):
+            S.work[t, p, j, nj + x] = S.work[t, p, i, start + x]
+        S.work_len[t, p, j] = nj + length
+        S.work_len[t, p, i] = start
+        return 0
+    if a == act[L_CALL]:
+        if S.nertz_len[t, p] == 0:
+            return R_CALL
+        S.false_calls[t, p] += 1
+        S.rewards[t, p] -= cfg[C_FALSEPEN]
+        return R_FALSE_CALL
+    if act[L_TUCK] >= 0 and act[L_TUCK] <= a < act[L_TUCK] + 2 * w:
+        k = a - act[L_TUCK]
+        src = k // w
+        j = k % w
+        c = source_top(S, t, p, src)
+        pop_source(S, t, p, src)
+        n = S.work_len[t, p, j]
+        base, c = joined(S.work[t, p, j, 0], c)
+        for x in range(n - 1, 0, -1):
+            S.work[t, p, j, x + 1] = S.work[t, p, j, x]
+        S.work[t, p, j, 1] = base
+        S.work[t, p, j, 0] = c
+        S.work_len[t, p, j] = n + 1
+        return R_PROGRESS if src == 0 else 0
+    if a == act[L_ROTATE]:
+        rotate_stock(S, t, p)
+        return 0
+    # a joker to the lake, declared as suit u
+    k = a - act[L_JLAKE]
+    src = k // 4
+    u = k % 4
+    c = source_top(S, t, p, src)
+    f, r = joker_target(S, t, c, u)
+    if f < 0:
+        return R_LOST
+    lake_add(S, t, f, LAKE_JOKER_FLAG + u * 13 + r, p)
+    pop_source(S, t, p, src)
+    return R_PROGRESS
+
+
+# ---------------------------------------------------------------- deal, stall rule, round end
+@njit(cache=True)
+def deal_round(S, t):
+    """Shuffle every player's deck with the table's generator and deal a fresh round (the lake empties)."""
+    cfg = S.cfg
+    np_, w, ns, d = cfg[C_P], cfg[C_W], cfg[C_NS], cfg[C_D]
+    deck = np.empty(d, np.int8)
+    for p in range(np_):
+        for x in range(52):
+            deck[x] = x
+        for x in range(52, d):
+            deck[x] = JOKER
+        for x in range(d - 1, 0, -1):
+            y = rng_below(S.rng, t, x + 1)
+            tmp = deck[x]
+            deck[x] = deck[y]
+            deck[y] = tmp
+        for x in range(ns):
+            S.nertz[t, p, x] = deck[x]
+        S.nertz_len[t, p] = ns
+        for j in range(w):
+            S.work[t, p, j, 0] = deck[ns + j]
+            S.work_len[t, p, j] = 1
+        n = d - ns - w
+        for x in range(n):
+            S.stock[t, p, x] = deck[ns + w + x]
+        S.stock_len[t, p] = n
+        S.waste_len[t, p] = 0
+        S.redeals[t, p] = 0
+        S.lake_played[t, p] = 0
+        S.false_calls[t, p] = 0
+    S.lake_n[t] = 0
+    S.lake_len[t, :] = 0
+    S.lake_tops[t, :] = 0
+    S.tick[t] = 0
+    S.since_progress[t] = 0
+    S.stalls[t] = 0
+
+
+@njit(cache=True)
+def stall_shuffle(S, t):
+    """The stall rule: every waste goes back under its stock, then each stock's top card moves to the bottom."""
+    for p in range(S.cfg[C_P]):
+        wl = S.waste_len[t, p]
+        sl = S.stock_len[t, p]
+        for k in range(sl - 1, -1, -1):
+            S.stock[t, p, k + wl] = S.stock[t, p, k]
+        for k in range(wl):
+            S.stock[t, p, k] = S.waste[t, p, wl - 1 - k]
+        S.stock_len[t, p] = sl + wl
+        S.waste_len[t, p] = 0
+        rotate_stock(S, t, p)
+
+
+@njit(cache=True)
+def finish_round(S, t, end, candidates):
+    """Score the round (rewards get the Nertz penalty and bonus), then end the match or deal the next round."""
+    cfg = S.cfg
+    np_ = cfg[C_P]
+    best = -1
+    for p in range(np_):
+        if (candidates >> p) & 1 and S.lake_played[t, p] > best:
+            best = S.lake_played[t, p]
+    team_round = np.zeros(np_, np.int64)
+    for p in range(np_):
+        bonus = cfg[C_BONUS] if ((candidates >> p) & 1 and S.lake_played[t, p] == best) else 0
+        left = S.nertz_len[t, p]
+        S.score_lake[t, p] = S.lake_played[t, p]
+        S.score_nertz[t, p] = left
+        S.score_bonus[t, p] = bonus
+        S.score_false[t, p] = S.false_calls[t, p]
+        score = S.lake_played[t, p] - cfg[C_PENALTY] * left + bonus - cfg[C_FALSEPEN] * S.false_calls[t, p]
+        S.rewards[t, p] += bonus - cfg[C_PENALTY] * left
+        S.match_score[t, p] += score
+        team_round[S.team[p]] += score
+    S.round_end[t] = end
+    played = S.round_idx[t] + 1
+    over = False
+    truncated = False
+    if cfg[C_ROUNDS] > 0:
+        over = played >= cfg[C_ROUNDS]
+    elif cfg[C_TARGET] > 0:
+        team_total = np.zeros(np_, np.int64)
+        for p in range(np_):
+            team_total[S.team[p]] += S.match_score[t, p]
+        top = -(1 << 40)
+        count = 0
+        for g in range(np_):
+            if team_total[g] >= cfg[C_TARGET]:
+                if team_round[g] > top:
+                    top = team_round[g]
+                    count = 1
+                elif team_round[g] == top:
+                    count += 1
+        if count == 1:
+            over = True
+        elif played >= cfg[C_MAXROUNDS]:
+            over = True
+            truncated = True
+    else:
+        over = True
+        truncated = end == END_MAX_TICKS
+    if over:
+        S.done[t] = DONE_TRUNCATED if truncated else DONE_TERMINATED
+    else:
+        S.round_idx[t] = played
+        deal_round(S, t)
+
+
+# ---------------------------------------------------------------- observations
+@njit(cache=True)
+def write_card(o, base, c):
+    if c < 0:
+        return
+    if c < 52:
+        o[base + c % 13] = 1.0
+        o[base + 13 + c // 13] = 1.0
+        return
+    o[base + 17] = 1.0
+    if c >= FIXED_JOKER_BASE:
+        o[base + card_rank(c)] = 1.0
+        if card_colour(c) == 1:
+            o[base + 14] = 0.5
+            o[base + 15] = 0.5
+        else:
+            o[base + 13] = 0.5
+            o[base + 16] = 0.5
+
+
+@njit(cache=True)
+def observe_player(S, t, p):
+    """Write seat ``p``'s observation vector (layout in nertz_env.observation)."""
+    cfg = S.cfg
+    off = S.obs_off
+    o = S.obs[t, p]
+    o[:] = 0.0
+    np_, w, ns, d = cfg[C_P], cfg[C_W], cfg[C_NS], cfg[C_D]
+    n = S.nertz_len[t, p]
+    if n > 0:
+        write_card(o, off[O_NTOP], S.nertz[t, p, n - 1])
+    o[off[O_NCOUNT]] = n / ns
+    n = S.waste_len[t, p]
+    if n > 0:
+        write_card(o, off[O_WTOP], S.waste[t, p, n - 1])
+    o[off[O_SCOUNT]] = S.stock_len[t, p] / d
+    o[off[O_WCOUNT]] = n / d
+    for j in range(w):
+        n = S.work_len[t, p, j]
+        base = off[O_WORK] + j * 52
+        for k in range(n):
+            c = S.work[t, p, j, k]
+            if c < 52:
+                o[base + c] = 1.0
+            else:
+                o[off[O_WJOKER] + j] = 1.0
+                if c >= FIXED_JOKER_BASE:
+                    r = card_rank(c)
+                    if card_colour(c) == 1:
+                        o[base + 13 + r] = 0.5
+                        o[base + 26 + r] = 0.5
+                    else:
+                        o[base + r] = 0.5
+                        o[base + 39 + r] = 0.5
+        if n > 0:
+            write_card(o, off[O_WEXP] + j * 18, S.work[t, p, j, n - 1])
+        o[off[O_WCNT] + j] = n / 13.0
+    for c in range(52):
+        if S.lake_tops[t, c] > 0:
+            o[off[O_LAKE] + c] = S.lake_tops[t, c] / np_
+    for k in range(1, np_):
+        q = (p + k) % np_
+        n = S.nertz_len[t, q]
+        if n > 0:
+            write_card(o, off[O_OTOP] + (k - 1) * 18, S.nertz[t, q, n - 1])
+        o[off[O_OCOUNT] + k - 1] = n / ns
+        if S.team[q] == S.team[p]:
+            o[off[O_OTEAM] + k - 1] = 1.0
+    s = off[O_STATUS]
+    o[s] = S.tick[t] / cfg[C_MAXTICKS]
+    o[s + 1] = S.since_progress[t] / cfg[C_STALL]
+    o[s + 2] = S.stalls[t] / 2.0
+    o[s + 3] = 1.0 if (cfg[C_TURN] == 0 or turn_player(S, t) == p) else 0.0
+    if cfg[C_MAXREDEALS] < 0:
+        o[s + 4] = 1.0
+    elif cfg[C_MAXREDEALS] > 0:
+        o[s + 4] = (cfg[C_MAXREDEALS] - S.redeals[t, p]) / cfg[C_MAXREDEALS]
+    o[s + 5] = S.lake_played[t, p] / d
+    o[s + 6] = S.round_idx[t] / cfg[C_MAXROUNDS]
+
+
+@njit(cache=True)
+def observe_table(S, t):
+    for p in range(S.cfg[C_P]):
+        observe_player(S, t, p)
+        compute_mask(S, t, p)
+
+
+# ---------------------------------------------------------------- reset and one tick
+@njit(cache=True)
+def team_rewards(S, t):
+    """With teams, every seat's reward becomes its team's summed reward (a partner's score is its own)."""
+    np_ = S.cfg[C_P]
+    shared = False
+    for p in range(np_):
+        if S.team[p] != p:
+            shared = True
+    if not shared:
+        return
+    total = np.zeros(np_, np.float32)
+    for p in range(np_):
+        total[S.team[p]] += S.rewards[t, p]
+    for p in range(np_):
+        S.rewards[t, p] = total[S.team[p]]
+
+
+@njit(cache=True)
+def clear_outputs(S, t):
+    for p in range(S.cfg[C_P]):
+        S.rewards[t, p] = 0.0
+        S.illegal[t, p] = 0
+        S.lost_race[t, p] = 0
+        S.applied[t, p] = 0
+    S.round_end[t] = END_NONE
+
+
+@njit(cache=True)
+def reset_table(S, t):
+    """Start a new episode on table ``t`` from its generator's current state (seed it first to choose)."""
+    for p in range(S.cfg[C_P]):
+        S.match_score[t, p] = 0
+        S.score_lake[t, p] = 0
+        S.score_nertz[t, p] = 0
+        S.score_bonus[t, p] = 0
+        S.score_false[t, p] = 0
+        S.order[t, p] = p
+    S.round_idx[t] = 0
+    S.done[t] = DONE_NO
+    clear_outputs(S, t)
+    deal_round(S, t)
+    observe_table(S, t)
+
+
+@njit(cache=True)
+def step_table(S, t, actions):
+    """One tick of table ``t`` with ``actions[t, p]`` for every seat (any integer; illegal ones are waits)."""
+    cfg = S.cfg
+    np_ = cfg[C_P]
+    num_actions = S.act[L_NUM]
+    clear_outputs(S, t)
+    if S.done[t] != DONE_NO:
+        return
+    for p in range(np_):
+        S.order[t, p] = p
+    for k in range(np_ - 1, 0, -1):
+        x = rng_below(S.rng, t, k + 1)
+        tmp = S.order[t, k]
+        S.order[t, k] = S.order[t, x]
+        S.order[t, x] = tmp
+    progress = False
+    callers = 0
+    for k in range(np_):
+        p = S.order[t, k]
+        a = actions[t, p]
+        if a < 0 or a >= num_actions or S.mask[t, p, a] == 0:
+            S.illegal[t, p] = 1
+            continue
+        S.applied[t, p] = a
+        result = apply_action(S, t, p, a)
+        if result & R_PROGRESS:
+            progress = True
+        if result & R_LOST:
+            S.lost_race[t, p] = 1
+        if result & R_CALL:
+            callers |= 1 << p
+    S.tick[t] += 1
+    end = END_NONE
+    if cfg[C_MANUAL]:
+        if callers:
+            end = END_NERTZ
+    else:
+        for p in range(np_):
+            if S.nertz_len[t, p] == 0:
+                callers |= 1 << p
+        if callers:
+            end = END_NERTZ
+    if progress:
+        S.since_progress[t] = 0
+        S.stalls[t] = 0
+    else:
+        S.since_progress[t] += 1
+        if end == END_NONE and S.since_progress[t] >= cfg[C_STALL]:
+            if S.stalls[t] == 0:
+                stall_shuffle(S, t)
+                S.stalls[t] = 1
+                S.since_progress[t] = 0
+            else:
+                end = END_STALL
+    if end == END_NONE and S.tick[t] >= cfg[C_MAXTICKS]:
+        end = END_MAX_TICKS
+    if end != END_NONE:
+        finish_round(S, t, end, callers)
+    team_rewards(S, t)
+    observe_table(S, t)

@@ -1,0 +1,275 @@
+"""The PettingZoo adapters: ``parallel_env`` (the native form), ``env`` and ``raw_env`` (AEC forms).
+
+The class maps agent names ``player_0 .. player_{n-1}`` to seats and packs ``{"observation",
+"action_mask"}``; the rules live in :mod:`nertz_env.engine` (one table of a batch), rendering in
+:mod:`nertz_env.render`.
+
+Actions: one ``Discrete`` space per config (see :mod:`nertz_env.actions`). By default an action that is not
+legal (masked out, out of range, or ``None``) is applied as a wait and flagged in ``infos[agent]["illegal"]``;
+a live agent left out of the action dict waits and is flagged ``"missing_action"``. With
+``illegal_action="raise"`` those raise ``ValueError`` before anything changes. Actions that are not integers at
+all (a string, a float such as 1.5) always raise ``ValueError``: they are bugs, not moves.
+
+``infos[agent]`` every step: ``illegal``, ``lost_race`` (a legal lake play that an earlier action of the same
+tick beat to the slot), ``action`` (the action applied; 0 when flagged). When a round ends it also holds
+``round_end`` (``"nertz"``, ``"stall"`` or ``"max_ticks"``), ``score`` (the round's breakdown: ``lake``,
+``nertz_penalty``, ``bonus``, ``false_calls``, ``total``) and ``match_score``; with teams, ``team_score`` too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+from pettingzoo import ParallelEnv
+from pettingzoo.utils.conversions import parallel_to_aec_wrapper
+
+from nertz_env.actions import ActionTable, action_table
+from nertz_env.config import NertzConfig, make_config
+from nertz_env.engine import batch
+from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, END_MAX_TICKS, END_NERTZ, END_STALL, allocate
+from nertz_env.observation import ObsLayout
+from nertz_env.snapshot import restore_table, snapshot_table
+
+ENV_NAME = "nertz_v0"
+_END_NAMES = {END_NERTZ: "nertz", END_STALL: "stall", END_MAX_TICKS: "max_ticks"}
+_INT_TYPES = (int, np.integer)
+
+
+def _as_action(agent: str, value: Any) -> int | None:
+    """An action value as an int (None stays None); non-integers raise a ValueError naming the agent."""
+    if value is None:
+        return None
+    if isinstance(value, _INT_TYPES) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, np.ndarray) and value.size == 1 and np.issubdtype(value.dtype, np.integer):
+        return int(value.reshape(()))
+    raise ValueError(f"action for {agent!r} must be an integer action index, got {value!r}")
+
+
+class NertzParallelEnv(ParallelEnv):
+    """Nertz for 2 to 8 players, all acting every tick. See the module docstring and README."""
+
+    metadata = {"render_modes": ["ansi", "human"], "name": ENV_NAME, "is_parallelizable": True, "render_fps": 4}
+
+    def __init__(
+        self,
+        num_players: int = 4,
+        render_mode: str | None = None,
+        illegal_action: str = "noop",
+        **rules: Any,
+    ) -> None:
+        """
+        Args:
+            num_players: seats, 2 to 8.
+            render_mode: ``None``, ``"ansi"`` (``render()`` returns the table as text) or ``"human"`` (prints it).
+            illegal_action: ``"noop"`` (default: flagged wait) or ``"raise"``.
+            **rules: any option of :class:`~nertz_env.config.NertzConfig` by its RULES.md name.
+        """
+        if render_mode not in (None, "ansi", "human"):
+            raise ValueError(f"render_mode must be None, 'ansi' or 'human', got {render_mode!r}")
+        if illegal_action not in ("noop", "raise"):
+            raise ValueError(f"illegal_action must be 'noop' or 'raise', got {illegal_action!r}")
+        self.config: NertzConfig = make_config(num_players=num_players, **rules)
+        self.render_mode = render_mode
+        self.illegal_action = illegal_action
+        self.actions: ActionTable = action_table(self.config)
+        self.obs_layout = ObsLayout(self.config)
+        n = self.config.num_players
+        self.possible_agents = [f"player_{i}" for i in range(n)]
+        self.agents: list[str] = []
+        self._seat = {a: i for i, a in enumerate(self.possible_agents)}
+        obs_space = gymnasium.spaces.Dict(
+            {
+                "observation": gymnasium.spaces.Box(0.0, 1.0, (self.obs_layout.size,), np.float32),
+                "action_mask": gymnasium.spaces.Box(0, 1, (self.actions.n,), np.int8),
+            }
+        )
+        self.observation_spaces = {a: obs_space for a in self.possible_agents}
+        self.action_spaces = {a: gymnasium.spaces.Discrete(self.actions.n) for a in self.possible_agents}
+        self._state = allocate(self.config, 1)
+        self._actions = np.zeros((1, n), dtype=np.int64)
+        self._seeder: np.random.Generator | None = None
+        self._team = self.config.team_of
+
+    # ------------------------------------------------------------------ PettingZoo API
+    def observation_space(self, agent: str) -> gymnasium.spaces.Space:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> gymnasium.spaces.Space:
+        return self.action_spaces[agent]
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, dict[str, Any]]]:
+        """Deal a new episode (or restore ``options={"snapshot": s}``). ``seed`` fixes the deal exactly."""
+        options = dict(options or {})
+        unknown = sorted(set(options) - {"snapshot"})
+        if unknown:
+            raise ValueError(f"unknown reset option(s) {unknown}; the only option is 'snapshot'")
+        if seed is not None:
+            if not isinstance(seed, _INT_TYPES) or isinstance(seed, bool) or seed < 0:
+                raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
+            self._seeder = np.random.default_rng(int(seed))
+            table_seed = int(seed) % 2**64
+        else:
+            if self._seeder is None:
+                self._seeder = np.random.default_rng()
+            table_seed = int(self._seeder.integers(0, 2**63))
+        if "snapshot" in options:
+            restore_table(self._state, self.config, options["snapshot"])
+        else:
+            batch.reset_seeded_serial(self._state, np.array([table_seed], dtype=np.uint64))
+        self.agents = self.possible_agents[:] if self._state.done[0] == DONE_NO else []
+        obs = self._observations()
+        infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        if self.render_mode == "human":
+            self.render()
+        return obs, infos
+
+    def step(self, actions: dict[str, Any]) -> tuple[
+        dict[str, dict[str, np.ndarray]],
+        dict[str, float],
+        dict[str, bool],
+        dict[str, bool],
+        dict[str, dict[str, Any]],
+    ]:
+        """One tick: every live agent's action, applied in this tick's seeded order."""
+        if not self.agents:
+            raise RuntimeError("step() called with no live agents: the episode is over (or reset() was not called)")
+        if not isinstance(actions, dict):
+            raise ValueError(f"actions must be a dict from agent name to action, got {type(actions).__name__}")
+        acts = self._actions
+        acts[0, :] = 0
+        seat = self._seat
+        mask = self._state.mask[0]
+        n_act = self.actions.n
+        missing = set(self.agents)
+        for agent, value in actions.items():
+            p = seat.get(agent)
+            if p is None or agent not in missing:
+                why = "unknown agent" if p is None else "agent not live (or named twice)"
+                raise ValueError(f"{why} {agent!r}; the live agents are {self.agents}")
+            missing.discard(agent)
+            a = _as_action(agent, value)
+            if a is None or not 0 <= a < n_act or not mask[p, a]:
+                if self.illegal_action == "raise":
+                    raise ValueError(f"action {value!r} of {agent!r} is not legal now (see the action_mask)")
+                a = -1
+            acts[0, p] = a
+        if missing and self.illegal_action == "raise":
+            raise ValueError(f"no action given for live agent(s) {sorted(missing)}")
+        S = self._state
+        batch.step_serial(S, acts, False)
+        obs = self._observations()
+        rew = S.rewards[0].tolist()
+        illegal = S.illegal[0].tolist()
+        lost = S.lost_race[0].tolist()
+        applied = S.applied[0].tolist()
+        done = int(S.done[0])
+        term = done != DONE_NO and done != DONE_TRUNCATED
+        trunc = done == DONE_TRUNCATED
+        agents = self.agents
+        rewards = {a: rew[seat[a]] for a in agents}
+        terminations = {a: term for a in agents}
+        truncations = {a: trunc for a in agents}
+        infos = {
+            a: {"illegal": bool(illegal[seat[a]]), "lost_race": bool(lost[seat[a]]), "action": applied[seat[a]]}
+            for a in agents
+        }
+        for a in missing:
+            infos[a]["missing_action"] = True
+        if S.round_end[0]:
+            self._add_round_infos(infos)
+        if done != DONE_NO:
+            self.agents = []
+        if self.render_mode == "human":
+            self.render()
+        return obs, rewards, terminations, truncations, infos
+
+    def _observations(self) -> dict[str, dict[str, np.ndarray]]:
+        o = self._state.obs[0].copy()
+        m = self._state.mask[0].copy()
+        return {a: {"observation": o[i], "action_mask": m[i]} for i, a in enumerate(self.possible_agents) if a in self.agents}
+
+    def _add_round_infos(self, infos: dict[str, dict[str, Any]]) -> None:
+        S, cfg = self._state, self.config
+        totals = []
+        for p in range(cfg.num_players):
+            lake, left = int(S.score_lake[0, p]), int(S.score_nertz[0, p])
+            bonus, false = int(S.score_bonus[0, p]), int(S.score_false[0, p])
+            totals.append(lake - cfg.nertz_penalty * left + bonus - cfg.false_call_penalty * false)
+        teamed = cfg.teams is not False
+        for a, info in infos.items():
+            p = self._seat[a]
+            info["round_end"] = _END_NAMES[int(S.round_end[0])]
+            info["score"] = {
+                "lake": int(S.score_lake[0, p]),
+                "nertz_penalty": -cfg.nertz_penalty * int(S.score_nertz[0, p]),
+                "bonus": int(S.score_bonus[0, p]),
+                "false_calls": -cfg.false_call_penalty * int(S.score_false[0, p]),
+                "total": totals[p],
+            }
+            info["match_score"] = int(S.match_score[0, p])
+            if teamed:
+                info["team_score"] = sum(totals[q] for q in range(cfg.num_players) if self._team[q] == self._team[p])
+
+    def render(self) -> str | None:
+        """The table as text (``"ansi"``) or printed (``"human"``); a warning and None without a mode."""
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
+            return None
+        from nertz_env.render import render_text
+
+        text = render_text(self.snapshot())
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        pass
+
+    # ------------------------------------------------------------------ extras
+    def snapshot(self) -> dict[str, Any]:
+        """The whole table as a ``nertz-snapshot/1`` dict (JSON-ready); restore with
+        ``reset(options={"snapshot": s})``."""
+        return snapshot_table(self._state, self.config, 0)
+
+    def describe_action(self, index: int) -> str:
+        """An action index of this config in words."""
+        return self.actions.describe(index)
+
+    def action_mask(self, agent: str) -> np.ndarray:
+        """A copy of ``agent``'s current legal-action mask (int8)."""
+        return self._state.mask[0, self._seat[agent]].copy()
+
+    @property
+    def tick(self) -> int:
+        return int(self._state.tick[0])
+
+
+class raw_env(parallel_to_aec_wrapper):  # noqa: N801 (PettingZoo's module convention)
+    """The AEC form without the order-enforcing wrapper (as PettingZoo modules name it)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(NertzParallelEnv(**kwargs))
+
+
+def parallel_env(**kwargs: Any) -> NertzParallelEnv:
+    """Nertz as a PettingZoo ``ParallelEnv``. Keywords: ``num_players``, ``render_mode``,
+    ``illegal_action`` and every rules option (see :class:`~nertz_env.config.NertzConfig`)."""
+    return NertzParallelEnv(**kwargs)
+
+
+def env(**kwargs: Any) -> Any:
+    """Nertz as a PettingZoo ``AECEnv`` (``parallel_to_aec`` of :func:`parallel_env`, order-enforced)."""
+    from pettingzoo.utils.conversions import parallel_to_aec
+
+    return parallel_to_aec(NertzParallelEnv(**kwargs))
+
+
+def describe_action(index: int, **rules: Any) -> str:
+    """An action index in words, for the config given by ``rules`` (default: 4 players, default rules)."""
+    return action_table(make_config(**rules)).describe(index)

@@ -1,0 +1,192 @@
+"""The observation vector: one flat float32 vector per seat with named slices, and ``decode`` back.
+
+Every card feature block is 18 wide: 13 rank one-hot (A..K), 4 suit one-hot (C D H S), 1 joker flag. A joker
+with no value sets only the flag; a joker fixed on a work pile sets its rank and 0.5 on both suits of its
+colour. An empty slot is all zeros. Counts are divided by their maximum so that every value is in [0, 1].
+
+Slices, in order (``P`` players, ``W`` work piles; "opponents" are the other seats in seat order starting
+after the observer)::
+
+    nertz_top        18       own Nertz pile's face-up top card
+    nertz_count      1        cards in the own Nertz pile / nertz_size
+    waste_top        18       own waste's top card (the only playable waste card)
+    stock_count      1        cards in the own stock / deck size
+    waste_count      1        cards in the own waste / deck size
+    work_cards       W * 52   per work pile, the cards it holds (multi-hot over the 52 cards; a pile is an
+                              ordered run, so the set fixes the order)
+    work_joker       W        per work pile, 1 if it holds a joker
+    work_exposed     W * 18   per work pile, its exposed (top) card
+    work_count       W        per work pile, cards / 13
+    lake_tops        52       per card, the foundations whose top is that card / P
+    opp_nertz_top    (P-1)*18 each opponent's Nertz top card
+    opp_nertz_count  P-1      each opponent's Nertz cards / nertz_size
+    opp_teammate     P-1      1 if that seat is the observer's partner (``teams``)
+    status           7        tick / max_ticks, ticks since progress / stall_ticks, stalls so far / 2,
+                              1 if the observer may act this tick (``turn_based``), redeals left fraction
+                              (1 when unlimited), own cards in the lake / deck size, round / rounds in match
+
+Hidden cards (the Nertz pile below its top, the stock, the waste below its top, other layouts) never appear.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nertz_env.cards import (
+    FIXED_JOKER_BASE,
+    FIXED_JOKER_END,
+    JOKER,
+    RANKS,
+    SUITS,
+    card,
+    fixed_joker,
+    to_text,
+)
+from nertz_env.config import NertzConfig
+
+CARD_FEATURES = 18
+STATUS_FIELDS = (
+    "tick_frac",
+    "stall_frac",
+    "stalls",
+    "my_turn",
+    "redeals_left",
+    "own_lake_frac",
+    "round_frac",
+)
+# Slots of ObsLayout.offsets, the integers the engine reads.
+(
+    O_NTOP,
+    O_NCOUNT,
+    O_WTOP,
+    O_SCOUNT,
+    O_WCOUNT,
+    O_WORK,
+    O_WJOKER,
+    O_WEXP,
+    O_WCNT,
+    O_LAKE,
+    O_OTOP,
+    O_OCOUNT,
+    O_OTEAM,
+    O_STATUS,
+    O_SIZE,
+) = range(15)
+
+
+class ObsLayout:
+    """Named slices of the observation vector for one config."""
+
+    def __init__(self, config: NertzConfig) -> None:
+        self.config = config
+        p, w = config.num_players, config.work_piles
+        sizes = [
+            ("nertz_top", CARD_FEATURES),
+            ("nertz_count", 1),
+            ("waste_top", CARD_FEATURES),
+            ("stock_count", 1),
+            ("waste_count", 1),
+            ("work_cards", w * 52),
+            ("work_joker", w),
+            ("work_exposed", w * CARD_FEATURES),
+            ("work_count", w),
+            ("lake_tops", 52),
+            ("opp_nertz_top", (p - 1) * CARD_FEATURES),
+            ("opp_nertz_count", p - 1),
+            ("opp_teammate", p - 1),
+            ("status", len(STATUS_FIELDS)),
+        ]
+        self.slices: dict[str, slice] = {}
+        offsets = []
+        pos = 0
+        for name, n in sizes:
+            self.slices[name] = slice(pos, pos + n)
+            offsets.append(pos)
+            pos += n
+        offsets.append(pos)
+        self.size = pos
+        self.offsets = np.array(offsets, dtype=np.int32)
+
+    def view(self, obs: np.ndarray, name: str) -> np.ndarray:
+        """The named slice of an observation (or of a batch of them, slicing the last axis)."""
+        return obs[..., self.slices[name]]
+
+
+def _decode_card(v: np.ndarray) -> str | None:
+    if not v.any():
+        return None
+    joker = v[17] > 0.5
+    rank = int(np.argmax(v[:13])) if v[:13].any() else -1
+    if joker:
+        if rank < 0:
+            return to_text(JOKER)
+        red = v[14] > 0 or v[15] > 0
+        return to_text(fixed_joker(rank, 1 if red else 0))
+    return RANKS[rank] + SUITS[int(np.argmax(v[13:17]))]
+
+
+def _decode_pile(cells: np.ndarray, has_joker: bool, count: int) -> list[str]:
+    """Cards of one work pile, bottom to top, from its 52-wide multi-hot (highest rank at the bottom)."""
+    grid = cells.reshape(4, 13)  # suit, rank
+    pile: list[str] = []
+    for r in range(12, -1, -1):
+        col = grid[:, r]
+        full = np.flatnonzero(col > 0.75)
+        half = np.flatnonzero((col > 0.25) & (col <= 0.75))
+        if full.size:
+            pile.append(to_text(card(r, int(full[0]))))
+        elif half.size:
+            pile.append(to_text(fixed_joker(r, 1 if int(half[0]) in (1, 2) else 0)))
+    if has_joker and len(pile) < count:  # a joker with no value lies alone on its pile
+        pile.append(to_text(JOKER))
+    return pile
+
+
+def decode(obs: np.ndarray, config: NertzConfig) -> dict[str, Any]:
+    """Turn one observation vector back into a readable structure.
+
+    Args:
+        obs: a float32 vector of ``ObsLayout(config).size`` values (the ``"observation"`` entry).
+        config: the table's config.
+
+    Returns:
+        ``{"nertz_top", "nertz_count", "waste_top", "stock_count", "waste_count", "work" (list of piles, each
+        a list of card texts bottom to top), "lake_tops" ({card text: foundations}), "opponents" (list of
+        {"nertz_top", "nertz_count", "teammate"}), "status" ({field: value})}``. Card texts as in
+        :mod:`nertz_env.cards`; ``None`` for an empty slot.
+    """
+    layout = ObsLayout(config)
+    obs = np.asarray(obs, dtype=np.float32)
+    if obs.shape != (layout.size,):
+        raise ValueError(f"decode takes one observation of shape ({layout.size},), got {obs.shape}")
+    s = layout.slices
+    p, w = config.num_players, config.work_piles
+    deck = config.deck_size
+    work_cards = obs[s["work_cards"]].reshape(w, 52)
+    work_joker = obs[s["work_joker"]]
+    work_count = np.rint(obs[s["work_count"]] * 13).astype(int)
+    lake = np.rint(obs[s["lake_tops"]] * p).astype(int)
+    opp_top = obs[s["opp_nertz_top"]].reshape(p - 1, CARD_FEATURES)
+    opp_count = np.rint(obs[s["opp_nertz_count"]] * config.nertz_size).astype(int)
+    opp_team = obs[s["opp_teammate"]]
+    return {
+        "nertz_top": _decode_card(obs[s["nertz_top"]]),
+        "nertz_count": round(float(obs[s["nertz_count"]][0]) * config.nertz_size),
+        "waste_top": _decode_card(obs[s["waste_top"]]),
+        "stock_count": round(float(obs[s["stock_count"]][0]) * deck),
+        "waste_count": round(float(obs[s["waste_count"]][0]) * deck),
+        "work": [_decode_pile(work_cards[j], bool(work_joker[j] > 0.5), int(work_count[j])) for j in range(w)],
+        "work_exposed": [_decode_card(v) for v in obs[s["work_exposed"]].reshape(w, CARD_FEATURES)],
+        "lake_tops": {to_text(c): int(lake[c]) for c in range(52) if lake[c] > 0},
+        "opponents": [
+            {"nertz_top": _decode_card(opp_top[i]), "nertz_count": int(opp_count[i]), "teammate": bool(opp_team[i] > 0.5)}
+            for i in range(p - 1)
+        ],
+        "status": dict(zip(STATUS_FIELDS, (float(x) for x in obs[s["status"]]), strict=True)),
+    }
+
+
+def is_fixed_joker(code: int) -> bool:
+    return FIXED_JOKER_BASE <= code < FIXED_JOKER_END

@@ -1,0 +1,270 @@
+"""``nertz-snapshot/1``: the whole table as a JSON-ready dict, and back into engine state.
+
+Format (every pile lists cards bottom to top: the last is the top, face-up or playable one; the stock's last
+card is the next flipped; cards are texts of :mod:`nertz_env.cards`)::
+
+    {"format": "nertz-snapshot/1",
+     "config": {...every option of NertzConfig...},
+     "tick": int, "round": int, "since_progress": int, "stalls": int,
+     "done": "running" | "terminated" | "truncated",
+     "players": [{"nertz": [...], "work": [[...], ...], "stock": [...], "waste": [...],
+                  "redeals": int, "false_calls": int, "match_score": int}, ...],
+     "lake": [[[card, seat], ...], ...],            # foundations in creation order, ace first
+     "rng": {"algorithm": "splitmix64", "state": "0x..."}}
+
+Restoring checks everything (types, pile order, that every deck's cards are all there exactly once) and raises
+:class:`SnapshotError` naming the field. After a restore the game continues exactly as the original would have.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from nertz_env.cards import (
+    JOKER,
+    LAKE_JOKER_FLAG,
+    NUM_CARDS,
+    from_text,
+    lake_from_text,
+    lake_to_text,
+    to_text,
+)
+from nertz_env.config import NertzConfig, make_config
+from nertz_env.engine.rules import card_colour, card_rank
+from nertz_env.engine.state import DONE_NO, DONE_TERMINATED, DONE_TRUNCATED, MAX_PILE, TableState
+
+FORMAT = "nertz-snapshot/1"
+RNG_ALGORITHM = "splitmix64"
+_DONE_NAMES = {DONE_NO: "running", DONE_TERMINATED: "terminated", DONE_TRUNCATED: "truncated"}
+_DONE_CODES = {v: k for k, v in _DONE_NAMES.items()}
+
+
+class SnapshotError(ValueError):
+    """A malformed snapshot; the message names the offending field."""
+
+
+def snapshot_table(state: TableState, config: NertzConfig, t: int = 0) -> dict[str, Any]:
+    """Table ``t`` of ``state`` as a ``nertz-snapshot/1`` dict."""
+    players = []
+    for p in range(config.num_players):
+        players.append(
+            {
+                "nertz": [to_text(c) for c in state.nertz[t, p, : state.nertz_len[t, p]]],
+                "work": [
+                    [to_text(c) for c in state.work[t, p, j, : state.work_len[t, p, j]]]
+                    for j in range(config.work_piles)
+                ],
+                "stock": [to_text(c) for c in state.stock[t, p, : state.stock_len[t, p]]],
+                "waste": [to_text(c) for c in state.waste[t, p, : state.waste_len[t, p]]],
+                "redeals": int(state.redeals[t, p]),
+                "false_calls": int(state.false_calls[t, p]),
+                "match_score": int(state.match_score[t, p]),
+            }
+        )
+    lake = [
+        [[lake_to_text(state.lake[t, f, k]), int(state.lake_owner[t, f, k])] for k in range(state.lake_len[t, f])]
+        for f in range(state.lake_n[t])
+    ]
+    return {
+        "format": FORMAT,
+        "config": config.to_dict(),
+        "tick": int(state.tick[t]),
+        "round": int(state.round_idx[t]),
+        "since_progress": int(state.since_progress[t]),
+        "stalls": int(state.stalls[t]),
+        "done": _DONE_NAMES[int(state.done[t])],
+        "players": players,
+        "lake": lake,
+        "rng": {"algorithm": RNG_ALGORITHM, "state": hex(int(state.rng[t]))},
+    }
+
+
+def _field(d: Any, key: str, where: str) -> Any:
+    if not isinstance(d, dict):
+        raise SnapshotError(f"{where} must be a dict, got {type(d).__name__}")
+    if key not in d:
+        raise SnapshotError(f"{where}.{key} is missing")
+    return d[key]
+
+
+def _int(v: Any, where: str, lo: int = 0, hi: int | None = None) -> int:
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo or (hi is not None and v > hi):
+        rng = f"from {lo} to {hi}" if hi is not None else f">= {lo}"
+        raise SnapshotError(f"{where} must be an integer {rng}, got {v!r}")
+    return int(v)
+
+
+def _cards(v: Any, where: str, cap: int, free_only: bool) -> list[int]:
+    if not isinstance(v, list):
+        raise SnapshotError(f"{where} must be a list of cards, got {type(v).__name__}")
+    if len(v) > cap:
+        raise SnapshotError(f"{where} holds {len(v)} cards, at most {cap} fit")
+    out = []
+    for k, x in enumerate(v):
+        try:
+            c = from_text(x)
+        except ValueError as e:
+            raise SnapshotError(f"{where}[{k}]: {e}") from None
+        if free_only and c > JOKER:
+            raise SnapshotError(f"{where}[{k}]: a joker here has no value yet and is written '**', got {x!r}")
+        out.append(c)
+    return out
+
+
+def _check_run(cards: list[int], where: str) -> None:
+    """A work pile must be an ordered run: each card one rank lower and the other colour than the one below."""
+    for k in range(1, len(cards)):
+        lower, upper = cards[k - 1], cards[k]
+        if lower == JOKER or upper == JOKER:
+            raise SnapshotError(f"{where}: a covered joker or a joker on a joker must have a value ('*7r')")
+        if card_rank(upper) != card_rank(lower) - 1 or card_colour(upper) == card_colour(lower):
+            raise SnapshotError(
+                f"{where}: {to_text(upper)} cannot lie on {to_text(lower)} (a work pile is a run down in "
+                "alternating colours)"
+            )
+
+
+def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0) -> None:
+    """Load a ``nertz-snapshot/1`` dict into table ``t`` of ``state`` (whose config must equal the snapshot's).
+
+    Raises:
+        SnapshotError: naming the malformed field; ``state`` is left unchanged in that case.
+    """
+    from nertz_env.engine.rules import observe_table
+
+    if not isinstance(snap, dict):
+        raise SnapshotError(f"a snapshot is a dict, got {type(snap).__name__}")
+    fmt = _field(snap, "format", "snapshot")
+    if fmt != FORMAT:
+        raise SnapshotError(f"snapshot.format must be {FORMAT!r}, got {fmt!r}")
+    try:
+        snap_config = make_config(**_field(snap, "config", "snapshot"))
+    except (TypeError, ValueError) as e:
+        raise SnapshotError(f"snapshot.config: {e}") from None
+    if snap_config != config:
+        mine, theirs = config.to_dict(), snap_config.to_dict()
+        diff = [k for k in mine if mine[k] != theirs[k]]
+        details = ", ".join(f"{k}={theirs[k]!r} in the snapshot but {mine[k]!r} here" for k in diff)
+        raise SnapshotError(f"snapshot.config differs from this table's config: {details}")
+    n_players, w, d = config.num_players, config.work_piles, config.deck_size
+    tick = _int(_field(snap, "tick", "snapshot"), "snapshot.tick")
+    rnd = _int(_field(snap, "round", "snapshot"), "snapshot.round", 0, config.max_rounds_resolved - 1)
+    since = _int(_field(snap, "since_progress", "snapshot"), "snapshot.since_progress")
+    stalls = _int(_field(snap, "stalls", "snapshot"), "snapshot.stalls", 0, 1)
+    done = _field(snap, "done", "snapshot")
+    if done not in _DONE_CODES:
+        raise SnapshotError(f"snapshot.done must be one of {sorted(_DONE_CODES)}, got {done!r}")
+    players = _field(snap, "players", "snapshot")
+    if not isinstance(players, list) or len(players) != n_players:
+        raise SnapshotError(f"snapshot.players must list {n_players} players")
+    rng = _field(snap, "rng", "snapshot")
+    if _field(rng, "algorithm", "snapshot.rng") != RNG_ALGORITHM:
+        raise SnapshotError(f"snapshot.rng.algorithm must be {RNG_ALGORITHM!r}")
+    try:
+        rng_state = int(_field(rng, "state", "snapshot.rng"), 0)
+    except (TypeError, ValueError):
+        raise SnapshotError("snapshot.rng.state must be a hex string such as '0x1f'") from None
+    if not 0 <= rng_state < 2**64:
+        raise SnapshotError("snapshot.rng.state must fit in 64 bits")
+
+    owned: list[Counter[int]] = [Counter() for _ in range(n_players)]
+    parsed = []
+    for p, pl in enumerate(players):
+        where = f"snapshot.players[{p}]"
+        nertz = _cards(_field(pl, "nertz", where), f"{where}.nertz", config.nertz_size, True)
+        work_raw = _field(pl, "work", where)
+        if not isinstance(work_raw, list) or len(work_raw) != w:
+            raise SnapshotError(f"{where}.work must list {w} work piles")
+        work = []
+        for j, pile in enumerate(work_raw):
+            cards = _cards(pile, f"{where}.work[{j}]", MAX_PILE, False)
+            _check_run(cards, f"{where}.work[{j}]")
+            work.append(cards)
+        stock = _cards(_field(pl, "stock", where), f"{where}.stock", d, True)
+        waste = _cards(_field(pl, "waste", where), f"{where}.waste", d, True)
+        redeals = _int(_field(pl, "redeals", where), f"{where}.redeals", 0, 32767)
+        false_calls = _int(_field(pl, "false_calls", where), f"{where}.false_calls", 0, 32767)
+        match_score = pl.get("match_score", 0) if isinstance(pl, dict) else 0
+        if not isinstance(match_score, (int, np.integer)) or isinstance(match_score, bool):
+            raise SnapshotError(f"{where}.match_score must be an integer")
+        for c in nertz + stock + waste + [c for pile in work for c in pile]:
+            owned[p][min(c, JOKER)] += 1
+        parsed.append((nertz, work, stock, waste, redeals, false_calls, int(match_score)))
+
+    lake_raw = _field(snap, "lake", "snapshot")
+    max_f = n_players * (4 + config.jokers)
+    if not isinstance(lake_raw, list) or len(lake_raw) > max_f:
+        raise SnapshotError(f"snapshot.lake must be a list of at most {max_f} foundations")
+    lake = []
+    for f, fnd in enumerate(lake_raw):
+        where = f"snapshot.lake[{f}]"
+        if not isinstance(fnd, list) or not 1 <= len(fnd) <= 13:
+            raise SnapshotError(f"{where} must be a list of 1 to 13 [card, seat] pairs")
+        cells = []
+        for k, pair in enumerate(fnd):
+            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                raise SnapshotError(f"{where}[{k}] must be a [card, seat] pair")
+            try:
+                code = lake_from_text(pair[0])
+            except ValueError as e:
+                raise SnapshotError(f"{where}[{k}]: {e}") from None
+            seat = _int(pair[1], f"{where}[{k}] seat", 0, n_players - 1)
+            real = code - LAKE_JOKER_FLAG if code >= LAKE_JOKER_FLAG else code
+            if real % 13 != k or (k > 0 and real // 13 != cells[0][2] // 13):
+                raise SnapshotError(
+                    f"{where}[{k}]: {pair[0]} does not continue the foundation (ace first, then up by suit)"
+                )
+            cells.append((code, seat, real))
+            owned[seat][JOKER if code >= LAKE_JOKER_FLAG else code] += 1
+        lake.append(cells)
+
+    deck = Counter(range(NUM_CARDS))
+    if config.jokers:
+        deck[JOKER] = config.jokers
+    for p in range(n_players):
+        if owned[p] != deck:
+            missing = sorted((deck - owned[p]).elements())
+            extra = sorted((owned[p] - deck).elements())
+            raise SnapshotError(
+                f"snapshot.players[{p}]: the deck must hold every card once; missing "
+                f"{[to_text(c) for c in missing]}, extra {[to_text(c) for c in extra]}"
+            )
+
+    # All checked: write the table.
+    state.rng[t] = np.uint64(rng_state)
+    state.tick[t] = tick
+    state.round_idx[t] = rnd
+    state.since_progress[t] = since
+    state.stalls[t] = stalls
+    state.done[t] = _DONE_CODES[done]
+    for p, (nertz, work, stock, waste, redeals, false_calls, match_score) in enumerate(parsed):
+        state.nertz[t, p, : len(nertz)] = nertz
+        state.nertz_len[t, p] = len(nertz)
+        for j, pile in enumerate(work):
+            state.work[t, p, j, : len(pile)] = pile
+            state.work_len[t, p, j] = len(pile)
+        state.stock[t, p, : len(stock)] = stock
+        state.stock_len[t, p] = len(stock)
+        state.waste[t, p, : len(waste)] = waste
+        state.waste_len[t, p] = len(waste)
+        state.redeals[t, p] = redeals
+        state.false_calls[t, p] = false_calls
+        state.match_score[t, p] = match_score
+        state.lake_played[t, p] = 0
+    state.lake_tops[t, :] = 0
+    state.lake_len[t, :] = 0
+    state.lake_n[t] = len(lake)
+    for f, cells in enumerate(lake):
+        for k, (code, seat, _real) in enumerate(cells):
+            state.lake[t, f, k] = code
+            state.lake_owner[t, f, k] = seat
+            state.lake_played[t, seat] += 1
+        state.lake_len[t, f] = len(cells)
+        state.lake_tops[t, cells[-1][2]] += 1
+    for arr in (state.rewards, state.illegal, state.lost_race, state.applied):
+        arr[t] = 0
+    state.round_end[t] = 0
+    observe_table(state, t)
