@@ -9,6 +9,7 @@ from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.env import NertzParallelEnv, describe_action, env, parallel_env, raw_env
 from nertz_env.observation import ObsLayout, decode
+from nertz_env.vector import NertzVectorEnv, vector_env
 
 __version__ = "0.1.0"
 
@@ -16,6 +17,7 @@ __all__ = [
     "ActionTable",
     "NertzConfig",
     "NertzParallelEnv",
+    "NertzVectorEnv",
     "ObsLayout",
     "__version__",
     "action_table",
@@ -25,4 +27,5 @@ __all__ = [
     "make_config",
     "parallel_env",
     "raw_env",
+    "vector_env",
 ]

@@ -90,7 +90,7 @@ class NertzParallelEnv(ParallelEnv):
         self.action_spaces = {a: gymnasium.spaces.Discrete(self.actions.n) for a in self.possible_agents}
         self._state = allocate(self.config, 1)
         self._actions = np.zeros((1, n), dtype=np.int64)
-        self._seeder: np.random.Generator | None = None
+        self._seeded = False
         self._team = self.config.team_of
 
     # ------------------------------------------------------------------ PettingZoo API
@@ -103,7 +103,12 @@ class NertzParallelEnv(ParallelEnv):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, dict[str, Any]]]:
-        """Deal a new episode (or restore ``options={"snapshot": s}``). ``seed`` fixes the deal exactly."""
+        """Deal a new episode, or restore ``options={"snapshot": s}``.
+
+        ``seed`` fixes the deal and every tick's order exactly. Without a seed, the table's own generator
+        continues where the last episode left it (seeded from OS entropy the first time), so a sequence of
+        episodes is reproducible from the first seed, and equals a batch table's autoresets.
+        """
         options = dict(options or {})
         unknown = sorted(set(options) - {"snapshot"})
         if unknown:
@@ -111,16 +116,15 @@ class NertzParallelEnv(ParallelEnv):
         if seed is not None:
             if not isinstance(seed, _INT_TYPES) or isinstance(seed, bool) or seed < 0:
                 raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
-            self._seeder = np.random.default_rng(int(seed))
-            table_seed = int(seed) % 2**64
-        else:
-            if self._seeder is None:
-                self._seeder = np.random.default_rng()
-            table_seed = int(self._seeder.integers(0, 2**63))
+        elif not self._seeded:
+            seed = int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
         if "snapshot" in options:
             restore_table(self._state, self.config, options["snapshot"])
-        else:
-            batch.reset_seeded_serial(self._state, np.array([table_seed], dtype=np.uint64))
+        elif seed is not None:
+            batch.reset_seeded_serial(self._state, np.array([int(seed) % 2**64], dtype=np.uint64))
+        else:  # continue the table's own generator, exactly as a batch table's autoreset does
+            batch.reset_continue_serial(self._state)
+        self._seeded = True
         self.agents = self.possible_agents[:] if self._state.done[0] == DONE_NO else []
         obs = self._observations()
         infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}

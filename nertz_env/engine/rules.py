@@ -15,7 +15,7 @@ emptied or a call; the stall rule; ``max_ticks``), then scoring, then the observ
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+import numba
 
 from nertz_env.actions import L_CALL, L_JLAKE, L_LAKE, L_NUM, L_ROTATE, L_RUN, L_TOWORK, L_TUCK
 from nertz_env.cards import FIXED_JOKER_BASE, JOKER, LAKE_JOKER_FLAG
@@ -64,6 +64,22 @@ from nertz_env.observation import (
     O_WTOP,
 )
 
+
+def _jit(inline: bool = False, parallel: bool = False):  # type: ignore[no-untyped-def]
+    """``numba.njit`` for the rules: cached, and compiled without reference counting (``_nrt=False``).
+
+    The rules never allocate (scratch space lives in the state), so they need no refcounts; with them, numba
+    leaves hundreds of incref/decref calls in the mask and move code (measured: 14x slower masks).
+    """
+    opts = {"cache": True, "_nrt": False}
+    if inline:
+        opts["inline"] = "always"
+    if parallel:
+        opts["parallel"] = True
+        del opts["_nrt"]  # the parallel scheduler needs the runtime; only the thin drivers use it
+    return numba.njit(**opts)
+
+
 # Result bits of apply_action.
 R_PROGRESS, R_LOST, R_CALL, R_FALSE_CALL = 1, 2, 4, 8
 
@@ -74,7 +90,7 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 _S27, _S30, _S31, _S32 = np.uint64(27), np.uint64(30), np.uint64(31), np.uint64(32)
 
 
-@njit(cache=True)
+@_jit()
 def rng_next(rng, t):
     """Next 64-bit output of table ``t``'s splitmix64 generator."""
     z = rng[t] + _GOLDEN
@@ -84,14 +100,14 @@ def rng_next(rng, t):
     return z ^ (z >> _S31)
 
 
-@njit(cache=True)
+@_jit()
 def rng_below(rng, t, n):
     """Uniform integer in ``[0, n)`` for ``1 <= n < 2**32`` (multiply-shift; bias below 2**-26 for n <= 64)."""
     x = rng_next(rng, t) >> _S32
     return np.int64((x * np.uint64(n)) >> _S32)
 
 
-@njit(cache=True)
+@_jit()
 def seed_table(rng, t, seed):
     """Seed table ``t``'s generator from a 64-bit seed (the seed is mixed once, so nearby seeds differ)."""
     rng[t] = np.uint64(seed)
@@ -99,7 +115,7 @@ def seed_table(rng, t, seed):
 
 
 # ---------------------------------------------------------------- cards (see nertz_env.cards)
-@njit(cache=True)
+@_jit(inline=True)
 def card_rank(c):
     """Rank 0..12 of a real card or fixed joker, -1 for a joker without value."""
     if c < 52:
@@ -109,7 +125,7 @@ def card_rank(c):
     return -1
 
 
-@njit(cache=True)
+@_jit(inline=True)
 def card_colour(c):
     """1 red, 0 black, -1 for a joker without value."""
     if c < 52:
@@ -120,7 +136,7 @@ def card_colour(c):
     return -1
 
 
-@njit(cache=True)
+@_jit(inline=True)
 def can_stack(upper, lower):
     """May ``upper`` go onto the exposed work-pile card ``lower`` (one rank lower, other colour)?"""
     if lower == JOKER:
@@ -130,12 +146,12 @@ def can_stack(upper, lower):
     return card_rank(upper) == card_rank(lower) - 1 and card_colour(upper) != card_colour(lower)
 
 
-@njit(cache=True)
+@_jit(inline=True)
 def fixed_value(rank, colour):
     return FIXED_JOKER_BASE + rank * 2 + colour
 
 
-@njit(cache=True)
+@_jit(inline=True)
 def joined(upper, lower):
     """The two cards after ``upper`` was stacked on ``lower``: a joker among them takes its value."""
     if lower == JOKER:
@@ -145,19 +161,19 @@ def joined(upper, lower):
     return upper, lower
 
 
-@njit(cache=True)
+@_jit(inline=True)
 def lake_declared(code):
     """The real card a lake cell stands for (a joker's declared card)."""
     return code - LAKE_JOKER_FLAG if code >= LAKE_JOKER_FLAG else code
 
 
-@njit(cache=True)
+@_jit(inline=True)
 def suit_is_red(u):
     return u == 1 or u == 2
 
 
 # ---------------------------------------------------------------- layout helpers
-@njit(cache=True)
+@_jit(inline=True)
 def source_top(S, t, p, src):
     """Top card of a source (0 Nertz, 1 waste, 2 + i work pile i), or -1 when it is empty."""
     if src == 0:
@@ -171,7 +187,7 @@ def source_top(S, t, p, src):
     return S.work[t, p, i, n - 1] if n > 0 else -1
 
 
-@njit(cache=True)
+@_jit(inline=True)
 def pop_source(S, t, p, src):
     if src == 0:
         S.nertz_len[t, p] -= 1
@@ -181,13 +197,13 @@ def pop_source(S, t, p, src):
         S.work_len[t, p, src - 2] -= 1
 
 
-@njit(cache=True)
+@_jit(inline=True)
 def turn_player(S, t):
     """The seat whose turn it is in ``turn_based`` play (rotates every tick, first seat every round)."""
     return (S.tick[t] + S.round_idx[t]) % S.cfg[C_P]
 
 
-@njit(cache=True)
+@_jit(inline=True)
 def has_empty_pile_besides(S, t, p, j):
     for k in range(S.cfg[C_W]):
         if k != j and S.work_len[t, p, k] == 0:
@@ -196,7 +212,7 @@ def has_empty_pile_besides(S, t, p, j):
 
 
 # ---------------------------------------------------------------- the lake
-@njit(cache=True)
+@_jit(inline=True)
 def lake_find(S, t, top):
     """A foundation whose top is the real card ``top``, or -1."""
     if S.lake_tops[t, top] == 0:
@@ -208,7 +224,7 @@ def lake_find(S, t, top):
     return -1
 
 
-@njit(cache=True)
+@_jit(inline=True)
 def lake_add(S, t, f, code, owner):
     """Put lake cell ``code`` from seat ``owner`` on foundation ``f`` (a new one when ``f`` is lake_n)."""
     if f == S.lake_n[t]:
@@ -224,7 +240,7 @@ def lake_add(S, t, f, code, owner):
     S.rewards[t, owner] += 1.0  # +1 the moment an own card reaches the lake
 
 
-@njit(cache=True)
+@_jit(inline=True)
 def joker_target(S, t, c, u):
     """Foundation a joker ``c`` played as suit ``u`` lands on (lake_n: a new ace; -1: none), and its rank."""
     if c == JOKER:  # no value yet: the tallest unfinished foundation of the suit, else a new ace
@@ -243,12 +259,13 @@ def joker_target(S, t, c, u):
 
 
 # ---------------------------------------------------------------- legal masks
-@njit(cache=True)
+@_jit()
 def compute_mask(S, t, p):
     """Write seat ``p``'s legal-action mask (wait is always legal)."""
-    m = S.mask[t, p]
-    m[:] = 0
-    m[0] = 1
+    m = S.mask  # indexed in full below: a view would touch the buffer's shared refcount from every thread
+    for a in range(m.shape[2]):
+        m[t, p, a] = 0
+    m[t, p, 0] = 1
     cfg = S.cfg
     act = S.act
     if cfg[C_TURN] and turn_player(S, t) != p:
@@ -260,7 +277,7 @@ def compute_mask(S, t, p):
     if S.stock_len[t, p] > 0 or (
         S.waste_len[t, p] > 0 and (cfg[C_MAXREDEALS] < 0 or S.redeals[t, p] < cfg[C_MAXREDEALS])
     ):
-        m[1] = 1
+        m[t, p, 1] = 1
     any_empty = False
     for j in range(w):
         if S.work_len[t, p, j] == 0:
@@ -272,29 +289,29 @@ def compute_mask(S, t, p):
         if c < 52:
             r = c % 13
             if r == 0 or S.lake_tops[t, c - 1] > 0:
-                m[act[L_LAKE] + src] = 1
+                m[t, p, act[L_LAKE] + src] = 1
         else:
             base = act[L_JLAKE] + src * 4
             for u in range(4):
                 if c == JOKER:
-                    m[base + u] = 1
+                    m[t, p, base + u] = 1
                 elif card_colour(c) == (1 if suit_is_red(u) else 0):
                     r = card_rank(c)
                     if r == 0 or S.lake_tops[t, u * 13 + r - 1] > 0:
-                        m[base + u] = 1
+                        m[t, p, base + u] = 1
         if src < 2:  # Nertz or waste top onto a work pile, or tucked under one
             for j in range(w):
                 n = S.work_len[t, p, j]
                 if n == 0:
                     if not (nertz_first and src != 0):
-                        m[act[L_TOWORK] + src * w + j] = 1
+                        m[t, p, act[L_TOWORK] + src * w + j] = 1
                 elif can_stack(c, S.work[t, p, j, n - 1]):
-                    m[act[L_TOWORK] + src * w + j] = 1
+                    m[t, p, act[L_TOWORK] + src * w + j] = 1
             if act[L_TUCK] >= 0 and any_empty and not (nertz_first and src != 0):
                 for j in range(w):
                     n = S.work_len[t, p, j]
                     if 0 < n < MAX_PILE and has_empty_pile_besides(S, t, p, j) and can_stack(S.work[t, p, j, 0], c):
-                        m[act[L_TUCK] + src * w + j] = 1
+                        m[t, p, act[L_TUCK] + src * w + j] = 1
     # runs between work piles
     for i in range(w):
         ni = S.work_len[t, p, i]
@@ -310,28 +327,28 @@ def compute_mask(S, t, p):
             if nj == 0:
                 if not nertz_first:
                     for length in range(1, ni + 1):
-                        m[first + length - 1] = 1
+                        m[t, p, first + length - 1] = 1
                 continue
             lower = S.work[t, p, j, nj - 1]
             if lower == JOKER:
                 for k in range(ni):
                     if can_stack(S.work[t, p, i, k], lower):
-                        m[first + ni - k - 1] = 1
+                        m[t, p, first + ni - k - 1] = 1
             elif base_i == JOKER:  # a joker with no value lies alone on pile i
                 if can_stack(base_i, lower):
-                    m[first] = 1
+                    m[t, p, first] = 1
             else:
                 k = card_rank(base_i) - (card_rank(lower) - 1)
                 if 0 <= k < ni and card_colour(S.work[t, p, i, k]) != card_colour(lower):
-                    m[first + ni - k - 1] = 1
+                    m[t, p, first + ni - k - 1] = 1
     if act[L_CALL] >= 0:
-        m[act[L_CALL]] = 1
+        m[t, p, act[L_CALL]] = 1
     if act[L_ROTATE] >= 0 and S.stock_len[t, p] >= 2:
-        m[act[L_ROTATE]] = 1
+        m[t, p, act[L_ROTATE]] = 1
 
 
 # ---------------------------------------------------------------- moves
-@njit(cache=True)
+@_jit(inline=True)
 def place_on_work(S, t, p, j, c):
     """Put card ``c`` on work pile ``j`` (stacking rules already checked)."""
     n = S.work_len[t, p, j]
@@ -342,7 +359,7 @@ def place_on_work(S, t, p, j, c):
     S.work_len[t, p, j] = n + 1
 
 
-@njit(cache=True)
+@_jit()
 def recycle(S, t, p):
     """Turn the waste over as the new stock (shuffled when recycle="shuffle")."""
     wl = S.waste_len[t, p]
@@ -359,7 +376,7 @@ def recycle(S, t, p):
     S.redeals[t, p] += 1
 
 
-@njit(cache=True)
+@_jit(inline=True)
 def rotate_stock(S, t, p):
     """Move the stock's top card to its bottom."""
     n = S.stock_len[t, p]
@@ -371,7 +388,7 @@ def rotate_stock(S, t, p):
     S.stock[t, p, 0] = top
 
 
-@njit(cache=True)
+@_jit()
 def apply_action(S, t, p, a):
     """Apply legal action ``a`` of seat ``p``; returns R_* bits (progress, lost race, call, false call)."""
     cfg = S.cfg
@@ -468,45 +485,47 @@ def apply_action(S, t, p, a):
 
 
 # ---------------------------------------------------------------- deal, stall rule, round end
-@njit(cache=True)
+@_jit()
 def deal_round(S, t):
     """Shuffle every player's deck with the table's generator and deal a fresh round (the lake empties)."""
     cfg = S.cfg
     np_, w, ns, d = cfg[C_P], cfg[C_W], cfg[C_NS], cfg[C_D]
-    deck = np.empty(d, np.int8)
+    deck = S.stock  # each player's deck is shuffled in place in its stock row, then dealt from there
     for p in range(np_):
         for x in range(52):
-            deck[x] = x
+            deck[t, p, x] = x
         for x in range(52, d):
-            deck[x] = JOKER
+            deck[t, p, x] = JOKER
         for x in range(d - 1, 0, -1):
             y = rng_below(S.rng, t, x + 1)
-            tmp = deck[x]
-            deck[x] = deck[y]
-            deck[y] = tmp
+            tmp = deck[t, p, x]
+            deck[t, p, x] = deck[t, p, y]
+            deck[t, p, y] = tmp
         for x in range(ns):
-            S.nertz[t, p, x] = deck[x]
+            S.nertz[t, p, x] = deck[t, p, x]
         S.nertz_len[t, p] = ns
         for j in range(w):
-            S.work[t, p, j, 0] = deck[ns + j]
+            S.work[t, p, j, 0] = deck[t, p, ns + j]
             S.work_len[t, p, j] = 1
         n = d - ns - w
         for x in range(n):
-            S.stock[t, p, x] = deck[ns + w + x]
+            S.stock[t, p, x] = deck[t, p, ns + w + x]
         S.stock_len[t, p] = n
         S.waste_len[t, p] = 0
         S.redeals[t, p] = 0
         S.lake_played[t, p] = 0
         S.false_calls[t, p] = 0
     S.lake_n[t] = 0
-    S.lake_len[t, :] = 0
-    S.lake_tops[t, :] = 0
+    for f in range(S.lake_len.shape[1]):
+        S.lake_len[t, f] = 0
+    for c in range(52):
+        S.lake_tops[t, c] = 0
     S.tick[t] = 0
     S.since_progress[t] = 0
     S.stalls[t] = 0
 
 
-@njit(cache=True)
+@_jit()
 def stall_shuffle(S, t):
     """The stall rule: every waste goes back under its stock, then each stock's top card moves to the bottom."""
     for p in range(S.cfg[C_P]):
@@ -521,7 +540,7 @@ def stall_shuffle(S, t):
         rotate_stock(S, t, p)
 
 
-@njit(cache=True)
+@_jit()
 def finish_round(S, t, end, candidates):
     """Score the round (rewards get the Nertz penalty and bonus), then end the match or deal the next round."""
     cfg = S.cfg
@@ -530,7 +549,10 @@ def finish_round(S, t, end, candidates):
     for p in range(np_):
         if (candidates >> p) & 1 and S.lake_played[t, p] > best:
             best = S.lake_played[t, p]
-    team_round = np.zeros(np_, np.int64)
+    team_round = S.scratch  # [t, 0, team]: the round's team scores; [t, 1, team]: match totals
+    for g in range(np_):
+        team_round[t, 0, g] = 0
+        team_round[t, 1, g] = 0
     for p in range(np_):
         bonus = cfg[C_BONUS] if ((candidates >> p) & 1 and S.lake_played[t, p] == best) else 0
         left = S.nertz_len[t, p]
@@ -541,7 +563,7 @@ def finish_round(S, t, end, candidates):
         score = S.lake_played[t, p] - cfg[C_PENALTY] * left + bonus - cfg[C_FALSEPEN] * S.false_calls[t, p]
         S.rewards[t, p] += bonus - cfg[C_PENALTY] * left
         S.match_score[t, p] += score
-        team_round[S.team[p]] += score
+        team_round[t, 0, S.team[p]] += score
     S.round_end[t] = end
     played = S.round_idx[t] + 1
     over = False
@@ -549,17 +571,16 @@ def finish_round(S, t, end, candidates):
     if cfg[C_ROUNDS] > 0:
         over = played >= cfg[C_ROUNDS]
     elif cfg[C_TARGET] > 0:
-        team_total = np.zeros(np_, np.int64)
         for p in range(np_):
-            team_total[S.team[p]] += S.match_score[t, p]
+            team_round[t, 1, S.team[p]] += S.match_score[t, p]
         top = -(1 << 40)
         count = 0
         for g in range(np_):
-            if team_total[g] >= cfg[C_TARGET]:
-                if team_round[g] > top:
-                    top = team_round[g]
+            if team_round[t, 1, g] >= cfg[C_TARGET]:
+                if team_round[t, 0, g] > top:
+                    top = team_round[t, 0, g]
                     count = 1
-                elif team_round[g] == top:
+                elif team_round[t, 0, g] == top:
                     count += 1
         if count == 1:
             over = True
@@ -577,87 +598,89 @@ def finish_round(S, t, end, candidates):
 
 
 # ---------------------------------------------------------------- observations
-@njit(cache=True)
-def write_card(o, base, c):
+@_jit(inline=True)
+def write_card(o, t, p, base, c):
+    """Card features (13 rank, 4 suit, joker flag) of card ``c`` at ``o[t, p, base:base + 18]``."""
     if c < 0:
         return
     if c < 52:
-        o[base + c % 13] = 1.0
-        o[base + 13 + c // 13] = 1.0
+        o[t, p, base + c % 13] = 1.0
+        o[t, p, base + 13 + c // 13] = 1.0
         return
-    o[base + 17] = 1.0
+    o[t, p, base + 17] = 1.0
     if c >= FIXED_JOKER_BASE:
-        o[base + card_rank(c)] = 1.0
+        o[t, p, base + card_rank(c)] = 1.0
         if card_colour(c) == 1:
-            o[base + 14] = 0.5
-            o[base + 15] = 0.5
+            o[t, p, base + 14] = 0.5
+            o[t, p, base + 15] = 0.5
         else:
-            o[base + 13] = 0.5
-            o[base + 16] = 0.5
+            o[t, p, base + 13] = 0.5
+            o[t, p, base + 16] = 0.5
 
 
-@njit(cache=True)
+@_jit()
 def observe_player(S, t, p):
     """Write seat ``p``'s observation vector (layout in nertz_env.observation)."""
     cfg = S.cfg
     off = S.obs_off
-    o = S.obs[t, p]
-    o[:] = 0.0
+    o = S.obs  # indexed in full: no views in hot code (see compute_mask)
+    for x in range(o.shape[2]):
+        o[t, p, x] = 0.0
     np_, w, ns, d = cfg[C_P], cfg[C_W], cfg[C_NS], cfg[C_D]
     n = S.nertz_len[t, p]
     if n > 0:
-        write_card(o, off[O_NTOP], S.nertz[t, p, n - 1])
-    o[off[O_NCOUNT]] = n / ns
+        write_card(o, t, p, off[O_NTOP], S.nertz[t, p, n - 1])
+    o[t, p, off[O_NCOUNT]] = n / ns
     n = S.waste_len[t, p]
     if n > 0:
-        write_card(o, off[O_WTOP], S.waste[t, p, n - 1])
-    o[off[O_SCOUNT]] = S.stock_len[t, p] / d
-    o[off[O_WCOUNT]] = n / d
+        write_card(o, t, p, off[O_WTOP], S.waste[t, p, n - 1])
+    o[t, p, off[O_SCOUNT]] = S.stock_len[t, p] / d
+    o[t, p, off[O_WCOUNT]] = n / d
     for j in range(w):
         n = S.work_len[t, p, j]
         base = off[O_WORK] + j * 52
         for k in range(n):
             c = S.work[t, p, j, k]
             if c < 52:
-                o[base + c] = 1.0
+                o[t, p, base + c] = 1.0
             else:
-                o[off[O_WJOKER] + j] = 1.0
+                o[t, p, off[O_WJOKER] + j] = 1.0
                 if c >= FIXED_JOKER_BASE:
                     r = card_rank(c)
                     if card_colour(c) == 1:
-                        o[base + 13 + r] = 0.5
-                        o[base + 26 + r] = 0.5
+                        o[t, p, base + 13 + r] = 0.5
+                        o[t, p, base + 26 + r] = 0.5
                     else:
-                        o[base + r] = 0.5
-                        o[base + 39 + r] = 0.5
+                        o[t, p, base + r] = 0.5
+                        o[t, p, base + 39 + r] = 0.5
         if n > 0:
-            write_card(o, off[O_WEXP] + j * 18, S.work[t, p, j, n - 1])
-        o[off[O_WCNT] + j] = n / 13.0
+            write_card(o, t, p, off[O_WEXP] + j * 18, S.work[t, p, j, n - 1])
+        o[t, p, off[O_WCNT] + j] = n / 13.0
     for c in range(52):
         if S.lake_tops[t, c] > 0:
-            o[off[O_LAKE] + c] = S.lake_tops[t, c] / np_
+            o[t, p, off[O_LAKE] + c] = S.lake_tops[t, c] / np_
     for k in range(1, np_):
         q = (p + k) % np_
         n = S.nertz_len[t, q]
         if n > 0:
-            write_card(o, off[O_OTOP] + (k - 1) * 18, S.nertz[t, q, n - 1])
-        o[off[O_OCOUNT] + k - 1] = n / ns
+            write_card(o, t, p, off[O_OTOP] + (k - 1) * 18, S.nertz[t, q, n - 1])
+        o[t, p, off[O_OCOUNT] + k - 1] = n / ns
         if S.team[q] == S.team[p]:
-            o[off[O_OTEAM] + k - 1] = 1.0
+            o[t, p, off[O_OTEAM] + k - 1] = 1.0
     s = off[O_STATUS]
-    o[s] = S.tick[t] / cfg[C_MAXTICKS]
-    o[s + 1] = S.since_progress[t] / cfg[C_STALL]
-    o[s + 2] = S.stalls[t] / 2.0
-    o[s + 3] = 1.0 if (cfg[C_TURN] == 0 or turn_player(S, t) == p) else 0.0
+    o[t, p, s] = S.tick[t] / cfg[C_MAXTICKS]
+    o[t, p, s + 1] = S.since_progress[t] / cfg[C_STALL]
+    o[t, p, s + 2] = S.stalls[t] / 2.0
+    o[t, p, s + 3] = 1.0 if (cfg[C_TURN] == 0 or turn_player(S, t) == p) else 0.0
     if cfg[C_MAXREDEALS] < 0:
-        o[s + 4] = 1.0
+        o[t, p, s + 4] = 1.0
     elif cfg[C_MAXREDEALS] > 0:
-        o[s + 4] = (cfg[C_MAXREDEALS] - S.redeals[t, p]) / cfg[C_MAXREDEALS]
-    o[s + 5] = S.lake_played[t, p] / d
-    o[s + 6] = S.round_idx[t] / cfg[C_MAXROUNDS]
+        o[t, p, s + 4] = (cfg[C_MAXREDEALS] - S.redeals[t, p]) / cfg[C_MAXREDEALS]
+    o[t, p, s + 5] = S.lake_played[t, p] / d
+    o[t, p, s + 6] = S.round_idx[t] / cfg[C_MAXROUNDS]
 
 
-@njit(cache=True)
+@_jit()
 def observe_table(S, t):
     for p in range(S.cfg[C_P]):
         observe_player(S, t, p)
@@ -665,7 +688,7 @@ def observe_table(S, t):
 
 
 # ---------------------------------------------------------------- reset and one tick
-@njit(cache=True)
+@_jit()
 def team_rewards(S, t):
     """With teams, every seat's reward becomes its team's summed reward (a partner's score is its own)."""
     np_ = S.cfg[C_P]
@@ -675,14 +698,16 @@ def team_rewards(S, t):
             shared = True
     if not shared:
         return
-    total = np.zeros(np_, np.float32)
+    total = S.scratch  # rewards are whole numbers, summed exactly in int64
+    for g in range(np_):
+        total[t, 0, g] = 0
     for p in range(np_):
-        total[S.team[p]] += S.rewards[t, p]
+        total[t, 0, S.team[p]] += np.int64(S.rewards[t, p])
     for p in range(np_):
-        S.rewards[t, p] = total[S.team[p]]
+        S.rewards[t, p] = total[t, 0, S.team[p]]
 
 
-@njit(cache=True)
+@_jit()
 def clear_outputs(S, t):
     for p in range(S.cfg[C_P]):
         S.rewards[t, p] = 0.0
@@ -692,7 +717,7 @@ def clear_outputs(S, t):
     S.round_end[t] = END_NONE
 
 
-@njit(cache=True)
+@_jit()
 def reset_table(S, t):
     """Start a new episode on table ``t`` from its generator's current state (seed it first to choose)."""
     for p in range(S.cfg[C_P]):
@@ -709,7 +734,7 @@ def reset_table(S, t):
     observe_table(S, t)
 
 
-@njit(cache=True)
+@_jit()
 def step_table(S, t, actions):
     """One tick of table ``t`` with ``actions[t, p]`` for every seat (any integer; illegal ones are waits)."""
     cfg = S.cfg
@@ -770,3 +795,73 @@ def step_table(S, t, actions):
         finish_round(S, t, end, callers)
     team_rewards(S, t)
     observe_table(S, t)
+
+
+# ---------------------------------------------------------------- drivers over a batch of tables
+# They live in this file because numba's cache tracks only the file of a cached function: a driver cached
+# elsewhere would keep running rules from before an edit here. Each exists serially and with parallel=True;
+# parallel loops run over blocks of tables (an iteration that takes the state costs about one table-step).
+BLOCK = 64
+
+
+def _reset_seeded(S, seeds):
+    """Seed table t with ``seeds[t]`` and deal a new episode on every table."""
+    n = seeds.shape[0]
+    for b in numba.prange((n + BLOCK - 1) // BLOCK):
+        for t in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
+            seed_table(S.rng, t, seeds[t])
+            reset_table(S, t)
+
+
+def _reset_continue(S):
+    """Deal a new episode on every table from its generator's current state."""
+    n = S.tick.shape[0]
+    for b in numba.prange((n + BLOCK - 1) // BLOCK):
+        for t in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
+            reset_table(S, t)
+
+
+def _step(S, actions, autoreset):
+    """One tick on every table. With ``autoreset``, a table that ended on the previous call is dealt a new
+    episode instead (its actions are ignored: Gymnasium's "next-step" autoreset)."""
+    n = actions.shape[0]
+    for b in numba.prange((n + BLOCK - 1) // BLOCK):
+        for t in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
+            if autoreset and S.done[t] != DONE_NO:
+                reset_table(S, t)
+            else:
+                step_table(S, t, actions)
+
+
+@_jit()
+def sample_table(mask, rng, out, t):
+    """Uniformly random legal action for every seat of table ``t``, from the caller's generator ``rng``."""
+    for p in range(mask.shape[1]):
+        count = 0
+        for a in range(mask.shape[2]):
+            count += mask[t, p, a]
+        k = rng_below(rng, t, count)
+        for a in range(mask.shape[2]):
+            if mask[t, p, a]:
+                if k == 0:
+                    out[t, p] = a
+                    break
+                k -= 1
+
+
+def _sample(mask, rng, out):
+    """Random legal actions for every (table, seat); ``rng`` holds one splitmix64 state per table and is
+    the caller's own (agent randomness never touches the game's generators)."""
+    n = mask.shape[0]
+    for b in numba.prange((n + BLOCK - 1) // BLOCK):
+        for t in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
+            sample_table(mask, rng, out, t)
+
+
+reset_seeded_serial = _jit()(_reset_seeded)
+reset_seeded_parallel = _jit(parallel=True)(_reset_seeded)
+reset_continue_serial = _jit()(_reset_continue)
+step_serial = _jit()(_step)
+step_parallel = _jit(parallel=True)(_step)
+sample_serial = _jit()(_sample)
+sample_parallel = _jit(parallel=True)(_sample)

@@ -99,6 +99,7 @@ class TableState(NamedTuple):
     score_bonus: np.ndarray  # int16 [T, P]  last finished round: call bonus
     score_false: np.ndarray  # int16 [T, P]  last finished round: false calls
     order: np.ndarray  # int8 [T, P]         the seat order drawn for the last tick
+    scratch: np.ndarray  # int64 [T, 2, P]   work space for team sums (compiled rules never allocate)
     # --- what each seat sees
     obs: np.ndarray  # float32 [T, P, O]     observation vectors (see nertz_env.observation)
     mask: np.ndarray  # int8 [T, P, A]       legal-action masks
@@ -182,6 +183,7 @@ def allocate(config: NertzConfig, num_tables: int) -> TableState:
         score_bonus=np.zeros((t, p), i16),
         score_false=np.zeros((t, p), i16),
         order=np.zeros((t, p), i8),
+        scratch=np.zeros((t, 2, p), np.int64),
         obs=np.zeros((t, p, o), np.float32),
         mask=np.zeros((t, p, a), i8),
     )
@@ -189,4 +191,4 @@ def allocate(config: NertzConfig, num_tables: int) -> TableState:
 
 def nbytes(state: TableState) -> int:
     """Bytes of all per-table arrays of a state (the parameters excluded)."""
-    return sum(int(a.nbytes) for name, a in zip(state._fields, state, strict=True) if name not in ("cfg", "team", "act", "obs_off"))
+    return sum(int(a.nbytes) for name, a in zip(state._fields, state, strict=True) if name not in ("cfg", "team", "act", "obs_off", "scratch"))

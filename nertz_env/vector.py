@@ -1,0 +1,207 @@
+"""Many tables in one call: the batched adapter over the same engine that ``parallel_env`` uses.
+
+``vector_env(num_tables=1024, num_players=4, **rules)`` returns a :class:`NertzVectorEnv`. Arrays are shaped
+``(tables, players, ...)``::
+
+    obs, infos = venv.reset(seed=0)               # table t is seeded with seed + t
+    obs["observation"]  float32 (T, P, O)          obs["action_mask"]  int8 (T, P, A)
+    obs, rewards, terminations, truncations, infos = venv.step(actions)   # actions: integers (T, P)
+    rewards float32 (T, P); terminations, truncations bool (T, P)
+
+Gymnasium conventions it follows: it is a ``gymnasium.vector.VectorEnv`` whose sub-environment is one
+table, with ``single_action_space = MultiDiscrete([A] * P)`` (one action per seat) and
+``single_observation_space = Dict(observation (P, O), action_mask (P, A))``; seeds are ``seed + t`` for an
+int seed or one per table for a list; autoreset is Gymnasium's default ``NEXT_STEP`` mode: the step after a
+table's episode ended deals it a new episode (from the table's own generator, continuing its stream), ignores
+that table's actions and returns its first observation with zero rewards.
+
+Where it departs: rewards, terminations and truncations have a seat axis (``(T, P)`` instead of ``(T,)``),
+because a table is multi-agent; ``infos`` is a dict of arrays, always with the same keys (no ``_key``
+masks): ``illegal`` (T, P), ``lost_race`` (T, P), ``round_end`` (T,) (0 none, 1 Nertz or call, 2 stall,
+3 max_ticks), ``score`` (T, P) (the finished round's scores, valid where ``round_end > 0``),
+``autoreset`` (T,) (the table was dealt anew this step).
+
+A table of this batch stepped with the same seed and actions gives exactly the observations, masks, rewards
+and endings of ``parallel_env`` with that seed (one rules engine; ``tests/test_vector.py`` checks it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+from nertz_env.actions import ActionTable, action_table
+from nertz_env.config import NertzConfig, make_config
+from nertz_env.engine import batch
+from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate, nbytes
+from nertz_env.observation import ObsLayout
+from nertz_env.snapshot import restore_table, snapshot_table
+
+
+class NertzVectorEnv(gymnasium.vector.VectorEnv):
+    """``num_tables`` Nertz tables stepped together (see the module docstring)."""
+
+    metadata = {"autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP, "render_modes": []}
+
+    def __init__(
+        self,
+        num_tables: int,
+        num_players: int = 4,
+        autoreset: bool = True,
+        copy: bool = True,
+        **rules: Any,
+    ) -> None:
+        """
+        Args:
+            num_tables: tables in the batch (1 or more).
+            num_players: seats per table, 2 to 8.
+            autoreset: deal finished tables anew on the next step (else they stay finished until ``reset``).
+            copy: return copies of the observation and mask buffers (set False for zero-copy views that the
+                next call overwrites).
+            **rules: any option of :class:`~nertz_env.config.NertzConfig`.
+        """
+        if not isinstance(num_tables, (int, np.integer)) or isinstance(num_tables, bool) or num_tables < 1:
+            raise ValueError(f"num_tables must be a positive integer, got {num_tables!r}")
+        self.config: NertzConfig = make_config(num_players=num_players, **rules)
+        self.actions: ActionTable = action_table(self.config)
+        self.obs_layout = ObsLayout(self.config)
+        self.num_envs = int(num_tables)
+        self.num_tables = self.num_envs
+        self.num_players = self.config.num_players
+        self.autoreset = bool(autoreset)
+        self.copy = bool(copy)
+        p, a, o = self.num_players, self.actions.n, self.obs_layout.size
+        self.single_observation_space = gymnasium.spaces.Dict(
+            {
+                "observation": gymnasium.spaces.Box(0.0, 1.0, (p, o), np.float32),
+                "action_mask": gymnasium.spaces.Box(0, 1, (p, a), np.int8),
+            }
+        )
+        self.single_action_space = gymnasium.spaces.MultiDiscrete(np.full(p, a, dtype=np.int64))
+        self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, self.num_envs)
+        self._state = allocate(self.config, self.num_envs)
+        self._agent_rng = np.zeros(self.num_envs, dtype=np.uint64)
+        self._sampled = np.zeros((self.num_envs, p), dtype=np.int64)
+        self._started = False
+
+    # ------------------------------------------------------------------ Gymnasium API
+    def reset(
+        self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Deal every table. ``seed``: an int (table t gets seed + t), a sequence of one seed per table, or
+        None (fresh entropy). ``options={"snapshots": {t: snapshot}}`` then restores those tables."""
+        options = dict(options or {})
+        unknown = sorted(set(options) - {"snapshots"})
+        if unknown:
+            raise ValueError(f"unknown reset option(s) {unknown}; the only option is 'snapshots'")
+        seeds = self._table_seeds(seed)
+        batch.reset(self._state, seeds)
+        ss = np.random.SeedSequence([int(seeds[0]), self.num_envs, 0x5A3B])
+        self._agent_rng[:] = ss.generate_state(self.num_envs, np.uint64)
+        for t, snap in dict(options.get("snapshots", {})).items():
+            self.restore(int(t), snap)
+        self._started = True
+        return self._observations(), {}
+
+    def step(
+        self, actions: Any
+    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """One tick on every table. ``actions``: integers of shape (tables, players); out-of-range or masked
+        actions are applied as waits and flagged in ``infos["illegal"]``."""
+        if not self._started:
+            raise RuntimeError("call reset() before step()")
+        acts = np.asarray(actions)
+        if acts.shape != (self.num_envs, self.num_players):
+            raise ValueError(
+                f"actions must have shape (num_tables, num_players) = {(self.num_envs, self.num_players)}, "
+                f"got {acts.shape}"
+            )
+        if not np.issubdtype(acts.dtype, np.integer):
+            raise ValueError(f"actions must be integers, got dtype {acts.dtype}")
+        acts = np.ascontiguousarray(acts, dtype=np.int64)
+        S = self._state
+        was_done = S.done != DONE_NO if self.autoreset else None
+        batch.step(S, acts, self.autoreset)
+        done = S.done
+        term = (done != DONE_NO) & (done != DONE_TRUNCATED)
+        trunc = done == DONE_TRUNCATED
+        p = self.num_players
+        infos = {
+            "illegal": S.illegal.astype(bool),
+            "lost_race": S.lost_race.astype(bool),
+            "round_end": S.round_end.copy(),
+            "score": self._round_scores(),
+            "autoreset": was_done if was_done is not None else np.zeros(self.num_envs, bool),
+        }
+        return (
+            self._observations(),
+            S.rewards.copy(),
+            np.repeat(term[:, None], p, axis=1),
+            np.repeat(trunc[:, None], p, axis=1),
+            infos,
+        )
+
+    def close_extras(self, **kwargs: Any) -> None:
+        pass
+
+    # ------------------------------------------------------------------ extras
+    def sample_actions(self) -> np.ndarray:
+        """Uniformly random legal actions for every seat, drawn from the batch's agent generator (never the
+        game's), compiled: the fast random baseline for benchmarks and smoke tests."""
+        batch.sample(self._state.mask, self._agent_rng, self._sampled)
+        return self._sampled.copy() if self.copy else self._sampled
+
+    def snapshot(self, table: int) -> dict[str, Any]:
+        """Table ``table`` as a ``nertz-snapshot/1`` dict."""
+        return snapshot_table(self._state, self.config, self._table_index(table))
+
+    def restore(self, table: int, snap: dict[str, Any]) -> None:
+        """Load a ``nertz-snapshot/1`` dict into table ``table`` (its config must equal this batch's)."""
+        restore_table(self._state, self.config, snap, self._table_index(table))
+
+    def bytes_per_table(self) -> int:
+        """Memory of one table's state, observations and masks (the engine's arrays divided by tables)."""
+        return nbytes(self._state) // self.num_envs
+
+    # ------------------------------------------------------------------ helpers
+    def _table_index(self, table: int) -> int:
+        if not isinstance(table, (int, np.integer)) or isinstance(table, bool) or not 0 <= table < self.num_envs:
+            raise ValueError(f"table must be an integer from 0 to {self.num_envs - 1}, got {table!r}")
+        return int(table)
+
+    def _table_seeds(self, seed: int | Sequence[int] | None) -> np.ndarray:
+        n = self.num_envs
+        if seed is None:
+            return np.random.SeedSequence().generate_state(n, np.uint64)
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            if seed < 0:
+                raise ValueError(f"seed must be non-negative, got {seed}")
+            return ((np.arange(n, dtype=np.uint64) + np.uint64(int(seed) % 2**64))).astype(np.uint64)
+        seeds = list(seed)
+        if len(seeds) != n or not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 0 for s in seeds):
+            raise ValueError(f"seed must be an int, None, or {n} non-negative ints (one per table)")
+        return np.array([int(s) % 2**64 for s in seeds], dtype=np.uint64)
+
+    def _observations(self) -> dict[str, np.ndarray]:
+        S = self._state
+        if self.copy:
+            return {"observation": S.obs.copy(), "action_mask": S.mask.copy()}
+        return {"observation": S.obs, "action_mask": S.mask}
+
+    def _round_scores(self) -> np.ndarray:
+        S, c = self._state, self.config
+        return (
+            S.score_lake.astype(np.int32)
+            - c.nertz_penalty * S.score_nertz.astype(np.int32)
+            + S.score_bonus
+            - c.false_call_penalty * S.score_false.astype(np.int32)
+        )
+
+
+def vector_env(num_tables: int, num_players: int = 4, **kwargs: Any) -> NertzVectorEnv:
+    """``num_tables`` tables of Nertz stepped in one call (see :class:`NertzVectorEnv`)."""
+    return NertzVectorEnv(num_tables, num_players=num_players, **kwargs)
