@@ -3,15 +3,35 @@
 Entry points: :func:`parallel_env` (PettingZoo ``ParallelEnv``), :func:`env` (AEC), :class:`raw_env`,
 :func:`vector_env` (many tables in one call), :func:`describe_action`, :func:`decode` (observation vector to a
 readable dict), :class:`NertzConfig` (every rules option).
+
+The adapters are imported on first use, so ``import nertz_env.engine`` (the rules) loads numpy and numba
+only, never PettingZoo or Gymnasium.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, make_config
-from nertz_env.env import NertzParallelEnv, describe_action, env, parallel_env, raw_env
 from nertz_env.observation import ObsLayout, decode
-from nertz_env.vector import NertzVectorEnv, vector_env
+
+if TYPE_CHECKING:
+    from nertz_env.environment import NertzParallelEnv, describe_action, env, parallel_env, raw_env
+    from nertz_env.vector import NertzVectorEnv, vector_env
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "NertzParallelEnv": "nertz_env.environment",
+    "describe_action": "nertz_env.environment",
+    "env": "nertz_env.environment",
+    "parallel_env": "nertz_env.environment",
+    "raw_env": "nertz_env.environment",
+    "NertzVectorEnv": "nertz_env.vector",
+    "vector_env": "nertz_env.vector",
+}
 
 __all__ = [
     "ActionTable",
@@ -29,3 +49,12 @@ __all__ = [
     "raw_env",
     "vector_env",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nertz_env' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

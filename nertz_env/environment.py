@@ -18,6 +18,7 @@ tick beat to the slot), ``action`` (the action applied; 0 when flagged). When a 
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import gymnasium
@@ -91,6 +92,7 @@ class NertzParallelEnv(ParallelEnv):
         self._state = allocate(self.config, 1)
         self._actions = np.zeros((1, n), dtype=np.int64)
         self._seeded = False
+        self._warned_options = False
         self._team = self.config.team_of
 
     # ------------------------------------------------------------------ PettingZoo API
@@ -111,8 +113,9 @@ class NertzParallelEnv(ParallelEnv):
         """
         options = dict(options or {})
         unknown = sorted(set(options) - {"snapshot"})
-        if unknown:
-            raise ValueError(f"unknown reset option(s) {unknown}; the only option is 'snapshot'")
+        if unknown and not self._warned_options:  # PettingZoo's api tests pass arbitrary options
+            warnings.warn(f"reset ignores unknown option(s) {unknown}; the only option is 'snapshot'", stacklevel=2)
+            self._warned_options = True
         if seed is not None:
             if not isinstance(seed, _INT_TYPES) or isinstance(seed, bool) or seed < 0:
                 raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")

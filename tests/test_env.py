@@ -1,0 +1,294 @@
+"""The PettingZoo adapters: the ecosystem's own checks, spaces, infos, bad input, snapshots, rendering."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from pettingzoo.test import api_test, parallel_api_test, render_test, seed_test
+from pettingzoo.utils.conversions import parallel_to_aec
+
+import nertz_env
+from nertz_env.actions import action_table
+from nertz_env.snapshot import SnapshotError
+from variants import VARIANTS, variant_id
+
+
+def random_legal(obs: dict, rng: np.random.Generator) -> dict:
+    return {a: int(rng.choice(np.flatnonzero(o["action_mask"]))) for a, o in obs.items()}
+
+
+def test_engine_import__pulls_in_no_framework() -> None:
+    code = (
+        "import sys, nertz_env.engine.rules, nertz_env.engine.batch, nertz_env.snapshot;"
+        "print([m for m in ('gymnasium', 'pettingzoo', 'torch', 'stable_baselines3', 'matplotlib') "
+        "if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_pettingzoo_parallel_api_test__passes() -> None:
+    parallel_api_test(nertz_env.parallel_env(), num_cycles=400)
+
+
+@pytest.mark.parametrize("rules", [{}, {"num_players": 2, "jokers": 1}, {"turn_based": True, "teams": True}])
+def test_pettingzoo_api_test__passes_on_aec(rules: dict) -> None:
+    api_test(nertz_env.env(**rules), num_cycles=300)
+
+
+def test_pettingzoo_seed_test__aec_is_deterministic() -> None:
+    seed_test(lambda: parallel_to_aec(nertz_env.parallel_env()), num_cycles=300)
+
+
+def test_pettingzoo_render_test__ansi() -> None:
+    render_test(lambda render_mode=None: nertz_env.env(render_mode=render_mode))
+
+
+def test_raw_env__is_the_unwrapped_aec_form() -> None:
+    e = nertz_env.raw_env(num_players=3)
+    e.reset(seed=0)
+    assert e.possible_agents == ["player_0", "player_1", "player_2"]
+
+
+@pytest.mark.parametrize("rules", VARIANTS, ids=variant_id)
+def test_spaces__contain_every_observation_and_masks_are_never_empty(rules: dict) -> None:
+    env = nertz_env.parallel_env(**rules)
+    obs, _ = env.reset(seed=3)
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        for agent, o in obs.items():
+            assert env.observation_space(agent).contains(o)
+            assert o["action_mask"].dtype == np.int8 and o["action_mask"].sum() >= 1
+            assert o["action_mask"][action_table(env.config).lookup("wait")] == 1
+        obs, *_ = env.step(random_legal(obs, rng))
+        if not env.agents:
+            obs, _ = env.reset()
+
+
+def test_same_seed__same_game_step_by_step() -> None:
+    a, b = nertz_env.parallel_env(), nertz_env.parallel_env()
+    oa, _ = a.reset(seed=11)
+    ob, _ = b.reset(seed=11)
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        for agent in oa:
+            np.testing.assert_array_equal(oa[agent]["observation"], ob[agent]["observation"])
+            np.testing.assert_array_equal(oa[agent]["action_mask"], ob[agent]["action_mask"])
+        acts = random_legal(oa, rng)
+        oa, ra, ta, tra, _ = a.step(acts)
+        ob, rb, tb, trb, _ = b.step(acts)
+        assert ra == rb and ta == tb and tra == trb
+        if not a.agents:
+            oa, _ = a.reset()
+            ob, _ = b.reset()
+    assert a.snapshot() == b.snapshot()
+
+
+def test_reset_without_seed__continues_the_sequence_of_the_first_seed() -> None:
+    a, b = nertz_env.parallel_env(), nertz_env.parallel_env()
+    a.reset(seed=4)
+    b.reset(seed=4)
+    a.reset()
+    b.reset()
+    assert a.snapshot() == b.snapshot()
+    c = nertz_env.parallel_env()
+    c.reset(seed=5)
+    c.reset()
+    assert c.snapshot()["players"] != a.snapshot()["players"]
+
+
+def test_illegal_action__is_a_flagged_wait_by_default() -> None:
+    env = nertz_env.parallel_env()
+    obs, _ = env.reset(seed=0)
+    before = env.snapshot()
+    illegal = int(np.flatnonzero(obs["player_0"]["action_mask"] == 0)[0])
+    acts = {a: 0 for a in env.agents}
+    acts["player_0"] = illegal
+    acts["player_1"] = 10_000
+    acts["player_2"] = -3
+    _, rewards, *_, infos = env.step(acts)
+    assert infos["player_0"]["illegal"] and infos["player_1"]["illegal"] and infos["player_2"]["illegal"]
+    assert not infos["player_3"]["illegal"]
+    assert all(i["action"] == 0 for i in infos.values())
+    after = env.snapshot()
+    assert after["players"] == before["players"] and after["lake"] == before["lake"]
+
+
+def test_illegal_action__raise_mode_raises_before_changing_anything() -> None:
+    env = nertz_env.parallel_env(illegal_action="raise")
+    obs, _ = env.reset(seed=0)
+    before = env.snapshot()
+    illegal = int(np.flatnonzero(obs["player_0"]["action_mask"] == 0)[0])
+    with pytest.raises(ValueError, match="not legal"):
+        env.step({**{a: 0 for a in env.agents}, "player_0": illegal})
+    assert env.snapshot() == before
+
+
+@pytest.mark.parametrize("bad", ["flip", 1.5, [1, 2], object()])
+def test_non_integer_action__raises_a_clear_error(bad: object) -> None:
+    env = nertz_env.parallel_env()
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="player_0"):
+        env.step({**{a: 0 for a in env.agents}, "player_0": bad})
+
+
+def test_numpy_integer_actions__are_accepted() -> None:
+    env = nertz_env.parallel_env()
+    env.reset(seed=0)
+    _, _, _, _, infos = env.step({a: np.int64(0) if i % 2 else np.array(1) for i, a in enumerate(env.agents)})
+    assert not any(i["illegal"] for i in infos.values())
+
+
+def test_unknown_agent__raises_naming_it() -> None:
+    env = nertz_env.parallel_env()
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="unknown agent 'player_9'"):
+        env.step({"player_9": 0})
+
+
+def test_missing_agent__waits_and_is_flagged() -> None:
+    env = nertz_env.parallel_env()
+    env.reset(seed=0)
+    *_, infos = env.step({"player_0": 1})
+    assert infos["player_1"]["missing_action"] and infos["player_1"]["action"] == 0
+    assert "missing_action" not in infos["player_0"]
+    strict = nertz_env.parallel_env(illegal_action="raise")
+    strict.reset(seed=0)
+    with pytest.raises(ValueError, match="no action given"):
+        strict.step({"player_0": 1})
+
+
+def test_step_after_the_end__raises_a_clear_error() -> None:
+    env = nertz_env.parallel_env(max_ticks=2)
+    env.reset(seed=0)
+    env.step({a: 0 for a in env.agents})
+    _, _, terms, truncs, _ = env.step({a: 0 for a in env.agents})
+    assert all(truncs.values()) and not any(terms.values()) and env.agents == []
+    with pytest.raises(RuntimeError, match="episode is over"):
+        env.step({"player_0": 0})
+
+
+@pytest.mark.parametrize(
+    ("rules", "match"),
+    [
+        ({"num_players": 9}, "num_players"),
+        ({"num_players": 1}, "num_players"),
+        ({"nertz_size": 14}, "nertz_size"),
+        ({"work_piles": 3}, "work_piles"),
+        ({"draw": 0}, "draw"),
+        ({"recycle": "riffle"}, "recycle"),
+        ({"call_mode": "shout"}, "call_mode"),
+        ({"jokers": 3}, "jokers"),
+        ({"teams": True, "num_players": 3}, "teams"),
+        ({"teams": [[0, 1], [1, 2, 3]]}, "teams"),
+        ({"allow_tuck": 1}, "allow_tuck"),
+        ({"target_score": 50, "rounds": 3}, "exclusive"),
+        ({"max_ticks": 0}, "max_ticks"),
+        ({"colour_blind": True}, "unknown option"),
+        ({"render_mode": "rgb_array"}, "render_mode"),
+        ({"illegal_action": "ignore"}, "illegal_action"),
+    ],
+)
+def test_bad_option__value_error_names_it(rules: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        nertz_env.parallel_env(**rules)
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "7", True])
+def test_bad_seed__value_error(seed: object) -> None:
+    with pytest.raises(ValueError, match="seed"):
+        nertz_env.parallel_env().reset(seed=seed)  # type: ignore[arg-type]
+
+
+def test_unknown_reset_option__is_ignored_with_a_warning() -> None:
+    env = nertz_env.parallel_env()
+    with pytest.warns(UserWarning, match="only option is 'snapshot'"):
+        env.reset(seed=0, options={"snapshots": {}})
+    assert env.agents
+
+
+@pytest.mark.parametrize("rules", VARIANTS[::3], ids=variant_id)
+def test_snapshot__round_trips_through_json_and_continues_identically(rules: dict) -> None:
+    env = nertz_env.parallel_env(**rules)
+    obs, _ = env.reset(seed=21)
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        obs, *_ = env.step(random_legal(obs, rng))
+        if not env.agents:
+            obs, _ = env.reset()
+    snap = json.loads(json.dumps(env.snapshot()))
+    assert snap["format"] == "nertz-snapshot/1"
+    twin = nertz_env.parallel_env(**rules)
+    tobs, _ = twin.reset(options={"snapshot": snap})
+    for _ in range(200):
+        for agent in obs:
+            np.testing.assert_array_equal(obs[agent]["observation"], tobs[agent]["observation"])
+            np.testing.assert_array_equal(obs[agent]["action_mask"], tobs[agent]["action_mask"])
+        acts = random_legal(obs, rng)
+        obs, r1, t1, tr1, _ = env.step(acts)
+        tobs, r2, t2, tr2, _ = twin.step(acts)
+        assert (r1, t1, tr1) == (r2, t2, tr2)
+        assert env.snapshot() == twin.snapshot()
+        if not env.agents:
+            obs, _ = env.reset()
+            tobs, _ = twin.reset()
+
+
+def test_snapshot__of_another_config_is_refused_naming_the_option() -> None:
+    snap = nertz_env.parallel_env(draw=1).snapshot()
+    with pytest.raises(SnapshotError, match="draw=1 in the snapshot but 3 here"):
+        nertz_env.parallel_env().reset(options={"snapshot": snap})
+
+
+def test_observation__hides_hidden_cards() -> None:
+    """Reordering the hidden cards (stock, Nertz pile below its top) changes no seat's observation."""
+    env = nertz_env.parallel_env()
+    obs, _ = env.reset(seed=8)
+    snap = env.snapshot()
+    pl = snap["players"][1]
+    pl["stock"] = pl["stock"][::-1]
+    pl["nertz"] = pl["nertz"][:-1][::-1] + pl["nertz"][-1:]
+    other = nertz_env.parallel_env()
+    obs2, _ = other.reset(options={"snapshot": snap})
+    for agent in obs:
+        np.testing.assert_array_equal(obs[agent]["observation"], obs2[agent]["observation"])
+
+
+def test_decode__reads_back_the_visible_layout() -> None:
+    env = nertz_env.parallel_env(jokers=2)
+    obs, _ = env.reset(seed=2)
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        obs, *_ = env.step(random_legal(obs, rng))
+    snap = env.snapshot()
+    for p, agent in enumerate(env.agents):
+        d = nertz_env.decode(obs[agent]["observation"], env.config)
+        mine = snap["players"][p]
+        assert d["nertz_count"] == len(mine["nertz"])
+        assert d["nertz_top"] == (mine["nertz"][-1] if mine["nertz"] else None)
+        assert d["waste_top"] == (mine["waste"][-1] if mine["waste"] else None)
+        assert d["stock_count"] == len(mine["stock"])
+        assert d["work"] == mine["work"]
+        opp = snap["players"][(p + 1) % 4]
+        assert d["opponents"][0]["nertz_count"] == len(opp["nertz"])
+
+
+def test_render__ansi_shows_every_layout_and_the_lake() -> None:
+    env = nertz_env.parallel_env(render_mode="ansi")
+    env.reset(seed=0)
+    text = env.render()
+    assert isinstance(text, str) and "Lake" in text
+    assert all(f"player_{p}" in text for p in range(4))
+
+
+def test_describe_action__names_every_index() -> None:
+    table = action_table(nertz_env.make_config(allow_tuck=True, jokers=1, call_mode="manual", allow_rotate=True))
+    texts = [table.describe(i) for i in range(table.n)]
+    assert len(set(texts)) == table.n
+    assert nertz_env.describe_action(0) == "wait a tick"
+    with pytest.raises(ValueError, match="action index"):
+        nertz_env.describe_action(10_000)

@@ -1,0 +1,136 @@
+"""The batched adapter: same rules as parallel_env, Gymnasium conventions, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nertz_env
+from variants import VARIANTS, variant_id
+
+
+@pytest.mark.parametrize("rules", VARIANTS, ids=variant_id)
+def test_batch_table__equals_parallel_env_with_the_same_seed(rules: dict) -> None:
+    """Table t of a batch seeded with s behaves exactly like parallel_env seeded with s + t, across
+    autoresets (parallel_env.reset() without a seed continues the table's generator the same way)."""
+    tables, seed = 4, 100
+    venv = nertz_env.vector_env(tables, **rules)
+    envs = [nertz_env.parallel_env(**rules) for _ in range(tables)]
+    vobs, _ = venv.reset(seed=seed)
+    pobs = [e.reset(seed=seed + t)[0] for t, e in enumerate(envs)]
+    agents = envs[0].possible_agents
+    episodes = np.zeros(tables, dtype=int)
+    after_reset = np.zeros(tables, dtype=int)  # steps checked since the first autoreset
+    steps = 0
+    while (after_reset < 20).any():
+        steps += 1
+        assert steps < 10_000, "tables did not finish an episode"
+        actions = venv.sample_actions()
+        for t, e in enumerate(envs):
+            for p, a in enumerate(agents):
+                np.testing.assert_array_equal(vobs["observation"][t, p], pobs[t][a]["observation"])
+                np.testing.assert_array_equal(vobs["action_mask"][t, p], pobs[t][a]["action_mask"])
+        vobs, vrew, vterm, vtrunc, vinfo = venv.step(actions)
+        for t, e in enumerate(envs):
+            if episodes[t]:
+                after_reset[t] += 1
+            if vinfo["autoreset"][t]:
+                pobs[t], _ = e.reset()
+                assert not vrew[t].any()
+                continue
+            pobs[t], rew, term, trunc, info = e.step({a: int(actions[t, p]) for p, a in enumerate(agents)})
+            for p, a in enumerate(agents):
+                assert rew[a] == vrew[t, p]
+                assert term[a] == vterm[t, p] and trunc[a] == vtrunc[t, p]
+                assert info[a]["illegal"] == vinfo["illegal"][t, p]
+                assert info[a]["lost_race"] == vinfo["lost_race"][t, p]
+                if "score" in info[a]:
+                    assert info[a]["score"]["total"] == vinfo["score"][t, p]
+            if not e.agents:
+                episodes[t] += 1
+
+
+def test_batch__obeys_gymnasium_vector_shapes_and_dtypes() -> None:
+    venv = nertz_env.vector_env(3, num_players=5)
+    obs, infos = venv.reset(seed=0)
+    assert venv.num_envs == 3 and infos == {}
+    assert obs["observation"].shape == (3, 5, venv.obs_layout.size) and obs["observation"].dtype == np.float32
+    assert obs["action_mask"].shape == (3, 5, venv.actions.n) and obs["action_mask"].dtype == np.int8
+    assert venv.observation_space.contains(obs)
+    assert venv.action_space.contains(venv.sample_actions())
+    obs, rew, term, trunc, info = venv.step(venv.sample_actions())
+    assert rew.shape == term.shape == trunc.shape == (3, 5)
+    assert rew.dtype == np.float32 and term.dtype == bool
+    assert set(info) == {"illegal", "lost_race", "round_end", "score", "autoreset"}
+
+
+def test_batch__seeds_per_table_and_copies_by_default() -> None:
+    a = nertz_env.vector_env(3)
+    b = nertz_env.vector_env(3)
+    a.reset(seed=[7, 8, 9])
+    b.reset(seed=7)
+    for t in range(3):
+        assert a.snapshot(t) == b.snapshot(t)
+    obs, _ = a.reset(seed=1)
+    kept = obs["observation"].copy()
+    a.step(a.sample_actions())
+    np.testing.assert_array_equal(obs["observation"], kept)
+
+
+def test_batch__per_table_snapshots_restore() -> None:
+    venv = nertz_env.vector_env(2)
+    venv.reset(seed=5)
+    for _ in range(30):
+        venv.step(venv.sample_actions())
+    snap = venv.snapshot(1)
+    other = nertz_env.vector_env(2)
+    other.reset(seed=0, options={"snapshots": {0: snap}})
+    assert other.snapshot(0) == snap
+
+
+@pytest.mark.parametrize(
+    ("actions", "match"),
+    [
+        (np.zeros((2, 4), dtype=np.int64), "shape"),
+        (np.zeros((3, 3), dtype=np.int64), "shape"),
+        (np.zeros((3, 4), dtype=np.float32), "integers"),
+        ([[0, 0, 0, 0]] * 2, "shape"),
+    ],
+)
+def test_batch__bad_actions_raise_clear_errors(actions: object, match: str) -> None:
+    venv = nertz_env.vector_env(3)
+    venv.reset(seed=0)
+    with pytest.raises(ValueError, match=match):
+        venv.step(actions)
+
+
+def test_batch__out_of_range_actions_are_flagged_waits() -> None:
+    venv = nertz_env.vector_env(2)
+    venv.reset(seed=0)
+    before = [venv.snapshot(t) for t in range(2)]
+    acts = np.array([[-1, 9999, 0, 0], [0, 0, 0, 2**40]])
+    _, _, _, _, info = venv.step(acts)
+    np.testing.assert_array_equal(info["illegal"], [[True, True, False, False], [False, False, False, True]])
+    for t in range(2):
+        assert venv.snapshot(t)["players"] == before[t]["players"]
+
+
+@pytest.mark.parametrize("n", [0, -3, 2.5, True])
+def test_batch__bad_table_count_raises(n: object) -> None:
+    with pytest.raises(ValueError, match="num_tables"):
+        nertz_env.vector_env(n)  # type: ignore[arg-type]
+
+
+def test_batch__step_before_reset_and_bad_seeds_raise() -> None:
+    venv = nertz_env.vector_env(2)
+    with pytest.raises(RuntimeError, match="reset"):
+        venv.step(np.zeros((2, 4), dtype=np.int64))
+    with pytest.raises(ValueError, match="seed"):
+        venv.reset(seed=[1, 2, 3])
+    with pytest.raises(ValueError, match="table"):
+        venv.snapshot(5)
+
+
+def test_batch__memory_per_table_is_small() -> None:
+    venv = nertz_env.vector_env(8)
+    assert 2_000 < venv.bytes_per_table() < 20_000
