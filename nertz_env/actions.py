@@ -119,11 +119,9 @@ class ActionTable:
 
     def index(self, kind: int, src: int = -1, dst: int = -1, length: int = 0, suit: int = -1) -> int:
         """Index of an action given its fields; ``ValueError`` if this config has no such action."""
-        if kind in (LAKE, JOKER_LAKE, WAIT, FLIP, CALL, ROTATE):
-            length = 0 if kind != LAKE else 0
-        a = Action(kind, src, dst, length, suit)
         if kind in (TO_WORK, TUCK):
-            a = Action(kind, src, dst, 1, suit)
+            length = 1  # a single card
+        a = Action(kind, src, dst, length, suit)
         try:
             return self._index[a]
         except KeyError:
@@ -181,10 +179,17 @@ class ActionTable:
         return {f: cols[:, i].astype(np.int8) for i, f in enumerate(Action._fields)}
 
     def markdown(self) -> str:
-        """The table as Markdown (index ranges of each block), for the README."""
-        lines = ["| index | name | meaning |", "|---:|---|---|"]
-        for i in range(len(self.rows)):
-            lines.append(f"| {i} | `{self.name(i)}` | {self.describe(i)} |")
+        """The table as Markdown, one row per block of actions (index range, count, first and last), for the
+        README; ``tests/test_docs.py`` checks that the README holds exactly this."""
+        lines = ["| indices | count | kind | first | last |", "|---:|---:|---|---|---|"]
+        start = 0
+        for i in range(1, len(self.rows) + 1):
+            if i == len(self.rows) or self.rows[i].kind != self.rows[start].kind:
+                span = f"{start}" if i - 1 == start else f"{start}-{i - 1}"
+                first = f"`{self.name(start)}`: {self.describe(start)}"
+                last = "" if i - 1 == start else f"`{self.name(i - 1)}`: {self.describe(i - 1)}"
+                lines.append(f"| {span} | {i - start} | {KIND_NAMES[self.rows[start].kind]} | {first} | {last} |")
+                start = i
         return "\n".join(lines)
 
 

@@ -29,6 +29,7 @@ from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.engine import batch
+from nertz_env.engine.rules import step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, END_MAX_TICKS, END_NERTZ, END_STALL, allocate
 from nertz_env.observation import ObsLayout
 from nertz_env.snapshot import restore_table, snapshot_table
@@ -124,9 +125,9 @@ class NertzParallelEnv(ParallelEnv):
         if "snapshot" in options:
             restore_table(self._state, self.config, options["snapshot"])
         elif seed is not None:
-            batch.reset_seeded_serial(self._state, np.array([int(seed) % 2**64], dtype=np.uint64))
+            batch.reset(self._state, np.array([int(seed) % 2**64], dtype=np.uint64))
         else:  # continue the table's own generator, exactly as a batch table's autoreset does
-            batch.reset_continue_serial(self._state)
+            batch.reset_continue(self._state)
         self._seeded = True
         self.agents = self.possible_agents[:] if self._state.done[0] == DONE_NO else []
         obs = self._observations()
@@ -168,7 +169,7 @@ class NertzParallelEnv(ParallelEnv):
         if missing and self.illegal_action == "raise":
             raise ValueError(f"no action given for live agent(s) {sorted(missing)}")
         S = self._state
-        batch.step_serial(S, acts, False)
+        step_block(S, acts, False, 0, 1)
         obs = self._observations()
         rew = S.rewards[0].tolist()
         illegal = S.illegal[0].tolist()

@@ -109,6 +109,13 @@ class ObsLayout:
         self.size = pos
         self.offsets = np.array(offsets, dtype=np.int32)
 
+    def markdown(self) -> str:
+        """The slices as a Markdown table (name, index range, width), for the README."""
+        lines = ["| slice | indices | width |", "|---|---:|---:|"]
+        for name, sl in self.slices.items():
+            lines.append(f"| `{name}` | {sl.start}-{sl.stop - 1} | {sl.stop - sl.start} |")
+        return "\n".join(lines)
+
     def view(self, obs: np.ndarray, name: str) -> np.ndarray:
         """The named slice of an observation (or of a batch of them, slicing the last axis)."""
         return obs[..., self.slices[name]]

@@ -1,51 +1,76 @@
-"""Python-side entry points to the compiled drivers: pick the serial or the parallel build by batch size.
+"""Python-side entry points to the compiled rules over a batch: blocks of tables run on all cores.
 
-The drivers themselves are in :mod:`nertz_env.engine.rules` (see the note there on numba's cache).
+The compiled block functions (:mod:`nertz_env.engine.rules`) release the GIL, so each core's thread steps its
+own contiguous block of tables with the very same machine code as a single table; small batches stay on the
+calling thread. (numba's ``parallel=True`` was measured slower here: inside a parfor the state arrays lose
+their contiguous layout and a slower specialisation of the rules gets compiled.)
 """
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
-from nertz_env.engine.rules import (
-    reset_continue_serial,
-    reset_seeded_parallel,
-    reset_seeded_serial,
-    sample_parallel,
-    sample_serial,
-    step_parallel,
-    step_serial,
-)
+from nertz_env.engine.rules import reset_block, reset_seeded_block, sample_block, step_block
 from nertz_env.engine.state import TableState
 
-PARALLEL_MIN_TABLES = 64
-
-__all__ = [
-    "reset",
-    "reset_continue_serial",
-    "reset_seeded_serial",
-    "sample",
-    "step",
-    "step_serial",
-    "use_parallel",
-]
+PARALLEL_MIN_TABLES = 64  # below this a thread hand-off costs more than the work it saves
 
 
-def use_parallel(num_tables: int) -> bool:
-    """Whether the parallel build pays off (thread start-up costs more than a few tables' work)."""
-    return num_tables >= PARALLEL_MIN_TABLES
+def _default_workers() -> int:
+    env = os.environ.get("NERTZ_NUM_THREADS")
+    if env:
+        return max(1, int(env))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+WORKERS = _default_workers()
+_pool: ThreadPoolExecutor | None = None
+
+
+def _blocks(n: int) -> list[tuple[int, int]]:
+    if n < PARALLEL_MIN_TABLES or WORKERS == 1:
+        return [(0, n)]
+    k = min(WORKERS, n)
+    edges = np.linspace(0, n, k + 1).astype(int)
+    return [(int(edges[i]), int(edges[i + 1])) for i in range(k)]
+
+
+def _run(fn, args: tuple, n: int) -> None:  # type: ignore[no-untyped-def]
+    """Run ``fn(*args, lo, hi)`` over blocks covering tables 0..n-1, one block per core."""
+    global _pool
+    blocks = _blocks(n)
+    if len(blocks) == 1:
+        fn(*args, 0, n)
+        return
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=WORKERS - 1, thread_name_prefix="nertz-engine")
+    futures = [_pool.submit(fn, *args, lo, hi) for lo, hi in blocks[1:]]
+    fn(*args, *blocks[0])
+    for f in futures:
+        f.result()
 
 
 def reset(state: TableState, seeds: np.ndarray) -> None:
-    """Seed and deal every table (``seeds``: uint64, one per table)."""
-    (reset_seeded_parallel if use_parallel(len(seeds)) else reset_seeded_serial)(state, seeds)
+    """Seed table t with ``seeds[t]`` (uint64) and deal every table a new episode."""
+    _run(reset_seeded_block, (state, seeds), len(seeds))
+
+
+def reset_continue(state: TableState) -> None:
+    """Deal every table a new episode from its generator's current state."""
+    _run(reset_block, (state,), state.tick.shape[0])
 
 
 def step(state: TableState, actions: np.ndarray, autoreset: bool = False) -> None:
     """One tick on every table; ``actions``: int64, shape (tables, players)."""
-    (step_parallel if use_parallel(actions.shape[0]) else step_serial)(state, actions, autoreset)
+    _run(step_block, (state, actions, autoreset), actions.shape[0])
 
 
 def sample(mask: np.ndarray, rng: np.ndarray, out: np.ndarray) -> None:
-    """Random legal actions into ``out`` (int64, (tables, players)) from ``mask``, drawing from ``rng``."""
-    (sample_parallel if use_parallel(mask.shape[0]) else sample_serial)(mask, rng, out)
+    """Uniformly random legal actions into ``out`` (int64, (tables, players)), drawn from ``rng``."""
+    _run(sample_block, (mask, rng, out), mask.shape[0])

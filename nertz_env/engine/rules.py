@@ -65,18 +65,16 @@ from nertz_env.observation import (
 )
 
 
-def _jit(inline: bool = False, parallel: bool = False):  # type: ignore[no-untyped-def]
-    """``numba.njit`` for the rules: cached, and compiled without reference counting (``_nrt=False``).
+def _jit(inline: bool = False):  # type: ignore[no-untyped-def]
+    """``numba.njit`` for the rules: cached, GIL-free, and compiled without reference counting (``_nrt=False``).
 
     The rules never allocate (scratch space lives in the state), so they need no refcounts; with them, numba
-    leaves hundreds of incref/decref calls in the mask and move code (measured: 14x slower masks).
+    leaves hundreds of incref/decref calls in the mask and move code (measured: 14x slower masks). Without
+    the GIL, Python threads can run blocks of tables side by side (see ``nertz_env.engine.batch``).
     """
-    opts = {"cache": True, "_nrt": False}
+    opts: dict = {"cache": True, "_nrt": False, "nogil": True}
     if inline:
         opts["inline"] = "always"
-    if parallel:
-        opts["parallel"] = True
-        del opts["_nrt"]  # the parallel scheduler needs the runtime; only the thin drivers use it
     return numba.njit(**opts)
 
 
@@ -797,71 +795,51 @@ def step_table(S, t, actions):
     observe_table(S, t)
 
 
-# ---------------------------------------------------------------- drivers over a batch of tables
+# ---------------------------------------------------------------- drivers over a block of tables
 # They live in this file because numba's cache tracks only the file of a cached function: a driver cached
-# elsewhere would keep running rules from before an edit here. Each exists serially and with parallel=True;
-# parallel loops run over blocks of tables (an iteration that takes the state costs about one table-step).
-BLOCK = 64
-
-
-def _reset_seeded(S, seeds):
-    """Seed table t with ``seeds[t]`` and deal a new episode on every table."""
-    n = seeds.shape[0]
-    for b in numba.prange((n + BLOCK - 1) // BLOCK):
-        for t in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
-            seed_table(S.rng, t, seeds[t])
-            reset_table(S, t)
-
-
-def _reset_continue(S):
-    """Deal a new episode on every table from its generator's current state."""
-    n = S.tick.shape[0]
-    for b in numba.prange((n + BLOCK - 1) // BLOCK):
-        for t in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
-            reset_table(S, t)
-
-
-def _step(S, actions, autoreset):
-    """One tick on every table. With ``autoreset``, a table that ended on the previous call is dealt a new
-    episode instead (its actions are ignored: Gymnasium's "next-step" autoreset)."""
-    n = actions.shape[0]
-    for b in numba.prange((n + BLOCK - 1) // BLOCK):
-        for t in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
-            if autoreset and S.done[t] != DONE_NO:
-                reset_table(S, t)
-            else:
-                step_table(S, t, actions)
+# elsewhere would keep running rules from before an edit here. Each runs tables lo..hi-1 without the GIL;
+# nertz_env.engine.batch gives each core's thread one block.
 
 
 @_jit()
-def sample_table(mask, rng, out, t):
-    """Uniformly random legal action for every seat of table ``t``, from the caller's generator ``rng``."""
-    for p in range(mask.shape[1]):
-        count = 0
-        for a in range(mask.shape[2]):
-            count += mask[t, p, a]
-        k = rng_below(rng, t, count)
-        for a in range(mask.shape[2]):
-            if mask[t, p, a]:
-                if k == 0:
-                    out[t, p] = a
-                    break
-                k -= 1
+def reset_seeded_block(S, seeds, lo, hi):
+    """Seed tables ``lo..hi-1`` from ``seeds`` and deal each a new episode."""
+    for t in range(lo, hi):
+        seed_table(S.rng, t, seeds[t])
+        reset_table(S, t)
 
 
-def _sample(mask, rng, out):
-    """Random legal actions for every (table, seat); ``rng`` holds one splitmix64 state per table and is
-    the caller's own (agent randomness never touches the game's generators)."""
-    n = mask.shape[0]
-    for b in numba.prange((n + BLOCK - 1) // BLOCK):
-        for t in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
-            sample_table(mask, rng, out, t)
+@_jit()
+def reset_block(S, lo, hi):
+    """Deal tables ``lo..hi-1`` a new episode from their generators' current state."""
+    for t in range(lo, hi):
+        reset_table(S, t)
 
 
-reset_seeded_serial = _jit()(_reset_seeded)
-reset_seeded_parallel = _jit(parallel=True)(_reset_seeded)
-reset_continue_serial = _jit()(_reset_continue)
-step_serial = _jit()(_step)
-step_parallel = _jit(parallel=True)(_step)
-sample_serial = _jit()(_sample)
-sample_parallel = _jit(parallel=True)(_sample)
+@_jit()
+def step_block(S, actions, autoreset, lo, hi):
+    """One tick on tables ``lo..hi-1``. With ``autoreset``, a table that ended on the previous call is dealt
+    a new episode instead (its actions are ignored: Gymnasium's "next-step" autoreset)."""
+    for t in range(lo, hi):
+        if autoreset and S.done[t] != DONE_NO:
+            reset_table(S, t)
+        else:
+            step_table(S, t, actions)
+
+
+@_jit()
+def sample_block(mask, rng, out, lo, hi):
+    """Uniformly random legal action for every seat of tables ``lo..hi-1``, drawn from the caller's
+    generators ``rng`` (one splitmix64 state per table; agent randomness never touches the game's)."""
+    for t in range(lo, hi):
+        for p in range(mask.shape[1]):
+            count = 0
+            for a in range(mask.shape[2]):
+                count += mask[t, p, a]
+            k = rng_below(rng, t, count)
+            for a in range(mask.shape[2]):
+                if mask[t, p, a]:
+                    if k == 0:
+                        out[t, p] = a
+                        break
+                    k -= 1
