@@ -72,7 +72,7 @@ def _jit(inline: bool = False):  # type: ignore[no-untyped-def]
     leaves hundreds of incref/decref calls in the mask and move code (measured: 14x slower masks). Without
     the GIL, Python threads can run blocks of tables side by side (see ``nertz_env.engine.batch``).
     """
-    opts: dict = {"cache": True, "_nrt": False, "nogil": True}
+    opts: dict = {"cache": True, "_nrt": False, "nogil": True, "error_model": "numpy"}
     if inline:
         opts["inline"] = "always"
     return numba.njit(**opts)
