@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from nertz_env._checkout import extend_path
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.observation import ObsLayout, decode
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
     from nertz_env.vector import NertzVectorEnv, vector_env
 
 __version__ = "0.1.0"
+
+# In a source checkout agents/, train/ and eval/ sit beside this folder; make them nertz_env.agents etc.
+extend_path(__path__, __file__)
 
 _LAZY = {
     "NertzParallelEnv": "nertz_env.environment",

@@ -1,0 +1,105 @@
+"""Packaging and checkout plumbing: the explicit package list, the installed layout, the source-checkout
+import hook (``nertz_env/_checkout.py``) and the README's commands that CI runs."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from nertz_env._checkout import checkout_root, extend_path
+
+ROOT = Path(__file__).resolve().parent.parent
+# where each installed package's sources live in the checkout (pyproject's package-dir)
+MAPPED = {
+    "nertz_env": "nertz_env",
+    "nertz_env.agents": "agents",
+    "nertz_env.train": "train",
+    "nertz_env.eval": "eval",
+}
+
+
+def _pyproject() -> dict:
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)
+
+
+def _source_packages() -> set[str]:
+    """Every package in the checkout that the wheel should hold, by its installed name."""
+    found = set()
+    for name, folder in MAPPED.items():
+        base = ROOT / folder
+        for init in base.rglob("__init__.py"):
+            rel = init.parent.relative_to(base).parts
+            if "__pycache__" in rel:
+                continue
+            found.add(".".join((name, *rel)))
+    return found
+
+
+def test_pyproject__lists_every_package_and_maps_the_top_level_folders() -> None:
+    tool = _pyproject()["tool"]["setuptools"]
+    assert set(tool["packages"]) == _source_packages(), "add new subpackages to [tool.setuptools] packages"
+    assert tool["package-dir"] == MAPPED
+    assert not any(p.split(".")[0] in {"agents", "train", "eval"} for p in tool["packages"])
+
+
+def test_installed_wheel__holds_agents_train_eval_only_inside_nertz_env() -> None:
+    try:
+        dist = importlib.metadata.distribution("nertz-env")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("nertz-env is not installed (bash .ci/setup installs it)")
+    if Path(str(dist.locate_file(""))).resolve() == ROOT:
+        pytest.skip("found the metadata of a build left in the checkout, not an installed copy")
+    if re.search(r'"editable"\s*:\s*true', dist.read_text("direct_url.json") or ""):
+        pytest.skip("nertz-env is installed editable: the checkout's own layout is what runs")
+    files = {str(f).replace(os.sep, "/") for f in dist.files or []}
+    for name in ("agents", "train", "eval"):
+        assert f"nertz_env/{name}/__init__.py" in files
+        assert not any(f.startswith(f"{name}/") for f in files), f"a top-level {name}/ was installed"
+    assert "nertz_env/py.typed" in files
+    assert (dist.read_text("top_level.txt") or "").split() == ["nertz_env"]
+    installed_init = Path(str(dist.locate_file("nertz_env/__init__.py")))
+    assert checkout_root(str(installed_init)) is None, "the checkout hook must do nothing in site-packages"
+
+
+def _fake_checkout(tmp_path: Path, pyproject: str | None) -> str:
+    (tmp_path / "nertz_env").mkdir()
+    init = tmp_path / "nertz_env" / "__init__.py"
+    init.write_text("")
+    if pyproject is not None:
+        (tmp_path / "pyproject.toml").write_text(pyproject)
+    return str(init)
+
+
+def test_extend_path__appends_the_root_of_a_nertz_env_checkout_once(tmp_path: Path) -> None:
+    init = _fake_checkout(tmp_path, '[project]\nname = "nertz-env"\nversion = "0.1.0"\n')
+    path = [str(tmp_path / "nertz_env")]
+    extend_path(path, init)
+    extend_path(path, init)
+    assert path == [str(tmp_path / "nertz_env"), str(tmp_path)]
+
+
+@pytest.mark.parametrize(
+    "pyproject", [None, '[project]\nname = "other-env"\n', 'description = "like nertz-env"\n']
+)
+def test_extend_path__leaves_the_path_alone_outside_a_nertz_env_checkout(
+    tmp_path: Path, pyproject: str | None
+) -> None:
+    init = _fake_checkout(tmp_path, pyproject)
+    path = [str(tmp_path / "nertz_env")]
+    extend_path(path, init)
+    assert path == [str(tmp_path / "nertz_env")]
+
+
+def test_readme__shows_the_commands_that_ci_runs() -> None:
+    script = (ROOT / ".ci" / "run").read_text()
+    commands = dict(re.findall(r"^(TEST_CMD|DEMO_CMD)='(.*)'$", script, re.M))
+    assert set(commands) == {"TEST_CMD", "DEMO_CMD"}
+    readme_lines = (ROOT / "README.md").read_text().splitlines()
+    for cmd in commands.values():
+        assert cmd in readme_lines, f"README.md lost the line {cmd!r} that .ci/run runs"
