@@ -16,9 +16,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import numpy as np  # noqa: E402
 
-from common import MaskedSampler, fmt, print_table, save, timed_loop  # noqa: E402
+from common import MaskedSampler, fmt, print_table, save, timed_loop
 
 
 def nertz_parallel(seconds: float, seed: int, num_players: int = 4) -> dict:

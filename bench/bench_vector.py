@@ -16,7 +16,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import OUT, fmt, print_table, save, timed_loop  # noqa: E402
+from common import OUT, fmt, print_table, save, timed_loop
 
 SIZES = (1, 4, 16, 64, 256, 1024, 4096)
 

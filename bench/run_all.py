@@ -14,7 +14,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import OUT  # noqa: E402
+from common import OUT
 
 
 def main() -> None:

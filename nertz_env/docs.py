@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from nertz_env.actions import action_table
@@ -23,11 +24,15 @@ def sections() -> dict[str, str]:
 
 def render(text: str) -> str:
     """``text`` with every generated block replaced by its current content."""
+
+    def _replacer(body: str) -> Callable[[re.Match[str]], str]:
+        return lambda m: m.group(1) + body + m.group(2)
+
     for name, body in sections().items():
         pattern = re.compile(rf"(<!-- {name}:start -->\n).*?(\n<!-- {name}:end -->)", re.S)
         if not pattern.search(text):
             raise ValueError(f"the README has no <!-- {name}:start --> ... <!-- {name}:end --> block")
-        text = pattern.sub(lambda m, body=body: m.group(1) + body + m.group(2), text)
+        text = pattern.sub(_replacer(body), text)
     return text
 
 

@@ -13,7 +13,7 @@ all (a string, a float such as 1.5) always raise ``ValueError``: they are bugs, 
 ``infos[agent]`` every step: ``illegal``, ``lost_race`` (a legal lake play that an earlier action of the same
 tick beat to the slot), ``action`` (the action applied; 0 when flagged). When a round ends it also holds
 ``round_end`` (``"nertz"``, ``"stall"`` or ``"max_ticks"``), ``score`` (the round's breakdown: ``lake``,
-``nertz_penalty``, ``bonus``, ``false_calls``, ``total``) and ``match_score``; with teams, ``team_score`` too.
+``nertz_penalty``, ``bonus``, ``false_calls``, ``total``, and ``nertz_left``: the cards left in the Nertz pile) and ``match_score``; with teams, ``team_score`` too.
 """
 
 from __future__ import annotations
@@ -186,8 +186,8 @@ class NertzParallelEnv(ParallelEnv):
             a: {"illegal": bool(illegal[seat[a]]), "lost_race": bool(lost[seat[a]]), "action": applied[seat[a]]}
             for a in agents
         }
-        for a in missing:
-            infos[a]["missing_action"] = True
+        for name in missing:
+            infos[name]["missing_action"] = True
         if S.round_end[0]:
             self._add_round_infos(infos)
         if done != DONE_NO:
@@ -218,6 +218,7 @@ class NertzParallelEnv(ParallelEnv):
                 "bonus": int(S.score_bonus[0, p]),
                 "false_calls": -cfg.false_call_penalty * int(S.score_false[0, p]),
                 "total": totals[p],
+                "nertz_left": int(S.score_nertz[0, p]),
             }
             info["match_score"] = int(S.match_score[0, p])
             if teamed:
@@ -258,7 +259,7 @@ class NertzParallelEnv(ParallelEnv):
         return int(self._state.tick[0])
 
 
-class raw_env(parallel_to_aec_wrapper):  # noqa: N801 (PettingZoo's module convention)
+class raw_env(parallel_to_aec_wrapper):
     """The AEC form without the order-enforcing wrapper (as PettingZoo modules name it)."""
 
     def __init__(self, **kwargs: Any) -> None:

@@ -203,7 +203,7 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
         where = f"snapshot.lake[{f}]"
         if not isinstance(fnd, list) or not 1 <= len(fnd) <= 13:
             raise SnapshotError(f"{where} must be a list of 1 to 13 [card, seat] pairs")
-        cells = []
+        cells: list[tuple[int, int, int]] = []
         for k, pair in enumerate(fnd):
             if not isinstance(pair, (list, tuple)) or len(pair) != 2:
                 raise SnapshotError(f"{where}[{k}] must be a [card, seat] pair")

@@ -36,6 +36,7 @@ import numpy as np
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.engine import batch
+from nertz_env.engine.rules import reset_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate, nbytes
 from nertz_env.observation import ObsLayout
 from nertz_env.snapshot import restore_table, snapshot_table
@@ -149,6 +150,20 @@ class NertzVectorEnv(gymnasium.vector.VectorEnv):
         pass
 
     # ------------------------------------------------------------------ extras
+    def reset_tables(self, tables: Sequence[int] | np.ndarray) -> None:
+        """Deal a new round now on each table in ``tables``, each from its own generator's current state: the
+        deal the next-step autoreset would give it. Observations and masks of those tables are rebuilt in
+        place (read them from the arrays ``step`` returned, or call :meth:`observations`)."""
+        if not self._started:
+            raise RuntimeError("call reset() before reset_tables()")
+        for t in np.asarray(tables).reshape(-1).tolist():
+            i = self._table_index(t)
+            reset_block(self._state, i, i + 1)
+
+    def observations(self) -> dict[str, np.ndarray]:
+        """The current observations and masks, shaped like ``step``'s (copied when ``copy=True``)."""
+        return self._observations()
+
     def sample_actions(self) -> np.ndarray:
         """Uniformly random legal actions for every seat, drawn from the batch's agent generator (never the
         game's), compiled: the fast random baseline for benchmarks and smoke tests."""
@@ -180,7 +195,9 @@ class NertzVectorEnv(gymnasium.vector.VectorEnv):
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
             if seed < 0:
                 raise ValueError(f"seed must be non-negative, got {seed}")
-            return ((np.arange(n, dtype=np.uint64) + np.uint64(int(seed) % 2**64))).astype(np.uint64)
+            return (np.arange(n, dtype=np.uint64) + np.uint64(int(seed) % 2**64)).astype(np.uint64)
+        if isinstance(seed, bool):
+            raise ValueError(f"seed must be an int, None, or {n} non-negative ints (one per table), got {seed!r}")
         seeds = list(seed)
         if len(seeds) != n or not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 0 for s in seeds):
             raise ValueError(f"seed must be an int, None, or {n} non-negative ints (one per table)")

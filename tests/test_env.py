@@ -110,7 +110,7 @@ def test_illegal_action__is_a_flagged_wait_by_default() -> None:
     acts["player_0"] = illegal
     acts["player_1"] = 10_000
     acts["player_2"] = -3
-    _, rewards, *_, infos = env.step(acts)
+    _, _rewards, *_, infos = env.step(acts)
     assert infos["player_0"]["illegal"] and infos["player_1"]["illegal"] and infos["player_2"]["illegal"]
     assert not infos["player_3"]["illegal"]
     assert all(i["action"] == 0 for i in infos.values())

@@ -26,7 +26,7 @@ def test_batch_table__equals_parallel_env_with_the_same_seed(rules: dict) -> Non
         steps += 1
         assert steps < 10_000, "tables did not finish an episode"
         actions = venv.sample_actions()
-        for t, e in enumerate(envs):
+        for t in range(len(envs)):
             for p, a in enumerate(agents):
                 np.testing.assert_array_equal(vobs["observation"][t, p], pobs[t][a]["observation"])
                 np.testing.assert_array_equal(vobs["action_mask"][t, p], pobs[t][a]["action_mask"])

@@ -9,6 +9,7 @@ their contiguous layout and a slower specialisation of the rules gets compiled.)
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -41,7 +42,7 @@ def _blocks(n: int) -> list[tuple[int, int]]:
     return [(int(edges[i]), int(edges[i + 1])) for i in range(k)]
 
 
-def _run(fn, args: tuple, n: int) -> None:  # type: ignore[no-untyped-def]
+def _run(fn: Callable[..., None], args: tuple, n: int) -> None:
     """Run ``fn(*args, lo, hi)`` over blocks covering tables 0..n-1, one block per core."""
     global _pool
     blocks = _blocks(n)

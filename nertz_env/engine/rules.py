@@ -14,8 +14,8 @@ emptied or a call; the stall rule; ``max_ticks``), then scoring, then the observ
 
 from __future__ import annotations
 
-import numpy as np
 import numba
+import numpy as np
 
 from nertz_env.actions import L_CALL, L_JLAKE, L_LAKE, L_NUM, L_ROTATE, L_RUN, L_TOWORK, L_TUCK
 from nertz_env.cards import FIXED_JOKER_BASE, JOKER, LAKE_JOKER_FLAG
@@ -65,7 +65,7 @@ from nertz_env.observation import (
 )
 
 
-def _jit(inline: bool = False):  # type: ignore[no-untyped-def]
+def _jit(inline: bool = False):
     """``numba.njit`` for the rules: cached, GIL-free, and compiled without reference counting (``_nrt=False``).
 
     The rules never allocate (scratch space lives in the state), so they need no refcounts; with them, numba
