@@ -292,3 +292,21 @@ def test_describe_action__names_every_index() -> None:
     assert nertz_env.describe_action(0) == "wait a tick"
     with pytest.raises(ValueError, match="action index"):
         nertz_env.describe_action(10_000)
+
+
+def test_round_end_infos__score_breakdown_adds_up_and_counts_the_nertz_cards_left() -> None:
+    env = nertz_env.parallel_env(num_players=3, nertz_penalty=3, call_bonus=4, max_ticks=60)
+    obs, _ = env.reset(seed=5)
+    rng = np.random.default_rng(0)
+    totals = dict.fromkeys(env.possible_agents, 0.0)
+    infos: dict = {}
+    while env.agents:
+        acts = {a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in env.agents}
+        obs, rew, _, _, infos = env.step(acts)
+        for a, r in rew.items():
+            totals[a] += r
+    for a, info in infos.items():
+        s = info["score"]
+        assert s["nertz_penalty"] == -3 * s["nertz_left"]
+        assert s["lake"] + s["nertz_penalty"] + s["bonus"] + s["false_calls"] == s["total"] == totals[a]
+        assert 0 <= s["nertz_left"] <= 13

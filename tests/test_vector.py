@@ -134,3 +134,23 @@ def test_batch__step_before_reset_and_bad_seeds_raise() -> None:
 def test_batch__memory_per_table_is_small() -> None:
     venv = nertz_env.vector_env(8)
     assert 2_000 < venv.bytes_per_table() < 20_000
+
+
+def test_reset_tables__deals_what_the_autoreset_would_deal() -> None:
+    """reset_tables(t) now equals the deal the next-step autoreset gives t one call later."""
+    a = nertz_env.vector_env(4, num_players=3)
+    b = nertz_env.vector_env(4, num_players=3)
+    a.reset(seed=11)
+    b.reset(seed=11)
+    a.reset_tables([1, 3])
+    for t in (1, 3):  # make b's tables 1 and 3 end, then let the autoreset deal them
+        snap = b.snapshot(t)
+        snap["done"] = "terminated"
+        b.restore(t, snap)
+    b.step(np.zeros((4, 3), dtype=np.int64))
+    for t in (1, 3):
+        assert a.snapshot(t) == b.snapshot(t)
+        np.testing.assert_array_equal(a.observations()["observation"][t], b.observations()["observation"][t])
+        np.testing.assert_array_equal(a.observations()["action_mask"][t], b.observations()["action_mask"][t])
+    with pytest.raises(ValueError, match="table must be"):
+        a.reset_tables([4])
