@@ -1,0 +1,149 @@
+"""Agents by name: ``make_agent("heuristic:wait_prob=0.2")``, and loaders for trained checkpoints.
+
+A spec is either a scripted agent's name with optional parameters (``name`` or ``name:key=value,key=value``)
+or a path to a checkpoint file whose suffix has a registered loader (``runs/ppo.zip``; parameters may follow
+the path the same way). The training code registers the loader for SB3 ``.zip`` checkpoints with
+:func:`register_loader`; when no loader is registered for a suffix, ``make_agent`` first tries importing
+``nertz_env.train`` (which registers its loaders on import).
+
+Errors are meant to be shown to people as they are: an unknown name raises :class:`AgentSpecError` listing
+the known agents, a bad parameter names the accepted ones, a missing checkpoint raises
+``FileNotFoundError`` naming the path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+from collections.abc import Callable
+from typing import Any
+
+from nertz_env.agents.base import Agent
+from nertz_env.agents.scripted import GreedyAgent, HeuristicAgent, RandomAgent
+from nertz_env.agents.search import SearchAgent
+
+#: the baseline ladder, weakest first
+LADDER = ("random", "greedy", "heuristic", "search")
+
+_FACTORIES: dict[str, Any] = {
+    "random": RandomAgent,
+    "greedy": GreedyAgent,
+    "heuristic": HeuristicAgent,
+    "search": SearchAgent,
+}
+_LOADERS: dict[str, Callable[..., Agent]] = {}
+_TRAIN_MODULE = "nertz_env.train"
+
+
+class AgentSpecError(ValueError):
+    """A spec that names no known agent, or parameters the agent does not take."""
+
+
+def register_loader(suffix: str, loader: Callable[..., Agent]) -> None:
+    """Make ``make_agent`` load files ending in ``suffix`` (e.g. ``".zip"``) with ``loader(path, **params)``."""
+    if not suffix.startswith("."):
+        raise ValueError(f"a checkpoint suffix starts with a dot, got {suffix!r}")
+    _LOADERS[suffix.lower()] = loader
+
+
+def register_agent(name: str, factory: Callable[..., Agent], params: dict[str, type] | None = None) -> None:
+    """Add a named agent; ``factory(**params)`` builds it. ``params`` maps accepted parameters to types."""
+    if not name or ":" in name or "=" in name:
+        raise ValueError(f"an agent name must be non-empty without ':' or '=', got {name!r}")
+    if params is not None:
+        factory.PARAMS = params  # type: ignore[attr-defined]
+    _FACTORIES[name] = factory
+
+
+def known_agents() -> list[str]:
+    """Names ``make_agent`` accepts (checkpoint suffixes aside)."""
+    return sorted(_FACTORIES)
+
+
+def _parse_value(text: str, kind: type, key: str, name: str) -> Any:
+    try:
+        if kind is bool:
+            low = text.lower()
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(text)
+        return kind(text)
+    except ValueError:
+        raise AgentSpecError(
+            f"agent {name!r}: parameter {key}={text!r} is not a valid {kind.__name__}"
+        ) from None
+
+
+def _split_params(rest: str, name: str) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for part in filter(None, rest.split(",")):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise AgentSpecError(
+                f"agent {name!r}: parameters are key=value pairs separated by commas, got {part!r}"
+            )
+        params[key.strip()] = value.strip()
+    return params
+
+
+def _loader_for(path: str) -> Callable[..., Agent] | None:
+    low = path.lower()
+    for suffix, loader in _LOADERS.items():
+        if low.endswith(suffix):
+            return loader
+    return None
+
+
+def _looks_like_path(head: str) -> bool:
+    return os.sep in head or "/" in head or "." in os.path.basename(head)
+
+
+def make_agent(spec: str) -> Agent:
+    """Build an agent from a spec (see the module doc).
+
+    Raises:
+        AgentSpecError: unknown name, unknown parameter or bad value, no loader for a checkpoint's suffix.
+        FileNotFoundError: a checkpoint path that does not exist.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise AgentSpecError(f"an agent spec is a non-empty string such as 'heuristic', got {spec!r}")
+    spec = spec.strip()
+    head, _, rest = spec.partition(":")
+    if head in _FACTORIES:
+        factory = _FACTORIES[head]
+        accepted: dict[str, type] = getattr(factory, "PARAMS", {})
+        raw = _split_params(rest, head)
+        unknown = sorted(set(raw) - set(accepted))
+        if unknown:
+            takes = ", ".join(f"{k} ({t.__name__})" for k, t in accepted.items()) or "no parameters"
+            raise AgentSpecError(f"agent {head!r} has no parameter {', '.join(unknown)}; it takes {takes}")
+        kwargs = {k: _parse_value(v, accepted[k], k, head) for k, v in raw.items()}
+        try:
+            agent = factory(**kwargs)
+        except ValueError as e:
+            raise AgentSpecError(f"agent {spec!r}: {e}") from None
+        if rest:
+            agent.name = spec
+        return agent
+    if _looks_like_path(head):
+        if not os.path.isfile(head):
+            raise FileNotFoundError(f"checkpoint file not found: {head}")
+        loader = _loader_for(head)
+        if loader is None:
+            with contextlib.suppress(ImportError):  # nertz_env.train registers its loaders on import
+                importlib.import_module(_TRAIN_MODULE)
+            loader = _loader_for(head)
+        if loader is None:
+            suffixes = ", ".join(sorted(_LOADERS)) or "none registered"
+            raise AgentSpecError(
+                f"no loader for checkpoint {head!r} (loaders for: {suffixes}); "
+                f"import {_TRAIN_MODULE} or call nertz_env.agents.register_loader(suffix, fn)"
+            )
+        return loader(head, **_split_params(rest, head))
+    raise AgentSpecError(
+        f"unknown agent {head!r}; known agents: {', '.join(known_agents())} "
+        f"(or a checkpoint path such as runs/model.zip)"
+    )

@@ -1,0 +1,249 @@
+"""The top scripted rung, ``search``: rollouts of the heuristic on a model of the own layout, with memory.
+
+**Decision.** The heuristic (:mod:`nertz_env.agents.scripted`) ranks the legal actions. A call or a Nertz card
+to the lake is taken at once; otherwise its best ``candidates`` actions (down to a flip) are each scored by
+``rollouts`` simulations: the hidden own cards are dealt at random into the unknown slots of the own layout
+(the same deals for every candidate: common random numbers), the candidate is applied, and the heuristic
+plays on for ``horizon`` ticks while the other players add cards to the lake at the rate the agent has
+seen this round (a prior of ``others`` per opponent per tick to start with; random next cards, played
+before the agent's move of each tick, so they win the races). A rollout
+scores the points of the own layout: ``nertz_penalty`` per card leaving the Nertz pile (the penalty avoided)
+plus 1 per own card reaching the lake, discounted by ``gamma`` per tick. The best candidate replaces the
+heuristic's first choice only when it scores ``margin`` more. This is one step of policy improvement over the
+heuristic, which is why it is the stronger rung.
+
+**What the model knows** is only what the seat has seen. The observation shows the layout, the waste's top
+and the lake's foundation tops. The agent also remembers (``memory``) its stock and waste: flips move cards
+from the stock's top to the waste in a known way, the waste is turned over unshuffled (``recycle="flip"``),
+the stall rule puts it back under the stock in a known way; every prediction is checked against the next
+observation's counts and waste top, and anything that does not fit (a lost lake race, a new round) falls
+back to what the observation proves. It counts its own cards that reached the lake (the observation's own
+lake count confirms each play), so the hidden cards are its deck minus everything placed; they fill the
+Nertz pile below its top and the unseen stock and waste slots.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from nertz_env.actions import JOKER_LAKE, LAKE, ROTATE
+from nertz_env.agents.kernels import (
+    P_OFF,
+    PRIO_FLIP,
+    PRIO_NERTZ_LAKE,
+    S_LAKE,
+    S_SCOUNT,
+    S_STOCK,
+    STATE_SIZE,
+    WASTE_POLICIES,
+    apply_move,
+    heuristic_priorities,
+    hidden_cards,
+    pick_best,
+    read_state,
+    recall,
+    rollout_values,
+    top_of,
+)
+from nertz_env.agents.scripted import _Base
+from nertz_env.config import NertzConfig
+from nertz_env.observation import O_STATUS, STATUS_FIELDS
+
+_ROUND = STATUS_FIELDS.index("round_frac")
+_STALLS = STATUS_FIELDS.index("stalls")
+_OWN_LAKE = STATUS_FIELDS.index("own_lake_frac")
+_DIG = WASTE_POLICIES.index("dig")
+_PRIOR_TICKS = 10
+
+
+class SearchAgent(_Base):
+    """Heuristic rollouts on the own layout with a memory of the own stock (see the module doc).
+
+    Args:
+        rollouts: simulations per candidate action (default 32; 0 plays the heuristic with memory).
+        horizon: ticks per simulation (default 20).
+        candidates: the heuristic's best actions compared (default 5).
+        others: prior for the lake cards each opponent adds per tick (default 0.3; the simulations use the
+            rate seen this round, weighted against this prior as if seen for 10 ticks).
+        margin: points a candidate must gain over the heuristic's choice to replace it (default 0.15).
+        gamma: discount per simulated tick (default 0.9).
+        memory: remember the stock and waste (default True; False leaves unseen cards unknown).
+        wait_prob: probability of sitting out a tick (a slower player).
+    """
+
+    name = "search"
+    PARAMS: ClassVar[dict[str, type]] = {
+        "rollouts": int,
+        "horizon": int,
+        "candidates": int,
+        "others": float,
+        "margin": float,
+        "gamma": float,
+        "memory": bool,
+        "wait_prob": float,
+    }
+
+    def __init__(
+        self,
+        rollouts: int = 32,
+        horizon: int = 20,
+        candidates: int = 5,
+        others: float = 0.3,
+        margin: float = 0.15,
+        gamma: float = 0.9,
+        memory: bool = True,
+        wait_prob: float = 0.0,
+    ) -> None:
+        super().__init__(wait_prob)
+        if rollouts < 0 or horizon < 1 or candidates < 1:
+            raise ValueError("rollouts must be >= 0, horizon and candidates >= 1")
+        if others < 0.0 or not 0.0 < gamma <= 1.0:
+            raise ValueError("others must be >= 0 and gamma in (0, 1]")
+        self.rollouts = int(rollouts)
+        self.horizon = int(horizon)
+        self.candidates = int(candidates)
+        self.others = float(others)
+        self.margin = float(margin)
+        self.gamma = float(gamma)
+        self.memory = bool(memory)
+        self._state = np.zeros(STATE_SIZE, dtype=np.int64)
+        self._before = np.zeros(STATE_SIZE, dtype=np.int64)  # memory before the last action
+        self._predicted = np.zeros(STATE_SIZE, dtype=np.int64)  # memory after it, as planned
+        self._cards = np.zeros(64, dtype=np.int64)
+        self._lake_own = np.zeros(53, dtype=np.int64)  # own cards in the lake (jokers at 52)
+        self._value = np.zeros(2, dtype=np.float64)
+        self._prio = np.zeros(0, dtype=np.int64)
+        self._lake_heights = np.tile(np.arange(1, 14, dtype=np.int64), 4)
+        self._status = 0
+        self._clear()
+
+    def _clear(self) -> None:
+        self._remembering = False
+        self._round = -1.0
+        self._stalls = 0.0
+        self._lake_count = 0
+        self._lake_known = True
+        self._pending = -1
+        self._banned = -1
+        self._lake_own[:] = 0
+        self._ticks = 0
+        self._others_sum = 0
+        self._lake_total = 0
+
+    def others_rate(self) -> float:
+        """Lake cards the other players add per tick: the ones seen this round, after a prior of ``others``
+        per opponent worth ``_PRIOR_TICKS`` ticks."""
+        assert self.config is not None
+        prior = self.others * (self.config.num_players - 1)
+        return (
+            (self._others_sum + prior * _PRIOR_TICKS) / (self._ticks - 1 + _PRIOR_TICKS)
+            if self._ticks
+            else prior
+        )
+
+    def reset(self, config: NertzConfig, seat: int, seed: int | None = None) -> None:
+        super().reset(config, seat, seed)
+        tools = self._tools()
+        self._prio = np.zeros(tools.n_actions, dtype=np.int64)
+        self._status = int(tools.params[P_OFF + O_STATUS])
+        self._value[:] = (config.nertz_penalty, 1.0)
+        self._clear()
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        tools = self._tools()
+        s = self._state
+        read_state(observation, tools.params, s)
+        self._remember(observation, s)
+        if self._slow():
+            a = 0
+        else:
+            heuristic_priorities(s, action_mask, tools.params, tools.columns, _DIG, self._banned, self._prio)
+            a = self._choose(s, action_mask)
+            self._banned = int(tools.reverse_run[a])
+        self._predict(s, a)
+        return a
+
+    def _remember(self, observation: np.ndarray, s: np.ndarray) -> None:
+        """Bring the remembered stock, waste and own lake cards up to this observation (see the module doc)."""
+        assert self.config is not None
+        status = observation[self._status : self._status + len(STATUS_FIELDS)]
+        round_now, stalls_now = float(status[_ROUND]), float(status[_STALLS])
+        lake_now = round(float(status[_OWN_LAKE]) * self.config.deck_size)
+        if self._remembering and round_now == self._round:
+            if self.memory:
+                recall(s, self._predicted, self._before, stalls_now > self._stalls)
+            if lake_now == self._lake_count + 1 and self._pending >= 0:
+                self._lake_own[self._pending] += 1
+            elif lake_now != self._lake_count:
+                self._lake_known = False
+        else:  # the first tick, or a new round of a match (a new deal)
+            self._lake_own[:] = 0
+            self._lake_known = lake_now == 0
+            self._ticks = 0
+            self._others_sum = 0
+        total = int(self._lake_heights @ s[S_LAKE : S_LAKE + 52])  # cards in the lake
+        if self._ticks > 0:
+            self._others_sum += max(0, total - self._lake_total - (lake_now - self._lake_count))
+        self._ticks += 1
+        self._lake_total = total
+        self._lake_count = lake_now
+        self._round, self._stalls = round_now, stalls_now
+
+    def _predict(self, s: np.ndarray, a: int) -> None:
+        """The own lake card that action ``a`` may add, and (with memory) the stock and waste after it; the
+        next observation checks both."""
+        tools = self._tools()
+        kind = tools.columns[0, a]
+        self._pending = (
+            int(top_of(s, tools.columns[1, a])) if kind == LAKE else (52 if kind == JOKER_LAKE else -1)
+        )
+        self._before[:] = s
+        self._predicted[:] = s
+        if self.memory:
+            apply_move(self._predicted, a, tools.columns, tools.params)
+            if kind == ROTATE and s[S_SCOUNT] >= 2:
+                n = s[S_SCOUNT]
+                self._predicted[S_STOCK + 1 : S_STOCK + n] = s[S_STOCK : S_STOCK + n - 1]
+                self._predicted[S_STOCK] = s[S_STOCK + n - 1]
+        self._remembering = True
+
+    def _choose(self, s: np.ndarray, action_mask: np.ndarray) -> int:
+        tools = self._tools()
+        prio = self._prio
+        best = int(pick_best(prio, action_mask, self.rng.random()))  # the heuristic's own choice
+        if self.rollouts == 0 or prio[best] >= PRIO_NERTZ_LAKE or not self._lake_known:
+            return best
+        order = np.argsort(-prio, kind="stable")
+        cands = [best] + [
+            int(a) for a in order[: self.candidates] if a != best and action_mask[a] and prio[a] >= PRIO_FLIP
+        ]
+        cands = cands[: self.candidates]
+        if len(cands) <= 1:
+            return best
+        n = hidden_cards(s, tools.params, self._lake_own, self._cards)
+        if n < 0:  # the memory is out of step with the table: play the heuristic
+            return best
+        values = np.zeros(len(cands), dtype=np.float64)
+        assert self.config is not None
+        rollout_values(
+            s,
+            np.array(cands, dtype=np.int64),
+            len(cands),
+            tools.params,
+            tools.columns,
+            tools.reverse_run,
+            self._cards,
+            n,
+            self.rollouts,
+            self.horizon,
+            _DIG,
+            self.gamma,
+            self._value,
+            self.others_rate(),
+            np.uint64(self.rng.integers(2**63)),
+            values,
+        )
+        k = int(np.argmax(values))
+        return cands[k] if values[k] > values[0] + self.margin else best

@@ -1,0 +1,108 @@
+"""Scripted agents and the tournament harness: time per decision of each ladder rung, and the wall time of a
+1,000-game, 4-player tournament of heuristic players (duplicate deals, both cores).
+
+Run: ``python bench/bench_agents.py [--games 1000] [--workers 2]``. Prints two tables, writes
+``bench/out/bench_agents.json``. The tournament's target on a 2-core machine is under 2 minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from common import print_table, save
+
+
+def per_decision(spec: str, games: int, seed: int) -> dict:
+    """Four ``spec`` agents at one table, in this process: microseconds per ``act`` and per env tick."""
+    import nertz_env
+    from nertz_env.agents import make_agent
+
+    env = nertz_env.parallel_env(num_players=4)
+    agents = [make_agent(spec) for _ in range(4)]
+    obs, _ = env.reset(seed=seed)  # warm up (numba loads its cache on the first calls)
+    for s, a in enumerate(agents):
+        a.reset(env.config, s, s)
+        a.act(obs[f"player_{s}"]["observation"], obs[f"player_{s}"]["action_mask"])
+    ticks = 0
+    acting = 0.0
+    t0 = time.perf_counter()
+    for g in range(games):
+        obs, _ = env.reset(seed=seed + g)
+        for s, a in enumerate(agents):
+            a.reset(env.config, s, seed + g * 4 + s)
+        while env.agents:
+            t = time.perf_counter()
+            acts = {
+                n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"])
+                for s, n in enumerate(env.agents)
+            }
+            acting += time.perf_counter() - t
+            obs, *_ = env.step(acts)
+            ticks += 1
+    total = time.perf_counter() - t0
+    return {
+        "agent": spec,
+        "games": games,
+        "ticks_per_game": ticks / games,
+        "us_per_act": acting / (4 * ticks) * 1e6,
+        "us_per_tick": total / ticks * 1e6,
+        "games_per_s": games / total,
+    }
+
+
+def tournament(games: int, workers: int, seed: int) -> dict:
+    """``games`` games of four heuristic players: games / 4 deals, each played in all 4 seat rotations."""
+    from nertz_env.eval import run_tournament
+
+    t0 = time.perf_counter()
+    res = run_tournament(["heuristic"] * 4, num_players=4, deals=games // 4, seed=seed, workers=workers)
+    wall = time.perf_counter() - t0
+    return {"games": len(res.games), "workers": workers, "wall_s": wall, "games_per_s": len(res.games) / wall}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--games", type=int, default=1000, help="games in the timed tournament (default 1000)")
+    ap.add_argument("--workers", type=int, default=2, help="processes of the tournament (default 2)")
+    ap.add_argument(
+        "--decision-games", type=int, default=20, help="games per agent for the per-decision times"
+    )
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    from nertz_env.agents import LADDER
+
+    per = [per_decision(spec, args.decision_games, args.seed) for spec in LADDER]
+    rows = [
+        [
+            p["agent"],
+            f"{p['us_per_act']:.1f}",
+            f"{p['ticks_per_game']:.0f}",
+            f"{p['us_per_tick']:.0f}",
+            f"{p['games_per_s']:.1f}",
+        ]
+        for p in per
+    ]
+    table1 = print_table(
+        "Scripted agents, 4 of a kind at one table, one process",
+        ["agent", "µs per decision", "ticks per game", "µs per tick (4 decisions + env)", "games/s"],
+        rows,
+    )
+    t = tournament(args.games, args.workers, args.seed)
+    verdict = "under" if t["wall_s"] < 120 else "OVER"
+    table2 = print_table(
+        "Tournament harness (nertz_env.eval.run_tournament), 4 heuristic players, duplicate deals",
+        ["games", "workers", "wall time (s)", "games/s", "target: 1,000 games under 120 s"],
+        [[t["games"], t["workers"], f"{t['wall_s']:.1f}", f"{t['games_per_s']:.1f}", verdict]],
+    )
+    payload = {"per_decision": per, "tournament": t, "table": table1 + "\n\n" + table2, "time": time.time()}
+    save("bench_agents", payload)
+    return payload
+
+
+if __name__ == "__main__":
+    main()

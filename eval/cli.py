@@ -1,0 +1,189 @@
+"""``nertz-eval``: tournaments from the command line.
+
+Examples::
+
+    nertz-eval ladder --deals 400 --seed 0      # the README's baseline ladder table (bench/out/ladder/)
+    nertz-eval round-robin random greedy heuristic search --players 4 --deals 100 --seed 1
+    nertz-eval gauntlet runs/ppo.zip heuristic search --players 4 --deals 200 --rule draw=1
+    nertz-eval round-robin heuristic search --players 2 --rule jokers=2 --rule teams=false --workers 2
+
+Agents are specs of :func:`nertz_env.agents.make_agent` (a name, ``name:key=value,...``, or a checkpoint
+path). Rules options are ``--rule key=value`` with values read as JSON when they parse (``1``, ``true``,
+``[[0, 2], [1, 3]]``) and as text otherwise (``--rule call_mode=manual``). Results are printed as a table and
+saved (JSON, CSV, PNG) under ``--out``. Bad input (unknown agent, missing checkpoint, impossible table, bad
+rule) prints one line on stderr and exits with code 2; Ctrl-C saves the deals finished so far and exits 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from nertz_env.agents import LADDER, AgentSpecError, known_agents
+from nertz_env.eval.report import differences_table, save, table
+from nertz_env.eval.summary import ladder_check, summarize
+from nertz_env.eval.tournament import plan_tournament, play_tournament
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(Exception):
+    """Bad command-line input, reported on stderr with exit code 2."""
+
+
+def parse_rule(text: str) -> tuple[str, Any]:
+    """``"draw=1"`` -> ``("draw", 1)``; values as JSON when they parse, else text."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise UsageError(f"--rule takes key=value (e.g. --rule draw=1), got {text!r}")
+    raw = raw.strip()
+    aliases = {"True": True, "False": False, "None": None}
+    if raw in aliases:
+        return key, aliases[raw]
+    try:
+        return key, json.loads(raw)
+    except json.JSONDecodeError:
+        return key, raw
+
+
+def _rules(args: argparse.Namespace) -> dict[str, Any]:
+    rules: dict[str, Any] = {}
+    for text in args.rule or []:
+        key, value = parse_rule(text)
+        if key == "num_players":
+            raise UsageError("give the table size with --players, not as a rule")
+        if isinstance(value, list):
+            value = [tuple(v) if isinstance(v, list) else v for v in value]
+        rules[key] = value
+    if args.target_score is not None:
+        rules["target_score"] = args.target_score
+    return rules
+
+
+def _deal_seeds(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"--deal-seeds takes comma-separated non-negative integers, got {text!r}") from None
+    if not seeds or any(s < 0 for s in seeds):
+        raise UsageError(f"--deal-seeds takes comma-separated non-negative integers, got {text!r}")
+    return seeds
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nertz-eval",
+        description="Tournaments of Nertz agents with duplicate deals and seat rotation.",
+        epilog=f"Known agents: {', '.join(known_agents())}; or a checkpoint path (e.g. runs/model.zip).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser, default_out: str, default_deals: int) -> None:
+        p.add_argument("--players", type=int, default=4, help="seats at the table, 2 to 8 (default 4)")
+        p.add_argument("--deals", type=int, default=default_deals, help=f"deals (default {default_deals})")
+        p.add_argument("--seed", type=int, default=0, help="tournament seed (default 0)")
+        p.add_argument("--deal-seeds", help="explicit env seeds, comma-separated (overrides --deals)")
+        p.add_argument("--rule", action="append", metavar="KEY=VALUE", help="a rules option; repeatable")
+        p.add_argument("--target-score", type=int, help="play matches to this score (rule target_score)")
+        p.add_argument(
+            "--workers", type=int, default=min(2, os.cpu_count() or 1), help="processes (default 2)"
+        )
+        p.add_argument("--no-rotate", action="store_true", help="play each lineup in one seating only")
+        p.add_argument("--out", default=default_out, help=f"output directory (default {default_out})")
+        p.add_argument("--no-save", action="store_true", help="print only; write no files")
+        p.add_argument("--no-plots", action="store_true", help="write JSON and CSV but no PNG")
+        p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    rr = sub.add_parser("round-robin", help="every agent against every other, duplicate deals")
+    rr.add_argument("agents", nargs="+", help="agent specs")
+    common(rr, "eval_out/round-robin", 100)
+    ga = sub.add_parser("gauntlet", help="a candidate against a table of each opponent in turn")
+    ga.add_argument("candidate", help="agent spec of the candidate")
+    ga.add_argument("opponents", nargs="+", help="agent specs of the opponents")
+    common(ga, "eval_out/gauntlet", 100)
+    la = sub.add_parser("ladder", help=f"the baseline ladder ({', '.join(LADDER)}) at one table")
+    common(la, os.path.join("bench", "out", "ladder"), 400)
+    la.add_argument("--check", action="store_true", help="exit 1 unless every rung beats the one below")
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    rules = _rules(args)
+    seeds = _deal_seeds(args.deal_seeds)
+    if args.deals < 1 and seeds is None:
+        raise UsageError(f"--deals must be at least 1, got {args.deals}")
+    if args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    if args.command == "round-robin":
+        specs, mode = list(args.agents), "round_robin"
+    elif args.command == "gauntlet":
+        specs, mode = [args.candidate, *args.opponents], "gauntlet"
+    else:
+        specs, mode = list(LADDER), "round_robin"
+    try:
+        tournament = plan_tournament(
+            specs,
+            num_players=args.players,
+            deals=args.deals,
+            seed=args.seed,
+            rules=rules,
+            mode=mode,
+            deal_seeds=seeds,
+            rotate=not args.no_rotate,
+        )
+    except (AgentSpecError, FileNotFoundError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    results = play_tournament(tournament, workers=args.workers, progress=not args.no_progress)
+    if not results.games:
+        print("nertz-eval: interrupted before any deal finished; nothing to save", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    summary = summarize(results)
+    text = [table(results, summary)]
+    verdict_ok = True
+    if args.command == "ladder":
+        checks = ladder_check(summary, list(LADDER))
+        verdict_ok = all(ok for *_, ok in checks)
+        text += [
+            "",
+            differences_table(summary, list(LADDER)),
+            "ladder order " + ("confirmed" if verdict_ok else "NOT confirmed") + " at 95% confidence",
+            f"command: nertz-eval ladder --deals {args.deals} --seed {args.seed} --players {args.players}",
+        ]
+    elif len(summary.agents) > 1:
+        text += ["", differences_table(summary)]
+    text.append(f"({results.elapsed:.1f} s, {results.workers} worker(s))")
+    out = "\n".join(text)
+    print(out)
+    if not args.no_save:
+        paths = save(results, summary, args.out, plots=not args.no_plots)
+        with open(os.path.join(args.out, "table.txt"), "w") as f:
+            f.write(out + "\n")
+        print(f"saved: {', '.join(paths)}", file=sys.stderr)
+    if results.interrupted:
+        print(f"nertz-eval: interrupted; kept {len(results.deals_done)} finished deal(s)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if args.command == "ladder" and args.check and not verdict_ok:
+        return 1
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``nertz-eval``; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except UsageError as e:
+        print(f"nertz-eval: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

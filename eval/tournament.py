@@ -1,0 +1,458 @@
+"""Tournaments: lineups, duplicate deals with seat rotation, and the runner (serial or over processes).
+
+A tournament plays ``deals`` deals. Each deal has an env seed (derived from the tournament ``seed``, or given
+explicitly) that fixes the cards and the seeded tick order. Every lineup (agents per seat) is played on every
+deal once per seat rotation, so every agent of a lineup plays every seat on the same cards: the duplicate
+set of a deal. Lineups:
+
+* ``round_robin``: the agents themselves when there are as many as seats; every combination of ``P`` of
+  them when there are more; the agents repeated in turn to fill the table when there are fewer.
+* ``gauntlet``: the candidate (agent 0) against a table full of each opponent in turn.
+
+Everything about a game is fixed by the tournament seed and the deal, lineup, rotation and seat indices
+(agent seeds included), so the results are the same for any number of workers. Work is split by deal;
+workers are started with ``spawn`` (numba compiles once, its cache is on disk). Ctrl-C (KeyboardInterrupt)
+stops the run and returns the deals finished so far, marked ``interrupted``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import multiprocessing as mp
+import signal
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from nertz_env.agents import Agent, make_agent
+from nertz_env.config import NertzConfig, make_config
+from nertz_env.environment import NertzParallelEnv
+
+MODES = ("round_robin", "gauntlet")
+
+
+def deal_seed(seed: int, deal: int) -> int:
+    """The env seed of deal ``deal`` of a tournament seeded ``seed`` (stable: deal i never depends on how
+    many deals are played)."""
+    return int(np.random.SeedSequence([int(seed), int(deal)]).generate_state(1, np.uint64)[0] >> np.uint64(1))
+
+
+def agent_seed(seed: int, deal: int, lineup: int, rotation: int, seat: int) -> int:
+    """The seed of the agent at ``seat`` in one game (agents draw from their own generators)."""
+    return int(np.random.SeedSequence([int(seed), deal, lineup, rotation, seat, 1]).generate_state(1)[0])
+
+
+def round_robin_lineups(num_agents: int, num_players: int) -> list[tuple[int, ...]]:
+    """Lineups (agent index per seat, before rotation) of a round robin (see the module doc)."""
+    if num_agents < 1:
+        raise ValueError("a tournament needs at least one agent")
+    if num_agents == num_players:
+        return [tuple(range(num_agents))]
+    if num_agents > num_players:
+        return [tuple(c) for c in itertools.combinations(range(num_agents), num_players)]
+    return [tuple(k % num_agents for k in range(num_players))]
+
+
+def gauntlet_lineups(num_agents: int, num_players: int) -> list[tuple[int, ...]]:
+    """Agent 0 against ``num_players - 1`` copies of each other agent, one lineup per opponent."""
+    if num_agents < 2:
+        raise ValueError("a gauntlet needs a candidate and at least one opponent")
+    return [(0,) + (k,) * (num_players - 1) for k in range(1, num_agents)]
+
+
+def seatings(lineup: Sequence[int], rotate: bool = True) -> list[tuple[int, ...]]:
+    """The seat rotations of a lineup: rotation r seats ``lineup[(s + r) % P]`` at seat s. Rotations that
+    give the same seating (repeated agents) are played once."""
+    p = len(lineup)
+    out: list[tuple[int, ...]] = []
+    for r in range(p if rotate else 1):
+        seating = tuple(lineup[(s + r) % p] for s in range(p))
+        if seating not in out:
+            out.append(seating)
+    return out
+
+
+@dataclass
+class GameRecord:
+    """One game (one episode: a round, or a match of rounds) of a tournament.
+
+    ``scores``, ``lake`` and ``nertz_left`` hold one list per round with one value per seat: the round score
+    (individual, as in ``infos["score"]["total"]``), own cards in the lake and cards left in the Nertz pile.
+    """
+
+    deal: int
+    lineup: int
+    rotation: int
+    seats: list[int]
+    scores: list[list[int]]
+    lake: list[list[int]]
+    nertz_left: list[list[int]]
+    ends: list[str]
+    match_scores: list[int]
+    ticks: int
+    truncated: bool
+    illegal: list[int]
+    deal_hash: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Results:
+    """Everything a tournament produced; statistics come from :mod:`nertz_env.eval.summary`."""
+
+    agents: list[str]
+    labels: list[str]
+    num_players: int
+    rules: dict[str, Any]
+    config: dict[str, Any]
+    mode: str
+    seed: int
+    deal_seeds: list[int]
+    lineups: list[list[int]]
+    games: list[GameRecord] = field(default_factory=list)
+    deals_done: list[int] = field(default_factory=list)
+    interrupted: bool = False
+    elapsed: float = 0.0
+    workers: int = 1
+
+    @property
+    def nertz_config(self) -> NertzConfig:
+        return NertzConfig.from_dict(self.config)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if k != "games"}
+        d["games"] = [g.to_dict() for g in self.games]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Results:
+        d = dict(d)
+        games = [GameRecord(**g) for g in d.pop("games", [])]
+        d.pop("summary", None)
+        return cls(games=games, **d)
+
+
+# ---------------------------------------------------------------- playing
+def _snapshot_hash(env: NertzParallelEnv) -> str:
+    snap = env.snapshot()
+    return hashlib.sha1(json.dumps(snap, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _nertz_left(env: NertzParallelEnv, info: dict[str, Any], seat: int) -> int:
+    """Cards left in the seat's Nertz pile at the end of the round just finished."""
+    return int(info["score"]["nertz_left"])
+
+
+def play_game(
+    env: NertzParallelEnv,
+    seated: Sequence[Agent],
+    env_seed: int,
+    agent_seeds: Sequence[int],
+) -> GameRecord:
+    """Play one episode of ``env`` with ``seated[s]`` at seat ``s``; fields deal/lineup/rotation/seats of
+    the record are left for the caller."""
+    config = env.config
+    obs, _ = env.reset(seed=env_seed)
+    deal_hash = _snapshot_hash(env)
+    names = env.possible_agents
+    for s, agent in enumerate(seated):
+        agent.reset(config, s, int(agent_seeds[s]))
+    p = config.num_players
+    scores: list[list[int]] = []
+    lake: list[list[int]] = []
+    left: list[list[int]] = []
+    ends: list[str] = []
+    illegal = [0] * p
+    ticks = 0
+    truncated = False
+    match_scores = [0] * p
+    pairs = list(zip(names, seated, strict=True))
+    while env.agents:
+        actions = {n: a.act(obs[n]["observation"], obs[n]["action_mask"]) for n, a in pairs}
+        obs, _, _, truncs, infos = env.step(actions)
+        ticks += 1
+        for s, n in enumerate(names):
+            if infos[n]["illegal"]:
+                illegal[s] += 1
+        first = infos[names[0]]
+        if "round_end" in first:
+            scores.append([int(infos[n]["score"]["total"]) for n in names])
+            lake.append([int(infos[n]["score"]["lake"]) for n in names])
+            left.append([_nertz_left(env, infos[n], s) for s, n in enumerate(names)])
+            ends.append(str(first["round_end"]))
+            match_scores = [int(infos[n]["match_score"]) for n in names]
+            truncated = bool(truncs[names[0]])
+    return GameRecord(
+        deal=-1,
+        lineup=-1,
+        rotation=-1,
+        seats=[],
+        scores=scores,
+        lake=lake,
+        nertz_left=left,
+        ends=ends,
+        match_scores=match_scores,
+        ticks=ticks,
+        truncated=truncated,
+        illegal=illegal,
+        deal_hash=deal_hash,
+    )
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a worker needs to play any deal of a tournament."""
+
+    agents: tuple[str, ...]
+    env_kwargs: tuple[tuple[str, Any], ...]
+    lineups: tuple[tuple[int, ...], ...]
+    seatings: tuple[tuple[tuple[int, ...], ...], ...]
+    deal_seeds: tuple[int, ...]
+    seed: int
+
+
+class _Player:
+    """One process's env and agent instances (built once, reused for every deal)."""
+
+    def __init__(self, plan: _Plan, agent_factory: Callable[[str], Agent] = make_agent) -> None:
+        self.plan = plan
+        self.env = NertzParallelEnv(**dict(plan.env_kwargs))
+        self.factory = agent_factory
+        self.instances: dict[tuple[int, int], Agent] = {}
+
+    def _agent(self, index: int, copy: int) -> Agent:
+        key = (index, copy)
+        if key not in self.instances:
+            self.instances[key] = self.factory(self.plan.agents[index])
+        return self.instances[key]
+
+    def play_deal(self, deal: int) -> tuple[int, list[GameRecord]]:
+        plan = self.plan
+        games = []
+        for li, rotations in enumerate(plan.seatings):
+            for r, seating in enumerate(rotations):
+                copies: dict[int, int] = {}
+                seated = []
+                for k in seating:
+                    seated.append(self._agent(k, copies.get(k, 0)))
+                    copies[k] = copies.get(k, 0) + 1
+                seeds = [agent_seed(plan.seed, deal, li, r, s) for s in range(len(seating))]
+                g = play_game(self.env, seated, plan.deal_seeds[deal], seeds)
+                g.deal, g.lineup, g.rotation, g.seats = deal, li, r, list(seating)
+                games.append(g)
+        return deal, games
+
+
+_WORKER: _Player | None = None
+
+
+def _init_worker(plan: _Plan) -> None:
+    global _WORKER
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
+    _WORKER = _Player(plan)
+
+
+def _work(deal: int) -> tuple[int, list[GameRecord]]:
+    assert _WORKER is not None
+    return _WORKER.play_deal(deal)
+
+
+def _labels(agents: Sequence[str]) -> list[str]:
+    """Unique display labels: a spec named twice becomes ``spec#1``, ``spec#2``."""
+    counts: dict[str, int] = {}
+    for a in agents:
+        counts[a] = counts.get(a, 0) + 1
+    seen: dict[str, int] = {}
+    out = []
+    for a in agents:
+        if counts[a] > 1:
+            seen[a] = seen.get(a, 0) + 1
+            out.append(f"{a}#{seen[a]}")
+        else:
+            out.append(a)
+    return out
+
+
+@dataclass(frozen=True)
+class Tournament:
+    """A validated tournament, ready to play (built by :func:`plan_tournament`)."""
+
+    plan: _Plan
+    results_template: Results
+    factory: Callable[[str], Agent] | None
+
+
+def plan_tournament(
+    agent_specs: Sequence[str],
+    num_players: int = 4,
+    deals: int = 100,
+    seed: int = 0,
+    rules: dict[str, Any] | None = None,
+    mode: str = "round_robin",
+    deal_seeds: Iterable[int] | None = None,
+    rotate: bool = True,
+    illegal_action: str = "noop",
+    agent_factory: Callable[[str], Agent] | None = None,
+) -> Tournament:
+    """Check everything about a tournament before anything is played (arguments as :func:`run_tournament`).
+
+    Raises:
+        ValueError: bad rules, table size, mode, seeds or agent spec (``AgentSpecError``).
+        FileNotFoundError: a checkpoint that does not exist.
+    """
+    rules = dict(rules or {})
+    if "num_players" in rules:
+        raise ValueError("give the table size as num_players, not as a rule")
+    config = make_config(num_players=num_players, **rules)
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if illegal_action not in ("noop", "raise"):
+        raise ValueError(f"illegal_action must be 'noop' or 'raise', got {illegal_action!r}")
+    specs = list(agent_specs)
+    factory = agent_factory or make_agent
+    for spec in dict.fromkeys(specs):
+        factory(spec)  # fail early, in this process, on unknown names and missing checkpoints
+    if mode == "round_robin":
+        lineups = round_robin_lineups(len(specs), num_players)
+    else:
+        lineups = gauntlet_lineups(len(specs), num_players)
+    if deal_seeds is not None:
+        seeds = [int(s) for s in deal_seeds]
+    else:
+        if deals < 1:
+            raise ValueError(f"a tournament needs at least one deal, got deals={deals}")
+        seeds = [deal_seed(seed, i) for i in range(deals)]
+    if not seeds or any(s < 0 for s in seeds):
+        raise ValueError("deal seeds must be a non-empty list of non-negative integers")
+    plan = _Plan(
+        agents=tuple(specs),
+        env_kwargs=tuple(sorted({"illegal_action": illegal_action, **config.to_dict()}.items())),
+        lineups=tuple(lineups),
+        seatings=tuple(tuple(seatings(lu, rotate)) for lu in lineups),
+        deal_seeds=tuple(seeds),
+        seed=int(seed),
+    )
+    template = Results(
+        agents=specs,
+        labels=_labels(specs),
+        num_players=num_players,
+        rules=rules,
+        config=config.to_dict(),
+        mode=mode,
+        seed=int(seed),
+        deal_seeds=seeds,
+        lineups=[list(lu) for lu in lineups],
+    )
+    return Tournament(plan, template, agent_factory)
+
+
+def play_tournament(tournament: Tournament, workers: int = 1, progress: bool = False) -> Results:
+    """Play a planned tournament; on Ctrl-C return the deals finished so far, marked ``interrupted``."""
+    plan = tournament.plan
+    if tournament.factory is not None and workers > 1:
+        raise ValueError("a custom agent_factory only works with workers=1")
+    results = dataclasses.replace(tournament.results_template, games=[], deals_done=[])
+    results.workers = max(1, int(workers))
+    n = len(plan.deal_seeds)
+    done: dict[int, list[GameRecord]] = {}
+    start = time.perf_counter()
+    bar = _progress_bar(n, progress)
+    try:
+        if workers <= 1:
+            player = _Player(plan, tournament.factory or make_agent)
+            for d in range(n):
+                deal, games = player.play_deal(d)
+                done[deal] = games
+                bar.update(1)
+        else:
+            pool = mp.get_context("spawn").Pool(int(workers), initializer=_init_worker, initargs=(plan,))
+            try:
+                chunk = max(1, min(8, n // (4 * int(workers))))
+                for deal, games in pool.imap_unordered(_work, range(n), chunksize=chunk):
+                    done[deal] = games
+                    bar.update(1)
+                pool.close()
+            except BaseException:
+                pool.terminate()
+                raise
+            finally:
+                pool.join()
+    except KeyboardInterrupt:
+        results.interrupted = True
+    finally:
+        bar.close()
+    results.elapsed = time.perf_counter() - start
+    results.deals_done = sorted(done)
+    results.games = [g for d in results.deals_done for g in done[d]]
+    return results
+
+
+def run_tournament(
+    agent_specs: Sequence[str],
+    num_players: int = 4,
+    deals: int = 100,
+    seed: int = 0,
+    rules: dict[str, Any] | None = None,
+    workers: int = 1,
+    mode: str = "round_robin",
+    deal_seeds: Iterable[int] | None = None,
+    rotate: bool = True,
+    progress: bool = False,
+    illegal_action: str = "noop",
+    agent_factory: Callable[[str], Agent] | None = None,
+) -> Results:
+    """Play a tournament and return its results (statistics: :func:`nertz_env.eval.summarize`).
+
+    Args:
+        agent_specs: agent specs for :func:`nertz_env.agents.make_agent` (``"heuristic"``,
+            ``"search:depth=2"``, ``"runs/ppo.zip"``); in a gauntlet the first is the candidate.
+        num_players: seats at the table, 2 to 8.
+        deals: number of deals (ignored when ``deal_seeds`` is given).
+        seed: the tournament seed; deal seeds and agent seeds derive from it.
+        rules: rules options of :class:`~nertz_env.config.NertzConfig` (``{"draw": 1, "jokers": 2}``).
+        workers: processes; 1 plays in this process. The results do not depend on it. Workers start with
+            ``spawn``, so a script that passes ``workers > 1`` must call this under
+            ``if __name__ == "__main__":``.
+        mode: ``"round_robin"`` or ``"gauntlet"``.
+        deal_seeds: explicit env seeds, one per deal.
+        rotate: play every seat rotation of each lineup on each deal (duplicate deals); False plays one.
+        progress: show a tqdm progress bar (on stderr).
+        illegal_action: the env's handling of illegal actions (``"noop"`` counts them, ``"raise"`` fails).
+        agent_factory: builds an agent from a spec (default ``make_agent``); only with ``workers=1``.
+
+    Returns:
+        The results; on Ctrl-C the deals finished so far, with ``interrupted=True`` (check it when a
+        Ctrl-C should stop the caller too).
+
+    Raises:
+        ValueError: bad rules, table size, mode or agent spec (``AgentSpecError``).
+        FileNotFoundError: a checkpoint that does not exist.
+    """
+    tournament = plan_tournament(
+        agent_specs, num_players, deals, seed, rules, mode, deal_seeds, rotate, illegal_action, agent_factory
+    )
+    return play_tournament(tournament, workers, progress)
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress_bar(total: int, enabled: bool) -> Any:
+    if not enabled:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="deal", desc="deals", dynamic_ncols=True)
