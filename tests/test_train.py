@@ -1,0 +1,512 @@
+"""Training glue (nertz_env.train): the single-agent view, the self-play VecEnv and its masks, the pairing of
+rewards with observations, shaping, the opponent pool, checkpoints (save, load, exact resume, clear errors)
+and a small training run that is evaluated through the tournament harness."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import os
+import zipfile
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sb3_contrib")
+
+import torch
+from sb3_contrib import MaskablePPO
+from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+from stable_baselines3.common.env_checker import check_env
+from stable_baselines3.common.vec_env import VecCheckNan, VecEnv, VecMonitor
+
+import nertz_env
+from nertz_env.agents import make_agent
+from nertz_env.train import (
+    CheckpointError,
+    IncompatibleCheckpointError,
+    NertzSingleAgentEnv,
+    NertzVecEnv,
+    OpponentPool,
+    PotentialShaping,
+    TrainConfig,
+    Trainer,
+)
+from nertz_env.train.cli import build_parser, config_from_args, main
+from nertz_env.train.config import ConfigError
+from nertz_env.train.meta import read_meta, sidecar_path
+from nertz_env.train.trainer import state_path
+
+torch.set_num_threads(1)
+
+P = 4
+LAYOUT = nertz_env.ObsLayout(nertz_env.make_config(num_players=P))
+NERTZ_COUNT = LAYOUT.slices["nertz_count"].start
+ACTIONS = nertz_env.action_table(nertz_env.make_config(num_players=P))
+WAIT, LAKE_NERTZ = ACTIONS.lookup("wait"), ACTIONS.lookup("lake:nertz")
+
+
+def _nertz_count(obs: np.ndarray) -> np.ndarray:
+    return np.rint(obs[..., NERTZ_COUNT] * 13).astype(int)
+
+
+def _random_legal(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One uniformly random legal action per row of a (N, A) mask."""
+    return np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+
+
+def _vstep(env: VecEnv, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
+    """``env.step`` with the observations as one array (a VecEnv of vector observations)."""
+    obs, rewards, dones, infos = env.step(actions)
+    return np.asarray(obs), rewards, dones, infos
+
+
+def _tiny(run_dir: str, **kw: object) -> TrainConfig:
+    base: dict[str, object] = {
+        "num_tables": 2,
+        "n_steps": 16,
+        "batch_size": 64,
+        "n_epochs": 2,
+        "net_arch": [32, 32],
+        "total_timesteps": 256,
+        "checkpoint_every": 0,
+        "eval_every": 0,
+        "eval_deals": 0,
+        "progress_bar": False,
+        "tensorboard": False,
+        "run_dir": run_dir,
+    }
+    base.update(kw)
+    return TrainConfig.from_dict(base)
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+# ---------------------------------------------------------------- the single-agent view
+def test_single_agent_view__passes_sb3_check_env() -> None:
+    env = NertzSingleAgentEnv(num_players=P, opponents=["random"])
+    check_env(env, warn=True)
+    obs, _ = env.reset(seed=3)
+    assert env.observation_space.contains(obs)
+    assert env.action_masks().dtype == bool and env.action_masks().any()
+
+
+def test_single_agent_view__rewards_sum_to_the_learners_score_and_the_seat_rotates() -> None:
+    env = NertzSingleAgentEnv(num_players=P, opponents=["greedy"])
+    rng = np.random.default_rng(0)
+    seats = []
+    env.reset(seed=11)
+    for _ in range(4):
+        seats.append(env.seat)
+        total, done, info = 0.0, False, dict[str, Any]()
+        while not done:
+            _, r, term, trunc, info = env.step(int(_random_legal(env.action_masks()[None], rng)[0]))
+            total += r
+            done = term or trunc
+        assert info["seat"] == seats[-1]
+        assert total == info["score"]["total"]  # the learner's reward, not another seat's
+        env.reset()
+    assert sorted(seats) == list(range(P))  # one episode at every seat
+
+
+def test_single_agent_view__seeded_reset_fixes_seat_deal_and_opponents() -> None:
+    a = NertzSingleAgentEnv(num_players=P, opponents={"random": 1.0, "greedy": 1.0})
+    b = NertzSingleAgentEnv(num_players=P, opponents={"random": 1.0, "greedy": 1.0})
+    oa, ia = a.reset(seed=42)
+    ob, ib = b.reset(seed=42)
+    assert np.array_equal(oa, ob) and ia == ib
+    for _ in range(20):
+        act = int(np.flatnonzero(a.action_masks())[0])
+        ra, rb = a.step(act), b.step(act)
+        assert np.array_equal(ra[0], rb[0]) and ra[1] == rb[1]
+
+
+# ---------------------------------------------------------------- the self-play VecEnv
+def _restore(env: NertzVecEnv, table: int, snap: dict) -> None:
+    env.venv.restore(table, snap)
+    env._obs_full, env._mask_full = env.venv._state.obs, env.venv._state.mask
+    env._gather()
+
+
+def _ace_on_top(snap: dict, seat: int, keep: int | None = None) -> dict:
+    """``snap`` with an ace of ``seat``'s deck moved from its stock to the top of its Nertz pile (the old top
+    goes to the stock); with ``keep``, only that many Nertz cards stay (the rest go under the stock)."""
+    snap = copy.deepcopy(snap)
+    me = snap["players"][seat]
+    ace = next(c for c in me["stock"] if c[0] == "A")
+    me["stock"].remove(ace)
+    if keep is None:
+        me["stock"].insert(0, me["nertz"].pop())
+    else:
+        me["stock"] = me["nertz"][: len(me["nertz"]) - (keep - 1)] + me["stock"]
+        me["nertz"] = me["nertz"][len(me["nertz"]) - (keep - 1) :]
+    me["nertz"].append(ace)
+    return snap
+
+
+def _table_with_stock_ace(env: NertzVecEnv, table: int, seat: int) -> dict:
+    for seed in range(50):
+        env.seed(seed)
+        env.reset()
+        snap = env.venv.snapshot(table)
+        if any(c[0] == "A" for c in snap["players"][seat]["stock"]):
+            return snap
+    raise AssertionError("no deal with an ace in the stock")
+
+
+def test_vec_env__only_the_seat_that_plays_is_rewarded_at_its_own_index() -> None:
+    env = NertzVecEnv(num_tables=2, num_players=P)
+    _restore(env, 1, _ace_on_top(_table_with_stock_ace(env, 1, 2), seat=2))
+    slot = env.slot_of(1, 2)
+    assert slot == 1 * P + 2
+    masks = get_action_masks(env)
+    assert masks[slot, LAKE_NERTZ]
+    actions = np.full(env.num_envs, WAIT)
+    actions[slot] = LAKE_NERTZ
+    before = env._gather()
+    obs, rewards, dones, _ = _vstep(env, actions)
+    expected = np.zeros(env.num_envs, dtype=np.float32)
+    expected[slot] = 1.0
+    assert np.array_equal(rewards, expected)
+    assert not dones.any()
+    assert _nertz_count(obs[slot]) == _nertz_count(before[slot]) - 1  # the observation is the same seat's
+    others = np.arange(env.num_envs) != slot
+    assert np.array_equal(_nertz_count(obs[others]), _nertz_count(before[others]))
+
+
+def test_vec_env__round_end_pairs_terminal_observations_and_penalties_by_seat() -> None:
+    env = NertzVecEnv(num_tables=2, num_players=P)
+    _restore(env, 1, _ace_on_top(_table_with_stock_ace(env, 1, 2), seat=2, keep=1))
+    slot = env.slot_of(1, 2)
+    actions = np.full(env.num_envs, WAIT)
+    actions[slot] = LAKE_NERTZ
+    obs, rewards, dones, infos = _vstep(env, actions)
+    table1 = np.arange(P, 2 * P)
+    assert dones.tolist() == [False] * P + [True] * P  # the whole table, and only it
+    assert rewards[slot] == 1.0  # one card to the lake, an empty Nertz pile
+    for i in table1:
+        info = infos[i]
+        assert info["seat"] == i - P
+        assert info["TimeLimit.truncated"] is False
+        if i != slot:
+            assert rewards[i] == -2 * 13  # 13 Nertz cards left, nothing in the lake
+        assert info["round_score"] == rewards[i]
+        terminal = info["terminal_observation"]
+        assert _nertz_count(terminal) == (0 if i == slot else 13)
+        assert _nertz_count(obs[i]) == 13  # same-step reset: the next deal's first observation
+    assert all("terminal_observation" not in infos[i] for i in range(P))
+    # the step after the round end is a real tick of the new deal, not an autoreset step
+    obs2, _, dones2, _ = _vstep(env, _random_legal(get_action_masks(env), np.random.default_rng(0)))
+    tick = LAYOUT.slices["status"].start
+    assert not dones2[table1].any() and np.all(obs2[table1, tick] > 0)
+
+
+def test_vec_env__masks_reach_maskable_ppo_through_wrappers() -> None:
+    env = VecCheckNan(VecMonitor(NertzVecEnv(num_tables=3, num_players=P, seed=1)), raise_exception=True)
+    env.reset()
+    assert is_masking_supported(env)
+    masks = get_action_masks(env)
+    base = env.unwrapped
+    assert isinstance(base, NertzVecEnv)
+    assert masks.shape == (3 * P, ACTIONS.n) and masks.dtype == bool
+    assert np.array_equal(masks, base.venv._state.mask.reshape(3 * P, -1).astype(bool))
+    rng = np.random.default_rng(1)
+    ends = 0
+    for _ in range(400):
+        obs, _, dones, infos = _vstep(env, _random_legal(get_action_masks(env), rng))
+        assert obs.dtype == np.float32 and obs.min() >= 0 and obs.max() <= 1
+        per_table = dones.reshape(3, P)
+        assert np.all(per_table.all(axis=1) | ~per_table.any(axis=1))  # a table ends for all its seats
+        assert all(("terminal_observation" in infos[i]) == bool(dones[i]) for i in range(len(dones)))
+        ends += int(dones.sum())
+    assert ends > 0
+
+
+def test_vec_env__learners_rotate_and_opponents_fill_the_other_seats() -> None:
+    env = NertzVecEnv(num_tables=2, num_players=P, learners_per_table=1, opponents=["greedy"], seed=3)
+    assert env.num_envs == 2
+    env.reset()
+    rng = np.random.default_rng(2)
+    seats: list[int] = [int(env._seat[0])]
+    while len(seats) < 5:
+        assert sorted(env._opponents[0]) == sorted(set(range(P)) - {int(env._seat[0])})
+        _, _, dones, infos = env.step(_random_legal(get_action_masks(env), rng))
+        if dones[0]:
+            assert infos[0]["seat"] == seats[-1]
+            seats.append(int(env._seat[0]))
+    assert [(b - a) % P for a, b in itertools.pairwise(seats)] == [1, 1, 1, 1]
+
+
+def test_shaping__shaped_return_differs_from_the_score_by_a_constant() -> None:
+    base = VecMonitor(NertzVecEnv(num_tables=2, num_players=P, seed=5))
+    env = PotentialShaping(base, nertz_env.make_config(num_players=P))
+    env.reset()
+    rng = np.random.default_rng(5)
+    shaped = np.zeros(env.num_envs)
+    checked = 0
+    for _ in range(1500):
+        _, rewards, dones, infos = env.step(_random_legal(get_action_masks(env), rng))
+        shaped += rewards
+        for i in np.flatnonzero(dones):
+            assert shaped[i] - infos[i]["episode"]["r"] == pytest.approx(2 * 13)  # nertz_penalty * nertz_size
+            shaped[i] = 0.0
+            checked += 1
+    assert checked >= P
+
+
+def test_pool__draws_by_weight_and_snapshots_share_theirs(tmp_path: object) -> None:
+    pool = OpponentPool({"random": 3.0, "greedy": 1.0}, snapshot_weight=0.0)
+    rng = np.random.default_rng(0)
+    draws = [pool.sample(rng).name for _ in range(4000)]
+    assert 0.72 < draws.count("random") / len(draws) < 0.78
+    with pytest.raises(ValueError, match="unknown agent"):
+        OpponentPool({"no-such-bot": 1.0})
+    with pytest.raises(ValueError, match="empty"):
+        OpponentPool({"random": 0.0})
+
+
+def test_vec_env__runs_maskable_ppo_learn() -> None:
+    env = NertzVecEnv(num_tables=2, num_players=P, seed=0)
+    model = MaskablePPO(
+        "MlpPolicy",
+        env,
+        n_steps=16,
+        batch_size=64,
+        n_epochs=1,
+        seed=0,
+        device="cpu",
+        policy_kwargs={"net_arch": [32]},
+    )
+    model.learn(256)
+    assert model.num_timesteps == 256
+
+
+# ---------------------------------------------------------------- training runs and checkpoints
+def test_train__small_run_saves_loads_and_evaluates(tmp_path: object) -> None:
+    run = os.path.join(str(tmp_path), "run")
+    cfg = _tiny(
+        run,
+        total_timesteps=512,
+        checkpoint_every=256,
+        eval_deals=2,
+        eval_opponents=["random"],
+        tensorboard=True,
+    )
+    report = Trainer(cfg, log=_quiet).train()
+    ckpts = sorted(os.listdir(os.path.join(run, "checkpoints")))
+    assert "step_000000000256.zip" in ckpts and "step_000000000512.state.pkl" in ckpts
+    assert report["steps_per_second"] > 0 and 0 < report["env_share"] < 1
+    with open(os.path.join(run, "throughput.json")) as f:
+        assert json.load(f)["num_timesteps"] == 512
+    with open(os.path.join(run, "eval.csv")) as f:
+        assert f.readline().startswith("timesteps,baseline")
+    assert os.listdir(os.path.join(run, "tb"))
+    policy = os.path.join(run, "policy.zip")
+    meta = read_meta(policy)
+    assert meta["num_players"] == P and meta["obs_size"] == LAYOUT.size and meta["num_actions"] == ACTIONS.n
+    with open(sidecar_path(policy)) as f:
+        assert json.load(f) == meta
+    agent = make_agent(policy + ":deterministic=true")  # through the registry's .zip loader
+    env = nertz_env.parallel_env(num_players=P)
+    obs, _ = env.reset(seed=0)
+    agent.reset(env.config, 0, 0)
+    a = agent.act(obs["player_0"]["observation"], obs["player_0"]["action_mask"])
+    assert obs["player_0"]["action_mask"][a] == 1
+    results = __import__("nertz_env.eval", fromlist=["run_tournament"]).run_tournament(
+        [policy, "random"], num_players=P, deals=1, seed=1, mode="gauntlet"
+    )
+    assert len(results.games) == P
+
+
+def _params(trainer: Trainer) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in trainer.model.policy.state_dict().items()}
+
+
+def _assert_same_run(a: Trainer, b: Trainer) -> None:
+    pa, pb = _params(a), _params(b)
+    assert pa.keys() == pb.keys()
+    for k in pa:
+        assert torch.equal(pa[k], pb[k]), k
+    oa, ob = a.model.policy.optimizer.state_dict()["state"], b.model.policy.optimizer.state_dict()["state"]
+    for k in oa:
+        assert torch.equal(oa[k]["exp_avg"], ob[k]["exp_avg"])
+    assert a.model.num_timesteps == b.model.num_timesteps
+    assert np.array_equal(np.asarray(a.model._last_obs), np.asarray(b.model._last_obs))
+
+
+def test_resume__continues_exactly_like_a_straight_run(tmp_path: object) -> None:
+    # opponents (scripted and snapshots of the learner), shaping and seat rotation all in play
+    kw = {
+        "learners_per_table": 2,
+        "opponents": {"random": 1.0, "greedy": 1.0},
+        "snapshot_weight": 1.0,
+        "snapshot_every": 1,
+        "max_snapshots": 2,
+        "shaping": True,
+        "lr_schedule": "linear",
+        "total_timesteps": 4 * 64,
+        "checkpoint_every": 128,
+    }
+    straight = Trainer(_tiny(os.path.join(str(tmp_path), "a"), **kw), log=_quiet)
+    straight.train()
+    ckpt = os.path.join(str(tmp_path), "a", "checkpoints", "step_000000000128.zip")
+    resumed = Trainer(_tiny(os.path.join(str(tmp_path), "b"), **kw), resume=ckpt, log=_quiet)
+    assert resumed.model.num_timesteps == 128
+    resumed.train()
+    _assert_same_run(straight, resumed)
+    assert straight.pool is not None and resumed.pool is not None
+    assert [e.name for e in straight.pool.snapshots] == [e.name for e in resumed.pool.snapshots]
+
+
+def test_resume__single_agent_mode_continues_exactly(tmp_path: object) -> None:
+    kw = {
+        "mode": "single",
+        "num_envs": 2,
+        "opponents": {"random": 1.0, "heuristic": 1.0},
+        "total_timesteps": 4 * 32,
+        "checkpoint_every": 64,
+    }
+    straight = Trainer(_tiny(os.path.join(str(tmp_path), "a"), **kw), log=_quiet)
+    straight.train()
+    ckpt = os.path.join(str(tmp_path), "a", "checkpoints", "step_000000000064.zip")
+    resumed = Trainer(_tiny(os.path.join(str(tmp_path), "b"), **kw), resume=ckpt, log=_quiet)
+    resumed.train()
+    _assert_same_run(straight, resumed)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> str:
+    run = str(tmp_path_factory.mktemp("ckpt"))
+    trainer = Trainer(_tiny(run, total_timesteps=64), log=_quiet)
+    trainer.train()
+    return trainer.checkpoints[-1]
+
+
+def test_resume__missing_checkpoint_is_a_clear_error(tmp_path: object) -> None:
+    missing = os.path.join(str(tmp_path), "nope.zip")
+    with pytest.raises(FileNotFoundError, match=r"nope\.zip"):
+        Trainer(_tiny(str(tmp_path)), resume=missing, log=_quiet)
+
+
+def test_resume__other_player_count_or_rules_name_the_mismatch(checkpoint: str, tmp_path: object) -> None:
+    with pytest.raises(
+        IncompatibleCheckpointError, match=r"num_players: checkpoint .* has 4, the table has 3"
+    ):
+        Trainer(_tiny(str(tmp_path), num_players=3), resume=checkpoint, log=_quiet)
+    with pytest.raises(
+        IncompatibleCheckpointError, match=r"rules.draw: checkpoint .* has 3, the table has 1"
+    ):
+        Trainer(_tiny(str(tmp_path), rules={"draw": 1}), resume=checkpoint, log=_quiet)
+    with pytest.raises(IncompatibleCheckpointError, match="net_arch"):
+        Trainer(_tiny(str(tmp_path), net_arch=[16]), resume=checkpoint, log=_quiet)
+
+
+def test_resume__policy_file_without_training_state_is_refused(checkpoint: str, tmp_path: object) -> None:
+    policy = os.path.join(os.path.dirname(os.path.dirname(checkpoint)), "policy.zip")
+    with pytest.raises(CheckpointError, match=r"state\.pkl is missing"):
+        Trainer(_tiny(str(tmp_path)), resume=policy, log=_quiet)
+    assert os.path.isfile(state_path(checkpoint))
+
+
+def test_init_from__copies_the_policy_weights_and_checks_the_network(
+    checkpoint: str, tmp_path: object
+) -> None:
+    warm = Trainer(_tiny(str(tmp_path), init_from=checkpoint), log=_quiet)
+    source = Trainer(_tiny(os.path.join(str(tmp_path), "src")), resume=checkpoint, log=_quiet)
+    for k, v in source.model.policy.state_dict().items():
+        assert torch.equal(v, warm.model.policy.state_dict()[k]), k
+    assert warm.model.num_timesteps == 0
+    with pytest.raises(IncompatibleCheckpointError, match="net_arch"):
+        Trainer(_tiny(str(tmp_path), init_from=checkpoint, net_arch=[8]), log=_quiet)
+
+
+def test_policy_agent__refuses_a_table_with_other_rules(checkpoint: str) -> None:
+    agent = make_agent(checkpoint)
+    with pytest.raises(IncompatibleCheckpointError, match=r"rules.work_piles: .* has 4, the table has 5"):
+        agent.reset(nertz_env.make_config(num_players=P, work_piles=5), 0, 0)
+
+
+def test_policy_agent__unknown_spec_parameter_is_named(checkpoint: str) -> None:
+    from nertz_env.agents import AgentSpecError
+
+    with pytest.raises(AgentSpecError, match="no parameter temperature"):
+        make_agent(checkpoint + ":temperature=2")
+
+
+def test_policy_agent__zip_without_nertz_record_is_refused(checkpoint: str, tmp_path: object) -> None:
+    bare = os.path.join(str(tmp_path), "bare.zip")
+    with zipfile.ZipFile(checkpoint) as src, zipfile.ZipFile(bare, "w") as dst:
+        for name in src.namelist():
+            if name != "nertz_meta.json":
+                dst.writestr(name, src.read(name))
+    with pytest.raises(CheckpointError, match="no nertz-env record"):
+        make_agent(bare)
+
+
+# ---------------------------------------------------------------- configuration and the command
+def test_cli__flags_override_the_file_which_overrides_defaults(tmp_path: object) -> None:
+    path = os.path.join(str(tmp_path), "run.toml")
+    with open(path, "w") as f:
+        f.write(
+            "num_tables = 8\nshaping = true\nn_steps = 32\n[rules]\ndraw = 1\n[opponents]\nsearch = 2.0\n"
+        )
+    args = build_parser().parse_args(
+        ["--config", path, "--n-steps", "16", "--no-shaping", "--rule", "jokers=1"]
+    )
+    cfg = config_from_args(args)
+    assert (cfg.num_tables, cfg.n_steps, cfg.shaping) == (8, 16, False)
+    assert cfg.rules == {"draw": 1, "jokers": 1} and cfg.opponents == {"search": 2.0}
+
+
+def test_config__the_example_long_run_file_is_valid() -> None:
+    path = os.path.join(os.path.dirname(__file__), "..", "train", "configs", "long_run.toml")
+    cfg = config_from_args(build_parser().parse_args(["--config", path]))
+    assert cfg.mode == "vector" and cfg.uses_opponents and cfg.shaping
+
+
+def test_cli__bad_options_and_missing_checkpoints_are_named(
+    tmp_path: object, capsys: pytest.CaptureFixture
+) -> None:
+    path = os.path.join(str(tmp_path), "run.json")
+    with open(path, "w") as f:
+        json.dump({"num_tabels": 8}, f)
+    with pytest.raises(ConfigError, match="num_tabels"):
+        config_from_args(build_parser().parse_args(["--config", path]))
+    with pytest.raises(ConfigError, match="draw"):
+        TrainConfig.from_dict({"rules": {"draw": 7}})
+    assert main(["--resume", os.path.join(str(tmp_path), "gone.zip")]) == 2
+    assert "checkpoint file not found" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the learning signal
+def _learn_and_evaluate(run_dir: str, steps: int, baseline: str, deals: int) -> Any:
+    cfg = _tiny(
+        run_dir,
+        num_tables=32,
+        n_steps=32,
+        batch_size=1024,
+        n_epochs=4,
+        net_arch=[64, 64],
+        shaping=True,
+        total_timesteps=steps,
+        eval_deals=deals,
+        eval_opponents=[baseline],
+    )
+    report = Trainer(cfg, log=_quiet).train()
+    (row,) = report["eval"]
+    return row
+
+
+def test_train__a_short_self_play_run_beats_random(tmp_path: object) -> None:
+    row = _learn_and_evaluate(os.path.join(str(tmp_path), "run"), 32 * 1024, "random", deals=5)
+    assert row["diff_low"] > 0, row  # the 95% interval of (policy - random seats) lies above zero
+
+
+@pytest.mark.slow
+def test_train__a_longer_self_play_run_beats_greedy(tmp_path: object) -> None:
+    row = _learn_and_evaluate(os.path.join(str(tmp_path), "run"), 256 * 1024, "greedy", deals=20)
+    assert row["diff_low"] > 0, row

@@ -1,0 +1,194 @@
+"""``nertz-train``: train a MaskablePPO policy for Nertz.
+
+Examples::
+
+    nertz-train --config train.toml                      # options from a file (TOML or JSON)
+    nertz-train --mode vector --num-tables 64 --total-timesteps 2000000 --run-dir runs/selfplay
+    nertz-train --mode vector --learners-per-table 1 --opponent search=1 --opponent heuristic=1 --shaping
+    nertz-train --resume runs/selfplay/checkpoints/step_000001000000.zip --total-timesteps 4000000
+    nertz-train --print-config                           # the effective options, as JSON
+
+Every option of :class:`nertz_env.train.config.TrainConfig` is a flag (``--snake-case`` spelled with
+dashes); flags override the file, which overrides a resumed checkpoint's stored options. Exit codes: 0 done,
+1 training error, 2 bad usage (unknown option, bad value, missing or incompatible checkpoint).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from nertz_env.train.config import ConfigError, TrainConfig, read_config_file
+
+_SPECIAL = {"rules", "opponents", "net_arch", "eval_opponents"}
+
+
+def _parse_literal(text: str) -> Any:
+    """``3`` -> 3, ``true`` -> True, ``none`` -> None, ``[[0,2],[1,3]]`` -> list, else the text."""
+    low = text.strip().lower()
+    if low in ("none", "null"):
+        return None
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _key_value(text: str, what: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{what} takes key=value, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def _rule(text: str) -> tuple[str, Any]:
+    key, value = _key_value(text, "--rule")
+    return key, _parse_literal(value)
+
+
+def _opponent(text: str) -> tuple[str, float]:
+    spec, _, weight = text.rpartition("=")
+    if not spec:
+        return text.strip(), 1.0
+    try:
+        return spec.strip(), float(weight)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--opponent takes spec=weight, got {text!r}") from None
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers such as 256,256, got {text!r}"
+        ) from None
+
+
+def _str_list(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _optional(kind: type) -> Any:
+    def parse(text: str) -> Any:
+        if text.strip().lower() in ("none", "null"):
+            return None
+        return kind(text)
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nertz-train",
+        description="Train a MaskablePPO policy for Nertz (self-play vector env or single-agent view).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("Examples::", 1)[1] if __doc__ else None,
+    )
+    parser.add_argument("--config", help="a TOML or JSON file of options")
+    parser.add_argument("--resume", metavar="CHECKPOINT", help="continue from checkpoints/step_*.zip")
+    parser.add_argument("--print-config", action="store_true", help="print the effective options and exit")
+    parser.add_argument(
+        "--rule", action="append", type=_rule, metavar="KEY=VALUE", help="a rules option (repeat)"
+    )
+    parser.add_argument(
+        "--opponent",
+        action="append",
+        type=_opponent,
+        metavar="SPEC=WEIGHT",
+        help="an opponent of the pool (repeat)",
+    )
+    parser.add_argument("--net-arch", type=_int_list, metavar="W,W", help="hidden layer widths, e.g. 256,256")
+    parser.add_argument(
+        "--eval-opponents", type=_str_list, metavar="A,B", help="baselines to evaluate against"
+    )
+    defaults = TrainConfig()
+    for f in dataclasses.fields(TrainConfig):
+        if f.name in _SPECIAL:
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        default = getattr(defaults, f.name)
+        text = str(f.type)
+        help_text = f"(default {default!r})"
+        if text == "bool":
+            parser.add_argument(
+                flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=help_text
+            )
+            continue
+        base = {"int": int, "float": float, "str": str}[text.split("|")[0].strip()]
+        kind = _optional(base) if "None" in text else base
+        parser.add_argument(
+            flag, dest=f.name, type=kind, default=None, metavar=base.__name__.upper(), help=help_text
+        )
+    return parser
+
+
+def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None) -> TrainConfig:
+    """The config: ``base`` (defaults, or a checkpoint's), then ``--config``'s file, then the flags."""
+    cfg = base or TrainConfig()
+    if args.config:
+        cfg = TrainConfig.from_dict(read_config_file(args.config), base=cfg)
+    flags: dict[str, Any] = {}
+    for f in dataclasses.fields(TrainConfig):
+        if f.name not in _SPECIAL and getattr(args, f.name, None) is not None:
+            flags[f.name] = getattr(args, f.name)
+    if args.rule:
+        flags["rules"] = {**cfg.rules, **dict(args.rule)}
+    if args.opponent:
+        flags["opponents"] = dict(args.opponent)
+    if args.net_arch is not None:
+        flags["net_arch"] = args.net_arch
+    if args.eval_opponents is not None:
+        flags["eval_opponents"] = args.eval_opponents
+    return TrainConfig.from_dict(flags, base=cfg)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from nertz_env.agents import AgentSpecError
+    from nertz_env.train.meta import CheckpointError, read_meta
+
+    try:
+        base = None
+        if args.resume:
+            meta = read_meta(args.resume)
+            stored = meta.get("train_config")
+            if not isinstance(stored, dict):
+                raise CheckpointError(
+                    f"{args.resume} stores no training config: it is not a training checkpoint"
+                )
+            base = TrainConfig.from_dict(stored)
+        cfg = config_from_args(args, base)
+        if args.print_config:
+            print(json.dumps(cfg.to_dict(), indent=2))
+            return 0
+        from tqdm import tqdm
+
+        from nertz_env.train.trainer import Trainer
+
+        trainer = Trainer(cfg, resume=args.resume, log=tqdm.write)  # messages above the progress bar
+    except (ConfigError, CheckpointError, AgentSpecError, FileNotFoundError, ValueError) as e:
+        print(f"nertz-train: error: {e}", file=sys.stderr)
+        return 2
+    print(f"run dir: {trainer.run_dir}")
+    try:
+        trainer.train()
+    except KeyboardInterrupt:
+        # mid-rollout state is not a clean resume point: point at the last checkpoint instead
+        last = trainer.checkpoints[-1] if trainer.checkpoints else None
+        hint = f"; resume with: nertz-train --resume {last}" if last else " before the first checkpoint"
+        print(f"nertz-train: interrupted{hint}", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

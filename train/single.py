@@ -1,0 +1,170 @@
+"""The single-agent Gymnasium view: one learning seat at a table of opponents drawn from a pool.
+
+``NertzSingleAgentEnv(num_players=4, rules={}, opponents=OpponentPool(...))`` is a plain ``gymnasium.Env``
+over :func:`nertz_env.parallel_env`:
+
+* observation: the learner's ``"observation"`` vector (``Box(0, 1, (O,), float32)``); action: ``Discrete(A)``;
+* ``action_masks()``: the learner's legal actions as a bool vector (what MaskablePPO reads);
+* reward: the learner's own reward only (it sums to the learner's round score; see the env's docs);
+* opponents act through the Agent protocol on their own observations and masks;
+* the learning seat rotates every episode (``seat=None``): episode ``e`` after a seeded reset sits at
+  ``(offset + e) % num_players`` with ``offset`` drawn from the seed, so ``reset(seed=s)`` fixes seat,
+  deal, opponents and their seeds. ``seat=k`` pins it.
+
+A round cut off at ``max_ticks`` is scored like any other and nothing follows it, and the tick is part of the
+observation; so by default (``truncation_as_termination=True``) it is reported as ``terminated`` (with
+``info["max_ticks"] = True``), and PPO does not bootstrap a value past a game that is over.
+
+Works with SB3's ``check_env``. For training, wrap it in a ``DummyVecEnv`` (the ``single`` mode of
+``nertz-train``); :class:`~nertz_env.train.vec.NertzVecEnv` is the fast batched alternative.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+from nertz_env.agents import Agent
+from nertz_env.environment import NertzParallelEnv
+from nertz_env.train.pool import OpponentPool
+
+
+def as_pool(opponents: OpponentPool | Mapping[str, float] | Sequence[str] | None) -> OpponentPool:
+    """An :class:`OpponentPool` from a pool, a ``{spec: weight}`` mapping or a list of specs (weight 1)."""
+    if isinstance(opponents, OpponentPool):
+        return opponents
+    if opponents is None:
+        return OpponentPool()
+    if isinstance(opponents, Mapping):
+        return OpponentPool(dict(opponents))
+    if isinstance(opponents, str):
+        return OpponentPool({opponents: 1.0})
+    return OpponentPool(dict.fromkeys(opponents, 1.0))
+
+
+class NertzSingleAgentEnv(gymnasium.Env):
+    """One learner against opponents from a pool (see the module docstring).
+
+    Args:
+        num_players: seats, 2 to 8.
+        rules: rules options of :class:`~nertz_env.config.NertzConfig`.
+        opponents: an :class:`OpponentPool`, ``{spec: weight}`` or a list of specs (default: heuristic).
+        seat: pin the learner to this seat; ``None`` rotates it every episode.
+        truncation_as_termination: report a round cut off at ``max_ticks`` as terminated (see above).
+        render_mode: ``None`` or ``"ansi"``.
+    """
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(
+        self,
+        num_players: int = 4,
+        rules: Mapping[str, Any] | None = None,
+        opponents: OpponentPool | Mapping[str, float] | Sequence[str] | None = None,
+        seat: int | None = None,
+        truncation_as_termination: bool = True,
+        render_mode: str | None = None,
+    ) -> None:
+        rules = dict(rules or {})
+        if "num_players" in rules:
+            raise ValueError("give the table size as num_players, not as a rule")
+        self.env = NertzParallelEnv(num_players=num_players, render_mode=render_mode, **rules)
+        self.config = self.env.config
+        self.render_mode = render_mode
+        n = self.config.num_players
+        if seat is not None and not (isinstance(seat, (int, np.integer)) and 0 <= seat < n):
+            raise ValueError(f"seat must be None (rotate) or a seat from 0 to {n - 1}, got {seat!r}")
+        self.fixed_seat = None if seat is None else int(seat)
+        self.pool = as_pool(opponents)
+        self.truncation_as_termination = bool(truncation_as_termination)
+        self.names = list(self.env.possible_agents)
+        self.observation_space = gymnasium.spaces.Box(0.0, 1.0, (self.env.obs_layout.size,), np.float32)
+        self.action_space = gymnasium.spaces.Discrete(self.env.actions.n)
+        self.seat = 0
+        self.opponents: dict[int, Agent] = {}
+        self._episode = 0
+        self._offset = 0
+        self._obs: dict[str, dict[str, np.ndarray]] = {}
+
+    # ------------------------------------------------------------------ Gymnasium API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        rng = self.np_random
+        n = self.config.num_players
+        if seed is not None:
+            self._episode = 0
+            self._offset = int(rng.integers(n))
+        else:
+            self._episode += 1
+        self.seat = self.fixed_seat if self.fixed_seat is not None else (self._offset + self._episode) % n
+        env_seed = int(rng.integers(2**63))
+        self.opponents = {}
+        for s in range(n):
+            if s == self.seat:
+                continue
+            agent = self.pool.new_agent(self.pool.sample(rng))
+            agent.reset(self.config, s, int(rng.integers(2**63)))
+            self.opponents[s] = agent
+        self._obs, _ = self.env.reset(seed=env_seed)
+        me = self.names[self.seat]
+        info = {"seat": self.seat, "opponents": {s: a.name for s, a in self.opponents.items()}}
+        return self._obs[me]["observation"], info
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        if not self.env.agents:
+            raise RuntimeError("step() after the episode ended: call reset()")
+        names, obs = self.names, self._obs
+        actions: dict[str, int] = {names[self.seat]: int(action)}
+        for s, agent in self.opponents.items():
+            o = obs[names[s]]
+            actions[names[s]] = agent.act(o["observation"], o["action_mask"])
+        obs, rewards, terms, truncs, infos = self.env.step(actions)
+        me = names[self.seat]
+        info = dict(infos[me], seat=self.seat)
+        terminated, truncated = bool(terms[me]), bool(truncs[me])
+        if truncated and self.truncation_as_termination:
+            terminated, truncated = True, False
+            info["max_ticks"] = True
+        self._obs = {} if terminated or truncated else obs  # the final step still returns every observation
+        return obs[me]["observation"], float(rewards[me]), terminated, truncated, info
+
+    def action_masks(self) -> np.ndarray:
+        """The learner's legal actions (bool, (A,)); all False once the episode is over."""
+        if not self._obs:
+            return np.zeros(self.env.actions.n, dtype=bool)
+        return self._obs[self.names[self.seat]]["action_mask"].astype(bool)
+
+    def render(self) -> str | None:
+        return self.env.render()
+
+    def close(self) -> None:
+        self.env.close()
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue exactly: the table, the seat, the opponents and the generator."""
+        return {
+            "snapshot": self.env.snapshot() if self.env.agents else None,
+            "np_random": pickle.dumps(self.np_random),
+            "episode": self._episode,
+            "offset": self._offset,
+            "seat": self.seat,
+            "opponents": pickle.dumps(self.opponents),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self._np_random = pickle.loads(state["np_random"])
+        self._episode = int(state["episode"])
+        self._offset = int(state["offset"])
+        self.seat = int(state["seat"])
+        self.opponents = pickle.loads(state["opponents"])
+        if state["snapshot"] is not None:
+            self._obs, _ = self.env.reset(options={"snapshot": state["snapshot"]})
+        else:
+            self._obs = {}

@@ -1,0 +1,608 @@
+"""The training run: env stack, MaskablePPO, opponent pool refresh, checkpoints, evaluation, throughput.
+
+``Trainer(config).train()`` (or ``nertz-train``) builds::
+
+    NertzVecEnv (mode "vector") | DummyVecEnv of NertzSingleAgentEnv (mode "single")
+      -> VecMonitor (episode returns = round scores, unshaped)
+      -> PotentialShaping (only with shaping = true)
+      -> VecTimer (env time)
+      -> MaskablePPO("MlpPolicy")
+
+Everything periodic happens at rollout boundaries (after an update, before the next rollout), where the
+state of a run is complete without the rollout buffer:
+
+* every ``snapshot_every`` rollouts the current policy is saved to ``pool/`` and joins the opponent pool;
+* every ``checkpoint_every`` timesteps a resumable checkpoint is written to ``checkpoints/``;
+* every ``eval_every`` timesteps the current policy is saved to ``eval/`` and played against
+  ``eval_opponents`` through the tournament harness (TensorBoard ``eval/*`` and ``eval.csv``).
+
+**Checkpoints** (``checkpoints/step_<timesteps>.zip``) resume exactly: the zip is SB3's (policy, optimizer,
+counters) with the nertz-env record inside and beside it (``.json``: rules, table size, observation and
+action sizes, package version, this config); ``.state.pkl`` holds the rest: torch, numpy and Python
+generator states, the learner's last observations and episode starts, every table of the env (snapshots)
+with its opponents and generators, the pool's contents, the monitor and shaping accumulators and the
+schedule of periodic work. ``Trainer(config, resume=path)`` continues so that the parameters after
+``total_timesteps`` equal those of a run that never stopped (``tests/test_train.py`` checks it).
+
+**Throughput**: at the end the trainer prints and saves (``throughput.json``) the transitions per second, the
+table ticks per second and the share of wall time spent inside the env (opponents included).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import pickle
+import random
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from sb3_contrib import MaskablePPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor
+
+from nertz_env.config import NertzConfig, make_config
+from nertz_env.train.config import TrainConfig
+from nertz_env.train.evaluate import EvalRow, append_csv, evaluate_checkpoint, format_rows
+from nertz_env.train.meta import (
+    CheckpointError,
+    IncompatibleCheckpointError,
+    check_compatible,
+    make_meta,
+    read_meta,
+    write_meta,
+)
+from nertz_env.train.pool import OpponentPool
+from nertz_env.train.single import NertzSingleAgentEnv
+from nertz_env.train.vec import NertzVecEnv
+from nertz_env.train.wrappers import PotentialShaping, VecTimer
+
+STATE_FORMAT = "nertz-train-state/1"
+
+
+def state_path(checkpoint: str) -> str:
+    """``checkpoints/step_100.zip`` -> ``checkpoints/step_100.state.pkl``."""
+    return os.path.splitext(checkpoint)[0] + ".state.pkl"
+
+
+def save_policy(model: Any, path: str, meta: dict[str, Any]) -> str:
+    """Save only the policy network of ``model`` (no optimizer) with the nertz-env record: what the
+    opponent pool, the evaluator and a shipped model need. Loads with
+    :func:`nertz_env.train.policy_agent.load_policy_agent`."""
+    from stable_baselines3.common.save_util import save_to_zip_file
+
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    data = {
+        "policy_class": model.policy_class,
+        "policy_kwargs": model.policy_kwargs,
+        "observation_space": model.observation_space,
+        "action_space": model.action_space,
+    }
+    save_to_zip_file(path, data=data, params={"policy": model.policy.state_dict()})
+    write_meta(path, meta)
+    return path
+
+
+def _activation(name: str) -> type[torch.nn.Module]:
+    return {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[name]
+
+
+def _schedule(cfg: TrainConfig) -> float | Callable[[float], float]:
+    if cfg.lr_schedule == "linear":
+        lr = cfg.learning_rate
+        return lambda progress: lr * progress
+    return cfg.learning_rate
+
+
+class _Hooks(BaseCallback):
+    """Calls the trainer at rollout boundaries and keeps the progress bar."""
+
+    def __init__(self, trainer: Trainer) -> None:
+        super().__init__()
+        self.trainer = trainer
+        self.bar: Any = None
+        self._rollout_t0 = 0.0
+
+    def _on_training_start(self) -> None:
+        tr = self.trainer
+        tr.timer.seconds = 0.0  # the first reset (and numba's cache load) is not training
+        tr.clock.start(self.model.num_timesteps)
+        if tr.cfg.progress_bar:
+            from tqdm import tqdm
+
+            self.bar = tqdm(
+                total=tr.cfg.total_timesteps,
+                initial=self.model.num_timesteps,
+                unit="step",
+                dynamic_ncols=True,
+                smoothing=0.1,
+            )
+
+    def _on_rollout_start(self) -> None:
+        t0 = time.perf_counter()
+        self.trainer.on_boundary()
+        self._rollout_t0 = time.perf_counter()
+        self.trainer.clock.eval_seconds += self._rollout_t0 - t0
+
+    def _on_step(self) -> bool:
+        if self.bar is not None:
+            self.bar.update(self.training_env.num_envs)
+        return True
+
+    def _on_rollout_end(self) -> None:
+        tr = self.trainer
+        tr.clock.rollout_seconds += time.perf_counter() - self._rollout_t0
+        tr.clock.record(self.logger, self.model.num_timesteps, tr.timer.seconds)
+
+    def _on_training_end(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+class Clock:
+    """Wall time, env time and rollout time of a run (across resumes), for the throughput report."""
+
+    def __init__(self) -> None:
+        self.wall_seconds = 0.0  # inside learn(), earlier sessions included
+        self.rollout_seconds = 0.0
+        self.eval_seconds = 0.0  # evaluations and checkpoints at rollout boundaries (inside wall_seconds)
+        self.env_seconds = 0.0  # earlier sessions; the live session's is the timer's
+        self.timesteps = 0  # transitions collected, earlier sessions included
+        self._t0 = 0.0
+        self._steps0 = 0
+        self._running = False
+
+    def start(self, num_timesteps: int) -> None:
+        self._t0 = time.perf_counter()
+        self._steps0 = num_timesteps
+        self._running = True
+
+    def stop(self, num_timesteps: int, env_seconds: float) -> None:
+        if self._running:
+            self.wall_seconds += time.perf_counter() - self._t0
+            self.timesteps += num_timesteps - self._steps0
+            self.env_seconds += env_seconds
+            self._running = False
+
+    def totals(self, num_timesteps: int, env_seconds: float) -> tuple[float, int, float]:
+        """Wall seconds, transitions and env seconds so far, the running session included."""
+        wall = self.wall_seconds + (time.perf_counter() - self._t0 if self._running else 0.0)
+        steps = self.timesteps + (num_timesteps - self._steps0 if self._running else 0)
+        env = self.env_seconds + (env_seconds if self._running else 0.0)
+        return wall, steps, env
+
+    def record(self, logger: Any, num_timesteps: int, env_seconds: float) -> None:
+        wall, steps, env = self.totals(num_timesteps, env_seconds)
+        wall -= self.eval_seconds
+        if wall > 0:
+            logger.record("time/steps_per_second", steps / wall)
+            logger.record("time/env_share", env / wall)
+            logger.record("time/rollout_share", self.rollout_seconds / wall)
+
+    def state_dict(self, num_timesteps: int, env_seconds: float) -> dict[str, Any]:
+        wall, steps, env = self.totals(num_timesteps, env_seconds)
+        return {
+            "wall_seconds": wall,
+            "rollout_seconds": self.rollout_seconds,
+            "eval_seconds": self.eval_seconds,
+            "env_seconds": env,
+            "timesteps": steps,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
+
+
+class Trainer:
+    """One training run (see the module docstring).
+
+    Args:
+        cfg: the configuration.
+        resume: a checkpoint (``.zip`` with its ``.state.pkl``) to continue from; its config must match
+            ``cfg`` in rules, table size and env layout.
+        log: where progress messages go (``print`` by default).
+
+    Raises:
+        FileNotFoundError: ``resume`` does not exist, or a pool snapshot it needs is gone.
+        CheckpointError: ``resume`` is not a resumable nertz-env checkpoint.
+        IncompatibleCheckpointError: ``resume`` was trained for other rules, table size or env layout.
+    """
+
+    def __init__(
+        self, cfg: TrainConfig, resume: str | None = None, log: Callable[[str], None] = print
+    ) -> None:
+        cfg.validate()
+        self.cfg = cfg
+        self.log = log
+        torch.set_num_threads(cfg.torch_threads)
+        self.config: NertzConfig = make_config(num_players=cfg.num_players, **cfg.rules)
+        resume_meta = self._check_resume(resume) if resume is not None else None
+        self.run_dir = os.path.abspath(cfg.run_dir)
+        for sub in ("checkpoints", "pool", "eval"):
+            os.makedirs(os.path.join(self.run_dir, sub), exist_ok=True)
+        if not cfg.uses_opponents and (cfg.snapshot_weight > 0 or cfg.snapshot_every > 0):
+            log("pure self-play (every seat learns): opponents and snapshot settings are not used")
+        self.pool = (
+            OpponentPool(cfg.opponents, cfg.snapshot_weight, cfg.max_snapshots, cfg.snapshot_deterministic)
+            if cfg.uses_opponents
+            else None
+        )
+        self.base_env = self._make_base_env()
+        self.monitor = VecMonitor(self.base_env)
+        env: VecEnv = self.monitor
+        self.shaping: PotentialShaping | None = None
+        if cfg.shaping:
+            self.shaping = PotentialShaping(
+                env, self.config, cfg.shaping_scale, cfg.shaping_gamma, cfg.shaping_coef
+            )
+            env = self.shaping
+        self.timer = VecTimer(env)
+        self.clock = Clock()
+        net = list(cfg.net_arch)
+        self.model = MaskablePPO(
+            "MlpPolicy",
+            self.timer,
+            learning_rate=_schedule(cfg),
+            n_steps=cfg.n_steps,
+            batch_size=cfg.batch_size,
+            n_epochs=cfg.n_epochs,
+            gamma=cfg.gamma,
+            gae_lambda=cfg.gae_lambda,
+            clip_range=cfg.clip_range,
+            ent_coef=cfg.ent_coef,
+            vf_coef=cfg.vf_coef,
+            max_grad_norm=cfg.max_grad_norm,
+            policy_kwargs={"net_arch": {"pi": net, "vf": net}, "activation_fn": _activation(cfg.activation)},
+            tensorboard_log=os.path.join(self.run_dir, "tb") if cfg.tensorboard else None,
+            seed=cfg.seed,
+            device="cpu",
+            verbose=cfg.verbose,
+        )
+        rollout = cfg.n_steps * cfg.n_envs
+        self.rollout_size = rollout
+        self.next_checkpoint = _next_multiple(0, cfg.checkpoint_every)
+        self.next_eval = _next_multiple(0, cfg.eval_every)
+        self.last_boundary = 0
+        self.eval_rows: list[EvalRow] = []
+        self.checkpoints: list[str] = []
+        if resume is not None:
+            assert resume_meta is not None
+            self._load(resume, resume_meta)
+        elif cfg.init_from is not None:
+            self._init_from(cfg.init_from)
+        if resume is None and self.pool is not None and cfg.snapshot_weight > 0 and cfg.max_snapshots > 0:
+            self._add_snapshot()  # the initial policy, so a pool of snapshots only is never empty
+
+    # ------------------------------------------------------------------ building
+    def _make_base_env(self) -> VecEnv:
+        cfg = self.cfg
+        if cfg.mode == "vector":
+            return NertzVecEnv(
+                cfg.num_tables,
+                cfg.num_players,
+                rules=cfg.rules,
+                learners_per_table=cfg.learners_per_table,
+                opponents=self.pool,
+                seed=cfg.seed,
+            )
+        pool = self.pool
+        assert pool is not None
+
+        def make() -> NertzSingleAgentEnv:
+            return NertzSingleAgentEnv(cfg.num_players, cfg.rules, opponents=pool)
+
+        return DummyVecEnv([make for _ in range(cfg.num_envs)])
+
+    def meta(self, **extra: Any) -> dict[str, Any]:
+        """The nertz-env record of a file saved now."""
+        return make_meta(
+            self.config,
+            mode=self.cfg.mode,
+            n_envs=self.cfg.n_envs,
+            num_timesteps=int(self.model.num_timesteps),
+            train_config=self.cfg.to_dict(),
+            **extra,
+        )
+
+    # ------------------------------------------------------------------ periodic work
+    @property
+    def iteration(self) -> int:
+        return int(self.model.num_timesteps) // self.rollout_size
+
+    def on_boundary(self) -> None:
+        """Rollout boundary: snapshot, evaluation and checkpoint when due (called before each rollout).
+
+        The checkpoint comes last, so it records everything done at this boundary, and a run resumed from
+        it skips the boundary it starts at (``last_boundary``)."""
+        cfg, steps = self.cfg, int(self.model.num_timesteps)
+        if steps == 0 or steps == self.last_boundary:
+            return
+        self.last_boundary = steps
+        snapshots = self.pool is not None and cfg.snapshot_every > 0 and cfg.snapshot_weight > 0
+        if snapshots and self.iteration % cfg.snapshot_every == 0:
+            self._add_snapshot()
+        if cfg.eval_every > 0 and steps >= self.next_eval:
+            self.next_eval = _next_multiple(steps, cfg.eval_every)
+            self.evaluate()
+        if cfg.checkpoint_every > 0 and steps >= self.next_checkpoint:
+            self.next_checkpoint = _next_multiple(steps, cfg.checkpoint_every)
+            self.save_checkpoint(periodic=True)
+
+    def _add_snapshot(self) -> None:
+        assert self.pool is not None
+        steps = int(self.model.num_timesteps)
+        path = os.path.join(self.run_dir, "pool", f"snapshot_{steps:012d}.zip")
+        save_policy(self.model, path, self.meta())
+        self.pool.add_snapshot(path, name=f"snapshot@{steps}")
+
+    def evaluate(self) -> list[EvalRow]:
+        """Save the current policy to ``eval/`` and play it against ``eval_opponents``; log the rows."""
+        cfg, steps = self.cfg, int(self.model.num_timesteps)
+        if not cfg.eval_opponents or cfg.eval_deals == 0:
+            return []
+        path = os.path.join(self.run_dir, "eval", f"policy_{steps:012d}.zip")
+        save_policy(self.model, path, self.meta())
+        rows = evaluate_checkpoint(
+            path,
+            cfg.eval_opponents,
+            cfg.num_players,
+            cfg.rules,
+            cfg.eval_deals,
+            cfg.eval_seed,
+            deterministic=cfg.eval_deterministic,
+            workers=cfg.eval_workers,
+            timesteps=steps,
+        )
+        append_csv(os.path.join(self.run_dir, "eval.csv"), rows)
+        logger = self.model.logger
+        for r in rows:
+            key = f"eval/{r.baseline.replace(':', '_').replace('/', '_')}"
+            logger.record(f"{key}/score", r.score)
+            logger.record(f"{key}/baseline_score", r.baseline_score)
+            logger.record(f"{key}/score_diff", r.diff)
+            logger.record(f"{key}/score_diff_low", r.diff_low)
+            logger.record(f"{key}/win", r.win)
+            logger.record(f"{key}/nertz_out", r.nertz_out)
+        logger.dump(steps)
+        self.eval_rows.extend(rows)
+        self.log(f"evaluation at {steps} steps ({path}):\n{format_rows(rows)}")
+        return rows
+
+    # ------------------------------------------------------------------ training
+    def train(self) -> dict[str, Any]:
+        """Train up to ``total_timesteps``; write the final checkpoint and policy; return the report."""
+        cfg, model = self.cfg, self.model
+        remaining = cfg.total_timesteps - int(model.num_timesteps)
+        hooks = _Hooks(self)
+        if remaining > 0:
+            fresh = model.num_timesteps == 0 and model._last_obs is None
+            try:
+                model.learn(
+                    remaining,
+                    callback=hooks,
+                    reset_num_timesteps=fresh,
+                    tb_log_name="ppo",
+                    progress_bar=False,
+                )
+            finally:
+                self.clock.stop(int(model.num_timesteps), self.timer.seconds)
+                self.timer.seconds = 0.0
+        final = self.save_checkpoint(periodic=False)
+        policy = save_policy(model, os.path.join(self.run_dir, "policy.zip"), self.meta(checkpoint=final))
+        if (
+            cfg.eval_opponents
+            and cfg.eval_deals > 0
+            and not any(r.timesteps == model.num_timesteps for r in self.eval_rows)
+        ):
+            self.evaluate()
+        report = self.report(final, policy)
+        with open(os.path.join(self.run_dir, "throughput.json"), "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=2)
+        self.log(format_report(report))
+        return report
+
+    def report(self, checkpoint: str | None = None, policy: str | None = None) -> dict[str, Any]:
+        """Throughput of the run so far (earlier sessions included). Rates leave out the time spent on
+        evaluations and checkpoints at rollout boundaries (``boundary_seconds``)."""
+        c = self.clock
+        train_wall = c.wall_seconds - c.eval_seconds
+        steps = c.timesteps
+        per_table = (self.cfg.learners_per_table or self.cfg.num_players) if self.cfg.mode == "vector" else 1
+
+        def rate(x: float) -> float | None:
+            return x / train_wall if train_wall > 0 else None
+
+        return {
+            "mode": self.cfg.mode,
+            "n_envs": self.cfg.n_envs,
+            "num_timesteps": int(self.model.num_timesteps),
+            "timesteps_timed": steps,
+            "wall_seconds": c.wall_seconds,
+            "boundary_seconds": c.eval_seconds,
+            "steps_per_second": rate(steps),
+            "table_ticks_per_second": rate(steps / per_table),
+            "env_seconds": c.env_seconds,
+            "env_share": rate(c.env_seconds),
+            "rollout_share": rate(c.rollout_seconds),
+            "torch_threads": torch.get_num_threads(),
+            "checkpoint": checkpoint,
+            "policy": policy,
+            "eval": [r.__dict__ for r in self.eval_rows],
+        }
+
+    # ------------------------------------------------------------------ checkpoints
+    def save_checkpoint(self, periodic: bool = True) -> str:
+        """Write ``checkpoints/step_<timesteps>.zip`` (+ ``.json``, ``.state.pkl``); returns the zip path."""
+        model = self.model
+        steps = int(model.num_timesteps)
+        path = os.path.join(self.run_dir, "checkpoints", f"step_{steps:012d}.zip")
+        model.save(path)
+        write_meta(path, self.meta())
+        state = {
+            "format": STATE_FORMAT,
+            "num_timesteps": steps,
+            "n_updates": model._n_updates,
+            "episode_num": model._episode_num,
+            "last_obs": model._last_obs,
+            "last_episode_starts": model._last_episode_starts,
+            "ep_info_buffer": list(model.ep_info_buffer or []),
+            "ep_success_buffer": list(model.ep_success_buffer or []),
+            "env": self._env_state(),
+            "monitor": {
+                "episode_returns": self.monitor.episode_returns.copy(),
+                "episode_lengths": self.monitor.episode_lengths.copy(),
+                "episode_count": self.monitor.episode_count,
+            },
+            "shaping": self.shaping.state_dict() if self.shaping is not None else None,
+            "pool": self.pool.state_dict() if self.pool is not None else None,
+            "schedule": {
+                "next_checkpoint": self.next_checkpoint,
+                "next_eval": self.next_eval,
+                "last_boundary": self.last_boundary,
+            },
+            "clock": self.clock.state_dict(steps, self.timer.seconds),
+            "rng": {
+                "torch": torch.get_rng_state(),
+                "numpy": np.random.get_state(),  # noqa: NPY002 (SB3 shuffles minibatches with it)
+                "python": random.getstate(),
+            },
+        }
+        with open(state_path(path), "wb") as f:
+            pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
+        if path not in self.checkpoints:
+            self.checkpoints.append(path)
+        if periodic and self.cfg.keep_checkpoints > 0:
+            self._prune_checkpoints()
+        self.log(f"checkpoint: {path}")
+        return path
+
+    def _prune_checkpoints(self) -> None:
+        pattern = os.path.join(self.run_dir, "checkpoints", "step_*.zip")
+        existing = sorted(glob.glob(pattern))
+        for old in existing[: max(0, len(existing) - self.cfg.keep_checkpoints)]:
+            for p in (old, os.path.splitext(old)[0] + ".json", state_path(old)):
+                if os.path.exists(p):
+                    os.remove(p)
+
+    def _env_state(self) -> Any:
+        if isinstance(self.base_env, NertzVecEnv):
+            return self.base_env.state_dict()
+        assert isinstance(self.base_env, DummyVecEnv)
+        return [e.state_dict() for e in self.base_env.envs]  # type: ignore[attr-defined]
+
+    def _check_resume(self, path: str) -> dict[str, Any]:
+        meta = read_meta(path)  # FileNotFoundError / CheckpointError
+        check_compatible(meta, self.config, where=f"checkpoint {path}")
+        cfg = self.cfg
+        problems = []
+        if meta.get("mode") != cfg.mode:
+            problems.append(f"mode: checkpoint has {meta.get('mode')!r}, the config has {cfg.mode!r}")
+        if meta.get("n_envs") != cfg.n_envs:
+            problems.append(
+                f"sub-envs: checkpoint has {meta.get('n_envs')}, the config has {cfg.n_envs} "
+                "(num_tables x learners_per_table in vector mode, num_envs in single mode)"
+            )
+        old = meta.get("train_config", {})
+        for key in ("net_arch", "activation", "n_steps", "shaping"):
+            if key in old and old[key] != getattr(cfg, key):
+                problems.append(f"{key}: checkpoint has {old[key]!r}, the config has {getattr(cfg, key)!r}")
+        if problems:
+            raise IncompatibleCheckpointError(f"cannot resume {path}: " + "; ".join(problems))
+        if not os.path.isfile(state_path(path)):
+            raise CheckpointError(
+                f"cannot resume {path}: {state_path(path)} is missing (a policy file or a copied zip holds "
+                "the "
+                "network only; resume needs a checkpoint from checkpoints/ with its .state.pkl)"
+            )
+        return meta
+
+    def _init_from(self, path: str) -> None:
+        """Copy the policy weights of ``path`` into the fresh model (optimizer, counters, env start anew)."""
+        from nertz_env.train.policy_agent import load_policy
+
+        policy, meta = load_policy(path)  # FileNotFoundError / CheckpointError
+        check_compatible(meta, self.config, where=f"init_from {path}")
+        try:
+            self.model.policy.load_state_dict(policy.state_dict())
+        except RuntimeError as e:
+            first = str(e).strip().splitlines()[0]
+            raise IncompatibleCheckpointError(
+                f"init_from {path}: its network does not fit net_arch={self.cfg.net_arch} and "
+                f"activation={self.cfg.activation!r} ({first})"
+            ) from None
+        self.log(f"initial weights from {path}")
+
+    def _load(self, path: str, meta: dict[str, Any]) -> None:
+        with open(state_path(path), "rb") as f:
+            state = pickle.load(f)
+        if state.get("format") != STATE_FORMAT:
+            raise CheckpointError(
+                f"{state_path(path)}: format {state.get('format')!r}, expected {STATE_FORMAT!r}"
+            )
+        model = self.model
+        if self.pool is not None and state["pool"] is not None:
+            self.pool.load_state_dict(state["pool"])
+        model.set_parameters(path, exact_match=True, device="cpu")
+        model.num_timesteps = int(state["num_timesteps"])
+        model._n_updates = int(state["n_updates"])
+        model._episode_num = int(state["episode_num"])
+        model._last_obs = state["last_obs"]
+        model._last_episode_starts = state["last_episode_starts"]
+        model.ep_info_buffer = deque(state["ep_info_buffer"], maxlen=model._stats_window_size)
+        model.ep_success_buffer = deque(state["ep_success_buffer"], maxlen=model._stats_window_size)
+        if isinstance(self.base_env, NertzVecEnv):
+            self.base_env.load_state_dict(state["env"])
+        else:
+            assert isinstance(self.base_env, DummyVecEnv)
+            for e, s in zip(self.base_env.envs, state["env"], strict=True):
+                e.load_state_dict(s)  # type: ignore[attr-defined]
+        self.monitor.episode_returns = state["monitor"]["episode_returns"].copy()
+        self.monitor.episode_lengths = state["monitor"]["episode_lengths"].copy()
+        self.monitor.episode_count = state["monitor"]["episode_count"]
+        if self.shaping is not None:
+            self.shaping.load_state_dict(state["shaping"])
+        self.next_checkpoint = state["schedule"]["next_checkpoint"]
+        self.next_eval = state["schedule"]["next_eval"]
+        self.last_boundary = state["schedule"]["last_boundary"]
+        self.clock.load_state_dict(state["clock"])
+        self.checkpoints.append(path)
+        # generators last: building the model and loading snapshots above may have drawn from them
+        torch.set_rng_state(state["rng"]["torch"])
+        np.random.set_state(state["rng"]["numpy"])  # noqa: NPY002 (SB3 shuffles minibatches with it)
+        random.setstate(state["rng"]["python"])
+        self.log(f"resumed from {path} at {model.num_timesteps} steps")
+
+
+def _next_multiple(steps: int, every: int) -> int:
+    """The first multiple of ``every`` above ``steps`` (a huge number when ``every`` is 0)."""
+    if every <= 0:
+        return 2**62
+    return (steps // every + 1) * every
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The throughput report as text."""
+
+    def num(x: Any, fmt: str) -> str:
+        return "-" if x is None else format(x, fmt)
+
+    lines = [
+        f"throughput ({report['mode']} mode, {report['n_envs']} sub-envs, "
+        f"{report['torch_threads']} torch thread(s)):",
+        f"  {num(report['steps_per_second'], ',.0f')} transitions/s, "
+        f"{num(report['table_ticks_per_second'], ',.0f')} table ticks/s "
+        f"over {report['timesteps_timed']:,} transitions in {report['wall_seconds']:.1f} s "
+        f"({report['boundary_seconds']:.1f} s of it evaluations and checkpoints, left out of the rates)",
+        f"  time in the env (opponents included): {num(report['env_share'], '.1%')}; "
+        f"rollouts (env + forward passes): {num(report['rollout_share'], '.1%')}; the rest is PPO updates",
+        f"  final checkpoint: {report['checkpoint']}",
+        f"  policy: {report['policy']}",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,279 @@
+"""Self-play as an SB3 ``VecEnv`` over :func:`nertz_env.vector_env`: one sub-env per learning seat.
+
+``NertzVecEnv(num_tables, num_players, learners_per_table=None, opponents=None)`` steps ``num_tables``
+tables in one call. Every table has ``L = learners_per_table`` learning seats (default: all of them, pure
+shared-policy self-play) and ``num_players - L`` opponents drawn from an
+:class:`~nertz_env.train.pool.OpponentPool`. Sub-env ``i`` is learning slot ``i % L`` of table ``i // L``::
+
+    slot i  ->  table t = i // L,  seat (offset[t] + i % L) % num_players
+
+With ``L == num_players`` the offset is 0, so sub-env ``t * P + p`` is seat ``p`` of table ``t``. With fewer
+learners, the offset moves on by one seat every episode of that table (the learners rotate through the
+seats) and the opponents are drawn again. One policy acts for every slot in one batch.
+
+Conventions (SB3's, not Gymnasium's):
+
+* ``step`` returns ``(obs (N, O) float32, rewards (N,) float32, dones (N,) bool, infos list[dict])``; slot
+  ``i``'s reward and observation both belong to the seat slot ``i`` held during that step.
+* **Same-step reset.** The underlying vector env runs with ``autoreset=False``; a table whose episode
+  ended is dealt anew inside the same ``step`` (from the table's own generator, exactly as its next-step
+  autoreset would deal it), so no step of the learner is spent on an autoreset tick. The returned
+  observation of a finished slot is the new episode's first one, ``infos[i]["terminal_observation"]`` holds
+  the final one, and ``infos[i]`` also has ``round_score`` (the last round's score), ``round_end`` and
+  ``seat``. A round cut off at ``max_ticks`` is scored and over, and the tick is observed, so it is a
+  terminal (``TimeLimit.truncated`` is False; ``infos[i]["max_ticks"]`` says it happened).
+* ``env_method("action_masks")`` gives one bool row per slot, so MaskablePPO's ``get_action_masks``
+  works; ``get_attr``/``set_attr``/``has_attr`` act on this object (the sub-envs share it).
+
+SuperSuit's vector wrappers drop action masks (sb3-contrib #250, #279), which is why this exists.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium
+import numpy as np
+from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
+
+from nertz_env.agents import Agent
+from nertz_env.train.policy_agent import PolicyAgent
+from nertz_env.train.pool import OpponentPool
+from nertz_env.train.single import as_pool
+from nertz_env.vector import NertzVectorEnv
+
+
+def deal_tables(venv: NertzVectorEnv, tables: Sequence[int] | np.ndarray) -> None:
+    """Deal ``tables`` a new episode now, each from its own generator's current state (what the vector
+    env's next-step autoreset does one call later)."""
+    venv.reset_tables(np.asarray(tables, dtype=np.int64))
+
+
+class NertzVecEnv(VecEnv):
+    """Learning seats of ``num_tables`` tables as one SB3 ``VecEnv`` (see the module docstring).
+
+    Args:
+        num_tables: tables stepped together.
+        num_players: seats per table, 2 to 8.
+        rules: rules options of :class:`~nertz_env.config.NertzConfig`.
+        learners_per_table: learning seats per table (default all: self-play); the rest are opponents.
+        opponents: the pool the opponents come from (a pool, ``{spec: weight}`` or specs; default
+            heuristic); unused in pure self-play.
+        seed: default seed for the first ``reset`` (SB3 passes its own through ``seed()``).
+    """
+
+    def __init__(
+        self,
+        num_tables: int,
+        num_players: int = 4,
+        rules: Mapping[str, Any] | None = None,
+        learners_per_table: int | None = None,
+        opponents: OpponentPool | Mapping[str, float] | Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> None:
+        rules = dict(rules or {})
+        if "num_players" in rules:
+            raise ValueError("give the table size as num_players, not as a rule")
+        self.venv = NertzVectorEnv(num_tables, num_players=num_players, autoreset=False, copy=False, **rules)
+        self.config = self.venv.config
+        p = self.config.num_players
+        n_learn = p if learners_per_table is None else int(learners_per_table)
+        if not 1 <= n_learn <= p:
+            raise ValueError(
+                f"learners_per_table must be from 1 to num_players={p}, got {learners_per_table!r}"
+            )
+        self.num_tables, self.num_players, self.learners_per_table = int(num_tables), p, n_learn
+        self.pool = as_pool(opponents) if n_learn < p else None
+        self.render_mode = None
+        obs_space = gymnasium.spaces.Box(0.0, 1.0, (self.venv.obs_layout.size,), np.float32)
+        act_space = gymnasium.spaces.Discrete(self.venv.actions.n)
+        super().__init__(self.num_tables * n_learn, obs_space, act_space)
+        self._table = np.repeat(np.arange(self.num_tables, dtype=np.int64), n_learn)  # slot -> table
+        self._slot_in_table = np.tile(np.arange(n_learn, dtype=np.int64), self.num_tables)
+        self._offset = np.zeros(self.num_tables, dtype=np.int64)
+        self._seat = self._slot_in_table.copy()  # slot -> seat
+        self._opponents: list[dict[int, Agent]] = [{} for _ in range(self.num_tables)]
+        self._full_actions = np.zeros((self.num_tables, p), dtype=np.int64)
+        self._pending: np.ndarray | None = None
+        self._default_seed = seed
+        self._rng = np.random.default_rng(seed)
+        self._obs_full: np.ndarray | None = None  # (T, P, O) view of the engine's buffer
+        self._mask_full: np.ndarray | None = None  # (T, P, A) view
+        self._masks = np.zeros((self.num_envs, self.venv.actions.n), dtype=bool)
+        self.episodes = 0
+        self.illegal_actions = 0
+
+    # ------------------------------------------------------------------ seats
+    def _seat_table(self, t: int, rotate: bool) -> None:
+        """Place table ``t``'s learners (moving them on one seat when ``rotate``) and draw its opponents."""
+        p, n_learn = self.num_players, self.learners_per_table
+        if n_learn == p:
+            return
+        if rotate:
+            self._offset[t] = (self._offset[t] + 1) % p
+        lo = t * n_learn
+        seats = (self._offset[t] + np.arange(n_learn)) % p
+        self._seat[lo : lo + n_learn] = seats
+        assert self.pool is not None
+        self._opponents[t] = {}
+        for s in range(p):
+            if s in seats:
+                continue
+            agent = self.pool.new_agent(self.pool.sample(self._rng))
+            agent.reset(self.config, s, int(self._rng.integers(2**63)))
+            self._opponents[t][s] = agent
+
+    def _gather(self) -> np.ndarray:
+        assert self._obs_full is not None and self._mask_full is not None
+        self._masks = self._mask_full[self._table, self._seat].astype(bool)
+        return self._obs_full[self._table, self._seat]
+
+    def _opponent_actions(self, out: np.ndarray) -> None:
+        """Every opponent's action into ``out`` (T, P); snapshots sharing a network act in one batch."""
+        obs, mask = self._obs_full, self._mask_full
+        assert obs is not None and mask is not None
+        batched: dict[int, list[tuple[int, int, PolicyAgent]]] = {}
+        for t, seated in enumerate(self._opponents):
+            for s, agent in seated.items():
+                if isinstance(agent, PolicyAgent):
+                    batched.setdefault(id(agent.policy), []).append((t, s, agent))
+                else:
+                    out[t, s] = agent.act(obs[t, s], mask[t, s])
+        for members in batched.values():
+            ts = np.array([m[0] for m in members])
+            ss = np.array([m[1] for m in members])
+            probs = members[0][2].probabilities(obs[ts, ss], mask[ts, ss])
+            for (t, s, agent), row in zip(members, probs, strict=True):
+                out[t, s] = agent.choose(row)
+
+    # ------------------------------------------------------------------ VecEnv API
+    def reset(self) -> VecEnvObs:
+        seed = self._seeds[0] if self._seeds[0] is not None else self._default_seed
+        if seed is None:
+            seed = int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
+        seed = int(seed)
+        self._default_seed = None  # later resets without seed() continue from fresh entropy
+        out, _ = self.venv.reset(seed=seed)
+        self._obs_full, self._mask_full = out["observation"], out["action_mask"]
+        self._rng = np.random.default_rng([seed, 0x5EA7])
+        p = self.num_players
+        self._offset[:] = np.arange(self.num_tables) % p if self.learners_per_table < p else 0
+        for t in range(self.num_tables):
+            self._seat_table(t, rotate=False)
+        self._reset_seeds()
+        self._reset_options()
+        return self._gather()
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._pending = np.asarray(actions).reshape(-1)
+
+    def step_wait(self) -> VecEnvStepReturn:
+        if self._pending is None or self._obs_full is None:
+            raise RuntimeError("step_wait() without reset() and step_async()")
+        acts = self._full_actions
+        acts[:] = 0
+        acts[self._table, self._seat] = self._pending
+        self._pending = None
+        if self.learners_per_table < self.num_players:
+            self._opponent_actions(acts)
+        out, rew, term, trunc, info = self.venv.step(acts)
+        self._obs_full, self._mask_full = out["observation"], out["action_mask"]
+        table, seat = self._table, self._seat
+        rewards = rew[table, seat].astype(np.float32)
+        self.illegal_actions += int(info["illegal"][table, seat].sum())
+        obs = self._obs_full[table, seat]  # fancy indexing: a copy, safe from the resets below
+        done_table = term[:, 0] | trunc[:, 0]
+        dones = done_table[table]
+        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        if done_table.any():
+            tables = np.flatnonzero(done_table)
+            n_learn = self.learners_per_table
+            for t in tables:
+                cut = bool(trunc[t, 0])
+                for i in range(t * n_learn, (t + 1) * n_learn):
+                    s = int(seat[i])
+                    infos[i] = {
+                        "terminal_observation": obs[i].copy(),
+                        "TimeLimit.truncated": False,
+                        "max_ticks": cut,
+                        "round_score": int(info["score"][t, s]),
+                        "round_end": int(info["round_end"][t]),
+                        "seat": s,
+                    }
+            self.episodes += len(tables)
+            deal_tables(self.venv, tables)
+            for t in tables:
+                self._seat_table(int(t), rotate=True)
+            slots = np.flatnonzero(done_table[table])
+            obs[slots] = self._obs_full[table[slots], seat[slots]]
+        self._masks = self._mask_full[table, seat].astype(bool)
+        return obs, rewards, dones, infos
+
+    def close(self) -> None:
+        self.venv.close()
+
+    def action_masks(self) -> np.ndarray:
+        """Legal actions of every slot (bool, (N, A))."""
+        return self._masks
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        value = getattr(self, attr_name)  # AttributeError when missing, as SB3's has_attr expects
+        return [value for _ in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        setattr(self, attr_name, value)
+
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
+    ) -> list[Any]:
+        idx = list(self._get_indices(indices))
+        if method_name == "action_masks":
+            return [self._masks[i] for i in idx]
+        result = getattr(self, method_name)(*method_args, **method_kwargs)
+        return [result for _ in idx]
+
+    def env_is_wrapped(
+        self, wrapper_class: type[gymnasium.Wrapper], indices: VecEnvIndices = None
+    ) -> list[bool]:
+        return [False for _ in self._get_indices(indices)]
+
+    # ------------------------------------------------------------------ introspection and checkpoints
+    def slot_of(self, table: int, seat: int) -> int | None:
+        """The sub-env index that holds ``seat`` of ``table`` now (None for an opponent seat)."""
+        lo = table * self.learners_per_table
+        hits = np.flatnonzero(self._seat[lo : lo + self.learners_per_table] == seat)
+        return lo + int(hits[0]) if hits.size else None
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue exactly: every table (as snapshots), seats, opponents, generator."""
+        if self._obs_full is None:
+            raise RuntimeError("state_dict() before reset()")
+        return {
+            "tables": [self.venv.snapshot(t) for t in range(self.num_tables)],
+            "offset": self._offset.copy(),
+            "seat": self._seat.copy(),
+            "rng": pickle.dumps(self._rng),
+            "opponents": pickle.dumps(self._opponents),
+            "episodes": self.episodes,
+            "illegal_actions": self.illegal_actions,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> np.ndarray:
+        """Restore :meth:`state_dict`; returns the current observations."""
+        if len(state["tables"]) != self.num_tables:
+            raise ValueError(f"saved state has {len(state['tables'])} tables, this env has {self.num_tables}")
+        out, _ = self.venv.reset(seed=0)
+        for t, snap in enumerate(state["tables"]):
+            self.venv.restore(t, snap)
+        self._obs_full, self._mask_full = out["observation"], out["action_mask"]
+        self._offset[:] = state["offset"]
+        self._seat[:] = state["seat"]
+        self._rng = pickle.loads(state["rng"])
+        self._opponents = pickle.loads(state["opponents"])
+        self.episodes = int(state["episodes"])
+        self.illegal_actions = int(state["illegal_actions"])
+        self._default_seed = None
+        return self._gather()

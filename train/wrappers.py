@@ -1,0 +1,122 @@
+"""VecEnv wrappers used by the trainer: reward shaping (train-time only) and the env-time stopwatch.
+
+**Shaping** (:class:`PotentialShaping`, off by default; ``shaping = true`` in the train config). The env's
+rewards are never changed: the shaping is added on top, in ``train/`` only, and evaluation always plays the
+plain env. It is potential-based (Ng, Harada and Russell, 1999) on the learner's own Nertz pile::
+
+    Phi(s) = -coef * nertz_count(s)       (coef: ``shaping_coef``, default the rules' nertz_penalty)
+    Phi(terminal) = 0
+    r'_t = r_t + scale * (gamma_s * Phi(s_{t+1}) - Phi(s_t))
+
+With ``gamma_s = 1`` (``shaping_gamma``, the default) the shaping terms of an episode telescope to
+``scale * (0 - Phi(s_0)) = scale * coef * nertz_size`` per round dealt, so the shaped return differs from the
+score by a constant and the best policy is unchanged. Step by step it pays ``+coef`` for every Nertz card
+played the moment it leaves the pile, and at the end it hands back the Nertz penalty of the cards left
+(``+coef`` each, cancelling the env's ``-nertz_penalty`` when ``coef`` equals it): the dense form of "play
+your Nertz pile down". ``nertz_count`` is read from the observation's ``nertz_count`` slice, so the wrapper
+works for any VecEnv of learner observations (the single-agent view and
+:class:`~nertz_env.train.vec.NertzVecEnv`).
+In a match the new deal of each round lowers ``Phi`` again; the sum still telescopes.
+
+**Stopwatch** (:class:`VecTimer`): wall time spent inside the wrapped VecEnv (``reset``, ``step_async``,
+``step_wait``, ``env_method`` — the masks), so the trainer can report the share of training time spent in the
+environment (opponents' moves included) against the policy's forward passes and the PPO updates.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
+
+from nertz_env.config import NertzConfig
+from nertz_env.observation import ObsLayout
+
+
+class PotentialShaping(VecEnvWrapper):
+    """Potential-based shaping on the Nertz pile (see the module docstring).
+
+    Args:
+        venv: a VecEnv whose observations are learner observation vectors of ``config``.
+        config: the table's rules.
+        scale: multiplies the shaping term.
+        gamma: ``gamma_s`` above; 1 keeps the shaped return a constant away from the score.
+        coef: the potential per Nertz card (default ``config.nertz_penalty``).
+    """
+
+    def __init__(
+        self,
+        venv: VecEnv,
+        config: NertzConfig,
+        scale: float = 1.0,
+        gamma: float = 1.0,
+        coef: float | None = None,
+    ) -> None:
+        super().__init__(venv)
+        self.index = ObsLayout(config).slices["nertz_count"].start
+        self.nertz_size = config.nertz_size
+        self.coef = float(config.nertz_penalty if coef is None else coef)
+        self.scale = float(scale)
+        self.gamma = float(gamma)
+        self._phi = np.zeros(self.num_envs, dtype=np.float64)
+
+    def potential(self, obs: Any) -> np.ndarray:
+        """Phi of a batch of (non-terminal) observations."""
+        return -self.coef * np.rint(np.asarray(obs)[..., self.index] * self.nertz_size)
+
+    def reset(self) -> VecEnvObs:
+        obs = self.venv.reset()
+        self._phi = self.potential(obs)
+        return obs
+
+    def step_wait(self) -> VecEnvStepReturn:
+        obs, rewards, dones, infos = self.venv.step_wait()
+        phi_next = np.where(dones, 0.0, self.potential(obs))
+        bonus = self.scale * (self.gamma * phi_next - self._phi)
+        self._phi = self.potential(obs)  # a finished slot's obs is already its next episode's first one
+        return obs, (rewards + bonus).astype(np.float32), dones, infos
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"phi": self._phi.copy()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self._phi = np.asarray(state["phi"], dtype=np.float64).copy()
+
+
+class VecTimer(VecEnvWrapper):
+    """Accumulates the wall time spent in the wrapped VecEnv (``seconds``) and counts ``steps``."""
+
+    def __init__(self, venv: VecEnv) -> None:
+        super().__init__(venv)
+        self.seconds = 0.0
+        self.steps = 0
+
+    def reset(self) -> VecEnvObs:
+        t0 = time.perf_counter()
+        obs = self.venv.reset()
+        self.seconds += time.perf_counter() - t0
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        t0 = time.perf_counter()
+        self.venv.step_async(actions)
+        self.seconds += time.perf_counter() - t0
+
+    def step_wait(self) -> VecEnvStepReturn:
+        t0 = time.perf_counter()
+        out = self.venv.step_wait()
+        self.seconds += time.perf_counter() - t0
+        self.steps += 1
+        return out
+
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
+    ) -> list[Any]:
+        t0 = time.perf_counter()
+        out = self.venv.env_method(method_name, *method_args, indices=indices, **method_kwargs)
+        self.seconds += time.perf_counter() - t0
+        return out
