@@ -86,7 +86,12 @@ def main(argv: list[str] | None = None) -> dict:
         results.append(fn(args.seconds, args.seed))
         print(f"  {results[-1]['name']}: {fmt(results[-1]['steps_per_s'])} agent-steps/s", flush=True)
     skipped = []
-    for fn in (competitors.openspiel_solitaire, competitors.pettingzoo_leduc, competitors.pettingzoo_connect_four):
+    for fn in (
+        competitors.openspiel_solitaire,
+        competitors.pettingzoo_gin_rummy,
+        competitors.pettingzoo_leduc,
+        competitors.pettingzoo_connect_four,
+    ):
         try:
             r = fn(args.seconds, args.seed)
         except ImportError as e:

@@ -10,8 +10,11 @@ with the reason (``pip install ".[bench]"`` installs all of them).
 - ``openspiel_solitaire``: OpenSpiel's Klondike solitaire (the nearest single-player relative of Nertz),
   one ``observation_tensor()`` per decision.
 - ``pettingzoo_leduc``, ``pettingzoo_connect_four``: PettingZoo classic card/board games through the AEC
-  loop. PettingZoo 1.27 no longer ships ``gin_rummy_v4`` (the card game closest to Nertz it used to have),
-  so it is not measured.
+  loop.
+- ``pettingzoo_gin_rummy``: PettingZoo's ``gin_rummy_v4`` (the card game closest to Nertz it had). PettingZoo
+  1.27 no longer ships it and it does not run beside this project's dependencies, so it runs in a venv of its
+  own (``bash bench/setup_gin_venv.sh`` makes ``.venv-gin`` with pettingzoo 1.24.3 and rlcard; or set
+  ``NERTZ_GIN_PYTHON`` to an interpreter that has them): the same loop, in a subprocess, in the same run.
 - ``pgx_leduc_1024``: pgx's Leduc hold'em, 1,024 games batched with ``jax.vmap`` in one jit-compiled step
   that also samples the actions and resets finished games; compile time is excluded.
 
@@ -176,10 +179,42 @@ def pgx_leduc_1024(seconds: float, seed: int) -> dict[str, Any]:
             return _result(f"pgx leduc_holdem, {batch:,} games (jax.vmap, jit)", n, now - t0)
 
 
+GIN_PYTHON_DEFAULT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".venv-gin", "bin", "python")
+
+
+def _gin_rummy_here(seconds: float, seed: int) -> dict[str, Any]:
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+    from pettingzoo.classic import gin_rummy_v4
+
+    return _pettingzoo_aec(gin_rummy_v4.env, "PettingZoo gin_rummy_v4 AEC (2 players; pettingzoo 1.24.3)", seconds, seed)
+
+
+def pettingzoo_gin_rummy(seconds: float, seed: int) -> dict[str, Any]:
+    """PettingZoo ``gin_rummy_v4`` (RLCard underneath), AEC loop, 2 players, in the gin venv's interpreter."""
+    import json
+    import subprocess
+
+    python = os.environ.get("NERTZ_GIN_PYTHON", GIN_PYTHON_DEFAULT)
+    if not os.path.exists(python):
+        raise ImportError(f"no interpreter with gin_rummy_v4 at {python} (run: bash bench/setup_gin_venv.sh)")
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); import competitors; "
+        "print(json.dumps(competitors._gin_rummy_here(float(sys.argv[2]), int(sys.argv[3]))))"
+    )
+    here = os.path.dirname(os.path.abspath(__file__))
+    done = subprocess.run(
+        [python, "-c", code, here, str(seconds), str(seed)], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise ImportError(f"gin_rummy_v4 failed under {python}: {done.stderr.strip().splitlines()[-1:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
 ALL = {
     "openspiel_solitaire": openspiel_solitaire,
     "pettingzoo_leduc": pettingzoo_leduc,
     "pettingzoo_connect_four": pettingzoo_connect_four,
+    "pettingzoo_gin_rummy": pettingzoo_gin_rummy,
     "pgx_leduc_1024": pgx_leduc_1024,
 }
 
