@@ -66,7 +66,7 @@ from nertz_env.actions import (
 )
 from nertz_env.cards import JOKER
 from nertz_env.config import NertzConfig
-from nertz_env.engine.rules import can_stack, card_colour, card_rank, joined
+from nertz_env.engine.rules import can_stack, card_colour, card_rank, exposed_value, joined
 from nertz_env.observation import (
     O_LAKE,
     O_NCOUNT,
@@ -181,7 +181,7 @@ def read_state(obs, params, s):
                     s[S_WORK + 13 * j + k] = 53 + r * 2 + (1 if u == 1 or u == 2 else 0)
                     k += 1
                     break
-        if k < n and obs[off[O_WJOKER] + j] > 0.5:  # a joker with no value lies alone on its pile
+        if k < n and obs[off[O_WJOKER] + j] > 0.5:  # a joker with no value lies on top (or alone)
             s[S_WORK + 13 * j + k] = JOKER
             k += 1
         s[S_WLEN + j] = k
@@ -206,6 +206,16 @@ def exposed(s, j):
     """Exposed card of work pile ``j``, -1 when it is empty."""
     n = s[S_WLEN + j]
     return s[S_WORK + 13 * j + n - 1] if n > 0 else -1
+
+
+@njit(cache=True)
+def stack_value(s, j):
+    """Stacking value of work pile ``j``'s exposed card (the engine's ``exposed_value``: a wild joker on a
+    card counts as the card that continues the run), -1 when it is empty."""
+    n = s[S_WLEN + j]
+    if n == 0:
+        return -1
+    return exposed_value(s[S_WORK + 13 * j + n - 1], s[S_WORK + 13 * j + n - 2] if n > 1 else -1)
 
 
 @njit(cache=True)
@@ -266,7 +276,7 @@ def fits_somewhere(s, c, w, nertz_first_src):
         if n == 0:
             if nertz_first_src:
                 return True
-        elif can_stack(c, s[S_WORK + 13 * j + n - 1]):
+        elif can_stack(c, stack_value(s, j)):
             return True
     return False
 
@@ -303,7 +313,7 @@ def _to_lake(s, declared):
 def _place(s, j, c):
     n = s[S_WLEN + j]
     if n > 0:
-        c, lower = joined(c, s[S_WORK + 13 * j + n - 1])
+        c, lower = joined(c, stack_value(s, j))
         s[S_WORK + 13 * j + n - 1] = lower
     s[S_WORK + 13 * j + n] = c
     s[S_WLEN + j] = n + 1
@@ -370,7 +380,7 @@ def apply_move(s, a, columns, params):
         nj = s[S_WLEN + dst]
         bottom = s[S_WORK + 13 * i + start]
         if nj > 0:
-            bottom, lower = joined(bottom, s[S_WORK + 13 * dst + nj - 1])
+            bottom, lower = joined(bottom, stack_value(s, dst))
             s[S_WORK + 13 * dst + nj - 1] = lower
         s[S_WORK + 13 * dst + nj] = bottom
         for x in range(1, length):
@@ -426,7 +436,7 @@ def model_moves(s, params, out):
                     if not (nertz_first and src != 0):
                         out[n_out] = act[L_TOWORK] + src * w + j
                         n_out += 1
-                elif can_stack(c, s[S_WORK + 13 * j + n - 1]):
+                elif can_stack(c, stack_value(s, j)):
                     out[n_out] = act[L_TOWORK] + src * w + j
                     n_out += 1
             if act[L_TUCK] >= 0 and any_empty and not (nertz_first and src != 0):
@@ -445,6 +455,7 @@ def model_moves(s, params, out):
         if ni == 0:
             continue
         base_i = s[S_WORK + 13 * i]
+        top_i = s[S_WORK + 13 * i + ni - 1]
         for j in range(w):
             if j == i:
                 continue
@@ -456,21 +467,23 @@ def model_moves(s, params, out):
                         out[n_out] = first + length - 1
                         n_out += 1
                 continue
-            lower = s[S_WORK + 13 * j + nj - 1]
+            lower = stack_value(s, j)
             if lower == JOKER:
                 for k in range(ni):
                     if can_stack(s[S_WORK + 13 * i + k], lower):
                         out[n_out] = first + ni - k - 1
                         n_out += 1
-            elif base_i == JOKER:
-                if can_stack(base_i, lower):
-                    out[n_out] = first
-                    n_out += 1
-            else:
+                continue
+            if top_i == JOKER and can_stack(top_i, lower):  # a wild joker on top moves alone
+                out[n_out] = first
+                n_out += 1
+            if base_i != JOKER:
                 k = card_rank(base_i) - (card_rank(lower) - 1)
-                if 0 <= k < ni and card_colour(s[S_WORK + 13 * i + k]) != card_colour(lower):
-                    out[n_out] = first + ni - k - 1
-                    n_out += 1
+                if 0 <= k < ni:
+                    c = s[S_WORK + 13 * i + k]
+                    if c != JOKER and card_colour(c) != card_colour(lower):
+                        out[n_out] = first + ni - k - 1
+                        n_out += 1
     return n_out
 
 
@@ -590,8 +603,8 @@ def heuristic_priorities(s, mask, params, columns, waste_policy, banned, prio):
             else:  # the waste onto a non-empty work pile, by policy (see WASTE_POLICIES)
                 n = s[S_WLEN + dst]
                 if kind == TO_WORK and n > 0 and waste_policy > 0:
-                    lower = exposed(s, dst)
-                    upper, _ = joined(s[S_WTOP], lower)
+                    lower = stack_value(s, dst)
+                    upper = exposed_value(s[S_WTOP], lower)  # a joker stays wild, valued as it lies
                     if ncount > 0 and ntop >= 0 and not nertz_fits and can_stack(ntop, upper):
                         prio[a] = PRIO_WASTE_HELPS
                     elif waste_policy == 3 or (

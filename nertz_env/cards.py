@@ -6,8 +6,8 @@ Card codes (int8 everywhere in the engine)::
      13 .. 25   AD 2D 3D ... KD      rank: 0 = A, 1 = 2, ..., 9 = T, 10 = J, 11 = Q, 12 = K
      26 .. 38   AH 2H 3H ... KH      suit: 0 = C, 1 = D, 2 = H, 3 = S
      39 .. 51   AS 2S 3S ... KS      colour: D and H are red (1), C and S are black (0)
-     52         JOKER               a joker with no value yet (Nertz pile, stock, waste, alone on a work pile)
-     53 .. 78   fixed joker         a joker on a work pile that joined a run: 53 + rank * 2 + colour
+     52         JOKER               wild, no value yet (Nertz pile, stock, waste, uncovered on a work pile)
+     53 .. 78   fixed joker         a joker fixed once covered on a work pile: 53 + rank * 2 + colour
      -1         NO_CARD             an empty slot
 
 In the lake a joker is declared as one real card; lake cells hold ``LAKE_JOKER_FLAG + card`` for such a

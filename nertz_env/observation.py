@@ -14,7 +14,7 @@ after the observer)::
     waste_count      1        cards in the own waste / deck size
     work_cards       W * 52   per work pile, the cards it holds (multi-hot over the 52 cards; a pile is an
                               ordered run, so the set fixes the order)
-    work_joker       W        per work pile, 1 if it holds a joker
+    work_joker       W        per work pile, 1 if it holds a joker (a wild one, not in work_cards, is its top)
     work_exposed     W * 18   per work pile, its exposed (top) card
     work_count       W        per work pile, cards / 13
     lake_tops        52       per card, the foundations whose top is that card / P
@@ -146,7 +146,7 @@ def _decode_pile(cells: np.ndarray, has_joker: bool, count: int) -> list[str]:
             pile.append(to_text(card(r, int(full[0]))))
         elif half.size:
             pile.append(to_text(fixed_joker(r, 1 if int(half[0]) in (1, 2) else 0)))
-    if has_joker and len(pile) < count:  # a joker with no value lies alone on its pile
+    if has_joker and len(pile) < count:  # a joker with no value lies on top, uncovered (or alone)
         pile.append(to_text(JOKER))
     return pile
 

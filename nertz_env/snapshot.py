@@ -115,11 +115,20 @@ def _cards(v: Any, where: str, cap: int, free_only: bool) -> list[int]:
 
 
 def _check_run(cards: list[int], where: str) -> None:
-    """A work pile must be an ordered run: each card one rank lower and the other colour than the one below."""
+    """A work pile must be an ordered run: each card one rank lower and the other colour than the one below.
+
+    A joker without value ('**') may lie alone or on top (no card covers it yet, so it is still wild, on a
+    card above an ace); a covered joker has been fixed and is written with its value ('*7r')."""
     for k in range(1, len(cards)):
         lower, upper = cards[k - 1], cards[k]
-        if lower == JOKER or upper == JOKER:
-            raise SnapshotError(f"{where}: a covered joker or a joker on a joker must have a value ('*7r')")
+        if lower == JOKER:
+            raise SnapshotError(
+                f"{where}[{k - 1}]: a covered joker has a value ('*7r'), got '**' under {to_text(upper)}"
+            )
+        if upper == JOKER:
+            if card_rank(lower) < 1:
+                raise SnapshotError(f"{where}[{k}]: a joker cannot lie on {to_text(lower)}")
+            continue
         if card_rank(upper) != card_rank(lower) - 1 or card_colour(upper) == card_colour(lower):
             raise SnapshotError(
                 f"{where}: {to_text(upper)} cannot lie on {to_text(lower)} (a work pile is a run down in "

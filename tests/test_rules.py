@@ -22,6 +22,7 @@ import nertz_env
 from nertz_env.cards import RANKS, SUITS
 from nertz_env.config import OPTION_NAMES
 from nertz_env.observation import decode
+from nertz_env.snapshot import SnapshotError
 
 DECK = [r + s for s in SUITS for r in RANKS]  # AC 2C ... KS, in card-code order
 IDLE_NERTZ = ["KS", "QD"]  # the Nertz pile of a seat the test does not use: two cards that stay put
@@ -827,20 +828,89 @@ def test_jokers__fixed_once_covered_on_a_work_pile_then_only_its_colour_and_rank
     assert t.rewards == [1.0, 0.0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "engine bug: a joker placed on a work-pile card is fixed at once (on 9C it becomes '*8r' and may only "
-        "go to the lake as a red 8), but RULES.md ('fixed once covered on a work pile') and seed 002 ('Once a "
-        "card is played on a Joker in a work pile, though, it now has a fixed existence') keep an uncovered "
-        "joker wild until a card covers it"
-    ),
-)
 def test_jokers__an_uncovered_joker_on_a_work_pile_is_still_wild() -> None:
     seat0 = {"waste": ["**"], "work": [["9C"]]}
     env = build({"num_players": 2, "jokers": 1}, {0: seat0}, [[["AH", 1], ["2H", 1]]])
     play(env, {0: "to_work:waste>0"})
     assert "joker_lake:work0:H" in legal(env, 0), "an uncovered joker cannot be declared as the 3H"
+
+
+def test_jokers__a_joker_played_on_a_card_stays_wild_and_reaches_the_lake_as_any_suit() -> None:
+    seat0 = {"nertz": ["KS", "QD"], "waste": ["**"], "work": [["9C"]]}
+    env = build({"num_players": 2, "jokers": 1}, {0: seat0}, [[["AH", 1], ["2H", 1]]])
+    before = env.snapshot()
+    seen = decode(play(env, {0: "to_work:waste>0"}).obs[agent(0)]["observation"], env.config)
+    before = assert_table(env, before, {0: {"waste": [], "work": [["9C", "**"], [], [], []]}})
+    assert seen["work"][0] == ["9C", "**"] and seen["work_exposed"][0] == "**"
+    jokers = {n for n in legal(env, 0) if n.startswith("joker_lake")}
+    assert jokers == {f"joker_lake:work0:{s}" for s in SUITS}, f"an uncovered joker is wild, got {jokers}"
+    t = play(env, {0: "joker_lake:work0:H"})  # onto the 2H, not as a red 8
+    assert_table(env, before, {0: {"work": [["9C"], [], [], []]}}, lake=[[["AH", 1], ["2H", 1], ["*3H", 0]]])
+    assert t.rewards == [1.0, 0.0]
+
+
+def test_jokers__a_card_covering_a_wild_joker_fixes_it_as_the_card_it_stands_for() -> None:
+    seat0 = {"nertz": ["KS", "7C"], "waste": ["**"], "work": [["9C"]]}
+    env = build({"num_players": 2, "jokers": 1}, {0: seat0}, [suit("D", 1, 7), suit("H", 1, 2)])
+    before = env.snapshot()
+    play(env, {0: "to_work:waste>0"})
+    assert "to_work:nertz>0" in legal(env, 0), "a black 7 goes on a wild joker lying on the 9C"
+    play(env, {0: "to_work:nertz>0"})
+    assert_table(env, before, {0: {"nertz": ["KS"], "waste": [], "work": [["9C", "*8r", "7C"], [], [], []]}})
+    play(env, {0: "run:work0>1x1"})  # uncovered again, it stays a red 8: the 7D takes it, the 2H does not
+    jokers = {n for n in legal(env, 0) if n.startswith("joker_lake")}
+    assert jokers == {"joker_lake:work0:D"}, f"a joker fixed as a red 8 must go on 7D only, got {jokers}"
+
+
+def test_jokers__a_wild_joker_on_a_card_takes_only_cards_that_fit_where_it_lies() -> None:
+    seat0 = {"nertz": ["KS", "7H"], "waste": ["7C"], "work": [["9C", "**"], ["8D", "7S"], ["**"]]}
+    env = build({"num_players": 2, "jokers": 2}, {0: seat0})
+    moves = legal(env, 0)
+    assert {"to_work:waste>0", "run:work1>0x1"} <= moves, "a black 7 fits a joker lying on the 9C"
+    assert "to_work:nertz>0" not in moves, "a red 7 cannot cover a joker that stands for a red 8"
+    assert "run:work1>0x2" not in moves, "the 8D cannot cover a joker that stands for a red 8"
+    assert {"to_work:nertz>2", "run:work1>2x2"} <= moves, "a lone joker still takes any card below a king"
+    assert "run:work0>2x1" not in moves, "a joker cannot go on a joker alone on its pile"
+
+
+def test_jokers__a_wild_joker_moved_alone_to_another_pile_stays_wild() -> None:
+    seat0 = {"nertz": ["KS", "3D"], "work": [["9C", "**"], ["5H"], ["AS"], ["TD"]]}
+    env = build({"num_players": 2, "jokers": 1}, {0: seat0}, [[["AH", 1], ["2H", 1]]])
+    before = env.snapshot()
+    moves = legal(env, 0)
+    assert "run:work0>1x1" in moves, "an uncovered joker moves alone onto any card above an ace"
+    assert "run:work0>2x1" not in moves, "nothing is lower than an ace"
+    assert "run:work0>3x2" in moves and "run:work0>1x2" not in moves, "the 9C takes its joker along"
+    play(env, {0: "run:work0>1x1"})
+    before = assert_table(env, before, {0: {"work": [["9C"], ["5H", "**"], ["AS"], ["TD"]]}})
+    moves = legal(env, 0)
+    assert {f"joker_lake:work1:{s}" for s in SUITS} <= moves, "the moved joker is still wild"
+    assert "to_work:nertz>1" in moves, "on the 5H the joker stands for a black 4, which takes the 3D"
+    play(env, {0: "to_work:nertz>1"})
+    assert_table(env, before, {0: {"nertz": ["KS"], "work": [["9C"], ["5H", "*4b", "3D"], ["AS"], ["TD"]]}})
+
+
+def test_jokers__a_wild_joker_tucked_over_a_card_stays_wild() -> None:
+    seat0 = {"nertz": ["KS", "5H"], "work": [["**"], ["9C"]]}
+    env = build({"num_players": 2, "jokers": 1, "allow_tuck": True}, {0: seat0})
+    before = env.snapshot()
+    assert "tuck:nertz>0" in legal(env, 0)
+    play(env, {0: "tuck:nertz>0"})
+    assert_table(env, before, {0: {"nertz": ["KS"], "work": [["5H", "**"], ["9C"], [], []]}})
+    assert {f"joker_lake:work0:{s}" for s in SUITS} <= legal(env, 0)
+
+
+@pytest.mark.parametrize(
+    ("pile", "message"),
+    [
+        (["9C", "**", "7S"], r"snapshot\.players\[0\]\.work\[0\]\[1\]: a covered joker has a value"),
+        (["**", "**"], r"snapshot\.players\[0\]\.work\[0\]\[0\]: a covered joker has a value"),
+        (["AH", "**"], r"snapshot\.players\[0\]\.work\[0\]\[1\]: a joker cannot lie on AH"),
+    ],
+)
+def test_jokers__a_snapshot_with_a_joker_covered_or_on_an_ace_is_refused(pile: list, message: str) -> None:
+    with pytest.raises(SnapshotError, match=message):
+        build({"num_players": 2, "jokers": 2}, {0: {"work": [pile]}})
 
 
 def test_jokers__a_card_on_a_lone_joker_fixes_it() -> None:

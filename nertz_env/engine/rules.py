@@ -136,7 +136,10 @@ def card_colour(c):
 
 @_jit(inline=True)
 def can_stack(upper, lower):
-    """May ``upper`` go onto the exposed work-pile card ``lower`` (one rank lower, other colour)?"""
+    """May ``upper`` go onto a work pile whose exposed value is ``lower`` (one rank lower, other colour)?
+
+    ``lower`` is the pile's :func:`exposed_value`: ``JOKER`` only for a joker alone on its pile, which takes
+    any card below a king; a joker goes on any card above an ace."""
     if lower == JOKER:
         return upper != JOKER and card_rank(upper) <= 11
     if upper == JOKER:
@@ -150,12 +153,26 @@ def fixed_value(rank, colour):
 
 
 @_jit(inline=True)
+def exposed_value(top, below):
+    """Stacking value of a work pile's exposed card ``top`` lying on ``below`` (-1: nothing below).
+
+    A joker that no card covers stays wild (``JOKER`` on the pile, any suit in the lake); lying on a card it
+    continues the run, so cards stack on it as on a card one rank lower and of the other colour than
+    ``below``. Alone on its pile it has no value (``JOKER``)."""
+    if top == JOKER and below >= 0:
+        return fixed_value(card_rank(below) - 1, 1 - card_colour(below))
+    return top
+
+
+@_jit(inline=True)
 def joined(upper, lower):
-    """The two cards after ``upper`` was stacked on ``lower``: a joker among them takes its value."""
+    """The two cards after ``upper`` was stacked on a pile of exposed value ``lower`` (:func:`exposed_value`).
+
+    The covered card becomes ``lower``: a wild joker is fixed at the value it had there, and a joker alone
+    on its pile takes the value ``upper`` continues. ``upper`` stays as it is: a joker uncovered on top is
+    still wild."""
     if lower == JOKER:
         return upper, fixed_value(card_rank(upper) + 1, 1 - card_colour(upper))
-    if upper == JOKER:
-        return fixed_value(card_rank(lower) - 1, 1 - card_colour(lower)), lower
     return upper, lower
 
 
@@ -183,6 +200,15 @@ def source_top(S, t, p, src):
     i = src - 2
     n = S.work_len[t, p, i]
     return S.work[t, p, i, n - 1] if n > 0 else -1
+
+
+@_jit(inline=True)
+def pile_value(S, t, p, j):
+    """Stacking value of work pile ``j``'s exposed card (:func:`exposed_value`), or -1 when it is empty."""
+    n = S.work_len[t, p, j]
+    if n == 0:
+        return -1
+    return exposed_value(S.work[t, p, j, n - 1], S.work[t, p, j, n - 2] if n > 1 else -1)
 
 
 @_jit(inline=True)
@@ -303,7 +329,7 @@ def compute_mask(S, t, p):
                 if n == 0:
                     if not (nertz_first and src != 0):
                         m[t, p, act[L_TOWORK] + src * w + j] = 1
-                elif can_stack(c, S.work[t, p, j, n - 1]):
+                elif can_stack(c, pile_value(S, t, p, j)):
                     m[t, p, act[L_TOWORK] + src * w + j] = 1
             if act[L_TUCK] >= 0 and any_empty and not (nertz_first and src != 0):
                 for j in range(w):
@@ -316,6 +342,7 @@ def compute_mask(S, t, p):
         if ni == 0:
             continue
         base_i = S.work[t, p, i, 0]
+        top_i = S.work[t, p, i, ni - 1]
         for j in range(w):
             if j == i:
                 continue
@@ -327,18 +354,20 @@ def compute_mask(S, t, p):
                     for length in range(1, ni + 1):
                         m[t, p, first + length - 1] = 1
                 continue
-            lower = S.work[t, p, j, nj - 1]
-            if lower == JOKER:
+            lower = pile_value(S, t, p, j)
+            if lower == JOKER:  # a joker alone on pile j takes the bottom of any run below a king
                 for k in range(ni):
                     if can_stack(S.work[t, p, i, k], lower):
                         m[t, p, first + ni - k - 1] = 1
-            elif base_i == JOKER:  # a joker with no value lies alone on pile i
-                if can_stack(base_i, lower):
-                    m[t, p, first] = 1
-            else:
+                continue
+            if top_i == JOKER and can_stack(top_i, lower):  # a wild joker on top of pile i moves alone
+                m[t, p, first] = 1
+            if base_i != JOKER:  # (a joker at the bottom is alone on its pile, or fixed)
                 k = card_rank(base_i) - (card_rank(lower) - 1)
-                if 0 <= k < ni and card_colour(S.work[t, p, i, k]) != card_colour(lower):
-                    m[t, p, first + ni - k - 1] = 1
+                if 0 <= k < ni:
+                    c = S.work[t, p, i, k]
+                    if c != JOKER and card_colour(c) != card_colour(lower):
+                        m[t, p, first + ni - k - 1] = 1
     if act[L_CALL] >= 0:
         m[t, p, act[L_CALL]] = 1
     if act[L_ROTATE] >= 0 and S.stock_len[t, p] >= 2:
@@ -351,7 +380,7 @@ def place_on_work(S, t, p, j, c):
     """Put card ``c`` on work pile ``j`` (stacking rules already checked)."""
     n = S.work_len[t, p, j]
     if n > 0:
-        c, lower = joined(c, S.work[t, p, j, n - 1])
+        c, lower = joined(c, pile_value(S, t, p, j))
         S.work[t, p, j, n - 1] = lower
     S.work[t, p, j, n] = c
     S.work_len[t, p, j] = n + 1
@@ -438,7 +467,7 @@ def apply_action(S, t, p, a):
         start = ni - length
         bottom = S.work[t, p, i, start]
         if nj > 0:
-            bottom, lower = joined(bottom, S.work[t, p, j, nj - 1])
+            bottom, lower = joined(bottom, pile_value(S, t, p, j))
             S.work[t, p, j, nj - 1] = lower
         S.work[t, p, j, nj] = bottom
         for x in range(1, length):
