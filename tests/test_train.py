@@ -510,3 +510,61 @@ def test_train__a_short_self_play_run_beats_random(tmp_path: object) -> None:
 def test_train__a_longer_self_play_run_beats_greedy(tmp_path: object) -> None:
     row = _learn_and_evaluate(os.path.join(str(tmp_path), "run"), 256 * 1024, "greedy", deals=20)
     assert row["diff_low"] > 0, row
+
+
+# ---------------------------------------------------------------- behaviour cloning (train/imitate.py)
+def test_imitation_returns__discount_the_shaped_rewards_backwards() -> None:
+    from nertz_env.train.imitate import _returns
+
+    # 3 steps: the Nertz pile goes 3 -> 2 -> 2, rewards 1, 0, -4 (the round's end penalty for 2 cards)
+    got = _returns([1.0, 0.0, -4.0], [3, 2, 2], gamma=0.5, coef=2.0, scale=1.0)
+    # shaped: r0 = 1 + (-4 - -6) = 3; r1 = 0 + (-4 - -4) = 0; r2 = -4 + (0 - -4) = 0
+    np.testing.assert_allclose(got, [3.0 + 0.5 * 0.0 + 0.25 * 0.0, 0.0, 0.0])
+    plain = _returns([1.0, 0.0, -4.0], [3, 2, 2], gamma=1.0, coef=0.0, scale=1.0)
+    np.testing.assert_allclose(plain, [-3.0, -4.0, -4.0])
+
+
+def test_imitation__fits_the_teacher_and_writes_a_policy_that_init_from_and_eval_read(tmp_path: Any) -> None:
+    from nertz_env.train.imitate import imitate
+
+    out = str(tmp_path / "bc.zip")
+    res = imitate(out, teacher="heuristic", num_players=3, samples=6000, seed=3, net_arch=[64], epochs=10, log=_quiet)
+    assert res["samples"] >= 6000 and res["accuracy"] > 0.6, res
+    meta = read_meta(out)
+    assert meta["num_players"] == 3 and meta["mode"] == "imitation"
+    agent = make_agent(out + ":deterministic=true")
+    env = nertz_env.parallel_env(num_players=3)
+    obs, _ = env.reset(seed=1)
+    agent.reset(env.config, 0, seed=0)
+    for _ in range(30):
+        a = agent.act(obs["player_0"]["observation"], obs["player_0"]["action_mask"])
+        assert obs["player_0"]["action_mask"][a] == 1
+        obs, *_ = env.step({"player_0": a, "player_1": 0, "player_2": 0})
+    trainer = Trainer(_tiny(str(tmp_path / "run"), num_players=3, net_arch=[64], init_from=out), log=_quiet)
+    p = trainer.model.policy.state_dict()
+    from nertz_env.train.policy_agent import load_policy
+
+    q = load_policy(out)[0].state_dict()
+    assert all(torch.equal(p[k], q[k]) for k in q)
+    with pytest.raises(ValueError, match="samples"):
+        imitate(out, teacher="heuristic", samples=0, log=_quiet)
+
+
+def test_learning_curve_plot__draws_eval_csv_and_reports_a_missing_file(tmp_path: Any) -> None:
+    pytest.importorskip("matplotlib")
+    from nertz_env.train.evaluate import EvalRow, append_csv
+    from nertz_env.train.plot import main as plot_main
+    from nertz_env.train.plot import read_eval
+
+    rows = [
+        EvalRow(t, b, 10, 40, 1.0, 0.5, 2.0, d, d - 1, d + 1, 0.2, 0.3, 0, 1.0, "x.zip")
+        for t, d in ((100, -2.0), (200, 0.5))
+        for b in ("heuristic", "search")
+    ]
+    append_csv(str(tmp_path / "eval.csv"), rows)
+    got = read_eval(str(tmp_path))
+    assert [r["diff"] for r in got["search"]] == [-2.0, 0.5]
+    out = tmp_path / "curve.png"
+    assert plot_main([str(tmp_path), "--out", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert plot_main([str(tmp_path / "nowhere")]) == 2

@@ -1,0 +1,100 @@
+"""The learning curve of a run: ``python -m nertz_env.train.plot RUN_DIR [--out curve.png]``.
+
+Reads the run's ``eval.csv`` (the periodic duplicate-deal evaluations against the baselines) and, when
+TensorBoard is installed, the training episodes' mean round score (``rollout/ep_rew_mean``, unshaped), and
+draws both against learner transitions: the top panel the policy's score minus the baseline seats' score per
+baseline with its 95% interval, the bottom panel the training score. Needs matplotlib (the ``eval`` extra).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import glob
+import os
+import sys
+from collections import defaultdict
+
+
+def read_eval(run_dir: str) -> dict[str, list[dict[str, float]]]:
+    """``eval.csv`` rows grouped by baseline, in timestep order."""
+    path = os.path.join(run_dir, "eval.csv")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path} does not exist (was the run evaluated? eval_every > 0)")
+    rows: dict[str, list[dict[str, float]]] = defaultdict(list)
+    with open(path, newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            rows[r["baseline"]].append(
+                {k: float(r[k]) for k in ("timesteps", "diff", "diff_low", "diff_high", "score", "baseline_score")}
+            )
+    for v in rows.values():
+        v.sort(key=lambda r: r["timesteps"])
+    return dict(rows)
+
+
+def read_training_scores(run_dir: str) -> list[tuple[int, float]]:
+    """``rollout/ep_rew_mean`` from the run's TensorBoard logs (empty without tensorboard or logs)."""
+    try:
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    except ImportError:
+        return []
+    points: list[tuple[int, float]] = []
+    for d in sorted(glob.glob(os.path.join(run_dir, "tb", "*"))):
+        acc = EventAccumulator(d)
+        acc.Reload()
+        if "rollout/ep_rew_mean" in acc.Tags().get("scalars", []):
+            points += [(e.step, e.value) for e in acc.Scalars("rollout/ep_rew_mean")]
+    return sorted(points)
+
+
+def plot(run_dir: str, out: str, title: str | None = None, offset: int = 0) -> str:
+    """Draw the curve of ``run_dir`` to ``out``; ``offset`` shifts the x axis (transitions of earlier phases)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    evals = read_eval(run_dir)
+    train = read_training_scores(run_dir)
+    fig, axes = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+    ax = axes[0]
+    for baseline, rows in evals.items():
+        x = [(r["timesteps"] + offset) / 1e6 for r in rows]
+        ax.plot(x, [r["diff"] for r in rows], "o-", label=f"vs 3x {baseline}")
+        ax.fill_between(x, [r["diff_low"] for r in rows], [r["diff_high"] for r in rows], alpha=0.2)
+    ax.axhline(0.0, color="grey", lw=1)
+    ax.axhline(3.0, color="grey", ls="--", lw=1, label="the bar (+3 vs search)")
+    ax.set_ylabel("policy - baseline seats\n(points per round, 95% CI)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.set_title(title or f"learning curve: {run_dir}")
+    ax = axes[1]
+    if train:
+        ax.plot([(s + offset) / 1e6 for s, _ in train], [v for _, v in train], lw=1)
+    ax.set_ylabel("training rounds:\nmean score (unshaped)")
+    ax.set_xlabel("learner transitions (millions)")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m nertz_env.train.plot", description=__doc__.split("\n")[0])
+    ap.add_argument("run_dir")
+    ap.add_argument("--out", help="PNG path (default RUN_DIR/learning_curve.png)")
+    ap.add_argument("--title")
+    args = ap.parse_args(argv)
+    try:
+        path = plot(args.run_dir, args.out or os.path.join(args.run_dir, "learning_curve.png"), args.title)
+    except FileNotFoundError as e:
+        print(f"plot: error: {e}", file=sys.stderr)
+        return 2
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
