@@ -2,7 +2,8 @@
 
 A spec is either a scripted agent's name with optional parameters (``name`` or ``name:key=value,key=value``)
 or a path to a checkpoint file whose suffix has a registered loader (``runs/ppo.zip``; parameters may follow
-the path the same way). The training code registers the loader for SB3 ``.zip`` checkpoints with
+the path the same way), or the name of a trained policy shipped in ``models/`` (``"ppo"``: it plays its
+most probable action unless given ``deterministic=false``). The training code registers the loader for SB3 ``.zip`` checkpoints with
 :func:`register_loader`; when no loader is registered for a suffix, ``make_agent`` first tries importing
 ``nertz_env.train`` (which registers its loaders on import).
 
@@ -34,6 +35,8 @@ _FACTORIES: dict[str, Any] = {
 }
 _LOADERS: dict[str, Callable[..., Agent]] = {}
 _TRAIN_MODULE = "nertz_env.train"
+#: trained policies shipped with the package (``models/<name>.zip``), playable by name (``"ppo"``)
+MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
 
 
 class AgentSpecError(ValueError):
@@ -56,9 +59,20 @@ def register_agent(name: str, factory: Callable[..., Agent], params: dict[str, t
     _FACTORIES[name] = factory
 
 
+def shipped_models() -> dict[str, str]:
+    """Trained policies that come with the package: name -> file (they need the ``train`` extra to play)."""
+    if not os.path.isdir(MODELS_DIR):
+        return {}
+    return {
+        os.path.splitext(f)[0]: os.path.join(MODELS_DIR, f)
+        for f in sorted(os.listdir(MODELS_DIR))
+        if f.endswith(".zip")
+    }
+
+
 def known_agents() -> list[str]:
-    """Names ``make_agent`` accepts (checkpoint suffixes aside)."""
-    return sorted(_FACTORIES)
+    """Names ``make_agent`` accepts (checkpoint paths aside): scripted agents and shipped models."""
+    return sorted(set(_FACTORIES) | set(shipped_models()))
 
 
 def _parse_value(text: str, kind: type, key: str, name: str) -> Any:
@@ -128,6 +142,11 @@ def make_agent(spec: str) -> Agent:
         if rest:
             agent.name = spec
         return agent
+    shipped = shipped_models().get(head)
+    if shipped is not None:  # a shipped model plays its most probable action unless told otherwise
+        params = {"deterministic": "true", "name": head, **_split_params(rest, head)}
+        rest = ",".join(f"{k}={v}" for k, v in params.items())
+        head = shipped
     if _looks_like_path(head):
         if not os.path.isfile(head):
             raise FileNotFoundError(f"checkpoint file not found: {head}")

@@ -568,3 +568,17 @@ def test_learning_curve_plot__draws_eval_csv_and_reports_a_missing_file(tmp_path
     assert plot_main([str(tmp_path), "--out", str(out)]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert plot_main([str(tmp_path / "nowhere")]) == 2
+
+
+def test_shipped_models__play_by_name_deterministically(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nertz_env.agents import registry
+    from nertz_env.train.imitate import imitate
+
+    models = tmp_path / "models"
+    models.mkdir()
+    imitate(str(models / "tiny.zip"), teacher="greedy", num_players=2, samples=500, net_arch=[16], epochs=1, log=_quiet)
+    monkeypatch.setattr(registry, "MODELS_DIR", str(models))
+    assert "tiny" in registry.known_agents()
+    agent = make_agent("tiny")
+    assert agent.name == "tiny" and agent.deterministic
+    assert not make_agent("tiny:deterministic=false").deterministic
