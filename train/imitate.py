@@ -101,8 +101,8 @@ def collect(
     total = 0
     while total < samples:
         obs, _ = env.reset(seed=seed + games)
-        for s, a in enumerate(agents):
-            a.reset(env.config, s, seed=(seed + games) * 16 + s)
+        for s, agent in enumerate(agents):
+            agent.reset(env.config, s, seed=(seed + games) * 16 + s)
         names = list(env.agents)
         rewards: list[list[float]] = [[] for _ in names]
         counts: list[list[int]] = [[] for _ in names]
@@ -162,7 +162,7 @@ def build_policy(
     act_fn = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[activation]
     obs_space = gymnasium.spaces.Box(0.0, 1.0, (ObsLayout(config).size,), np.float32)
     act_space = gymnasium.spaces.Discrete(action_table(config).n)
-    kwargs = {"net_arch": {"pi": list(net_arch), "vf": list(net_arch)}, "activation_fn": act_fn}
+    kwargs: dict[str, Any] = {"net_arch": {"pi": list(net_arch), "vf": list(net_arch)}, "activation_fn": act_fn}
     policy = MaskableActorCriticPolicy(obs_space, act_space, lambda _: lr, **kwargs)
     return policy, kwargs
 
