@@ -92,6 +92,8 @@ class NertzParallelEnv(ParallelEnv):
         self.action_spaces = {a: gymnasium.spaces.Discrete(self.actions.n) for a in self.possible_agents}
         self._state = allocate(self.config, 1)
         self._actions = np.zeros((1, n), dtype=np.int64)
+        # the compiled step for this env's own arrays, without the per-call type dispatch (see batch.bound)
+        self._step_table = batch.bound(step_block, self._state, self._actions, False, 0, 1)
         self._seeded = False
         self._warned_options = False
         self._team = self.config.team_of
@@ -148,11 +150,10 @@ class NertzParallelEnv(ParallelEnv):
             raise RuntimeError("step() called with no live agents: the episode is over (or reset() was not called)")
         if not isinstance(actions, dict):
             raise ValueError(f"actions must be a dict from agent name to action, got {type(actions).__name__}")
-        acts = self._actions
-        acts[0, :] = 0
         seat = self._seat
         mask = self._state.mask[0]
         n_act = self.actions.n
+        row = [0] * len(self.possible_agents)  # a live agent left out waits
         missing = set(self.agents)
         for agent, value in actions.items():
             p = seat.get(agent)
@@ -160,22 +161,24 @@ class NertzParallelEnv(ParallelEnv):
                 why = "unknown agent" if p is None else "agent not live (or named twice)"
                 raise ValueError(f"{why} {agent!r}; the live agents are {self.agents}")
             missing.discard(agent)
-            a = _as_action(agent, value)
+            a = value if type(value) is int else _as_action(agent, value)  # plain ints skip the checks
             if a is None or not 0 <= a < n_act or not mask[p, a]:
                 if self.illegal_action == "raise":
                     raise ValueError(f"action {value!r} of {agent!r} is not legal now (see the action_mask)")
                 a = -1
-            acts[0, p] = a
+            row[p] = a
         if missing and self.illegal_action == "raise":
             raise ValueError(f"no action given for live agent(s) {sorted(missing)}")
         S = self._state
-        step_block(S, acts, False, 0, 1)
+        acts = self._actions
+        acts[0] = row
+        self._step_table(S, acts, False, 0, 1)
         obs = self._observations()
-        rew = S.rewards[0].tolist()
-        illegal = S.illegal[0].tolist()
-        lost = S.lost_race[0].tolist()
-        applied = S.applied[0].tolist()
-        done = int(S.done[0])
+        rew = S.rewards.tolist()[0]
+        illegal = S.illegal.tolist()[0]
+        lost = S.lost_race.tolist()[0]
+        applied = S.applied.tolist()[0]
+        done = S.done.item(0)
         term = done != DONE_NO and done != DONE_TRUNCATED
         trunc = done == DONE_TRUNCATED
         agents = self.agents
@@ -188,7 +191,7 @@ class NertzParallelEnv(ParallelEnv):
         }
         for name in missing:
             infos[name]["missing_action"] = True
-        if S.round_end[0]:
+        if S.round_end.item(0):
             self._add_round_infos(infos)
         if done != DONE_NO:
             self.agents = []

@@ -36,7 +36,7 @@ import numpy as np
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.engine import batch
-from nertz_env.engine.rules import reset_block
+from nertz_env.engine.rules import reset_block, sample_block, step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate, nbytes
 from nertz_env.observation import ObsLayout
 from nertz_env.snapshot import restore_table, snapshot_table
@@ -87,6 +87,10 @@ class NertzVectorEnv(gymnasium.vector.VectorEnv):
         self._state = allocate(self.config, self.num_envs)
         self._agent_rng = np.zeros(self.num_envs, dtype=np.uint64)
         self._sampled = np.zeros((self.num_envs, p), dtype=np.int64)
+        self._acts = np.zeros((self.num_envs, p), dtype=np.int64)
+        # compiled entry points for this batch's own arrays, without the per-call type dispatch
+        self._step_fn = batch.bound(step_block, self._state, self._acts, True, 0, 1)
+        self._sample_fn = batch.bound(sample_block, self._state.mask, self._agent_rng, self._sampled, 0, 1)
         self._started = False
 
     # ------------------------------------------------------------------ Gymnasium API
@@ -123,10 +127,11 @@ class NertzVectorEnv(gymnasium.vector.VectorEnv):
             )
         if not np.issubdtype(acts.dtype, np.integer):
             raise ValueError(f"actions must be integers, got dtype {acts.dtype}")
-        acts = np.ascontiguousarray(acts, dtype=np.int64)
+        self._acts[...] = acts  # into the batch's own int64 buffer, the type the bound step expects
+        acts = self._acts
         S = self._state
         was_done = S.done != DONE_NO if self.autoreset else None
-        batch.step(S, acts, self.autoreset)
+        batch.step(S, acts, self.autoreset, self._step_fn)
         done = S.done
         term = (done != DONE_NO) & (done != DONE_TRUNCATED)
         trunc = done == DONE_TRUNCATED
@@ -167,7 +172,7 @@ class NertzVectorEnv(gymnasium.vector.VectorEnv):
     def sample_actions(self) -> np.ndarray:
         """Uniformly random legal actions for every seat, drawn from the batch's agent generator (never the
         game's), compiled: the fast random baseline for benchmarks and smoke tests."""
-        batch.sample(self._state.mask, self._agent_rng, self._sampled)
+        batch.sample(self._state.mask, self._agent_rng, self._sampled, self._sample_fn)
         return self._sampled.copy() if self.copy else self._sampled
 
     def snapshot(self, table: int) -> dict[str, Any]:

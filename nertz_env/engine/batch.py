@@ -57,6 +57,23 @@ def _run(fn: Callable[..., None], args: tuple, n: int) -> None:
         f.result()
 
 
+def bound(fn: Callable[..., None], *args: object) -> Callable[..., None]:
+    """``fn``'s compiled entry point for exactly the types of ``args`` (compiling it if needed).
+
+    Calling a numba dispatcher works out the type of every argument first, which for the table state (a
+    tuple of some 40 arrays) costs about as much as stepping one table. An object that always passes arrays
+    of the same types (an environment over its own state) can call the entry point instead, which only
+    unboxes them. Without numba's JIT (``NUMBA_DISABLE_JIT=1``) this returns ``fn`` itself.
+    """
+    overloads = getattr(fn, "overloads", None)
+    if overloads is None:  # a plain Python function
+        return fn
+    types = tuple(fn.typeof_pyval(a) for a in args)  # type: ignore[attr-defined]
+    if types not in overloads:
+        fn.compile(types)  # type: ignore[attr-defined]
+    return overloads[types].entry_point  # type: ignore[no-any-return]
+
+
 def reset(state: TableState, seeds: np.ndarray) -> None:
     """Seed table t with ``seeds[t]`` (uint64) and deal every table a new episode."""
     _run(reset_seeded_block, (state, seeds), len(seeds))
@@ -67,11 +84,17 @@ def reset_continue(state: TableState) -> None:
     _run(reset_block, (state,), state.tick.shape[0])
 
 
-def step(state: TableState, actions: np.ndarray, autoreset: bool = False) -> None:
-    """One tick on every table; ``actions``: int64, shape (tables, players)."""
-    _run(step_block, (state, actions, autoreset), actions.shape[0])
+def step(
+    state: TableState, actions: np.ndarray, autoreset: bool = False, fn: Callable[..., None] = step_block
+) -> None:
+    """One tick on every table; ``actions``: int64, shape (tables, players). ``fn``: ``step_block`` or its
+    :func:`bound` entry point for these arrays."""
+    _run(fn, (state, actions, autoreset), actions.shape[0])
 
 
-def sample(mask: np.ndarray, rng: np.ndarray, out: np.ndarray) -> None:
-    """Uniformly random legal actions into ``out`` (int64, (tables, players)), drawn from ``rng``."""
-    _run(sample_block, (mask, rng, out), mask.shape[0])
+def sample(
+    mask: np.ndarray, rng: np.ndarray, out: np.ndarray, fn: Callable[..., None] = sample_block
+) -> None:
+    """Uniformly random legal actions into ``out`` (int64, (tables, players)), drawn from ``rng``.
+    ``fn``: ``sample_block`` or its :func:`bound` entry point for these arrays."""
+    _run(fn, (mask, rng, out), mask.shape[0])
