@@ -71,7 +71,7 @@ def bound(fn: Callable[..., None], *args: object) -> Callable[..., None]:
     types = tuple(fn.typeof_pyval(a) for a in args)  # type: ignore[attr-defined]
     if types not in overloads:
         fn.compile(types)  # type: ignore[attr-defined]
-    return overloads[types].entry_point  # type: ignore[no-any-return]
+    return overloads[types].entry_point
 
 
 def reset(state: TableState, seeds: np.ndarray) -> None:
