@@ -582,3 +582,22 @@ def test_shipped_models__play_by_name_deterministically(tmp_path: Any, monkeypat
     agent = make_agent("tiny")
     assert agent.name == "tiny" and agent.deterministic
     assert not make_agent("tiny:deterministic=false").deterministic
+
+
+def test_the_shipped_model__loads_plays_legally_and_refuses_other_tables() -> None:
+    from nertz_env.agents.registry import shipped_models
+    from nertz_env.train.meta import IncompatibleCheckpointError
+
+    assert "ppo" in shipped_models(), "agents/models/ppo.zip is missing from the package"
+    agent = make_agent("ppo")
+    env = nertz_env.parallel_env(num_players=4)
+    obs, _ = env.reset(seed=3)
+    agent.reset(env.config, 0, seed=0)
+    for _ in range(40):
+        a = agent.act(obs["player_0"]["observation"], obs["player_0"]["action_mask"])
+        assert obs["player_0"]["action_mask"][a] == 1
+        obs, *_ = env.step({name: (a if name == "player_0" else 0) for name in env.agents})
+        if not env.agents:
+            break
+    with pytest.raises(IncompatibleCheckpointError, match="player"):
+        agent.reset(nertz_env.make_config(num_players=3), 0)
