@@ -293,7 +293,7 @@ def test_parse_rule__json_values_and_text() -> None:
     [
         (
             ["round-robin", "random", "nobody"],
-            "unknown agent 'nobody'; known agents: greedy, heuristic, random",
+            "unknown agent 'nobody'; known agents: greedy, heuristic, ppo, random, search",
         ),
         (["round-robin", "random", "missing/model.zip"], "checkpoint file not found: missing/model.zip"),
         (["round-robin", "random", "greedy", "--players", "9"], "num_players=9 is not allowed"),
