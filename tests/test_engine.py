@@ -8,8 +8,11 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
+import nertz_env
 from nertz_env.engine import rules
+from variants import VARIANTS, variant_id
 
 ROLLOUT = """
 import json, sys, warnings
@@ -53,3 +56,30 @@ def test_table_generator__is_uniform_and_seed_dependent() -> None:
     draws = np.array([rules.rng_below(state, 0, 6) for _ in range(60_000)])
     counts = np.bincount(draws, minlength=6)
     assert counts.min() > 9_500 and counts.max() < 10_500  # about 10,000 each; 5 sigma is about 500
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=variant_id)
+def test_incremental_observations__equal_a_full_rewrite_after_every_tick(variant: dict) -> None:
+    """A tick rewrites only the parts of each view its moves touched (rules.observe_changes); after every tick
+    of random games, with some unmasked actions mixed in, the observations and masks equal those written
+    from scratch (rules.observe_table): the fast path against the simple one."""
+    tables = 24
+    venv = nertz_env.vector_env(tables, copy=False, **{**variant, "stall_ticks": 12})
+    venv.reset(seed=5)
+    S = venv._state
+    rng = np.random.default_rng(0)
+    rounds_ended = 0
+    for tick in range(300):
+        actions = venv.sample_actions().copy()
+        wild = rng.random(actions.shape) < 0.1  # unmasked actions: flagged waits that change nothing
+        actions[wild] = rng.integers(0, venv.actions.n, size=int(wild.sum()))
+        venv.step(actions)
+        rounds_ended += int((S.round_end > 0).sum())
+        fast_obs, fast_mask = S.obs.copy(), S.mask.copy()
+        for t in range(tables):
+            rules.observe_table(S, t)
+        for t, p in zip(*np.nonzero((fast_obs != S.obs).any(-1) | (fast_mask != S.mask).any(-1)), strict=True):
+            bad_obs = np.flatnonzero(fast_obs[t, p] != S.obs[t, p]).tolist()
+            bad_mask = np.flatnonzero(fast_mask[t, p] != S.mask[t, p]).tolist()
+            raise AssertionError(f"tick {tick}, table {t}, seat {p}: obs {bad_obs}, mask {bad_mask} differ")
+    assert rounds_ended > 0  # the games crossed round ends and stall rules too
