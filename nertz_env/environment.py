@@ -19,7 +19,7 @@ tick beat to the slot), ``action`` (the action applied; 0 when flagged). When a 
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium
 import numpy as np
@@ -48,6 +48,17 @@ def _as_action(agent: str, value: Any) -> int | None:
     if isinstance(value, np.ndarray) and value.size == 1 and np.issubdtype(value.dtype, np.integer):
         return int(value.reshape(()))
     raise ValueError(f"action for {agent!r} must be an integer action index, got {value!r}")
+
+
+class _Rows(NamedTuple):
+    """Views of table 0's rows of the engine arrays that ``step`` reads."""
+
+    obs: np.ndarray
+    mask: np.ndarray
+    rewards: np.ndarray
+    illegal: np.ndarray
+    lost_race: np.ndarray
+    applied: np.ndarray
 
 
 class NertzParallelEnv(ParallelEnv):
@@ -97,6 +108,10 @@ class NertzParallelEnv(ParallelEnv):
         self._seeded = False
         self._warned_options = False
         self._team = self.config.team_of
+        self._live = frozenset(self.possible_agents)  # the live agents whenever any are: all seats play to the end
+        self._num_actions = self.actions.n
+        # the table's rows of the engine's output arrays, made once (the arrays are written in place, never replaced)
+        self._rows = _Rows(*(getattr(self._state, f)[0] for f in _Rows._fields))
 
     # ------------------------------------------------------------------ PettingZoo API
     def observation_space(self, agent: str) -> gymnasium.spaces.Space:
@@ -146,14 +161,57 @@ class NertzParallelEnv(ParallelEnv):
         dict[str, dict[str, Any]],
     ]:
         """One tick: every live agent's action, applied in this tick's seeded order."""
-        if not self.agents:
+        agents = self.agents
+        if not agents:
             raise RuntimeError("step() called with no live agents: the episode is over (or reset() was not called)")
         if not isinstance(actions, dict):
             raise ValueError(f"actions must be a dict from agent name to action, got {type(actions).__name__}")
+        n_act = self._num_actions
+        row = self._actions[0]
+        missing: set[str] = set()
+        if self.illegal_action == "noop" and actions.keys() == self._live:
+            # the common case: every live agent named once. Legality is the compiled step's to check (it flags
+            # a masked-out or out-of-range action and applies a wait); here only the type is.
+            seat = self._seat
+            for agent, value in actions.items():
+                a = value if type(value) is int else _as_action(agent, value)
+                row[seat[agent]] = -1 if a is None or not 0 <= a < n_act else a
+        else:
+            missing = self._checked_row(actions, row)
+        S = self._state
+        self._step_table(S, self._actions, False, 0, 1)
+        obs = self._observations()
+        done = S.done.item(0)
+        term = done != DONE_NO and done != DONE_TRUNCATED
+        trunc = done == DONE_TRUNCATED
+        # every seat is live until the episode ends, so the live agents are the seats in order
+        rows = self._rows
+        rewards = dict(zip(agents, rows.rewards.tolist()))  # noqa: B905 (one value per seat by construction)
+        terminations = dict.fromkeys(agents, term)
+        truncations = dict.fromkeys(agents, trunc)
+        infos = {
+            a: {"illegal": i == 1, "lost_race": lost == 1, "action": applied}
+            for a, i, lost, applied in zip(  # noqa: B905
+                agents, rows.illegal.tolist(), rows.lost_race.tolist(), rows.applied.tolist()
+            )
+        }
+        for name in missing:
+            infos[name]["missing_action"] = True
+        if S.round_end.item(0):
+            self._add_round_infos(infos)
+        if done != DONE_NO:
+            self.agents = []
+        if self.render_mode == "human":
+            self.render()
+        return obs, rewards, terminations, truncations, infos
+
+    def _checked_row(self, actions: dict[str, Any], row: np.ndarray) -> set[str]:
+        """Fill ``row`` (one action per seat) from ``actions``, checking every name, and in ``"raise"`` mode every
+        action's legality, before anything changes. Returns the live agents left out (they wait)."""
         seat = self._seat
         mask = self._state.mask[0]
         n_act = self.actions.n
-        row = [0] * len(self.possible_agents)  # a live agent left out waits
+        values = [0] * len(self.possible_agents)  # a live agent left out waits
         missing = set(self.agents)
         for agent, value in actions.items():
             p = seat.get(agent)
@@ -166,43 +224,19 @@ class NertzParallelEnv(ParallelEnv):
                 if self.illegal_action == "raise":
                     raise ValueError(f"action {value!r} of {agent!r} is not legal now (see the action_mask)")
                 a = -1
-            row[p] = a
+            values[p] = a
         if missing and self.illegal_action == "raise":
             raise ValueError(f"no action given for live agent(s) {sorted(missing)}")
-        S = self._state
-        acts = self._actions
-        acts[0] = row
-        self._step_table(S, acts, False, 0, 1)
-        obs = self._observations()
-        rew = S.rewards.tolist()[0]
-        illegal = S.illegal.tolist()[0]
-        lost = S.lost_race.tolist()[0]
-        applied = S.applied.tolist()[0]
-        done = S.done.item(0)
-        term = done != DONE_NO and done != DONE_TRUNCATED
-        trunc = done == DONE_TRUNCATED
-        agents = self.agents
-        rewards = {a: rew[seat[a]] for a in agents}
-        terminations = {a: term for a in agents}
-        truncations = {a: trunc for a in agents}
-        infos = {
-            a: {"illegal": bool(illegal[seat[a]]), "lost_race": bool(lost[seat[a]]), "action": applied[seat[a]]}
-            for a in agents
-        }
-        for name in missing:
-            infos[name]["missing_action"] = True
-        if S.round_end.item(0):
-            self._add_round_infos(infos)
-        if done != DONE_NO:
-            self.agents = []
-        if self.render_mode == "human":
-            self.render()
-        return obs, rewards, terminations, truncations, infos
+        row[:] = values
+        return missing
 
     def _observations(self) -> dict[str, dict[str, np.ndarray]]:
-        o = self._state.obs[0].copy()
-        m = self._state.mask[0].copy()
-        return {a: {"observation": o[i], "action_mask": m[i]} for i, a in enumerate(self.possible_agents) if a in self.agents}
+        """Each live agent's observation and mask, copied out of the engine's buffers (one copy each)."""
+        if not self.agents:
+            return {}
+        o = self._rows.obs.copy()
+        m = self._rows.mask.copy()
+        return {a: {"observation": o[i], "action_mask": m[i]} for i, a in enumerate(self.agents)}
 
     def _add_round_infos(self, infos: dict[str, dict[str, Any]]) -> None:
         S, cfg = self._state, self.config
