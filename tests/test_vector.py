@@ -154,3 +154,25 @@ def test_reset_tables__deals_what_the_autoreset_would_deal() -> None:
         np.testing.assert_array_equal(a.observations()["action_mask"][t], b.observations()["action_mask"][t])
     with pytest.raises(ValueError, match="table must be"):
         a.reset_tables([4])
+
+
+def test_batch__threaded_blocks_equal_one_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch large enough to be split across threads (one block of tables per core) gives exactly what
+    the same batch stepped as one block on the calling thread gives."""
+    from nertz_env.engine import batch
+
+    tables = batch.PARALLEL_MIN_TABLES + 44
+
+    def play(workers: int) -> list[np.ndarray]:
+        monkeypatch.setattr(batch, "WORKERS", workers)
+        assert len(batch._blocks(tables)) == workers
+        venv = nertz_env.vector_env(tables)
+        obs, _ = venv.reset(seed=11)
+        out = []
+        for _ in range(150):
+            obs, rew, *_ = venv.step(venv.sample_actions())
+            out += [obs["observation"].sum(axis=-1), obs["action_mask"], rew]
+        return out
+
+    for threaded, serial in zip(play(2), play(1), strict=True):
+        np.testing.assert_array_equal(threaded, serial)
