@@ -756,7 +756,7 @@ def observe_own(S, t, p):
     """The seat's own layout: Nertz top and count, waste and stock, work piles (slices nertz_top .. work_count)."""
     cfg = S.cfg
     off = S.obs_off
-    o = S.obs  # indexed in full: no views in hot code (see compute_mask)
+    o = S.obs  # indexed in full, as in compute_mask (clear_obs's slice assignment is the one exception)
     clear_obs(o, t, p, off[O_NTOP], off[O_LAKE])
     n = S.nertz_len[t, p]
     if n > 0:
