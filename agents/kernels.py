@@ -81,6 +81,13 @@ from nertz_env.observation import (
     ObsLayout,
 )
 
+# The kernels run without numba's reference counting (``_nrt=False``), like the engine's rules: they allocate
+# nothing, the rollouts' scratch arrays come from the caller (:func:`rollout_workspace`), and array copies are
+# plain loops (a slice assignment between arrays may allocate a temporary). Measured on the search agent's
+# own calls, side by side with the reference-counted build: 1.30 -> 1.04 ms per decision, the same values.
+_kernel = njit(cache=True, _nrt=False)
+_allocating = njit(cache=True)  # hidden_cards: one small count array per decision, not worth a parameter
+
 UNKNOWN = -2
 MAX_W = 6
 MAX_DECK = 54
@@ -121,7 +128,7 @@ def table_params(config: NertzConfig) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ---------------------------------------------------------------- reading the observation
-@njit(cache=True)
+@_kernel
 def read_card(obs, base):
     """Card code of an 18-wide card block (see nertz_env.observation); -1 for an empty block."""
     rank = -1
@@ -141,10 +148,11 @@ def read_card(obs, base):
     return -1
 
 
-@njit(cache=True)
+@_kernel
 def read_state(obs, params, s):
     """Fill state ``s`` from one observation vector of the seat."""
-    s[:] = 0
+    for k in range(s.shape[0]):
+        s[k] = 0
     w, np_, ns, d = params[P_W], params[P_P], params[P_NS], params[P_D]
     off = params[P_OFF:P_ACT]
     s[S_NTOP] = read_card(obs, off[O_NTOP])
@@ -190,25 +198,25 @@ def read_state(obs, params, s):
 
 
 # ---------------------------------------------------------------- the layout
-@njit(cache=True)
+@_kernel
 def pile_len(s, j):
     return s[S_WLEN + j]
 
 
-@njit(cache=True)
+@_kernel
 def pile_card(s, j, k):
     """Card ``k`` (from the bottom) of work pile ``j``."""
     return s[S_WORK + 13 * j + k]
 
 
-@njit(cache=True)
+@_kernel
 def exposed(s, j):
     """Exposed card of work pile ``j``, -1 when it is empty."""
     n = s[S_WLEN + j]
     return s[S_WORK + 13 * j + n - 1] if n > 0 else -1
 
 
-@njit(cache=True)
+@_kernel
 def stack_value(s, j):
     """Stacking value of work pile ``j``'s exposed card (the engine's ``exposed_value``: a wild joker on a
     card counts as the card that continues the run), -1 when it is empty."""
@@ -218,7 +226,7 @@ def stack_value(s, j):
     return exposed_value(s[S_WORK + 13 * j + n - 1], s[S_WORK + 13 * j + n - 2] if n > 1 else -1)
 
 
-@njit(cache=True)
+@_kernel
 def top_of(s, src):
     """Playable card of a source (0 Nertz, 1 waste, 2 + i work pile i); -1 empty, UNKNOWN unknown."""
     if src == 0:
@@ -228,7 +236,7 @@ def top_of(s, src):
     return exposed(s, src - 2)
 
 
-@njit(cache=True)
+@_kernel
 def empty_piles(s, w):
     n = 0
     for j in range(w):
@@ -237,7 +245,7 @@ def empty_piles(s, w):
     return n
 
 
-@njit(cache=True)
+@_kernel
 def lake_playable(s, c):
     """Can the real card ``c`` go to the lake now (an ace, or its predecessor tops a foundation)?"""
     if c < 0 or c >= 52:
@@ -245,7 +253,7 @@ def lake_playable(s, c):
     return c % 13 == 0 or s[S_LAKE + c - 1] > 0
 
 
-@njit(cache=True)
+@_kernel
 def joker_lake_card(s, c, u):
     """The real card a joker ``c`` declared as suit ``u`` stands for in the lake, or -1 when it cannot go.
 
@@ -266,7 +274,7 @@ def joker_lake_card(s, c, u):
     return -1
 
 
-@njit(cache=True)
+@_kernel
 def fits_somewhere(s, c, w, nertz_first_src):
     """Can card ``c`` (known) go onto one of the work piles (stacking, or an empty pile)?"""
     if c < 0:
@@ -282,7 +290,7 @@ def fits_somewhere(s, c, w, nertz_first_src):
 
 
 # ---------------------------------------------------------------- moves on the model
-@njit(cache=True)
+@_kernel
 def _pop(s, src):
     if src == 0:
         n = s[S_NCOUNT] - 1
@@ -301,7 +309,7 @@ def _pop(s, src):
         s[S_WLEN + j] = n
 
 
-@njit(cache=True)
+@_kernel
 def _to_lake(s, declared):
     if declared % 13 > 0:
         s[S_LAKE + declared - 1] -= 1
@@ -309,7 +317,7 @@ def _to_lake(s, declared):
     s[S_LPLAYED] += 1
 
 
-@njit(cache=True)
+@_kernel
 def _place(s, j, c):
     n = s[S_WLEN + j]
     if n > 0:
@@ -319,13 +327,13 @@ def _place(s, j, c):
     s[S_WLEN + j] = n + 1
 
 
-@njit(cache=True)
+@_kernel
 def can_flip(s):
     """Is a flip legal on the model (cards in the stock, or a waste to turn over with redeals left)?"""
     return s[S_SCOUNT] > 0 or (s[S_WCOUNT] > 0 and s[S_RECYCLE] != 0)
 
 
-@njit(cache=True)
+@_kernel
 def apply_flip(s, params):
     """Flip ``draw`` cards of the stock onto the waste (the deepest becomes the top), or turn the waste over
     as the new stock when the stock is empty (its order unknown when recycle="shuffle")."""
@@ -346,7 +354,7 @@ def apply_flip(s, params):
     s[S_WTOP] = s[S_WASTE + wl + k - 1]
 
 
-@njit(cache=True)
+@_kernel
 def apply_move(s, a, columns, params):
     """Apply the seat's action ``a`` to state ``s`` (the caller checked it is legal on the model).
 
@@ -404,7 +412,7 @@ def apply_move(s, a, columns, params):
     return False
 
 
-@njit(cache=True)
+@_kernel
 def model_moves(s, params, out):
     """Write the indices of the moves the model can simulate and that are legal on ``s`` into ``out``.
 
@@ -510,7 +518,7 @@ NEVER = -1
 WASTE_POLICIES = ("never", "nertz", "dig", "always")
 
 
-@njit(cache=True)
+@_kernel
 def pick_best(values, mask, u):
     """The legal index with the highest value, ties broken by ``u`` in [0, 1)."""
     best = -1e300
@@ -532,7 +540,7 @@ def pick_best(values, mask, u):
     return 0
 
 
-@njit(cache=True)
+@_kernel
 def _useful_exposure(s, e, w):
     """Is ``e`` (a newly exposed card, -1 for a pile just emptied) useful: the Nertz top fits on it or an
     empty pile, or the lake takes it?"""
@@ -544,7 +552,7 @@ def _useful_exposure(s, e, w):
     return lake_playable(s, e)
 
 
-@njit(cache=True)
+@_kernel
 def heuristic_priorities(s, mask, params, columns, waste_policy, banned, prio):
     """Priority of every action (see the module doc); ``NEVER`` for illegal and avoided ones."""
     w = params[P_W]
@@ -635,7 +643,7 @@ def heuristic_priorities(s, mask, params, columns, waste_policy, banned, prio):
 
 
 # ---------------------------------------------------------------- the search (see agents.search)
-@njit(cache=True)
+@_kernel
 def _gain(child, parent, value):
     """Points a move earned: ``value[0]`` per card that left the Nertz pile, ``value[1]`` per own lake card."""
     return value[0] * (child[S_NPLAYED] - parent[S_NPLAYED]) + value[1] * (
@@ -644,14 +652,14 @@ def _gain(child, parent, value):
 
 
 # ---------------------------------------------------------------- memory of the own stock and waste
-@njit(cache=True)
+@_kernel
 def _counts_fit(mem, s):
     if mem[S_SCOUNT] != s[S_SCOUNT] or mem[S_WCOUNT] != s[S_WCOUNT]:
         return False
     return mem[S_WTOP] == UNKNOWN or mem[S_WTOP] == s[S_WTOP]
 
 
-@njit(cache=True)
+@_kernel
 def _stall(mem):
     """The stall rule on a remembered stock and waste: the waste goes under the stock (turned over), then
     the stock's top card moves to its bottom."""
@@ -672,7 +680,7 @@ def _stall(mem):
     mem[S_WTOP] = -1
 
 
-@njit(cache=True)
+@_kernel
 def recall(s, predicted, before, stalled):
     """Write the remembered stock and waste into ``s`` (just read from the observation) when they fit it.
 
@@ -698,7 +706,7 @@ def recall(s, predicted, before, stalled):
     return True
 
 
-@njit(cache=True)
+@_kernel
 def _rand(rng):
     """Next 64-bit output of a splitmix64 generator kept in ``rng[0]`` (uint64)."""
     z = rng[0] + np.uint64(0x9E3779B97F4A7C15)
@@ -708,12 +716,12 @@ def _rand(rng):
     return z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True)
+@_kernel
 def _below(rng, n):
     return np.int64((_rand(rng) >> np.uint64(33)) % np.uint64(n))
 
 
-@njit(cache=True)
+@_allocating
 def hidden_cards(s, params, lake_own, out):
     """The seat's own cards it cannot place (deck minus the lake cards it played, its work piles, and every
     known card of its Nertz pile, stock and waste) into ``out``; returns how many, or -1 when that does not
@@ -746,7 +754,7 @@ def hidden_cards(s, params, lake_own, out):
     return n if n == slots else -1
 
 
-@njit(cache=True)
+@_kernel
 def determinize(s, cards, n, rng):
     """Fill the unknown slots of ``s`` with a random arrangement of the ``n`` hidden ``cards``."""
     for k in range(n - 1, 0, -1):
@@ -762,10 +770,11 @@ def determinize(s, cards, n, rng):
     s[S_WTOP] = s[S_WASTE + s[S_WCOUNT] - 1] if s[S_WCOUNT] > 0 else -1
 
 
-@njit(cache=True)
+@_kernel
 def model_mask(s, params, mask, moves):
     """The legal-action mask of the model: wait, flip, and the moves of ``model_moves``."""
-    mask[:] = 0
+    for k in range(mask.shape[0]):
+        mask[k] = 0
     mask[0] = 1
     if can_flip(s):
         mask[1] = 1
@@ -774,7 +783,7 @@ def model_mask(s, params, mask, moves):
         mask[moves[k]] = 1
 
 
-@njit(cache=True)
+@_kernel
 def others_play(s, params, rate, rng):
     """The other players' lake plays during one tick of a rollout: about ``rate`` cards (a binomial over the
     opponents), each the next card of a random foundation or a new ace (while a suit has aces left)."""
@@ -806,7 +815,7 @@ def others_play(s, params, rate, rng):
                 k -= 1
 
 
-@njit(cache=True)
+@_kernel
 def _ace_count_above(s, ace):
     """Foundations of the ace's suit that have grown past the ace (their tops are higher cards)."""
     n = 0
@@ -815,16 +824,32 @@ def _ace_count_above(s, ace):
     return n
 
 
-@njit(cache=True)
-def rollout(s, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, rng):
+@_kernel
+def _copy(dst, src):
+    for k in range(src.shape[0]):
+        dst[k] = src[k]
+
+
+def rollout_workspace(n_actions: int) -> tuple[np.ndarray, ...]:
+    """Scratch arrays for :func:`rollout_values` (its arguments after ``values``, in order): the two
+    generator states, three layouts and the rollouts' mask, moves and priorities."""
+    return (
+        np.zeros(1, np.uint64),
+        np.zeros(1, np.uint64),
+        np.zeros(STATE_SIZE, np.int64),
+        np.zeros(STATE_SIZE, np.int64),
+        np.zeros(STATE_SIZE, np.int64),
+        np.zeros(n_actions, np.int8),
+        np.zeros(n_actions, np.int64),
+        np.zeros(n_actions, np.int64),
+    )
+
+
+@_kernel
+def rollout(s, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, rng, mask, moves, prio, before):
     """Play the heuristic on the model of the own layout for ``horizon`` ticks, the other players adding
     about ``rate`` cards a tick to the lake (first, so they win the races), and return the discounted points
-    (see ``_gain``)."""
-    na = columns.shape[1]
-    mask = np.zeros(na, np.int8)
-    moves = np.empty(na, np.int64)
-    prio = np.empty(na, np.int64)
-    before = np.empty_like(s)
+    (see ``_gain``). ``mask``, ``moves``, ``prio`` and ``before`` are scratch space (see rollout_workspace)."""
     banned = -1
     total = 0.0
     f = 1.0
@@ -839,7 +864,7 @@ def rollout(s, params, columns, reverse_run, horizon, waste_policy, discount, va
             others_play(s, params, rate, rng)
             if not mask[a] or not _still_legal(s, a, params, columns, moves):
                 continue
-        before[:] = s
+        _copy(before, s)
         apply_move(s, a, columns, params)
         total += f * _gain(s, before, value)
         f *= discount
@@ -847,7 +872,7 @@ def rollout(s, params, columns, reverse_run, horizon, waste_policy, discount, va
     return total
 
 
-@njit(cache=True)
+@_kernel
 def _still_legal(s, a, params, columns, moves):
     """Is ``a`` still legal after the other players' plays of this tick (they only take lake slots)?"""
     if columns[0, a] != LAKE and columns[0, a] != JOKER_LAKE:
@@ -859,7 +884,7 @@ def _still_legal(s, a, params, columns, moves):
     return False
 
 
-@njit(cache=True)
+@_kernel
 def rollout_values(
     s,
     candidates,
@@ -877,27 +902,32 @@ def rollout_values(
     rate,
     seed,
     values,
+    rng,
+    stream,
+    world,
+    child,
+    before,
+    mask,
+    moves,
+    prio,
 ):
     """Mean rollout value of each candidate action over ``samples`` deals of the hidden cards; every candidate
-    sees the same deals and the same tie-breaking streams (common random numbers)."""
-    rng = np.zeros(1, np.uint64)
+    sees the same deals and the same tie-breaking streams (common random numbers). The arguments after
+    ``values`` are scratch space, :func:`rollout_workspace`'s arrays in order."""
     rng[0] = seed
-    world = np.empty_like(s)
-    child = np.empty_like(s)
-    stream = np.zeros(1, np.uint64)
     for c in range(nc):
         values[c] = 0.0
     for _ in range(samples):
-        world[:] = s
+        _copy(world, s)
         determinize(world, cards, ncards, rng)
         start = _rand(rng)
         for c in range(nc):
-            child[:] = world
+            _copy(child, world)
             apply_move(child, candidates[c], columns, params)
             stream[0] = start
             g = _gain(child, world, value)
             values[c] += g + discount * rollout(
-                child, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, stream
+                child, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, stream, mask, moves, prio, before
             )
     for c in range(nc):
         values[c] /= samples

@@ -45,6 +45,7 @@ from nertz_env.agents.kernels import (
     read_state,
     recall,
     rollout_values,
+    rollout_workspace,
     top_of,
 )
 from nertz_env.agents.scripted import _Base
@@ -115,6 +116,7 @@ class SearchAgent(_Base):
         self._lake_own = np.zeros(53, dtype=np.int64)  # own cards in the lake (jokers at 52)
         self._value = np.zeros(2, dtype=np.float64)
         self._prio = np.zeros(0, dtype=np.int64)
+        self._work: tuple[np.ndarray, ...] = ()  # rollout scratch space, sized in reset
         self._lake_heights = np.tile(np.arange(1, 14, dtype=np.int64), 4)
         self._status = 0
         self._clear()
@@ -147,6 +149,7 @@ class SearchAgent(_Base):
         super().reset(config, seat, seed)
         tools = self._tools()
         self._prio = np.zeros(tools.n_actions, dtype=np.int64)
+        self._work = rollout_workspace(tools.n_actions)
         self._status = int(tools.params[P_OFF + O_STATUS])
         self._value[:] = (config.nertz_penalty, 1.0)
         self._clear()
@@ -244,6 +247,7 @@ class SearchAgent(_Base):
             self.others_rate(),
             np.uint64(self.rng.integers(2**63)),
             values,
+            *self._work,
         )
         k = int(np.argmax(values))
         return cands[k] if values[k] > values[0] + self.margin else best
