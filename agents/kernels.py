@@ -195,7 +195,7 @@ def read_state(obs, params, s):
             k += 1
         s[S_WLEN + j] = k
     for c in range(52):
-        s[S_LAKE + c] = np.int64(obs[off[O_LAKE] + c] * np_ + 0.5)
+        s[S_LAKE + c] = np.int64(obs[off[O_LAKE] + c] * (np_ * (1 + params[P_JOKERS])) + 0.5)
 
 
 # ---------------------------------------------------------------- the layout

@@ -17,7 +17,8 @@ after the observer)::
     work_joker       W        per work pile, 1 if it holds a joker (a wild one, not in work_cards, is its top)
     work_exposed     W * 18   per work pile, its exposed (top) card
     work_count       W        per work pile, cards / 13
-    lake_tops        52       per card, the foundations whose top is that card / P
+    lake_tops        52       per card, the foundations whose top is that card / (P * (1 + jokers)): at most
+                              every deck's copy of the card and every joker declared as it
     opp_nertz_top    (P-1)*18 each opponent's Nertz top card
     opp_nertz_count  P-1      each opponent's Nertz cards / nertz_size
     opp_teammate     P-1      1 if that seat is the observer's partner (``teams``)
@@ -174,7 +175,7 @@ def decode(obs: np.ndarray, config: NertzConfig) -> dict[str, Any]:
     work_cards = obs[s["work_cards"]].reshape(w, 52)
     work_joker = obs[s["work_joker"]]
     work_count = np.rint(obs[s["work_count"]] * 13).astype(int)
-    lake = np.rint(obs[s["lake_tops"]] * p).astype(int)
+    lake = np.rint(obs[s["lake_tops"]] * (p * (1 + config.jokers))).astype(int)
     opp_top = obs[s["opp_nertz_top"]].reshape(p - 1, CARD_FEATURES)
     opp_count = np.rint(obs[s["opp_nertz_count"]] * config.nertz_size).astype(int)
     opp_team = obs[s["opp_teammate"]]

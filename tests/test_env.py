@@ -310,3 +310,27 @@ def test_round_end_infos__score_breakdown_adds_up_and_counts_the_nertz_cards_lef
         assert s["nertz_penalty"] == -3 * s["nertz_left"]
         assert s["lake"] + s["nertz_penalty"] + s["bonus"] + s["false_calls"] == s["total"] == totals[a]
         assert 0 <= s["nertz_left"] <= 13
+
+
+def test_observation__lake_tops_stay_in_bounds_when_jokers_top_foundations_too() -> None:
+    """With jokers, more foundations than players can show the same top card (every deck's ace of clubs
+    and a joker declared as one): the observation stays inside its declared Box and decodes the count."""
+    env = nertz_env.parallel_env(num_players=2, jokers=1)
+    for seed in range(200):  # a deal whose two aces of clubs and seat 0's joker lie outside the work piles
+        env.reset(seed=seed)
+        snap = env.snapshot()
+        players = snap["players"]
+        in_work = [{c for pile in pl["work"] for c in pile} for pl in players]
+        if "AC" not in in_work[0] | in_work[1] and "**" not in in_work[0]:
+            break
+    else:
+        pytest.fail("no suitable deal in 200 seeds")
+    for seat, card in ((0, "AC"), (1, "AC"), (0, "**")):
+        pile = next(name for name in ("nertz", "stock", "waste") if card in players[seat][name])
+        players[seat][pile].remove(card)
+    snap["lake"] = [[["AC", 0]], [["AC", 1]], [["*AC", 0]]]
+    obs, _ = env.reset(options={"snapshot": snap})
+    for agent in env.agents:
+        assert env.observation_space(agent).contains(obs[agent]), "observation outside its declared space"
+    decoded = nertz_env.decode(obs["player_0"]["observation"], env.config)
+    assert decoded["lake_tops"]["AC"] == 3

@@ -1,8 +1,8 @@
 """Random masked rollouts over more than 1,000 games, 2 to 8 players and every variant.
 
 After every tick: all cards of every deck are accounted for, every mask allows at least the wait, no legal
-action is flagged illegal. At every episode end: each seat's rewards add up to its score, and the round ended
-by a Nertz call, the stall rule or max_ticks.
+action is flagged illegal, every observation lies in its declared [0, 1] box. At every episode end: each
+seat's rewards add up to its score, and the round ended by a Nertz call, the stall rule or max_ticks.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ def rollout_and_check(rules: dict, tables: int, seed: int, max_steps: int = 20_0
         obs, rew, term, trunc, info = venv.step(actions)
         assert (card_counts(S) == want).all(), "a card was lost or duplicated"
         assert (obs["action_mask"].sum(axis=-1) >= 1).all()
+        assert 0.0 <= obs["observation"].min() and obs["observation"].max() <= 1.0, "outside the declared Box"
         assert not info["illegal"].any(), "a masked-legal action was flagged illegal"
         returns[~info["autoreset"]] += rew[~info["autoreset"]]
         ended = term[:, 0] | trunc[:, 0]

@@ -24,6 +24,7 @@ from nertz_env.engine.state import (
     C_D,
     C_DRAW,
     C_FALSEPEN,
+    C_JOKERS,
     C_MANUAL,
     C_MAXREDEALS,
     C_MAXROUNDS,
@@ -787,12 +788,13 @@ def observe_own(S, t, p):
 
 @_jit(inline=True)
 def observe_lake(S, t, p):
-    """The lake's tops (slice lake_tops)."""
+    """The lake's tops (slice lake_tops): per card, the foundations it tops, over their most, P * (1 + jokers)
+    (every deck's copy of the card, and every joker declared as it)."""
     o = S.obs
     base = S.obs_off[O_LAKE]
-    np_ = S.cfg[C_P]
+    most = S.cfg[C_P] * (1 + S.cfg[C_JOKERS])
     for c in range(52):
-        o[t, p, base + c] = S.lake_tops[t, c] / np_
+        o[t, p, base + c] = S.lake_tops[t, c] / most
 
 
 @_jit(inline=True)
