@@ -31,7 +31,7 @@ def rollout_and_check(rules: dict, tables: int, seed: int, max_steps: int = 20_0
         obs, rew, term, trunc, info = venv.step(actions)
         assert (card_counts(S) == want).all(), "a card was lost or duplicated"
         assert (obs["action_mask"].sum(axis=-1) >= 1).all()
-        assert 0.0 <= obs["observation"].min() and obs["observation"].max() <= 1.0, "outside the declared Box"
+        assert obs["observation"].min() >= 0.0 and obs["observation"].max() <= 1.0, "outside the declared Box"
         assert not info["illegal"].any(), "a masked-legal action was flagged illegal"
         returns[~info["autoreset"]] += rew[~info["autoreset"]]
         ended = term[:, 0] | trunc[:, 0]
