@@ -396,10 +396,7 @@ def mask_runs(S, t, p, nertz_first):
 
 @_jit(inline=True)
 def any_empty_pile(S, t, p):
-    for j in range(S.cfg[C_W]):
-        if S.work_len[t, p, j] == 0:
-            return True
-    return False
+    return has_empty_pile_besides(S, t, p, -1)
 
 
 @_jit(inline=True)
