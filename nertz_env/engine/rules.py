@@ -395,6 +395,12 @@ def mask_runs(S, t, p, nertz_first):
 
 
 @_jit(inline=True)
+def nertz_first_rule(S, t, p):
+    """Does ``empty_pile_from_nertz_first`` bind now (the option is on and the Nertz pile has cards)?"""
+    return S.cfg[C_NERTZFIRST] != 0 and S.nertz_len[t, p] > 0
+
+
+@_jit(inline=True)
 def any_empty_pile(S, t, p):
     return has_empty_pile_besides(S, t, p, -1)
 
@@ -418,7 +424,7 @@ def compute_mask(S, t, p):
     if cfg[C_TURN] and turn_player(S, t) != p:
         return
     w = cfg[C_W]
-    nertz_first = cfg[C_NERTZFIRST] != 0 and S.nertz_len[t, p] > 0
+    nertz_first = nertz_first_rule(S, t, p)
     any_empty = any_empty_pile(S, t, p)
     mask_flip(S, t, p)
     for src in range(2 + w):
@@ -437,12 +443,11 @@ def compute_mask(S, t, p):
 @_jit(inline=True)
 def mask_after_waste_move(S, t, p):
     """Rewrite the bits a flip, recycle or stock rotation can change: flip, rotate, and the waste top's."""
-    cfg = S.cfg
     mask_flip(S, t, p)
     mask_rotate(S, t, p)
     c = source_top(S, t, p, 1)
     mask_lake(S, t, p, 1, c)
-    nertz_first = cfg[C_NERTZFIRST] != 0 and S.nertz_len[t, p] > 0
+    nertz_first = nertz_first_rule(S, t, p)
     mask_hand(S, t, p, 1, c, nertz_first, any_empty_pile(S, t, p))
 
 
