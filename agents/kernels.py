@@ -5,7 +5,7 @@ They live in one file on purpose: numba's on-disk cache (``cache=True``) notices
 function is defined in, and a cached function carries compiled copies of the functions it calls. Split over
 several files, an edit to one (say, a state slot moved here) would leave the callers in the other files
 running stale copies. The card helpers imported from the engine are compiled inline (the engine's
-``inline="always"``); constants from ``actions``, ``observation`` and ``cards`` are frozen at compile time, so
+``forceinline``), so they too are copied into these kernels and frozen; constants from ``actions``, ``observation`` and ``cards`` are frozen at compile time, so
 after changing those, clear ``agents/__pycache__``.
 
 
