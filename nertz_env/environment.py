@@ -210,7 +210,7 @@ class NertzParallelEnv(ParallelEnv):
         action's legality, before anything changes. Returns the live agents left out (they wait)."""
         seat = self._seat
         mask = self._state.mask[0]
-        n_act = self.actions.n
+        n_act = self._num_actions
         values = [0] * len(self.possible_agents)  # a live agent left out waits
         missing = set(self.agents)
         for agent, value in actions.items():
