@@ -96,6 +96,11 @@ class _Base:
             raise RuntimeError(f"{self.name}: call reset(config, seat, seed) before act()")
         return self.tools
 
+    def played(self, action: int) -> None:
+        """Tell the agent that its seat played ``action`` this tick instead of what :meth:`act` returned
+        (another policy drove the seat, as when a teacher labels a student's states). Stateless agents
+        ignore it; agents that remember their last move take ``action`` as that move."""
+
     def _slow(self) -> bool:
         """True when this tick is one the agent sits out (``wait_prob``)."""
         return self.wait_prob > 0.0 and self.rng.random() < self.wait_prob
@@ -178,3 +183,6 @@ class HeuristicAgent(_Base):
         a = int(pick_best(self._prio, action_mask, self.rng.random()))
         self._banned = int(tools.reverse_run[a])
         return a
+
+    def played(self, action: int) -> None:
+        self._banned = int(self._tools().reverse_run[action])

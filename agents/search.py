@@ -7,7 +7,7 @@ to the lake is taken at once; otherwise its best ``candidates`` actions (down to
 plays on for ``horizon`` ticks while the other players add cards to the lake at the rate the agent has
 seen this round (a prior of ``others`` per opponent per tick to start with; random next cards, played
 before the agent's move of each tick, so they win the races). A rollout
-scores the points of the own layout: ``nertz_penalty`` per card leaving the Nertz pile (the penalty avoided)
+scores the points of the own layout: ``nertz_value`` per card leaving the Nertz pile (by default the rules' ``nertz_penalty``: the penalty avoided)
 plus 1 per own card reaching the lake, discounted by ``gamma`` per tick. The best candidate replaces the
 heuristic's first choice only when it scores ``margin`` more. This is one step of policy improvement over the
 heuristic, which is why it is the stronger rung.
@@ -71,6 +71,9 @@ class SearchAgent(_Base):
         margin: points a candidate must gain over the heuristic's choice to replace it (default 0.15).
         gamma: discount per simulated tick (default 0.9).
         memory: remember the stock and waste (default True; False leaves unseen cards unknown).
+        nertz_value: points a simulation credits for each card leaving the Nertz pile (default None: the
+            rules' ``nertz_penalty``, the penalty avoided; more than that also values ending the round first,
+            which leaves the others' Nertz cards in their piles).
         wait_prob: probability of sitting out a tick (a slower player).
     """
 
@@ -83,6 +86,7 @@ class SearchAgent(_Base):
         "margin": float,
         "gamma": float,
         "memory": bool,
+        "nertz_value": float,
         "wait_prob": float,
     }
 
@@ -95,6 +99,7 @@ class SearchAgent(_Base):
         margin: float = 0.15,
         gamma: float = 0.9,
         memory: bool = True,
+        nertz_value: float | None = None,
         wait_prob: float = 0.0,
     ) -> None:
         super().__init__(wait_prob)
@@ -102,6 +107,8 @@ class SearchAgent(_Base):
             raise ValueError("rollouts must be >= 0, horizon and candidates >= 1")
         if others < 0.0 or not 0.0 < gamma <= 1.0:
             raise ValueError("others must be >= 0 and gamma in (0, 1]")
+        if nertz_value is not None and not (np.isfinite(nertz_value) and nertz_value >= 0.0):
+            raise ValueError(f"nertz_value must be a finite number >= 0, got {nertz_value}")
         self.rollouts = int(rollouts)
         self.horizon = int(horizon)
         self.candidates = int(candidates)
@@ -109,6 +116,7 @@ class SearchAgent(_Base):
         self.margin = float(margin)
         self.gamma = float(gamma)
         self.memory = bool(memory)
+        self.nertz_value = None if nertz_value is None else float(nertz_value)
         self._state = np.zeros(STATE_SIZE, dtype=np.int64)
         self._before = np.zeros(STATE_SIZE, dtype=np.int64)  # memory before the last action
         self._predicted = np.zeros(STATE_SIZE, dtype=np.int64)  # memory after it, as planned
@@ -151,7 +159,7 @@ class SearchAgent(_Base):
         self._prio = np.zeros(tools.n_actions, dtype=np.int64)
         self._work = rollout_workspace(tools.n_actions)
         self._status = int(tools.params[P_OFF + O_STATUS])
-        self._value[:] = (config.nertz_penalty, 1.0)
+        self._value[:] = (config.nertz_penalty if self.nertz_value is None else self.nertz_value, 1.0)
         self._clear()
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
@@ -167,6 +175,11 @@ class SearchAgent(_Base):
             self._banned = int(tools.reverse_run[a])
         self._predict(s, a)
         return a
+
+    def played(self, action: int) -> None:
+        """The seat played ``action`` instead of what :meth:`act` returned: predict from that move."""
+        self._banned = int(self._tools().reverse_run[action])
+        self._predict(self._before, action)
 
     def _remember(self, observation: np.ndarray, s: np.ndarray) -> None:
         """Bring the remembered stock, waste and own lake cards up to this observation (see the module doc)."""

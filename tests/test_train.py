@@ -31,6 +31,7 @@ from nertz_env.train import (
     NertzVecEnv,
     OpponentPool,
     PotentialShaping,
+    RelativeReward,
     TrainConfig,
     Trainer,
 )
@@ -513,6 +514,67 @@ def test_train__a_longer_self_play_run_beats_greedy(tmp_path: object) -> None:
 
 
 # ---------------------------------------------------------------- behaviour cloning (train/imitate.py)
+@pytest.mark.parametrize("teams", [False, True])
+def test_relative_reward__a_rounds_return_is_the_score_minus_the_rivals_mean(teams: bool) -> None:
+    rules = {"teams": teams}
+    base = VecMonitor(NertzVecEnv(num_tables=2, num_players=P, rules=rules, seed=8))
+    env = RelativeReward(base)
+    env.reset()
+    rng = np.random.default_rng(8)
+    paid = np.zeros(env.num_envs)
+    team = nertz_env.make_config(num_players=P, **rules).team_of
+    checked = 0
+    for _ in range(1500):
+        _, rewards, dones, infos = env.step(_random_legal(get_action_masks(env), rng))
+        paid += rewards
+        for t in {i // P for i in np.flatnonzero(dones)}:
+            # a seat's return: its score, or its team's with teams on (the monitor sees it unchanged)
+            returns = {infos[i]["seat"]: infos[i]["episode"]["r"] for i in range(t * P, (t + 1) * P)}
+            for i in range(t * P, (t + 1) * P):
+                me = infos[i]["seat"]
+                rivals = [returns[j] for j in range(P) if team[j] != team[me]]
+                assert paid[i] == pytest.approx(returns[me] - np.mean(rivals), abs=1e-4)  # float32 rewards
+                if not teams:
+                    assert returns[me] == infos[i]["round_score"]
+                paid[i] = 0.0
+                checked += 1
+    assert checked >= P
+
+
+def test_relative_reward__single_agent_view_reports_the_rivals_mean() -> None:
+    env = NertzSingleAgentEnv(num_players=3, opponents=["greedy"])
+    env.reset(seed=4)
+    totals = dict.fromkeys(env.names, 0.0)
+    step = env.env.step
+
+    def recording_step(actions: dict[str, int]) -> Any:
+        out = step(actions)
+        for name, r in out[1].items():
+            totals[name] += float(r)
+        return out
+
+    env.env.step = recording_step  # type: ignore[method-assign]
+    rng = np.random.default_rng(4)
+    mine = rivals = 0.0
+    done, info = False, dict[str, Any]()
+    while not done:
+        _, r, term, trunc, info = env.step(int(_random_legal(env.action_masks()[None], rng)[0]))
+        mine, rivals = mine + r, rivals + info["rivals_reward"]
+        done = term or trunc
+    me = env.names[env.seat]
+    assert mine == totals[me] == info["score"]["total"]
+    assert rivals == pytest.approx(np.mean([totals[n] for n in env.names if n != me]))
+    assert any(totals[n] != 0 for n in env.names if n != me)
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    bare = RelativeReward(DummyVecEnv([lambda: NertzSingleAgentEnv(num_players=3)]))
+    size = env.observation_space.shape
+    bare.venv.envs[0].step = lambda a: (np.zeros(size, np.float32), 0.0, False, False, {})  # type: ignore[attr-defined]
+    bare.reset()
+    with pytest.raises(KeyError, match="rivals_reward"):
+        bare.step(np.array([WAIT]))
+
+
 def test_imitation_returns__discount_the_shaped_rewards_backwards() -> None:
     from nertz_env.train.imitate import _returns
 
@@ -548,6 +610,32 @@ def test_imitation__fits_the_teacher_and_writes_a_policy_that_init_from_and_eval
     assert all(torch.equal(p[k], q[k]) for k in q)
     with pytest.raises(ValueError, match="samples"):
         imitate(out, teacher="heuristic", samples=0, log=_quiet)
+    with pytest.raises(ValueError, match="dagger"):
+        imitate(out, teacher="heuristic", samples=10, dagger_rounds=-1, log=_quiet)
+
+
+def test_dagger__the_student_drives_one_seat_and_the_teacher_labels_it() -> None:
+    from nertz_env.train.imitate import collect
+
+    config = nertz_env.make_config(num_players=3)
+
+    class Waiter:  # a student that always waits: the teacher's labels must still be its own moves
+        name = "waiter"
+
+        def reset(self, config: Any, seat: int, seed: int | None = None) -> None:
+            self.seat = seat
+
+        def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+            return WAIT
+
+    teacher_only = collect("heuristic", config, 600, seed=2)
+    dagger = collect("heuristic", config, 600, seed=2, student=Waiter())
+    # seat 0 of the first round waits all the time, so that round is not the teacher-only round ...
+    assert not np.array_equal(dagger.obs[:600], teacher_only.obs[:600])
+    # ... but every label is a legal teacher move, and the driven seat's labels are not all waits
+    assert dagger.masks[np.arange(len(dagger.actions)), dagger.actions].all()
+    driven = dagger.actions[0 : 3 * 200 : 3]  # seat 0's records of the first 200 ticks
+    assert (driven != WAIT).any()
 
 
 def test_learning_curve_plot__draws_eval_csv_and_reports_a_missing_file(tmp_path: Any) -> None:

@@ -7,7 +7,7 @@ Modules, one concern each:
     vec.py           NertzVecEnv: learning seats of many tables as one SB3 VecEnv (self-play), with masks
     pool.py          OpponentPool: scripted baselines and frozen snapshots, sampled by weight
     policy_agent.py  PolicyAgent: a saved policy behind the Agent protocol; the ``.zip`` loader
-    wrappers.py      PotentialShaping (train-time reward shaping) and VecTimer (env time)
+    wrappers.py      PotentialShaping and RelativeReward (train-time rewards) and VecTimer (env time)
     meta.py          the nertz-env record of a checkpoint (rules, table size, layout) and its checks
     evaluate.py      gauntlets against the baselines through nertz_env.eval
     trainer.py       Trainer: the run (checkpoints that resume exactly, evaluation, throughput)
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from nertz_env.train.single import NertzSingleAgentEnv
     from nertz_env.train.trainer import Trainer
     from nertz_env.train.vec import NertzVecEnv
-    from nertz_env.train.wrappers import PotentialShaping, VecTimer
+    from nertz_env.train.wrappers import PotentialShaping, RelativeReward, VecTimer
 
 _LAZY = {
     "TrainConfig": "nertz_env.train.config",
@@ -46,6 +46,7 @@ _LAZY = {
     "NertzSingleAgentEnv": "nertz_env.train.single",
     "NertzVecEnv": "nertz_env.train.vec",
     "PotentialShaping": "nertz_env.train.wrappers",
+    "RelativeReward": "nertz_env.train.wrappers",
     "VecTimer": "nertz_env.train.wrappers",
     "Trainer": "nertz_env.train.trainer",
 }
@@ -59,6 +60,7 @@ __all__ = [
     "OpponentPool",
     "PolicyAgent",
     "PotentialShaping",
+    "RelativeReward",
     "TrainConfig",
     "Trainer",
     "VecTimer",

@@ -64,6 +64,7 @@ class TrainConfig:
     shaping_scale: float = 1.0
     shaping_gamma: float = 1.0  # 1 keeps the shaped return a constant away from the score
     shaping_coef: float | None = None  # potential per Nertz card (None: the rules' nertz_penalty)
+    relative_reward: bool = False  # pay the score minus the rivals' mean score (train-time only)
     # -- PPO (sb3-contrib MaskablePPO)
     total_timesteps: int = 1_000_000  # learner transitions (agent steps) in all
     seed: int = 0

@@ -43,6 +43,17 @@ class Demonstrations:
     games: int
     seconds: float
 
+    def __add__(self, other: Demonstrations) -> Demonstrations:
+        """Both sets of records (DAgger aggregates every round's records)."""
+        return Demonstrations(
+            obs=np.concatenate([self.obs, other.obs]),
+            masks=np.concatenate([self.masks, other.masks]),
+            actions=np.concatenate([self.actions, other.actions]),
+            returns=np.concatenate([self.returns, other.returns]),
+            games=self.games + other.games,
+            seconds=self.seconds + other.seconds,
+        )
+
 
 def _returns(rewards: list[float], counts: list[int], gamma: float, coef: float, scale: float) -> np.ndarray:
     """Discounted returns of one seat's round, with potential shaping Phi = -coef * nertz cards (0 at the end)."""
@@ -67,8 +78,15 @@ def collect(
     shaping_coef: float | None = None,
     shaping_scale: float = 1.0,
     progress: bool = False,
+    student: Any = None,
 ) -> Demonstrations:
     """Play rounds of ``teacher`` at every seat until ``samples`` decisions are recorded.
+
+    With a ``student`` (an agent, e.g. a :class:`~nertz_env.train.policy_agent.PolicyAgent` of the policy
+    being fitted), one seat of every round (seat ``round % players``) is played by the student while a teacher
+    at that seat still labels every state (DAgger): the records hold the teacher's action for the states the
+    student reaches, and the returns the student's play earned. The teacher is told the move actually made
+    (``played``), so an agent with memory keeps it in step with the table.
 
     Raises:
         ValueError: ``samples`` below 1, or a bad agent spec (``AgentSpecError``).
@@ -103,6 +121,9 @@ def collect(
         obs, _ = env.reset(seed=seed + games)
         for s, agent in enumerate(agents):
             agent.reset(env.config, s, seed=(seed + games) * 16 + s)
+        driven = games % p_count if student is not None else -1
+        if student is not None:
+            student.reset(env.config, driven, seed=(seed + games) * 16 + p_count)
         names = list(env.agents)
         rewards: list[list[float]] = [[] for _ in names]
         counts: list[list[int]] = [[] for _ in names]
@@ -111,10 +132,17 @@ def collect(
             for s, name in enumerate(names):
                 o, m = obs[name]["observation"], obs[name]["action_mask"]
                 a = int(agents[s].act(o, m))
+                act_l.append(a)
+                if s == driven:
+                    played = int(student.act(o, m))
+                    if played != a:
+                        tell = getattr(agents[s], "played", None)
+                        if tell is not None:
+                            tell(played)
+                        a = played
                 acts[name] = a
                 obs_l.append(o)
                 mask_l.append(m.astype(bool))
-                act_l.append(a)
                 counts[s].append(round(float(o[ncount]) * config.nertz_size))
             obs, rew, _, _, _ = env.step(acts)
             for s, name in enumerate(names):
@@ -231,11 +259,23 @@ def imitate(
     shaping: bool = True,
     progress: bool = False,
     log: Any = print,
+    dagger_rounds: int = 0,
+    dagger_samples: int = 100_000,
+    dagger_epochs: int = 3,
 ) -> dict[str, Any]:
-    """Collect ``samples`` decisions of ``teacher``, fit a policy, save it to ``out`` (a policy file)."""
+    """Collect ``samples`` decisions of ``teacher``, fit a policy, save it to ``out`` (a policy file).
+
+    With ``dagger_rounds`` > 0, each round then collects ``dagger_samples`` more decisions with the policy
+    fitted so far playing one seat (deterministically) and the teacher labelling it (see :func:`collect`),
+    adds them to the records and fits ``dagger_epochs`` more epochs on all of them: the policy learns the
+    teacher's answer in the states its own mistakes lead to, which a teacher's own games never show.
+    """
     from nertz_env.train.meta import make_meta
+    from nertz_env.train.policy_agent import PolicyAgent
     from nertz_env.train.trainer import save_policy
 
+    if dagger_rounds < 0 or dagger_samples < 1 or dagger_epochs < 1:
+        raise ValueError("dagger_rounds must be >= 0, dagger_samples and dagger_epochs >= 1")
     config = make_config(num_players=num_players, **dict(rules or {}))
     torch.manual_seed(seed)
     demos = collect(teacher, config, samples, seed=seed, gamma=gamma, shaping=shaping, progress=progress)
@@ -245,16 +285,32 @@ def imitate(
     stats = fit(policy, demos, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, log=log)
     fit_s = time.perf_counter() - t0
 
+    def record(dagger_done: int) -> dict[str, Any]:
+        return make_meta(
+            config,
+            num_timesteps=0,
+            mode="imitation",
+            n_envs=1,
+            imitation={"teacher": teacher, "samples": len(demos.actions), "rounds": demos.games, "seed": seed,
+                       "epochs": epochs, "dagger_rounds": dagger_done, "dagger_samples": dagger_samples,
+                       "dagger_epochs": dagger_epochs, **stats},
+        )
+
+    for k in range(dagger_rounds):
+        student = PolicyAgent(policy, record(k), deterministic=True, name="student")
+        more = collect(
+            teacher, config, dagger_samples, seed=seed + 7_919 * (k + 1) * 1_000, gamma=gamma, shaping=shaping,
+            progress=progress, student=student,
+        )
+        demos = demos + more
+        log(f"DAgger round {k + 1}/{dagger_rounds}: {len(more.actions):,} more decisions ({more.seconds:.0f} s), "
+            f"{len(demos.actions):,} in all")
+        t0 = time.perf_counter()
+        stats = fit(policy, demos, epochs=dagger_epochs, batch_size=batch_size, lr=lr, seed=seed + k + 1, log=log)
+        fit_s += time.perf_counter() - t0
+
     holder = _PolicyHolder(policy, kwargs)
-    meta = make_meta(
-        config,
-        num_timesteps=0,
-        mode="imitation",
-        n_envs=1,
-        imitation={"teacher": teacher, "samples": len(demos.actions), "rounds": demos.games, "seed": seed,
-                   "epochs": epochs, **stats},
-    )
-    save_policy(holder, out, meta)
+    save_policy(holder, out, record(dagger_rounds))
     log(f"saved {out} (fit {fit_s:.0f} s)")
     return {"path": out, "samples": len(demos.actions), "rounds": demos.games,
             "collect_s": demos.seconds, "fit_s": fit_s, **stats}
@@ -279,6 +335,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=1024)
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--gamma", type=float, default=0.995)
+    ap.add_argument("--dagger-rounds", type=int, default=0,
+                    help="DAgger rounds after the first fit: the policy plays a seat, the teacher labels (default 0)")
+    ap.add_argument("--dagger-samples", type=int, default=100_000, help="decisions per DAgger round")
+    ap.add_argument("--dagger-epochs", type=int, default=3, help="epochs over all records after each DAgger round")
     ap.add_argument("--no-shaping", action="store_true", help="value targets without the Nertz-pile shaping")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     args = ap.parse_args(argv)
@@ -288,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
         result = imitate(
             args.out, args.teacher, args.players, None, args.samples, args.seed, net,
             epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, gamma=args.gamma,
-            shaping=not args.no_shaping, progress=True,
+            shaping=not args.no_shaping, progress=True, dagger_rounds=args.dagger_rounds,
+            dagger_samples=args.dagger_samples, dagger_epochs=args.dagger_epochs,
         )
     except (AgentSpecError, ValueError) as e:
         print(f"imitate: error: {e}", file=sys.stderr)

@@ -6,6 +6,7 @@ over :func:`nertz_env.parallel_env`:
 * observation: the learner's ``"observation"`` vector (``Box(0, 1, (O,), float32)``); action: ``Discrete(A)``;
 * ``action_masks()``: the learner's legal actions as a bool vector (what MaskablePPO reads);
 * reward: the learner's own reward only (it sums to the learner's round score; see the env's docs);
+  ``info["rivals_reward"]`` is the mean reward of the seats on other teams (every other seat without teams);
 * opponents act through the Agent protocol on their own observations and masks;
 * the learning seat rotates every episode (``seat=None``): episode ``e`` after a seeded reset sits at
   ``(offset + e) % num_players`` with ``offset`` drawn from the seed, so ``reset(seed=s)`` fixes seat,
@@ -82,6 +83,8 @@ class NertzSingleAgentEnv(gymnasium.Env):
         self.pool = as_pool(opponents)
         self.truncation_as_termination = bool(truncation_as_termination)
         self.names = list(self.env.possible_agents)
+        team = self.config.team_of
+        self._rivals = [[j for j in range(n) if team[j] != team[i]] for i in range(n)]  # seats of other teams
         self.observation_space = gymnasium.spaces.Box(0.0, 1.0, (self.env.obs_layout.size,), np.float32)
         self.action_space = gymnasium.spaces.Discrete(self.env.actions.n)
         self.seat = 0
@@ -126,7 +129,9 @@ class NertzSingleAgentEnv(gymnasium.Env):
             actions[names[s]] = agent.act(o["observation"], o["action_mask"])
         obs, rewards, terms, truncs, infos = self.env.step(actions)
         me = names[self.seat]
+        rivals = self._rivals[self.seat]
         info = dict(infos[me], seat=self.seat)
+        info["rivals_reward"] = sum(float(rewards[names[s]]) for s in rivals) / max(len(rivals), 1)
         terminated, truncated = bool(terms[me]), bool(truncs[me])
         if truncated and self.truncation_as_termination:
             terminated, truncated = True, False

@@ -4,6 +4,7 @@
 
     NertzVecEnv (mode "vector") | DummyVecEnv of NertzSingleAgentEnv (mode "single")
       -> VecMonitor (episode returns = round scores, unshaped)
+      -> RelativeReward (only with relative_reward = true)
       -> PotentialShaping (only with shaping = true)
       -> VecTimer (env time)
       -> MaskablePPO("MlpPolicy")
@@ -60,7 +61,7 @@ from nertz_env.train.meta import (
 from nertz_env.train.pool import OpponentPool
 from nertz_env.train.single import NertzSingleAgentEnv
 from nertz_env.train.vec import NertzVecEnv
-from nertz_env.train.wrappers import PotentialShaping, VecTimer
+from nertz_env.train.wrappers import PotentialShaping, RelativeReward, VecTimer
 
 STATE_FORMAT = "nertz-train-state/1"
 
@@ -237,6 +238,8 @@ class Trainer:
         self.base_env = self._make_base_env()
         self.monitor = VecMonitor(self.base_env)
         env: VecEnv = self.monitor
+        if cfg.relative_reward:
+            env = RelativeReward(env)
         self.shaping: PotentialShaping | None = None
         if cfg.shaping:
             self.shaping = PotentialShaping(
@@ -510,7 +513,7 @@ class Trainer:
                 "(num_tables x learners_per_table in vector mode, num_envs in single mode)"
             )
         old = meta.get("train_config", {})
-        for key in ("net_arch", "activation", "n_steps", "shaping"):
+        for key in ("net_arch", "activation", "n_steps", "shaping", "relative_reward"):
             if key in old and old[key] != getattr(cfg, key):
                 problems.append(f"{key}: checkpoint has {old[key]!r}, the config has {getattr(cfg, key)!r}")
         if problems:

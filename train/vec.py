@@ -20,7 +20,8 @@ Conventions (SB3's, not Gymnasium's):
   autoreset would deal it), so no step of the learner is spent on an autoreset tick. The returned
   observation of a finished slot is the new episode's first one, ``infos[i]["terminal_observation"]`` holds
   the final one, and ``infos[i]`` also has ``round_score`` (the last round's score), ``round_end`` and
-  ``seat``. A round cut off at ``max_ticks`` is scored and over, and the tick is observed, so it is a
+  ``seat``. Every ``infos[i]`` has ``rivals_reward``: the mean reward this step of the seats on other teams
+  (every other seat without teams), for training on the score relative to the table. A round cut off at ``max_ticks`` is scored and over, and the tick is observed, so it is a
   terminal (``TimeLimit.truncated`` is False; ``infos[i]["max_ticks"]`` says it happened).
 * ``env_method("action_masks")`` gives one bool row per slot, so MaskablePPO's ``get_action_masks``
   works; ``get_attr``/``set_attr``/``has_attr`` act on this object (the sub-envs share it).
@@ -97,6 +98,9 @@ class NertzVecEnv(VecEnv):
         self._seat = self._slot_in_table.copy()  # slot -> seat
         self._opponents: list[dict[int, Agent]] = [{} for _ in range(self.num_tables)]
         self._full_actions = np.zeros((self.num_tables, p), dtype=np.int64)
+        team = np.asarray(self.config.team_of)
+        rivals = (team[:, None] != team[None, :]).astype(np.float64)  # seat -> seats of the other teams
+        self._rival_weight = rivals / np.maximum(rivals.sum(axis=1, keepdims=True), 1.0)
         self._pending: np.ndarray | None = None
         self._default_seed = seed
         self._rng = np.random.default_rng(seed)
@@ -183,11 +187,12 @@ class NertzVecEnv(VecEnv):
         self._obs_full, self._mask_full = out["observation"], out["action_mask"]
         table, seat = self._table, self._seat
         rewards = rew[table, seat].astype(np.float32)
+        rivals = (rew[table] * self._rival_weight[seat]).sum(axis=1)
         self.illegal_actions += int(info["illegal"][table, seat].sum())
         obs = self._obs_full[table, seat]  # fancy indexing: a copy, safe from the resets below
         done_table = term[:, 0] | trunc[:, 0]
         dones = done_table[table]
-        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        infos: list[dict[str, Any]] = [{"rivals_reward": float(r)} for r in rivals]
         if done_table.any():
             tables = np.flatnonzero(done_table)
             n_learn = self.learners_per_table
@@ -195,7 +200,7 @@ class NertzVecEnv(VecEnv):
                 cut = bool(trunc[t, 0])
                 for i in range(t * n_learn, (t + 1) * n_learn):
                     s = int(seat[i])
-                    infos[i] = {
+                    infos[i] |= {
                         "terminal_observation": obs[i].copy(),
                         "TimeLimit.truncated": False,
                         "max_ticks": cut,

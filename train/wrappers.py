@@ -18,6 +18,13 @@ works for any VecEnv of learner observations (the single-agent view and
 :class:`~nertz_env.train.vec.NertzVecEnv`).
 In a match the new deal of each round lowers ``Phi`` again; the sum still telescopes.
 
+**Relative reward** (:class:`RelativeReward`, off by default; ``relative_reward = true``). The learner is
+paid its reward minus the mean reward of the seats on other teams (``info["rivals_reward"]``, which both
+learner envs report), so a round's return is the learner's score minus the mean score of its rivals: the
+measure the evaluation's paired differences use. It counts what the own score misses: ending the round
+first leaves the rivals' Nertz cards in their piles (-2 each) and their next lake cards unplayed, and a
+lake race won is a card the rival does not get. Like shaping, it changes only what PPO is paid.
+
 **Stopwatch** (:class:`VecTimer`): wall time spent inside the wrapped VecEnv (``reset``, ``step_async``,
 ``step_wait``, ``env_method`` — the masks), so the trainer can report the share of training time spent in the
 environment (opponents' moves included) against the policy's forward passes and the PPO updates.
@@ -85,6 +92,24 @@ class PotentialShaping(VecEnvWrapper):
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self._phi = np.asarray(state["phi"], dtype=np.float64).copy()
+
+
+class RelativeReward(VecEnvWrapper):
+    """Reward minus ``info["rivals_reward"]`` (see the module docstring); a missing key is an error."""
+
+    def reset(self) -> VecEnvObs:
+        return self.venv.reset()
+
+    def step_wait(self) -> VecEnvStepReturn:
+        obs, rewards, dones, infos = self.venv.step_wait()
+        try:
+            rivals = np.fromiter((info["rivals_reward"] for info in infos), np.float64, len(infos))
+        except KeyError:
+            raise KeyError(
+                "RelativeReward needs info['rivals_reward'] from the env (NertzVecEnv and NertzSingleAgentEnv "
+                "report it)"
+            ) from None
+        return obs, (rewards - rivals).astype(np.float32), dones, infos
 
 
 class VecTimer(VecEnvWrapper):
