@@ -463,10 +463,13 @@ def test_cli__flags_override_the_file_which_overrides_defaults(tmp_path: object)
     assert cfg.rules == {"draw": 1, "jokers": 1} and cfg.opponents == {"search": 2.0}
 
 
-def test_config__the_example_long_run_file_is_valid() -> None:
-    path = os.path.join(os.path.dirname(__file__), "..", "train", "configs", "long_run.toml")
+@pytest.mark.parametrize("name", sorted(os.listdir(os.path.join(os.path.dirname(__file__), "..", "train", "configs"))))
+def test_config__every_shipped_config_file_is_valid(name: str) -> None:
+    path = os.path.join(os.path.dirname(__file__), "..", "train", "configs", name)
     cfg = config_from_args(build_parser().parse_args(["--config", path]))
     assert cfg.mode == "vector" and cfg.uses_opponents and cfg.shaping
+    if name == "dagger_finetune.toml":
+        assert cfg.relative_reward and cfg.opponents["search"] > cfg.opponents["heuristic"]
 
 
 def test_cli__bad_options_and_missing_checkpoints_are_named(
@@ -612,6 +615,17 @@ def test_imitation__fits_the_teacher_and_writes_a_policy_that_init_from_and_eval
         imitate(out, teacher="heuristic", samples=0, log=_quiet)
     with pytest.raises(ValueError, match="dagger"):
         imitate(out, teacher="heuristic", samples=10, dagger_rounds=-1, log=_quiet)
+
+
+def test_imitation__relative_returns_are_the_score_minus_the_rivals_mean() -> None:
+    from nertz_env.train.imitate import collect
+
+    config = nertz_env.make_config(num_players=3)
+    plain = collect("heuristic", config, 10, seed=5, gamma=1.0, shaping=False)  # one round, same deal twice
+    relative = collect("heuristic", config, 10, seed=5, gamma=1.0, shaping=False, relative_reward=True)
+    scores = plain.returns[:3]  # every seat's first record: with gamma 1 and no shaping, its round score
+    assert len(set(scores.tolist())) > 1
+    np.testing.assert_allclose(relative.returns[:3], scores - (scores.sum() - scores) / 2, atol=1e-5)
 
 
 def test_dagger__the_student_drives_one_seat_and_the_teacher_labels_it() -> None:

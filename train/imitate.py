@@ -79,6 +79,7 @@ def collect(
     shaping_scale: float = 1.0,
     progress: bool = False,
     student: Any = None,
+    relative_reward: bool = False,
 ) -> Demonstrations:
     """Play rounds of ``teacher`` at every seat until ``samples`` decisions are recorded.
 
@@ -87,6 +88,9 @@ def collect(
     at that seat still labels every state (DAgger): the records hold the teacher's action for the states the
     student reaches, and the returns the student's play earned. The teacher is told the move actually made
     (``played``), so an agent with memory keeps it in step with the table.
+
+    ``relative_reward`` computes the returns from each seat's reward minus the mean reward of the seats on
+    other teams, as training with ``relative_reward = true`` pays it.
 
     Raises:
         ValueError: ``samples`` below 1, or a bad agent spec (``AgentSpecError``).
@@ -149,6 +153,12 @@ def collect(
                 rewards[s].append(float(rew[name]))
         games += 1
         # the records of one tick are interleaved by seat: returns go back in the same order
+        if relative_reward:
+            paid = np.asarray(rewards, dtype=np.float64)  # (P, ticks)
+            team = config.team_of
+            rivals = np.array([[team[j] != team[i] for j in range(p_count)] for i in range(p_count)], float)
+            rivals /= np.maximum(rivals.sum(axis=1, keepdims=True), 1.0)
+            rewards = (paid - rivals @ paid).tolist()
         per_seat = [_returns(rewards[s], counts[s], gamma, coef, shaping_scale) for s in range(p_count)]
         ret_l.append(np.stack(per_seat, axis=1).reshape(-1))
         added = len(rewards[0]) * p_count
@@ -262,6 +272,7 @@ def imitate(
     dagger_rounds: int = 0,
     dagger_samples: int = 100_000,
     dagger_epochs: int = 3,
+    relative_reward: bool = False,
 ) -> dict[str, Any]:
     """Collect ``samples`` decisions of ``teacher``, fit a policy, save it to ``out`` (a policy file).
 
@@ -278,7 +289,10 @@ def imitate(
         raise ValueError("dagger_rounds must be >= 0, dagger_samples and dagger_epochs >= 1")
     config = make_config(num_players=num_players, **dict(rules or {}))
     torch.manual_seed(seed)
-    demos = collect(teacher, config, samples, seed=seed, gamma=gamma, shaping=shaping, progress=progress)
+    demos = collect(
+        teacher, config, samples, seed=seed, gamma=gamma, shaping=shaping, progress=progress,
+        relative_reward=relative_reward,
+    )
     log(f"recorded {len(demos.actions):,} decisions of {teacher} in {demos.games} rounds ({demos.seconds:.0f} s)")
     policy, kwargs = build_policy(config, list(net_arch or [256, 256]), activation, lr)
     t0 = time.perf_counter()
@@ -293,14 +307,14 @@ def imitate(
             n_envs=1,
             imitation={"teacher": teacher, "samples": len(demos.actions), "rounds": demos.games, "seed": seed,
                        "epochs": epochs, "dagger_rounds": dagger_done, "dagger_samples": dagger_samples,
-                       "dagger_epochs": dagger_epochs, **stats},
+                       "dagger_epochs": dagger_epochs, "relative_reward": relative_reward, **stats},
         )
 
     for k in range(dagger_rounds):
         student = PolicyAgent(policy, record(k), deterministic=True, name="student")
         more = collect(
             teacher, config, dagger_samples, seed=seed + 7_919 * (k + 1) * 1_000, gamma=gamma, shaping=shaping,
-            progress=progress, student=student,
+            progress=progress, student=student, relative_reward=relative_reward,
         )
         demos = demos + more
         log(f"DAgger round {k + 1}/{dagger_rounds}: {len(more.actions):,} more decisions ({more.seconds:.0f} s), "
@@ -339,6 +353,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="DAgger rounds after the first fit: the policy plays a seat, the teacher labels (default 0)")
     ap.add_argument("--dagger-samples", type=int, default=100_000, help="decisions per DAgger round")
     ap.add_argument("--dagger-epochs", type=int, default=3, help="epochs over all records after each DAgger round")
+    ap.add_argument("--relative-reward", action="store_true",
+                    help="value targets from the score minus the rivals' mean (as relative_reward = true trains)")
     ap.add_argument("--no-shaping", action="store_true", help="value targets without the Nertz-pile shaping")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     args = ap.parse_args(argv)
@@ -350,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
             epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, gamma=args.gamma,
             shaping=not args.no_shaping, progress=True, dagger_rounds=args.dagger_rounds,
             dagger_samples=args.dagger_samples, dagger_epochs=args.dagger_epochs,
+            relative_reward=args.relative_reward,
         )
     except (AgentSpecError, ValueError) as e:
         print(f"imitate: error: {e}", file=sys.stderr)
