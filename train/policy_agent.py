@@ -99,7 +99,7 @@ class PolicyAgent:
         policy: a ``MaskableActorCriticPolicy`` (shared between agents of the same snapshot).
         meta: the checkpoint's nertz-env record; ``reset`` refuses tables of other rules.
         deterministic: play the most probable legal action instead of sampling.
-        name: the label in tournaments.
+        name: the agent's ``name`` (``repr``, the opponent pool's logs; tournaments label agents by their spec).
     """
 
     def __init__(
@@ -156,8 +156,8 @@ class PolicyAgent:
 def load_policy_agent(path: str, **params: Any) -> PolicyAgent:
     """The registry loader for ``.zip`` checkpoints: ``make_agent("model.zip:deterministic=true")``.
 
-    Parameters: ``deterministic`` (play the argmax; default false) and ``name`` (the tournament label;
-    default the path).
+    Parameters: ``deterministic`` (play the argmax; default false) and ``name`` (the agent's ``name``;
+    default the path; tournaments label agents by their spec, so ``nertz-eval`` tables show the spec).
 
     Raises:
         FileNotFoundError: no such file.
