@@ -394,6 +394,10 @@ def _interrupt_run(tmp_path: Any, workers: int) -> tuple[subprocess.CompletedPro
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        # Python turns SIGINT into KeyboardInterrupt only when it did not start with SIGINT ignored, which a
+        # suite launched in the background (`nohup ... &`) passes down: give the child the default, as a
+        # terminal would
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     err = bytearray()
 
@@ -414,7 +418,12 @@ def _interrupt_run(tmp_path: Any, workers: int) -> tuple[subprocess.CompletedPro
         proc.kill()
         pytest.fail("the run never showed progress: " + err.decode(errors="replace")[-500:])
     proc.send_signal(signal.SIGINT)
-    stdout, _ = proc.communicate(timeout=60)
+    try:
+        stdout, _ = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # do not leave it running (it would slow every later test)
+        proc.communicate()
+        raise
     reader.join(timeout=10)
     return proc, stdout.decode() + "\n" + err.decode(errors="replace")
 
