@@ -155,10 +155,9 @@ def collect(
         # the records of one tick are interleaved by seat: returns go back in the same order
         if relative_reward:
             paid = np.asarray(rewards, dtype=np.float64)  # (P, ticks)
-            team = config.team_of
-            rivals = np.array([[team[j] != team[i] for j in range(p_count)] for i in range(p_count)], float)
-            rivals /= np.maximum(rivals.sum(axis=1, keepdims=True), 1.0)
-            rewards = (paid - rivals @ paid).tolist()
+            from nertz_env.train.wrappers import rival_weights
+
+            rewards = (paid - rival_weights(config) @ paid).tolist()
         per_seat = [_returns(rewards[s], counts[s], gamma, coef, shaping_scale) for s in range(p_count)]
         ret_l.append(np.stack(per_seat, axis=1).reshape(-1))
         added = len(rewards[0]) * p_count

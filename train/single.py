@@ -32,6 +32,7 @@ import numpy as np
 from nertz_env.agents import Agent
 from nertz_env.environment import NertzParallelEnv
 from nertz_env.train.pool import OpponentPool
+from nertz_env.train.wrappers import rival_weights
 
 
 def as_pool(opponents: OpponentPool | Mapping[str, float] | Sequence[str] | None) -> OpponentPool:
@@ -83,8 +84,7 @@ class NertzSingleAgentEnv(gymnasium.Env):
         self.pool = as_pool(opponents)
         self.truncation_as_termination = bool(truncation_as_termination)
         self.names = list(self.env.possible_agents)
-        team = self.config.team_of
-        self._rivals = [[j for j in range(n) if team[j] != team[i]] for i in range(n)]  # seats of other teams
+        self._rival_weight = rival_weights(self.config)
         self.observation_space = gymnasium.spaces.Box(0.0, 1.0, (self.env.obs_layout.size,), np.float32)
         self.action_space = gymnasium.spaces.Discrete(self.env.actions.n)
         self.seat = 0
@@ -129,9 +129,9 @@ class NertzSingleAgentEnv(gymnasium.Env):
             actions[names[s]] = agent.act(o["observation"], o["action_mask"])
         obs, rewards, terms, truncs, infos = self.env.step(actions)
         me = names[self.seat]
-        rivals = self._rivals[self.seat]
         info = dict(infos[me], seat=self.seat)
-        info["rivals_reward"] = sum(float(rewards[names[s]]) for s in rivals) / max(len(rivals), 1)
+        paid = np.array([rewards[name] for name in names], dtype=np.float64)
+        info["rivals_reward"] = float(self._rival_weight[self.seat] @ paid)
         terminated, truncated = bool(terms[me]), bool(truncs[me])
         if truncated and self.truncation_as_termination:
             terminated, truncated = True, False

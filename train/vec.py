@@ -44,6 +44,7 @@ from nertz_env.agents import Agent
 from nertz_env.train.policy_agent import PolicyAgent
 from nertz_env.train.pool import OpponentPool
 from nertz_env.train.single import as_pool
+from nertz_env.train.wrappers import rival_weights
 from nertz_env.vector import NertzVectorEnv
 
 
@@ -98,9 +99,7 @@ class NertzVecEnv(VecEnv):
         self._seat = self._slot_in_table.copy()  # slot -> seat
         self._opponents: list[dict[int, Agent]] = [{} for _ in range(self.num_tables)]
         self._full_actions = np.zeros((self.num_tables, p), dtype=np.int64)
-        team = np.asarray(self.config.team_of)
-        rivals = (team[:, None] != team[None, :]).astype(np.float64)  # seat -> seats of the other teams
-        self._rival_weight = rivals / np.maximum(rivals.sum(axis=1, keepdims=True), 1.0)
+        self._rival_weight = rival_weights(self.config)
         self._pending: np.ndarray | None = None
         self._default_seed = seed
         self._rng = np.random.default_rng(seed)
