@@ -652,6 +652,23 @@ def test_dagger__the_student_drives_one_seat_and_the_teacher_labels_it() -> None
     assert (driven != WAIT).any()
 
 
+def test_dagger__checkpoints_every_round_and_the_last_is_the_saved_policy(tmp_path: Any) -> None:
+    from nertz_env.train.imitate import main as imitate_main
+    from nertz_env.train.policy_agent import load_policy
+
+    out, ckpt = tmp_path / "bc.zip", tmp_path / "rounds"
+    args = ["--out", str(out), "--teacher", "greedy", "--players", "2", "--samples", "300", "--net-arch", "16",
+            "--epochs", "1", "--dagger-rounds", "2", "--dagger-samples", "200", "--dagger-epochs", "1",
+            "--checkpoint-dir", str(ckpt)]
+    assert imitate_main(args) == 0
+    assert sorted(p.name for p in ckpt.glob("*.zip")) == ["round_00.zip", "round_01.zip", "round_02.zip"]
+    assert [read_meta(str(ckpt / f"round_0{k}.zip"))["imitation"]["dagger_rounds"] for k in range(3)] == [0, 1, 2]
+    last, final = load_policy(str(ckpt / "round_02.zip"))[0].state_dict(), load_policy(str(out))[0].state_dict()
+    first = load_policy(str(ckpt / "round_00.zip"))[0].state_dict()
+    assert all(torch.equal(last[k], final[k]) for k in final)
+    assert not all(torch.equal(first[k], final[k]) for k in final)  # the rounds did fit something
+
+
 def test_learning_curve_plot__draws_eval_csv_and_reports_a_missing_file(tmp_path: Any) -> None:
     pytest.importorskip("matplotlib")
     from nertz_env.train.evaluate import EvalRow, append_csv

@@ -272,8 +272,12 @@ def imitate(
     dagger_samples: int = 100_000,
     dagger_epochs: int = 3,
     relative_reward: bool = False,
+    checkpoint_dir: str | None = None,
 ) -> dict[str, Any]:
     """Collect ``samples`` decisions of ``teacher``, fit a policy, save it to ``out`` (a policy file).
+
+    With ``checkpoint_dir``, the policy after the first fit and after every DAgger round is also saved there
+    (``round_00.zip``, ``round_01.zip``, ...), so the rounds can be evaluated while the run goes on.
 
     With ``dagger_rounds`` > 0, each round then collects ``dagger_samples`` more decisions with the policy
     fitted so far playing one seat (deterministically) and the teacher labelling it (see :func:`collect`),
@@ -286,6 +290,13 @@ def imitate(
 
     if dagger_rounds < 0 or dagger_samples < 1 or dagger_epochs < 1:
         raise ValueError("dagger_rounds must be >= 0, dagger_samples and dagger_epochs >= 1")
+    ckpt = None
+    if checkpoint_dir is not None:
+        import pathlib
+
+        ckpt = pathlib.Path(checkpoint_dir)
+        ckpt.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
     config = make_config(num_players=num_players, **dict(rules or {}))
     torch.manual_seed(seed)
     demos = collect(
@@ -309,6 +320,13 @@ def imitate(
                        "dagger_epochs": dagger_epochs, "relative_reward": relative_reward, **stats},
         )
 
+    def checkpoint(dagger_done: int) -> None:
+        if ckpt is not None:
+            path = ckpt / f"round_{dagger_done:02d}.zip"
+            save_policy(_PolicyHolder(policy, kwargs), str(path), record(dagger_done))
+            log(f"checkpoint {path} ({time.perf_counter() - started:.0f} s since the start)")
+
+    checkpoint(0)
     for k in range(dagger_rounds):
         student = PolicyAgent(policy, record(k), deterministic=True, name="student")
         more = collect(
@@ -321,6 +339,7 @@ def imitate(
         t0 = time.perf_counter()
         stats = fit(policy, demos, epochs=dagger_epochs, batch_size=batch_size, lr=lr, seed=seed + k + 1, log=log)
         fit_s += time.perf_counter() - t0
+        checkpoint(k + 1)
 
     holder = _PolicyHolder(policy, kwargs)
     save_policy(holder, out, record(dagger_rounds))
@@ -355,6 +374,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--relative-reward", action="store_true",
                     help="value targets from the score minus the rivals' mean (as relative_reward = true trains)")
     ap.add_argument("--no-shaping", action="store_true", help="value targets without the Nertz-pile shaping")
+    ap.add_argument("--checkpoint-dir", default=None,
+                    help="also save the policy after the first fit and after each DAgger round here (round_NN.zip)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -365,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
             epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, gamma=args.gamma,
             shaping=not args.no_shaping, progress=True, dagger_rounds=args.dagger_rounds,
             dagger_samples=args.dagger_samples, dagger_epochs=args.dagger_epochs,
-            relative_reward=args.relative_reward,
+            relative_reward=args.relative_reward, checkpoint_dir=args.checkpoint_dir,
         )
     except (AgentSpecError, ValueError) as e:
         print(f"imitate: error: {e}", file=sys.stderr)
