@@ -1,7 +1,8 @@
-"""Scripted agents and the tournament harness: time per decision of each ladder rung, and the wall time of a
-1,000-game, 4-player tournament of heuristic players (duplicate deals, both cores).
+"""Scripted agents and the tournament harness: time per decision of each ladder rung, the wall time of a
+1,000-game, 4-player tournament of heuristic players (duplicate deals, both cores), and the training env's
+step rate with search opponents deciding in one thread or two (``opponent_threads``).
 
-Run: ``python bench/bench_agents.py [--games 1000] [--workers 2]``. Prints two tables, writes
+Run: ``python bench/bench_agents.py [--games 1000] [--workers 2]``. Prints three tables, writes
 ``bench/out/bench_agents.json``. The tournament's target on a 2-core machine is under 2 minutes.
 """
 
@@ -14,7 +15,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import print_table, save
+from common import fmt, print_table, save, timed_loop
 
 
 def per_decision(spec: str, games: int, seed: int) -> dict:
@@ -65,6 +66,30 @@ def tournament(games: int, workers: int, seed: int) -> dict:
     return {"games": len(res.games), "workers": workers, "wall_s": wall, "games_per_s": len(res.games) / wall}
 
 
+def opponent_threads(threads: int, seconds: float, tables: int = 64, seed: int = 0) -> dict:
+    """Learner transitions/s of ``NertzVecEnv``: ``tables`` tables of one learner (random legal moves, no
+    network) and three ``search`` opponents deciding in ``threads`` threads: the env side of a training run
+    against search (configs/dagger_finetune.toml draws search for most seats)."""
+    import numpy as np
+
+    from nertz_env.train.vec import NertzVecEnv
+
+    env = NertzVecEnv(tables, num_players=4, learners_per_table=1, opponents=["search"], seed=seed,
+                      opponent_threads=threads)
+    env.reset()
+    rng = np.random.default_rng(seed)
+
+    def step() -> int:
+        masks = env.action_masks()
+        acts = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        env.step(acts)
+        return tables
+
+    n, dt = timed_loop(step, seconds, warmup=5)
+    env.close()
+    return {"threads": threads, "tables": tables, "transitions": n, "seconds": dt, "per_s": n / dt}
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--games", type=int, default=1000, help="games in the timed tournament (default 1000)")
@@ -73,6 +98,8 @@ def main(argv: list[str] | None = None) -> dict:
         "--decision-games", type=int, default=20, help="games per agent for the per-decision times"
     )
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--env-seconds", type=float, default=10.0,
+                    help="seconds per measurement of the training env with search opponents (default 10)")
     args = ap.parse_args(argv)
     from nertz_env.agents import LADDER
 
@@ -99,7 +126,21 @@ def main(argv: list[str] | None = None) -> dict:
         ["games", "workers", "wall time (s)", "games/s", "target: 1,000 games under 120 s"],
         [[t["games"], t["workers"], f"{t['wall_s']:.1f}", f"{t['games_per_s']:.1f}", verdict]],
     )
-    payload = {"per_decision": per, "tournament": t, "table": table1 + "\n\n" + table2, "time": time.time()}
+    # side by side, alternating, twice each: the host's speed drifts within minutes
+    runs = [opponent_threads(k, args.env_seconds / 2, seed=args.seed) for k in (1, 2, 1, 2)]
+    env_rows = []
+    for k in (1, 2):
+        mine = [r for r in runs if r["threads"] == k]
+        rate = sum(r["transitions"] for r in mine) / sum(r["seconds"] for r in mine)
+        env_rows.append({"threads": k, "per_s": rate})
+    base = env_rows[0]["per_s"]
+    table3 = print_table(
+        "Training env (NertzVecEnv, 64 tables, 1 random learner + 3 search opponents a table), opponent_threads",
+        ["opponent_threads", "learner transitions/s", "vs 1 thread"],
+        [[r["threads"], fmt(r["per_s"]), f"{r['per_s'] / base:.2f}x"] for r in env_rows],
+    )
+    payload = {"per_decision": per, "tournament": t, "opponent_threads": env_rows, "opponent_thread_runs": runs,
+               "table": table1 + "\n\n" + table2 + "\n\n" + table3, "time": time.time()}
     save("bench_agents", payload)
     return payload
 

@@ -52,6 +52,7 @@ class TrainConfig:
     mode: str = "vector"  # "vector": NertzVecEnv over the batched engine; "single": single-agent view
     num_tables: int = 64  # vector mode: tables stepped together
     learners_per_table: int | None = None  # vector mode: learning seats per table (None: all, self-play)
+    opponent_threads: int = 1  # vector mode: threads the scripted opponents decide in (2 on 2 cores)
     num_envs: int = 4  # single mode: single-agent envs in a DummyVecEnv
     # -- opponents (single mode, and vector mode with learners_per_table < num_players)
     opponents: dict[str, float] = field(default_factory=lambda: {"heuristic": 1.0})  # agent spec -> weight
@@ -140,6 +141,7 @@ class TrainConfig:
             "batch_size",
             "n_epochs",
             "torch_threads",
+            "opponent_threads",
         )
         for name in positive:
             if getattr(self, name) < 1:

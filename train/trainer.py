@@ -294,6 +294,7 @@ class Trainer:
                 learners_per_table=cfg.learners_per_table,
                 opponents=self.pool,
                 seed=cfg.seed,
+                opponent_threads=cfg.opponent_threads,
             )
         pool = self.pool
         assert pool is not None

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import gymnasium
@@ -65,6 +66,10 @@ class NertzVecEnv(VecEnv):
         opponents: the pool the opponents come from (a pool, ``{spec: weight}`` or specs; default
             heuristic); unused in pure self-play.
         seed: default seed for the first ``reset`` (SB3 passes its own through ``seed()``).
+        opponent_threads: Python threads the scripted opponents decide in (default 1). Their kernels
+            release the GIL, so 2 on a 2-core machine runs the search opponents' rollouts on both cores
+            while the learner's update, which runs between steps, keeps one torch thread. Every agent
+            owns its state and random stream, so the actions do not depend on the thread count.
     """
 
     def __init__(
@@ -75,7 +80,10 @@ class NertzVecEnv(VecEnv):
         learners_per_table: int | None = None,
         opponents: OpponentPool | Mapping[str, float] | Sequence[str] | None = None,
         seed: int | None = None,
+        opponent_threads: int = 1,
     ) -> None:
+        if isinstance(opponent_threads, bool) or not isinstance(opponent_threads, int) or opponent_threads < 1:
+            raise ValueError(f"opponent_threads must be an integer >= 1, got {opponent_threads!r}")
         rules = dict(rules or {})
         if "num_players" in rules:
             raise ValueError("give the table size as num_players, not as a rule")
@@ -108,6 +116,8 @@ class NertzVecEnv(VecEnv):
         self._masks = np.zeros((self.num_envs, self.venv.actions.n), dtype=bool)
         self.episodes = 0
         self.illegal_actions = 0
+        self.opponent_threads = opponent_threads
+        self._executor: ThreadPoolExecutor | None = None
 
     # ------------------------------------------------------------------ seats
     def _seat_table(self, t: int, rotate: bool) -> None:
@@ -139,12 +149,27 @@ class NertzVecEnv(VecEnv):
         obs, mask = self._obs_full, self._mask_full
         assert obs is not None and mask is not None
         batched: dict[int, list[tuple[int, int, PolicyAgent]]] = {}
+        scripted: list[tuple[int, int, Agent]] = []
         for t, seated in enumerate(self._opponents):
             for s, agent in seated.items():
                 if isinstance(agent, PolicyAgent):
                     batched.setdefault(id(agent.policy), []).append((t, s, agent))
                 else:
-                    out[t, s] = agent.act(obs[t, s], mask[t, s])
+                    scripted.append((t, s, agent))
+
+        def act(members: list[tuple[int, int, Agent]]) -> None:
+            for t, s, agent in members:
+                out[t, s] = agent.act(obs[t, s], mask[t, s])
+
+        k = min(self.opponent_threads, len(scripted))
+        if k <= 1:
+            act(scripted)
+        else:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(self.opponent_threads, thread_name_prefix="nertz-opponents")
+            # interleaved shares: a table's seats and neighbouring tables' (often the same kind) spread evenly
+            for future in [self._executor.submit(act, scripted[i::k]) for i in range(k)]:
+                future.result()  # re-raises an agent's error here
         for members in batched.values():
             ts = np.array([m[0] for m in members])
             ss = np.array([m[1] for m in members])
@@ -217,6 +242,9 @@ class NertzVecEnv(VecEnv):
         return obs, rewards, dones, infos
 
     def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown()
+            self._executor = None
         self.venv.close()
 
     def action_masks(self) -> np.ndarray:
