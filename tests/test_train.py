@@ -242,6 +242,26 @@ def test_vec_env__learners_rotate_and_opponents_fill_the_other_seats() -> None:
     assert [(b - a) % P for a, b in itertools.pairwise(seats)] == [1, 1, 1, 1]
 
 
+def test_vec_env__opponents_in_threads_play_exactly_as_in_one_thread() -> None:
+    def play(threads: int) -> list[np.ndarray]:
+        env = NertzVecEnv(num_tables=3, num_players=P, learners_per_table=1, opponents={"search": 1.0, "heuristic": 1.0},
+                          seed=4, opponent_threads=threads)
+        out = [env.reset()]
+        rng = np.random.default_rng(6)
+        for _ in range(60):  # past the end of the first rounds: new opponents are drawn on the same stream
+            obs, rew, dones, _ = env.step(_random_legal(get_action_masks(env), rng))
+            out += [obs, rew, dones]
+        env.close()
+        return out
+
+    one, two = play(1), play(2)
+    assert all(np.array_equal(a, b) for a, b in zip(one, two, strict=True))
+    with pytest.raises(ValueError, match="opponent_threads"):
+        NertzVecEnv(num_tables=1, num_players=P, learners_per_table=1, opponent_threads=0)
+    with pytest.raises(ConfigError, match="opponent_threads"):
+        TrainConfig(opponent_threads=0).validate()
+
+
 def test_shaping__shaped_return_differs_from_the_score_by_a_constant() -> None:
     base = VecMonitor(NertzVecEnv(num_tables=2, num_players=P, seed=5))
     env = PotentialShaping(base, nertz_env.make_config(num_players=P))
@@ -650,6 +670,18 @@ def test_dagger__the_student_drives_one_seat_and_the_teacher_labels_it() -> None
     assert dagger.masks[np.arange(len(dagger.actions)), dagger.actions].all()
     driven = dagger.actions[0 : 3 * 200 : 3]  # seat 0's records of the first 200 ticks
     assert (driven != WAIT).any()
+
+
+def test_imitation__teachers_in_threads_record_exactly_what_one_thread_records() -> None:
+    from nertz_env.train.imitate import collect
+
+    config = nertz_env.make_config(num_players=3)
+    one = collect("search", config, 400, seed=9)
+    two = collect("search", config, 400, seed=9, teacher_threads=2)
+    for field in ("obs", "masks", "actions", "returns"):
+        assert np.array_equal(getattr(one, field), getattr(two, field)), field
+    with pytest.raises(ValueError, match="teacher_threads"):
+        collect("search", config, 10, teacher_threads=0)
 
 
 def test_dagger__checkpoints_every_round_and_the_last_is_the_saved_policy(tmp_path: Any) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,6 +81,7 @@ def collect(
     progress: bool = False,
     student: Any = None,
     relative_reward: bool = False,
+    teacher_threads: int = 1,
 ) -> Demonstrations:
     """Play rounds of ``teacher`` at every seat until ``samples`` decisions are recorded.
 
@@ -92,14 +94,20 @@ def collect(
     ``relative_reward`` computes the returns from each seat's reward minus the mean reward of the seats on
     other teams, as training with ``relative_reward = true`` pays it.
 
+    ``teacher_threads`` > 1 lets the seats' teachers decide side by side in Python threads (the scripted
+    agents' kernels release the GIL); every teacher owns its state and random stream, so the records do not
+    depend on it.
+
     Raises:
-        ValueError: ``samples`` below 1, or a bad agent spec (``AgentSpecError``).
+        ValueError: ``samples`` or ``teacher_threads`` below 1, or a bad agent spec (``AgentSpecError``).
     """
     import nertz_env
     from nertz_env.agents import make_agent
 
     if samples < 1:
         raise ValueError(f"samples must be at least 1, got {samples}")
+    if teacher_threads < 1:
+        raise ValueError(f"teacher_threads must be at least 1, got {teacher_threads}")
     if config.target_score is not None or config.rounds is not None:
         raise ValueError("imitation records single rounds; use rules without target_score or rounds")
     p_count = config.num_players
@@ -118,52 +126,70 @@ def collect(
         from tqdm import tqdm
 
         bar = tqdm(total=samples, unit="decision", desc=f"imitating {teacher}")
+    executor = ThreadPoolExecutor(teacher_threads) if teacher_threads > 1 else None
+    k = min(teacher_threads, p_count)
+    labels = [0] * p_count
+
+    def label(seats: range, obs: dict[str, Any], names: list[str]) -> None:
+        for s in seats:
+            o = obs[names[s]]
+            labels[s] = int(agents[s].act(o["observation"], o["action_mask"]))
+
     t0 = time.perf_counter()
     games = 0
     total = 0
-    while total < samples:
-        obs, _ = env.reset(seed=seed + games)
-        for s, agent in enumerate(agents):
-            agent.reset(env.config, s, seed=(seed + games) * 16 + s)
-        driven = games % p_count if student is not None else -1
-        if student is not None:
-            student.reset(env.config, driven, seed=(seed + games) * 16 + p_count)
-        names = list(env.agents)
-        rewards: list[list[float]] = [[] for _ in names]
-        counts: list[list[int]] = [[] for _ in names]
-        while env.agents:
-            acts = {}
-            for s, name in enumerate(names):
-                o, m = obs[name]["observation"], obs[name]["action_mask"]
-                a = int(agents[s].act(o, m))
-                act_l.append(a)
-                if s == driven:
-                    played = int(student.act(o, m))
-                    if played != a:
-                        tell = getattr(agents[s], "played", None)
-                        if tell is not None:
-                            tell(played)
-                        a = played
-                acts[name] = a
-                obs_l.append(o)
-                mask_l.append(m.astype(bool))
-                counts[s].append(round(float(o[ncount]) * config.nertz_size))
-            obs, rew, _, _, _ = env.step(acts)
-            for s, name in enumerate(names):
-                rewards[s].append(float(rew[name]))
-        games += 1
-        # the records of one tick are interleaved by seat: returns go back in the same order
-        if relative_reward:
-            paid = np.asarray(rewards, dtype=np.float64)  # (P, ticks)
-            from nertz_env.train.wrappers import rival_weights
+    try:
+        while total < samples:
+            obs, _ = env.reset(seed=seed + games)
+            for s, agent in enumerate(agents):
+                agent.reset(env.config, s, seed=(seed + games) * 16 + s)
+            driven = games % p_count if student is not None else -1
+            if student is not None:
+                student.reset(env.config, driven, seed=(seed + games) * 16 + p_count)
+            names = list(env.agents)
+            rewards: list[list[float]] = [[] for _ in names]
+            counts: list[list[int]] = [[] for _ in names]
+            while env.agents:
+                if executor is None:
+                    label(range(p_count), obs, names)
+                else:
+                    for future in [executor.submit(label, range(i, p_count, k), obs, names) for i in range(k)]:
+                        future.result()
+                acts = {}
+                for s, name in enumerate(names):
+                    o, m = obs[name]["observation"], obs[name]["action_mask"]
+                    a = labels[s]
+                    act_l.append(a)
+                    if s == driven:
+                        played = int(student.act(o, m))
+                        if played != a:
+                            tell = getattr(agents[s], "played", None)
+                            if tell is not None:
+                                tell(played)
+                            a = played
+                    acts[name] = a
+                    obs_l.append(o)
+                    mask_l.append(m.astype(bool))
+                    counts[s].append(round(float(o[ncount]) * config.nertz_size))
+                obs, rew, _, _, _ = env.step(acts)
+                for s, name in enumerate(names):
+                    rewards[s].append(float(rew[name]))
+            games += 1
+            # the records of one tick are interleaved by seat: returns go back in the same order
+            if relative_reward:
+                paid = np.asarray(rewards, dtype=np.float64)  # (P, ticks)
+                from nertz_env.train.wrappers import rival_weights
 
-            rewards = (paid - rival_weights(config) @ paid).tolist()
-        per_seat = [_returns(rewards[s], counts[s], gamma, coef, shaping_scale) for s in range(p_count)]
-        ret_l.append(np.stack(per_seat, axis=1).reshape(-1))
-        added = len(rewards[0]) * p_count
-        total += added
-        if bar is not None:
-            bar.update(added)
+                rewards = (paid - rival_weights(config) @ paid).tolist()
+            per_seat = [_returns(rewards[s], counts[s], gamma, coef, shaping_scale) for s in range(p_count)]
+            ret_l.append(np.stack(per_seat, axis=1).reshape(-1))
+            added = len(rewards[0]) * p_count
+            total += added
+            if bar is not None:
+                bar.update(added)
+    finally:
+        if executor is not None:
+            executor.shutdown()
     if bar is not None:
         bar.close()
     return Demonstrations(
@@ -273,8 +299,11 @@ def imitate(
     dagger_epochs: int = 3,
     relative_reward: bool = False,
     checkpoint_dir: str | None = None,
+    teacher_threads: int = 1,
 ) -> dict[str, Any]:
     """Collect ``samples`` decisions of ``teacher``, fit a policy, save it to ``out`` (a policy file).
+
+    ``teacher_threads``: threads the teachers decide in while collecting (see :func:`collect`).
 
     With ``checkpoint_dir``, the policy after the first fit and after every DAgger round is also saved there
     (``round_00.zip``, ``round_01.zip``, ...), so the rounds can be evaluated while the run goes on.
@@ -301,7 +330,7 @@ def imitate(
     torch.manual_seed(seed)
     demos = collect(
         teacher, config, samples, seed=seed, gamma=gamma, shaping=shaping, progress=progress,
-        relative_reward=relative_reward,
+        relative_reward=relative_reward, teacher_threads=teacher_threads,
     )
     log(f"recorded {len(demos.actions):,} decisions of {teacher} in {demos.games} rounds ({demos.seconds:.0f} s)")
     policy, kwargs = build_policy(config, list(net_arch or [256, 256]), activation, lr)
@@ -331,7 +360,7 @@ def imitate(
         student = PolicyAgent(policy, record(k), deterministic=True, name="student")
         more = collect(
             teacher, config, dagger_samples, seed=seed + 7_919 * (k + 1) * 1_000, gamma=gamma, shaping=shaping,
-            progress=progress, student=student, relative_reward=relative_reward,
+            progress=progress, student=student, relative_reward=relative_reward, teacher_threads=teacher_threads,
         )
         demos = demos + more
         log(f"DAgger round {k + 1}/{dagger_rounds}: {len(more.actions):,} more decisions ({more.seconds:.0f} s), "
@@ -377,6 +406,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--checkpoint-dir", default=None,
                     help="also save the policy after the first fit and after each DAgger round here (round_NN.zip)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    ap.add_argument("--teacher-threads", type=int, default=1,
+                    help="threads the teachers decide in while collecting (default 1; 2 on a 2-core machine)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     try:
@@ -387,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
             shaping=not args.no_shaping, progress=True, dagger_rounds=args.dagger_rounds,
             dagger_samples=args.dagger_samples, dagger_epochs=args.dagger_epochs,
             relative_reward=args.relative_reward, checkpoint_dir=args.checkpoint_dir,
+            teacher_threads=args.teacher_threads,
         )
     except (AgentSpecError, ValueError) as e:
         print(f"imitate: error: {e}", file=sys.stderr)
