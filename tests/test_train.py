@@ -260,6 +260,8 @@ def test_vec_env__opponents_in_threads_play_exactly_as_in_one_thread() -> None:
         NertzVecEnv(num_tables=1, num_players=P, learners_per_table=1, opponent_threads=0)
     with pytest.raises(ConfigError, match="opponent_threads"):
         TrainConfig(opponent_threads=0).validate()
+    with pytest.raises(ConfigError, match="mode = 'vector'"):
+        TrainConfig(mode="single", opponent_threads=2).validate()
 
 
 def test_shaping__shaped_return_differs_from_the_score_by_a_constant() -> None:
@@ -488,7 +490,7 @@ def test_config__every_shipped_config_file_is_valid(name: str) -> None:
     path = os.path.join(os.path.dirname(__file__), "..", "train", "configs", name)
     cfg = config_from_args(build_parser().parse_args(["--config", path]))
     assert cfg.mode == "vector" and cfg.uses_opponents and cfg.shaping
-    if name == "dagger_finetune.toml":
+    if name.startswith("dagger_"):
         assert cfg.relative_reward and cfg.opponents["search"] > cfg.opponents["heuristic"]
 
 

@@ -167,6 +167,10 @@ class TrainConfig:
             raise ConfigError("opponent weights and snapshot_weight must be >= 0")
         if self.eval_workers < 1:
             raise ConfigError(f"eval_workers must be >= 1, got {self.eval_workers}")
+        if self.opponent_threads > 1 and self.mode != "vector":
+            raise ConfigError(
+                f"opponent_threads applies to mode = 'vector' (got {self.opponent_threads} with mode = {self.mode!r})"
+            )
 
     @property
     def n_envs(self) -> int:
