@@ -701,6 +701,9 @@ def test_dagger__checkpoints_every_round_and_the_last_is_the_saved_policy(tmp_pa
     first = load_policy(str(ckpt / "round_00.zip"))[0].state_dict()
     assert all(torch.equal(last[k], final[k]) for k in final)
     assert not all(torch.equal(first[k], final[k]) for k in final)  # the rounds did fit something
+    bad = tmp_path / "never"
+    assert imitate_main(["--out", str(out), "--teacher", "no_such_agent", "--checkpoint-dir", str(bad)]) == 2
+    assert not bad.exists()  # a bad teacher spec is refused before any folder is made
 
 
 def test_learning_curve_plot__draws_eval_csv_and_reports_a_missing_file(tmp_path: Any) -> None:

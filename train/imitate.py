@@ -319,14 +319,17 @@ def imitate(
 
     if dagger_rounds < 0 or dagger_samples < 1 or dagger_epochs < 1:
         raise ValueError("dagger_rounds must be >= 0, dagger_samples and dagger_epochs >= 1")
+    from nertz_env.agents import make_agent
+
+    started = time.perf_counter()
+    config = make_config(num_players=num_players, **dict(rules or {}))
+    make_agent(teacher)  # a bad spec fails here, before any folder is made
     ckpt = None
     if checkpoint_dir is not None:
         import pathlib
 
         ckpt = pathlib.Path(checkpoint_dir)
         ckpt.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    config = make_config(num_players=num_players, **dict(rules or {}))
     torch.manual_seed(seed)
     demos = collect(
         teacher, config, samples, seed=seed, gamma=gamma, shaping=shaping, progress=progress,
