@@ -6,11 +6,11 @@ to the lake is taken at once; otherwise its best ``candidates`` actions (down to
 (the same deals for every candidate: common random numbers), the candidate is applied, and the heuristic
 plays on for ``horizon`` ticks while the other players add cards to the lake at the rate the agent has
 seen this round (a prior of ``others`` per opponent per tick to start with; random next cards, played
-before the agent's move of each tick, so they win the races). A rollout
-scores the points of the own layout: ``nertz_value`` per card leaving the Nertz pile (by default the rules'
-``nertz_penalty``: the penalty avoided) plus 1 per own card reaching the lake, discounted by ``gamma`` per tick. The best candidate replaces the
-heuristic's first choice only when it scores ``margin`` more. This is one step of policy improvement over the
-heuristic, which is why it is the stronger rung.
+before the agent's move of each tick, so they win the races). A rollout scores the points of the own
+layout: ``nertz_value`` per card leaving the Nertz pile (by default the rules' ``nertz_penalty``: the penalty
+avoided) plus 1 per own card reaching the lake, discounted by ``gamma`` per tick. The best candidate
+replaces the heuristic's first choice only when it scores ``margin`` more. This is one step of policy
+improvement over the heuristic, which is why it is the stronger rung.
 
 **What the model knows** is only what the seat has seen. The observation shows the layout, the waste's top
 and the lake's foundation tops. The agent also remembers (``memory``) its stock and waste: flips move cards

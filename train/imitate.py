@@ -126,6 +126,9 @@ def collect(
         from tqdm import tqdm
 
         bar = tqdm(total=samples, unit="decision", desc=f"imitating {teacher}")
+    from nertz_env.train.wrappers import rival_weights
+
+    rivals = rival_weights(config)  # seat -> mean over the seats of other teams
     executor = ThreadPoolExecutor(teacher_threads) if teacher_threads > 1 else None
     k = min(teacher_threads, p_count)
     labels = [0] * p_count
@@ -178,9 +181,7 @@ def collect(
             # the records of one tick are interleaved by seat: returns go back in the same order
             if relative_reward:
                 paid = np.asarray(rewards, dtype=np.float64)  # (P, ticks)
-                from nertz_env.train.wrappers import rival_weights
-
-                rewards = (paid - rival_weights(config) @ paid).tolist()
+                rewards = (paid - rivals @ paid).tolist()
             per_seat = [_returns(rewards[s], counts[s], gamma, coef, shaping_scale) for s in range(p_count)]
             ret_l.append(np.stack(per_seat, axis=1).reshape(-1))
             added = len(rewards[0]) * p_count

@@ -22,7 +22,8 @@ Conventions (SB3's, not Gymnasium's):
   the final one, and ``infos[i]`` also has ``round_score`` (the last round's score), ``round_end`` and
   ``seat``. Every ``infos[i]`` has ``rivals_reward``: the mean reward this step of the seats on other teams
   (every other seat without teams), for training on the score relative to the table. A round cut off at
-  ``max_ticks`` is scored and over, and the tick is observed, so it is a terminal (``TimeLimit.truncated`` is False; ``infos[i]["max_ticks"]`` says it happened).
+  ``max_ticks`` is scored and over, and the tick is observed, so it is a terminal (``TimeLimit.truncated``
+  is False; ``infos[i]["max_ticks"]`` says it happened).
 * ``env_method("action_masks")`` gives one bool row per slot, so MaskablePPO's ``get_action_masks``
   works; ``get_attr``/``set_attr``/``has_attr`` act on this object (the sub-envs share it).
 
