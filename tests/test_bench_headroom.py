@@ -1,0 +1,85 @@
+"""bench/headroom.py's measuring sticks: the oracle reads the engine's hidden cards consistently with what the
+observation shows, fills every slot of its model, and both oracles play only legal moves."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+import nertz_env
+from nertz_env.agents import make_agent
+from nertz_env.agents.kernels import S_NCOUNT, S_NERTZ, S_SCOUNT, S_STOCK, S_WASTE, S_WCOUNT, UNKNOWN
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+@pytest.fixture(scope="module")
+def headroom() -> ModuleType:
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_headroom", BENCH / "headroom.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCH))
+    return module
+
+
+def _play(headroom: ModuleType, candidate: Any, seed: int, ticks: int) -> int:
+    """Play up to ``ticks`` ticks with ``candidate`` at seat 0 and heuristic players; returns the ticks played.
+    Asserts that the candidate only plays legal moves and, for the oracle, that its model has no unknown
+    card after the reveal."""
+    env = nertz_env.parallel_env(num_players=4)
+    agents = [candidate] + [make_agent("heuristic") for _ in range(3)]
+    candidate.attach(env)
+    obs, _ = env.reset(seed=seed)
+    for s, a in enumerate(agents):
+        a.reset(env.config, s, seed + s)
+    played = 0
+    while env.agents and played < ticks:
+        mask = obs["player_0"]["action_mask"]
+        acts = {
+            n: a.act(obs[n]["observation"], obs[n]["action_mask"])
+            for n, a in zip(env.agents, agents, strict=True)
+        }
+        assert mask[acts["player_0"]] == 1
+        s = candidate._state
+        for base, n in ((S_STOCK, S_SCOUNT), (S_WASTE, S_WCOUNT), (S_NERTZ, S_NCOUNT)):
+            assert not np.any(s[base : base + s[n]] == UNKNOWN)
+        obs, _, _, _, infos = env.step(acts)
+        assert not infos["player_0"]["illegal"]
+        played += 1
+    return played
+
+
+def test_oracle_search_sees_every_own_card_and_plays_legally(headroom: ModuleType) -> None:
+    assert _play(headroom, headroom.OracleSearch(rollouts=4), seed=3, ticks=400) > 20
+
+
+def test_oracle_reveal_refuses_a_table_that_does_not_match_the_observation(headroom: ModuleType) -> None:
+    env = nertz_env.parallel_env(num_players=4)
+    oracle = headroom.OracleSearch(rollouts=4)
+    oracle.attach(env)
+    obs, _ = env.reset(seed=1)
+    oracle.reset(env.config, 0, 0)
+    other = nertz_env.parallel_env(num_players=4)
+    other.reset(seed=2)
+    oracle.attach(other)  # another deal: its cards do not match seat 0's observation
+    with pytest.raises(AssertionError, match="differ from the engine"):
+        oracle.act(obs["player_0"]["observation"], obs["player_0"]["action_mask"])
+
+
+def test_oracle_beam_plays_legally(headroom: ModuleType) -> None:
+    assert _play(headroom, headroom.OracleBeam(width=16, depth=6), seed=5, ticks=60) > 20
+
+
+def test_headroom_rejects_unknown_rows(headroom: ModuleType) -> None:
+    with pytest.raises(SystemExit):
+        headroom.main(["--rows", "copy,nonsense", "--deals", "2"])
