@@ -385,6 +385,22 @@ def test_resume__continues_exactly_like_a_straight_run(tmp_path: object) -> None
     assert [e.name for e in straight.pool.snapshots] == [e.name for e in resumed.pool.snapshots]
 
 
+def test_resume__a_checkpoint_at_the_total_writes_the_policy_and_evaluates_it(tmp_path: object) -> None:
+    # a run stopped at a checkpoint is finished by resuming it with total_timesteps at its step: nothing
+    # left to train (SB3 never sets up its logger then), the policy file and the evaluation still come out
+    kw = {"total_timesteps": 128, "checkpoint_every": 128}
+    Trainer(_tiny(os.path.join(str(tmp_path), "a"), **kw), log=_quiet).train()
+    ckpt = os.path.join(str(tmp_path), "a", "checkpoints", "step_000000000128.zip")
+    cfg = _tiny(os.path.join(str(tmp_path), "a"), eval_deals=1, eval_opponents=["random"], **kw)
+    resumed = Trainer(cfg, resume=ckpt, log=_quiet)
+    resumed.train()
+    assert resumed.model.num_timesteps == 128
+    assert os.path.exists(os.path.join(str(tmp_path), "a", "policy.zip"))
+    assert [(r.timesteps, r.baseline) for r in resumed.eval_rows] == [(128, "random")]
+    with open(os.path.join(str(tmp_path), "a", "eval.csv")) as f:
+        assert len(f.read().strip().splitlines()) == 2  # header and the row
+
+
 def test_resume__single_agent_mode_continues_exactly(tmp_path: object) -> None:
     kw = {
         "mode": "single",
@@ -489,7 +505,11 @@ def test_cli__flags_override_the_file_which_overrides_defaults(tmp_path: object)
 def test_config__every_shipped_config_file_is_valid(name: str) -> None:
     path = os.path.join(os.path.dirname(__file__), "..", "train", "configs", name)
     cfg = config_from_args(build_parser().parse_args(["--config", path]))
-    assert cfg.mode == "vector" and cfg.uses_opponents and cfg.shaping
+    assert cfg.mode == "vector" and cfg.shaping
+    if name.startswith("selfplay"):  # every seat learns: no opponents to draw
+        assert not cfg.uses_opponents and cfg.learners_per_table == cfg.num_players and cfg.relative_reward
+    else:
+        assert cfg.uses_opponents
     if name.startswith("dagger_"):
         assert cfg.relative_reward and cfg.opponents["search"] > cfg.opponents["heuristic"]
 

@@ -365,16 +365,19 @@ class Trainer:
             timesteps=steps,
         )
         append_csv(os.path.join(self.run_dir, "eval.csv"), rows)
-        logger = self.model.logger
-        for r in rows:
-            key = f"eval/{r.baseline.replace(':', '_').replace('/', '_')}"
-            logger.record(f"{key}/score", r.score)
-            logger.record(f"{key}/baseline_score", r.baseline_score)
-            logger.record(f"{key}/score_diff", r.diff)
-            logger.record(f"{key}/score_diff_low", r.diff_low)
-            logger.record(f"{key}/win", r.win)
-            logger.record(f"{key}/nertz_out", r.nertz_out)
-        logger.dump(steps)
+        # SB3 makes the logger in learn(): a resume with no steps left to train has none, and its
+        # evaluation goes to eval.csv and the log only
+        logger = getattr(self.model, "_logger", None)
+        if logger is not None:
+            for r in rows:
+                key = f"eval/{r.baseline.replace(':', '_').replace('/', '_')}"
+                logger.record(f"{key}/score", r.score)
+                logger.record(f"{key}/baseline_score", r.baseline_score)
+                logger.record(f"{key}/score_diff", r.diff)
+                logger.record(f"{key}/score_diff_low", r.diff_low)
+                logger.record(f"{key}/win", r.win)
+                logger.record(f"{key}/nertz_out", r.nertz_out)
+            logger.dump(steps)
         self.eval_rows.extend(rows)
         self.log(f"evaluation at {steps} steps ({path}):\n{format_rows(rows)}")
         return rows
