@@ -64,7 +64,7 @@ from nertz_env.agents.kernels import (
     read_state,
 )
 from nertz_env.agents.search import _DIG, SearchAgent
-from nertz_env.eval.tournament import agent_seed, deal_seed
+from nertz_env.eval.tournament import agent_seed, deal_seed, play_game
 
 PLAYERS = 4
 
@@ -239,23 +239,14 @@ def play_deal(job: tuple[str, str, int, int]) -> tuple[float, float]:
     diffs, outs = [], 0
     for rot in range(PLAYERS):
         agents = [_make(cand) if s == rot else _make(opp) for s in range(PLAYERS)]
-        obs, _ = env.reset(seed=deal_seed(seed, deal))
-        for s, a in enumerate(agents):
+        for a in agents:
             if isinstance(a, OracleSearch):
                 a.attach(env)
-            a.reset(env.config, s, agent_seed(seed, deal, 0, rot, s))
-        names = env.possible_agents
-        total = np.zeros(PLAYERS)
-        info: dict[str, Any] = {}
-        while env.agents:
-            acts = {
-                n: a.act(obs[n]["observation"], obs[n]["action_mask"])
-                for n, a in zip(names, agents, strict=True)
-            }
-            obs, rew, _, _, info = env.step(acts)
-            total += [rew[n] for n in names]
+        seeds = [agent_seed(seed, deal, 0, rot, s) for s in range(PLAYERS)]
+        record = play_game(env, agents, deal_seed(seed, deal), seeds)
+        total = np.sum(record.scores, axis=0)  # one round under the default rules; a match sums them
         diffs.append(total[rot] - (total.sum() - total[rot]) / (PLAYERS - 1))
-        outs += int(info[names[rot]]["score"]["nertz_left"] == 0)
+        outs += int(record.nertz_left[-1][rot] == 0)
     return float(np.mean(diffs)), outs / PLAYERS
 
 
