@@ -58,12 +58,10 @@ from nertz_env.agents.kernels import (
     _gain,
     apply_move,
     can_flip,
-    heuristic_priorities,
     model_moves,
     pick_best,
-    read_state,
 )
-from nertz_env.agents.search import _DIG, SearchAgent
+from nertz_env.agents.search import SearchAgent
 from nertz_env.eval.tournament import agent_seed, deal_seed, play_game
 
 PLAYERS = 4
@@ -91,20 +89,9 @@ class OracleSearch(SearchAgent):
         if (nl and s[S_NTOP] != s[S_NERTZ + nl - 1]) or (wl and s[S_WTOP] != s[S_WASTE + wl - 1]):
             raise AssertionError("the observation's tops differ from the engine's")
 
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        tools = self._tools()
-        s = self._state
-        read_state(observation, tools.params, s)
-        self._remember(observation, s)
+    def _remember(self, observation: np.ndarray, s: np.ndarray) -> None:
+        super()._remember(observation, s)
         self._reveal(s)
-        heuristic_priorities(s, action_mask, tools.params, tools.columns, _DIG, self._banned, self._prio)
-        a = self._plan(s, action_mask)
-        self._banned = int(tools.reverse_run[a])
-        self._predict(s, a)
-        return a
-
-    def _plan(self, s: np.ndarray, action_mask: np.ndarray) -> int:
-        return self._choose(s, action_mask)
 
 
 @njit
@@ -188,7 +175,7 @@ class OracleBeam(OracleSearch):
         super().__init__()
         self.width, self.depth, self.beam_gamma = width, depth, gamma
 
-    def _plan(self, s: np.ndarray, action_mask: np.ndarray) -> int:
+    def _choose(self, s: np.ndarray, action_mask: np.ndarray) -> int:
         tools = self._tools()
         best = int(pick_best(self._prio, action_mask, self.rng.random()))
         if self._prio[best] >= PRIO_NERTZ_LAKE:
