@@ -21,9 +21,10 @@ policy file in the format of ``save_policy`` (nertz-env record included) that ``
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ import torch
 
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.observation import ObsLayout
+from nertz_env.train.vec import run_interleaved
 
 
 @dataclass
@@ -133,7 +135,7 @@ def collect(
     k = min(teacher_threads, p_count)
     labels = [0] * p_count
 
-    def label(seats: range, obs: dict[str, Any], names: list[str]) -> None:
+    def label(seats: Sequence[int], obs: dict[str, Any], names: list[str]) -> None:
         for s in seats:
             o = obs[names[s]]
             labels[s] = int(agents[s].act(o["observation"], o["action_mask"]))
@@ -156,8 +158,7 @@ def collect(
                 if executor is None:
                     label(range(p_count), obs, names)
                 else:
-                    for future in [executor.submit(label, range(i, p_count, k), obs, names) for i in range(k)]:
-                        future.result()
+                    run_interleaved(executor, partial(label, obs=obs, names=names), range(p_count), k)
                 acts = {}
                 for s, name in enumerate(names):
                     o, m = obs[name]["observation"], obs[name]["action_mask"]

@@ -33,9 +33,9 @@ SuperSuit's vector wrappers drop action masks (sb3-contrib #250, #279), which is
 from __future__ import annotations
 
 import pickle
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 import gymnasium
 import numpy as np
@@ -49,11 +49,22 @@ from nertz_env.train.single import as_pool
 from nertz_env.train.wrappers import rival_weights
 from nertz_env.vector import NertzVectorEnv
 
+T = TypeVar("T")
+
 
 def deal_tables(venv: NertzVectorEnv, tables: Sequence[int] | np.ndarray) -> None:
     """Deal ``tables`` a new episode now, each from its own generator's current state (what the vector
     env's next-step autoreset does one call later)."""
     venv.reset_tables(np.asarray(tables, dtype=np.int64))
+
+
+def run_interleaved(
+    executor: ThreadPoolExecutor, fn: Callable[[Sequence[T]], None], items: Sequence[T], k: int
+) -> None:
+    """Call ``fn`` on ``k`` interleaved shares of ``items`` (``items[i::k]``) side by side on ``executor`` and
+    wait for them all; an error raised in a share is re-raised here."""
+    for future in [executor.submit(fn, items[i::k]) for i in range(k)]:
+        future.result()
 
 
 class NertzVecEnv(VecEnv):
@@ -158,7 +169,7 @@ class NertzVecEnv(VecEnv):
                 else:
                     scripted.append((t, s, agent))
 
-        def act(members: list[tuple[int, int, Agent]]) -> None:
+        def act(members: Sequence[tuple[int, int, Agent]]) -> None:
             for t, s, agent in members:
                 out[t, s] = agent.act(obs[t, s], mask[t, s])
 
@@ -169,8 +180,7 @@ class NertzVecEnv(VecEnv):
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(self.opponent_threads, thread_name_prefix="nertz-opponents")
             # interleaved shares: a table's seats and neighbouring tables' (often the same kind) spread evenly
-            for future in [self._executor.submit(act, scripted[i::k]) for i in range(k)]:
-                future.result()  # re-raises an agent's error here
+            run_interleaved(self._executor, act, scripted, k)
         for members in batched.values():
             ts = np.array([m[0] for m in members])
             ss = np.array([m[1] for m in members])
