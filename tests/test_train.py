@@ -5,6 +5,7 @@ and a small training run that is evaluated through the tournament harness."""
 from __future__ import annotations
 
 import copy
+import csv
 import itertools
 import json
 import os
@@ -744,6 +745,48 @@ def test_learning_curve_plot__draws_eval_csv_and_reports_a_missing_file(tmp_path
     assert plot_main([str(tmp_path), "--out", str(out)]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert plot_main([str(tmp_path / "nowhere")]) == 2
+
+
+def test_checkpoint_evaluation__plays_every_checkpoint_once_and_feeds_the_plot(
+    checkpoint: str, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nertz_env.train.evaluate import checkpoint_eval_path, evaluate_run, run_checkpoints
+    from nertz_env.train.evaluate import main as evaluate_main
+
+    run = str(tmp_path / "run")
+    Trainer(_tiny(run, init_from=checkpoint, total_timesteps=256, checkpoint_every=128), log=_quiet).train()
+    points = run_checkpoints(run)
+    assert points[0] == (0, checkpoint)  # the start policy first, as step 0
+    assert [s for s, _ in points[1:]] == sorted(s for s, _ in points[1:]) and len(points) >= 3
+    assert run_checkpoints(run, start=False) == points[1:]
+    out = evaluate_run(run, ["random"], deals=2, seed=1, log=_quiet)
+    assert out == checkpoint_eval_path(run, 2, 1)
+    with open(out, encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["timesteps"]) for r in rows] == [s for s, _ in points]
+    assert all(r["deals"] == "2" and r["baseline"] == "random" for r in rows)
+    # an interrupted or repeated evaluation plays only what is missing: the rows written are kept
+    with open(out, encoding="utf-8") as f:
+        kept = f.readlines()
+    with open(out, "w", encoding="utf-8") as f:
+        f.writelines(kept[:-1])
+    played: list[str] = []
+    evaluate_run(run, ["random"], deals=2, seed=1, log=played.append)
+    with open(out, encoding="utf-8") as f:
+        assert len(f.readlines()) == len(kept) and len(played) == 1
+    pytest.importorskip("matplotlib")
+    from nertz_env.train.plot import checkpoint_evals
+    from nertz_env.train.plot import main as plot_main
+
+    assert checkpoint_evals(run) == [(os.path.basename(out), "checkpoints, 2 deals, seed 1")]
+    png = tmp_path / "curve.png"
+    assert plot_main([run, "--out", str(png)]) == 0  # no eval.csv in this run: the checkpoint rows alone
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    capsys.readouterr()
+    assert evaluate_main([str(tmp_path / "nowhere")]) == 2
+    assert "has no checkpoints" in capsys.readouterr().err
+    assert evaluate_main([run, "--baselines", "no_such_agent"]) == 2
+    assert "no_such_agent" in capsys.readouterr().err
 
 
 def test_shipped_models__play_by_name_deterministically(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:

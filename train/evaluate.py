@@ -6,12 +6,25 @@ baseline, every seat rotation on every deal. It always takes an explicit checkpo
 seeds (never "the newest file on disk"), plays the plain environment (no shaping) and returns one
 :class:`EvalRow` per baseline: the policy's mean round score, the baseline seats' mean, and the paired
 per-deal difference with its 95% interval. The trainer logs them to TensorBoard and to ``eval.csv``.
+
+The training-time evaluations are small (``eval_deals``, 40 by default) so as not to slow training. For a
+learning curve that can tell checkpoints apart, evaluate a finished run's checkpoints afterwards::
+
+    python -m nertz_env.train.evaluate RUN_DIR [--deals 200] [--seed 5] [--baselines search] [--workers 2]
+
+It plays every ``RUN_DIR/checkpoints/step_*.zip`` (and the run's ``init_from`` policy as step 0 when that
+file is at hand) on the same deals and appends one row per checkpoint and baseline to
+``RUN_DIR/checkpoint_eval_<deals>deals_seed<seed>.csv``, which ``python -m nertz_env.train.plot`` draws.
+Rows already in that file are kept and not played again, so an interrupted run continues where it stopped.
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
+import glob
 import os
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -122,3 +135,121 @@ def format_rows(rows: Sequence[EvalRow]) -> str:
             f"nertz-out {r.nertz_out:5.1%}  ({r.deals} deals, {r.seconds:.1f} s)"
         )
     return "\n".join(lines)
+
+
+def checkpoint_eval_path(run_dir: str, deals: int, seed: int) -> str:
+    """Where :func:`evaluate_run` writes the rows for ``deals`` deals from ``seed``."""
+    return os.path.join(run_dir, f"checkpoint_eval_{deals}deals_seed{seed}.csv")
+
+
+def run_checkpoints(run_dir: str, start: bool = True) -> list[tuple[int, str]]:
+    """``(timesteps, path)`` of the run's checkpoints in step order; with ``start``, the run's ``init_from``
+    policy first as step 0 when that file exists.
+
+    Raises:
+        FileNotFoundError: ``run_dir`` has no ``checkpoints/step_*.zip``.
+        CheckpointError: a checkpoint without a nertz-env record.
+    """
+    from nertz_env.train.meta import read_meta
+
+    found = sorted(glob.glob(os.path.join(run_dir, "checkpoints", "step_*.zip")))
+    if not found:
+        raise FileNotFoundError(f"{run_dir} has no checkpoints/step_*.zip (is it a nertz-train run directory?)")
+    points = sorted((int(read_meta(p)["num_timesteps"]), p) for p in found)
+    init_from = read_meta(points[-1][1]).get("train_config", {}).get("init_from")
+    if start and init_from and os.path.isfile(init_from):
+        points.insert(0, (0, init_from))
+    return points
+
+
+def evaluate_run(
+    run_dir: str,
+    baselines: Sequence[str],
+    deals: int,
+    seed: int,
+    workers: int = 1,
+    deterministic: bool = True,
+    start: bool = True,
+    log: Any = print,
+) -> str:
+    """Evaluate every checkpoint of ``run_dir`` against each baseline (see the module docstring); returns
+    the CSV's path. Checkpoint and baseline pairs already in the CSV are skipped."""
+    from nertz_env.train.meta import read_meta
+
+    points = run_checkpoints(run_dir, start=start)
+    meta = read_meta(points[-1][1])
+    if start and points[0][0] != 0:
+        init_from = meta.get("train_config", {}).get("init_from")
+        if init_from:
+            log(f"the start policy {init_from} is not at hand (relative to {os.getcwd()}): not evaluated")
+    out = checkpoint_eval_path(run_dir, deals, seed)
+    done: set[tuple[int, str]] = set()
+    if os.path.isfile(out):
+        with open(out, newline="", encoding="utf-8") as f:
+            done = {(int(r["timesteps"]), r["baseline"]) for r in csv.DictReader(f)}
+    for steps, path in points:
+        for baseline in baselines:
+            if (steps, baseline) in done:
+                continue
+            rows = evaluate_checkpoint(
+                path,
+                [baseline],
+                int(meta["num_players"]),
+                meta["rules"],
+                deals,
+                seed,
+                deterministic=deterministic,
+                workers=workers,
+                timesteps=steps,
+            )
+            append_csv(out, rows)
+            log(f"{steps:>12,d} {path}\n{format_rows(rows)}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m nertz_env.train.evaluate",
+        description="Evaluate every checkpoint of a training run on the same duplicate deals (a learning curve).",
+    )
+    ap.add_argument("run_dir")
+    ap.add_argument("--deals", type=int, default=200, help="duplicate deals per checkpoint (default 200)")
+    ap.add_argument("--seed", type=int, default=5, help="seed of the deals (default 5)")
+    ap.add_argument("--baselines", default="search", help="comma-separated agent specs (default search)")
+    ap.add_argument("--workers", type=int, default=1, help="processes (default 1)")
+    ap.add_argument("--stochastic", action="store_true", help="sample actions instead of the most probable")
+    ap.add_argument("--no-start", action="store_true", help="skip the run's init_from policy")
+    args = ap.parse_args(argv)
+    baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
+    if args.deals < 1 or args.workers < 1 or not baselines:
+        ap.error("--deals and --workers must be at least 1 and --baselines must name an agent")
+    import torch
+
+    torch.set_num_threads(1)
+    from nertz_env.agents import AgentSpecError, make_agent
+    from nertz_env.train.meta import CheckpointError
+
+    try:
+        for b in baselines:
+            make_agent(b)  # a bad spec fails here, before any game
+        out = evaluate_run(
+            args.run_dir,
+            baselines,
+            args.deals,
+            args.seed,
+            workers=args.workers,
+            deterministic=not args.stochastic,
+            start=not args.no_start,
+        )
+    except (FileNotFoundError, CheckpointError, AgentSpecError) as e:
+        print(f"evaluate: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("evaluate: interrupted; the rows written so far are kept, run again to continue", file=sys.stderr)
+        return 130
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

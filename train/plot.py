@@ -1,9 +1,11 @@
 """The learning curve of a run: ``python -m nertz_env.train.plot RUN_DIR [--out curve.png]``.
 
-Reads the run's ``eval.csv`` (the periodic duplicate-deal evaluations against the baselines) and, when
-TensorBoard is installed, the training episodes' mean round score (``rollout/ep_rew_mean``, unshaped), and
-draws both against learner transitions: the top panel the policy's score minus the baseline seats' score per
-baseline with its 95% interval, the bottom panel the training score. Needs matplotlib (the ``eval`` extra).
+Reads the run's ``eval.csv`` (the periodic duplicate-deal evaluations against the baselines), the
+``checkpoint_eval_*.csv`` files that ``python -m nertz_env.train.evaluate RUN_DIR`` writes (every checkpoint
+on more deals, drawn as squares) and, when TensorBoard is installed, the training episodes' mean round score
+(``rollout/ep_rew_mean``, unshaped), and draws them against learner transitions: the top panel the policy's
+score minus the baseline seats' score per baseline with its 95% interval, the bottom panel the training
+score. Needs matplotlib (the ``eval`` extra).
 """
 
 from __future__ import annotations
@@ -12,24 +14,41 @@ import argparse
 import csv
 import glob
 import os
+import re
 import sys
 from collections import defaultdict
 
+_CHECKPOINT_EVAL = re.compile(r"checkpoint_eval_(\d+)deals_seed(-?\d+)\.csv$")
 
-def read_eval(run_dir: str) -> dict[str, list[dict[str, float]]]:
-    """``eval.csv`` rows grouped by baseline, in timestep order."""
-    path = os.path.join(run_dir, "eval.csv")
+
+def read_eval(run_dir: str, name: str = "eval.csv") -> dict[str, list[dict[str, float]]]:
+    """The rows of ``run_dir/name`` (``eval.csv`` or a checkpoint evaluation) grouped by baseline, in
+    timestep order."""
+    path = os.path.join(run_dir, name)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path} does not exist (was the run evaluated? eval_every > 0)")
     rows: dict[str, list[dict[str, float]]] = defaultdict(list)
     with open(path, newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
             rows[r["baseline"]].append(
-                {k: float(r[k]) for k in ("timesteps", "diff", "diff_low", "diff_high", "score", "baseline_score")}
+                {
+                    k: float(r[k])
+                    for k in ("timesteps", "deals", "diff", "diff_low", "diff_high", "score", "baseline_score")
+                }
             )
     for v in rows.values():
         v.sort(key=lambda r: r["timesteps"])
     return dict(rows)
+
+
+def checkpoint_evals(run_dir: str) -> list[tuple[str, str]]:
+    """``(file name, legend text)`` of the run's ``checkpoint_eval_<deals>deals_seed<seed>.csv`` files."""
+    found = []
+    for path in sorted(glob.glob(os.path.join(run_dir, "checkpoint_eval_*.csv"))):
+        m = _CHECKPOINT_EVAL.search(os.path.basename(path))
+        if m:
+            found.append((os.path.basename(path), f"checkpoints, {m.group(1)} deals, seed {m.group(2)}"))
+    return found
 
 
 def read_training_scores(run_dir: str) -> list[tuple[int, float]]:
@@ -54,14 +73,20 @@ def plot(run_dir: str, out: str, title: str | None = None, offset: int = 0) -> s
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    evals = read_eval(run_dir)
+    series = [(read_eval(run_dir, name), f" ({text})", "s-") for name, text in checkpoint_evals(run_dir)]
+    if os.path.isfile(os.path.join(run_dir, "eval.csv")) or not series:  # neither: read_eval says so
+        evals = read_eval(run_dir)
+        sizes = sorted({int(r["deals"]) for rows in evals.values() for r in rows})
+        text = f" (training-time, {'/'.join(map(str, sizes))} deals)" if series and sizes else ""
+        series.insert(0, (evals, text, "o-"))
     train = read_training_scores(run_dir)
     fig, axes = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
     ax = axes[0]
-    for baseline, rows in evals.items():
-        x = [(r["timesteps"] + offset) / 1e6 for r in rows]
-        ax.plot(x, [r["diff"] for r in rows], "o-", label=f"vs 3x {baseline}")
-        ax.fill_between(x, [r["diff_low"] for r in rows], [r["diff_high"] for r in rows], alpha=0.2)
+    for evals, text, style in series:
+        for baseline, rows in evals.items():
+            x = [(r["timesteps"] + offset) / 1e6 for r in rows]
+            ax.plot(x, [r["diff"] for r in rows], style, label=f"vs 3x {baseline}{text}")
+            ax.fill_between(x, [r["diff_low"] for r in rows], [r["diff_high"] for r in rows], alpha=0.2)
     ax.axhline(0.0, color="grey", lw=1)
     ax.axhline(3.0, color="grey", ls="--", lw=1, label="the bar (+3 vs search)")
     ax.set_ylabel("policy - baseline seats\n(points per round, 95% CI)")
