@@ -95,7 +95,13 @@ def plot(run_dir: str, out: str, title: str | None = None, offset: int = 0) -> s
     ax.set_title(title or f"learning curve: {run_dir}")
     ax = axes[1]
     if train:
-        ax.plot([(s + offset) / 1e6 for s, _ in train], [v for _, v in train], lw=1)
+        xs, ys = [(s + offset) / 1e6 for s, _ in train], [v for _, v in train]
+        ax.plot(xs, ys, lw=0.5, alpha=0.35, label="per rollout")
+        k = max(1, len(ys) // 40)  # a running mean over about 1/40 of the run
+        if k > 1:
+            run = [sum(ys[max(0, i - k + 1) : i + 1]) / (i + 1 - max(0, i - k + 1)) for i in range(len(ys))]
+            ax.plot(xs, run, lw=1.5, color="C0", label=f"running mean of {k}")
+            ax.legend(fontsize=8)
     ax.set_ylabel("training rounds:\nmean score (unshaped)")
     ax.set_xlabel("learner transitions (millions)")
     ax.grid(alpha=0.3)
