@@ -750,7 +750,13 @@ def test_learning_curve_plot__draws_eval_csv_and_reports_a_missing_file(tmp_path
 def test_checkpoint_evaluation__plays_every_checkpoint_once_and_feeds_the_plot(
     checkpoint: str, tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from nertz_env.train.evaluate import checkpoint_eval_path, evaluate_run, run_checkpoints
+    from nertz_env.train.evaluate import (
+        checkpoint_eval_path,
+        evaluate_run,
+        paired_with_start,
+        read_per_deal,
+        run_checkpoints,
+    )
     from nertz_env.train.evaluate import main as evaluate_main
 
     run = str(tmp_path / "run")
@@ -765,6 +771,18 @@ def test_checkpoint_evaluation__plays_every_checkpoint_once_and_feeds_the_plot(
         rows = list(csv.DictReader(f))
     assert [int(r["timesteps"]) for r in rows] == [s for s, _ in points]
     assert all(r["deals"] == "2" and r["baseline"] == "random" for r in rows)
+    per_deal = read_per_deal(checkpoint_eval_path(run, 2, 1, per_deal=True))
+    assert sorted(per_deal) == [(s, "random") for s, _ in points]
+    for r in rows:  # the row's difference is the mean of its deals' differences
+        deals = per_deal[(int(r["timesteps"]), "random")]
+        assert sorted(deals) == [0, 1] and float(r["diff"]) == pytest.approx(sum(deals.values()) / 2)
+    gains = paired_with_start(run, 2, 1)
+    assert [(s, b) for s, b, _ in gains] == [(s, "random") for s, _ in points[1:]]
+    first = per_deal[(0, "random")]
+    for s, _, e in gains:
+        assert e.n == 2 and e.mean == pytest.approx(
+            sum(per_deal[(s, "random")][d] - first[d] for d in (0, 1)) / 2
+        )
     # an interrupted or repeated evaluation plays only what is missing: the rows written are kept
     with open(out, encoding="utf-8") as f:
         kept = f.readlines()
@@ -774,6 +792,11 @@ def test_checkpoint_evaluation__plays_every_checkpoint_once_and_feeds_the_plot(
     evaluate_run(run, ["random"], deals=2, seed=1, log=played.append)
     with open(out, encoding="utf-8") as f:
         assert len(f.readlines()) == len(kept) and len(played) == 1
+    os.remove(checkpoint_eval_path(run, 2, 1, per_deal=True))  # lost per-deal records are played again,
+    evaluate_run(run, ["random"], deals=2, seed=1, log=_quiet)  # without writing the rows twice
+    with open(out, encoding="utf-8") as f:
+        assert len(f.readlines()) == len(kept)
+    assert read_per_deal(checkpoint_eval_path(run, 2, 1, per_deal=True)) == per_deal
     pytest.importorskip("matplotlib")
     from nertz_env.train.plot import checkpoint_evals
     from nertz_env.train.plot import main as plot_main
@@ -783,6 +806,9 @@ def test_checkpoint_evaluation__plays_every_checkpoint_once_and_feeds_the_plot(
     assert plot_main([run, "--out", str(png)]) == 0  # no eval.csv in this run: the checkpoint rows alone
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     capsys.readouterr()
+    assert evaluate_main([run, "--deals", "2", "--seed", "1", "--baselines", "random"]) == 0  # all done
+    printed = capsys.readouterr().out
+    assert "minus the first point" in printed and printed.strip().endswith(out)
     assert evaluate_main([str(tmp_path / "nowhere")]) == 2
     assert "has no checkpoints" in capsys.readouterr().err
     assert evaluate_main([run, "--baselines", "no_such_agent"]) == 2

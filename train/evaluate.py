@@ -14,8 +14,10 @@ learning curve that can tell checkpoints apart, evaluate a finished run's checkp
 
 It plays every ``RUN_DIR/checkpoints/step_*.zip`` (and the run's ``init_from`` policy as step 0 when that
 file is at hand) on the same deals and appends one row per checkpoint and baseline to
-``RUN_DIR/checkpoint_eval_<deals>deals_seed<seed>.csv``, which ``python -m nertz_env.train.plot`` draws.
-Rows already in that file are kept and not played again, so an interrupted run continues where it stopped.
+``RUN_DIR/checkpoint_eval_<deals>deals_seed<seed>.csv``, which ``python -m nertz_env.train.plot`` draws,
+and each deal's difference to ``..._per_deal.csv``, from which it prints every checkpoint's gain over the
+first point paired over the same deals. Rows already in those files are kept and not played again, so an
+interrupted run continues where it stopped.
 """
 
 from __future__ import annotations
@@ -67,8 +69,10 @@ def evaluate_checkpoint(
     deterministic: bool = True,
     workers: int = 1,
     timesteps: int = 0,
+    per_deal: dict[str, dict[int, float]] | None = None,
 ) -> list[EvalRow]:
-    """Gauntlets of the policy in ``checkpoint`` against each baseline (see the module docstring)."""
+    """Gauntlets of the policy in ``checkpoint`` against each baseline (see the module docstring).
+    ``per_deal``, when given, receives for each baseline ``{deal: policy minus baseline seats}``."""
     from nertz_env.eval import run_tournament, summarize
 
     spec = f"{checkpoint}:deterministic={'true' if deterministic else 'false'}"
@@ -89,6 +93,9 @@ def evaluate_checkpoint(
         summary = summarize(results)
         me, them = summary.agents[0], summary.agents[1]
         diff = summary.differences[(me.label, them.label)]
+        if per_deal is not None:
+            mine, theirs = me.per_deal["score"], them.per_deal["score"]
+            per_deal[baseline] = {d: mine[d] - theirs[d] for d in sorted(set(mine) & set(theirs))}
         rows.append(
             EvalRow(
                 timesteps=int(timesteps),
@@ -137,9 +144,36 @@ def format_rows(rows: Sequence[EvalRow]) -> str:
     return "\n".join(lines)
 
 
-def checkpoint_eval_path(run_dir: str, deals: int, seed: int) -> str:
-    """Where :func:`evaluate_run` writes the rows for ``deals`` deals from ``seed``."""
-    return os.path.join(run_dir, f"checkpoint_eval_{deals}deals_seed{seed}.csv")
+def checkpoint_eval_path(run_dir: str, deals: int, seed: int, per_deal: bool = False) -> str:
+    """Where :func:`evaluate_run` writes the rows for ``deals`` deals from ``seed`` (``per_deal``: the file
+    of per-deal differences, ``timesteps,baseline,deal,diff``)."""
+    suffix = "_per_deal" if per_deal else ""
+    return os.path.join(run_dir, f"checkpoint_eval_{deals}deals_seed{seed}{suffix}.csv")
+
+
+def read_per_deal(path: str) -> dict[tuple[int, str], dict[int, float]]:
+    """The per-deal file of :func:`evaluate_run`: ``(timesteps, baseline) -> {deal: diff}``."""
+    out: dict[tuple[int, str], dict[int, float]] = {}
+    if os.path.isfile(path):
+        with open(path, newline="", encoding="utf-8") as f:
+            for r in csv.DictReader(f):
+                out.setdefault((int(r["timesteps"]), r["baseline"]), {})[int(r["deal"])] = float(r["diff"])
+    return out
+
+
+def paired_with_start(run_dir: str, deals: int, seed: int) -> list[tuple[int, str, Any]]:
+    """``(timesteps, baseline, estimate)`` of every evaluated checkpoint minus the first one evaluated (the
+    start policy, step 0, when it was), paired over the same deals: what each checkpoint gained. Empty when
+    the per-deal file is missing."""
+    from nertz_env.eval.stats import paired_difference
+
+    rows = read_per_deal(checkpoint_eval_path(run_dir, deals, seed, per_deal=True))
+    out = []
+    for baseline in sorted({b for _, b in rows}):
+        steps = sorted(s for s, b in rows if b == baseline)
+        first = rows[(steps[0], baseline)]
+        out += [(s, baseline, paired_difference(rows[(s, baseline)], first)) for s in steps[1:]]
+    return out
 
 
 def run_checkpoints(run_dir: str, start: bool = True) -> list[tuple[int, str]]:
@@ -173,7 +207,7 @@ def evaluate_run(
     log: Any = print,
 ) -> str:
     """Evaluate every checkpoint of ``run_dir`` against each baseline (see the module docstring); returns
-    the CSV's path. Checkpoint and baseline pairs already in the CSV are skipped."""
+    the CSV's path. Checkpoint and baseline pairs already in the CSV and the per-deal file are skipped."""
     from nertz_env.train.meta import read_meta
 
     points = run_checkpoints(run_dir, start=start)
@@ -183,14 +217,17 @@ def evaluate_run(
         if init_from:
             log(f"the start policy {init_from} is not at hand (relative to {os.getcwd()}): not evaluated")
     out = checkpoint_eval_path(run_dir, deals, seed)
+    deal_path = checkpoint_eval_path(run_dir, deals, seed, per_deal=True)
     done: set[tuple[int, str]] = set()
     if os.path.isfile(out):
         with open(out, newline="", encoding="utf-8") as f:
             done = {(int(r["timesteps"]), r["baseline"]) for r in csv.DictReader(f)}
+    have_deals = set(read_per_deal(deal_path))
     for steps, path in points:
         for baseline in baselines:
-            if (steps, baseline) in done:
+            if (steps, baseline) in done and (steps, baseline) in have_deals:
                 continue
+            per_deal: dict[str, dict[int, float]] = {}
             rows = evaluate_checkpoint(
                 path,
                 [baseline],
@@ -201,8 +238,16 @@ def evaluate_run(
                 deterministic=deterministic,
                 workers=workers,
                 timesteps=steps,
+                per_deal=per_deal,
             )
-            append_csv(out, rows)
+            new = not os.path.isfile(deal_path)
+            with open(deal_path, "a", newline="", encoding="utf-8") as f:
+                writer = csv.writer(f)
+                if new:
+                    writer.writerow(["timesteps", "baseline", "deal", "diff"])
+                writer.writerows([steps, baseline, d, repr(x)] for d, x in per_deal[baseline].items())
+            if (steps, baseline) not in done:  # (a row whose per-deal records were lost is not written twice)
+                append_csv(out, rows)
             log(f"{steps:>12,d} {path}\n{format_rows(rows)}")
     return out
 
@@ -247,6 +292,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("evaluate: interrupted; the rows written so far are kept, run again to continue", file=sys.stderr)
         return 130
+    gains = paired_with_start(args.run_dir, args.deals, args.seed)
+    if gains:
+        print("minus the first point, paired over the same deals (95%):")
+        for steps, baseline, e in gains:
+            print(f"  {steps:>12,d}  vs {baseline:<12} {e.mean:+.2f} ± {e.half_width:.2f}")
     print(out)
     return 0
 
