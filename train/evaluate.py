@@ -118,17 +118,18 @@ def evaluate_checkpoint(
     return rows
 
 
-def append_csv(path: str, rows: Sequence[EvalRow]) -> None:
-    """Append rows to the CSV at ``path`` (writing the header when the file is new)."""
+def append_csv(path: str, rows: Sequence[EvalRow] | Sequence[dict[str, Any]]) -> None:
+    """Append rows (evaluation rows or dicts with the same keys) to the CSV at ``path``, writing the header
+    when the file is new."""
     if not rows:
         return
+    dicts = [r if isinstance(r, dict) else asdict(r) for r in rows]
     new = not os.path.isfile(path)
     with open(path, "a", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=list(asdict(rows[0])))
+        writer = csv.DictWriter(f, fieldnames=list(dicts[0]))
         if new:
             writer.writeheader()
-        for r in rows:
-            writer.writerow(asdict(r))
+        writer.writerows(dicts)
 
 
 def format_rows(rows: Sequence[EvalRow]) -> str:
@@ -240,12 +241,10 @@ def evaluate_run(
                 timesteps=steps,
                 per_deal=per_deal,
             )
-            new = not os.path.isfile(deal_path)
-            with open(deal_path, "a", newline="", encoding="utf-8") as f:
-                writer = csv.writer(f)
-                if new:
-                    writer.writerow(["timesteps", "baseline", "deal", "diff"])
-                writer.writerows([steps, baseline, d, repr(x)] for d, x in per_deal[baseline].items())
+            append_csv(
+                deal_path,
+                [{"timesteps": steps, "baseline": baseline, "deal": d, "diff": x} for d, x in per_deal[baseline].items()],
+            )
             if (steps, baseline) not in done:  # (a row whose per-deal records were lost is not written twice)
                 append_csv(out, rows)
             log(f"{steps:>12,d} {path}\n{format_rows(rows)}")
