@@ -294,8 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     gains = paired_with_start(args.run_dir, args.deals, args.seed)
     if gains:
         print("minus the first point, paired over the same deals (95%):")
-        for steps, baseline, e in gains:
-            print(f"  {steps:>12,d}  vs {baseline:<12} {e.mean:+.2f} ± {e.half_width:.2f}")
+        for steps, baseline, gain in gains:
+            print(f"  {steps:>12,d}  vs {baseline:<12} {gain.mean:+.2f} ± {gain.half_width:.2f}")
     print(out)
     return 0
 
