@@ -797,6 +797,8 @@ def test_checkpoint_evaluation__plays_every_checkpoint_once_and_feeds_the_plot(
     with open(out, encoding="utf-8") as f:
         assert len(f.readlines()) == len(kept)
     assert read_per_deal(checkpoint_eval_path(run, 2, 1, per_deal=True)) == per_deal
+    sampled = checkpoint_eval_path(run, 2, 1, deterministic=False)  # sampled play never mixes with it
+    assert sampled != out and "stochastic" in sampled
     pytest.importorskip("matplotlib")
     from nertz_env.train.plot import checkpoint_evals
     from nertz_env.train.plot import main as plot_main

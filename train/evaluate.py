@@ -145,11 +145,14 @@ def format_rows(rows: Sequence[EvalRow]) -> str:
     return "\n".join(lines)
 
 
-def checkpoint_eval_path(run_dir: str, deals: int, seed: int, per_deal: bool = False) -> str:
+def checkpoint_eval_path(
+    run_dir: str, deals: int, seed: int, per_deal: bool = False, deterministic: bool = True
+) -> str:
     """Where :func:`evaluate_run` writes the rows for ``deals`` deals from ``seed`` (``per_deal``: the file
-    of per-deal differences, ``timesteps,baseline,deal,diff``)."""
+    of per-deal differences, ``timesteps,baseline,deal,diff``); sampled play has files of its own."""
+    mode = "" if deterministic else "_stochastic"
     suffix = "_per_deal" if per_deal else ""
-    return os.path.join(run_dir, f"checkpoint_eval_{deals}deals_seed{seed}{suffix}.csv")
+    return os.path.join(run_dir, f"checkpoint_eval_{deals}deals_seed{seed}{mode}{suffix}.csv")
 
 
 def read_per_deal(path: str) -> dict[tuple[int, str], dict[int, float]]:
@@ -162,13 +165,15 @@ def read_per_deal(path: str) -> dict[tuple[int, str], dict[int, float]]:
     return out
 
 
-def paired_with_start(run_dir: str, deals: int, seed: int) -> list[tuple[int, str, Any]]:
+def paired_with_start(
+    run_dir: str, deals: int, seed: int, deterministic: bool = True
+) -> list[tuple[int, str, Any]]:
     """``(timesteps, baseline, estimate)`` of every evaluated checkpoint minus the first one evaluated (the
     start policy, step 0, when it was), paired over the same deals: what each checkpoint gained. Empty when
     the per-deal file is missing."""
     from nertz_env.eval.stats import paired_difference
 
-    rows = read_per_deal(checkpoint_eval_path(run_dir, deals, seed, per_deal=True))
+    rows = read_per_deal(checkpoint_eval_path(run_dir, deals, seed, per_deal=True, deterministic=deterministic))
     out = []
     for baseline in sorted({b for _, b in rows}):
         steps = sorted(s for s, b in rows if b == baseline)
@@ -217,8 +222,8 @@ def evaluate_run(
         init_from = meta.get("train_config", {}).get("init_from")
         if init_from:
             log(f"the start policy {init_from} is not at hand (relative to {os.getcwd()}): not evaluated")
-    out = checkpoint_eval_path(run_dir, deals, seed)
-    deal_path = checkpoint_eval_path(run_dir, deals, seed, per_deal=True)
+    out = checkpoint_eval_path(run_dir, deals, seed, deterministic=deterministic)
+    deal_path = checkpoint_eval_path(run_dir, deals, seed, per_deal=True, deterministic=deterministic)
     done: set[tuple[int, str]] = set()
     if os.path.isfile(out):
         with open(out, newline="", encoding="utf-8") as f:
@@ -291,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("evaluate: interrupted; the rows written so far are kept, run again to continue", file=sys.stderr)
         return 130
-    gains = paired_with_start(args.run_dir, args.deals, args.seed)
+    gains = paired_with_start(args.run_dir, args.deals, args.seed, deterministic=not args.stochastic)
     if gains:
         print("minus the first point, paired over the same deals (95%):")
         for steps, baseline, gain in gains:

@@ -18,7 +18,7 @@ import re
 import sys
 from collections import defaultdict
 
-_CHECKPOINT_EVAL = re.compile(r"checkpoint_eval_(\d+)deals_seed(-?\d+)\.csv$")
+_CHECKPOINT_EVAL = re.compile(r"checkpoint_eval_(\d+)deals_seed(-?\d+)(_stochastic)?\.csv$")
 
 
 def read_eval(run_dir: str, name: str = "eval.csv") -> dict[str, list[dict[str, float]]]:
@@ -47,7 +47,8 @@ def checkpoint_evals(run_dir: str) -> list[tuple[str, str]]:
     for path in sorted(glob.glob(os.path.join(run_dir, "checkpoint_eval_*.csv"))):
         m = _CHECKPOINT_EVAL.search(os.path.basename(path))
         if m:
-            found.append((os.path.basename(path), f"checkpoints, {m.group(1)} deals, seed {m.group(2)}"))
+            sampled = ", sampled play" if m.group(3) else ""
+            found.append((os.path.basename(path), f"checkpoints, {m.group(1)} deals, seed {m.group(2)}{sampled}"))
     return found
 
 
