@@ -1,0 +1,477 @@
+"""Nertz for Ray RLlib: a multi-agent env with RLlib's action-mask keys, a PPO config, a league, checkpoints.
+
+Needs the ``rllib`` extra (``pip install "nertz-env[rllib]"``); ``import nertz_env`` never imports Ray, this
+module does. Usage::
+
+    from ray.tune.registry import register_env
+    from nertz_env.rllib import env_creator, ppo_config
+    register_env("nertz", env_creator)                     # RLlib's convention (optional: see ppo_config)
+    algo = ppo_config({"num_players": 4, "draw": 1}).build_algo()
+    algo.train()
+
+**The env** (:class:`NertzRLlibEnv`, built by :func:`env_creator`) is an RLlib ``MultiAgentEnv``. Each agent's
+observation is ``{"observations": float32 (O,), "action_mask": float32 (A,)}``, the keys RLlib's own
+``ActionMaskingTorchRLModule`` reads, so that module works unchanged. ``env_config`` takes every rules option
+of RULES.md by its name, ``num_players``, and these keys of the env itself (anything else is one clear
+``ValueError``):
+
+* ``num_tables`` (default 1): tables stepped together in one compiled call (the batched engine of
+  :mod:`nertz_env.vector`). With more than one table, agents are named ``t{k}_player_{i}``; one RLlib episode is
+  one deal on every table, and a table whose deal is over drops out (its agents are terminated) while the
+  others play on. RLlib's env runners step a multi-agent env one at a time (``num_envs_per_env_runner`` must
+  be 1 for multi-agent envs), so this is how an env runner gets many tables per engine call.
+* ``learners_per_table`` (default: every seat): seats ``0 .. L-1`` of every table are learner seats; the
+  others are opponents, drawn per table and per deal from ``opponents`` (agent specs of
+  :func:`nertz_env.agents.make_agent` with weights; they play *inside* the env, compiled, so RLlib never sees
+  them) and ``module_opponents`` (the weight of handing the seat to RLlib, where the policy mapping gives it a
+  frozen snapshot of the learner: see :func:`league_mapping`).
+* ``seed`` (default None): seeds the opponent draws and the scripted agents (RLlib's ``reset(seed=...)``
+  seeds the deals).
+
+**Self-play** (:func:`ppo_config`): every seat maps to the one module ``"learner"``. **The league**: with
+``league=League(...)``, ``max_snapshots`` frozen modules ``snapshot_0 ..`` (copies of the learner, refreshed
+in turn by :func:`add_snapshot` every ``snapshot_every`` iterations) and the scripted ``opponents`` fill the
+non-learner seats. **Checkpoints**: :func:`save_checkpoint` writes RLlib's checkpoint plus the nertz-env record
+(``nertz_meta.json``: rules, table size, layout); :mod:`nertz_env.agents.rllib_policy` loads the learner module
+as an :class:`~nertz_env.agents.Agent`, so ``make_agent`` and ``nertz-eval`` play it by path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium
+import numpy as np
+from ray.rllib.env.multi_agent_env import MultiAgentEnv
+
+from nertz_env.config import OPTION_NAMES, NertzConfig, make_config
+from nertz_env.engine import batch
+from nertz_env.engine.state import DONE_NO
+from nertz_env.threads import limit_threads
+from nertz_env.vector import NertzVectorEnv
+
+#: keys of ``env_config`` that are not rules options
+ENV_KEYS = ("num_players", "num_tables", "learners_per_table", "opponents", "module_opponents", "seed")
+LEARNER = "learner"
+SNAPSHOT_PREFIX = "snapshot_"
+META_FILE = "nertz_meta.json"
+LEARNER_MODULE_DIR = os.path.join("learner_group", "learner", "rl_module", LEARNER)
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """A validated ``env_config``: the table's rules and the env's own settings."""
+
+    config: NertzConfig
+    num_tables: int = 1
+    learners_per_table: int | None = None
+    opponents: dict[str, float] = field(default_factory=dict)
+    module_opponents: float = 0.0
+    seed: int | None = None
+
+    @property
+    def learners(self) -> int:
+        return self.learners_per_table or self.config.num_players
+
+
+def parse_env_config(env_config: Mapping[str, Any] | None) -> EnvSpec:
+    """Validate ``env_config`` (see the module doc); every problem is one ``ValueError`` with one line."""
+    cfg = dict(env_config or {})
+    unknown = sorted(set(cfg) - set(OPTION_NAMES) - set(ENV_KEYS))
+    if unknown:
+        raise ValueError(
+            f"unknown env_config option(s) {unknown}; the options are the rules options "
+            f"({', '.join(n for n in OPTION_NAMES if n != 'num_players')}) and {', '.join(ENV_KEYS)}"
+        )
+    env_keys = {k: cfg.pop(k) for k in ENV_KEYS if k in cfg and k != "num_players"}
+    config = make_config(**cfg)  # rules and num_players; raises ValueError naming the option
+    num_tables = env_keys.get("num_tables", 1)
+    if not _is_int(num_tables) or num_tables < 1:
+        raise ValueError(f"num_tables must be a positive integer, got {num_tables!r}")
+    learners = env_keys.get("learners_per_table")
+    if learners is not None and (not _is_int(learners) or not 1 <= learners <= config.num_players):
+        raise ValueError(
+            f"learners_per_table must be from 1 to num_players={config.num_players} or None, got {learners!r}"
+        )
+    opponents = env_keys.get("opponents") or {}
+    if not isinstance(opponents, Mapping) or not all(
+        isinstance(k, str) and isinstance(w, (int, float)) and not isinstance(w, bool) and w >= 0
+        for k, w in opponents.items()
+    ):
+        raise ValueError(f"opponents must map agent specs to weights >= 0, got {opponents!r}")
+    module_w = env_keys.get("module_opponents", 0.0)
+    if isinstance(module_w, bool) or not isinstance(module_w, (int, float)) or module_w < 0:
+        raise ValueError(f"module_opponents must be a weight >= 0, got {module_w!r}")
+    seed = env_keys.get("seed")
+    if seed is not None and (not _is_int(seed) or seed < 0):
+        raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
+    has_opponent_seats = learners is not None and learners < config.num_players
+    if has_opponent_seats and sum(opponents.values()) + module_w <= 0:
+        raise ValueError(
+            f"learners_per_table={learners} leaves opponent seats: give opponents (agent spec -> weight) "
+            "or module_opponents a weight > 0"
+        )
+    if not has_opponent_seats and (opponents or module_w):
+        raise ValueError("opponents and module_opponents need learners_per_table below num_players")
+    if opponents:
+        from nertz_env.agents import make_agent
+
+        for spec in opponents:
+            make_agent(spec)  # an unknown agent or bad parameter fails here, naming the spec
+    return EnvSpec(config, int(num_tables), learners, dict(opponents), float(module_w), seed)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def agent_name(table: int, seat: int, num_tables: int) -> str:
+    """The agent id of ``seat`` at ``table``: ``player_i`` with one table, ``t{k}_player_{i}`` with more."""
+    return f"player_{seat}" if num_tables == 1 else f"t{table}_player_{seat}"
+
+
+def seat_of(agent_id: str) -> int:
+    """The seat of an agent id of :class:`NertzRLlibEnv`."""
+    return int(str(agent_id).rsplit("_", 1)[1])
+
+
+class NertzRLlibEnv(MultiAgentEnv):
+    """Nertz as an RLlib ``MultiAgentEnv`` over ``num_tables`` batched tables (see the module doc).
+
+    Args:
+        config: the ``env_config`` (RLlib passes an ``EnvContext``, a dict with ``worker_index`` etc.).
+        render_mode: ``None`` or ``"ansi"`` (``render()`` returns every table as text).
+    """
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(self, config: Mapping[str, Any] | None = None, render_mode: str | None = None) -> None:
+        super().__init__()
+        limit_threads(1)  # env runners import torch before building the env: one thread per process
+        self.spec_ = parse_env_config(config)
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self.render_mode = render_mode
+        s = self.spec_
+        self.config = s.config
+        self.num_tables = s.num_tables
+        n = self.config.num_players
+        self._venv = NertzVectorEnv(s.num_tables, num_players=n, autoreset=False, copy=False, **self._rules())
+        self.obs_size = self._venv.obs_layout.size
+        self.num_actions = self._venv.actions.n
+        obs_space = gymnasium.spaces.Dict(
+            {
+                "observations": gymnasium.spaces.Box(0.0, 1.0, (self.obs_size,), np.float32),
+                "action_mask": gymnasium.spaces.Box(0.0, 1.0, (self.num_actions,), np.float32),
+            }
+        )
+        act_space: gymnasium.spaces.Space = gymnasium.spaces.Discrete(self.num_actions)
+        self._names = [[agent_name(t, p, s.num_tables) for p in range(n)] for t in range(s.num_tables)]
+        self.possible_agents = [a for row in self._names for a in row]
+        self.agents: list[str] = []
+        self.observation_spaces = dict.fromkeys(self.possible_agents, obs_space)
+        self.action_spaces = dict.fromkeys(self.possible_agents, act_space)
+        self._index = {a: (t, p) for t, row in enumerate(self._names) for p, a in enumerate(row)}
+        # the league: per table and seat, None (exposed to RLlib) or a scripted agent playing inside
+        self._specs = list(s.opponents)
+        w = np.array([s.opponents[k] for k in self._specs] + [s.module_opponents], dtype=np.float64)
+        self._draw_p = w / w.sum() if w.sum() > 0 else w
+        self._agents_cache: dict[tuple[int, int, str], Any] = {}
+        self._scripted: list[list[Any]] = [[None] * n for _ in range(s.num_tables)]
+        self._rng = np.random.default_rng(s.seed)
+        self._started = False
+        self._acts = np.zeros((s.num_tables, n), dtype=np.int64)
+        self._live_tables = np.zeros(s.num_tables, dtype=bool)
+
+    def _rules(self) -> dict[str, Any]:
+        d = self.config.to_dict()
+        d.pop("num_players")
+        return d
+
+    # ------------------------------------------------------------------ MultiAgentEnv API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, dict[str, Any]]]:
+        """Deal every table. ``seed`` fixes the deals (table k gets ``seed + k``) and the opponent draws;
+        without it the tables continue their own generators (reproducible from the first seed)."""
+        if options:
+            raise ValueError(f"reset takes no options, got {sorted(options)}")
+        if seed is not None:
+            self._venv.reset(seed=int(seed))
+            base = self.spec_.seed if self.spec_.seed is not None else 0
+            self._rng = np.random.default_rng([int(seed), base])
+        elif not self._started:
+            self._venv.reset(seed=None if self.spec_.seed is None else self.spec_.seed)
+        else:
+            batch.reset_continue(self._venv._state)
+        self._started = True
+        self._seat_opponents()
+        self._live_tables[:] = self._venv._state.done == DONE_NO
+        self.agents = [a for t in np.flatnonzero(self._live_tables) for a in self._exposed(int(t))]
+        return self._obs(self.agents), {a: {} for a in self.agents}
+
+    def step(self, action_dict: Mapping[str, Any]) -> tuple[
+        dict[str, dict[str, np.ndarray]],
+        dict[str, float],
+        dict[str, bool],
+        dict[str, bool],
+        dict[str, dict[str, Any]],
+    ]:
+        """One tick on every live table: the exposed agents' actions plus the scripted seats' own."""
+        if not self.agents:
+            raise RuntimeError("step() called with no live agents: call reset() first")
+        acts = self._acts
+        acts.fill(-1)  # a wait for every seat not named (finished tables, missing agents)
+        index = self._index
+        for agent, a in action_dict.items():
+            t, p = index[agent]
+            acts[t, p] = int(a)
+        S = self._venv._state
+        obs_all, mask_all = S.obs, S.mask
+        for t in np.flatnonzero(self._live_tables).tolist():
+            for p, agent in enumerate(self._scripted[t]):
+                if agent is not None:
+                    acts[t, p] = agent.act(obs_all[t, p], mask_all[t, p])
+        _, rewards, term, trunc, infos = self._venv.step(acts)
+        illegal = infos["illegal"]
+        was_live = self.agents
+        obs = self._obs(was_live)
+        rew: dict[str, float] = {}
+        terms: dict[str, bool] = {}
+        truncs: dict[str, bool] = {}
+        info: dict[str, dict[str, Any]] = {}
+        ended = []
+        for a in was_live:
+            t, p = index[a]
+            rew[a] = float(rewards[t, p])
+            terms[a] = bool(term[t, p])
+            truncs[a] = bool(trunc[t, p])
+            info[a] = {"illegal": bool(illegal[t, p])}
+            if terms[a] or truncs[a]:
+                ended.append(t)
+        if ended:
+            self._live_tables[ended] = False
+            self.agents = [a for a in was_live if self._live_tables[index[a][0]]]
+        all_done = not self._live_tables.any()
+        terms["__all__"] = all_done and not any(truncs.values())
+        truncs["__all__"] = all_done and not terms["__all__"]
+        return obs, rew, terms, truncs, info
+
+    def render(self, mode: str | None = None) -> str | None:
+        """Every table as text. RLlib calls ``render()`` with an argument; ``mode`` may be ``"ansi"`` (the
+        default) or ``None``."""
+        if mode not in (None, "ansi", "rgb_array") or (mode == "rgb_array"):
+            raise ValueError(f"render supports 'ansi' (text) only, got {mode!r}")
+        from nertz_env.render import render_text
+
+        if not self._started:
+            return "(no deal yet: call reset())"
+        return "\n\n".join(
+            (f"table {t}\n" if self.num_tables > 1 else "") + render_text(self._venv.snapshot(t))
+            for t in range(self.num_tables)
+        )
+
+    def close(self) -> None:
+        pass
+
+    # ------------------------------------------------------------------ helpers
+    def _exposed(self, t: int) -> list[str]:
+        return [a for p, a in enumerate(self._names[t]) if self._scripted[t][p] is None]
+
+    def _seat_opponents(self) -> None:
+        """Draw each opponent seat's player for this deal: a scripted agent (made once per table, seat and
+        spec, reset with a seed from the env's generator) or None (RLlib's policy mapping decides)."""
+        s = self.spec_
+        n = self.config.num_players
+        if s.learners >= n:
+            return
+        k_module = len(self._specs)
+        for t in range(s.num_tables):
+            for p in range(s.learners, n):
+                k = int(self._rng.choice(len(self._draw_p), p=self._draw_p))
+                if k == k_module:
+                    self._scripted[t][p] = None
+                    continue
+                spec = self._specs[k]
+                key = (t, p, spec)
+                agent = self._agents_cache.get(key)
+                if agent is None:
+                    from nertz_env.agents import make_agent
+
+                    agent = self._agents_cache[key] = make_agent(spec)
+                agent.reset(self.config, p, seed=int(self._rng.integers(2**63)))
+                self._scripted[t][p] = agent
+
+    def _obs(self, agents: Sequence[str]) -> dict[str, dict[str, np.ndarray]]:
+        if not agents:
+            return {}
+        S = self._venv._state
+        o = S.obs.copy()
+        m = S.mask.astype(np.float32)
+        index = self._index
+        out = {}
+        for a in agents:
+            t, p = index[a]
+            out[a] = {"observations": o[t, p], "action_mask": m[t, p]}
+        return out
+
+
+def env_creator(env_config: Mapping[str, Any] | None = None) -> NertzRLlibEnv:
+    """RLlib's env-creator convention (``register_env("nertz", env_creator)``): a :class:`NertzRLlibEnv`."""
+    return NertzRLlibEnv(env_config)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# self-play and the league
+@dataclass
+class League:
+    """Opponents for the learner: ``learners_per_table`` learner seats per table, the rest drawn per deal
+    from the scripted ``opponents`` (spec -> weight, playing inside the env) and ``snapshot_weight`` (the seat
+    goes to one of ``max_snapshots`` frozen copies of the learner, chosen by the policy mapping)."""
+
+    learners_per_table: int = 1
+    opponents: dict[str, float] = field(default_factory=lambda: {"heuristic": 1.0})
+    snapshot_weight: float = 1.0
+    max_snapshots: int = 3
+    snapshot_every: int = 10  # training iterations between snapshots (0: never refreshed)
+
+    def env_keys(self) -> dict[str, Any]:
+        return {
+            "learners_per_table": self.learners_per_table,
+            "opponents": dict(self.opponents),
+            "module_opponents": self.snapshot_weight if self.max_snapshots > 0 else 0.0,
+        }
+
+    @property
+    def snapshot_ids(self) -> list[str]:
+        return [f"{SNAPSHOT_PREFIX}{i}" for i in range(self.max_snapshots if self.snapshot_weight > 0 else 0)]
+
+
+def self_play_mapping(agent_id: Any, episode: Any = None, **kwargs: Any) -> str:
+    """Every seat plays the shared learner module."""
+    return LEARNER
+
+
+class league_mapping:
+    """Policy mapping of a league: learner seats map to ``"learner"``, the opponent seats RLlib sees to a
+    snapshot drawn uniformly (a new draw per episode and agent)."""
+
+    def __init__(self, learners_per_table: int, snapshot_ids: Sequence[str]) -> None:
+        self.learners = int(learners_per_table)
+        self.snapshots = list(snapshot_ids)
+
+    def __call__(self, agent_id: Any, episode: Any = None, **kwargs: Any) -> str:
+        if seat_of(agent_id) < self.learners or not self.snapshots:
+            return LEARNER
+        key = f"{getattr(episode, 'id_', '')}/{agent_id}"
+        return self.snapshots[hash(key) % len(self.snapshots)]
+
+
+def ppo_config(
+    env_config: Mapping[str, Any] | None = None,
+    *,
+    league: League | None = None,
+    num_env_runners: int = 0,
+    num_envs_per_env_runner: int = 1,
+    rollout_fragment_length: int | str = "auto",
+    train_batch_size: int = 4000,
+    minibatch_size: int = 512,
+    num_epochs: int = 4,
+    lr: float = 3e-4,
+    gamma: float = 0.995,
+    lambda_: float = 0.95,
+    clip_param: float = 0.2,
+    entropy_coeff: float = 0.01,
+    vf_loss_coeff: float = 0.5,
+    grad_clip: float | None = 0.5,
+    hidden: Sequence[int] = (256, 256),
+    seed: int | None = 0,
+) -> Any:
+    """A ready ``PPOConfig``: the Nertz env, RLlib's ``ActionMaskingTorchRLModule``, shared-policy self-play
+    (every seat is ``"learner"``) or, with ``league``, snapshots and scripted opponents. ``env_config`` is
+    validated now (an unknown option raises ``ValueError`` before Ray starts)."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
+
+    env_cfg = dict(env_config or {})
+    if league is not None:
+        clash = sorted(set(env_cfg) & set(league.env_keys()))
+        if clash:
+            raise ValueError(f"give {clash} through the League, not env_config")
+        env_cfg.update(league.env_keys())
+    parse_env_config(env_cfg)
+    model_config = {"fcnet_hiddens": list(hidden), "fcnet_activation": "relu", "head_fcnet_hiddens": []}
+    module_ids = [LEARNER] + (league.snapshot_ids if league else [])
+    specs = {m: RLModuleSpec(module_class=ActionMaskingTorchRLModule, model_config=model_config) for m in module_ids}
+    mapping = league_mapping(league.learners_per_table, league.snapshot_ids) if league else self_play_mapping
+    config = (
+        PPOConfig()
+        .environment(env=NertzRLlibEnv, env_config=env_cfg, disable_env_checking=True)
+        .framework("torch")
+        .env_runners(
+            num_env_runners=num_env_runners,
+            num_envs_per_env_runner=num_envs_per_env_runner,
+            num_cpus_per_env_runner=1,
+            rollout_fragment_length=rollout_fragment_length,
+        )
+        .learners(num_learners=0)
+        .multi_agent(policies=set(module_ids), policy_mapping_fn=mapping, policies_to_train=[LEARNER])
+        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
+        .training(
+            train_batch_size_per_learner=train_batch_size,
+            minibatch_size=minibatch_size,
+            num_epochs=num_epochs,
+            lr=lr,
+            gamma=gamma,
+            lambda_=lambda_,
+            clip_param=clip_param,
+            entropy_coeff=entropy_coeff,
+            vf_loss_coeff=vf_loss_coeff,
+            grad_clip=grad_clip,
+        )
+        .debugging(seed=seed)
+    )
+    return config
+
+
+def add_snapshot(algo: Any, slot: int) -> str:
+    """Copy the learner's current weights into the frozen module ``snapshot_{slot}`` (learner and env
+    runners). Returns the module id."""
+    module_id = f"{SNAPSHOT_PREFIX}{slot}"
+    learner = algo.learner_group
+    state = learner.get_state(components=f"learner/rl_module/{LEARNER}")
+    weights = state["learner"]["rl_module"][LEARNER]
+    learner.set_state({"learner": {"rl_module": {module_id: weights}}})
+    algo.env_runner_group.sync_weights(
+        from_worker_or_learner_group=learner, policies=[module_id], inference_only=True
+    )
+    return module_id
+
+
+# ---------------------------------------------------------------------------------------------------------
+# checkpoints
+def checkpoint_meta(config: NertzConfig, **extra: Any) -> dict[str, Any]:
+    """The nertz-env record of an RLlib checkpoint (the same fields as the SB3 checkpoints' record)."""
+    from nertz_env.train.meta import make_meta
+
+    meta = make_meta(config, **extra)
+    meta["algorithm"] = "RLlib PPO"
+    meta["learner_module"] = LEARNER_MODULE_DIR
+    return meta
+
+
+def save_checkpoint(algo: Any, path: str, **extra: Any) -> str:
+    """``algo.save_to_path(path)`` plus ``nertz_meta.json`` (rules, size, layout) beside it. Returns ``path``."""
+    path = os.path.abspath(path)
+    algo.save_to_path(path)
+    spec = parse_env_config(algo.config.env_config)
+    with open(os.path.join(path, META_FILE), "w", encoding="utf-8") as f:
+        json.dump(checkpoint_meta(spec.config, **extra), f, indent=2, sort_keys=True)
+        f.write("\n")
+    return path

@@ -1,0 +1,157 @@
+"""Ray RLlib: the multi-agent env, PPO self-play, the league, checkpoints, the CLI, a simulated cluster.
+
+Every test is marked ``rllib`` (run them alone with ``pytest -m rllib``) and needs the ``rllib`` extra; without
+Ray the module is skipped. Ray runs with 2 CPUs and is shut down after each test that starts it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install 'nertz-env[rllib]'")
+
+from nertz_env.rllib import NertzRLlibEnv, env_creator, parse_env_config
+from variants import VARIANTS, variant_id
+
+pytestmark = pytest.mark.rllib
+
+SMALL = {"num_players": 2, "max_ticks": 120}  # short deals keep PPO iterations in seconds
+
+
+def _cases() -> list[dict]:
+    cases = []
+    for v in VARIANTS:
+        if "num_players" in v:
+            cases.append(dict(v))
+        else:
+            cases += [{**v, "num_players": n} for n in (2, 4, 8)]
+    return cases
+
+
+@pytest.mark.parametrize("env_config", _cases(), ids=variant_id)
+def test_check_multiagent_environments(env_config: dict) -> None:
+    from ray.rllib.utils.pre_checks.env import check_multiagent_environments
+
+    env = env_creator(env_config)
+    check_multiagent_environments(env)
+    space = env.observation_spaces["player_0"]
+    assert set(space.spaces) == {"observations", "action_mask"}
+    obs, _ = env.reset(seed=1)
+    assert set(obs) == set(env.possible_agents)
+    for o in obs.values():
+        assert space.contains(o)
+    text = env.render("ansi")  # RLlib calls render with an argument
+    assert "player_0" in text
+
+
+def test_unknown_option_is_one_clear_error() -> None:
+    with pytest.raises(ValueError, match=r"unknown env_config option\(s\) \['drwa'\]"):
+        env_creator({"drwa": 1})
+    with pytest.raises(ValueError, match="draw"):
+        env_creator({"draw": 7})
+    with pytest.raises(ValueError, match="learners_per_table"):
+        parse_env_config({"num_players": 2, "learners_per_table": 3})
+    with pytest.raises(ValueError, match="unknown agent"):
+        parse_env_config({"num_players": 2, "learners_per_table": 1, "opponents": {"nobody": 1.0}})
+
+
+def _random_legal(obs: dict, rng: np.random.Generator) -> dict:
+    return {a: int(rng.choice(np.flatnonzero(o["action_mask"]))) for a, o in obs.items()}
+
+
+def test_batched_tables_match_single_tables() -> None:
+    """Table k of a batched env is the deal of a one-table env seeded seed + k, and drops out when it ends."""
+    cfg = {"num_players": 2, "max_ticks": 60}
+    multi = NertzRLlibEnv({**cfg, "num_tables": 3})
+    singles = [NertzRLlibEnv(cfg) for _ in range(3)]
+    obs, _ = multi.reset(seed=10)
+    sobs = [s.reset(seed=10 + k)[0] for k, s in enumerate(singles)]
+    for k in range(3):
+        np.testing.assert_array_equal(obs[f"t{k}_player_1"]["observations"], sobs[k]["player_1"]["observations"])
+    rng = np.random.default_rng(0)
+    ticks = 0
+    while multi.agents:
+        acts = _random_legal(obs, rng)
+        obs, rew, term, trunc, _ = multi.step(acts)
+        for k, s in enumerate(singles):
+            if not s.agents:
+                continue
+            mine = {a.split("_", 1)[1]: v for a, v in acts.items() if a.startswith(f"t{k}_")}
+            _, r, _, tr, _ = s.step(mine)
+            for a, v in r.items():
+                assert rew[f"t{k}_{a}"] == v
+                assert trunc[f"t{k}_{a}"] == tr[a]
+        ticks += 1
+    assert term["__all__"] or trunc["__all__"]
+    assert ticks <= 60
+
+
+def test_league_env_hides_scripted_seats() -> None:
+    env = env_creator(
+        {"num_players": 4, "learners_per_table": 1, "opponents": {"heuristic": 1.0}, "module_opponents": 0.0,
+         "max_ticks": 50, "num_tables": 2}
+    )
+    obs, _ = env.reset(seed=3)
+    assert sorted(obs) == ["t0_player_0", "t1_player_0"]
+    rng = np.random.default_rng(1)
+    while env.agents:
+        obs, _, _, _, infos = env.step(_random_legal(obs, rng))
+        assert not any(i["illegal"] for i in infos.values())
+    # the heuristic seats played cards to the lake inside the env, on both tables
+    assert (env._venv._state.score_lake[:, 1:] > 0).all()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# PPO on a local Ray (2 CPUs)
+@pytest.fixture(scope="module")
+def local_ray():
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def _rollout_illegal(module, env_config: dict, seed: int) -> tuple[int, int]:
+    """Play one deal of ``env_config`` with ``module`` sampling every exposed seat; (illegal, decisions)."""
+    import torch
+
+    env = NertzRLlibEnv(env_config)
+    obs, _ = env.reset(seed=seed)
+    illegal = decisions = 0
+    while env.agents:
+        names = list(obs)
+        batch = {
+            "obs": {
+                "observations": torch.as_tensor(np.stack([obs[a]["observations"] for a in names])),
+                "action_mask": torch.as_tensor(np.stack([obs[a]["action_mask"] for a in names])),
+            }
+        }
+        with torch.no_grad():
+            logits = module.forward_exploration(batch)["action_dist_inputs"]
+        acts = torch.distributions.Categorical(logits=logits).sample().tolist()
+        obs, _, _, _, infos = env.step(dict(zip(names, acts, strict=True)))
+        illegal += sum(i["illegal"] for i in infos.values())
+        decisions += len(infos)
+    return illegal, decisions
+
+
+def test_ppo_two_iterations_no_illegal_action(local_ray) -> None:
+    from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
+
+    from nertz_env.rllib import ppo_config
+
+    algo = ppo_config(SMALL, train_batch_size=256, minibatch_size=128, num_epochs=1, hidden=(32,)).build_algo()
+    try:
+        for _ in range(2):
+            result = algo.train()
+        assert sum(result["env_runners"]["num_agent_steps_sampled_lifetime"].values()) >= 512
+        module = algo.get_module("learner")
+        assert isinstance(module, ActionMaskingTorchRLModule)
+        illegal, decisions = _rollout_illegal(module, SMALL, seed=7)
+        assert decisions > 100 and illegal == 0
+    finally:
+        algo.stop()
