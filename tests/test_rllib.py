@@ -155,3 +155,37 @@ def test_ppo_two_iterations_no_illegal_action(local_ray) -> None:
         assert decisions > 100 and illegal == 0
     finally:
         algo.stop()
+
+
+def test_league_one_iteration(local_ray) -> None:
+    """Learner seat 0 of 3; the other seats drawn per deal from heuristic (inside the env) and a frozen
+    snapshot of the learner (an RLlib module the policy mapping picks)."""
+    import torch
+
+    from nertz_env.rllib import League, add_snapshot, ppo_config
+
+    league = League(learners_per_table=1, opponents={"heuristic": 1.0}, snapshot_weight=1.0, max_snapshots=1)
+    cfg = {"num_players": 3, "max_ticks": 120, "num_tables": 2}
+    algo = ppo_config(cfg, league=league, train_batch_size=256, minibatch_size=128, num_epochs=1, hidden=(32,)).build_algo()
+    def weights(module_id: str) -> dict:
+        state = algo.learner_group.get_state(components=f"learner/rl_module/{module_id}")
+        return {k: torch.as_tensor(v) for k, v in state["learner"]["rl_module"][module_id].items()}
+
+    def same(a: dict, b: dict, keys) -> bool:
+        return all(torch.equal(a[k], b[k]) for k in keys)
+
+    try:
+        assert add_snapshot(algo, 0) == "snapshot_0"
+        before = weights("learner")
+        assert same(before, weights("snapshot_0"), before)
+        result = algo.train()
+        steps = result["env_runners"]["num_module_steps_sampled_lifetime"]
+        assert steps.get("learner", 0) > 0 and steps.get("snapshot_0", 0) > 0
+        assert not same(before, weights("learner"), before)  # the learner learned
+        assert same(before, weights("snapshot_0"), before)  # the snapshot stayed frozen
+        # the env runner acts with the snapshot's old weights too (it holds the actor part: inference only)
+        runner = {k: v.detach() for k, v in algo.env_runner.module["snapshot_0"].state_dict().items()}
+        actor = [k for k in runner if "critic" not in k and not k.startswith("vf")]
+        assert actor and same(before, runner, actor)
+    finally:
+        algo.stop()
