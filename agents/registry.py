@@ -147,6 +147,10 @@ def make_agent(spec: str) -> Agent:
         params = {"deterministic": "true", "name": head, **_split_params(rest, head)}
         rest = ",".join(f"{k}={v}" for k, v in params.items())
         head = shipped
+    if os.path.isdir(head):  # an RLlib checkpoint is a directory (nertz_env.agents.rllib_policy)
+        from nertz_env.agents.rllib_policy import load_rllib_agent
+
+        return load_rllib_agent(head, **_split_params(rest, head))
     if _looks_like_path(head):
         if not os.path.isfile(head):
             raise FileNotFoundError(f"checkpoint file not found: {head}")

@@ -421,7 +421,12 @@ def ppo_config(
             rollout_fragment_length=rollout_fragment_length,
         )
         .learners(num_learners=0)
-        .multi_agent(policies=set(module_ids), policy_mapping_fn=mapping, policies_to_train=[LEARNER])
+        .multi_agent(
+            policies=set(module_ids),
+            policy_mapping_fn=mapping,
+            policies_to_train=[LEARNER],
+            count_steps_by="agent_steps",  # batch sizes count agent steps (transitions), as SB3's do
+        )
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
         .training(
             train_batch_size_per_learner=train_batch_size,

@@ -139,22 +139,47 @@ def _rollout_illegal(module, env_config: dict, seed: int) -> tuple[int, int]:
     return illegal, decisions
 
 
-def test_ppo_two_iterations_no_illegal_action(local_ray) -> None:
+def test_ppo_two_iterations_no_illegal_action(local_ray, tmp_path) -> None:
     from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
 
-    from nertz_env.rllib import ppo_config
+    from nertz_env.rllib import ppo_config, save_checkpoint
 
     algo = ppo_config(SMALL, train_batch_size=256, minibatch_size=128, num_epochs=1, hidden=(32,)).build_algo()
     try:
         for _ in range(2):
             result = algo.train()
-        assert sum(result["env_runners"]["num_agent_steps_sampled_lifetime"].values()) >= 512
+        assert sum(result["env_runners"]["num_agent_steps_sampled_lifetime"].values()) >= 500
         module = algo.get_module("learner")
         assert isinstance(module, ActionMaskingTorchRLModule)
         illegal, decisions = _rollout_illegal(module, SMALL, seed=7)
         assert decisions > 100 and illegal == 0
+        path = save_checkpoint(algo, str(tmp_path / "ckpt"), num_timesteps=512)
     finally:
         algo.stop()
+    _check_loaded_agent(path, module)
+
+
+def _check_loaded_agent(path: str, module) -> None:
+    """make_agent loads the checkpoint directory, plays like the trained module, refuses other tables."""
+    import torch
+
+    from nertz_env.agents import make_agent
+    from nertz_env.config import make_config
+    from nertz_env.train.meta import IncompatibleCheckpointError
+
+    agent = make_agent(f"{path}:deterministic=true")
+    agent.reset(make_config(**SMALL), seat=1, seed=0)
+    env = NertzRLlibEnv(SMALL)
+    obs, _ = env.reset(seed=3)
+    o = obs["player_1"]
+    batch = {"obs": {k: torch.as_tensor(v[None]) for k, v in o.items()}}
+    with torch.no_grad():
+        want = int(torch.argmax(module.forward_inference(batch)["action_dist_inputs"][0]))
+    assert agent.act(o["observations"], o["action_mask"].astype(np.int8)) == want
+    with pytest.raises(IncompatibleCheckpointError, match=r"num_players: .* has 2, the table has 4"):
+        agent.reset(make_config(num_players=4, max_ticks=120), seat=0)
+    with pytest.raises(IncompatibleCheckpointError, match=r"rules\.draw"):
+        agent.reset(make_config(num_players=2, max_ticks=120, draw=1), seat=0)
 
 
 def test_league_one_iteration(local_ray) -> None:
@@ -189,3 +214,51 @@ def test_league_one_iteration(local_ray) -> None:
         assert actor and same(before, runner, actor)
     finally:
         algo.stop()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# nertz-train --backend rllib: bad input is one line, exit 2, nothing started
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--rule", "drwa=1"], "unknown option(s) ['drwa']"),
+        (["--address", "127.0.0.1:1"], "no Ray cluster at 127.0.0.1:1"),
+        (["--address", "nohost"], "--address takes host:port"),
+        (["--shaping"], "the rllib backend does not support shaping"),
+        (["--num-env-runners", "-1"], "--num-env-runners must be >= 0"),
+        (["--opponent", "nobody=1", "--learners-per-table", "1"], "unknown agent 'nobody'"),
+    ],
+)
+def test_cli_bad_input(flags, message, tmp_path, capsys, monkeypatch) -> None:
+    import ray
+
+    from nertz_env.train.cli import main
+
+    started = []
+    monkeypatch.setattr(ray, "init", lambda *a, **k: started.append(1))
+
+    run_dir = tmp_path / "run"
+    code = main(["--backend", "rllib", "--num-players", "2", "--run-dir", str(run_dir), *flags])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert message in err and len(err.splitlines()) == 1, err
+    assert not run_dir.exists() and not started
+
+
+def test_cli_resume_other_table_is_refused(tmp_path, capsys) -> None:
+    import json
+
+    from nertz_env.config import make_config
+    from nertz_env.rllib import checkpoint_meta
+    from nertz_env.train.cli import main
+    from nertz_env.train.config import TrainConfig
+
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    meta = checkpoint_meta(make_config(num_players=2), train_config=TrainConfig(num_players=2).to_dict())
+    (ckpt / "nertz_meta.json").write_text(json.dumps(meta))
+    code = main(["--backend", "rllib", "--resume", str(ckpt), "--num-players", "4", "--run-dir", str(tmp_path / "r")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "num_players: checkpoint has 2, the table has 4" in err and len(err.splitlines()) == 1
+    code = main(["--backend", "rllib", "--resume", str(tmp_path), "--run-dir", str(tmp_path / "r")])
+    assert code == 2 and "not an RLlib checkpoint" in capsys.readouterr().err

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import sys
 from collections.abc import Sequence
@@ -92,6 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("Examples::", 1)[1] if __doc__ else None,
     )
+    parser.add_argument(
+        "--backend",
+        choices=("sb3", "rllib"),
+        default="sb3",
+        help="sb3: MaskablePPO (default); rllib: Ray RLlib PPO, adds --num-env-runners and --address "
+        "(nertz-train --backend rllib --help)",
+    )
     parser.add_argument("--config", help="a TOML or JSON file of options")
     parser.add_argument("--resume", metavar="CHECKPOINT", help="continue from checkpoints/step_*.zip")
     parser.add_argument("--print-config", action="store_true", help="print the effective options and exit")
@@ -151,6 +159,13 @@ def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None) 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if "--backend=rllib" in args_list or any(
+        a == "--backend" and b == "rllib" for a, b in itertools.pairwise(args_list)
+    ):
+        from nertz_env.train.rllib_backend import main as rllib_main
+
+        return rllib_main(args_list)
     parser = build_parser()
     args = parser.parse_args(argv)
     from nertz_env.agents import AgentSpecError

@@ -1,0 +1,171 @@
+"""An RLlib checkpoint (``nertz-train --backend rllib``) as an :class:`~nertz_env.agents.Agent`.
+
+``make_agent("runs/rllib/checkpoints/iter_000010")`` (a directory) comes here: the directory holds RLlib's
+checkpoint of the whole algorithm and ``nertz_meta.json``, the nertz-env record of the rules, table size and
+layout it was trained for (written by :func:`nertz_env.rllib.save_checkpoint`). Only the learner's RLModule is
+loaded (RLlib's ``RLModule.from_checkpoint``; no Ray cluster, no algorithm, no optimizer). ``reset`` refuses a
+table of other rules or another size with one line naming every difference.
+
+Parameters after the path, as for other agents: ``deterministic`` (play the most probable legal action;
+default false: sample) and ``name``. Ray and torch are imported only here, when such a checkpoint is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+from nertz_env.config import NertzConfig
+
+META_FILE = "nertz_meta.json"
+_CACHE: dict[tuple[str, float], tuple[Any, dict[str, Any]]] = {}
+
+
+def is_rllib_checkpoint(path: str) -> bool:
+    """True for a directory holding a nertz-env RLlib checkpoint (its ``nertz_meta.json`` record)."""
+    return os.path.isdir(path) and os.path.isfile(os.path.join(path, META_FILE))
+
+
+def read_rllib_meta(path: str) -> dict[str, Any]:
+    """The nertz-env record of the RLlib checkpoint directory ``path``.
+
+    Raises:
+        FileNotFoundError: no such directory.
+        CheckpointError: a directory without a valid record (not written by nertz-env's RLlib backend).
+    """
+    from nertz_env.train.meta import FORMAT, CheckpointError
+
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"checkpoint directory not found: {path}")
+    meta_path = os.path.join(path, META_FILE)
+    if not os.path.isfile(meta_path):
+        raise CheckpointError(
+            f"{path} is a directory without {META_FILE}: not an RLlib checkpoint of nertz-env "
+            "(write checkpoints with nertz-train --backend rllib or nertz_env.rllib.save_checkpoint)"
+        )
+    try:
+        with open(meta_path, encoding="utf-8") as f:
+            meta = json.load(f)
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"{meta_path} could not be read: {e}") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or "learner_module" not in meta:
+        raise CheckpointError(f"{meta_path} is not a nertz-env RLlib checkpoint record")
+    return meta
+
+
+def load_rllib_module(path: str) -> tuple[Any, dict[str, Any]]:
+    """The learner RLModule and the record of the checkpoint ``path`` (cached per record version)."""
+    from nertz_env.threads import limit_threads
+    from nertz_env.train.meta import CheckpointError
+
+    meta = read_rllib_meta(path)
+    key = (os.path.abspath(path), os.path.getmtime(os.path.join(path, META_FILE)))
+    cached = _CACHE.get(key)
+    if cached is not None:
+        return cached
+    limit_threads(1)
+    try:
+        import torch
+        from ray.rllib.core.rl_module.rl_module import RLModule
+    except ImportError:
+        raise CheckpointError(
+            f"{path} is an RLlib checkpoint: loading it needs the rllib extra (pip install 'nertz-env[rllib]')"
+        ) from None
+    limit_threads(1)
+    module_dir = os.path.join(path, meta["learner_module"])
+    if not os.path.isdir(module_dir):
+        raise CheckpointError(f"{path}: the learner module {meta['learner_module']} is missing")
+    with torch.random.fork_rng(devices=[]):  # building the module must not move torch's global generator
+        module = RLModule.from_checkpoint(module_dir)
+    module.eval()
+    space = module.observation_space_with_mask if hasattr(module, "observation_space_with_mask") else None
+    if space is not None and (
+        tuple(space["observations"].shape) != (int(meta["obs_size"]),)
+        or int(module.action_space.n) != int(meta["num_actions"])
+    ):
+        raise CheckpointError(f"{path}: the module's spaces do not match its nertz-env record")
+    _CACHE[key] = (module, meta)
+    return module, meta
+
+
+class RLlibPolicyAgent:
+    """The learner module of an RLlib checkpoint behind the Agent protocol (see the module doc)."""
+
+    def __init__(self, module: Any, meta: dict[str, Any], deterministic: bool = False, name: str = "rllib") -> None:
+        from nertz_env.train.meta import meta_config
+
+        self.module = module
+        self.meta = meta
+        self.trained_config = meta_config(meta)
+        self.deterministic = bool(deterministic)
+        self.name = name
+        self.rng = np.random.default_rng()
+        self.seat = 0
+
+    def reset(self, config: NertzConfig, seat: int, seed: int | None = None) -> None:
+        if config != self.trained_config:
+            from nertz_env.train.meta import check_compatible
+
+            check_compatible(self.meta, config, where=f"RLlib checkpoint {self.name!r}")
+        self.seat = seat
+        self.rng = np.random.default_rng(seed)
+
+    def probabilities(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """Action probabilities (float64, (n, A)) for a batch; masked actions get 0."""
+        import torch
+
+        m = np.asarray(masks, dtype=np.float32)
+        batch = {
+            "obs": {
+                "observations": torch.as_tensor(np.asarray(observations, dtype=np.float32)),
+                "action_mask": torch.as_tensor(m),
+            }
+        }
+        with torch.no_grad():
+            logits = self.module.forward_inference(batch)["action_dist_inputs"]
+            probs = torch.softmax(logits.double(), dim=-1).numpy()
+        probs[m == 0] = 0.0
+        return probs
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        p = self.probabilities(observation[None], action_mask[None])[0]
+        if self.deterministic:
+            return int(np.argmax(p))
+        total = p.sum()
+        if total <= 0:  # no legal action has weight (cannot happen with a wait always legal): wait
+            return int(np.flatnonzero(action_mask)[0])
+        return int(self.rng.choice(p.shape[0], p=p / total))
+
+    def __repr__(self) -> str:
+        return f"RLlibPolicyAgent({self.name!r}, deterministic={self.deterministic})"
+
+
+def _as_bool(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name} must be true or false, got {value!r}")
+
+
+def load_rllib_agent(path: str, **params: Any) -> RLlibPolicyAgent:
+    """The agent of the RLlib checkpoint directory ``path`` (``make_agent`` calls this for such a directory).
+    ``params``: ``deterministic`` (default false) and ``name`` (default: the directory's name)."""
+    from nertz_env.agents.registry import AgentSpecError
+
+    unknown = sorted(set(params) - {"deterministic", "name"})
+    if unknown:
+        raise AgentSpecError(f"RLlib checkpoint {path!r} has no parameter {', '.join(unknown)}; it takes deterministic, name")
+    try:
+        deterministic = _as_bool(params.get("deterministic", False), "deterministic")
+    except ValueError as e:
+        raise AgentSpecError(f"RLlib checkpoint {path!r}: {e}") from None
+    module, meta = load_rllib_module(path)
+    name = str(params.get("name") or os.path.basename(os.path.normpath(path)))
+    return RLlibPolicyAgent(module, meta, deterministic=deterministic, name=name)

@@ -1,0 +1,275 @@
+"""``nertz-train --backend rllib``: PPO self-play (or a league) on Ray RLlib, on one machine or a Ray cluster.
+
+The options are those of the SB3 backend (a TOML/JSON file with ``--config``, then flags; see
+:mod:`nertz_env.train.config`), read the same way, plus three of this backend::
+
+    --num-env-runners N   RLlib env runners (Ray actors sampling in parallel; 0: sample in the driver)
+    --address ADDR        join a running Ray cluster (``ray start --head`` printed the address; ``auto``
+                          finds the local one); without it a local Ray is started
+    --vectorize MODE      ``engine`` (default): each env runner steps ``num_tables`` tables in one compiled
+                          call of the batched engine; ``rllib``: ``num_tables`` one-table envs that RLlib
+                          vectorizes itself (``num_envs_per_env_runner``), stepped one by one
+
+How the options map: ``num_players``/``rules`` -> the env config; ``learners_per_table`` < ``num_players`` with
+``opponents`` and ``snapshot_weight``/``max_snapshots``/``snapshot_every`` -> a :class:`nertz_env.rllib.League`;
+a PPO iteration samples ``n_steps * num_tables * learners_per_table`` agent steps per env runner (at least
+one runner's worth when sampling in the driver) and trains on them with ``n_epochs`` passes of minibatches of
+``batch_size``. ``learning_rate``, ``gamma``, ``gae_lambda``, ``clip_range``, ``ent_coef``, ``vf_coef``,
+``max_grad_norm``, ``net_arch``, ``seed``, ``total_timesteps`` (learner agent steps), ``run_dir``,
+``checkpoint_every`` (agent steps) mean what they mean there. Options this backend cannot honour (the single
+mode, reward shaping, in-training evaluation, ...) are an error when set, never ignored.
+
+Checkpoints: ``<run_dir>/checkpoints/step_<agent steps>/`` (RLlib's checkpoint plus ``nertz_meta.json``), the
+last also as ``<run_dir>/final``; ``nertz-eval gauntlet <run_dir>/final search`` plays it, ``--resume DIR``
+continues it. Exit codes: 0 done, 1 training error, 2 bad usage (nothing started).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from nertz_env.train.cli import build_parser, config_from_args
+from nertz_env.train.config import ConfigError, TrainConfig
+
+#: TrainConfig options this backend uses; any other option set away from its default is an error
+USED = {
+    "num_players", "rules", "num_tables", "learners_per_table", "opponents", "snapshot_weight",
+    "snapshot_every", "max_snapshots", "total_timesteps", "seed", "n_steps", "batch_size", "n_epochs",
+    "learning_rate", "gamma", "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "net_arch",
+    "run_dir", "checkpoint_every", "torch_threads", "verbose", "progress_bar", "tensorboard",
+}
+VECTORIZE = ("engine", "rllib")
+
+
+class UsageError(Exception):
+    """Bad input: reported in one line, exit 2, before Ray starts."""
+
+
+def build_rllib_parser() -> argparse.ArgumentParser:
+    parser = build_parser()
+    parser.prog = "nertz-train --backend rllib"
+    parser.description = "Train a PPO policy for Nertz on Ray RLlib (a laptop or a Ray cluster)."
+    parser.add_argument("--num-env-runners", type=int, default=0, metavar="N", help="RLlib env runners (default 0)")
+    parser.add_argument("--address", metavar="ADDR", help="a running Ray cluster to join (host:port or auto)")
+    parser.add_argument("--vectorize", choices=VECTORIZE, default="engine", help="how tables are batched")
+    return parser
+
+
+def check_supported(cfg: TrainConfig) -> None:
+    """Raise :class:`ConfigError` naming every option set that this backend cannot honour."""
+    default = TrainConfig()
+    unsupported = [
+        f.name
+        for f in dataclasses.fields(TrainConfig)
+        if f.name not in USED and getattr(cfg, f.name) != getattr(default, f.name)
+    ]
+    if cfg.torch_threads != 1:
+        unsupported.append("torch_threads (the rllib backend runs one torch thread per process)")
+    if unsupported:
+        raise ConfigError(
+            f"the rllib backend does not support {', '.join(unsupported)}; leave them at their defaults "
+            "(evaluate checkpoints with nertz-eval gauntlet <checkpoint> ...)"
+        )
+
+
+def env_and_league(cfg: TrainConfig) -> tuple[dict[str, Any], Any]:
+    """The env config and the League (None for self-play) of a training config."""
+    from nertz_env.rllib import League
+
+    env_config: dict[str, Any] = {"num_players": cfg.num_players, **cfg.rules}
+    learners = cfg.learners_per_table or cfg.num_players
+    if learners >= cfg.num_players:
+        return env_config, None
+    league = League(
+        learners_per_table=learners,
+        opponents=dict(cfg.opponents),
+        snapshot_weight=cfg.snapshot_weight,
+        max_snapshots=cfg.max_snapshots,
+        snapshot_every=cfg.snapshot_every,
+    )
+    return env_config, league
+
+
+def build_config(cfg: TrainConfig, num_env_runners: int = 0, vectorize: str = "engine") -> Any:
+    """The ``PPOConfig`` of a training config (validated; Ray need not be running)."""
+    from nertz_env.rllib import ppo_config
+
+    env_config, league = env_and_league(cfg)
+    tables_per_env, envs = (cfg.num_tables, 1) if vectorize == "engine" else (1, cfg.num_tables)
+    if tables_per_env > 1:
+        env_config["num_tables"] = tables_per_env
+    learners = cfg.learners_per_table or cfg.num_players
+    per_runner = cfg.n_steps * cfg.num_tables * learners
+    train_batch = per_runner * max(1, num_env_runners)
+    config = ppo_config(
+        env_config,
+        league=league,
+        num_env_runners=num_env_runners,
+        num_envs_per_env_runner=envs,
+        train_batch_size=train_batch,
+        minibatch_size=min(cfg.batch_size, train_batch),
+        num_epochs=cfg.n_epochs,
+        lr=cfg.learning_rate,
+        gamma=cfg.gamma,
+        lambda_=cfg.gae_lambda,
+        clip_param=cfg.clip_range,
+        entropy_coeff=cfg.ent_coef,
+        vf_loss_coeff=cfg.vf_coef,
+        grad_clip=cfg.max_grad_norm,
+        hidden=cfg.net_arch,
+        seed=cfg.seed,
+    )
+    return config
+
+
+def check_address(address: str, timeout: float = 5.0) -> None:
+    """Raise :class:`UsageError` unless a Ray cluster answers at ``address`` (``host:port``, ``ray://host:port``
+    or ``auto``)."""
+    if address == "auto":
+        return  # ray.init finds the local cluster or says there is none
+    text = address.split("://", 1)[-1]
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise UsageError(f"--address takes host:port (or auto), got {address!r}")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            pass
+    except OSError as e:
+        raise UsageError(f"no Ray cluster at {address}: {e.strerror or e} (start one with: ray start --head)") from None
+
+
+def read_checkpoint_config(path: str) -> TrainConfig:
+    """The training config stored in an RLlib checkpoint of this backend."""
+    from nertz_env.agents.rllib_policy import read_rllib_meta
+    from nertz_env.train.meta import CheckpointError
+
+    meta = read_rllib_meta(path)
+    stored = meta.get("train_config")
+    if not isinstance(stored, dict):
+        raise CheckpointError(f"{path} stores no training config: it is not a training checkpoint")
+    return TrainConfig.from_dict(stored)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = [a for a in (sys.argv[1:] if argv is None else argv)]
+    # the dispatcher in nertz_env.train.cli already chose this backend; drop the flag for the parser
+    for i, a in enumerate(argv):
+        if a == "--backend" and i + 1 < len(argv):
+            del argv[i : i + 2]
+            break
+        if a.startswith("--backend="):
+            del argv[i]
+            break
+    args = build_rllib_parser().parse_args(argv)
+    from nertz_env.agents import AgentSpecError
+    from nertz_env.train.meta import CheckpointError
+
+    try:
+        base = read_checkpoint_config(args.resume) if args.resume else None
+        cfg = config_from_args(args, base)
+        check_supported(cfg)
+        if args.num_env_runners < 0:
+            raise UsageError(f"--num-env-runners must be >= 0, got {args.num_env_runners}")
+        if args.print_config:
+            print(json.dumps(cfg.to_dict(), indent=2))
+            return 0
+        config = build_config(cfg, args.num_env_runners, args.vectorize)
+        if args.resume:
+            from nertz_env.agents.rllib_policy import read_rllib_meta
+            from nertz_env.config import make_config
+            from nertz_env.train.meta import check_compatible
+
+            check_compatible(
+                read_rllib_meta(args.resume), make_config(num_players=cfg.num_players, **cfg.rules), "checkpoint"
+            )
+        if args.address:
+            check_address(args.address)
+    except ImportError as e:
+        print(f"nertz-train: error: the rllib backend needs the rllib extra (pip install 'nertz-env[rllib]'): {e}",
+              file=sys.stderr)
+        return 2
+    except (UsageError, ConfigError, CheckpointError, AgentSpecError, FileNotFoundError, ValueError) as e:
+        print(f"nertz-train: error: {e}", file=sys.stderr)
+        return 2
+    return run(cfg, config, address=args.address, resume=args.resume, num_env_runners=args.num_env_runners)
+
+
+def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, num_env_runners: int) -> int:
+    import ray
+
+    from nertz_env.rllib import add_snapshot
+    from nertz_env.threads import limit_threads
+
+    limit_threads(1)
+    runtime_env = {"env_vars": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}}
+    try:
+        if address:
+            ray.init(address=address, runtime_env=runtime_env, log_to_driver=cfg.verbose > 0)
+        else:
+            ray.init(runtime_env=runtime_env, include_dashboard=False, log_to_driver=cfg.verbose > 0)
+    except (ConnectionError, RuntimeError) as e:
+        print(f"nertz-train: error: could not join Ray at {address}: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 2
+    run_dir = os.path.abspath(cfg.run_dir)
+    os.makedirs(os.path.join(run_dir, "checkpoints"), exist_ok=True)
+    with open(os.path.join(run_dir, "train_config.json"), "w", encoding="utf-8") as f:
+        json.dump(cfg.to_dict(), f, indent=2)
+    print(f"run dir: {run_dir}  (Ray: {ray.cluster_resources().get('CPU', 0):g} CPUs, "
+          f"{len(ray.nodes())} node(s), {num_env_runners} env runner(s))")
+    algo = None
+    try:
+        algo = config.build_algo()
+        if resume:
+            algo.restore_from_path(os.path.abspath(resume))
+        state_path = os.path.join(os.path.abspath(resume), "nertz_meta.json") if resume else None
+        steps = 0
+        if state_path:
+            with open(state_path, encoding="utf-8") as f:
+                steps = int(json.load(f).get("num_timesteps", 0))
+        league = config.env_config.get("learners_per_table") is not None
+        max_snapshots = cfg.max_snapshots if league and cfg.snapshot_weight > 0 else 0
+        for slot in range(max_snapshots):  # the league starts with copies of the starting learner
+            add_snapshot(algo, slot)
+        next_ckpt = steps + cfg.checkpoint_every if cfg.checkpoint_every else None
+        it, slot, last = 0, 0, None
+        t0, s0 = time.perf_counter(), steps
+        while steps < cfg.total_timesteps:
+            result = algo.train()
+            it += 1
+            sampled = result["env_runners"]["num_module_steps_sampled"]
+            steps += int(sampled.get("learner", 0))
+            ret = result["env_runners"].get("agent_episode_returns_mean", {})
+            mean_ret = sum(ret.values()) / len(ret) if ret else float("nan")
+            rate = (steps - s0) / (time.perf_counter() - t0)
+            print(f"iter {it:4d}  steps {steps:10d}  agent return {mean_ret:8.2f}  {rate:8.0f} steps/s", flush=True)
+            if max_snapshots and cfg.snapshot_every and it % cfg.snapshot_every == 0:
+                add_snapshot(algo, slot)
+                slot = (slot + 1) % max_snapshots
+            if next_ckpt is not None and steps >= next_ckpt:
+                last = _save(algo, cfg, steps, os.path.join(run_dir, "checkpoints", f"step_{steps:012d}"))
+                print(f"checkpoint: {last}")
+                next_ckpt += cfg.checkpoint_every
+        final = _save(algo, cfg, steps, os.path.join(run_dir, "final"))
+        print(f"final checkpoint: {final}\nplay it: nertz-eval gauntlet {final} heuristic search")
+    except KeyboardInterrupt:
+        print("nertz-train: interrupted" + (f"; resume with --resume {last}" if last else ""), file=sys.stderr)
+        return 130
+    finally:
+        if algo is not None:
+            algo.stop()
+        ray.shutdown()
+    return 0
+
+
+def _save(algo: Any, cfg: TrainConfig, steps: int, path: str) -> str:
+    from nertz_env.rllib import save_checkpoint
+
+    return save_checkpoint(algo, path, num_timesteps=steps, train_config=cfg.to_dict(), mode="rllib")
