@@ -262,3 +262,43 @@ def test_cli_resume_other_table_is_refused(tmp_path, capsys) -> None:
     assert code == 2 and "num_players: checkpoint has 2, the table has 4" in err and len(err.splitlines()) == 1
     code = main(["--backend", "rllib", "--resume", str(tmp_path), "--run-dir", str(tmp_path / "r")])
     assert code == 2 and "not an RLlib checkpoint" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a simulated two-node cluster: nertz-train --address joins it, env runners on both nodes, then nertz-eval
+def test_two_node_cluster_train_then_gauntlet(tmp_path, capsys) -> None:
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from nertz_env.eval.cli import main as eval_main
+    from nertz_env.train.cli import main as train_main
+
+    assert not ray.is_initialized()
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    try:
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        run_dir = tmp_path / "run"
+        code = train_main(
+            [
+                "--backend", "rllib", "--address", cluster.address, "--num-env-runners", "2",
+                "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2", "--n-steps", "32",
+                "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32", "--total-timesteps", "256",
+                "--checkpoint-every", "0", "--run-dir", str(run_dir),
+            ]
+        )
+        out = capsys.readouterr().out
+        assert code == 0, out
+        assert "2 env runner(s) on 2 node(s)" in out
+        assert "Ray: 2 CPUs, 2 node(s)" in out
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    final = run_dir / "final"
+    assert (final / "nertz_meta.json").is_file()
+    code = eval_main(
+        ["gauntlet", str(final), "heuristic", "--players", "2", "--deals", "1", "--rule", "max_ticks=120",
+         "--workers", "1", "--no-save", "--no-progress"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and str(final) in out and "heuristic" in out

@@ -227,6 +227,11 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
     algo = None
     try:
         algo = config.build_algo()
+        if num_env_runners:
+            nodes = algo.env_runner_group.foreach_env_runner(
+                lambda _: ray.get_runtime_context().get_node_id(), local_env_runner=False
+            )
+            print(f"{len(nodes)} env runner(s) on {len(set(nodes))} node(s)", flush=True)
         if resume:
             algo.restore_from_path(os.path.abspath(resume))
         state_path = os.path.join(os.path.abspath(resume), "nertz_meta.json") if resume else None
