@@ -273,7 +273,7 @@ def test_two_node_cluster_train_then_gauntlet(tmp_path, capsys) -> None:
     from nertz_env.eval.cli import main as eval_main
     from nertz_env.train.cli import main as train_main
 
-    assert not ray.is_initialized()
+    ray.shutdown()  # the local Ray of the tests above (this test comes last in the file)
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     try:
         cluster.add_node(num_cpus=1)
