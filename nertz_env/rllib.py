@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -186,6 +187,8 @@ class NertzRLlibEnv(MultiAgentEnv):
         self._started = False
         self._acts = np.zeros((s.num_tables, n), dtype=np.int64)
         self._live_tables = np.zeros(s.num_tables, dtype=bool)
+        #: wall seconds spent inside ``step`` (engine and scripted opponents), for throughput reports
+        self.step_seconds = 0.0
 
     def _rules(self) -> dict[str, Any]:
         d = self.config.to_dict()
@@ -224,6 +227,7 @@ class NertzRLlibEnv(MultiAgentEnv):
         """One tick on every live table: the exposed agents' actions plus the scripted seats' own."""
         if not self.agents:
             raise RuntimeError("step() called with no live agents: call reset() first")
+        t0 = time.perf_counter()
         acts = self._acts
         acts.fill(-1)  # a wait for every seat not named (finished tables, missing agents)
         index = self._index
@@ -259,6 +263,7 @@ class NertzRLlibEnv(MultiAgentEnv):
         all_done = not self._live_tables.any()
         terms["__all__"] = all_done and not any(truncs.values())
         truncs["__all__"] = all_done and not terms["__all__"]
+        self.step_seconds += time.perf_counter() - t0
         return obs, rew, terms, truncs, info
 
     def render(self, mode: str | None = None) -> str | None:

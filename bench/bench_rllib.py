@@ -1,0 +1,245 @@
+"""One PPO iteration of the same size with Ray RLlib (1 and 2 env runners, both ways of batching tables) and
+with the SB3 backend: agent-steps/s sampled and trained, and the share of sampling time spent in the env.
+
+Run (needs the rllib extra, so its own venv: ray pins gymnasium 1.2.2)::
+
+    python bench/bench_rllib.py [--players 4 --tables 16 --n-steps 64 --iterations 3]
+
+An iteration samples ``n_steps * tables * players`` agent steps (self-play: every seat learns) and trains
+``epochs`` passes of minibatches of ``minibatch`` on them, with a 256x256 MLP for policy and value in both
+libraries. Each configuration runs one warm-up iteration (numba compilation, Ray start-up), then
+``--iterations`` measured ones; the figures are means over those. Columns:
+
+* sampled/s: agent steps sampled per second of sampling (RLlib: the wall time of the parallel sample call
+  in the driver; SB3: the rollout's wall time);
+* trained/s: agent steps of the batch per second of the update (RLlib: ``learner_group.update``);
+* iteration/s: agent steps per second of a whole iteration (sampling + update + weight sync);
+* env share: the share of the sampling processes' time spent inside the env's ``step`` (engine and its
+  bookkeeping); the rest is the policy's forward pass and the library's own per-step work.
+
+Rows: ``sb3``: MaskablePPO over ``NertzVecEnv`` (one process); ``rllib engine N``: N env runners, each one env
+of ``tables`` tables stepped in one compiled call (``num_tables``); ``rllib vector N``: N env runners, each
+``tables`` one-table envs that RLlib vectorizes itself (``num_envs_per_env_runner``), stepped one by one.
+Prints a Markdown table and writes ``bench/results/bench_rllib.json`` and ``bench/results/bench_rllib.md``.
+The machine is shared: compare rows of one run, not runs of different days.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from common import print_table
+
+RESULTS = Path(__file__).resolve().parent / "results"
+HIDDEN = (256, 256)
+
+
+def bench_sb3(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from nertz_env.train.vec import NertzVecEnv
+    from nertz_env.train.wrappers import VecTimer
+
+    torch.set_num_threads(1)
+    venv = VecTimer(NertzVecEnv(args.tables, num_players=args.players, seed=0))
+    marks: list[tuple[str, float, float]] = []
+
+    class Clock(BaseCallback):
+        def _on_rollout_start(self) -> None:
+            marks.append(("start", time.perf_counter(), venv.seconds))
+
+        def _on_rollout_end(self) -> None:
+            marks.append(("end", time.perf_counter(), venv.seconds))
+
+        def _on_step(self) -> bool:
+            return True
+
+    model = MaskablePPO(
+        "MlpPolicy",
+        venv,
+        n_steps=args.n_steps,
+        batch_size=args.minibatch,
+        n_epochs=args.epochs,
+        policy_kwargs={"net_arch": {"pi": list(HIDDEN), "vf": list(HIDDEN)}},
+        device="cpu",
+        seed=0,
+    )
+    batch = args.n_steps * args.tables * args.players
+    model.learn(total_timesteps=batch * (args.iterations + 2), callback=Clock())
+    starts = [m for m in marks if m[0] == "start"]
+    ends = [m for m in marks if m[0] == "end"]
+    sample, train, env_share = [], [], []
+    for i in range(1, args.iterations + 1):  # rollout 0 is the warm-up; rollout i's update ends at start i+1
+        s, e, nxt = starts[i], ends[i], starts[i + 1]
+        sample.append(e[1] - s[1])
+        train.append(nxt[1] - e[1])
+        env_share.append((e[2] - s[2]) / (e[1] - s[1]))
+    return _row("sb3", 1, batch, sample, train, [a + b for a, b in zip(sample, train, strict=True)], env_share)
+
+
+def bench_rllib(args: argparse.Namespace, runners: int, vectorize: str) -> dict[str, Any]:
+    import ray
+
+    from nertz_env.rllib import ppo_config
+
+    env_config: dict[str, Any] = {"num_players": args.players}
+    envs = 1
+    if vectorize == "engine":
+        env_config["num_tables"] = args.tables
+    else:
+        envs = args.tables
+    batch = args.n_steps * args.tables * args.players * runners
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}},
+    )
+    try:
+        algo = ppo_config(
+            env_config,
+            num_env_runners=runners,
+            num_envs_per_env_runner=envs,
+            train_batch_size=batch,
+            minibatch_size=args.minibatch,
+            num_epochs=args.epochs,
+            hidden=HIDDEN,
+        ).build_algo()
+
+        # RLlib's own timers are moving averages that still carry the warm-up; time the two phases here
+        import ray.rllib.algorithms.ppo.ppo as ppo_module
+
+        clock = {"sample": 0.0, "train": 0.0}
+
+        def timed(fn: Any, key: str) -> Any:
+            def wrapper(*a: Any, **k: Any) -> Any:
+                t = time.perf_counter()
+                try:
+                    return fn(*a, **k)
+                finally:
+                    clock[key] += time.perf_counter() - t
+
+            return wrapper
+
+        sample_fn = ppo_module.synchronous_parallel_sample
+        ppo_module.synchronous_parallel_sample = timed(sample_fn, "sample")
+        algo.learner_group.update = timed(algo.learner_group.update, "train")
+
+        def env_seconds() -> float:
+            per_runner = algo.env_runner_group.foreach_env_runner(
+                lambda r: sum(e.unwrapped.step_seconds for e in r.env.envs), local_env_runner=False
+            )
+            return float(sum(per_runner))
+
+        algo.train()  # warm-up
+        sample, train, whole, share = [], [], [], []
+        for _ in range(args.iterations):
+            e0 = env_seconds()
+            clock["sample"] = clock["train"] = 0.0
+            t0 = time.perf_counter()
+            result = algo.train()
+            whole.append(time.perf_counter() - t0)
+            sample.append(clock["sample"])
+            train.append(clock["train"])
+            share.append((env_seconds() - e0) / (sample[-1] * runners))
+            sampled = sum(int(v) for v in result["env_runners"]["num_agent_steps_sampled"].values())
+            if abs(sampled - batch) > batch * 0.1:
+                print(f"note: iteration sampled {sampled} agent steps, batch {batch}", file=sys.stderr)
+        algo.stop()
+        ppo_module.synchronous_parallel_sample = sample_fn
+    finally:
+        ray.shutdown()
+    label = f"rllib {vectorize} {runners}"
+    return _row(label, runners, batch, sample, train, whole, share)
+
+
+def _row(label: str, runners: int, batch: int, sample: list, train: list, whole: list, share: list) -> dict:
+    m = statistics.fmean
+    return {
+        "backend": label,
+        "sampling_processes": runners,
+        "batch_agent_steps": batch,
+        "sample_s": m(sample),
+        "train_s": m(train),
+        "iteration_s": m(whole),
+        "sampled_per_s": batch / m(sample),
+        "trained_per_s": batch / m(train),
+        "iteration_per_s": batch / m(whole),
+        "env_share": m(share),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--players", type=int, default=4)
+    parser.add_argument("--tables", type=int, default=16, help="tables per sampling process")
+    parser.add_argument("--n-steps", type=int, default=64, help="ticks per table per iteration")
+    parser.add_argument("--minibatch", type=int, default=1024)
+    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--iterations", type=int, default=3, help="measured iterations (after one warm-up)")
+    parser.add_argument(
+        "--only", default="sb3,engine1,engine2,vector1,vector2", help="rows to run (comma-separated)"
+    )
+    args = parser.parse_args()
+    from nertz_env.threads import limit_threads
+
+    limit_threads(1)
+    rows = []
+    plan = {
+        "sb3": lambda: bench_sb3(args),
+        "engine1": lambda: bench_rllib(args, 1, "engine"),
+        "engine2": lambda: bench_rllib(args, 2, "engine"),
+        "vector1": lambda: bench_rllib(args, 1, "vector"),
+        "vector2": lambda: bench_rllib(args, 2, "vector"),
+    }
+    for key in args.only.split(","):
+        print(f"running {key} ...", file=sys.stderr, flush=True)
+        rows.append(plan[key.strip()]())
+    title = (
+        f"One PPO iteration: {args.players} players self-play, {args.tables} tables x {args.n_steps} ticks per "
+        f"sampling process, {args.epochs} epochs of {args.minibatch}, MLP {HIDDEN}"
+    )
+    header = ["backend", "sampling procs", "batch", "sampled/s", "trained/s", "iteration/s", "env share"]
+    table = [
+        [
+            r["backend"],
+            r["sampling_processes"],
+            r["batch_agent_steps"],
+            f"{r['sampled_per_s']:,.0f}",
+            f"{r['trained_per_s']:,.0f}",
+            f"{r['iteration_per_s']:,.0f}",
+            f"{r['env_share']:.0%}",
+        ]
+        for r in rows
+    ]
+    text = print_table(title, header, table)
+    RESULTS.mkdir(exist_ok=True)
+    import ray
+
+    payload = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "ray": ray.__version__},
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "command": "python bench/bench_rllib.py " + " ".join(sys.argv[1:]),
+        "args": vars(args),
+        "rows": rows,
+    }
+    stem = "bench_rllib" if args.only == parser.get_default("only") else "bench_rllib_" + args.only.replace(",", "_")
+    (RESULTS / f"{stem}.json").write_text(json.dumps(payload, indent=2) + "\n")
+    (RESULTS / f"{stem}.md").write_text(text + f"\n\n{payload['command']} ({payload['when']}, {os.cpu_count()} CPUs)\n")
+    print(f"saved {RESULTS / stem}.json and .md", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
