@@ -100,7 +100,8 @@ def bench_rllib(args: argparse.Namespace, runners: int, vectorize: str) -> dict[
         env_config["num_tables"] = args.tables
     else:
         envs = args.tables
-    batch = args.n_steps * args.tables * args.players * runners
+    batch = args.n_steps * args.tables * args.players * runners  # agent steps
+    env_steps = args.n_steps * envs * runners  # RLlib's batch unit: steps of one env (all its tables)
     ray.init(
         num_cpus=2,
         include_dashboard=False,
@@ -112,7 +113,7 @@ def bench_rllib(args: argparse.Namespace, runners: int, vectorize: str) -> dict[
             env_config,
             num_env_runners=runners,
             num_envs_per_env_runner=envs,
-            train_batch_size=batch,
+            train_batch_size=env_steps,
             minibatch_size=args.minibatch,
             num_epochs=args.epochs,
             hidden=HIDDEN,

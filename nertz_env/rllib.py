@@ -41,12 +41,14 @@ from __future__ import annotations
 import json
 import os
 import time
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium
 import numpy as np
+from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
 from nertz_env.config import OPTION_NAMES, NertzConfig, make_config
@@ -372,8 +374,26 @@ class league_mapping:
     def __call__(self, agent_id: Any, episode: Any = None, **kwargs: Any) -> str:
         if seat_of(agent_id) < self.learners or not self.snapshots:
             return LEARNER
-        key = f"{getattr(episode, 'id_', '')}/{agent_id}"
-        return self.snapshots[hash(key) % len(self.snapshots)]
+        key = f"{getattr(episode, 'id_', '')}/{agent_id}".encode()
+        return self.snapshots[zlib.crc32(key) % len(self.snapshots)]  # the same in every process
+
+
+class NertzPPOConfig(PPOConfig):
+    """RLlib's ``PPOConfig`` with one check changed: RLlib compares ``minibatch_size`` (transitions: rows of a
+    module's batch) with ``train_batch_size`` (env steps) and refuses a minibatch larger than the batch. With
+    many tables or agents per env step the two units differ by that factor, so a sound config (4,096
+    transitions from 64 ticks of 16 four-player tables, minibatches of 1,024) would be refused. The check is
+    skipped; every other check of RLlib runs. (Counting the batch in agent steps instead would keep the units
+    equal, but RLlib 2.60's sampling loop then sums per-agent counters that are NaN for agents of a table that
+    finished earlier and fails.)"""
+
+    def validate(self) -> None:
+        minibatch = self.minibatch_size
+        self.minibatch_size = None
+        try:
+            super().validate()
+        finally:
+            self.minibatch_size = minibatch
 
 
 def ppo_config(
@@ -398,8 +418,12 @@ def ppo_config(
 ) -> Any:
     """A ready ``PPOConfig``: the Nertz env, RLlib's ``ActionMaskingTorchRLModule``, shared-policy self-play
     (every seat is ``"learner"``) or, with ``league``, snapshots and scripted opponents. ``env_config`` is
-    validated now (an unknown option raises ``ValueError`` before Ray starts)."""
-    from ray.rllib.algorithms.ppo import PPOConfig
+    validated now (an unknown option raises ``ValueError`` before Ray starts).
+
+    ``train_batch_size`` counts env steps, RLlib's default: one step of one env is a tick of all its tables, so
+    a batch holds ``train_batch_size * num_tables * (agents RLlib sees per table)`` transitions (with
+    ``num_envs_per_env_runner`` one-table envs, a step of each counts once). ``minibatch_size`` counts
+    transitions."""
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
     from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
@@ -416,7 +440,7 @@ def ppo_config(
     specs = {m: RLModuleSpec(module_class=ActionMaskingTorchRLModule, model_config=model_config) for m in module_ids}
     mapping = league_mapping(league.learners_per_table, league.snapshot_ids) if league else self_play_mapping
     config = (
-        PPOConfig()
+        NertzPPOConfig()
         .environment(env=NertzRLlibEnv, env_config=env_cfg, disable_env_checking=True)
         .framework("torch")
         .env_runners(
@@ -429,8 +453,7 @@ def ppo_config(
         .multi_agent(
             policies=set(module_ids),
             policy_mapping_fn=mapping,
-            policies_to_train=[LEARNER],
-            count_steps_by="agent_steps",  # batch sizes count agent steps (transitions), as SB3's do
+            policies_to_train=[LEARNER],  # batch sizes count env steps (see NertzPPOConfig)
         )
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
         .training(

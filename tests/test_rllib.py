@@ -191,7 +191,7 @@ def test_league_one_iteration(local_ray) -> None:
 
     league = League(learners_per_table=1, opponents={"heuristic": 1.0}, snapshot_weight=1.0, max_snapshots=1)
     cfg = {"num_players": 3, "max_ticks": 120, "num_tables": 2}
-    algo = ppo_config(cfg, league=league, train_batch_size=256, minibatch_size=128, num_epochs=1, hidden=(32,)).build_algo()
+    algo = ppo_config(cfg, league=league, train_batch_size=64, minibatch_size=128, num_epochs=1, hidden=(32,)).build_algo()
     def weights(module_id: str) -> dict:
         state = algo.learner_group.get_state(components=f"learner/rl_module/{module_id}")
         return {k: torch.as_tensor(v) for k, v in state["learner"]["rl_module"][module_id].items()}

@@ -107,15 +107,17 @@ def build_config(cfg: TrainConfig, num_env_runners: int = 0, vectorize: str = "e
     if tables_per_env > 1:
         env_config["num_tables"] = tables_per_env
     learners = cfg.learners_per_table or cfg.num_players
-    per_runner = cfg.n_steps * cfg.num_tables * learners
-    train_batch = per_runner * max(1, num_env_runners)
+    # RLlib counts env steps: n_steps ticks of each env per runner (one env of num_tables tables, or
+    # num_tables one-table envs); that is n_steps * num_tables * learners learner transitions per runner
+    train_batch = cfg.n_steps * envs * max(1, num_env_runners)
+    transitions = cfg.n_steps * cfg.num_tables * learners * max(1, num_env_runners)
     config = ppo_config(
         env_config,
         league=league,
         num_env_runners=num_env_runners,
         num_envs_per_env_runner=envs,
         train_batch_size=train_batch,
-        minibatch_size=min(cfg.batch_size, train_batch),
+        minibatch_size=min(cfg.batch_size, transitions),
         num_epochs=cfg.n_epochs,
         lr=cfg.learning_rate,
         gamma=cfg.gamma,
