@@ -90,6 +90,7 @@ def bench_sb3(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def bench_rllib(args: argparse.Namespace, runners: int, vectorize: str) -> dict[str, Any]:
+    import numpy as np
     import ray
 
     from nertz_env.rllib import ppo_config
@@ -155,7 +156,8 @@ def bench_rllib(args: argparse.Namespace, runners: int, vectorize: str) -> dict[
             sample.append(clock["sample"])
             train.append(clock["train"])
             share.append((env_seconds() - e0) / (sample[-1] * runners))
-            sampled = sum(int(v) for v in result["env_runners"]["num_agent_steps_sampled"].values())
+            # per-agent counters of agents whose table finished in an earlier chunk are NaN in RLlib 2.60
+            sampled = int(np.nansum([float(v) for v in result["env_runners"]["num_agent_steps_sampled"].values()]))
             if abs(sampled - batch) > batch * 0.1:
                 print(f"note: iteration sampled {sampled} agent steps, batch {batch}", file=sys.stderr)
         algo.stop()

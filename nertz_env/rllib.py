@@ -387,6 +387,8 @@ class NertzPPOConfig(PPOConfig):
     equal, but RLlib 2.60's sampling loop then sums per-agent counters that are NaN for agents of a table that
     finished earlier and fails.)"""
 
+    minibatch_size: int | None  # PPOConfig's attribute, declared for mypy (Ray is not analysed)
+
     def validate(self) -> None:
         minibatch = self.minibatch_size
         self.minibatch_size = None

@@ -252,7 +252,8 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
             result = algo.train()
             it += 1
             sampled = result["env_runners"]["num_module_steps_sampled"]
-            steps += int(sampled.get("learner", 0))
+            n = float(sampled.get("learner", 0))
+            steps += int(n) if n == n else 0  # RLlib reports NaN for a module that sampled nothing
             ret = result["env_runners"].get("agent_episode_returns_mean", {})
             mean_ret = sum(ret.values()) / len(ret) if ret else float("nan")
             rate = (steps - s0) / (time.perf_counter() - t0)
