@@ -255,9 +255,10 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
             n = float(sampled.get("learner", 0))
             steps += int(n) if n == n else 0  # RLlib reports NaN for a module that sampled nothing
             ret = result["env_runners"].get("agent_episode_returns_mean", {})
-            mean_ret = sum(ret.values()) / len(ret) if ret else float("nan")
+            values = [float(v) for v in ret.values() if float(v) == float(v)]  # NaN: no finished deal yet
+            mean_ret = f"{sum(values) / len(values):8.2f}" if values else "       -"
             rate = (steps - s0) / (time.perf_counter() - t0)
-            print(f"iter {it:4d}  steps {steps:10d}  agent return {mean_ret:8.2f}  {rate:8.0f} steps/s", flush=True)
+            print(f"iter {it:4d}  steps {steps:10d}  agent return {mean_ret}  {rate:8.0f} steps/s", flush=True)
             if max_snapshots and cfg.snapshot_every and it % cfg.snapshot_every == 0:
                 add_snapshot(algo, slot)
                 slot = (slot + 1) % max_snapshots
