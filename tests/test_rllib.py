@@ -227,6 +227,7 @@ def test_league_one_iteration(local_ray) -> None:
         (["--shaping"], "the rllib backend does not support shaping"),
         (["--num-env-runners", "-1"], "--num-env-runners must be >= 0"),
         (["--opponent", "nobody=1", "--learners-per-table", "1"], "unknown agent 'nobody'"),
+        (["--num-tables", "24", "--tables-per-env", "16"], "not a multiple of --tables-per-env 16"),
     ],
 )
 def test_cli_bad_input(flags, message, tmp_path, capsys, monkeypatch) -> None:

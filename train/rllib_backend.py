@@ -6,9 +6,10 @@ The options are those of the SB3 backend (a TOML/JSON file with ``--config``, th
     --num-env-runners N   RLlib env runners (Ray actors sampling in parallel; 0: sample in the driver)
     --address ADDR        join a running Ray cluster (``ray start --head`` printed the address; ``auto``
                           finds the local one); without it a local Ray is started
-    --vectorize MODE      ``engine`` (default): each env runner steps ``num_tables`` tables in one compiled
-                          call of the batched engine; ``rllib``: ``num_tables`` one-table envs that RLlib
-                          vectorizes itself (``num_envs_per_env_runner``), stepped one by one
+    --tables-per-env K    tables of one env, stepped in one compiled call of the batched engine (default
+                          16); each env runner holds num_tables / K such envs, which RLlib steps in turn
+                          (num_envs_per_env_runner). RLlib's own cost grows per agent of an env and per
+                          episode chunk, so very large envs are slow: see bench/results/bench_rllib_notes.md
 
 How the options map: ``num_players``/``rules`` -> the env config; ``learners_per_table`` < ``num_players`` with
 ``opponents`` and ``snapshot_weight``/``max_snapshots``/``snapshot_every`` -> a :class:`nertz_env.rllib.League`;
@@ -46,7 +47,7 @@ USED = {
     "learning_rate", "gamma", "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "net_arch",
     "run_dir", "checkpoint_every", "torch_threads", "verbose", "progress_bar", "tensorboard",
 }
-VECTORIZE = ("engine", "rllib")
+TABLES_PER_ENV = 16
 
 
 class UsageError(Exception):
@@ -59,7 +60,9 @@ def build_rllib_parser() -> argparse.ArgumentParser:
     parser.description = "Train a PPO policy for Nertz on Ray RLlib (a laptop or a Ray cluster)."
     parser.add_argument("--num-env-runners", type=int, default=0, metavar="N", help="RLlib env runners (default 0)")
     parser.add_argument("--address", metavar="ADDR", help="a running Ray cluster to join (host:port or auto)")
-    parser.add_argument("--vectorize", choices=VECTORIZE, default="engine", help="how tables are batched")
+    parser.add_argument(
+        "--tables-per-env", type=int, default=16, metavar="K", help="tables per env (default 16; at most num_tables)"
+    )
     return parser
 
 
@@ -98,12 +101,20 @@ def env_and_league(cfg: TrainConfig) -> tuple[dict[str, Any], Any]:
     return env_config, league
 
 
-def build_config(cfg: TrainConfig, num_env_runners: int = 0, vectorize: str = "engine") -> Any:
+def build_config(cfg: TrainConfig, num_env_runners: int = 0, tables_per_env: int = TABLES_PER_ENV) -> Any:
     """The ``PPOConfig`` of a training config (validated; Ray need not be running)."""
     from nertz_env.rllib import ppo_config
 
     env_config, league = env_and_league(cfg)
-    tables_per_env, envs = (cfg.num_tables, 1) if vectorize == "engine" else (1, cfg.num_tables)
+    if tables_per_env < 1:
+        raise UsageError(f"--tables-per-env must be >= 1, got {tables_per_env}")
+    tables_per_env = min(tables_per_env, cfg.num_tables)
+    if cfg.num_tables % tables_per_env:
+        raise UsageError(
+            f"num_tables={cfg.num_tables} is not a multiple of --tables-per-env {tables_per_env}: "
+            "every env of a runner holds the same number of tables"
+        )
+    envs = cfg.num_tables // tables_per_env
     if tables_per_env > 1:
         env_config["num_tables"] = tables_per_env
     learners = cfg.learners_per_table or cfg.num_players
@@ -183,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.print_config:
             print(json.dumps(cfg.to_dict(), indent=2))
             return 0
-        config = build_config(cfg, args.num_env_runners, args.vectorize)
+        config = build_config(cfg, args.num_env_runners, args.tables_per_env)
         if args.resume:
             from nertz_env.agents.rllib_policy import read_rllib_meta
             from nertz_env.config import make_config
