@@ -168,6 +168,48 @@ def bench_rllib(args: argparse.Namespace, runners: int, vectorize: str) -> dict[
     return _row(label, runners, batch, sample, train, whole, share)
 
 
+def league_env_cost(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Env ``step`` time per tick of one env of ``tables`` tables with RLlib playing every seat (self-play) or
+    seat 0 only, seats 1.. played by a scripted agent inside the env; random legal actions for RLlib's seats."""
+    import numpy as np
+
+    from nertz_env.rllib import NertzRLlibEnv
+
+    rows = []
+    for spec, ticks in ((None, 300), ("heuristic", 300), ("search", 40)):
+        cfg: dict[str, Any] = {"num_players": args.players, "num_tables": args.tables}
+        if spec:
+            cfg.update(learners_per_table=1, opponents={spec: 1.0})
+        env = NertzRLlibEnv(cfg)
+        obs, _ = env.reset(seed=0)
+        rng = np.random.default_rng(0)
+        for phase in ("warm-up", "measure"):
+            env.step_seconds, seats, live, n = 0.0, 0, 0, 0
+            while n < (20 if phase == "warm-up" else ticks):
+                if not env.agents:
+                    obs, _ = env.reset()
+                live += int(env._live_tables.sum())
+                acts = {a: int(rng.choice(np.flatnonzero(o["action_mask"]))) for a, o in obs.items()}
+                obs, *_ = env.step(acts)
+                seats += len(acts)
+                n += 1
+        # self-play's time per live table (engine and RLlib's seats) stands for the rest of a league tick
+        base = rows[0]["ms_per_tick"] / rows[0]["live_tables_per_tick"] if rows else None
+        ms = env.step_seconds / n * 1e3
+        scripted = (args.players - 1) * live / n if spec else 0.0
+        per_decision = (ms - base * live / n) / scripted * 1e3 if spec and base is not None else None
+        rows.append(
+            {
+                "opponents": spec or "self-play",
+                "ms_per_tick": ms,
+                "rllib_seats_per_tick": seats / n,
+                "live_tables_per_tick": live / n,
+                "us_per_scripted_decision": per_decision,
+            }
+        )
+    return rows
+
+
 def _row(label: str, runners: int, batch: int, sample: list, train: list, whole: list, share: list) -> dict:
     m = statistics.fmean
     return {
@@ -195,7 +237,36 @@ def main() -> None:
     parser.add_argument(
         "--only", default="sb3,engine1,engine2,vector1,vector2", help="rows to run (comma-separated)"
     )
+    parser.add_argument(
+        "--league-cost",
+        action="store_true",
+        help="instead: the env's step time with scripted opponents inside it (no Ray, one process)",
+    )
     args = parser.parse_args()
+    if args.league_cost:
+        from nertz_env.threads import limit_threads
+
+        limit_threads(1)
+        rows = league_env_cost(args)
+        text = print_table(
+            f"Env step per tick, one env of {args.tables} tables of {args.players} (seats 1.. scripted inside the env)",
+            ["seats 1..", "env step ms/tick", "seats RLlib sees/tick", "live tables/tick", "us per scripted decision"],
+            [
+                [
+                    r["opponents"],
+                    f"{r['ms_per_tick']:.2f}",
+                    f"{r['rllib_seats_per_tick']:.1f}",
+                    f"{r['live_tables_per_tick']:.1f}",
+                    "-" if r["us_per_scripted_decision"] is None else f"{r['us_per_scripted_decision']:,.0f}",
+                ]
+                for r in rows
+            ],
+        )
+        RESULTS.mkdir(exist_ok=True)
+        cmd = "python bench/bench_rllib.py " + " ".join(sys.argv[1:])
+        (RESULTS / "bench_rllib_league.json").write_text(json.dumps({"command": cmd, "rows": rows}, indent=2) + "\n")
+        (RESULTS / "bench_rllib_league.md").write_text(text + f"\n\n{cmd} ({time.strftime('%Y-%m-%d %H:%M:%S')})\n")
+        return
     from nertz_env.threads import limit_threads
 
     limit_threads(1)
