@@ -17,7 +17,8 @@ a PPO iteration samples ``n_steps * num_tables * learners_per_table`` agent step
 one runner's worth when sampling in the driver) and trains on them with ``n_epochs`` passes of minibatches of
 ``batch_size``. ``learning_rate``, ``gamma``, ``gae_lambda``, ``clip_range``, ``ent_coef``, ``vf_coef``,
 ``max_grad_norm``, ``net_arch``, ``seed``, ``total_timesteps`` (learner agent steps), ``run_dir``,
-``checkpoint_every`` (agent steps) mean what they mean there. Options this backend cannot honour (the single
+``checkpoint_every`` (agent steps) mean what they mean there; ``torch_threads`` is the learner's (in the
+driver), every env runner runs one. Options this backend cannot honour (the single
 mode, reward shaping, in-training evaluation, ...) are an error when set, never ignored.
 
 Checkpoints: ``<run_dir>/checkpoints/step_<agent steps>/`` (RLlib's checkpoint plus ``nertz_meta.json``), the
@@ -74,8 +75,6 @@ def check_supported(cfg: TrainConfig) -> None:
         for f in dataclasses.fields(TrainConfig)
         if f.name not in USED and getattr(cfg, f.name) != getattr(default, f.name)
     ]
-    if cfg.torch_threads != 1:
-        unsupported.append("torch_threads (the rllib backend runs one torch thread per process)")
     if unsupported:
         raise ConfigError(
             f"the rllib backend does not support {', '.join(unsupported)}; leave them at their defaults "
@@ -217,11 +216,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, num_env_runners: int) -> int:
     import ray
+    import torch
 
     from nertz_env.rllib import add_snapshot
     from nertz_env.threads import limit_threads
 
-    limit_threads(1)
+    limit_threads(cfg.torch_threads)  # the learner, in this process; every env runner runs one thread
+    torch.set_num_threads(cfg.torch_threads)
     runtime_env = {"env_vars": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}}
     try:
         if address:
