@@ -18,9 +18,10 @@ of RULES.md by its name, ``num_players``, and these keys of the env itself (anyt
 * ``num_tables`` (default 1): tables stepped together in one compiled call (the batched engine of
   :mod:`nertz_env.vector`). With more than one table, agents are named ``t{k}_player_{i}``; one RLlib episode is
   one deal on every table, and a table whose deal is over drops out (its agents are terminated) while the
-  others play on. RLlib can also vectorize multi-agent envs itself (``num_envs_per_env_runner``), but it
-  steps its copies one by one in Python; one env of many tables samples 1.4-2x faster
-  (``bench/results/bench_rllib_notes.md``). About 16 tables per env is best: RLlib's own cost grows per agent.
+  others play on. RLlib can also vectorize multi-agent envs itself (``num_envs_per_env_runner``: copies
+  stepped one by one, each reset on its own); both sample at the same rate per transition, because RLlib's
+  own per-agent work dominates (``bench/results/bench_rllib_notes.md``). Keep ``num_tables`` moderate (16):
+  finished tables wait for the slowest deal.
 * ``learners_per_table`` (default: every seat): seats ``0 .. L-1`` of every table are learner seats; the
   others are opponents, drawn per table and per deal from ``opponents`` (agent specs of
   :func:`nertz_env.agents.make_agent` with weights; they play *inside* the env, compiled, so RLlib never sees

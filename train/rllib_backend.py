@@ -8,8 +8,9 @@ The options are those of the SB3 backend (a TOML/JSON file with ``--config``, th
                           finds the local one); without it a local Ray is started
     --tables-per-env K    tables of one env, stepped in one compiled call of the batched engine (default
                           16); each env runner holds num_tables / K such envs, which RLlib steps in turn
-                          (num_envs_per_env_runner). RLlib's own cost grows per agent of an env and per
-                          episode chunk, so very large envs are slow: see bench/results/bench_rllib_notes.md
+                          (num_envs_per_env_runner). A table whose deal ended waits for the others of its
+                          env, so K stays moderate; K=1 lets RLlib reset every table on its own (same
+                          speed per transition: bench/results/bench_rllib_notes.md)
 
 How the options map: ``num_players``/``rules`` -> the env config; ``learners_per_table`` < ``num_players`` with
 ``opponents`` and ``snapshot_weight``/``max_snapshots``/``snapshot_every`` -> a :class:`nertz_env.rllib.League`;
