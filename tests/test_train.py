@@ -477,14 +477,24 @@ def test_policy_agent__unknown_spec_parameter_is_named(checkpoint: str) -> None:
         make_agent(checkpoint + ":temperature=2")
 
 
-def test_policy_agent__zip_without_nertz_record_is_refused(checkpoint: str, tmp_path: object) -> None:
+def test_policy_agent__zip_without_nertz_record_plays_only_at_tables_of_its_spaces(
+    checkpoint: str, tmp_path: object
+) -> None:
+    # a zip without a record (as SB3 saves one trained outside nertz-train) plays where its spaces fit
+    # (tests/test_eval_cli.py covers such models end to end); training's init_from still needs the record
     bare = os.path.join(str(tmp_path), "bare.zip")
     with zipfile.ZipFile(checkpoint) as src, zipfile.ZipFile(bare, "w") as dst:
         for name in src.namelist():
             if name != "nertz_meta.json":
                 dst.writestr(name, src.read(name))
+    agent = make_agent(bare)
+    agent.reset(nertz_env.make_config(num_players=P), 0, 0)
+    with pytest.raises(IncompatibleCheckpointError, match="no nertz-env record"):
+        agent.reset(nertz_env.make_config(num_players=P + 1), 0, 0)
+    from nertz_env.train.policy_agent import load_policy
+
     with pytest.raises(CheckpointError, match="no nertz-env record"):
-        make_agent(bare)
+        load_policy(bare)
 
 
 # ---------------------------------------------------------------- configuration and the command
