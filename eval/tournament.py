@@ -18,14 +18,16 @@ stops the run and returns the deals finished so far, marked ``interrupted``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import itertools
 import json
 import multiprocessing as mp
 import signal
+import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -395,15 +397,9 @@ def _play_with_workers(
     This process plays too: its agents are loaded already (planning built them), while a spawned worker
     spends seconds importing numba's cache and torch before its first deal; sharing the deals dynamically
     lets this process start at once and the workers join when ready. Every process runs torch in one thread
-    (:func:`~nertz_env.threads.limit_threads` in the workers; this process's torch threads are set to 1 for
-    the run and restored after): threads per core beyond one made a policy 3-25x slower.
+    (:func:`~nertz_env.threads.limit_threads` in the workers, :func:`_one_torch_thread` here): threads per
+    core beyond one made a policy 3-25x slower.
     """
-    import sys
-
-    torch = sys.modules.get("torch")
-    torch_threads = torch.get_num_threads() if torch is not None else None
-    if torch is not None:
-        torch.set_num_threads(1)
     pool = mp.get_context("spawn").Pool(workers - 1, initializer=_init_worker, initargs=(plan,))
     try:
         player = _Player(plan, make_agent)
@@ -440,8 +436,24 @@ def _play_with_workers(
         raise
     finally:
         pool.join()
-        if torch is not None and torch_threads is not None:
-            torch.set_num_threads(torch_threads)
+
+
+@contextlib.contextmanager
+def _one_torch_thread() -> Iterator[None]:
+    """Run torch (when a policy at the table loaded it) in one thread, restoring the caller's setting after.
+
+    A policy's forward pass at batch size 1 gains nothing from more threads, and torch's spinning intra-op
+    threads made it 10x slower or worse whenever the cores were busy (with worker processes, or other work)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def play_tournament(tournament: Tournament, workers: int = 1, progress: bool = False) -> Results:
@@ -457,14 +469,15 @@ def play_tournament(tournament: Tournament, workers: int = 1, progress: bool = F
     start = time.perf_counter()
     bar = _progress_bar(n, progress)
     try:
-        if workers <= 1:
-            player = _Player(plan, tournament.factory or make_agent)
-            for d in range(n):
-                deal, games = player.play_deal(d)
-                done[deal] = games
-                bar.update(1)
-        else:
-            _play_with_workers(plan, n, workers, done, bar)
+        with _one_torch_thread():
+            if workers <= 1:
+                player = _Player(plan, tournament.factory or make_agent)
+                for d in range(n):
+                    deal, games = player.play_deal(d)
+                    done[deal] = games
+                    bar.update(1)
+            else:
+                _play_with_workers(plan, n, workers, done, bar)
     except KeyboardInterrupt:
         results.interrupted = True
     finally:

@@ -212,3 +212,50 @@ def test_a_zip_that_is_not_a_maskable_policy__one_clear_line(tmp_path: Path, cap
         zf.writestr("hello.txt", "not a model")
     _fails(["gauntlet", str(bad), "random", "--players", "2", "--no-save"], "bad.zip", capsys, tmp_path)
     assert os.path.isfile(bad)
+
+
+# ---------------------------------------------------------------- threads
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="torch defaults to one thread on one core anyway")
+def test_workers__each_runs_torch_in_one_thread(monkeypatch: Any) -> None:
+    import multiprocessing as mp
+
+    from nertz_env.eval import tournament
+
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    plan = plan_tournament(["ppo", "heuristic"], num_players=4, deals=2, mode="gauntlet").plan
+    with mp.get_context("spawn").Pool(1, initializer=tournament._init_worker, initargs=(plan,)) as pool:
+        # in the worker, after its first deal loaded the policy (and torch)
+        assert len(pool.apply(tournament._work_many, ([0],))) == 1
+        assert pool.apply(eval, ("__import__('torch').get_num_threads()",)) == 1
+
+
+def test_play_tournament__one_torch_thread_while_playing_then_restored() -> None:
+    import torch
+
+    seen = []
+    policy = make_agent("ppo")
+    act = policy.act
+
+    def spying_act(obs: Any, mask: Any) -> int:
+        seen.append(torch.get_num_threads())
+        return act(obs, mask)
+
+    policy.act = spying_act  # type: ignore[method-assign]
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        t = plan_tournament(
+            ["ppo", "heuristic"],
+            num_players=4,
+            deals=1,
+            mode="gauntlet",
+            agent_factory=lambda spec: policy if spec == "ppo" else make_agent(spec),
+        )
+        from nertz_env.eval.tournament import play_tournament
+
+        play_tournament(t, workers=1)
+        assert seen and set(seen) == {1}
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
