@@ -47,6 +47,31 @@ def run(deals: int, workers: int, env_extra: dict[str, str], lineup: list[str]) 
     return wall, float(m.group(1))
 
 
+def _spin(n: int) -> float:
+    t0 = time.perf_counter()
+    x = 0
+    for i in range(n):
+        x += i * i % 7
+    return time.perf_counter() - t0
+
+
+def free_cores(n: int = 3_000_000) -> float:
+    """How many cores this session gets now: the same pure-Python work in 1 process, then in 2 processes
+    at once (spawned like tournament workers); 2.0 on an idle 2-core machine. With Linux's autogroup
+    scheduling a busy machine gives a session one share whatever its number of processes, and no worker
+    count can be faster than this allows."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(2) as pool:
+        pool.map(_spin, [1000, 1000])  # started
+        one = pool.apply(_spin, (n,))
+        t0 = time.perf_counter()
+        pool.map(_spin, [n, n], chunksize=1)
+        two = time.perf_counter() - t0
+    return 2.0 * one / two
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--deals", type=int, default=360, help="deals of the 1- and 2-worker runs (default 360)")
@@ -56,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     lineup = ["ppo", "heuristic"]
     cores = os.cpu_count() or 1
     run(1, 1, {}, lineup)  # warm-up: numba's cache and torch's import, so no timed run pays a compile
+    cores_before = free_cores()
     settings = [
         ("1 worker", args.deals, 1, {}),
         ("2 workers", args.deals, 2, {}),
@@ -79,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             [name, str(deals), f"{wall:.1f}", f"{tour:.1f}", f"{per_deal:.2f}", f"{base / per_deal:.2f}x"]
         )
         print(f"  {name}: {tour:.1f} s for {deals} deals", file=sys.stderr, flush=True)
+    cores_after = free_cores()
     header = ["setting", "deals", "command wall s", "tournament s", "s per deal", "speed-up vs 1 worker"]
     lines = [
         f"### nertz-eval gauntlet {' '.join(lineup)} --players 4 --seed 3 (4 games per deal), {cores} cores",
@@ -88,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         *("| " + " | ".join(r) + " |" for r in rows),
         "",
         "tournament s: the time nertz-eval prints (worker start-up included, interpreter start-up not).",
+        f"cores this session got (2 processes of pure Python against 1; 2.00 = two free cores): "
+        f"{cores_before:.2f} before, {cores_after:.2f} after.",
         f"when: {time.strftime('%Y-%m-%d %H:%M:%S')} UTC; load average (1 min) at the end: {os.getloadavg()[0]:.1f}; "
         f"command: python bench/bench_workers.py --deals {args.deals} --before-deals {args.before_deals}"
         f" --repeats {args.repeats}",
