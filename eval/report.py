@@ -88,7 +88,7 @@ def table(results: Results, summary: Summary) -> str:
         header = ["table", "agent", "games", *(_HEADERS[m] for m in metrics)]
         rows = []
         for t in summary.tables:
-            for a in _by_score(list(t.agents)):
+            for a in t.agents:  # in seat order: a gauntlet candidate first
                 rows.append([t.name, a.label, str(a.games), *_metric_cells(a.metrics, metrics)])
         lines.append(_format_rows(header, rows, left=2))
         lines.append("")
