@@ -110,6 +110,7 @@ def test_plan_tournament__checks_every_agent_against_the_table() -> None:
         ),
         (["round-robin", "random", "--deals", "2", "--no-rotate"], "--no-rotate has no effect"),
         (["round-robin", "random", "--rule", "num_players=3"], "give the table size with --players"),
+        (["gauntlet", "random", "greedy", "--seed", "-1"], "--seed must be a non-negative integer, got -1"),
     ],
 )
 def test_cli__a_flag_that_cannot_take_effect_is_an_error(
