@@ -146,6 +146,8 @@ def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int
         raise UsageError(
             f"--deal-seeds gives the deals ({len(seeds)}), so --deals {args.deals} would be ignored; give one of them"
         )
+    if args.seed < 0:
+        raise UsageError(f"--seed must be a non-negative integer, got {args.seed}")
     deals = (
         len(seeds) if seeds is not None else (args.deals if args.deals is not None else args.default_deals)
     )
