@@ -173,7 +173,6 @@ def record_rules(path: str, config: NertzConfig, **extra: Any) -> dict[str, Any]
     check_spaces(meta, config, where=f"policy {path!r}")
     record = make_meta(config, mode="outside", **extra)
     write_meta(path, record)
-    _CACHE.pop((os.path.abspath(path), os.path.getmtime(path)), None)
     return record
 
 
