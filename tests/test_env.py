@@ -335,3 +335,109 @@ def test_observation__lake_tops_stay_in_bounds_when_jokers_top_foundations_too()
         assert env.observation_space(agent).contains(obs[agent]), "observation outside its declared space"
     decoded = nertz_env.decode(obs["player_0"]["observation"], env.config)
     assert decoded["lake_tops"]["AC"] == 3
+
+
+# ---------------------------------------------------------------- conventions clients expect
+@pytest.mark.parametrize("make", [nertz_env.parallel_env, nertz_env.env, nertz_env.raw_env], ids=["parallel", "env", "raw"])
+def test_max_cycles__is_the_tick_bound_of_a_one_round_episode(make: object) -> None:
+    e = make(max_cycles=3, num_players=2)  # type: ignore[operator]
+    assert e.unwrapped.config.max_ticks == 3
+    with pytest.raises(ValueError, match="not both"):
+        make(max_cycles=3, max_ticks=4)  # type: ignore[operator]
+    with pytest.raises(ValueError, match="several rounds"):
+        make(max_cycles=3, rounds=2)  # type: ignore[operator]
+    with pytest.raises(ValueError, match="max_cycles"):
+        make(max_cycles=0)  # type: ignore[operator]
+
+
+def test_max_cycles__parallel_episode_lasts_exactly_that_many_steps() -> None:
+    env = nertz_env.parallel_env(max_cycles=5)
+    env.reset(seed=0)
+    steps = 0
+    while env.agents:
+        _, _, _, truncs, _ = env.step({a: 0 for a in env.agents})
+        steps += 1
+    assert steps == 5 and all(truncs.values())
+
+
+def test_render__takes_the_mode_rllib_passes() -> None:
+    """RLlib's ParallelPettingZooEnv calls ``par_env.render(self.render_mode)`` (its own, often None) and its
+    PettingZooEnv calls ``env.render(self.render_mode)`` on the AEC form."""
+    env = nertz_env.parallel_env(render_mode="ansi")
+    env.reset(seed=0)
+    text = env.render()
+    assert env.render(None) == text and env.render("ansi") == text
+    quiet = nertz_env.parallel_env()
+    quiet.reset(seed=0)
+    assert quiet.render("ansi") == text  # an explicit mode renders even without a render_mode
+    aec = nertz_env.env(render_mode="ansi")
+    aec.reset(seed=0)
+    assert aec.render(None) == aec.render("ansi") == aec.render() == text
+    with pytest.raises(ValueError, match="render_mode"):
+        env.render("rgb")
+
+
+def _every_env() -> list:
+    def single() -> object:
+        from nertz_env.train import NertzSingleAgentEnv
+
+        return NertzSingleAgentEnv(num_players=2, opponents=["random"])
+
+    def sb3_vec() -> object:
+        from nertz_env.train import NertzVecEnv
+
+        return NertzVecEnv(num_tables=2, num_players=2, seed=0)
+
+    return [
+        pytest.param(lambda: nertz_env.parallel_env(num_players=2), id="parallel_env"),
+        pytest.param(lambda: nertz_env.env(num_players=2), id="env"),
+        pytest.param(lambda: nertz_env.raw_env(num_players=2), id="raw_env"),
+        pytest.param(lambda: nertz_env.vector_env(2, num_players=2), id="vector_env"),
+        pytest.param(lambda: nertz_env.agent_vector_env(2, num_players=2), id="agent_vector_env"),
+        pytest.param(single, id="NertzSingleAgentEnv"),
+        pytest.param(sb3_vec, id="NertzVecEnv"),
+    ]
+
+
+def _reset(env: object, **kw: object) -> None:
+    if type(env).__name__ == "NertzVecEnv":
+        env.reset()  # type: ignore[attr-defined]  (SB3's VecEnv.reset takes no arguments)
+    else:
+        env.reset(seed=0, **kw)  # type: ignore[attr-defined]
+
+
+def _step(env: object) -> None:
+    name = type(env).__name__
+    if name in ("NertzParallelEnv",):
+        env.step({a: 0 for a in env.possible_agents})  # type: ignore[attr-defined]
+    elif name in ("NertzVectorEnv",):
+        env.step(np.zeros((2, 2), dtype=np.int64))  # type: ignore[attr-defined]
+    elif name in ("NertzAgentVectorEnv",):
+        env.step(np.zeros(4, dtype=np.int64))  # type: ignore[attr-defined]
+    elif name == "NertzVecEnv":
+        env.step(np.zeros(env.num_envs, dtype=np.int64))  # type: ignore[attr-defined]
+    else:
+        env.step(0)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("make", _every_env())
+def test_step_and_reset_after_close__raise_a_clear_error_in_every_env(make: object) -> None:
+    from gymnasium.error import ClosedEnvironmentError
+
+    env = make()  # type: ignore[operator]
+    _reset(env)
+    _step(env)
+    env.close()  # type: ignore[attr-defined]
+    env.close()  # type: ignore[attr-defined]  (closing twice is harmless)
+    with pytest.raises(ClosedEnvironmentError, match=r"step\(\) after close\(\)"):
+        _step(env)
+    with pytest.raises(ClosedEnvironmentError, match=r"reset\(\) after close\(\)"):
+        _reset(env)
+
+
+@pytest.mark.parametrize("make", [p for p in _every_env() if p.id != "NertzVecEnv"])
+def test_unknown_reset_option__warns_the_same_way_in_every_env(make: object) -> None:
+    env = make()  # type: ignore[operator]
+    with pytest.warns(UserWarning, match=r"reset\(\) ignores unknown option\(s\) \['colour'\]"):
+        _reset(env, options={"colour": 1})
+    _step(env)  # and the env is usable

@@ -176,3 +176,112 @@ def test_batch__threaded_blocks_equal_one_block(monkeypatch: pytest.MonkeyPatch)
 
     for threaded, serial in zip(play(2), play(1), strict=True):
         np.testing.assert_array_equal(threaded, serial)
+
+
+# ---------------------------------------------------------------- render, partial resets, the per-agent view
+def test_batch__render_gives_one_text_per_table_or_the_chosen_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    venv = nertz_env.vector_env(3, render_mode="ansi")
+    venv.reset(seed=0)
+    frames = venv.render()
+    assert isinstance(frames, tuple) and len(frames) == 3
+    for t, text in enumerate(frames):
+        assert text == nertz_env.render.render_text(venv.snapshot(t))
+    assert venv.render(tables=[2]) == (frames[2],)
+    human = nertz_env.vector_env(2, render_mode="human")
+    human.reset(seed=0)
+    assert human.render() is None
+    assert capsys.readouterr().out.count("player_3") == 2
+    with pytest.raises(ValueError, match="render_mode"):
+        nertz_env.vector_env(2, render_mode="video")
+
+
+def test_batch__reset_mask_deals_only_the_masked_tables() -> None:
+    venv = nertz_env.vector_env(3)
+    venv.reset(seed=0)
+    for _ in range(5):
+        venv.step(venv.sample_actions())
+    before = [venv.snapshot(t) for t in range(3)]
+    venv.reset(seed=10, options={"reset_mask": np.array([False, True, False])})
+    fresh = nertz_env.vector_env(3)
+    fresh.reset(seed=10)
+    assert venv.snapshot(0) == before[0] and venv.snapshot(2) == before[2]
+    assert venv.snapshot(1) == fresh.snapshot(1)  # table t of a seed-s reset is seeded with s + t
+    with pytest.raises(ValueError, match="reset_mask"):
+        venv.reset(options={"reset_mask": np.array([1, 0, 0])})
+
+
+def test_per_agent_view__flat_shapes_and_the_same_game_as_the_batch() -> None:
+    envs = nertz_env.agent_vector_env(2, num_players=3)
+    venv = nertz_env.vector_env(2, num_players=3)
+    obs, _ = envs.reset(seed=4)
+    ref, _ = venv.reset(seed=4)
+    assert envs.num_envs == 6 and obs["observation"].shape == (6, venv.obs_layout.size)
+    assert envs.observation_space.contains(obs)
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        acts = np.array([rng.choice(np.flatnonzero(m)) for m in obs["action_mask"]])
+        obs, rew, term, trunc, info = envs.step(acts)
+        ref, rrew, rterm, rtrunc, rinfo = venv.step(acts.reshape(2, 3))
+        assert rew.shape == term.shape == trunc.shape == (6,)
+        np.testing.assert_array_equal(obs["observation"], ref["observation"].reshape(6, -1))
+        np.testing.assert_array_equal(rew, rrew.reshape(6))
+        np.testing.assert_array_equal(term, rterm.reshape(6))
+        np.testing.assert_array_equal(trunc, rtrunc.reshape(6))
+        np.testing.assert_array_equal(info["round_end"], np.repeat(rinfo["round_end"], 3))
+    assert list(envs.env_table) == [0, 0, 0, 1, 1, 1] and list(envs.env_seat) == [0, 1, 2, 0, 1, 2]
+    with pytest.raises(ValueError, match="shape"):
+        envs.step(np.zeros((2, 3), dtype=np.int64))
+    with pytest.raises(ValueError, match="every seat of a table"):
+        envs.reset(options={"reset_mask": np.array([True, False, False, False, False, False])})
+
+
+def test_per_agent_view__record_episode_statistics_reports_each_seats_round_score() -> None:
+    """Gymnasium's RecordEpisodeStatistics over the per-agent view: every finished episode's return equals
+    the seat's round score (a seat's rewards sum to it) and the sum recomputed from the rewards, and its length
+    is the table's ticks."""
+    from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+    envs = RecordEpisodeStatistics(nertz_env.agent_vector_env(3, num_players=2, max_ticks=60))
+    obs, _ = envs.reset(seed=1)
+    n = envs.num_envs
+    ret, length = np.zeros(n), np.zeros(n, dtype=int)
+    rng = np.random.default_rng(0)
+    seen = 0
+    prev_done = np.zeros(n, dtype=bool)
+    for _ in range(200):
+        acts = np.array([rng.choice(np.flatnonzero(m)) for m in obs["action_mask"]])
+        obs, rew, term, trunc, info = envs.step(acts)
+        ret[prev_done], length[prev_done] = 0.0, 0  # NEXT_STEP autoreset: this step dealt them anew
+        assert not rew[prev_done].any() and info["autoreset"][prev_done].all()
+        ret[~prev_done] += rew[~prev_done]
+        length[~prev_done] += 1
+        done = term | trunc
+        if done.any():
+            assert (info["_episode"] == done).all()
+            np.testing.assert_allclose(info["episode"]["r"][done], ret[done], rtol=1e-6)
+            np.testing.assert_allclose(info["episode"]["r"][done], info["score"][done], rtol=1e-6)
+            np.testing.assert_array_equal(info["episode"]["l"][done], length[done])
+            seen += int(done.sum())
+        prev_done = done
+    assert seen >= n  # every seat finished at least one episode
+    assert len(envs.return_queue) == min(seen, 100)
+
+
+def test_per_agent_view__normalize_reward_scales_by_the_running_return_std() -> None:
+    from gymnasium.wrappers.vector import NormalizeReward
+
+    envs = NormalizeReward(nertz_env.agent_vector_env(2, num_players=2, max_ticks=40), gamma=0.9)
+    twin = nertz_env.agent_vector_env(2, num_players=2, max_ticks=40)  # the raw rewards of the same game
+    obs, _ = envs.reset(seed=2)
+    twin.reset(seed=2)
+    rng = np.random.default_rng(0)
+    nonzero = 0
+    for _ in range(120):
+        acts = np.array([rng.choice(np.flatnonzero(m)) for m in obs["action_mask"]])
+        obs, rew, *_ = envs.step(acts)
+        raw = twin.step(acts)[1]
+        assert rew.shape == (4,) and np.isfinite(rew).all()
+        # each seat's reward divided by the running std of the discounted returns of all N seats
+        np.testing.assert_allclose(rew, raw / np.sqrt(envs.return_rms.var + envs.epsilon), rtol=1e-5)
+        nonzero += int((raw != 0).sum())
+    assert nonzero > 0 and envs.return_rms.count > 100
