@@ -8,8 +8,6 @@ import sys
 
 import numpy as np
 import pytest
-from pettingzoo.test import api_test, parallel_api_test, render_test, seed_test
-from pettingzoo.utils.conversions import parallel_to_aec
 
 import nertz_env
 from nertz_env.actions import action_table
@@ -31,21 +29,8 @@ def test_engine_import__pulls_in_no_framework() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_pettingzoo_parallel_api_test__passes() -> None:
-    parallel_api_test(nertz_env.parallel_env(), num_cycles=400)
-
-
-@pytest.mark.parametrize("rules", [{}, {"num_players": 2, "jokers": 1}, {"turn_based": True, "teams": True}])
-def test_pettingzoo_api_test__passes_on_aec(rules: dict) -> None:
-    api_test(nertz_env.env(**rules), num_cycles=300)
-
-
-def test_pettingzoo_seed_test__aec_is_deterministic() -> None:
-    seed_test(lambda: parallel_to_aec(nertz_env.parallel_env()), num_cycles=300)
-
-
-def test_pettingzoo_render_test__ansi() -> None:
-    render_test(lambda render_mode=None: nertz_env.env(render_mode=render_mode))
+# PettingZoo's own conformance tests (parallel_api_test, api_test, seed_test, max_cycles_test, render_test)
+# run in tests/test_clients.py with the other clients.
 
 
 def test_raw_env__is_the_unwrapped_aec_form() -> None:
