@@ -1,7 +1,8 @@
 """Third-party clients researchers plug environments into, each run on a small table and checked to step the
 same game as the env itself: PettingZoo's conformance tests, SuperSuit's vector wrappers with worker processes,
 Tianshou's PettingZooEnv, Gymnasium's vector wrappers over the per-agent view, SB3's SubprocVecEnv over the
-single-agent view. Their packages are in the ``test`` extra (part of ``dev``), so CI runs every test here."""
+single-agent view. Their packages are in the ``test`` extra (part of ``dev``); nothing here is skipped when one is missing, so an
+install that lacks them fails loudly instead of passing quietly."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def test_supersuit_concat_vec_envs__worker_processes_step_the_same_games() -> No
     """``pettingzoo_env_to_vec_env_v1`` + ``concat_vec_envs_v1(num_cpus=2)`` pickles the env into two worker
     processes; their games must equal two local parallel_envs seeded as SuperSuit seeds them (seed + i) and
     reset unseeded when an episode ends, as its Markov wrapper does."""
-    ss = pytest.importorskip("supersuit")
+    import supersuit as ss
     rules = {"num_players": 2, "max_ticks": 12}
     vec = ss.pettingzoo_env_to_vec_env_v1(nertz_env.parallel_env(**rules))
     envs = ss.concat_vec_envs_v1(vec, 2, num_cpus=2, base_class="gymnasium")
@@ -78,7 +79,6 @@ def test_supersuit_concat_vec_envs__worker_processes_step_the_same_games() -> No
 
 # ---------------------------------------------------------------- Tianshou
 def test_tianshou_pettingzoo_env__plays_a_game_with_masks_and_sums_to_the_scores() -> None:
-    pytest.importorskip("tianshou")
     from tianshou.env.pettingzoo_env import PettingZooEnv
 
     env = PettingZooEnv(nertz_env.env(num_players=3, max_ticks=40))
