@@ -7,7 +7,8 @@ data and cannot, or must not, be copied: the compiled entry points of the rules 
 (numba closures, which do not pickle), views of the state arrays (a copy of a view is a detached array, so a
 copy that kept it would read buffers its engine never writes), and thread pools. A class lists those in
 ``_derived`` and rebuilds them from the data in ``_bind()``, which its ``__init__`` calls too, so a copy is
-built by the same code as the original and cannot drift from it.
+built by the same code as the original and cannot drift from it. A class with nothing derived (the per-agent
+view, the single-agent view) needs no part of this: its parts (a vector env, a parallel env) copy themselves.
 
 Because ``copy.deepcopy`` goes through ``__getstate__``/``__setstate__`` as pickle does, a deep copy and an
 unpickled copy are the same thing: an independent table that continues exactly as the original (the rules'

@@ -426,3 +426,12 @@ def test_unknown_reset_option__warns_the_same_way_in_every_env(make: object) -> 
     with pytest.warns(UserWarning, match=r"reset\(\) ignores unknown option\(s\) \['colour'\]"):
         _reset(env, options={"colour": 1})
     _step(env)  # and the env is usable
+
+
+def test_sb3_vec_env__options_set_for_reset_warn_as_everywhere() -> None:
+    from nertz_env.train import NertzVecEnv
+
+    env = NertzVecEnv(num_tables=1, num_players=2, seed=0)
+    env.set_options({"colour": 1})
+    with pytest.warns(UserWarning, match=r"ignores unknown option\(s\) \['colour'\]; it takes no options"):
+        env.reset()

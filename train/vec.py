@@ -46,7 +46,7 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
-from nertz_env._envbase import Copyable, check_open
+from nertz_env._envbase import Copyable, check_open, warn_unknown_options
 from nertz_env.agents import Agent
 from nertz_env.train.policy_agent import PolicyAgent
 from nertz_env.train.pool import OpponentPool
@@ -205,6 +205,7 @@ class NertzVecEnv(Copyable, VecEnv):
     # ------------------------------------------------------------------ VecEnv API
     def reset(self) -> VecEnvObs:
         check_open(self, "reset")
+        warn_unknown_options({k: v for opts in self._options for k, v in opts.items()}, ())  # from set_options()
         seed = self._seeds[0] if self._seeds[0] is not None else self._default_seed
         if seed is None:
             seed = int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
