@@ -15,6 +15,7 @@ import pickle
 from collections.abc import Callable
 from typing import Any
 
+import cloudpickle
 import numpy as np
 import pytest
 
@@ -24,6 +25,7 @@ from nertz_env.agent_vector import agent_vector_env
 COPIES: dict[str, Callable[[Any], Any]] = {
     "pickle": lambda env: pickle.loads(pickle.dumps(env)),
     "deepcopy": copy.deepcopy,
+    "cloudpickle": lambda env: cloudpickle.loads(cloudpickle.dumps(env)),  # how Ray and SuperSuit ship envs
 }
 RULES = {"num_players": 3, "max_ticks": 25}  # short rounds: the stretch crosses several episode ends
 
