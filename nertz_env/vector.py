@@ -16,7 +16,8 @@ table's episode ended deals it a new episode (from the table's own generator, co
 that table's actions and returns its first observation with zero rewards.
 
 Where it departs: rewards, terminations and truncations have a seat axis (``(T, P)`` instead of ``(T,)``),
-because a table is multi-agent; ``infos`` is a dict of arrays, always with the same keys (no ``_key``
+because a table is multi-agent (:func:`nertz_env.agent_vector_env` is the same batch with one sub-environment
+per seat and ``(T * P,)`` rewards, for Gymnasium's vector wrappers); ``infos`` is a dict of arrays, always with the same keys (no ``_key``
 masks): ``illegal`` (T, P), ``lost_race`` (T, P), ``round_end`` (T,) (0 none, 1 Nertz or call, 2 stall,
 3 max_ticks), ``score`` (T, P) (the finished round's scores, valid where ``round_end > 0``),
 ``autoreset`` (T,) (the table was dealt anew this step).
