@@ -81,6 +81,9 @@ def _tiny(run_dir: str, **kw: object) -> TrainConfig:
         "run_dir": run_dir,
     }
     base.update(kw)
+    if base.get("mode") == "single":  # num_tables is a vector-mode option; a rollout is 16 x num_envs (2)
+        del base["num_tables"]
+        base["batch_size"] = 32
     return TrainConfig.from_dict(base)
 
 
