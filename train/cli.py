@@ -9,8 +9,12 @@ Examples::
     nertz-train --print-config                           # the effective options, as JSON
 
 Every option of :class:`nertz_env.train.config.TrainConfig` is a flag (``--snake-case`` spelled with
-dashes); flags override the file, which overrides a resumed checkpoint's stored options. Exit codes: 0 done,
-1 training error, 2 bad usage (unknown option, bad value, missing or incompatible checkpoint).
+dashes); flags override the file, which overrides a resumed checkpoint's stored options. An option that
+cannot take effect with the others (``--opponent`` when every seat learns, ``--num-envs`` in vector mode,
+``--shaping-coef`` without ``--shaping``, ...) is refused before any work, in one line naming what to pass
+instead; a budget that is not whole rollouts is said before training (``training to 16,384 transitions, not
+total_timesteps 100``). Exit codes: 0 done, 1 training error, 2 bad usage (unknown option, bad value, an option
+that cannot take effect, missing or incompatible checkpoint, a run directory that already holds a run).
 """
 
 from __future__ import annotations

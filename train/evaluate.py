@@ -311,10 +311,10 @@ def main(argv: list[str] | None = None) -> int:
             start=not args.no_start,
         )
     except (FileNotFoundError, CheckpointError, AgentSpecError) as e:
-        print(f"evaluate: error: {e}", file=sys.stderr)
+        print(f"{ap.prog}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("evaluate: interrupted; the rows written so far are kept, run again to continue", file=sys.stderr)
+        print(f"{ap.prog}: interrupted; the rows written so far are kept, run again to continue", file=sys.stderr)
         return 130
     gains = paired_with_start(args.run_dir, args.deals, args.seed, deterministic=not args.stochastic)
     if gains:

@@ -375,7 +375,7 @@ def imitate(
     started = time.perf_counter()
     config = make_config(num_players=num_players, **dict(rules or {}))
     check_imitation(
-        out, teacher, config, samples, net_arch=list(net_arch or [256, 256]), activation=activation, epochs=epochs,
+        out, teacher, config, samples, net_arch=list(net_arch if net_arch is not None else [256, 256]), activation=activation, epochs=epochs,
         batch_size=batch_size, lr=lr, gamma=gamma, dagger_rounds=dagger_rounds, dagger_samples=dagger_samples,
         dagger_epochs=dagger_epochs, teacher_threads=teacher_threads,
     )  # every bad value fails here, before any folder is made
@@ -391,7 +391,7 @@ def imitate(
         relative_reward=relative_reward, teacher_threads=teacher_threads,
     )
     log(f"recorded {len(demos.actions):,} decisions of {teacher} in {demos.games} rounds ({demos.seconds:.0f} s)")
-    policy, kwargs = build_policy(config, list(net_arch or [256, 256]), activation, lr)
+    policy, kwargs = build_policy(config, list(net_arch if net_arch is not None else [256, 256]), activation, lr)
     t0 = time.perf_counter()
     stats = fit(policy, demos, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, log=log)
     fit_s = time.perf_counter() - t0
@@ -499,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
             teacher_threads=args.teacher_threads,
         )
     except (AgentSpecError, FileNotFoundError, ValueError) as e:
-        print(f"imitate: error: {e}", file=sys.stderr)
+        print(f"{ap.prog}: error: {e}", file=sys.stderr)
         return 2
     print(json.dumps(result, indent=2))
     return 0

@@ -124,19 +124,20 @@ def main(argv: list[str] | None = None) -> int:
     if os.path.splitext(out)[1].lower() not in (".png", ".svg", ".pdf"):
         ap.error(f"--out must end in .png, .svg or .pdf, got {out!r}")
     if not os.path.isdir(args.run_dir):
-        ap.error(f"run directory not found: {args.run_dir}")
+        print(f"{ap.prog}: error: run directory not found: {args.run_dir}", file=sys.stderr)
+        return 2
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        print("plot: error: drawing needs matplotlib: pip install 'nertz-env[eval]'", file=sys.stderr)
+        print(f"{ap.prog}: error: drawing needs matplotlib: pip install 'nertz-env[eval]'", file=sys.stderr)
         return 2
     try:
         path = plot(args.run_dir, out, args.title)
     except FileNotFoundError as e:
-        print(f"plot: error: {e}", file=sys.stderr)
+        print(f"{ap.prog}: error: {e}", file=sys.stderr)
         return 2
     except (KeyError, ValueError) as e:
-        print(f"plot: error: {args.run_dir}: an evaluation file is not one that nertz-train wrote ({e!r})",
+        print(f"{ap.prog}: error: {args.run_dir}: an evaluation file is not one that nertz-train wrote ({e!r})",
               file=sys.stderr)
         return 2
     print(path)
