@@ -127,6 +127,9 @@ REFUSED = [
     (["--net-arch", "64,x"], "comma-separated integers"),
     (["--mode", "vectorized"], "mode must be one of"),
     (["--frobnicate"], "unrecognized arguments"),
+    (["--num-tables", "8", "--num-tables", "16"], "--num-tables is given twice"),
+    (["--shaping", "--no-shaping"], "--shaping and --no-shaping both set shaping"),
+    (["--config", "a.toml", "--config", "b.toml"], "--config is given twice"),
     (["--init-from", "gone/policy.zip"], "init_from (--init-from): checkpoint file not found"),
 ]
 
@@ -245,6 +248,13 @@ def test_batch_size__a_default_larger_than_a_rollout_is_lowered_and_said() -> No
     assert any("last minibatch of each epoch has 384 transitions" in n for n in notes)
 
 
+def test_snapshots__only_the_starting_policy_without_snapshot_every_is_said() -> None:
+    _, notes = TrainConfig(learners_per_table=1, snapshot_weight=0.5).resolve()
+    assert any("the only snapshot in the pool is the starting policy" in n for n in notes)
+    _, notes = TrainConfig(learners_per_table=1, snapshot_weight=0.5, snapshot_every=10).resolve()
+    assert not any("snapshot" in n for n in notes)
+
+
 def test_periodic_work_off_a_rollout_multiple_is_said() -> None:
     _, notes = TrainConfig(checkpoint_every=16_384 * 4, eval_every=16_384 * 2).resolve()
     assert notes == []
@@ -335,6 +345,7 @@ IMITATE_REFUSED = [
     (["--rule", "draw=1", "--rule", "draw=2"], "given twice"),
     (["--rule", "target_score=100"], "single rounds"),
     (["--rule", "num_players=3"], "--players"),
+    (["--samples", "5", "--samples", "6"], "--samples is given twice"),
 ]
 
 
@@ -344,7 +355,8 @@ def test_imitate__bad_options_are_one_line_exit_2_and_write_nothing(
 ) -> None:
     out = os.path.join(str(tmp_path), "bc", "policy.zip")
     ckpt = os.path.join(str(tmp_path), "rounds")
-    code, err = _run(train_imitate.main, ["--out", out, "--checkpoint-dir", ckpt, "--samples", "50", *flags], capsys)
+    small = [] if "--samples" in flags else ["--samples", "50"]  # should a case pass, it stays short
+    code, err = _run(train_imitate.main, ["--out", out, "--checkpoint-dir", ckpt, *small, *flags], capsys)
     assert code == 2
     assert message in _one_line_error(err, "python -m nertz_env.train.imitate: error:")
     assert not os.path.exists(ckpt) and not os.path.exists(os.path.dirname(out))

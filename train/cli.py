@@ -98,10 +98,37 @@ def _optional(kind: type) -> Any:
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line (``prog: error: ...``) and exit code 2."""
+    """An argument parser whose usage errors are one line (``prog: error: ...``) and exit code 2, and that
+    refuses an option given twice (argparse keeps the last one silently; ``append`` options excepted)."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        argv = list(sys.argv[1:] if args is None else args)
+        seen: dict[str, str] = {}
+        for token in argv:
+            if token == "--":
+                break
+            if not token.startswith("--"):
+                continue
+            opt = token.split("=", 1)[0]
+            matches = [o for o in self._option_string_actions if o == opt] or [
+                o for o in self._option_string_actions if o.startswith(opt)
+            ]
+            if len(matches) != 1:
+                continue  # unknown or ambiguous: argparse says so
+            action = self._option_string_actions[matches[0]]
+            if isinstance(action, argparse._AppendAction) or action.dest == "help":
+                continue
+            if action.dest in seen:
+                first = seen[action.dest]
+                both = f"{opt} is given twice" if first == opt else f"{first} and {opt} both set {action.dest}"
+                self.error(f"{both} (the last would win silently): give it once")
+            seen[action.dest] = opt
+        return super().parse_known_args(args, namespace)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -337,6 +337,11 @@ class TrainConfig:
         if self.init_from is not None and not resume:
             self._check_init_from()
         notes: list[str] = []
+        if self.uses_opponents and self.snapshot_weight > 0 and self.snapshot_every == 0:
+            notes.append(
+                "snapshot_every = 0: the only snapshot in the pool is the starting policy (added once); "
+                "give --snapshot-every N to add one every N rollouts"
+            )
         cfg = self
         rollout = self.rollout_size
         how = f"n_steps {self.n_steps} x {self.n_envs} sub-envs = {rollout:,} transitions"
