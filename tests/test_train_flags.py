@@ -204,8 +204,12 @@ def test_nertz_train__resume_refuses_what_a_resume_cannot_change(
 
 
 def test_nertz_train__a_fresh_run_into_a_finished_runs_directory_is_refused(
-    run: dict[str, Any], capsys: pytest.CaptureFixture
+    run: dict[str, Any], tmp_path: Any, capsys: pytest.CaptureFixture
 ) -> None:
+    a_file = os.path.join(str(tmp_path), "notes.txt")
+    open(a_file, "w").close()
+    code, err = _run(train_cli.main, ["--run-dir", a_file, "--total-timesteps", "128"], capsys)
+    assert code == 2 and "is a file, not a directory" in _one_line_error(err, "nertz-train")
     code, err = _run(train_cli.main, ["--run-dir", run["dir"], "--total-timesteps", "128"], capsys)
     assert code == 2 and "already holds a run" in _one_line_error(err, "nertz-train")
     with pytest.raises(ConfigError, match="already holds a run"):
@@ -370,6 +374,9 @@ def test_imitate__a_teacher_for_another_table_and_an_out_without_zip_are_refused
     assert code == 2 and "num_players: teacher" in _one_line_error(err, "python -m nertz_env.train.imitate")
     code, err = _run(train_imitate.main, ["--out", os.path.join(str(tmp_path), "policy")], capsys)
     assert code == 2 and "must end in .zip" in _one_line_error(err, "python -m nertz_env.train.imitate")
+    out = os.path.join(str(tmp_path), "p.zip")
+    code, err = _run(train_imitate.main, ["--out", out, "--checkpoint-dir", three], capsys)
+    assert code == 2 and "is a file, not a directory" in _one_line_error(err, "python -m nertz_env.train.imitate")
 
 
 # ---------------------------------------------------------------- python -m nertz_env.train.evaluate / plot

@@ -295,13 +295,20 @@ def check_imitation(
     dagger_samples: int = 100_000,
     dagger_epochs: int = 3,
     teacher_threads: int = 1,
+    checkpoint_dir: str | None = None,
 ) -> None:
     """Every check of :func:`imitate`'s options, before any work: raises ``ValueError`` (or
     ``AgentSpecError``, a ``ValueError``) naming the bad one."""
+    import os
+
     from nertz_env.agents import make_agent
 
     if not out.lower().endswith(".zip"):
         raise ValueError(f"the policy file must end in .zip (SB3 adds it otherwise), got {out!r}")
+    if os.path.isdir(out):
+        raise ValueError(f"the policy file {out!r} is a directory: name a .zip file")
+    if checkpoint_dir is not None and os.path.exists(checkpoint_dir) and not os.path.isdir(checkpoint_dir):
+        raise ValueError(f"checkpoint_dir {checkpoint_dir!r} is a file, not a directory")
     if config.target_score is not None or config.rounds is not None:
         raise ValueError("imitation records single rounds; use rules without target_score or rounds")
     for name, value in (("samples", samples), ("epochs", epochs), ("batch_size", batch_size),
@@ -377,7 +384,7 @@ def imitate(
     check_imitation(
         out, teacher, config, samples, net_arch=list(net_arch if net_arch is not None else [256, 256]), activation=activation, epochs=epochs,
         batch_size=batch_size, lr=lr, gamma=gamma, dagger_rounds=dagger_rounds, dagger_samples=dagger_samples,
-        dagger_epochs=dagger_epochs, teacher_threads=teacher_threads,
+        dagger_epochs=dagger_epochs, teacher_threads=teacher_threads, checkpoint_dir=checkpoint_dir,
     )  # every bad value fails here, before any folder is made
     ckpt = None
     if checkpoint_dir is not None:

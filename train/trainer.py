@@ -246,6 +246,8 @@ class Trainer:
         self.config: NertzConfig = make_config(num_players=cfg.num_players, **cfg.rules)
         resume_meta = self._check_resume(resume) if resume is not None else None
         self.run_dir = os.path.abspath(cfg.run_dir)
+        if os.path.exists(self.run_dir) and not os.path.isdir(self.run_dir):
+            raise ConfigError(f"run_dir {self.run_dir} is a file, not a directory: pass another --run-dir")
         if resume is None:
             _check_fresh_run_dir(self.run_dir)
         self.pool = (
