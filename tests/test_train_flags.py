@@ -111,6 +111,7 @@ REFUSED = [
     (["--eval-deals", "0", "--eval-seed", "3"], "evaluation is off"),
     (["--eval-opponents", "", "--eval-deals", "10"], "no eval_opponents"),
     (["--eval-opponents", "nobody"], "eval_opponents (--eval-opponents): unknown agent"),
+    (["--eval-opponents", "random,search,random"], "eval_opponents names random twice"),
     (["--checkpoint-every", "0", "--keep-checkpoints", "2"], "checkpoint_every = 0"),
     (["--batch-size", "99999"], "larger than a rollout"),
     (["--mode", "single", "--batch-size", "1024"], "pass --batch-size 256 or less"),
@@ -200,6 +201,19 @@ def test_nertz_train__resume_refuses_what_a_resume_cannot_change(
         assert code == 2 and message in _one_line_error(err, "nertz-train"), flags
     code, err = _run(train_cli.main, ["--resume", os.path.join(str(tmp_path), "gone", "step_1.zip")], capsys)
     assert code == 2 and "checkpoint file not found" in _one_line_error(err, "nertz-train")
+    # a copy whose training state was cut short
+    import shutil
+
+    from nertz_env.train.meta import sidecar_path
+    from nertz_env.train.trainer import state_path
+
+    cut = os.path.join(str(tmp_path), "cut.zip")
+    shutil.copy(ckpt, cut)
+    shutil.copy(sidecar_path(ckpt), sidecar_path(cut))
+    with open(state_path(ckpt), "rb") as src, open(state_path(cut), "wb") as dst:
+        dst.write(src.read()[:100])
+    code, err = _run(train_cli.main, ["--resume", cut, "--run-dir", new_dir], capsys)
+    assert code == 2 and "cannot be read" in _one_line_error(err, "nertz-train")
     assert not os.path.exists(new_dir)
 
 

@@ -201,6 +201,9 @@ class TrainConfig:
                 raise ConfigError(f"opponents: the weight of {spec!r} must be a finite number >= 0, got {w!r}")
         if any(not s.strip() for s in [*self.opponents, *self.eval_opponents]):
             raise ConfigError("opponents and eval_opponents take agent specs such as 'heuristic', got ''")
+        twice = sorted({s for s in self.eval_opponents if self.eval_opponents.count(s) > 1})
+        if twice:
+            raise ConfigError(f"eval_opponents names {', '.join(twice)} twice: each baseline is played once")
 
     @property
     def rollout_size(self) -> int:

@@ -610,12 +610,14 @@ class Trainer:
         self.pool.load_state_dict(state)
 
     def _load(self, path: str, meta: dict[str, Any]) -> None:
-        with open(state_path(path), "rb") as f:
-            state = pickle.load(f)
-        if state.get("format") != STATE_FORMAT:
-            raise CheckpointError(
-                f"{state_path(path)}: format {state.get('format')!r}, expected {STATE_FORMAT!r}"
-            )
+        try:
+            with open(state_path(path), "rb") as f:
+                state = pickle.load(f)
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, IndexError) as e:
+            raise CheckpointError(f"{state_path(path)} cannot be read ({type(e).__name__}: {e}): is it cut short?") from None
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+            got = state.get("format") if isinstance(state, dict) else type(state).__name__
+            raise CheckpointError(f"{state_path(path)}: format {got!r}, expected {STATE_FORMAT!r}")
         model = self.model
         if self.pool is not None and state["pool"] is not None:
             self._load_pool(state["pool"])
