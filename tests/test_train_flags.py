@@ -364,6 +364,7 @@ IMITATE_REFUSED = [
     (["--rule", "target_score=100"], "single rounds"),
     (["--rule", "num_players=3"], "--players"),
     (["--samples", "5", "--samples", "6"], "--samples is given twice"),
+    (["--seed", "-3"], "seed must be >= 0"),
 ]
 
 
@@ -401,6 +402,8 @@ def test_evaluate__bad_input_is_one_line_and_exit_2(run: dict[str, Any], tmp_pat
         ([str(tmp_path)], "has no checkpoints"),
         ([run["dir"], "--deals", "0"], "--deals must be at least 1"),
         ([run["dir"], "--workers", "0"], "--workers must be at least 1"),
+        ([run["dir"], "--seed", "-1"], "--seed must be >= 0"),
+        ([run["dir"], "--deals", "5", "--deals", "6"], "--deals is given twice"),
         ([run["dir"], "--baselines", ","], "--baselines must name an agent"),
         ([run["dir"], "--baselines", "random,random"], "names an agent twice"),
         ([run["dir"], "--baselines", "nobody"], "unknown agent"),

@@ -296,6 +296,7 @@ def check_imitation(
     dagger_epochs: int = 3,
     teacher_threads: int = 1,
     checkpoint_dir: str | None = None,
+    seed: int = 0,
 ) -> None:
     """Every check of :func:`imitate`'s options, before any work: raises ``ValueError`` (or
     ``AgentSpecError``, a ``ValueError``) naming the bad one."""
@@ -317,6 +318,8 @@ def check_imitation(
             raise ValueError(f"{name} must be at least 1, got {value}")
     if dagger_rounds < 0:
         raise ValueError(f"dagger_rounds must be >= 0, got {dagger_rounds}")
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
     if not 1 <= teacher_threads <= config.num_players:
         raise ValueError(
             f"teacher_threads must be from 1 to the {config.num_players} seats (one teacher per seat), "
@@ -385,6 +388,7 @@ def imitate(
         out, teacher, config, samples, net_arch=list(net_arch if net_arch is not None else [256, 256]), activation=activation, epochs=epochs,
         batch_size=batch_size, lr=lr, gamma=gamma, dagger_rounds=dagger_rounds, dagger_samples=dagger_samples,
         dagger_epochs=dagger_epochs, teacher_threads=teacher_threads, checkpoint_dir=checkpoint_dir,
+        seed=seed,
     )  # every bad value fails here, before any folder is made
     ckpt = None
     if checkpoint_dir is not None:
