@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -45,7 +45,7 @@ TINY = {
 }
 
 
-def _run(main: Callable[[Sequence[str]], int], argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str]:
+def _run(main: Callable[[Any], int], argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str]:
     """Exit code and stderr of a command's ``main`` (argparse's own errors exit through SystemExit)."""
     try:
         code = main(argv)

@@ -613,8 +613,8 @@ class Trainer:
         try:
             with open(state_path(path), "rb") as f:
                 state = pickle.load(f)
-        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, IndexError) as e:
-            raise CheckpointError(f"{state_path(path)} cannot be read ({type(e).__name__}: {e}): is it cut short?") from None
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, IndexError) as err:
+            raise CheckpointError(f"{state_path(path)} cannot be read ({type(err).__name__}: {err}): is it cut short?") from None
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             got = state.get("format") if isinstance(state, dict) else type(state).__name__
             raise CheckpointError(f"{state_path(path)}: format {got!r}, expected {STATE_FORMAT!r}")
