@@ -273,6 +273,16 @@ def test_snapshots__only_the_starting_policy_without_snapshot_every_is_said() ->
     assert not any("snapshot" in n for n in notes)
 
 
+def test_periodic_work_past_the_end_of_the_run_is_said() -> None:
+    _, notes = TrainConfig(total_timesteps=16_384, checkpoint_every=16_384 * 4).resolve()
+    assert notes == [
+        "checkpoint_every is past the end of the run (16,384 transitions): the only one is the final checkpoint"
+    ]
+    _, notes = TrainConfig(total_timesteps=16_384, learners_per_table=1, snapshot_weight=1.0, snapshot_every=50,
+                           checkpoint_every=4_096).resolve()
+    assert any("snapshot_every is past the end of the run" in n for n in notes)
+
+
 def test_periodic_work_off_a_rollout_multiple_is_said() -> None:
     _, notes = TrainConfig(checkpoint_every=16_384 * 4, eval_every=16_384 * 2).resolve()
     assert notes == []

@@ -367,7 +367,18 @@ class TrainConfig:
                 f"each epoch has {rollout % self.batch_size:,} transitions"
             )
         periodic = ["checkpoint_every"] + (["eval_every"] if evaluating else [])
-        uneven = [f"{n} {getattr(self, n):,}" for n in periodic if getattr(self, n) % rollout]
+        end = self.planned_timesteps()
+        past = [n for n in periodic if n in set_ and getattr(self, n) > end]
+        if self.uses_opponents and self.snapshot_weight > 0 and self.snapshot_every * rollout > end:
+            past.append("snapshot_every")
+        if past:
+            what = {"checkpoint_every": "the final checkpoint", "eval_every": "the final evaluation",
+                    "snapshot_every": "the starting policy's snapshot"}
+            notes.append(
+                f"{' and '.join(past)} {'is' if len(past) == 1 else 'are'} past the end of the run "
+                f"({end:,} transitions): the only one is {' and '.join(what[n] for n in past)}"
+            )
+        uneven = [f"{n} {getattr(self, n):,}" for n in periodic if getattr(self, n) % rollout and getattr(self, n) <= end]
         if uneven:
             notes.append(
                 f"{' and '.join(uneven)}: not a multiple of a rollout ({rollout:,} transitions), so that "
