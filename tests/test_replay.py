@@ -124,3 +124,19 @@ def test_bad_files(tmp_path: Path, content: bytes, match: str) -> None:
         load_replay(path)
     with pytest.raises(ReplayError, match="cannot read"):
         load_replay(tmp_path / "missing.jsonl")
+
+
+def test_tournament_replays(tmp_path: Path) -> None:
+    """nertz-eval's --replays: one file per game, named by deal, lineup and rotation, each replaying exactly."""
+    from nertz_env.eval.tournament import run_tournament
+
+    out = tmp_path / "replays"
+    results = run_tournament(["random", "greedy"], num_players=2, deals=1, replays=str(out))
+    files = sorted(out.iterdir())
+    assert [f.name for f in files] == ["deal0000_lineup00_rot0.jsonl.gz", "deal0000_lineup00_rot1.jsonl.gz"]
+    for f, game in zip(files, results.games, strict=True):
+        rep = load_replay(f)
+        assert rep.agents == [results.labels[k] for k in game.seats]
+        assert rep.meta["rotation"] == game.rotation and verify_replay(rep) == game.ticks
+    with pytest.raises(ValueError, match="replays"):
+        run_tournament(["random", "greedy"], num_players=2, deals=1, replays=str(files[0]))
