@@ -35,7 +35,7 @@ Every drawing, interactive or not, also carries structure a page or test can rea
 ``data-tick``, ``data-round`` and ``data-done``; each seat's panel is ``<g class="seat" data-seat=p>``; each
 drawn card is a ``<use href="#c-XX">`` whose id names the card in the text of :mod:`nertz_env.cards`, with
 ``*`` written ``x`` (``#c-QH``, ``#c-xx`` for a joker with no value, ``#c-x7r`` for a fixed joker); card
-backs are ``#back``.
+backs are ``#c-back`` (no card text is four letters long).
 
 ``highlight`` (optional) marks things on the drawing: ``{"seats": {p: text or (text, kind)}}`` writes a
 banner across seat ``p``'s panel (``kind``: ``"info"``, ``"warn"`` or ``"error"``: white, amber, red), and
@@ -261,7 +261,7 @@ def _card_symbol(text: str) -> str:
 
 
 _BACK = (
-    '<g id="back">'
+    '<g id="c-back">'
     f'<rect x="0.5" y="0.5" width="{CW - 1}" height="{CH - 1}" rx="4" fill="#2b4c9b" stroke="#f0f0f0" stroke-width="1"/>'
     f'<rect x="4" y="4" width="{CW - 8}" height="{CH - 8}" rx="2" fill="none" stroke="#9db4ea" stroke-width="1.2"/>'
     f'<path d="M{CW / 2},10L{CW - 9},{CH / 2}L{CW / 2},{CH - 10}L9,{CH / 2}Z" fill="#9db4ea"/>'
@@ -403,7 +403,7 @@ def _seat_panel(
     stock = pl["stock"]
     if stock:
         back = True
-        out.append(f'<use href="#back" x="{_num(x)}" y="{_num(y)}"{_attrs(interactive, "stock", p)}/>')
+        out.append(f'<use href="#c-back" x="{_num(x)}" y="{_num(y)}"{_attrs(interactive, "stock", p)}/>')
     else:
         out.append(_slot(x, y, "", _attrs(interactive, "stock", p)))
     small_label("STOCK", len(stock), x)
