@@ -214,6 +214,8 @@ class RecordReplay:
         self.paths: list[str] = []
 
     def __getattr__(self, name: str) -> Any:
+        if name == "env" or name.startswith("__"):  # not set yet (unpickling, copying): no recursion
+            raise AttributeError(name)
         return getattr(self.env, name)
 
     def _next_path(self) -> str:
