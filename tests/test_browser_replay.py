@@ -119,3 +119,30 @@ def test_replay_page_scrubs_to_the_end(page_file: tuple[Path, Path], tmp_path: P
     if os.environ.get("NERTZ_KEEP_SHOT"):
         Image.open(shot).save(os.environ["NERTZ_KEEP_SHOT"])
 
+
+
+def test_browser_draws_the_svg_as_resvg_does(tmp_path: Path) -> None:
+    """One drawing: Chromium's rendering of table_svg and table_rgb's raster agree (fonts play no part)."""
+    import json as _json
+
+    from PIL import Image
+
+    from nertz_env.draw import table_rgb, table_svg
+
+    snap = _json.loads((Path(__file__).parent / "golden" / "snap_p4_jokers.json").read_text())
+    svg = table_svg(snap)
+    ref = table_rgb(snap).astype(np.int16)
+    h, w = ref.shape[:2]
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": w, "height": h})
+            page.set_content(f"<html><body style='margin:0'>{svg}</body></html>")
+            shot = tmp_path / "svg.png"
+            page.screenshot(path=str(shot), clip={"x": 0, "y": 0, "width": w, "height": h})
+        finally:
+            browser.close()
+    got = np.asarray(Image.open(shot).convert("RGB")).astype(np.int16)
+    assert got.shape == ref.shape
+    diff = np.abs(got - ref).max(axis=2)
+    assert diff.mean() < 2 and (diff > 80).mean() < 0.002  # anti-aliasing may differ, the picture does not
