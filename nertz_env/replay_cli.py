@@ -23,6 +23,7 @@ import gzip
 import html
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -163,13 +164,15 @@ def page_html(rep: Replay, title: str | None = None) -> str:
     blob = base64.b64encode(gzip.compress(json.dumps(data, separators=(",", ":")).encode(), 9, mtime=0)).decode()
     name = title or os.path.basename(rep.path) or "Nertz replay"
     meta = ", ".join(f"{k} {v}" for k, v in rep.meta.items() if k != "seats")
-    return (
-        _PAGE.replace("%TITLE%", html.escape(name))
-        .replace("%META%", html.escape(meta))
-        .replace("%DEFS%", defs)
-        .replace("%CHART%", _chart(series, rep.agents, marks))
-        .replace("%DATA%", blob)
-    )
+    fill = {
+        "TITLE": html.escape(name),
+        "META": html.escape(meta),
+        "DEFS": defs,
+        "CHART": _chart(series, rep.agents, marks),
+        "DATA": blob,
+    }
+    # one pass, so a title that happens to contain "%DATA%" stays text
+    return re.sub(r"%(TITLE|META|DEFS|CHART|DATA)%", lambda m: fill[m.group(1)], _PAGE)
 
 
 def _frames_rgb(rep: Replay, scale: float) -> tuple[list[str], int]:

@@ -159,9 +159,9 @@ def test_cli_page(short_game: Path, tmp_path: Path) -> None:
     from nertz_env.replay_cli import main
 
     out = tmp_path / "page.html"
-    assert main([str(short_game), "-o", str(out), "--title", "A <test>"]) == 0
+    assert main([str(short_game), "-o", str(out), "--title", "A <test> %DATA%"]) == 0
     page = out.read_text()
-    assert "A &lt;test&gt;" in page and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
+    assert "A &lt;test&gt; %DATA%" in page and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
     data = json.loads(gzip.decompress(base64.b64decode(re.search(r'type="application/octet-stream">([^<]+)<', page).group(1))))
     rep = load_replay(short_game)
     assert len(data["frames"]) == len(rep.ticks) + 1 and data["names"] == ["me", "you"]
