@@ -156,12 +156,15 @@ def test_vector_render() -> None:
 
     v = vector_env(3, num_players=2, render_mode="rgb_array")
     v.reset(seed=0)
-    frames = v.render()
+    frames = v.render()  # Gymnasium's convention: one frame per table
     assert isinstance(frames, tuple) and len(frames) == 3 and frames[0].shape[2] == 3
-    assert np.array_equal(v.render(table=1), frames[1])
+    assert all(f.shape == frames[0].shape and f.dtype == np.uint8 for f in frames)
     assert not np.array_equal(frames[0], frames[1])  # different deals
+    from nertz_env.draw import ENV_FAN
+
+    assert np.array_equal(frames[2], table_rgb(v.snapshot(2), fan=ENV_FAN))
     with pytest.raises(ValueError, match="render_mode"):
-        vector_env(2, render_mode="human")
+        vector_env(2, render_mode="video")
 
 
 def test_no_render_mode_costs_nothing() -> None:
