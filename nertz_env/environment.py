@@ -110,7 +110,9 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         """
         Args:
             num_players: seats, 2 to 8.
-            render_mode: ``None``, ``"ansi"`` (``render()`` returns the table as text) or ``"human"`` (prints it).
+            render_mode: ``None``, ``"ansi"`` (``render()`` returns the table as text), ``"human"`` (prints it) or
+                ``"rgb_array"`` (the drawing of :mod:`nertz_env.draw` as an (H, W, 3) uint8 array; needs the
+                ``render`` extra).
             illegal_action: ``"noop"`` (default: flagged wait) or ``"raise"``.
             max_cycles: PettingZoo's name for ``max_ticks`` (a one-round episode's bound on steps).
             **rules: any option of :class:`~nertz_env.config.NertzConfig` by its RULES.md name.
@@ -300,10 +302,11 @@ class NertzParallelEnv(Copyable, ParallelEnv):
 
     def render(self, mode: str | None = None) -> Any:
         """The table in ``mode`` (default: the ``render_mode`` it was made with): text for ``"ansi"``, printed
-        for ``"human"`` (returns None). Without either, a warning and None (Gymnasium's convention)."""
+        for ``"human"`` (returns None), an (H, W, 3) uint8 picture for ``"rgb_array"``. Without either, a
+        warning and None (Gymnasium's convention)."""
         mode = _render.resolve_mode(mode, self.render_mode)
         if mode is None:
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi', 'human' or 'rgb_array'")
             return None
         return _render.render_snapshot(self.snapshot(), mode)
 

@@ -39,7 +39,15 @@ def render_text(snap: dict[str, Any]) -> str:
 
 
 # mode -> function from a snapshot to what ``render()`` returns for that mode ("human" is handled apart)
-RENDERERS: dict[str, Callable[[dict[str, Any]], Any]] = {"ansi": render_text}
+def render_rgb(snap: dict[str, Any]) -> Any:
+    """The drawing of :mod:`nertz_env.draw` as an (H, W, 3) uint8 array, one size for a whole episode (needs
+    the ``render`` extra; imported here, on first use, so ``render_mode=None`` never loads it)."""
+    from nertz_env.draw import ENV_FAN, table_rgb
+
+    return table_rgb(snap, fan=ENV_FAN)
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], Any]] = {"ansi": render_text, "rgb_array": render_rgb}
 RENDER_MODES: tuple[str, ...] = (*RENDERERS, "human")
 
 

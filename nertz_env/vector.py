@@ -77,7 +77,8 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
             autoreset: deal finished tables anew on the next step (else they stay finished until ``reset``).
             copy: return copies of the observation and mask buffers (set False for zero-copy views that the
                 next call overwrites).
-            render_mode: ``None``, ``"ansi"`` (``render()`` returns a tuple of texts, one per table) or
+            render_mode: ``None``, ``"rgb_array"`` (``render()`` returns a tuple of (H, W, 3) frames, one per
+                table; needs the ``render`` extra), ``"ansi"`` (a tuple of texts, one per table) or
                 ``"human"`` (prints them).
             **rules: any option of :class:`~nertz_env.config.NertzConfig`.
         """
@@ -193,14 +194,14 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
 
     def render(self, tables: Sequence[int] | None = None) -> tuple[Any, ...] | None:
         """One frame per table (of ``tables``, default all) in the ``render_mode`` the batch was made with:
-        ``"ansi"`` gives a tuple of texts; ``"human"`` prints each under a ``table t`` header and returns None.
+        ``"rgb_array"`` gives a tuple of (H, W, 3) frames, ``"ansi"`` a tuple of texts; ``"human"`` prints each under a ``table t`` header and returns None.
         Without a render_mode, a warning and None (Gymnasium's convention)."""
         if not self._started:
             check_open(self, "render")
             raise RuntimeError("call reset() before render()")
         mode = self.render_mode
         if mode is None:
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi', 'human' or 'rgb_array'")
             return None
         chosen = range(self.num_envs) if tables is None else [self._table_index(t) for t in tables]
         if mode == "human":
