@@ -313,7 +313,12 @@ def git_commit(root: Path) -> str:
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
         )
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/results"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+        )
     except OSError:
         return "unknown"
     return out.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
