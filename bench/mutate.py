@@ -409,10 +409,10 @@ def main(argv: list[str] | None = None) -> int:
                 )
             finally:
                 path.write_text(original)
-            killed = status != "passed"
-            by = detail if status == "failed" else (f"{status}: {detail}" if killed else "-")
-            outcomes.append(Outcome(m.name, killed, by, seconds))
-            say(f"{m.name:28s} {'killed' if killed else 'SURVIVED':9s} {seconds:7.1f}  {by}")
+            dead = status != "passed"
+            by = detail if status == "failed" else (f"{status}: {detail}" if dead else "-")
+            outcomes.append(Outcome(m.name, dead, by, seconds))
+            say(f"{m.name:28s} {'killed' if dead else 'SURVIVED':9s} {seconds:7.1f}  {by}")
         killed = sum(o.killed for o in outcomes)
         total_s = sum(o.seconds for o in outcomes)
         say()

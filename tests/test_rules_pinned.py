@@ -22,6 +22,7 @@ import itertools
 import math
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -275,7 +276,7 @@ def recycle_permutations(tables: int, cycles: int, seed: int) -> np.ndarray:
     waste = ["AS", "2S", "3S", "4S"]
     seats = {p: {"nertz": nertz, "work": work, "waste": waste, "filler": None} for p in range(4)}
     lake = [suit(s, p) for p in range(4) for s in "CDH"]
-    rules_ = {"num_players": 4, "recycle": "shuffle", "stall_ticks": 1000, "max_ticks": 1000}
+    rules_: dict[str, Any] = {"num_players": 4, "recycle": "shuffle", "stall_ticks": 1000, "max_ticks": 1000}
     snap = build(rules_, seats, lake).snapshot()
     venv = nertz_env.vector_env(tables, **rules_)
     venv.reset(seed=seed)  # table t: the generator of a deal seeded with seed + t
