@@ -31,6 +31,7 @@ import argparse
 import datetime as _dt
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -331,7 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="+", metavar="NAME", help="run only these mutants (see --list)")
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
     ap.add_argument(
-        "--timeout", type=float, default=240.0, help="seconds per mutant before it counts as killed"
+        "--timeout",
+        type=float,
+        help="seconds per mutant before it counts as killed (default 240, with --jit 900: a cold compile)",
     )
     ap.add_argument(
         "--jit", action="store_true", help="compile every mutant (slow) instead of NUMBA_DISABLE_JIT=1"
@@ -346,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
         for m in MUTANTS:
             print(f"{m.name:28s} {m.description}\n{'':28s} meant to be killed by {m.pinned_by}")
         return 0
+    if args.timeout is None:
+        args.timeout = 900.0 if args.jit else 240.0
     if args.timeout <= 0:
         print(f"mutate.py: error: --timeout must be positive, got {args.timeout}", file=sys.stderr)
         return 2
@@ -385,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
             f"# Engine mutation run, {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC, commit {git_commit(root)}"
         )
         say(
-            f"# command: python bench/mutate.py {' '.join(argv if argv is not None else sys.argv[1:])}".rstrip()
+            f"# command: python bench/mutate.py {shlex.join(argv if argv is not None else sys.argv[1:])}".rstrip()
         )
         say(f"# rules: {mode}; engine imported by the runs: {engine_in_use(work, args.jit)}")
         say(f"# tests: pytest -x {' '.join(tests)}")
