@@ -9,10 +9,12 @@ those tests with ``-x`` (stop at the first failure) and a time limit. A mutant i
 ``bench/results/mutation.txt``.
 
 The tests run with ``NUMBA_DISABLE_JIT=1``: the rules run as plain Python, so a mutant takes effect without a
-recompilation (a cold compile of the rules takes about a minute on one core, for every mutant). The same source
-runs either way (``tests/test_engine.py`` checks compiled against plain rollouts tick by tick), so what the
-tests see is the mutant. ``--jit`` compiles each mutant instead, into a fresh numba cache of its own (for a
-check that the compiled path agrees; many minutes).
+recompilation. The same source runs either way (``tests/test_engine.py`` checks compiled against plain
+rollouts tick by tick), and the report's header names the rules module the runs imported and whether it was
+compiled. Measured on 2 shared cores: the unmutated subset passes in 48 s, the 18 mutants take 120 s in all
+(most die within 3 to 12 s), about 3 minutes for the whole run. ``--jit`` compiles each mutant instead, into
+a fresh numba cache of its own: 140 s per mutant, almost all of it the compile (about 45 minutes for the
+list), for a check that the compiled path agrees.
 
 Usage (from the checkout root)::
 
