@@ -11,8 +11,8 @@ those tests with ``-x`` (stop at the first failure) and a time limit. A mutant i
 The tests run with ``NUMBA_DISABLE_JIT=1``: the rules run as plain Python, so a mutant takes effect without a
 recompilation. The same source runs either way (``tests/test_engine.py`` checks compiled against plain
 rollouts tick by tick), and the report's header names the rules module the runs imported and whether it was
-compiled. Measured on 2 shared cores: the unmutated subset passes in 48 s, the 18 mutants take 120 s in all
-(most die within 3 to 12 s), about 3 minutes for the whole run. ``--jit`` compiles each mutant instead, into
+compiled. Measured on 2 cores shared with other jobs: the unmutated subset passes in 48 to 56 s, the 18
+mutants take 120 to 310 s in all (each dies within 3 to 24 s): 3 to 6 minutes for the whole run. ``--jit`` compiles each mutant instead, into
 a fresh numba cache of its own: 140 s per mutant, almost all of it the compile (about 45 minutes for the
 list), for a check that the compiled path agrees.
 
