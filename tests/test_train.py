@@ -81,6 +81,9 @@ def _tiny(run_dir: str, **kw: object) -> TrainConfig:
         "run_dir": run_dir,
     }
     base.update(kw)
+    if base.get("mode") == "single":  # num_tables is a vector-mode option; a rollout is 16 x num_envs (2)
+        del base["num_tables"]
+        base["batch_size"] = 32
     return TrainConfig.from_dict(base)
 
 
@@ -262,7 +265,7 @@ def test_vec_env__opponents_in_threads_play_exactly_as_in_one_thread() -> None:
     with pytest.raises(ConfigError, match="opponent_threads"):
         TrainConfig(opponent_threads=0).validate()
     with pytest.raises(ConfigError, match="mode = 'vector'"):
-        TrainConfig(mode="single", opponent_threads=2).validate()
+        TrainConfig(mode="single", opponent_threads=2).resolve()  # an option that cannot take effect
 
 
 def test_shaping__shaped_return_differs_from_the_score_by_a_constant() -> None:
@@ -822,7 +825,7 @@ def test_checkpoint_evaluation__plays_every_checkpoint_once_and_feeds_the_plot(
     printed = capsys.readouterr().out
     assert "minus the first point" in printed and printed.strip().endswith(out)
     assert evaluate_main([str(tmp_path / "nowhere")]) == 2
-    assert "has no checkpoints" in capsys.readouterr().err
+    assert "run directory not found" in capsys.readouterr().err
     assert evaluate_main([run, "--baselines", "no_such_agent"]) == 2
     assert "no_such_agent" in capsys.readouterr().err
 
