@@ -64,7 +64,7 @@ class _Rows(NamedTuple):
 class NertzParallelEnv(ParallelEnv):
     """Nertz for 2 to 8 players, all acting every tick. See the module docstring and README."""
 
-    metadata = {"render_modes": ["ansi", "human"], "name": ENV_NAME, "is_parallelizable": True, "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "human", "rgb_array"], "name": ENV_NAME, "is_parallelizable": True, "render_fps": 4}
 
     def __init__(
         self,
@@ -76,12 +76,14 @@ class NertzParallelEnv(ParallelEnv):
         """
         Args:
             num_players: seats, 2 to 8.
-            render_mode: ``None``, ``"ansi"`` (``render()`` returns the table as text) or ``"human"`` (prints it).
+            render_mode: ``None``, ``"ansi"`` (``render()`` returns the table as text), ``"human"`` (prints it) or
+                ``"rgb_array"`` (the drawing of :mod:`nertz_env.draw` as an (H, W, 3) uint8 array; needs the
+                ``render`` extra).
             illegal_action: ``"noop"`` (default: flagged wait) or ``"raise"``.
             **rules: any option of :class:`~nertz_env.config.NertzConfig` by its RULES.md name.
         """
-        if render_mode not in (None, "ansi", "human"):
-            raise ValueError(f"render_mode must be None, 'ansi' or 'human', got {render_mode!r}")
+        if render_mode not in (None, "ansi", "human", "rgb_array"):
+            raise ValueError(f"render_mode must be None, 'ansi', 'human' or 'rgb_array', got {render_mode!r}")
         if illegal_action not in ("noop", "raise"):
             raise ValueError(f"illegal_action must be 'noop' or 'raise', got {illegal_action!r}")
         self.config: NertzConfig = make_config(num_players=num_players, **rules)
@@ -261,11 +263,16 @@ class NertzParallelEnv(ParallelEnv):
             if teamed:
                 info["team_score"] = sum(totals[q] for q in range(cfg.num_players) if self._team[q] == self._team[p])
 
-    def render(self) -> str | None:
-        """The table as text (``"ansi"``) or printed (``"human"``); a warning and None without a mode."""
+    def render(self) -> str | np.ndarray | None:
+        """The table as text (``"ansi"``), printed (``"human"``) or drawn (``"rgb_array"``: an (H, W, 3) uint8
+        array of one size for the whole episode); a warning and None without a mode."""
         if self.render_mode is None:
             gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
             return None
+        if self.render_mode == "rgb_array":
+            from nertz_env.draw import ENV_FAN, table_rgb
+
+            return table_rgb(self.snapshot(), fan=ENV_FAN)
         from nertz_env.render import render_text
 
         text = render_text(self.snapshot())

@@ -45,7 +45,7 @@ from nertz_env.snapshot import restore_table, snapshot_table
 class NertzVectorEnv(gymnasium.vector.VectorEnv):
     """``num_tables`` Nertz tables stepped together (see the module docstring)."""
 
-    metadata = {"autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP, "render_modes": []}
+    metadata = {"autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"]}
 
     def __init__(
         self,
@@ -53,6 +53,7 @@ class NertzVectorEnv(gymnasium.vector.VectorEnv):
         num_players: int = 4,
         autoreset: bool = True,
         copy: bool = True,
+        render_mode: str | None = None,
         **rules: Any,
     ) -> None:
         """
@@ -62,10 +63,14 @@ class NertzVectorEnv(gymnasium.vector.VectorEnv):
             autoreset: deal finished tables anew on the next step (else they stay finished until ``reset``).
             copy: return copies of the observation and mask buffers (set False for zero-copy views that the
                 next call overwrites).
+            render_mode: ``None`` or ``"rgb_array"`` (``render()`` draws every table, ``render(table=t)`` one).
             **rules: any option of :class:`~nertz_env.config.NertzConfig`.
         """
         if not isinstance(num_tables, (int, np.integer)) or isinstance(num_tables, bool) or num_tables < 1:
             raise ValueError(f"num_tables must be a positive integer, got {num_tables!r}")
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        self.render_mode = render_mode
         self.config: NertzConfig = make_config(num_players=num_players, **rules)
         self.actions: ActionTable = action_table(self.config)
         self.obs_layout = ObsLayout(self.config)
@@ -153,6 +158,18 @@ class NertzVectorEnv(gymnasium.vector.VectorEnv):
 
     def close_extras(self, **kwargs: Any) -> None:
         pass
+
+    def render(self, table: int | None = None) -> Any:
+        """With ``render_mode="rgb_array"``: a tuple of every table's drawing ((H, W, 3) uint8 arrays), as
+        Gymnasium's vector envs return, or table ``table``'s drawing alone; a warning and None without a mode."""
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='rgb_array'")
+            return None
+        from nertz_env.draw import ENV_FAN, table_rgb
+
+        if table is not None:
+            return table_rgb(self.snapshot(table), fan=ENV_FAN)
+        return tuple(table_rgb(self.snapshot(t), fan=ENV_FAN) for t in range(self.num_envs))
 
     # ------------------------------------------------------------------ extras
     def reset_tables(self, tables: Sequence[int] | np.ndarray) -> None:
