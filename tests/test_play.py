@@ -407,3 +407,128 @@ def test_cli__one_opponent_fills_every_seat_and_the_default_table_is_four() -> N
     assert cli._opponents(args) == (5, ["greedy"] * 4)
     assert cli._opponents(cli.build_parser().parse_args([])) == (4, ["heuristic"] * 3)
     assert cli._opponents(cli.build_parser().parse_args(["--opponents", "search", "greedy"])) == (3, ["search", "greedy"])
+
+
+# ------------------------------------------------------------------ the replay
+def test_replay__every_tick_is_on_disk_while_the_game_runs_and_a_closed_tab_loses_nothing(tmp_path: Path) -> None:
+    from nertz_env.play.record import replay_recorder
+    from nertz_env.replay import load_replay, verify_replay
+
+    game = make_game(players=3, seed=SEED, recorder_factory=replay_recorder(str(tmp_path)))
+    client, hub = make_client(game, step=True)
+    with client:
+        with client.websocket_connect("/ws") as ws:
+            _, state = join(ws)
+            for k in range(8):
+                ws.send_json({"type": "move", "action": pick(state["view"], k)})
+                state = receive_until(ws, "state")
+            path = state["replay"]
+            assert path is not None and path.startswith(str(tmp_path)) and path.endswith(".jsonl")
+        # the tab is gone, the server still runs the table: the file already holds every tick, flushed
+        rep = load_replay(path)
+        assert [t["t"] for t in rep.ticks] == list(range(1, 9)) and rep.final is None
+        assert rep.agents == ["human", "heuristic", "heuristic"]
+        assert rep.meta == {"tool": "nertz-play", "seed": SEED, "human_seat": 0}
+        assert [t["a"] for t in rep.ticks] == [[m.submitted for m in r.moves] for r in hub.game.history]
+        assert verify_replay(path) == 8
+        with client.websocket_connect("/ws") as ws:  # a new tab plays on, into the same file
+            join(ws)
+            ws.send_json({"type": "wait"})
+            receive_until(ws, "state")
+        assert verify_replay(path) == 9
+    # the server stopped (Ctrl-C): the file is closed, and still replays
+    assert verify_replay(path) == 9
+
+
+def test_replay__a_finished_game_has_its_closing_line_and_replays_exactly(tmp_path: Path) -> None:
+    from nertz_env.play.record import replay_recorder
+    from nertz_env.replay import load_replay, verify_replay
+
+    game = make_game(players=2, seed=4, bots="greedy", recorder_factory=replay_recorder(str(tmp_path)),
+                     nertz_size=8, max_ticks=300)
+    k = 0
+    while not game.done:
+        game.tick(pick(game.public_view(), k) if game.legal_moves() and k % 2 else None)
+        k += 1
+    rep = load_replay(game.replay_file or "")
+    assert rep.final == game.env.snapshot()
+    assert verify_replay(rep) == game.tick_count == len(game.history)
+    # a new game writes a new file; the old one stays as it was
+    old = game.replay_file
+    game.reset(seed=5)
+    assert game.replay_file != old and verify_replay(old or "") == len(rep.ticks)
+
+
+def test_events__a_lost_race_and_an_illegal_move_are_reported_to_the_person() -> None:
+    from nertz_env.play.record import banners
+
+    lost = False
+    for seed in range(40):
+        game = make_game(players=4, seed=seed, bots="greedy")
+        for _ in range(150):
+            if game.done:
+                break
+            lake = [m["action"] for m in game.legal_moves() if m["kind"] == "lake"]
+            result = game.tick(lake[0] if lake else (1 if game.mask()[1] else None))
+            if result.moves[0].lost_race:
+                assert any(e.startswith("lost race") for e in result.events)
+                assert banners(game)[0] == ("LOST RACE", "warn")
+                assert game.public_view()["seats"][0]["last"]["lost_race"] is True
+                lost = True
+                break
+        if lost:
+            break
+    assert lost, "no lost race for seat 0 in 40 greedy games"
+    # an action the engine refuses (the server's check is bypassed here) is reported, never silent
+    game = make_game(players=2, seed=1)
+    masked = int(np.flatnonzero(game.mask() == 0)[0])
+    result = game.tick(masked)
+    assert result.moves[0].illegal and result.moves[0].applied == WAIT
+    assert any(e.startswith("your move was not legal") for e in result.events)
+    assert banners(game)[0][1] == "error"
+
+
+def test_cli__serves_a_table_on_loopback_plays_over_a_real_websocket_and_stops_cleanly(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    ws_client = pytest.importorskip("websockets.sync.client")
+    from nertz_env.replay import verify_replay
+
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nertz_env.play.cli", "--no-browser", "--step", "--seed", "5", "--players", "2",
+         "--opponents", "greedy", "--replay-dir", str(tmp_path)],
+        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        lines: list[str] = []
+        url = None
+        deadline = time.monotonic() + 120
+        while url is None and time.monotonic() < deadline:
+            line = proc.stdout.readline() if proc.stdout else ""
+            if not line:
+                break
+            lines.append(line)
+            if "the table is at " in line:
+                url = line.split("the table is at ")[1].split()[0]
+        assert url is not None and url.startswith("http://127.0.0.1:"), lines
+        with urllib.request.urlopen(url, timeout=10) as page:
+            assert b"play.js" in page.read()
+        with ws_client.connect(url.replace("http://", "ws://") + "ws", origin=url.rstrip("/")) as ws:
+            assert json.loads(ws.recv(timeout=10))["type"] == "welcome"
+            assert json.loads(ws.recv(timeout=10))["view"]["tick"] == 0
+            ws.send(json.dumps({"type": "wait"}))
+            state = json.loads(ws.recv(timeout=30))
+            assert state["type"] == "state" and state["view"]["tick"] == 1
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out
+    assert "stopped after tick 1" in out and "Traceback" not in out
+    replays = list(tmp_path.glob("nertz-play-*-seed5.jsonl"))
+    assert len(replays) == 1 and verify_replay(replays[0]) == 1

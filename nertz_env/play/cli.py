@@ -164,6 +164,22 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _warm_up(env: Any, bots: Sequence[Any], seat: int) -> None:
+    """One tick of a throwaway deal, so the engine and the bots compile (numba) before the page opens instead of
+    on the first tick the person plays; the real deal resets the env and every bot afterwards."""
+    obs, _ = env.reset(seed=0)
+    others = [s for s in range(env.config.num_players) if s != seat]
+    actions = {}
+    for s, agent_id in enumerate(env.possible_agents):
+        if s == seat:
+            actions[agent_id] = 0
+        else:
+            bot = bots[others.index(s)]
+            bot.reset(env.config, s, 0)
+            actions[agent_id] = bot.act(obs[agent_id]["observation"], obs[agent_id]["action_mask"])
+    env.step(actions)
+
+
 def make_hub(built: dict[str, Any], seat: int, step: bool) -> Any:
     """The table of a checked command line (see :func:`_build`), with its replay and drawing."""
     import nertz_env
@@ -172,6 +188,7 @@ def make_hub(built: dict[str, Any], seat: int, step: bool) -> Any:
     from nertz_env.play.server import Hub
 
     env = nertz_env.parallel_env(num_players=built["players"], **built["rules"])
+    _warm_up(env, built["bots"], seat)
     game = PlayGame(env, built["bots"], built["specs"], seat=seat, seed=built["seed"],
                     recorder_factory=replay_recorder(built["replay_dir"]))
     return Hub(game, step=step, tick_ms=built["tick_ms"], drawer=table_drawer())
@@ -219,6 +236,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         threading.Thread(target=_open, daemon=True).start()
     try:
         server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn shuts down (the replay is closed), then re-raises the Ctrl-C
+        pass
     finally:
         sock.close()
     print(f"nertz-play: stopped after tick {hub.game.tick_count}; replay: {hub.replay_path()}", flush=True)

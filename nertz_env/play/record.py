@@ -12,6 +12,9 @@ from typing import Any
 
 from nertz_env.play.game import PlayGame, TickResult
 
+#: the person's seat in the replay's header (the page calls it "you")
+HUMAN_REPLAY_NAME = "human"
+
 
 def banners(game: PlayGame) -> dict[int, tuple[str, str]]:
     """Banners for the seats' panels after the last tick: lost races and the person's illegal move."""
@@ -51,18 +54,38 @@ def replay_recorder(directory: str) -> Callable[[PlayGame], Any]:
 
 
 class _GameRecorder:
-    """Writes ``game`` to ``path`` through :mod:`nertz_env.replay`."""
+    """Writes ``game`` to ``path`` through :class:`nertz_env.replay.ReplayWriter`: the header (opening table,
+    seat names, seed) at once, then one flushed line per tick, and the closing line when the game ends."""
 
     def __init__(self, game: PlayGame, path: str) -> None:
-        from nertz_env import replay
+        from nertz_env.replay import ReplayWriter
 
         self.game = game
         self.path = path
+        names = [HUMAN_REPLAY_NAME if s == game.seat else n for s, n in enumerate(game.names)]
+        meta = {"tool": "nertz-play", "seed": game.seed, "human_seat": game.seat}
+        self._writer = ReplayWriter(path, game.config.to_dict(), game.env.snapshot(), names, meta)
         game.replay_file = path
-        self._writer = replay.ReplayWriter(path, game.env, names=game.names)
 
     def tick(self, result: TickResult) -> None:
-        self._writer.tick([m.submitted for m in result.moves])
+        moves = result.moves
+        self._writer.tick(
+            result.tick,
+            [m.submitted for m in moves],
+            [int(m.illegal) for m in moves],
+            [int(m.lost_race) for m in moves],
+            [m.reward for m in moves],
+            self.game.env.snapshot(),
+            result.round_end,
+            result.scores,
+            self.game.match_scores if result.round_end is not None else None,
+        )
 
     def close(self, result: TickResult | None) -> None:
-        self._writer.close()
+        """The closing line when the game is over; otherwise just close (every tick is on disk already)."""
+        if self._writer.closed:
+            return
+        if self.game.done:
+            self._writer.finish(self.game.env.snapshot())
+        else:
+            self._writer.close()

@@ -117,7 +117,7 @@ function reportMoves(moves) {
   const mine = moves[S.seat];
   if (!mine) return;
   if (mine.illegal || mine.lost_race) return; // the events say it, in the flash bar
-  if (mine.submitted !== 0) log(`you: ${mine.words}`, "info");
+  if (mine.submitted !== 0) log(`you: ${mine.name === "flip" ? "flip" : mine.words}`, "info");
 }
 
 // ------------------------------------------------------------------ panels
@@ -300,6 +300,8 @@ function sendMove(m) {
   clearSelection();
   if (send({ type: "move", action: m.action, seat: S.seat, tick: S.view.tick }) && S.mode === "step") {
     $("table").classList.add("waiting");
+    $("flash").textContent = "";
+    $("flash").className = "flash";
   }
 }
 function doKind(kind, label) {
