@@ -65,19 +65,22 @@ class Served:
         self.sock.close()
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
+def serve(tmp_path: Path, specs: list[str], **rules: Any) -> Served:
     import nertz_env
     from nertz_env.agents import make_agent
     from nertz_env.play.game import PlayGame
     from nertz_env.play.record import replay_recorder, table_drawer
     from nertz_env.play.server import Hub
 
-    env = nertz_env.parallel_env(num_players=3)
-    specs = ["heuristic", "search"]
+    env = nertz_env.parallel_env(num_players=len(specs) + 1, **rules)
     game = PlayGame(env, [make_agent(s) for s in specs], specs, seat=0, seed=SEED,
                     recorder_factory=replay_recorder(str(tmp_path)))
-    s = Served(Hub(game, step=True, drawer=table_drawer(), log=lambda text: None))
+    return Served(Hub(game, step=True, drawer=table_drawer(), log=lambda text: None))
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    s = serve(tmp_path, ["heuristic", "search"])
     yield s
     s.stop()
 
@@ -168,7 +171,9 @@ def test_play_by_clicking__the_table_changes_exactly_as_the_engine_says(browser:
         tick = tick_of(page)
         moves = [m for m in game.legal_moves() if m["dst"] is not None]
         if moves and (clicks + drags) < 4:
-            m = moves[0]
+            # a drag onto a work pile when there is one (a lake play otherwise); clicks take the first move
+            to_work = [m for m in moves if m["dst"]["zone"] == "work"]
+            m = to_work[0] if to_work and drags < clicks else moves[0]
             src = top_of(page, src_selector(m["src"]))
             dst = top_of(page, dst_selector(m["dst"]))
             box = src.bounding_box()
@@ -247,3 +252,35 @@ def test_second_tab_watches_and_a_closed_tab_keeps_the_replay(browser: Any, serv
     with open(path, encoding="utf-8") as f:
         lines = [json.loads(line) for line in f if line.strip()]
     assert len(lines) >= 5  # the header and the four ticks played, all on disk while the game runs
+
+
+def test_game_over_is_shown_the_replay_is_closed_and_a_new_game_deals(browser: Any, tmp_path: Path) -> None:
+    from nertz_env.replay import load_replay, verify_replay
+
+    served = serve(tmp_path, ["greedy"], max_ticks=6)
+    try:
+        page = browser.new_page(viewport={"width": 1200, "height": 800})
+        page.goto(served.url)
+        page.wait_for_selector("#table svg .hit")
+        for k in range(6):
+            page.keyboard.press("w")
+            wait_tick(page, k + 1)
+        page.wait_for_selector("#over:not([hidden])")
+        assert "Game over" in page.inner_text("#over")
+        assert page.get_attribute("#table svg", "data-done") == "truncated"
+        page.wait_for_function("document.querySelector('#flash').textContent.includes('the replay is saved in')")
+        page.keyboard.press("f")
+        assert "game is over" in page.inner_text("#flash")
+        out = shots_dir(tmp_path)
+        page.screenshot(path=str(out / "play_game_over.png"))
+        assert_not_blank(out / "play_game_over.png")
+        path = served.hub.replay_path()
+        rep = load_replay(path or "")
+        assert rep.final is not None and verify_replay(rep) == 6
+        page.keyboard.press("n")
+        page.wait_for_function("document.querySelector('#over').hidden")
+        assert tick_of(page) == 0 and served.hub.game.seed == SEED + 1
+        assert served.hub.replay_path() != path
+        page.close()
+    finally:
+        served.stop()

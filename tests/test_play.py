@@ -133,7 +133,7 @@ def test_server__step_mode_plays_the_clicked_moves_and_matches_the_engine() -> N
     with client, client.websocket_connect("/ws") as ws:
         welcome, state = join(ws)
         assert welcome["role"] == "player" and welcome["seat"] == 0 and welcome["mode"] == "step"
-        assert welcome["names"] == ["you", "heuristic", "heuristic"]
+        assert welcome["names"] == ["you", "heuristic 1", "heuristic 2"]  # a repeated spec gets the seat
         assert state["view"]["tick"] == 0
         for k in range(12):
             view = state["view"]
@@ -174,7 +174,7 @@ BAD_MESSAGES = [
     ('{"type": "move", "action": 1.5}', "integer"),
     ('{"type": "move", "action": true}', "integer"),
     ('{"type": "move", "action": null}', "integer"),
-    ('{"type": "move", "action": 1, "seat": 1}', "seat 1 is played by heuristic; you play seat 0"),
+    ('{"type": "move", "action": 1, "seat": 1}', "seat 1 is played by heuristic 1; you play seat 0"),
     ('{"type": "move", "action": 1, "seat": 7}', "there is no seat 7"),
     ('{"type": "move", "action": 1, "seat": "me"}', "there is no seat 'me'"),
     ('{"type": "pause"}', "step mode has no clock"),

@@ -123,15 +123,20 @@ class PlayGame:
         self.seat = seat
         self.seed = int(seed)
         self.bots: dict[int, Agent] = {}
-        self.names: list[str] = []
+        #: per seat: the agent spec (``HUMAN_NAME`` for the person), as the replay's header keeps it
+        self.specs: list[str] = []
         others = iter(zip(bots, bot_names, strict=True))
         for s in range(n):
             if s == seat:
-                self.names.append(HUMAN_NAME)
+                self.specs.append(HUMAN_NAME)
             else:
                 bot, name = next(others)
                 self.bots[s] = bot
-                self.names.append(str(name))
+                self.specs.append(str(name))
+        #: per seat: the name on the table (a spec that sits at several seats gets the seat's number)
+        self.names = [
+            f"{spec} {s}" if s != seat and self.specs.count(spec) > 1 else spec for s, spec in enumerate(self.specs)
+        ]
         self.agent_ids = list(env.possible_agents)
         self._recorder_factory = recorder_factory
         self.recorder: Any = None
@@ -184,6 +189,12 @@ class PlayGame:
         else:
             self._mask = np.zeros(self.table.n, dtype=np.int8)
         self._moves = [self._describe(int(a)) for a in np.flatnonzero(self._mask) if a != WAIT]
+        if any(m["kind"] == "flip" for m in self._moves):  # say which of the two a flip does now
+            stock = len(self.env.snapshot()["players"][self.seat]["stock"])
+            words = f"flip {self.config.draw} from the stock" if stock else "turn the waste over as the stock"
+            for m in self._moves:
+                if m["kind"] == "flip":
+                    m["words"] = words
 
     def _describe(self, a: int) -> dict[str, Any]:
         row = self.table[a]

@@ -62,7 +62,7 @@ class _GameRecorder:
 
         self.game = game
         self.path = path
-        names = [HUMAN_REPLAY_NAME if s == game.seat else n for s, n in enumerate(game.names)]
+        names = [HUMAN_REPLAY_NAME if s == game.seat else n for s, n in enumerate(game.specs)]
         meta = {"tool": "nertz-play", "seed": game.seed, "human_seat": game.seat}
         self._writer = ReplayWriter(path, game.config.to_dict(), game.env.snapshot(), names, meta)
         game.replay_file = path

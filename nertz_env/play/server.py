@@ -208,7 +208,7 @@ class Hub:
         if self.player is None:
             self.player = ws
             self.started = True
-            role, note = "player", f"you play seat {g.seat} against {', '.join(n for n in g.names if n != 'you')}"
+            role, note = "player", f"you play seat {g.seat} against {', '.join(n for s, n in enumerate(g.names) if s != g.seat)}"
         else:
             self.spectators.append(ws)
             role, note = (

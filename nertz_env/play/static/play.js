@@ -11,13 +11,13 @@ const $ = (id) => document.getElementById(id);
 
 // ------------------------------------------------------------------ messages to the page
 let flashTimer = null;
-function flash(text, kind = "info") {
+function flash(text, kind = "info", keep = true) {
   const el = $("flash");
   el.textContent = text;
   el.className = "flash " + kind;
   clearTimeout(flashTimer);
   if (kind === "info") flashTimer = setTimeout(() => { el.textContent = ""; el.className = "flash"; }, 5000);
-  log(text, kind);
+  if (keep) log(text, kind);
 }
 function log(text, kind = "info") {
   const li = document.createElement("li");
@@ -68,7 +68,7 @@ function handle(msg) {
     case "queued":
       S.pending = msg.pending;
       showPending();
-      flash(msg.message, "info");
+      flash(msg.message, "info", false);
       break;
     case "info":
       if (typeof msg.paused === "boolean") { S.paused = msg.paused; showStatus(); }
@@ -252,7 +252,7 @@ function select(src) {
   S.selected = src;
   reselect();
   const n = movesFrom(src).length;
-  flash(`${cardOf(src)} selected: click where it goes (${n} legal move${n === 1 ? "" : "s"} shown in green); Esc drops it`, "info");
+  flash(`${cardOf(src)} selected: click where it goes (${n} legal move${n === 1 ? "" : "s"} shown in green); Esc drops it`, "info", false);
 }
 function clearSelection() { S.selected = null; reselect(); }
 function reselect() {
