@@ -240,10 +240,9 @@ def test_second_tab_watches_and_a_closed_tab_keeps_the_replay(browser: Any, serv
     assert "spectator" in second.inner_text("#flash")
     second.screenshot(path=str(out / "play_spectator.png"))
     assert_not_blank(out / "play_spectator.png")
-    first.close()
-    second.wait_for_selector("#btn-take:not([hidden])")
-    second.click("#btn-take")
+    first.close()  # the watching tab plays on
     second.wait_for_function("document.querySelector('#role').textContent.startsWith('you play')")
+    assert "this tab plays seat 0 now" in second.inner_text("#log")
     second.keyboard.press("w")
     wait_tick(second, 4)
     second.close()

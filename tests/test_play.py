@@ -178,6 +178,7 @@ BAD_MESSAGES = [
     ('{"type": "move", "action": 1, "seat": 7}', "there is no seat 7"),
     ('{"type": "move", "action": 1, "seat": "me"}', "there is no seat 'me'"),
     ('{"type": "pause"}', "step mode has no clock"),
+    ('{"type": "take_seat"}', "'type' must be one of"),
     ('{"type": "move", "action": 1, "pad": "' + "x" * 5000 + '"}', "longer than"),
 ]
 
@@ -206,42 +207,53 @@ def test_server__bad_messages_get_a_clear_error_and_change_nothing() -> None:
         assert receive_until(ws, "state")["view"]["tick"] == 1
 
 
-def test_server__a_second_tab_watches_and_takes_the_seat_when_the_first_closes() -> None:
+def test_server__a_second_tab_watches_and_plays_on_when_the_first_closes() -> None:
     game = make_game(players=3, seed=SEED)
     client, _ = make_client(game, step=True)
     with client:
         ws1 = client.websocket_connect("/ws").__enter__()
         welcome1, state = join(ws1)
-        with client.websocket_connect("/ws") as ws2:
+        with client.websocket_connect("/ws") as ws2, client.websocket_connect("/ws") as ws3:
             welcome2, _ = join(ws2)
-            assert welcome1["role"] == "player" and welcome2["role"] == "spectator"
+            welcome3, _ = join(ws3)
+            assert welcome1["role"] == "player" and welcome2["role"] == welcome3["role"] == "spectator"
             assert "another tab" in welcome2["message"]
-            ws2.send_json({"type": "move", "action": 1})
-            msg = ws2.receive_json()
-            assert msg["type"] == "error" and "spectator" in msg["message"]
-            ws2.send_json({"type": "take_seat"})
-            msg = ws2.receive_json()
-            assert msg["type"] == "error" and "another tab" in msg["message"]
-            # the player plays; the spectator sees the tick
+            for text in ('{"type": "move", "action": 1}', '{"type": "wait"}', '{"type": "new_game"}'):
+                ws2.send_text(text)
+                msg = ws2.receive_json()
+                assert msg["type"] == "error" and "spectator" in msg["message"]
+            # the player plays; the spectators see the tick
             ws1.send_json({"type": "move", "action": pick(state["view"], 0)})
             assert receive_until(ws1, "state")["view"]["tick"] == 1
-            seen = receive_until(ws2, "state")
-            assert seen["view"]["tick"] == 1 and seen["role"] == "spectator"
-            # the player's tab closes mid-game: the spectator is told, the server keeps the table
+            for ws in (ws2, ws3):
+                seen = receive_until(ws, "state")
+                assert seen["view"]["tick"] == 1 and seen["role"] == "spectator"
+            # the player's tab closes mid-game: the oldest watching tab plays on, the others are told
             ws1.__exit__(None, None, None)
-            msg = receive_until(ws2, "info")
-            assert "tab closed" in msg["message"]
-            ws2.send_json({"type": "take_seat"})
             welcome = receive_until(ws2, "welcome")
-            assert welcome["role"] == "player"
-            state = receive_until(ws2, "state")
-            assert state["view"]["tick"] == 1
+            assert welcome["role"] == "player" and "this tab plays seat 0 now" in welcome["message"]
+            assert receive_until(ws2, "state")["view"]["tick"] == 1
+            assert "another tab plays the seat" in receive_until(ws3, "info")["message"]
             ws2.send_json({"type": "wait"})
             assert receive_until(ws2, "state")["view"]["tick"] == 2
-        # a new tab after both closed plays the seat again, at the same tick
-        with client.websocket_connect("/ws") as ws3:
-            welcome, state = join(ws3)
+            ws3.send_json({"type": "wait"})
+            assert "spectator" in receive_until(ws3, "error")["message"]
+        # a new tab after all closed plays the seat again, at the same tick
+        with client.websocket_connect("/ws") as ws4:
+            welcome, state = join(ws4)
             assert welcome["role"] == "player" and state["view"]["tick"] == 2
+
+
+def test_server__with_allowed_hosts_refuses_requests_for_another_host() -> None:
+    hub = Hub(make_game(), step=True, log=lambda text: None)
+    client = TestClient(create_app(hub, ["127.0.0.1", "localhost"]), base_url="http://127.0.0.1:9")
+    with client:
+        assert client.get("/").status_code == 200
+        assert client.get("/", headers={"host": "rebound.example:9"}).status_code == 400
+        with client.websocket_connect("ws://127.0.0.1:9/ws") as ws:
+            assert ws.receive_json()["type"] == "welcome"
+        with pytest.raises(WebSocketDisconnect), client.websocket_connect("ws://rebound.example:9/ws") as ws:
+            ws.receive_json()
 
 
 def test_server__refuses_a_page_from_another_origin() -> None:

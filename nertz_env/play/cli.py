@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 EXIT_USAGE = 2
-DEFAULT_TICK_MS = 1000
+DEFAULT_TICK_MS = 1500
 MIN_TICK_MS, MAX_TICK_MS = 50, 60_000
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -224,7 +224,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"nertz-play: seat {args.seat} of {built['players']} against {opponents}; seed {built['seed']}; {mode}")
     print(f"nertz-play: the table is at {url}  (Ctrl-C stops)")
     print(f"nertz-play: replay: {hub.replay_path()}", flush=True)
-    config = uvicorn.Config(create_app(hub), log_level="warning", ws_max_size=65536, lifespan="on")
+    # on a loopback address only requests naming a loopback host are served (no DNS rebinding)
+    hosts = [*LOOPBACK, args.host] if args.host in LOOPBACK else None
+    config = uvicorn.Config(create_app(hub, hosts), log_level="warning", ws_max_size=65536, lifespan="on")
     server = uvicorn.Server(config)
     if not args.no_browser:
         def _open() -> None:

@@ -7,7 +7,6 @@ Protocol (JSON text messages). The page sends::
     {"type": "move", "action": 17, "seat": 0, "tick": 12}   # seat and tick optional; action from "legal"
     {"type": "wait"}        # step mode: play a wait tick; real time: drop the queued move
     {"type": "pause"}       # real time: stop or restart the clock
-    {"type": "take_seat"}   # a spectator tab takes the seat after the player's tab closed
     {"type": "new_game"}    # deal the next game (seed + 1), a new replay file
 
 The server sends ``{"type": "welcome", "role": "player"|"spectator", ...}`` once, ``{"type": "state", ...}``
@@ -19,8 +18,13 @@ action out of range or not legal now, a move from a spectator tab. An error neve
 Modes: real time (a clock ticks every ``tick_ms`` while the player's tab is open and the game is not paused;
 the bots act every tick; the person's move waits for the next tick, a later move replaces it) and step
 (every move or wait of the person plays one tick at once). The first tab to connect plays the seat; later
-tabs watch. When the player's tab closes the clock stops and the game waits for a tab to come back; the replay
-on disk has every tick played so far.
+tabs watch (their moves are refused with a message). When the player's tab closes, the oldest watching tab
+plays the seat from then on (a reloaded page is such a tab); with no tab left the clock stops and the game
+waits for a tab to come back. The replay on disk has every tick played so far, whatever the tabs do.
+
+Only pages of this server may connect (the websocket's ``Origin`` must be the server's own address), and with
+``allowed_hosts`` only requests naming one of those hosts are served (no DNS-rebinding page can reach a
+table on 127.0.0.1).
 """
 
 from __future__ import annotations
@@ -30,11 +34,13 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse
 from starlette.routing import Mount, Route, WebSocketRoute
@@ -45,7 +51,7 @@ from nertz_env.play.game import MoveError, PlayGame
 
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 MAX_MESSAGE = 4096
-MESSAGE_TYPES = ("move", "wait", "pause", "take_seat", "new_game")
+MESSAGE_TYPES = ("move", "wait", "pause", "new_game")
 
 Drawer = Callable[[PlayGame], str | None]
 
@@ -202,48 +208,56 @@ class Hub:
         await self.send(ws, {"type": "info", "message": message})
 
     # ------------------------------------------------------------------ connections
+    def _welcome(self, role: str, note: str) -> dict[str, Any]:
+        g = self.game
+        return {
+            "type": "welcome",
+            "role": role,
+            "message": note,
+            "seat": g.seat,
+            "names": g.names,
+            "mode": "step" if self.step else "realtime",
+            "tick_ms": self.tick_ms,
+            "replay": self.replay_path(),
+            "num_actions": g.table.n,
+        }
+
     async def connect(self, ws: WebSocket) -> None:
         await ws.accept()
         g = self.game
         if self.player is None:
             self.player = ws
             self.started = True
-            role, note = "player", f"you play seat {g.seat} against {', '.join(n for s, n in enumerate(g.names) if s != g.seat)}"
+            others = ", ".join(n for s, n in enumerate(g.names) if s != g.seat)
+            role, note = "player", f"you play seat {g.seat} against {others}"
         else:
             self.spectators.append(ws)
-            role, note = (
-                "spectator",
-                "this game is already played in another tab: this tab watches (moves from it are refused)",
-            )
-        await self.send(
-            ws,
-            {
-                "type": "welcome",
-                "role": role,
-                "message": note,
-                "seat": g.seat,
-                "names": g.names,
-                "mode": "step" if self.step else "realtime",
-                "tick_ms": self.tick_ms,
-                "replay": self.replay_path(),
-                "num_actions": g.table.n,
-            },
-        )
+            role, note = "spectator", "this game is already played in another tab: this tab watches (moves from it are refused)"
+        await self.send(ws, self._welcome(role, note))
         await self.send(ws, {**self._state(g.last), "role": role})
 
     async def disconnect(self, ws: WebSocket) -> None:
-        if ws is self.player:
-            self.player = None
-            self.pending = None
-            path = self.replay_path()
-            self.log(
-                f"the player's tab closed at tick {self.game.tick_count}; the game waits for a tab to come back"
-                + (f" (replay so far: {path})" if path else "")
-            )
-            for spec in self.spectators:
-                await self.info(spec, "the player's tab closed: press 'take the seat' to play on from here")
-        elif ws in self.spectators:
+        if ws in self.spectators:
             self.spectators.remove(ws)
+            return
+        if ws is not self.player:
+            return
+        self.player = None
+        self.pending = None
+        if self.spectators:  # the oldest watching tab (a reloaded page, say) plays on
+            heir = self.spectators.pop(0)
+            self.player = heir
+            self.log(f"the player's tab closed at tick {self.game.tick_count}; another open tab plays the seat now")
+            await self.send(heir, self._welcome("player", f"the player's tab closed: this tab plays seat {self.game.seat} now"))
+            await self.send(heir, {**self._state(self.game.last), "role": "player"})
+            for spec in self.spectators:
+                await self.info(spec, "the player's tab closed; another tab plays the seat now")
+            return
+        path = self.replay_path()
+        self.log(
+            f"the player's tab closed at tick {self.game.tick_count}; the game waits for a tab to come back"
+            + (f" (replay so far: {path})" if path else "")
+        )
 
     async def serve(self, ws: WebSocket) -> None:
         """The whole life of one tab's websocket."""
@@ -263,7 +277,8 @@ class Hub:
         except WebSocketDisconnect:
             pass
         finally:
-            await self.disconnect(ws)
+            # the handover to another tab must finish even when the server cancels this connection's task
+            await asyncio.shield(self.disconnect(ws))
 
     # ------------------------------------------------------------------ messages
     async def handle(self, ws: WebSocket, text: str | None, data: bytes | None = None) -> None:
@@ -285,9 +300,6 @@ class Hub:
         kind = msg.get("type")
         if kind not in MESSAGE_TYPES:
             await self.error(ws, f"malformed message: 'type' must be one of {', '.join(MESSAGE_TYPES)}, got {kind!r}")
-            return
-        if kind == "take_seat":
-            await self._take_seat(ws)
             return
         if ws is not self.player:
             await self.error(ws, "this tab is a spectator: the seat is played in another tab")
@@ -349,25 +361,10 @@ class Hub:
         if self.step:
             await self.error(ws, "step mode has no clock to pause: the table waits for your moves")
             return
-        self.paused = not self.paused
+        async with self.lock:  # a tick in flight ends before the pause is told
+            self.paused = not self.paused
         await self.broadcast({"type": "info", "message": "paused" if self.paused else "the clock runs again",
                               "paused": self.paused})
-
-    async def _take_seat(self, ws: WebSocket) -> None:
-        if ws is self.player:
-            await self.info(ws, "this tab already plays the seat")
-            return
-        if self.player is not None:
-            await self.error(ws, "the seat is played in another tab; close that tab first")
-            return
-        if ws in self.spectators:
-            self.spectators.remove(ws)
-        self.player = ws
-        await self.send(ws, {"type": "welcome", "role": "player", "message": "you took the seat",
-                             "seat": self.game.seat, "names": self.game.names,
-                             "mode": "step" if self.step else "realtime", "tick_ms": self.tick_ms,
-                             "replay": self.replay_path(), "num_actions": self.game.table.n})
-        await self.send(ws, {**self._state(self.game.last), "role": "player"})
 
     async def _new_game(self, ws: WebSocket) -> None:
         async with self.lock:
@@ -380,8 +377,9 @@ class Hub:
         await self.broadcast({"type": "info", "message": f"new game (seed {self.game.seed})"})
 
 
-def create_app(hub: Hub) -> Starlette:
-    """The Starlette app of one table."""
+def create_app(hub: Hub, allowed_hosts: Sequence[str] | None = None) -> Starlette:
+    """The Starlette app of one table; ``allowed_hosts`` (e.g. ``["127.0.0.1", "localhost"]``) refuses any
+    request whose ``Host`` names another host (``None``: no check)."""
 
     async def page(request: Request) -> FileResponse:
         return FileResponse(os.path.join(STATIC_DIR, "index.html"), headers={"Cache-Control": "no-store"})
@@ -404,6 +402,7 @@ def create_app(hub: Hub) -> Starlette:
             WebSocketRoute("/ws", websocket),
         ],
         lifespan=lifespan,
+        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))] if allowed_hosts else None,
     )
     app.state.hub = hub
     return app

@@ -72,7 +72,6 @@ function handle(msg) {
       break;
     case "info":
       if (typeof msg.paused === "boolean") { S.paused = msg.paused; showStatus(); }
-      if (msg.message.startsWith("the player's tab closed")) $("btn-take").hidden = false;
       flash(msg.message, "info");
       break;
     case "error":
@@ -87,7 +86,6 @@ function setRole(role) {
   S.role = role;
   $("role").textContent = role === "player" ? `you play seat ${S.seat}` : "spectator";
   $("role").className = "badge " + role;
-  if (role === "player") $("btn-take").hidden = true;
 }
 
 function onState(msg) {
@@ -385,7 +383,6 @@ $("btn-wait").onclick = () => { if (canPlay()) send({ type: "wait" }); };
 $("btn-pause").onclick = () => send({ type: "pause" });
 $("btn-call").onclick = () => doKind("call", "calling Nertz");
 $("btn-rotate").onclick = () => doKind("rotate", "rotating the stock");
-$("btn-take").onclick = () => send({ type: "take_seat" });
 $("btn-new").onclick = newGame;
 
 connect();
