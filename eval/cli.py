@@ -101,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--no-save", action="store_true", help="print only; write no files")
         p.add_argument("--no-plots", action="store_true", help="write JSON and CSV but no PNG")
         p.add_argument("--no-progress", action="store_true", help="no progress bar")
+        p.add_argument(
+            "--replays", metavar="DIR", help="record every game in DIR, one nertz-replay/1 file each (nertz-replay)"
+        )
 
     rr = sub.add_parser("round-robin", help="every agent against every other, duplicate deals")
     rr.add_argument("agents", nargs="+", help="agent specs")
@@ -138,6 +141,7 @@ def _run(args: argparse.Namespace) -> int:
             mode=mode,
             deal_seeds=seeds,
             rotate=not args.no_rotate,
+            replays=args.replays,
         )
     except (AgentSpecError, FileNotFoundError, ValueError) as e:
         raise UsageError(str(e)) from None

@@ -22,6 +22,7 @@ import hashlib
 import itertools
 import json
 import multiprocessing as mp
+import os
 import signal
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -217,6 +218,7 @@ class _Plan:
     seatings: tuple[tuple[tuple[int, ...], ...], ...]
     deal_seeds: tuple[int, ...]
     seed: int
+    replays: str | None = None  # a directory: every game is recorded there as a nertz-replay/1 file
 
 
 class _Player:
@@ -245,7 +247,18 @@ class _Player:
                     seated.append(self._agent(k, copies.get(k, 0)))
                     copies[k] = copies.get(k, 0) + 1
                 seeds = [agent_seed(plan.seed, deal, li, r, s) for s in range(len(seating))]
-                g = play_game(self.env, seated, plan.deal_seeds[deal], seeds)
+                env: Any = self.env
+                if plan.replays is not None:
+                    from nertz_env.replay import RecordReplay
+
+                    labels = _labels(plan.agents)
+                    env = RecordReplay(
+                        self.env,
+                        os.path.join(plan.replays, f"deal{deal:04d}_lineup{li:02d}_rot{r}.jsonl.gz"),
+                        agents=[labels[k] for k in seating],
+                        meta={"deal": deal, "lineup": li, "rotation": r, "seats": list(seating)},
+                    )
+                g = play_game(env, seated, plan.deal_seeds[deal], seeds)
                 g.deal, g.lineup, g.rotation, g.seats = deal, li, r, list(seating)
                 games.append(g)
         return deal, games
@@ -301,6 +314,7 @@ def plan_tournament(
     rotate: bool = True,
     illegal_action: str = "noop",
     agent_factory: Callable[[str], Agent] | None = None,
+    replays: str | None = None,
 ) -> Tournament:
     """Check everything about a tournament before anything is played (arguments as :func:`run_tournament`).
 
@@ -339,7 +353,13 @@ def plan_tournament(
         seatings=tuple(tuple(seatings(lu, rotate)) for lu in lineups),
         deal_seeds=tuple(seeds),
         seed=int(seed),
+        replays=None if replays is None else os.path.abspath(replays),
     )
+    if replays is not None:
+        try:
+            os.makedirs(replays, exist_ok=True)
+        except OSError as e:
+            raise ValueError(f"replays: cannot create the directory {replays!r}: {e.strerror or e}") from None
     template = Results(
         agents=specs,
         labels=_labels(specs),
@@ -408,6 +428,7 @@ def run_tournament(
     progress: bool = False,
     illegal_action: str = "noop",
     agent_factory: Callable[[str], Agent] | None = None,
+    replays: str | None = None,
 ) -> Results:
     """Play a tournament and return its results (statistics: :func:`nertz_env.eval.summarize`).
 
@@ -427,6 +448,8 @@ def run_tournament(
         progress: show a tqdm progress bar (on stderr).
         illegal_action: the env's handling of illegal actions (``"noop"`` counts them, ``"raise"`` fails).
         agent_factory: builds an agent from a spec (default ``make_agent``); only with ``workers=1``.
+        replays: a directory to record every game in, one ``nertz-replay/1`` file each
+            (``deal0003_lineup01_rot2.jsonl.gz``; see :mod:`nertz_env.replay`).
 
     Returns:
         The results; on Ctrl-C the deals finished so far, with ``interrupted=True`` (check it when a
@@ -437,7 +460,7 @@ def run_tournament(
         FileNotFoundError: a checkpoint that does not exist.
     """
     tournament = plan_tournament(
-        agent_specs, num_players, deals, seed, rules, mode, deal_seeds, rotate, illegal_action, agent_factory
+        agent_specs, num_players, deals, seed, rules, mode, deal_seeds, rotate, illegal_action, agent_factory, replays
     )
     return play_tournament(tournament, workers, progress)
 

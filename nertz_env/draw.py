@@ -26,16 +26,16 @@ each card of a work pile           ``data-zone="work" data-seat=p data-pile=j da
                                    from it to the top form the run moved by ``run`` actions of
                                    length ``d``
 an empty work pile                 ``data-zone="work" data-seat=p data-pile=j data-depth="0"``
-each lake foundation               ``data-zone="lake" data-pile=f`` (``f`` in creation order)
-the empty lake places              ``data-zone="lake" data-pile=f`` with ``f`` >= the number of
-                                   foundations (playing to the lake picks the foundation itself)
+every place of the lake and the    ``data-zone="lake" data-pile=f``: ``f`` is the foundation's index
+top card of the foundation on it   (creation order); places from the number of foundations on are
+                                   empty (playing to the lake picks the foundation itself)
 =================================  ==============================================================
 
 Every drawing, interactive or not, also carries structure a page or test can read: the root ``<svg>`` has
 ``data-tick``, ``data-round`` and ``data-done``; each seat's panel is ``<g class="seat" data-seat=p>``; each
 drawn card is a ``<use href="#c-XX">`` whose id names the card in the text of :mod:`nertz_env.cards`, with
 ``*`` written ``x`` (``#c-QH``, ``#c-xx`` for a joker with no value, ``#c-x7r`` for a fixed joker); card
-backs are ``#back``.
+backs are ``#c-back`` (no card text is four letters long).
 
 ``highlight`` (optional) marks things on the drawing: ``{"seats": {p: text or (text, kind)}}`` writes a
 banner across seat ``p``'s panel (``kind``: ``"info"``, ``"warn"`` or ``"error"``: white, amber, red), and
@@ -261,7 +261,7 @@ def _card_symbol(text: str) -> str:
 
 
 _BACK = (
-    '<g id="back">'
+    '<g id="c-back">'
     f'<rect x="0.5" y="0.5" width="{CW - 1}" height="{CH - 1}" rx="4" fill="#2b4c9b" stroke="#f0f0f0" stroke-width="1"/>'
     f'<rect x="4" y="4" width="{CW - 8}" height="{CH - 8}" rx="2" fill="none" stroke="#9db4ea" stroke-width="1.2"/>'
     f'<path d="M{CW / 2},10L{CW - 9},{CH / 2}L{CW / 2},{CH - 10}L9,{CH / 2}Z" fill="#9db4ea"/>'
@@ -367,24 +367,26 @@ def _seat_panel(
     banner: tuple[str, str] | None,
     select: Mapping[str, Any] | None,
     fan: int,
-) -> tuple[str, bool]:
+) -> tuple[str, str, bool]:
+    """Seat ``p``'s panel as two strings: what stays the same all game (frame, name, labels) and the rest."""
     _cols, panel_w, panel_h, fan_h, _w = _layout(cfg, fan)
     colour = SEAT_COLOURS[p % len(SEAT_COLOURS)]
-    out = [
+    static = [
         f'<g class="seat" data-seat="{p}">',
         f'<rect x="{_num(x0)}" y="{_num(y0)}" width="{panel_w}" height="{panel_h}" rx="6" fill="{PANEL}" '
         f'stroke="{colour}" stroke-width="2"/>',
         f'<rect x="{_num(x0)}" y="{_num(y0)}" width="{panel_w}" height="{HEAD - 4}" rx="6" fill="{colour}"/>',
         _text(name[:24], x0 + PAD, y0 + 5, 9, "#ffffff", weight=0.17),
-        _text(f"SCORE {pl['match_score']}", x0 + panel_w - PAD, y0 + 5, 9, "#ffffff", anchor="end", weight=0.17),
+        _text("SCORE", x0 + panel_w - PAD - 34, y0 + 5, 9, "#ffffff", anchor="end", weight=0.17),
     ]
+    out = [_text(str(pl["match_score"]), x0 + panel_w - PAD - 29, y0 + 5, 9, "#ffffff", weight=0.17)]
     sel_zone = select.get("zone") if select and select.get("seat") == p else None
     back = False
     y = y0 + HEAD + 4
     label_y = y + CH + 6
 
     def small_label(text: str, count: int, x: float) -> None:
-        out.append(_text(text, x + CW / 2, label_y, 5, "#cfe3d5", anchor="middle", weight=0.18))
+        static.append(_text(text, x + CW / 2, label_y, 5, "#cfe3d5", anchor="middle", weight=0.18))
         out.append(_text(str(count), x + CW / 2, label_y + 9, 9, "#ffffff", anchor="middle", weight=0.18))
 
     # Nertz pile: the top card and the count
@@ -403,7 +405,7 @@ def _seat_panel(
     stock = pl["stock"]
     if stock:
         back = True
-        out.append(f'<use href="#back" x="{_num(x)}" y="{_num(y)}"{_attrs(interactive, "stock", p)}/>')
+        out.append(f'<use href="#c-back" x="{_num(x)}" y="{_num(y)}"{_attrs(interactive, "stock", p)}/>')
     else:
         out.append(_slot(x, y, "", _attrs(interactive, "stock", p)))
     small_label("STOCK", len(stock), x)
@@ -459,7 +461,7 @@ def _seat_panel(
         )
         out.append(_text(text, x0 + panel_w / 2, by + 4, 8, KIND_COLOURS.get(kind, "#ffffff"), anchor="middle"))
     out.append("</g>")
-    return "".join(out), back
+    return "".join(static), "".join(out), back
 
 
 def _banner(v: Any) -> tuple[str, str]:
@@ -513,47 +515,47 @@ def draw_table(
         f'data-tick="{snap["tick"]}" data-round="{snap["round"]}" data-done="{snap["done"]}">'
     )
     body: list[str] = [f'<rect width="{width}" height="{height}" fill="{FELT}"/>']
-    # title bar
+    # title bar: what changes every tick is a part of its own (the replay page stores the rest once)
     state = {"running": "", "terminated": "GAME OVER", "truncated": "STOPPED (TICK LIMIT)"}.get(snap["done"], "")
-    title = f"NERTZ   ROUND {snap['round'] + 1}   TICK {snap['tick']}"
-    t = [_text(title, PAD, 9, 11, "#ffffff", weight=0.16)]
+    title = f"NERTZ   ROUND {snap['round'] + 1}   TICK "
+    t = ['<g class="title">', _text(title, PAD, 9, 11, "#ffffff", weight=0.16)]
     if state:
         t.append(_text(state, width - PAD, 9, 11, "#ffe14d", anchor="end", weight=0.16))
     else:
-        t.append(
-            _text(f"NO PROGRESS {snap['since_progress']}", width - PAD, 11, 7, "#cfe3d5", anchor="end", weight=0.17)
-        )
-    body.append('<g class="title">' + "".join(t) + "</g>")
-    # the lake
+        t.append(_text("NO PROGRESS", width - PAD - 24, 11, 7, "#cfe3d5", anchor="end", weight=0.17))
+    body.append("".join(t))
+    t = [_text(str(snap["tick"]), PAD + text_width(title, 11), 9, 11, "#ffffff", weight=0.16)]
+    if not state:
+        t.append(_text(str(snap["since_progress"]), width - PAD - 20, 11, 7, "#cfe3d5", weight=0.17))
+    body.append("".join(t) + "</g>")
+    # the lake: its places (one part), then the foundations on them (another)
     lake = snap["lake"]
     lk = [
         '<g class="lake">',
         f'<rect x="{PAD / 2}" y="{lake_y}" width="{width - PAD}" height="{lake_h}" rx="8" fill="#1e4d33" '
         'stroke="#3f7a57" stroke-width="1"/>',
     ]
+    places = []
     for f in range(max_f):
         r, c = divmod(f, per_row)
-        x = PAD + c * slot_w
-        y = lake_y + 6 + r * slot_h
-        sel = select is not None and select.get("zone") == "lake" and select.get("pile") == f
-        if f < len(lake):
-            fnd = lake[f]
-            top, owner = fnd[-1][0], int(fnd[-1][1])
-            cards.add(top)
-            col = SEAT_COLOURS[owner % len(SEAT_COLOURS)]
+        places.append((PAD + c * slot_w, lake_y + 6 + r * slot_h))
+        lk.append(_slot(*places[f], "LAKE" if f == 0 else "", _attrs(interactive, "lake", None, f)))
+    body.append("".join(lk))
+    lk = []
+    for f, fnd in enumerate(lake):
+        x, y = places[f]
+        top, owner = fnd[-1][0], int(fnd[-1][1])
+        cards.add(top)
+        col = SEAT_COLOURS[owner % len(SEAT_COLOURS)]
+        lk.append(f'<rect x="{_num(x - 1.5)}" y="{_num(y - 1.5)}" width="{CW + 3}" height="{CH + 3}" rx="5" fill="{col}"/>')
+        lk.append(_use(top, x, y, _attrs(interactive, "lake", None, f)))
+        for k, (_card, seat) in enumerate(fnd):
             lk.append(
-                f'<rect x="{_num(x - 1.5)}" y="{_num(y - 1.5)}" width="{CW + 3}" height="{CH + 3}" rx="5" fill="{col}"/>'
+                f'<rect x="{_num(x + 0.5 + k * LAKE_CELL)}" y="{_num(y + CH + 3)}" width="{LAKE_CELL - 0.5}" '
+                f'height="5" fill="{SEAT_COLOURS[int(seat) % len(SEAT_COLOURS)]}"/>'
             )
-            lk.append(_use(top, x, y, _attrs(interactive, "lake", None, f)))
-            for k, (_card, seat) in enumerate(fnd):
-                lk.append(
-                    f'<rect x="{_num(x + 0.5 + k * LAKE_CELL)}" y="{_num(y + CH + 3)}" width="{LAKE_CELL - 0.5}" '
-                    f'height="5" fill="{SEAT_COLOURS[int(seat) % len(SEAT_COLOURS)]}"/>'
-                )
-        else:
-            lk.append(_slot(x, y, "LAKE" if f == len(lake) else "", _attrs(interactive, "lake", None, f)))
-        if sel:
-            lk.append(_select_rect(x, y, CW, CH))
+    if select is not None and select.get("zone") == "lake" and 0 <= int(select.get("pile", -1)) < max_f:
+        lk.append(_select_rect(*places[int(select["pile"])], CW, CH))
     lk.append("</g>")
     body.append("".join(lk))
     any_back = False
@@ -561,9 +563,9 @@ def draw_table(
         r, c = divmod(p, cols)
         x0 = PAD + c * (panel_w + PAD)
         y0 = seats_y + r * (panel_h + PAD)
-        panel, back = _seat_panel(p, pl, cfg, x0, y0, names[p], cards, interactive, banners.get(p), select, fan)
+        static, panel, back = _seat_panel(p, pl, cfg, x0, y0, names[p], cards, interactive, banners.get(p), select, fan)
         any_back = any_back or back
-        body.append(panel)
+        body += [static, panel]
     return TableDrawing(width, height, head, body, cards, any_back)
 
 

@@ -11,8 +11,8 @@ Record any game by wrapping its ``parallel_env``::
         obs, rewards, terms, truncs, infos = env.step(actions)   # the wrapper passes everything through
     verify_replay("game.jsonl.gz")   # replays it through the engine; raises ReplayMismatch on any difference
 
-The format is JSON lines (gzip-compressed when the name ends in ``.gz``; the gzip file is written when the
-game ends, a plain file line by line as it goes, so a crash loses nothing). Line 1, the header::
+The format is JSON lines, gzip-compressed when the name ends in ``.gz`` (complete once the game ends or the
+wrapper is closed; a plain file is flushed line by line, so a crash loses nothing). Line 1, the header::
 
     {"format": "nertz-replay/1", "agents": [name per seat], "config": {...every NertzConfig option...},
      "snapshot": {...the opening table, nertz-snapshot/1...}, "meta": {...anything JSON...}}
@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import io
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -99,8 +98,8 @@ def _action_value(v: Any) -> int:
 class ReplayWriter:
     """Writes one game: the header at once, then :meth:`tick` per step and :meth:`finish` at the end.
 
-    ``path`` ending in ``.gz`` is kept in memory and written compressed by :meth:`finish` (or :meth:`close`);
-    any other path is written and flushed line by line."""
+    A plain file is flushed line by line (a crash loses nothing); a ``.gz`` file is compressed as it goes and
+    complete once :meth:`finish` or :meth:`close` ran (or the writer was garbage-collected)."""
 
     def __init__(
         self,
@@ -112,8 +111,10 @@ class ReplayWriter:
     ) -> None:
         self.path = os.fspath(path)
         self._gz = self.path.endswith(".gz")
-        self._buf: io.StringIO | None = io.StringIO() if self._gz else None
-        self._file: IO[str] | None = None if self._gz else open(self.path, "w", encoding="utf-8")  # noqa: SIM115
+        if self._gz:
+            self._file: IO[str] = gzip.open(self.path, "wt", encoding="utf-8", compresslevel=9)  # noqa: SIM115
+        else:
+            self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
         self.table = action_table(make_config(**config))
         self.ticks = 0
         self.closed = False
@@ -128,12 +129,8 @@ class ReplayWriter:
         )
 
     def _write(self, obj: dict[str, Any]) -> None:
-        line = _dumps(obj) + "\n"
-        if self._buf is not None:
-            self._buf.write(line)
-        else:
-            assert self._file is not None
-            self._file.write(line)
+        self._file.write(_dumps(obj) + "\n")
+        if not self._gz:
             self._file.flush()
 
     def tick(
@@ -182,12 +179,7 @@ class ReplayWriter:
         if self.closed:
             return
         self.closed = True
-        if self._buf is not None:
-            with gzip.open(self.path, "wt", encoding="utf-8", compresslevel=9) as f:
-                f.write(self._buf.getvalue())
-            self._buf = None
-        elif self._file is not None:
-            self._file.close()
+        self._file.close()
 
 
 class RecordReplay:
@@ -222,6 +214,8 @@ class RecordReplay:
         self.paths: list[str] = []
 
     def __getattr__(self, name: str) -> Any:
+        if name == "env" or name.startswith("__"):  # not set yet (unpickling, copying): no recursion
+            raise AttributeError(name)
         return getattr(self.env, name)
 
     def _next_path(self) -> str:

@@ -189,7 +189,7 @@ def test_step_after_the_end__raises_a_clear_error() -> None:
         ({"target_score": 50, "rounds": 3}, "exclusive"),
         ({"max_ticks": 0}, "max_ticks"),
         ({"colour_blind": True}, "unknown option"),
-        ({"render_mode": "rgb_array"}, "render_mode"),
+        ({"render_mode": "video"}, "render_mode"),
         ({"illegal_action": "ignore"}, "illegal_action"),
     ],
 )

@@ -124,3 +124,103 @@ def test_bad_files(tmp_path: Path, content: bytes, match: str) -> None:
         load_replay(path)
     with pytest.raises(ReplayError, match="cannot read"):
         load_replay(tmp_path / "missing.jsonl")
+
+
+def test_tournament_replays(tmp_path: Path) -> None:
+    """nertz-eval's --replays: one file per game, named by deal, lineup and rotation, each replaying exactly."""
+    from nertz_env.eval.tournament import run_tournament
+
+    out = tmp_path / "replays"
+    results = run_tournament(["random", "greedy"], num_players=2, deals=1, replays=str(out))
+    files = sorted(out.iterdir())
+    assert [f.name for f in files] == ["deal0000_lineup00_rot0.jsonl.gz", "deal0000_lineup00_rot1.jsonl.gz"]
+    for f, game in zip(files, results.games, strict=True):
+        rep = load_replay(f)
+        assert rep.agents == [results.labels[k] for k in game.seats]
+        assert rep.meta["rotation"] == game.rotation and verify_replay(rep) == game.ticks
+    with pytest.raises(ValueError, match="replays"):
+        run_tournament(["random", "greedy"], num_players=2, deals=1, replays=str(files[0]))
+
+
+# ------------------------------------------------------------------ nertz-replay (the command)
+@pytest.fixture(scope="module")
+def short_game(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cli") / "short.jsonl.gz"
+    env = RecordReplay(parallel_env(num_players=2), path, agents=["me", "you"])
+    play(env, seed=8, max_ticks=12)
+    env.close()  # an unfinished game: closing completes the gzip file
+    return path
+
+
+def test_cli_page(short_game: Path, tmp_path: Path) -> None:
+    import base64
+    import re
+
+    from nertz_env.replay_cli import main
+
+    out = tmp_path / "page.html"
+    assert main([str(short_game), "-o", str(out), "--title", "A <test> %DATA%"]) == 0
+    page = out.read_text()
+    assert "A &lt;test&gt; %DATA%" in page and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
+    data = json.loads(gzip.decompress(base64.b64decode(re.search(r'type="application/octet-stream">([^<]+)<', page).group(1))))
+    rep = load_replay(short_game)
+    assert len(data["frames"]) == len(rep.ticks) + 1 and data["names"] == ["me", "you"]
+    # every frame is the drawing of its replayed table: rebuild the last one and compare with table_svg
+    from nertz_env.draw import table_svg
+
+    *_, (_rec, last) = replay_states(rep)
+    frame = "".join(data["parts"][k] for k in data["frames"][-1]) + "</svg>"
+    full = table_svg(last, seat_names=["me", "you"], fan=6)
+    assert frame == re.sub(r"<defs>.*?</defs>", "", full)
+
+
+def test_cli_animations(short_game: Path, tmp_path: Path) -> None:
+    from PIL import Image
+
+    from nertz_env.replay_cli import main
+
+    gif = tmp_path / "a.gif"
+    assert main([str(short_game), "--gif", str(gif), "--scale", "0.5", "--fps", "8"]) == 0
+    with Image.open(gif) as im:
+        assert im.n_frames == 13 and im.size[0] > 100
+    pytest.importorskip("imageio_ffmpeg")
+    mp4 = tmp_path / "a.mp4"
+    assert main([str(short_game), "--mp4", str(mp4), "--scale", "0.5"]) == 0
+    assert mp4.stat().st_size > 1000 and mp4.read_bytes()[4:8] == b"ftyp"
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ([], "nothing to write"),
+        (["-o", "x.txt"], "must name a .html file"),
+        (["-o", "/no/such/dir/x.html"], "does not exist"),
+        (["--gif", "x.gif", "--fps", "0"], "--fps"),
+    ],
+)
+def test_cli_usage_errors(short_game: Path, args: list[str], match: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from nertz_env.replay_cli import main
+
+    assert main([str(short_game), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and match in err
+
+
+def test_cli_bad_files(tmp_path: Path, short_game: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from nertz_env.replay_cli import main
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"format": "nope"}\n')
+    assert main([str(bad), "-o", str(tmp_path / "x.html")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    # a file the engine does not reproduce: one line naming the tick
+    lines = gzip.decompress(short_game.read_bytes()).decode().splitlines()
+    rec = json.loads(lines[3])
+    rec["h"] = "00000000"
+    lines[3] = json.dumps(rec)
+    forged = tmp_path / "forged.jsonl"
+    forged.write_text("\n".join(lines) + "\n")
+    assert main([str(forged), "-o", str(tmp_path / "y.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"tick {rec['t']}" in err and not (tmp_path / "y.html").exists()
+    assert main([str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "z.html")]) == 2
