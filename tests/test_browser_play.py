@@ -120,17 +120,14 @@ def src_selector(src: dict[str, Any]) -> str:
 
 
 def dst_selector(dst: dict[str, Any]) -> str:
-    if dst["zone"] == "lake":
-        return '#table .hit[data-zone="lake"]'
+    if dst["zone"] == "lake":  # any place of the lake: the engine picks the foundation
+        return '#table .hit[data-zone="lake"][data-pile="0"]'
     return f'#table .hit[data-zone="work"][data-seat="0"][data-pile="{dst["pile"]}"]'
 
 
 def top_of(page: Any, selector: str) -> Any:
-    """The element of ``selector`` that is drawn last (the exposed card of a pile, the first lake place)."""
-    loc = page.locator(selector)
-    if "lake" in selector:
-        return loc.first
-    return loc.last
+    """The element of ``selector`` that is drawn last (the exposed card of a pile, a lake place's top card)."""
+    return page.locator(selector).last
 
 
 def check_engine(served: Served, ref: Any) -> None:
