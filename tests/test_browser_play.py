@@ -65,7 +65,7 @@ class Served:
         self.sock.close()
 
 
-def serve(tmp_path: Path, specs: list[str], **rules: Any) -> Served:
+def serve(tmp_path: Path, specs: list[str], step: bool = True, tick_ms: int = 1000, **rules: Any) -> Served:
     import nertz_env
     from nertz_env.agents import make_agent
     from nertz_env.play.game import PlayGame
@@ -75,7 +75,7 @@ def serve(tmp_path: Path, specs: list[str], **rules: Any) -> Served:
     env = nertz_env.parallel_env(num_players=len(specs) + 1, **rules)
     game = PlayGame(env, [make_agent(s) for s in specs], specs, seat=0, seed=SEED,
                     recorder_factory=replay_recorder(str(tmp_path)))
-    return Served(Hub(game, step=True, drawer=table_drawer(), log=lambda text: None))
+    return Served(Hub(game, step=step, tick_ms=tick_ms, drawer=table_drawer(), log=lambda text: None))
 
 
 @pytest.fixture
@@ -109,7 +109,10 @@ def tick_of(page: Any) -> int:
 
 
 def wait_tick(page: Any, tick: int) -> None:
-    page.wait_for_function(f"document.querySelector('#table svg') && document.querySelector('#table svg').dataset.tick == '{tick}'")
+    """Until the drawing shows ``tick`` or later (step mode never goes past it; the clock may)."""
+    page.wait_for_function(
+        f"document.querySelector('#table svg') && Number(document.querySelector('#table svg').dataset.tick) >= {tick}"
+    )
 
 
 def src_selector(src: dict[str, Any]) -> str:
@@ -277,6 +280,39 @@ def test_game_over_is_shown_the_replay_is_closed_and_a_new_game_deals(browser: A
         page.wait_for_function("document.querySelector('#over').hidden")
         assert tick_of(page) == 0 and served.hub.game.seed == SEED + 1
         assert served.hub.replay_path() != path
+        page.close()
+    finally:
+        served.stop()
+
+
+def test_real_time__the_table_ticks_by_itself_and_a_key_becomes_the_next_tick_s_action(browser: Any,
+                                                                                      tmp_path: Path) -> None:
+    import nertz_env
+
+    served = serve(tmp_path, ["heuristic"], step=False, tick_ms=250)
+    try:
+        page = browser.new_page(viewport={"width": 1200, "height": 800})
+        page.goto(served.url)
+        page.wait_for_selector("#table svg .hit")
+        wait_tick(page, 2)  # no click: the clock runs and the person waits
+        game = served.hub.game
+        assert [r.moves[0].submitted for r in game.history[:2]] == [0, 0]
+        page.keyboard.press("p")
+        page.wait_for_function("document.querySelector('#status').textContent.includes('PAUSED')")
+        paused_at = game.tick_count
+        page.keyboard.press("f")  # queued while paused: played on the first tick after the pause
+        page.wait_for_function("document.querySelector('#pending').textContent.startsWith('next tick: flip')")
+        time.sleep(0.6)
+        assert game.tick_count == paused_at and tick_of(page) == paused_at
+        page.keyboard.press("p")
+        wait_tick(page, paused_at + 1)
+        assert game.history[paused_at].moves[0].name == "flip"
+        assert page.inner_text("#pending") == ""
+        ref = nertz_env.parallel_env(num_players=2)
+        ref.reset(seed=SEED)
+        page.keyboard.press("p")
+        page.wait_for_function("document.querySelector('#status').textContent.includes('PAUSED')")
+        check_engine(served, ref)
         page.close()
     finally:
         served.stop()

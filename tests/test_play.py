@@ -544,3 +544,20 @@ def test_cli__serves_a_table_on_loopback_plays_over_a_real_websocket_and_stops_c
     assert "stopped after tick 1" in out and "Traceback" not in out
     replays = list(tmp_path.glob("nertz-play-*-seed5.jsonl"))
     assert len(replays) == 1 and verify_replay(replays[0]) == 1
+
+
+def test_packaging__the_page_assets_are_package_data() -> None:
+    import fnmatch
+
+    tomllib = pytest.importorskip("tomllib")
+    root = Path(__file__).resolve().parent.parent
+    with open(root / "pyproject.toml", "rb") as f:
+        project = tomllib.load(f)
+    patterns = project["tool"]["setuptools"]["package-data"]["nertz_env.play"]
+    static = root / "nertz_env" / "play" / "static"
+    files = sorted(p.relative_to(static.parent).as_posix() for p in static.iterdir())
+    assert {"static/index.html", "static/play.js", "static/play.css"} <= set(files)
+    for name in files:
+        assert any(fnmatch.fnmatch(name, pat) for pat in patterns), f"{name} would be left out of the wheel"
+    assert project["project"]["scripts"]["nertz-play"] == "nertz_env.play.cli:main"
+    assert {"starlette", "uvicorn", "websockets"} <= {r.split(">")[0].split("=")[0] for r in project["project"]["optional-dependencies"]["play"]}

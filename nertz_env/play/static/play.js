@@ -176,8 +176,11 @@ function showOver() {
   const el = $("over");
   if (!S.done) { el.hidden = true; return; }
   const v = S.view;
-  const rows = v.seats.map((s) => `${esc(s.name)}: ${v.round_scores.length ? v.round_scores[v.round_scores.length - 1][s.seat] : s.round_score}`);
-  el.innerHTML = `<b>Game over.</b> Scores: ${rows.join(" · ")}. <button id="btn-new2">New game (N)</button>`;
+  const rounds = v.round_scores.length;
+  const score = (s) => (rounds > 1 ? s.match_score : rounds ? v.round_scores[0][s.seat] : s.round_score);
+  const rows = v.seats.map((s) => `${esc(s.name)}: ${score(s)}`);
+  const what = rounds > 1 ? `Match scores after ${rounds} rounds` : "Scores";
+  el.innerHTML = `<b>Game over.</b> ${what}: ${rows.join(" · ")}. <button id="btn-new2">New game (N)</button>`;
   el.hidden = false;
   $("btn-new2").onclick = newGame;
 }
@@ -239,7 +242,12 @@ function clickHit(el, dbl = false) {
   const matches = dst ? movesFrom(src).filter((m) => sameDst(m.dst, dst)) : [];
   if (matches.length > 0) { play(matches); return; }
   const other = h.seat === S.seat ? sourceOf(h) : null;
-  if (other && movesFrom(other).length > 0 && !(dst && dst.zone === "work")) { select(other); return; }
+  if (other && movesFrom(other).length > 0) {  // another of your cards: it becomes the selection
+    const was = cardOf(src);
+    select(other);
+    log(`${was} has no move there; ${cardOf(other)} is selected instead`, "warn");
+    return;
+  }
   const where = !dst ? (h.seat !== S.seat && h.seat !== null ? `${seatName(h.seat)}'s pile (cards go to the lake or your own work piles)` : "there")
     : dst.zone === "lake" ? "the lake" : `work pile ${dst.pile}`;
   flash(`not legal: ${cardOf(src)} cannot go to ${where} now`, "error");
