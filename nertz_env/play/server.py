@@ -225,16 +225,17 @@ class Hub:
     async def connect(self, ws: WebSocket) -> None:
         await ws.accept()
         g = self.game
-        if self.player is None:
-            self.player = ws
-            self.started = True
-            others = ", ".join(n for s, n in enumerate(g.names) if s != g.seat)
-            role, note = "player", f"you play seat {g.seat} against {others}"
-        else:
-            self.spectators.append(ws)
-            role, note = "spectator", "this game is already played in another tab: this tab watches (moves from it are refused)"
-        await self.send(ws, self._welcome(role, note))
-        await self.send(ws, {**self._state(g.last), "role": role})
+        async with self.lock:  # between ticks: the welcome comes first, then the table as it stands
+            if self.player is None:
+                self.player = ws
+                self.started = True
+                others = ", ".join(n for s, n in enumerate(g.names) if s != g.seat)
+                role, note = "player", f"you play seat {g.seat} against {others}"
+            else:
+                self.spectators.append(ws)
+                role, note = "spectator", "this game is already played in another tab: this tab watches (moves from it are refused)"
+            await self.send(ws, self._welcome(role, note))
+            await self.send(ws, {**self._state(g.last), "role": role})
 
     async def disconnect(self, ws: WebSocket) -> None:
         if ws in self.spectators:
