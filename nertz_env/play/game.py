@@ -213,8 +213,8 @@ class PlayGame:
                 dst = {"zone": "lake", "pile": None}
             elif row.kind in (TO_WORK, TUCK):
                 dst = {"zone": "work", "pile": row.dst}
-        if (src is not None and src["zone"] != "work") or (src is not None and "count" not in src):
-            src["count"] = 1
+        if src is not None:
+            src.setdefault("count", 1)  # cards that move: a run's length, else one
         return {
             "action": a,
             "kind": KIND_NAMES[row.kind],

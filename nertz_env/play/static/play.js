@@ -41,6 +41,8 @@ function connect() {
   };
   ws.onclose = () => {
     S.closed = true;
+    S.role = null;
+    showButtons();
     $("role").textContent = "disconnected";
     $("role").className = "badge offline";
     flash("the connection to the table is closed (the server stopped?). The replay on disk keeps every tick played; reload to reconnect.", "error");
@@ -169,6 +171,7 @@ function showButtons() {
   $("btn-flip").disabled = !player || legalOf("flip").length === 0;
   $("btn-wait").disabled = !player;
   $("btn-pause").disabled = !player;
+  $("btn-new").disabled = S.role !== "player";
   $("btn-call").hidden = legalOf("call").length === 0;
   $("btn-rotate").hidden = legalOf("rotate").length === 0;
 }
@@ -210,6 +213,7 @@ function movesFrom(src) { return S.legal.filter((m) => sameSrc(m.src, src)); }
 function seatName(p) { return S.names[p] !== undefined ? S.names[p] : `seat ${p}`; }
 
 function canPlay() {
+  if (S.closed) { flash("not connected to the table: reload the page", "error"); return false; }
   if (S.role !== "player") { flash("this tab is a spectator: the seat is played in another tab", "error"); return false; }
   if (S.done) { flash("the game is over: press N for a new game", "warn"); return false; }
   return true;
