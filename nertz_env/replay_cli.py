@@ -148,7 +148,11 @@ def page_html(rep: Replay, title: str | None = None) -> str:
             if a not in words:
                 words[a] = table.describe(a) if 0 <= a < table.n else f"no valid action ({a}): waits"
         ticks.append({k: rec[k] for k in ("t", "a", "il", "lr", "r", "end", "score", "match") if k in rec})
-    series = [_running_scores(s) for s in snaps]
+    # on a round's last tick the match score says it all (the table may still hold that round's lake)
+    series = [
+        [int(x) for x in r["match"]] if r is not None and "match" in r else _running_scores(s)
+        for s, r in zip(snaps, recs, strict=True)
+    ]
     marks = [(i + 1, "error" if r.get("il") else "warn") for i, r in enumerate(ticks) if r.get("il") or r.get("lr")]
     data = {
         "parts": parts,
