@@ -386,6 +386,8 @@ def _run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
         (["--rule", "num_players=3"], "--players"),
         (["--opponents", "runs/none.zip"], "checkpoint file not found"),
         (["--port", "70000"], "--port must be from 0 to 65535"),
+        (["--seed", "-1"], "--seed must be a non-negative integer"),
+        (["--opponents", "heuristic:depth=3"], "has no parameter depth"),
         (["--host", "no.such.host.invalid"], "--host"),
     ],
 )

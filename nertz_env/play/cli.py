@@ -205,6 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         import uvicorn
+        import websockets  # noqa: F401  (uvicorn serves websockets only when a library for them is installed)
 
         from nertz_env.play.server import create_app
     except ImportError as e:
