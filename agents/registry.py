@@ -23,6 +23,7 @@ from typing import Any
 from nertz_env.agents.base import Agent
 from nertz_env.agents.scripted import GreedyAgent, HeuristicAgent, RandomAgent
 from nertz_env.agents.search import SearchAgent
+from nertz_env.config import NertzConfig
 
 #: the baseline ladder, weakest first
 LADDER = ("random", "greedy", "heuristic", "search")
@@ -34,6 +35,8 @@ _FACTORIES: dict[str, Any] = {
     "search": SearchAgent,
 }
 _LOADERS: dict[str, Callable[..., Agent]] = {}
+#: loaders chosen by a test of the path (e.g. a checkpoint directory), tried after the suffixes
+_PATH_LOADERS: list[tuple[Callable[[str], bool], Callable[..., Agent]]] = []
 _TRAIN_MODULE = "nertz_env.train"
 #: trained policies shipped with the package (``models/<name>.zip``), playable by name (``"ppo"``)
 MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
@@ -48,6 +51,13 @@ def register_loader(suffix: str, loader: Callable[..., Agent]) -> None:
     if not suffix.startswith("."):
         raise ValueError(f"a checkpoint suffix starts with a dot, got {suffix!r}")
     _LOADERS[suffix.lower()] = loader
+
+
+def register_path_loader(matches: Callable[[str], bool], loader: Callable[..., Agent]) -> None:
+    """Make ``make_agent`` load any existing path (file or directory) for which ``matches(path)`` is true with
+    ``loader(path, **params)``: for checkpoints not told apart by a suffix (e.g. a checkpoint directory).
+    Suffix loaders (:func:`register_loader`) are tried first, then these in the order registered."""
+    _PATH_LOADERS.append((matches, loader))
 
 
 def register_agent(name: str, factory: Callable[..., Agent], params: dict[str, type] | None = None) -> None:
@@ -105,14 +115,38 @@ def _split_params(rest: str, name: str) -> dict[str, str]:
 
 def _loader_for(path: str) -> Callable[..., Agent] | None:
     low = path.lower()
-    for suffix, loader in _LOADERS.items():
-        if low.endswith(suffix):
+    if os.path.isfile(path):
+        for suffix, loader in _LOADERS.items():
+            if low.endswith(suffix):
+                return loader
+    for matches, loader in _PATH_LOADERS:
+        if matches(path):
             return loader
     return None
 
 
 def _looks_like_path(head: str) -> bool:
     return os.sep in head or "/" in head or "." in os.path.basename(head)
+
+
+def load_policy_agent(path: str, config: NertzConfig | None = None, **params: Any) -> Agent:
+    """A MaskablePPO zip as an agent, in one call, including one trained outside ``nertz-train`` (e.g. on
+    ``NertzSingleAgentEnv``): ``load_policy_agent("model.zip", config=make_config(num_players=2, draw=1))``
+    checks the network's spaces against that table and makes the agent refuse any other table. Without
+    ``config`` a zip with no nertz-env record plays at any table whose spaces match. ``params``:
+    ``deterministic`` (bool), ``name``. Needs the ``train`` extra (torch, SB3, sb3-contrib)."""
+    from nertz_env.train.policy_agent import load_policy_agent as load
+
+    return load(path, config=config, **params)
+
+
+def record_rules(path: str, config: NertzConfig) -> dict[str, Any]:
+    """Write the nertz-env record of ``config`` (the table it was trained for) into a MaskablePPO zip trained
+    outside ``nertz-train``, after checking its spaces: from then on it loads by path everywhere (``make_agent``,
+    ``nertz-eval``, training's opponent pools) and refuses other tables. Returns the record."""
+    from nertz_env.train.policy_agent import record_rules as record
+
+    return record(path, config)
 
 
 def make_agent(spec: str) -> Agent:
@@ -152,7 +186,7 @@ def make_agent(spec: str) -> Agent:
 
         return load_rllib_agent(head, **_split_params(rest, head))
     if _looks_like_path(head):
-        if not os.path.isfile(head):
+        if not os.path.exists(head):
             raise FileNotFoundError(f"checkpoint file not found: {head}")
         loader = _loader_for(head)
         if loader is None:
@@ -163,7 +197,8 @@ def make_agent(spec: str) -> Agent:
             suffixes = ", ".join(sorted(_LOADERS)) or "none registered"
             raise AgentSpecError(
                 f"no loader for checkpoint {head!r} (loaders for: {suffixes}); "
-                f"import {_TRAIN_MODULE} or call nertz_env.agents.register_loader(suffix, fn)"
+                f"import {_TRAIN_MODULE} or call nertz_env.agents.register_loader(suffix, fn) "
+                "(or register_path_loader(test, fn) for a directory)"
             )
         return loader(head, **_split_params(rest, head))
     raise AgentSpecError(

@@ -11,7 +11,14 @@ Agents are specs of :func:`nertz_env.agents.make_agent` (a name, ``name:key=valu
 path). Rules options are ``--rule key=value`` with values read as JSON when they parse (``1``, ``true``,
 ``[[0, 2], [1, 3]]``) and as text otherwise (``--rule call_mode=manual``). Results are printed as a table and
 saved (JSON, CSV, PNG) under ``--out``. Bad input (unknown agent, missing checkpoint, impossible table, bad
-rule) prints one line on stderr and exits with code 2; Ctrl-C saves the deals finished so far and exits 130.
+rule, an agent that cannot play at the table) prints one line on stderr and exits with code 2, before any deal
+is played; so does a flag that could not take effect (``--deals`` with ``--deal-seeds``, a rule given twice,
+``--target-score`` with ``--rule target_score``, more ``--workers`` than deals, ``--out``/``--no-plots`` with
+``--no-save``, ``--no-rotate`` where every lineup has one seating, a repeated deal seed). Ctrl-C saves the
+deals finished so far and exits 130.
+
+A MaskablePPO zip trained outside ``nertz-train`` (no nertz-env record) plays at the table given by
+``--players``/``--rule`` when its spaces match that table's (a note on stderr says so), else exit 2.
 """
 
 from __future__ import annotations
@@ -24,9 +31,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from nertz_env.agents import LADDER, AgentSpecError, known_agents
+from nertz_env.config import make_config
 from nertz_env.eval.report import differences_table, save, table
 from nertz_env.eval.summary import ladder_check, summarize
-from nertz_env.eval.tournament import plan_tournament, play_tournament
+from nertz_env.eval.tournament import IncompatibleAgentError, plan_tournament, play_tournament
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -60,8 +68,14 @@ def _rules(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError("give the table size with --players, not as a rule")
         if isinstance(value, list):
             value = [tuple(v) if isinstance(v, list) else v for v in value]
+        if key in rules:
+            raise UsageError(f"--rule {key} is given twice ({rules[key]!r} and {value!r}); give it once")
         rules[key] = value
     if args.target_score is not None:
+        if "target_score" in rules:
+            raise UsageError(
+                "--target-score and --rule target_score=... say the same thing; give one of them"
+            )
         rules["target_score"] = args.target_score
     return rules
 
@@ -75,6 +89,12 @@ def _deal_seeds(text: str | None) -> list[int] | None:
         raise UsageError(f"--deal-seeds takes comma-separated non-negative integers, got {text!r}") from None
     if not seeds or any(s < 0 for s in seeds):
         raise UsageError(f"--deal-seeds takes comma-separated non-negative integers, got {text!r}")
+    repeated = sorted({s for s in seeds if seeds.count(s) > 1})
+    if repeated:
+        raise UsageError(
+            f"--deal-seeds repeats {', '.join(map(str, repeated))}: a repeated deal would count twice "
+            "as if it were an independent sample; give each seed once"
+        )
     return seeds
 
 
@@ -87,20 +107,28 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser, default_out: str, default_deals: int) -> None:
+        p.set_defaults(default_out=default_out, default_deals=default_deals)
         p.add_argument("--players", type=int, default=4, help="seats at the table, 2 to 8 (default 4)")
-        p.add_argument("--deals", type=int, default=default_deals, help=f"deals (default {default_deals})")
-        p.add_argument("--seed", type=int, default=0, help="tournament seed (default 0)")
-        p.add_argument("--deal-seeds", help="explicit env seeds, comma-separated (overrides --deals)")
+        p.add_argument("--deals", type=int, help=f"deals (default {default_deals})")
+        p.add_argument(
+            "--seed", type=int, default=0, help="tournament seed: deal and agent seeds (default 0)"
+        )
+        p.add_argument("--deal-seeds", help="explicit env seeds, comma-separated (instead of --deals)")
         p.add_argument("--rule", action="append", metavar="KEY=VALUE", help="a rules option; repeatable")
         p.add_argument("--target-score", type=int, help="play matches to this score (rule target_score)")
         p.add_argument(
-            "--workers", type=int, default=min(2, os.cpu_count() or 1), help="processes (default 2)"
+            "--workers",
+            type=int,
+            help=f"processes, at most one per deal (default {min(2, os.cpu_count() or 1)}, or the deals if fewer)",
         )
         p.add_argument("--no-rotate", action="store_true", help="play each lineup in one seating only")
-        p.add_argument("--out", default=default_out, help=f"output directory (default {default_out})")
+        p.add_argument("--out", help=f"output directory (default {default_out})")
         p.add_argument("--no-save", action="store_true", help="print only; write no files")
         p.add_argument("--no-plots", action="store_true", help="write JSON and CSV but no PNG")
         p.add_argument("--no-progress", action="store_true", help="no progress bar")
+        p.add_argument(
+            "--replays", metavar="DIR", help="record every game in DIR, one nertz-replay/1 file each (nertz-replay)"
+        )
 
     rr = sub.add_parser("round-robin", help="every agent against every other, duplicate deals")
     rr.add_argument("agents", nargs="+", help="agent specs")
@@ -115,13 +143,60 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int, int]:
+    """The deal count and workers, refusing flags that could not take effect (see the module doc)."""
+    if seeds is not None and args.deals is not None:
+        raise UsageError(
+            f"--deal-seeds gives the deals ({len(seeds)}), so --deals {args.deals} would be ignored; give one of them"
+        )
+    if args.seed < 0:
+        raise UsageError(f"--seed must be a non-negative integer, got {args.seed}")
+    deals = (
+        len(seeds) if seeds is not None else (args.deals if args.deals is not None else args.default_deals)
+    )
+    if deals < 1:
+        raise UsageError(f"--deals must be at least 1, got {deals}")
+    if args.workers is not None:
+        if args.workers < 1:
+            raise UsageError(f"--workers must be at least 1, got {args.workers}")
+        if args.workers > deals:
+            raise UsageError(
+                f"--workers {args.workers} with {deals} deal(s): work is split by deal, so at most "
+                f"{deals} worker(s) can play; pass --workers {deals} or more deals"
+            )
+        workers = args.workers
+    else:
+        workers = min(2, os.cpu_count() or 1, deals)
+    if args.no_save:
+        for flag, given in (("--out", args.out is not None), ("--no-plots", args.no_plots)):
+            if given:
+                raise UsageError(
+                    f"{flag} has no effect with --no-save (nothing is written); drop one of them"
+                )
+    return deals, workers
+
+
+def _incompatible(e: IncompatibleAgentError) -> str:
+    """The error of an agent that cannot play at the table, with the flags of the table it was trained for."""
+    trained = e.trained
+    if trained is None:
+        return str(e)
+    rules = trained.to_dict()
+    defaults = make_config(num_players=trained.num_players).to_dict()
+    flags = [f"--players {trained.num_players}"]
+    for key in sorted(rules):
+        if key != "num_players" and rules[key] != defaults.get(key):
+            value = rules[key]
+            text = json.dumps([list(v) for v in value] if isinstance(value, (list, tuple)) else value)
+            flags.append(f"--rule {key}={text.replace(' ', '')}")
+    return f"{e}; it plays at the table it was trained for: {' '.join(flags)}"
+
+
 def _run(args: argparse.Namespace) -> int:
     rules = _rules(args)
     seeds = _deal_seeds(args.deal_seeds)
-    if args.deals < 1 and seeds is None:
-        raise UsageError(f"--deals must be at least 1, got {args.deals}")
-    if args.workers < 1:
-        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    deals, workers = _check_flags(args, seeds)
+    out_dir = args.out if args.out is not None else args.default_out
     if args.command == "round-robin":
         specs, mode = list(args.agents), "round_robin"
     elif args.command == "gauntlet":
@@ -132,16 +207,25 @@ def _run(args: argparse.Namespace) -> int:
         tournament = plan_tournament(
             specs,
             num_players=args.players,
-            deals=args.deals,
+            deals=deals,
             seed=args.seed,
             rules=rules,
             mode=mode,
             deal_seeds=seeds,
             rotate=not args.no_rotate,
+            replays=args.replays,
         )
+    except IncompatibleAgentError as e:
+        raise UsageError(_incompatible(e)) from None
     except (AgentSpecError, FileNotFoundError, ValueError) as e:
         raise UsageError(str(e)) from None
-    results = play_tournament(tournament, workers=args.workers, progress=not args.no_progress)
+    if args.no_rotate and all(len(s) == 1 for s in tournament.plan.seatings):
+        raise UsageError(
+            "--no-rotate has no effect: every lineup here has a single seating (one agent at every seat); drop it"
+        )
+    for note in tournament.notes:
+        print(f"nertz-eval: note: {note}", file=sys.stderr)
+    results = play_tournament(tournament, workers=workers, progress=not args.no_progress)
     if not results.games:
         print("nertz-eval: interrupted before any deal finished; nothing to save", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -151,11 +235,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "ladder":
         checks = ladder_check(summary, list(LADDER))
         verdict_ok = all(ok for *_, ok in checks)
+        deals_flag = f"--deal-seeds {args.deal_seeds}" if seeds is not None else f"--deals {deals}"
         text += [
             "",
             differences_table(summary, list(LADDER)),
             "ladder order " + ("confirmed" if verdict_ok else "NOT confirmed") + " at 95% confidence",
-            f"command: nertz-eval ladder --deals {args.deals} --seed {args.seed} --players {args.players}",
+            f"command: nertz-eval ladder {deals_flag} --seed {args.seed} --players {args.players}",
         ]
     elif len(summary.agents) > 1:
         text += ["", differences_table(summary)]
@@ -163,8 +248,8 @@ def _run(args: argparse.Namespace) -> int:
     out = "\n".join(text)
     print(out)
     if not args.no_save:
-        paths = save(results, summary, args.out, plots=not args.no_plots)
-        with open(os.path.join(args.out, "table.txt"), "w") as f:
+        paths = save(results, summary, out_dir, plots=not args.no_plots)
+        with open(os.path.join(out_dir, "table.txt"), "w") as f:
             f.write(out + "\n")
         print(f"saved: {', '.join(paths)}", file=sys.stderr)
     if results.interrupted:

@@ -3,9 +3,12 @@
 Files written by :func:`save` into one directory::
 
     results.json    the tournament (agents, rules, seeds, every game) and its summary
-    summary.csv     one row per agent: every metric's mean and 95% half-width, the rating
+    summary.csv     one row per agent: the tables its means are over, every metric's mean and 95%
+                    half-width, the rating
+    tables.csv      one row per agent and table: the metrics at that table only
+    differences.csv one row per pair of agents that sat together: the paired score difference and its tables
     games.csv       one row per seat of every game (deal, lineup, rotation, seat, agent, scores)
-    scores.png      distribution of each agent's per-game mean round score
+    scores.png      distribution of each agent's per-game mean round score (per table when there are several)
     ratings.png     openskill ratings, mu with a +-2 sigma interval
 """
 
@@ -17,7 +20,7 @@ import math
 import os
 from typing import Any
 
-from nertz_env.eval.summary import Summary, ladder_check
+from nertz_env.eval.summary import Summary, ladder_check, table_name
 from nertz_env.eval.tournament import Results
 
 _HEADERS = {
@@ -30,28 +33,43 @@ _HEADERS = {
 _PERCENT = {"win", "nertz_out", "match_win"}
 
 
-def _format_rows(header: list[str], rows: list[list[str]]) -> str:
+def _format_rows(header: list[str], rows: list[list[str]], left: int = 1) -> str:
+    """Columns separated by two spaces; the first ``left`` columns (names) left-aligned, numbers right."""
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 
     def line(r: list[str]) -> str:
-        return "  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r))
+        return "  ".join(c.ljust(widths[i]) if i < left else c.rjust(widths[i]) for i, c in enumerate(r))
 
     sep = "  ".join("-" * w for w in widths)
     return "\n".join([line(header), sep, *(line(r) for r in rows)])
 
 
+def _metric_cells(metrics: dict[str, Any], names: list[str]) -> list[str]:
+    cells = []
+    for m in names:
+        scale = 100.0 if m in _PERCENT else 1.0
+        cells.append(metrics[m].text(1 if scale == 100.0 else 2, scale))
+    return cells
+
+
+def _by_score(items: list[Any]) -> list[Any]:
+    return sorted(items, key=lambda x: -x.metrics["score"].mean if x.metrics["score"].n else 0.0)
+
+
+def tables_text(names: list[int]) -> str:
+    """``"T1-T4"`` for a run of tables, else ``"T1,T3"``."""
+    if not names:
+        return "-"
+    if len(names) > 2 and names == list(range(names[0], names[-1] + 1)):
+        return f"{table_name(names[0])}-{table_name(names[-1])}"
+    return ",".join(table_name(t) for t in names)
+
+
 def table(results: Results, summary: Summary) -> str:
-    """The per-agent table (means ± 95% half-widths over deals), with a header line on the tournament."""
+    """The tournament's header line, the tables (lineups) with each agent's means at each table when there
+    are several, the per-agent table (means ± 95% half-widths over deals, over the tables the agent sat
+    at) and a footnote."""
     metrics = [m for m in _HEADERS if m in summary.agents[0].metrics] if summary.agents else []
-    header = ["agent", "games", *(_HEADERS[m] for m in metrics), "rating mu ± 2σ"]
-    rows = []
-    for a in sorted(summary.agents, key=lambda x: -x.metrics["score"].mean if x.metrics["score"].n else 0.0):
-        cells = [a.label, str(a.games)]
-        for m in metrics:
-            scale = 100.0 if m in _PERCENT else 1.0
-            cells.append(a.metrics[m].text(1 if scale == 100.0 else 2, scale))
-        cells.append(f"{a.rating.mu:.1f} ± {2 * a.rating.sigma:.1f}")
-        rows.append(cells)
     rules = ", ".join(f"{k}={v}" for k, v in sorted(results.rules.items())) or "default rules"
     head = (
         f"{results.mode.replace('_', '-')}: {results.num_players} players, {len(results.deals_done)} deals "
@@ -60,26 +78,67 @@ def table(results: Results, summary: Summary) -> str:
     )
     if results.interrupted:
         head += f"  [interrupted: {len(results.deals_done)} of {len(results.deal_seeds)} deals]"
+    lines = [head]
+    several = len(summary.tables) > 1
+    if several:
+        lines.append("tables (every table plays every deal):")
+        lines += [f"  {t.name}  {t.description}" for t in summary.tables]
+        lines.append("")
+        lines.append("per table (means ± 95% over deals, of the agent's seats at that table only):")
+        header = ["table", "agent", "games", *(_HEADERS[m] for m in metrics)]
+        rows = []
+        for t in summary.tables:
+            for a in t.agents:  # in seat order: a gauntlet candidate first
+                rows.append([t.name, a.label, str(a.games), *_metric_cells(a.metrics, metrics)])
+        lines.append(_format_rows(header, rows, left=2))
+        lines.append("")
+        lines.append(
+            "per agent, over all the tables it sat at (agents at different tables are not comparable here;\n"
+            "compare them through the paired differences below):"
+        )
+        header = ["agent", "tables", "games", *(_HEADERS[m] for m in metrics), "rating mu ± 2σ"]
+    else:
+        header = ["agent", "games", *(_HEADERS[m] for m in metrics), "rating mu ± 2σ"]
+    rows = []
+    for a in _by_score(list(summary.agents)):
+        cells = [a.label, *([tables_text(a.tables)] if several else []), str(a.games)]
+        cells += _metric_cells(a.metrics, metrics)
+        cells.append(f"{a.rating.mu:.1f} ± {2 * a.rating.sigma:.1f}")
+        rows.append(cells)
+    lines.append(_format_rows(header, rows))
     illegal = sum(a.illegal for a in summary.agents)
     foot = "± is the 95% interval over deals (a deal's duplicate set is one sample)."
     if illegal:
         foot += f"  Illegal actions (played as waits): {illegal}."
-    return "\n".join([head, _format_rows(header, rows), foot])
+    lines.append(foot)
+    return "\n".join(lines)
 
 
 def differences_table(summary: Summary, order: list[str] | None = None) -> str:
-    """Paired score differences (per deal, 95% interval) for adjacent agents of ``order`` or for all pairs."""
+    """Paired score differences (per deal, 95% interval) for adjacent agents of ``order``, or for every pair
+    of agents that sat at the same table (a gauntlet: the candidate minus each table's opponents), each
+    paired at the tables where both sat. Pairs that never met get no row."""
     rows = []
     if order is not None:
         for lower, upper, e, ok in ladder_check(summary, order):
             rows.append([f"{upper} - {lower}", e.text(2), str(e.n), "yes" if ok else "NO"])
         return _format_rows(["score difference", "mean ± 95%", "deals", "above 0"], rows)
-    labels = [a.label for a in summary.agents]
-    for i, a in enumerate(labels):
-        for b in labels[i + 1 :]:
-            e = summary.differences[(a, b)]
-            rows.append([f"{a} - {b}", e.text(2), str(e.n), "yes" if e.excludes_zero() else "no"])
-    return _format_rows(["score difference", "mean ± 95%", "deals", "excludes 0"], rows)
+    for p in summary.pairs:
+        e = p.estimate
+        rows.append(
+            [
+                tables_text(p.tables),
+                f"{p.a} - {p.b}",
+                e.text(2),
+                str(e.n),
+                "yes" if e.excludes_zero() else "no",
+            ]
+        )
+    title = "paired score differences at the same table (per deal, then over deals):"
+    if not rows:
+        return title + " none (no two agents sat at the same table)"
+    header = ["table", "score difference", "mean ± 95%", "deals", "excludes 0"]
+    return title + "\n" + _format_rows(header, rows, left=2)
 
 
 def to_json(results: Results, summary: Summary) -> dict[str, Any]:
@@ -107,12 +166,12 @@ def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(
-            ["agent", "spec", "games", "deals"]
+            ["agent", "spec", "tables", "games", "deals"]
             + [f"{m}_{x}" for m in metrics for x in ("mean", "ci95")]
             + ["rating_mu", "rating_sigma", "rating_ordinal", "illegal_actions"]
         )
         for a in summary.agents:
-            row = [a.label, a.spec, str(a.games), str(a.deals)]
+            row = [a.label, a.spec, " ".join(table_name(t) for t in a.tables), str(a.games), str(a.deals)]
             for m in metrics:
                 e = a.metrics[m]
                 row += [_csv_value(e.mean), _csv_value(e.half_width)]
@@ -123,6 +182,39 @@ def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -
                 str(a.illegal),
             ]
             w.writerow(row)
+    paths.append(path)
+    path = os.path.join(out_dir, "tables.csv")
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(
+            ["table", "lineup", "seats", "agent", "games", "deals"]
+            + [f"{m}_{x}" for m in metrics for x in ("mean", "ci95")]
+        )
+        for t in summary.tables:
+            for ta in t.agents:
+                row = [t.name, str(t.lineup), " ".join(t.seats), ta.label, str(ta.games), str(ta.deals)]
+                for m in metrics:
+                    row += [_csv_value(ta.metrics[m].mean), _csv_value(ta.metrics[m].half_width)]
+                w.writerow(row)
+    paths.append(path)
+    path = os.path.join(out_dir, "differences.csv")
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["a", "b", "tables", "deals", "mean", "ci95", "low", "high"])
+        for p in summary.pairs:
+            e = p.estimate
+            w.writerow(
+                [
+                    p.a,
+                    p.b,
+                    " ".join(table_name(t) for t in p.tables),
+                    str(e.n),
+                    _csv_value(e.mean),
+                    _csv_value(e.half_width),
+                    _csv_value(e.low),
+                    _csv_value(e.high),
+                ]
+            )
     paths.append(path)
     path = os.path.join(out_dir, "games.csv")
     with open(path, "w", newline="") as f:
@@ -171,28 +263,53 @@ def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -
     return paths
 
 
+def plot_data(summary: Summary) -> dict[str, list[dict[str, Any]]]:
+    """What the plots draw: ``scores`` (one series per agent, or per table and agent when the tournament has
+    several tables: the per-game mean round scores, their mean and 95% half-width over deals) and
+    ``ratings`` (per agent, mu and 2 sigma)."""
+    scores = []
+    if len(summary.tables) > 1:
+        for t in summary.tables:
+            for ta in t.agents:
+                e = ta.metrics["score"]
+                scores.append(
+                    {
+                        "label": f"{t.name} {ta.label}",
+                        "scores": list(ta.scores),
+                        "mean": e.mean,
+                        "ci95": e.half_width,
+                    }
+                )
+    else:
+        for a in summary.agents:
+            e = a.metrics["score"]
+            scores.append({"label": a.label, "scores": list(a.scores), "mean": e.mean, "ci95": e.half_width})
+    ratings = [{"label": a.label, "mu": a.rating.mu, "two_sigma": 2 * a.rating.sigma} for a in summary.agents]
+    return {"scores": scores, "ratings": ratings}
+
+
 def plot(summary: Summary, out_dir: str) -> list[str]:
-    """``scores.png`` and ``ratings.png`` (matplotlib with the Agg backend, imported here only)."""
+    """``scores.png`` and ``ratings.png`` of :func:`plot_data` (matplotlib with the Agg backend, imported here
+    only)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [a.label for a in summary.agents]
+    data = plot_data(summary)
+    series = data["scores"]
+    labels = [x["label"] for x in series]
     paths = []
     fig, ax = plt.subplots(figsize=(max(5.0, 1.4 * len(labels)), 4.0))
-    ax.violinplot([a.scores or [0.0] for a in summary.agents], showmeans=True)
-    means = [a.metrics["score"].mean for a in summary.agents]
-    hws = [
-        0.0 if math.isnan(a.metrics["score"].half_width) else a.metrics["score"].half_width
-        for a in summary.agents
-    ]
+    ax.violinplot([x["scores"] or [0.0] for x in series], showmeans=True)
+    means = [x["mean"] for x in series]
+    hws = [0.0 if math.isnan(x["ci95"]) else x["ci95"] for x in series]
     ax.errorbar(
         range(1, len(labels) + 1), means, yerr=hws, fmt="o", color="black", capsize=4, label="mean ± 95%"
     )
     ax.set_xticks(range(1, len(labels) + 1), labels, rotation=20)
     ax.set_ylabel("mean round score per game")
-    ax.set_title("Score distributions")
+    ax.set_title("Score distributions" + (" per table" if len(summary.tables) > 1 else ""))
     ax.axhline(0.0, color="grey", lw=0.5)
     ax.legend(loc="best")
     fig.tight_layout()
@@ -200,12 +317,12 @@ def plot(summary: Summary, out_dir: str) -> list[str]:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     paths.append(path)
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.4 * len(labels)), 4.0))
-    mus = [a.rating.mu for a in summary.agents]
+    rat = data["ratings"]
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.4 * len(rat)), 4.0))
     ax.errorbar(
-        range(len(labels)), mus, yerr=[2 * a.rating.sigma for a in summary.agents], fmt="o", capsize=4
+        range(len(rat)), [x["mu"] for x in rat], yerr=[x["two_sigma"] for x in rat], fmt="o", capsize=4
     )
-    ax.set_xticks(range(len(labels)), labels, rotation=20)
+    ax.set_xticks(range(len(rat)), [x["label"] for x in rat], rotation=20)
     ax.set_ylabel("openskill Plackett-Luce mu ± 2σ")
     ax.set_title("Ratings")
     fig.tight_layout()

@@ -11,6 +11,14 @@ Metrics, each first averaged within a game over its rounds, then over the agent'
 * ``match_win`` (only when the rules play a match, ``target_score`` or ``rounds``): share of matches won, by
   the engine's rule (over the target, the higher last-round score; otherwise the higher total).
 
+Tables: a tournament plays one or more lineups (tables). A mean over all of an agent's games mixes the tables
+it sat at, so means of two agents are comparable only when both sat at the same tables. Every metric is
+therefore also given per table (``Summary.tables``), and a score difference is only formed for two agents
+that sat together: per deal, the difference of their means at each table where both sat, averaged over those
+tables, then over deals with a 95% interval (``Summary.pairs``). In a gauntlet the candidate meets each
+opponent at one table, so each difference is one table's candidate-minus-opponents; two opponents never meet
+and get no difference.
+
 Ratings: openskill's Plackett-Luce model, updated game by game in a fixed order (deal, lineup, rotation)
 with the ranks of the game's scores (the match total in a match; team totals with ``teams``, each team
 rated as an openskill team). When one agent holds several seats of a game, each seat is rated from the
@@ -27,7 +35,7 @@ from typing import Any
 from openskill.models import PlackettLuce
 
 from nertz_env.config import NertzConfig
-from nertz_env.eval.stats import Estimate, mean_ci, paired_difference, ranks_from_scores
+from nertz_env.eval.stats import Estimate, mean_ci, ranks_from_scores
 from nertz_env.eval.tournament import GameRecord, Results
 
 METRICS = ("score", "win", "nertz_out", "lake", "match_win")
@@ -58,11 +66,13 @@ class AgentSummary:
     rating: Rating
     illegal: int
     scores: list[float] = field(default_factory=list)  # per-game mean round score, for plots
+    tables: list[int] = field(default_factory=list)  # the lineups (tables) the means are over
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "label": self.label,
             "spec": self.spec,
+            "tables": [table_name(t) for t in self.tables],
             "games": self.games,
             "deals": self.deals,
             "illegal_actions": self.illegal,
@@ -71,13 +81,52 @@ class AgentSummary:
         }
 
 
-@dataclass
-class Summary:
-    agents: list[AgentSummary]
-    match: bool
-    differences: dict[tuple[str, str], Estimate]
+def table_name(lineup: int) -> str:
+    """``"T1"`` for lineup 0: the name of a table in reports."""
+    return f"T{lineup + 1}"
 
-    def by_label(self, label: str) -> AgentSummary:
+
+@dataclass
+class TableAgent:
+    """One agent's statistics at one table (lineup): its seats there, over the deals."""
+
+    label: str
+    games: int
+    deals: int
+    metrics: dict[str, Estimate]
+    per_deal: dict[str, dict[int, float]]
+    scores: list[float] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "games": self.games,
+            "deals": self.deals,
+            **{m: e.to_dict() for m, e in self.metrics.items()},
+        }
+
+
+@dataclass
+class TableSummary:
+    """One table (lineup) of the tournament: who sat there and each agent's statistics there."""
+
+    lineup: int
+    seats: list[str]  # agent label per seat, before rotation
+    agents: list[TableAgent]
+
+    @property
+    def name(self) -> str:
+        return table_name(self.lineup)
+
+    @property
+    def description(self) -> str:
+        """``"ppo, 3×search"``: the agents at the table in seat order, repeats counted."""
+        counts: dict[str, int] = {}
+        for label in self.seats:
+            counts[label] = counts.get(label, 0) + 1
+        return ", ".join(label if c == 1 else f"{c}×{label}" for label, c in counts.items())
+
+    def agent(self, label: str) -> TableAgent:
         for a in self.agents:
             if a.label == label:
                 return a
@@ -85,9 +134,65 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "table": self.name,
+            "lineup": self.lineup,
+            "seats": list(self.seats),
             "agents": [a.to_dict() for a in self.agents],
+        }
+
+
+@dataclass
+class Difference:
+    """``a``'s score minus ``b``'s, paired per deal at the tables where both sat (see the module doc)."""
+
+    a: str
+    b: str
+    tables: list[int]
+    estimate: Estimate
+    per_deal: dict[int, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "tables": [table_name(t) for t in self.tables],
+            **self.estimate.to_dict(),
+        }
+
+
+@dataclass
+class Summary:
+    """Per-agent statistics (over the tables each agent sat at), per-table statistics, and the paired score
+    differences of the agents that sat together.
+
+    ``differences[(a, b)]`` holds the estimate for every ordered pair that met (both orders); ``pairs`` the
+    reported ones, each pair once (in a gauntlet: the candidate minus each table's opponent)."""
+
+    agents: list[AgentSummary]
+    match: bool
+    differences: dict[tuple[str, str], Estimate]
+    tables: list[TableSummary] = field(default_factory=list)
+    pairs: list[Difference] = field(default_factory=list)
+
+    def by_label(self, label: str) -> AgentSummary:
+        for a in self.agents:
+            if a.label == label:
+                return a
+        raise KeyError(label)
+
+    def difference(self, a: str, b: str) -> Estimate:
+        """``a`` minus ``b`` at the tables where both sat; ``KeyError`` naming the problem if they never met."""
+        try:
+            return self.differences[(a, b)]
+        except KeyError:
+            raise KeyError(f"{a!r} and {b!r} never sat at the same table: no paired difference") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "agents": [a.to_dict() for a in self.agents],
+            "tables": [t.to_dict() for t in self.tables],
             "match": self.match,
-            "score_differences": [{"a": a, "b": b, **e.to_dict()} for (a, b), e in self.differences.items()],
+            "score_differences": [p.to_dict() for p in self.pairs],
         }
 
 
@@ -158,11 +263,13 @@ def summarize(results: Results) -> Summary:
     match = cfg.get("target_score") is not None or cfg.get("rounds") is not None
     metrics = METRICS if match else METRICS[:-1]
     n = len(results.labels)
-    sums: list[dict[str, dict[int, float]]] = [{m: defaultdict(float) for m in metrics} for _ in range(n)]
-    counts: list[dict[int, int]] = [defaultdict(int) for _ in range(n)]
-    games = [0] * n
+    # sums[(agent, lineup)][metric][deal], counts[(agent, lineup)][deal]: seat-games of the agent at a table
+    sums: dict[tuple[int, int], dict[str, dict[int, float]]] = defaultdict(
+        lambda: {m: defaultdict(float) for m in metrics}
+    )
+    counts: dict[tuple[int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
     illegal = [0] * n
-    per_game_scores: list[list[float]] = [[] for _ in range(n)]
+    per_game_scores: dict[tuple[int, int], list[float]] = defaultdict(list)
     for g in results.games:
         rounds = len(g.scores)
         if rounds == 0:
@@ -178,35 +285,79 @@ def summarize(results: Results) -> Summary:
             }
             if mwin is not None:
                 values["match_win"] = mwin[s]
+            key = (k, g.lineup)
             for m in metrics:
-                sums[k][m][g.deal] += values[m]
-            counts[k][g.deal] += 1
-            games[k] += 1
+                sums[key][m][g.deal] += values[m]
+            counts[key][g.deal] += 1
             illegal[k] += g.illegal[s]
-            per_game_scores[k].append(values["score"])
+            per_game_scores[key].append(values["score"])
     ratings = _rate(results, team, match)
+
+    def per_deal_of(keys: list[tuple[int, int]]) -> dict[str, dict[int, float]]:
+        deals = sorted({d for key in keys for d in counts[key]})
+        out: dict[str, dict[int, float]] = {}
+        for m in metrics:
+            out[m] = {
+                d: sum(sums[key][m][d] for key in keys) / sum(counts[key][d] for key in keys) for d in deals
+            }
+        return out
+
+    lineups = [list(lu) for lu in results.lineups]
     agents = []
     for k in range(n):
-        per_deal = {m: {d: sums[k][m][d] / counts[k][d] for d in counts[k]} for m in metrics}
+        keys = [key for key in sorted(counts) if key[0] == k]
+        per_deal = per_deal_of(keys)
         agents.append(
             AgentSummary(
                 label=results.labels[k],
                 spec=results.agents[k],
-                games=games[k],
-                deals=len(counts[k]),
+                games=sum(sum(counts[key].values()) for key in keys),
+                deals=len(per_deal["score"]),
                 metrics={m: mean_ci([per_deal[m][d] for d in sorted(per_deal[m])]) for m in metrics},
                 per_deal=per_deal,
                 rating=ratings[k],
                 illegal=illegal[k],
-                scores=per_game_scores[k],
+                scores=[x for key in keys for x in per_game_scores[key]],
+                tables=[li for _, li in keys],
             )
         )
-    differences = {}
-    for a in agents:
-        for b in agents:
-            if a is not b:
-                differences[(a.label, b.label)] = paired_difference(a.per_deal["score"], b.per_deal["score"])
-    return Summary(agents=agents, match=match, differences=differences)
+    tables = []
+    at: dict[tuple[int, int], TableAgent] = {}
+    for li, lineup in enumerate(lineups):
+        members = []
+        for k in dict.fromkeys(lineup):
+            per_deal = per_deal_of([(k, li)]) if (k, li) in counts else {m: {} for m in metrics}
+            at[(k, li)] = TableAgent(
+                label=results.labels[k],
+                games=sum(counts[(k, li)].values()) if (k, li) in counts else 0,
+                deals=len(per_deal["score"]),
+                metrics={m: mean_ci([per_deal[m][d] for d in sorted(per_deal[m])]) for m in metrics},
+                per_deal=per_deal,
+                scores=list(per_game_scores.get((k, li), [])),
+            )
+            members.append(at[(k, li)])
+        tables.append(TableSummary(lineup=li, seats=[results.labels[k] for k in lineup], agents=members))
+    differences: dict[tuple[str, str], Estimate] = {}
+    pairs: list[Difference] = []
+    for i in range(n):
+        for j in range(n):
+            if i == j:
+                continue
+            shared = [li for li, lu in enumerate(lineups) if i in lu and j in lu]
+            if not shared:
+                continue  # never at the same table: no paired difference
+            diffs: dict[int, list[float]] = defaultdict(list)
+            for li in shared:
+                a_deal = at[(i, li)].per_deal["score"]
+                b_deal = at[(j, li)].per_deal["score"]
+                for d in sorted(set(a_deal) & set(b_deal)):
+                    diffs[d].append(a_deal[d] - b_deal[d])
+            per_deal_diff = {d: sum(v) / len(v) for d, v in sorted(diffs.items())}
+            est = mean_ci(list(per_deal_diff.values()))
+            differences[(results.labels[i], results.labels[j])] = est
+            if i < j:
+                pairs.append(Difference(results.labels[i], results.labels[j], shared, est, per_deal_diff))
+    return Summary(agents=agents, match=match, differences=differences, tables=tables, pairs=pairs)
 
 
 def ladder_check(summary: Summary, order: list[str]) -> list[tuple[str, str, Estimate, bool]]:
@@ -214,6 +365,6 @@ def ladder_check(summary: Summary, order: list[str]) -> list[tuple[str, str, Est
     the deals both played, and whether its 95% interval lies above zero."""
     out = []
     for lower, upper in itertools.pairwise(order):
-        e = summary.differences[(upper, lower)]
+        e = summary.difference(upper, lower)
         out.append((lower, upper, e, e.n >= 2 and e.low > 0.0))
     return out

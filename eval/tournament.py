@@ -11,20 +11,24 @@ set of a deal. Lineups:
 
 Everything about a game is fixed by the tournament seed and the deal, lineup, rotation and seat indices
 (agent seeds included), so the results are the same for any number of workers. Work is split by deal;
-workers are started with ``spawn`` (numba compiles once, its cache is on disk). Ctrl-C (KeyboardInterrupt)
+with ``workers = W > 1`` this process plays deals too, with ``W - 1`` processes started with ``spawn``
+(numba compiles once, its cache is on disk), each capped at one torch/BLAS thread. Ctrl-C (KeyboardInterrupt)
 stops the run and returns the deals finished so far, marked ``interrupted``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import itertools
 import json
 import multiprocessing as mp
+import os
 import signal
+import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +37,7 @@ import numpy as np
 from nertz_env.agents import Agent, make_agent
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.environment import NertzParallelEnv
+from nertz_env.threads import limit_threads
 
 MODES = ("round_robin", "gauntlet")
 
@@ -217,6 +222,7 @@ class _Plan:
     seatings: tuple[tuple[tuple[int, ...], ...], ...]
     deal_seeds: tuple[int, ...]
     seed: int
+    replays: str | None = None  # a directory: every game is recorded there as a nertz-replay/1 file
 
 
 class _Player:
@@ -245,7 +251,18 @@ class _Player:
                     seated.append(self._agent(k, copies.get(k, 0)))
                     copies[k] = copies.get(k, 0) + 1
                 seeds = [agent_seed(plan.seed, deal, li, r, s) for s in range(len(seating))]
-                g = play_game(self.env, seated, plan.deal_seeds[deal], seeds)
+                env: Any = self.env
+                if plan.replays is not None:
+                    from nertz_env.replay import RecordReplay
+
+                    labels = _labels(plan.agents)
+                    env = RecordReplay(
+                        self.env,
+                        os.path.join(plan.replays, f"deal{deal:04d}_lineup{li:02d}_rot{r}.jsonl.gz"),
+                        agents=[labels[k] for k in seating],
+                        meta={"deal": deal, "lineup": li, "rotation": r, "seats": list(seating)},
+                    )
+                g = play_game(env, seated, plan.deal_seeds[deal], seeds)
                 g.deal, g.lineup, g.rotation, g.seats = deal, li, r, list(seating)
                 games.append(g)
         return deal, games
@@ -257,12 +274,11 @@ _WORKER: _Player | None = None
 def _init_worker(plan: _Plan) -> None:
     global _WORKER
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
+    # One thread per worker: torch's default of one thread per core in every worker oversubscribed the cores
+    # (a trained policy ran 3-25x slower with 2 workers than with 1). Set before torch is imported (the
+    # policy loader imports it), and applied at once if the parent's __main__ already imported it.
+    limit_threads(1)
     _WORKER = _Player(plan)
-
-
-def _work(deal: int) -> tuple[int, list[GameRecord]]:
-    assert _WORKER is not None
-    return _WORKER.play_deal(deal)
 
 
 def _labels(agents: Sequence[str]) -> list[str]:
@@ -281,6 +297,25 @@ def _labels(agents: Sequence[str]) -> list[str]:
     return out
 
 
+class IncompatibleAgentError(ValueError):
+    """An agent that cannot play at the tournament's table (e.g. a policy trained for other rules)."""
+
+    def __init__(self, spec: str, reason: str, trained: NertzConfig | None = None) -> None:
+        super().__init__(f"agent {spec!r} cannot play at this table: {reason}")
+        self.spec = spec
+        self.trained = trained
+
+
+def check_agent(agent: Agent, spec: str, config: NertzConfig) -> None:
+    """Raise :class:`IncompatibleAgentError` unless ``agent`` accepts a table of ``config``: agents refuse
+    a table in ``reset`` (a trained policy checks the rules, table size and spaces it was trained for), so
+    this resets it once at seat 0, in the calling process, before any deal is played."""
+    try:
+        agent.reset(config, 0, 0)
+    except ValueError as e:
+        raise IncompatibleAgentError(spec, str(e), getattr(agent, "trained_config", None)) from None
+
+
 @dataclass(frozen=True)
 class Tournament:
     """A validated tournament, ready to play (built by :func:`plan_tournament`)."""
@@ -288,6 +323,7 @@ class Tournament:
     plan: _Plan
     results_template: Results
     factory: Callable[[str], Agent] | None
+    notes: tuple[str, ...] = ()  # what the agents assume about the table (e.g. a policy without a record)
 
 
 def plan_tournament(
@@ -301,11 +337,13 @@ def plan_tournament(
     rotate: bool = True,
     illegal_action: str = "noop",
     agent_factory: Callable[[str], Agent] | None = None,
+    replays: str | None = None,
 ) -> Tournament:
     """Check everything about a tournament before anything is played (arguments as :func:`run_tournament`).
 
     Raises:
-        ValueError: bad rules, table size, mode, seeds or agent spec (``AgentSpecError``).
+        ValueError: bad rules, table size, mode, seeds or agent spec (``AgentSpecError``), or an agent that
+            cannot play at the table (:class:`IncompatibleAgentError`).
         FileNotFoundError: a checkpoint that does not exist.
     """
     rules = dict(rules or {})
@@ -318,8 +356,14 @@ def plan_tournament(
         raise ValueError(f"illegal_action must be 'noop' or 'raise', got {illegal_action!r}")
     specs = list(agent_specs)
     factory = agent_factory or make_agent
+    notes = []
     for spec in dict.fromkeys(specs):
-        factory(spec)  # fail early, in this process, on unknown names and missing checkpoints
+        # fail early, in this process, on unknown names, missing checkpoints and agents that cannot play here
+        agent = factory(spec)
+        check_agent(agent, spec, config)
+        note = getattr(agent, "table_note", None)
+        if note:
+            notes.append(str(note))
     if mode == "round_robin":
         lineups = round_robin_lineups(len(specs), num_players)
     else:
@@ -339,7 +383,13 @@ def plan_tournament(
         seatings=tuple(tuple(seatings(lu, rotate)) for lu in lineups),
         deal_seeds=tuple(seeds),
         seed=int(seed),
+        replays=None if replays is None else os.path.abspath(replays),
     )
+    if replays is not None:
+        try:
+            os.makedirs(replays, exist_ok=True)
+        except OSError as e:
+            raise ValueError(f"replays: cannot create the directory {replays!r}: {e.strerror or e}") from None
     template = Results(
         agents=specs,
         labels=_labels(specs),
@@ -351,7 +401,79 @@ def plan_tournament(
         deal_seeds=seeds,
         lineups=[list(lu) for lu in lineups],
     )
-    return Tournament(plan, template, agent_factory)
+    return Tournament(plan, template, agent_factory, tuple(notes))
+
+
+def _work_many(deals: list[int]) -> list[tuple[int, list[GameRecord]]]:
+    assert _WORKER is not None
+    return [_WORKER.play_deal(d) for d in deals]
+
+
+def _play_with_workers(
+    plan: _Plan, n: int, workers: int, done: dict[int, list[GameRecord]], bar: Any
+) -> None:
+    """Play the deals with this process and ``workers - 1`` spawned ones, deal by deal as each gets free.
+
+    This process plays too: its agents are loaded already (planning built them), while a spawned worker
+    spends seconds importing numba's cache and torch before its first deal; sharing the deals dynamically
+    lets this process start at once and the workers join when ready. Every process runs torch in one thread
+    (:func:`~nertz_env.threads.limit_threads` in the workers, :func:`_one_torch_thread` here): threads per
+    core beyond one made a policy 3-25x slower.
+    """
+    pool = mp.get_context("spawn").Pool(workers - 1, initializer=_init_worker, initargs=(plan,))
+    try:
+        player = _Player(plan, make_agent)
+        chunk = max(1, min(4, n // (32 * workers)))  # small: the parent and the workers share the tail
+        pending: list[Any] = []
+        next_deal = 0
+
+        def submit() -> None:
+            nonlocal next_deal
+            if next_deal < n:
+                deals = list(range(next_deal, min(n, next_deal + chunk)))
+                next_deal += len(deals)
+                pending.append(pool.apply_async(_work_many, (deals,)))
+
+        for _ in range(2 * (workers - 1)):  # keep each worker one task ahead
+            submit()
+        while len(done) < n:
+            for r in [r for r in pending if r.ready()]:
+                pending.remove(r)
+                for deal, games in r.get():
+                    done[deal] = games
+                    bar.update(1)
+                submit()
+            if next_deal < n:
+                deal, games = player.play_deal(next_deal)
+                next_deal += 1
+                done[deal] = games
+                bar.update(1)
+            elif pending:
+                pending[0].wait(0.05)
+        pool.close()
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
+
+
+@contextlib.contextmanager
+def _one_torch_thread() -> Iterator[None]:
+    """Run torch (when a policy at the table loaded it) in one thread, restoring the caller's setting after.
+
+    A policy's forward pass at batch size 1 gains nothing from more threads, and torch's spinning intra-op
+    threads made it 10x slower or worse whenever the cores were busy (with worker processes, or other work)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def play_tournament(tournament: Tournament, workers: int = 1, progress: bool = False) -> Results:
@@ -360,31 +482,22 @@ def play_tournament(tournament: Tournament, workers: int = 1, progress: bool = F
     if tournament.factory is not None and workers > 1:
         raise ValueError("a custom agent_factory only works with workers=1")
     results = dataclasses.replace(tournament.results_template, games=[], deals_done=[])
-    results.workers = max(1, int(workers))
     n = len(plan.deal_seeds)
+    workers = max(1, min(int(workers), n))  # work is split by deal: more workers than deals would idle
+    results.workers = workers
     done: dict[int, list[GameRecord]] = {}
     start = time.perf_counter()
     bar = _progress_bar(n, progress)
     try:
-        if workers <= 1:
-            player = _Player(plan, tournament.factory or make_agent)
-            for d in range(n):
-                deal, games = player.play_deal(d)
-                done[deal] = games
-                bar.update(1)
-        else:
-            pool = mp.get_context("spawn").Pool(int(workers), initializer=_init_worker, initargs=(plan,))
-            try:
-                chunk = max(1, min(8, n // (4 * int(workers))))
-                for deal, games in pool.imap_unordered(_work, range(n), chunksize=chunk):
+        with _one_torch_thread():
+            if workers <= 1:
+                player = _Player(plan, tournament.factory or make_agent)
+                for d in range(n):
+                    deal, games = player.play_deal(d)
                     done[deal] = games
                     bar.update(1)
-                pool.close()
-            except BaseException:
-                pool.terminate()
-                raise
-            finally:
-                pool.join()
+            else:
+                _play_with_workers(plan, n, workers, done, bar)
     except KeyboardInterrupt:
         results.interrupted = True
     finally:
@@ -408,6 +521,7 @@ def run_tournament(
     progress: bool = False,
     illegal_action: str = "noop",
     agent_factory: Callable[[str], Agent] | None = None,
+    replays: str | None = None,
 ) -> Results:
     """Play a tournament and return its results (statistics: :func:`nertz_env.eval.summarize`).
 
@@ -427,6 +541,8 @@ def run_tournament(
         progress: show a tqdm progress bar (on stderr).
         illegal_action: the env's handling of illegal actions (``"noop"`` counts them, ``"raise"`` fails).
         agent_factory: builds an agent from a spec (default ``make_agent``); only with ``workers=1``.
+        replays: a directory to record every game in, one ``nertz-replay/1`` file each
+            (``deal0003_lineup01_rot2.jsonl.gz``; see :mod:`nertz_env.replay`).
 
     Returns:
         The results; on Ctrl-C the deals finished so far, with ``interrupted=True`` (check it when a
@@ -437,7 +553,7 @@ def run_tournament(
         FileNotFoundError: a checkpoint that does not exist.
     """
     tournament = plan_tournament(
-        agent_specs, num_players, deals, seed, rules, mode, deal_seeds, rotate, illegal_action, agent_factory
+        agent_specs, num_players, deals, seed, rules, mode, deal_seeds, rotate, illegal_action, agent_factory, replays
     )
     return play_tournament(tournament, workers, progress)
 

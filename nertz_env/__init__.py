@@ -1,7 +1,8 @@
 """nertz-env: Nertz (Nerts, Pounce, Racing Demon) as a PettingZoo environment.
 
 Entry points: :func:`parallel_env` (PettingZoo ``ParallelEnv``), :func:`env` (AEC), :class:`raw_env`,
-:func:`vector_env` (many tables in one call), :func:`describe_action`, :func:`decode` (observation vector to a
+:func:`vector_env` (many tables in one call), :func:`agent_vector_env` (one Gymnasium sub-environment per
+seat), :func:`describe_action`, :func:`decode` (observation vector to a
 readable dict), :class:`NertzConfig` (every rules option).
 
 The adapters are imported on first use, so ``import nertz_env.engine`` (the rules) loads numpy and numba
@@ -19,6 +20,7 @@ from nertz_env.config import NertzConfig, make_config
 from nertz_env.observation import ObsLayout, decode
 
 if TYPE_CHECKING:
+    from nertz_env.agent_vector import NertzAgentVectorEnv, agent_vector_env
     from nertz_env.environment import NertzParallelEnv, describe_action, env, parallel_env, raw_env
     from nertz_env.vector import NertzVectorEnv, vector_env
 
@@ -28,6 +30,8 @@ __version__ = "0.1.0"
 extend_path(__path__, __file__)
 
 _LAZY = {
+    "NertzAgentVectorEnv": "nertz_env.agent_vector",
+    "agent_vector_env": "nertz_env.agent_vector",
     "NertzParallelEnv": "nertz_env.environment",
     "describe_action": "nertz_env.environment",
     "env": "nertz_env.environment",
@@ -39,12 +43,14 @@ _LAZY = {
 
 __all__ = [
     "ActionTable",
+    "NertzAgentVectorEnv",
     "NertzConfig",
     "NertzParallelEnv",
     "NertzVectorEnv",
     "ObsLayout",
     "__version__",
     "action_table",
+    "agent_vector_env",
     "decode",
     "describe_action",
     "env",

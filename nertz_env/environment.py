@@ -14,18 +14,27 @@ all (a string, a float such as 1.5) always raise ``ValueError``: they are bugs, 
 tick beat to the slot), ``action`` (the action applied; 0 when flagged). When a round ends it also holds
 ``round_end`` (``"nertz"``, ``"stall"`` or ``"max_ticks"``), ``score`` (the round's breakdown: ``lake``,
 ``nertz_penalty``, ``bonus``, ``false_calls``, ``total``, and ``nertz_left``: the cards left in the Nertz pile) and ``match_score``; with teams, ``team_score`` too.
+
+Conventions for clients: ``max_cycles=N`` (PettingZoo's name) is ``max_ticks=N`` for a one-round episode;
+``render(mode)`` takes an optional mode (RLlib passes one); ``reset`` warns about option keys it does not know
+(PettingZoo's own API test passes one) and ignores them; ``step``/``reset`` after ``close()`` raise
+``gymnasium.error.ClosedEnvironmentError``; ``pickle`` and ``copy.deepcopy`` give an independent table that
+continues exactly as the original (see :mod:`nertz_env._envbase`).
 """
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, NamedTuple
 
 import gymnasium
 import numpy as np
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec_wrapper
+from pettingzoo.utils.env_logger import EnvLogger
+from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
+from nertz_env import render as _render
+from nertz_env._envbase import Copyable, check_open, warn_unknown_options
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.engine import batch
@@ -61,29 +70,57 @@ class _Rows(NamedTuple):
     applied: np.ndarray
 
 
-class NertzParallelEnv(ParallelEnv):
+def max_cycles_rules(max_cycles: int | None, rules: dict[str, Any]) -> dict[str, Any]:
+    """``rules`` with PettingZoo's ``max_cycles`` mapped to ``max_ticks`` (the bound on a round's ticks, which is
+    the bound on the episode's steps when the episode is one round). Raises ValueError where it cannot mean
+    that: given with ``max_ticks``, or for a match of several rounds."""
+    if max_cycles is None:
+        return rules
+    if not isinstance(max_cycles, _INT_TYPES) or isinstance(max_cycles, bool) or max_cycles < 1:
+        raise ValueError(f"max_cycles must be a positive integer, got {max_cycles!r}")
+    if rules.get("max_ticks") is not None:
+        raise ValueError("give max_cycles or max_ticks, not both (max_cycles is PettingZoo's name for max_ticks)")
+    if rules.get("rounds") not in (None, 1) or rules.get("target_score") is not None:
+        raise ValueError(
+            "max_cycles bounds an episode's steps, but this episode is a match of several rounds; "
+            "bound each round with max_ticks instead"
+        )
+    return {**rules, "max_ticks": int(max_cycles)}
+
+
+class NertzParallelEnv(Copyable, ParallelEnv):
     """Nertz for 2 to 8 players, all acting every tick. See the module docstring and README."""
 
-    metadata = {"render_modes": ["ansi", "human"], "name": ENV_NAME, "is_parallelizable": True, "render_fps": 4}
+    metadata = {
+        "render_modes": list(_render.RENDER_MODES),
+        "name": ENV_NAME,
+        "is_parallelizable": True,
+        "render_fps": 4,
+    }
+    _derived = ("_step_table", "_rows")
 
     def __init__(
         self,
         num_players: int = 4,
         render_mode: str | None = None,
         illegal_action: str = "noop",
+        max_cycles: int | None = None,
         **rules: Any,
     ) -> None:
         """
         Args:
             num_players: seats, 2 to 8.
-            render_mode: ``None``, ``"ansi"`` (``render()`` returns the table as text) or ``"human"`` (prints it).
+            render_mode: ``None``, ``"ansi"`` (``render()`` returns the table as text), ``"human"`` (prints it) or
+                ``"rgb_array"`` (the drawing of :mod:`nertz_env.draw` as an (H, W, 3) uint8 array; needs the
+                ``render`` extra).
             illegal_action: ``"noop"`` (default: flagged wait) or ``"raise"``.
+            max_cycles: PettingZoo's name for ``max_ticks`` (a one-round episode's bound on steps).
             **rules: any option of :class:`~nertz_env.config.NertzConfig` by its RULES.md name.
         """
-        if render_mode not in (None, "ansi", "human"):
-            raise ValueError(f"render_mode must be None, 'ansi' or 'human', got {render_mode!r}")
+        _render.check_mode(render_mode)
         if illegal_action not in ("noop", "raise"):
             raise ValueError(f"illegal_action must be 'noop' or 'raise', got {illegal_action!r}")
+        rules = max_cycles_rules(max_cycles, rules)
         self.config: NertzConfig = make_config(num_players=num_players, **rules)
         self.render_mode = render_mode
         self.illegal_action = illegal_action
@@ -103,13 +140,16 @@ class NertzParallelEnv(ParallelEnv):
         self.action_spaces = {a: gymnasium.spaces.Discrete(self.actions.n) for a in self.possible_agents}
         self._state = allocate(self.config, 1)
         self._actions = np.zeros((1, n), dtype=np.int64)
-        # the compiled step for this env's own arrays, without the per-call type dispatch (see batch.bound)
-        self._step_table = batch.bound(step_block, self._state, self._actions, False, 0, 1)
         self._seeded = False
-        self._warned_options = False
+        self._closed = False
         self._team = self.config.team_of
         self._live = frozenset(self.possible_agents)  # the live agents whenever any are: all seats play to the end
         self._num_actions = self.actions.n
+        self._bind()
+
+    def _bind(self) -> None:
+        # the compiled step for this env's own arrays, without the per-call type dispatch (see batch.bound)
+        self._step_table = batch.bound(step_block, self._state, self._actions, False, 0, 1)
         # the table's rows of the engine's output arrays, made once (the arrays are written in place, never replaced)
         self._rows = _Rows(*(getattr(self._state, f)[0] for f in _Rows._fields))
 
@@ -129,11 +169,9 @@ class NertzParallelEnv(ParallelEnv):
         continues where the last episode left it (seeded from OS entropy the first time), so a sequence of
         episodes is reproducible from the first seed, and equals a batch table's autoresets.
         """
+        check_open(self, "reset")
         options = dict(options or {})
-        unknown = sorted(set(options) - {"snapshot"})
-        if unknown and not self._warned_options:  # PettingZoo's api tests pass arbitrary options
-            warnings.warn(f"reset ignores unknown option(s) {unknown}; the only option is 'snapshot'", stacklevel=2)
-            self._warned_options = True
+        warn_unknown_options(options, ("snapshot",))
         if seed is not None:
             if not isinstance(seed, _INT_TYPES) or isinstance(seed, bool) or seed < 0:
                 raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
@@ -163,6 +201,7 @@ class NertzParallelEnv(ParallelEnv):
         """One tick: every live agent's action, applied in this tick's seeded order."""
         agents = self.agents
         if not agents:
+            check_open(self, "step")
             raise RuntimeError("step() called with no live agents: the episode is over (or reset() was not called)")
         if not isinstance(actions, dict):
             raise ValueError(f"actions must be a dict from agent name to action, got {type(actions).__name__}")
@@ -261,21 +300,20 @@ class NertzParallelEnv(ParallelEnv):
             if teamed:
                 info["team_score"] = sum(totals[q] for q in range(cfg.num_players) if self._team[q] == self._team[p])
 
-    def render(self) -> str | None:
-        """The table as text (``"ansi"``) or printed (``"human"``); a warning and None without a mode."""
-        if self.render_mode is None:
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
+    def render(self, mode: str | None = None) -> Any:
+        """The table in ``mode`` (default: the ``render_mode`` it was made with): text for ``"ansi"``, printed
+        for ``"human"`` (returns None), an (H, W, 3) uint8 picture for ``"rgb_array"``. Without either, a
+        warning and None (Gymnasium's convention)."""
+        mode = _render.resolve_mode(mode, self.render_mode)
+        if mode is None:
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi', 'human' or 'rgb_array'")
             return None
-        from nertz_env.render import render_text
-
-        text = render_text(self.snapshot())
-        if self.render_mode == "human":
-            print(text)
-            return None
-        return text
+        return _render.render_snapshot(self.snapshot(), mode)
 
     def close(self) -> None:
-        pass
+        """Mark the env closed: ``step`` and ``reset`` raise from now on (closing twice is harmless)."""
+        self._closed = True
+        self.agents = []  # so step() takes its no-live-agents branch, which says the env is closed
 
     # ------------------------------------------------------------------ extras
     def snapshot(self) -> dict[str, Any]:
@@ -302,6 +340,25 @@ class raw_env(parallel_to_aec_wrapper):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NertzParallelEnv(**kwargs))
 
+    def step(self, action: Any) -> None:
+        check_open(self.env, "step")  # the parallel env only steps once every agent has acted
+        super().step(action)
+
+    def render(self, mode: str | None = None) -> Any:
+        return self.env.render(mode)
+
+
+class OrderEnforcedEnv(OrderEnforcingWrapper):
+    """What :func:`env` returns: PettingZoo's order-enforcing wrapper over :class:`raw_env`, whose ``render``
+    also takes the optional mode that RLlib's ``PettingZooEnv`` passes."""
+
+    def render(self, mode: str | None = None) -> Any:
+        if mode is None:
+            return super().render()
+        if not self._has_reset:
+            EnvLogger.error_render_before_reset()
+        return self.env.render(mode)
+
 
 def parallel_env(**kwargs: Any) -> NertzParallelEnv:
     """Nertz as a PettingZoo ``ParallelEnv``. Keywords: ``num_players``, ``render_mode``,
@@ -311,9 +368,7 @@ def parallel_env(**kwargs: Any) -> NertzParallelEnv:
 
 def env(**kwargs: Any) -> Any:
     """Nertz as a PettingZoo ``AECEnv`` (``parallel_to_aec`` of :func:`parallel_env`, order-enforced)."""
-    from pettingzoo.utils.conversions import parallel_to_aec
-
-    return parallel_to_aec(NertzParallelEnv(**kwargs))
+    return OrderEnforcedEnv(raw_env(**kwargs))
 
 
 def describe_action(index: int, **rules: Any) -> str:

@@ -1,7 +1,12 @@
-"""Text rendering of a table, from its snapshot (so rendering never touches the engine or its generator)."""
+"""Rendering a table, from its snapshot (so rendering never touches the engine or its generator).
+
+Every environment class renders through :func:`render_snapshot` and checks its modes with :func:`check_mode`,
+so a mode added here (one entry in ``RENDERERS``) reaches all of them. ``"human"`` prints the ``"ansi"`` text.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
@@ -30,3 +35,40 @@ def render_text(snap: dict[str, Any]) -> str:
         for j, pile in enumerate(pl["work"]):
             lines.append(f"    work {j}: " + (" ".join(pile) if pile else "(empty)"))
     return "\n".join(lines)
+
+
+
+# mode -> function from a snapshot to what ``render()`` returns for that mode ("human" is handled apart)
+def render_rgb(snap: dict[str, Any]) -> Any:
+    """The drawing of :mod:`nertz_env.draw` as an (H, W, 3) uint8 array, one size for a whole episode (needs
+    the ``render`` extra; imported here, on first use, so ``render_mode=None`` never loads it)."""
+    from nertz_env.draw import ENV_FAN, table_rgb
+
+    return table_rgb(snap, fan=ENV_FAN)
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], Any]] = {"ansi": render_text, "rgb_array": render_rgb}
+RENDER_MODES: tuple[str, ...] = (*RENDERERS, "human")
+
+
+def check_mode(mode: str | None, *, allow_none: bool = True) -> str | None:
+    """``mode`` if it is a render mode (or None when ``allow_none``); else a ValueError naming the modes."""
+    if (mode is None and allow_none) or mode in RENDER_MODES:
+        return mode
+    allowed = ("None, " if allow_none else "") + ", ".join(repr(m) for m in RENDER_MODES)
+    raise ValueError(f"render_mode must be one of {allowed}; got {mode!r}")
+
+
+def resolve_mode(mode: str | None, render_mode: str | None) -> str | None:
+    """The mode one ``render(mode)`` call renders in: ``mode`` when given (RLlib's wrappers pass their own
+    ``render_mode``, often None, positionally), else the env's ``render_mode``. None when neither is set."""
+    return check_mode(mode, allow_none=True) if mode is not None else render_mode
+
+
+def render_snapshot(snap: dict[str, Any], mode: str) -> Any:
+    """What ``render()`` returns in ``mode`` for a table: the text for ``"ansi"``; ``"human"`` prints the text
+    and returns None."""
+    if mode == "human":
+        print(render_text(snap))
+        return None
+    return RENDERERS[mode](snap)

@@ -16,10 +16,18 @@ table's episode ended deals it a new episode (from the table's own generator, co
 that table's actions and returns its first observation with zero rewards.
 
 Where it departs: rewards, terminations and truncations have a seat axis (``(T, P)`` instead of ``(T,)``),
-because a table is multi-agent; ``infos`` is a dict of arrays, always with the same keys (no ``_key``
+because a table is multi-agent (:func:`nertz_env.agent_vector_env` is the same batch with one sub-environment
+per seat and ``(T * P,)`` rewards, for Gymnasium's vector wrappers); ``infos`` is a dict of arrays, always with the same keys (no ``_key``
 masks): ``illegal`` (T, P), ``lost_race`` (T, P), ``round_end`` (T,) (0 none, 1 Nertz or call, 2 stall,
 3 max_ticks), ``score`` (T, P) (the finished round's scores, valid where ``round_end > 0``),
 ``autoreset`` (T,) (the table was dealt anew this step).
+
+``reset(options=...)``: ``"snapshots"`` ({table: snapshot}) restores tables after the deal; ``"reset_mask"``
+(bool (T,), Gymnasium's partial reset) deals only those tables (each from ``seed + t`` when a seed is given,
+else from its own generator); other keys are ignored with a warning, as in ``parallel_env``. ``render()``
+returns one frame per table (``render_mode="ansi"``: a tuple of texts; ``"human"`` prints them);
+``step``/``reset`` after ``close()`` raise ``gymnasium.error.ClosedEnvironmentError``; ``pickle`` and
+``copy.deepcopy`` give an independent batch that continues exactly as the original.
 
 A table of this batch stepped with the same seed and actions gives exactly the observations, masks, rewards
 and endings of ``parallel_env`` with that seed (one rules engine; ``tests/test_vector.py`` checks it).
@@ -33,19 +41,25 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+from nertz_env import render as _render
+from nertz_env._envbase import Copyable, check_open, warn_unknown_options
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.engine import batch
-from nertz_env.engine.rules import reset_block, sample_block, step_block
+from nertz_env.engine.rules import reset_block, reset_seeded_block, sample_block, step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate, nbytes
 from nertz_env.observation import ObsLayout
 from nertz_env.snapshot import restore_table, snapshot_table
 
 
-class NertzVectorEnv(gymnasium.vector.VectorEnv):
+class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
     """``num_tables`` Nertz tables stepped together (see the module docstring)."""
 
-    metadata = {"autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP, "render_modes": []}
+    metadata = {
+        "autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP,
+        "render_modes": list(_render.RENDER_MODES),
+    }
+    _derived = ("_step_fn", "_sample_fn")
 
     def __init__(
         self,
@@ -53,6 +67,7 @@ class NertzVectorEnv(gymnasium.vector.VectorEnv):
         num_players: int = 4,
         autoreset: bool = True,
         copy: bool = True,
+        render_mode: str | None = None,
         **rules: Any,
     ) -> None:
         """
@@ -62,10 +77,14 @@ class NertzVectorEnv(gymnasium.vector.VectorEnv):
             autoreset: deal finished tables anew on the next step (else they stay finished until ``reset``).
             copy: return copies of the observation and mask buffers (set False for zero-copy views that the
                 next call overwrites).
+            render_mode: ``None``, ``"rgb_array"`` (``render()`` returns a tuple of (H, W, 3) frames, one per
+                table; needs the ``render`` extra), ``"ansi"`` (a tuple of texts, one per table) or
+                ``"human"`` (prints them).
             **rules: any option of :class:`~nertz_env.config.NertzConfig`.
         """
         if not isinstance(num_tables, (int, np.integer)) or isinstance(num_tables, bool) or num_tables < 1:
             raise ValueError(f"num_tables must be a positive integer, got {num_tables!r}")
+        self.render_mode = _render.check_mode(render_mode)
         self.config: NertzConfig = make_config(num_players=num_players, **rules)
         self.actions: ActionTable = action_table(self.config)
         self.obs_layout = ObsLayout(self.config)
@@ -88,25 +107,41 @@ class NertzVectorEnv(gymnasium.vector.VectorEnv):
         self._agent_rng = np.zeros(self.num_envs, dtype=np.uint64)
         self._sampled = np.zeros((self.num_envs, p), dtype=np.int64)
         self._acts = np.zeros((self.num_envs, p), dtype=np.int64)
+        self._started = False
+        self._closed = False
+        self._bind()
+
+    def _bind(self) -> None:
         # compiled entry points for this batch's own arrays, without the per-call type dispatch
         self._step_fn = batch.bound(step_block, self._state, self._acts, True, 0, 1)
         self._sample_fn = batch.bound(sample_block, self._state.mask, self._agent_rng, self._sampled, 0, 1)
-        self._started = False
 
     # ------------------------------------------------------------------ Gymnasium API
     def reset(
         self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """Deal every table. ``seed``: an int (table t gets seed + t), a sequence of one seed per table, or
-        None (fresh entropy). ``options={"snapshots": {t: snapshot}}`` then restores those tables."""
+        None (fresh entropy). ``options={"snapshots": {t: snapshot}}`` then restores those tables;
+        ``options={"reset_mask": mask}`` (bool, (tables,)) deals only the tables where ``mask`` is True (from
+        their seeds when ``seed`` is given, else from their own generators) and leaves the others as they are."""
+        check_open(self, "reset")
         options = dict(options or {})
-        unknown = sorted(set(options) - {"snapshots"})
-        if unknown:
-            raise ValueError(f"unknown reset option(s) {unknown}; the only option is 'snapshots'")
-        seeds = self._table_seeds(seed)
-        batch.reset(self._state, seeds)
-        ss = np.random.SeedSequence([int(seeds[0]), self.num_envs, 0x5A3B])
-        self._agent_rng[:] = ss.generate_state(self.num_envs, np.uint64)
+        warn_unknown_options(options, ("snapshots", "reset_mask"))
+        if "reset_mask" in options:
+            mask = self._reset_mask(options["reset_mask"])
+            if not self._started and not mask.all():
+                raise ValueError("reset_mask: the first reset() must deal every table")
+            seeds = None if seed is None else self._table_seeds(seed)
+            for t in np.flatnonzero(mask).tolist():
+                if seeds is None:
+                    reset_block(self._state, t, t + 1)
+                else:
+                    reset_seeded_block(self._state, seeds, t, t + 1)
+        else:
+            seeds = self._table_seeds(seed)
+            batch.reset(self._state, seeds)
+            ss = np.random.SeedSequence([int(seeds[0]), self.num_envs, 0x5A3B])
+            self._agent_rng[:] = ss.generate_state(self.num_envs, np.uint64)
         for t, snap in dict(options.get("snapshots", {})).items():
             self.restore(int(t), snap)
         self._started = True
@@ -118,6 +153,7 @@ class NertzVectorEnv(gymnasium.vector.VectorEnv):
         """One tick on every table. ``actions``: integers of shape (tables, players); out-of-range or masked
         actions are applied as waits and flagged in ``infos["illegal"]``."""
         if not self._started:
+            check_open(self, "step")
             raise RuntimeError("call reset() before step()")
         acts = np.asarray(actions)
         if acts.shape != (self.num_envs, self.num_players):
@@ -152,7 +188,28 @@ class NertzVectorEnv(gymnasium.vector.VectorEnv):
         )
 
     def close_extras(self, **kwargs: Any) -> None:
-        pass
+        """``step`` and ``reset`` raise from now on."""
+        self._closed = True
+        self._started = False  # so step() takes its not-started branch, which says the env is closed
+
+    def render(self, tables: Sequence[int] | None = None) -> tuple[Any, ...] | None:
+        """One frame per table (of ``tables``, default all) in the ``render_mode`` the batch was made with:
+        ``"rgb_array"`` gives a tuple of (H, W, 3) frames, ``"ansi"`` a tuple of texts; ``"human"`` prints each under a ``table t`` header and returns None.
+        Without a render_mode, a warning and None (Gymnasium's convention)."""
+        if not self._started:
+            check_open(self, "render")
+            raise RuntimeError("call reset() before render()")
+        mode = self.render_mode
+        if mode is None:
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi', 'human' or 'rgb_array'")
+            return None
+        chosen = range(self.num_envs) if tables is None else [self._table_index(t) for t in tables]
+        if mode == "human":
+            for t in chosen:
+                print(f"table {t}")
+                _render.render_snapshot(self.snapshot(t), mode)
+            return None
+        return tuple(_render.render_snapshot(self.snapshot(t), mode) for t in chosen)
 
     # ------------------------------------------------------------------ extras
     def reset_tables(self, tables: Sequence[int] | np.ndarray) -> None:
@@ -192,6 +249,15 @@ class NertzVectorEnv(gymnasium.vector.VectorEnv):
         if not isinstance(table, (int, np.integer)) or isinstance(table, bool) or not 0 <= table < self.num_envs:
             raise ValueError(f"table must be an integer from 0 to {self.num_envs - 1}, got {table!r}")
         return int(table)
+
+    def _reset_mask(self, mask: Any) -> np.ndarray:
+        m = np.asarray(mask)
+        if m.shape != (self.num_envs,) or m.dtype != np.bool_ or not m.any():
+            raise ValueError(
+                f"reset_mask must be a bool array of shape ({self.num_envs},) with at least one True, "
+                f"got {type(mask).__name__} {getattr(m, 'dtype', '')} {m.shape}"
+            )
+        return m
 
     def _table_seeds(self, seed: int | Sequence[int] | None) -> np.ndarray:
         n = self.num_envs

@@ -8,8 +8,6 @@ import sys
 
 import numpy as np
 import pytest
-from pettingzoo.test import api_test, parallel_api_test, render_test, seed_test
-from pettingzoo.utils.conversions import parallel_to_aec
 
 import nertz_env
 from nertz_env.actions import action_table
@@ -31,21 +29,8 @@ def test_engine_import__pulls_in_no_framework() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_pettingzoo_parallel_api_test__passes() -> None:
-    parallel_api_test(nertz_env.parallel_env(), num_cycles=400)
-
-
-@pytest.mark.parametrize("rules", [{}, {"num_players": 2, "jokers": 1}, {"turn_based": True, "teams": True}])
-def test_pettingzoo_api_test__passes_on_aec(rules: dict) -> None:
-    api_test(nertz_env.env(**rules), num_cycles=300)
-
-
-def test_pettingzoo_seed_test__aec_is_deterministic() -> None:
-    seed_test(lambda: parallel_to_aec(nertz_env.parallel_env()), num_cycles=300)
-
-
-def test_pettingzoo_render_test__ansi() -> None:
-    render_test(lambda render_mode=None: nertz_env.env(render_mode=render_mode))
+# PettingZoo's own conformance tests (parallel_api_test, api_test, seed_test, max_cycles_test, render_test)
+# run in tests/test_clients.py with the other clients.
 
 
 def test_raw_env__is_the_unwrapped_aec_form() -> None:
@@ -189,7 +174,7 @@ def test_step_after_the_end__raises_a_clear_error() -> None:
         ({"target_score": 50, "rounds": 3}, "exclusive"),
         ({"max_ticks": 0}, "max_ticks"),
         ({"colour_blind": True}, "unknown option"),
-        ({"render_mode": "rgb_array"}, "render_mode"),
+        ({"render_mode": "video"}, "render_mode"),
         ({"illegal_action": "ignore"}, "illegal_action"),
     ],
 )
@@ -204,10 +189,11 @@ def test_bad_seed__value_error(seed: object) -> None:
         nertz_env.parallel_env().reset(seed=seed)  # type: ignore[arg-type]
 
 
-def test_unknown_reset_option__is_ignored_with_a_warning() -> None:
+def test_unknown_reset_option__is_ignored_with_a_warning_every_time() -> None:
     env = nertz_env.parallel_env()
-    with pytest.warns(UserWarning, match="only option is 'snapshot'"):
-        env.reset(seed=0, options={"snapshots": {}})
+    for _ in range(2):
+        with pytest.warns(UserWarning, match=r"ignores unknown option\(s\) \['snapshots'\]; the options are 'snapshot'"):
+            env.reset(seed=0, options={"snapshots": {}})
     assert env.agents
 
 
@@ -334,3 +320,118 @@ def test_observation__lake_tops_stay_in_bounds_when_jokers_top_foundations_too()
         assert env.observation_space(agent).contains(obs[agent]), "observation outside its declared space"
     decoded = nertz_env.decode(obs["player_0"]["observation"], env.config)
     assert decoded["lake_tops"]["AC"] == 3
+
+
+# ---------------------------------------------------------------- conventions clients expect
+@pytest.mark.parametrize("make", [nertz_env.parallel_env, nertz_env.env, nertz_env.raw_env], ids=["parallel", "env", "raw"])
+def test_max_cycles__is_the_tick_bound_of_a_one_round_episode(make: object) -> None:
+    e = make(max_cycles=3, num_players=2)  # type: ignore[operator]
+    assert e.unwrapped.config.max_ticks == 3
+    with pytest.raises(ValueError, match="not both"):
+        make(max_cycles=3, max_ticks=4)  # type: ignore[operator]
+    with pytest.raises(ValueError, match="several rounds"):
+        make(max_cycles=3, rounds=2)  # type: ignore[operator]
+    with pytest.raises(ValueError, match="max_cycles"):
+        make(max_cycles=0)  # type: ignore[operator]
+
+
+def test_max_cycles__parallel_episode_lasts_exactly_that_many_steps() -> None:
+    env = nertz_env.parallel_env(max_cycles=5)
+    env.reset(seed=0)
+    steps = 0
+    while env.agents:
+        _, _, _, truncs, _ = env.step({a: 0 for a in env.agents})
+        steps += 1
+    assert steps == 5 and all(truncs.values())
+
+
+def test_render__takes_the_mode_rllib_passes() -> None:
+    """RLlib's ParallelPettingZooEnv calls ``par_env.render(self.render_mode)`` (its own, often None) and its
+    PettingZooEnv calls ``env.render(self.render_mode)`` on the AEC form."""
+    env = nertz_env.parallel_env(render_mode="ansi")
+    env.reset(seed=0)
+    text = env.render()
+    assert env.render(None) == text and env.render("ansi") == text
+    quiet = nertz_env.parallel_env()
+    quiet.reset(seed=0)
+    assert quiet.render("ansi") == text  # an explicit mode renders even without a render_mode
+    aec = nertz_env.env(render_mode="ansi")
+    aec.reset(seed=0)
+    assert aec.render(None) == aec.render("ansi") == aec.render() == text
+    with pytest.raises(ValueError, match="render_mode"):
+        env.render("rgb")
+
+
+def _every_env() -> list:
+    def single() -> object:
+        from nertz_env.train import NertzSingleAgentEnv
+
+        return NertzSingleAgentEnv(num_players=2, opponents=["random"])
+
+    def sb3_vec() -> object:
+        from nertz_env.train import NertzVecEnv
+
+        return NertzVecEnv(num_tables=2, num_players=2, seed=0)
+
+    return [
+        pytest.param(lambda: nertz_env.parallel_env(num_players=2), id="parallel_env"),
+        pytest.param(lambda: nertz_env.env(num_players=2), id="env"),
+        pytest.param(lambda: nertz_env.raw_env(num_players=2), id="raw_env"),
+        pytest.param(lambda: nertz_env.vector_env(2, num_players=2), id="vector_env"),
+        pytest.param(lambda: nertz_env.agent_vector_env(2, num_players=2), id="agent_vector_env"),
+        pytest.param(single, id="NertzSingleAgentEnv"),
+        pytest.param(sb3_vec, id="NertzVecEnv"),
+    ]
+
+
+def _reset(env: object, **kw: object) -> None:
+    if type(env).__name__ == "NertzVecEnv":
+        env.reset()  # type: ignore[attr-defined]  (SB3's VecEnv.reset takes no arguments)
+    else:
+        env.reset(seed=0, **kw)  # type: ignore[attr-defined]
+
+
+def _step(env: object) -> None:
+    name = type(env).__name__
+    if name in ("NertzParallelEnv",):
+        env.step({a: 0 for a in env.possible_agents})  # type: ignore[attr-defined]
+    elif name in ("NertzVectorEnv",):
+        env.step(np.zeros((2, 2), dtype=np.int64))  # type: ignore[attr-defined]
+    elif name in ("NertzAgentVectorEnv",):
+        env.step(np.zeros(4, dtype=np.int64))  # type: ignore[attr-defined]
+    elif name == "NertzVecEnv":
+        env.step(np.zeros(env.num_envs, dtype=np.int64))  # type: ignore[attr-defined]
+    else:
+        env.step(0)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("make", _every_env())
+def test_step_and_reset_after_close__raise_a_clear_error_in_every_env(make: object) -> None:
+    from gymnasium.error import ClosedEnvironmentError
+
+    env = make()  # type: ignore[operator]
+    _reset(env)
+    _step(env)
+    env.close()  # type: ignore[attr-defined]
+    env.close()  # type: ignore[attr-defined]  (closing twice is harmless)
+    with pytest.raises(ClosedEnvironmentError, match=r"step\(\) after close\(\)"):
+        _step(env)
+    with pytest.raises(ClosedEnvironmentError, match=r"reset\(\) after close\(\)"):
+        _reset(env)
+
+
+@pytest.mark.parametrize("make", [p for p in _every_env() if p.id != "NertzVecEnv"])
+def test_unknown_reset_option__warns_the_same_way_in_every_env(make: object) -> None:
+    env = make()  # type: ignore[operator]
+    with pytest.warns(UserWarning, match=r"reset\(\) ignores unknown option\(s\) \['colour'\]"):
+        _reset(env, options={"colour": 1})
+    _step(env)  # and the env is usable
+
+
+def test_sb3_vec_env__options_set_for_reset_warn_as_everywhere() -> None:
+    from nertz_env.train import NertzVecEnv
+
+    env = NertzVecEnv(num_tables=1, num_players=2, seed=0)
+    env.set_options({"colour": 1})
+    with pytest.warns(UserWarning, match=r"ignores unknown option\(s\) \['colour'\]; it takes no options"):
+        env.reset()

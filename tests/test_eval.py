@@ -272,7 +272,15 @@ def test_report__writes_table_json_csv_and_plots(tmp_path: Any) -> None:
     assert "heuristic" in text and "±" in text
     paths = save(res, s, str(tmp_path))
     names = sorted(os.path.basename(p) for p in paths)
-    assert names == ["games.csv", "ratings.png", "results.json", "scores.png", "summary.csv"]
+    assert names == [
+        "differences.csv",
+        "games.csv",
+        "ratings.png",
+        "results.json",
+        "scores.png",
+        "summary.csv",
+        "tables.csv",
+    ]
     data = json.loads((tmp_path / "results.json").read_text())
     again = Results.from_dict(data)
     assert summarize(again).to_dict() == s.to_dict()
@@ -369,7 +377,14 @@ def test_cli__round_robin_prints_the_table_and_saves(tmp_path: Any, capsys: Any)
     out = capsys.readouterr().out
     assert re.search(r"heuristic\s+6\s+-?\d+\.\d\d ± \d+\.\d\d", out)
     assert "draw=1" in out
-    assert sorted(os.listdir(tmp_path)) == ["games.csv", "results.json", "summary.csv", "table.txt"]
+    assert sorted(os.listdir(tmp_path)) == [
+        "differences.csv",
+        "games.csv",
+        "results.json",
+        "summary.csv",
+        "table.txt",
+        "tables.csv",
+    ]
 
 
 def _interrupt_run(tmp_path: Any, workers: int) -> tuple[subprocess.CompletedProcess[str] | Any, str]:

@@ -176,3 +176,63 @@ def test_batch__threaded_blocks_equal_one_block(monkeypatch: pytest.MonkeyPatch)
 
     for threaded, serial in zip(play(2), play(1), strict=True):
         np.testing.assert_array_equal(threaded, serial)
+
+
+# ---------------------------------------------------------------- render, partial resets, the per-agent view
+def test_batch__render_gives_one_text_per_table_or_the_chosen_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    venv = nertz_env.vector_env(3, render_mode="ansi")
+    venv.reset(seed=0)
+    frames = venv.render()
+    assert isinstance(frames, tuple) and len(frames) == 3
+    for t, text in enumerate(frames):
+        assert text == nertz_env.render.render_text(venv.snapshot(t))
+    assert venv.render(tables=[2]) == (frames[2],)
+    human = nertz_env.vector_env(2, render_mode="human")
+    human.reset(seed=0)
+    assert human.render() is None
+    assert capsys.readouterr().out.count("player_3") == 2
+    with pytest.raises(ValueError, match="render_mode"):
+        nertz_env.vector_env(2, render_mode="video")
+
+
+def test_batch__reset_mask_deals_only_the_masked_tables() -> None:
+    venv = nertz_env.vector_env(3)
+    venv.reset(seed=0)
+    for _ in range(5):
+        venv.step(venv.sample_actions())
+    before = [venv.snapshot(t) for t in range(3)]
+    venv.reset(seed=10, options={"reset_mask": np.array([False, True, False])})
+    fresh = nertz_env.vector_env(3)
+    fresh.reset(seed=10)
+    assert venv.snapshot(0) == before[0] and venv.snapshot(2) == before[2]
+    assert venv.snapshot(1) == fresh.snapshot(1)  # table t of a seed-s reset is seeded with s + t
+    with pytest.raises(ValueError, match="reset_mask"):
+        venv.reset(options={"reset_mask": np.array([1, 0, 0])})
+
+
+def test_per_agent_view__flat_shapes_and_the_same_game_as_the_batch() -> None:
+    envs = nertz_env.agent_vector_env(2, num_players=3)
+    venv = nertz_env.vector_env(2, num_players=3)
+    obs, _ = envs.reset(seed=4)
+    ref, _ = venv.reset(seed=4)
+    assert envs.num_envs == 6 and obs["observation"].shape == (6, venv.obs_layout.size)
+    assert envs.observation_space.contains(obs)
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        acts = np.array([rng.choice(np.flatnonzero(m)) for m in obs["action_mask"]])
+        obs, rew, term, trunc, info = envs.step(acts)
+        ref, rrew, rterm, rtrunc, rinfo = venv.step(acts.reshape(2, 3))
+        assert rew.shape == term.shape == trunc.shape == (6,)
+        np.testing.assert_array_equal(obs["observation"], ref["observation"].reshape(6, -1))
+        np.testing.assert_array_equal(rew, rrew.reshape(6))
+        np.testing.assert_array_equal(term, rterm.reshape(6))
+        np.testing.assert_array_equal(trunc, rtrunc.reshape(6))
+        np.testing.assert_array_equal(info["round_end"], np.repeat(rinfo["round_end"], 3))
+    assert list(envs.env_table) == [0, 0, 0, 1, 1, 1] and list(envs.env_seat) == [0, 1, 2, 0, 1, 2]
+    with pytest.raises(ValueError, match="shape"):
+        envs.step(np.zeros((2, 3), dtype=np.int64))
+    with pytest.raises(ValueError, match="every seat of a table"):
+        envs.reset(options={"reset_mask": np.array([True, False, False, False, False, False])})
+
+
+# Gymnasium's RecordEpisodeStatistics and NormalizeReward over this view: tests/test_clients.py.

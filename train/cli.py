@@ -9,8 +9,12 @@ Examples::
     nertz-train --print-config                           # the effective options, as JSON
 
 Every option of :class:`nertz_env.train.config.TrainConfig` is a flag (``--snake-case`` spelled with
-dashes); flags override the file, which overrides a resumed checkpoint's stored options. Exit codes: 0 done,
-1 training error, 2 bad usage (unknown option, bad value, missing or incompatible checkpoint).
+dashes); flags override the file, which overrides a resumed checkpoint's stored options. An option that
+cannot take effect with the others (``--opponent`` when every seat learns, ``--num-envs`` in vector mode,
+``--shaping-coef`` without ``--shaping``, ...) is refused before any work, in one line naming what to pass
+instead; a budget that is not whole rollouts is said before training (``training to 16,384 transitions, not
+total_timesteps 100``). Exit codes: 0 done, 1 training error, 2 bad usage (unknown option, bad value, an option
+that cannot take effect, missing or incompatible checkpoint, a run directory that already holds a run).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import itertools
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from nertz_env.train.config import ConfigError, TrainConfig, read_config_file
 
@@ -54,13 +58,21 @@ def _rule(text: str) -> tuple[str, Any]:
 
 
 def _opponent(text: str) -> tuple[str, float]:
+    """``heuristic`` -> (heuristic, 1), ``search=0.2`` -> (search, 0.2), ``search:rollouts=4`` -> (that spec, 1),
+    ``search:rollouts=4=0.2`` -> (``search:rollouts=4``, 0.2): an agent's parameters keep their ``=``."""
+    text = text.strip()
+    head, colon, params = text.partition(":")
+    last = params.split(",")[-1] if colon else head
+    if last.count("=") < (2 if colon else 1):
+        return text, 1.0
     spec, _, weight = text.rpartition("=")
-    if not spec:
-        return text.strip(), 1.0
     try:
-        return spec.strip(), float(weight)
+        value = float(weight)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--opponent takes spec=weight, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"--opponent takes SPEC or SPEC=WEIGHT (e.g. search=0.2, search:rollouts=4=0.2), got {text!r}"
+        ) from None
+    return spec.strip(), value
 
 
 def _int_list(text: str) -> list[int]:
@@ -86,8 +98,42 @@ def _optional(kind: type) -> Any:
     return parse
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (``prog: error: ...``) and exit code 2, and that
+    refuses an option given twice (argparse keeps the last one silently; ``append`` options excepted)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        argv = list(sys.argv[1:] if args is None else args)
+        seen: dict[str, str] = {}
+        for token in argv:
+            if token == "--":
+                break
+            if not token.startswith("--"):
+                continue
+            opt = token.split("=", 1)[0]
+            matches = [o for o in self._option_string_actions if o == opt] or [
+                o for o in self._option_string_actions if o.startswith(opt)
+            ]
+            if len(matches) != 1:
+                continue  # unknown or ambiguous: argparse says so
+            action = self._option_string_actions[matches[0]]
+            if isinstance(action, argparse._AppendAction) or action.dest == "help":
+                continue
+            if action.dest in seen:
+                first = seen[action.dest]
+                both = f"{opt} is given twice" if first == opt else f"{first} and {opt} both set {action.dest}"
+                self.error(f"{both} (the last would win silently): give it once")
+            seen[action.dest] = opt
+        return super().parse_known_args(args, namespace)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="nertz-train",
         description="Train a MaskablePPO policy for Nertz (self-play vector env or single-agent view).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -138,24 +184,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _unique(pairs: list[tuple[str, Any]], flag: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ConfigError(f"{flag} {key} is given twice ({out[key]!r} and {value!r}): give it once")
+        out[key] = value
+    return out
+
+
 def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None) -> TrainConfig:
     """The config: ``base`` (defaults, or a checkpoint's), then ``--config``'s file, then the flags."""
+    return config_and_given(args, base)[0]
+
+
+def config_and_given(args: argparse.Namespace, base: TrainConfig | None = None) -> tuple[TrainConfig, set[str]]:
+    """:func:`config_from_args` and the options the file and the flags named (for
+    :meth:`TrainConfig.resolve`)."""
     cfg = base or TrainConfig()
+    given: set[str] = set()
     if args.config:
-        cfg = TrainConfig.from_dict(read_config_file(args.config), base=cfg)
+        data = read_config_file(args.config)
+        cfg = TrainConfig.from_dict(data, base=cfg)
+        given |= set(data)
     flags: dict[str, Any] = {}
     for f in dataclasses.fields(TrainConfig):
         if f.name not in _SPECIAL and getattr(args, f.name, None) is not None:
             flags[f.name] = getattr(args, f.name)
     if args.rule:
-        flags["rules"] = {**cfg.rules, **dict(args.rule)}
+        flags["rules"] = {**cfg.rules, **_unique(args.rule, "--rule")}
     if args.opponent:
-        flags["opponents"] = dict(args.opponent)
+        flags["opponents"] = _unique(args.opponent, "--opponent")
     if args.net_arch is not None:
         flags["net_arch"] = args.net_arch
     if args.eval_opponents is not None:
         flags["eval_opponents"] = args.eval_opponents
-    return TrainConfig.from_dict(flags, base=cfg)
+    return TrainConfig.from_dict(flags, base=cfg), given | set(flags)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -166,6 +230,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from nertz_env.train.rllib_backend import main as rllib_main
 
         return rllib_main(args_list)
+    from nertz_env.threads import limit_threads
+
+    limit_threads(1)  # before torch loads; the trainer then sets torch_threads
     parser = build_parser()
     args = parser.parse_args(argv)
     from nertz_env.agents import AgentSpecError
@@ -181,15 +248,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"{args.resume} stores no training config: it is not a training checkpoint"
                 )
             base = TrainConfig.from_dict(stored)
-        cfg = config_from_args(args, base)
+        cfg, given = config_and_given(args, base)
+        resolved, notes = cfg.resolve(given, resume=bool(args.resume))  # options that cannot take effect fail here, before torch loads
         if args.print_config:
-            print(json.dumps(cfg.to_dict(), indent=2))
+            print(json.dumps(resolved.to_dict(), indent=2))
+            for note in notes:
+                print(f"note: {note}", file=sys.stderr)
             return 0
         from tqdm import tqdm
 
         from nertz_env.train.trainer import Trainer
 
-        trainer = Trainer(cfg, resume=args.resume, log=tqdm.write)  # messages above the progress bar
+        # messages above the progress bar
+        trainer = Trainer(cfg, resume=args.resume, log=tqdm.write, given=given)
     except (ConfigError, CheckpointError, AgentSpecError, FileNotFoundError, ValueError) as e:
         print(f"nertz-train: error: {e}", file=sys.stderr)
         return 2

@@ -16,7 +16,11 @@ random,heuristic`` and ``--net-arch 256,256``. A file looks like this (TOML)::
     heuristic = 1.0
     search = 1.0
 
-Unknown keys and values of the wrong kind raise :class:`ConfigError` naming the key.
+Unknown keys, values of the wrong kind or out of range, and options that cannot take effect with the others
+(``num_envs`` in vector mode, ``opponents`` when every seat learns, ``shaping_scale`` without shaping, ...)
+raise :class:`ConfigError` naming the key and what to pass instead: :meth:`TrainConfig.resolve`. What the run
+adjusts (a default ``batch_size`` larger than a rollout, checkpoints and evaluations at rollout boundaries,
+a budget rounded up to whole rollouts) is said in one line each before training starts.
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import math
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,7 +62,7 @@ class TrainConfig:
     # -- opponents (single mode, and vector mode with learners_per_table < num_players)
     opponents: dict[str, float] = field(default_factory=lambda: {"heuristic": 1.0})  # agent spec -> weight
     snapshot_weight: float = 0.0  # total weight of the frozen snapshots of the learner
-    snapshot_every: int = 0  # rollouts between snapshots (0: none)
+    snapshot_every: int = 0  # rollouts between snapshots (0: only the starting policy, added once)
     max_snapshots: int = 10  # snapshots kept in the pool (oldest dropped)
     snapshot_deterministic: bool = False  # snapshots play their argmax instead of sampling
     # -- reward shaping, train-time only (see nertz_env.train.wrappers)
@@ -138,14 +143,18 @@ class TrainConfig:
             "num_envs",
             "total_timesteps",
             "n_steps",
-            "batch_size",
             "n_epochs",
             "torch_threads",
             "opponent_threads",
+            "eval_workers",
         )
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.batch_size < 2:
+            raise ConfigError(
+                f"batch_size must be >= 2 (PPO normalizes advantages per minibatch), got {self.batch_size}"
+            )
         for name in (
             "snapshot_every",
             "max_snapshots",
@@ -156,6 +165,30 @@ class TrainConfig:
         ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("seed", "eval_seed"):
+            if not 0 <= getattr(self, name) < 2**32:
+                raise ConfigError(f"{name} must be from 0 to 2**32 - 1, got {getattr(self, name)}")
+        if not 0 <= self.verbose <= 2:
+            raise ConfigError(f"verbose must be 0, 1 or 2, got {self.verbose}")
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if str(f.type).startswith("float") and value is not None and not math.isfinite(value):
+                raise ConfigError(f"{f.name} must be a finite number, got {value!r}")
+        ranges = (
+            ("learning_rate", self.learning_rate > 0, "> 0"),
+            ("gamma", 0 < self.gamma <= 1, "in (0, 1]"),
+            ("gae_lambda", 0 <= self.gae_lambda <= 1, "in [0, 1]"),
+            ("clip_range", self.clip_range > 0, "> 0"),
+            ("ent_coef", self.ent_coef >= 0, ">= 0"),
+            ("vf_coef", self.vf_coef >= 0, ">= 0"),
+            ("max_grad_norm", self.max_grad_norm > 0, "> 0"),
+            ("shaping_scale", self.shaping_scale > 0, "> 0 (to train without shaping: shaping = false)"),
+            ("shaping_gamma", 0 < self.shaping_gamma <= 1, "in (0, 1]"),
+            ("snapshot_weight", self.snapshot_weight >= 0, ">= 0"),
+        )
+        for name, ok, want in ranges:
+            if not ok:
+                raise ConfigError(f"{name} must be {want}, got {getattr(self, name)!r}")
         if self.learners_per_table is not None and not 1 <= self.learners_per_table <= self.num_players:
             raise ConfigError(
                 f"learners_per_table must be from 1 to num_players={self.num_players} or None, "
@@ -163,14 +196,223 @@ class TrainConfig:
             )
         if not self.net_arch or any(h < 1 for h in self.net_arch):
             raise ConfigError(f"net_arch must list positive layer widths, got {self.net_arch}")
-        if any(w < 0 for w in self.opponents.values()) or self.snapshot_weight < 0:
-            raise ConfigError("opponent weights and snapshot_weight must be >= 0")
-        if self.eval_workers < 1:
-            raise ConfigError(f"eval_workers must be >= 1, got {self.eval_workers}")
-        if self.opponent_threads > 1 and self.mode != "vector":
+        for spec, w in self.opponents.items():
+            if not (math.isfinite(w) and w >= 0):
+                raise ConfigError(f"opponents: the weight of {spec!r} must be a finite number >= 0, got {w!r}")
+        if any(not s.strip() for s in [*self.opponents, *self.eval_opponents]):
+            raise ConfigError("opponents and eval_opponents take agent specs such as 'heuristic', got ''")
+        twice = sorted({s for s in self.eval_opponents if self.eval_opponents.count(s) > 1})
+        if twice:
+            raise ConfigError(f"eval_opponents names {', '.join(twice)} twice: each baseline is played once")
+
+    @property
+    def rollout_size(self) -> int:
+        """Transitions per rollout (``n_steps`` x sub-envs): PPO trains in whole rollouts."""
+        return self.n_steps * self.n_envs
+
+    def planned_timesteps(self, start: int = 0) -> int:
+        """The transitions a run trains to from ``start``: ``total_timesteps`` rounded up to whole rollouts
+        (SB3 stops at the first rollout boundary at or past the total)."""
+        left = self.total_timesteps - start
+        if left <= 0:
+            return start
+        return start + -(-left // self.rollout_size) * self.rollout_size
+
+    def resolve(self, given: Iterable[str] = (), resume: bool = False) -> tuple[TrainConfig, list[str]]:
+        """Check that every option can take effect with the others; return the config as it will run and one
+        line for each adjustment made or worth knowing.
+
+        An option counts as set when it is in ``given`` (the keys a file or the flags named) or differs from
+        its default. A set option that the chosen mode or the other options make meaningless raises
+        :class:`ConfigError` naming it and what to pass instead (``num_envs`` in vector mode, ``opponents``
+        when every seat learns, ``snapshot_every`` without ``snapshot_weight``, ``shaping_coef`` without
+        ``shaping``, ``eval_seed`` with evaluation off, a ``batch_size`` larger than a rollout, ...). A
+        default ``batch_size`` larger than a rollout is lowered to the rollout (said in the notes). Agent
+        specs (``opponents``, ``eval_opponents``) are built once here, and ``init_from``'s record is checked
+        against the table (not when ``resume``: a resumed run continues the checkpoint's weights), so a bad
+        one fails before any work.
+        """
+        self.validate()
+        defaults = TrainConfig()
+        names = [f.name for f in dataclasses.fields(self)]
+        explicit = set(given)
+        unknown = sorted(explicit - set(names))
+        if unknown:
+            raise ConfigError(f"unknown training option(s) {unknown}")
+        set_ = explicit | {n for n in names if getattr(self, n) != getattr(defaults, n)}
+        off: dict[str, Any] = {
+            "learners_per_table": None,
+            "opponent_threads": 1,
+            "snapshot_weight": 0.0,
+            "snapshot_every": 0,
+            "snapshot_deterministic": False,
+            "shaping_coef": None,
+            "eval_every": 0,
+            "keep_checkpoints": 0,
+        }
+
+        def active(name: str) -> bool:
+            return name in set_ and (name not in off or getattr(self, name) != off[name])
+
+        def first(keys: Iterable[str]) -> str | None:
+            return next((k for k in keys if active(k)), None)
+
+        if self.mode == "single":
+            name = first(("num_tables", "learners_per_table", "opponent_threads"))
+            if name:
+                raise ConfigError(
+                    f"{_show(name)} applies only to mode = 'vector' (mode 'single' runs num_envs single-agent "
+                    "envs, one learner each): remove it, or pass --mode vector"
+                )
+        elif active("num_envs"):
             raise ConfigError(
-                f"opponent_threads applies to mode = 'vector' (got {self.opponent_threads} with mode = {self.mode!r})"
+                "num_envs (--num-envs) applies only to mode = 'single'; in mode 'vector' the sub-envs are "
+                "num_tables x learners_per_table: set --num-tables instead, or pass --mode single"
             )
+        if not self.uses_opponents:
+            name = first(
+                (
+                    "opponents",
+                    "snapshot_weight",
+                    "snapshot_every",
+                    "max_snapshots",
+                    "snapshot_deterministic",
+                    "opponent_threads",
+                )
+            )
+            if name:
+                lpt = "None (all)" if self.learners_per_table is None else str(self.learners_per_table)
+                raise ConfigError(
+                    f"{_show(name)} has no effect: every seat learns (learners_per_table = {lpt} of "
+                    f"num_players = {self.num_players}), so no opponent is played; pass --learners-per-table 1 "
+                    f"(up to {self.num_players - 1}) to seat opponents, or --mode single, or remove it"
+                )
+        else:
+            if self.snapshot_weight == 0:
+                name = first(("snapshot_every", "max_snapshots", "snapshot_deterministic"))
+                if name:
+                    raise ConfigError(
+                        f"{_show(name)} has no effect with snapshot_weight = 0 (no snapshot of the learner is "
+                        "played): give --snapshot-weight > 0, or remove it"
+                    )
+                if sum(self.opponents.values()) <= 0:
+                    raise ConfigError(
+                        "the opponent pool is empty: give an opponent a weight > 0 (--opponent heuristic=1) "
+                        "or the snapshots one (--snapshot-weight 1)"
+                    )
+            elif self.max_snapshots == 0:
+                raise ConfigError(
+                    "snapshot_weight > 0 needs max_snapshots >= 1 (0 keeps no snapshot to play): "
+                    "raise --max-snapshots, or pass --snapshot-weight 0"
+                )
+            for spec in self.opponents:
+                self._check_agent(spec, "opponents (--opponent)")
+        evaluating = self.eval_deals > 0 and bool(self.eval_opponents)
+        if not evaluating:
+            if self.eval_deals == 0 and self.eval_opponents and active("eval_opponents"):
+                raise ConfigError(
+                    "eval_opponents (--eval-opponents) has no effect with eval_deals = 0 (no evaluation): "
+                    "give --eval-deals > 0, or remove it"
+                )
+            if self.eval_deals > 0 and active("eval_deals"):
+                raise ConfigError(
+                    "eval_deals (--eval-deals) has no effect with no eval_opponents: "
+                    "name the baselines (--eval-opponents heuristic,search), or pass --eval-deals 0"
+                )
+            name = first(("eval_every", "eval_seed", "eval_deterministic", "eval_workers"))
+            if name:
+                raise ConfigError(
+                    f"{_show(name)} has no effect: evaluation is off (eval_deals = {self.eval_deals}, "
+                    f"eval_opponents = {self.eval_opponents}); remove it, or turn evaluation on"
+                )
+        else:
+            for spec in self.eval_opponents:
+                self._check_agent(spec, "eval_opponents (--eval-opponents)")
+        if not self.shaping:
+            name = first(("shaping_scale", "shaping_gamma", "shaping_coef"))
+            if name:
+                raise ConfigError(f"{_show(name)} applies only with shaping = true: pass --shaping, or remove it")
+        if self.checkpoint_every == 0 and active("keep_checkpoints"):
+            raise ConfigError(
+                "keep_checkpoints (--keep-checkpoints) has no effect with checkpoint_every = 0 (only the final "
+                "checkpoint is written): give --checkpoint-every > 0, or remove it"
+            )
+        if self.init_from is not None and not resume:
+            self._check_init_from()
+        notes: list[str] = []
+        if self.uses_opponents and self.snapshot_weight > 0 and self.snapshot_every == 0:
+            notes.append(
+                "snapshot_every = 0: the only snapshot in the pool is the starting policy (added once); "
+                "give --snapshot-every N to add one every N rollouts"
+            )
+        cfg = self
+        rollout = self.rollout_size
+        how = f"n_steps {self.n_steps} x {self.n_envs} sub-envs = {rollout:,} transitions"
+        if rollout < 2:
+            raise ConfigError(f"a rollout of {how} is too small for PPO: raise --n-steps")
+        if self.batch_size > rollout:
+            if "batch_size" in set_:
+                raise ConfigError(
+                    f"batch_size {self.batch_size:,} is larger than a rollout ({how}), so it cannot take "
+                    f"effect: pass --batch-size {rollout} or less, or raise --n-steps"
+                )
+            cfg = dataclasses.replace(self, batch_size=rollout)
+            notes.append(
+                f"batch_size: {rollout:,}, a whole rollout (the default {self.batch_size:,} is larger than a "
+                f"rollout of {how})"
+            )
+        elif rollout % self.batch_size:
+            notes.append(
+                f"batch_size {self.batch_size:,} does not divide a rollout ({how}): the last minibatch of "
+                f"each epoch has {rollout % self.batch_size:,} transitions"
+            )
+        periodic = ["checkpoint_every"] + (["eval_every"] if evaluating else [])
+        end = self.planned_timesteps()
+        past = [n for n in periodic if n in set_ and getattr(self, n) > end]
+        if self.uses_opponents and self.snapshot_weight > 0 and self.snapshot_every * rollout > end:
+            past.append("snapshot_every")
+        if past:
+            what = {"checkpoint_every": "the final checkpoint", "eval_every": "the final evaluation",
+                    "snapshot_every": "the starting policy's snapshot"}
+            notes.append(
+                f"{' and '.join(past)} {'is' if len(past) == 1 else 'are'} past the end of the run "
+                f"({end:,} transitions): the only one is {' and '.join(what[n] for n in past)}"
+            )
+        uneven = [f"{n} {getattr(self, n):,}" for n in periodic if getattr(self, n) % rollout and getattr(self, n) <= end]
+        if uneven:
+            notes.append(
+                f"{' and '.join(uneven)}: not a multiple of a rollout ({rollout:,} transitions), so that "
+                "work is done at the first rollout boundary at or past each multiple"
+            )
+        return cfg, notes
+
+    def _check_init_from(self) -> None:
+        """``init_from`` must be a policy file trained for these rules and this table size."""
+        from nertz_env.train.meta import check_compatible, read_meta
+
+        try:
+            check_compatible(
+                read_meta(self.init_from or ""),
+                make_config(num_players=self.num_players, **self.rules),
+                where=f"init_from {self.init_from}",
+            )
+        except (FileNotFoundError, ValueError) as e:
+            raise ConfigError(f"init_from (--init-from): {e}") from None
+
+    def _check_agent(self, spec: str, where: str) -> None:
+        """Build the agent of ``spec`` once: a bad name, parameter or missing file, or a trained policy
+        for other rules or another table size, raises :class:`ConfigError`."""
+        from nertz_env.agents import AgentSpecError, make_agent
+
+        try:
+            agent = make_agent(spec)
+            meta = getattr(agent, "meta", None)
+            if isinstance(meta, dict):
+                from nertz_env.train.meta import check_compatible
+
+                check_compatible(meta, make_config(num_players=self.num_players, **self.rules), where=spec)
+        except (AgentSpecError, FileNotFoundError, ValueError) as e:
+            raise ConfigError(f"{where}: {e}") from None
 
     @property
     def n_envs(self) -> int:
@@ -182,6 +424,14 @@ class TrainConfig:
     @property
     def uses_opponents(self) -> bool:
         return self.mode == "single" or (self.learners_per_table or self.num_players) < self.num_players
+
+
+_FLAGS = {"opponents": "--opponent", "rules": "--rule"}
+
+
+def _show(name: str) -> str:
+    """``snapshot_every`` -> ``snapshot_every (--snapshot-every)``: the key as files and flags spell it."""
+    return f"{name} ({_FLAGS.get(name, '--' + name.replace('_', '-'))})"
 
 
 def _copy(v: Any) -> Any:

@@ -22,7 +22,6 @@ interrupted run continues where it stopped.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import glob
 import os
@@ -192,6 +191,8 @@ def run_checkpoints(run_dir: str, start: bool = True) -> list[tuple[int, str]]:
     """
     from nertz_env.train.meta import read_meta
 
+    if not os.path.isdir(run_dir):
+        raise FileNotFoundError(f"run directory not found: {run_dir}")
     found = sorted(glob.glob(os.path.join(run_dir, "checkpoints", "step_*.zip")))
     if not found:
         raise FileNotFoundError(f"{run_dir} has no checkpoints/step_*.zip (is it a nertz-train run directory?)")
@@ -257,7 +258,11 @@ def evaluate_run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
+    from nertz_env.threads import limit_threads
+    from nertz_env.train.cli import OneLineParser
+
+    limit_threads(1)  # this process and the tournament's worker processes (they inherit the cap)
+    ap = OneLineParser(
         prog="python -m nertz_env.train.evaluate",
         description="Evaluate every checkpoint of a training run on the same duplicate deals (a learning curve).",
     )
@@ -270,17 +275,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-start", action="store_true", help="skip the run's init_from policy")
     args = ap.parse_args(argv)
     baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
-    if args.deals < 1 or args.workers < 1 or not baselines:
-        ap.error("--deals and --workers must be at least 1 and --baselines must name an agent")
-    import torch
-
-    torch.set_num_threads(1)
+    if args.deals < 1:
+        ap.error(f"--deals must be at least 1, got {args.deals}")
+    if args.workers < 1:
+        ap.error(f"--workers must be at least 1, got {args.workers}")
+    if args.seed < 0:
+        ap.error(f"--seed must be >= 0, got {args.seed}")
+    if not baselines:
+        ap.error("--baselines must name an agent, such as search")
+    if len(set(baselines)) < len(baselines):
+        ap.error(f"--baselines names an agent twice: {args.baselines}")
     from nertz_env.agents import AgentSpecError, make_agent
-    from nertz_env.train.meta import CheckpointError
+    from nertz_env.train.meta import CheckpointError, check_compatible, meta_config, read_meta
 
     try:
+        points = run_checkpoints(args.run_dir, start=False)
+        meta = read_meta(points[-1][1])
+        if args.no_start and not meta.get("train_config", {}).get("init_from"):
+            ap.error(f"--no-start has no effect: {args.run_dir} was not started from an init_from policy")
+        table = meta_config(meta)
         for b in baselines:
-            make_agent(b)  # a bad spec fails here, before any game
+            agent = make_agent(b)  # a bad spec, or a trained baseline for another table, fails here
+            if isinstance(getattr(agent, "meta", None), dict):
+                check_compatible(agent.meta, table, where=f"baseline {b}")  # type: ignore[attr-defined]
+        import torch
+
+        torch.set_num_threads(1)
         out = evaluate_run(
             args.run_dir,
             baselines,
@@ -291,10 +311,10 @@ def main(argv: list[str] | None = None) -> int:
             start=not args.no_start,
         )
     except (FileNotFoundError, CheckpointError, AgentSpecError) as e:
-        print(f"evaluate: error: {e}", file=sys.stderr)
+        print(f"{ap.prog}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("evaluate: interrupted; the rows written so far are kept, run again to continue", file=sys.stderr)
+        print(f"{ap.prog}: interrupted; the rows written so far are kept, run again to continue", file=sys.stderr)
         return 130
     gains = paired_with_start(args.run_dir, args.deals, args.seed, deterministic=not args.stochastic)
     if gains:

@@ -280,6 +280,67 @@ def fit(
     return stats
 
 
+def check_imitation(
+    out: str,
+    teacher: str,
+    config: NertzConfig,
+    samples: int,
+    net_arch: list[int],
+    activation: str = "relu",
+    epochs: int = 10,
+    batch_size: int = 1024,
+    lr: float = 3e-4,
+    gamma: float = 0.995,
+    dagger_rounds: int = 0,
+    dagger_samples: int = 100_000,
+    dagger_epochs: int = 3,
+    teacher_threads: int = 1,
+    checkpoint_dir: str | None = None,
+    seed: int = 0,
+) -> None:
+    """Every check of :func:`imitate`'s options, before any work: raises ``ValueError`` (or
+    ``AgentSpecError``, a ``ValueError``) naming the bad one."""
+    import os
+
+    from nertz_env.agents import make_agent
+
+    if not out.lower().endswith(".zip"):
+        raise ValueError(f"the policy file must end in .zip (SB3 adds it otherwise), got {out!r}")
+    if os.path.isdir(out):
+        raise ValueError(f"the policy file {out!r} is a directory: name a .zip file")
+    if checkpoint_dir is not None and os.path.exists(checkpoint_dir) and not os.path.isdir(checkpoint_dir):
+        raise ValueError(f"checkpoint_dir {checkpoint_dir!r} is a file, not a directory")
+    if config.target_score is not None or config.rounds is not None:
+        raise ValueError("imitation records single rounds; use rules without target_score or rounds")
+    for name, value in (("samples", samples), ("epochs", epochs), ("batch_size", batch_size),
+                        ("dagger_samples", dagger_samples), ("dagger_epochs", dagger_epochs)):
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1, got {value}")
+    if dagger_rounds < 0:
+        raise ValueError(f"dagger_rounds must be >= 0, got {dagger_rounds}")
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
+    if not 1 <= teacher_threads <= config.num_players:
+        raise ValueError(
+            f"teacher_threads must be from 1 to the {config.num_players} seats (one teacher per seat), "
+            f"got {teacher_threads}"
+        )
+    if not net_arch or any(h < 1 for h in net_arch):
+        raise ValueError(f"net_arch must list positive layer widths such as 256,256, got {net_arch}")
+    if activation not in ("relu", "tanh"):
+        raise ValueError(f"activation must be 'relu' or 'tanh', got {activation!r}")
+    if not (lr > 0 and np.isfinite(lr)):
+        raise ValueError(f"lr must be a finite number > 0, got {lr}")
+    if not 0 < gamma <= 1:
+        raise ValueError(f"gamma must be in (0, 1], got {gamma}")
+    agent = make_agent(teacher)  # a bad spec, or a trained teacher for another table, fails here
+    meta = getattr(agent, "meta", None)
+    if isinstance(meta, dict):
+        from nertz_env.train.meta import check_compatible
+
+        check_compatible(meta, config, where=f"teacher {teacher}")
+
+
 def imitate(
     out: str,
     teacher: str = "search",
@@ -307,6 +368,8 @@ def imitate(
 
     ``teacher_threads``: threads the teachers decide in while collecting (see :func:`collect`).
 
+    Every option is checked (:func:`check_imitation`) before any work or file.
+
     With ``checkpoint_dir``, the policy after the first fit and after every DAgger round is also saved there
     (``round_00.zip``, ``round_01.zip``, ...), so the rounds can be evaluated while the run goes on.
 
@@ -319,13 +382,14 @@ def imitate(
     from nertz_env.train.policy_agent import PolicyAgent
     from nertz_env.train.trainer import save_policy
 
-    if dagger_rounds < 0 or dagger_samples < 1 or dagger_epochs < 1:
-        raise ValueError("dagger_rounds must be >= 0, dagger_samples and dagger_epochs >= 1")
-    from nertz_env.agents import make_agent
-
     started = time.perf_counter()
     config = make_config(num_players=num_players, **dict(rules or {}))
-    make_agent(teacher)  # a bad spec fails here, before any folder is made
+    check_imitation(
+        out, teacher, config, samples, net_arch=list(net_arch if net_arch is not None else [256, 256]), activation=activation, epochs=epochs,
+        batch_size=batch_size, lr=lr, gamma=gamma, dagger_rounds=dagger_rounds, dagger_samples=dagger_samples,
+        dagger_epochs=dagger_epochs, teacher_threads=teacher_threads, checkpoint_dir=checkpoint_dir,
+        seed=seed,
+    )  # every bad value fails here, before any folder is made
     ckpt = None
     if checkpoint_dir is not None:
         import pathlib
@@ -338,7 +402,7 @@ def imitate(
         relative_reward=relative_reward, teacher_threads=teacher_threads,
     )
     log(f"recorded {len(demos.actions):,} decisions of {teacher} in {demos.games} rounds ({demos.seconds:.0f} s)")
-    policy, kwargs = build_policy(config, list(net_arch or [256, 256]), activation, lr)
+    policy, kwargs = build_policy(config, list(net_arch if net_arch is not None else [256, 256]), activation, lr)
     t0 = time.perf_counter()
     stats = fit(policy, demos, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, log=log)
     fit_s = time.perf_counter() - t0
@@ -383,28 +447,33 @@ def imitate(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m nertz_env.train.imitate``: collect, fit and save; exit code 2 on bad input."""
-    import argparse
+    """``python -m nertz_env.train.imitate``: collect, fit and save; exit code 2 on bad input (one line)."""
     import json
     import sys
 
     from nertz_env.agents import AgentSpecError
+    from nertz_env.threads import limit_threads
+    from nertz_env.train.cli import OneLineParser, _int_list, _rule
 
-    ap = argparse.ArgumentParser(prog="python -m nertz_env.train.imitate", description=__doc__.split("\n")[0])
+    ap = OneLineParser(prog="python -m nertz_env.train.imitate", description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="the policy file to write (.zip)")
     ap.add_argument("--teacher", default="search", help="agent spec to imitate (default search)")
     ap.add_argument("--players", type=int, default=4)
+    ap.add_argument("--rule", action="append", type=_rule, metavar="KEY=VALUE",
+                    help="a rules option of the tables (repeat); the policy is for these rules")
     ap.add_argument("--samples", type=int, default=200_000, help="decisions to record (default 200,000)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--net-arch", default="256,256", help="hidden widths (default 256,256)")
+    ap.add_argument("--net-arch", type=_int_list, default=[256, 256], help="hidden widths (default 256,256)")
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--batch-size", type=int, default=1024)
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--gamma", type=float, default=0.995)
     ap.add_argument("--dagger-rounds", type=int, default=0,
                     help="DAgger rounds after the first fit: the policy plays a seat, the teacher labels (default 0)")
-    ap.add_argument("--dagger-samples", type=int, default=100_000, help="decisions per DAgger round")
-    ap.add_argument("--dagger-epochs", type=int, default=3, help="epochs over all records after each DAgger round")
+    ap.add_argument("--dagger-samples", type=int, default=None,
+                    help="decisions per DAgger round (default 100,000; needs --dagger-rounds)")
+    ap.add_argument("--dagger-epochs", type=int, default=None,
+                    help="epochs over all records after each DAgger round (default 3; needs --dagger-rounds)")
     ap.add_argument("--relative-reward", action="store_true",
                     help="value targets from the score minus the rivals' mean (as relative_reward = true trains)")
     ap.add_argument("--no-shaping", action="store_true", help="value targets without the Nertz-pile shaping")
@@ -414,19 +483,34 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--teacher-threads", type=int, default=1,
                     help="threads the teachers decide in while collecting (default 1; 2 on a 2-core machine)")
     args = ap.parse_args(argv)
+    if args.threads < 1:
+        ap.error(f"--threads must be at least 1, got {args.threads}")
+    if args.dagger_rounds == 0:
+        given = [f for f, v in (("--dagger-samples", args.dagger_samples), ("--dagger-epochs", args.dagger_epochs))
+                 if v is not None]
+        if given:
+            ap.error(f"{given[0]} has no effect without DAgger rounds: pass --dagger-rounds N (N >= 1), or remove it")
+    rules: dict[str, Any] = {}
+    for key, value in args.rule or []:
+        if key in rules:
+            ap.error(f"--rule {key} is given twice ({rules[key]!r} and {value!r}): give it once")
+        rules[key] = value
+    if "num_players" in rules:
+        ap.error("give the table size as --players, not as --rule num_players")
+    limit_threads(args.threads)
     torch.set_num_threads(args.threads)
     try:
-        net = [int(x) for x in args.net_arch.split(",") if x.strip()]
         result = imitate(
-            args.out, args.teacher, args.players, None, args.samples, args.seed, net,
+            args.out, args.teacher, args.players, rules, args.samples, args.seed, args.net_arch,
             epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, gamma=args.gamma,
             shaping=not args.no_shaping, progress=True, dagger_rounds=args.dagger_rounds,
-            dagger_samples=args.dagger_samples, dagger_epochs=args.dagger_epochs,
+            dagger_samples=100_000 if args.dagger_samples is None else args.dagger_samples,
+            dagger_epochs=3 if args.dagger_epochs is None else args.dagger_epochs,
             relative_reward=args.relative_reward, checkpoint_dir=args.checkpoint_dir,
             teacher_threads=args.teacher_threads,
         )
-    except (AgentSpecError, ValueError) as e:
-        print(f"imitate: error: {e}", file=sys.stderr)
+    except (AgentSpecError, FileNotFoundError, ValueError) as e:
+        print(f"{ap.prog}: error: {e}", file=sys.stderr)
         return 2
     print(json.dumps(result, indent=2))
     return 0

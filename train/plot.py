@@ -10,7 +10,6 @@ score. Needs matplotlib (the ``eval`` extra).
 
 from __future__ import annotations
 
-import argparse
 import csv
 import glob
 import os
@@ -114,15 +113,32 @@ def plot(run_dir: str, out: str, title: str | None = None, offset: int = 0) -> s
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m nertz_env.train.plot", description=__doc__.split("\n")[0])
+    from nertz_env.train.cli import OneLineParser
+
+    ap = OneLineParser(prog="python -m nertz_env.train.plot", description=__doc__.split("\n")[0])
     ap.add_argument("run_dir")
-    ap.add_argument("--out", help="PNG path (default RUN_DIR/learning_curve.png)")
+    ap.add_argument("--out", help="image path, .png, .svg or .pdf (default RUN_DIR/learning_curve.png)")
     ap.add_argument("--title")
     args = ap.parse_args(argv)
+    out = args.out or os.path.join(args.run_dir, "learning_curve.png")
+    if os.path.splitext(out)[1].lower() not in (".png", ".svg", ".pdf"):
+        ap.error(f"--out must end in .png, .svg or .pdf, got {out!r}")
+    if not os.path.isdir(args.run_dir):
+        print(f"{ap.prog}: error: run directory not found: {args.run_dir}", file=sys.stderr)
+        return 2
     try:
-        path = plot(args.run_dir, args.out or os.path.join(args.run_dir, "learning_curve.png"), args.title)
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print(f"{ap.prog}: error: drawing needs matplotlib: pip install 'nertz-env[eval]'", file=sys.stderr)
+        return 2
+    try:
+        path = plot(args.run_dir, out, args.title)
     except FileNotFoundError as e:
-        print(f"plot: error: {e}", file=sys.stderr)
+        print(f"{ap.prog}: error: {e}", file=sys.stderr)
+        return 2
+    except (KeyError, ValueError) as e:
+        print(f"{ap.prog}: error: {args.run_dir}: an evaluation file is not one that nertz-train wrote ({e!r})",
+              file=sys.stderr)
         return 2
     print(path)
     return 0

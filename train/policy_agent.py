@@ -17,13 +17,16 @@ batch their forward passes (:meth:`PolicyAgent.probabilities`).
 from __future__ import annotations
 
 import os
+import zipfile
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import torch
 
 from nertz_env.config import NertzConfig
-from nertz_env.train.meta import check_compatible, meta_config, read_meta
+from nertz_env.threads import limit_threads
+from nertz_env.train.meta import ZIP_MEMBER, check_compatible, meta_config, read_meta, sidecar_path
 
 _CACHE: dict[tuple[str, float], tuple[Any, dict[str, Any]]] = {}
 _CACHE_SIZE = 16  # policies kept loaded (agents hold their own references; this only saves reloading)
@@ -40,34 +43,90 @@ def _as_bool(value: Any, name: str) -> bool:
     raise ValueError(f"{name} must be true or false, got {value!r}")
 
 
-def load_policy(path: str) -> tuple[Any, dict[str, Any]]:
+def _respect_thread_limit() -> None:
+    """Apply a thread cap a process set before torch was imported (a tournament worker's
+    :func:`~nertz_env.threads.limit_threads` sets ``OMP_NUM_THREADS``): torch is capped now that it is loaded."""
+    text = os.environ.get("OMP_NUM_THREADS", "")
+    if text.isdigit() and int(text) >= 1 and torch.get_num_threads() != int(text):
+        limit_threads(int(text))
+
+
+def has_record(path: str) -> bool:
+    """Does the checkpoint carry a nertz-env record (inside the zip or beside it)?"""
+    try:
+        with zipfile.ZipFile(path, "r") as zf:
+            if ZIP_MEMBER in zf.namelist():
+                return True
+    except zipfile.BadZipFile:
+        return True  # let read_meta say what is wrong with it
+    return os.path.isfile(sidecar_path(path))
+
+
+def _spaces_meta(path: str, obs_space: Any, act_space: Any) -> dict[str, Any]:
+    """The record of a zip trained outside nertz-train: its spaces only (its rules are the table's it is
+    played at, checked against the spaces; see :class:`PolicyAgent`)."""
+    from nertz_env.train.meta import CheckpointError
+
+    shape = tuple(getattr(obs_space, "shape", None) or ())
+    if len(shape) != 1 or not hasattr(act_space, "n"):
+        raise CheckpointError(
+            f"{path}: a policy for nertz-env takes a flat observation vector and a discrete action "
+            f"(NertzSingleAgentEnv's spaces); this one has observation space {obs_space} and action space "
+            f"{act_space}"
+        )
+    return {"format": None, "obs_size": int(shape[0]), "num_actions": int(act_space.n), "outside": True}
+
+
+def load_policy(path: str, outside: bool = False) -> tuple[Any, dict[str, Any]]:
     """The policy network and the nertz-env record of the checkpoint ``path`` (cached per file version).
+
+    With ``outside=True`` a MaskablePPO zip without a record (trained outside ``nertz-train``, e.g. on
+    :class:`~nertz_env.train.single.NertzSingleAgentEnv`) gets a record of its spaces only
+    (``"outside": True``, no rules): its agent plays at any table whose spaces match (see
+    :class:`PolicyAgent`), or at the table given to :func:`load_policy_agent`. Without it such a zip raises
+    :class:`CheckpointError` (callers that need the rules: training's ``init_from``).
 
     Raises:
         FileNotFoundError: no such file.
-        CheckpointError: not a nertz-env checkpoint, or the record does not match the network inside.
+        CheckpointError: not a zip of an SB3 MaskablePPO policy, or its record does not match the network.
     """
     from stable_baselines3.common.save_util import load_from_zip_file
 
     from nertz_env.train.meta import CheckpointError
 
-    meta = read_meta(path)
+    _respect_thread_limit()
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"checkpoint file not found: {path}")
+    meta = read_meta(path) if has_record(path) or not outside else None
     key = (os.path.abspath(path), os.path.getmtime(path))
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
-    data, params, _ = load_from_zip_file(path, device="cpu", load_data=True, print_system_info=False)
-    if data is None or "policy" not in params:
+    try:
+        data, params, _ = load_from_zip_file(path, device="cpu", load_data=True, print_system_info=False)
+    except (ValueError, KeyError, OSError, RuntimeError) as e:
+        raise CheckpointError(f"{path}: not a Stable-Baselines3 checkpoint ({e})") from None
+    if data is None or "policy" not in params or "policy_class" not in data:
         raise CheckpointError(f"{path}: the zip holds no SB3 policy (no data or policy.pth)")
     obs_space, act_space = data["observation_space"], data["action_space"]
-    if tuple(obs_space.shape) != (int(meta["obs_size"]),) or int(act_space.n) != int(meta["num_actions"]):
+    if meta is None:
+        meta = _spaces_meta(path, obs_space, act_space)
+    elif tuple(obs_space.shape) != (int(meta["obs_size"]),) or int(act_space.n) != int(meta["num_actions"]):
         raise CheckpointError(
             f"{path}: the network's spaces (observation {tuple(obs_space.shape)}, {act_space.n} actions) "
             "do not "
             f"match its nertz-env record (observation ({meta['obs_size']},), {meta['num_actions']} actions)"
         )
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    policy_class = data["policy_class"]
+    if not (isinstance(policy_class, type) and issubclass(policy_class, MaskableActorCriticPolicy)):
+        raise CheckpointError(
+            f"{path}: policy class {getattr(policy_class, '__name__', policy_class)!r} is not a MaskablePPO "
+            "policy (sb3_contrib MaskableActorCriticPolicy); nertz-env plays policies that take action masks"
+        )
     with torch.random.fork_rng(devices=[]):  # building the network must not move torch's global generator
-        policy = data["policy_class"](
+        policy = policy_class(
             observation_space=obs_space,
             action_space=act_space,
             lr_schedule=lambda _: 0.0,
@@ -80,6 +139,41 @@ def load_policy(path: str) -> tuple[Any, dict[str, Any]]:
     while len(_CACHE) > _CACHE_SIZE:
         del _CACHE[next(iter(_CACHE))]
     return policy, meta
+
+
+def check_spaces(meta: Mapping[str, Any], config: NertzConfig, where: str) -> None:
+    """Raise :class:`IncompatibleCheckpointError` unless the policy's spaces are those of a ``config`` table."""
+    from nertz_env.actions import action_table
+    from nertz_env.observation import ObsLayout
+    from nertz_env.train.meta import IncompatibleCheckpointError
+
+    obs_size, num_actions = ObsLayout(config).size, action_table(config).n
+    if (int(meta["obs_size"]), int(meta["num_actions"])) != (obs_size, num_actions):
+        raise IncompatibleCheckpointError(
+            f"{where} has no nertz-env record, and its spaces (observation {meta['obs_size']}, "
+            f"{meta['num_actions']} actions) are not this table's (observation {obs_size}, {num_actions} "
+            f"actions, {config.num_players} players): play it at the table it was trained for (the players "
+            "and rules given to NertzSingleAgentEnv)"
+        )
+
+
+def record_rules(path: str, config: NertzConfig, **extra: Any) -> dict[str, Any]:
+    """Write the nertz-env record of ``config`` into the MaskablePPO zip ``path`` (and its sidecar JSON), after
+    checking the network's spaces against the table: the zip then plays like a ``nertz-train`` checkpoint
+    (refusing other tables, usable in training's opponent pools). Returns the record.
+
+    Raises:
+        CheckpointError: not a MaskablePPO zip; IncompatibleCheckpointError: spaces of another table.
+    """
+    from nertz_env.train.meta import make_meta, write_meta
+
+    _, meta = load_policy(path, outside=True)
+    if not meta.get("outside"):
+        check_compatible(meta, config, where=f"policy {path!r}")
+    check_spaces(meta, config, where=f"policy {path!r}")
+    record = make_meta(config, mode="outside", **extra)
+    write_meta(path, record)
+    return record
 
 
 def policy_probabilities(policy: Any, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
@@ -107,14 +201,27 @@ class PolicyAgent:
     ) -> None:
         self.policy = policy
         self.meta = meta
-        self.trained_config = meta_config(meta)
+        # None: a policy trained outside nertz-train, given no rules: it plays at tables of matching spaces
+        self.trained_config: NertzConfig | None = None if meta.get("outside") else meta_config(meta)
         self.deterministic = bool(deterministic)
         self.name = name
         self.rng = np.random.default_rng()
         self.seat = 0
 
+    @property
+    def table_note(self) -> str | None:
+        """What a report should say about the table this agent assumes (policies without a record)."""
+        if self.trained_config is not None:
+            return None
+        return (
+            f"{self.name} has no nertz-env record: assumed trained for this table's rules (its spaces match; "
+            "to pin its rules use nertz_env.agents.record_rules)"
+        )
+
     def reset(self, config: NertzConfig, seat: int, seed: int | None = None) -> None:
-        if config != self.trained_config:
+        if self.trained_config is None:
+            check_spaces(self.meta, config, where=f"policy {self.name!r}")
+        elif config != self.trained_config:
             check_compatible(self.meta, config, where=f"policy {self.name!r}")
         self.seat = seat
         self.rng = np.random.default_rng(seed)
@@ -147,22 +254,28 @@ class PolicyAgent:
         self.__dict__.update(state)
         path = self.meta.get("path")
         if path is not None:
-            self.policy, _ = load_policy(path)
+            self.policy, _ = load_policy(path, outside=True)
 
     def __repr__(self) -> str:
         return f"PolicyAgent({self.name!r}, deterministic={self.deterministic})"
 
 
-def load_policy_agent(path: str, **params: Any) -> PolicyAgent:
+def load_policy_agent(path: str, config: NertzConfig | None = None, **params: Any) -> PolicyAgent:
     """The registry loader for ``.zip`` checkpoints: ``make_agent("model.zip:deterministic=true")``.
 
     Parameters: ``deterministic`` (play the argmax; default false) and ``name`` (the agent's ``name``;
     default the path; tournaments label agents by their spec, so ``nertz-eval`` tables show the spec).
 
+    ``config``: the table a zip without a nertz-env record (any SB3 MaskablePPO zip, e.g. trained on
+    :class:`~nertz_env.train.single.NertzSingleAgentEnv`) was trained for; its spaces are checked now and the
+    agent then refuses other tables, like a ``nertz-train`` checkpoint. Without it such a zip plays at any
+    table whose spaces match. For a zip with a record, ``config`` must equal the record's table.
+
     Raises:
         FileNotFoundError: no such file.
         AgentSpecError: a parameter other than ``deterministic`` and ``name``, or a bad value.
-        CheckpointError: not a nertz-env checkpoint (no record), or its network does not match its record.
+        CheckpointError: not a MaskablePPO zip, or its network does not match its record;
+            IncompatibleCheckpointError: ``config`` is not the table it was trained for.
     """
     from nertz_env.agents import AgentSpecError
 
@@ -176,7 +289,15 @@ def load_policy_agent(path: str, **params: Any) -> PolicyAgent:
         det = _as_bool(params.get("deterministic", False), "deterministic")
     except ValueError as e:
         raise AgentSpecError(f"checkpoint {path!r}: {e}") from None
-    policy, meta = load_policy(path)
+    policy, meta = load_policy(path, outside=True)
     meta = dict(meta, path=os.path.abspath(path))
+    if config is not None:
+        if meta.get("outside"):
+            check_spaces(meta, config, where=f"policy {path!r}")
+            from nertz_env.train.meta import make_meta
+
+            meta = dict(make_meta(config, mode="outside"), path=os.path.abspath(path))
+        else:
+            check_compatible(meta, config, where=f"policy {path!r}")
     name = params.get("name")
     return PolicyAgent(policy, meta, deterministic=det, name=str(name) if name is not None else path)

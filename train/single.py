@@ -16,6 +16,12 @@ A round cut off at ``max_ticks`` is scored like any other and nothing follows it
 observation; so by default (``truncation_as_termination=True``) it is reported as ``terminated`` (with
 ``info["max_ticks"] = True``), and PPO does not bootstrap a value past a game that is over.
 
+``reset`` takes no options (unknown keys are ignored with a warning, as in every env of the package);
+``step``/``reset`` after ``close()`` raise ``gymnasium.error.ClosedEnvironmentError``; ``pickle`` and
+``copy.deepcopy`` give an independent env that continues exactly as the original, mid-episode too (the table,
+the generator and the opponents are copied with it), so SB3's ``SubprocVecEnv`` can run it in worker
+processes.
+
 Works with SB3's ``check_env``. For training, wrap it in a ``DummyVecEnv`` (the ``single`` mode of
 ``nertz-train``); :class:`~nertz_env.train.vec.NertzVecEnv` is the fast batched alternative.
 """
@@ -29,6 +35,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+from nertz_env._envbase import check_open, warn_unknown_options
 from nertz_env.agents import Agent
 from nertz_env.environment import NertzParallelEnv
 from nertz_env.train.pool import OpponentPool
@@ -57,10 +64,10 @@ class NertzSingleAgentEnv(gymnasium.Env):
         opponents: an :class:`OpponentPool`, ``{spec: weight}`` or a list of specs (default: heuristic).
         seat: pin the learner to this seat; ``None`` rotates it every episode.
         truncation_as_termination: report a round cut off at ``max_ticks`` as terminated (see above).
-        render_mode: ``None`` or ``"ansi"``.
+        render_mode: ``None``, ``"ansi"`` or ``"human"``.
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    metadata = {"render_modes": ["ansi", "human"]}
 
     def __init__(
         self,
@@ -92,11 +99,14 @@ class NertzSingleAgentEnv(gymnasium.Env):
         self._episode = 0
         self._offset = 0
         self._obs: dict[str, dict[str, np.ndarray]] = {}
+        self._closed = False
 
     # ------------------------------------------------------------------ Gymnasium API
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
+        check_open(self, "reset")
+        warn_unknown_options(dict(options or {}), ())
         super().reset(seed=seed)
         rng = self.np_random
         n = self.config.num_players
@@ -121,6 +131,7 @@ class NertzSingleAgentEnv(gymnasium.Env):
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         if not self.env.agents:
+            check_open(self, "step")
             raise RuntimeError("step() after the episode ended: call reset()")
         names, obs = self.names, self._obs
         actions: dict[str, int] = {names[self.seat]: int(action)}
@@ -145,10 +156,13 @@ class NertzSingleAgentEnv(gymnasium.Env):
             return np.zeros(self.env.actions.n, dtype=bool)
         return self._obs[self.names[self.seat]]["action_mask"].astype(bool)
 
-    def render(self) -> str | None:
-        return self.env.render()
+    def render(self, mode: str | None = None) -> Any:
+        """The table in ``mode`` (default: the env's ``render_mode``), as :meth:`NertzParallelEnv.render`."""
+        return self.env.render(mode)
 
     def close(self) -> None:
+        """``step`` and ``reset`` raise from now on."""
+        self._closed = True
         self.env.close()
 
     # ------------------------------------------------------------------ checkpoints

@@ -32,13 +32,15 @@ table ticks per second and the share of wall time spent inside the env (opponent
 from __future__ import annotations
 
 import glob
+import importlib.util
 import json
 import os
 import pickle
 import random
 import time
+import warnings
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -48,7 +50,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor
 
 from nertz_env.config import NertzConfig, make_config
-from nertz_env.train.config import TrainConfig
+from nertz_env.threads import limit_threads
+from nertz_env.train.config import ConfigError, TrainConfig
 from nertz_env.train.evaluate import EvalRow, append_csv, evaluate_checkpoint, format_rows
 from nertz_env.train.meta import (
     CheckpointError,
@@ -209,27 +212,44 @@ class Trainer:
         resume: a checkpoint (``.zip`` with its ``.state.pkl``) to continue from; its config must match
             ``cfg`` in rules, table size and env layout.
         log: where progress messages go (``print`` by default).
+        given: the options a file or the flags named (see :meth:`TrainConfig.resolve`); options that
+            differ from their defaults count as named anyway.
+
+    Every check runs before the first file is written, so bad input leaves no half-made run directory.
 
     Raises:
+        ConfigError: an option that cannot take effect with the others, or a fresh run into a directory
+            that already holds a run.
         FileNotFoundError: ``resume`` does not exist, or a pool snapshot it needs is gone.
         CheckpointError: ``resume`` is not a resumable nertz-env checkpoint.
         IncompatibleCheckpointError: ``resume`` was trained for other rules, table size or env layout.
     """
 
     def __init__(
-        self, cfg: TrainConfig, resume: str | None = None, log: Callable[[str], None] = print
+        self,
+        cfg: TrainConfig,
+        resume: str | None = None,
+        log: Callable[[str], None] = print,
+        given: Iterable[str] = (),
     ) -> None:
-        cfg.validate()
+        # every check comes before the first file is written: bad input leaves no half-made run directory
+        cfg, notes = cfg.resolve(given, resume=resume is not None)  # ConfigError: an option that cannot take effect
         self.cfg = cfg
         self.log = log
+        limit_threads(cfg.torch_threads)
         torch.set_num_threads(cfg.torch_threads)
+        if cfg.tensorboard and importlib.util.find_spec("tensorboard") is None:
+            raise ConfigError(
+                "tensorboard = true needs the tensorboard package: pip install tensorboard, "
+                "or pass --no-tensorboard"
+            )
         self.config: NertzConfig = make_config(num_players=cfg.num_players, **cfg.rules)
         resume_meta = self._check_resume(resume) if resume is not None else None
         self.run_dir = os.path.abspath(cfg.run_dir)
-        for sub in ("checkpoints", "pool", "eval"):
-            os.makedirs(os.path.join(self.run_dir, sub), exist_ok=True)
-        if not cfg.uses_opponents and (cfg.snapshot_weight > 0 or cfg.snapshot_every > 0):
-            log("pure self-play (every seat learns): opponents and snapshot settings are not used")
+        if os.path.exists(self.run_dir) and not os.path.isdir(self.run_dir):
+            raise ConfigError(f"run_dir {self.run_dir} is a file, not a directory: pass another --run-dir")
+        if resume is None:
+            _check_fresh_run_dir(self.run_dir)
         self.pool = (
             OpponentPool(cfg.opponents, cfg.snapshot_weight, cfg.max_snapshots, cfg.snapshot_deterministic)
             if cfg.uses_opponents
@@ -249,7 +269,29 @@ class Trainer:
         self.timer = VecTimer(env)
         self.clock = Clock()
         net = list(cfg.net_arch)
-        self.model = MaskablePPO(
+        with warnings.catch_warnings():  # resolve() says it in one line: SB3 would add a multi-line warning
+            warnings.filterwarnings("ignore", message="You have specified a mini-batch size")
+            self.model = self._make_model(cfg, net)
+        self.rollout_size = cfg.rollout_size
+        self.next_checkpoint = _next_multiple(0, cfg.checkpoint_every)
+        self.next_eval = _next_multiple(0, cfg.eval_every)
+        self.last_boundary = 0
+        self.eval_rows: list[EvalRow] = []
+        self.checkpoints: list[str] = []
+        if resume is not None:
+            assert resume_meta is not None
+            self._load(resume, resume_meta)
+        elif cfg.init_from is not None:
+            self._init_from(cfg.init_from)
+        for sub in ("checkpoints", "pool", "eval"):
+            os.makedirs(os.path.join(self.run_dir, sub), exist_ok=True)
+        if resume is None and self.pool is not None and cfg.snapshot_weight > 0 and cfg.max_snapshots > 0:
+            self._add_snapshot()  # the initial policy, so a pool of snapshots only is never empty
+        for note in notes:
+            log(f"note: {note}")
+
+    def _make_model(self, cfg: TrainConfig, net: list[int]) -> MaskablePPO:
+        return MaskablePPO(
             "MlpPolicy",
             self.timer,
             learning_rate=_schedule(cfg),
@@ -268,20 +310,6 @@ class Trainer:
             device="cpu",
             verbose=cfg.verbose,
         )
-        rollout = cfg.n_steps * cfg.n_envs
-        self.rollout_size = rollout
-        self.next_checkpoint = _next_multiple(0, cfg.checkpoint_every)
-        self.next_eval = _next_multiple(0, cfg.eval_every)
-        self.last_boundary = 0
-        self.eval_rows: list[EvalRow] = []
-        self.checkpoints: list[str] = []
-        if resume is not None:
-            assert resume_meta is not None
-            self._load(resume, resume_meta)
-        elif cfg.init_from is not None:
-            self._init_from(cfg.init_from)
-        if resume is None and self.pool is not None and cfg.snapshot_weight > 0 and cfg.max_snapshots > 0:
-            self._add_snapshot()  # the initial policy, so a pool of snapshots only is never empty
 
     # ------------------------------------------------------------------ building
     def _make_base_env(self) -> VecEnv:
@@ -388,6 +416,12 @@ class Trainer:
         cfg, model = self.cfg, self.model
         remaining = cfg.total_timesteps - int(model.num_timesteps)
         hooks = _Hooks(self)
+        planned = cfg.planned_timesteps(int(model.num_timesteps))
+        if planned != max(cfg.total_timesteps, int(model.num_timesteps)):
+            self.log(
+                f"training to {planned:,} transitions, not total_timesteps {cfg.total_timesteps:,}: PPO trains "
+                f"whole rollouts of n_steps {cfg.n_steps} x {cfg.n_envs} sub-envs = {cfg.rollout_size:,}"
+            )
         if remaining > 0:
             fresh = model.num_timesteps == 0 and model._last_obs is None
             try:
@@ -517,11 +551,26 @@ class Trainer:
                 "(num_tables x learners_per_table in vector mode, num_envs in single mode)"
             )
         old = meta.get("train_config", {})
-        for key in ("net_arch", "activation", "n_steps", "shaping", "relative_reward"):
+        # a resumed run restores every generator and the env's tables: these cannot change on resume
+        keys = ["net_arch", "activation", "n_steps", "shaping", "relative_reward", "seed"]
+        if cfg.mode == "vector":
+            keys += ["num_tables", "learners_per_table"]
+        for key in keys:
             if key in old and old[key] != getattr(cfg, key):
                 problems.append(f"{key}: checkpoint has {old[key]!r}, the config has {getattr(cfg, key)!r}")
+        if cfg.init_from is not None and cfg.init_from != old.get("init_from"):
+            problems.append(
+                f"init_from {cfg.init_from!r} applies to a fresh run only (a resumed run continues the "
+                "checkpoint's weights): remove it"
+            )
         if problems:
             raise IncompatibleCheckpointError(f"cannot resume {path}: " + "; ".join(problems))
+        done = int(meta.get("num_timesteps", 0))
+        if cfg.total_timesteps < done:
+            raise ConfigError(
+                f"total_timesteps {cfg.total_timesteps:,} is below the {done:,} transitions {path} has trained: "
+                f"pass --total-timesteps {done} or more"
+            )
         if not os.path.isfile(state_path(path)):
             raise CheckpointError(
                 f"cannot resume {path}: {state_path(path)} is missing (a policy file or a copied zip holds "
@@ -546,16 +595,32 @@ class Trainer:
             ) from None
         self.log(f"initial weights from {path}")
 
+    def _load_pool(self, saved: dict[str, Any]) -> None:
+        """Restore the pool's snapshots; the opponents and snapshot settings are the config's, so changing
+        them on resume takes effect (from each table's next deal; the seated opponents finish their round)."""
+        assert self.pool is not None
+        mine = self.pool.state_dict()
+        state = dict(saved)
+        changed = [k for k in ("scripted", "snapshot_weight", "max_snapshots", "snapshot_deterministic")
+                   if saved.get(k) != mine[k]]
+        if changed:
+            state.update({k: mine[k] for k in changed})
+            state["snapshots"] = list(saved["snapshots"])[-self.pool.max_snapshots :]
+            self.log(f"resume: the opponent pool is now {self.pool!r} (changed: {', '.join(changed)})")
+        self.pool.load_state_dict(state)
+
     def _load(self, path: str, meta: dict[str, Any]) -> None:
-        with open(state_path(path), "rb") as f:
-            state = pickle.load(f)
-        if state.get("format") != STATE_FORMAT:
-            raise CheckpointError(
-                f"{state_path(path)}: format {state.get('format')!r}, expected {STATE_FORMAT!r}"
-            )
+        try:
+            with open(state_path(path), "rb") as f:
+                state = pickle.load(f)
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, IndexError) as err:
+            raise CheckpointError(f"{state_path(path)} cannot be read ({type(err).__name__}: {err}): is it cut short?") from None
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+            got = state.get("format") if isinstance(state, dict) else type(state).__name__
+            raise CheckpointError(f"{state_path(path)}: format {got!r}, expected {STATE_FORMAT!r}")
         model = self.model
         if self.pool is not None and state["pool"] is not None:
-            self.pool.load_state_dict(state["pool"])
+            self._load_pool(state["pool"])
         model.set_parameters(path, exact_match=True, device="cpu")
         model.num_timesteps = int(state["num_timesteps"])
         model._n_updates = int(state["n_updates"])
@@ -578,6 +643,12 @@ class Trainer:
         self.next_checkpoint = state["schedule"]["next_checkpoint"]
         self.next_eval = state["schedule"]["next_eval"]
         self.last_boundary = state["schedule"]["last_boundary"]
+        old = meta.get("train_config", {})
+        steps = int(state["num_timesteps"])
+        if old.get("checkpoint_every", self.cfg.checkpoint_every) != self.cfg.checkpoint_every:
+            self.next_checkpoint = _next_multiple(steps, self.cfg.checkpoint_every)  # the new interval, from now
+        if old.get("eval_every", self.cfg.eval_every) != self.cfg.eval_every:
+            self.next_eval = _next_multiple(steps, self.cfg.eval_every)
         self.clock.load_state_dict(state["clock"])
         self.checkpoints.append(path)
         # generators last: building the model and loading snapshots above may have drawn from them
@@ -585,6 +656,20 @@ class Trainer:
         np.random.set_state(state["rng"]["numpy"])  # noqa: NPY002 (SB3 shuffles minibatches with it)
         random.setstate(state["rng"]["python"])
         self.log(f"resumed from {path} at {model.num_timesteps} steps")
+
+
+_RUN_FILES = ("checkpoints/step_*.zip", "policy.zip", "eval.csv", "throughput.json")
+
+
+def _check_fresh_run_dir(run_dir: str) -> None:
+    """A fresh run must not write into another run's directory (its eval.csv rows and checkpoints would mix
+    with the new run's, and keep_checkpoints would prune them)."""
+    found = [p for pattern in _RUN_FILES for p in glob.glob(os.path.join(run_dir, pattern))]
+    if found:
+        raise ConfigError(
+            f"run_dir {run_dir} already holds a run ({os.path.relpath(sorted(found)[0], run_dir)}): pass a new "
+            "--run-dir, or continue that run with --resume RUN_DIR/checkpoints/step_<N>.zip"
+        )
 
 
 def _next_multiple(steps: int, every: int) -> int:

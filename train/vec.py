@@ -27,6 +27,10 @@ Conventions (SB3's, not Gymnasium's):
 * ``env_method("action_masks")`` gives one bool row per slot, so MaskablePPO's ``get_action_masks``
   works; ``get_attr``/``set_attr``/``has_attr`` act on this object (the sub-envs share it).
 
+Copies: ``pickle`` and ``copy.deepcopy`` give an independent ``NertzVecEnv`` that continues exactly as the
+original (tables, seats, opponents and generators; the opponents' thread pool is made anew). ``step`` and
+``reset`` after ``close()`` raise ``gymnasium.error.ClosedEnvironmentError``.
+
 SuperSuit's vector wrappers drop action masks (sb3-contrib #250, #279), which is why this exists.
 """
 
@@ -42,6 +46,7 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
+from nertz_env._envbase import Copyable, check_open, warn_unknown_options
 from nertz_env.agents import Agent
 from nertz_env.train.policy_agent import PolicyAgent
 from nertz_env.train.pool import OpponentPool
@@ -67,7 +72,7 @@ def run_interleaved(
         future.result()
 
 
-class NertzVecEnv(VecEnv):
+class NertzVecEnv(Copyable, VecEnv):
     """Learning seats of ``num_tables`` tables as one SB3 ``VecEnv`` (see the module docstring).
 
     Args:
@@ -83,6 +88,8 @@ class NertzVecEnv(VecEnv):
             while the learner's update, which runs between steps, keeps one torch thread. Every agent
             owns its state and random stream, so the actions do not depend on the thread count.
     """
+
+    _derived = ("_executor",)
 
     def __init__(
         self,
@@ -129,7 +136,14 @@ class NertzVecEnv(VecEnv):
         self.episodes = 0
         self.illegal_actions = 0
         self.opponent_threads = opponent_threads
-        self._executor: ThreadPoolExecutor | None = None
+        self._closed = False
+        self._bind()
+
+    def _bind(self) -> None:
+        self._executor: ThreadPoolExecutor | None = None  # made on first use
+        if self._obs_full is not None:  # a copy reads the buffers of its own vector env, never detached ones
+            out = self.venv.observations()
+            self._obs_full, self._mask_full = out["observation"], out["action_mask"]
 
     # ------------------------------------------------------------------ seats
     def _seat_table(self, t: int, rotate: bool) -> None:
@@ -190,6 +204,8 @@ class NertzVecEnv(VecEnv):
 
     # ------------------------------------------------------------------ VecEnv API
     def reset(self) -> VecEnvObs:
+        check_open(self, "reset")
+        warn_unknown_options({k: v for opts in self._options for k, v in opts.items()}, ())  # from set_options()
         seed = self._seeds[0] if self._seeds[0] is not None else self._default_seed
         if seed is None:
             seed = int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
@@ -207,6 +223,7 @@ class NertzVecEnv(VecEnv):
         return self._gather()
 
     def step_async(self, actions: np.ndarray) -> None:
+        check_open(self, "step")
         self._pending = np.asarray(actions).reshape(-1)
 
     def step_wait(self) -> VecEnvStepReturn:
@@ -256,6 +273,7 @@ class NertzVecEnv(VecEnv):
         if self._executor is not None:
             self._executor.shutdown()
             self._executor = None
+        self._closed = True
         self.venv.close()
 
     def action_masks(self) -> np.ndarray:

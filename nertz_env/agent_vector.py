@@ -1,0 +1,141 @@
+"""The per-agent view of a batch: one Gymnasium sub-environment per seat, for Gymnasium's vector wrappers.
+
+``agent_vector_env(num_tables=64, num_players=4, **rules)`` returns a :class:`NertzAgentVectorEnv`, a
+``gymnasium.vector.VectorEnv`` with ``num_envs = num_tables * num_players`` over the same engine as
+:func:`nertz_env.vector_env`. Sub-environment ``i`` is seat ``i % num_players`` of table ``i // num_players``
+(``env_table[i]``, ``env_seat[i]``)::
+
+    obs, infos = envs.reset(seed=0)          # table t is seeded with seed + t, as in vector_env
+    obs["observation"] float32 (N, O)        obs["action_mask"] int8 (N, A)
+    obs, rewards, terminations, truncations, infos = envs.step(actions)    # actions: integers (N,)
+    rewards float32 (N,); terminations, truncations bool (N,)
+
+So wrappers that expect Gymnasium's shapes (``RecordEpisodeStatistics``, ``NormalizeReward``,
+``NormalizeObservation``, ...) work on it unchanged. The seats of a table act together: every step takes one
+action per sub-environment, and the seats of a table end (and are dealt anew, in Gymnasium's ``NEXT_STEP``
+autoreset) together. ``infos`` holds arrays of length N: ``illegal``, ``lost_race``, ``round_end`` (the
+table's, 0 none, 1 Nertz or call, 2 stall, 3 max_ticks), ``score`` (the finished round's score, with the
+``_score`` mask where a round ended) and ``autoreset``. ``reset(options={"reset_mask": mask})`` takes a bool
+mask of length N that must be the same for every seat of a table. Rendering, copies and ``close()`` are
+those of :class:`~nertz_env.vector.NertzVectorEnv` (``render()`` gives one frame per table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+from nertz_env import render as _render
+from nertz_env._envbase import check_open, warn_unknown_options
+from nertz_env.vector import NertzVectorEnv
+
+
+class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
+    """Every seat of ``num_tables`` tables as its own sub-environment (see the module docstring).
+
+    Args:
+        num_tables: tables in the batch.
+        num_players: seats per table, 2 to 8.
+        copy: return copies of the observation and mask buffers (False: views the next call overwrites).
+        render_mode: ``None``, ``"ansi"`` or ``"human"`` (one frame per table).
+        **rules: any option of :class:`~nertz_env.config.NertzConfig`.
+    """
+
+    metadata = {
+        "autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP,
+        "render_modes": list(_render.RENDER_MODES),
+    }
+
+    def __init__(
+        self,
+        num_tables: int,
+        num_players: int = 4,
+        copy: bool = True,
+        render_mode: str | None = None,
+        **rules: Any,
+    ) -> None:
+        self.venv = NertzVectorEnv(
+            num_tables, num_players=num_players, autoreset=True, copy=copy, render_mode=render_mode, **rules
+        )
+        self.config = self.venv.config
+        self.render_mode = render_mode
+        t, p = self.venv.num_tables, self.venv.num_players
+        self.num_tables, self.num_players = t, p
+        self.num_envs = t * p
+        self.env_table = np.repeat(np.arange(t), p)
+        self.env_seat = np.tile(np.arange(p), t)
+        o, a = self.venv.obs_layout.size, self.venv.actions.n
+        self.single_observation_space = gymnasium.spaces.Dict(
+            {
+                "observation": gymnasium.spaces.Box(0.0, 1.0, (o,), np.float32),
+                "action_mask": gymnasium.spaces.Box(0, 1, (a,), np.int8),
+            }
+        )
+        self.single_action_space = gymnasium.spaces.Discrete(a)
+        self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, self.num_envs)
+        self._closed = False
+
+    def reset(
+        self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Deal every table (``seed`` as in :meth:`NertzVectorEnv.reset`: an int, one per table, or None).
+        ``options={"reset_mask": mask}`` (bool, (N,), equal for the seats of a table) deals only those tables."""
+        check_open(self, "reset")
+        options = dict(options or {})
+        warn_unknown_options(options, ("reset_mask",))
+        if "reset_mask" in options:
+            mask = np.asarray(options["reset_mask"])
+            if mask.shape != (self.num_envs,) or mask.dtype != np.bool_:
+                raise ValueError(f"reset_mask must be a bool array of shape ({self.num_envs},), got {mask.shape}")
+            by_table = mask.reshape(self.num_tables, self.num_players)
+            if not (by_table == by_table[:, :1]).all():
+                raise ValueError("reset_mask must be the same for every seat of a table: the seats are dealt together")
+            options["reset_mask"] = by_table[:, 0].copy()
+        out, _ = self.venv.reset(seed=seed, options=options)
+        return self._flat_obs(out), {}
+
+    def step(
+        self, actions: Any
+    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """One tick on every table; ``actions``: integers of shape (N,), one per seat."""
+        check_open(self, "step")
+        acts = np.asarray(actions)
+        if acts.shape != (self.num_envs,):
+            raise ValueError(f"actions must have shape (num_envs,) = ({self.num_envs},), got {acts.shape}")
+        out, rew, term, trunc, info = self.venv.step(acts.reshape(self.num_tables, self.num_players))
+        n, p = self.num_envs, self.num_players
+        ended = np.repeat(info["round_end"] > 0, p)
+        infos = {
+            "illegal": info["illegal"].reshape(n),
+            "lost_race": info["lost_race"].reshape(n),
+            "round_end": np.repeat(info["round_end"], p),
+            "score": info["score"].reshape(n),
+            "_score": ended,
+            "autoreset": np.repeat(info["autoreset"], p),
+        }
+        return self._flat_obs(out), rew.reshape(n), term.reshape(n), trunc.reshape(n), infos
+
+    def render(self, tables: Sequence[int] | None = None) -> tuple[Any, ...] | None:
+        """One frame per table (of ``tables``, default all), as :meth:`NertzVectorEnv.render`."""
+        return self.venv.render(tables)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self._closed = True
+        self.venv.close()
+
+    def action_masks(self) -> np.ndarray:
+        """Every sub-environment's legal actions (bool, (N, A))."""
+        return self.venv.observations()["action_mask"].reshape(self.num_envs, -1).astype(bool)
+
+    def _flat_obs(self, out: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        n = self.num_envs
+        return {"observation": out["observation"].reshape(n, -1), "action_mask": out["action_mask"].reshape(n, -1)}
+
+
+def agent_vector_env(num_tables: int, num_players: int = 4, **kwargs: Any) -> NertzAgentVectorEnv:
+    """Every seat of ``num_tables`` tables as its own Gymnasium sub-environment (see :class:`NertzAgentVectorEnv`)."""
+    return NertzAgentVectorEnv(num_tables, num_players=num_players, **kwargs)

@@ -1,0 +1,619 @@
+"""The one drawing of a Nertz table: a snapshot as SVG, and the same SVG rasterized to an RGB array.
+
+:func:`table_svg` draws a ``nertz-snapshot/1`` dict (what ``env.snapshot()`` returns): a title bar (round,
+tick, state), the lake (every foundation's top card framed in the colour of the seat that played it, with a
+strip of small cells under it, one per card of the foundation, coloured by who played each), then one panel
+per seat: its name and match score, the Nertz pile (top card and count), the stock (count), the waste (top
+card and count) and the work piles fanned downward so every card's corner reads. :func:`table_rgb` renders
+that very SVG with resvg (``pip install nertz-env[render]``), so the picture and the raster never differ.
+
+No text element is used: letters, digits and suits are drawn as SVG paths (a small stroke font in this
+module), so the raster never depends on the fonts installed on the machine and the SVG looks the same in
+every browser.
+
+Interactive drawings (``interactive=True``) mark every element a page may wire to clicks with
+``class="hit"`` and data attributes (all values are decimal integers written as text):
+
+=================================  ==============================================================
+element                            attributes
+=================================  ==============================================================
+a seat's Nertz pile (top card,     ``data-zone="nertz" data-seat=p``
+or its empty place)
+a seat's stock (back or empty)     ``data-zone="stock" data-seat=p``
+a seat's waste (top or empty)      ``data-zone="waste" data-seat=p``
+each card of a work pile           ``data-zone="work" data-seat=p data-pile=j data-depth=d`` where
+                                   ``d`` counts from the top: 1 is the exposed card, ``d`` cards
+                                   from it to the top form the run moved by ``run`` actions of
+                                   length ``d``
+an empty work pile                 ``data-zone="work" data-seat=p data-pile=j data-depth="0"``
+every place of the lake and the    ``data-zone="lake" data-pile=f``: ``f`` is the foundation's index
+top card of the foundation on it   (creation order); places from the number of foundations on are
+                                   empty (playing to the lake picks the foundation itself)
+=================================  ==============================================================
+
+Every drawing, interactive or not, also carries structure a page or test can read: the root ``<svg>`` has
+``data-tick``, ``data-round`` and ``data-done``; each seat's panel is ``<g class="seat" data-seat=p>``; each
+drawn card is a ``<use href="#c-XX">`` whose id names the card in the text of :mod:`nertz_env.cards`, with
+``*`` written ``x`` (``#c-QH``, ``#c-xx`` for a joker with no value, ``#c-x7r`` for a fixed joker); card
+backs are ``#c-back`` (no card text is four letters long).
+
+``highlight`` (optional) marks things on the drawing: ``{"seats": {p: text or (text, kind)}}`` writes a
+banner across seat ``p``'s panel (``kind``: ``"info"``, ``"warn"`` or ``"error"``: white, amber, red), and
+``{"select": {"zone": ..., "seat": p, "pile": j, "depth": d}}`` outlines one element (same values as the data
+attributes above).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ENV_FAN", "SEAT_COLOURS", "TableDrawing", "draw_table", "svg_to_rgb", "table_rgb", "table_svg"]
+
+#: One colour per seat (frames in the lake, panel headers).
+SEAT_COLOURS = ("#e4572e", "#3a86ff", "#43aa8b", "#f4a259", "#b565d9", "#c9a227", "#ef6f9c", "#2ec4d6")
+
+# Card and layout sizes, in SVG units (one unit is one pixel of the raster at scale 1).
+CW, CH = 40, 56  # a card
+GAP = 6  # between piles
+FAN = 15  # vertical step of a fanned work pile
+FAN_CARDS = 6  # work piles have room for at least this many cards at the full step
+ENV_FAN = 9  # the room of env.render() frames: one size for a whole episode (longer piles squeeze)
+PAD = 8
+HEAD = 24  # a seat panel's header
+TITLE = 28  # the table's title bar
+LAKE_CELL = 3  # width of one owner cell under a lake card
+
+FELT = "#24593a"
+PANEL = "#1b4630"
+INK = "#1d1d1f"
+RED = "#c8102e"
+JOKER_INK = "#6a2c91"
+KIND_COLOURS = {"info": "#f5f5f5", "warn": "#ffb627", "error": "#ff4d4d"}
+
+# ---------------------------------------------------------------------------------------------------------
+# A stroke font: each glyph is polylines on a 4 x 6 grid (y down, 6 the baseline), drawn as one SVG path.
+_GLYPHS: dict[str, str] = {
+    "A": "0,6 2,0 4,6|0.7,3.9 3.3,3.9",
+    "B": "0,6 0,0 3,0 4,1 4,2 3,3 0,3|3,3 4,4 4,5 3,6 0,6",
+    "C": "4,1 3,0 1,0 0,1 0,5 1,6 3,6 4,5",
+    "D": "0,0 0,6 2.5,6 4,4.5 4,1.5 2.5,0 0,0",
+    "E": "4,0 0,0 0,6 4,6|0,3 3,3",
+    "F": "4,0 0,0 0,6|0,3 3,3",
+    "G": "4,1 3,0 1,0 0,1 0,5 1,6 3,6 4,5 4,3.5 2.5,3.5",
+    "H": "0,0 0,6|4,0 4,6|0,3 4,3",
+    "I": "1,0 3,0|2,0 2,6|1,6 3,6",
+    "J": "4,0 4,5 3,6 1,6 0,5",
+    "K": "0,0 0,6|4,0 0,4|1.4,2.6 4,6",
+    "L": "0,0 0,6 4,6",
+    "M": "0,6 0,0 2,3.5 4,0 4,6",
+    "N": "0,6 0,0 4,6 4,0",
+    "O": "1,0 3,0 4,1 4,5 3,6 1,6 0,5 0,1 1,0",
+    "P": "0,6 0,0 3,0 4,1 4,2 3,3 0,3",
+    "Q": "1,0 3,0 4,1 4,5 3,6 1,6 0,5 0,1 1,0|2.5,4.5 4,6.3",
+    "R": "0,6 0,0 3,0 4,1 4,2 3,3 0,3|2,3 4,6",
+    "S": "4,1 3,0 1,0 0,1 0,2 1,3 3,3 4,4 4,5 3,6 1,6 0,5",
+    "T": "0,0 4,0|2,0 2,6",
+    "U": "0,0 0,5 1,6 3,6 4,5 4,0",
+    "V": "0,0 2,6 4,0",
+    "W": "0,0 1,6 2,2.5 3,6 4,0",
+    "X": "0,0 4,6|4,0 0,6",
+    "Y": "0,0 2,3 4,0|2,3 2,6",
+    "Z": "0,0 4,0 0,6 4,6",
+    "0": "1,0 3,0 4,1 4,5 3,6 1,6 0,5 0,1 1,0",
+    "1": "1,1 2,0 2,6|1,6 3,6",
+    "2": "0,1 1,0 3,0 4,1 4,2 0,6 4,6",
+    "3": "0,1 1,0 3,0 4,1 4,2 3,3 1.5,3|3,3 4,4 4,5 3,6 1,6 0,5",
+    "4": "3,6 3,0 0,4 4,4",
+    "5": "4,0 0,0 0,3 3,3 4,4 4,5 3,6 1,6 0,5",
+    "6": "4,1 3,0 1,0 0,1 0,5 1,6 3,6 4,5 4,4 3,3 0,3",
+    "7": "0,0 4,0 1.5,6",
+    "8": "1,0 3,0 4,1 4,2 3,3 1,3 0,4 0,5 1,6 3,6 4,5 4,4 3,3|1,3 0,2 0,1 1,0",
+    "9": "4,3 1,3 0,2 0,1 1,0 3,0 4,1 4,5 3,6 1,6 0,5",
+    "-": "1,3 3,3",
+    "+": "0.5,3 3.5,3|2,1.5 2,4.5",
+    "=": "0.5,2.2 3.5,2.2|0.5,3.8 3.5,3.8",
+    ":": "2,1.8 2,1.9|2,5.1 2,5.2",
+    ".": "2,5.9 2,6",
+    ",": "2,5.4 1.4,7",
+    "/": "0,6.3 4,-0.3",
+    "(": "3,-0.3 1.6,1.5 1.6,4.5 3,6.3",
+    ")": "1,-0.3 2.4,1.5 2.4,4.5 1,6.3",
+    "[": "3,-0.3 1.5,-0.3 1.5,6.3 3,6.3",
+    "]": "1,-0.3 2.5,-0.3 2.5,6.3 1,6.3",
+    "_": "0,6.6 4,6.6",
+    "#": "1,1 1,5|3,1 3,5|0,2.3 4,2.3|0,3.7 4,3.7",
+    "*": "2,1 2,5|0.3,2 3.7,4|0.3,4 3.7,2",
+    "!": "2,0 2,4|2,5.9 2,6",
+    "?": "0,1 1,0 3,0 4,1 4,2 2,3.5 2,4.3|2,5.9 2,6",
+    "'": "2,0 2,1.6",
+    '"': "1.2,0 1.2,1.6|2.8,0 2.8,1.6",
+    ">": "0.5,1 3.5,3 0.5,5",
+    "<": "3.5,1 0.5,3 3.5,5",
+    "%": "0,6 4,0|0.6,0.6 0.7,0.6|3.3,5.4 3.4,5.4",
+    "&": "4,6 1,2 1,1 2,0 3,1 3,2 0,4.5 0,5.2 1,6 2.5,6 4,4",
+    " ": "",
+}
+_NARROW = {":": 3.0, ".": 3.0, ",": 3.0, "!": 3.0, "'": 3.0, " ": 3.5, "1": 4.5, "I": 4.5, "(": 4.0, ")": 4.0}
+_ADVANCE = 5.0
+
+
+def _parse_glyphs() -> dict[str, list[list[tuple[float, float]]]]:
+    out = {}
+    for ch, spec in _GLYPHS.items():
+        lines = []
+        for part in spec.split("|"):
+            if part:
+                lines.append([(float(a), float(b)) for a, b in (p.split(",") for p in part.split())])
+        out[ch] = lines
+    return out
+
+
+_STROKES = _parse_glyphs()
+
+
+def _num(v: float) -> str:
+    """A coordinate, short: at most one decimal, no trailing zeros."""
+    r = round(v, 1)
+    if r == int(r):
+        return str(int(r))
+    return f"{r:.1f}"
+
+
+def text_width(s: str, size: float) -> float:
+    """Width of ``s`` drawn with cap height ``size``."""
+    k = size / 6.0
+    return sum(_NARROW.get(c, _ADVANCE) for c in s.upper()) * k - (k if s else 0.0)
+
+
+def _text(s: str, x: float, y: float, size: float, colour: str, anchor: str = "start", weight: float = 0.16) -> str:
+    """``s`` as one stroked path, cap height ``size``, top-left at (x, y) (``anchor``: start, middle, end)."""
+    s = s.upper()
+    if anchor != "start":
+        w = text_width(s, size)
+        x -= w / 2 if anchor == "middle" else w
+    k = size / 6.0
+    d: list[str] = []
+    cx = x
+    for ch in s:
+        lines = _STROKES.get(ch, _STROKES["?"])
+        adv = _NARROW.get(ch, _ADVANCE)
+        shift = (adv - _ADVANCE) / 2 if ch in _NARROW else 0.0
+        for line in lines:
+            pts = [f"{_num(cx + (px + shift) * k)},{_num(y + py * k)}" for px, py in line]
+            d.append("M" + " ".join(pts[:1]) + ("L" + " ".join(pts[1:]) if len(pts) > 1 else ""))
+        cx += adv * k
+    if not d:
+        return ""
+    return (
+        f'<path d="{"".join(d)}" fill="none" stroke="{colour}" stroke-width="{_num(max(size * weight, 0.8))}" '
+        'stroke-linecap="round" stroke-linejoin="round"/>'
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Suits as filled paths in a 10 x 10 box.
+_SUIT_PATHS = {
+    "H": "M5,9.4C5,9.4 0.3,6 0.3,3.1C0.3,1.4 1.6,0.4 2.9,0.4C3.9,0.4 4.6,1 5,1.9C5.4,1 6.1,0.4 7.1,0.4"
+    "C8.4,0.4 9.7,1.4 9.7,3.1C9.7,6 5,9.4 5,9.4Z",
+    "D": "M5,0.2L8.6,5L5,9.8L1.4,5Z",
+    "S": "M5,0.3C5,0.3 0.4,3.6 0.4,6.2C0.4,7.7 1.5,8.6 2.7,8.6C3.6,8.6 4.3,8.1 4.7,7.4L4.1,9.8L5.9,9.8"
+    "L5.3,7.4C5.7,8.1 6.4,8.6 7.3,8.6C8.5,8.6 9.6,7.7 9.6,6.2C9.6,3.6 5,0.3 5,0.3Z",
+    "C": "M2.7,2.8a2.3,2.3 0 1,0 4.6,0a2.3,2.3 0 1,0 -4.6,0Z"
+    "M0.3,6.2a2.3,2.3 0 1,0 4.6,0a2.3,2.3 0 1,0 -4.6,0Z"
+    "M5.1,6.2a2.3,2.3 0 1,0 4.6,0a2.3,2.3 0 1,0 -4.6,0Z"
+    "M4.4,5.5L3.7,9.8L6.3,9.8L5.6,5.5Z",
+    "*": "M5,0.3L6.2,3.6L9.7,3.6L6.9,5.8L7.9,9.3L5,7.2L2.1,9.3L3.1,5.8L0.3,3.6L3.8,3.6Z",
+}
+
+
+def _suit(s: str, x: float, y: float, size: float, colour: str) -> str:
+    k = size / 10.0
+    return f'<path transform="translate({_num(x)},{_num(y)}) scale({k:g})" d="{_SUIT_PATHS[s]}" fill="{colour}"/>'
+
+
+def card_id(text: str) -> str:
+    """The ``<symbol>`` id of a card text (``"QH"`` -> ``"c-QH"``, ``"**"`` -> ``"c-xx"``)."""
+    return "c-" + text.replace("*", "x")
+
+
+def _card_symbol(text: str) -> str:
+    """A ``<symbol>`` drawing the face of the card ``text`` (any text of :mod:`nertz_env.cards`)."""
+    joker = text.startswith("*")
+    if text == "**":
+        rank, suit, colour = "", "*", JOKER_INK
+    elif joker:  # "*7r" / "*7b" (fixed on a work pile) or "*7H" (declared in the lake)
+        rank, tail = text[1], text[2]
+        if tail in "rb":
+            suit, colour = "*", RED if tail == "r" else INK
+        else:
+            suit, colour = tail, RED if tail in "DH" else INK
+    else:
+        rank, suit = text[0], text[1]
+        colour = RED if suit in "DH" else INK
+    label = "10" if rank == "T" else rank
+    parts = [
+        f'<g id="{card_id(text)}">',
+        f'<rect x="0.5" y="0.5" width="{CW - 1}" height="{CH - 1}" rx="4" fill="{"#f6efff" if joker else "#fdfdf8"}" '
+        f'stroke="{JOKER_INK if joker else "#8a8a80"}" stroke-width="1"/>',
+    ]
+    if label:
+        parts.append(_text(label, 3, 3, 9, colour, weight=0.2))
+        sx = 3 + text_width(label, 9) + 2.5
+    else:
+        parts.append(_text("JK", 3, 3, 9, colour, weight=0.2))
+        sx = 3 + text_width("JK", 9) + 2.5
+    parts.append(_suit(suit, sx, 2.5, 10, colour if suit != "*" else JOKER_INK))
+    # the middle: a large suit (a star for a joker), or a large letter for a court card
+    if rank in "JQK" and rank:
+        parts.append(_text(rank, CW / 2, 22, 20, colour, anchor="middle", weight=0.12))
+        parts.append(_suit(suit, CW / 2 - 5, 44, 10, colour if suit != "*" else JOKER_INK))
+    else:
+        parts.append(_suit(suit, CW / 2 - 10, 24, 20, colour if suit != "*" else JOKER_INK))
+    if joker and text != "**":
+        parts.append(_suit("*", CW - 12, CH - 12, 9, JOKER_INK))
+    parts.append("</g>")
+    return "".join(parts)
+
+
+_BACK = (
+    '<g id="c-back">'
+    f'<rect x="0.5" y="0.5" width="{CW - 1}" height="{CH - 1}" rx="4" fill="#2b4c9b" stroke="#f0f0f0" stroke-width="1"/>'
+    f'<rect x="4" y="4" width="{CW - 8}" height="{CH - 8}" rx="2" fill="none" stroke="#9db4ea" stroke-width="1.2"/>'
+    f'<path d="M{CW / 2},10L{CW - 9},{CH / 2}L{CW / 2},{CH - 10}L9,{CH / 2}Z" fill="#9db4ea"/>'
+    "</g>"
+)
+
+_SYMBOL_CACHE: dict[str, str] = {}
+
+
+def card_symbol(text: str) -> str:
+    """The ``<symbol>`` of one card (cached)."""
+    sym = _SYMBOL_CACHE.get(text)
+    if sym is None:
+        sym = _SYMBOL_CACHE[text] = _card_symbol(text)
+    return sym
+
+
+# ---------------------------------------------------------------------------------------------------------
+@dataclass
+class TableDrawing:
+    """A drawing in parts: ``head`` (the ``<svg>`` tag and background), ``body`` (title, lake, seats: one
+    string each, in order), the card texts used (their ``<symbol>`` s go in ``<defs>``), and the size.
+
+    :func:`table_svg` joins them; the replay page keeps the parts apart to store each distinct one once."""
+
+    width: int
+    height: int
+    head: str
+    body: list[str]
+    cards: set[str]
+    uses_back: bool
+
+    def defs(self) -> str:
+        syms = [card_symbol(c) for c in sorted(self.cards)]
+        if self.uses_back:
+            syms.append(_BACK)
+        return "<defs>" + "".join(syms) + "</defs>"
+
+    def svg(self) -> str:
+        return self.head + self.defs() + "".join(self.body) + "</svg>"
+
+
+def _layout(cfg: Mapping[str, Any], fan: int) -> tuple[int, int, int, int, int]:
+    """(columns, panel width, panel height, fan area height, work piles) of a config whose work piles have room
+    for ``fan`` cards at the full step."""
+    n, w = int(cfg["num_players"]), int(cfg["work_piles"])
+    cols = {2: 2, 3: 3, 4: 2, 5: 3, 6: 3, 7: 4, 8: 4}.get(n, 4)
+    panel_w = PAD + 3 * (CW + GAP) + 8 + w * (CW + GAP) - GAP + PAD
+    fan_h = CH + FAN * (fan - 1)
+    panel_h = HEAD + max(fan_h, CH + 44) + PAD
+    return cols, panel_w, panel_h, fan_h, w
+
+
+def longest_pile(snap: Mapping[str, Any]) -> int:
+    """The most cards on any work pile of ``snap``."""
+    return max((len(pile) for pl in snap["players"] for pile in pl["work"]), default=0)
+
+
+def _attrs(interactive: bool, zone: str, seat: int | None = None, pile: int | None = None, depth: int | None = None) -> str:
+    if not interactive:
+        return ""
+    s = f' class="hit" data-zone="{zone}"'
+    if seat is not None:
+        s += f' data-seat="{seat}"'
+    if pile is not None:
+        s += f' data-pile="{pile}"'
+    if depth is not None:
+        s += f' data-depth="{depth}"'
+    return s
+
+
+def _select_rect(x: float, y: float, w: float, h: float) -> str:
+    return (
+        f'<rect x="{_num(x - 2)}" y="{_num(y - 2)}" width="{_num(w + 4)}" height="{_num(h + 4)}" rx="5" '
+        'fill="none" stroke="#ffe14d" stroke-width="3"/>'
+    )
+
+
+def _slot(x: float, y: float, label: str, attrs: str) -> str:
+    """An empty place: a dashed outline with a small label."""
+    out = (
+        f'<rect x="{_num(x + 0.5)}" y="{_num(y + 0.5)}" width="{CW - 1}" height="{CH - 1}" rx="4" '
+        f'fill="#fff" fill-opacity="0.06" stroke="#9fc7ad" stroke-width="1" stroke-dasharray="3 3"{attrs}/>'
+    )
+    if label:
+        out += _text(label, x + CW / 2, y + CH / 2 - 2.5, 5, "#9fc7ad", anchor="middle", weight=0.18)
+    return out
+
+
+def _use(card: str, x: float, y: float, attrs: str = "") -> str:
+    return f'<use href="#{card_id(card)}" x="{_num(x)}" y="{_num(y)}"{attrs}/>'
+
+
+def _seat_panel(
+    p: int,
+    pl: Mapping[str, Any],
+    cfg: Mapping[str, Any],
+    x0: float,
+    y0: float,
+    name: str,
+    cards: set[str],
+    interactive: bool,
+    banner: tuple[str, str] | None,
+    select: Mapping[str, Any] | None,
+    fan: int,
+) -> tuple[str, str, bool]:
+    """Seat ``p``'s panel as two strings: what stays the same all game (frame, name, labels) and the rest."""
+    _cols, panel_w, panel_h, fan_h, _w = _layout(cfg, fan)
+    colour = SEAT_COLOURS[p % len(SEAT_COLOURS)]
+    static = [
+        f'<g class="seat" data-seat="{p}">',
+        f'<rect x="{_num(x0)}" y="{_num(y0)}" width="{panel_w}" height="{panel_h}" rx="6" fill="{PANEL}" '
+        f'stroke="{colour}" stroke-width="2"/>',
+        f'<rect x="{_num(x0)}" y="{_num(y0)}" width="{panel_w}" height="{HEAD - 4}" rx="6" fill="{colour}"/>',
+        _text(name[:24], x0 + PAD, y0 + 5, 9, "#ffffff", weight=0.17),
+        _text("SCORE", x0 + panel_w - PAD - 34, y0 + 5, 9, "#ffffff", anchor="end", weight=0.17),
+    ]
+    out = [_text(str(pl["match_score"]), x0 + panel_w - PAD - 29, y0 + 5, 9, "#ffffff", weight=0.17)]
+    sel_zone = select.get("zone") if select and select.get("seat") == p else None
+    back = False
+    y = y0 + HEAD + 4
+    label_y = y + CH + 6
+
+    def small_label(text: str, count: int, x: float) -> None:
+        static.append(_text(text, x + CW / 2, label_y, 5, "#cfe3d5", anchor="middle", weight=0.18))
+        out.append(_text(str(count), x + CW / 2, label_y + 9, 9, "#ffffff", anchor="middle", weight=0.18))
+
+    # Nertz pile: the top card and the count
+    x = x0 + PAD
+    nertz = pl["nertz"]
+    if nertz:
+        cards.add(nertz[-1])
+        out.append(_use(nertz[-1], x, y, _attrs(interactive, "nertz", p)))
+    else:
+        out.append(_slot(x, y, "OUT", _attrs(interactive, "nertz", p)))
+    small_label("NERTZ", len(nertz), x)
+    if sel_zone == "nertz":
+        out.append(_select_rect(x, y, CW, CH))
+    # stock: a back (or an empty place) and the count
+    x += CW + GAP
+    stock = pl["stock"]
+    if stock:
+        back = True
+        out.append(f'<use href="#c-back" x="{_num(x)}" y="{_num(y)}"{_attrs(interactive, "stock", p)}/>')
+    else:
+        out.append(_slot(x, y, "", _attrs(interactive, "stock", p)))
+    small_label("STOCK", len(stock), x)
+    if sel_zone == "stock":
+        out.append(_select_rect(x, y, CW, CH))
+    # waste: the top card and the count
+    x += CW + GAP
+    waste = pl["waste"]
+    if waste:
+        cards.add(waste[-1])
+        out.append(_use(waste[-1], x, y, _attrs(interactive, "waste", p)))
+    else:
+        out.append(_slot(x, y, "", _attrs(interactive, "waste", p)))
+    small_label("WASTE", len(waste), x)
+    if sel_zone == "waste":
+        out.append(_select_rect(x, y, CW, CH))
+    redeals, false_calls = int(pl.get("redeals", 0)), int(pl.get("false_calls", 0))
+    extra = []
+    if redeals:
+        extra.append(f"REDEALS {redeals}")
+    if false_calls:
+        extra.append(f"FALSE CALLS {false_calls}")
+    if extra:
+        out.append(_text("  ".join(extra), x0 + PAD, label_y + 24, 5, "#cfe3d5", weight=0.18))
+    # work piles, fanned downward
+    wx = x + CW + GAP + 8
+    for j, pile in enumerate(pl["work"]):
+        px = wx + j * (CW + GAP)
+        out.append(f'<g class="pile" data-zone="work" data-pile="{j}">')
+        if not pile:
+            out.append(_slot(px, y, "", _attrs(interactive, "work", p, j, 0)))
+            if sel_zone == "work" and select is not None and select.get("pile") == j:
+                out.append(_select_rect(px, y, CW, CH))
+        else:
+            n = len(pile)
+            step = FAN if n <= fan else (fan_h - CH) / (n - 1)
+            for k, c in enumerate(pile):
+                cards.add(c)
+                out.append(_use(c, px, y + k * step, _attrs(interactive, "work", p, j, n - k)))
+            if sel_zone == "work" and select is not None and select.get("pile") == j:
+                d = int(select.get("depth", 1) or 1)
+                top_k = max(0, n - d)
+                sy = y + top_k * step
+                out.append(_select_rect(px, sy, CW, (n - 1 - top_k) * step + CH))
+        out.append("</g>")
+    if banner:
+        text, kind = banner
+        bw = min(panel_w - 2 * PAD, text_width(text, 8) + 16)
+        bx, by = x0 + (panel_w - bw) / 2, y0 + panel_h - 22
+        out.append(
+            f'<rect x="{_num(bx)}" y="{_num(by)}" width="{_num(bw)}" height="16" rx="8" fill="#000" fill-opacity="0.78" '
+            f'stroke="{KIND_COLOURS.get(kind, KIND_COLOURS["info"])}" stroke-width="1.5"/>'
+        )
+        out.append(_text(text, x0 + panel_w / 2, by + 4, 8, KIND_COLOURS.get(kind, "#ffffff"), anchor="middle"))
+    out.append("</g>")
+    return "".join(static), "".join(out), back
+
+
+def _banner(v: Any) -> tuple[str, str]:
+    if isinstance(v, str):
+        return v, "info"
+    text, kind = v
+    if kind not in KIND_COLOURS:
+        raise ValueError(f"highlight kind must be one of {sorted(KIND_COLOURS)}, got {kind!r}")
+    return str(text), str(kind)
+
+
+def draw_table(
+    snap: Mapping[str, Any],
+    *,
+    seat_names: Sequence[str] | None = None,
+    highlight: Mapping[str, Any] | None = None,
+    interactive: bool = False,
+    fan: int | None = None,
+) -> TableDrawing:
+    """The drawing of ``snap`` in parts (see :class:`TableDrawing`; :func:`table_svg` joins them)."""
+    cfg = snap["config"]
+    players = snap["players"]
+    n = len(players)
+    if seat_names is not None and len(seat_names) != n:
+        raise ValueError(f"seat_names must name all {n} seats, got {len(seat_names)}")
+    names = list(seat_names) if seat_names is not None else [f"player_{p}" for p in range(n)]
+    hl = dict(highlight or {})
+    unknown = sorted(set(hl) - {"seats", "select"})
+    if unknown:
+        raise ValueError(f"unknown highlight key(s) {unknown}; the keys are 'seats' and 'select'")
+    banners = {int(p): _banner(v) for p, v in dict(hl.get("seats") or {}).items()}
+    select = hl.get("select")
+    fan = max(FAN_CARDS, longest_pile(snap)) if fan is None else max(1, int(fan))
+    cols, panel_w, panel_h, _fan_h, _w = _layout(cfg, fan)
+    rows = math.ceil(n / cols)
+    width = cols * panel_w + (cols + 1) * PAD
+    # the lake: every foundation there can be (4 per deck plus its jokers), in rows
+    max_f = n * (4 + int(cfg.get("jokers", 0)))
+    slot_w = CW + GAP
+    per_row = max(1, (width - 2 * PAD + GAP) // slot_w)
+    lake_rows = math.ceil(max_f / per_row)
+    per_row = math.ceil(max_f / lake_rows)  # balanced rows
+    slot_h = CH + 12
+    lake_h = lake_rows * slot_h + 14
+    lake_y = TITLE
+    seats_y = lake_y + lake_h + PAD
+    height = seats_y + rows * (panel_h + PAD)
+    cards: set[str] = set()
+    head = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'data-tick="{snap["tick"]}" data-round="{snap["round"]}" data-done="{snap["done"]}">'
+    )
+    body: list[str] = [f'<rect width="{width}" height="{height}" fill="{FELT}"/>']
+    # title bar: what changes every tick is a part of its own (the replay page stores the rest once)
+    state = {"running": "", "terminated": "GAME OVER", "truncated": "STOPPED (TICK LIMIT)"}.get(snap["done"], "")
+    title = f"NERTZ   ROUND {snap['round'] + 1}   TICK "
+    t = ['<g class="title">', _text(title, PAD, 9, 11, "#ffffff", weight=0.16)]
+    if state:
+        t.append(_text(state, width - PAD, 9, 11, "#ffe14d", anchor="end", weight=0.16))
+    else:
+        t.append(_text("NO PROGRESS", width - PAD - 24, 11, 7, "#cfe3d5", anchor="end", weight=0.17))
+    body.append("".join(t))
+    t = [_text(str(snap["tick"]), PAD + text_width(title, 11), 9, 11, "#ffffff", weight=0.16)]
+    if not state:
+        t.append(_text(str(snap["since_progress"]), width - PAD - 20, 11, 7, "#cfe3d5", weight=0.17))
+    body.append("".join(t) + "</g>")
+    # the lake: its places (one part), then the foundations on them (another)
+    lake = snap["lake"]
+    lk = [
+        '<g class="lake">',
+        f'<rect x="{PAD / 2}" y="{lake_y}" width="{width - PAD}" height="{lake_h}" rx="8" fill="#1e4d33" '
+        'stroke="#3f7a57" stroke-width="1"/>',
+    ]
+    places = []
+    for f in range(max_f):
+        r, c = divmod(f, per_row)
+        places.append((PAD + c * slot_w, lake_y + 6 + r * slot_h))
+        lk.append(_slot(*places[f], "LAKE" if f == 0 else "", _attrs(interactive, "lake", None, f)))
+    body.append("".join(lk))
+    lk = []
+    for f, fnd in enumerate(lake):
+        x, y = places[f]
+        top, owner = fnd[-1][0], int(fnd[-1][1])
+        cards.add(top)
+        col = SEAT_COLOURS[owner % len(SEAT_COLOURS)]
+        lk.append(f'<rect x="{_num(x - 1.5)}" y="{_num(y - 1.5)}" width="{CW + 3}" height="{CH + 3}" rx="5" fill="{col}"/>')
+        lk.append(_use(top, x, y, _attrs(interactive, "lake", None, f)))
+        for k, (_card, seat) in enumerate(fnd):
+            lk.append(
+                f'<rect x="{_num(x + 0.5 + k * LAKE_CELL)}" y="{_num(y + CH + 3)}" width="{LAKE_CELL - 0.5}" '
+                f'height="5" fill="{SEAT_COLOURS[int(seat) % len(SEAT_COLOURS)]}"/>'
+            )
+    if select is not None and select.get("zone") == "lake" and 0 <= int(select.get("pile", -1)) < max_f:
+        lk.append(_select_rect(*places[int(select["pile"])], CW, CH))
+    lk.append("</g>")
+    body.append("".join(lk))
+    any_back = False
+    for p, pl in enumerate(players):
+        r, c = divmod(p, cols)
+        x0 = PAD + c * (panel_w + PAD)
+        y0 = seats_y + r * (panel_h + PAD)
+        static, panel, back = _seat_panel(p, pl, cfg, x0, y0, names[p], cards, interactive, banners.get(p), select, fan)
+        any_back = any_back or back
+        body += [static, panel]
+    return TableDrawing(width, height, head, body, cards, any_back)
+
+
+def table_svg(
+    snap: Mapping[str, Any],
+    *,
+    seat_names: Sequence[str] | None = None,
+    highlight: Mapping[str, Any] | None = None,
+    interactive: bool = False,
+    fan: int | None = None,
+) -> str:
+    """The table of ``snap`` (a ``nertz-snapshot/1`` dict) as one self-contained SVG document (see the module
+    docstring for what is drawn, the data attributes of ``interactive=True`` and ``highlight``).
+
+    Args:
+        snap: what ``env.snapshot()`` returns.
+        seat_names: a name per seat for the panel headers (default ``player_0`` ...).
+        highlight: ``{"seats": {p: text or (text, kind)}, "select": {...}}`` (both optional).
+        interactive: mark clickable elements with ``class="hit"`` and ``data-*`` attributes.
+        fan: cards each work pile has room for at the full step (default: the longest pile of ``snap``, at
+            least 6); longer piles squeeze. Pass the same value for every frame of a game to keep one size.
+    """
+    return draw_table(snap, seat_names=seat_names, highlight=highlight, interactive=interactive, fan=fan).svg()
+
+
+def svg_to_rgb(svg: str, scale: float = 1.0) -> np.ndarray:
+    """Rasterize an SVG with resvg into an (H, W, 3) uint8 array (needs ``pip install nertz-env[render]``)."""
+    try:
+        import resvg_py
+        from PIL import Image
+    except ImportError as e:  # pragma: no cover - depends on the installed extras
+        raise ImportError(
+            "rgb rendering needs resvg-py and pillow: pip install 'nertz-env[render]'"
+        ) from e
+    import io
+
+    png = resvg_py.svg_to_bytes(svg_string=svg, skip_system_fonts=True, zoom=scale if scale != 1.0 else None)
+    with Image.open(io.BytesIO(bytes(png))) as im:
+        return np.asarray(im.convert("RGB"))
+
+
+def table_rgb(
+    snap: Mapping[str, Any],
+    *,
+    seat_names: Sequence[str] | None = None,
+    highlight: Mapping[str, Any] | None = None,
+    fan: int | None = None,
+    scale: float = 1.0,
+) -> np.ndarray:
+    """The drawing of :func:`table_svg`, rasterized: an (H, W, 3) uint8 array (``scale`` multiplies the size)."""
+    return svg_to_rgb(table_svg(snap, seat_names=seat_names, highlight=highlight, fan=fan), scale)

@@ -1,0 +1,251 @@
+"""``nertz-play``: take a seat at a Nertz table against agents, in your browser.
+
+    nertz-play                                          # you and three heuristic bots, real time
+    nertz-play --opponents search heuristic ppo         # three named opponents (a table of 4)
+    nertz-play --opponents search --players 3           # one name fills every other seat
+    nertz-play --step --seed 7 --rule draw=1            # the table waits for your moves
+
+The page is served on 127.0.0.1 (``--host`` to change) and opened in the default browser (``--no-browser``
+just prints its address). Every tick is appended to a replay file (``nertz-replay/1``) as the game goes; its
+path is printed. Bad input (an unknown opponent, a bad player count, a port in use) prints one line and exits
+with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import threading
+import webbrowser
+from collections.abc import Sequence
+from typing import Any
+
+EXIT_USAGE = 2
+DEFAULT_TICK_MS = 1500
+MIN_TICK_MS, MAX_TICK_MS = 50, 60_000
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+class UsageError(Exception):
+    """Bad command-line input: one line on stderr, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nertz-play", description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("--opponents", nargs="+", metavar="AGENT",
+                   help="agent specs of the other seats (random, greedy, heuristic, search, ppo, a checkpoint "
+                        "path, 'heuristic:wait_prob=0.3'); one name fills every seat (default: heuristic)")
+    p.add_argument("--players", type=int, help="seats at the table, 2 to 8 (default: opponents + 1, else 4)")
+    p.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
+    p.add_argument("--seed", type=int, help="the deal's seed (default: a random one, printed)")
+    p.add_argument("--rule", action="append", metavar="KEY=VALUE", help="a rules option (e.g. draw=1); repeatable")
+    p.add_argument("--step", action="store_true", help="step mode: the table waits for each of your moves")
+    p.add_argument("--tick-ms", type=int,
+                   help=f"real time: milliseconds per tick, {MIN_TICK_MS} to {MAX_TICK_MS} (default {DEFAULT_TICK_MS})")
+    p.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
+    p.add_argument("--no-browser", action="store_true", help="print the address instead of opening a browser")
+    p.add_argument("--replay-dir", help="folder for the replay files (default: $XDG_DATA_HOME/nertz-env/replays)")
+    return p
+
+
+def parse_rule(text: str) -> tuple[str, Any]:
+    """``"draw=1"`` -> ``("draw", 1)``: values as JSON when they parse, else as text."""
+    key, sep, raw = text.partition("=")
+    key, raw = key.strip(), raw.strip()
+    if not sep or not key:
+        raise UsageError(f"--rule takes key=value (e.g. --rule draw=1), got {text!r}")
+    aliases = {"True": True, "False": False, "None": None}
+    if raw in aliases:
+        return key, aliases[raw]
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    if isinstance(value, list):
+        value = [tuple(v) if isinstance(v, list) else v for v in value]
+    return key, value
+
+
+def _opponents(args: argparse.Namespace) -> tuple[int, list[str]]:
+    given = args.opponents
+    players = args.players
+    if players is None:
+        players = len(given) + 1 if given else 4
+    if not 2 <= players <= 8:
+        raise UsageError(f"--players must be from 2 to 8, got {players}")
+    if not given:
+        return players, ["heuristic"] * (players - 1)
+    if len(given) == 1:
+        return players, given * (players - 1)
+    if len(given) != players - 1:
+        raise UsageError(
+            f"a table of {players} players has {players - 1} opponents, but --opponents names {len(given)} "
+            "(name one to fill every seat)"
+        )
+    return players, list(given)
+
+
+def _build(args: argparse.Namespace) -> dict[str, Any]:
+    """Check every option and build the table; :class:`UsageError` for bad input."""
+    players, specs = _opponents(args)
+    rules: dict[str, Any] = {}
+    for text in args.rule or []:
+        key, value = parse_rule(text)
+        if key == "num_players":
+            raise UsageError("give the table size with --players, not as a rule")
+        rules[key] = value
+    if not 0 <= args.seat < players:
+        raise UsageError(f"--seat must be from 0 to {players - 1} at a table of {players}, got {args.seat}")
+    if args.step and args.tick_ms is not None:
+        raise UsageError("--tick-ms sets the clock of real time play; --step has no clock")
+    tick_ms = DEFAULT_TICK_MS if args.tick_ms is None else args.tick_ms
+    if not MIN_TICK_MS <= tick_ms <= MAX_TICK_MS:
+        raise UsageError(f"--tick-ms must be from {MIN_TICK_MS} to {MAX_TICK_MS}, got {tick_ms}")
+    if args.seed is not None and args.seed < 0:
+        raise UsageError(f"--seed must be a non-negative integer, got {args.seed}")
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be from 0 to 65535, got {args.port}")
+
+    from nertz_env.config import make_config
+
+    try:
+        make_config(num_players=players, **rules)
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"--rule: {e}") from None
+
+    from nertz_env.agents import AgentSpecError, make_agent
+    from nertz_env.threads import limit_threads
+
+    limit_threads(1)
+    bots = []
+    for spec in specs:
+        try:
+            bots.append(make_agent(spec))
+        except (AgentSpecError, FileNotFoundError) as e:
+            raise UsageError(f"--opponents: {e}") from None
+        except ImportError as e:
+            raise UsageError(f"--opponents: {spec!r} needs a missing package ({e}); pip install 'nertz-env[train]'") from None
+    replay_dir = args.replay_dir
+    if replay_dir is None:
+        from nertz_env.play.game import default_replay_dir
+
+        replay_dir = default_replay_dir()
+    try:
+        os.makedirs(replay_dir, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--replay-dir: cannot create {replay_dir}: {e.strerror}") from None
+    if not os.access(replay_dir, os.W_OK):
+        raise UsageError(f"--replay-dir: {replay_dir} is not writable")
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    return {"players": players, "specs": specs, "bots": bots, "rules": rules, "tick_ms": tick_ms,
+            "replay_dir": os.path.abspath(replay_dir), "seed": seed}
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``; :class:`UsageError` when the port is taken or the host unknown."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise UsageError(f"--host: cannot use {host!r}: {e.strerror}") from None
+    family, _, _, _, addr = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen(16)
+    except OSError as e:
+        sock.close()
+        raise UsageError(f"--port: cannot listen on {host}:{port}: {e.strerror}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _warm_up(env: Any, bots: Sequence[Any], seat: int) -> None:
+    """One tick of a throwaway deal, so the engine and the bots compile (numba) before the page opens instead of
+    on the first tick the person plays; the real deal resets the env and every bot afterwards."""
+    obs, _ = env.reset(seed=0)
+    others = [s for s in range(env.config.num_players) if s != seat]
+    actions = {}
+    for s, agent_id in enumerate(env.possible_agents):
+        if s == seat:
+            actions[agent_id] = 0
+        else:
+            bot = bots[others.index(s)]
+            bot.reset(env.config, s, 0)
+            actions[agent_id] = bot.act(obs[agent_id]["observation"], obs[agent_id]["action_mask"])
+    env.step(actions)
+
+
+def make_hub(built: dict[str, Any], seat: int, step: bool) -> Any:
+    """The table of a checked command line (see :func:`_build`), with its replay and drawing."""
+    import nertz_env
+    from nertz_env.play.game import PlayGame
+    from nertz_env.play.record import replay_recorder, table_drawer
+    from nertz_env.play.server import Hub
+
+    env = nertz_env.parallel_env(num_players=built["players"], **built["rules"])
+    _warm_up(env, built["bots"], seat)
+    game = PlayGame(env, built["bots"], built["specs"], seat=seat, seed=built["seed"],
+                    recorder_factory=replay_recorder(built["replay_dir"]))
+    return Hub(game, step=step, tick_ms=built["tick_ms"], drawer=table_drawer())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``nertz-play``; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        built = _build(args)
+        sock = _bind(args.host, args.port)
+    except UsageError as e:
+        print(f"nertz-play: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        import uvicorn
+        import websockets  # noqa: F401  (uvicorn serves websockets only when a library for them is installed)
+
+        from nertz_env.play.server import create_app
+    except ImportError as e:
+        sock.close()
+        print(f"nertz-play: error: the web stack is missing ({e.name}); pip install 'nertz-env[play]'", file=sys.stderr)
+        return EXIT_USAGE
+
+    print("nertz-play: dealing (the first run compiles the rules engine, up to a minute) ...", flush=True)
+    hub = make_hub(built, args.seat, args.step)
+    port = sock.getsockname()[1]
+    shown_host = args.host if ":" not in args.host else f"[{args.host}]"
+    url = f"http://{shown_host}:{port}/"
+    if args.host not in LOOPBACK:
+        print(f"nertz-play: note: serving on {args.host}, so other machines can reach this table", flush=True)
+    opponents = ", ".join(built["specs"])
+    mode = "step mode" if args.step else f"real time, {built['tick_ms']} ms a tick"
+    print(f"nertz-play: seat {args.seat} of {built['players']} against {opponents}; seed {built['seed']}; {mode}")
+    print(f"nertz-play: the table is at {url}  (Ctrl-C stops)")
+    print(f"nertz-play: replay: {hub.replay_path()}", flush=True)
+    # on a loopback address only requests naming a loopback host are served (no DNS rebinding)
+    hosts = [*LOOPBACK, args.host] if args.host in LOOPBACK else None
+    config = uvicorn.Config(create_app(hub, hosts), log_level="warning", ws_max_size=65536, lifespan="on")
+    server = uvicorn.Server(config)
+    if not args.no_browser:
+        def _open() -> None:
+            while not server.started and not server.should_exit:
+                threading.Event().wait(0.05)
+            if server.started:
+                webbrowser.open(url)
+
+        threading.Thread(target=_open, daemon=True).start()
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn shuts down (the replay is closed), then re-raises the Ctrl-C
+        pass
+    finally:
+        sock.close()
+    print(f"nertz-play: stopped after tick {hub.game.tick_count}; replay: {hub.replay_path()}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

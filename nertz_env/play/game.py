@@ -1,0 +1,367 @@
+"""One table of ``nertz-play``: a person's seat among agents, stepped one tick at a time, without any web code.
+
+:class:`PlayGame` owns a :func:`~nertz_env.parallel_env`, the bots of the other seats and the replay being
+written. :meth:`PlayGame.tick` plays one tick: every bot's ``act`` on its observation and mask, the person's
+action (a wait when none was given), one ``env.step``, one line appended to the replay. The person's moves
+are offered as :meth:`PlayGame.legal_moves`: every legal action of the seat's mask with the click that makes
+it (a source on the table and, for moves that go somewhere, a destination), so a page maps "this card, then
+that pile" to exactly one action index. :meth:`PlayGame.check_action` is the server's own check of a move
+(an integer index in range that the mask allows), made again whatever the page did.
+
+Nothing here is asynchronous and nothing here knows about browsers; :mod:`nertz_env.play.server` runs
+:meth:`tick` in a worker thread.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from nertz_env.actions import (
+    CALL,
+    FLIP,
+    JOKER_LAKE,
+    KIND_NAMES,
+    LAKE,
+    ROTATE,
+    RUN,
+    SRC_NERTZ,
+    SRC_WASTE,
+    SRC_WORK0,
+    TO_WORK,
+    TUCK,
+    WAIT,
+)
+from nertz_env.agents.base import Agent
+
+HUMAN_NAME = "you"
+
+
+class MoveError(ValueError):
+    """A move the server refuses; the message is shown to the person as it is."""
+
+
+def _source(src: int) -> dict[str, Any]:
+    if src == SRC_NERTZ:
+        return {"zone": "nertz", "pile": None}
+    if src == SRC_WASTE:
+        return {"zone": "waste", "pile": None}
+    return {"zone": "work", "pile": src - SRC_WORK0}
+
+
+def default_replay_dir() -> str:
+    """Where games are saved unless ``--replay-dir`` says otherwise: ``$XDG_DATA_HOME/nertz-env/replays``
+    (``~/.local/share/nertz-env/replays`` when the variable is unset)."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(base, "nertz-env", "replays")
+
+
+@dataclass
+class SeatMove:
+    """What one seat did in one tick."""
+
+    seat: int
+    submitted: int  # the action index the seat sent (-1 for none)
+    applied: int  # the action the engine applied (0, a wait, when flagged)
+    name: str
+    words: str
+    illegal: bool
+    lost_race: bool
+    reward: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class TickResult:
+    """One tick as the server reports it."""
+
+    tick: int
+    moves: list[SeatMove]
+    round_end: str | None = None
+    scores: list[int] | None = None  # the round's totals when a round ended
+    done: bool = False
+    events: list[str] = field(default_factory=list)
+
+
+class PlayGame:
+    """A person at ``seat`` and ``bots`` at the other seats (in seat order), one episode of ``env``.
+
+    Args:
+        env: a fresh :class:`~nertz_env.environment.NertzParallelEnv`.
+        bots: one agent per other seat, in seat order.
+        bot_names: their specs, shown on the table and written into the replay.
+        seat: the person's seat.
+        seed: the deal's seed; the bots' own generators are seeded from it too.
+        recorder_factory: ``recorder_factory(game) -> recorder`` with ``tick(result)`` and ``close(result)``
+            methods, or None to save nothing.
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        bots: Sequence[Agent],
+        bot_names: Sequence[str],
+        seat: int = 0,
+        seed: int = 0,
+        recorder_factory: Any = None,
+    ) -> None:
+        n = env.config.num_players
+        if not 0 <= seat < n:
+            raise ValueError(f"seat must be from 0 to {n - 1}, got {seat}")
+        if len(bots) != n - 1 or len(bot_names) != n - 1:
+            raise ValueError(f"a table of {n} players takes {n - 1} bots, got {len(bots)}")
+        self.env = env
+        self.config = env.config
+        self.table = env.actions
+        self.seat = seat
+        self.seed = int(seed)
+        self.bots: dict[int, Agent] = {}
+        #: per seat: the agent spec (``HUMAN_NAME`` for the person), as the replay's header keeps it
+        self.specs: list[str] = []
+        others = iter(zip(bots, bot_names, strict=True))
+        for s in range(n):
+            if s == seat:
+                self.specs.append(HUMAN_NAME)
+            else:
+                bot, name = next(others)
+                self.bots[s] = bot
+                self.specs.append(str(name))
+        #: per seat: the name on the table (a spec that sits at several seats gets the seat's number)
+        self.names = [
+            f"{spec} {s}" if s != seat and self.specs.count(spec) > 1 else spec for s, spec in enumerate(self.specs)
+        ]
+        self.agent_ids = list(env.possible_agents)
+        self._recorder_factory = recorder_factory
+        self.recorder: Any = None
+        self.replay_file: str | None = None  # set by a recorder that writes a file
+        self.obs: dict[str, dict[str, np.ndarray]] = {}
+        self.last: TickResult | None = None
+        self.history: list[TickResult] = []
+        self.done = False
+        self.round_scores: list[list[int]] = []
+        self.match_scores = [0] * n
+        self._mask = np.zeros(self.table.n, dtype=np.int8)
+        self._moves: list[dict[str, Any]] = []
+        self.reset()
+
+    # ------------------------------------------------------------------ lifecycle
+    def reset(self, seed: int | None = None) -> None:
+        """Deal (again) from ``seed`` (default: the game's seed) and start a new replay."""
+        if self.recorder is not None:
+            self.recorder.close(None)
+        if seed is not None:
+            self.seed = int(seed)
+        self.obs, _ = self.env.reset(seed=self.seed)
+        bot_seeds = np.random.SeedSequence(self.seed).generate_state(self.config.num_players, np.uint32)
+        for s, bot in self.bots.items():
+            bot.reset(self.config, s, int(bot_seeds[s]))
+        self.last = None
+        self.history = []
+        self.done = not self.env.agents
+        self.round_scores = []
+        self.match_scores = [0] * self.config.num_players
+        self._refresh()
+        self.replay_file = None
+        self.recorder = self._recorder_factory(self) if self._recorder_factory is not None else None
+
+    def close(self) -> None:
+        """Finish the replay (if any); safe to call twice."""
+        if self.recorder is not None:
+            self.recorder.close(self.last)
+            self.recorder = None
+
+    @property
+    def tick_count(self) -> int:
+        return self.env.tick
+
+    # ------------------------------------------------------------------ the person's moves
+    def _refresh(self) -> None:
+        me = self.agent_ids[self.seat]
+        if me in self.obs:
+            self._mask = self.obs[me]["action_mask"].copy()
+        else:
+            self._mask = np.zeros(self.table.n, dtype=np.int8)
+        self._moves = [self._describe(int(a)) for a in np.flatnonzero(self._mask) if a != WAIT]
+        if any(m["kind"] == "flip" for m in self._moves):  # say which of the two a flip does now
+            stock = len(self.env.snapshot()["players"][self.seat]["stock"])
+            words = f"flip {self.config.draw} from the stock" if stock else "turn the waste over as the stock"
+            for m in self._moves:
+                if m["kind"] == "flip":
+                    m["words"] = words
+
+    def _describe(self, a: int) -> dict[str, Any]:
+        row = self.table[a]
+        src: dict[str, Any] | None
+        dst: dict[str, Any] | None = None
+        if row.kind in (FLIP, ROTATE):
+            src = {"zone": "stock", "pile": None}
+        elif row.kind == CALL:
+            src = None
+        elif row.kind == RUN:
+            src = {"zone": "work", "pile": row.src - SRC_WORK0, "count": row.length}
+            dst = {"zone": "work", "pile": row.dst}
+        else:
+            src = _source(row.src)
+            if row.kind in (LAKE, JOKER_LAKE):
+                dst = {"zone": "lake", "pile": None}
+            elif row.kind in (TO_WORK, TUCK):
+                dst = {"zone": "work", "pile": row.dst}
+        if src is not None:
+            src.setdefault("count", 1)  # cards that move: a run's length, else one
+        return {
+            "action": a,
+            "kind": KIND_NAMES[row.kind],
+            "name": self.table.name(a),
+            "words": self.table.describe(a),
+            "src": src,
+            "dst": dst,
+        }
+
+    def legal_moves(self) -> list[dict[str, Any]]:
+        """The person's legal actions now (waiting aside, always legal while the game runs): index, kind,
+        name, words, ``src`` (``{"zone": "nertz"|"waste"|"work"|"stock", "pile": j or None, "count": cards
+        moved}``; None for a call) and ``dst`` (``{"zone": "lake"|"work", "pile": j or None}`` or None)."""
+        return list(self._moves)
+
+    def mask(self) -> np.ndarray:
+        """A copy of the person's current action mask."""
+        return self._mask.copy()
+
+    def check_action(self, action: Any) -> int:
+        """``action`` as a legal action index of the person's seat now, or :class:`MoveError` saying why not."""
+        n = self.table.n
+        if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
+            raise MoveError(f"an action is an integer index from 0 to {n - 1}, got {action!r}")
+        a = int(action)
+        if not 0 <= a < n:
+            raise MoveError(f"action {a} is out of range: this table's actions are 0 to {n - 1}")
+        if self.done:
+            raise MoveError("the game is over; start a new game to play again")
+        if not self._mask[a]:
+            raise MoveError(f"not legal now: {self.table.describe(a)} ({self.table.name(a)})")
+        return a
+
+    # ------------------------------------------------------------------ a tick
+    def tick(self, action: int | None) -> TickResult:
+        """One tick: the bots act, the person plays ``action`` (None: wait), the engine steps, the replay grows.
+
+        ``action`` should come through :meth:`check_action`; the engine checks it again (an action that is
+        not legal is applied as a wait and reported illegal)."""
+        if self.done:
+            raise MoveError("the game is over; start a new game to play again")
+        ids = self.agent_ids
+        submitted = [0] * self.config.num_players
+        actions: dict[str, Any] = {}
+        for s, agent_id in enumerate(ids):
+            if s == self.seat:
+                a = WAIT if action is None else int(action)
+            else:
+                o = self.obs[agent_id]
+                a = int(self.bots[s].act(o["observation"], o["action_mask"]))
+            submitted[s] = a
+            actions[agent_id] = a
+        self.obs, rewards, _terms, _truncs, infos = self.env.step(actions)
+        moves = []
+        for s, agent_id in enumerate(ids):
+            info = infos[agent_id]
+            sub = submitted[s]
+            ok = 0 <= sub < self.table.n
+            moves.append(
+                SeatMove(
+                    seat=s,
+                    submitted=sub,
+                    applied=int(info["action"]),
+                    name=self.table.name(sub) if ok else str(sub),
+                    words=self.table.describe(sub) if ok else f"action {sub} (out of range)",
+                    illegal=bool(info["illegal"]),
+                    lost_race=bool(info["lost_race"]),
+                    reward=float(rewards[agent_id]),
+                )
+            )
+        result = TickResult(tick=self.env.tick, moves=moves)
+        first = infos[ids[0]]
+        if "round_end" in first:
+            result.round_end = str(first["round_end"])
+            result.scores = [int(infos[i]["score"]["total"]) for i in ids]
+            self.round_scores.append(result.scores)
+            self.match_scores = [int(infos[i]["match_score"]) for i in ids]
+        result.done = not self.env.agents
+        self.done = result.done
+        me = moves[self.seat]
+        if me.illegal:
+            result.events.append(f"your move was not legal when the tick came: {me.words} (you waited)")
+        if me.lost_race:
+            result.events.append(f"lost race: another player reached the lake first ({me.words})")
+        for m in moves:
+            if m.seat != self.seat and m.lost_race:
+                result.events.append(f"{self.names[m.seat]} lost a race to the lake")
+        if result.round_end is not None:
+            result.events.append(f"round over ({result.round_end}): scores {result.scores}")
+        self.last = result
+        self.history.append(result)
+        self._refresh()
+        if self.recorder is not None:
+            self.recorder.tick(result)
+            if result.done:
+                self.close()
+        return result
+
+    # ------------------------------------------------------------------ what the page shows
+    def public_view(self) -> dict[str, Any]:
+        """Everything any player at the table can see (face-up cards and counts, never a stock's order), plus
+        the person's legal moves: the page's side panel and the tests read this."""
+        snap = self.env.snapshot()
+        cfg = self.config
+        seats = []
+        for s, pl in enumerate(snap["players"]):
+            lake_cards = sum(1 for f in snap["lake"] for _, owner in f if owner == s)
+            last = self.last.moves[s].to_dict() if self.last is not None else None
+            seats.append(
+                {
+                    "seat": s,
+                    "name": self.names[s],
+                    "you": s == self.seat,
+                    "nertz_left": len(pl["nertz"]),
+                    "nertz_top": pl["nertz"][-1] if pl["nertz"] else None,
+                    "stock": len(pl["stock"]),
+                    "waste": len(pl["waste"]),
+                    "waste_top": pl["waste"][-1] if pl["waste"] else None,
+                    "work": pl["work"],
+                    "lake_cards": lake_cards,
+                    "round_score": lake_cards - cfg.nertz_penalty * len(pl["nertz"]),
+                    "match_score": self.match_scores[s],
+                    "last": last,
+                }
+            )
+        lake = [{"top": f[-1][0], "owner": f[-1][1], "height": len(f)} for f in snap["lake"]]
+        return {
+            "tick": snap["tick"],
+            "round": snap["round"],
+            "status": snap["done"],
+            "done": self.done,
+            "seat": self.seat,
+            "seats": seats,
+            "lake": lake,
+            "legal": self.legal_moves() if not self.done else [],
+            "round_scores": self.round_scores,
+            "seed": self.seed,
+        }
+
+
+def replay_path(directory: str, seed: int, now: _dt.datetime | None = None) -> str:
+    """A new file name for a game: ``nertz-play-<UTC time>-seed<seed>.jsonl`` in ``directory``."""
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    stamp = now.strftime("%Y%m%d-%H%M%S")
+    base = os.path.join(directory, f"nertz-play-{stamp}-seed{seed}")
+    path, k = base + ".jsonl", 1
+    while os.path.exists(path):
+        k += 1
+        path = f"{base}-{k}.jsonl"
+    return path

@@ -1,0 +1,436 @@
+"""Replays: a record of one game, ``nertz-replay/1``, written while it is played and replayed through the engine.
+
+Record any game by wrapping its ``parallel_env``::
+
+    from nertz_env import parallel_env
+    from nertz_env.replay import RecordReplay, load_replay, verify_replay
+
+    env = RecordReplay(parallel_env(num_players=4), "game.jsonl.gz", agents=["search", "heuristic", "me", "ppo"])
+    obs, infos = env.reset(seed=7)
+    while env.agents:
+        obs, rewards, terms, truncs, infos = env.step(actions)   # the wrapper passes everything through
+    verify_replay("game.jsonl.gz")   # replays it through the engine; raises ReplayMismatch on any difference
+
+The format is JSON lines, gzip-compressed when the name ends in ``.gz`` (complete once the game ends or the
+wrapper is closed; a plain file is flushed line by line, so a crash loses nothing). Line 1, the header::
+
+    {"format": "nertz-replay/1", "agents": [name per seat], "config": {...every NertzConfig option...},
+     "snapshot": {...the opening table, nertz-snapshot/1...}, "meta": {...anything JSON...}}
+
+then one line per tick, in order::
+
+    {"t": tick,                       # the table's tick after this step (1, 2, ...)
+     "a": [action index per seat],    # what each seat asked for (-1: None; an illegal one is kept as given)
+     "n": [action name per seat],     # ActionTable.name of each index ("?" when out of range)
+     "il": [seats],                   # seats whose action was illegal (applied as a wait); absent when none
+     "lr": [seats],                   # seats that lost a race to the lake this tick; absent when none
+     "r": [reward per seat],          # absent when every reward is zero
+     "end": "nertz"|"stall"|"max_ticks", "score": [round total per seat], "match": [match score per seat]
+                                      # only on a tick that ended a round
+     "h": "8 hex digits"}             # the first 8 hex digits of the SHA-1 of the table's snapshot after the tick
+
+and, when the episode ended, a last line ``{"final": {...the closing snapshot...}, "ticks": N}``.
+
+:func:`verify_replay` restores the opening snapshot, steps the engine with the recorded actions and checks every
+tick's flags, rewards, round ends and snapshot hash, and the closing snapshot exactly. :func:`replay_states`
+yields every tick's snapshot (what ``nertz-replay`` draws).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from nertz_env.actions import action_table
+from nertz_env.config import make_config
+from nertz_env.environment import NertzParallelEnv
+
+FORMAT = "nertz-replay/1"
+
+__all__ = [
+    "FORMAT",
+    "RecordReplay",
+    "Replay",
+    "ReplayError",
+    "ReplayMismatch",
+    "ReplayWriter",
+    "env_for",
+    "load_replay",
+    "replay_states",
+    "snapshot_hash",
+    "verify_replay",
+]
+
+
+class ReplayError(ValueError):
+    """A file that is not a readable ``nertz-replay/1`` record; the message says where."""
+
+
+class ReplayMismatch(AssertionError):
+    """Replaying a file through the engine gave a different game; the message names the tick and the field."""
+
+
+def snapshot_hash(snap: dict[str, Any]) -> str:
+    """8 hex digits of the SHA-1 of a snapshot's canonical JSON (sorted keys, no spaces)."""
+    text = json.dumps(snap, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha1(text.encode()).hexdigest()[:8]
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def _action_value(v: Any) -> int:
+    """What a seat asked for, as an int for the file (None: -1; numpy integers: their value)."""
+    if v is None:
+        return -1
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return -1  # the env raises on such a value before stepping, so no tick is written
+
+
+class ReplayWriter:
+    """Writes one game: the header at once, then :meth:`tick` per step and :meth:`finish` at the end.
+
+    A plain file is flushed line by line (a crash loses nothing); a ``.gz`` file is compressed as it goes and
+    complete once :meth:`finish` or :meth:`close` ran (or the writer was garbage-collected)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        config: dict[str, Any],
+        snapshot: dict[str, Any],
+        agents: Sequence[str],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        self.path = os.fspath(path)
+        self._gz = self.path.endswith(".gz")
+        if self._gz:
+            self._file: IO[str] = gzip.open(self.path, "wt", encoding="utf-8", compresslevel=9)  # noqa: SIM115
+        else:
+            self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
+        self.table = action_table(make_config(**config))
+        self.ticks = 0
+        self.closed = False
+        self._write(
+            {
+                "format": FORMAT,
+                "agents": [str(a) for a in agents],
+                "config": config,
+                "snapshot": snapshot,
+                "meta": dict(meta or {}),
+            }
+        )
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        self._file.write(_dumps(obj) + "\n")
+        if not self._gz:
+            self._file.flush()
+
+    def tick(
+        self,
+        tick: int,
+        actions: Sequence[int],
+        illegal: Sequence[int],
+        lost_race: Sequence[int],
+        rewards: Sequence[float],
+        snapshot: dict[str, Any],
+        round_end: str | None = None,
+        scores: Sequence[int] | None = None,
+        match: Sequence[int] | None = None,
+    ) -> None:
+        """One step: per seat the action asked for, illegal and lost-race flags (0/1) and reward; the table's
+        snapshot after the step (hashed); on a round's last tick its end, round totals and match scores."""
+        n = self.table.n
+        rec: dict[str, Any] = {
+            "t": int(tick),
+            "a": [int(a) for a in actions],
+            "n": [self.table.name(a) if 0 <= a < n else "?" for a in actions],
+        }
+        il = [s for s, f in enumerate(illegal) if f]
+        lr = [s for s, f in enumerate(lost_race) if f]
+        if il:
+            rec["il"] = il
+        if lr:
+            rec["lr"] = lr
+        if any(r != 0 for r in rewards):
+            rec["r"] = [float(r) for r in rewards]
+        if round_end is not None:
+            rec["end"] = round_end
+            rec["score"] = [int(x) for x in scores or []]
+            rec["match"] = [int(x) for x in match or []]
+        rec["h"] = snapshot_hash(snapshot)
+        self._write(rec)
+        self.ticks += 1
+
+    def finish(self, final_snapshot: dict[str, Any]) -> None:
+        """Write the closing line and close the file."""
+        self._write({"final": final_snapshot, "ticks": self.ticks})
+        self.close()
+
+    def close(self) -> None:
+        """Close without a closing line (a game stopped before its end); a ``.gz`` file is written now."""
+        if self.closed:
+            return
+        self.closed = True
+        self._file.close()
+
+
+class RecordReplay:
+    """A ``parallel_env`` that records every episode it plays as a ``nertz-replay/1`` file.
+
+    Args:
+        env: the env to record (a :class:`~nertz_env.environment.NertzParallelEnv`).
+        path: the file of the first episode; put ``{episode}`` in it (``"games/g{episode:04d}.jsonl.gz"``) to
+            record every episode to its own file (without it a second ``reset`` raises ``ValueError``).
+        agents: a name per seat for the header (default the env's agent names).
+        meta: anything JSON-ready to keep in the header (a tournament's deal and lineup, say).
+
+    Everything else (``agents``, ``snapshot()``, ``config`` ...) is the wrapped env's."""
+
+    def __init__(
+        self,
+        env: NertzParallelEnv,
+        path: str | os.PathLike[str],
+        agents: Sequence[str] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        self.env = env
+        self.path_pattern = os.fspath(path)
+        n = env.config.num_players
+        names = list(agents) if agents is not None else list(env.possible_agents)
+        if len(names) != n:
+            raise ValueError(f"agents must name all {n} seats, got {len(names)}")
+        self.agent_names = names
+        self.meta = dict(meta or {})
+        self.episode = 0
+        self.writer: ReplayWriter | None = None
+        self.paths: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "env" or name.startswith("__"):  # not set yet (unpickling, copying): no recursion
+            raise AttributeError(name)
+        return getattr(self.env, name)
+
+    def _next_path(self) -> str:
+        if "{episode" in self.path_pattern:
+            return self.path_pattern.format(episode=self.episode)
+        if self.episode > 0:
+            raise ValueError(
+                f"RecordReplay path {self.path_pattern!r} has no {{episode}} field: one file records one episode"
+            )
+        return self.path_pattern
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        if self.writer is not None:
+            self.writer.close()
+        path = self._next_path()
+        out = self.env.reset(seed=seed, options=options)
+        meta = dict(self.meta)
+        if seed is not None:
+            meta.setdefault("seed", int(seed))
+        self.writer = ReplayWriter(path, self.env.config.to_dict(), self.env.snapshot(), self.agent_names, meta)
+        self.paths.append(path)
+        self.episode += 1
+        if not self.env.agents:  # restored a finished table: nothing will be played
+            self.writer.finish(self.env.snapshot())
+            self.writer = None
+        return out
+
+    def step(self, actions: dict[str, Any]) -> Any:
+        if self.writer is None:
+            return self.env.step(actions)  # the env says what is wrong (no live agents, no reset)
+        env = self.env
+        live = list(env.agents)
+        asked = [0] * env.config.num_players
+        for p, a in enumerate(env.possible_agents):
+            if a in live and a in actions:
+                asked[p] = _action_value(actions[a])
+        obs, rewards, terms, truncs, infos = env.step(actions)
+        names = env.possible_agents
+        first = infos[names[0]]
+        end = first.get("round_end")
+        self.writer.tick(
+            env.tick,
+            asked,
+            [int(infos[a]["illegal"]) for a in names],
+            [int(infos[a]["lost_race"]) for a in names],
+            [rewards[a] for a in names],
+            env.snapshot(),
+            end,
+            [infos[a]["score"]["total"] for a in names] if end else None,
+            [infos[a]["match_score"] for a in names] if end else None,
+        )
+        if not env.agents:
+            self.writer.finish(env.snapshot())
+            self.writer = None
+        return obs, rewards, terms, truncs, infos
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+        self.env.close()
+
+
+# ---------------------------------------------------------------------------------------------------------
+@dataclass
+class Replay:
+    """A loaded ``nertz-replay/1`` file: the header's fields, the tick records, and the closing snapshot
+    (``None`` when the game was stopped before its end)."""
+
+    agents: list[str]
+    config: dict[str, Any]
+    snapshot: dict[str, Any]
+    meta: dict[str, Any]
+    ticks: list[dict[str, Any]] = field(default_factory=list)
+    final: dict[str, Any] | None = None
+    path: str = ""
+
+
+def _open_text(path: str) -> IO[str]:
+    with open(path, "rb") as f:
+        magic = f.read(2)
+    if magic == b"\x1f\x8b":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def load_replay(path: str | os.PathLike[str]) -> Replay:
+    """Read a ``nertz-replay/1`` file (plain or gzip). Raises :class:`ReplayError` naming the line."""
+    path = os.fspath(path)
+    try:
+        f = _open_text(path)
+    except OSError as e:
+        raise ReplayError(f"{path}: cannot read: {e.strerror or e}") from None
+    rep: Replay | None = None
+    try:
+        with f:
+            for k, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise ReplayError(f"{path}:{k}: not JSON ({e.msg})") from None
+                if not isinstance(obj, dict):
+                    raise ReplayError(f"{path}:{k}: each line is a JSON object")
+                if rep is None:
+                    if obj.get("format") != FORMAT:
+                        raise ReplayError(f"{path}:{k}: not a {FORMAT} file (format {obj.get('format')!r})")
+                    for key in ("agents", "config", "snapshot"):
+                        if key not in obj:
+                            raise ReplayError(f"{path}:{k}: the header has no {key!r}")
+                    try:
+                        n = make_config(**obj["config"]).num_players
+                    except (TypeError, ValueError) as e:
+                        raise ReplayError(f"{path}:{k}: config: {e}") from None
+                    if not isinstance(obj["agents"], list) or len(obj["agents"]) != n:
+                        raise ReplayError(f"{path}:{k}: agents must name all {n} seats")
+                    rep = Replay(obj["agents"], obj["config"], obj["snapshot"], obj.get("meta", {}), path=path)
+                elif "final" in obj:
+                    rep.final = obj["final"]
+                else:
+                    if rep.final is not None:
+                        raise ReplayError(f"{path}:{k}: a tick after the closing line")
+                    a = obj.get("a")
+                    if not isinstance(obj.get("t"), int) or not isinstance(a, list) or len(a) != len(rep.agents):
+                        raise ReplayError(f"{path}:{k}: a tick line needs 't' and one action per seat in 'a'")
+                    if not all(isinstance(x, int) and not isinstance(x, bool) for x in a):
+                        raise ReplayError(f"{path}:{k}: actions must be integers")
+                    rep.ticks.append(obj)
+    except (OSError, EOFError, UnicodeDecodeError) as e:
+        raise ReplayError(f"{path}: unreadable ({e})") from None
+    if rep is None:
+        raise ReplayError(f"{path}: empty file")
+    return rep
+
+
+def env_for(config: dict[str, Any]) -> NertzParallelEnv:
+    """A ``parallel_env`` of exactly this config (a snapshot's or replay's ``config``)."""
+    cfg = dict(make_config(**config).to_dict())
+    n = cfg.pop("num_players")
+    return NertzParallelEnv(num_players=n, **cfg)
+
+
+def _as_replay(src: Replay | str | os.PathLike[str]) -> Replay:
+    return src if isinstance(src, Replay) else load_replay(src)
+
+
+def replay_states(src: Replay | str | os.PathLike[str]) -> Iterator[tuple[dict[str, Any] | None, dict[str, Any]]]:
+    """``(tick record, snapshot after it)`` for the opening (record ``None``) and every tick, replayed through
+    the engine (checked as :func:`verify_replay` does, so a drawn game is the recorded one)."""
+    rep = _as_replay(src)
+    env = env_for(rep.config)
+    env.reset(options={"snapshot": rep.snapshot})
+    yield None, env.snapshot()
+    names = env.possible_agents
+    for rec in rep.ticks:
+        if not env.agents:
+            raise ReplayMismatch(f"tick {rec['t']}: the game had already ended")
+        _obs, rewards, _, _, infos = env.step({a: rec["a"][p] for p, a in enumerate(names)})
+        snap = env.snapshot()
+        _check_tick(rec, env, names, rewards, infos, snap)
+        yield rec, snap
+    if rep.final is not None:
+        if env.agents:
+            raise ReplayMismatch(f"the file closes the game after {len(rep.ticks)} ticks but it goes on")
+        if env.snapshot() != rep.final:
+            raise ReplayMismatch("the closing snapshot differs from the replayed table")
+
+
+def _check_tick(
+    rec: dict[str, Any],
+    env: NertzParallelEnv,
+    names: list[str],
+    rewards: dict[str, float],
+    infos: dict[str, dict[str, Any]],
+    snap: dict[str, Any],
+) -> None:
+    t = rec["t"]
+
+    def bad(what: str, recorded: Any, got: Any) -> ReplayMismatch:
+        return ReplayMismatch(f"tick {t}: {what} recorded {recorded!r}, replayed {got!r}")
+
+    if env.tick != t:
+        raise bad("tick", t, env.tick)
+    il = [p for p, a in enumerate(names) if infos[a]["illegal"]]
+    if il != rec.get("il", []):
+        raise bad("illegal seats", rec.get("il", []), il)
+    lr = [p for p, a in enumerate(names) if infos[a]["lost_race"]]
+    if lr != rec.get("lr", []):
+        raise bad("lost-race seats", rec.get("lr", []), lr)
+    r = [rewards[a] for a in names]
+    want = rec.get("r", [0.0] * len(names))
+    if r != want:
+        raise bad("rewards", want, r)
+    end = infos[names[0]].get("round_end")
+    if end != rec.get("end"):
+        raise bad("round end", rec.get("end"), end)
+    if end is not None:
+        score = [infos[a]["score"]["total"] for a in names]
+        if score != rec.get("score"):
+            raise bad("round scores", rec.get("score"), score)
+    h = snapshot_hash(snap)
+    if h != rec.get("h"):
+        raise bad("table hash", rec.get("h"), h)
+
+
+def verify_replay(src: Replay | str | os.PathLike[str]) -> int:
+    """Replay a file through the engine and check every tick exactly; returns the number of ticks.
+
+    Raises:
+        ReplayMismatch: at the first tick that differs, naming it and the field.
+        ReplayError: the file is not a readable replay.
+    """
+    count = 0
+    for rec, _snap in replay_states(src):
+        if rec is not None:
+            count += 1
+    return count

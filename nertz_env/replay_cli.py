@@ -1,0 +1,393 @@
+"""``nertz-replay``: a recorded game (``nertz-replay/1``) as a self-contained HTML page, a GIF or an MP4.
+
+    nertz-replay game.jsonl.gz -o game.html          # a page that opens from disk, no network
+    nertz-replay game.jsonl.gz --gif game.gif         # an animation of the table, one frame per tick
+    nertz-replay game.jsonl.gz --mp4 game.mp4 --fps 8
+
+The file is first replayed through the engine (every tick checked, see :func:`nertz_env.replay.verify_replay`),
+so what is drawn is what the engine does with the recorded actions. Every picture comes from
+:mod:`nertz_env.draw`: the page holds the drawing's SVG parts (title, lake, one per seat) of every tick, each
+distinct part stored once and the whole gzip-compressed (the browser inflates it with ``DecompressionStream``);
+GIF and MP4 frames are the same SVGs rasterized.
+
+The page: play/pause (Space), speed, a scrubber to any tick, step back and forward (Left/Right, Home/End for
+the ends), each tick's moves in words with illegal actions and lost races marked (also on the drawing and as
+marks along the timeline), round ends, and a chart of every seat's running score.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import gzip
+import html
+import json
+import os
+import re
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from nertz_env.actions import action_table
+from nertz_env.config import make_config
+from nertz_env.draw import FAN_CARDS, SEAT_COLOURS, TableDrawing, draw_table, longest_pile, svg_to_rgb
+from nertz_env.replay import Replay, ReplayError, ReplayMismatch, load_replay, replay_states
+
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """Bad input for the command line: one line, exit 2."""
+
+
+def _highlight(rec: dict[str, Any] | None) -> dict[str, Any]:
+    if rec is None:
+        return {}
+    seats: dict[int, tuple[str, str]] = {}
+    for p in rec.get("lr", []):
+        seats[p] = ("lost race", "warn")
+    for p in rec.get("il", []):
+        seats[p] = ("illegal action", "error")
+    return {"seats": seats} if seats else {}
+
+
+def _running_scores(snap: dict[str, Any]) -> list[int]:
+    """Each seat's match score plus its round so far: own cards in the lake minus the Nertz penalty for the
+    cards left in its Nertz pile (bonuses come at the round's end)."""
+    cfg = snap["config"]
+    lake = [0] * len(snap["players"])
+    for fnd in snap["lake"]:
+        for _card, seat in fnd:
+            lake[int(seat)] += 1
+    return [
+        int(pl["match_score"]) + lake[p] - int(cfg["nertz_penalty"]) * len(pl["nertz"])
+        for p, pl in enumerate(snap["players"])
+    ]
+
+
+def build_frames(rep: Replay) -> tuple[list[dict[str, Any]], list[dict[str, Any] | None], int]:
+    """Every tick's snapshot (replayed and checked), its record, and the work-pile room for the whole game."""
+    snaps: list[dict[str, Any]] = []
+    recs: list[dict[str, Any] | None] = []
+    for rec, snap in replay_states(rep):
+        snaps.append(snap)
+        recs.append(rec)
+    fan = max(FAN_CARDS, *(longest_pile(s) for s in snaps))
+    return snaps, recs, fan
+
+
+def _drawings(rep: Replay, snaps: list[dict[str, Any]], recs: list[dict[str, Any] | None], fan: int) -> list[TableDrawing]:
+    return [draw_table(s, seat_names=rep.agents, highlight=_highlight(r), fan=fan) for s, r in zip(snaps, recs, strict=True)]
+
+
+def _chart(series: list[list[int]], names: list[str], marks: list[tuple[int, str]], width: int = 640) -> str:
+    """Running scores over ticks as an SVG line chart (a ``#cursor`` line marks the shown tick)."""
+    n_t = len(series)
+    h, left, right, top, bottom = 150, 34, 8, 8, 24
+    lo = min(min(s) for s in series)
+    hi = max(max(s) for s in series)
+    if hi == lo:
+        hi = lo + 1
+    span_x = max(1, n_t - 1)
+
+    def x(t: float) -> float:
+        return left + (width - left - right) * t / span_x
+
+    def y(v: float) -> float:
+        return top + (h - top - bottom) * (hi - v) / (hi - lo)
+
+    out = [f'<svg id="chart" viewBox="0 0 {width} {h}" width="100%" data-ticks="{n_t}">']
+    out.append(f'<rect x="{left}" y="{top}" width="{width - left - right}" height="{h - top - bottom}" fill="#173d29"/>')
+    if lo < 0 < hi:
+        out.append(f'<line x1="{left}" x2="{width - right}" y1="{y(0):.1f}" y2="{y(0):.1f}" stroke="#5f8f72" stroke-dasharray="3 3"/>')
+    for v in (lo, hi):
+        out.append(f'<text x="{left - 4}" y="{y(v) + 4:.1f}" text-anchor="end">{v}</text>')
+    out.append(f'<text x="{left}" y="{h - 6}">tick 0</text>')
+    out.append(f'<text x="{width - right}" y="{h - 6}" text-anchor="end">tick {n_t - 1}</text>')
+    for t, kind in marks:
+        colour = "#ff4d4d" if kind == "error" else "#ffb627" if kind == "warn" else "#ffffff"
+        out.append(
+            f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{h - bottom}" y2="{h - bottom + 6}" stroke="{colour}" stroke-width="1.5"/>'
+        )
+    for p in range(len(names)):
+        pts = " ".join(f"{x(t):.1f},{y(series[t][p]):.1f}" for t in range(n_t))
+        out.append(f'<polyline points="{pts}" fill="none" stroke="{SEAT_COLOURS[p % len(SEAT_COLOURS)]}" stroke-width="1.8"/>')
+    out.append(f'<line id="cursor" x1="{left}" x2="{left}" y1="{top}" y2="{h - bottom}" stroke="#ffffff" stroke-width="1"/>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def page_html(rep: Replay, title: str | None = None) -> str:
+    """The replay page of ``rep`` (see the module docstring)."""
+    snaps, recs, fan = build_frames(rep)
+    drawings = _drawings(rep, snaps, recs, fan)
+    parts: list[str] = []
+    index: dict[str, int] = {}
+    frames: list[list[int]] = []
+    cards: set[str] = set()
+    back = False
+
+    def part(s: str) -> int:
+        k = index.get(s)
+        if k is None:
+            k = index[s] = len(parts)
+            parts.append(s)
+        return k
+
+    for d in drawings:
+        cards |= d.cards
+        back = back or d.uses_back
+        frames.append([part(d.head)] + [part(b) for b in d.body])
+    defs = TableDrawing(0, 0, "", [], cards, back).defs()
+    table = action_table(make_config(**rep.config))
+    words: dict[int, str] = {}
+    ticks = []
+    for rec in recs[1:]:
+        assert rec is not None
+        for a in rec["a"]:
+            if a not in words:
+                words[a] = table.describe(a) if 0 <= a < table.n else f"no valid action ({a}): waits"
+        ticks.append({k: rec[k] for k in ("t", "a", "il", "lr", "r", "end", "score", "match") if k in rec})
+    # on a round's last tick the match score says it all (the table may still hold that round's lake)
+    series = [
+        [int(x) for x in r["match"]] if r is not None and "match" in r else _running_scores(s)
+        for s, r in zip(snaps, recs, strict=True)
+    ]
+    marks = [(i + 1, "error" if r.get("il") else "warn") for i, r in enumerate(ticks) if r.get("il") or r.get("lr")]
+    data = {
+        "parts": parts,
+        "frames": frames,
+        "ticks": ticks,
+        "words": {str(k): v for k, v in words.items()},
+        "names": rep.agents,
+        "colours": [SEAT_COLOURS[p % len(SEAT_COLOURS)] for p in range(len(rep.agents))],
+        "series": series,
+        "done": snaps[-1]["done"],
+        "complete": rep.final is not None,
+    }
+    blob = base64.b64encode(gzip.compress(json.dumps(data, separators=(",", ":")).encode(), 9, mtime=0)).decode()
+    name = title or os.path.basename(rep.path) or "Nertz replay"
+    meta = ", ".join(f"{k} {v}" for k, v in rep.meta.items() if k != "seats")
+    fill = {
+        "TITLE": html.escape(name),
+        "META": html.escape(meta),
+        "DEFS": defs,
+        "CHART": _chart(series, rep.agents, marks),
+        "DATA": blob,
+    }
+    # one pass, so a title that happens to contain "%DATA%" stays text
+    return re.sub(r"%(TITLE|META|DEFS|CHART|DATA)%", lambda m: fill[m.group(1)], _PAGE)
+
+
+def _frames_rgb(rep: Replay, scale: float) -> tuple[list[str], int]:
+    snaps, recs, fan = build_frames(rep)
+    return [d.svg() for d in _drawings(rep, snaps, recs, fan)], fan
+
+
+def write_animation(rep: Replay, path: str, fps: float, scale: float, kind: str) -> int:
+    """Write a GIF or MP4 of every tick; returns the number of frames."""
+    try:
+        import imageio.v2 as imageio
+        import numpy as np
+    except ImportError:
+        raise UsageError("animations need imageio: pip install 'nertz-env[render]'") from None
+    svgs, _fan = _frames_rgb(rep, scale)
+    if kind == "mp4":
+        try:
+            import imageio_ffmpeg  # noqa: F401
+        except ImportError:
+            raise UsageError("--mp4 needs imageio-ffmpeg: pip install 'nertz-env[render]' (or use --gif)") from None
+        writer = imageio.get_writer(path, fps=fps, codec="libx264", quality=8, macro_block_size=1, pixelformat="yuv420p")
+    else:
+        writer = imageio.get_writer(path, mode="I", duration=1000.0 / fps, loop=0)
+    try:
+        for svg in svgs:
+            img = svg_to_rgb(svg, scale)
+            if kind == "mp4" and (img.shape[0] % 2 or img.shape[1] % 2):  # yuv420p needs even sides
+                img = np.pad(img, ((0, img.shape[0] % 2), (0, img.shape[1] % 2), (0, 0)), mode="edge")
+            writer.append_data(img)
+    finally:
+        writer.close()
+    return len(svgs)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="nertz-replay",
+        description="Turn a recorded Nertz game (nertz-replay/1, from nertz-eval --replays or "
+        "nertz_env.replay.RecordReplay) into a page that opens from disk, a GIF or an MP4.",
+    )
+    p.add_argument("file", help="a nertz-replay/1 file (.jsonl or .jsonl.gz)")
+    p.add_argument("-o", "--output", metavar="PAGE.html", help="write the HTML page here")
+    p.add_argument("--gif", metavar="OUT.gif", help="write an animated GIF, one frame per tick")
+    p.add_argument("--mp4", metavar="OUT.mp4", help="write an MP4 video, one frame per tick (imageio-ffmpeg)")
+    p.add_argument("--fps", type=float, default=4.0, help="frames per second of --gif/--mp4 (default 4)")
+    p.add_argument("--scale", type=float, default=1.0, help="picture size of --gif/--mp4 (default 1.0)")
+    p.add_argument("--title", help="the page's title (default: the file's name)")
+    return p
+
+
+def _check_out(path: str, flag: str, suffix: str) -> None:
+    if not path.lower().endswith(suffix):
+        raise UsageError(f"{flag} must name a {suffix} file, got {path!r}")
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d):
+        raise UsageError(f"{flag}: the directory {d!r} does not exist")
+
+
+def run(args: argparse.Namespace) -> int:
+    if not (args.output or args.gif or args.mp4):
+        raise UsageError("nothing to write: give -o PAGE.html, --gif OUT.gif or --mp4 OUT.mp4")
+    if not 0 < args.fps <= 60:
+        raise UsageError(f"--fps must be above 0 and at most 60, got {args.fps}")
+    if not 0.1 <= args.scale <= 4:
+        raise UsageError(f"--scale must be from 0.1 to 4, got {args.scale}")
+    if args.output:
+        _check_out(args.output, "-o", ".html")
+    if args.gif:
+        _check_out(args.gif, "--gif", ".gif")
+    if args.mp4:
+        _check_out(args.mp4, "--mp4", ".mp4")
+    try:
+        rep = load_replay(args.file)
+        if args.output:
+            page = page_html(rep, args.title)
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(page)
+            print(f"nertz-replay: wrote {args.output} ({len(rep.ticks)} ticks, {len(page.encode()) / 1024:.0f} KB)")
+        for path, kind in ((args.gif, "gif"), (args.mp4, "mp4")):
+            if path:
+                n = write_animation(rep, path, args.fps, args.scale, kind)
+                print(f"nertz-replay: wrote {path} ({n} frames, {os.path.getsize(path) / 1024:.0f} KB)")
+    except ReplayError as e:
+        raise UsageError(str(e)) from None
+    except ReplayMismatch as e:
+        raise UsageError(f"{args.file}: the engine does not reproduce this game: {e}") from None
+    except (ImportError, OSError) as e:
+        raise UsageError(str(e)) from None
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``nertz-replay``; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args)
+    except UsageError as e:
+        print(f"nertz-replay: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+_PAGE = r"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>%TITLE% - Nertz replay</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body{margin:0;background:#10281b;color:#e8f1ea;font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif}
+header{padding:8px 14px;background:#0b1d13;display:flex;gap:14px;align-items:baseline;flex-wrap:wrap}
+header h1{font-size:16px;margin:0}header .meta{color:#9fc7ad;font-size:12px}
+main{display:flex;gap:12px;padding:10px;flex-wrap:wrap}
+#table{flex:1 1 640px;min-width:320px}#table svg{width:100%;height:auto;display:block}
+aside{flex:0 1 360px;min-width:260px}
+.controls{display:flex;gap:6px;align-items:center;flex-wrap:wrap;padding:6px 10px;background:#0b1d13;position:sticky;top:0;z-index:2}
+button,select{background:#24593a;color:#fff;border:1px solid #3f7a57;border-radius:5px;padding:4px 10px;font:inherit;cursor:pointer}
+button:hover{background:#2e6b48}#scrub{flex:1 1 300px}
+#tickno{font-variant-numeric:tabular-nums;min-width:9em}
+.moves{list-style:none;margin:6px 0;padding:0}.moves li{padding:3px 6px;border-left:4px solid;margin:2px 0;background:#173d29}
+.moves .il{background:#5a1a1a}.moves .lr{background:#5a4310}.tag{font-weight:600;font-size:11px;padding:0 4px;border-radius:3px;margin-left:4px}
+.tag.il{background:#ff4d4d;color:#000}.tag.lr{background:#ffb627;color:#000}.end{color:#ffe14d;font-weight:600}
+#chart text{fill:#cfe3d5;font-size:10px}.legend span{display:inline-block;margin-right:10px}
+.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
+#error{color:#ff8080;padding:10px}kbd{background:#24593a;border-radius:3px;padding:0 4px;font-size:12px}
+</style></head><body>
+<header><h1>%TITLE%</h1><span class="meta">%META%</span></header>
+<div class="controls">
+<button id="play" title="Space">Play</button>
+<button id="stepback" title="Left arrow">&#9664;</button><button id="stepfwd" title="Right arrow">&#9654;</button>
+<select id="speed" title="speed"><option value="0.5">0.5x</option><option value="1" selected>1x</option>
+<option value="2">2x</option><option value="4">4x</option><option value="8">8x</option><option value="16">16x</option></select>
+<input id="scrub" type="range" min="0" max="0" value="0" aria-label="tick">
+<span id="tickno"></span>
+</div>
+<main><div id="table"><div id="error">Loading... (this page needs a browser with DecompressionStream: Chrome 80+, Firefox 113+, Safari 16.4+)</div></div>
+<aside><h3>Moves this tick</h3><ul class="moves" id="moves"></ul><div id="event"></div>
+<h3>Running score</h3><div class="legend" id="legend"></div>%CHART%
+<p class="meta">match score + own cards in the lake &minus; penalty &times; cards left in the Nertz pile.
+Marks under the chart: <span style="color:#ff4d4d">illegal actions</span>, <span style="color:#ffb627">lost races</span>.
+Keys: <kbd>Space</kbd> play/pause, <kbd>&larr;</kbd>/<kbd>&rarr;</kbd> step, <kbd>Home</kbd>/<kbd>End</kbd>.</p>
+</aside></main>
+<svg width="0" height="0" style="position:absolute" aria-hidden="true">%DEFS%</svg>
+<script id="data" type="application/octet-stream">%DATA%</script>
+<script>
+"use strict";
+(async function () {
+  const b64 = document.getElementById("data").textContent.trim();
+  const bytes = Uint8Array.from(atob(b64), c => c.charCodeAt(0));
+  let D;
+  try {
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    D = JSON.parse(await new Response(stream).text());
+  } catch (e) {
+    document.getElementById("error").textContent = "Cannot read the replay data: " + e;
+    return;
+  }
+  const N = D.frames.length - 1;
+  const table = document.getElementById("table"), scrub = document.getElementById("scrub");
+  const movesEl = document.getElementById("moves"), eventEl = document.getElementById("event");
+  const tickno = document.getElementById("tickno"), playBtn = document.getElementById("play");
+  const cursor = document.getElementById("cursor"), chart = document.getElementById("chart");
+  scrub.max = N;
+  document.getElementById("legend").innerHTML = D.names.map((n, p) =>
+    `<span><i style="background:${D.colours[p]}"></i>${esc(n)}</span>`).join("");
+  function esc(s) { return String(s).replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})[c]); }
+  let cur = -1, timer = null;
+  function show(i) {
+    i = Math.max(0, Math.min(N, i | 0));
+    cur = i;
+    table.innerHTML = D.frames[i].map(k => D.parts[k]).join("") + "</svg>";
+    scrub.value = i;
+    tickno.textContent = `tick ${i} / ${N}` + (i === N ? (D.complete ? "  (end: " + D.done + ")" : "  (unfinished)") : "");
+    const x0 = 34, x1 = chart.viewBox.baseVal.width - 8;
+    const x = x0 + (x1 - x0) * i / Math.max(1, N);
+    cursor.setAttribute("x1", x); cursor.setAttribute("x2", x);
+    if (i === 0) { movesEl.innerHTML = "<li style='border-color:#888'>the deal: no moves yet</li>"; eventEl.textContent = ""; return; }
+    const r = D.ticks[i - 1], il = r.il || [], lr = r.lr || [];
+    movesEl.innerHTML = r.a.map((a, p) => {
+      const cls = il.includes(p) ? "il" : lr.includes(p) ? "lr" : "";
+      const tag = il.includes(p) ? '<span class="tag il">ILLEGAL</span>' : lr.includes(p) ? '<span class="tag lr">LOST RACE</span>' : "";
+      const rw = r.r && r.r[p] ? ` <small>(${r.r[p] > 0 ? "+" : ""}${+r.r[p].toFixed(3)})</small>` : "";
+      return `<li class="${cls}" style="border-color:${D.colours[p]}" data-seat="${p}"><b>${esc(D.names[p])}</b>: ${esc(D.words[a])}${tag}${rw}</li>`;
+    }).join("");
+    eventEl.innerHTML = r.end ? `<p class="end">Round over (${esc(r.end)}). Round scores: ${r.score.map((s, p) => esc(D.names[p]) + " " + s).join(", ")}; match: ${r.match.join(", ")}</p>` : "";
+  }
+  function speed() { return +document.getElementById("speed").value; }
+  function stop() { if (timer) { clearInterval(timer); timer = null; } playBtn.textContent = "Play"; }
+  function play() {
+    if (cur >= N) show(0);
+    stop(); playBtn.textContent = "Pause";
+    timer = setInterval(() => { if (cur >= N) stop(); else show(cur + 1); }, 250 / speed());
+  }
+  playBtn.onclick = () => (timer ? stop() : play());
+  document.getElementById("speed").onchange = () => { if (timer) play(); };
+  document.getElementById("stepback").onclick = () => { stop(); show(cur - 1); };
+  document.getElementById("stepfwd").onclick = () => { stop(); show(cur + 1); };
+  scrub.oninput = () => { stop(); show(+scrub.value); };
+  document.addEventListener("keydown", e => {
+    if (e.target.tagName === "SELECT" || (e.target === scrub && e.key !== " ")) return;  // native keys there
+    if (e.target.tagName === "BUTTON" && (e.key === " " || e.key === "Enter")) return;  // activates the button
+    if (e.key === "ArrowRight") { stop(); show(cur + 1); }
+    else if (e.key === "ArrowLeft") { stop(); show(cur - 1); }
+    else if (e.key === "Home") { stop(); show(0); }
+    else if (e.key === "End") { stop(); show(N); }
+    else if (e.key === " ") { timer ? stop() : play(); }
+    else return;
+    e.preventDefault();
+  });
+  window.nertzReplay = { show, frames: N, data: D, current: () => cur };
+  show(0);
+})();
+</script></body></html>
+"""
+
+
+if __name__ == "__main__":
+    sys.exit(main())

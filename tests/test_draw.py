@@ -1,0 +1,184 @@
+"""The drawing of the table: stable SVG for fixed snapshots, a raster that shows the cards the SVG places, the
+interactive attributes, and rgb_array rendering on every env form (and nothing of it on the step path).
+
+Golden files live in tests/golden/; after a deliberate change of the drawing regenerate them with
+``python tests/golden/make_golden.py`` and look at the PNGs it writes."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nertz_env.draw import CH, CW, table_rgb, table_svg
+
+pytest.importorskip("resvg_py")
+PIL = pytest.importorskip("PIL.Image")
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+CASES = ["p2", "p4_jokers", "p8_w6"]
+sys.path.insert(0, str(GOLDEN))
+from make_golden import SCALE, svg_hash  # noqa: E402
+
+
+def _snap(name: str) -> dict:
+    return json.loads((GOLDEN / f"snap_{name}.json").read_text())
+
+
+_USE = re.compile(r'<use href="#(c-[^"]+)" x="([0-9.]+)" y="([0-9.]+)"')
+
+
+def _placed(svg: str) -> list[tuple[str, float, float]]:
+    """Every card drawn: (symbol id, x, y) in drawing order."""
+    return [(m.group(1), float(m.group(2)), float(m.group(3))) for m in _USE.finditer(svg)]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_svg_is_stable(name: str) -> None:
+    hashes = json.loads((GOLDEN / "draw_hashes.json").read_text())
+    svg = table_svg(_snap(name))
+    assert svg_hash(svg) == hashes[name], "the drawing changed: run python tests/golden/make_golden.py and look"
+    assert "<text" not in svg  # letters are paths: the picture never depends on installed fonts
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_raster_matches_reference(name: str) -> None:
+    snap = _snap(name)
+    img = table_rgb(snap, scale=SCALE)
+    ref = np.asarray(PIL.open(GOLDEN / f"{name}_half.png").convert("RGB"))
+    assert img.shape == ref.shape and img.dtype == np.uint8
+    diff = np.abs(img.astype(np.int16) - ref.astype(np.int16))
+    assert diff.mean() < 1.5 and (diff.max(axis=2) > 60).mean() < 0.005
+
+
+def _is_red(code: str) -> bool:
+    text = code[2:].replace("x", "*")
+    if text.startswith("*"):
+        return text[-1] in "rDH"
+    return text[1] in "DH"
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_raster_shows_the_cards(name: str) -> None:
+    """The raster has the SVG's size, and at every card the SVG places there is a card face (or back) whose
+    corner is red for hearts and diamonds and dark for clubs and spades."""
+    snap = _snap(name)
+    svg = table_svg(snap)
+    w, h = (int(v) for v in re.search(r'width="(\d+)" height="(\d+)"', svg).groups())
+    img = table_rgb(snap).astype(np.int16)
+    assert img.shape == (h, w, 3)
+    placed = _placed(svg)
+    n_cards = sum(len(pl["nertz"][-1:]) + len(pl["waste"][-1:]) + sum(map(len, pl["work"])) for pl in snap["players"])
+    n_backs = sum(1 for pl in snap["players"] if pl["stock"])
+    assert len(placed) == n_cards + n_backs + len(snap["lake"])
+    for sym, x, y in placed:
+        xi, yi = round(x), round(y)
+        corner = img[yi + 3 : yi + 12, xi + 3 : xi + 22]  # the rank and small suit (visible on fanned cards too)
+        if sym == "c-back":
+            assert corner[..., 2].mean() > corner[..., 0].mean() + 40  # blue
+            continue
+        paper = (corner.min(axis=2) > 225).mean()
+        red = ((corner[..., 0] > 150) & (corner[..., 1] < 90) & (corner[..., 2] < 110)).mean()
+        dark = (corner.max(axis=2) < 90).mean()
+        assert paper > 0.25, f"{sym} at {(x, y)}: no card face"
+        if _is_red(sym):
+            assert red > 0.05 and dark < 0.02, f"{sym} at {(x, y)}: corner not red"
+        else:
+            assert dark > 0.05 and red < 0.02, f"{sym} at {(x, y)}: corner not dark"
+    # a fully visible card (the first seat's Nertz top) has its face below the corner
+    sym, x, y = placed[len(snap["lake"])]
+    body = img[round(y) + 14 : round(y) + CH - 4, round(x) + 4 : round(x) + CW - 4]
+    assert (body.min(axis=2) > 225).mean() > 0.5
+
+
+def test_interactive_attributes() -> None:
+    snap = _snap("p4_jokers")
+    svg = table_svg(snap, interactive=True)
+    plain = table_svg(snap)
+    assert 'class="hit"' not in plain and "data-depth" not in plain
+    zones = re.findall(r'class="hit" data-zone="(\w+)"', svg)
+    n = len(snap["players"])
+    work_cards = sum(len(p) or 1 for pl in snap["players"] for p in pl["work"])  # an empty pile is one target
+    max_f = n * (4 + snap["config"]["jokers"])
+    assert zones.count("nertz") == n and zones.count("stock") == n and zones.count("waste") == n
+    assert zones.count("work") == work_cards
+    assert zones.count("lake") == max_f + len(snap["lake"])  # every place, and each foundation's top card on it
+    # depths count from the top: a pile of k cards has depths k .. 1, bottom to top
+    pile = snap["players"][1]["work"][0]
+    depths = re.findall(r'data-zone="work" data-seat="1" data-pile="0" data-depth="(\d+)"', svg)
+    assert [int(d) for d in depths] == list(range(len(pile), 0, -1)) or (not pile and depths == ["0"])
+
+
+def test_highlight_and_names() -> None:
+    snap = _snap("p2")
+    a = table_svg(snap, seat_names=["me", "search"], highlight={"seats": {1: ("lost race", "warn")}})
+    assert a != table_svg(snap) and "#ffb627" in a
+    with pytest.raises(ValueError, match="seat_names"):
+        table_svg(snap, seat_names=["one"])
+    with pytest.raises(ValueError, match="highlight"):
+        table_svg(snap, highlight={"colour": 1})
+    with pytest.raises(ValueError, match="kind"):
+        table_svg(snap, highlight={"seats": {0: ("x", "loud")}})
+
+
+def test_fan_keeps_one_size() -> None:
+    snap = _snap("p2")
+    sizes = {table_rgb(snap, fan=f).shape for f in (9, 9)}
+    assert len(sizes) == 1
+    assert table_rgb(snap, fan=13).shape[0] > table_rgb(snap, fan=6).shape[0]
+
+
+@pytest.mark.parametrize("players", [2, 3, 5, 8])
+def test_rgb_array_env_forms(players: int) -> None:
+    from pettingzoo.test import render_test
+
+    from nertz_env.environment import env, parallel_env
+
+    if players == 2:
+        render_test(lambda render_mode=None: env(num_players=2, render_mode=render_mode))
+    p = parallel_env(num_players=players, render_mode="rgb_array")
+    p.reset(seed=0)
+    first = p.render()
+    for _ in range(5):
+        p.step({a: 1 for a in p.agents})
+    frame = p.render()
+    assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape == first.shape  # one size per episode
+    assert not np.array_equal(frame, first)
+
+
+def test_vector_render() -> None:
+    from nertz_env.vector import vector_env
+
+    v = vector_env(3, num_players=2, render_mode="rgb_array")
+    v.reset(seed=0)
+    frames = v.render()  # Gymnasium's convention: one frame per table
+    assert isinstance(frames, tuple) and len(frames) == 3 and frames[0].shape[2] == 3
+    assert all(f.shape == frames[0].shape and f.dtype == np.uint8 for f in frames)
+    assert not np.array_equal(frames[0], frames[1])  # different deals
+    from nertz_env.draw import ENV_FAN
+
+    assert np.array_equal(frames[2], table_rgb(v.snapshot(2), fan=ENV_FAN))
+    with pytest.raises(ValueError, match="render_mode"):
+        vector_env(2, render_mode="video")
+
+
+def test_no_render_mode_costs_nothing() -> None:
+    """Without a render mode, playing never imports the drawing or the rasterizer."""
+    code = (
+        "import sys\n"
+        "from nertz_env.environment import parallel_env\n"
+        "from nertz_env.vector import vector_env\n"
+        "e = parallel_env(num_players=3); e.reset(seed=1)\n"
+        "for _ in range(20): e.step({a: 1 for a in e.agents})\n"
+        "v = vector_env(4); v.reset(seed=0)\n"
+        "for _ in range(20): v.step(v.sample_actions())\n"
+        "print(sorted(m for m in ('nertz_env.draw', 'resvg_py', 'PIL') if m in sys.modules))\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

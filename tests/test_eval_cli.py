@@ -1,0 +1,262 @@
+"""``nertz-eval`` refuses what it cannot do, before the first deal: agents that cannot play at the table,
+flags that could not take effect; and it plays a MaskablePPO zip trained outside ``nertz-train``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import nertz_env
+from nertz_env.agents import make_agent
+from nertz_env.eval.cli import main
+from nertz_env.eval.tournament import IncompatibleAgentError, plan_tournament
+
+pytest.importorskip("sb3_contrib")
+
+
+def _fails(argv: list[str], message: str, capsys: Any, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    extra = [] if "--no-save" in argv else ["--out", str(out)]
+    assert main([*argv, *extra, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+
+
+# ---------------------------------------------------------------- agents that cannot play at the table
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["gauntlet", "ppo", "heuristic", "--players", "2"],
+            "num_players: policy 'ppo' has 4, the table has 2; observation size",
+        ),
+        (
+            ["gauntlet", "ppo", "heuristic", "--rule", "draw=1"],
+            "rules.draw: policy 'ppo' has 3, the table has 1",
+        ),
+        (["round-robin", "heuristic", "ppo", "--players", "3"], "num_players: policy 'ppo' has 4"),
+    ],
+)
+def test_incompatible_policy__one_line_exit_2_and_the_table_it_was_trained_for(
+    argv: list[str], message: str, capsys: Any, tmp_path: Path
+) -> None:
+    _fails(argv, message, capsys, tmp_path)
+
+
+def test_incompatible_policy__refused_in_the_parent_before_any_worker_starts(tmp_path: Path) -> None:
+    # the README's promise, as a user sees it: one line, exit 2, even with worker processes
+    out = subprocess.run(
+        [
+            *(sys.executable, "-m", "nertz_env.eval.cli", "gauntlet", "ppo", "heuristic", "--players", "2"),
+            *("--workers", "2", "--deals", "4", "--no-save", "--no-progress"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines() == [out.stderr.strip()]
+    assert "cannot play at this table" in out.stderr and "--players 4" in out.stderr
+    assert out.stdout == ""
+
+
+def test_plan_tournament__checks_every_agent_against_the_table() -> None:
+    with pytest.raises(IncompatibleAgentError, match=r"rules\.draw") as info:
+        plan_tournament(["heuristic", "ppo"], num_players=4, deals=1, rules={"draw": 1})
+    assert info.value.spec == "ppo" and info.value.trained is not None
+    assert info.value.trained.num_players == 4
+
+
+# ---------------------------------------------------------------- flags that could not take effect
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["round-robin", "random", "greedy", "--deals", "3", "--deal-seeds", "1,2"],
+            "--deals 3 would be ignored",
+        ),
+        (["round-robin", "random", "greedy", "--deal-seeds", "4,5,4"], "--deal-seeds repeats 4"),
+        (["round-robin", "random", "greedy", "--deals", "1", "--workers", "2"], "pass --workers 1"),
+        (
+            ["round-robin", "random", "greedy", "--deals", "2", "--workers", "0"],
+            "--workers must be at least 1",
+        ),
+        (
+            ["round-robin", "random", "greedy", "--rule", "draw=1", "--rule", "draw=3"],
+            "--rule draw is given twice",
+        ),
+        (
+            ["round-robin", "random", "greedy", "--target-score", "50", "--rule", "target_score=100"],
+            "--target-score and --rule target_score",
+        ),
+        (
+            ["round-robin", "random", "greedy", "--no-save", "--out", "somewhere"],
+            "--out has no effect with --no-save",
+        ),
+        (
+            ["round-robin", "random", "greedy", "--no-save", "--no-plots"],
+            "--no-plots has no effect with --no-save",
+        ),
+        (["round-robin", "random", "--deals", "2", "--no-rotate"], "--no-rotate has no effect"),
+        (["round-robin", "random", "--rule", "num_players=3"], "give the table size with --players"),
+        (["gauntlet", "random", "greedy", "--seed", "-1"], "--seed must be a non-negative integer, got -1"),
+    ],
+)
+def test_cli__a_flag_that_cannot_take_effect_is_an_error(
+    argv: list[str], message: str, capsys: Any, tmp_path: Path
+) -> None:
+    _fails(argv, message, capsys, tmp_path)
+
+
+def test_cli__default_workers_never_exceed_the_deals(tmp_path: Path, capsys: Any) -> None:
+    assert main(["round-robin", "random", "greedy", "--players", "2", "--deals", "1", "--no-save"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("1 worker(s))")
+    assert main(["round-robin", "random", "greedy", "--players", "2", "--deal-seeds", "7", "--no-save"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("1 worker(s))")
+
+
+# ---------------------------------------------------------------- a model trained outside nertz-train
+@pytest.fixture(scope="module")
+def outside_model(tmp_path_factory: Any) -> Path:
+    """A MaskablePPO trained for a few hundred steps on NertzSingleAgentEnv (2 players, draw=1) and saved
+    by SB3 itself: no nertz-env record inside or beside it."""
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from nertz_env.train.single import NertzSingleAgentEnv
+
+    torch.set_num_threads(1)
+    env = NertzSingleAgentEnv(num_players=2, rules={"draw": 1}, opponents="random")
+    model = MaskablePPO("MlpPolicy", env, n_steps=128, batch_size=64, n_epochs=1, seed=0, verbose=0)
+    model.learn(256)
+    path = tmp_path_factory.mktemp("outside") / "outside.zip"
+    model.save(path)
+    with zipfile.ZipFile(path) as zf:
+        assert "nertz_meta.json" not in zf.namelist()
+    assert not path.with_suffix(".json").exists()
+    return path
+
+
+def test_outside_model__plays_in_nertz_eval_at_the_table_given_by_flags(
+    outside_model: Path, tmp_path: Path, capsys: Any
+) -> None:
+    out = tmp_path / "out"
+    argv = ["gauntlet", str(outside_model), "random", "--players", "2", "--rule", "draw=1", "--deals", "2"]
+    assert main([*argv, "--workers", "1", "--no-progress", "--no-plots", "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "has no nertz-env record: assumed trained for this table's rules" in captured.err
+    assert f"{outside_model} - random" in captured.out
+    games = json.loads((out / "results.json").read_text())["games"]
+    assert len(games) == 2 * 2 and all(sum(g["illegal"]) == 0 for g in games)
+
+
+def test_outside_model__refused_at_a_table_of_other_spaces(
+    outside_model: Path, capsys: Any, tmp_path: Path
+) -> None:
+    _fails(
+        ["gauntlet", str(outside_model), "random", "--players", "3", "--deals", "1", "--no-save"],
+        "its spaces (observation",
+        capsys,
+        tmp_path,
+    )
+
+
+def test_outside_model__one_call_each(outside_model: Path, tmp_path: Path) -> None:
+    from nertz_env.agents.registry import load_policy_agent, record_rules
+
+    table = nertz_env.make_config(num_players=2, draw=1)
+    # make_agent: plays at a table of matching spaces
+    agent = make_agent(f"{outside_model}:deterministic=true")
+    agent.reset(table, 0, 0)
+    env = nertz_env.parallel_env(num_players=2, draw=1)
+    obs, _ = env.reset(seed=3)
+    a = agent.act(obs["player_0"]["observation"], obs["player_0"]["action_mask"])
+    assert obs["player_0"]["action_mask"][a] == 1
+    # load_policy_agent with the rules it was trained for: refuses any other table, even of equal spaces
+    pinned = load_policy_agent(str(outside_model), config=table)
+    pinned.reset(table, 1, 0)
+    with pytest.raises(ValueError, match=r"rules\.draw"):
+        pinned.reset(nertz_env.make_config(num_players=2, draw=3), 0, 0)
+    with pytest.raises(ValueError, match="spaces"):
+        load_policy_agent(str(outside_model), config=nertz_env.make_config(num_players=4))
+    # record_rules: the zip becomes a nertz-env checkpoint (record inside and beside it)
+    copy = tmp_path / "copy.zip"
+    copy.write_bytes(outside_model.read_bytes())
+    record = record_rules(str(copy), table)
+    assert record["num_players"] == 2 and record["rules"]["draw"] == 1
+    assert json.loads(copy.with_suffix(".json").read_text()) == record
+    with pytest.raises(ValueError, match=r"rules\.draw"):
+        make_agent(str(copy)).reset(nertz_env.make_config(num_players=2, draw=3), 0, 0)
+    with pytest.raises(ValueError, match=r"num_players: policy .* has 2, the table has 3"):
+        record_rules(str(copy), nertz_env.make_config(num_players=3))
+    fresh = tmp_path / "fresh.zip"
+    fresh.write_bytes(outside_model.read_bytes())
+    with pytest.raises(ValueError, match="spaces"):
+        record_rules(str(fresh), nertz_env.make_config(num_players=3))
+    assert not fresh.with_suffix(".json").exists()
+
+
+def test_a_zip_that_is_not_a_maskable_policy__one_clear_line(tmp_path: Path, capsys: Any) -> None:
+    bad = tmp_path / "bad.zip"
+    with zipfile.ZipFile(bad, "w") as zf:
+        zf.writestr("hello.txt", "not a model")
+    _fails(["gauntlet", str(bad), "random", "--players", "2", "--no-save"], "bad.zip", capsys, tmp_path)
+    assert os.path.isfile(bad)
+
+
+# ---------------------------------------------------------------- threads
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="torch defaults to one thread on one core anyway")
+def test_workers__each_runs_torch_in_one_thread(monkeypatch: Any) -> None:
+    import multiprocessing as mp
+
+    from nertz_env.eval import tournament
+
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    plan = plan_tournament(["ppo", "heuristic"], num_players=4, deals=2, mode="gauntlet").plan
+    with mp.get_context("spawn").Pool(1, initializer=tournament._init_worker, initargs=(plan,)) as pool:
+        # in the worker, after its first deal loaded the policy (and torch)
+        assert len(pool.apply(tournament._work_many, ([0],))) == 1
+        assert pool.apply(eval, ("__import__('torch').get_num_threads()",)) == 1
+
+
+def test_play_tournament__one_torch_thread_while_playing_then_restored() -> None:
+    import torch
+
+    seen = []
+    policy = make_agent("ppo")
+    act = policy.act
+
+    def spying_act(obs: Any, mask: Any) -> int:
+        seen.append(torch.get_num_threads())
+        return act(obs, mask)
+
+    policy.act = spying_act  # type: ignore[method-assign]
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        t = plan_tournament(
+            ["ppo", "heuristic"],
+            num_players=4,
+            deals=1,
+            mode="gauntlet",
+            agent_factory=lambda spec: policy if spec == "ppo" else make_agent(spec),
+        )
+        from nertz_env.eval.tournament import play_tournament
+
+        play_tournament(t, workers=1)
+        assert seen and set(seen) == {1}
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

@@ -1,0 +1,565 @@
+"""nertz-play without a browser: the table (PlayGame), the websocket protocol through Starlette's TestClient
+(every bad input gets an error message and the server keeps serving), the replay written as the game goes,
+and the command line's bad input (one line, exit 2)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("starlette")
+
+from starlette.testclient import TestClient
+from starlette.websockets import WebSocketDisconnect
+
+import nertz_env
+from nertz_env.actions import FLIP, JOKER_LAKE, LAKE, RUN, TO_WORK, TUCK, WAIT
+from nertz_env.agents import make_agent
+from nertz_env.play import cli
+from nertz_env.play.game import MoveError, PlayGame
+from nertz_env.play.server import Hub, create_app
+
+SEED = 11
+
+
+def make_game(players: int = 3, seed: int = SEED, bots: str = "heuristic", seat: int = 0,
+              recorder_factory: Any = None, **rules: Any) -> PlayGame:
+    env = nertz_env.parallel_env(num_players=players, **rules)
+    specs = [bots] * (players - 1)
+    return PlayGame(env, [make_agent(s) for s in specs], specs, seat=seat, seed=seed,
+                    recorder_factory=recorder_factory)
+
+
+def make_client(game: PlayGame, step: bool = True, tick_ms: int = 1000, drawer: Any = None) -> tuple[TestClient, Hub]:
+    hub = Hub(game, step=step, tick_ms=tick_ms, drawer=drawer, log=lambda text: None)
+    return TestClient(create_app(hub)), hub
+
+
+def receive_until(ws: Any, kind: str, limit: int = 50) -> dict[str, Any]:
+    """The next message of type ``kind`` (other messages in between are skipped)."""
+    for _ in range(limit):
+        msg = ws.receive_json()
+        if msg["type"] == kind:
+            return msg
+    raise AssertionError(f"no {kind!r} message in {limit} messages")
+
+
+def join(ws: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    return receive_until(ws, "welcome"), receive_until(ws, "state")
+
+
+def pick(view: dict[str, Any], k: int) -> int:
+    """A legal move of the person that is not a flip when there is one (the k-th, cycling)."""
+    legal = view["legal"]
+    others = [m for m in legal if m["kind"] != "flip"] or legal
+    return int(others[k % len(others)]["action"])
+
+
+# ------------------------------------------------------------------ the table
+def test_legal_moves__are_exactly_the_mask_with_a_click_for_each() -> None:
+    game = make_game(players=4, seed=5, draw=1)
+    table = game.table
+    for k in range(40):
+        moves = game.legal_moves()
+        mask = game.mask()
+        assert sorted(m["action"] for m in moves) == [a for a in np.flatnonzero(mask) if a != WAIT]
+        for m in moves:
+            row = table[m["action"]]
+            assert m["name"] == table.name(m["action"])
+            if row.kind == FLIP:
+                assert m["src"]["zone"] == "stock" and m["dst"] is None
+            if row.kind == LAKE:
+                assert m["dst"] == {"zone": "lake", "pile": None}
+            if row.kind == TO_WORK:
+                assert m["src"]["zone"] in ("nertz", "waste") and m["dst"] == {"zone": "work", "pile": row.dst}
+            if row.kind == RUN:
+                assert m["src"] == {"zone": "work", "pile": row.src - 2, "count": row.length}
+        # one click pair names one action in the default rules (jokers and tuck add choices, see below)
+        pairs = [json.dumps([m["src"], m["dst"]], sort_keys=True) for m in moves]
+        assert len(pairs) == len(set(pairs))
+        game.tick(pick(game.public_view(), k) if k % 2 else None)
+
+
+def test_legal_moves__joker_and_tuck_moves_share_a_click_and_the_page_offers_the_choice() -> None:
+    game = make_game(players=2, seed=1, jokers=2, allow_tuck=True)
+    kinds = {game.table[a].kind for a in range(game.table.n)}
+    assert {JOKER_LAKE, TUCK} <= kinds
+    # every joker-lake action of a source has the same click as the others of that source: the page's chooser
+    # (several matches -> the person picks by the words) is what tells them apart
+    descr = [game._describe(a) for a in range(2, game.table.n)]
+    jl = [d for d in descr if d["kind"] == "joker_lake" and d["src"]["zone"] == "waste"]
+    assert len(jl) == 4 and len({d["words"] for d in jl}) == 4
+    assert all(d["src"] == jl[0]["src"] and d["dst"] == jl[0]["dst"] for d in jl)
+
+
+def test_check_action__refuses_out_of_range_not_integers_and_masked_moves() -> None:
+    game = make_game()
+    n = game.table.n
+    for bad, words in [(n, "out of range"), (-1, "out of range"), ("3", "integer"), (1.0, "integer"),
+                       (True, "integer"), (None, "integer")]:
+        with pytest.raises(MoveError, match=words):
+            game.check_action(bad)
+    masked = int(np.flatnonzero(game.mask() == 0)[0])
+    with pytest.raises(MoveError, match="not legal now"):
+        game.check_action(masked)
+    assert game.check_action(WAIT) == WAIT
+
+
+def test_play_game__ticks_exactly_as_parallel_env_with_the_same_seed_and_actions() -> None:
+    game = make_game(players=4, seed=SEED)
+    ref = nertz_env.parallel_env(num_players=4)
+    ref.reset(seed=SEED)
+    for k in range(60):
+        result = game.tick(pick(game.public_view(), k) if k % 3 else None)
+        ref.step({f"player_{m.seat}": m.submitted for m in result.moves})
+        assert game.env.snapshot() == ref.snapshot()
+        if result.done:
+            assert not ref.agents
+            break
+
+
+# ------------------------------------------------------------------ the protocol
+def test_server__step_mode_plays_the_clicked_moves_and_matches_the_engine() -> None:
+    game = make_game(players=3, seed=SEED)
+    client, hub = make_client(game, step=True)
+    ref = nertz_env.parallel_env(num_players=3)
+    ref.reset(seed=SEED)
+    with client, client.websocket_connect("/ws") as ws:
+        welcome, state = join(ws)
+        assert welcome["role"] == "player" and welcome["seat"] == 0 and welcome["mode"] == "step"
+        assert welcome["names"] == ["you", "heuristic 1", "heuristic 2"]  # a repeated spec gets the seat
+        assert state["view"]["tick"] == 0
+        for k in range(12):
+            view = state["view"]
+            if k % 4 == 3:
+                ws.send_json({"type": "wait"})
+            else:
+                ws.send_json({"type": "move", "action": pick(view, k), "seat": 0, "tick": view["tick"]})
+            state = receive_until(ws, "state")
+            assert state["view"]["tick"] == k + 1
+            moves = state["moves"]
+            ref.step({f"player_{m['seat']}": m["submitted"] for m in moves})
+            assert hub.game.env.snapshot() == ref.snapshot()
+            # the public view is the engine's table as people see it
+            snap = ref.snapshot()
+            for s, seat in enumerate(state["view"]["seats"]):
+                assert seat["work"] == snap["players"][s]["work"]
+                assert seat["nertz_left"] == len(snap["players"][s]["nertz"])
+                assert seat["stock"] == len(snap["players"][s]["stock"])
+            assert [f["height"] for f in state["view"]["lake"]] == [len(f) for f in snap["lake"]]
+            for s, seat in enumerate(state["view"]["seats"]):  # no hidden card leaks: only face-up cards
+                pl = snap["players"][s]
+                shown = {seat["nertz_top"], seat["waste_top"]} | {c for pile in seat["work"] for c in pile}
+                visible = {pl["nertz"][-1] if pl["nertz"] else None, pl["waste"][-1] if pl["waste"] else None}
+                assert shown == visible | {c for pile in pl["work"] for c in pile}
+                assert isinstance(seat["stock"], int) and isinstance(seat["waste"], int)
+
+
+BAD_MESSAGES = [
+    ("not json {", "not JSON"),
+    ("[1, 2]", "JSON object"),
+    ("42", "JSON object"),
+    ('{"action": 1}', "'type' must be one of"),
+    ('{"type": "dance"}', "'type' must be one of"),
+    ('{"type": "move"}', "needs 'action'"),
+    ('{"type": "move", "action": 99999}', "out of range"),
+    ('{"type": "move", "action": -3}', "out of range"),
+    ('{"type": "move", "action": "1"}', "integer"),
+    ('{"type": "move", "action": 1.5}', "integer"),
+    ('{"type": "move", "action": true}', "integer"),
+    ('{"type": "move", "action": null}', "integer"),
+    ('{"type": "move", "action": 1, "seat": 1}', "seat 1 is played by heuristic 1; you play seat 0"),
+    ('{"type": "move", "action": 1, "seat": 7}', "there is no seat 7"),
+    ('{"type": "move", "action": 1, "seat": "me"}', "there is no seat 'me'"),
+    ('{"type": "pause"}', "step mode has no clock"),
+    ('{"type": "take_seat"}', "'type' must be one of"),
+    ('{"type": "move", "action": 1, "pad": "' + "x" * 5000 + '"}', "longer than"),
+]
+
+
+def test_server__bad_messages_get_a_clear_error_and_change_nothing() -> None:
+    game = make_game(players=3, seed=SEED)
+    client, hub = make_client(game, step=True)
+    with client, client.websocket_connect("/ws") as ws:
+        _, state = join(ws)
+        before = hub.game.env.snapshot()
+        for text, words in BAD_MESSAGES:
+            ws.send_text(text)
+            msg = ws.receive_json()
+            assert msg["type"] == "error", (text, msg)
+            assert words in msg["message"], (text, msg["message"])
+        ws.send_bytes(b"\x00\x01")
+        msg = ws.receive_json()
+        assert msg["type"] == "error" and "binary" in msg["message"]
+        masked = int(np.flatnonzero(hub.game.mask() == 0)[0])
+        ws.send_json({"type": "move", "action": masked})
+        msg = ws.receive_json()
+        assert msg["type"] == "error" and msg["message"].startswith("not legal now:")
+        assert hub.game.env.snapshot() == before and hub.ticks_played == 0
+        # and the connection still plays
+        ws.send_json({"type": "move", "action": pick(state["view"], 0)})
+        assert receive_until(ws, "state")["view"]["tick"] == 1
+
+
+def test_server__a_second_tab_watches_and_plays_on_when_the_first_closes() -> None:
+    game = make_game(players=3, seed=SEED)
+    client, _ = make_client(game, step=True)
+    with client:
+        ws1 = client.websocket_connect("/ws").__enter__()
+        welcome1, state = join(ws1)
+        with client.websocket_connect("/ws") as ws2, client.websocket_connect("/ws") as ws3:
+            welcome2, _ = join(ws2)
+            welcome3, _ = join(ws3)
+            assert welcome1["role"] == "player" and welcome2["role"] == welcome3["role"] == "spectator"
+            assert "another tab" in welcome2["message"]
+            for text in ('{"type": "move", "action": 1}', '{"type": "wait"}', '{"type": "new_game"}'):
+                ws2.send_text(text)
+                msg = ws2.receive_json()
+                assert msg["type"] == "error" and "spectator" in msg["message"]
+            # the player plays; the spectators see the tick
+            ws1.send_json({"type": "move", "action": pick(state["view"], 0)})
+            assert receive_until(ws1, "state")["view"]["tick"] == 1
+            for ws in (ws2, ws3):
+                seen = receive_until(ws, "state")
+                assert seen["view"]["tick"] == 1 and seen["role"] == "spectator"
+            # the player's tab closes mid-game: the oldest watching tab plays on, the others are told
+            ws1.__exit__(None, None, None)
+            welcome = receive_until(ws2, "welcome")
+            assert welcome["role"] == "player" and "this tab plays seat 0 now" in welcome["message"]
+            assert receive_until(ws2, "state")["view"]["tick"] == 1
+            assert "another tab plays the seat" in receive_until(ws3, "info")["message"]
+            ws2.send_json({"type": "wait"})
+            assert receive_until(ws2, "state")["view"]["tick"] == 2
+            ws3.send_json({"type": "wait"})
+            assert "spectator" in receive_until(ws3, "error")["message"]
+        # a new tab after all closed plays the seat again, at the same tick
+        with client.websocket_connect("/ws") as ws4:
+            welcome, state = join(ws4)
+            assert welcome["role"] == "player" and state["view"]["tick"] == 2
+
+
+def test_server__with_allowed_hosts_refuses_requests_for_another_host() -> None:
+    hub = Hub(make_game(), step=True, log=lambda text: None)
+    client = TestClient(create_app(hub, ["127.0.0.1", "localhost"]), base_url="http://127.0.0.1:9")
+    with client:
+        assert client.get("/").status_code == 200
+        assert client.get("/", headers={"host": "rebound.example:9"}).status_code == 400
+        with client.websocket_connect("ws://127.0.0.1:9/ws") as ws:
+            assert ws.receive_json()["type"] == "welcome"
+        with pytest.raises(WebSocketDisconnect), client.websocket_connect("ws://rebound.example:9/ws") as ws:
+            ws.receive_json()
+
+
+def test_server__refuses_a_page_from_another_origin() -> None:
+    client, _ = make_client(make_game(), step=True)
+    with client:
+        with client.websocket_connect("/ws", headers={"origin": "http://testserver"}) as ws:
+            assert ws.receive_json()["type"] == "welcome"
+        evil = {"origin": "http://evil.example"}
+        with pytest.raises(WebSocketDisconnect) as refused, client.websocket_connect("/ws", headers=evil) as ws:
+            ws.receive_json()
+        assert refused.value.code == 1008 and "its own page" in refused.value.reason
+
+
+def test_server__serves_the_page_and_its_assets() -> None:
+    client, _ = make_client(make_game(), step=True)
+    with client:
+        page = client.get("/")
+        assert page.status_code == 200 and "play.js" in page.text
+        for asset in ("/static/play.js", "/static/play.css"):
+            assert client.get(asset).status_code == 200
+        assert client.get("/static/nothing.js").status_code == 404
+
+
+def test_server__real_time_ticks_on_the_clock_and_plays_the_queued_move_on_the_next_tick() -> None:
+    game = make_game(players=3, seed=SEED)
+    client, hub = make_client(game, step=False, tick_ms=60)
+    with client, client.websocket_connect("/ws") as ws:
+        welcome, state = join(ws)
+        assert welcome["mode"] == "realtime"
+        state = receive_until(ws, "state")  # the clock runs without any click: the person waits
+        assert state["moves"][0]["submitted"] == WAIT
+        ws.send_json({"type": "pause"})
+        assert receive_until(ws, "info")["paused"] is True
+        paused_at = hub.game.tick_count
+        time.sleep(0.3)
+        assert hub.game.tick_count == paused_at
+        view = hub.game.public_view()
+        first, second = pick(view, 0), pick(view, 1)
+        ws.send_json({"type": "move", "action": first})
+        q = receive_until(ws, "queued")
+        assert q["pending"]["action"] == first
+        ws.send_json({"type": "move", "action": second})
+        q = receive_until(ws, "queued")
+        assert q["pending"]["action"] == second
+        if first != second:
+            assert "instead of" in q["message"]
+        ws.send_json({"type": "pause"})
+        # the next tick plays the last queued move, and only it
+        while True:
+            state = receive_until(ws, "state")
+            if state["view"]["tick"] == paused_at + 1:
+                break
+        assert state["moves"][0]["submitted"] == second
+        assert not state["moves"][0]["illegal"]
+        state = receive_until(ws, "state")
+        assert state["moves"][0]["submitted"] == WAIT
+
+
+def test_server__the_clock_stops_while_no_tab_plays_the_seat() -> None:
+    game = make_game(players=2, seed=SEED)
+    client, hub = make_client(game, step=False, tick_ms=50)
+    with client:
+        time.sleep(0.3)
+        assert hub.game.tick_count == 0  # nobody sat down yet
+        with client.websocket_connect("/ws") as ws:
+            join(ws)
+            receive_until(ws, "state")
+        stopped = hub.game.tick_count
+        time.sleep(0.3)
+        assert hub.game.tick_count <= stopped + 1  # at most the tick in flight when the tab closed
+
+
+def test_server__new_game_deals_the_next_seed() -> None:
+    game = make_game(players=2, seed=SEED)
+    client, hub = make_client(game, step=True)
+    with client, client.websocket_connect("/ws") as ws:
+        join(ws)
+        ws.send_json({"type": "wait"})
+        receive_until(ws, "state")
+        ws.send_json({"type": "new_game"})
+        state = receive_until(ws, "state")
+        assert state["view"]["tick"] == 0 and state["view"]["seed"] == SEED + 1
+        ref = nertz_env.parallel_env(num_players=2)
+        ref.reset(seed=SEED + 1)
+        assert hub.game.env.snapshot() == ref.snapshot()
+
+
+def test_server__a_failing_bot_stops_the_table_with_a_message_and_the_server_keeps_serving() -> None:
+    class Broken:
+        name = "broken"
+
+        def reset(self, config: Any, seat: int, seed: int | None = None) -> None:
+            pass
+
+        def act(self, observation: Any, action_mask: Any) -> int:
+            raise RuntimeError("no policy loaded")
+
+    env = nertz_env.parallel_env(num_players=2)
+    game = PlayGame(env, [Broken()], ["broken"], seed=SEED)
+    client, _ = make_client(game, step=True)
+    with client, client.websocket_connect("/ws") as ws:
+        join(ws)
+        ws.send_json({"type": "wait"})
+        msg = receive_until(ws, "error")
+        assert "the table stopped: RuntimeError: no policy loaded" in msg["message"]
+        ws.send_json({"type": "wait"})
+        assert "the table stopped" in receive_until(ws, "error")["message"]
+        assert client.get("/").status_code == 200
+
+
+# ------------------------------------------------------------------ the command line
+def _run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = cli.main(["--no-browser", *argv])
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--opponents", "wizard"], "unknown agent 'wizard'"),
+        (["--players", "9"], "--players must be from 2 to 8"),
+        (["--players", "1"], "--players must be from 2 to 8"),
+        (["--opponents", "heuristic", "search", "--players", "4"], "has 3 opponents, but --opponents names 2"),
+        (["--seat", "4"], "--seat must be from 0 to 3"),
+        (["--step", "--tick-ms", "200"], "--step has no clock"),
+        (["--tick-ms", "5"], "--tick-ms must be from"),
+        (["--rule", "draw=4"], "draw=4 is not allowed"),
+        (["--rule", "draw"], "key=value"),
+        (["--rule", "num_players=3"], "--players"),
+        (["--opponents", "runs/none.zip"], "checkpoint file not found"),
+        (["--port", "70000"], "--port must be from 0 to 65535"),
+        (["--seed", "-1"], "--seed must be a non-negative integer"),
+        (["--opponents", "heuristic:depth=3"], "has no parameter depth"),
+        (["--host", "no.such.host.invalid"], "--host"),
+    ],
+)
+def test_cli__bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                               argv: list[str], words: str) -> None:
+    code, err = _run_cli(capsys, "--replay-dir", str(tmp_path), *argv)
+    assert code == 2
+    assert len(err.splitlines()) == 1 and err.startswith("nertz-play: error:"), err
+    assert words in err
+
+
+def test_cli__a_port_in_use_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        code, err = _run_cli(capsys, "--replay-dir", str(tmp_path), "--port", str(port))
+    assert code == 2 and len(err.splitlines()) == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in err
+
+
+def test_cli__unwritable_replay_dir_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, err = _run_cli(capsys, "--replay-dir", str(blocker / "sub"))
+    assert code == 2 and len(err.splitlines()) == 1 and "--replay-dir" in err
+
+
+def test_cli__one_opponent_fills_every_seat_and_the_default_table_is_four() -> None:
+    args = cli.build_parser().parse_args(["--opponents", "greedy", "--players", "5"])
+    assert cli._opponents(args) == (5, ["greedy"] * 4)
+    assert cli._opponents(cli.build_parser().parse_args([])) == (4, ["heuristic"] * 3)
+    assert cli._opponents(cli.build_parser().parse_args(["--opponents", "search", "greedy"])) == (3, ["search", "greedy"])
+
+
+# ------------------------------------------------------------------ the replay
+def test_replay__every_tick_is_on_disk_while_the_game_runs_and_a_closed_tab_loses_nothing(tmp_path: Path) -> None:
+    from nertz_env.play.record import replay_recorder
+    from nertz_env.replay import load_replay, verify_replay
+
+    game = make_game(players=3, seed=SEED, recorder_factory=replay_recorder(str(tmp_path)))
+    client, hub = make_client(game, step=True)
+    with client:
+        with client.websocket_connect("/ws") as ws:
+            _, state = join(ws)
+            for k in range(8):
+                ws.send_json({"type": "move", "action": pick(state["view"], k)})
+                state = receive_until(ws, "state")
+            path = state["replay"]
+            assert path is not None and path.startswith(str(tmp_path)) and path.endswith(".jsonl")
+        # the tab is gone, the server still runs the table: the file already holds every tick, flushed
+        rep = load_replay(path)
+        assert [t["t"] for t in rep.ticks] == list(range(1, 9)) and rep.final is None
+        assert rep.agents == ["human", "heuristic", "heuristic"]
+        assert rep.meta == {"tool": "nertz-play", "seed": SEED, "human_seat": 0}
+        assert [t["a"] for t in rep.ticks] == [[m.submitted for m in r.moves] for r in hub.game.history]
+        assert verify_replay(path) == 8
+        with client.websocket_connect("/ws") as ws:  # a new tab plays on, into the same file
+            join(ws)
+            ws.send_json({"type": "wait"})
+            receive_until(ws, "state")
+        assert verify_replay(path) == 9
+    # the server stopped (Ctrl-C): the file is closed, and still replays
+    assert verify_replay(path) == 9
+
+
+def test_replay__a_finished_game_has_its_closing_line_and_replays_exactly(tmp_path: Path) -> None:
+    from nertz_env.play.record import replay_recorder
+    from nertz_env.replay import load_replay, verify_replay
+
+    game = make_game(players=2, seed=4, bots="greedy", recorder_factory=replay_recorder(str(tmp_path)),
+                     nertz_size=8, max_ticks=300)
+    k = 0
+    while not game.done:
+        game.tick(pick(game.public_view(), k) if game.legal_moves() and k % 2 else None)
+        k += 1
+    rep = load_replay(game.replay_file or "")
+    assert rep.final == game.env.snapshot()
+    assert verify_replay(rep) == game.tick_count == len(game.history)
+    # a new game writes a new file; the old one stays as it was
+    old = game.replay_file
+    game.reset(seed=5)
+    assert game.replay_file != old and verify_replay(old or "") == len(rep.ticks)
+
+
+def test_events__a_lost_race_and_an_illegal_move_are_reported_to_the_person() -> None:
+    from nertz_env.play.record import banners
+
+    lost = False
+    for seed in range(40):
+        game = make_game(players=4, seed=seed, bots="greedy")
+        for _ in range(150):
+            if game.done:
+                break
+            lake = [m["action"] for m in game.legal_moves() if m["kind"] == "lake"]
+            result = game.tick(lake[0] if lake else (1 if game.mask()[1] else None))
+            if result.moves[0].lost_race:
+                assert any(e.startswith("lost race") for e in result.events)
+                assert banners(game)[0] == ("LOST RACE", "warn")
+                assert game.public_view()["seats"][0]["last"]["lost_race"] is True
+                lost = True
+                break
+        if lost:
+            break
+    assert lost, "no lost race for seat 0 in 40 greedy games"
+    # an action the engine refuses (the server's check is bypassed here) is reported, never silent
+    game = make_game(players=2, seed=1)
+    masked = int(np.flatnonzero(game.mask() == 0)[0])
+    result = game.tick(masked)
+    assert result.moves[0].illegal and result.moves[0].applied == WAIT
+    assert any(e.startswith("your move was not legal") for e in result.events)
+    assert banners(game)[0][1] == "error"
+
+
+def test_cli__serves_a_table_on_loopback_plays_over_a_real_websocket_and_stops_cleanly(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    ws_client = pytest.importorskip("websockets.sync.client")
+    from nertz_env.replay import verify_replay
+
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nertz_env.play.cli", "--no-browser", "--step", "--seed", "5", "--players", "2",
+         "--opponents", "greedy", "--replay-dir", str(tmp_path)],
+        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        lines: list[str] = []
+        url = None
+        deadline = time.monotonic() + 120
+        while url is None and time.monotonic() < deadline:
+            line = proc.stdout.readline() if proc.stdout else ""
+            if not line:
+                break
+            lines.append(line)
+            if "the table is at " in line:
+                url = line.split("the table is at ")[1].split()[0]
+        assert url is not None and url.startswith("http://127.0.0.1:"), lines
+        with urllib.request.urlopen(url, timeout=10) as page:
+            assert b"play.js" in page.read()
+        with ws_client.connect(url.replace("http://", "ws://") + "ws", origin=url.rstrip("/")) as ws:
+            assert json.loads(ws.recv(timeout=10))["type"] == "welcome"
+            assert json.loads(ws.recv(timeout=10))["view"]["tick"] == 0
+            ws.send(json.dumps({"type": "wait"}))
+            state = json.loads(ws.recv(timeout=30))
+            assert state["type"] == "state" and state["view"]["tick"] == 1
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out
+    assert "stopped after tick 1" in out and "Traceback" not in out
+    replays = list(tmp_path.glob("nertz-play-*-seed5.jsonl"))
+    assert len(replays) == 1 and verify_replay(replays[0]) == 1
+
+
+def test_packaging__the_page_assets_are_package_data() -> None:
+    import fnmatch
+
+    tomllib = pytest.importorskip("tomllib")
+    root = Path(__file__).resolve().parent.parent
+    with open(root / "pyproject.toml", "rb") as f:
+        project = tomllib.load(f)
+    patterns = project["tool"]["setuptools"]["package-data"]["nertz_env.play"]
+    static = root / "nertz_env" / "play" / "static"
+    files = sorted(p.relative_to(static.parent).as_posix() for p in static.iterdir())
+    assert {"static/index.html", "static/play.js", "static/play.css"} <= set(files)
+    for name in files:
+        assert any(fnmatch.fnmatch(name, pat) for pat in patterns), f"{name} would be left out of the wheel"
+    assert project["project"]["scripts"]["nertz-play"] == "nertz_env.play.cli:main"
+    assert {"starlette", "uvicorn", "websockets"} <= {r.split(">")[0].split("=")[0] for r in project["project"]["optional-dependencies"]["play"]}

@@ -1,0 +1,226 @@
+"""Replays: a recorded game replays through the engine tick for tick, in every rules variant; a changed file is
+caught at the tick that differs; bad files get one clear error."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nertz_env.environment import parallel_env
+from nertz_env.replay import (
+    FORMAT,
+    RecordReplay,
+    ReplayError,
+    ReplayMismatch,
+    load_replay,
+    replay_states,
+    verify_replay,
+)
+from variants import VARIANTS, variant_id
+
+
+def play(env: RecordReplay, seed: int, max_ticks: int | None = None, bad_every: int = 0) -> int:
+    """Random legal play (mostly moves, sometimes an out-of-range action); returns the ticks played."""
+    rng = np.random.default_rng(seed)
+    obs, _ = env.reset(seed=seed)
+    n = 0
+    while env.agents and (max_ticks is None or n < max_ticks):
+        acts = {}
+        for a in env.agents:
+            legal = np.flatnonzero(obs[a]["action_mask"])
+            moves = legal[legal > 1]
+            acts[a] = int(rng.choice(moves)) if len(moves) and rng.random() < 0.7 else int(rng.choice(legal))
+        if bad_every and n % bad_every == 0:
+            acts[env.agents[0]] = 10_000
+        obs, *_ = env.step(acts)
+        n += 1
+    return n
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=variant_id)
+def test_round_trip_every_variant(variant: dict, tmp_path: Path) -> None:
+    path = tmp_path / "game.jsonl.gz"
+    env = RecordReplay(parallel_env(**variant), path, meta={"variant": variant_id(variant)})
+    ticks = play(env, seed=3, bad_every=17)
+    assert not env.agents  # the game was played to its end
+    rep = load_replay(path)
+    assert len(rep.ticks) == ticks and rep.final is not None
+    assert rep.meta == {"variant": variant_id(variant), "seed": 3}
+    assert any("il" in t for t in rep.ticks)  # the illegal actions were recorded
+    assert verify_replay(path) == ticks
+    # the last replayed table is the closing snapshot, and every action name matches its index
+    *_, (_last_rec, last_snap) = replay_states(rep)
+    assert last_snap == rep.final
+    names = {i: n for t in rep.ticks for i, n in zip(t["a"], t["n"], strict=True)}
+    env2 = parallel_env(**variant)
+    for i, n in names.items():
+        assert n == (env2.actions.name(i) if 0 <= i < env2.actions.n else "?")
+
+
+def test_format_and_size(tmp_path: Path) -> None:
+    path = tmp_path / "g.jsonl"
+    env = RecordReplay(parallel_env(num_players=4), path, agents=["a", "b", "c", "d"])
+    ticks = play(env, seed=1)
+    lines = path.read_text().splitlines()
+    head = json.loads(lines[0])
+    assert head["format"] == FORMAT and head["agents"] == ["a", "b", "c", "d"]
+    assert head["snapshot"]["tick"] == 0 and json.loads(lines[-1])["ticks"] == ticks
+    assert len(lines) == ticks + 2
+    ends = [json.loads(x) for x in lines[1:-1] if "end" in json.loads(x)]
+    assert ends and set(ends[-1]) >= {"end", "score", "match"}
+    # gzip is what keeps thousands of games small
+    assert len(gzip.compress(path.read_bytes())) < 40 * ticks + 3000
+
+
+def test_tampered_file_is_caught(tmp_path: Path) -> None:
+    path = tmp_path / "g.jsonl"
+    play(RecordReplay(parallel_env(num_players=3), path), seed=2, max_ticks=60)
+    lines = path.read_text().splitlines()
+    rec = json.loads(lines[31])
+    # swap a seat's move for a wait: the table hash (or a flag) differs at that very tick
+    seat = next(p for p, a in enumerate(rec["a"]) if a > 1 and p not in rec.get("il", []))
+    rec["a"][seat] = 0
+    lines[31] = json.dumps(rec)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ReplayMismatch, match=f"tick {rec['t']}:"):
+        verify_replay(bad)
+
+
+def test_unfinished_game_and_episodes(tmp_path: Path) -> None:
+    env = RecordReplay(parallel_env(num_players=2), tmp_path / "g{episode}.jsonl.gz")
+    play(env, seed=4, max_ticks=25)
+    play(env, seed=5, max_ticks=10)  # a second reset closes the first file unfinished
+    env.close()
+    assert [Path(p).name for p in env.paths] == ["g0.jsonl.gz", "g1.jsonl.gz"]
+    first = load_replay(env.paths[0])
+    assert first.final is None and len(first.ticks) == 25
+    assert verify_replay(first) == 25
+    single = RecordReplay(parallel_env(num_players=2), tmp_path / "one.jsonl")
+    single.reset(seed=0)
+    with pytest.raises(ValueError, match="episode"):
+        single.reset(seed=1)
+
+
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        (b"", "empty"),
+        (b"not json\n", "not JSON"),
+        (b'{"format": "other/1"}\n', "not a nertz-replay/1"),
+        (b'{"format": "nertz-replay/1", "agents": []}\n', "no 'config'"),
+        (gzip.compress(b"[1, 2]\n"), "JSON object"),
+        (b"\x1f\x8b\x08garbage", "unreadable"),
+    ],
+)
+def test_bad_files(tmp_path: Path, content: bytes, match: str) -> None:
+    path = tmp_path / "bad"
+    path.write_bytes(content)
+    with pytest.raises(ReplayError, match=match):
+        load_replay(path)
+    with pytest.raises(ReplayError, match="cannot read"):
+        load_replay(tmp_path / "missing.jsonl")
+
+
+def test_tournament_replays(tmp_path: Path) -> None:
+    """nertz-eval's --replays: one file per game, named by deal, lineup and rotation, each replaying exactly."""
+    from nertz_env.eval.tournament import run_tournament
+
+    out = tmp_path / "replays"
+    results = run_tournament(["random", "greedy"], num_players=2, deals=1, replays=str(out))
+    files = sorted(out.iterdir())
+    assert [f.name for f in files] == ["deal0000_lineup00_rot0.jsonl.gz", "deal0000_lineup00_rot1.jsonl.gz"]
+    for f, game in zip(files, results.games, strict=True):
+        rep = load_replay(f)
+        assert rep.agents == [results.labels[k] for k in game.seats]
+        assert rep.meta["rotation"] == game.rotation and verify_replay(rep) == game.ticks
+    with pytest.raises(ValueError, match="replays"):
+        run_tournament(["random", "greedy"], num_players=2, deals=1, replays=str(files[0]))
+
+
+# ------------------------------------------------------------------ nertz-replay (the command)
+@pytest.fixture(scope="module")
+def short_game(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cli") / "short.jsonl.gz"
+    env = RecordReplay(parallel_env(num_players=2), path, agents=["me", "you"])
+    play(env, seed=8, max_ticks=12)
+    env.close()  # an unfinished game: closing completes the gzip file
+    return path
+
+
+def test_cli_page(short_game: Path, tmp_path: Path) -> None:
+    import base64
+    import re
+
+    from nertz_env.replay_cli import main
+
+    out = tmp_path / "page.html"
+    assert main([str(short_game), "-o", str(out), "--title", "A <test> %DATA%"]) == 0
+    page = out.read_text()
+    assert "A &lt;test&gt; %DATA%" in page and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
+    data = json.loads(gzip.decompress(base64.b64decode(re.search(r'type="application/octet-stream">([^<]+)<', page).group(1))))
+    rep = load_replay(short_game)
+    assert len(data["frames"]) == len(rep.ticks) + 1 and data["names"] == ["me", "you"]
+    # every frame is the drawing of its replayed table: rebuild the last one and compare with table_svg
+    from nertz_env.draw import table_svg
+
+    *_, (_rec, last) = replay_states(rep)
+    frame = "".join(data["parts"][k] for k in data["frames"][-1]) + "</svg>"
+    full = table_svg(last, seat_names=["me", "you"], fan=6)
+    assert frame == re.sub(r"<defs>.*?</defs>", "", full)
+
+
+def test_cli_animations(short_game: Path, tmp_path: Path) -> None:
+    from PIL import Image
+
+    from nertz_env.replay_cli import main
+
+    gif = tmp_path / "a.gif"
+    assert main([str(short_game), "--gif", str(gif), "--scale", "0.5", "--fps", "8"]) == 0
+    with Image.open(gif) as im:
+        assert im.n_frames == 13 and im.size[0] > 100
+    pytest.importorskip("imageio_ffmpeg")
+    mp4 = tmp_path / "a.mp4"
+    assert main([str(short_game), "--mp4", str(mp4), "--scale", "0.5"]) == 0
+    assert mp4.stat().st_size > 1000 and mp4.read_bytes()[4:8] == b"ftyp"
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ([], "nothing to write"),
+        (["-o", "x.txt"], "must name a .html file"),
+        (["-o", "/no/such/dir/x.html"], "does not exist"),
+        (["--gif", "x.gif", "--fps", "0"], "--fps"),
+    ],
+)
+def test_cli_usage_errors(short_game: Path, args: list[str], match: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from nertz_env.replay_cli import main
+
+    assert main([str(short_game), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and match in err
+
+
+def test_cli_bad_files(tmp_path: Path, short_game: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from nertz_env.replay_cli import main
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"format": "nope"}\n')
+    assert main([str(bad), "-o", str(tmp_path / "x.html")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    # a file the engine does not reproduce: one line naming the tick
+    lines = gzip.decompress(short_game.read_bytes()).decode().splitlines()
+    rec = json.loads(lines[3])
+    rec["h"] = "00000000"
+    lines[3] = json.dumps(rec)
+    forged = tmp_path / "forged.jsonl"
+    forged.write_text("\n".join(lines) + "\n")
+    assert main([str(forged), "-o", str(tmp_path / "y.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"tick {rec['t']}" in err and not (tmp_path / "y.html").exists()
+    assert main([str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "z.html")]) == 2

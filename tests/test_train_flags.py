@@ -1,0 +1,445 @@
+"""Every flag and config key of ``nertz-train`` and of the ``python -m nertz_env.train.*`` commands either takes
+effect or is refused: an option that the chosen mode or the other options make meaningless is one line on
+stderr and exit code 2 (never a traceback, never a half-made run directory), and what a run adjusts (a budget
+rounded up to whole rollouts, a default batch size larger than a rollout) is said before training starts.
+
+The refusals are checked before any training, so these tests train nothing but two runs of 128 transitions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+pytest.importorskip("sb3_contrib")
+
+import torch
+
+import nertz_env
+from nertz_env.train import TrainConfig, Trainer
+from nertz_env.train import cli as train_cli
+from nertz_env.train import evaluate as train_evaluate
+from nertz_env.train import imitate as train_imitate
+from nertz_env.train import plot as train_plot
+from nertz_env.train.cli import _opponent, build_parser, config_and_given
+from nertz_env.train.config import ConfigError
+from nertz_env.train.meta import make_meta
+
+torch.set_num_threads(1)
+
+TINY = {
+    "num_tables": 2,
+    "n_steps": 16,
+    "batch_size": 64,
+    "n_epochs": 1,
+    "net_arch": [16],
+    "checkpoint_every": 0,
+    "eval_every": 0,
+    "eval_deals": 0,
+    "progress_bar": False,
+    "tensorboard": False,
+}
+
+
+def _run(main: Callable[[Any], int], argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str]:
+    """Exit code and stderr of a command's ``main`` (argparse's own errors exit through SystemExit)."""
+    try:
+        code = main(argv)
+    except SystemExit as e:
+        code = int(e.code or 0)
+    return code, capsys.readouterr().err
+
+
+def _one_line_error(err: str, prog: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(prog) and "error:" in lines[0] and "Traceback" not in err, err
+    return lines[0]
+
+
+def _policy_file(path: str, num_players: int, **rules: Any) -> str:
+    """A policy file (as imitate writes it) for a table of ``num_players`` seats, without training."""
+    from nertz_env.train.imitate import _PolicyHolder, build_policy
+    from nertz_env.train.trainer import save_policy
+
+    config = nertz_env.make_config(num_players=num_players, **rules)
+    policy, kwargs = build_policy(config, [16])
+    return save_policy(_PolicyHolder(policy, kwargs), path, make_meta(config, num_timesteps=0, mode="imitation"))
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A finished run of 128 transitions with opponents (one learner per table is two of four seats)."""
+    run_dir = str(tmp_path_factory.mktemp("flags_run"))
+    cfg = TrainConfig.from_dict(
+        {**TINY, "run_dir": run_dir, "learners_per_table": 2, "opponents": {"random": 1.0}, "total_timesteps": 128}
+    )
+    trainer = Trainer(cfg, log=lambda _: None)
+    trainer.train()
+    return {"dir": run_dir, "checkpoint": trainer.checkpoints[-1], "config": cfg}
+
+
+# ---------------------------------------------------------------- nertz-train: refused before any work
+REFUSED = [
+    # (flags, a piece of the one-line message)
+    (["--opponent", "search=1"], "--learners-per-table 1"),  # the issue's case: self-play plays no opponent
+    (["--snapshot-weight", "0.5"], "every seat learns"),
+    (["--learners-per-table", "4", "--max-snapshots", "3"], "every seat learns"),
+    (["--opponent-threads", "2"], "every seat learns"),
+    (["--mode", "single", "--num-tables", "8"], "num_tables (--num-tables) applies only to mode = 'vector'"),
+    (["--mode", "single", "--learners-per-table", "1"], "learners_per_table (--learners-per-table) applies only"),
+    (["--mode", "single", "--opponent-threads", "2"], "opponent_threads"),
+    (["--num-envs", "8"], "num_envs (--num-envs) applies only to mode = 'single'"),
+    (["--learners-per-table", "1", "--snapshot-every", "5"], "snapshot_weight = 0"),
+    (["--learners-per-table", "1", "--snapshot-deterministic"], "snapshot_weight = 0"),
+    (["--learners-per-table", "1", "--snapshot-weight", "1", "--max-snapshots", "0"], "max_snapshots >= 1"),
+    (["--learners-per-table", "1", "--opponent", "heuristic=0"], "the opponent pool is empty"),
+    (["--learners-per-table", "1", "--opponent", "nobody"], "unknown agent 'nobody'"),
+    (["--learners-per-table", "1", "--opponent", "search:depth=3"], "no parameter depth"),
+    (["--learners-per-table", "1", "--opponent", "gone/policy.zip=1"], "checkpoint file not found"),
+    (["--learners-per-table", "1", "--opponent", "heuristic=1", "--opponent", "heuristic=2"], "given twice"),
+    (["--opponent", "heuristic=x"], "SPEC=WEIGHT"),
+    (["--opponent", "heuristic=nan", "--learners-per-table", "1"], "finite number"),
+    (["--shaping-coef", "2"], "applies only with shaping = true"),
+    (["--shaping-scale", "2"], "applies only with shaping = true"),
+    (["--shaping", "--shaping-scale", "0"], "shaping_scale must be > 0"),
+    (["--eval-deals", "0", "--eval-opponents", "search"], "eval_deals = 0"),
+    (["--eval-deals", "0", "--eval-seed", "3"], "evaluation is off"),
+    (["--eval-opponents", "", "--eval-deals", "10"], "no eval_opponents"),
+    (["--eval-opponents", "nobody"], "eval_opponents (--eval-opponents): unknown agent"),
+    (["--eval-opponents", "random,search,random"], "eval_opponents names random twice"),
+    (["--checkpoint-every", "0", "--keep-checkpoints", "2"], "checkpoint_every = 0"),
+    (["--batch-size", "99999"], "larger than a rollout"),
+    (["--mode", "single", "--batch-size", "1024"], "pass --batch-size 256 or less"),
+    (["--batch-size", "1"], "batch_size must be >= 2"),
+    (["--gamma", "1.5"], "gamma must be in (0, 1]"),
+    (["--learning-rate", "0"], "learning_rate must be > 0"),
+    (["--ent-coef", "nan"], "ent_coef must be a finite number"),
+    (["--seed", "-1"], "seed must be from 0"),
+    (["--verbose", "5"], "verbose must be 0, 1 or 2"),
+    (["--num-players", "9"], "num_players"),
+    (["--rule", "draw=1", "--rule", "draw=3"], "--rule draw is given twice"),
+    (["--rule", "draw=7"], "rules:"),
+    (["--rule", "num_players=3"], "num_players"),
+    (["--net-arch", "64,x"], "comma-separated integers"),
+    (["--mode", "vectorized"], "mode must be one of"),
+    (["--frobnicate"], "unrecognized arguments"),
+    (["--num-tables", "8", "--num-tables", "16"], "--num-tables is given twice"),
+    (["--shaping", "--no-shaping"], "--shaping and --no-shaping both set shaping"),
+    (["--config", "a.toml", "--config", "b.toml"], "--config is given twice"),
+    (["--init-from", "gone/policy.zip"], "init_from (--init-from): checkpoint file not found"),
+]
+
+
+@pytest.mark.parametrize(("flags", "message"), REFUSED, ids=[" ".join(f) for f, _ in REFUSED])
+def test_nertz_train__an_option_that_cannot_take_effect_is_one_line_and_exit_2(
+    flags: list[str], message: str, tmp_path: Any, capsys: pytest.CaptureFixture
+) -> None:
+    run_dir = os.path.join(str(tmp_path), "run")
+    code, err = _run(train_cli.main, [*flags, "--run-dir", run_dir, "--total-timesteps", "128"], capsys)
+    assert code == 2
+    assert message in _one_line_error(err, "nertz-train")
+    assert not os.path.exists(run_dir)  # nothing half-written
+
+
+def test_nertz_train__bad_config_files_are_one_line_and_exit_2(tmp_path: Any, capsys: pytest.CaptureFixture) -> None:
+    files = {
+        "bad.toml": ("num_tables = = 3\n", "could not be read"),
+        "unknown.toml": ("num_tabels = 3\n", "num_tabels"),
+        "type.json": (json.dumps({"num_tables": "many"}), "num_tables must be an integer"),
+        "list.json": ("[1, 2]", "must hold a table of options"),
+        "run.yaml": ("num_tables: 3\n", "use a .toml or .json file"),
+    }
+    run_dir = os.path.join(str(tmp_path), "run")
+    for name, (text, message) in files.items():
+        path = os.path.join(str(tmp_path), name)
+        with open(path, "w") as f:
+            f.write(text)
+        code, err = _run(train_cli.main, ["--config", path, "--run-dir", run_dir], capsys)
+        assert code == 2 and message in _one_line_error(err, "nertz-train"), name
+    code, err = _run(train_cli.main, ["--config", os.path.join(str(tmp_path), "gone.toml")], capsys)
+    assert code == 2 and "config file not found" in _one_line_error(err, "nertz-train")
+    assert not os.path.exists(run_dir)
+
+
+def test_nertz_train__init_from_another_table_is_refused_before_the_run_dir(
+    tmp_path: Any, capsys: pytest.CaptureFixture
+) -> None:
+    three = _policy_file(os.path.join(str(tmp_path), "three.zip"), 3)
+    draw1 = _policy_file(os.path.join(str(tmp_path), "draw1.zip"), 4, draw=1)
+    run_dir = os.path.join(str(tmp_path), "run")
+    for path, message in ((three, "num_players: init_from"), (draw1, "rules.draw: init_from")):
+        code, err = _run(train_cli.main, ["--init-from", path, "--run-dir", run_dir], capsys)
+        assert code == 2 and message in _one_line_error(err, "nertz-train")
+    assert not os.path.exists(run_dir)
+    # the opponent pool and the baselines are checked against the table the same way
+    code, err = _run(train_cli.main, ["--learners-per-table", "1", "--opponent", three, "--run-dir", run_dir], capsys)
+    assert code == 2 and "num_players" in _one_line_error(err, "nertz-train")
+    code, err = _run(train_cli.main, ["--eval-opponents", f"random,{draw1}", "--run-dir", run_dir], capsys)
+    assert code == 2 and "rules.draw" in _one_line_error(err, "nertz-train")
+    assert not os.path.exists(run_dir)
+
+
+def test_nertz_train__resume_refuses_what_a_resume_cannot_change(
+    run: dict[str, Any], tmp_path: Any, capsys: pytest.CaptureFixture
+) -> None:
+    ckpt = run["checkpoint"]
+    new_dir = os.path.join(str(tmp_path), "cont")
+    cases = [
+        (["--total-timesteps", "64"], "below the 128 transitions"),
+        (["--seed", "5"], "seed: checkpoint has 0"),
+        (["--init-from", ckpt], "applies to a fresh run only"),
+        (["--num-tables", "4", "--learners-per-table", "1"], "num_tables: checkpoint has 2"),  # same sub-envs
+        (["--num-players", "3"], "num_players"),
+    ]
+    for flags, message in cases:
+        code, err = _run(train_cli.main, ["--resume", ckpt, "--run-dir", new_dir, *flags], capsys)
+        assert code == 2 and message in _one_line_error(err, "nertz-train"), flags
+    code, err = _run(train_cli.main, ["--resume", os.path.join(str(tmp_path), "gone", "step_1.zip")], capsys)
+    assert code == 2 and "checkpoint file not found" in _one_line_error(err, "nertz-train")
+    # a copy whose training state was cut short
+    import shutil
+
+    from nertz_env.train.meta import sidecar_path
+    from nertz_env.train.trainer import state_path
+
+    cut = os.path.join(str(tmp_path), "cut.zip")
+    shutil.copy(ckpt, cut)
+    shutil.copy(sidecar_path(ckpt), sidecar_path(cut))
+    with open(state_path(ckpt), "rb") as src, open(state_path(cut), "wb") as dst:
+        dst.write(src.read()[:100])
+    code, err = _run(train_cli.main, ["--resume", cut, "--run-dir", new_dir], capsys)
+    assert code == 2 and "cannot be read" in _one_line_error(err, "nertz-train")
+    assert not os.path.exists(new_dir)
+
+
+def test_nertz_train__a_fresh_run_into_a_finished_runs_directory_is_refused(
+    run: dict[str, Any], tmp_path: Any, capsys: pytest.CaptureFixture
+) -> None:
+    a_file = os.path.join(str(tmp_path), "notes.txt")
+    open(a_file, "w").close()
+    code, err = _run(train_cli.main, ["--run-dir", a_file, "--total-timesteps", "128"], capsys)
+    assert code == 2 and "is a file, not a directory" in _one_line_error(err, "nertz-train")
+    code, err = _run(train_cli.main, ["--run-dir", run["dir"], "--total-timesteps", "128"], capsys)
+    assert code == 2 and "already holds a run" in _one_line_error(err, "nertz-train")
+    with pytest.raises(ConfigError, match="already holds a run"):
+        Trainer(TrainConfig.from_dict({**TINY, "run_dir": run["dir"]}), log=lambda _: None)
+
+
+# ---------------------------------------------------------------- nertz-train: adjustments are said
+def test_budget__a_total_that_is_not_whole_rollouts_is_said_before_training(tmp_path: Any) -> None:
+    # the issue's case: --total-timesteps 100 trained 16,384 without a word
+    assert TrainConfig(total_timesteps=100).planned_timesteps() == 16_384
+    assert TrainConfig(total_timesteps=16_384 * 3).planned_timesteps() == 16_384 * 3
+    assert TrainConfig(total_timesteps=100).planned_timesteps(start=16_384) == 16_384
+    lines: list[str] = []
+    cfg = TrainConfig.from_dict({**TINY, "run_dir": str(tmp_path), "total_timesteps": 100})
+    trainer = Trainer(cfg, log=lines.append)
+    trainer.train()
+    said = [x for x in lines if "total_timesteps" in x]
+    assert said == ["training to 128 transitions, not total_timesteps 100: PPO trains whole rollouts of "
+                    "n_steps 16 x 8 sub-envs = 128"]
+    assert lines.index(said[0]) < next(i for i, x in enumerate(lines) if x.startswith("checkpoint:"))
+    assert trainer.model.num_timesteps == 128
+
+
+def test_budget__the_command_prints_the_rounded_budget_on_stdout(tmp_path: Any, capsys: pytest.CaptureFixture) -> None:
+    run_dir = os.path.join(str(tmp_path), "run")
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in TINY.items() if k not in ("net_arch", "progress_bar", "tensorboard")]
+    code = train_cli.main([*flags, "--net-arch", "16", "--no-progress-bar", "--no-tensorboard",
+                           "--total-timesteps", "100", "--run-dir", run_dir])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "training to 128 transitions, not total_timesteps 100" in out
+
+
+def test_batch_size__a_default_larger_than_a_rollout_is_lowered_and_said() -> None:
+    cfg, notes = TrainConfig(mode="single").resolve()
+    assert cfg.batch_size == 256 and any("batch_size: 256, a whole rollout" in n for n in notes)
+    with pytest.raises(ConfigError, match="larger than a rollout"):
+        TrainConfig(mode="single").resolve(given={"batch_size"})  # the user asked for 1024: refused
+    _, notes = TrainConfig(batch_size=1000).resolve()
+    assert any("last minibatch of each epoch has 384 transitions" in n for n in notes)
+
+
+def test_snapshots__only_the_starting_policy_without_snapshot_every_is_said() -> None:
+    _, notes = TrainConfig(learners_per_table=1, snapshot_weight=0.5).resolve()
+    assert any("the only snapshot in the pool is the starting policy" in n for n in notes)
+    _, notes = TrainConfig(learners_per_table=1, snapshot_weight=0.5, snapshot_every=10).resolve()
+    assert not any("snapshot" in n for n in notes)
+
+
+def test_periodic_work_past_the_end_of_the_run_is_said() -> None:
+    _, notes = TrainConfig(total_timesteps=16_384, checkpoint_every=16_384 * 4).resolve()
+    assert notes == [
+        "checkpoint_every is past the end of the run (16,384 transitions): the only one is the final checkpoint"
+    ]
+    _, notes = TrainConfig(total_timesteps=16_384, learners_per_table=1, snapshot_weight=1.0, snapshot_every=50,
+                           checkpoint_every=4_096).resolve()
+    assert any("snapshot_every is past the end of the run" in n for n in notes)
+
+
+def test_periodic_work_off_a_rollout_multiple_is_said() -> None:
+    _, notes = TrainConfig(checkpoint_every=16_384 * 4, eval_every=16_384 * 2).resolve()
+    assert notes == []
+    _, notes = TrainConfig(checkpoint_every=250_000, eval_every=16_384).resolve()
+    assert notes == [
+        "checkpoint_every 250,000: not a multiple of a rollout (16,384 transitions), so that work is done at "
+        "the first rollout boundary at or past each multiple"
+    ]
+
+
+def test_resume__changed_opponents_take_effect_and_are_said(run: dict[str, Any], tmp_path: Any) -> None:
+    lines: list[str] = []
+    cfg = TrainConfig.from_dict(
+        {**TINY, "run_dir": str(tmp_path), "learners_per_table": 2, "opponents": {"greedy": 1.0},
+         "total_timesteps": 256}
+    )
+    trainer = Trainer(cfg, resume=run["checkpoint"], log=lines.append)
+    assert trainer.pool is not None and [e.spec for e in trainer.pool.scripted] == ["greedy"]
+    assert any("the opponent pool is now" in x and "scripted" in x for x in lines)
+    lines.clear()
+    same = Trainer(run["config"].__class__.from_dict({**run["config"].to_dict(), "run_dir": str(tmp_path)}),
+                   resume=run["checkpoint"], log=lines.append)
+    assert same.pool is not None and [e.spec for e in same.pool.scripted] == ["random"]
+    assert not any("opponent pool" in x for x in lines)
+
+
+def test_resume__a_new_checkpoint_interval_counts_from_the_resume_point(run: dict[str, Any], tmp_path: Any) -> None:
+    cfg = TrainConfig.from_dict(
+        {**TINY, "run_dir": str(tmp_path), "learners_per_table": 2, "opponents": {"random": 1.0},
+         "total_timesteps": 512, "checkpoint_every": 64}
+    )
+    trainer = Trainer(cfg, resume=run["checkpoint"], log=lambda _: None)
+    assert trainer.next_checkpoint == 192  # not the old schedule's "never" (checkpoint_every was 0)
+
+
+# ---------------------------------------------------------------- parsing and the key audit
+def test_opponent_flag__agent_parameters_keep_their_equals_sign() -> None:
+    assert _opponent("heuristic") == ("heuristic", 1.0)
+    assert _opponent("search=0.2") == ("search", 0.2)
+    assert _opponent("search:rollouts=4") == ("search:rollouts=4", 1.0)  # was ("search:rollouts", 4.0)
+    assert _opponent("search:rollouts=4,depth=2=0.5") == ("search:rollouts=4,depth=2", 0.5)
+    assert _opponent("runs/x/policy.zip=0.3") == ("runs/x/policy.zip", 0.3)
+
+
+def test_every_config_key_is_a_flag_and_every_flag_a_config_key() -> None:
+    parser = build_parser()
+    dests = {a.dest for a in parser._actions} - {"help", "config", "resume", "print_config"}
+    names = {f for f in TrainConfig.__dataclass_fields__}
+    assert dests - {"rule", "opponent"} == names - {"rules", "opponents"}
+    args = parser.parse_args(["--num-tables", "8", "--opponent", "random", "--shaping"])
+    cfg, given = config_and_given(args)
+    assert given == {"num_tables", "opponents", "shaping"} and cfg.num_tables == 8
+
+
+@pytest.mark.parametrize("name", sorted(os.listdir(os.path.join(os.path.dirname(__file__), "..", "train", "configs"))))
+def test_every_shipped_config_sets_only_options_that_take_effect(name: str) -> None:
+    path = os.path.join(os.path.dirname(__file__), "..", "train", "configs", name)
+    cfg, given = config_and_given(build_parser().parse_args(["--config", path]))
+    # resume=True: the init_from file is phase 1's output, not shipped
+    resolved, notes = cfg.resolve(given, resume=True)
+    assert resolved == cfg and not any("batch_size" in n for n in notes)
+
+
+def test_trainer__caps_its_threads(tmp_path: Any) -> None:
+    try:
+        Trainer(TrainConfig.from_dict({**TINY, "run_dir": str(tmp_path), "torch_threads": 2}), log=lambda _: None)
+        assert torch.get_num_threads() == 2
+        assert os.environ.get("OMP_NUM_THREADS")  # set for the processes it starts, unless the user set it
+    finally:
+        torch.set_num_threads(1)
+
+
+# ---------------------------------------------------------------- python -m nertz_env.train.imitate
+IMITATE_REFUSED = [
+    (["--dagger-samples", "5000"], "--dagger-samples has no effect without DAgger rounds"),
+    (["--dagger-epochs", "2"], "--dagger-epochs has no effect without DAgger rounds"),
+    (["--samples", "0"], "samples must be at least 1"),
+    (["--epochs", "0"], "epochs must be at least 1"),
+    (["--batch-size", "0"], "batch_size must be at least 1"),
+    (["--lr", "0"], "lr must be a finite number > 0"),
+    (["--gamma", "2"], "gamma must be in (0, 1]"),
+    (["--teacher-threads", "5"], "teacher_threads must be from 1 to the 4 seats"),
+    (["--threads", "0"], "--threads must be at least 1"),
+    (["--net-arch", ""], "net_arch must list positive layer widths"),
+    (["--net-arch", "a,b"], "comma-separated integers"),
+    (["--teacher", "nobody"], "unknown agent 'nobody'"),
+    (["--players", "9"], "num_players"),
+    (["--rule", "draw=1", "--rule", "draw=2"], "given twice"),
+    (["--rule", "target_score=100"], "single rounds"),
+    (["--rule", "num_players=3"], "--players"),
+    (["--samples", "5", "--samples", "6"], "--samples is given twice"),
+    (["--seed", "-3"], "seed must be >= 0"),
+]
+
+
+@pytest.mark.parametrize(("flags", "message"), IMITATE_REFUSED, ids=[" ".join(f) for f, _ in IMITATE_REFUSED])
+def test_imitate__bad_options_are_one_line_exit_2_and_write_nothing(
+    flags: list[str], message: str, tmp_path: Any, capsys: pytest.CaptureFixture
+) -> None:
+    out = os.path.join(str(tmp_path), "bc", "policy.zip")
+    ckpt = os.path.join(str(tmp_path), "rounds")
+    small = [] if "--samples" in flags else ["--samples", "50"]  # should a case pass, it stays short
+    code, err = _run(train_imitate.main, ["--out", out, "--checkpoint-dir", ckpt, *small, *flags], capsys)
+    assert code == 2
+    assert message in _one_line_error(err, "python -m nertz_env.train.imitate: error:")
+    assert not os.path.exists(ckpt) and not os.path.exists(os.path.dirname(out))
+
+
+def test_imitate__a_teacher_for_another_table_and_an_out_without_zip_are_refused(
+    tmp_path: Any, capsys: pytest.CaptureFixture
+) -> None:
+    three = _policy_file(os.path.join(str(tmp_path), "three.zip"), 3)
+    code, err = _run(train_imitate.main, ["--out", os.path.join(str(tmp_path), "p.zip"), "--teacher", three], capsys)
+    assert code == 2 and "num_players: teacher" in _one_line_error(err, "python -m nertz_env.train.imitate")
+    code, err = _run(train_imitate.main, ["--out", os.path.join(str(tmp_path), "policy")], capsys)
+    assert code == 2 and "must end in .zip" in _one_line_error(err, "python -m nertz_env.train.imitate")
+    out = os.path.join(str(tmp_path), "p.zip")
+    code, err = _run(train_imitate.main, ["--out", out, "--checkpoint-dir", three], capsys)
+    assert code == 2 and "is a file, not a directory" in _one_line_error(err, "python -m nertz_env.train.imitate")
+
+
+# ---------------------------------------------------------------- python -m nertz_env.train.evaluate / plot
+def test_evaluate__bad_input_is_one_line_and_exit_2(run: dict[str, Any], tmp_path: Any, capsys: pytest.CaptureFixture) -> None:
+    draw1 = _policy_file(os.path.join(str(tmp_path), "draw1.zip"), 4, draw=1)
+    cases = [
+        ([os.path.join(str(tmp_path), "gone")], "run directory not found"),
+        ([str(tmp_path)], "has no checkpoints"),
+        ([run["dir"], "--deals", "0"], "--deals must be at least 1"),
+        ([run["dir"], "--workers", "0"], "--workers must be at least 1"),
+        ([run["dir"], "--seed", "-1"], "--seed must be >= 0"),
+        ([run["dir"], "--deals", "5", "--deals", "6"], "--deals is given twice"),
+        ([run["dir"], "--baselines", ","], "--baselines must name an agent"),
+        ([run["dir"], "--baselines", "random,random"], "names an agent twice"),
+        ([run["dir"], "--baselines", "nobody"], "unknown agent"),
+        ([run["dir"], "--baselines", draw1], "rules.draw: baseline"),
+        ([run["dir"], "--no-start"], "--no-start has no effect"),
+    ]
+    before = sorted(os.listdir(run["dir"]))
+    for argv, message in cases:
+        code, err = _run(train_evaluate.main, argv, capsys)
+        assert code == 2, argv
+        assert message in _one_line_error(err, "python -m nertz_env.train.evaluate: error:"), argv
+    assert sorted(os.listdir(run["dir"])) == before  # no evaluation file was started
+
+
+def test_plot__bad_input_is_one_line_and_exit_2(run: dict[str, Any], tmp_path: Any, capsys: pytest.CaptureFixture) -> None:
+    pytest.importorskip("matplotlib")
+    bad = os.path.join(str(tmp_path), "bad")
+    os.makedirs(bad)
+    with open(os.path.join(bad, "eval.csv"), "w") as f:
+        f.write("a,b\n1,2\n")
+    cases = [
+        ([os.path.join(str(tmp_path), "gone")], "run directory not found"),
+        ([run["dir"]], "eval.csv does not exist"),
+        ([run["dir"], "--out", os.path.join(str(tmp_path), "curve.txt")], "must end in .png, .svg or .pdf"),
+        ([bad], "not one that nertz-train wrote"),
+    ]
+    for argv, message in cases:
+        code, err = _run(train_plot.main, argv, capsys)
+        assert code == 2 and message in _one_line_error(err, "python -m nertz_env.train.plot: error:"), argv
