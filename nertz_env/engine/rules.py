@@ -14,11 +14,11 @@ emptied or a call; the stall rule; ``max_ticks``), then scoring, then the observ
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from nertz_env.actions import L_CALL, L_JLAKE, L_LAKE, L_NUM, L_ROTATE, L_RUN, L_TOWORK, L_TUCK
 from nertz_env.cards import FIXED_JOKER_BASE, JOKER, LAKE_JOKER_FLAG
+from nertz_env.engine._cache import keyed_jit
 from nertz_env.engine.state import (
     C_BONUS,
     C_D,
@@ -66,8 +66,8 @@ from nertz_env.observation import (
 )
 
 
-def _jit(inline: bool = False, python: bool = False):
-    """``numba.njit`` for the rules: cached, GIL-free, and compiled without reference counting (``_nrt=False``).
+def _jit(inline: bool = False, python: bool = False, ir_inline: bool = False):
+    """``numba.njit`` for the rules: GIL-free, and compiled without reference counting (``_nrt=False``).
 
     The rules never allocate (scratch space lives in the state), so they need no refcounts; with them, numba
     leaves hundreds of incref/decref calls in the mask and move code (measured: 14x slower masks). Without
@@ -77,15 +77,28 @@ def _jit(inline: bool = False, python: bool = False):
     function takes the whole state ``S``, a tuple of some 40 arrays that a real call passes as hundreds of
     scalar arguments: a call cost about 0.1 us, as much as a seat's whole observation update, so everything
     on the per-tick path is inlined (measured: 2.3 -> 1.3 us per 4-player table tick on one core). numba's own
-    ``inline="always"`` gave the same speed but compiled for minutes instead of seconds.
+    ``inline="always"`` on every function gave the same speed but compiled for minutes instead of seconds.
+
+    Compile time (``bench/bench_compile.py``): numba compiles every function it meets on its own, to machine
+    code, even when LLVM then inlines it everywhere. So
+
+    - only functions called from Python (``python=True``) get a CPython and a cfunc wrapper (unboxing the ~40
+      arrays of ``S`` took 0.3 of the 0.4 s a trivial function cost) and go to numba's on-disk cache (a
+      cached entry point carries the machine code of everything it calls; see ``nertz_env.engine._cache``);
+    - ``ir_inline=True`` has numba inline a function's IR into its callers (``inline="always"``) instead of
+      optimising and code-generating it on its own first: for the large functions with one or two call
+      sites, whose code LLVM would inline anyway. (On every function, typing the inlined copies costs more
+      than it saves.)
     """
-    opts: dict = {"cache": True, "_nrt": False, "nogil": True, "error_model": "numpy"}
-    if inline:
+    opts: dict = {"_nrt": False, "nogil": True, "error_model": "numpy"}
+    if ir_inline:
+        opts["inline"] = "always"
+    elif inline:
         opts["forceinline"] = True
     if not python:
         opts["no_cpython_wrapper"] = True
         opts["no_cfunc_wrapper"] = True
-    return numba.njit(**opts)
+    return keyed_jit(opts, cache=python)
 
 
 # Result bits of apply_action.
@@ -504,7 +517,7 @@ def rotate_stock(S, t, p):
     S.stock[t, p, 0] = top
 
 
-@_jit(inline=True)
+@_jit(ir_inline=True)
 def apply_action(S, t, p, a):
     """Apply legal action ``a`` of seat ``p``; returns R_* bits (progress, lost race, call, false call)."""
     cfg = S.cfg
@@ -859,7 +872,7 @@ def observe_table(S, t):
         compute_mask(S, t, p)
 
 
-@_jit(inline=True)
+@_jit(ir_inline=True)
 def observe_changes(S, t, moved, flipped, progress):
     """Bring every seat's observation and mask up to date after a tick that neither ended a round nor applied
     the stall rule, rewriting only what the tick's moves could change: the whole view of a seat in
@@ -929,7 +942,7 @@ def reset_table(S, t):
     observe_table(S, t)
 
 
-@_jit(inline=True)
+@_jit(ir_inline=True)
 def step_table(S, t, actions):
     """One tick of table ``t`` with ``actions[t, p]`` for every seat (any integer; illegal ones are waits)."""
     cfg = S.cfg
