@@ -17,6 +17,7 @@ import ast
 import hashlib
 import os
 import sys
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -124,7 +125,10 @@ def keyed_jit(options: dict[str, Any], cache: bool = True) -> Callable[[Callable
     def decorate(fn: Callable[..., Any]) -> Any:
         dispatcher = numba.njit(**options)(fn)
         if cache and isinstance(dispatcher, Dispatcher):
-            dispatcher._cache = SourcesKeyedCache(fn)
+            try:
+                dispatcher._cache = SourcesKeyedCache(fn)
+            except (AttributeError, TypeError) as e:  # numba's cache internals changed: compile every time
+                warnings.warn(f"nertz_env: numba's on-disk cache is off ({e!r}); every process compiles", stacklevel=2)
         return dispatcher
 
     return decorate
