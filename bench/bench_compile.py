@@ -12,7 +12,7 @@ what the compile costs; the wall time is what a user waits, which is more on a b
 ``parallel_env`` loop and of ``bench/bench_vector.py``'s batched loop, checkouts alternating, S seconds each.
 ``--breakdown`` prints where the cold compile of the first checkout goes, per compiled function (exclusive
 CPU time of each numba compile, from numba's event API). Writes ``bench/results/bench_compile.json`` and
-``bench/results/bench_compile.md`` (the printed tables).
+``bench/results/bench_compile.md`` (the printed tables; ``--name`` changes the file names).
 """
 
 from __future__ import annotations
@@ -149,10 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--breakdown", action="store_true", help="per-function compile times of the first checkout")
     ap.add_argument("--throughput", type=float, default=0.0, metavar="S", help="steps/s, S seconds per loop")
     ap.add_argument("--tables", type=int, nargs="*", default=[64, 1024], help="vector_env sizes for --throughput")
+    ap.add_argument("--name", default="bench_compile", help="results file stem under bench/results/")
     ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args(argv)
     if args.repeats < 1:
         print("bench_compile: --repeats must be at least 1", file=sys.stderr)
+        return 2
+    if not args.name or "/" in args.name or args.name.startswith("."):
+        print(f"bench_compile: --name must be a plain file stem, got {args.name!r}", file=sys.stderr)
         return 2
     checkouts = [ROOT] + [Path(c).resolve() for c in args.checkout]
     for c in checkouts:
@@ -247,8 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
         cmd = "python bench/bench_compile.py " + " ".join(argv if argv is not None else sys.argv[1:])
         header_line = f"{stamp}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; `{cmd}`"
-        (RESULTS / "bench_compile.md").write_text(header_line + "\n\n" + "\n\n".join(texts) + "\n")
-        (RESULTS / "bench_compile.json").write_text(
+        (RESULTS / f"{args.name}.md").write_text(header_line + "\n\n" + "\n\n".join(texts) + "\n")
+        (RESULTS / f"{args.name}.json").write_text(
             json.dumps({"when": stamp, "command": cmd, "runs": runs, "breakdown": breakdown}, indent=1) + "\n"
         )
     return 0
