@@ -194,16 +194,16 @@ def main(argv: list[str] | None = None) -> int:
     texts = []
     rows = []
     for n in names:
-        cold, warm = runs[n]["cold"], runs[n]["warm"]
+        cold_runs, warm_runs = runs[n]["cold"], runs[n]["warm"]
         row = [
             n,
-            med([x["first_step_s"] for x in cold]),
-            med([x["first_step_cpu_s"] for x in cold]),
-            med([x["first_step_s"] for x in warm]),
+            med([x["first_step_s"] for x in cold_runs]),
+            med([x["first_step_cpu_s"] for x in cold_runs]),
+            med([x["first_step_s"] for x in warm_runs]),
         ]
         if args.agents:
             for a in ("heuristic", "search"):
-                row.append(med([x[a + "_s"] for x in cold]) + " / " + med([x[a + "_s"] for x in warm]))
+                row.append(med([x[a + "_s"] for x in cold_runs]) + " / " + med([x[a + "_s"] for x in warm_runs]))
         rows.append(row)
     header = ["checkout", "cold first step, s (wall)", "cold, s (CPU)", "warm first step, s"]
     if args.agents:

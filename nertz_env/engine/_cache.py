@@ -126,7 +126,7 @@ def keyed_jit(options: dict[str, Any], cache: bool = True) -> Callable[[Callable
         dispatcher = numba.njit(**options)(fn)
         if cache and isinstance(dispatcher, Dispatcher):
             try:
-                dispatcher._cache = SourcesKeyedCache(fn)
+                dispatcher._cache = SourcesKeyedCache(fn)  # type: ignore[attr-defined]
             except (AttributeError, TypeError) as e:  # numba's cache internals changed: compile every time
                 warnings.warn(f"nertz_env: numba's on-disk cache is off ({e!r}); every process compiles", stacklevel=2)
         return dispatcher

@@ -974,7 +974,7 @@ def step_table(S, t, actions):
         S.applied[t, p] = a
         result = apply_action(S, t, p, a)
         if result & R_PROGRESS:
-            progress = True
+            progress = np.bool_(True)
         if result & R_LOST:
             S.lost_race[t, p] = 1
         elif a == 1 or a == rotate:
@@ -1019,9 +1019,9 @@ def step_table(S, t, actions):
 
 
 # ---------------------------------------------------------------- drivers over a block of tables
-# They live in this file because numba's cache tracks only the file of a cached function: a driver cached
-# elsewhere would keep running rules from before an edit here. Each runs tables lo..hi-1 without the GIL;
-# nertz_env.engine.batch gives each core's thread one block.
+# The entry points called from Python, and the only functions cached on disk (keyed on every source they come
+# from: nertz_env.engine._cache). Each runs tables lo..hi-1 without the GIL; nertz_env.engine.batch gives each
+# core's thread one block, and deals new episodes through step_block's autoreset (one entry point to compile).
 
 
 @_jit(python=True)
