@@ -86,9 +86,10 @@ from nertz_env.observation import (
 # They also release the GIL (``nogil``): the search agent spends ~92% of a decision in ``rollout_values``, so
 # agents at different seats or tables can decide side by side in Python threads (``opponent_threads`` of
 # ``nertz_env.train.vec.NertzVecEnv``); each agent owns its scratch arrays and random state.
-_KERNEL_OPTIONS: dict = {"_nrt": False, "nogil": True}  # a dict: numba's stubs omit _nrt
+# No cfunc wrapper (only first-class function calls use one; it cost compile time on a cold cache).
+_KERNEL_OPTIONS: dict = {"_nrt": False, "nogil": True, "no_cfunc_wrapper": True}  # a dict: numba's stubs omit _nrt
 _kernel = keyed_jit(_KERNEL_OPTIONS)
-_allocating = keyed_jit({})  # hidden_cards: one small count array per decision, not worth a parameter
+_allocating = keyed_jit({"no_cfunc_wrapper": True})  # hidden_cards: one small count array per decision, not worth a parameter
 
 UNKNOWN = -2
 MAX_W = 6

@@ -82,22 +82,22 @@ def _jit(inline: bool = False, python: bool = False, ir_inline: bool = False):
     Compile time (``bench/bench_compile.py``): numba compiles every function it meets on its own, to machine
     code, even when LLVM then inlines it everywhere. So
 
-    - only functions called from Python (``python=True``) get a CPython and a cfunc wrapper (unboxing the ~40
-      arrays of ``S`` took 0.3 of the 0.4 s a trivial function cost) and go to numba's on-disk cache (a
+    - only functions called from Python (``python=True``) get a CPython wrapper (the CPython and cfunc
+      wrappers, unboxing the ~40 arrays of ``S``, took 0.3 of the 0.4 s a trivial function cost; none needs
+      the cfunc wrapper, which only first-class function calls use) and go to numba's on-disk cache (a
       cached entry point carries the machine code of everything it calls; see ``nertz_env.engine._cache``);
     - ``ir_inline=True`` has numba inline a function's IR into its callers (``inline="always"``) instead of
       optimising and code-generating it on its own first: for the large functions with one or two call
       sites, whose code LLVM would inline anyway. (On every function, typing the inlined copies costs more
       than it saves.)
     """
-    opts: dict = {"_nrt": False, "nogil": True, "error_model": "numpy"}
+    opts: dict = {"_nrt": False, "nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True}
     if ir_inline:
         opts["inline"] = "always"
     elif inline:
         opts["forceinline"] = True
     if not python:
         opts["no_cpython_wrapper"] = True
-        opts["no_cfunc_wrapper"] = True
     return keyed_jit(opts, cache=python)
 
 
