@@ -149,11 +149,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--breakdown", action="store_true", help="per-function compile times of the first checkout")
     ap.add_argument("--throughput", type=float, default=0.0, metavar="S", help="steps/s, S seconds per loop")
     ap.add_argument("--tables", type=int, nargs="*", default=[64, 1024], help="vector_env sizes for --throughput")
+    ap.add_argument("--throughput-only", action="store_true", help="skip the first-step table (one untimed run fills each cache)")
     ap.add_argument("--name", default="bench_compile", help="results file stem under bench/results/")
     ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args(argv)
     if args.repeats < 1:
         print("bench_compile: --repeats must be at least 1", file=sys.stderr)
+        return 2
+    if args.throughput_only and args.throughput <= 0:
+        print("bench_compile: --throughput-only needs --throughput S", file=sys.stderr)
         return 2
     if not args.name or "/" in args.name or args.name.startswith("."):
         print(f"bench_compile: --name must be a plain file stem, got {args.name!r}", file=sys.stderr)
@@ -168,7 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     caches: dict[str, str] = {}
     breakdown: list = []
     with tempfile.TemporaryDirectory(prefix="bench_compile_") as tmp:
-        for r in range(args.repeats):
+        if args.throughput_only:
+            for c in checkouts:
+                caches[str(c)] = tempfile.mkdtemp(dir=tmp)
+                run_child(c, caches[str(c)])
+        for r in range(0 if args.throughput_only else args.repeats):
             order = checkouts if r % 2 == 0 else checkouts[::-1]
             for c in order:
                 cache = tempfile.mkdtemp(dir=tmp)
@@ -193,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
                     runs[str(c)]["throughput"].append(res)
     texts = []
     rows = []
-    for n in names:
+    for n in [] if args.throughput_only else names:
         cold_runs, warm_runs = runs[n]["cold"], runs[n]["warm"]
         row = [
             n,
@@ -209,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.agents:
         header += ["first heuristic decision, s (cold / warm)", "first search decision, s (cold / warm)"]
     texts.append(
-        table(
+        "" if args.throughput_only else table(
             f"First step of parallel_env(num_players=4): import + construct + reset + step, median (min-max) "
             f"of {args.repeats}",
             header,
