@@ -1,12 +1,10 @@
 """The compiled kernels of the scripted agents: the own layout read from the observation, the seat's moves
 applied to a copy of it, the heuristic's priorities and the search with its stock memory.
 
-They live in one file on purpose: numba's on-disk cache (``cache=True``) notices only edits to the file a
-function is defined in, and a cached function carries compiled copies of the functions it calls. Split over
-several files, an edit to one (say, a state slot moved here) would leave the callers in the other files
-running stale copies. The card helpers imported from the engine are compiled inline (the engine's
-``forceinline``), so they too are copied into these kernels and frozen; constants from ``actions``, ``observation`` and ``cards`` are frozen at compile time, so
-after changing those, clear ``agents/__pycache__``.
+They are cached on disk keyed on every source they come from (``nertz_env.engine._cache.keyed_jit``): a
+cached function carries compiled copies of the functions it calls (the card helpers imported from the engine
+are inlined) and of the constants of ``actions``, ``observation`` and ``cards``, and numba's own
+``cache=True`` would notice only edits to this file.
 
 
 Agents see only their observation, its mask and the config's action table. Decoding the observation with
@@ -16,7 +14,7 @@ small integer array, the *state*. The same state is what the search agent plans 
 Nertz and waste plays, runs, tucks, flips) are applied to copies. A card that a move turns face up is
 ``UNKNOWN`` unless the seat has seen it before: the observation shows only the waste's top, so
 :func:`read_state` leaves the rest of the stock and waste unknown, and an agent that remembers what its
-stock and waste hold (the search agent does) writes that into the state before planning. The functions are numba-compiled like the engine (``cache=True``; ``NUMBA_DISABLE_JIT=1`` runs them
+stock and waste hold (the search agent does) writes that into the state before planning. The functions are numba-compiled like the engine (cached on disk; ``NUMBA_DISABLE_JIT=1`` runs them
 as plain Python), and the card rules come from the engine's own helpers so that there is one copy of them.
 
 State vector (int64, ``STATE_SIZE`` values; card codes of :mod:`nertz_env.cards`)::
@@ -45,7 +43,6 @@ values the rules need (``P_*`` slots), the observation offsets (``P_OFF + O_*``)
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from nertz_env.actions import (
     CALL,
@@ -66,6 +63,7 @@ from nertz_env.actions import (
 )
 from nertz_env.cards import JOKER
 from nertz_env.config import NertzConfig
+from nertz_env.engine._cache import keyed_jit
 from nertz_env.engine.rules import can_stack, card_colour, card_rank, exposed_value, joined
 from nertz_env.observation import (
     O_LAKE,
@@ -88,9 +86,10 @@ from nertz_env.observation import (
 # They also release the GIL (``nogil``): the search agent spends ~92% of a decision in ``rollout_values``, so
 # agents at different seats or tables can decide side by side in Python threads (``opponent_threads`` of
 # ``nertz_env.train.vec.NertzVecEnv``); each agent owns its scratch arrays and random state.
-_KERNEL_OPTIONS: dict = {"cache": True, "_nrt": False, "nogil": True}  # a dict: numba's stubs omit _nrt
-_kernel = njit(**_KERNEL_OPTIONS)
-_allocating = njit(cache=True)  # hidden_cards: one small count array per decision, not worth a parameter
+# No cfunc wrapper (only first-class function calls use one; it cost compile time on a cold cache).
+_KERNEL_OPTIONS: dict = {"_nrt": False, "nogil": True, "no_cfunc_wrapper": True}  # a dict: numba's stubs omit _nrt
+_kernel = keyed_jit(_KERNEL_OPTIONS)
+_allocating = keyed_jit({"no_cfunc_wrapper": True})  # hidden_cards: one small count array per decision, not worth a parameter
 
 UNKNOWN = -2
 MAX_W = 6

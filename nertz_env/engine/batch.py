@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from nertz_env.engine.rules import reset_block, reset_seeded_block, sample_block, step_block
-from nertz_env.engine.state import TableState
+from nertz_env.engine.rules import sample_block, step_block
+from nertz_env.engine.state import C_P, DONE_TERMINATED, TableState
 
 PARALLEL_MIN_TABLES = 256  # below this a thread hand-off costs more than the work it saves (bench_vector: at 64
 # tables one thread made 2.5M agent-steps/s, two 1.3M; at 256, 3.0M and 3.2M)
@@ -75,14 +75,38 @@ def bound(fn: Callable[..., None], *args: object) -> Callable[..., None]:
     return overloads[types].entry_point
 
 
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def seed_tables(state: TableState, seeds: np.ndarray) -> None:
+    """Seed table t's generator from ``seeds[t]``: the engine's ``seed_table`` (the seed, mixed once by one
+    splitmix64 step) on whole arrays (numpy's uint64 arithmetic wraps as the compiled code's does)."""
+    z = np.asarray(seeds).astype(np.uint64) + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    state.rng[: len(z)] = z ^ (z >> np.uint64(31))
+
+
+def _deal(state: TableState, n: int) -> None:
+    """Deal every table a new episode from its generator's current state, through ``step_block``'s autoreset
+    (the table marked ended, its actions ignored): the same compiled ``reset_table`` as ``reset_block``
+    runs, without compiling a second entry point (on a cold cache the first reset and the first step
+    compile one function instead of two; measured in bench/bench_compile.py)."""
+    state.done[:n] = DONE_TERMINATED
+    _run(step_block, (state, np.zeros((n, state.cfg[C_P]), np.int64), True), n)
+
+
 def reset(state: TableState, seeds: np.ndarray) -> None:
-    """Seed table t with ``seeds[t]`` (uint64) and deal every table a new episode."""
-    _run(reset_seeded_block, (state, seeds), len(seeds))
+    """Seed table t with ``seeds[t]`` (uint64) and deal each of those tables a new episode."""
+    seed_tables(state, seeds)
+    _deal(state, len(seeds))
 
 
 def reset_continue(state: TableState) -> None:
     """Deal every table a new episode from its generator's current state."""
-    _run(reset_block, (state,), state.tick.shape[0])
+    _deal(state, state.tick.shape[0])
 
 
 def step(

@@ -14,11 +14,11 @@ emptied or a call; the stall rule; ``max_ticks``), then scoring, then the observ
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from nertz_env.actions import L_CALL, L_JLAKE, L_LAKE, L_NUM, L_ROTATE, L_RUN, L_TOWORK, L_TUCK
 from nertz_env.cards import FIXED_JOKER_BASE, JOKER, LAKE_JOKER_FLAG
+from nertz_env.engine._cache import keyed_jit
 from nertz_env.engine.state import (
     C_BONUS,
     C_D,
@@ -66,8 +66,8 @@ from nertz_env.observation import (
 )
 
 
-def _jit(inline: bool = False):
-    """``numba.njit`` for the rules: cached, GIL-free, and compiled without reference counting (``_nrt=False``).
+def _jit(inline: bool = False, python: bool = False, ir_inline: bool = False):
+    """``numba.njit`` for the rules: GIL-free, and compiled without reference counting (``_nrt=False``).
 
     The rules never allocate (scratch space lives in the state), so they need no refcounts; with them, numba
     leaves hundreds of incref/decref calls in the mask and move code (measured: 14x slower masks). Without
@@ -77,12 +77,28 @@ def _jit(inline: bool = False):
     function takes the whole state ``S``, a tuple of some 40 arrays that a real call passes as hundreds of
     scalar arguments: a call cost about 0.1 us, as much as a seat's whole observation update, so everything
     on the per-tick path is inlined (measured: 2.3 -> 1.3 us per 4-player table tick on one core). numba's own
-    ``inline="always"`` gave the same speed but compiled for minutes instead of seconds.
+    ``inline="always"`` on every function gave the same speed but compiled for minutes instead of seconds.
+
+    Compile time (``bench/bench_compile.py``): numba compiles every function it meets on its own, to machine
+    code, even when LLVM then inlines it everywhere. So
+
+    - only functions called from Python (``python=True``) get a CPython wrapper (the CPython and cfunc
+      wrappers, unboxing the ~40 arrays of ``S``, took 0.3 of the 0.4 s a trivial function cost; none needs
+      the cfunc wrapper, which only first-class function calls use) and go to numba's on-disk cache (a
+      cached entry point carries the machine code of everything it calls; see ``nertz_env.engine._cache``);
+    - ``ir_inline=True`` has numba inline a function's IR into its callers (``inline="always"``) instead of
+      optimising and code-generating it on its own first: for the large functions with one or two call
+      sites, whose code LLVM would inline anyway. (On every function, typing the inlined copies costs more
+      than it saves.)
     """
-    opts: dict = {"cache": True, "_nrt": False, "nogil": True, "error_model": "numpy"}
-    if inline:
+    opts: dict = {"_nrt": False, "nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True}
+    if ir_inline:
+        opts["inline"] = "always"
+    elif inline:
         opts["forceinline"] = True
-    return numba.njit(**opts)
+    if not python:
+        opts["no_cpython_wrapper"] = True
+    return keyed_jit(opts, cache=python)
 
 
 # Result bits of apply_action.
@@ -105,14 +121,14 @@ def rng_next(rng, t):
     return z ^ (z >> _S31)
 
 
-@_jit()
+@_jit(python=True)
 def rng_below(rng, t, n):
     """Uniform integer in ``[0, n)`` for ``1 <= n < 2**32`` (multiply-shift; bias below 2**-26 for n <= 64)."""
     x = rng_next(rng, t) >> _S32
     return np.int64((x * np.uint64(n)) >> _S32)
 
 
-@_jit()
+@_jit(python=True)
 def seed_table(rng, t, seed):
     """Seed table ``t``'s generator from a 64-bit seed (the seed is mixed once, so nearby seeds differ)."""
     rng[t] = np.uint64(seed)
@@ -120,7 +136,7 @@ def seed_table(rng, t, seed):
 
 
 # ---------------------------------------------------------------- cards (see nertz_env.cards)
-@_jit(inline=True)
+@_jit(inline=True, python=True)
 def card_rank(c):
     """Rank 0..12 of a real card or fixed joker, -1 for a joker without value."""
     if c < 52:
@@ -130,7 +146,7 @@ def card_rank(c):
     return -1
 
 
-@_jit(inline=True)
+@_jit(inline=True, python=True)
 def card_colour(c):
     """1 red, 0 black, -1 for a joker without value."""
     if c < 52:
@@ -445,10 +461,12 @@ def mask_after_waste_move(S, t, p):
     """Rewrite the bits a flip, recycle or stock rotation can change: flip, rotate, and the waste top's."""
     mask_flip(S, t, p)
     mask_rotate(S, t, p)
-    c = source_top(S, t, p, 1)
-    mask_lake(S, t, p, 1, c)
+    waste = np.int64(1)  # the source number, typed int64 as in compute_mask's loop (a literal 1 compiled a
+    # second copy of each of the three functions below for the type Literal[int](1))
+    c = source_top(S, t, p, waste)
+    mask_lake(S, t, p, waste, c)
     nertz_first = nertz_first_rule(S, t, p)
-    mask_hand(S, t, p, 1, c, nertz_first, any_empty_pile(S, t, p))
+    mask_hand(S, t, p, waste, c, nertz_first, any_empty_pile(S, t, p))
 
 
 @_jit(inline=True)
@@ -499,7 +517,7 @@ def rotate_stock(S, t, p):
     S.stock[t, p, 0] = top
 
 
-@_jit(inline=True)
+@_jit(ir_inline=True)
 def apply_action(S, t, p, a):
     """Apply legal action ``a`` of seat ``p``; returns R_* bits (progress, lost race, call, false call)."""
     cfg = S.cfg
@@ -846,7 +864,7 @@ def observe_player(S, t, p):
     observe_status(S, t, p)
 
 
-@_jit()
+@_jit(python=True)
 def observe_table(S, t):
     """Every seat's observation and mask, from scratch."""
     for p in range(S.cfg[C_P]):
@@ -854,7 +872,7 @@ def observe_table(S, t):
         compute_mask(S, t, p)
 
 
-@_jit(inline=True)
+@_jit(ir_inline=True)
 def observe_changes(S, t, moved, flipped, progress):
     """Bring every seat's observation and mask up to date after a tick that neither ended a round nor applied
     the stall rule, rewriting only what the tick's moves could change: the whole view of a seat in
@@ -924,7 +942,7 @@ def reset_table(S, t):
     observe_table(S, t)
 
 
-@_jit(inline=True)
+@_jit(ir_inline=True)
 def step_table(S, t, actions):
     """One tick of table ``t`` with ``actions[t, p]`` for every seat (any integer; illegal ones are waits)."""
     cfg = S.cfg
@@ -940,10 +958,12 @@ def step_table(S, t, actions):
         tmp = S.order[t, k]
         S.order[t, k] = S.order[t, x]
         S.order[t, x] = tmp
-    progress = False
-    callers = 0
-    moved = 0  # seats whose cards moved between piles or to the lake (bit p)
-    flipped = 0  # seats that only turned or rotated their stock
+    # Typed from the start (np.int64, np.bool_): a plain 0 or False is first typed as a literal, and numba then
+    # compiled observe_changes and finish_round once more for those literal types (measured: 2 s of 25).
+    progress = np.bool_(False)
+    callers = np.int64(0)
+    moved = np.int64(0)  # seats whose cards moved between piles or to the lake (bit p)
+    flipped = np.int64(0)  # seats that only turned or rotated their stock
     rotate = S.act[L_ROTATE]
     for k in range(np_):
         p = S.order[t, k]
@@ -954,7 +974,7 @@ def step_table(S, t, actions):
         S.applied[t, p] = a
         result = apply_action(S, t, p, a)
         if result & R_PROGRESS:
-            progress = True
+            progress = np.bool_(True)
         if result & R_LOST:
             S.lost_race[t, p] = 1
         elif a == 1 or a == rotate:
@@ -999,12 +1019,12 @@ def step_table(S, t, actions):
 
 
 # ---------------------------------------------------------------- drivers over a block of tables
-# They live in this file because numba's cache tracks only the file of a cached function: a driver cached
-# elsewhere would keep running rules from before an edit here. Each runs tables lo..hi-1 without the GIL;
-# nertz_env.engine.batch gives each core's thread one block.
+# The entry points called from Python, and the only functions cached on disk (keyed on every source they come
+# from: nertz_env.engine._cache). Each runs tables lo..hi-1 without the GIL; nertz_env.engine.batch gives each
+# core's thread one block, and deals new episodes through step_block's autoreset (one entry point to compile).
 
 
-@_jit()
+@_jit(python=True)
 def reset_seeded_block(S, seeds, lo, hi):
     """Seed tables ``lo..hi-1`` from ``seeds`` and deal each a new episode."""
     for t in range(lo, hi):
@@ -1012,14 +1032,14 @@ def reset_seeded_block(S, seeds, lo, hi):
         reset_table(S, t)
 
 
-@_jit()
+@_jit(python=True)
 def reset_block(S, lo, hi):
     """Deal tables ``lo..hi-1`` a new episode from their generators' current state."""
     for t in range(lo, hi):
         reset_table(S, t)
 
 
-@_jit()
+@_jit(python=True)
 def step_block(S, actions, autoreset, lo, hi):
     """One tick on tables ``lo..hi-1``. With ``autoreset``, a table that ended on the previous call is dealt
     a new episode instead (its actions are ignored: Gymnasium's "next-step" autoreset)."""
@@ -1030,7 +1050,7 @@ def step_block(S, actions, autoreset, lo, hi):
             step_table(S, t, actions)
 
 
-@_jit()
+@_jit(python=True)
 def sample_block(mask, rng, out, lo, hi):
     """Uniformly random legal action for every seat of tables ``lo..hi-1``, drawn from the caller's
     generators ``rng`` (one splitmix64 state per table; agent randomness never touches the game's)."""

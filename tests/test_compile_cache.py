@@ -1,0 +1,97 @@
+"""numba's on-disk cache is keyed on every source the compiled code comes from (nertz_env.engine._cache).
+
+numba's own ``cache=True`` notices only edits to the file a function is defined in; a constant or a callee
+imported from another file is frozen into the cached machine code. These tests edit such a file between two
+processes and check that the keyed cache compiles afresh while numba's plain cache runs the old code.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from nertz_env.engine import _cache
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_engine_key_covers_every_file_its_code_comes_from() -> None:
+    names = {os.path.relpath(p, ROOT) for p in _cache.source_files("nertz_env.engine.rules")}
+    for f in ("rules.py", "state.py"):
+        assert os.path.join("nertz_env", "engine", f) in names
+    for f in ("actions.py", "cards.py", "observation.py"):  # constants the rules import
+        assert os.path.join("nertz_env", f) in names
+    kernels = {os.path.relpath(p, ROOT) for p in _cache.source_files("nertz_env.agents.kernels")}
+    assert os.path.join("agents", "kernels.py") in kernels
+    assert os.path.join("nertz_env", "engine", "rules.py") in kernels  # the card helpers it inlines
+
+
+def _write_package(tmp: Path, value: int) -> None:
+    pkg = tmp / "cachepkg"
+    pkg.mkdir(exist_ok=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "consts.py").write_text(f"VALUE = {value}\n")
+    (pkg / "helpers.py").write_text(
+        textwrap.dedent(
+            """
+            import numba
+
+            from cachepkg.consts import VALUE
+
+
+            @numba.njit
+            def helper():
+                return VALUE
+            """
+        )
+    )
+    for name, decorator in (
+        ("keyed", "@keyed_jit({})"),
+        ("plain", "@numba.njit(cache=True)"),
+    ):
+        (pkg / f"{name}.py").write_text(
+            textwrap.dedent(
+                f"""
+                import numba
+
+                from cachepkg.helpers import helper
+                from nertz_env.engine._cache import keyed_jit
+
+
+                {decorator}
+                def f():
+                    return helper() * 10
+                """
+            )
+        )
+
+
+def _run(tmp: Path, module: str) -> tuple[int, int]:
+    """``f()`` of ``cachepkg.<module>`` in a fresh process, and the number of its cache hits."""
+    code = (
+        f"from cachepkg.{module} import f; v = f(); "
+        "print(v, sum(f.stats.cache_hits.values()))"
+    )
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp / "cache"), "PYTHONPATH": f"{tmp}{os.pathsep}{ROOT}"}
+    env.pop("NUMBA_DISABLE_JIT", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp, capture_output=True, text=True, check=True)
+    value, hits = out.stdout.split()
+    return int(value), int(hits)
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="needs numba's compiler")
+def test_editing_a_callee_in_another_file_never_runs_the_stale_cache(tmp_path: Path) -> None:
+    _write_package(tmp_path, 1)
+    assert _run(tmp_path, "keyed") == (10, 0)  # compiled, then saved
+    assert _run(tmp_path, "keyed") == (10, 1)  # loaded from the cache
+    assert _run(tmp_path, "plain") == (10, 0)
+    assert _run(tmp_path, "plain") == (10, 1)
+    (tmp_path / "cachepkg" / "consts.py").write_text("VALUE = 2\n")  # two files away from f
+    assert _run(tmp_path, "plain") == (10, 1)  # numba's own cache: the old code, loaded
+    assert _run(tmp_path, "keyed") == (20, 0)  # keyed: compiled afresh
+    assert _run(tmp_path, "keyed") == (20, 1)  # and cached again under the new key
