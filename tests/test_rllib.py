@@ -265,6 +265,17 @@ def test_cli_resume_other_table_is_refused(tmp_path, capsys) -> None:
     assert code == 2 and "not an RLlib checkpoint" in capsys.readouterr().err
 
 
+def test_a_rounded_budget_is_said() -> None:
+    from nertz_env.train.config import TrainConfig
+    from nertz_env.train.rllib_backend import budget_note
+
+    cfg = TrainConfig(num_players=4, num_tables=16, n_steps=64, learners_per_table=1, total_timesteps=2000)
+    note = budget_note(cfg, num_env_runners=2)  # 64 ticks x 16 tables x 1 learner x 2 runners = 2,048
+    assert note is not None and "2,048" in note and "2,000" in note
+    cfg = TrainConfig(num_players=4, num_tables=16, n_steps=64, learners_per_table=1, total_timesteps=4096)
+    assert budget_note(cfg, num_env_runners=2) is None
+
+
 # ---------------------------------------------------------------------------------------------------------
 # a simulated two-node cluster: nertz-train --address joins it, env runners on both nodes, then nertz-eval
 def test_two_node_cluster_train_then_gauntlet(tmp_path, capsys) -> None:

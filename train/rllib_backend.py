@@ -117,11 +117,10 @@ def build_config(cfg: TrainConfig, num_env_runners: int = 0, tables_per_env: int
     envs = cfg.num_tables // tables_per_env
     if tables_per_env > 1:
         env_config["num_tables"] = tables_per_env
-    learners = cfg.learners_per_table or cfg.num_players
     # RLlib counts env steps: n_steps ticks of each env per runner (one env of num_tables tables, or
     # num_tables one-table envs); that is n_steps * num_tables * learners learner transitions per runner
     train_batch = cfg.n_steps * envs * max(1, num_env_runners)
-    transitions = cfg.n_steps * cfg.num_tables * learners * max(1, num_env_runners)
+    transitions = iteration_transitions(cfg, num_env_runners)
     config = ppo_config(
         env_config,
         league=league,
@@ -212,7 +211,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, ConfigError, CheckpointError, AgentSpecError, FileNotFoundError, ValueError) as e:
         print(f"nertz-train: error: {e}", file=sys.stderr)
         return 2
+    note = budget_note(cfg, args.num_env_runners)
+    if note:
+        print(note, file=sys.stderr)
     return run(cfg, config, address=args.address, resume=args.resume, num_env_runners=args.num_env_runners)
+
+
+def budget_note(cfg: TrainConfig, num_env_runners: int) -> str | None:
+    """What the run will train when ``total_timesteps`` is not a whole number of iterations, else None."""
+    per_iter = iteration_transitions(cfg, num_env_runners)
+    if cfg.total_timesteps % per_iter == 0:
+        return None
+    return (
+        f"note: RLlib trains whole iterations of about {per_iter:,} learner transitions, so the run stops at the "
+        f"first iteration past total_timesteps {cfg.total_timesteps:,} (about "
+        f"{-(-cfg.total_timesteps // per_iter) * per_iter:,})"
+    )
+
+
+def iteration_transitions(cfg: TrainConfig, num_env_runners: int) -> int:
+    """Learner transitions one PPO iteration samples: ``n_steps`` ticks of every table of every runner, times
+    the learning seats (about: a table whose deal ends mid-round waits for the others)."""
+    learners = cfg.learners_per_table or cfg.num_players
+    return cfg.n_steps * cfg.num_tables * learners * max(1, num_env_runners)
 
 
 def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, num_env_runners: int) -> int:
