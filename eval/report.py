@@ -153,6 +153,15 @@ def _csv_value(x: float | None) -> str:
     return f"{x:.6g}"
 
 
+def save_games(results: Results, out_dir: str) -> str:
+    """Write only ``results.json`` without its summary (when summarising failed); returns its path."""
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "results.json")
+    with open(path, "w") as f:
+        json.dump(results.to_dict(), f, indent=1)
+    return path
+
+
 def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -> list[str]:
     """Write the files listed in the module doc into ``out_dir`` (created if needed); returns their paths."""
     os.makedirs(out_dir, exist_ok=True)
