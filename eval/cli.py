@@ -235,7 +235,10 @@ def _run(args: argparse.Namespace) -> int:
         where = "not saved (--no-save)"
         if not args.no_save:
             where = f"saved in {save_games(results, out_dir)}"
-        print(f"nertz-eval: error: summarising failed ({type(e).__name__}: {e}); the games are {where}", file=sys.stderr)
+        print(
+            f"nertz-eval: error: summarising failed ({type(e).__name__}: {e}); the games are {where}",
+            file=sys.stderr,
+        )
         return 1
     text = [table(results, summary)]
     verdict_ok = True
