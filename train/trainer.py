@@ -174,6 +174,12 @@ class Clock:
             self.env_seconds += env_seconds
             self._running = False
 
+    def add_outside(self, seconds: float) -> None:
+        """Evaluation and checkpoint time spent outside learn() (after it): part of the run's wall time
+        and of its evaluations-and-checkpoints time."""
+        self.wall_seconds += seconds
+        self.eval_seconds += seconds
+
     def totals(self, num_timesteps: int, env_seconds: float) -> tuple[float, int, float]:
         """Wall seconds, transitions and env seconds so far, the running session included."""
         wall = self.wall_seconds + (time.perf_counter() - self._t0 if self._running else 0.0)
@@ -435,6 +441,9 @@ class Trainer:
             finally:
                 self.clock.stop(int(model.num_timesteps), self.timer.seconds)
                 self.timer.seconds = 0.0
+        # the final checkpoint, policy and evaluation come after learn(): count their time as the
+        # boundaries' is counted (in the wall time and in its evaluations-and-checkpoints part)
+        t0 = time.perf_counter()
         final = self.save_checkpoint(periodic=False)
         policy = save_policy(model, os.path.join(self.run_dir, "policy.zip"), self.meta(checkpoint=final))
         if (
@@ -443,6 +452,7 @@ class Trainer:
             and not any(r.timesteps == model.num_timesteps for r in self.eval_rows)
         ):
             self.evaluate()
+        self.clock.add_outside(time.perf_counter() - t0)
         report = self.report(final, policy)
         with open(os.path.join(self.run_dir, "throughput.json"), "w", encoding="utf-8") as f:
             json.dump(report, f, indent=2)
