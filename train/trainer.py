@@ -155,7 +155,7 @@ class Clock:
     def __init__(self) -> None:
         self.wall_seconds = 0.0  # inside learn(), earlier sessions included
         self.rollout_seconds = 0.0
-        self.eval_seconds = 0.0  # evaluations and checkpoints at rollout boundaries (inside wall_seconds)
+        self.eval_seconds = 0.0  # evaluations and checkpoints, at boundaries and after learn() (in wall_seconds)
         self.env_seconds = 0.0  # earlier sessions; the live session's is the timer's
         self.timesteps = 0  # transitions collected, earlier sessions included
         self._t0 = 0.0
@@ -461,7 +461,8 @@ class Trainer:
 
     def report(self, checkpoint: str | None = None, policy: str | None = None) -> dict[str, Any]:
         """Throughput of the run so far (earlier sessions included). Rates leave out the time spent on
-        evaluations and checkpoints at rollout boundaries (``boundary_seconds``)."""
+        evaluations and checkpoints (``boundary_seconds``): those at rollout boundaries and the final
+        checkpoint, policy and evaluation after training."""
         c = self.clock
         train_wall = c.wall_seconds - c.eval_seconds
         steps = c.timesteps
