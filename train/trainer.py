@@ -153,7 +153,7 @@ class Clock:
     """Wall time, env time and rollout time of a run (across resumes), for the throughput report."""
 
     def __init__(self) -> None:
-        self.wall_seconds = 0.0  # inside learn(), earlier sessions included
+        self.wall_seconds = 0.0  # inside learn() plus the final checkpoint and evaluation, earlier sessions included
         self.rollout_seconds = 0.0
         self.eval_seconds = 0.0  # evaluations and checkpoints, at boundaries and after learn() (in wall_seconds)
         self.env_seconds = 0.0  # earlier sessions; the live session's is the timer's
