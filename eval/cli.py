@@ -32,7 +32,7 @@ from typing import Any
 
 from nertz_env.agents import LADDER, AgentSpecError, known_agents
 from nertz_env.config import make_config
-from nertz_env.eval.report import differences_table, save, table
+from nertz_env.eval.report import differences_table, save, save_games, table
 from nertz_env.eval.summary import ladder_check, summarize
 from nertz_env.eval.tournament import IncompatibleAgentError, plan_tournament, play_tournament
 
@@ -229,7 +229,17 @@ def _run(args: argparse.Namespace) -> int:
     if not results.games:
         print("nertz-eval: interrupted before any deal finished; nothing to save", file=sys.stderr)
         return EXIT_INTERRUPTED
-    summary = summarize(results)
+    try:
+        summary = summarize(results)
+    except Exception as e:  # the finished games are worth more than the summary: never lose them to it
+        where = "not saved (--no-save)"
+        if not args.no_save:
+            where = f"saved in {save_games(results, out_dir)}"
+        print(
+            f"nertz-eval: error: summarising failed ({type(e).__name__}: {e}); the games are {where}",
+            file=sys.stderr,
+        )
+        return 1
     text = [table(results, summary)]
     verdict_ok = True
     if args.command == "ladder":

@@ -3,9 +3,9 @@
 Files written by :func:`save` into one directory::
 
     results.json    the tournament (agents, rules, seeds, every game) and its summary
-    summary.csv     one row per agent: the tables its means are over, every metric's mean and 95%
-                    half-width, the rating
-    tables.csv      one row per agent and table: the metrics at that table only
+    summary.csv     one row per agent: the tables its means are over, every metric's mean, 95% t half-width
+                    and interval (low, high; a rate's interval is clipped to [0, 1]), the rating
+    tables.csv      one row per agent and table: the metrics at that table only (same columns)
     differences.csv one row per pair of agents that sat together: the paired score difference and its tables
     games.csv       one row per seat of every game (deal, lineup, rotation, seat, agent, scores)
     scores.png      distribution of each agent's per-game mean round score (per table when there are several)
@@ -20,6 +20,7 @@ import math
 import os
 from typing import Any
 
+from nertz_env.eval.stats import Estimate
 from nertz_env.eval.summary import Summary, ladder_check, table_name
 from nertz_env.eval.tournament import Results
 
@@ -110,6 +111,12 @@ def table(results: Results, summary: Summary) -> str:
     foot = "± is the 95% interval over deals (a deal's duplicate set is one sample)."
     if illegal:
         foot += f"  Illegal actions (played as waits): {illegal}."
+    if any(
+        e.clipped
+        for x in [*summary.agents, *(ta for t in summary.tables for ta in t.agents)]
+        for e in x.metrics.values()
+    ):
+        foot += "\n[low, high] is a rate's 95% interval cut at 0% or 100% (so not symmetric about the mean)."
     lines.append(foot)
     return "\n".join(lines)
 
@@ -153,6 +160,26 @@ def _csv_value(x: float | None) -> str:
     return f"{x:.6g}"
 
 
+def _csv_estimate(e: Estimate) -> list[str]:
+    """mean, t half-width, interval low and high (empty without an interval)."""
+    no_interval = math.isnan(e.half_width)
+    return [
+        _csv_value(e.mean),
+        _csv_value(e.half_width),
+        "" if no_interval else _csv_value(e.low),
+        "" if no_interval else _csv_value(e.high),
+    ]
+
+
+def save_games(results: Results, out_dir: str) -> str:
+    """Write only ``results.json`` without its summary (when summarising failed); returns its path."""
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "results.json")
+    with open(path, "w") as f:
+        json.dump(results.to_dict(), f, indent=1)
+    return path
+
+
 def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -> list[str]:
     """Write the files listed in the module doc into ``out_dir`` (created if needed); returns their paths."""
     os.makedirs(out_dir, exist_ok=True)
@@ -167,14 +194,14 @@ def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -
         w = csv.writer(f)
         w.writerow(
             ["agent", "spec", "tables", "games", "deals"]
-            + [f"{m}_{x}" for m in metrics for x in ("mean", "ci95")]
+            + [f"{m}_{x}" for m in metrics for x in ("mean", "ci95", "low", "high")]
             + ["rating_mu", "rating_sigma", "rating_ordinal", "illegal_actions"]
         )
         for a in summary.agents:
             row = [a.label, a.spec, " ".join(table_name(t) for t in a.tables), str(a.games), str(a.deals)]
             for m in metrics:
                 e = a.metrics[m]
-                row += [_csv_value(e.mean), _csv_value(e.half_width)]
+                row += _csv_estimate(e)
             row += [
                 _csv_value(a.rating.mu),
                 _csv_value(a.rating.sigma),
@@ -188,13 +215,13 @@ def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -
         w = csv.writer(f)
         w.writerow(
             ["table", "lineup", "seats", "agent", "games", "deals"]
-            + [f"{m}_{x}" for m in metrics for x in ("mean", "ci95")]
+            + [f"{m}_{x}" for m in metrics for x in ("mean", "ci95", "low", "high")]
         )
         for t in summary.tables:
             for ta in t.agents:
                 row = [t.name, str(t.lineup), " ".join(t.seats), ta.label, str(ta.games), str(ta.deals)]
                 for m in metrics:
-                    row += [_csv_value(ta.metrics[m].mean), _csv_value(ta.metrics[m].half_width)]
+                    row += _csv_estimate(ta.metrics[m])
                 w.writerow(row)
     paths.append(path)
     path = os.path.join(out_dir, "differences.csv")

@@ -8,6 +8,13 @@ is ``mean +- t(0.975, D - 1) * sd(x_d) / sqrt(D)``. A difference between two age
 on the per-deal differences ``x_d(a) - x_d(b)`` over the deals both played, which keeps the pairing that the
 duplicate deals buy (the deal's luck cancels). With one deal there is no interval (``nan``).
 
+A rate (a win share, a Nertz-out share) lies in [0, 1], so its interval is the same Student-t interval
+intersected with [0, 1] (``mean_ci(..., bounds=(0.0, 1.0))``). The clipping keeps the interval's coverage
+exactly: the true rate is inside [0, 1], so it is inside the clipped interval whenever it is inside the
+unclipped one. (A Wilson interval would assume each deal is one Bernoulli trial; a deal's sample is a mean
+over its duplicate set, so it is not.) A clipped interval is no longer symmetric about the mean and is
+printed as ``mean [low, high]``; ``half_width`` stays the unclipped t half-width.
+
 No SciPy here: the t quantile comes from the regularized incomplete beta function (Numerical Recipes'
 continued fraction) and bisection, exact to about 1e-10.
 """
@@ -93,26 +100,40 @@ class Estimate:
     half_width: float
     n: int
     sd: float
+    bounds: tuple[float, float] | None = None
+    """The range the quantity cannot leave (a rate: ``(0, 1)``); the interval is clipped to it."""
 
     @property
     def low(self) -> float:
-        return self.mean - self.half_width
+        low = self.mean - self.half_width
+        return low if self.bounds is None else max(self.bounds[0], low)
 
     @property
     def high(self) -> float:
-        return self.mean + self.half_width
+        high = self.mean + self.half_width
+        return high if self.bounds is None else min(self.bounds[1], high)
+
+    @property
+    def clipped(self) -> bool:
+        """Was the interval cut at a bound (so that it is not ``mean +- half_width``)?"""
+        return not math.isnan(self.half_width) and (
+            self.low != self.mean - self.half_width or self.high != self.mean + self.half_width
+        )
 
     def excludes_zero(self) -> bool:
         """Is the interval entirely above or entirely below zero?"""
         return self.n >= 2 and (self.low > 0.0 or self.high < 0.0)
 
     def text(self, digits: int = 2, scale: float = 1.0) -> str:
-        """``"12.34 ± 0.56"`` (times ``scale``, e.g. 100 for percentages)."""
+        """``"12.34 ± 0.56"`` (times ``scale``, e.g. 100 for percentages); ``"50.0 [0.0, 95.3]"`` when the
+        interval was clipped at a bound and so is not symmetric."""
         if self.n == 0:
             return "-"
         m = self.mean * scale
         if math.isnan(self.half_width):
             return f"{m:.{digits}f}"
+        if self.clipped:
+            return f"{m:.{digits}f} [{self.low * scale:.{digits}f}, {self.high * scale:.{digits}f}]"
         return f"{m:.{digits}f} ± {self.half_width * scale:.{digits}f}"
 
     def to_dict(self) -> dict[str, float | int | None]:
@@ -127,17 +148,20 @@ class Estimate:
         }
 
 
-def mean_ci(samples: Sequence[float], level: float = 0.95) -> Estimate:
-    """Mean of independent samples and the half-width of its two-sided Student-t ``level`` interval."""
+def mean_ci(
+    samples: Sequence[float], level: float = 0.95, bounds: tuple[float, float] | None = None
+) -> Estimate:
+    """Mean of independent samples and the half-width of its two-sided Student-t ``level`` interval;
+    with ``bounds`` (e.g. ``(0, 1)`` for a rate) the interval's ``low``/``high`` are clipped to them."""
     n = len(samples)
     if n == 0:
-        return Estimate(math.nan, math.nan, 0, math.nan)
+        return Estimate(math.nan, math.nan, 0, math.nan, bounds)
     mean = math.fsum(samples) / n
     if n < 2:
-        return Estimate(mean, math.nan, n, math.nan)
+        return Estimate(mean, math.nan, n, math.nan, bounds)
     var = math.fsum((x - mean) ** 2 for x in samples) / (n - 1)
     sd = math.sqrt(var)
-    return Estimate(mean, t_quantile(0.5 + level / 2.0, n - 1) * sd / math.sqrt(n), n, sd)
+    return Estimate(mean, t_quantile(0.5 + level / 2.0, n - 1) * sd / math.sqrt(n), n, sd, bounds)
 
 
 def paired_difference(a: dict[int, float], b: dict[int, float], level: float = 0.95) -> Estimate:

@@ -39,6 +39,12 @@ from nertz_env.eval.stats import Estimate, mean_ci, ranks_from_scores
 from nertz_env.eval.tournament import GameRecord, Results
 
 METRICS = ("score", "win", "nertz_out", "lake", "match_win")
+RATES = frozenset({"win", "nertz_out", "match_win"})
+"""The metrics that are shares in [0, 1]: their intervals are clipped to [0, 1] (see eval/stats.py)."""
+
+
+def _estimate(metric: str, per_deal: dict[int, float]) -> Estimate:
+    return mean_ci([per_deal[d] for d in sorted(per_deal)], bounds=(0.0, 1.0) if metric in RATES else None)
 
 
 @dataclass
@@ -313,7 +319,7 @@ def summarize(results: Results) -> Summary:
                 spec=results.agents[k],
                 games=sum(sum(counts[key].values()) for key in keys),
                 deals=len(per_deal["score"]),
-                metrics={m: mean_ci([per_deal[m][d] for d in sorted(per_deal[m])]) for m in metrics},
+                metrics={m: _estimate(m, per_deal[m]) for m in metrics},
                 per_deal=per_deal,
                 rating=ratings[k],
                 illegal=illegal[k],
@@ -331,7 +337,7 @@ def summarize(results: Results) -> Summary:
                 label=results.labels[k],
                 games=sum(counts[(k, li)].values()) if (k, li) in counts else 0,
                 deals=len(per_deal["score"]),
-                metrics={m: mean_ci([per_deal[m][d] for d in sorted(per_deal[m])]) for m in metrics},
+                metrics={m: _estimate(m, per_deal[m]) for m in metrics},
                 per_deal=per_deal,
                 scores=list(per_game_scores.get((k, li), [])),
             )

@@ -125,8 +125,11 @@ class NertzConfig:
     def _validated_teams(self, teams: Any) -> bool | tuple[tuple[int, ...], ...]:
         n = self.num_players
         if _is_bool(teams):
-            if teams and n % 2:
-                raise ValueError(f"teams=True pairs seat i with seat i + n/2 and needs an even num_players, got {n}")
+            if teams and (n % 2 or n < 4):
+                raise ValueError(
+                    f"teams=True pairs seat i with seat i + n/2 and needs an even num_players of at least 4 "
+                    f"(two teams or more), got {n}"
+                )
             return bool(teams)
         if isinstance(teams, Sequence) and not isinstance(teams, str):
             groups = []
@@ -139,6 +142,8 @@ class NertzConfig:
                 raise ValueError(
                     f"teams={teams!r} must split the seats 0..{n - 1} into non-empty groups, each seat once"
                 )
+            if len(groups) < 2:
+                raise ValueError(f"teams={teams!r} must split the seats into at least two teams, got one team")
             return tuple(groups)
         raise ValueError(f"teams must be True, False or a list of seat lists, got {teams!r}")
 

@@ -57,6 +57,32 @@ def test_mean_ci__known_samples() -> None:
     assert mean_ci([7.0]).mean == 7.0 and math.isnan(mean_ci([7.0]).half_width)
 
 
+def test_mean_ci__a_rate_interval_stays_in_0_1_and_prints_as_a_range_when_cut() -> None:
+    e = mean_ci([1.0, 1.0, 0.75], bounds=(0.0, 1.0))
+    t = mean_ci([1.0, 1.0, 0.75])
+    assert e.half_width == t.half_width and t.high > 1.0  # the t interval itself passes 100%
+    assert e.low == pytest.approx(t.low) and e.high == 1.0 and e.clipped
+    assert e.text(1, 100.0) == f"{e.mean * 100:.1f} [{t.low * 100:.1f}, 100.0]"
+    assert e.to_dict()["high"] == 1.0 and e.to_dict()["ci95"] == pytest.approx(t.half_width)
+    inside = mean_ci([0.4, 0.5, 0.6], bounds=(0.0, 1.0))
+    assert not inside.clipped and inside.text(1, 100.0) == f"50.0 ± {inside.half_width * 100:.1f}"
+    both = mean_ci([0.0, 1.0, 0.5], bounds=(0.0, 1.0))
+    assert (both.low, both.high) == (0.0, 1.0)
+
+
+def test_summarize__rates_stay_in_0_1_the_score_interval_is_not_cut() -> None:
+    res = constructed_results({0: [[10, 4], [6, 12]], 1: [[20, 0], [2, 16]], 2: [[3, 3], [1, 11]]})
+    s = summarize(res)
+    for a in s.agents:
+        for m in ("win", "nertz_out"):
+            e = a.metrics[m]
+            assert 0.0 <= e.low <= e.mean <= e.high <= 1.0, (a.label, m, e)
+    a = s.by_label("a")
+    assert a.metrics["win"].high == 1.0 and a.metrics["win"].clipped  # t alone would give about 127%
+    b = s.by_label("b").metrics["score"]
+    assert b.low == b.mean - b.half_width and not b.clipped
+
+
 def test_paired_difference__uses_only_common_deals_and_cancels_the_deal_effect() -> None:
     a = {0: 10.0, 1: 20.0, 2: 30.0, 3: 99.0}
     b = {0: 9.0, 1: 19.0, 2: 28.0}

@@ -111,6 +111,11 @@ def test_plan_tournament__checks_every_agent_against_the_table() -> None:
         (["round-robin", "random", "--deals", "2", "--no-rotate"], "--no-rotate has no effect"),
         (["round-robin", "random", "--rule", "num_players=3"], "give the table size with --players"),
         (["gauntlet", "random", "greedy", "--seed", "-1"], "--seed must be a non-negative integer, got -1"),
+        (["round-robin", "heuristic", "random", "--players", "2", "--rule", "teams=true"], "at least 4"),
+        (
+            ["round-robin", "heuristic", "random", "--players", "4", "--rule", "teams=[[0,1,2,3]]"],
+            "at least two teams",
+        ),
     ],
 )
 def test_cli__a_flag_that_cannot_take_effect_is_an_error(
@@ -260,3 +265,20 @@ def test_play_tournament__one_torch_thread_while_playing_then_restored() -> None
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_summary_failure__keeps_the_finished_games(tmp_path: Path, capsys: Any, monkeypatch: Any) -> None:
+    import nertz_env.eval.cli as cli
+
+    def broken(results: Any) -> Any:
+        raise ValueError("teams must have at least 2 teams")
+
+    monkeypatch.setattr(cli, "summarize", broken)
+    out = tmp_path / "out"
+    argv = ["round-robin", "random", "greedy", "--players", "2", "--deals", "1", "--no-progress", "--out", str(out)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert "summarising failed (ValueError: teams must have at least 2 teams)" in err, err
+    saved = json.loads((out / "results.json").read_text())
+    assert len(saved["games"]) == 2 and "summary" not in saved

@@ -96,6 +96,29 @@ def _pm(mean: float, hw: float, digits: int = 2, scale: float = 1.0) -> str:
     return f"{mean * scale:.{digits}f} ± {hw * scale:.{digits}f}"
 
 
+def _rate_bounds(mean: float, hw: float) -> tuple[float, float]:
+    """A rate's 95% interval: the t interval cut to [0, 1]."""
+    return max(0.0, mean - hw), min(1.0, mean + hw)
+
+
+def _rate(mean: float, hw: float) -> str:
+    """A rate as printed: ``m ± h`` in percent, or ``m [low, high]`` when the interval was cut at 0 or 100%."""
+    low, high = _rate_bounds(mean, hw)
+    if low == mean - hw and high == mean + hw:
+        return _pm(mean, hw, digits=1, scale=100.0)
+    return f"{mean * 100:.1f} [{low * 100:.1f}, {high * 100:.1f}]"
+
+
+def _check_rate_interval(metric: str, m: float, hw: float, js: dict[str, Any], row: dict[str, str]) -> None:
+    """JSON and CSV give the interval; a rate's stays inside [0, 1]."""
+    low, high = _rate_bounds(m, hw) if metric != "score" else (m - hw, m + hw)
+    assert js["low"] == pytest.approx(low, abs=1e-12) and js["high"] == pytest.approx(high, abs=1e-12)
+    assert float(row[f"{metric}_low"]) == pytest.approx(low, rel=1e-5, abs=1e-5)
+    assert float(row[f"{metric}_high"]) == pytest.approx(high, rel=1e-5, abs=1e-5)
+    if metric != "score":
+        assert 0.0 <= js["low"] <= js["high"] <= 1.0
+
+
 def _cells(line: str) -> list[str]:
     return re.split(r"\s{2,}", line.strip())
 
@@ -147,11 +170,12 @@ def _check_everything(text: str, out: Path, mode: str) -> Recomputed:
                 row = table_rows[(t["table"], a["label"])]
                 assert float(row[f"{metric}_mean"]) == pytest.approx(m, rel=1e-5, abs=1e-5)
                 assert float(row[f"{metric}_ci95"]) == pytest.approx(hw, rel=1e-5, abs=1e-5)
+                _check_rate_interval(metric, m, hw, a[metric], row)
             if several:
                 cells = printed[(t["table"], a["label"])]
                 assert cells[3] == _pm(*rec.at_table("score", li, a["label"]))
-                assert cells[4] == _pm(*rec.at_table("win", li, a["label"]), digits=1, scale=100.0)
-                assert cells[5] == _pm(*rec.at_table("nertz_out", li, a["label"]), digits=1, scale=100.0)
+                assert cells[4] == _rate(*rec.at_table("win", li, a["label"]))
+                assert cells[5] == _rate(*rec.at_table("nertz_out", li, a["label"]))
 
     # --- per agent: text, JSON, summary.csv (each over exactly the tables the agent sat at)
     agents = sorted({a for s in rec.tables.values() for a in s})
@@ -168,12 +192,15 @@ def _check_everything(text: str, out: Path, mode: str) -> Recomputed:
             assert a[metric]["mean"] == pytest.approx(m, abs=1e-12)
             assert a[metric]["ci95"] == pytest.approx(hw, abs=1e-12)
             assert float(summary_rows[label][f"{metric}_mean"]) == pytest.approx(m, rel=1e-5, abs=1e-5)
+            _check_rate_interval(metric, m, hw, a[metric], summary_rows[label])
         cells = printed_agents[label]
         offset = 1 if several else 0
         if several:
             names = [f"T{li + 1}" for li in rec.tables_of(label)]
             assert cells[1] in (",".join(names), f"{names[0]}-{names[-1]}")
         assert cells[2 + offset] == _pm(*rec.overall("score", label))
+        assert cells[3 + offset] == _rate(*rec.overall("win", label))
+        assert cells[4 + offset] == _rate(*rec.overall("nertz_out", label))
 
     # --- differences: only pairs that met, each at its tables; text, JSON, differences.csv
     pairs = rec.pairs()

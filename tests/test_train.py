@@ -9,6 +9,7 @@ import csv
 import itertools
 import json
 import os
+import re
 import zipfile
 from typing import Any
 
@@ -363,6 +364,25 @@ def _assert_same_run(a: Trainer, b: Trainer) -> None:
         assert torch.equal(oa[k]["exp_avg"], ob[k]["exp_avg"])
     assert a.model.num_timesteps == b.model.num_timesteps
     assert np.array_equal(np.asarray(a.model._last_obs), np.asarray(b.model._last_obs))
+
+
+def test_train__the_timing_line_counts_the_final_evaluation(tmp_path: object, monkeypatch: Any) -> None:
+    import time
+
+    import nertz_env.train.trainer as trainer_module
+
+    def slow_evaluation(*args: Any, **kwargs: Any) -> list[Any]:
+        time.sleep(1.5)
+        return []
+
+    monkeypatch.setattr(trainer_module, "evaluate_checkpoint", slow_evaluation)
+    lines: list[str] = []
+    cfg = _tiny(os.path.join(str(tmp_path), "run"), total_timesteps=64, eval_deals=1, eval_opponents=["random"])
+    report = Trainer(cfg, log=lines.append).train()
+    assert report["boundary_seconds"] >= 1.5 and report["wall_seconds"] >= report["boundary_seconds"]
+    timing = next(ln for ln in lines[-1].splitlines() if "of it evaluations and checkpoints" in ln)
+    wall, boundary = (float(x) for x in re.findall(r"in ([\d.]+) s \(([\d.]+) s of it", timing)[0])
+    assert boundary >= 1.5 and wall >= boundary, timing
 
 
 def test_resume__continues_exactly_like_a_straight_run(tmp_path: object) -> None:

@@ -443,3 +443,24 @@ def test_plot__bad_input_is_one_line_and_exit_2(run: dict[str, Any], tmp_path: A
     for argv, message in cases:
         code, err = _run(train_plot.main, argv, capsys)
         assert code == 2 and message in _one_line_error(err, "python -m nertz_env.train.plot: error:"), argv
+
+
+def test_nertz_train__every_flag_says_what_it_means_not_only_its_default() -> None:
+    import dataclasses
+
+    defaults = TrainConfig()
+    parser = build_parser()
+    for action in parser._actions:
+        if action.dest == "help":
+            continue
+        help_text = action.help or ""
+        default = getattr(defaults, action.dest, None)
+        bare = f"(default {'none' if default is None else repr(default)})"
+        meaning = help_text.replace(bare, "").strip()
+        assert len(meaning) >= 12, (action.option_strings, help_text)
+    # one place: the help comes from the dataclass fields' metadata
+    for f in dataclasses.fields(TrainConfig):
+        assert f.metadata.get("help"), f.name
+    text = " ".join(parser.format_help().split())
+    for allowed in ("'vector'", "'single'", "'constant' or 'linear'", "'relu' or 'tanh'", "1 to num_players"):
+        assert allowed in text, allowed

@@ -27,7 +27,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from nertz_env.train.config import ConfigError, TrainConfig, read_config_file
+from nertz_env.train.config import ConfigError, TrainConfig, help_of, read_config_file
 
 _SPECIAL = {"rules", "opponents", "net_arch", "eval_opponents"}
 
@@ -149,20 +149,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", help="a TOML or JSON file of options")
     parser.add_argument("--resume", metavar="CHECKPOINT", help="continue from checkpoints/step_*.zip")
     parser.add_argument("--print-config", action="store_true", help="print the effective options and exit")
-    parser.add_argument(
-        "--rule", action="append", type=_rule, metavar="KEY=VALUE", help="a rules option (repeat)"
-    )
+    parser.add_argument("--rule", action="append", type=_rule, metavar="KEY=VALUE", help=help_of("rules"))
     parser.add_argument(
         "--opponent",
         action="append",
         type=_opponent,
         metavar="SPEC=WEIGHT",
-        help="an opponent of the pool (repeat)",
+        help=help_of("opponents"),
     )
-    parser.add_argument("--net-arch", type=_int_list, metavar="W,W", help="hidden layer widths, e.g. 256,256")
-    parser.add_argument(
-        "--eval-opponents", type=_str_list, metavar="A,B", help="baselines to evaluate against"
-    )
+    parser.add_argument("--net-arch", type=_int_list, metavar="W,W", help=help_of("net_arch"))
+    parser.add_argument("--eval-opponents", type=_str_list, metavar="A,B", help=help_of("eval_opponents"))
     defaults = TrainConfig()
     for f in dataclasses.fields(TrainConfig):
         if f.name in _SPECIAL:
@@ -170,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
         flag = "--" + f.name.replace("_", "-")
         default = getattr(defaults, f.name)
         text = str(f.type)
-        help_text = f"(default {default!r})"
+        help_text = f"{f.metadata['help']} (default {'none' if default is None else repr(default)})"
         if text == "bool":
             parser.add_argument(
                 flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=help_text

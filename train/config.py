@@ -42,68 +42,114 @@ ACTIVATIONS = ("relu", "tanh")
 LR_SCHEDULES = ("constant", "linear")
 
 
+def _opt(default: Any = dataclasses.MISSING, help: str = "", factory: Any = dataclasses.MISSING) -> Any:
+    """A field with its one-line meaning and allowed values in ``metadata["help"]`` (``nertz-train --help``
+    shows it)."""
+    if factory is not dataclasses.MISSING:
+        return field(default_factory=factory, metadata={"help": help})
+    return field(default=default, metadata={"help": help})
+
+
+def help_of(name: str) -> str:
+    """The one-line help of a :class:`TrainConfig` field."""
+    return next(f.metadata["help"] for f in dataclasses.fields(TrainConfig) if f.name == name)
+
+
 class ConfigError(ValueError):
     """A bad training config (unknown key, wrong type, value out of range, unreadable file)."""
 
 
 @dataclass
 class TrainConfig:
-    """Everything a training run needs. Field comments give the meaning; defaults suit a 2-core CPU."""
+    """Everything a training run needs. Each field's ``metadata["help"]`` gives its meaning and allowed values
+    (``nertz-train --help`` prints it); defaults suit a 2-core CPU."""
 
     # -- the table
-    num_players: int = 4  # seats, 2 to 8
-    rules: dict[str, Any] = field(default_factory=dict)  # rules options of NertzConfig (not num_players)
-    # -- the environment
-    mode: str = "vector"  # "vector": NertzVecEnv over the batched engine; "single": single-agent view
-    num_tables: int = 64  # vector mode: tables stepped together
-    learners_per_table: int | None = None  # vector mode: learning seats per table (None: all, self-play)
-    opponent_threads: int = 1  # vector mode: threads the scripted opponents decide in (2 on 2 cores)
-    num_envs: int = 4  # single mode: single-agent envs in a DummyVecEnv
-    # -- opponents (single mode, and vector mode with learners_per_table < num_players)
-    opponents: dict[str, float] = field(default_factory=lambda: {"heuristic": 1.0})  # agent spec -> weight
-    snapshot_weight: float = 0.0  # total weight of the frozen snapshots of the learner
-    snapshot_every: int = 0  # rollouts between snapshots (0: only the starting policy, added once)
-    max_snapshots: int = 10  # snapshots kept in the pool (oldest dropped)
-    snapshot_deterministic: bool = False  # snapshots play their argmax instead of sampling
-    # -- reward shaping, train-time only (see nertz_env.train.wrappers)
-    shaping: bool = False
-    shaping_scale: float = 1.0
-    shaping_gamma: float = 1.0  # 1 keeps the shaped return a constant away from the score
-    shaping_coef: float | None = None  # potential per Nertz card (None: the rules' nertz_penalty)
-    relative_reward: bool = False  # pay the score minus the rivals' mean score (train-time only)
-    # -- PPO (sb3-contrib MaskablePPO)
-    total_timesteps: int = 1_000_000  # learner transitions (agent steps) in all
-    seed: int = 0
-    n_steps: int = 64  # steps per sub-env per rollout (a rollout is n_steps * n_envs transitions)
-    batch_size: int = 1024
-    n_epochs: int = 4
-    learning_rate: float = 3e-4
-    lr_schedule: str = "constant"  # "constant" or "linear" (to 0 at total_timesteps)
-    gamma: float = 0.995
-    gae_lambda: float = 0.95
-    clip_range: float = 0.2
-    ent_coef: float = 0.01
-    vf_coef: float = 0.5
-    max_grad_norm: float = 0.5
-    net_arch: list[int] = field(default_factory=lambda: [256, 256])  # hidden layers of policy and value nets
-    activation: str = "relu"  # "relu" or "tanh"
-    # -- the run
-    init_from: str | None = (
-        None  # start from this policy's weights (a policy.zip or checkpoint; not a resume)
+    num_players: int = _opt(4, "seats at the table, 2 to 8")
+    rules: dict[str, Any] = field(
+        default_factory=dict,
+        metadata={"help": "rules options of NertzConfig (not num_players), e.g. --rule draw=1 (repeat)"},
     )
-    run_dir: str = "runs/nertz"
-    checkpoint_every: int = 250_000  # timesteps between checkpoints (0: only the final one)
-    keep_checkpoints: int = 0  # periodic checkpoints kept (0: all)
-    eval_every: int = 250_000  # timesteps between evaluations (0: only after training)
-    eval_deals: int = 50  # duplicate deals per baseline (each played from every seat)
-    eval_opponents: list[str] = field(default_factory=lambda: ["random", "heuristic"])
-    eval_seed: int = 20_240_601
-    eval_deterministic: bool = True  # the evaluated policy plays its argmax
-    eval_workers: int = 1
-    tensorboard: bool = True
-    progress_bar: bool = True
-    torch_threads: int = 1  # torch.set_num_threads; 1 is fastest on a shared 2-core machine
-    verbose: int = 0
+    # -- the environment
+    mode: str = _opt(
+        "vector",
+        "'vector': NertzVecEnv over the batched engine (self-play); 'single': the single-agent view, one "
+        "learning seat among scripted opponents",
+    )
+    num_tables: int = _opt(64, "vector mode: tables stepped together, >= 1")
+    learners_per_table: int | None = _opt(
+        None, "vector mode: learning seats per table, 1 to num_players; none: every seat learns (self-play)"
+    )
+    opponent_threads: int = _opt(
+        1, "vector mode: threads the scripted opponents decide in, >= 1 (2 on 2 cores)"
+    )
+    num_envs: int = _opt(4, "single mode: single-agent envs in a DummyVecEnv, >= 1")
+    # -- opponents (single mode, and vector mode with learners_per_table < num_players)
+    opponents: dict[str, float] = field(
+        default_factory=lambda: {"heuristic": 1.0},
+        metadata={"help": "a pool opponent, SPEC or SPEC=WEIGHT (repeat; replaces the default pool)"},
+    )
+    snapshot_weight: float = _opt(0.0, "total pool weight of the frozen snapshots of the learner, >= 0")
+    snapshot_every: int = _opt(
+        0, "rollouts between snapshots, >= 0 (0: only the starting policy, added once)"
+    )
+    max_snapshots: int = _opt(10, "snapshots kept in the pool (oldest dropped), >= 0")
+    snapshot_deterministic: bool = _opt(False, "snapshots play their argmax instead of sampling")
+    # -- reward shaping, train-time only (see nertz_env.train.wrappers)
+    shaping: bool = _opt(False, "add a potential-based reward for emptying the Nertz pile (train-time only)")
+    shaping_scale: float = _opt(1.0, "multiplier of the shaping reward, > 0")
+    shaping_gamma: float = _opt(
+        1.0,
+        "discount of the shaping potential, in (0, 1]; 1 keeps the shaped "
+        "return a constant away from the score",
+    )
+    shaping_coef: float | None = _opt(
+        None, "shaping potential per Nertz-pile card; none: the rules' nertz_penalty"
+    )
+    relative_reward: bool = _opt(False, "pay the score minus the rivals' mean score (train-time only)")
+    # -- PPO (sb3-contrib MaskablePPO)
+    total_timesteps: int = _opt(1_000_000, "learner transitions (agent steps) in all, >= 1")
+    seed: int = _opt(0, "random seed of the run (deals, opponents, network init), 0 to 2**32 - 1")
+    n_steps: int = _opt(
+        64, "steps per sub-env per rollout, >= 1 (a rollout is n_steps x the sub-envs transitions)"
+    )
+    batch_size: int = _opt(1024, "PPO minibatch size in transitions, >= 2")
+    n_epochs: int = _opt(4, "PPO passes over each rollout, >= 1")
+    learning_rate: float = _opt(3e-4, "Adam learning rate, > 0 (the start value with lr_schedule linear)")
+    lr_schedule: str = _opt("constant", "'constant' or 'linear' (falls to 0 at total_timesteps)")
+    gamma: float = _opt(0.995, "discount factor, in (0, 1]")
+    gae_lambda: float = _opt(0.95, "GAE lambda, in [0, 1]")
+    clip_range: float = _opt(0.2, "PPO clipping of the policy ratio, > 0")
+    ent_coef: float = _opt(0.01, "entropy bonus coefficient, >= 0")
+    vf_coef: float = _opt(0.5, "value loss coefficient, >= 0")
+    max_grad_norm: float = _opt(0.5, "gradient norm clip, > 0")
+    net_arch: list[int] = field(
+        default_factory=lambda: [256, 256],
+        metadata={"help": "hidden layer widths of the policy and value nets, e.g. 256,256"},
+    )
+    activation: str = _opt("relu", "activation of the hidden layers: 'relu' or 'tanh'")
+    # -- the run
+    init_from: str | None = _opt(
+        None, "start from this policy's weights (a policy.zip or checkpoint; not a resume); none: fresh"
+    )
+    run_dir: str = _opt("runs/nertz", "directory of the run's checkpoints, policy, logs and eval.csv")
+    checkpoint_every: int = _opt(250_000, "timesteps between checkpoints, >= 0 (0: only the final one)")
+    keep_checkpoints: int = _opt(0, "periodic checkpoints kept, >= 0 (0: all)")
+    eval_every: int = _opt(250_000, "timesteps between evaluations, >= 0 (0: only after training)")
+    eval_deals: int = _opt(
+        50, "duplicate deals per baseline in an evaluation (each played from every seat), >= 0 (0: none)"
+    )
+    eval_opponents: list[str] = field(
+        default_factory=lambda: ["random", "heuristic"],
+        metadata={"help": "baseline agent specs to evaluate against, e.g. A,B"},
+    )
+    eval_seed: int = _opt(20_240_601, "seed of the evaluation deals, 0 to 2**32 - 1")
+    eval_deterministic: bool = _opt(True, "the evaluated policy plays its argmax instead of sampling")
+    eval_workers: int = _opt(1, "worker processes of an evaluation, >= 1")
+    tensorboard: bool = _opt(True, "write TensorBoard logs under run_dir/tb")
+    progress_bar: bool = _opt(True, "show a progress bar of the timesteps")
+    torch_threads: int = _opt(1, "torch.set_num_threads, >= 1; 1 is fastest on a shared 2-core machine")
+    verbose: int = _opt(0, "Stable-Baselines3 verbosity: 0, 1 or 2")
 
     # ------------------------------------------------------------------ building and checking
     @classmethod

@@ -153,9 +153,9 @@ class Clock:
     """Wall time, env time and rollout time of a run (across resumes), for the throughput report."""
 
     def __init__(self) -> None:
-        self.wall_seconds = 0.0  # inside learn(), earlier sessions included
+        self.wall_seconds = 0.0  # inside learn() plus the final checkpoint and evaluation, earlier sessions included
         self.rollout_seconds = 0.0
-        self.eval_seconds = 0.0  # evaluations and checkpoints at rollout boundaries (inside wall_seconds)
+        self.eval_seconds = 0.0  # evaluations and checkpoints, at boundaries and after learn() (in wall_seconds)
         self.env_seconds = 0.0  # earlier sessions; the live session's is the timer's
         self.timesteps = 0  # transitions collected, earlier sessions included
         self._t0 = 0.0
@@ -173,6 +173,12 @@ class Clock:
             self.timesteps += num_timesteps - self._steps0
             self.env_seconds += env_seconds
             self._running = False
+
+    def add_outside(self, seconds: float) -> None:
+        """Evaluation and checkpoint time spent outside learn() (after it): part of the run's wall time
+        and of its evaluations-and-checkpoints time."""
+        self.wall_seconds += seconds
+        self.eval_seconds += seconds
 
     def totals(self, num_timesteps: int, env_seconds: float) -> tuple[float, int, float]:
         """Wall seconds, transitions and env seconds so far, the running session included."""
@@ -435,6 +441,9 @@ class Trainer:
             finally:
                 self.clock.stop(int(model.num_timesteps), self.timer.seconds)
                 self.timer.seconds = 0.0
+        # the final checkpoint, policy and evaluation come after learn(): count their time as the
+        # boundaries' is counted (in the wall time and in its evaluations-and-checkpoints part)
+        t0 = time.perf_counter()
         final = self.save_checkpoint(periodic=False)
         policy = save_policy(model, os.path.join(self.run_dir, "policy.zip"), self.meta(checkpoint=final))
         if (
@@ -443,6 +452,7 @@ class Trainer:
             and not any(r.timesteps == model.num_timesteps for r in self.eval_rows)
         ):
             self.evaluate()
+        self.clock.add_outside(time.perf_counter() - t0)
         report = self.report(final, policy)
         with open(os.path.join(self.run_dir, "throughput.json"), "w", encoding="utf-8") as f:
             json.dump(report, f, indent=2)
@@ -451,7 +461,8 @@ class Trainer:
 
     def report(self, checkpoint: str | None = None, policy: str | None = None) -> dict[str, Any]:
         """Throughput of the run so far (earlier sessions included). Rates leave out the time spent on
-        evaluations and checkpoints at rollout boundaries (``boundary_seconds``)."""
+        evaluations and checkpoints (``boundary_seconds``): those at rollout boundaries and the final
+        checkpoint, policy and evaluation after training."""
         c = self.clock
         train_wall = c.wall_seconds - c.eval_seconds
         steps = c.timesteps
