@@ -85,15 +85,23 @@ def known_agents() -> list[str]:
     return sorted(set(_FACTORIES) | set(shipped_models()))
 
 
+def as_bool(value: Any, name: str) -> bool:
+    """A spec parameter as a bool: a bool as it is, or ``1/true/yes/on`` and ``0/false/no/off`` in any case;
+    anything else is a ValueError naming the parameter."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name} must be true or false, got {value!r}")
+
+
 def _parse_value(text: str, kind: type, key: str, name: str) -> Any:
     try:
         if kind is bool:
-            low = text.lower()
-            if low in ("1", "true", "yes", "on"):
-                return True
-            if low in ("0", "false", "no", "off"):
-                return False
-            raise ValueError(text)
+            return as_bool(text, key)
         return kind(text)
     except ValueError:
         raise AgentSpecError(

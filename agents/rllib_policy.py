@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from nertz_env.agents.registry import as_bool
 from nertz_env.config import NertzConfig
 
 META_FILE = "nertz_meta.json"
@@ -143,17 +144,6 @@ class RLlibPolicyAgent:
         return f"RLlibPolicyAgent({self.name!r}, deterministic={self.deterministic})"
 
 
-def _as_bool(value: Any, name: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"{name} must be true or false, got {value!r}")
-
-
 def load_rllib_agent(path: str, **params: Any) -> RLlibPolicyAgent:
     """The agent of the RLlib checkpoint directory ``path`` (``make_agent`` calls this for such a directory).
     ``params``: ``deterministic`` (default false) and ``name`` (default: the directory's name)."""
@@ -163,7 +153,7 @@ def load_rllib_agent(path: str, **params: Any) -> RLlibPolicyAgent:
     if unknown:
         raise AgentSpecError(f"RLlib checkpoint {path!r} has no parameter {', '.join(unknown)}; it takes deterministic, name")
     try:
-        deterministic = _as_bool(params.get("deterministic", False), "deterministic")
+        deterministic = as_bool(params.get("deterministic", False), "deterministic")
     except ValueError as e:
         raise AgentSpecError(f"RLlib checkpoint {path!r}: {e}") from None
     module, meta = load_rllib_module(path)

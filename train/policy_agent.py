@@ -24,23 +24,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from nertz_env.agents.registry import as_bool
 from nertz_env.config import NertzConfig
 from nertz_env.threads import limit_threads
 from nertz_env.train.meta import ZIP_MEMBER, check_compatible, meta_config, read_meta, sidecar_path
 
 _CACHE: dict[tuple[str, float], tuple[Any, dict[str, Any]]] = {}
 _CACHE_SIZE = 16  # policies kept loaded (agents hold their own references; this only saves reloading)
-
-
-def _as_bool(value: Any, name: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"{name} must be true or false, got {value!r}")
 
 
 def _respect_thread_limit() -> None:
@@ -286,7 +276,7 @@ def load_policy_agent(path: str, config: NertzConfig | None = None, **params: An
             "it takes deterministic (bool), name (str)"
         )
     try:
-        det = _as_bool(params.get("deterministic", False), "deterministic")
+        det = as_bool(params.get("deterministic", False), "deterministic")
     except ValueError as e:
         raise AgentSpecError(f"checkpoint {path!r}: {e}") from None
     policy, meta = load_policy(path, outside=True)
