@@ -111,11 +111,8 @@ def table(results: Results, summary: Summary) -> str:
     foot = "± is the 95% interval over deals (a deal's duplicate set is one sample)."
     if illegal:
         foot += f"  Illegal actions (played as waits): {illegal}."
-    if any(
-        e.clipped
-        for x in [*summary.agents, *(ta for t in summary.tables for ta in t.agents)]
-        for e in x.metrics.values()
-    ):
+    metric_sets = [a.metrics for a in summary.agents] + [ta.metrics for t in summary.tables for ta in t.agents]
+    if any(e.clipped for metrics_of in metric_sets for e in metrics_of.values()):
         foot += "\n[low, high] is a rate's 95% interval cut at 0% or 100% (so not symmetric about the mean)."
     lines.append(foot)
     return "\n".join(lines)

@@ -137,7 +137,9 @@ class NertzParallelEnv(Copyable, ParallelEnv):
             }
         )
         self.observation_spaces = {a: obs_space for a in self.possible_agents}
-        self.action_spaces = {a: gymnasium.spaces.Discrete(self.actions.n) for a in self.possible_agents}
+        self.action_spaces: dict[str, gymnasium.spaces.Space] = {
+            a: gymnasium.spaces.Discrete(self.actions.n) for a in self.possible_agents
+        }
         self._state = allocate(self.config, 1)
         self._actions = np.zeros((1, n), dtype=np.int64)
         self._seeded = False

@@ -226,7 +226,7 @@ def build_policy(
 
     act_fn = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[activation]
     obs_space = gymnasium.spaces.Box(0.0, 1.0, (ObsLayout(config).size,), np.float32)
-    act_space = gymnasium.spaces.Discrete(action_table(config).n)
+    act_space: gymnasium.spaces.Discrete = gymnasium.spaces.Discrete(action_table(config).n)
     kwargs: dict[str, Any] = {"net_arch": {"pi": list(net_arch), "vf": list(net_arch)}, "activation_fn": act_fn}
     policy = MaskableActorCriticPolicy(obs_space, act_space, lambda _: lr, **kwargs)
     return policy, kwargs

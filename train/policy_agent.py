@@ -122,7 +122,8 @@ def load_policy(path: str, outside: bool = False) -> tuple[Any, dict[str, Any]]:
             lr_schedule=lambda _: 0.0,
             **data.get("policy_kwargs", {}),
         )
-    policy.load_state_dict(params["policy"])
+    state: Any = params["policy"]  # a state dict (typed as a Tensor dict by SB3)
+    policy.load_state_dict(state)
     policy.set_training_mode(False)
     policy.to("cpu")
     _CACHE[key] = (policy, meta)

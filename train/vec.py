@@ -118,7 +118,7 @@ class NertzVecEnv(Copyable, VecEnv):
         self.pool = as_pool(opponents) if n_learn < p else None
         self.render_mode = None
         obs_space = gymnasium.spaces.Box(0.0, 1.0, (self.venv.obs_layout.size,), np.float32)
-        act_space = gymnasium.spaces.Discrete(self.venv.actions.n)
+        act_space: gymnasium.spaces.Discrete = gymnasium.spaces.Discrete(self.venv.actions.n)
         super().__init__(self.num_tables * n_learn, obs_space, act_space)
         self._table = np.repeat(np.arange(self.num_tables, dtype=np.int64), n_learn)  # slot -> table
         self._slot_in_table = np.tile(np.arange(n_learn, dtype=np.int64), self.num_tables)
