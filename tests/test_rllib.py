@@ -6,6 +6,8 @@ Ray the module is skipped. Ray runs with 2 CPUs and is shut down after each test
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -24,8 +26,8 @@ def _cases() -> list[dict]:
     for v in VARIANTS:
         if "num_players" in v:
             cases.append(dict(v))
-        else:
-            cases += [{**v, "num_players": n} for n in (2, 4, 8)]
+        else:  # teams=True pairs seats across the table: an even count of at least 4
+            cases += [{**v, "num_players": n} for n in ((4, 8) if v.get("teams") is True else (2, 4, 8))]
     return cases
 
 
@@ -263,6 +265,20 @@ def test_cli_resume_other_table_is_refused(tmp_path, capsys) -> None:
     assert code == 2 and "num_players: checkpoint has 2, the table has 4" in err and len(err.splitlines()) == 1
     code = main(["--backend", "rllib", "--resume", str(tmp_path), "--run-dir", str(tmp_path / "r")])
     assert code == 2 and "not an RLlib checkpoint" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "name", sorted(f for f in os.listdir(os.path.join(os.path.dirname(__file__), "..", "train", "configs")) if f.startswith("rllib"))
+)
+def test_every_shipped_rllib_config_builds(name: str) -> None:
+    from nertz_env.train.cli import build_parser, config_from_args
+    from nertz_env.train.rllib_backend import build_config, check_supported
+
+    path = os.path.join(os.path.dirname(__file__), "..", "train", "configs", name)
+    cfg = config_from_args(build_parser().parse_args(["--config", path]))
+    check_supported(cfg)
+    config = build_config(cfg, num_env_runners=2)
+    assert config.env_config["num_players"] == cfg.num_players
 
 
 def test_a_rounded_budget_is_said() -> None:

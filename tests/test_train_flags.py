@@ -329,7 +329,7 @@ def test_opponent_flag__agent_parameters_keep_their_equals_sign() -> None:
 
 def test_every_config_key_is_a_flag_and_every_flag_a_config_key() -> None:
     parser = build_parser()
-    dests = {a.dest for a in parser._actions} - {"help", "config", "resume", "print_config"}
+    dests = {a.dest for a in parser._actions} - {"help", "config", "resume", "print_config", "backend"}
     names = {f for f in TrainConfig.__dataclass_fields__}
     assert dests - {"rule", "opponent"} == names - {"rules", "opponents"}
     args = parser.parse_args(["--num-tables", "8", "--opponent", "random", "--shaping"])
