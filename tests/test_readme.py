@@ -40,6 +40,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,7 +111,8 @@ class Command:
 
     @property
     def id(self) -> str:
-        short = re.sub(r"[^A-Za-z0-9_.=/-]+", "_", self.text)[:60]
+        env = "".join(f"{k}={v}_" for k, v in sorted(self.env.items()))
+        short = re.sub(r"[^A-Za-z0-9_.=/-]+", "_", env + self.text)[:70]
         return f"L{self.line}-{short}"
 
 
@@ -503,11 +505,12 @@ RULES: dict[str, tuple[Callable[[list[str], Ctx], Plan], bool]] = {
     "python -m nertz_env.docs": (rule_docs, False),
     "python -m nertz_env.train.imitate": (rule_imitate, True),
     "python -m nertz_env.train.evaluate": (rule_evaluate, True),
-    "python bench/run_all.py": (bench(("--seconds", "0.1")), True),
+    # --skip-agents: its 1,000-game tournament has no size flag here (bench_agents.py --games has one)
+    "python bench/run_all.py": (bench(("--seconds", "0.1"), ("--skip-agents", "")), True),
     "python bench/bench_env.py": (bench(("--seconds", "0.2"), ("--skip-compile", "")), True),
     "python bench/bench_vector.py": (bench(("--seconds", "0.2")), True),
     "python bench/bench_agents.py": (bench(("--games", "8"), ("--env-seconds", "0.2")), True),
-    "python bench/bench_workers.py": (bench(("--deals", "4"), ("--before-deals", "1")), True),
+    "python bench/bench_workers.py": (bench(("--deals", "4"), ("--before-deals", "2")), True),
     "python bench/bench_render.py": (bench(("--seconds", "0.2"), ("--deals", "1")), True),
     "python bench/bench_compile.py": (bench(("--repeats", "1"), ("--no-save", "")), True),
     "python bench/bench_rllib.py": (
@@ -720,6 +723,10 @@ def _serve(full: list[str], cmd: Command, plan: Plan, where: str) -> None:
             if line:
                 seen.append(line.rstrip())
                 if plan.ready in line:
+                    url = re.search(r"https?://\S+", line)
+                    assert url, f"{where}\nits address line has no URL: {line!r}"
+                    with urllib.request.urlopen(url.group(0), timeout=30) as page:
+                        assert page.status == 200, f"{where}\n{url.group(0)} answered {page.status}"
                     return
                 continue
             if proc.poll() is not None:
