@@ -297,7 +297,6 @@ def rule_eval(args: list[str], ctx: Ctx) -> Plan:
     a = _map(a, ("--out", "--replays"), ctx, makes)
     if "--no-save" not in a and _value(a, "--out") is None:
         a += ["--out", ctx.out(f"eval_out/{args[0]}")]
-    needs = []
     for spec in a[1:]:
         if spec.startswith("-"):
             continue
@@ -305,7 +304,7 @@ def rule_eval(args: list[str], ctx: Ctx) -> Plan:
             _outside_model(ctx, spec, a)
             a = [ctx.out(spec) if w == spec else w for w in a]
     a += ["--no-progress"] if "--no-progress" not in a else []
-    return Plan(a, makes=makes, needs=needs, timeout=600.0)
+    return Plan(a, makes=makes, timeout=600.0)
 
 
 def _outside_model(ctx: Ctx, spec: str, args: list[str]) -> None:
@@ -454,19 +453,25 @@ def rule_docs(args: list[str], ctx: Ctx) -> Plan:
 
 def rule_imitate(args: list[str], ctx: Ctx) -> Plan:
     makes: list[str] = []
-    a = _map(args, ("--out",), ctx, makes)
+    a = _map(args, ("--out", "--checkpoint-dir"), ctx, makes)
     if _value(a, "--out") is None:
         a += ["--out", ctx.out("imitate/policy.zip")]
-    for flag, tiny in (("--samples", "64"), ("--epochs", "1"), ("--dagger-samples", "32"),
+    for flag, tiny in (("--samples", "64"), ("--epochs", "1"), ("--batch-size", "32"), ("--dagger-samples", "32"),
                        ("--dagger-epochs", "1"), ("--dagger-rounds", "1")):
-        a = _set(a, flag, tiny, add=flag in ("--samples", "--epochs"))
+        a = _set(a, flag, tiny, add=flag in ("--samples", "--epochs", "--batch-size"))
     return Plan(a, makes=makes, timeout=600.0)
 
 
 def rule_evaluate(args: list[str], ctx: Ctx) -> Plan:
-    positional = [w for w in args if not w.startswith("-")]
+    switches = ("--stochastic", "--no-start")  # the flags of evaluate.py that take no value
+    positional = [
+        w for i, w in enumerate(args) if not w.startswith("-") and (i == 0 or args[i - 1] in switches
+                                                                   or not args[i - 1].startswith("-"))
+    ]
     needs = [p for p in positional if not (ROOT / p).exists()]
     a = [ctx.out(w) if w in needs else w for w in args]
+    if _value(a, "--workers") is not None:
+        a = _set(a, "--workers", "1")
     return Plan(_set(a, "--deals", "1"), needs=needs, timeout=600.0)
 
 
