@@ -86,12 +86,15 @@ def test_quick_start_prints_what_its_comments_say() -> None:
 
 BIN = Path(sys.executable).parent
 
-# Lines that start like this are not run here, and why. Keep this short: everything else gets a rule.
+# Lines that start like this are not run here, and why (CI or another test runs them). Keep this short:
+# everything else gets a rule.
 RUN_BY_CI = {
     "bash .ci/setup": ".ci/run runs the README's setup lines exactly as written (check_readme fails when the "
     "README's lines and .ci/run's differ)",
     "pip install": "an install step: .ci/setup installs the checkout with its extras into .venv, and the commands "
     "here run in that venv (a missing extra fails the command that needs it)",
+    "ray start": "starts a Ray head on the user's machine; the `--address` command after it runs here on its own "
+    "local Ray, and tests/test_rllib.py joins a simulated two-node cluster",
 }
 
 INLINE_PREFIXES = ("nertz-", "python -m nertz_env", "python bench/")
@@ -297,14 +300,18 @@ def rule_eval(args: list[str], ctx: Ctx) -> Plan:
     a = _map(a, ("--out", "--replays"), ctx, makes)
     if "--no-save" not in a and _value(a, "--out") is None:
         a += ["--out", ctx.out(f"eval_out/{args[0]}")]
-    for spec in a[1:]:
-        if spec.startswith("-"):
+    needs: list[str] = []
+    for i, spec in enumerate(list(a)):
+        if i == 0 or spec.startswith("-") or a[i - 1].startswith("-") or (ROOT / spec).exists():
             continue
-        if spec.endswith(".zip") and not (ROOT / spec).exists():
+        if "/" in spec:  # a checkpoint a README command writes (nertz-train --run-dir runs/rllib -> runs/rllib/final)
+            needs.append(str(Path(spec).parent))
+            a[i] = ctx.out(spec)
+        elif spec.endswith(".zip"):  # a zip a README Python block trains
             _outside_model(ctx, spec, a)
-            a = [ctx.out(spec) if w == spec else w for w in a]
+            a[i] = ctx.out(spec)
     a += ["--no-progress"] if "--no-progress" not in a else []
-    return Plan(a, makes=makes, timeout=600.0)
+    return Plan(a, makes=makes, needs=needs, timeout=600.0)
 
 
 def _outside_model(ctx: Ctx, spec: str, args: list[str]) -> None:
@@ -491,6 +498,17 @@ def bench(*shrink: tuple[str, str], requires: tuple[str, ...] = ()) -> Callable[
     return rule
 
 
+def rule_bench_compile(args: list[str], ctx: Ctx) -> Plan:
+    a = list(args)
+    for i, w in enumerate(a):  # `--checkout OTHER`: another checkout to compare; here this one against itself
+        if i and a[i - 1] == "--checkout" and not Path(w).is_dir():
+            a[i] = str(ROOT)
+    if _value(a, "--throughput") is not None:
+        a = _set(_set(a, "--throughput", "0.2"), "--tables", "64")
+    a = _set(a, "--repeats", "1")
+    return Plan([*a, "--no-save"], timeout=900.0, restore=BENCH_RESULTS)
+
+
 def rule_mutate(args: list[str], ctx: Ctx) -> Plan:
     if args:
         raise CannotShrink(f"bench/mutate.py {args}")
@@ -520,7 +538,7 @@ RULES: dict[str, tuple[Callable[[list[str], Ctx], Plan], bool]] = {
     "python bench/bench_agents.py": (bench(("--games", "8"), ("--env-seconds", "0.2")), True),
     "python bench/bench_workers.py": (bench(("--deals", "2"), ("--before-deals", "2")), True),
     "python bench/bench_render.py": (bench(("--seconds", "0.2"), ("--deals", "1")), True),
-    "python bench/bench_compile.py": (bench(("--repeats", "1"), ("--no-save", "")), True),
+    "python bench/bench_compile.py": (rule_bench_compile, True),
     "python bench/bench_rllib.py": (
         bench(("--tables", "2"), ("--n-steps", "8"), ("--minibatch", "64"), ("--epochs", "1"),
               ("--iterations", "1"), requires=("ray",)),
@@ -643,7 +661,8 @@ def _execute(cmd: Command, ctx: Ctx) -> None:
     if missing:
         pytest.skip(f"`{cmd.text}` needs {', '.join(missing)} (an optional extra), not installed here")
     for need in plan.needs:
-        makers = [c for c in COMMANDS if c is not cmd and need in _makes(c, ctx)]
+        # (the text test first: a rule may do work, e.g. train the zip a Python block makes)
+        makers = [c for c in COMMANDS if c is not cmd and need in c.text and need in _makes(c, ctx)]
         if not makers:
             pytest.fail(f"README.md line {cmd.line}: `{cmd.text}` reads {need}, which no README command makes")
         if makers[0].id not in _DONE:
