@@ -27,13 +27,20 @@ then one line per tick, in order::
      "r": [reward per seat],          # absent when every reward is zero
      "end": "nertz"|"stall"|"max_ticks", "score": [round total per seat], "match": [match score per seat]
                                       # only on a tick that ended a round
+     "end_table": {...snapshot...},   # only on a tick that ended a round of a match that goes on: the table as
+                                      # that round ended (the engine deals the next round within the same step,
+                                      # so "h" and the next tick see the new deal); absent in files written
+                                      # before it existed, where readers recompute it (see round_end_table)
      "h": "8 hex digits"}             # the first 8 hex digits of the SHA-1 of the table's snapshot after the tick
 
 and, when the episode ended, a last line ``{"final": {...the closing snapshot...}, "ticks": N}``.
 
+The format stays ``nertz-replay/1``: ``end_table`` is an optional field that older readers ignore.
+
 :func:`verify_replay` restores the opening snapshot, steps the engine with the recorded actions and checks every
 tick's flags, rewards, round ends and snapshot hash, and the closing snapshot exactly. :func:`replay_states`
-yields every tick's snapshot (what ``nertz-replay`` draws).
+yields every tick's snapshot; :func:`replay_frames` adds the table as each round of a match ended (what
+``nertz-replay`` draws).
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ FORMAT = "nertz-replay/1"
 
 __all__ = [
     "FORMAT",
+    "Frame",
     "RecordReplay",
     "Replay",
     "ReplayError",
@@ -61,7 +69,9 @@ __all__ = [
     "ReplayWriter",
     "env_for",
     "load_replay",
+    "replay_frames",
     "replay_states",
+    "round_end_table",
     "snapshot_hash",
     "verify_replay",
 ]
@@ -118,6 +128,7 @@ class ReplayWriter:
         self.table = action_table(make_config(**config))
         self.ticks = 0
         self.closed = False
+        self._last = snapshot  # the table before the next tick (for the round-end table of a match)
         self._write(
             {
                 "format": FORMAT,
@@ -165,7 +176,11 @@ class ReplayWriter:
             rec["end"] = round_end
             rec["score"] = [int(x) for x in scores or []]
             rec["match"] = [int(x) for x in match or []]
+        if round_end is not None and snapshot.get("round") != self._last.get("round"):
+            # a match that goes on: the step dealt the next round, so keep the table as this one ended
+            rec["end_table"] = round_end_table(self._last, [int(a) for a in actions])
         rec["h"] = snapshot_hash(snapshot)
+        self._last = snapshot
         self._write(rec)
         self.ticks += 1
 
@@ -363,13 +378,50 @@ def _as_replay(src: Replay | str | os.PathLike[str]) -> Replay:
     return src if isinstance(src, Replay) else load_replay(src)
 
 
-def replay_states(src: Replay | str | os.PathLike[str]) -> Iterator[tuple[dict[str, Any] | None, dict[str, Any]]]:
-    """``(tick record, snapshot after it)`` for the opening (record ``None``) and every tick, replayed through
-    the engine (checked as :func:`verify_replay` does, so a drawn game is the recorded one)."""
+def round_end_table(before: dict[str, Any], actions: Sequence[int]) -> dict[str, Any]:
+    """The table as a round ended, for a tick that ended a round of a match that goes on.
+
+    In a match the engine deals the next round within the step that ends a round, so the table after that step
+    is the new deal. This replays the step from ``before`` (the table before it; ``actions`` as recorded) in a
+    copy whose match ends with this round (``rounds`` = this round + 1), where nothing is dealt after the
+    scoring. The result carries the real ``config`` and ``done`` ``"running"``; its cards, scores and match
+    scores are the round's end."""
+    cfg = dict(before["config"])
+    cfg.update(rounds=int(before["round"]) + 1, target_score=None, max_rounds=None)
+    cfg = make_config(**cfg).to_dict()
+    env = env_for(cfg)
+    env.reset(options={"snapshot": {**before, "config": cfg}})
+    env.step({a: int(actions[p]) for p, a in enumerate(env.possible_agents)})
+    out = env.snapshot()
+    out["config"] = before["config"]
+    out["done"] = "running"
+    return out
+
+
+@dataclass
+class Frame:
+    """One picture of a replayed game: ``kind`` is ``"deal"`` (the opening, ``rec`` None), ``"tick"`` (the table
+    after tick ``rec``; the game's last round ends on such a frame too), ``"round_end"`` (the table as a round of
+    a match that goes on ended on tick ``rec``; the next frame, ``"next_deal"``, is the next round's deal made
+    within the same tick). On the frame that shows a round's end, ``round_end`` holds per seat the part of the
+    tick's reward that is the round's scoring, apart from the move's own: ``{"reward": bonus - penalty x cards
+    left (summed over the team with teams), "left": cards left in the Nertz pile, "bonus": the bonus}``."""
+
+    kind: str
+    rec: dict[str, Any] | None
+    snapshot: dict[str, Any]
+    round_end: list[dict[str, Any]] | None = None
+
+
+def replay_frames(src: Replay | str | os.PathLike[str]) -> Iterator[Frame]:
+    """Every frame of a game (see :class:`Frame`), replayed through the engine and checked as
+    :func:`verify_replay` does; a tick that ends a round of a match gives two frames: the round's end, then the
+    next deal."""
     rep = _as_replay(src)
     env = env_for(rep.config)
     env.reset(options={"snapshot": rep.snapshot})
-    yield None, env.snapshot()
+    before = env.snapshot()
+    yield Frame("deal", None, before)
     names = env.possible_agents
     for rec in rep.ticks:
         if not env.agents:
@@ -377,12 +429,46 @@ def replay_states(src: Replay | str | os.PathLike[str]) -> Iterator[tuple[dict[s
         _obs, rewards, _, _, infos = env.step({a: rec["a"][p] for p, a in enumerate(names)})
         snap = env.snapshot()
         _check_tick(rec, env, names, rewards, infos, snap)
-        yield rec, snap
+        ends = _round_rewards(env, names, infos) if "end" in rec else None
+        if "end" in rec and snap["round"] != before["round"]:
+            end_table = round_end_table(before, rec["a"])
+            if "end_table" in rec and rec["end_table"] != end_table:
+                raise ReplayMismatch(f"tick {rec['t']}: the round-end table differs from the replayed one")
+            yield Frame("round_end", rec, end_table, ends)
+            yield Frame("next_deal", rec, snap)
+        else:
+            if "end_table" in rec:
+                raise ReplayMismatch(f"tick {rec['t']}: a round-end table on a tick that deals no new round")
+            yield Frame("tick", rec, snap, ends)
+        before = snap
     if rep.final is not None:
         if env.agents:
             raise ReplayMismatch(f"the file closes the game after {len(rep.ticks)} ticks but it goes on")
         if env.snapshot() != rep.final:
             raise ReplayMismatch("the closing snapshot differs from the replayed table")
+
+
+def _round_rewards(env: NertzParallelEnv, names: list[str], infos: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per seat the round's scoring part of a round-ending tick's reward (see :class:`Frame`)."""
+    own = [infos[a]["score"]["bonus"] + infos[a]["score"]["nertz_penalty"] for a in names]
+    team = env._team if env.config.teams is not False else list(range(len(names)))
+    return [
+        {
+            "reward": float(sum(own[q] for q in range(len(names)) if team[q] == team[p])),
+            "left": int(infos[a]["score"]["nertz_left"]),
+            "bonus": int(infos[a]["score"]["bonus"]),
+        }
+        for p, a in enumerate(names)
+    ]
+
+
+def replay_states(src: Replay | str | os.PathLike[str]) -> Iterator[tuple[dict[str, Any] | None, dict[str, Any]]]:
+    """``(tick record, snapshot after it)`` for the opening (record ``None``) and every tick, replayed through
+    the engine (checked as :func:`verify_replay` does, so a drawn game is the recorded one). After a tick that
+    ended a round of a match the snapshot is the next deal; :func:`replay_frames` also gives the round's end."""
+    for fr in replay_frames(src):
+        if fr.kind != "round_end":
+            yield fr.rec, fr.snapshot
 
 
 def _check_tick(
@@ -430,7 +516,7 @@ def verify_replay(src: Replay | str | os.PathLike[str]) -> int:
         ReplayError: the file is not a readable replay.
     """
     count = 0
-    for rec, _snap in replay_states(src):
-        if rec is not None:
+    for fr in replay_frames(src):
+        if fr.kind in ("tick", "next_deal"):
             count += 1
     return count

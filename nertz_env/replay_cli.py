@@ -31,7 +31,7 @@ from typing import Any
 from nertz_env.actions import action_table
 from nertz_env.config import make_config
 from nertz_env.draw import FAN_CARDS, SEAT_COLOURS, TableDrawing, draw_table, longest_pile, svg_to_rgb
-from nertz_env.replay import Replay, ReplayError, ReplayMismatch, load_replay, replay_states
+from nertz_env.replay import Frame, Replay, ReplayError, ReplayMismatch, load_replay, replay_frames
 
 EXIT_USAGE = 2
 
@@ -65,19 +65,19 @@ def _running_scores(snap: dict[str, Any]) -> list[int]:
     ]
 
 
-def build_frames(rep: Replay) -> tuple[list[dict[str, Any]], list[dict[str, Any] | None], int]:
-    """Every tick's snapshot (replayed and checked), its record, and the work-pile room for the whole game."""
-    snaps: list[dict[str, Any]] = []
-    recs: list[dict[str, Any] | None] = []
-    for rec, snap in replay_states(rep):
-        snaps.append(snap)
-        recs.append(rec)
-    fan = max(FAN_CARDS, *(longest_pile(s) for s in snaps))
-    return snaps, recs, fan
+def build_frames(rep: Replay) -> tuple[list[Frame], int]:
+    """Every frame (replayed and checked: the opening, each tick, and for a tick that ends a round of a match the
+    table as that round ended, then the next deal) and the work-pile room for the whole game."""
+    frames = list(replay_frames(rep))
+    fan = max(FAN_CARDS, *(longest_pile(f.snapshot) for f in frames))
+    return frames, fan
 
 
-def _drawings(rep: Replay, snaps: list[dict[str, Any]], recs: list[dict[str, Any] | None], fan: int) -> list[TableDrawing]:
-    return [draw_table(s, seat_names=rep.agents, highlight=_highlight(r), fan=fan) for s, r in zip(snaps, recs, strict=True)]
+def _drawings(rep: Replay, frames: list[Frame], fan: int) -> list[TableDrawing]:
+    return [
+        draw_table(f.snapshot, seat_names=rep.agents, highlight=_highlight(f.rec if f.kind != "next_deal" else None), fan=fan)
+        for f in frames
+    ]
 
 
 def _chart(series: list[list[int]], names: list[str], marks: list[tuple[int, str]], width: int = 640) -> str:
@@ -119,8 +119,8 @@ def _chart(series: list[list[int]], names: list[str], marks: list[tuple[int, str
 
 def page_html(rep: Replay, title: str | None = None) -> str:
     """The replay page of ``rep`` (see the module docstring)."""
-    snaps, recs, fan = build_frames(rep)
-    drawings = _drawings(rep, snaps, recs, fan)
+    fr_list, fan = build_frames(rep)
+    drawings = _drawings(rep, fr_list, fan)
     parts: list[str] = []
     index: dict[str, int] = {}
     frames: list[list[int]] = []
@@ -141,28 +141,38 @@ def page_html(rep: Replay, title: str | None = None) -> str:
     defs = TableDrawing(0, 0, "", [], cards, back).defs()
     table = action_table(make_config(**rep.config))
     words: dict[int, str] = {}
-    ticks = []
-    for rec in recs[1:]:
-        assert rec is not None
-        for a in rec["a"]:
-            if a not in words:
-                words[a] = table.describe(a) if 0 <= a < table.n else f"no valid action ({a}): waits"
-        ticks.append({k: rec[k] for k in ("t", "a", "il", "lr", "r", "end", "score", "match") if k in rec})
-    # on a round's last tick the match score says it all (the table may still hold that round's lake)
+    ticks: list[dict[str, Any]] = []
+    kinds: list[list[Any]] = []  # per frame: [kind, index into ticks (-1: the opening), round number]
+    for f in fr_list:
+        rec = f.rec
+        if rec is not None and f.kind != "next_deal":
+            for a in rec["a"]:
+                if a not in words:
+                    words[a] = table.describe(a) if 0 <= a < table.n else f"no valid action ({a}): waits"
+            ticks.append({k: rec[k] for k in ("t", "a", "il", "lr", "r", "end", "score", "match") if k in rec})
+        kinds.append([f.kind, len(ticks) - 1, int(f.snapshot["round"])])
+    # on a round's last frame the match score says it all
     series = [
-        [int(x) for x in r["match"]] if r is not None and "match" in r else _running_scores(s)
-        for s, r in zip(snaps, recs, strict=True)
+        [int(x) for x in f.rec["match"]]
+        if f.rec is not None and "match" in f.rec and f.kind != "next_deal"
+        else _running_scores(f.snapshot)
+        for f in fr_list
     ]
-    marks = [(i + 1, "error" if r.get("il") else "warn") for i, r in enumerate(ticks) if r.get("il") or r.get("lr")]
+    marks = [
+        (i, "error" if f.rec.get("il") else "warn")
+        for i, f in enumerate(fr_list)
+        if f.rec is not None and f.kind != "next_deal" and (f.rec.get("il") or f.rec.get("lr"))
+    ]
     data = {
         "parts": parts,
         "frames": frames,
         "ticks": ticks,
+        "kinds": kinds,
         "words": {str(k): v for k, v in words.items()},
         "names": rep.agents,
         "colours": [SEAT_COLOURS[p % len(SEAT_COLOURS)] for p in range(len(rep.agents))],
         "series": series,
-        "done": snaps[-1]["done"],
+        "done": fr_list[-1].snapshot["done"],
         "complete": rep.final is not None,
     }
     blob = base64.b64encode(gzip.compress(json.dumps(data, separators=(",", ":")).encode(), 9, mtime=0)).decode()
@@ -180,8 +190,8 @@ def page_html(rep: Replay, title: str | None = None) -> str:
 
 
 def _frames_rgb(rep: Replay, scale: float) -> tuple[list[str], int]:
-    snaps, recs, fan = build_frames(rep)
-    return [d.svg() for d in _drawings(rep, snaps, recs, fan)], fan
+    frames, fan = build_frames(rep)
+    return [d.svg() for d in _drawings(rep, frames, fan)], fan
 
 
 def write_animation(rep: Replay, path: str, fps: float, scale: float, kind: str) -> int:
@@ -345,12 +355,20 @@ Keys: <kbd>Space</kbd> play/pause, <kbd>&larr;</kbd>/<kbd>&rarr;</kbd> step, <kb
     cur = i;
     table.innerHTML = D.frames[i].map(k => D.parts[k]).join("") + "</svg>";
     scrub.value = i;
-    tickno.textContent = `tick ${i} / ${N}` + (i === N ? (D.complete ? "  (end: " + D.done + ")" : "  (unfinished)") : "");
+    const K = D.kinds[i], last = D.ticks.length ? D.ticks[D.ticks.length - 1].t : 0;
+    const tno = K[1] < 0 ? 0 : D.ticks[K[1]].t;
+    tickno.textContent = `tick ${tno} / ${last}` + (K[0] === "round_end" ? "  (round " + (K[2] + 1) + " over)" :
+      K[0] === "next_deal" ? "  (round " + (K[2] + 1) + " dealt)" : "") +
+      (i === N ? (D.complete ? "  (end: " + D.done + ")" : "  (unfinished)") : "");
     const x0 = 34, x1 = chart.viewBox.baseVal.width - 8;
     const x = x0 + (x1 - x0) * i / Math.max(1, N);
     cursor.setAttribute("x1", x); cursor.setAttribute("x2", x);
-    if (i === 0) { movesEl.innerHTML = "<li style='border-color:#888'>the deal: no moves yet</li>"; eventEl.textContent = ""; return; }
-    const r = D.ticks[i - 1], il = r.il || [], lr = r.lr || [];
+    if (K[0] === "deal") { movesEl.innerHTML = "<li style='border-color:#888'>the deal: no moves yet</li>"; eventEl.textContent = ""; return; }
+    if (K[0] === "next_deal") {
+      movesEl.innerHTML = `<li style='border-color:#888'>round ${K[2] + 1}: the new deal (made within tick ${tno}, after round ${K[2]} ended); no moves yet</li>`;
+      eventEl.textContent = ""; return;
+    }
+    const r = D.ticks[K[1]], il = r.il || [], lr = r.lr || [];
     movesEl.innerHTML = r.a.map((a, p) => {
       const cls = il.includes(p) ? "il" : lr.includes(p) ? "lr" : "";
       const tag = il.includes(p) ? '<span class="tag il">ILLEGAL</span>' : lr.includes(p) ? '<span class="tag lr">LOST RACE</span>' : "";

@@ -4,7 +4,9 @@ caught at the tick that differs; bad files get one clear error."""
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -224,3 +226,68 @@ def test_cli_bad_files(tmp_path: Path, short_game: Path, capsys: pytest.CaptureF
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"tick {rec['t']}" in err and not (tmp_path / "y.html").exists()
     assert main([str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "z.html")]) == 2
+
+
+# ------------------------------------------------------------------ a match: the table as each round ended
+@pytest.fixture(scope="module")
+def match_game(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("match") / "match.jsonl.gz"
+    env = RecordReplay(parallel_env(num_players=2, rounds=2), path, agents=["greedy", "random"])
+    play(env, seed=5)
+    assert not env.agents
+    return path
+
+
+def test_match_keeps_each_round_end(match_game: Path) -> None:
+    from nertz_env.replay import replay_frames, round_end_table
+
+    rep = load_replay(match_game)
+    ends = [t for t in rep.ticks if "end" in t]
+    assert len(ends) == 2
+    first = ends[0]
+    # the recorder keeps round 1's last table; the tick's hash is the new deal's
+    table = first["end_table"]
+    assert table["round"] == 0 and table["lake"] and table["config"] == rep.config
+    assert "end_table" not in ends[1]  # the match's last round ends on its own table
+    frames = list(replay_frames(rep))
+    kinds = [f.kind for f in frames]
+    k = kinds.index("round_end")
+    assert kinds[k + 1] == "next_deal" and frames[k].rec is frames[k + 1].rec is first
+    assert frames[k].snapshot == table and frames[k + 1].snapshot["round"] == 1
+    assert not frames[k + 1].snapshot["lake"]
+    assert verify_replay(rep) == len(rep.ticks)
+    # the way round_end_table gets the table is exact: on the match's last round it gives the real closing table
+    before = next(f.snapshot for f, g in itertools.pairwise(frames) if g.rec is ends[1])
+    again = round_end_table(before, ends[1]["a"])
+    assert {k: v for k, v in again.items() if k not in ("done", "rng")} == {
+        k: v for k, v in rep.final.items() if k not in ("done", "rng")
+    }
+    # a forged round-end table is caught
+    rep.ticks[rep.ticks.index(first)] = {**first, "end_table": {**table, "lake": []}}
+    with pytest.raises(ReplayMismatch, match=f"tick {first['t']}: the round-end table"):
+        verify_replay(rep)
+
+
+def test_page_shows_round_end_then_new_deal(match_game: Path) -> None:
+    from nertz_env.draw import table_svg
+    from nertz_env.replay_cli import build_frames, page_html
+
+    rep = load_replay(match_game)
+    _frames, fan = build_frames(rep)
+    data = _page_data(page_html(rep))
+    kinds = [k[0] for k in data["kinds"]]
+    assert len(kinds) == len(rep.ticks) + 2  # the opening, every tick, and round 1's end drawn apart
+    k = kinds.index("round_end")
+    assert kinds[k + 1] == "next_deal" and data["kinds"][k][1] == data["kinds"][k + 1][1]
+    drawn = "".join(data["parts"][j] for j in data["frames"][k]) + "</svg>"
+    table = rep.ticks[data["kinds"][k][1]]["end_table"]
+    assert drawn == re.sub(r"<defs>.*?</defs>", "", table_svg(table, seat_names=rep.agents, fan=fan))
+
+
+def _page_data(page: str) -> dict:
+    import base64
+
+    blob = re.search(r'type="application/octet-stream">([^<]+)<', page)
+    assert blob
+    return json.loads(gzip.decompress(base64.b64decode(blob.group(1))))
+
