@@ -12,7 +12,9 @@ GIF and MP4 frames are the same SVGs rasterized.
 
 The page: play/pause (Space), speed, a scrubber to any tick, step back and forward (Left/Right, Home/End for
 the ends), each tick's moves in words with illegal actions and lost races marked (also on the drawing and as
-marks along the timeline), round ends, and a chart of every seat's running score.
+marks along the timeline) and each move's own reward, round ends (the table as the round ended, then the next
+deal, with the round's scoring apart from the moves: "Round end: greedy -21 (21 cards left in the Nertz pile)"),
+and a chart of every seat's running score.
 """
 
 from __future__ import annotations
@@ -149,7 +151,10 @@ def page_html(rep: Replay, title: str | None = None) -> str:
             for a in rec["a"]:
                 if a not in words:
                     words[a] = table.describe(a) if 0 <= a < table.n else f"no valid action ({a}): waits"
-            ticks.append({k: rec[k] for k in ("t", "a", "il", "lr", "r", "end", "score", "match") if k in rec})
+            tick = {k: rec[k] for k in ("t", "a", "il", "lr", "r", "end", "score", "match") if k in rec}
+            if f.round_end is not None:  # the round's scoring, shown apart from the moves' own rewards
+                tick["re"] = f.round_end
+            ticks.append(tick)
         kinds.append([f.kind, len(ticks) - 1, int(f.snapshot["round"])])
     # on a round's last frame the match score says it all
     series = [
@@ -304,7 +309,7 @@ button:hover{background:#2e6b48}#scrub{flex:1 1 300px}
 #tickno{font-variant-numeric:tabular-nums;min-width:9em}
 .moves{list-style:none;margin:6px 0;padding:0}.moves li{padding:3px 6px;border-left:4px solid;margin:2px 0;background:#173d29}
 .moves .il{background:#5a1a1a}.moves .lr{background:#5a4310}.tag{font-weight:600;font-size:11px;padding:0 4px;border-radius:3px;margin-left:4px}
-.tag.il{background:#ff4d4d;color:#000}.tag.lr{background:#ffb627;color:#000}.end{color:#ffe14d;font-weight:600}
+.roundend{color:#ffe14d}.tag.il{background:#ff4d4d;color:#000}.tag.lr{background:#ffb627;color:#000}.end{color:#ffe14d;font-weight:600}
 #chart text{fill:#cfe3d5;font-size:10px}.legend span{display:inline-block;margin-right:10px}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
 #error{color:#ff8080;padding:10px}kbd{background:#24593a;border-radius:3px;padding:0 4px;font-size:12px}
@@ -348,6 +353,7 @@ Keys: <kbd>Space</kbd> play/pause, <kbd>&larr;</kbd>/<kbd>&rarr;</kbd> step, <kb
   scrub.max = N;
   document.getElementById("legend").innerHTML = D.names.map((n, p) =>
     `<span><i style="background:${D.colours[p]}"></i>${esc(n)}</span>`).join("");
+  function signed(x) { return (x > 0 ? "+" : "") + (+x.toFixed(3)); }
   function esc(s) { return String(s).replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})[c]); }
   let cur = -1, timer = null;
   function show(i) {
@@ -372,10 +378,15 @@ Keys: <kbd>Space</kbd> play/pause, <kbd>&larr;</kbd>/<kbd>&rarr;</kbd> step, <kb
     movesEl.innerHTML = r.a.map((a, p) => {
       const cls = il.includes(p) ? "il" : lr.includes(p) ? "lr" : "";
       const tag = il.includes(p) ? '<span class="tag il">ILLEGAL</span>' : lr.includes(p) ? '<span class="tag lr">LOST RACE</span>' : "";
-      const rw = r.r && r.r[p] ? ` <small>(${r.r[p] > 0 ? "+" : ""}${+r.r[p].toFixed(3)})</small>` : "";
+      const own = r.r ? r.r[p] - (r.re ? r.re[p].reward : 0) : 0;  // the move's own reward, without the round's scoring
+      const rw = own ? ` <small>(${signed(own)})</small>` : "";
       return `<li class="${cls}" style="border-color:${D.colours[p]}" data-seat="${p}"><b>${esc(D.names[p])}</b>: ${esc(D.words[a])}${tag}${rw}</li>`;
     }).join("");
-    eventEl.innerHTML = r.end ? `<p class="end">Round over (${esc(r.end)}). Round scores: ${r.score.map((s, p) => esc(D.names[p]) + " " + s).join(", ")}; match: ${r.match.join(", ")}</p>` : "";
+    const why = e => [e.left ? `${e.left} card${e.left === 1 ? "" : "s"} left in the Nertz pile` : "",
+                      e.bonus ? `bonus ${e.bonus}` : ""].filter(Boolean).join(", ");
+    const scoring = r.re ? `<p class="roundend">Round end: ${r.re.map((e, p) => `${esc(D.names[p])} ${signed(e.reward)}` +
+      (why(e) ? ` (${why(e)})` : "")).join("; ")}</p>` : "";
+    eventEl.innerHTML = r.end ? `<p class="end">Round over (${esc(r.end)}). Round scores: ${r.score.map((s, p) => esc(D.names[p]) + " " + s).join(", ")}; match: ${r.match.join(", ")}</p>` + scoring : "";
   }
   function speed() { return +document.getElementById("speed").value; }
   function stop() { if (timer) { clearInterval(timer); timer = null; } playBtn.textContent = "Play"; }

@@ -291,3 +291,23 @@ def _page_data(page: str) -> dict:
     assert blob
     return json.loads(gzip.decompress(base64.b64decode(blob.group(1))))
 
+
+
+def test_page_shows_round_scoring_apart_from_the_move(match_game: Path) -> None:
+    from nertz_env.replay_cli import page_html
+
+    rep = load_replay(match_game)
+    page = page_html(rep)
+    data = _page_data(page)
+    cfg = rep.config
+    for tick in data["ticks"]:
+        if "end" not in tick:
+            assert "re" not in tick
+            continue
+        # the round's scoring is bonus - penalty x cards left, kept apart from the move's own reward
+        re_ = tick["re"]
+        assert [e["reward"] for e in re_] == [e["bonus"] - cfg["nertz_penalty"] * e["left"] for e in re_]
+        assert any(e["left"] for e in re_)
+        moves = [r - e["reward"] for r, e in zip(tick.get("r", [0.0] * 2), re_, strict=True)]
+        assert all(m >= 0 for m in moves)  # a move earns +1 per own card to the lake; no move costs a penalty
+    assert "Round end: " in page and "left in the Nertz pile" in page
