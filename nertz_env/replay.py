@@ -33,7 +33,13 @@ then one line per tick, in order::
                                       # before it existed, where readers recompute it (see round_end_table)
      "h": "8 hex digits"}             # the first 8 hex digits of the SHA-1 of the table's snapshot after the tick
 
-and, when the episode ended, a last line ``{"final": {...the closing snapshot...}, "ticks": N}``.
+and a closing line: ``{"final": {...the closing snapshot...}, "ticks": N}`` when the episode ended, or
+``{"stopped": "before the game's end", "ticks": N}`` when the writer was closed before that (a reset, a new
+game in ``nertz-play``). A file with neither was cut off: a game still being written (``nertz-play`` appends
+tick by tick) or a writer that crashed. :func:`load_replay` reads such a file (a last line cut in the middle,
+or a gzip stream that ends early, is dropped) and :attr:`Replay.cut_off` says so; :func:`verify_replay`
+raises :class:`ReplayIncomplete` for it, naming the last complete tick (``nertz-replay --partial`` draws it
+anyway, marked as cut off). Files written before the ``stopped`` line existed read as cut off when unfinished.
 
 The format stays ``nertz-replay/1``: ``end_table`` is an optional field that older readers ignore.
 
@@ -47,8 +53,10 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import os
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -65,6 +73,7 @@ __all__ = [
     "RecordReplay",
     "Replay",
     "ReplayError",
+    "ReplayIncomplete",
     "ReplayMismatch",
     "ReplayWriter",
     "env_for",
@@ -79,6 +88,10 @@ __all__ = [
 
 class ReplayError(ValueError):
     """A file that is not a readable ``nertz-replay/1`` record; the message says where."""
+
+
+class ReplayIncomplete(ReplayError):
+    """A replay file without its closing line (cut off); the message names the last complete tick."""
 
 
 class ReplayMismatch(AssertionError):
@@ -187,14 +200,19 @@ class ReplayWriter:
     def finish(self, final_snapshot: dict[str, Any]) -> None:
         """Write the closing line and close the file."""
         self._write({"final": final_snapshot, "ticks": self.ticks})
-        self.close()
+        self.closed = True
+        self._file.close()
 
     def close(self) -> None:
-        """Close without a closing line (a game stopped before its end); a ``.gz`` file is written now."""
+        """Close a game stopped before its end: writes the ``stopped`` closing line (a ``.gz`` file is complete
+        now). After :meth:`finish` it does nothing."""
         if self.closed:
             return
         self.closed = True
-        self._file.close()
+        try:
+            self._write({"stopped": "before the game's end", "ticks": self.ticks})
+        finally:
+            self._file.close()
 
 
 class RecordReplay:
@@ -298,7 +316,8 @@ class RecordReplay:
 @dataclass
 class Replay:
     """A loaded ``nertz-replay/1`` file: the header's fields, the tick records, and the closing snapshot
-    (``None`` when the game was stopped before its end)."""
+    (``None`` when the game was stopped before its end: then ``stopped`` is True, or the file was cut off and
+    ``cut_off`` says how)."""
 
     agents: list[str]
     config: dict[str, Any]
@@ -307,63 +326,96 @@ class Replay:
     ticks: list[dict[str, Any]] = field(default_factory=list)
     final: dict[str, Any] | None = None
     path: str = ""
+    stopped: bool = False
+    cut_off: str | None = None
+
+    @property
+    def last_tick(self) -> int:
+        """The tick of the last complete tick line (0: none)."""
+        return int(self.ticks[-1]["t"]) if self.ticks else 0
+
+    def incomplete(self) -> str | None:
+        """``None`` for a file with its closing line, else one sentence saying where it was cut off."""
+        if self.final is not None or self.stopped:
+            return None
+        how = f" ({self.cut_off})" if self.cut_off else ""
+        return (
+            f"{self.path}: cut off after tick {self.last_tick}, the last complete tick: no closing line{how}; "
+            "a game still being written or a writer that crashed (nertz-replay --partial draws it anyway)"
+        )
 
 
-def _open_text(path: str) -> IO[str]:
+def _read_text(path: str) -> tuple[IO[str], bool]:
+    """The file's text, inflated when gzip; and whether its gzip stream ended early (what was inflated before
+    the cut is kept, so a cut-off ``.gz`` file reads up to its last complete line)."""
     with open(path, "rb") as f:
-        magic = f.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+        raw = f.read()
+    if raw[:2] != b"\x1f\x8b":
+        return io.StringIO(raw.decode("utf-8")), False
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        data = d.decompress(raw)
+    except zlib.error as e:
+        raise OSError(f"not a gzip stream: {e}") from None
+    text = data.decode("utf-8", errors="strict" if d.eof else "ignore")  # a cut may split a character
+    return io.StringIO(text, newline=None), not d.eof
 
 
 def load_replay(path: str | os.PathLike[str]) -> Replay:
     """Read a ``nertz-replay/1`` file (plain or gzip). Raises :class:`ReplayError` naming the line."""
     path = os.fspath(path)
     try:
-        f = _open_text(path)
-    except OSError as e:
+        f, gz_cut = _read_text(path)
+    except FileNotFoundError as e:
         raise ReplayError(f"{path}: cannot read: {e.strerror or e}") from None
-    rep: Replay | None = None
-    try:
-        with f:
-            for k, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise ReplayError(f"{path}:{k}: not JSON ({e.msg})") from None
-                if not isinstance(obj, dict):
-                    raise ReplayError(f"{path}:{k}: each line is a JSON object")
-                if rep is None:
-                    if obj.get("format") != FORMAT:
-                        raise ReplayError(f"{path}:{k}: not a {FORMAT} file (format {obj.get('format')!r})")
-                    for key in ("agents", "config", "snapshot"):
-                        if key not in obj:
-                            raise ReplayError(f"{path}:{k}: the header has no {key!r}")
-                    try:
-                        n = make_config(**obj["config"]).num_players
-                    except (TypeError, ValueError) as e:
-                        raise ReplayError(f"{path}:{k}: config: {e}") from None
-                    if not isinstance(obj["agents"], list) or len(obj["agents"]) != n:
-                        raise ReplayError(f"{path}:{k}: agents must name all {n} seats")
-                    rep = Replay(obj["agents"], obj["config"], obj["snapshot"], obj.get("meta", {}), path=path)
-                elif "final" in obj:
-                    rep.final = obj["final"]
-                else:
-                    if rep.final is not None:
-                        raise ReplayError(f"{path}:{k}: a tick after the closing line")
-                    a = obj.get("a")
-                    if not isinstance(obj.get("t"), int) or not isinstance(a, list) or len(a) != len(rep.agents):
-                        raise ReplayError(f"{path}:{k}: a tick line needs 't' and one action per seat in 'a'")
-                    if not all(isinstance(x, int) and not isinstance(x, bool) for x in a):
-                        raise ReplayError(f"{path}:{k}: actions must be integers")
-                    rep.ticks.append(obj)
-    except (OSError, EOFError, UnicodeDecodeError) as e:
+    except (OSError, UnicodeDecodeError) as e:
+        if isinstance(e, OSError) and e.errno is not None:
+            raise ReplayError(f"{path}: cannot read: {e.strerror or e}") from None
         raise ReplayError(f"{path}: unreadable ({e})") from None
+    rep: Replay | None = None
+    with f:
+        for k, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                if rep is not None and not line.endswith("\n"):  # the last line, cut while being written
+                    rep.cut_off = f"line {k} ends in the middle"
+                    break
+                raise ReplayError(f"{path}:{k}: not JSON ({e.msg})") from None
+            if not isinstance(obj, dict):
+                raise ReplayError(f"{path}:{k}: each line is a JSON object")
+            if rep is None:
+                if obj.get("format") != FORMAT:
+                    raise ReplayError(f"{path}:{k}: not a {FORMAT} file (format {obj.get('format')!r})")
+                for key in ("agents", "config", "snapshot"):
+                    if key not in obj:
+                        raise ReplayError(f"{path}:{k}: the header has no {key!r}")
+                try:
+                    n = make_config(**obj["config"]).num_players
+                except (TypeError, ValueError) as e:
+                    raise ReplayError(f"{path}:{k}: config: {e}") from None
+                if not isinstance(obj["agents"], list) or len(obj["agents"]) != n:
+                    raise ReplayError(f"{path}:{k}: agents must name all {n} seats")
+                rep = Replay(obj["agents"], obj["config"], obj["snapshot"], obj.get("meta", {}), path=path)
+            elif "final" in obj:
+                rep.final = obj["final"]
+            elif "stopped" in obj:
+                rep.stopped = True
+            else:
+                if rep.final is not None or rep.stopped:
+                    raise ReplayError(f"{path}:{k}: a tick after the closing line")
+                a = obj.get("a")
+                if not isinstance(obj.get("t"), int) or not isinstance(a, list) or len(a) != len(rep.agents):
+                    raise ReplayError(f"{path}:{k}: a tick line needs 't' and one action per seat in 'a'")
+                if not all(isinstance(x, int) and not isinstance(x, bool) for x in a):
+                    raise ReplayError(f"{path}:{k}: actions must be integers")
+                rep.ticks.append(obj)
     if rep is None:
-        raise ReplayError(f"{path}: empty file")
+        raise ReplayError(f"{path}: unreadable (the gzip stream ends early)" if gz_cut else f"{path}: empty file")
+    if gz_cut and rep.final is None and not rep.stopped:
+        rep.cut_off = "the gzip stream ends early" + (f"; {rep.cut_off}" if rep.cut_off else "")
     return rep
 
 
@@ -508,15 +560,23 @@ def _check_tick(
         raise bad("table hash", rec.get("h"), h)
 
 
-def verify_replay(src: Replay | str | os.PathLike[str]) -> int:
+def verify_replay(src: Replay | str | os.PathLike[str], partial: bool = False) -> int:
     """Replay a file through the engine and check every tick exactly; returns the number of ticks.
+
+    ``partial=True`` accepts a file without its closing line (a game still being written) and checks the
+    ticks it has.
 
     Raises:
         ReplayMismatch: at the first tick that differs, naming it and the field.
+        ReplayIncomplete: every tick checked, but the file has no closing line (cut off).
         ReplayError: the file is not a readable replay.
     """
+    rep = _as_replay(src)
     count = 0
-    for fr in replay_frames(src):
+    for fr in replay_frames(rep):
         if fr.kind in ("tick", "next_deal"):
             count += 1
+    why = rep.incomplete()
+    if why is not None and not partial:
+        raise ReplayIncomplete(why)
     return count

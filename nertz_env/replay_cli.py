@@ -4,6 +4,9 @@
     nertz-replay game.jsonl.gz --gif game.gif         # an animation of the table, one frame per tick
     nertz-replay game.jsonl.gz --mp4 game.mp4 --fps 8
 
+A file without its closing line (cut off: a game ``nertz-play`` is still writing, or a crashed writer) is an
+error naming its last complete tick; ``--partial`` draws it anyway, marked as cut off on the page.
+
 The file is first replayed through the engine (every tick checked, see :func:`nertz_env.replay.verify_replay`),
 so what is drawn is what the engine does with the recorded actions. Every picture comes from
 :mod:`nertz_env.draw`: the page holds the drawing's SVG parts (title, lake, one per seat) of every tick, each
@@ -179,6 +182,7 @@ def page_html(rep: Replay, title: str | None = None) -> str:
         "series": series,
         "done": fr_list[-1].snapshot["done"],
         "complete": rep.final is not None,
+        "cut": rep.incomplete() is not None,
     }
     blob = base64.b64encode(gzip.compress(json.dumps(data, separators=(",", ":")).encode(), 9, mtime=0)).decode()
     name = title or os.path.basename(rep.path) or "Nertz replay"
@@ -188,10 +192,16 @@ def page_html(rep: Replay, title: str | None = None) -> str:
         "META": html.escape(meta),
         "DEFS": defs,
         "CHART": _chart(series, rep.agents, marks),
+        "CUT": (
+            f'<span class="cut">Cut off: the file ends after tick {rep.last_tick} with no closing line '
+            "(a game still being written, or a writer that crashed)</span>"
+            if rep.incomplete() is not None
+            else ""
+        ),
         "DATA": blob,
     }
     # one pass, so a title that happens to contain "%DATA%" stays text
-    return re.sub(r"%(TITLE|META|DEFS|CHART|DATA)%", lambda m: fill[m.group(1)], _PAGE)
+    return re.sub(r"%(TITLE|META|DEFS|CHART|DATA|CUT)%", lambda m: fill[m.group(1)], _PAGE)
 
 
 def _frames_rgb(rep: Replay, scale: float) -> tuple[list[str], int]:
@@ -239,6 +249,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fps", type=float, default=4.0, help="frames per second of --gif/--mp4 (default 4)")
     p.add_argument("--scale", type=float, default=1.0, help="picture size of --gif/--mp4 (default 1.0)")
     p.add_argument("--title", help="the page's title (default: the file's name)")
+    p.add_argument(
+        "--partial",
+        action="store_true",
+        help="also draw a file without its closing line (a game nertz-play is still writing, or a crashed "
+        "writer), marked as cut off; without it such a file is an error",
+    )
     return p
 
 
@@ -265,6 +281,11 @@ def run(args: argparse.Namespace) -> int:
         _check_out(args.mp4, "--mp4", ".mp4")
     try:
         rep = load_replay(args.file)
+        cut = rep.incomplete()
+        if cut is not None and not args.partial:
+            raise UsageError(cut)
+        if cut is None and args.partial:
+            print("nertz-replay: note: --partial: the file is complete, nothing is cut off", file=sys.stderr)
         if args.output:
             page = page_html(rep, args.title)
             with open(args.output, "w", encoding="utf-8") as f:
@@ -312,9 +333,9 @@ button:hover{background:#2e6b48}#scrub{flex:1 1 300px}
 .roundend{color:#ffe14d}.tag.il{background:#ff4d4d;color:#000}.tag.lr{background:#ffb627;color:#000}.end{color:#ffe14d;font-weight:600}
 #chart text{fill:#cfe3d5;font-size:10px}.legend span{display:inline-block;margin-right:10px}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
-#error{color:#ff8080;padding:10px}kbd{background:#24593a;border-radius:3px;padding:0 4px;font-size:12px}
+#error{color:#ff8080;padding:10px}.cut{background:#ffb627;color:#000;font-weight:600;padding:2px 8px;border-radius:4px}kbd{background:#24593a;border-radius:3px;padding:0 4px;font-size:12px}
 </style></head><body>
-<header><h1>%TITLE%</h1><span class="meta">%META%</span></header>
+<header><h1>%TITLE%</h1><span class="meta">%META%</span>%CUT%</header>
 <div class="controls">
 <button id="play" title="Space">Play</button>
 <button id="stepback" title="Left arrow">&#9664;</button><button id="stepfwd" title="Right arrow">&#9654;</button>
@@ -365,7 +386,7 @@ Keys: <kbd>Space</kbd> play/pause, <kbd>&larr;</kbd>/<kbd>&rarr;</kbd> step, <kb
     const tno = K[1] < 0 ? 0 : D.ticks[K[1]].t;
     tickno.textContent = `tick ${tno} / ${last}` + (K[0] === "round_end" ? "  (round " + (K[2] + 1) + " over)" :
       K[0] === "next_deal" ? "  (round " + (K[2] + 1) + " dealt)" : "") +
-      (i === N ? (D.complete ? "  (end: " + D.done + ")" : "  (unfinished)") : "");
+      (i === N ? (D.complete ? "  (end: " + D.done + ")" : D.cut ? "  (cut off here)" : "  (stopped before the end)") : "");
     const x0 = 34, x1 = chart.viewBox.baseVal.width - 8;
     const x = x0 + (x1 - x0) * i / Math.max(1, N);
     cursor.setAttribute("x1", x); cursor.setAttribute("x2", x);

@@ -311,3 +311,46 @@ def test_page_shows_round_scoring_apart_from_the_move(match_game: Path) -> None:
         moves = [r - e["reward"] for r, e in zip(tick.get("r", [0.0] * 2), re_, strict=True)]
         assert all(m >= 0 for m in moves)  # a move earns +1 per own card to the lake; no move costs a penalty
     assert "Round end: " in page and "left in the Nertz pile" in page
+
+
+# ------------------------------------------------------------------ a file cut off while being written
+def test_cut_off_file_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from nertz_env.replay import ReplayIncomplete
+    from nertz_env.replay_cli import main
+
+    path = tmp_path / "g.jsonl"
+    play(RecordReplay(parallel_env(num_players=2), path), seed=6, max_ticks=40)  # no close: still being written
+    whole = path.read_text()
+    assert '"stopped"' not in whole and '"final"' not in whole
+    rep = load_replay(path)
+    assert rep.incomplete() and rep.last_tick == 40
+    with pytest.raises(ReplayIncomplete, match="cut off after tick 40, the last complete tick"):
+        verify_replay(path)
+    assert verify_replay(path, partial=True) == 40  # a game still being written, checked as far as it goes
+    # cut in the middle of a line: that line is dropped, the tick before it is the last complete one
+    mid = tmp_path / "mid.jsonl"
+    mid.write_text(whole[: whole.rindex('{"t":40') + 25])
+    with pytest.raises(ReplayIncomplete, match=r"after tick 39, .*line 41 ends in the middle"):
+        verify_replay(mid)
+    # a gzip stream that ends early
+    gz = tmp_path / "g.jsonl.gz"
+    packed = gzip.compress(whole.encode())
+    gz.write_bytes(packed[: len(packed) - 40])
+    cut = load_replay(gz)
+    assert cut.cut_off.startswith("the gzip stream ends early") and 0 < cut.last_tick < 40
+    with pytest.raises(ReplayIncomplete, match=f"after tick {cut.last_tick},"):
+        verify_replay(cut)
+    # the command: one line without --partial (exit 2); with it, a page that says it was cut off
+    out = tmp_path / "p.html"
+    assert main([str(mid), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "after tick 39" in err and "--partial" in err and not out.exists()
+    assert main([str(mid), "-o", str(out), "--partial"]) == 0
+    page = out.read_text()
+    assert "Cut off: the file ends after tick 39" in page and _page_data(page)["cut"] is True
+    # a writer closed before the end writes a closing line: complete, not cut off
+    closed = tmp_path / "closed.jsonl"
+    env = RecordReplay(parallel_env(num_players=2), closed)
+    play(env, seed=6, max_ticks=10)
+    env.close()
+    assert load_replay(closed).stopped and verify_replay(closed) == 10
