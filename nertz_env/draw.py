@@ -7,6 +7,11 @@ per seat: its name and match score, the Nertz pile (top card and count), the sto
 card and count) and the work piles fanned downward so every card's corner reads. :func:`table_rgb` renders
 that very SVG with resvg (``pip install nertz-env[render]``), so the picture and the raster never differ.
 
+Size: work piles have room for ``fan`` cards at the full step (longer piles squeeze into that room), and the
+default is ``ENV_FAN`` (9) everywhere, as in ``env.render()``: every table of one config is drawn at one size,
+and ``table_rgb(env.snapshot())`` is exactly ``env.render()``'s picture. Pass ``fan=longest_pile(snap)`` for
+room that grows with the longest pile instead (the replay page passes the longest pile of the whole game).
+
 No text element is used: letters, digits and suits are drawn as SVG paths (a small stroke font in this
 module), so the raster never depends on the fonts installed on the machine and the SVG looks the same in
 every browser.
@@ -52,7 +57,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ENV_FAN", "SEAT_COLOURS", "TableDrawing", "draw_table", "svg_to_rgb", "table_rgb", "table_svg"]
+__all__ = [
+    "ENV_FAN",
+    "SEAT_COLOURS",
+    "TableDrawing",
+    "draw_table",
+    "longest_pile",
+    "svg_to_rgb",
+    "table_rgb",
+    "table_svg",
+]
 
 #: One colour per seat (frames in the lake, panel headers).
 SEAT_COLOURS = ("#e4572e", "#3a86ff", "#43aa8b", "#f4a259", "#b565d9", "#c9a227", "#ef6f9c", "#2ec4d6")
@@ -61,8 +75,8 @@ SEAT_COLOURS = ("#e4572e", "#3a86ff", "#43aa8b", "#f4a259", "#b565d9", "#c9a227"
 CW, CH = 40, 56  # a card
 GAP = 6  # between piles
 FAN = 15  # vertical step of a fanned work pile
-FAN_CARDS = 6  # work piles have room for at least this many cards at the full step
-ENV_FAN = 9  # the room of env.render() frames: one size for a whole episode (longer piles squeeze)
+FAN_CARDS = 6  # the replay page's least room: a game's longest pile, at least this
+ENV_FAN = 9  # the default room (env.render() and table_svg/table_rgb): one size per config (longer piles squeeze)
 PAD = 8
 HEAD = 24  # a seat panel's header
 TITLE = 28  # the table's title bar
@@ -494,7 +508,7 @@ def draw_table(
         raise ValueError(f"unknown highlight key(s) {unknown}; the keys are 'seats' and 'select'")
     banners = {int(p): _banner(v) for p, v in dict(hl.get("seats") or {}).items()}
     select = hl.get("select")
-    fan = max(FAN_CARDS, longest_pile(snap)) if fan is None else max(1, int(fan))
+    fan = ENV_FAN if fan is None else max(1, int(fan))
     cols, panel_w, panel_h, _fan_h, _w = _layout(cfg, fan)
     rows = math.ceil(n / cols)
     width = cols * panel_w + (cols + 1) * PAD
@@ -585,8 +599,9 @@ def table_svg(
         seat_names: a name per seat for the panel headers (default ``player_0`` ...).
         highlight: ``{"seats": {p: text or (text, kind)}, "select": {...}}`` (both optional).
         interactive: mark clickable elements with ``class="hit"`` and ``data-*`` attributes.
-        fan: cards each work pile has room for at the full step (default: the longest pile of ``snap``, at
-            least 6); longer piles squeeze. Pass the same value for every frame of a game to keep one size.
+        fan: cards each work pile has room for at the full step (default ``ENV_FAN``, 9, as ``env.render()``:
+            one size for every table of a config); longer piles squeeze. ``fan=longest_pile(snap)`` gives
+            room that grows with the longest pile.
     """
     return draw_table(snap, seat_names=seat_names, highlight=highlight, interactive=interactive, fan=fan).svg()
 
@@ -615,5 +630,7 @@ def table_rgb(
     fan: int | None = None,
     scale: float = 1.0,
 ) -> np.ndarray:
-    """The drawing of :func:`table_svg`, rasterized: an (H, W, 3) uint8 array (``scale`` multiplies the size)."""
+    """The drawing of :func:`table_svg`, rasterized: an (H, W, 3) uint8 array (``scale`` multiplies the size).
+
+    With the default ``fan`` (``ENV_FAN``) this is exactly ``env.render()``'s picture of ``snap``."""
     return svg_to_rgb(table_svg(snap, seat_names=seat_names, highlight=highlight, fan=fan), scale)

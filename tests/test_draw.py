@@ -126,6 +126,24 @@ def test_highlight_and_names() -> None:
         table_svg(snap, highlight={"seats": {0: ("x", "loud")}})
 
 
+def test_default_drawing_is_env_render() -> None:
+    """table_rgb(env.snapshot()) is env.render()'s very picture, and the default size is one per config."""
+    from nertz_env.draw import ENV_FAN, longest_pile
+    from nertz_env.environment import parallel_env
+
+    env = parallel_env(num_players=2, render_mode="rgb_array")
+    env.reset(seed=4)
+    for _ in range(30):
+        env.step({a: 2 for a in env.agents})
+    assert np.array_equal(env.render(), table_rgb(env.snapshot()))
+    snaps = [_snap("p2"), env.snapshot()]
+    def size(svg: str) -> str:
+        return re.search(r'viewBox="([^"]+)"', svg).group(1)
+
+    assert len({size(table_svg(s)) for s in snaps}) == 1  # same config, same size
+    assert size(table_svg(snaps[0], fan=max(ENV_FAN, longest_pile(snaps[0])) + 3)) != size(table_svg(snaps[0]))
+
+
 def test_fan_keeps_one_size() -> None:
     snap = _snap("p2")
     sizes = {table_rgb(snap, fan=f).shape for f in (9, 9)}
