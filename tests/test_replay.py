@@ -176,15 +176,24 @@ def test_cli_page(short_game: Path, tmp_path: Path) -> None:
     assert frame == re.sub(r"<defs>.*?</defs>", "", full)
 
 
-def test_cli_animations(short_game: Path, tmp_path: Path) -> None:
+def test_cli_animations(short_game: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from PIL import Image
 
-    from nertz_env.replay_cli import main
+    from nertz_env.draw import table_rgb
+    from nertz_env.replay_cli import build_frames, main
 
     gif = tmp_path / "a.gif"
     assert main([str(short_game), "--gif", str(gif), "--scale", "0.5", "--fps", "8"]) == 0
+    err = capsys.readouterr().err
+    assert "frame 13/13" in err and "frame 1/13" in err  # progress on stderr (a line every tenth off a terminal)
     with Image.open(gif) as im:
         assert im.n_frames == 13 and im.size[0] > 100
+        # one palette for the whole GIF, and the frames still look like the drawing
+        frames, fan = build_frames(load_replay(short_game))
+        im.seek(12)
+        got = np.asarray(im.convert("RGB")).astype(int)
+        want = table_rgb(frames[-1].snapshot, seat_names=["me", "you"], fan=fan, scale=0.5).astype(int)
+        assert got.shape == want.shape and np.abs(got - want).mean() < 2
     pytest.importorskip("imageio_ffmpeg")
     mp4 = tmp_path / "a.mp4"
     assert main([str(short_game), "--mp4", str(mp4), "--scale", "0.5"]) == 0
