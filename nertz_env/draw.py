@@ -60,6 +60,7 @@ import numpy as np
 __all__ = [
     "ENV_FAN",
     "SEAT_COLOURS",
+    "SEAT_INK",
     "TableDrawing",
     "draw_table",
     "longest_pile",
@@ -69,7 +70,24 @@ __all__ = [
 ]
 
 #: One colour per seat (frames in the lake, panel headers).
-SEAT_COLOURS = ("#e4572e", "#3a86ff", "#43aa8b", "#f4a259", "#b565d9", "#c9a227", "#ef6f9c", "#2ec4d6")
+#: Okabe & Ito's colour-blind-safe set (its black, unseen on the felt, swapped for Paul Tol's grey), ordered so
+#: that the first seats differ most: vermillion, sky blue, yellow, reddish purple, bluish green, orange, blue,
+#: grey.
+SEAT_COLOURS = ("#d55e00", "#56b4e9", "#f0e442", "#cc79a7", "#009e73", "#e69f00", "#0072b2", "#bbbbbb")
+
+
+def _ink(colour: str) -> str:
+    """White or near-black, whichever reads better on ``colour`` (WCAG contrast)."""
+    lin = []
+    for i in (1, 3, 5):
+        c = int(colour[i : i + 2], 16) / 255
+        lin.append(c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4)
+    lum = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    return "#ffffff" if (1.05 / (lum + 0.05)) >= ((lum + 0.05) / 0.05) else "#111111"
+
+
+#: The text colour on each seat's colour (its panel header).
+SEAT_INK = tuple(_ink(c) for c in SEAT_COLOURS)
 
 # Card and layout sizes, in SVG units (one unit is one pixel of the raster at scale 1).
 CW, CH = 40, 56  # a card
@@ -385,15 +403,16 @@ def _seat_panel(
     """Seat ``p``'s panel as two strings: what stays the same all game (frame, name, labels) and the rest."""
     _cols, panel_w, panel_h, fan_h, _w = _layout(cfg, fan)
     colour = SEAT_COLOURS[p % len(SEAT_COLOURS)]
+    ink = SEAT_INK[p % len(SEAT_INK)]
     static = [
         f'<g class="seat" data-seat="{p}">',
         f'<rect x="{_num(x0)}" y="{_num(y0)}" width="{panel_w}" height="{panel_h}" rx="6" fill="{PANEL}" '
         f'stroke="{colour}" stroke-width="2"/>',
         f'<rect x="{_num(x0)}" y="{_num(y0)}" width="{panel_w}" height="{HEAD - 4}" rx="6" fill="{colour}"/>',
-        _text(name[:24], x0 + PAD, y0 + 5, 9, "#ffffff", weight=0.17),
-        _text("SCORE", x0 + panel_w - PAD - 34, y0 + 5, 9, "#ffffff", anchor="end", weight=0.17),
+        _text(name[:24], x0 + PAD, y0 + 5, 9, ink, weight=0.17),
+        _text("SCORE", x0 + panel_w - PAD - 34, y0 + 5, 9, ink, anchor="end", weight=0.17),
     ]
-    out = [_text(str(pl["match_score"]), x0 + panel_w - PAD - 29, y0 + 5, 9, "#ffffff", weight=0.17)]
+    out = [_text(str(pl["match_score"]), x0 + panel_w - PAD - 29, y0 + 5, 9, ink, weight=0.17)]
     sel_zone = select.get("zone") if select and select.get("seat") == p else None
     back = False
     y = y0 + HEAD + 4
@@ -439,7 +458,8 @@ def _seat_panel(
     redeals, false_calls = int(pl.get("redeals", 0)), int(pl.get("false_calls", 0))
     extra = []
     if redeals:
-        extra.append(f"REDEALS {redeals}")
+        limit = cfg.get("max_redeals")
+        extra.append(f"REDEALS USED {redeals}" + (f" OF {limit}" if limit is not None else ""))
     if false_calls:
         extra.append(f"FALSE CALLS {false_calls}")
     if extra:

@@ -85,10 +85,16 @@ def _drawings(rep: Replay, frames: list[Frame], fan: int) -> list[TableDrawing]:
     ]
 
 
-def _chart(series: list[list[int]], names: list[str], marks: list[tuple[int, str]], width: int = 640) -> str:
-    """Running scores over ticks as an SVG line chart (a ``#cursor`` line marks the shown tick)."""
+CHART_W = 340  # the chart's width in SVG units: about the side column's width in pixels, so text is not shrunk
+CHART_FONT = 12  # px at that width
+
+
+def _chart(
+    series: list[list[int]], names: list[str], marks: list[tuple[int, str]], last_tick: int, width: int = CHART_W
+) -> str:
+    """Running scores over frames as an SVG line chart (a ``#cursor`` line marks the shown frame)."""
     n_t = len(series)
-    h, left, right, top, bottom = 150, 34, 8, 8, 24
+    h, left, right, top, bottom = 160, 40, 8, 8, 26
     lo = min(min(s) for s in series)
     hi = max(max(s) for s in series)
     if hi == lo:
@@ -108,7 +114,7 @@ def _chart(series: list[list[int]], names: list[str], marks: list[tuple[int, str
     for v in (lo, hi):
         out.append(f'<text x="{left - 4}" y="{y(v) + 4:.1f}" text-anchor="end">{v}</text>')
     out.append(f'<text x="{left}" y="{h - 6}">tick 0</text>')
-    out.append(f'<text x="{width - right}" y="{h - 6}" text-anchor="end">tick {n_t - 1}</text>')
+    out.append(f'<text x="{width - right}" y="{h - 6}" text-anchor="end">tick {last_tick}</text>')
     for t, kind in marks:
         colour = "#ff4d4d" if kind == "error" else "#ffb627" if kind == "warn" else "#ffffff"
         out.append(
@@ -154,7 +160,7 @@ def page_html(rep: Replay, title: str | None = None) -> str:
             for a in rec["a"]:
                 if a not in words:
                     words[a] = table.describe(a) if 0 <= a < table.n else f"no valid action ({a}): waits"
-            tick = {k: rec[k] for k in ("t", "a", "il", "lr", "r", "end", "score", "match") if k in rec}
+            tick: dict[str, Any] = {k: rec[k] for k in ("t", "a", "il", "lr", "r", "end", "score", "match") if k in rec}
             if f.round_end is not None:  # the round's scoring, shown apart from the moves' own rewards
                 tick["re"] = f.round_end
             ticks.append(tick)
@@ -191,7 +197,7 @@ def page_html(rep: Replay, title: str | None = None) -> str:
         "TITLE": html.escape(name),
         "META": html.escape(meta),
         "DEFS": defs,
-        "CHART": _chart(series, rep.agents, marks),
+        "CHART": _chart(series, rep.agents, marks, ticks[-1]["t"] if ticks else 0),
         "CUT": (
             f'<span class="cut">Cut off: the file ends after tick {rep.last_tick} with no closing line '
             "(a game still being written, or a writer that crashed)</span>"
@@ -199,9 +205,11 @@ def page_html(rep: Replay, title: str | None = None) -> str:
             else ""
         ),
         "DATA": blob,
+        "CHARTW": str(CHART_W),
+        "CHARTFONT": str(CHART_FONT),
     }
     # one pass, so a title that happens to contain "%DATA%" stays text
-    return re.sub(r"%(TITLE|META|DEFS|CHART|DATA|CUT)%", lambda m: fill[m.group(1)], _PAGE)
+    return re.sub(r"%(TITLE|META|DEFS|CHARTW|CHARTFONT|CHART|DATA|CUT)%", lambda m: fill[m.group(1)], _PAGE)
 
 
 def _frames_rgb(rep: Replay, scale: float) -> tuple[list[str], int]:
@@ -389,7 +397,7 @@ button:hover{background:#2e6b48}#scrub{flex:1 1 300px}
 .moves{list-style:none;margin:6px 0;padding:0}.moves li{padding:3px 6px;border-left:4px solid;margin:2px 0;background:#173d29}
 .moves .il{background:#5a1a1a}.moves .lr{background:#5a4310}.tag{font-weight:600;font-size:11px;padding:0 4px;border-radius:3px;margin-left:4px}
 .roundend{color:#ffe14d}.tag.il{background:#ff4d4d;color:#000}.tag.lr{background:#ffb627;color:#000}.end{color:#ffe14d;font-weight:600}
-#chart text{fill:#cfe3d5;font-size:10px}.legend span{display:inline-block;margin-right:10px}
+#chart{max-width:%CHARTW%px}#chart text{fill:#cfe3d5;font-size:%CHARTFONT%px}.legend span{display:inline-block;margin-right:10px}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
 #error{color:#ff8080;padding:10px}.cut{background:#ffb627;color:#000;font-weight:600;padding:2px 8px;border-radius:4px}kbd{background:#24593a;border-radius:3px;padding:0 4px;font-size:12px}
 </style></head><body>
@@ -445,7 +453,7 @@ Keys: <kbd>Space</kbd> play/pause, <kbd>&larr;</kbd>/<kbd>&rarr;</kbd> step, <kb
     tickno.textContent = `tick ${tno} / ${last}` + (K[0] === "round_end" ? "  (round " + (K[2] + 1) + " over)" :
       K[0] === "next_deal" ? "  (round " + (K[2] + 1) + " dealt)" : "") +
       (i === N ? (D.complete ? "  (end: " + D.done + ")" : D.cut ? "  (cut off here)" : "  (stopped before the end)") : "");
-    const x0 = 34, x1 = chart.viewBox.baseVal.width - 8;
+    const x0 = 40, x1 = chart.viewBox.baseVal.width - 8;
     const x = x0 + (x1 - x0) * i / Math.max(1, N);
     cursor.setAttribute("x1", x); cursor.setAttribute("x2", x);
     if (K[0] === "deal") { movesEl.innerHTML = "<li style='border-color:#888'>the deal: no moves yet</li>"; eventEl.textContent = ""; return; }

@@ -387,3 +387,15 @@ def test_version_1_files_still_read(tmp_path: Path) -> None:
     old.write_text("".join(json.dumps(x) + "\n" for x in lines[:30]))
     with pytest.raises(ReplayError, match="cut off after tick 29"):
         verify_replay(old)
+
+
+def test_page_chart_labels_are_readable(match_game: Path) -> None:
+    from nertz_env.replay_cli import page_html
+
+    page = page_html(load_replay(match_game))
+    view_w = float(re.search(r'<svg id="chart" viewBox="0 0 (\d+)', page).group(1))
+    shown_w = float(re.search(r"#chart\{max-width:(\d+)px\}", page).group(1))
+    font = float(re.search(r"#chart text\{[^}]*font-size:(\d+)px", page).group(1))
+    assert font * shown_w / view_w >= 11  # the axis labels' size on screen, in px (they were about 5)
+    last = load_replay(match_game).ticks[-1]["t"]
+    assert f">tick {last}</text>" in page  # the axis ends at the last tick, not at the frame count
