@@ -19,7 +19,8 @@ wrapper is closed; a plain file is flushed line by line, so a crash loses nothin
 
 then one line per tick, in order::
 
-    {"t": tick,                       # the table's tick after this step (1, 2, ...)
+    {"t": tick,                       # the table's tick after this step (1, 2, ...; in a match ticks count
+                                      # from each deal, so the tick that ends a round says 0: the new deal's)
      "a": [action index per seat],    # what each seat asked for (-1: None; an illegal one is kept as given)
      "n": [action name per seat],     # ActionTable.name of each index ("?" when out of range)
      "il": [seats],                   # seats whose action was illegal (applied as a wait); absent when none

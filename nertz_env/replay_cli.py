@@ -89,8 +89,13 @@ CHART_W = 340  # the chart's width in SVG units: about the side column's width i
 CHART_FONT = 12  # px at that width
 
 
+def _where(snap: dict[str, Any], rounds: bool) -> str:
+    """A table's place in the game: ``tick T``, or ``round R tick T`` in a match (ticks count from each deal)."""
+    return (f"round {int(snap['round']) + 1} " if rounds else "") + f"tick {snap['tick']}"
+
+
 def _chart(
-    series: list[list[int]], names: list[str], marks: list[tuple[int, str]], last_tick: int, width: int = CHART_W
+    series: list[list[int]], names: list[str], marks: list[tuple[int, str]], last: str, width: int = CHART_W
 ) -> str:
     """Running scores over frames as an SVG line chart (a ``#cursor`` line marks the shown frame)."""
     n_t = len(series)
@@ -114,7 +119,7 @@ def _chart(
     for v in (lo, hi):
         out.append(f'<text x="{left - 4}" y="{y(v) + 4:.1f}" text-anchor="end">{v}</text>')
     out.append(f'<text x="{left}" y="{h - 6}">tick 0</text>')
-    out.append(f'<text x="{width - right}" y="{h - 6}" text-anchor="end">tick {last_tick}</text>')
+    out.append(f'<text x="{width - right}" y="{h - 6}" text-anchor="end">{last}</text>')
     for t, kind in marks:
         colour = "#ff4d4d" if kind == "error" else "#ffb627" if kind == "warn" else "#ffffff"
         out.append(
@@ -153,7 +158,7 @@ def page_html(rep: Replay, title: str | None = None) -> str:
     table = action_table(make_config(**rep.config))
     words: dict[int, str] = {}
     ticks: list[dict[str, Any]] = []
-    kinds: list[list[Any]] = []  # per frame: [kind, index into ticks (-1: the opening), round number]
+    kinds: list[list[Any]] = []  # per frame: [kind, index into ticks (-1: the opening), round, table's tick]
     for f in fr_list:
         rec = f.rec
         if rec is not None and f.kind != "next_deal":
@@ -164,7 +169,8 @@ def page_html(rep: Replay, title: str | None = None) -> str:
             if f.round_end is not None:  # the round's scoring, shown apart from the moves' own rewards
                 tick["re"] = f.round_end
             ticks.append(tick)
-        kinds.append([f.kind, len(ticks) - 1, int(f.snapshot["round"])])
+        kinds.append([f.kind, len(ticks) - 1, int(f.snapshot["round"]), int(f.snapshot["tick"])])
+    rounds = int(fr_list[-1].snapshot["round"]) + 1
     # on a round's last frame the match score says it all
     series = [
         [int(x) for x in f.rec["match"]]
@@ -182,6 +188,7 @@ def page_html(rep: Replay, title: str | None = None) -> str:
         "frames": frames,
         "ticks": ticks,
         "kinds": kinds,
+        "rounds": rounds,
         "words": {str(k): v for k, v in words.items()},
         "names": rep.agents,
         "colours": [SEAT_COLOURS[p % len(SEAT_COLOURS)] for p in range(len(rep.agents))],
@@ -197,7 +204,7 @@ def page_html(rep: Replay, title: str | None = None) -> str:
         "TITLE": html.escape(name),
         "META": html.escape(meta),
         "DEFS": defs,
-        "CHART": _chart(series, rep.agents, marks, ticks[-1]["t"] if ticks else 0),
+        "CHART": _chart(series, rep.agents, marks, _where(fr_list[-1].snapshot, rounds > 1)),
         "CUT": (
             f'<span class="cut">Cut off: the file ends after tick {rep.last_tick} with no closing line '
             "(a game still being written, or a writer that crashed)</span>"
@@ -448,9 +455,8 @@ Keys: <kbd>Space</kbd> play/pause, <kbd>&larr;</kbd>/<kbd>&rarr;</kbd> step, <kb
     cur = i;
     table.innerHTML = D.frames[i].map(k => D.parts[k]).join("") + "</svg>";
     scrub.value = i;
-    const K = D.kinds[i], last = D.ticks.length ? D.ticks[D.ticks.length - 1].t : 0;
-    const tno = K[1] < 0 ? 0 : D.ticks[K[1]].t;
-    tickno.textContent = `tick ${tno} / ${last}` + (K[0] === "round_end" ? "  (round " + (K[2] + 1) + " over)" :
+    const K = D.kinds[i], tno = K[3];
+    tickno.textContent = (D.rounds > 1 ? `round ${K[2] + 1}, tick ${tno}` : `tick ${tno} / ${D.kinds[N][3]}`) + (K[0] === "round_end" ? "  (round " + (K[2] + 1) + " over)" :
       K[0] === "next_deal" ? "  (round " + (K[2] + 1) + " dealt)" : "") +
       (i === N ? (D.complete ? "  (end: " + D.done + ")" : D.cut ? "  (cut off here)" : "  (stopped before the end)") : "");
     const x0 = 40, x1 = chart.viewBox.baseVal.width - 8;
@@ -458,7 +464,7 @@ Keys: <kbd>Space</kbd> play/pause, <kbd>&larr;</kbd>/<kbd>&rarr;</kbd> step, <kb
     cursor.setAttribute("x1", x); cursor.setAttribute("x2", x);
     if (K[0] === "deal") { movesEl.innerHTML = "<li style='border-color:#888'>the deal: no moves yet</li>"; eventEl.textContent = ""; return; }
     if (K[0] === "next_deal") {
-      movesEl.innerHTML = `<li style='border-color:#888'>round ${K[2] + 1}: the new deal (made within tick ${tno}, after round ${K[2]} ended); no moves yet</li>`;
+      movesEl.innerHTML = `<li style='border-color:#888'>round ${K[2] + 1}: the new deal (made in the same step that ended round ${K[2]}); no moves yet</li>`;
       eventEl.textContent = ""; return;
     }
     const r = D.ticks[K[1]], il = r.il || [], lr = r.lr || [];

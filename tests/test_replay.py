@@ -397,5 +397,5 @@ def test_page_chart_labels_are_readable(match_game: Path) -> None:
     shown_w = float(re.search(r"#chart\{max-width:(\d+)px\}", page).group(1))
     font = float(re.search(r"#chart text\{[^}]*font-size:(\d+)px", page).group(1))
     assert font * shown_w / view_w >= 11  # the axis labels' size on screen, in px (they were about 5)
-    last = load_replay(match_game).ticks[-1]["t"]
-    assert f">tick {last}</text>" in page  # the axis ends at the last tick, not at the frame count
+    last = load_replay(match_game).final
+    assert f">round 2 tick {last['tick']}</text>" in page  # the axis ends at the last table, not the frame count
