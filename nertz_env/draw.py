@@ -7,6 +7,11 @@ per seat: its name and match score, the Nertz pile (top card and count), the sto
 card and count) and the work piles fanned downward so every card's corner reads. :func:`table_rgb` renders
 that very SVG with resvg (``pip install nertz-env[render]``), so the picture and the raster never differ.
 
+Size: work piles have room for ``fan`` cards at the full step (longer piles squeeze into that room), and the
+default is ``ENV_FAN`` (9) everywhere, as in ``env.render()``: every table of one config is drawn at one size,
+and ``table_rgb(env.snapshot())`` is exactly ``env.render()``'s picture. Pass ``fan=longest_pile(snap)`` for
+room that grows with the longest pile instead (the replay page passes the longest pile of the whole game).
+
 No text element is used: letters, digits and suits are drawn as SVG paths (a small stroke font in this
 module), so the raster never depends on the fonts installed on the machine and the SVG looks the same in
 every browser.
@@ -52,17 +57,44 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ENV_FAN", "SEAT_COLOURS", "TableDrawing", "draw_table", "svg_to_rgb", "table_rgb", "table_svg"]
+__all__ = [
+    "ENV_FAN",
+    "SEAT_COLOURS",
+    "SEAT_INK",
+    "TableDrawing",
+    "draw_table",
+    "longest_pile",
+    "svg_to_rgb",
+    "table_rgb",
+    "table_svg",
+]
 
 #: One colour per seat (frames in the lake, panel headers).
-SEAT_COLOURS = ("#e4572e", "#3a86ff", "#43aa8b", "#f4a259", "#b565d9", "#c9a227", "#ef6f9c", "#2ec4d6")
+#: Okabe & Ito's colour-blind-safe set (its black, unseen on the felt, swapped for Paul Tol's grey), ordered so
+#: that the first seats differ most: vermillion, sky blue, yellow, reddish purple, bluish green, orange, blue,
+#: grey.
+SEAT_COLOURS = ("#d55e00", "#56b4e9", "#f0e442", "#cc79a7", "#009e73", "#e69f00", "#0072b2", "#bbbbbb")
+
+
+def _ink(colour: str) -> str:
+    """White or near-black, whichever reads better on ``colour`` (WCAG contrast)."""
+    lin = []
+    for i in (1, 3, 5):
+        c = int(colour[i : i + 2], 16) / 255
+        lin.append(c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4)
+    lum = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    return "#ffffff" if (1.05 / (lum + 0.05)) >= ((lum + 0.05) / 0.05) else "#111111"
+
+
+#: The text colour on each seat's colour (its panel header).
+SEAT_INK = tuple(_ink(c) for c in SEAT_COLOURS)
 
 # Card and layout sizes, in SVG units (one unit is one pixel of the raster at scale 1).
 CW, CH = 40, 56  # a card
 GAP = 6  # between piles
 FAN = 15  # vertical step of a fanned work pile
-FAN_CARDS = 6  # work piles have room for at least this many cards at the full step
-ENV_FAN = 9  # the room of env.render() frames: one size for a whole episode (longer piles squeeze)
+FAN_CARDS = 6  # the replay page's least room: a game's longest pile, at least this
+ENV_FAN = 9  # the default room (env.render() and table_svg/table_rgb): one size per config (longer piles squeeze)
 PAD = 8
 HEAD = 24  # a seat panel's header
 TITLE = 28  # the table's title bar
@@ -371,15 +403,16 @@ def _seat_panel(
     """Seat ``p``'s panel as two strings: what stays the same all game (frame, name, labels) and the rest."""
     _cols, panel_w, panel_h, fan_h, _w = _layout(cfg, fan)
     colour = SEAT_COLOURS[p % len(SEAT_COLOURS)]
+    ink = SEAT_INK[p % len(SEAT_INK)]
     static = [
         f'<g class="seat" data-seat="{p}">',
         f'<rect x="{_num(x0)}" y="{_num(y0)}" width="{panel_w}" height="{panel_h}" rx="6" fill="{PANEL}" '
         f'stroke="{colour}" stroke-width="2"/>',
         f'<rect x="{_num(x0)}" y="{_num(y0)}" width="{panel_w}" height="{HEAD - 4}" rx="6" fill="{colour}"/>',
-        _text(name[:24], x0 + PAD, y0 + 5, 9, "#ffffff", weight=0.17),
-        _text("SCORE", x0 + panel_w - PAD - 34, y0 + 5, 9, "#ffffff", anchor="end", weight=0.17),
+        _text(name[:24], x0 + PAD, y0 + 5, 9, ink, weight=0.17),
+        _text("SCORE", x0 + panel_w - PAD - 34, y0 + 5, 9, ink, anchor="end", weight=0.17),
     ]
-    out = [_text(str(pl["match_score"]), x0 + panel_w - PAD - 29, y0 + 5, 9, "#ffffff", weight=0.17)]
+    out = [_text(str(pl["match_score"]), x0 + panel_w - PAD - 29, y0 + 5, 9, ink, weight=0.17)]
     sel_zone = select.get("zone") if select and select.get("seat") == p else None
     back = False
     y = y0 + HEAD + 4
@@ -425,7 +458,8 @@ def _seat_panel(
     redeals, false_calls = int(pl.get("redeals", 0)), int(pl.get("false_calls", 0))
     extra = []
     if redeals:
-        extra.append(f"REDEALS {redeals}")
+        limit = cfg.get("max_redeals")
+        extra.append(f"REDEALS USED {redeals}" + (f" OF {limit}" if limit is not None else ""))
     if false_calls:
         extra.append(f"FALSE CALLS {false_calls}")
     if extra:
@@ -494,7 +528,7 @@ def draw_table(
         raise ValueError(f"unknown highlight key(s) {unknown}; the keys are 'seats' and 'select'")
     banners = {int(p): _banner(v) for p, v in dict(hl.get("seats") or {}).items()}
     select = hl.get("select")
-    fan = max(FAN_CARDS, longest_pile(snap)) if fan is None else max(1, int(fan))
+    fan = ENV_FAN if fan is None else max(1, int(fan))
     cols, panel_w, panel_h, _fan_h, _w = _layout(cfg, fan)
     rows = math.ceil(n / cols)
     width = cols * panel_w + (cols + 1) * PAD
@@ -585,8 +619,9 @@ def table_svg(
         seat_names: a name per seat for the panel headers (default ``player_0`` ...).
         highlight: ``{"seats": {p: text or (text, kind)}, "select": {...}}`` (both optional).
         interactive: mark clickable elements with ``class="hit"`` and ``data-*`` attributes.
-        fan: cards each work pile has room for at the full step (default: the longest pile of ``snap``, at
-            least 6); longer piles squeeze. Pass the same value for every frame of a game to keep one size.
+        fan: cards each work pile has room for at the full step (default ``ENV_FAN``, 9, as ``env.render()``:
+            one size for every table of a config); longer piles squeeze. ``fan=longest_pile(snap)`` gives
+            room that grows with the longest pile.
     """
     return draw_table(snap, seat_names=seat_names, highlight=highlight, interactive=interactive, fan=fan).svg()
 
@@ -615,5 +650,7 @@ def table_rgb(
     fan: int | None = None,
     scale: float = 1.0,
 ) -> np.ndarray:
-    """The drawing of :func:`table_svg`, rasterized: an (H, W, 3) uint8 array (``scale`` multiplies the size)."""
+    """The drawing of :func:`table_svg`, rasterized: an (H, W, 3) uint8 array (``scale`` multiplies the size).
+
+    With the default ``fan`` (``ENV_FAN``) this is exactly ``env.render()``'s picture of ``snap``."""
     return svg_to_rgb(table_svg(snap, seat_names=seat_names, highlight=highlight, fan=fan), scale)

@@ -1,4 +1,4 @@
-"""Replays: a record of one game, ``nertz-replay/1``, written while it is played and replayed through the engine.
+"""Replays: a record of one game, ``nertz-replay/2``, written while it is played and replayed through the engine.
 
 Record any game by wrapping its ``parallel_env``::
 
@@ -14,12 +14,13 @@ Record any game by wrapping its ``parallel_env``::
 The format is JSON lines, gzip-compressed when the name ends in ``.gz`` (complete once the game ends or the
 wrapper is closed; a plain file is flushed line by line, so a crash loses nothing). Line 1, the header::
 
-    {"format": "nertz-replay/1", "agents": [name per seat], "config": {...every NertzConfig option...},
+    {"format": "nertz-replay/2", "agents": [name per seat], "config": {...every NertzConfig option...},
      "snapshot": {...the opening table, nertz-snapshot/1...}, "meta": {...anything JSON...}}
 
 then one line per tick, in order::
 
-    {"t": tick,                       # the table's tick after this step (1, 2, ...)
+    {"t": tick,                       # the table's tick after this step (1, 2, ...; in a match ticks count
+                                      # from each deal, so the tick that ends a round says 0: the new deal's)
      "a": [action index per seat],    # what each seat asked for (-1: None; an illegal one is kept as given)
      "n": [action name per seat],     # ActionTable.name of each index ("?" when out of range)
      "il": [seats],                   # seats whose action was illegal (applied as a wait); absent when none
@@ -27,21 +28,41 @@ then one line per tick, in order::
      "r": [reward per seat],          # absent when every reward is zero
      "end": "nertz"|"stall"|"max_ticks", "score": [round total per seat], "match": [match score per seat]
                                       # only on a tick that ended a round
+     "end_table": {...snapshot...},   # only on a tick that ended a round of a match that goes on: the table as
+                                      # that round ended (the engine deals the next round within the same step,
+                                      # so "h" and the next tick see the new deal); absent in files written
+                                      # before it existed, where readers recompute it (see round_end_table)
      "h": "8 hex digits"}             # the first 8 hex digits of the SHA-1 of the table's snapshot after the tick
 
-and, when the episode ended, a last line ``{"final": {...the closing snapshot...}, "ticks": N}``.
+and a closing line: ``{"final": {...the closing snapshot...}, "ticks": N}`` when the episode ended, or
+``{"stopped": "before the game's end", "ticks": N}`` when the writer was closed before that (a reset, a new
+game in ``nertz-play``). A file with neither was cut off: a game still being written (``nertz-play`` appends
+tick by tick) or a writer that crashed. :func:`load_replay` reads such a file (a last line cut in the middle,
+or a gzip stream that ends early, is dropped) and :attr:`Replay.cut_off` says so; :func:`verify_replay`
+raises :class:`ReplayIncomplete` for it, naming the last complete tick (``nertz-replay --partial`` draws it
+anyway, marked as cut off).
+
+Versions: ``nertz-replay/2`` added the ``stopped`` closing line and ``end_table``; :func:`load_replay` reads
+both. A ``nertz-replay/1`` file has neither: its round-end tables are recomputed when replayed, and an
+unfinished one (no ``final`` line) cannot tell a stopped game from a cut-off file, so it reads as cut off
+(``verify_replay(..., partial=True)`` and ``nertz-replay --partial`` take it). A reader of
+``nertz-replay/1`` only refuses a ``/2`` file with its "not a nertz-replay/1 file" error rather than
+misreading the ``stopped`` line.
 
 :func:`verify_replay` restores the opening snapshot, steps the engine with the recorded actions and checks every
 tick's flags, rewards, round ends and snapshot hash, and the closing snapshot exactly. :func:`replay_states`
-yields every tick's snapshot (what ``nertz-replay`` draws).
+yields every tick's snapshot; :func:`replay_frames` adds the table as each round of a match ended (what
+``nertz-replay`` draws).
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import os
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -50,25 +71,35 @@ from nertz_env.actions import action_table
 from nertz_env.config import make_config
 from nertz_env.environment import NertzParallelEnv
 
-FORMAT = "nertz-replay/1"
+FORMAT = "nertz-replay/2"  # what this version writes
+FORMATS = ("nertz-replay/1", FORMAT)  # what load_replay reads
 
 __all__ = [
     "FORMAT",
+    "FORMATS",
+    "Frame",
     "RecordReplay",
     "Replay",
     "ReplayError",
+    "ReplayIncomplete",
     "ReplayMismatch",
     "ReplayWriter",
     "env_for",
     "load_replay",
+    "replay_frames",
     "replay_states",
+    "round_end_table",
     "snapshot_hash",
     "verify_replay",
 ]
 
 
 class ReplayError(ValueError):
-    """A file that is not a readable ``nertz-replay/1`` record; the message says where."""
+    """A file that is not a readable replay record; the message says where."""
+
+
+class ReplayIncomplete(ReplayError):
+    """A replay file without its closing line (cut off); the message names the last complete tick."""
 
 
 class ReplayMismatch(AssertionError):
@@ -118,6 +149,7 @@ class ReplayWriter:
         self.table = action_table(make_config(**config))
         self.ticks = 0
         self.closed = False
+        self._last = snapshot  # the table before the next tick (for the round-end table of a match)
         self._write(
             {
                 "format": FORMAT,
@@ -165,25 +197,34 @@ class ReplayWriter:
             rec["end"] = round_end
             rec["score"] = [int(x) for x in scores or []]
             rec["match"] = [int(x) for x in match or []]
+        if round_end is not None and snapshot.get("round") != self._last.get("round"):
+            # a match that goes on: the step dealt the next round, so keep the table as this one ended
+            rec["end_table"] = round_end_table(self._last, [int(a) for a in actions])
         rec["h"] = snapshot_hash(snapshot)
+        self._last = snapshot
         self._write(rec)
         self.ticks += 1
 
     def finish(self, final_snapshot: dict[str, Any]) -> None:
         """Write the closing line and close the file."""
         self._write({"final": final_snapshot, "ticks": self.ticks})
-        self.close()
-
-    def close(self) -> None:
-        """Close without a closing line (a game stopped before its end); a ``.gz`` file is written now."""
-        if self.closed:
-            return
         self.closed = True
         self._file.close()
 
+    def close(self) -> None:
+        """Close a game stopped before its end: writes the ``stopped`` closing line (a ``.gz`` file is complete
+        now). After :meth:`finish` it does nothing."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self._write({"stopped": "before the game's end", "ticks": self.ticks})
+        finally:
+            self._file.close()
+
 
 class RecordReplay:
-    """A ``parallel_env`` that records every episode it plays as a ``nertz-replay/1`` file.
+    """A ``parallel_env`` that records every episode it plays as a ``nertz-replay/2`` file.
 
     Args:
         env: the env to record (a :class:`~nertz_env.environment.NertzParallelEnv`).
@@ -282,8 +323,9 @@ class RecordReplay:
 # ---------------------------------------------------------------------------------------------------------
 @dataclass
 class Replay:
-    """A loaded ``nertz-replay/1`` file: the header's fields, the tick records, and the closing snapshot
-    (``None`` when the game was stopped before its end)."""
+    """A loaded replay file (``format`` is its version): the header's fields, the tick records, and the closing snapshot
+    (``None`` when the game was stopped before its end: then ``stopped`` is True, or the file was cut off and
+    ``cut_off`` says how)."""
 
     agents: list[str]
     config: dict[str, Any]
@@ -292,63 +334,101 @@ class Replay:
     ticks: list[dict[str, Any]] = field(default_factory=list)
     final: dict[str, Any] | None = None
     path: str = ""
+    stopped: bool = False
+    cut_off: str | None = None
+    format: str = FORMAT
+
+    @property
+    def last_tick(self) -> int:
+        """The tick of the last complete tick line (0: none)."""
+        return int(self.ticks[-1]["t"]) if self.ticks else 0
+
+    def incomplete(self) -> str | None:
+        """``None`` for a file with its closing line, else one sentence saying where it was cut off."""
+        if self.final is not None or self.stopped:
+            return None
+        how = f" ({self.cut_off})" if self.cut_off else ""
+        return (
+            f"{self.path}: cut off after tick {self.last_tick}, the last complete tick: no closing line{how}; "
+            "a game still being written or a writer that crashed (nertz-replay --partial draws it anyway)"
+        )
 
 
-def _open_text(path: str) -> IO[str]:
+def _read_text(path: str) -> tuple[IO[str], bool]:
+    """The file's text, inflated when gzip; and whether its gzip stream ended early (what was inflated before
+    the cut is kept, so a cut-off ``.gz`` file reads up to its last complete line)."""
     with open(path, "rb") as f:
-        magic = f.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+        raw = f.read()
+    if raw[:2] != b"\x1f\x8b":
+        return io.StringIO(raw.decode("utf-8")), False
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        data = d.decompress(raw)
+    except zlib.error as e:
+        raise OSError(f"not a gzip stream: {e}") from None
+    text = data.decode("utf-8", errors="strict" if d.eof else "ignore")  # a cut may split a character
+    return io.StringIO(text, newline=None), not d.eof
 
 
 def load_replay(path: str | os.PathLike[str]) -> Replay:
-    """Read a ``nertz-replay/1`` file (plain or gzip). Raises :class:`ReplayError` naming the line."""
+    """Read a ``nertz-replay/1`` or ``/2`` file (plain or gzip). Raises :class:`ReplayError` naming the line."""
     path = os.fspath(path)
     try:
-        f = _open_text(path)
-    except OSError as e:
+        f, gz_cut = _read_text(path)
+    except FileNotFoundError as e:
         raise ReplayError(f"{path}: cannot read: {e.strerror or e}") from None
-    rep: Replay | None = None
-    try:
-        with f:
-            for k, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise ReplayError(f"{path}:{k}: not JSON ({e.msg})") from None
-                if not isinstance(obj, dict):
-                    raise ReplayError(f"{path}:{k}: each line is a JSON object")
-                if rep is None:
-                    if obj.get("format") != FORMAT:
-                        raise ReplayError(f"{path}:{k}: not a {FORMAT} file (format {obj.get('format')!r})")
-                    for key in ("agents", "config", "snapshot"):
-                        if key not in obj:
-                            raise ReplayError(f"{path}:{k}: the header has no {key!r}")
-                    try:
-                        n = make_config(**obj["config"]).num_players
-                    except (TypeError, ValueError) as e:
-                        raise ReplayError(f"{path}:{k}: config: {e}") from None
-                    if not isinstance(obj["agents"], list) or len(obj["agents"]) != n:
-                        raise ReplayError(f"{path}:{k}: agents must name all {n} seats")
-                    rep = Replay(obj["agents"], obj["config"], obj["snapshot"], obj.get("meta", {}), path=path)
-                elif "final" in obj:
-                    rep.final = obj["final"]
-                else:
-                    if rep.final is not None:
-                        raise ReplayError(f"{path}:{k}: a tick after the closing line")
-                    a = obj.get("a")
-                    if not isinstance(obj.get("t"), int) or not isinstance(a, list) or len(a) != len(rep.agents):
-                        raise ReplayError(f"{path}:{k}: a tick line needs 't' and one action per seat in 'a'")
-                    if not all(isinstance(x, int) and not isinstance(x, bool) for x in a):
-                        raise ReplayError(f"{path}:{k}: actions must be integers")
-                    rep.ticks.append(obj)
-    except (OSError, EOFError, UnicodeDecodeError) as e:
+    except (OSError, UnicodeDecodeError) as e:
+        if isinstance(e, OSError) and e.errno is not None:
+            raise ReplayError(f"{path}: cannot read: {e.strerror or e}") from None
         raise ReplayError(f"{path}: unreadable ({e})") from None
+    rep: Replay | None = None
+    with f:
+        for k, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                if rep is not None and not line.endswith("\n"):  # the last line, cut while being written
+                    rep.cut_off = f"line {k} ends in the middle"
+                    break
+                raise ReplayError(f"{path}:{k}: not JSON ({e.msg})") from None
+            if not isinstance(obj, dict):
+                raise ReplayError(f"{path}:{k}: each line is a JSON object")
+            if rep is None:
+                if obj.get("format") not in FORMATS:
+                    raise ReplayError(
+                        f"{path}:{k}: not a nertz-replay file this version reads (format {obj.get('format')!r}; "
+                        f"it reads {' and '.join(FORMATS)})"
+                    )
+                for key in ("agents", "config", "snapshot"):
+                    if key not in obj:
+                        raise ReplayError(f"{path}:{k}: the header has no {key!r}")
+                try:
+                    n = make_config(**obj["config"]).num_players
+                except (TypeError, ValueError) as e:
+                    raise ReplayError(f"{path}:{k}: config: {e}") from None
+                if not isinstance(obj["agents"], list) or len(obj["agents"]) != n:
+                    raise ReplayError(f"{path}:{k}: agents must name all {n} seats")
+                meta = obj.get("meta", {})
+                rep = Replay(obj["agents"], obj["config"], obj["snapshot"], meta, path=path, format=obj["format"])
+            elif "final" in obj:
+                rep.final = obj["final"]
+            elif "stopped" in obj:
+                rep.stopped = True
+            else:
+                if rep.final is not None or rep.stopped:
+                    raise ReplayError(f"{path}:{k}: a tick after the closing line")
+                a = obj.get("a")
+                if not isinstance(obj.get("t"), int) or not isinstance(a, list) or len(a) != len(rep.agents):
+                    raise ReplayError(f"{path}:{k}: a tick line needs 't' and one action per seat in 'a'")
+                if not all(isinstance(x, int) and not isinstance(x, bool) for x in a):
+                    raise ReplayError(f"{path}:{k}: actions must be integers")
+                rep.ticks.append(obj)
     if rep is None:
-        raise ReplayError(f"{path}: empty file")
+        raise ReplayError(f"{path}: unreadable (the gzip stream ends early)" if gz_cut else f"{path}: empty file")
+    if gz_cut and rep.final is None and not rep.stopped:
+        rep.cut_off = "the gzip stream ends early" + (f"; {rep.cut_off}" if rep.cut_off else "")
     return rep
 
 
@@ -363,13 +443,50 @@ def _as_replay(src: Replay | str | os.PathLike[str]) -> Replay:
     return src if isinstance(src, Replay) else load_replay(src)
 
 
-def replay_states(src: Replay | str | os.PathLike[str]) -> Iterator[tuple[dict[str, Any] | None, dict[str, Any]]]:
-    """``(tick record, snapshot after it)`` for the opening (record ``None``) and every tick, replayed through
-    the engine (checked as :func:`verify_replay` does, so a drawn game is the recorded one)."""
+def round_end_table(before: dict[str, Any], actions: Sequence[int]) -> dict[str, Any]:
+    """The table as a round ended, for a tick that ended a round of a match that goes on.
+
+    In a match the engine deals the next round within the step that ends a round, so the table after that step
+    is the new deal. This replays the step from ``before`` (the table before it; ``actions`` as recorded) in a
+    copy whose match ends with this round (``rounds`` = this round + 1), where nothing is dealt after the
+    scoring. The result carries the real ``config`` and ``done`` ``"running"``; its cards, scores and match
+    scores are the round's end."""
+    cfg = dict(before["config"])
+    cfg.update(rounds=int(before["round"]) + 1, target_score=None, max_rounds=None)
+    cfg = make_config(**cfg).to_dict()
+    env = env_for(cfg)
+    env.reset(options={"snapshot": {**before, "config": cfg}})
+    env.step({a: int(actions[p]) for p, a in enumerate(env.possible_agents)})
+    out = env.snapshot()
+    out["config"] = before["config"]
+    out["done"] = "running"
+    return out
+
+
+@dataclass
+class Frame:
+    """One picture of a replayed game: ``kind`` is ``"deal"`` (the opening, ``rec`` None), ``"tick"`` (the table
+    after tick ``rec``; the game's last round ends on such a frame too), ``"round_end"`` (the table as a round of
+    a match that goes on ended on tick ``rec``; the next frame, ``"next_deal"``, is the next round's deal made
+    within the same tick). On the frame that shows a round's end, ``round_end`` holds per seat the part of the
+    tick's reward that is the round's scoring, apart from the move's own: ``{"reward": bonus - penalty x cards
+    left (summed over the team with teams), "left": cards left in the Nertz pile, "bonus": the bonus}``."""
+
+    kind: str
+    rec: dict[str, Any] | None
+    snapshot: dict[str, Any]
+    round_end: list[dict[str, Any]] | None = None
+
+
+def replay_frames(src: Replay | str | os.PathLike[str]) -> Iterator[Frame]:
+    """Every frame of a game (see :class:`Frame`), replayed through the engine and checked as
+    :func:`verify_replay` does; a tick that ends a round of a match gives two frames: the round's end, then the
+    next deal."""
     rep = _as_replay(src)
     env = env_for(rep.config)
     env.reset(options={"snapshot": rep.snapshot})
-    yield None, env.snapshot()
+    before = env.snapshot()
+    yield Frame("deal", None, before)
     names = env.possible_agents
     for rec in rep.ticks:
         if not env.agents:
@@ -377,12 +494,46 @@ def replay_states(src: Replay | str | os.PathLike[str]) -> Iterator[tuple[dict[s
         _obs, rewards, _, _, infos = env.step({a: rec["a"][p] for p, a in enumerate(names)})
         snap = env.snapshot()
         _check_tick(rec, env, names, rewards, infos, snap)
-        yield rec, snap
+        ends = _round_rewards(env, names, infos) if "end" in rec else None
+        if "end" in rec and snap["round"] != before["round"]:
+            end_table = round_end_table(before, rec["a"])
+            if "end_table" in rec and rec["end_table"] != end_table:
+                raise ReplayMismatch(f"tick {rec['t']}: the round-end table differs from the replayed one")
+            yield Frame("round_end", rec, end_table, ends)
+            yield Frame("next_deal", rec, snap)
+        else:
+            if "end_table" in rec:
+                raise ReplayMismatch(f"tick {rec['t']}: a round-end table on a tick that deals no new round")
+            yield Frame("tick", rec, snap, ends)
+        before = snap
     if rep.final is not None:
         if env.agents:
             raise ReplayMismatch(f"the file closes the game after {len(rep.ticks)} ticks but it goes on")
         if env.snapshot() != rep.final:
             raise ReplayMismatch("the closing snapshot differs from the replayed table")
+
+
+def _round_rewards(env: NertzParallelEnv, names: list[str], infos: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per seat the round's scoring part of a round-ending tick's reward (see :class:`Frame`)."""
+    own = [infos[a]["score"]["bonus"] + infos[a]["score"]["nertz_penalty"] for a in names]
+    team = env._team if env.config.teams is not False else list(range(len(names)))
+    return [
+        {
+            "reward": float(sum(own[q] for q in range(len(names)) if team[q] == team[p])),
+            "left": int(infos[a]["score"]["nertz_left"]),
+            "bonus": int(infos[a]["score"]["bonus"]),
+        }
+        for p, a in enumerate(names)
+    ]
+
+
+def replay_states(src: Replay | str | os.PathLike[str]) -> Iterator[tuple[dict[str, Any] | None, dict[str, Any]]]:
+    """``(tick record, snapshot after it)`` for the opening (record ``None``) and every tick, replayed through
+    the engine (checked as :func:`verify_replay` does, so a drawn game is the recorded one). After a tick that
+    ended a round of a match the snapshot is the next deal; :func:`replay_frames` also gives the round's end."""
+    for fr in replay_frames(src):
+        if fr.kind != "round_end":
+            yield fr.rec, fr.snapshot
 
 
 def _check_tick(
@@ -422,15 +573,23 @@ def _check_tick(
         raise bad("table hash", rec.get("h"), h)
 
 
-def verify_replay(src: Replay | str | os.PathLike[str]) -> int:
+def verify_replay(src: Replay | str | os.PathLike[str], partial: bool = False) -> int:
     """Replay a file through the engine and check every tick exactly; returns the number of ticks.
+
+    ``partial=True`` accepts a file without its closing line (a game still being written) and checks the
+    ticks it has.
 
     Raises:
         ReplayMismatch: at the first tick that differs, naming it and the field.
+        ReplayIncomplete: every tick checked, but the file has no closing line (cut off).
         ReplayError: the file is not a readable replay.
     """
+    rep = _as_replay(src)
     count = 0
-    for rec, _snap in replay_states(src):
-        if rec is not None:
+    for fr in replay_frames(rep):
+        if fr.kind in ("tick", "next_deal"):
             count += 1
+    why = rep.incomplete()
+    if why is not None and not partial:
+        raise ReplayIncomplete(why)
     return count

@@ -121,6 +121,54 @@ def test_replay_page_scrubs_to_the_end(page_file: tuple[Path, Path], tmp_path: P
 
 
 
+def test_replay_page_shows_a_round_end_then_the_new_deal(tmp_path: Path) -> None:
+    """In a match the tick that ends a round shows that round's table and its scoring apart from the moves,
+    then the next deal; the chart's labels read at a normal size."""
+    rep_path = tmp_path / "match.jsonl.gz"
+    env = RecordReplay(parallel_env(num_players=2, rounds=2), rep_path, agents=["greedy", "random"])
+    obs, _ = env.reset(seed=5)
+    rng = np.random.default_rng(1)
+    while env.agents:
+        acts = {}
+        for a in env.agents:
+            legal = np.flatnonzero(obs[a]["action_mask"])
+            moves = legal[legal > 1]
+            acts[a] = int(rng.choice(moves)) if len(moves) and rng.random() < 0.8 else int(rng.choice(legal))
+        obs, *_ = env.step(acts)
+    html = tmp_path / "match.html"
+    assert replay_main([str(rep_path), "-o", str(html)]) == 0
+    end_table = next(t for t in load_replay(rep_path).ticks if "end" in t)["end_table"]
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(html.as_uri())
+            page.wait_for_function("window.nertzReplay !== undefined")
+            k = page.evaluate("window.nertzReplay.data.kinds.findIndex(x => x[0] === 'round_end')")
+            page.evaluate(f"window.nertzReplay.show({k})")
+            shown = _shown_table(page)
+            assert shown["tick"] == end_table["tick"] > 0 and shown["lake"]  # round 1's last table, its lake full
+            assert page.evaluate("+document.querySelector('#table svg').dataset.round") == 0
+            assert page.inner_text("#tickno").startswith(f"round 1, tick {end_table['tick']} (round 1 over)")
+            event = page.inner_text("#event")
+            assert "Round end: greedy" in event and "left in the Nertz pile" in event
+            assert "(-" not in page.inner_text("#moves")  # no move shows the round's penalty as its cost
+            page.keyboard.press("ArrowRight")
+            shown = _shown_table(page)
+            assert shown["tick"] == 0 and not shown["lake"]  # the new deal, made in that same step
+            assert page.evaluate("+document.querySelector('#table svg').dataset.round") == 1
+            assert page.inner_text("#tickno").startswith("round 2, tick 0 (round 2 dealt)")
+            assert "new deal" in page.inner_text("#moves")
+            px = page.evaluate("document.querySelector('#chart text').getBoundingClientRect().height")
+            assert px >= 10  # the axis labels (they were about 5 px)
+            assert not errors, errors
+        finally:
+            browser.close()
+
+
+
 def test_browser_draws_the_svg_as_resvg_does(tmp_path: Path) -> None:
     """One drawing: Chromium's rendering of table_svg and table_rgb's raster agree (fonts play no part)."""
     import json as _json

@@ -126,6 +126,24 @@ def test_highlight_and_names() -> None:
         table_svg(snap, highlight={"seats": {0: ("x", "loud")}})
 
 
+def test_default_drawing_is_env_render() -> None:
+    """table_rgb(env.snapshot()) is env.render()'s very picture, and the default size is one per config."""
+    from nertz_env.draw import ENV_FAN, longest_pile
+    from nertz_env.environment import parallel_env
+
+    env = parallel_env(num_players=2, render_mode="rgb_array")
+    env.reset(seed=4)
+    for _ in range(30):
+        env.step({a: 2 for a in env.agents})
+    assert np.array_equal(env.render(), table_rgb(env.snapshot()))
+    snaps = [_snap("p2"), env.snapshot()]
+    def size(svg: str) -> str:
+        return re.search(r'viewBox="([^"]+)"', svg).group(1)
+
+    assert len({size(table_svg(s)) for s in snaps}) == 1  # same config, same size
+    assert size(table_svg(snaps[0], fan=max(ENV_FAN, longest_pile(snaps[0])) + 3)) != size(table_svg(snaps[0]))
+
+
 def test_fan_keeps_one_size() -> None:
     snap = _snap("p2")
     sizes = {table_rgb(snap, fan=f).shape for f in (9, 9)}
@@ -182,3 +200,60 @@ def test_no_render_mode_costs_nothing() -> None:
     root = Path(__file__).resolve().parents[1]
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def _lab(colour: str) -> tuple[float, float, float]:
+    rgb = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    x = (0.4124 * lin[0] + 0.3576 * lin[1] + 0.1805 * lin[2]) / 0.95047
+    y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    z = (0.0193 * lin[0] + 0.1192 * lin[1] + 0.9505 * lin[2]) / 1.08883
+
+    def f(t: float) -> float:
+        return t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116
+
+    return 116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))
+
+
+def test_seat_colours_are_far_apart_and_headers_read() -> None:
+    import itertools
+
+    from nertz_env.draw import FELT, SEAT_COLOURS, SEAT_INK
+
+    def delta(a: str, b: str) -> float:
+        return sum((p - q) ** 2 for p, q in zip(_lab(a), _lab(b), strict=True)) ** 0.5
+
+    assert len(set(SEAT_COLOURS)) == 8
+    # the seats of a 4-player table differ a lot (player_0 and player_3 used to be two oranges, 34 apart)
+    assert min(delta(a, b) for a, b in itertools.combinations(SEAT_COLOURS[:4], 2)) > 45
+    assert min(delta(a, b) for a, b in itertools.combinations(SEAT_COLOURS, 2)) > 25
+    assert min(delta(c, FELT) for c in SEAT_COLOURS) > 20  # every frame stands out on the felt
+
+    def luminance(c: str) -> float:
+        lin = [(v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4) for v in (int(c[i : i + 2], 16) / 255 for i in (1, 3, 5))]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+    for c, ink in zip(SEAT_COLOURS, SEAT_INK, strict=True):  # header text: WCAG contrast of at least 4.5
+        hi, lo = sorted((luminance(c), luminance(ink)), reverse=True)
+        assert (hi + 0.05) / (lo + 0.05) >= 4.5, c
+
+
+def test_redeals_say_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nertz_env import draw
+
+    said: list[str] = []
+    real = draw._text
+
+    def spy(s: str, *args: object, **kw: object) -> str:
+        said.append(s)
+        return real(s, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(draw, "_text", spy)
+    snap = json.loads(json.dumps(_snap("p2")))
+    snap["players"][0]["redeals"] = 2
+    table_svg(snap)
+    assert "REDEALS USED 2" in said
+    said.clear()
+    snap["config"]["max_redeals"] = 3
+    table_svg(snap)
+    assert "REDEALS USED 2 OF 3" in said

@@ -4,7 +4,9 @@ caught at the tick that differs; bad files get one clear error."""
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +15,7 @@ import pytest
 from nertz_env.environment import parallel_env
 from nertz_env.replay import (
     FORMAT,
+    FORMATS,
     RecordReplay,
     ReplayError,
     ReplayMismatch,
@@ -111,7 +114,7 @@ def test_unfinished_game_and_episodes(tmp_path: Path) -> None:
     [
         (b"", "empty"),
         (b"not json\n", "not JSON"),
-        (b'{"format": "other/1"}\n', "not a nertz-replay/1"),
+        (b'{"format": "other/1"}\n', "not a nertz-replay file this version reads"),
         (b'{"format": "nertz-replay/1", "agents": []}\n', "no 'config'"),
         (gzip.compress(b"[1, 2]\n"), "JSON object"),
         (b"\x1f\x8b\x08garbage", "unreadable"),
@@ -174,15 +177,24 @@ def test_cli_page(short_game: Path, tmp_path: Path) -> None:
     assert frame == re.sub(r"<defs>.*?</defs>", "", full)
 
 
-def test_cli_animations(short_game: Path, tmp_path: Path) -> None:
+def test_cli_animations(short_game: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from PIL import Image
 
-    from nertz_env.replay_cli import main
+    from nertz_env.draw import table_rgb
+    from nertz_env.replay_cli import build_frames, main
 
     gif = tmp_path / "a.gif"
     assert main([str(short_game), "--gif", str(gif), "--scale", "0.5", "--fps", "8"]) == 0
+    err = capsys.readouterr().err
+    assert "frame 13/13" in err and "frame 1/13" in err  # progress on stderr (a line every tenth off a terminal)
     with Image.open(gif) as im:
         assert im.n_frames == 13 and im.size[0] > 100
+        # one palette for the whole GIF, and the frames still look like the drawing
+        frames, fan = build_frames(load_replay(short_game))
+        im.seek(12)
+        got = np.asarray(im.convert("RGB")).astype(int)
+        want = table_rgb(frames[-1].snapshot, seat_names=["me", "you"], fan=fan, scale=0.5).astype(int)
+        assert got.shape == want.shape and np.abs(got - want).mean() < 2
     pytest.importorskip("imageio_ffmpeg")
     mp4 = tmp_path / "a.mp4"
     assert main([str(short_game), "--mp4", str(mp4), "--scale", "0.5"]) == 0
@@ -224,3 +236,166 @@ def test_cli_bad_files(tmp_path: Path, short_game: Path, capsys: pytest.CaptureF
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"tick {rec['t']}" in err and not (tmp_path / "y.html").exists()
     assert main([str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "z.html")]) == 2
+
+
+# ------------------------------------------------------------------ a match: the table as each round ended
+@pytest.fixture(scope="module")
+def match_game(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("match") / "match.jsonl.gz"
+    env = RecordReplay(parallel_env(num_players=2, rounds=2), path, agents=["greedy", "random"])
+    play(env, seed=5)
+    assert not env.agents
+    return path
+
+
+def test_match_keeps_each_round_end(match_game: Path) -> None:
+    from nertz_env.replay import replay_frames, round_end_table
+
+    rep = load_replay(match_game)
+    ends = [t for t in rep.ticks if "end" in t]
+    assert len(ends) == 2
+    first = ends[0]
+    # the recorder keeps round 1's last table; the tick's hash is the new deal's
+    table = first["end_table"]
+    assert table["round"] == 0 and table["lake"] and table["config"] == rep.config
+    assert "end_table" not in ends[1]  # the match's last round ends on its own table
+    frames = list(replay_frames(rep))
+    kinds = [f.kind for f in frames]
+    k = kinds.index("round_end")
+    assert kinds[k + 1] == "next_deal" and frames[k].rec is frames[k + 1].rec is first
+    assert frames[k].snapshot == table and frames[k + 1].snapshot["round"] == 1
+    assert not frames[k + 1].snapshot["lake"]
+    assert verify_replay(rep) == len(rep.ticks)
+    # the way round_end_table gets the table is exact: on the match's last round it gives the real closing table
+    before = next(f.snapshot for f, g in itertools.pairwise(frames) if g.rec is ends[1])
+    again = round_end_table(before, ends[1]["a"])
+    assert {k: v for k, v in again.items() if k not in ("done", "rng")} == {
+        k: v for k, v in rep.final.items() if k not in ("done", "rng")
+    }
+    # a forged round-end table is caught
+    rep.ticks[rep.ticks.index(first)] = {**first, "end_table": {**table, "lake": []}}
+    with pytest.raises(ReplayMismatch, match=f"tick {first['t']}: the round-end table"):
+        verify_replay(rep)
+
+
+def test_page_shows_round_end_then_new_deal(match_game: Path) -> None:
+    from nertz_env.draw import table_svg
+    from nertz_env.replay_cli import build_frames, page_html
+
+    rep = load_replay(match_game)
+    _frames, fan = build_frames(rep)
+    data = _page_data(page_html(rep))
+    kinds = [k[0] for k in data["kinds"]]
+    assert len(kinds) == len(rep.ticks) + 2  # the opening, every tick, and round 1's end drawn apart
+    k = kinds.index("round_end")
+    assert kinds[k + 1] == "next_deal" and data["kinds"][k][1] == data["kinds"][k + 1][1]
+    drawn = "".join(data["parts"][j] for j in data["frames"][k]) + "</svg>"
+    table = rep.ticks[data["kinds"][k][1]]["end_table"]
+    assert drawn == re.sub(r"<defs>.*?</defs>", "", table_svg(table, seat_names=rep.agents, fan=fan))
+
+
+def _page_data(page: str) -> dict:
+    import base64
+
+    blob = re.search(r'type="application/octet-stream">([^<]+)<', page)
+    assert blob
+    return json.loads(gzip.decompress(base64.b64decode(blob.group(1))))
+
+
+
+def test_page_shows_round_scoring_apart_from_the_move(match_game: Path) -> None:
+    from nertz_env.replay_cli import page_html
+
+    rep = load_replay(match_game)
+    page = page_html(rep)
+    data = _page_data(page)
+    cfg = rep.config
+    for tick in data["ticks"]:
+        if "end" not in tick:
+            assert "re" not in tick
+            continue
+        # the round's scoring is bonus - penalty x cards left, kept apart from the move's own reward
+        re_ = tick["re"]
+        assert [e["reward"] for e in re_] == [e["bonus"] - cfg["nertz_penalty"] * e["left"] for e in re_]
+        assert any(e["left"] for e in re_)
+        moves = [r - e["reward"] for r, e in zip(tick.get("r", [0.0] * 2), re_, strict=True)]
+        assert all(m >= 0 for m in moves)  # a move earns +1 per own card to the lake; no move costs a penalty
+    assert "Round end: " in page and "left in the Nertz pile" in page
+
+
+# ------------------------------------------------------------------ a file cut off while being written
+def test_cut_off_file_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from nertz_env.replay import ReplayIncomplete
+    from nertz_env.replay_cli import main
+
+    path = tmp_path / "g.jsonl"
+    play(RecordReplay(parallel_env(num_players=2), path), seed=6, max_ticks=40)  # no close: still being written
+    whole = path.read_text()
+    assert '"stopped"' not in whole and '"final"' not in whole
+    rep = load_replay(path)
+    assert rep.incomplete() and rep.last_tick == 40
+    with pytest.raises(ReplayIncomplete, match="cut off after tick 40, the last complete tick"):
+        verify_replay(path)
+    assert verify_replay(path, partial=True) == 40  # a game still being written, checked as far as it goes
+    # cut in the middle of a line: that line is dropped, the tick before it is the last complete one
+    mid = tmp_path / "mid.jsonl"
+    mid.write_text(whole[: whole.rindex('{"t":40') + 25])
+    with pytest.raises(ReplayIncomplete, match=r"after tick 39, .*line 41 ends in the middle"):
+        verify_replay(mid)
+    # a gzip stream that ends early
+    gz = tmp_path / "g.jsonl.gz"
+    packed = gzip.compress(whole.encode())
+    gz.write_bytes(packed[: len(packed) - 40])
+    cut = load_replay(gz)
+    assert cut.cut_off.startswith("the gzip stream ends early") and 0 < cut.last_tick < 40
+    with pytest.raises(ReplayIncomplete, match=f"after tick {cut.last_tick},"):
+        verify_replay(cut)
+    # the command: one line without --partial (exit 2); with it, a page that says it was cut off
+    out = tmp_path / "p.html"
+    assert main([str(mid), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "after tick 39" in err and "--partial" in err and not out.exists()
+    assert main([str(mid), "-o", str(out), "--partial"]) == 0
+    page = out.read_text()
+    assert "Cut off: the file ends after tick 39" in page and _page_data(page)["cut"] is True
+    # a writer closed before the end writes a closing line: complete, not cut off
+    closed = tmp_path / "closed.jsonl"
+    env = RecordReplay(parallel_env(num_players=2), closed)
+    play(env, seed=6, max_ticks=10)
+    env.close()
+    assert load_replay(closed).stopped and verify_replay(closed) == 10
+
+
+def test_version_1_files_still_read(tmp_path: Path) -> None:
+    """A nertz-replay/1 file (no 'stopped' line, no 'end_table') still reads, verifies and draws."""
+    from nertz_env.replay import replay_frames
+
+    assert FORMAT == "nertz-replay/2" and FORMATS == ("nertz-replay/1", "nertz-replay/2")
+    path = tmp_path / "m.jsonl"
+    play(RecordReplay(parallel_env(num_players=2, rounds=2), path), seed=5)
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    lines[0]["format"] = "nertz-replay/1"
+    for rec in lines[1:]:
+        rec.pop("end_table", None)
+    old = tmp_path / "old.jsonl"
+    old.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    rep = load_replay(old)
+    assert rep.format == "nertz-replay/1" and verify_replay(rep) == len(rep.ticks)
+    new = list(replay_frames(load_replay(path)))
+    assert [f.snapshot for f in replay_frames(rep)] == [f.snapshot for f in new]  # round ends recomputed
+    # an unfinished /1 file cannot say it was stopped: it reads as cut off
+    old.write_text("".join(json.dumps(x) + "\n" for x in lines[:30]))
+    with pytest.raises(ReplayError, match="cut off after tick 29"):
+        verify_replay(old)
+
+
+def test_page_chart_labels_are_readable(match_game: Path) -> None:
+    from nertz_env.replay_cli import page_html
+
+    page = page_html(load_replay(match_game))
+    view_w = float(re.search(r'<svg id="chart" viewBox="0 0 (\d+)', page).group(1))
+    shown_w = float(re.search(r"#chart\{max-width:(\d+)px\}", page).group(1))
+    font = float(re.search(r"#chart text\{[^}]*font-size:(\d+)px", page).group(1))
+    assert font * shown_w / view_w >= 11  # the axis labels' size on screen, in px (they were about 5)
+    last = load_replay(match_game).final
+    assert f">round 2 tick {last['tick']}</text>" in page  # the axis ends at the last table, not the frame count
