@@ -1,4 +1,4 @@
-"""Replays: a record of one game, ``nertz-replay/2``, written while it is played and replayed through the engine.
+"""Replays: a record of one game, ``nertz-replay/1``, written while it is played and replayed through the engine.
 
 Record any game by wrapping its ``parallel_env``::
 
@@ -14,7 +14,7 @@ Record any game by wrapping its ``parallel_env``::
 The format is JSON lines, gzip-compressed when the name ends in ``.gz`` (complete once the game ends or the
 wrapper is closed; a plain file is flushed line by line, so a crash loses nothing). Line 1, the header::
 
-    {"format": "nertz-replay/2", "agents": [name per seat], "config": {...every NertzConfig option...},
+    {"format": "nertz-replay/1", "agents": [name per seat], "config": {...every NertzConfig option...},
      "snapshot": {...the opening table, nertz-snapshot/1...}, "meta": {...anything JSON...}}
 
 then one line per tick, in order::
@@ -40,14 +40,9 @@ game in ``nertz-play``). A file with neither was cut off: a game still being wri
 tick by tick) or a writer that crashed. :func:`load_replay` reads such a file (a last line cut in the middle,
 or a gzip stream that ends early, is dropped) and :attr:`Replay.cut_off` says so; :func:`verify_replay`
 raises :class:`ReplayIncomplete` for it, naming the last complete tick (``nertz-replay --partial`` draws it
-anyway, marked as cut off).
+anyway, marked as cut off). Files written before the ``stopped`` line existed read as cut off when unfinished.
 
-Versions: ``nertz-replay/2`` added the ``stopped`` closing line and ``end_table``; :func:`load_replay` reads
-both. A ``nertz-replay/1`` file has neither: its round-end tables are recomputed when replayed, and an
-unfinished one (no ``final`` line) cannot tell a stopped game from a cut-off file, so it reads as cut off
-(``verify_replay(..., partial=True)`` and ``nertz-replay --partial`` take it). A reader of
-``nertz-replay/1`` only refuses a ``/2`` file with its "not a nertz-replay/1 file" error rather than
-misreading the ``stopped`` line.
+The format stays ``nertz-replay/1``: ``end_table`` is an optional field that older readers ignore.
 
 :func:`verify_replay` restores the opening snapshot, steps the engine with the recorded actions and checks every
 tick's flags, rewards, round ends and snapshot hash, and the closing snapshot exactly. :func:`replay_states`
@@ -71,12 +66,10 @@ from nertz_env.actions import action_table
 from nertz_env.config import make_config
 from nertz_env.environment import NertzParallelEnv
 
-FORMAT = "nertz-replay/2"  # what this version writes
-FORMATS = ("nertz-replay/1", FORMAT)  # what load_replay reads
+FORMAT = "nertz-replay/1"
 
 __all__ = [
     "FORMAT",
-    "FORMATS",
     "Frame",
     "RecordReplay",
     "Replay",
@@ -95,7 +88,7 @@ __all__ = [
 
 
 class ReplayError(ValueError):
-    """A file that is not a readable replay record; the message says where."""
+    """A file that is not a readable ``nertz-replay/1`` record; the message says where."""
 
 
 class ReplayIncomplete(ReplayError):
@@ -224,7 +217,7 @@ class ReplayWriter:
 
 
 class RecordReplay:
-    """A ``parallel_env`` that records every episode it plays as a ``nertz-replay/2`` file.
+    """A ``parallel_env`` that records every episode it plays as a ``nertz-replay/1`` file.
 
     Args:
         env: the env to record (a :class:`~nertz_env.environment.NertzParallelEnv`).
@@ -323,7 +316,7 @@ class RecordReplay:
 # ---------------------------------------------------------------------------------------------------------
 @dataclass
 class Replay:
-    """A loaded replay file (``format`` is its version): the header's fields, the tick records, and the closing snapshot
+    """A loaded ``nertz-replay/1`` file: the header's fields, the tick records, and the closing snapshot
     (``None`` when the game was stopped before its end: then ``stopped`` is True, or the file was cut off and
     ``cut_off`` says how)."""
 
@@ -336,7 +329,6 @@ class Replay:
     path: str = ""
     stopped: bool = False
     cut_off: str | None = None
-    format: str = FORMAT
 
     @property
     def last_tick(self) -> int:
@@ -371,7 +363,7 @@ def _read_text(path: str) -> tuple[IO[str], bool]:
 
 
 def load_replay(path: str | os.PathLike[str]) -> Replay:
-    """Read a ``nertz-replay/1`` or ``/2`` file (plain or gzip). Raises :class:`ReplayError` naming the line."""
+    """Read a ``nertz-replay/1`` file (plain or gzip). Raises :class:`ReplayError` naming the line."""
     path = os.fspath(path)
     try:
         f, gz_cut = _read_text(path)
@@ -396,11 +388,8 @@ def load_replay(path: str | os.PathLike[str]) -> Replay:
             if not isinstance(obj, dict):
                 raise ReplayError(f"{path}:{k}: each line is a JSON object")
             if rep is None:
-                if obj.get("format") not in FORMATS:
-                    raise ReplayError(
-                        f"{path}:{k}: not a nertz-replay file this version reads (format {obj.get('format')!r}; "
-                        f"it reads {' and '.join(FORMATS)})"
-                    )
+                if obj.get("format") != FORMAT:
+                    raise ReplayError(f"{path}:{k}: not a {FORMAT} file (format {obj.get('format')!r})")
                 for key in ("agents", "config", "snapshot"):
                     if key not in obj:
                         raise ReplayError(f"{path}:{k}: the header has no {key!r}")
@@ -410,8 +399,7 @@ def load_replay(path: str | os.PathLike[str]) -> Replay:
                     raise ReplayError(f"{path}:{k}: config: {e}") from None
                 if not isinstance(obj["agents"], list) or len(obj["agents"]) != n:
                     raise ReplayError(f"{path}:{k}: agents must name all {n} seats")
-                meta = obj.get("meta", {})
-                rep = Replay(obj["agents"], obj["config"], obj["snapshot"], meta, path=path, format=obj["format"])
+                rep = Replay(obj["agents"], obj["config"], obj["snapshot"], obj.get("meta", {}), path=path)
             elif "final" in obj:
                 rep.final = obj["final"]
             elif "stopped" in obj:

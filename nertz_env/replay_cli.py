@@ -1,4 +1,4 @@
-"""``nertz-replay``: a recorded game (``nertz-replay/2``, or ``/1`` of earlier versions) as a self-contained HTML page, a GIF or an MP4.
+"""``nertz-replay``: a recorded game (``nertz-replay/1``) as a self-contained HTML page, a GIF or an MP4.
 
     nertz-replay game.jsonl.gz -o game.html          # a page that opens from disk, no network
     nertz-replay game.jsonl.gz --gif game.gif         # an animation of the table, one frame per tick
@@ -305,10 +305,10 @@ def write_animation(rep: Replay, path: str, fps: float, scale: float, kind: str)
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="nertz-replay",
-        description="Turn a recorded Nertz game (nertz-replay/2 or /1, from nertz-eval --replays or "
+        description="Turn a recorded Nertz game (nertz-replay/1, from nertz-eval --replays or "
         "nertz_env.replay.RecordReplay) into a page that opens from disk, a GIF or an MP4.",
     )
-    p.add_argument("file", help="a nertz-replay/2 or /1 file (.jsonl or .jsonl.gz)")
+    p.add_argument("file", help="a nertz-replay/1 file (.jsonl or .jsonl.gz)")
     p.add_argument("-o", "--output", metavar="PAGE.html", help="write the HTML page here")
     p.add_argument(
         "--gif",

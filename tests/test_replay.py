@@ -15,7 +15,6 @@ import pytest
 from nertz_env.environment import parallel_env
 from nertz_env.replay import (
     FORMAT,
-    FORMATS,
     RecordReplay,
     ReplayError,
     ReplayMismatch,
@@ -114,7 +113,7 @@ def test_unfinished_game_and_episodes(tmp_path: Path) -> None:
     [
         (b"", "empty"),
         (b"not json\n", "not JSON"),
-        (b'{"format": "other/1"}\n', "not a nertz-replay file this version reads"),
+        (b'{"format": "other/1"}\n', "not a nertz-replay/1"),
         (b'{"format": "nertz-replay/1", "agents": []}\n', "no 'config'"),
         (gzip.compress(b"[1, 2]\n"), "JSON object"),
         (b"\x1f\x8b\x08garbage", "unreadable"),
@@ -364,29 +363,6 @@ def test_cut_off_file_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[
     play(env, seed=6, max_ticks=10)
     env.close()
     assert load_replay(closed).stopped and verify_replay(closed) == 10
-
-
-def test_version_1_files_still_read(tmp_path: Path) -> None:
-    """A nertz-replay/1 file (no 'stopped' line, no 'end_table') still reads, verifies and draws."""
-    from nertz_env.replay import replay_frames
-
-    assert FORMAT == "nertz-replay/2" and FORMATS == ("nertz-replay/1", "nertz-replay/2")
-    path = tmp_path / "m.jsonl"
-    play(RecordReplay(parallel_env(num_players=2, rounds=2), path), seed=5)
-    lines = [json.loads(x) for x in path.read_text().splitlines()]
-    lines[0]["format"] = "nertz-replay/1"
-    for rec in lines[1:]:
-        rec.pop("end_table", None)
-    old = tmp_path / "old.jsonl"
-    old.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    rep = load_replay(old)
-    assert rep.format == "nertz-replay/1" and verify_replay(rep) == len(rep.ticks)
-    new = list(replay_frames(load_replay(path)))
-    assert [f.snapshot for f in replay_frames(rep)] == [f.snapshot for f in new]  # round ends recomputed
-    # an unfinished /1 file cannot say it was stopped: it reads as cut off
-    old.write_text("".join(json.dumps(x) + "\n" for x in lines[:30]))
-    with pytest.raises(ReplayError, match="cut off after tick 29"):
-        verify_replay(old)
 
 
 def test_page_chart_labels_are_readable(match_game: Path) -> None:
