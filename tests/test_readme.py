@@ -398,7 +398,6 @@ def rule_train_rllib(args: list[str], ctx: Ctx) -> Plan:
     a = _set(a, "--total-timesteps", str(TINY_STEPS * 4))
     a = _set(a, "--n-steps", "16")
     a = _set(a, "--num-tables", "2")
-    a = _set(a, "--eval-deals", "1")
     return Plan(a, makes=makes, timeout=600.0, requires=("ray",))
 
 
