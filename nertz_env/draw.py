@@ -422,39 +422,22 @@ def _seat_panel(
         static.append(_text(text, x + CW / 2, label_y, 5, "#cfe3d5", anchor="middle", weight=0.18))
         out.append(_text(str(count), x + CW / 2, label_y + 9, 9, "#ffffff", anchor="middle", weight=0.18))
 
-    # Nertz pile: the top card and the count
+    # the Nertz pile (its top card), the stock (a back) and the waste (its top card), each with its count
     x = x0 + PAD
-    nertz = pl["nertz"]
-    if nertz:
-        cards.add(nertz[-1])
-        out.append(_use(nertz[-1], x, y, _attrs(interactive, "nertz", p)))
-    else:
-        out.append(_slot(x, y, "OUT", _attrs(interactive, "nertz", p)))
-    small_label("NERTZ", len(nertz), x)
-    if sel_zone == "nertz":
-        out.append(_select_rect(x, y, CW, CH))
-    # stock: a back (or an empty place) and the count
-    x += CW + GAP
-    stock = pl["stock"]
-    if stock:
-        back = True
-        out.append(f'<use href="#c-back" x="{_num(x)}" y="{_num(y)}"{_attrs(interactive, "stock", p)}/>')
-    else:
-        out.append(_slot(x, y, "", _attrs(interactive, "stock", p)))
-    small_label("STOCK", len(stock), x)
-    if sel_zone == "stock":
-        out.append(_select_rect(x, y, CW, CH))
-    # waste: the top card and the count
-    x += CW + GAP
-    waste = pl["waste"]
-    if waste:
-        cards.add(waste[-1])
-        out.append(_use(waste[-1], x, y, _attrs(interactive, "waste", p)))
-    else:
-        out.append(_slot(x, y, "", _attrs(interactive, "waste", p)))
-    small_label("WASTE", len(waste), x)
-    if sel_zone == "waste":
-        out.append(_select_rect(x, y, CW, CH))
+    for zone, label, empty in (("nertz", "NERTZ", "OUT"), ("stock", "STOCK", ""), ("waste", "WASTE", "")):
+        pile = pl[zone]
+        if pile and zone == "stock":
+            back = True
+            out.append(f'<use href="#c-back" x="{_num(x)}" y="{_num(y)}"{_attrs(interactive, zone, p)}/>')
+        elif pile:
+            cards.add(pile[-1])
+            out.append(_use(pile[-1], x, y, _attrs(interactive, zone, p)))
+        else:
+            out.append(_slot(x, y, empty, _attrs(interactive, zone, p)))
+        small_label(label, len(pile), x)
+        if sel_zone == zone:
+            out.append(_select_rect(x, y, CW, CH))
+        x += CW + GAP
     redeals, false_calls = int(pl.get("redeals", 0)), int(pl.get("false_calls", 0))
     extra = []
     if redeals:
@@ -465,7 +448,7 @@ def _seat_panel(
     if extra:
         out.append(_text("  ".join(extra), x0 + PAD, label_y + 24, 5, "#cfe3d5", weight=0.18))
     # work piles, fanned downward
-    wx = x + CW + GAP + 8
+    wx = x + 8  # the work piles, right of the waste
     for j, pile in enumerate(pl["work"]):
         px = wx + j * (CW + GAP)
         out.append(f'<g class="pile" data-zone="work" data-pile="{j}">')
