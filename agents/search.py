@@ -226,23 +226,35 @@ class SearchAgent(_Base):
         self._remembering = True
 
     def _choose(self, s: np.ndarray, action_mask: np.ndarray) -> int:
-        tools = self._tools()
-        prio = self._prio
-        best = int(pick_best(prio, action_mask, self.rng.random()))  # the heuristic's own choice
-        if self.rollouts == 0 or prio[best] >= PRIO_NERTZ_LAKE or not self._lake_known:
+        best = int(pick_best(self._prio, action_mask, self.rng.random()))  # the heuristic's own choice
+        if self.rollouts == 0 or self._prio[best] >= PRIO_NERTZ_LAKE or not self._lake_known:
             return best
-        order = np.argsort(-prio, kind="stable")
-        cands = [best] + [
-            int(a) for a in order[: self.candidates] if a != best and action_mask[a] and prio[a] >= PRIO_FLIP
-        ]
-        cands = cands[: self.candidates]
+        cands = self._candidates(best, action_mask)
         if len(cands) <= 1:
             return best
-        n = hidden_cards(s, tools.params, self._lake_own, self._cards)
-        if n < 0:  # the memory is out of step with the table: play the heuristic
+        values = self._values(s, cands)
+        if values is None:  # the memory is out of step with the table: play the heuristic
             return best
+        k = int(np.argmax(values))
+        return cands[k] if values[k] > values[0] + self.margin else best
+
+    def _candidates(self, first: int, action_mask: np.ndarray) -> list[int]:
+        """``first``, then the heuristic's best other legal actions down to a flip: ``candidates`` in all."""
+        prio = self._prio
+        order = np.argsort(-prio, kind="stable")
+        cands = [first] + [
+            int(a) for a in order[: self.candidates] if a != first and action_mask[a] and prio[a] >= PRIO_FLIP
+        ]
+        return cands[: self.candidates]
+
+    def _values(self, s: np.ndarray, cands: list[int]) -> np.ndarray | None:
+        """The rollout value of each candidate action from the state ``s`` (same simulated deals for all of
+        them), or None when the hidden cards cannot be worked out (the memory is out of step)."""
+        tools = self._tools()
+        n = hidden_cards(s, tools.params, self._lake_own, self._cards)
+        if n < 0:
+            return None
         values = np.zeros(len(cands), dtype=np.float64)
-        assert self.config is not None
         rollout_values(
             s,
             np.array(cands, dtype=np.int64),
@@ -262,5 +274,4 @@ class SearchAgent(_Base):
             values,
             *self._work,
         )
-        k = int(np.argmax(values))
-        return cands[k] if values[k] > values[0] + self.margin else best
+        return values
