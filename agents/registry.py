@@ -21,18 +21,23 @@ from collections.abc import Callable
 from typing import Any
 
 from nertz_env.agents.base import Agent
+from nertz_env.agents.expert import BestAgent, ExpertAgent
 from nertz_env.agents.scripted import GreedyAgent, HeuristicAgent, RandomAgent
 from nertz_env.agents.search import SearchAgent
 from nertz_env.config import NertzConfig
 
 #: the baseline ladder, weakest first
 LADDER = ("random", "greedy", "heuristic", "search")
+#: the strongest agent shipped (the expert planner with its trained network); not a ladder rung
+BEST = "best"
 
 _FACTORIES: dict[str, Any] = {
     "random": RandomAgent,
     "greedy": GreedyAgent,
     "heuristic": HeuristicAgent,
     "search": SearchAgent,
+    "expert": ExpertAgent,
+    "best": BestAgent,
 }
 _LOADERS: dict[str, Callable[..., Agent]] = {}
 #: loaders chosen by a test of the path (e.g. a checkpoint directory), tried after the suffixes

@@ -1,0 +1,156 @@
+"""``expert``: the search planner with a learned policy inside it (the agent behind the name ``best``).
+
+**Decision.** The seat keeps the search agent's model of its own layout and its memory of the stock
+(:mod:`nertz_env.agents.search`). Each tick a policy network (a MaskablePPO actor, evaluated in numpy) gives
+the probability of every legal action. The policy's most probable action is the default move, where search
+takes the heuristic's. A call or a Nertz card to the lake is taken at once, as search does. Otherwise the
+candidates are the policy's default, the heuristic's choice and the next best actions of both, and each is
+scored by search's rollouts (the same simulated deals for every candidate) plus ``prior`` times the log of
+its probability under the policy. A candidate replaces the default only when its score is ``margin`` more.
+
+This is one step of policy improvement over the learned policy, the way search is one step over the
+heuristic: the rollouts correct the network where their model of the own layout sees further, and the
+network's probabilities carry what rollouts cannot see (the opponents' layouts in the observation, the rest
+of the round past the rollout horizon). Expert iteration (``nertz_env.train.expert``) then trains the
+network to predict this planner's choices, and the loop repeats with the new network inside.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, ClassVar
+
+import numpy as np
+
+from nertz_env.agents.kernels import PRIO_FLIP, PRIO_NERTZ_LAKE, pick_best
+from nertz_env.agents.search import SearchAgent
+from nertz_env.config import NertzConfig
+
+_LOG_FLOOR = 1e-6  # probabilities below this count as this in the prior (a log of zero is no score)
+
+
+class NumpyActor:
+    """The actor of a MaskablePPO MLP policy as numpy arrays: observation -> masked action probabilities.
+
+    A forward pass of one observation costs tens of microseconds this way, against a few hundred through
+    torch's distribution objects; the planner makes one each decision.
+    """
+
+    def __init__(self, policy: Any) -> None:
+        import torch
+
+        layers = [m for m in policy.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)]
+        acts = [m for m in policy.mlp_extractor.policy_net if not isinstance(m, torch.nn.Linear)]
+        if any(not isinstance(a, torch.nn.ReLU) for a in acts) or len(acts) != len(layers):
+            raise ValueError("the planner's policy must be an MLP with ReLU activations (SB3's default net_arch)")
+        self.weights = [layer.weight.detach().numpy().T.astype(np.float32).copy() for layer in layers]
+        self.biases = [layer.bias.detach().numpy().astype(np.float32).copy() for layer in layers]
+        self.w_out = policy.action_net.weight.detach().numpy().T.astype(np.float32).copy()
+        self.b_out = policy.action_net.bias.detach().numpy().astype(np.float32).copy()
+        self.obs_size = self.weights[0].shape[0] if self.weights else self.w_out.shape[0]
+        self.n_actions = self.w_out.shape[1]
+
+    def probabilities(self, observation: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Probabilities (float64) of the actions for one observation; illegal actions get 0."""
+        h = np.asarray(observation, dtype=np.float32)
+        for w, b in zip(self.weights, self.biases, strict=True):
+            h = np.maximum(h @ w + b, 0.0)
+        logits = (h @ self.w_out + self.b_out).astype(np.float64)
+        legal = mask.astype(bool)
+        logits[~legal] = -np.inf
+        logits -= logits[legal].max()
+        p = np.exp(logits)
+        return p / p.sum()
+
+
+class ExpertAgent(SearchAgent):
+    """Search with a learned policy as its default move and prior (see the module doc).
+
+    Args:
+        policy: a MaskablePPO ``.zip`` (or a shipped model's name) whose actor plays inside the planner
+            (default: the shipped ``best_net``, trained by expert iteration).
+        prior: weight of the log-probability added to each candidate's rollout value (default 0: on a screening seed the network's probabilities as a prior cost more than they gave).
+        top: the policy's most probable actions added to the candidates (default 2).
+        base: ``"policy"`` (default) or ``"heuristic"``: whose first choice is the default move.
+        Other arguments: as for :class:`~nertz_env.agents.search.SearchAgent`.
+    """
+
+    name = "expert"
+    PARAMS: ClassVar[dict[str, type]] = {
+        **SearchAgent.PARAMS,
+        "policy": str,
+        "prior": float,
+        "top": int,
+        "base": str,
+    }
+
+    def __init__(
+        self,
+        policy: str = "best_net",
+        prior: float = 0.0,
+        top: int = 2,
+        base: str = "policy",
+        **search: Any,
+    ) -> None:
+        super().__init__(**search)
+        if base not in ("policy", "heuristic"):
+            raise ValueError(f"base must be 'policy' or 'heuristic', got {base!r}")
+        if not (np.isfinite(prior) and prior >= 0.0) or top < 0:
+            raise ValueError("prior must be a finite number >= 0 and top >= 0")
+        self.policy_spec = policy
+        self.prior = float(prior)
+        self.top = int(top)
+        self.base = base
+        self._actor: NumpyActor | None = None
+        self._policy_agent: Any = None
+        self._probs = np.zeros(0)
+
+    def _load(self) -> Any:
+        if self._policy_agent is None:
+            from nertz_env.agents.registry import load_policy_agent, shipped_models
+
+            path = shipped_models().get(self.policy_spec, self.policy_spec)
+            if not os.path.isfile(path):
+                raise FileNotFoundError(f"expert: policy file not found: {self.policy_spec}")
+            self._policy_agent = load_policy_agent(path, deterministic=True, name=self.policy_spec)
+            self._actor = NumpyActor(self._policy_agent.policy)
+        return self._policy_agent
+
+    def reset(self, config: NertzConfig, seat: int, seed: int | None = None) -> None:
+        self._load().reset(config, seat, seed)  # refuses a table of other rules than the network's
+        super().reset(config, seat, seed)
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        assert self._actor is not None
+        self._probs = self._actor.probabilities(observation, action_mask)
+        return super().act(observation, action_mask)
+
+    def _choose(self, s: np.ndarray, action_mask: np.ndarray) -> int:
+        prio, probs = self._prio, self._probs
+        h_best = int(pick_best(prio, action_mask, self.rng.random()))
+        if prio[h_best] >= PRIO_NERTZ_LAKE or not self._lake_known:
+            return h_best
+        p_order = np.argsort(-probs, kind="stable")
+        first = int(p_order[0]) if self.base == "policy" else h_best
+        if self.rollouts == 0:
+            return first
+        cands = [first]
+        for a in [h_best, *self._candidates(h_best, action_mask)[1:], *(int(x) for x in p_order[: self.top])]:
+            if a not in cands and action_mask[a] and (prio[a] >= PRIO_FLIP or probs[a] > 0.0):
+                cands.append(a)
+        if len(cands) <= 1:
+            return first
+        values = self._values(s, cands)
+        if values is None:
+            return first
+        if self.prior > 0.0:
+            values = values + self.prior * np.log(np.maximum(probs[cands], _LOG_FLOOR))
+        k = int(np.argmax(values))
+        return cands[k] if values[k] > values[0] + self.margin else first
+
+
+class BestAgent(ExpertAgent):
+    """The shipped strongest agent, ``best``: the ``expert`` planner holding the network that expert iteration
+    trained (``models/best_net.zip``). It takes the same options as ``expert``."""
+
+    name = "best"

@@ -1,0 +1,123 @@
+"""The learned planner's cost: time per decision of ``best`` (and of ``search`` beside it, same games), and
+what the network would cost inside the rollouts (the design the planner did not take).
+
+Run: ``python bench/bench_expert.py [--games 20] [--spec best]``. Prints two tables, writes
+``bench/out/bench_expert.json``. The bar allows 2 ms a decision on this machine.
+
+Table 1 plays 4-player games with the measured agent in seat 0 and three ``search`` seats, and times every
+``act`` of seat 0 and of seat 1 (a ``search``), in the same games: the ratio is measured side by side.
+
+Table 2 times one forward pass of the shipped network's actor (numpy, one thread) on a batch of
+``rollouts x candidates`` observations, the pass that rollouts played by the network would make on every
+simulated tick, and multiplies by the horizon: the network's share of one such decision, before any engine
+work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np
+from common import print_table, save
+
+
+def per_decision(spec: str, games: int, seed: int) -> dict:
+    """Seat 0 plays ``spec``, seats 1-3 ``search``: microseconds per ``act`` of seat 0 and of seat 1."""
+    import nertz_env
+    from nertz_env.agents import make_agent
+
+    env = nertz_env.parallel_env(num_players=4)
+    agents = [make_agent(spec)] + [make_agent("search") for _ in range(3)]
+    spent = [0.0] * 4
+    calls = 0
+    obs, _ = env.reset(seed=seed)  # warm up: numba's cache and the network load on the first calls
+    for s, a in enumerate(agents):
+        a.reset(env.config, s, s)
+        a.act(obs[f"player_{s}"]["observation"], obs[f"player_{s}"]["action_mask"])
+    for g in range(games):
+        obs, _ = env.reset(seed=seed + g)
+        for s, a in enumerate(agents):
+            a.reset(env.config, s, seed + g * 4 + s)
+        while env.agents:
+            acts = {}
+            for s, n in enumerate(env.agents):
+                t = time.perf_counter()
+                acts[n] = agents[s].act(obs[n]["observation"], obs[n]["action_mask"])
+                spent[s] += time.perf_counter() - t
+            calls += 1
+            obs, *_ = env.step(acts)
+    return {"agent": spec, "games": games, "decisions": calls, "us_per_act": spent[0] / calls * 1e6,
+            "search_us_per_act": spent[1] / calls * 1e6}
+
+
+def rollout_forward(path: str, batch: int, horizon: int, repeats: int = 50) -> dict:
+    """Microseconds of one batched actor forward pass on ``batch`` observations, and that times ``horizon``."""
+    from nertz_env.agents.expert import NumpyActor
+    from nertz_env.agents.registry import load_policy_agent
+
+    actor = NumpyActor(load_policy_agent(path).policy)
+    rng = np.random.default_rng(0)
+    obs = rng.random((batch, actor.obs_size), dtype=np.float32)
+
+    def forward() -> np.ndarray:
+        h = obs
+        for w, b in zip(actor.weights, actor.biases, strict=True):
+            h = np.maximum(h @ w + b, 0.0)
+        return h @ actor.w_out + actor.b_out
+
+    forward()
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        forward()
+    us = (time.perf_counter() - t0) / repeats * 1e6
+    return {"batch": batch, "horizon": horizon, "us_per_forward": us, "us_per_decision": us * horizon}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--games", type=int, default=20, help="games timed (default 20)")
+    ap.add_argument("--spec", default="best", help="the agent timed against search (default best)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    if args.games < 1:
+        ap.error(f"--games must be at least 1, got {args.games}")
+    from nertz_env.agents import AgentSpecError, make_agent
+    from nertz_env.agents.registry import shipped_models
+    from nertz_env.threads import limit_threads
+
+    limit_threads(1)
+    try:
+        make_agent(args.spec)
+    except (AgentSpecError, FileNotFoundError) as e:
+        ap.error(str(e))
+    d = per_decision(args.spec, args.games, args.seed)
+    table1 = print_table(
+        f"Time per decision, {args.spec} in seat 0 and search in seat 1 of the same {args.games} games "
+        "(4 players, one process, one thread)",
+        ["agent", "µs per decision", "vs search", "budget (2,000 µs)"],
+        [
+            [args.spec, f"{d['us_per_act']:.0f}", f"{d['us_per_act'] / d['search_us_per_act']:.2f}x",
+             "under" if d["us_per_act"] <= 2000 else "OVER"],
+            ["search", f"{d['search_us_per_act']:.0f}", "1.00x", "under" if d["search_us_per_act"] <= 2000 else "OVER"],
+        ],
+    )
+    net = shipped_models().get("best") or shipped_models()["ppo"]
+    fw = [rollout_forward(net, b, h) for b, h in ((160, 20), (40, 10), (1, 1))]
+    table2 = print_table(
+        f"The network inside the rollouts: one batched actor pass ({os.path.basename(net)}, numpy, one thread)",
+        ["observations a pass (rollouts x candidates)", "passes a decision (horizon)", "µs a pass",
+         "µs a decision (network only)"],
+        [[f["batch"], f["horizon"], f"{f['us_per_forward']:.0f}", f"{f['us_per_decision']:.0f}"] for f in fw],
+    )
+    result = {"per_decision": d, "rollout_forward": fw, "table": table1 + "\n" + table2}
+    save("bench_expert", result)
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,198 @@
+"""Expert iteration: train the policy inside the ``expert`` planner on the planner's own choices, and repeat.
+
+Each iteration plays rounds with the planner (:class:`~nertz_env.agents.expert.ExpertAgent`, holding the
+current network) at every seat, records every seat's observation, mask, the planner's choice and the return
+that followed (:func:`nertz_env.train.imitate.collect`), and fits the network to them: cross-entropy against
+the planner's choices plus the value head against the returns (:func:`nertz_env.train.imitate.fit`). The fitted
+network goes back inside the planner for the next iteration. The planner is one step of improvement over its
+network (its rollouts and the network's prior pick the move, the network's first choice is the default), so
+each fit moves the network towards a stronger player, and the next planner starts from there.
+
+    python -m nertz_env.train.expert --init ppo --iterations 4 --samples 100000 \\
+        --checkpoint-dir runs/expert/iters --out runs/expert/best.zip
+
+The records of the last ``window`` iterations are fitted together (the newest planner's choices weigh as
+much as the older ones', which keeps the fit from chasing one iteration's noise). Each iteration's network
+is saved to ``checkpoint_dir`` (``iter_NN.zip``) with a JSON line of its figures in ``log.jsonl``, and the
+last one to ``out``: a policy file with the nertz-env record that ``expert:policy=PATH`` and ``nertz-eval``
+load.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from nertz_env.config import NertzConfig, make_config
+
+
+def _planner_spec(policy_path: str, planner: str) -> str:
+    extra = f",{planner}" if planner else ""
+    return f"expert:policy={policy_path}{extra}"
+
+
+def check_options(
+    init: str, out: str, checkpoint_dir: str, iterations: int, samples: int, epochs: int, window: int,
+    lr: float, planner: str, config: NertzConfig,
+) -> str:
+    """Every check before any work: returns the path of the initial network; raises ValueError naming the
+    bad option (FileNotFoundError for a missing network)."""
+    from nertz_env.agents import make_agent
+    from nertz_env.agents.registry import shipped_models
+
+    if not out.lower().endswith(".zip"):
+        raise ValueError(f"--out must name a .zip file, got {out!r}")
+    if os.path.exists(checkpoint_dir) and not os.path.isdir(checkpoint_dir):
+        raise ValueError(f"--checkpoint-dir {checkpoint_dir!r} is a file, not a directory")
+    for name, value in (("iterations", iterations), ("samples", samples), ("epochs", epochs), ("window", window)):
+        if value < 1:
+            raise ValueError(f"--{name} must be at least 1, got {value}")
+    if not (np.isfinite(lr) and lr > 0):
+        raise ValueError(f"--lr must be a finite number > 0, got {lr}")
+    if config.target_score is not None or config.rounds is not None:
+        raise ValueError("expert iteration records single rounds; use rules without target_score or rounds")
+    path = shipped_models().get(init, init)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"--init: no network {init!r} (a .zip policy file or a shipped model's name)")
+    if "policy=" in planner:
+        raise ValueError("--planner sets the planner's search options; the network inside it is --init's, then each iteration's")
+    agent = make_agent(_planner_spec(path, planner))  # a bad planner option fails here
+    agent.reset(config, 0, 0)  # a network for another table fails here
+    return path
+
+
+def expert_iteration(
+    init: str = "ppo",
+    out: str = "runs/expert/best.zip",
+    checkpoint_dir: str = "runs/expert/iters",
+    iterations: int = 4,
+    samples: int = 100_000,
+    epochs: int = 2,
+    window: int = 3,
+    lr: float = 1e-4,
+    batch_size: int = 1024,
+    planner: str = "",
+    num_players: int = 4,
+    rules: dict[str, Any] | None = None,
+    seed: int = 0,
+    teacher_threads: int = 1,
+    progress: bool = False,
+    log: Any = print,
+) -> dict[str, Any]:
+    """Run ``iterations`` rounds of collect-and-fit from the network ``init``; returns the figures of the run.
+
+    ``planner``: extra options of the planner's spec (``"rollouts=16,prior=0.5"``), the same every iteration.
+    """
+    from nertz_env.train.imitate import _PolicyHolder, collect, fit
+    from nertz_env.train.meta import make_meta
+    from nertz_env.train.policy_agent import load_policy
+    from nertz_env.train.trainer import save_policy
+
+    config = make_config(num_players=num_players, **dict(rules or {}))
+    path = check_options(init, out, checkpoint_dir, iterations, samples, epochs, window, lr, planner, config)
+    os.makedirs(checkpoint_dir, exist_ok=True)
+    started = time.perf_counter()
+    torch.manual_seed(seed)
+    base, _ = load_policy(path)
+    policy = copy.deepcopy(base)  # the loaded network is shared by every agent of that file: fit a copy
+    holder = _PolicyHolder(policy, {"net_arch": policy.net_arch, "activation_fn": policy.activation_fn})
+    records: list[Any] = []
+    history: list[dict[str, Any]] = []
+    current = path
+    for k in range(iterations):
+        teacher = _planner_spec(current, planner)
+        demos = collect(
+            teacher, config, samples, seed=seed + 104_729 * (k + 1), progress=progress,
+            teacher_threads=teacher_threads,
+        )
+        records = [*records, demos][-window:]
+        data = records[0]
+        for more in records[1:]:
+            data = data + more
+        t0 = time.perf_counter()
+        stats = fit(policy, data, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed + k, log=log)
+        fit_s = time.perf_counter() - t0
+        current = os.path.join(checkpoint_dir, f"iter_{k + 1:02d}.zip")
+        meta = make_meta(
+            config, num_timesteps=0, mode="expert-iteration", n_envs=1,
+            expert={"init": init, "iteration": k + 1, "planner": planner, "samples": samples, "window": window,
+                    "epochs": epochs, "seed": seed, **stats},
+        )
+        save_policy(holder, current, meta)
+        row = {
+            "iteration": k + 1, "teacher": teacher, "decisions": len(demos.actions), "rounds": demos.games,
+            "collect_s": round(demos.seconds, 1), "fit_s": round(fit_s, 1), "fitted_on": len(data.actions),
+            "elapsed_s": round(time.perf_counter() - started, 1), "policy": current, **stats,
+        }
+        history.append(row)
+        with open(os.path.join(checkpoint_dir, "log.jsonl"), "a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
+        log(
+            f"iteration {k + 1}/{iterations}: {len(demos.actions):,} planner decisions in {demos.seconds:.0f} s, "
+            f"fit {fit_s:.0f} s, accuracy {stats['accuracy']:.1%}, saved {current}"
+        )
+    save_policy(holder, out, make_meta(
+        config, num_timesteps=0, mode="expert-iteration", n_envs=1,
+        expert={"init": init, "iterations": iterations, "planner": planner, "samples": samples,
+                "window": window, "epochs": epochs, "seed": seed},
+    ))
+    wall = time.perf_counter() - started
+    log(f"saved {out} after {iterations} iterations ({wall / 60:.1f} min)")
+    return {"out": out, "iterations": history, "wall_s": round(wall, 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m nertz_env.train.expert``: exit code 2 with one line on bad input."""
+    from nertz_env.agents import AgentSpecError
+    from nertz_env.threads import limit_threads
+    from nertz_env.train.cli import OneLineParser, _rule
+
+    ap = OneLineParser(prog="python -m nertz_env.train.expert", description=__doc__.split("\n")[0])
+    ap.add_argument("--init", default="ppo", help="the network to start from: a .zip policy or a shipped name (default ppo)")
+    ap.add_argument("--out", required=True, help="the final network (.zip)")
+    ap.add_argument("--checkpoint-dir", required=True, help="each iteration's network (iter_NN.zip) and log.jsonl")
+    ap.add_argument("--iterations", type=int, default=4, help="collect-and-fit rounds (default 4)")
+    ap.add_argument("--samples", type=int, default=100_000, help="planner decisions recorded per iteration (default 100,000)")
+    ap.add_argument("--epochs", type=int, default=2, help="epochs over the window's records per iteration (default 2)")
+    ap.add_argument("--window", type=int, default=3, help="iterations whose records are fitted together (default 3)")
+    ap.add_argument("--lr", type=float, default=1e-4, help="Adam learning rate of the fit (default 1e-4)")
+    ap.add_argument("--batch-size", type=int, default=1024)
+    ap.add_argument("--planner", default="", help="options of the planner's spec, e.g. rollouts=16,prior=0.5 (default: expert's defaults)")
+    ap.add_argument("--players", type=int, default=4)
+    ap.add_argument("--rule", action="append", type=_rule, metavar="KEY=VALUE", help="a rules option (repeat)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--teacher-threads", type=int, default=1,
+                    help="threads the planners decide in while collecting (default 1; 2 on a 2-core machine)")
+    args = ap.parse_args(argv)
+    rules: dict[str, Any] = {}
+    for key, value in args.rule or []:
+        if key in rules:
+            ap.error(f"--rule {key} is given twice ({rules[key]!r} and {value!r}): give it once")
+        rules[key] = value
+    if not 1 <= args.teacher_threads <= args.players:
+        ap.error(f"--teacher-threads must be from 1 to the {args.players} seats, got {args.teacher_threads}")
+    limit_threads(1)
+    torch.set_num_threads(1)
+    try:
+        result = expert_iteration(
+            init=args.init, out=args.out, checkpoint_dir=args.checkpoint_dir, iterations=args.iterations,
+            samples=args.samples, epochs=args.epochs, window=args.window, lr=args.lr, batch_size=args.batch_size,
+            planner=args.planner, num_players=args.players, rules=rules, seed=args.seed,
+            teacher_threads=args.teacher_threads, progress=sys.stderr.isatty(),
+        )
+    except (AgentSpecError, FileNotFoundError, ValueError) as e:
+        print(f"{ap.prog}: error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps({"out": result["out"], "wall_s": result["wall_s"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
