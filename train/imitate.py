@@ -87,7 +87,7 @@ def collect(
 ) -> Demonstrations:
     """Play rounds of ``teacher`` at every seat until ``samples`` decisions are recorded.
 
-    With a ``student`` (an agent, e.g. a :class:`~nertz_env.train.policy_agent.PolicyAgent` of the policy
+    With a ``student`` (an agent, e.g. a :class:`~nertz_env.agents.policy.PolicyAgent` of the policy
     being fitted), one seat of every round (seat ``round % players``) is played by the student while a teacher
     at that seat still labels every state (DAgger): the records hold the teacher's action for the states the
     student reaches, and the returns the student's play earned. The teacher is told the move actually made
@@ -336,7 +336,7 @@ def check_imitation(
     agent = make_agent(teacher)  # a bad spec, or a trained teacher for another table, fails here
     meta = getattr(agent, "meta", None)
     if isinstance(meta, dict):
-        from nertz_env.train.meta import check_compatible
+        from nertz_env.agents.meta import check_compatible
 
         check_compatible(meta, config, where=f"teacher {teacher}")
 
@@ -378,8 +378,8 @@ def imitate(
     adds them to the records and fits ``dagger_epochs`` more epochs on all of them: the policy learns the
     teacher's answer in the states its own mistakes lead to, which a teacher's own games never show.
     """
-    from nertz_env.train.meta import make_meta
-    from nertz_env.train.policy_agent import PolicyAgent
+    from nertz_env.agents.meta import make_meta
+    from nertz_env.agents.policy import PolicyAgent
     from nertz_env.train.trainer import save_policy
 
     started = time.perf_counter()
