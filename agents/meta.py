@@ -23,7 +23,7 @@ from typing import Any
 
 from nertz_env.actions import action_table
 from nertz_env.config import NertzConfig, make_config
-from nertz_env.observation import ObsLayout
+from nertz_env.observation import obs_layout
 
 FORMAT = "nertz-checkpoint/1"
 ZIP_MEMBER = "nertz_meta.json"
@@ -59,7 +59,7 @@ def make_meta(config: NertzConfig, **extra: Any) -> dict[str, Any]:
         "algorithm": "MaskablePPO",
         "num_players": num_players,
         "rules": rules,
-        "obs_size": ObsLayout(config).size,
+        "obs_size": obs_layout(config).size,
         "num_actions": action_table(config).n,
         **extra,
     }
@@ -139,7 +139,7 @@ def check_compatible(meta: Mapping[str, Any], config: NertzConfig, where: str = 
             problems.append(f"rules.{key}: this version does not know the {where}'s option ({have[key]!r})")
         elif have[key] != want[key]:
             problems.append(f"rules.{key}: {where} has {have[key]!r}, the table has {want[key]!r}")
-    obs_size, num_actions = ObsLayout(config).size, action_table(config).n
+    obs_size, num_actions = obs_layout(config).size, action_table(config).n
     if int(meta["obs_size"]) != obs_size:
         problems.append(f"observation size: {where} has {meta['obs_size']}, the table has {obs_size}")
     if int(meta["num_actions"]) != num_actions:

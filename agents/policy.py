@@ -158,9 +158,9 @@ def load_policy(path: str, outside: bool = False) -> tuple[Any, dict[str, Any]]:
 def check_spaces(meta: Mapping[str, Any], config: NertzConfig, where: str) -> None:
     """Raise :class:`IncompatibleCheckpointError` unless the policy's spaces are those of a ``config`` table."""
     from nertz_env.actions import action_table
-    from nertz_env.observation import ObsLayout
+    from nertz_env.observation import obs_layout
 
-    obs_size, num_actions = ObsLayout(config).size, action_table(config).n
+    obs_size, num_actions = obs_layout(config).size, action_table(config).n
     if (int(meta["obs_size"]), int(meta["num_actions"])) != (obs_size, num_actions):
         raise IncompatibleCheckpointError(
             f"{where} has no nertz-env record, and its spaces (observation {meta['obs_size']}, "

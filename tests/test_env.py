@@ -33,6 +33,44 @@ def test_engine_import__pulls_in_no_framework() -> None:
 # run in tests/test_clients.py with the other clients.
 
 
+def test_config_derivations__are_built_once_per_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The action table, observation layout and config vector of a config are built once and shared by every
+    # environment of that config, read-only.
+    from nertz_env import actions, observation
+    from nertz_env.engine import state
+
+    builds = {"actions": 0, "layout": 0}
+    table_init, layout_init = actions.ActionTable.__init__, observation.ObsLayout.__init__
+
+    def count_table(self: actions.ActionTable, config: nertz_env.NertzConfig) -> None:
+        builds["actions"] += 1
+        table_init(self, config)
+
+    def count_layout(self: observation.ObsLayout, config: nertz_env.NertzConfig) -> None:
+        builds["layout"] += 1
+        layout_init(self, config)
+
+    monkeypatch.setattr(actions.ActionTable, "__init__", count_table)
+    monkeypatch.setattr(observation.ObsLayout, "__init__", count_layout)
+    for cached in (actions.action_table, observation.obs_layout, state.config_array):
+        cached.cache_clear()
+    rules = {"num_players": 3, "work_piles": 5, "draw": 2}
+    envs = [nertz_env.parallel_env(**rules), nertz_env.parallel_env(**rules)]
+    vec = nertz_env.vector_env(num_tables=2, **rules)
+    for e in envs:
+        e.reset(seed=1)
+    vec.reset(seed=1)
+    assert builds == {"actions": 1, "layout": 1}
+    assert state.config_array.cache_info().misses == 1
+    assert envs[0].actions is envs[1].actions is vec.actions
+    shared = (envs[0].actions.layout, envs[0].obs_layout.offsets, state.config_array(envs[0].config))
+    assert not any(a.flags.writeable for a in shared)
+    with pytest.raises(ValueError, match="read-only"):
+        envs[0].actions.layout[0] = 0
+    # each table state holds its own writable copies (the compiled rules take writable arrays)
+    assert envs[0]._state.cfg.flags.writeable and envs[0]._state.cfg is not state.config_array(envs[0].config)
+
+
 def test_raw_env__is_the_unwrapped_aec_form() -> None:
     e = nertz_env.raw_env(num_players=3)
     e.reset(seed=0)

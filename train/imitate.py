@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from nertz_env.config import NertzConfig, make_config
-from nertz_env.observation import ObsLayout
+from nertz_env.observation import obs_layout
 from nertz_env.train.vec import run_interleaved
 
 
@@ -116,7 +116,7 @@ def collect(
     rules = config.to_dict()
     env = nertz_env.parallel_env(**rules)
     agents = [make_agent(teacher) for _ in range(p_count)]
-    layout = ObsLayout(config)
+    layout = obs_layout(config)
     ncount = layout.slices["nertz_count"].start
     coef = float(config.nertz_penalty if shaping_coef is None else shaping_coef) if shaping else 0.0
     obs_l: list[np.ndarray] = []
@@ -225,7 +225,7 @@ def build_policy(
     from nertz_env.actions import action_table
 
     act_fn = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[activation]
-    obs_space = gymnasium.spaces.Box(0.0, 1.0, (ObsLayout(config).size,), np.float32)
+    obs_space = gymnasium.spaces.Box(0.0, 1.0, (obs_layout(config).size,), np.float32)
     act_space: gymnasium.spaces.Discrete = gymnasium.spaces.Discrete(action_table(config).n)
     kwargs: dict[str, Any] = {"net_arch": {"pi": list(net_arch), "vf": list(net_arch)}, "activation_fn": act_fn}
     policy = MaskableActorCriticPolicy(obs_space, act_space, lambda _: lr, **kwargs)
