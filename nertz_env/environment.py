@@ -281,11 +281,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
 
     def _add_round_infos(self, infos: dict[str, dict[str, Any]]) -> None:
         S, cfg = self._state, self.config
-        totals = []
-        for p in range(cfg.num_players):
-            lake, left = int(S.score_lake[0, p]), int(S.score_nertz[0, p])
-            bonus, false = int(S.score_bonus[0, p]), int(S.score_false[0, p])
-            totals.append(lake - cfg.nertz_penalty * left + bonus - cfg.false_call_penalty * false)
+        totals = [int(v) for v in S.score_round[0]]  # the engine's score of the round (finish_round)
         teamed = cfg.teams is not False
         for a, info in infos.items():
             p = self._seat[a]

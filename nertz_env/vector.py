@@ -281,13 +281,8 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         return {"observation": S.obs, "action_mask": S.mask}
 
     def _round_scores(self) -> np.ndarray:
-        S, c = self._state, self.config
-        return (
-            S.score_lake.astype(np.int32)
-            - c.nertz_penalty * S.score_nertz.astype(np.int32)
-            + S.score_bonus
-            - c.false_call_penalty * S.score_false.astype(np.int32)
-        )
+        """The last finished round's scores [T, P] (int32), as the engine computed them (finish_round)."""
+        return self._state.score_round.copy()
 
 
 def vector_env(num_tables: int, num_players: int = 4, **kwargs: Any) -> NertzVectorEnv:

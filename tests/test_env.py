@@ -339,6 +339,39 @@ def test_round_end_infos__score_breakdown_adds_up_and_counts_the_nertz_cards_lef
         assert 0 <= s["nertz_left"] <= 13
 
 
+@pytest.mark.parametrize(
+    "rules",
+    [
+        {"call_mode": "manual", "call_bonus": 10, "false_call_penalty": 5, "max_ticks": 80},
+        {"rounds": 3, "num_players": 3, "nertz_penalty": 3, "call_bonus": 4, "max_ticks": 60},
+        {"teams": True, "call_bonus": 4, "max_ticks": 60},
+    ],
+    ids=variant_id,
+)
+def test_round_score__is_computed_by_the_engine_and_added_to_the_match(rules: dict) -> None:
+    # finish_round writes the round's score once (score_round); the vector env's infos["score"] is that array,
+    # it is the sum of the breakdown, and it is what the match total grew by.
+    vec = nertz_env.vector_env(num_tables=8, **rules)
+    vec.reset(seed=3)
+    S, c = vec._state, vec.config
+    ends = 0
+    for _ in range(300):
+        before = S.match_score.copy()
+        _, _, _, _, info = vec.step(vec.sample_actions())
+        ended = (info["round_end"] != 0) & ~info["autoreset"]
+        parts = (
+            S.score_lake.astype(np.int64)
+            - c.nertz_penalty * S.score_nertz
+            + S.score_bonus
+            - c.false_call_penalty * S.score_false
+        )
+        np.testing.assert_array_equal(info["score"][ended], S.score_round[ended])
+        np.testing.assert_array_equal(S.score_round[ended], parts[ended])
+        np.testing.assert_array_equal(S.match_score[ended] - before[ended], S.score_round[ended])
+        ends += int(ended.sum())
+    assert ends >= 8
+
+
 def test_observation__lake_tops_stay_in_bounds_when_jokers_top_foundations_too() -> None:
     """With jokers, more foundations than players can show the same top card (every deck's ace of clubs
     and a joker declared as one): the observation stays inside its declared Box and decodes the count."""

@@ -690,6 +690,7 @@ def finish_round(S, t, end, candidates):
         S.score_bonus[t, p] = bonus
         S.score_false[t, p] = S.false_calls[t, p]
         score = S.lake_played[t, p] - cfg[C_PENALTY] * left + bonus - cfg[C_FALSEPEN] * S.false_calls[t, p]
+        S.score_round[t, p] = score
         S.rewards[t, p] += bonus - cfg[C_PENALTY] * left
         S.match_score[t, p] += score
         team_round[t, 0, S.team[p]] += score
@@ -934,6 +935,7 @@ def reset_table(S, t):
         S.score_nertz[t, p] = 0
         S.score_bonus[t, p] = 0
         S.score_false[t, p] = 0
+        S.score_round[t, p] = 0
         S.order[t, p] = p
     S.round_idx[t] = 0
     S.done[t] = DONE_NO

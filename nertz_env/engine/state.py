@@ -99,6 +99,7 @@ class TableState(NamedTuple):
     score_nertz: np.ndarray  # int16 [T, P]  last finished round: cards left in the Nertz pile
     score_bonus: np.ndarray  # int16 [T, P]  last finished round: call bonus
     score_false: np.ndarray  # int16 [T, P]  last finished round: false calls
+    score_round: np.ndarray  # int32 [T, P]  last finished round: the score (the one place it is computed)
     order: np.ndarray  # int8 [T, P]         the seat order drawn for the last tick
     scratch: np.ndarray  # int64 [T, 2, P]   work space for team sums (compiled rules never allocate)
     # --- what each seat sees
@@ -188,6 +189,7 @@ def allocate(config: NertzConfig, num_tables: int) -> TableState:
         score_nertz=np.zeros((t, p), i16),
         score_bonus=np.zeros((t, p), i16),
         score_false=np.zeros((t, p), i16),
+        score_round=np.zeros((t, p), i32),
         order=np.zeros((t, p), i8),
         scratch=np.zeros((t, 2, p), np.int64),
         obs=np.zeros((t, p, o), np.float32),
