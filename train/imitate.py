@@ -1,8 +1,8 @@
 """Behaviour cloning: a policy that imitates a scripted agent, as the starting point of PPO (``init_from``).
 
-PPO from random weights on this game settles early (in our runs, within 0.3M transitions) on a policy a few
-points a round below the heuristic and stays there: the updates shrink (approx. KL ~1e-4) once the policy is
-nearly deterministic. Starting PPO from a policy that already plays like the strongest scripted rung puts it
+PPO from random weights on this game settles early on a policy a few points a round below the heuristic and
+stays there: the updates shrink once the policy is nearly deterministic (the runs: ``train/README.md``,
+"Starting from imitation"). Starting PPO from a policy that already plays like the strongest scripted rung puts it
 where the remaining gains are.
 
 ``python -m nertz_env.train.imitate`` (or :func:`imitate`) plays games of ``teacher`` agents at every seat (any agent spec:
