@@ -372,6 +372,20 @@ def test_round_score__is_computed_by_the_engine_and_added_to_the_match(rules: di
     assert ends >= 8
 
 
+def test_round_so_far__reads_the_running_round_score_from_a_snapshot() -> None:
+    from nertz_env.snapshot import round_so_far
+
+    env = nertz_env.parallel_env(num_players=3, nertz_penalty=3)
+    obs, _ = env.reset(seed=4)
+    rng = np.random.default_rng(2)
+    for _ in range(40):
+        obs, *_ = env.step({a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in env.agents})
+    S = env._state
+    want = [int(S.lake_played[0, p]) - 3 * int(S.nertz_len[0, p]) for p in range(3)]
+    assert round_so_far(env.snapshot()) == want
+    assert any(int(S.lake_played[0, p]) > 0 for p in range(3))
+
+
 def test_observation__lake_tops_stay_in_bounds_when_jokers_top_foundations_too() -> None:
     """With jokers, more foundations than players can show the same top card (every deck's ace of clubs
     and a joker declared as one): the observation stays inside its declared Box and decodes the count."""
