@@ -306,3 +306,18 @@ def test_demo__shows_a_table_and_the_ladder(capsys: Any) -> None:
     out = capsys.readouterr().out
     assert "A 4-player table" in out and "search - heuristic" in out
     assert demo_main(["--deals", "0"]) == 2
+
+
+EVAL_WITHOUT_TORCH = """
+import sys
+sys.modules["torch"] = None  # as if the train extra were not installed
+from nertz_env.eval.cli import main
+sys.exit(main(["gauntlet", "ppo", "random", "--players", "2", "--deals", "1"]))
+"""
+
+
+def test_eval__a_policy_without_the_train_extra_says_what_to_install() -> None:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", EVAL_WITHOUT_TORCH], cwd=root, capture_output=True, text=True)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and "pip install 'nertz-env[train]'" in out.stderr, out.stderr
