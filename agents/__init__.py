@@ -7,8 +7,9 @@ The ladder, weakest first (each rung beats the one below with 95% confidence; ``
     heuristic   the seeds' strategy as a priority list (Nertz top first, runs that free it, brisk flips)
     search      the heuristic improved by rollouts on a model of the own layout (with a memory of the stock)
 
-``make_agent("heuristic:wait_prob=0.2")`` builds one by spec; a checkpoint path (``runs/ppo.zip``) uses the
-loader that the training code registers with ``register_loader``.
+``make_agent("heuristic:wait_prob=0.2")`` builds one by spec; a MaskablePPO checkpoint path (``runs/ppo.zip``)
+loads as a policy agent (:mod:`nertz_env.agents.policy`, which imports torch and Stable-Baselines3 only then),
+and ``register_loader`` adds loaders for other checkpoint files.
 """
 
 from nertz_env.agents.base import Agent

@@ -3,9 +3,10 @@
 A spec is either a scripted agent's name with optional parameters (``name`` or ``name:key=value,key=value``)
 or a path to a checkpoint file whose suffix has a registered loader (``runs/ppo.zip``; parameters may follow
 the path the same way), or the name of a trained policy shipped in ``models/`` (``"ppo"``: it plays its
-most probable action unless given ``deterministic=false``). The training code registers the loader for SB3 ``.zip`` checkpoints with
-:func:`register_loader`; when no loader is registered for a suffix, ``make_agent`` first tries importing
-``nertz_env.train`` (which registers its loaders on import).
+most probable action unless given ``deterministic=false``). The loader for MaskablePPO ``.zip`` checkpoints
+(:mod:`nertz_env.agents.policy`) is registered here; it imports torch and Stable-Baselines3 (the ``train``
+extra) only when a zip is loaded. :func:`register_loader` adds loaders for other suffixes, and an RLlib
+checkpoint directory loads through :mod:`nertz_env.agents.rllib_policy`.
 
 Errors are meant to be shown to people as they are: an unknown name raises :class:`AgentSpecError` listing
 the known agents, a bad parameter names the accepted ones, a missing checkpoint raises
@@ -14,8 +15,6 @@ the known agents, a bad parameter names the accepted ones, a missing checkpoint 
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import os
 from collections.abc import Callable
 from typing import Any
@@ -39,10 +38,18 @@ _FACTORIES: dict[str, Any] = {
     "expert": ExpertAgent,
     "best": BestAgent,
 }
-_LOADERS: dict[str, Callable[..., Agent]] = {}
+
+
+def _load_zip(path: str, **params: Any) -> Agent:
+    """The ``.zip`` loader: a MaskablePPO checkpoint as a :class:`~nertz_env.agents.policy.PolicyAgent`."""
+    from nertz_env.agents.policy import load_policy_agent as load
+
+    return load(path, **params)
+
+
+_LOADERS: dict[str, Callable[..., Agent]] = {".zip": _load_zip}
 #: loaders chosen by a test of the path (e.g. a checkpoint directory), tried after the suffixes
 _PATH_LOADERS: list[tuple[Callable[[str], bool], Callable[..., Agent]]] = []
-_TRAIN_MODULE = "nertz_env.train"
 #: trained policies shipped with the package (``models/<name>.zip``), playable by name (``"ppo"``)
 MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
 
@@ -148,7 +155,7 @@ def load_policy_agent(path: str, config: NertzConfig | None = None, **params: An
     checks the network's spaces against that table and makes the agent refuse any other table. Without
     ``config`` a zip with no nertz-env record plays at any table whose spaces match. ``params``:
     ``deterministic`` (bool), ``name``. Needs the ``train`` extra (torch, SB3, sb3-contrib)."""
-    from nertz_env.train.policy_agent import load_policy_agent as load
+    from nertz_env.agents.policy import load_policy_agent as load
 
     return load(path, config=config, **params)
 
@@ -157,7 +164,7 @@ def record_rules(path: str, config: NertzConfig) -> dict[str, Any]:
     """Write the nertz-env record of ``config`` (the table it was trained for) into a MaskablePPO zip trained
     outside ``nertz-train``, after checking its spaces: from then on it loads by path everywhere (``make_agent``,
     ``nertz-eval``, training's opponent pools) and refuses other tables. Returns the record."""
-    from nertz_env.train.policy_agent import record_rules as record
+    from nertz_env.agents.policy import record_rules as record
 
     return record(path, config)
 
@@ -203,14 +210,10 @@ def make_agent(spec: str) -> Agent:
             raise FileNotFoundError(f"checkpoint file not found: {head}")
         loader = _loader_for(head)
         if loader is None:
-            with contextlib.suppress(ImportError):  # nertz_env.train registers its loaders on import
-                importlib.import_module(_TRAIN_MODULE)
-            loader = _loader_for(head)
-        if loader is None:
             suffixes = ", ".join(sorted(_LOADERS)) or "none registered"
             raise AgentSpecError(
                 f"no loader for checkpoint {head!r} (loaders for: {suffixes}); "
-                f"import {_TRAIN_MODULE} or call nertz_env.agents.register_loader(suffix, fn) "
+                "call nertz_env.agents.register_loader(suffix, fn) "
                 "(or register_path_loader(test, fn) for a directory)"
             )
         return loader(head, **_split_params(rest, head))

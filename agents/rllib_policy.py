@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from nertz_env.agents.meta import FORMAT, CheckpointError, check_compatible, meta_config
 from nertz_env.agents.registry import as_bool
 from nertz_env.config import NertzConfig
 
@@ -37,8 +38,6 @@ def read_rllib_meta(path: str) -> dict[str, Any]:
         FileNotFoundError: no such directory.
         CheckpointError: a directory without a valid record (not written by nertz-env's RLlib backend).
     """
-    from nertz_env.train.meta import FORMAT, CheckpointError
-
     if not os.path.isdir(path):
         raise FileNotFoundError(f"checkpoint directory not found: {path}")
     meta_path = os.path.join(path, META_FILE)
@@ -60,7 +59,6 @@ def read_rllib_meta(path: str) -> dict[str, Any]:
 def load_rllib_module(path: str) -> tuple[Any, dict[str, Any]]:
     """The learner RLModule and the record of the checkpoint ``path`` (cached per record version)."""
     from nertz_env.threads import limit_threads
-    from nertz_env.train.meta import CheckpointError
 
     meta = read_rllib_meta(path)
     key = (os.path.abspath(path), os.path.getmtime(os.path.join(path, META_FILE)))
@@ -96,8 +94,6 @@ class RLlibPolicyAgent:
     """The learner module of an RLlib checkpoint behind the Agent protocol (see the module doc)."""
 
     def __init__(self, module: Any, meta: dict[str, Any], deterministic: bool = False, name: str = "rllib") -> None:
-        from nertz_env.train.meta import meta_config
-
         self.module = module
         self.meta = meta
         self.trained_config = meta_config(meta)
@@ -108,8 +104,6 @@ class RLlibPolicyAgent:
 
     def reset(self, config: NertzConfig, seat: int, seed: int | None = None) -> None:
         if config != self.trained_config:
-            from nertz_env.train.meta import check_compatible
-
             check_compatible(self.meta, config, where=f"RLlib checkpoint {self.name!r}")
         self.seat = seat
         self.rng = np.random.default_rng(seed)

@@ -217,7 +217,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     except IncompatibleAgentError as e:
         raise UsageError(_incompatible(e)) from None
-    except (AgentSpecError, FileNotFoundError, ValueError) as e:
+    except (AgentSpecError, FileNotFoundError, ValueError, ImportError) as e:  # ImportError: an extra missing
         raise UsageError(str(e)) from None
     if args.no_rotate and all(len(s) == 1 for s in tournament.plan.seatings):
         raise UsageError(

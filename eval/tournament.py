@@ -274,8 +274,8 @@ _WORKER: _Player | None = None
 def _init_worker(plan: _Plan) -> None:
     global _WORKER
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
-    # One thread per worker: torch's default of one thread per core in every worker oversubscribed the cores
-    # (a trained policy ran 3-25x slower with 2 workers than with 1). Set before torch is imported (the
+    # One thread per worker: torch's default of one thread per core in every worker oversubscribes the cores
+    # (bench/bench_workers.py). Set before torch is imported (the
     # policy loader imports it), and applied at once if the parent's __main__ already imported it.
     limit_threads(1)
     _WORKER = _Player(plan)
@@ -418,7 +418,7 @@ def _play_with_workers(
     spends seconds importing numba's cache and torch before its first deal; sharing the deals dynamically
     lets this process start at once and the workers join when ready. Every process runs torch in one thread
     (:func:`~nertz_env.threads.limit_threads` in the workers, :func:`_one_torch_thread` here): threads per
-    core beyond one made a policy 3-25x slower.
+    core beyond one make a policy several times slower.
     """
     pool = mp.get_context("spawn").Pool(workers - 1, initializer=_init_worker, initargs=(plan,))
     try:
@@ -463,7 +463,7 @@ def _one_torch_thread() -> Iterator[None]:
     """Run torch (when a policy at the table loaded it) in one thread, restoring the caller's setting after.
 
     A policy's forward pass at batch size 1 gains nothing from more threads, and torch's spinning intra-op
-    threads made it 10x slower or worse whenever the cores were busy (with worker processes, or other work)."""
+    threads make it many times slower whenever the cores are busy (with worker processes, or other work)."""
     torch = sys.modules.get("torch")
     if torch is None:
         yield

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from nertz_env._checkout import extend_path
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, make_config
-from nertz_env.observation import ObsLayout, decode
+from nertz_env.observation import ObsLayout, decode, obs_layout
 
 if TYPE_CHECKING:
     from nertz_env.agent_vector import NertzAgentVectorEnv, agent_vector_env
@@ -55,6 +55,7 @@ __all__ = [
     "describe_action",
     "env",
     "make_config",
+    "obs_layout",
     "parallel_env",
     "raw_env",
     "vector_env",

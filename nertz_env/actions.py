@@ -20,6 +20,7 @@ Sources: 0 = Nertz pile, 1 = waste, 2 + i = work pile i. The numbers in the engi
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -65,7 +66,10 @@ def _source_words(src: int) -> str:
 
 
 class ActionTable:
-    """All actions of one config, in index order, with lookups both ways."""
+    """All actions of one config, in index order, with lookups both ways.
+
+    Build it with :func:`action_table`, which makes one per config and shares it: ``layout`` is read-only.
+    """
 
     def __init__(self, config: NertzConfig) -> None:
         self.config = config
@@ -95,6 +99,7 @@ class ActionTable:
             layout[L_JLAKE] = len(rows)
             rows += [Action(JOKER_LAKE, src=s, suit=u) for s in range(2 + w) for u in range(4)]
         layout[L_NUM] = len(rows)
+        layout.flags.writeable = False  # shared by everyone holding this config's table
         self.rows: tuple[Action, ...] = tuple(rows)
         self.layout = layout
         self._index = {a: i for i, a in enumerate(self.rows)}
@@ -193,12 +198,7 @@ class ActionTable:
         return "\n".join(lines)
 
 
-_TABLES: dict[NertzConfig, ActionTable] = {}
-
-
+@functools.cache
 def action_table(config: NertzConfig) -> ActionTable:
-    """The (cached) action table of a config."""
-    t = _TABLES.get(config)
-    if t is None:
-        t = _TABLES[config] = ActionTable(config)
-    return t
+    """The action table of a config, built once per config (a config is frozen and hashable) and shared."""
+    return ActionTable(config)

@@ -13,13 +13,13 @@ from pathlib import Path
 
 from nertz_env.actions import action_table
 from nertz_env.config import NertzConfig
-from nertz_env.observation import ObsLayout
+from nertz_env.observation import obs_layout
 
 
 def sections() -> dict[str, str]:
     """Generated Markdown for the default config, by marker name."""
     config = NertzConfig()
-    return {"actions": action_table(config).markdown(), "observation": ObsLayout(config).markdown()}
+    return {"actions": action_table(config).markdown(), "observation": obs_layout(config).markdown()}
 
 
 def render(text: str) -> str:

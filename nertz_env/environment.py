@@ -40,7 +40,7 @@ from nertz_env.config import NertzConfig, make_config
 from nertz_env.engine import batch
 from nertz_env.engine.rules import step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, END_MAX_TICKS, END_NERTZ, END_STALL, allocate
-from nertz_env.observation import ObsLayout
+from nertz_env.observation import obs_layout
 from nertz_env.snapshot import restore_table, snapshot_table
 
 ENV_NAME = "nertz_v0"
@@ -125,7 +125,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         self.render_mode = render_mode
         self.illegal_action = illegal_action
         self.actions: ActionTable = action_table(self.config)
-        self.obs_layout = ObsLayout(self.config)
+        self.obs_layout = obs_layout(self.config)
         n = self.config.num_players
         self.possible_agents = [f"player_{i}" for i in range(n)]
         self.agents: list[str] = []
@@ -281,11 +281,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
 
     def _add_round_infos(self, infos: dict[str, dict[str, Any]]) -> None:
         S, cfg = self._state, self.config
-        totals = []
-        for p in range(cfg.num_players):
-            lake, left = int(S.score_lake[0, p]), int(S.score_nertz[0, p])
-            bonus, false = int(S.score_bonus[0, p]), int(S.score_false[0, p])
-            totals.append(lake - cfg.nertz_penalty * left + bonus - cfg.false_call_penalty * false)
+        totals = [int(v) for v in S.score_round[0]]  # the engine's score of the round (finish_round)
         teamed = cfg.teams is not False
         for a, info in infos.items():
             p = self._seat[a]

@@ -31,6 +31,7 @@ Hidden cards (the Nertz pile below its top, the stock, the waste below its top, 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -78,7 +79,11 @@ STATUS_FIELDS = (
 
 
 class ObsLayout:
-    """Named slices of the observation vector for one config."""
+    """Named slices of the observation vector for one config.
+
+    :func:`obs_layout` makes one per config and shares it: ``offsets`` is read-only, ``slices`` is not to be
+    changed.
+    """
 
     def __init__(self, config: NertzConfig) -> None:
         self.config = config
@@ -109,6 +114,7 @@ class ObsLayout:
         offsets.append(pos)
         self.size = pos
         self.offsets = np.array(offsets, dtype=np.int32)
+        self.offsets.flags.writeable = False
 
     def markdown(self) -> str:
         """The slices as a Markdown table (name, index range, width), for the README."""
@@ -120,6 +126,12 @@ class ObsLayout:
     def view(self, obs: np.ndarray, name: str) -> np.ndarray:
         """The named slice of an observation (or of a batch of them, slicing the last axis)."""
         return obs[..., self.slices[name]]
+
+
+@functools.cache
+def obs_layout(config: NertzConfig) -> ObsLayout:
+    """The observation layout of a config, built once per config and shared."""
+    return ObsLayout(config)
 
 
 def _decode_card(v: np.ndarray) -> str | None:
@@ -165,7 +177,7 @@ def decode(obs: np.ndarray, config: NertzConfig) -> dict[str, Any]:
         {"nertz_top", "nertz_count", "teammate"}), "status" ({field: value})}``. Card texts as in
         :mod:`nertz_env.cards`; ``None`` for an empty slot.
     """
-    layout = ObsLayout(config)
+    layout = obs_layout(config)
     obs = np.asarray(obs, dtype=np.float32)
     if obs.shape != (layout.size,):
         raise ValueError(f"decode takes one observation of shape ({layout.size},), got {obs.shape}")

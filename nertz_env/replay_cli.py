@@ -37,6 +37,7 @@ from nertz_env.actions import action_table
 from nertz_env.config import make_config
 from nertz_env.draw import FAN_CARDS, SEAT_COLOURS, TableDrawing, draw_table, longest_pile, svg_to_rgb
 from nertz_env.replay import Frame, Replay, ReplayError, ReplayMismatch, load_replay, replay_frames
+from nertz_env.snapshot import round_so_far
 
 EXIT_USAGE = 2
 
@@ -57,17 +58,8 @@ def _highlight(rec: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _running_scores(snap: dict[str, Any]) -> list[int]:
-    """Each seat's match score plus its round so far: own cards in the lake minus the Nertz penalty for the
-    cards left in its Nertz pile (bonuses come at the round's end)."""
-    cfg = snap["config"]
-    lake = [0] * len(snap["players"])
-    for fnd in snap["lake"]:
-        for _card, seat in fnd:
-            lake[int(seat)] += 1
-    return [
-        int(pl["match_score"]) + lake[p] - int(cfg["nertz_penalty"]) * len(pl["nertz"])
-        for p, pl in enumerate(snap["players"])
-    ]
+    """Each seat's match score plus its round so far (:func:`nertz_env.snapshot.round_so_far`)."""
+    return [int(pl["match_score"]) + r for pl, r in zip(snap["players"], round_so_far(snap), strict=True)]
 
 
 def build_frames(rep: Replay) -> tuple[list[Frame], int]:

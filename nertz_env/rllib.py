@@ -495,7 +495,7 @@ def add_snapshot(algo: Any, slot: int) -> str:
 # checkpoints
 def checkpoint_meta(config: NertzConfig, **extra: Any) -> dict[str, Any]:
     """The nertz-env record of an RLlib checkpoint (the same fields as the SB3 checkpoints' record)."""
-    from nertz_env.train.meta import make_meta
+    from nertz_env.agents.meta import make_meta
 
     meta = make_meta(config, **extra)
     meta["algorithm"] = "RLlib PPO"

@@ -46,6 +46,18 @@ class SnapshotError(ValueError):
     """A malformed snapshot; the message names the offending field."""
 
 
+def round_so_far(snap: dict[str, Any]) -> list[int]:
+    """Each seat's score of the round in play, read from a snapshot: its own cards in the lake minus the Nertz
+    penalty for the cards left in its Nertz pile. The call bonus and false calls count when the round ends,
+    where the engine scores the round itself (``score_round``, the env's ``infos["score"]``)."""
+    penalty = int(snap["config"]["nertz_penalty"])
+    lake = [0] * len(snap["players"])
+    for foundation in snap["lake"]:
+        for _card, seat in foundation:
+            lake[int(seat)] += 1
+    return [lake[p] - penalty * len(pl["nertz"]) for p, pl in enumerate(snap["players"])]
+
+
 def snapshot_table(state: TableState, config: NertzConfig, t: int = 0) -> dict[str, Any]:
     """Table ``t`` of ``state`` as a ``nertz-snapshot/1`` dict."""
     players = []

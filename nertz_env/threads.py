@@ -1,8 +1,8 @@
 """One place that caps the threads of the numeric libraries in a process the project runs or starts.
 
 On a machine with few cores, torch's intra-op pool (one thread per core by default) in every worker process
-oversubscribes the cores: a tournament with ``--workers 2`` and a trained policy ran 3-25x slower than with
-``--workers 1``. Every process the project starts (tournament workers, training, imitation) calls
+oversubscribes the cores: a tournament with ``--workers 2`` and a trained policy then runs several times
+slower than with ``--workers 1`` (``bench/bench_workers.py``). Every process the project starts (tournament workers, training, imitation) calls
 :func:`limit_threads` before it does numeric work.
 """
 

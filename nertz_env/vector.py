@@ -48,7 +48,7 @@ from nertz_env.config import NertzConfig, make_config
 from nertz_env.engine import batch
 from nertz_env.engine.rules import reset_block, reset_seeded_block, sample_block, step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate, nbytes
-from nertz_env.observation import ObsLayout
+from nertz_env.observation import obs_layout
 from nertz_env.snapshot import restore_table, snapshot_table
 
 
@@ -87,7 +87,7 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         self.render_mode = _render.check_mode(render_mode)
         self.config: NertzConfig = make_config(num_players=num_players, **rules)
         self.actions: ActionTable = action_table(self.config)
-        self.obs_layout = ObsLayout(self.config)
+        self.obs_layout = obs_layout(self.config)
         self.num_envs = int(num_tables)
         self.num_tables = self.num_envs
         self.num_players = self.config.num_players
@@ -281,13 +281,8 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         return {"observation": S.obs, "action_mask": S.mask}
 
     def _round_scores(self) -> np.ndarray:
-        S, c = self._state, self.config
-        return (
-            S.score_lake.astype(np.int32)
-            - c.nertz_penalty * S.score_nertz.astype(np.int32)
-            + S.score_bonus
-            - c.false_call_penalty * S.score_false.astype(np.int32)
-        )
+        """The last finished round's scores [T, P] (int32), as the engine computed them (finish_round)."""
+        return self._state.score_round.copy()
 
 
 def vector_env(num_tables: int, num_players: int = 4, **kwargs: Any) -> NertzVectorEnv:

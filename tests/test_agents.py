@@ -4,6 +4,9 @@ every variant, determinism, and the heuristic's and search's choices on set-up l
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -132,6 +135,48 @@ def test_register_loader__loads_checkpoints_by_suffix_with_parameters(
     agent = make_agent(f"{path}:deterministic=true")
     assert agent.name == "random"
     assert seen == {"path": str(path), "deterministic": "true"}
+
+
+LOAD_WITHOUT_TRAIN = """
+import sys
+import numpy as np
+import nertz_env.agents
+from nertz_env.agents.registry import shipped_models
+heavy = sorted(m for m in ("nertz_env.train", "torch", "stable_baselines3", "sb3_contrib") if m in sys.modules)
+agent = nertz_env.agents.make_agent(shipped_models()["ppo"] + ":deterministic=true")
+config = nertz_env.make_config(num_players=4)
+agent.reset(config, seat=0, seed=1)
+env = nertz_env.parallel_env(num_players=4)
+obs, _ = env.reset(seed=3)
+a = agent.act(obs["player_0"]["observation"], obs["player_0"]["action_mask"])
+print(heavy, type(agent).__module__, bool(obs["player_0"]["action_mask"][a]), "nertz_env.train" in sys.modules)
+"""
+
+
+def test_make_agent__loads_a_zip_without_the_training_package() -> None:
+    # Loading a trained policy belongs to the agents: importing them imports neither the training package nor
+    # torch, and a zip loads (torch and SB3 imported then) without nertz_env.train registering anything.
+    pytest.importorskip("sb3_contrib")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run(
+        [sys.executable, "-c", LOAD_WITHOUT_TRAIN], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["[]", "nertz_env.agents.policy", "True", "False"]
+
+
+def test_train_package__registers_nothing_and_old_paths_reexport() -> None:
+    pytest.importorskip("sb3_contrib")
+    before = dict(registry_module._LOADERS), list(registry_module._PATH_LOADERS)
+    import nertz_env.agents.meta as meta
+    import nertz_env.agents.policy as policy
+    import nertz_env.train
+    import nertz_env.train.meta as old_meta
+    import nertz_env.train.policy_agent as old_policy
+
+    assert (dict(registry_module._LOADERS), list(registry_module._PATH_LOADERS)) == before
+    assert old_policy.PolicyAgent is policy.PolicyAgent is nertz_env.train.PolicyAgent
+    assert old_policy.load_policy_agent is policy.load_policy_agent
+    assert old_meta.read_meta is meta.read_meta and old_meta.CheckpointError is meta.CheckpointError
 
 
 # ---------------------------------------------------------------- the observation reader and the layout model

@@ -33,6 +33,44 @@ def test_engine_import__pulls_in_no_framework() -> None:
 # run in tests/test_clients.py with the other clients.
 
 
+def test_config_derivations__are_built_once_per_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The action table, observation layout and config vector of a config are built once and shared by every
+    # environment of that config, read-only.
+    from nertz_env import actions, observation
+    from nertz_env.engine import state
+
+    builds = {"actions": 0, "layout": 0}
+    table_init, layout_init = actions.ActionTable.__init__, observation.ObsLayout.__init__
+
+    def count_table(self: actions.ActionTable, config: nertz_env.NertzConfig) -> None:
+        builds["actions"] += 1
+        table_init(self, config)
+
+    def count_layout(self: observation.ObsLayout, config: nertz_env.NertzConfig) -> None:
+        builds["layout"] += 1
+        layout_init(self, config)
+
+    monkeypatch.setattr(actions.ActionTable, "__init__", count_table)
+    monkeypatch.setattr(observation.ObsLayout, "__init__", count_layout)
+    for cached in (actions.action_table, observation.obs_layout, state.config_array):
+        cached.cache_clear()
+    rules = {"num_players": 3, "work_piles": 5, "draw": 2}
+    envs = [nertz_env.parallel_env(**rules), nertz_env.parallel_env(**rules)]
+    vec = nertz_env.vector_env(num_tables=2, **rules)
+    for e in envs:
+        e.reset(seed=1)
+    vec.reset(seed=1)
+    assert builds == {"actions": 1, "layout": 1}
+    assert state.config_array.cache_info().misses == 1
+    assert envs[0].actions is envs[1].actions is vec.actions
+    shared = (envs[0].actions.layout, envs[0].obs_layout.offsets, state.config_array(envs[0].config))
+    assert not any(a.flags.writeable for a in shared)
+    with pytest.raises(ValueError, match="read-only"):
+        envs[0].actions.layout[0] = 0
+    # each table state holds its own writable copies (the compiled rules take writable arrays)
+    assert envs[0]._state.cfg.flags.writeable and envs[0]._state.cfg is not state.config_array(envs[0].config)
+
+
 def test_raw_env__is_the_unwrapped_aec_form() -> None:
     e = nertz_env.raw_env(num_players=3)
     e.reset(seed=0)
@@ -299,6 +337,53 @@ def test_round_end_infos__score_breakdown_adds_up_and_counts_the_nertz_cards_lef
         assert s["nertz_penalty"] == -3 * s["nertz_left"]
         assert s["lake"] + s["nertz_penalty"] + s["bonus"] + s["false_calls"] == s["total"] == totals[a]
         assert 0 <= s["nertz_left"] <= 13
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [
+        {"call_mode": "manual", "call_bonus": 10, "false_call_penalty": 5, "max_ticks": 80},
+        {"rounds": 3, "num_players": 3, "nertz_penalty": 3, "call_bonus": 4, "max_ticks": 60},
+        {"teams": True, "call_bonus": 4, "max_ticks": 60},
+    ],
+    ids=variant_id,
+)
+def test_round_score__is_computed_by_the_engine_and_added_to_the_match(rules: dict) -> None:
+    # finish_round writes the round's score once (score_round); the vector env's infos["score"] is that array,
+    # it is the sum of the breakdown, and it is what the match total grew by.
+    vec = nertz_env.vector_env(num_tables=8, **rules)
+    vec.reset(seed=3)
+    S, c = vec._state, vec.config
+    ends = 0
+    for _ in range(300):
+        before = S.match_score.copy()
+        _, _, _, _, info = vec.step(vec.sample_actions())
+        ended = (info["round_end"] != 0) & ~info["autoreset"]
+        parts = (
+            S.score_lake.astype(np.int64)
+            - c.nertz_penalty * S.score_nertz
+            + S.score_bonus
+            - c.false_call_penalty * S.score_false
+        )
+        np.testing.assert_array_equal(info["score"][ended], S.score_round[ended])
+        np.testing.assert_array_equal(S.score_round[ended], parts[ended])
+        np.testing.assert_array_equal(S.match_score[ended] - before[ended], S.score_round[ended])
+        ends += int(ended.sum())
+    assert ends >= 8
+
+
+def test_round_so_far__reads_the_running_round_score_from_a_snapshot() -> None:
+    from nertz_env.snapshot import round_so_far
+
+    env = nertz_env.parallel_env(num_players=3, nertz_penalty=3)
+    obs, _ = env.reset(seed=4)
+    rng = np.random.default_rng(2)
+    for _ in range(40):
+        obs, *_ = env.step({a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in env.agents})
+    S = env._state
+    want = [int(S.lake_played[0, p]) - 3 * int(S.nertz_len[0, p]) for p in range(3)]
+    assert round_so_far(env.snapshot()) == want
+    assert any(int(S.lake_played[0, p]) > 0 for p in range(3))
 
 
 def test_observation__lake_tops_stay_in_bounds_when_jokers_top_foundations_too() -> None:

@@ -282,3 +282,42 @@ def test_a_summary_failure__keeps_the_finished_games(tmp_path: Path, capsys: Any
     assert "summarising failed (ValueError: teams must have at least 2 teams)" in err, err
     saved = json.loads((out / "results.json").read_text())
     assert len(saved["games"]) == 2 and "summary" not in saved
+
+
+DEMO_WITHOUT_OPENSKILL = """
+import sys
+sys.modules["openskill"] = None  # as if the eval extra were not installed
+from nertz_env.eval.demo import main
+sys.exit(main(["--deals", "1"]))
+"""
+
+
+def test_demo__without_the_eval_extra_says_so_in_one_line() -> None:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", DEMO_WITHOUT_OPENSKILL], cwd=root, capture_output=True, text=True)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and "needs the eval extra" in out.stderr
+
+
+def test_demo__shows_a_table_and_the_ladder(capsys: Any) -> None:
+    from nertz_env.eval.demo import main as demo_main
+
+    assert demo_main(["--deals", "1", "--seed", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "A 4-player table" in out and "search - heuristic" in out
+    assert demo_main(["--deals", "0"]) == 2
+
+
+EVAL_WITHOUT_TORCH = """
+import sys
+sys.modules["torch"] = None  # as if the train extra were not installed
+from nertz_env.eval.cli import main
+sys.exit(main(["gauntlet", "ppo", "random", "--players", "2", "--deals", "1"]))
+"""
+
+
+def test_eval__a_policy_without_the_train_extra_says_what_to_install() -> None:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", EVAL_WITHOUT_TORCH], cwd=root, capture_output=True, text=True)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and "pip install 'nertz-env[train]'" in out.stderr, out.stderr

@@ -103,3 +103,44 @@ def test_readme__shows_the_commands_that_ci_runs() -> None:
     readme_lines = (ROOT / "README.md").read_text().splitlines()
     for cmd in commands.values():
         assert cmd in readme_lines, f"README.md lost the line {cmd!r} that .ci/run runs"
+
+
+def _source_file(module: str) -> Path:
+    """The checkout file of an installed module name (``nertz_env.eval.demo`` -> ``eval/demo.py``)."""
+    for name, folder in sorted(MAPPED.items(), key=lambda kv: -len(kv[0])):
+        if module == name or module.startswith(name + "."):
+            rest = module[len(name) :].lstrip(".").split(".") if module != name else []
+            base = ROOT / folder / Path(*rest) if rest else ROOT / folder
+            return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+    raise AssertionError(f"{module} is in no mapped package")
+
+
+def test_console_scripts__point_at_functions_of_the_checkout() -> None:
+    import ast
+
+    for script, target in _pyproject()["project"]["scripts"].items():
+        module, _, func = target.partition(":")
+        path = _source_file(module)
+        assert path.is_file(), f"{script} -> {module}: no {path.relative_to(ROOT)}"
+        tree = ast.parse(path.read_text())
+        assert any(isinstance(n, ast.FunctionDef) and n.name == func for n in tree.body), f"{script}: no {func}"
+    assert _pyproject()["project"]["scripts"]["nertz-demo"] == "nertz_env.eval.demo:main"
+
+
+def test_core_package__imports_neither_the_training_nor_the_evaluation_app() -> None:
+    # The core (nertz_env/ in the checkout: the engine, the envs, replay, play, rllib) may use the agents
+    # (opponents) but never nertz_env.train or nertz_env.eval: those are apps built on it.
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "nertz_env").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            for name in names:
+                if name.split(".")[:2] in (["nertz_env", "train"], ["nertz_env", "eval"]):
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {name}")
+    assert not offenders, offenders

@@ -6,16 +6,16 @@ Modules, one concern each:
     single.py        NertzSingleAgentEnv: the single-agent Gymnasium view (one learner, opponents from a pool)
     vec.py           NertzVecEnv: learning seats of many tables as one SB3 VecEnv (self-play), with masks
     pool.py          OpponentPool: scripted baselines and frozen snapshots, sampled by weight
-    policy_agent.py  PolicyAgent: a saved policy behind the Agent protocol; the ``.zip`` loader
     wrappers.py      PotentialShaping and RelativeReward (train-time rewards) and VecTimer (env time)
-    meta.py          the nertz-env record of a checkpoint (rules, table size, layout) and its checks
     evaluate.py      gauntlets against the baselines through nertz_env.eval
     trainer.py       Trainer: the run (checkpoints that resume exactly, evaluation, throughput)
     cli.py           the ``nertz-train`` command
 
-Importing this package registers the ``.zip`` checkpoint loader with :mod:`nertz_env.agents`, so
-``make_agent("runs/x/policy.zip")`` and ``nertz-eval`` load trained policies; torch and Stable-Baselines3 are
-imported only when a class of this package is first used.
+A saved policy as an agent (``PolicyAgent``, the ``.zip`` loader) and the checkpoint's nertz-env record
+live with the agents (:mod:`nertz_env.agents.policy`, :mod:`nertz_env.agents.meta`; ``policy_agent.py`` and
+``meta.py`` here re-export them), so ``make_agent("runs/x/policy.zip")`` and ``nertz-eval`` load trained
+policies without this package. Importing it registers nothing; torch and Stable-Baselines3 are imported only
+when a class of this package is first used.
 """
 
 from __future__ import annotations
@@ -23,12 +23,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from nertz_env.agents import register_loader
-
 if TYPE_CHECKING:
+    from nertz_env.agents.meta import CheckpointError, IncompatibleCheckpointError
+    from nertz_env.agents.policy import PolicyAgent, load_policy_agent
     from nertz_env.train.config import ConfigError, TrainConfig
-    from nertz_env.train.meta import CheckpointError, IncompatibleCheckpointError
-    from nertz_env.train.policy_agent import PolicyAgent, load_policy_agent
     from nertz_env.train.pool import OpponentPool
     from nertz_env.train.single import NertzSingleAgentEnv
     from nertz_env.train.trainer import Trainer
@@ -38,10 +36,10 @@ if TYPE_CHECKING:
 _LAZY = {
     "TrainConfig": "nertz_env.train.config",
     "ConfigError": "nertz_env.train.config",
-    "CheckpointError": "nertz_env.train.meta",
-    "IncompatibleCheckpointError": "nertz_env.train.meta",
-    "PolicyAgent": "nertz_env.train.policy_agent",
-    "load_policy_agent": "nertz_env.train.policy_agent",
+    "CheckpointError": "nertz_env.agents.meta",
+    "IncompatibleCheckpointError": "nertz_env.agents.meta",
+    "PolicyAgent": "nertz_env.agents.policy",
+    "load_policy_agent": "nertz_env.agents.policy",
     "OpponentPool": "nertz_env.train.pool",
     "NertzSingleAgentEnv": "nertz_env.train.single",
     "NertzVecEnv": "nertz_env.train.vec",
@@ -66,15 +64,6 @@ __all__ = [
     "VecTimer",
     "load_policy_agent",
 ]
-
-
-def _load_zip(path: str, **params: Any) -> Any:
-    from nertz_env.train.policy_agent import load_policy_agent
-
-    return load_policy_agent(path, **params)
-
-
-register_loader(".zip", _load_zip)
 
 
 def __getattr__(name: str) -> Any:

@@ -232,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from nertz_env.agents import AgentSpecError
-    from nertz_env.train.meta import CheckpointError, read_meta
+    from nertz_env.agents.meta import CheckpointError, read_meta
 
     try:
         base = None

@@ -434,7 +434,7 @@ class TrainConfig:
 
     def _check_init_from(self) -> None:
         """``init_from`` must be a policy file trained for these rules and this table size."""
-        from nertz_env.train.meta import check_compatible, read_meta
+        from nertz_env.agents.meta import check_compatible, read_meta
 
         try:
             check_compatible(
@@ -454,7 +454,7 @@ class TrainConfig:
             agent = make_agent(spec)
             meta = getattr(agent, "meta", None)
             if isinstance(meta, dict):
-                from nertz_env.train.meta import check_compatible
+                from nertz_env.agents.meta import check_compatible
 
                 check_compatible(meta, make_config(num_players=self.num_players, **self.rules), where=spec)
         except (AgentSpecError, FileNotFoundError, ValueError) as e:

@@ -189,7 +189,7 @@ def run_checkpoints(run_dir: str, start: bool = True) -> list[tuple[int, str]]:
         FileNotFoundError: ``run_dir`` has no ``checkpoints/step_*.zip``.
         CheckpointError: a checkpoint without a nertz-env record.
     """
-    from nertz_env.train.meta import read_meta
+    from nertz_env.agents.meta import read_meta
 
     if not os.path.isdir(run_dir):
         raise FileNotFoundError(f"run directory not found: {run_dir}")
@@ -215,7 +215,7 @@ def evaluate_run(
 ) -> str:
     """Evaluate every checkpoint of ``run_dir`` against each baseline (see the module docstring); returns
     the CSV's path. Checkpoint and baseline pairs already in the CSV and the per-deal file are skipped."""
-    from nertz_env.train.meta import read_meta
+    from nertz_env.agents.meta import read_meta
 
     points = run_checkpoints(run_dir, start=start)
     meta = read_meta(points[-1][1])
@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(set(baselines)) < len(baselines):
         ap.error(f"--baselines names an agent twice: {args.baselines}")
     from nertz_env.agents import AgentSpecError, make_agent
-    from nertz_env.train.meta import CheckpointError, check_compatible, meta_config, read_meta
+    from nertz_env.agents.meta import CheckpointError, check_compatible, meta_config, read_meta
 
     try:
         points = run_checkpoints(args.run_dir, start=False)

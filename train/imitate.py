@@ -1,8 +1,8 @@
 """Behaviour cloning: a policy that imitates a scripted agent, as the starting point of PPO (``init_from``).
 
-PPO from random weights on this game settles early (in our runs, within 0.3M transitions) on a policy a few
-points a round below the heuristic and stays there: the updates shrink (approx. KL ~1e-4) once the policy is
-nearly deterministic. Starting PPO from a policy that already plays like the strongest scripted rung puts it
+PPO from random weights on this game settles early on a policy a few points a round below the heuristic and
+stays there: the updates shrink once the policy is nearly deterministic (the runs: ``train/README.md``,
+"Starting from imitation"). Starting PPO from a policy that already plays like the strongest scripted rung puts it
 where the remaining gains are.
 
 ``python -m nertz_env.train.imitate`` (or :func:`imitate`) plays games of ``teacher`` agents at every seat (any agent spec:
@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from nertz_env.config import NertzConfig, make_config
-from nertz_env.observation import ObsLayout
+from nertz_env.observation import obs_layout
 from nertz_env.train.vec import run_interleaved
 
 
@@ -87,7 +87,7 @@ def collect(
 ) -> Demonstrations:
     """Play rounds of ``teacher`` at every seat until ``samples`` decisions are recorded.
 
-    With a ``student`` (an agent, e.g. a :class:`~nertz_env.train.policy_agent.PolicyAgent` of the policy
+    With a ``student`` (an agent, e.g. a :class:`~nertz_env.agents.policy.PolicyAgent` of the policy
     being fitted), one seat of every round (seat ``round % players``) is played by the student while a teacher
     at that seat still labels every state (DAgger): the records hold the teacher's action for the states the
     student reaches, and the returns the student's play earned. The teacher is told the move actually made
@@ -116,7 +116,7 @@ def collect(
     rules = config.to_dict()
     env = nertz_env.parallel_env(**rules)
     agents = [make_agent(teacher) for _ in range(p_count)]
-    layout = ObsLayout(config)
+    layout = obs_layout(config)
     ncount = layout.slices["nertz_count"].start
     coef = float(config.nertz_penalty if shaping_coef is None else shaping_coef) if shaping else 0.0
     obs_l: list[np.ndarray] = []
@@ -225,7 +225,7 @@ def build_policy(
     from nertz_env.actions import action_table
 
     act_fn = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[activation]
-    obs_space = gymnasium.spaces.Box(0.0, 1.0, (ObsLayout(config).size,), np.float32)
+    obs_space = gymnasium.spaces.Box(0.0, 1.0, (obs_layout(config).size,), np.float32)
     act_space: gymnasium.spaces.Discrete = gymnasium.spaces.Discrete(action_table(config).n)
     kwargs: dict[str, Any] = {"net_arch": {"pi": list(net_arch), "vf": list(net_arch)}, "activation_fn": act_fn}
     policy = MaskableActorCriticPolicy(obs_space, act_space, lambda _: lr, **kwargs)
@@ -336,7 +336,7 @@ def check_imitation(
     agent = make_agent(teacher)  # a bad spec, or a trained teacher for another table, fails here
     meta = getattr(agent, "meta", None)
     if isinstance(meta, dict):
-        from nertz_env.train.meta import check_compatible
+        from nertz_env.agents.meta import check_compatible
 
         check_compatible(meta, config, where=f"teacher {teacher}")
 
@@ -378,8 +378,8 @@ def imitate(
     adds them to the records and fits ``dagger_epochs`` more epochs on all of them: the policy learns the
     teacher's answer in the states its own mistakes lead to, which a teacher's own games never show.
     """
-    from nertz_env.train.meta import make_meta
-    from nertz_env.train.policy_agent import PolicyAgent
+    from nertz_env.agents.meta import make_meta
+    from nertz_env.agents.policy import PolicyAgent
     from nertz_env.train.trainer import save_policy
 
     started = time.perf_counter()

@@ -1,151 +1,29 @@
-"""What a checkpoint was trained for, stored beside it and inside it, and checked on every load.
+"""The checkpoint record, moved to :mod:`nertz_env.agents.meta`; this module re-exports it for old imports."""
 
-A policy only makes sense at a table whose rules, size and observation/action layout equal the ones it was
-trained on. Every checkpoint written by :mod:`nertz_env.train` therefore carries a ``nertz-checkpoint/1``
-record (JSON)::
+from nertz_env.agents.meta import (
+    FORMAT,
+    ZIP_MEMBER,
+    CheckpointError,
+    IncompatibleCheckpointError,
+    check_compatible,
+    make_meta,
+    meta_config,
+    package_version,
+    read_meta,
+    sidecar_path,
+    write_meta,
+)
 
-    {"format": "nertz-checkpoint/1", "package_version": "0.1.0", "algorithm": "MaskablePPO",
-     "num_players": 4, "rules": {...every option of NertzConfig but num_players...},
-     "obs_size": 446, "num_actions": 172, "num_timesteps": 123456, "n_envs": 128, "mode": "vector"}
-
-It is written twice: as the member ``nertz_meta.json`` inside the SB3 zip (so a copied zip stays
-self-describing) and as a sidecar ``<checkpoint>.json`` for people and tools. :func:`read_meta` prefers the
-zip member. :func:`check_compatible` raises :class:`IncompatibleCheckpointError` naming every mismatch.
-"""
-
-from __future__ import annotations
-
-import json
-import os
-import zipfile
-from collections.abc import Mapping
-from typing import Any
-
-from nertz_env.actions import action_table
-from nertz_env.config import NertzConfig, make_config
-from nertz_env.observation import ObsLayout
-
-FORMAT = "nertz-checkpoint/1"
-ZIP_MEMBER = "nertz_meta.json"
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be used: not a nertz-env checkpoint, or unreadable."""
-
-
-class IncompatibleCheckpointError(CheckpointError):
-    """A checkpoint trained for other rules, another table size or another observation/action layout."""
-
-
-def package_version() -> str:
-    from nertz_env import __version__
-
-    return __version__
-
-
-def sidecar_path(checkpoint: str) -> str:
-    """``runs/x/model.zip`` -> ``runs/x/model.json``."""
-    root, _ = os.path.splitext(checkpoint)
-    return root + ".json"
-
-
-def make_meta(config: NertzConfig, **extra: Any) -> dict[str, Any]:
-    """The record for a policy trained at tables of ``config`` (``extra``: counters, mode, ...)."""
-    rules = config.to_dict()
-    num_players = rules.pop("num_players")
-    return {
-        "format": FORMAT,
-        "package_version": package_version(),
-        "algorithm": "MaskablePPO",
-        "num_players": num_players,
-        "rules": rules,
-        "obs_size": ObsLayout(config).size,
-        "num_actions": action_table(config).n,
-        **extra,
-    }
-
-
-def write_meta(checkpoint: str, meta: Mapping[str, Any]) -> None:
-    """Add the record to the zip ``checkpoint`` (replacing an older one) and write the sidecar JSON."""
-    text = json.dumps(dict(meta), indent=2, sort_keys=True)
-    with zipfile.ZipFile(checkpoint, "r") as zf:
-        names = zf.namelist()
-    if ZIP_MEMBER in names:  # rewrite the archive without the old member
-        tmp = checkpoint + ".tmp"
-        with zipfile.ZipFile(checkpoint, "r") as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as dst:
-            for item in src.infolist():
-                if item.filename != ZIP_MEMBER:
-                    dst.writestr(item, src.read(item.filename))
-        os.replace(tmp, checkpoint)
-    with zipfile.ZipFile(checkpoint, "a", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr(ZIP_MEMBER, text)
-    with open(sidecar_path(checkpoint), "w", encoding="utf-8") as f:
-        f.write(text + "\n")
-
-
-def read_meta(checkpoint: str) -> dict[str, Any]:
-    """The record of ``checkpoint`` (from the zip, else from the sidecar).
-
-    Raises:
-        FileNotFoundError: no such file.
-        CheckpointError: not a zip, or neither the zip nor a sidecar holds a nertz-env record.
-    """
-    if not os.path.isfile(checkpoint):
-        raise FileNotFoundError(f"checkpoint file not found: {checkpoint}")
-    try:
-        with zipfile.ZipFile(checkpoint, "r") as zf:
-            text = zf.read(ZIP_MEMBER).decode() if ZIP_MEMBER in zf.namelist() else None
-    except zipfile.BadZipFile:
-        raise CheckpointError(f"{checkpoint} is not a checkpoint: not a zip archive") from None
-    if text is None and os.path.isfile(sidecar_path(checkpoint)):
-        with open(sidecar_path(checkpoint), encoding="utf-8") as f:
-            text = f.read()
-    if text is None:
-        raise CheckpointError(
-            f"{checkpoint} has no nertz-env record ({ZIP_MEMBER} inside the zip or "
-            f"{sidecar_path(checkpoint)}): "
-            "it was not written by nertz_env.train, so its rules and table size are unknown"
-        )
-    try:
-        meta = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise CheckpointError(f"{checkpoint}: the nertz-env record is not valid JSON ({e})") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
-        raise CheckpointError(f"{checkpoint}: record format {got!r}, expected {FORMAT!r}")
-    return meta
-
-
-def meta_config(meta: Mapping[str, Any]) -> NertzConfig:
-    """The table config a record describes."""
-    return make_config(num_players=meta["num_players"], **meta["rules"])
-
-
-def check_compatible(meta: Mapping[str, Any], config: NertzConfig, where: str = "checkpoint") -> None:
-    """Raise :class:`IncompatibleCheckpointError` unless ``meta`` was trained for exactly ``config``.
-
-    The message lists every difference: table size, each rules option, observation size, action count.
-    """
-    problems: list[str] = []
-    if int(meta["num_players"]) != config.num_players:
-        problems.append(f"num_players: {where} has {meta['num_players']}, the table has {config.num_players}")
-    want = config.to_dict()
-    want.pop("num_players")
-    have = dict(meta["rules"])
-    for key in sorted(set(want) | set(have)):
-        if key not in have:
-            problems.append(f"rules.{key}: {where} does not know this option (the table has {want[key]!r})")
-        elif key not in want:
-            problems.append(f"rules.{key}: this version does not know the {where}'s option ({have[key]!r})")
-        elif have[key] != want[key]:
-            problems.append(f"rules.{key}: {where} has {have[key]!r}, the table has {want[key]!r}")
-    obs_size, num_actions = ObsLayout(config).size, action_table(config).n
-    if int(meta["obs_size"]) != obs_size:
-        problems.append(f"observation size: {where} has {meta['obs_size']}, the table has {obs_size}")
-    if int(meta["num_actions"]) != num_actions:
-        problems.append(f"action count: {where} has {meta['num_actions']}, the table has {num_actions}")
-    if problems:
-        raise IncompatibleCheckpointError(
-            f"incompatible {where} (trained with nertz-env {meta.get('package_version', '?')}): "
-            + "; ".join(problems)
-        )
+__all__ = [
+    "FORMAT",
+    "ZIP_MEMBER",
+    "CheckpointError",
+    "IncompatibleCheckpointError",
+    "check_compatible",
+    "make_meta",
+    "meta_config",
+    "package_version",
+    "read_meta",
+    "sidecar_path",
+    "write_meta",
+]

@@ -113,7 +113,7 @@ class OpponentPool:
     def new_agent(self, entry: PoolEntry) -> Agent:
         """A fresh agent for ``entry`` (snapshots share their loaded network)."""
         if entry.kind == "snapshot":
-            from nertz_env.train.policy_agent import load_policy_agent
+            from nertz_env.agents.policy import load_policy_agent
 
             return load_policy_agent(entry.spec, deterministic=self.snapshot_deterministic, name=entry.name)
         return make_agent(entry.spec)

@@ -160,8 +160,8 @@ def check_address(address: str, timeout: float = 5.0) -> None:
 
 def read_checkpoint_config(path: str) -> TrainConfig:
     """The training config stored in an RLlib checkpoint of this backend."""
+    from nertz_env.agents.meta import CheckpointError
     from nertz_env.agents.rllib_policy import read_rllib_meta
-    from nertz_env.train.meta import CheckpointError
 
     meta = read_rllib_meta(path)
     stored = meta.get("train_config")
@@ -182,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             break
     args = build_rllib_parser().parse_args(argv)
     from nertz_env.agents import AgentSpecError
-    from nertz_env.train.meta import CheckpointError
+    from nertz_env.agents.meta import CheckpointError
 
     try:
         base = read_checkpoint_config(args.resume) if args.resume else None
@@ -195,9 +195,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         config = build_config(cfg, args.num_env_runners, args.tables_per_env)
         if args.resume:
+            from nertz_env.agents.meta import check_compatible
             from nertz_env.agents.rllib_policy import read_rllib_meta
             from nertz_env.config import make_config
-            from nertz_env.train.meta import check_compatible
 
             check_compatible(
                 read_rllib_meta(args.resume), make_config(num_players=cfg.num_players, **cfg.rules), "checkpoint"

@@ -49,11 +49,7 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor
 
-from nertz_env.config import NertzConfig, make_config
-from nertz_env.threads import limit_threads
-from nertz_env.train.config import ConfigError, TrainConfig
-from nertz_env.train.evaluate import EvalRow, append_csv, evaluate_checkpoint, format_rows
-from nertz_env.train.meta import (
+from nertz_env.agents.meta import (
     CheckpointError,
     IncompatibleCheckpointError,
     check_compatible,
@@ -61,6 +57,10 @@ from nertz_env.train.meta import (
     read_meta,
     write_meta,
 )
+from nertz_env.config import NertzConfig, make_config
+from nertz_env.threads import limit_threads
+from nertz_env.train.config import ConfigError, TrainConfig
+from nertz_env.train.evaluate import EvalRow, append_csv, evaluate_checkpoint, format_rows
 from nertz_env.train.pool import OpponentPool
 from nertz_env.train.single import NertzSingleAgentEnv
 from nertz_env.train.vec import NertzVecEnv
@@ -77,7 +77,7 @@ def state_path(checkpoint: str) -> str:
 def save_policy(model: Any, path: str, meta: dict[str, Any]) -> str:
     """Save only the policy network of ``model`` (no optimizer) with the nertz-env record: what the
     opponent pool, the evaluator and a shipped model need. Loads with
-    :func:`nertz_env.train.policy_agent.load_policy_agent`."""
+    :func:`nertz_env.agents.policy.load_policy_agent`."""
     from stable_baselines3.common.save_util import save_to_zip_file
 
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -592,7 +592,7 @@ class Trainer:
 
     def _init_from(self, path: str) -> None:
         """Copy the policy weights of ``path`` into the fresh model (optimizer, counters, env start anew)."""
-        from nertz_env.train.policy_agent import load_policy
+        from nertz_env.agents.policy import load_policy
 
         policy, meta = load_policy(path)  # FileNotFoundError / CheckpointError
         check_compatible(meta, self.config, where=f"init_from {path}")

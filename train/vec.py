@@ -48,7 +48,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvO
 
 from nertz_env._envbase import Copyable, check_open, warn_unknown_options
 from nertz_env.agents import Agent
-from nertz_env.train.policy_agent import PolicyAgent
+from nertz_env.agents.policy import PolicyAgent
 from nertz_env.train.pool import OpponentPool
 from nertz_env.train.single import as_pool
 from nertz_env.train.wrappers import rival_weights

@@ -41,7 +41,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 from nertz_env.config import NertzConfig
-from nertz_env.observation import ObsLayout
+from nertz_env.observation import obs_layout
 
 
 class PotentialShaping(VecEnvWrapper):
@@ -64,7 +64,7 @@ class PotentialShaping(VecEnvWrapper):
         coef: float | None = None,
     ) -> None:
         super().__init__(venv)
-        self.index = ObsLayout(config).slices["nertz_count"].start
+        self.index = obs_layout(config).slices["nertz_count"].start
         self.nertz_size = config.nertz_size
         self.coef = float(config.nertz_penalty if coef is None else coef)
         self.scale = float(scale)

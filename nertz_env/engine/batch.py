@@ -2,8 +2,9 @@
 
 The compiled block functions (:mod:`nertz_env.engine.rules`) release the GIL, so each core's thread steps its
 own contiguous block of tables with the very same machine code as a single table; small batches stay on the
-calling thread. (numba's ``parallel=True`` was measured slower here: inside a parfor the state arrays lose
-their contiguous layout and a slower specialisation of the rules gets compiled.)
+calling thread. (numba's ``parallel=True`` is slower here: inside a parfor the state arrays lose their
+contiguous layout and a slower specialisation of the rules gets compiled. The measurements behind this
+module's choices: ``bench/results/design_measurements.md``.)
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ import numpy as np
 from nertz_env.engine.rules import sample_block, step_block
 from nertz_env.engine.state import C_P, DONE_TERMINATED, TableState
 
-PARALLEL_MIN_TABLES = 256  # below this a thread hand-off costs more than the work it saves (bench_vector: at 64
-# tables one thread made 2.5M agent-steps/s, two 1.3M; at 256, 3.0M and 3.2M)
+PARALLEL_MIN_TABLES = 256  # below this a thread hand-off costs more than the work it saves (bench/bench_vector.py)
 
 
 def _default_workers() -> int:
@@ -93,7 +93,7 @@ def _deal(state: TableState, n: int) -> None:
     """Deal every table a new episode from its generator's current state, through ``step_block``'s autoreset
     (the table marked ended, its actions ignored): the same compiled ``reset_table`` as ``reset_block``
     runs, without compiling a second entry point (on a cold cache the first reset and the first step
-    compile one function instead of two; measured in bench/bench_compile.py)."""
+    compile one function instead of two; see bench/bench_compile.py)."""
     state.done[:n] = DONE_TERMINATED
     _run(step_block, (state, np.zeros((n, state.cfg[C_P]), np.int64), True), n)
 

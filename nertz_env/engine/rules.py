@@ -70,20 +70,20 @@ def _jit(inline: bool = False, python: bool = False, ir_inline: bool = False):
     """``numba.njit`` for the rules: GIL-free, and compiled without reference counting (``_nrt=False``).
 
     The rules never allocate (scratch space lives in the state), so they need no refcounts; with them, numba
-    leaves hundreds of incref/decref calls in the mask and move code (measured: 14x slower masks). Without
-    the GIL, Python threads can run blocks of tables side by side (see ``nertz_env.engine.batch``).
+    leaves hundreds of incref/decref calls in the mask and move code, which slow the masks several times.
+    Without the GIL, Python threads can run blocks of tables side by side (see ``nertz_env.engine.batch``).
 
     ``inline=True`` asks LLVM to inline the function into its callers (numba's ``forceinline``). Every rules
     function takes the whole state ``S``, a tuple of some 40 arrays that a real call passes as hundreds of
-    scalar arguments: a call cost about 0.1 us, as much as a seat's whole observation update, so everything
-    on the per-tick path is inlined (measured: 2.3 -> 1.3 us per 4-player table tick on one core). numba's own
-    ``inline="always"`` on every function gave the same speed but compiled for minutes instead of seconds.
+    scalar arguments, costing as much as a seat's whole observation update, so everything on the per-tick
+    path is inlined. numba's own ``inline="always"`` on every function is as fast but compiles far longer.
+    (The measurements behind these choices: ``bench/results/design_measurements.md``.)
 
     Compile time (``bench/bench_compile.py``): numba compiles every function it meets on its own, to machine
     code, even when LLVM then inlines it everywhere. So
 
     - only functions called from Python (``python=True``) get a CPython wrapper (the CPython and cfunc
-      wrappers, unboxing the ~40 arrays of ``S``, took 0.3 of the 0.4 s a trivial function cost; none needs
+      wrappers, unboxing the ~40 arrays of ``S``, are most of a trivial function's compile time; none needs
       the cfunc wrapper, which only first-class function calls use) and go to numba's on-disk cache (a
       cached entry point carries the machine code of everything it calls; see ``nertz_env.engine._cache``);
     - ``ir_inline=True`` has numba inline a function's IR into its callers (``inline="always"``) instead of
@@ -690,6 +690,7 @@ def finish_round(S, t, end, candidates):
         S.score_bonus[t, p] = bonus
         S.score_false[t, p] = S.false_calls[t, p]
         score = S.lake_played[t, p] - cfg[C_PENALTY] * left + bonus - cfg[C_FALSEPEN] * S.false_calls[t, p]
+        S.score_round[t, p] = score
         S.rewards[t, p] += bonus - cfg[C_PENALTY] * left
         S.match_score[t, p] += score
         team_round[t, 0, S.team[p]] += score
@@ -754,7 +755,7 @@ def write_card(o, t, p, base, c):
 @_jit(inline=True)
 def clear_obs(o, t, p, lo, hi):
     """Zero ``o[t, p, lo:hi]``. (A slice assignment: numba vectorises it; the same loop written with ``lo``
-    and ``hi`` from the offsets array ran 5x slower, element by element.)"""
+    and ``hi`` from the offsets array runs element by element, several times slower.)"""
     o[t, p, lo:hi] = 0.0
 
 
@@ -934,6 +935,7 @@ def reset_table(S, t):
         S.score_nertz[t, p] = 0
         S.score_bonus[t, p] = 0
         S.score_false[t, p] = 0
+        S.score_round[t, p] = 0
         S.order[t, p] = p
     S.round_idx[t] = 0
     S.done[t] = DONE_NO
@@ -959,7 +961,7 @@ def step_table(S, t, actions):
         S.order[t, k] = S.order[t, x]
         S.order[t, x] = tmp
     # Typed from the start (np.int64, np.bool_): a plain 0 or False is first typed as a literal, and numba then
-    # compiled observe_changes and finish_round once more for those literal types (measured: 2 s of 25).
+    # compiled observe_changes and finish_round once more for those literal types.
     progress = np.bool_(False)
     callers = np.int64(0)
     moved = np.int64(0)  # seats whose cards moved between piles or to the lake (bit p)

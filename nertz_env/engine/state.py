@@ -10,13 +10,14 @@ A single table (``parallel_env``) is simply a batch with ``T == 1``: there is on
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
 
 from nertz_env.actions import action_table
 from nertz_env.config import NertzConfig
-from nertz_env.observation import ObsLayout
+from nertz_env.observation import obs_layout
 
 MAX_PILE = 13  # a work pile is an ordered run A..K, a Nertz pile holds at most 13 cards
 
@@ -98,6 +99,7 @@ class TableState(NamedTuple):
     score_nertz: np.ndarray  # int16 [T, P]  last finished round: cards left in the Nertz pile
     score_bonus: np.ndarray  # int16 [T, P]  last finished round: call bonus
     score_false: np.ndarray  # int16 [T, P]  last finished round: false calls
+    score_round: np.ndarray  # int32 [T, P]  last finished round: the score (the one place it is computed)
     order: np.ndarray  # int8 [T, P]         the seat order drawn for the last tick
     scratch: np.ndarray  # int64 [T, 2, P]   work space for team sums (compiled rules never allocate)
     # --- what each seat sees
@@ -105,8 +107,10 @@ class TableState(NamedTuple):
     mask: np.ndarray  # int8 [T, P, A]       legal-action masks
 
 
+@functools.cache
 def config_array(config: NertzConfig) -> np.ndarray:
-    """The config as the ``cfg`` integer array."""
+    """The config as the ``cfg`` integer array, built once per config and shared (read-only: copy it to
+    change it; :func:`allocate` gives each state its own copy)."""
     c = np.zeros(C_SIZE, dtype=np.int32)
     c[C_P] = config.num_players
     c[C_W] = config.work_piles
@@ -131,7 +135,8 @@ def config_array(config: NertzConfig) -> np.ndarray:
     c[C_D] = config.deck_size
     c[C_F] = config.num_players * (4 + config.jokers)
     c[C_A] = action_table(config).n
-    c[C_O] = ObsLayout(config).size
+    c[C_O] = obs_layout(config).size
+    c.flags.writeable = False
     return c
 
 
@@ -142,14 +147,16 @@ def allocate(config: NertzConfig, num_tables: int) -> TableState:
     t = int(num_tables)
     p, w, d = config.num_players, config.work_piles, config.deck_size
     f = p * (4 + config.jokers)
-    a = action_table(config).n
-    o = ObsLayout(config).size
+    table, layout = action_table(config), obs_layout(config)
+    a, o = table.n, layout.size
     i8, i16, i32 = np.int8, np.int16, np.int32
+    # the per-config parameters are copies: the compiled rules take writable arrays (a read-only array is
+    # another type to numba, compiled anew)
     return TableState(
-        cfg=config_array(config),
+        cfg=config_array(config).copy(),
         team=np.array(config.team_of, dtype=i8),
-        act=action_table(config).layout.copy(),
-        obs_off=ObsLayout(config).offsets.copy(),
+        act=table.layout.copy(),
+        obs_off=layout.offsets.copy(),
         nertz=np.full((t, p, MAX_PILE), -1, i8),
         nertz_len=np.zeros((t, p), i8),
         work=np.full((t, p, w, MAX_PILE), -1, i8),
@@ -182,6 +189,7 @@ def allocate(config: NertzConfig, num_tables: int) -> TableState:
         score_nertz=np.zeros((t, p), i16),
         score_bonus=np.zeros((t, p), i16),
         score_false=np.zeros((t, p), i16),
+        score_round=np.zeros((t, p), i32),
         order=np.zeros((t, p), i8),
         scratch=np.zeros((t, 2, p), np.int64),
         obs=np.zeros((t, p, o), np.float32),

@@ -38,6 +38,7 @@ from nertz_env.actions import (
     WAIT,
 )
 from nertz_env.agents.base import Agent
+from nertz_env.snapshot import round_so_far
 
 HUMAN_NAME = "you"
 
@@ -318,7 +319,7 @@ class PlayGame:
         """Everything any player at the table can see (face-up cards and counts, never a stock's order), plus
         the person's legal moves: the page's side panel and the tests read this."""
         snap = self.env.snapshot()
-        cfg = self.config
+        so_far = round_so_far(snap)
         seats = []
         for s, pl in enumerate(snap["players"]):
             lake_cards = sum(1 for f in snap["lake"] for _, owner in f if owner == s)
@@ -335,7 +336,7 @@ class PlayGame:
                     "waste_top": pl["waste"][-1] if pl["waste"] else None,
                     "work": pl["work"],
                     "lake_cards": lake_cards,
-                    "round_score": lake_cards - cfg.nertz_penalty * len(pl["nertz"]),
+                    "round_score": so_far[s],
                     "match_score": self.match_scores[s],
                     "last": last,
                 }

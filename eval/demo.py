@@ -2,7 +2,8 @@
 
 The tournament is the one ``nertz-eval ladder`` plays (random, greedy, heuristic and search, every seat
 rotation of every deal), on fewer deals so that it finishes in well under a minute; the README's ladder table
-comes from the full command it prints at the end. Needs the ``eval`` extra (openskill for the ratings).
+comes from the full command it prints at the end. Needs the ``eval`` extra (openskill for the ratings); it
+lives in the evaluation app (``nertz_env.eval.demo``) because it is built on the tournaments.
 
     nertz-demo                 # 40 deals, seed 0
     nertz-demo --deals 200 --seed 3

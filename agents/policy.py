@@ -1,0 +1,314 @@
+"""A trained MaskablePPO policy as an :class:`~nertz_env.agents.Agent`, and the ``.zip`` checkpoint loader.
+
+``load_policy_agent("runs/x/model.zip", deterministic="true")`` reads the checkpoint's nertz-env record
+(:mod:`nertz_env.agents.meta`), checks it, rebuilds only the policy network (no optimizer, no algorithm, no
+global seeding) and wraps it. The agents registry (:mod:`nertz_env.agents.registry`) uses this loader for
+``.zip`` files, so ``make_agent("runs/x/model.zip:deterministic=false")`` and ``nertz-eval`` load
+checkpoints by path. torch, Stable-Baselines3 and sb3-contrib (the ``train`` extra) are imported when a
+policy is loaded or run, not when this module is imported.
+
+The agent samples from its own ``numpy`` generator (seeded in ``reset``), never from torch's global
+generator: evaluating a snapshot in the middle of training leaves the training run's random streams as
+they were, and a game is reproducible from the agent seed alone. Building the network runs under
+``torch.random.fork_rng`` for the same reason. Policies loaded from the same file (same path and
+modification time) are shared, so many seats can hold agents of one snapshot and the opponent pool can
+batch their forward passes (:meth:`PolicyAgent.probabilities`).
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from nertz_env.agents.meta import (
+    ZIP_MEMBER,
+    CheckpointError,
+    IncompatibleCheckpointError,
+    check_compatible,
+    make_meta,
+    meta_config,
+    read_meta,
+    sidecar_path,
+    write_meta,
+)
+from nertz_env.agents.registry import as_bool
+from nertz_env.config import NertzConfig
+from nertz_env.threads import limit_threads
+
+_CACHE: dict[tuple[str, float], tuple[Any, dict[str, Any]]] = {}
+_CACHE_SIZE = 16  # policies kept loaded (agents hold their own references; this only saves reloading)
+
+
+def _torch(path: str) -> Any:
+    """torch, imported on first use; without the ``train`` extra, an ImportError saying what to install."""
+    try:
+        import torch
+    except ImportError:
+        raise ImportError(
+            f"loading the policy {path!r} needs torch, stable-baselines3 and sb3-contrib: "
+            "pip install 'nertz-env[train]'"
+        ) from None
+    return torch
+
+
+def _respect_thread_limit(torch: Any) -> None:
+    """Apply a thread cap a process set before torch was imported (a tournament worker's
+    :func:`~nertz_env.threads.limit_threads` sets ``OMP_NUM_THREADS``): torch is capped now that it is loaded."""
+    text = os.environ.get("OMP_NUM_THREADS", "")
+    if text.isdigit() and int(text) >= 1 and torch.get_num_threads() != int(text):
+        limit_threads(int(text))
+
+
+def has_record(path: str) -> bool:
+    """Does the checkpoint carry a nertz-env record (inside the zip or beside it)?"""
+    try:
+        with zipfile.ZipFile(path, "r") as zf:
+            if ZIP_MEMBER in zf.namelist():
+                return True
+    except zipfile.BadZipFile:
+        return True  # let read_meta say what is wrong with it
+    return os.path.isfile(sidecar_path(path))
+
+
+def _spaces_meta(path: str, obs_space: Any, act_space: Any) -> dict[str, Any]:
+    """The record of a zip trained outside nertz-train: its spaces only (its rules are the table's it is
+    played at, checked against the spaces; see :class:`PolicyAgent`)."""
+    shape = tuple(getattr(obs_space, "shape", None) or ())
+    if len(shape) != 1 or not hasattr(act_space, "n"):
+        raise CheckpointError(
+            f"{path}: a policy for nertz-env takes a flat observation vector and a discrete action "
+            f"(NertzSingleAgentEnv's spaces); this one has observation space {obs_space} and action space "
+            f"{act_space}"
+        )
+    return {"format": None, "obs_size": int(shape[0]), "num_actions": int(act_space.n), "outside": True}
+
+
+def load_policy(path: str, outside: bool = False) -> tuple[Any, dict[str, Any]]:
+    """The policy network and the nertz-env record of the checkpoint ``path`` (cached per file version).
+
+    With ``outside=True`` a MaskablePPO zip without a record (trained outside ``nertz-train``, e.g. on
+    :class:`nertz_env.train.single.NertzSingleAgentEnv`) gets a record of its spaces only
+    (``"outside": True``, no rules): its agent plays at any table whose spaces match (see
+    :class:`PolicyAgent`), or at the table given to :func:`load_policy_agent`. Without it such a zip raises
+    :class:`CheckpointError` (callers that need the rules: training's ``init_from``).
+
+    Raises:
+        FileNotFoundError: no such file.
+        CheckpointError: not a zip of an SB3 MaskablePPO policy, or its record does not match the network.
+    """
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"checkpoint file not found: {path}")
+    torch = _torch(path)
+    try:
+        from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+        from stable_baselines3.common.save_util import load_from_zip_file
+    except ImportError:
+        raise ImportError(
+            f"loading the policy {path!r} needs stable-baselines3 and sb3-contrib: pip install 'nertz-env[train]'"
+        ) from None
+
+    _respect_thread_limit(torch)
+    meta = read_meta(path) if has_record(path) or not outside else None
+    key = (os.path.abspath(path), os.path.getmtime(path))
+    cached = _CACHE.get(key)
+    if cached is not None:
+        return cached
+    try:
+        data, params, _ = load_from_zip_file(path, device="cpu", load_data=True, print_system_info=False)
+    except (ValueError, KeyError, OSError, RuntimeError) as e:
+        raise CheckpointError(f"{path}: not a Stable-Baselines3 checkpoint ({e})") from None
+    if data is None or "policy" not in params or "policy_class" not in data:
+        raise CheckpointError(f"{path}: the zip holds no SB3 policy (no data or policy.pth)")
+    obs_space, act_space = data["observation_space"], data["action_space"]
+    if meta is None:
+        meta = _spaces_meta(path, obs_space, act_space)
+    elif tuple(obs_space.shape) != (int(meta["obs_size"]),) or int(act_space.n) != int(meta["num_actions"]):
+        raise CheckpointError(
+            f"{path}: the network's spaces (observation {tuple(obs_space.shape)}, {act_space.n} actions) "
+            "do not "
+            f"match its nertz-env record (observation ({meta['obs_size']},), {meta['num_actions']} actions)"
+        )
+    policy_class = data["policy_class"]
+    if not (isinstance(policy_class, type) and issubclass(policy_class, MaskableActorCriticPolicy)):
+        raise CheckpointError(
+            f"{path}: policy class {getattr(policy_class, '__name__', policy_class)!r} is not a MaskablePPO "
+            "policy (sb3_contrib MaskableActorCriticPolicy); nertz-env plays policies that take action masks"
+        )
+    with torch.random.fork_rng(devices=[]):  # building the network must not move torch's global generator
+        policy = policy_class(
+            observation_space=obs_space,
+            action_space=act_space,
+            lr_schedule=lambda _: 0.0,
+            **data.get("policy_kwargs", {}),
+        )
+    state: Any = params["policy"]  # a state dict (typed as a Tensor dict by SB3)
+    policy.load_state_dict(state)
+    policy.set_training_mode(False)
+    policy.to("cpu")
+    _CACHE[key] = (policy, meta)
+    while len(_CACHE) > _CACHE_SIZE:
+        del _CACHE[next(iter(_CACHE))]
+    return policy, meta
+
+
+def check_spaces(meta: Mapping[str, Any], config: NertzConfig, where: str) -> None:
+    """Raise :class:`IncompatibleCheckpointError` unless the policy's spaces are those of a ``config`` table."""
+    from nertz_env.actions import action_table
+    from nertz_env.observation import obs_layout
+
+    obs_size, num_actions = obs_layout(config).size, action_table(config).n
+    if (int(meta["obs_size"]), int(meta["num_actions"])) != (obs_size, num_actions):
+        raise IncompatibleCheckpointError(
+            f"{where} has no nertz-env record, and its spaces (observation {meta['obs_size']}, "
+            f"{meta['num_actions']} actions) are not this table's (observation {obs_size}, {num_actions} "
+            f"actions, {config.num_players} players): play it at the table it was trained for (the players "
+            "and rules given to NertzSingleAgentEnv)"
+        )
+
+
+def record_rules(path: str, config: NertzConfig, **extra: Any) -> dict[str, Any]:
+    """Write the nertz-env record of ``config`` into the MaskablePPO zip ``path`` (and its sidecar JSON), after
+    checking the network's spaces against the table: the zip then plays like a ``nertz-train`` checkpoint
+    (refusing other tables, usable in training's opponent pools). Returns the record.
+
+    Raises:
+        CheckpointError: not a MaskablePPO zip; IncompatibleCheckpointError: spaces of another table.
+    """
+    _, meta = load_policy(path, outside=True)
+    if not meta.get("outside"):
+        check_compatible(meta, config, where=f"policy {path!r}")
+    check_spaces(meta, config, where=f"policy {path!r}")
+    record = make_meta(config, mode="outside", **extra)
+    write_meta(path, record)
+    return record
+
+
+def policy_probabilities(policy: Any, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """Action probabilities (float64, (n, A)) of ``policy`` for a batch; masked actions get 0."""
+    import torch
+
+    with torch.no_grad():
+        obs_t = torch.as_tensor(np.asarray(observations, dtype=np.float32))
+        dist = policy.get_distribution(obs_t, action_masks=np.asarray(masks, dtype=bool))
+        probs = dist.distribution.probs.cpu().numpy().astype(np.float64)
+    probs[~np.asarray(masks, dtype=bool)] = 0.0
+    return probs
+
+
+class PolicyAgent:
+    """A MaskablePPO policy behind the Agent protocol (see the module docstring).
+
+    Args:
+        policy: a ``MaskableActorCriticPolicy`` (shared between agents of the same snapshot).
+        meta: the checkpoint's nertz-env record; ``reset`` refuses tables of other rules.
+        deterministic: play the most probable legal action instead of sampling.
+        name: the agent's ``name`` (``repr``, the opponent pool's logs; tournaments label agents by their spec).
+    """
+
+    def __init__(
+        self, policy: Any, meta: dict[str, Any], deterministic: bool = False, name: str = "policy"
+    ) -> None:
+        self.policy = policy
+        self.meta = meta
+        # None: a policy trained outside nertz-train, given no rules: it plays at tables of matching spaces
+        self.trained_config: NertzConfig | None = None if meta.get("outside") else meta_config(meta)
+        self.deterministic = bool(deterministic)
+        self.name = name
+        self.rng = np.random.default_rng()
+        self.seat = 0
+
+    @property
+    def table_note(self) -> str | None:
+        """What a report should say about the table this agent assumes (policies without a record)."""
+        if self.trained_config is not None:
+            return None
+        return (
+            f"{self.name} has no nertz-env record: assumed trained for this table's rules (its spaces match; "
+            "to pin its rules use nertz_env.agents.record_rules)"
+        )
+
+    def reset(self, config: NertzConfig, seat: int, seed: int | None = None) -> None:
+        if self.trained_config is None:
+            check_spaces(self.meta, config, where=f"policy {self.name!r}")
+        elif config != self.trained_config:
+            check_compatible(self.meta, config, where=f"policy {self.name!r}")
+        self.seat = seat
+        self.rng = np.random.default_rng(seed)
+
+    def probabilities(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """Action probabilities for a batch of observations (the pool batches seats sharing a policy)."""
+        return policy_probabilities(self.policy, observations, masks)
+
+    def choose(self, probs: np.ndarray) -> int:
+        """An action from one row of :meth:`probabilities`: the argmax, or a draw from the own generator."""
+        if self.deterministic:
+            return int(np.argmax(probs))
+        cdf = np.cumsum(probs)
+        k = int(np.searchsorted(cdf, self.rng.random() * cdf[-1], side="right"))
+        k = min(k, probs.shape[0] - 1)
+        if probs[k] <= 0.0:  # rounding at the edge of the cdf: fall back to the most probable action
+            k = int(np.argmax(probs))
+        return k
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        return self.choose(self.probabilities(observation[None, :], action_mask[None, :])[0])
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickled inside training checkpoints: keep the file and generator, not the network.
+        state = dict(self.__dict__)
+        state["policy"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        path = self.meta.get("path")
+        if path is not None:
+            self.policy, _ = load_policy(path, outside=True)
+
+    def __repr__(self) -> str:
+        return f"PolicyAgent({self.name!r}, deterministic={self.deterministic})"
+
+
+def load_policy_agent(path: str, config: NertzConfig | None = None, **params: Any) -> PolicyAgent:
+    """The registry loader for ``.zip`` checkpoints: ``make_agent("model.zip:deterministic=true")``.
+
+    Parameters: ``deterministic`` (play the argmax; default false) and ``name`` (the agent's ``name``;
+    default the path; tournaments label agents by their spec, so ``nertz-eval`` tables show the spec).
+
+    ``config``: the table a zip without a nertz-env record (any SB3 MaskablePPO zip, e.g. trained on
+    :class:`nertz_env.train.single.NertzSingleAgentEnv`) was trained for; its spaces are checked now and the
+    agent then refuses other tables, like a ``nertz-train`` checkpoint. Without it such a zip plays at any
+    table whose spaces match. For a zip with a record, ``config`` must equal the record's table.
+
+    Raises:
+        FileNotFoundError: no such file.
+        AgentSpecError: a parameter other than ``deterministic`` and ``name``, or a bad value.
+        CheckpointError: not a MaskablePPO zip, or its network does not match its record;
+            IncompatibleCheckpointError: ``config`` is not the table it was trained for.
+    """
+    from nertz_env.agents.registry import AgentSpecError
+
+    unknown = sorted(set(params) - {"deterministic", "name"})
+    if unknown:
+        raise AgentSpecError(
+            f"checkpoint {path!r} has no parameter {', '.join(unknown)}; "
+            "it takes deterministic (bool), name (str)"
+        )
+    try:
+        det = as_bool(params.get("deterministic", False), "deterministic")
+    except ValueError as e:
+        raise AgentSpecError(f"checkpoint {path!r}: {e}") from None
+    policy, meta = load_policy(path, outside=True)
+    meta = dict(meta, path=os.path.abspath(path))
+    if config is not None:
+        if meta.get("outside"):
+            check_spaces(meta, config, where=f"policy {path!r}")
+            meta = dict(make_meta(config, mode="outside"), path=os.path.abspath(path))
+        else:
+            check_compatible(meta, config, where=f"policy {path!r}")
+    name = params.get("name")
+    return PolicyAgent(policy, meta, deterministic=det, name=str(name) if name is not None else path)
