@@ -77,7 +77,7 @@ def test_planner_overrides_its_network_sometimes() -> None:
 
 def test_numpy_actor_matches_torch() -> None:
     from nertz_env.agents.expert import NumpyActor
-    from nertz_env.train.policy_agent import load_policy, policy_probabilities
+    from nertz_env.agents.policy import load_policy, policy_probabilities
 
     policy, meta = load_policy(os.path.join(ROOT, "agents", "models", "ppo.zip"))
     rng = np.random.default_rng(0)

@@ -90,9 +90,9 @@ def expert_iteration(
 
     ``planner``: extra options of the planner's spec (``"rollouts=16,prior=0.5"``), the same every iteration.
     """
+    from nertz_env.agents.meta import make_meta
+    from nertz_env.agents.policy import load_policy
     from nertz_env.train.imitate import _PolicyHolder, collect, fit
-    from nertz_env.train.meta import make_meta
-    from nertz_env.train.policy_agent import load_policy
     from nertz_env.train.trainer import save_policy
 
     config = make_config(num_players=num_players, **dict(rules or {}))
