@@ -7,12 +7,16 @@ The ladder, weakest first (each rung beats the one below with 95% confidence; ``
     heuristic   the seeds' strategy as a priority list (Nertz top first, runs that free it, brisk flips)
     search      the heuristic improved by rollouts on a model of the own layout (with a memory of the stock)
 
+Above the ladder, ``expert`` is search with a trained network as its default move (:mod:`nertz_env.agents.expert`),
+and ``best`` is that planner holding the network expert iteration trained (``models/best_net.zip``).
+
 ``make_agent("heuristic:wait_prob=0.2")`` builds one by spec; a MaskablePPO checkpoint path (``runs/ppo.zip``)
 loads as a policy agent (:mod:`nertz_env.agents.policy`, which imports torch and Stable-Baselines3 only then),
 and ``register_loader`` adds loaders for other checkpoint files.
 """
 
 from nertz_env.agents.base import Agent
+from nertz_env.agents.expert import BestAgent, ExpertAgent
 from nertz_env.agents.registry import (
     LADDER,
     AgentSpecError,
@@ -28,6 +32,8 @@ __all__ = [
     "LADDER",
     "Agent",
     "AgentSpecError",
+    "BestAgent",
+    "ExpertAgent",
     "GreedyAgent",
     "HeuristicAgent",
     "RandomAgent",

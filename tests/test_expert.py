@@ -98,7 +98,7 @@ def test_refuses_other_tables() -> None:
     from nertz_env.config import make_config
 
     agent = make_agent("expert:policy=ppo")
-    with pytest.raises(ValueError, match="players|rules|table"):
+    with pytest.raises(ValueError, match=r"players|rules|table"):
         agent.reset(make_config(num_players=2), 0, 0)
 
 
@@ -110,7 +110,7 @@ def test_bad_options_are_one_line() -> None:
     with pytest.raises(AgentSpecError, match="prior"):
         make_agent("expert:prior=-1")
     agent = make_agent("expert:policy=runs/none.zip")
-    with pytest.raises(FileNotFoundError, match="none.zip"):
+    with pytest.raises(FileNotFoundError, match=r"none\.zip"):
         agent.reset(nertz_env.make_config(num_players=4), 0, 0)
 
 
