@@ -68,7 +68,7 @@ class ExpertAgent(SearchAgent):
 
     Args:
         policy: a MaskablePPO ``.zip`` (or a shipped model's name) whose actor plays inside the planner
-            (default: the shipped ``best_net``, trained by expert iteration).
+            (default: the shipped ``ppo`` network).
         prior: weight of the log-probability added to each candidate's rollout value (default 0: on a screening seed the network's probabilities as a prior cost more than they gave).
         top: the policy's most probable actions added to the candidates (default 2).
         base: ``"policy"`` (default) or ``"heuristic"``: whose first choice is the default move.
@@ -86,13 +86,14 @@ class ExpertAgent(SearchAgent):
 
     def __init__(
         self,
-        policy: str = "best_net",
+        policy: str = "ppo",
         prior: float = 0.0,
         top: int = 2,
         base: str = "policy",
+        margin: float = 0.3,
         **search: Any,
     ) -> None:
-        super().__init__(**search)
+        super().__init__(margin=margin, **search)
         if base not in ("policy", "heuristic"):
             raise ValueError(f"base must be 'policy' or 'heuristic', got {base!r}")
         if not (np.isfinite(prior) and prior >= 0.0) or top < 0:

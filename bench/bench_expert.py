@@ -36,10 +36,14 @@ def per_decision(spec: str, games: int, seed: int) -> dict:
     agents = [make_agent(spec)] + [make_agent("search") for _ in range(3)]
     spent = [0.0] * 4
     calls = 0
-    obs, _ = env.reset(seed=seed)  # warm up: numba's cache and the network load on the first calls
+    # warm up with one whole untimed game: the network loads and numba compiles (or loads its cache) on the
+    # first rollout, which the first tick may not reach
+    obs, _ = env.reset(seed=seed + 1_000_000)
     for s, a in enumerate(agents):
         a.reset(env.config, s, s)
-        a.act(obs[f"player_{s}"]["observation"], obs[f"player_{s}"]["action_mask"])
+    while env.agents:
+        obs, *_ = env.step({n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"])
+                            for s, n in enumerate(env.agents)})
     for g in range(games):
         obs, _ = env.reset(seed=seed + g)
         for s, a in enumerate(agents):

@@ -481,6 +481,26 @@ def rule_evaluate(args: list[str], ctx: Ctx) -> Plan:
     return Plan(_set(a, "--deals", "1"), needs=needs, timeout=600.0)
 
 
+def rule_expert(args: list[str], ctx: Ctx) -> Plan:
+    makes: list[str] = []
+    a = _map(args, ("--out", "--checkpoint-dir"), ctx, makes)
+    ckpt = _value(args, "--checkpoint-dir")
+    if ckpt is not None and str(Path(ckpt).parent) != ".":  # the run folder bench/expert_curve.py reads
+        makes.append(str(Path(ckpt).parent))
+    for flag, tiny in (("--samples", "64"), ("--iterations", "1"), ("--epochs", "1"), ("--batch-size", "32"),
+                       ("--teacher-threads", "1")):
+        a = _set(a, flag, tiny)
+    return Plan(_set(a, "--planner", "rollouts=2"), makes=makes, timeout=600.0)
+
+
+def rule_expert_curve(args: list[str], ctx: Ctx) -> Plan:
+    """The curve of a run a README command trains (``runs/...``), one deal a point."""
+    needs = [w for i, w in enumerate(args) if not w.startswith("-") and (i == 0 or not args[i - 1].startswith("-"))]
+    a = [ctx.out(w) if w in needs else w for w in args]
+    a = _set(_set(a, "--deals", "1"), "--workers", "1")
+    return Plan(a, needs=needs, timeout=600.0, restore=BENCH_RESULTS)
+
+
 BENCH_RESULTS = ("bench/results", "bench/out")
 
 
@@ -530,6 +550,9 @@ RULES: dict[str, tuple[Callable[[list[str], Ctx], Plan], bool]] = {
     "python -m nertz_env.docs": (rule_docs, False),
     "python -m nertz_env.train.imitate": (rule_imitate, True),
     "python -m nertz_env.train.evaluate": (rule_evaluate, True),
+    "python -m nertz_env.train.expert": (rule_expert, True),
+    "python bench/expert_curve.py": (rule_expert_curve, True),
+    "python bench/bench_expert.py": (bench(("--games", "1")), True),
     # --skip-agents: its 1,000-game tournament has no size flag here (bench_agents.py --games has one)
     "python bench/run_all.py": (bench(("--seconds", "0.1"), ("--skip-agents", "")), True),
     "python bench/bench_env.py": (bench(("--seconds", "0.2"), ("--skip-compile", "")), True),
