@@ -28,17 +28,16 @@ from typing import ClassVar
 
 import numpy as np
 
-from nertz_env.actions import JOKER_LAKE, LAKE, ROTATE
+from nertz_env.actions import JOKER_LAKE, LAKE
 from nertz_env.agents.kernels import (
+    ME,
     P_OFF,
     PRIO_FLIP,
     PRIO_NERTZ_LAKE,
     S_LAKE,
-    S_SCOUNT,
-    S_STOCK,
     STATE_SIZE,
     WASTE_POLICIES,
-    apply_move,
+    apply_view,
     heuristic_priorities,
     hidden_cards,
     pick_best,
@@ -46,6 +45,7 @@ from nertz_env.agents.kernels import (
     recall,
     rollout_values,
     rollout_workspace,
+    stall_view,
     top_of,
 )
 from nertz_env.agents.scripted import _Base
@@ -124,7 +124,7 @@ class SearchAgent(_Base):
         self._lake_own = np.zeros(53, dtype=np.int64)  # own cards in the lake (jokers at 52)
         self._value = np.zeros(2, dtype=np.float64)
         self._prio = np.zeros(0, dtype=np.int64)
-        self._work: tuple[np.ndarray, ...] = ()  # rollout scratch space, sized in reset
+        self._work: tuple = ()  # the seat table and rollout scratch space, made in reset
         self._lake_heights = np.tile(np.arange(1, 14, dtype=np.int64), 4)
         self._status = 0
         self._clear()
@@ -157,7 +157,7 @@ class SearchAgent(_Base):
         super().reset(config, seat, seed)
         tools = self._tools()
         self._prio = np.zeros(tools.n_actions, dtype=np.int64)
-        self._work = rollout_workspace(tools.n_actions)
+        self._work = rollout_workspace(config)
         self._status = int(tools.params[P_OFF + O_STATUS])
         self._value[:] = (config.nertz_penalty if self.nertz_value is None else self.nertz_value, 1.0)
         self._clear()
@@ -189,7 +189,10 @@ class SearchAgent(_Base):
         lake_now = round(float(status[_OWN_LAKE]) * self.config.deck_size)
         if self._remembering and round_now == self._round:
             if self.memory:
-                recall(s, self._predicted, self._before, stalls_now > self._stalls)
+                if stalls_now > self._stalls:  # the stall rule acted after the last tick
+                    stall_view(self._predicted, self._work[0], 0, ME)
+                    stall_view(self._before, self._work[0], 0, ME)
+                recall(s, self._predicted, self._before)
             if lake_now == self._lake_count + 1 and self._pending >= 0:
                 self._lake_own[self._pending] += 1
             elif lake_now != self._lake_count:
@@ -217,12 +220,8 @@ class SearchAgent(_Base):
         )
         self._before[:] = s
         self._predicted[:] = s
-        if self.memory:
-            apply_move(self._predicted, a, tools.columns, tools.params)
-            if kind == ROTATE and s[S_SCOUNT] >= 2:
-                n = s[S_SCOUNT]
-                self._predicted[S_STOCK + 1 : S_STOCK + n] = s[S_STOCK : S_STOCK + n - 1]
-                self._predicted[S_STOCK] = s[S_STOCK + n - 1]
+        if self.memory:  # the engine's move, on the seat table (see agents.kernels)
+            apply_view(self._predicted, a, self._work[0], 0, ME)
         self._remembering = True
 
     def _choose(self, s: np.ndarray, action_mask: np.ndarray) -> int:
