@@ -110,6 +110,7 @@ from nertz_env.engine.state import (
     C_TUCK,
     C_TURN,
     C_W,
+    MAX_PILE,
     TableState,
     allocate,
     config_array,
@@ -509,9 +510,10 @@ def load_seat(s, S, t, p):
 
 
 @_inner
-def view_of_seat(S, t, p, s):
-    """Write what the heuristic reads of seat ``p`` of table ``t`` into the view ``s``: the Nertz and waste tops
-    and counts, the stock count, the work piles and the lake tops."""
+def view_piles(S, t, p, s):
+    """Write what the heuristic reads of seat ``p``'s piles on table ``t`` into the view ``s``: the Nertz and
+    waste tops and counts, the stock count and the work piles (their cards beyond their lengths are left as
+    they were)."""
     n = S.nertz_len[t, p]
     s[S_NCOUNT] = n
     s[S_NTOP] = S.nertz[t, p, n - 1] if n > 0 else -1
@@ -522,8 +524,13 @@ def view_of_seat(S, t, p, s):
     for j in range(S.cfg[C_W]):
         n = S.work_len[t, p, j]
         s[S_WLEN + j] = n
-        for k in range(13):
-            s[S_WORK + 13 * j + k] = S.work[t, p, j, k] if k < n else -1
+        for k in range(n):
+            s[S_WORK + 13 * j + k] = S.work[t, p, j, k]
+
+
+@_inner
+def view_lake(S, t, s):
+    """Write table ``t``'s lake tops into the view ``s``."""
     for c in range(52):
         s[S_LAKE + c] = S.lake_tops[t, c]
 
@@ -532,7 +539,11 @@ def view_of_seat(S, t, p, s):
 def store_seat(S, t, p, s):
     """Read seat ``p`` of table ``t`` back into the view ``s`` (the inverse of :func:`load_seat`; the played
     counters ``S_NPLAYED``, ``S_LPLAYED``, ``S_WPLAYED`` are left as they are)."""
-    view_of_seat(S, t, p, s)
+    view_piles(S, t, p, s)
+    for j in range(S.cfg[C_W]):
+        for k in range(S.work_len[t, p, j], 13):
+            s[S_WORK + 13 * j + k] = -1
+    view_lake(S, t, s)
     for k in range(S.nertz_len[t, p]):
         s[S_NERTZ + k] = S.nertz[t, p, k]
     for k in range(S.stock_len[t, p]):
@@ -565,9 +576,9 @@ def copy_table(S, a, b, p):
     S.lake_played[b, p] = S.lake_played[a, p]
     S.lake_n[b] = S.lake_n[a]
     for f in range(S.lake_len.shape[1]):
-        n = S.lake_len[a, f]
-        S.lake_len[b, f] = n
-        for x in range(n):
+        S.lake_len[b, f] = S.lake_len[a, f]
+    for f in range(S.lake_n[a]):
+        for x in range(MAX_PILE):  # whole rows: a fixed count copies faster than the foundation's length
             S.lake[b, f, x] = S.lake[a, f, x]
             S.lake_owner[b, f, x] = S.lake_owner[a, f, x]
     for c in range(52):
@@ -752,35 +763,44 @@ def _opens(S, t, c, held):
 
 
 @_inner
-def others_play(S, t, p, rate):
+def others_play(S, t, p, rate, held):
     """The other players' lake plays during one tick of a rollout on table ``t``: about ``rate`` cards (a
-    binomial over the opponents), each a random card the lake takes from them (:func:`_opens`), put there
-    by the engine's ``lake_add`` as another seat's."""
+    binomial over the opponents), each a random card the lake takes from them (:func:`_opens`; ``held``:
+    :func:`_own_aces` of seat ``p``), put there by the engine's ``lake_add`` as another seat's. Returns how
+    many cards they played."""
     np_ = S.cfg[C_P]
     opponents = np_ - 1
     chance = rate / opponents if opponents > 0 else 0.0
     other = (p + 1) % np_
+    played = 0
     for _ in range(opponents):
         if _uniform(S.rng, t) >= chance:
             continue
-        held = _own_aces(S, t, p)
         n = 0
         for c in range(52):
             if _opens(S, t, c, held):
                 n += 1
         if n == 0:
-            return
+            break
         k = rng_below(S.rng, t, n)
         for c in range(52):
             if _opens(S, t, c, held):
                 if k == 0:
                     lake_add(S, t, S.lake_n[t] if c % 13 == 0 else lake_find(S, t, c - 1), c, other)
+                    played += 1
                     break
                 k -= 1
+    return played
 
 
 @_kernel
 def rollout(S, t, p, view, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, prio, trace):
+    """:func:`_rollout`, callable from Python (tests replay its ``trace`` on the engine)."""
+    return _rollout(S, t, p, view, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, prio, trace)
+
+
+@_inner
+def _rollout(S, t, p, view, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, prio, trace):
     """Play the heuristic for seat ``p`` of table ``t`` on the engine's rules for up to ``horizon`` ticks, the
     other players adding about ``rate`` cards a tick to the lake first (so they win the races), and return
     the discounted points: ``value[0]`` per card leaving the Nertz pile and ``value[1]`` per own lake card.
@@ -793,23 +813,31 @@ def rollout(S, t, p, view, params, columns, reverse_run, horizon, waste_policy, 
     for k in range(trace.shape[0]):
         trace[k] = 0
     call = S.act[L_CALL]
+    held = _own_aces(S, t, p)
+    lake_changed = True
     for k in range(horizon):
         compute_mask(S, t, p)
         mask = S.mask[t, p]
         if call >= 0:
             mask[call] = 0  # a rollout plays on (see the module doc)
-        view_of_seat(S, t, p, view)
+        view_piles(S, t, p, view)
+        if lake_changed:
+            view_lake(S, t, view)
+            lake_changed = False
         heuristic_priorities(view, mask, params, columns, waste_policy, banned, prio)
         a = pick_best(prio, mask, _uniform(S.rng, t))
         if a == 0:
             break
-        if rate > 0.0:
-            others_play(S, t, p, rate)
+        if rate > 0.0 and others_play(S, t, p, rate, held) > 0:
+            lake_changed = True
         if k < trace.shape[0]:
             trace[k] = a
         nertz, lake = S.nertz_len[t, p], S.lake_played[t, p]
         if _move(S, t, p, a) & R_LOST:
             continue
+        if S.lake_played[t, p] != lake:
+            lake_changed = True
+            held = _own_aces(S, t, p)
         total += f * (value[0] * (nertz - S.nertz_len[t, p]) + value[1] * (S.lake_played[t, p] - lake))
         f *= discount
         banned = reverse_run[a]
@@ -852,7 +880,7 @@ def rollout_values(
     prio,
     trace,
 ):
-    """Mean rollout value (:func:`rollout`) of each candidate action from the view ``s`` over ``samples`` deals
+    """Mean rollout value (:func:`_rollout`) of each candidate action from the view ``s`` over ``samples`` deals
     of the ``ncards`` hidden ``cards``; every candidate sees the same deals and the same random streams
     (common random numbers). The arguments after ``values`` are :func:`rollout_workspace`'s."""
     S.rng[0] = seed
@@ -870,7 +898,7 @@ def rollout_values(
             nertz, lake = S.nertz_len[2, ME], S.lake_played[2, ME]
             _move(S, 2, ME, candidates[c])
             g = value[0] * (nertz - S.nertz_len[2, ME]) + value[1] * (S.lake_played[2, ME] - lake)
-            values[c] += g + discount * rollout(
+            values[c] += g + discount * _rollout(
                 S, 2, ME, view, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, prio, trace
             )
     for c in range(nc):
