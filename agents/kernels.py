@@ -164,7 +164,9 @@ P_OFF = C_SIZE
 P_ACT = P_OFF + 15
 P_SIZE = P_ACT + 9
 
-ME = 0  # the seat of a seat table that holds the agent's layout (the others stay empty)
+# The seat of a seat table that holds the agent's layout (the others stay empty). An int32, as the engine's own
+# seat numbers are: numba compiles the engine's functions once per argument type.
+ME = np.int32(0)
 
 
 def table_params(config: NertzConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -883,23 +885,27 @@ def rollout_values(
     """Mean rollout value (:func:`_rollout`) of each candidate action from the view ``s`` over ``samples`` deals
     of the ``ncards`` hidden ``cards``; every candidate sees the same deals and the same random streams
     (common random numbers). The arguments after ``values`` are :func:`rollout_workspace`'s."""
-    S.rng[0] = seed
-    load_seat(s, S, 0, ME)
+    # Typed table and seat numbers (a literal 0, 1 or 2 would have numba compile every callee once more for
+    # each literal, the engine's mask and move code included).
+    here, world, child, me = np.int64(0), np.int64(1), np.int64(2), np.int32(ME)
+    S.rng[here] = seed
+    load_seat(s, S, here, me)
     for c in range(nc):
         values[c] = 0.0
     for _ in range(samples):
-        copy_table(S, 0, 1, ME)
-        S.rng[1] = rng_next(S.rng, 0)
-        determinize(S, 1, ME, cards, ncards)
-        start = rng_next(S.rng, 0)
+        copy_table(S, here, world, me)
+        S.rng[world] = rng_next(S.rng, here)
+        determinize(S, world, me, cards, ncards)
+        start = rng_next(S.rng, here)
         for c in range(nc):
-            copy_table(S, 1, 2, ME)
-            S.rng[2] = start
-            nertz, lake = S.nertz_len[2, ME], S.lake_played[2, ME]
-            _move(S, 2, ME, candidates[c])
-            g = value[0] * (nertz - S.nertz_len[2, ME]) + value[1] * (S.lake_played[2, ME] - lake)
+            copy_table(S, world, child, me)
+            S.rng[child] = start
+            nertz, lake = S.nertz_len[child, me], S.lake_played[child, me]
+            _move(S, child, me, candidates[c])
+            g = value[0] * (nertz - S.nertz_len[child, me]) + value[1] * (S.lake_played[child, me] - lake)
             values[c] += g + discount * _rollout(
-                S, 2, ME, view, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, prio, trace
+                S, child, me, view, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, prio,
+                trace,
             )
     for c in range(nc):
         values[c] /= samples

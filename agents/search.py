@@ -1,4 +1,4 @@
-"""The top scripted rung, ``search``: rollouts of the heuristic on a model of the own layout, with memory.
+"""The top scripted rung, ``search``: rollouts of the heuristic on the engine's rules, with memory.
 
 **Decision.** The heuristic (:mod:`nertz_env.agents.scripted`) ranks the legal actions. A call or a Nertz card
 to the lake is taken at once; otherwise its best ``candidates`` actions (down to a flip) are each scored by
@@ -12,7 +12,13 @@ avoided) plus 1 per own card reaching the lake, discounted by ``gamma`` per tick
 replaces the heuristic's first choice only when it scores ``margin`` more. This is one step of policy
 improvement over the heuristic, which is why it is the stronger rung.
 
-**What the model knows** is only what the seat has seen. The observation shows the layout, the waste's top
+**The rules are the engine's.** The simulations, and the agent's prediction of its own move for its memory,
+run on the engine's per-seat rule functions (its masks, moves, flips and redeals, the stall rule, the lake's
+races, its generator) on a small engine table of the agent's own, the seat table: the agent's view of its
+layout is written into one seat there and the engine moves the cards (see :mod:`nertz_env.agents.kernels`).
+Nothing in the agents restates a rule.
+
+**What the view knows** is only what the seat has seen. The observation shows the layout, the waste's top
 and the lake's foundation tops. The agent also remembers (``memory``) its stock and waste: flips move cards
 from the stock's top to the waste in a known way, the waste is turned over unshuffled (``recycle="flip"``),
 the stall rule puts it back under the stock in a known way; every prediction is checked against the next
@@ -20,6 +26,10 @@ observation's counts and waste top, and anything that does not fit (a lost lake 
 back to what the observation proves. It counts its own cards that reached the lake (the observation's own
 lake count confirms each play), so the hidden cards are its deck minus everything placed; they fill the
 Nertz pile below its top and the unseen stock and waste slots.
+
+**For planners built on it**: ``_candidates(first, action_mask)`` lists the actions compared,
+``_values(s, cands)`` scores them from the view ``s`` (the agent's ``_state`` after ``act`` read it), and
+``_prio`` holds the heuristic's priorities of the last decision.
 """
 
 from __future__ import annotations

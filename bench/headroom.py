@@ -125,6 +125,7 @@ def beam_plan(root, seat, width, depth, gamma, value):
     cscore = np.empty(cap)
     cfirst = np.empty(cap, np.int64)
     moves = np.empty(seat.mask.shape[2], np.int64)
+    here = np.int64(0)  # (a literal 0 would compile the engine's code once more)
     tsize = 1 << 18
     table = np.zeros(tsize, np.uint64)
     beam[0] = root
@@ -135,13 +136,13 @@ def beam_plan(root, seat, width, depth, gamma, value):
         nc = 0
         for b in range(nb):
             s = beam[b]
-            m = own_moves(s, seat, 0, ME, moves)
+            m = own_moves(s, seat, here, ME, moves)
             for k in range(m):
                 if nc >= cap:
                     break
                 c = cand[nc]
                 c[:] = s
-                apply_view(c, moves[k], seat, 0, ME)
+                apply_view(c, moves[k], seat, here, ME)
                 h = _state_hash(c)
                 i = np.int64(h % np.uint64(tsize))
                 seen = False

@@ -24,6 +24,7 @@ from nertz_env.agents import (
 from nertz_env.agents import registry as registry_module
 from nertz_env.agents.kernels import (
     MAX_DECK,
+    ME,
     NEVER,
     PRIO_NERTZ_EMPTY,
     S_LAKE,
@@ -193,15 +194,15 @@ def test_seat_table__the_engine_masks_the_read_view_as_the_env_does(rules: dict[
             w = env.config.work_piles
             back[S_WLEN + w : S_WORK] = 0  # (slots beyond the config's work piles: 0 and -1 in a view)
             back[S_WORK + 13 * w : S_LAKE] = -1
-            load_seat(s, table, 0, 0)
-            store_seat(table, 0, 0, back)
+            load_seat(s, table, 0, ME)
+            store_seat(table, 0, ME, back)
             back[S_NPLAYED : S_WPLAYED + 1] = 0  # the played counters are apply_view's
             for base, count in ((S_STOCK, S_SCOUNT), (S_WASTE, S_WCOUNT), (S_NERTZ, S_NCOUNT)):
                 back[base + s[count] : base + MAX_DECK if base != S_NERTZ else base + 13] = 0
             assert back.tolist() == s.tolist()
             if o["observation"][my_turn] < 0.5:  # the seat table has no turns
                 continue
-            n = own_moves(s, table, 0, 0, out)
+            n = own_moves(s, table, 0, ME, out)
             want = [int(a) for a in np.flatnonzero(o["action_mask"]) if tools.columns[0, a] not in _NOT_OWN_MOVES]
             assert sorted(out[:n].tolist()) == want
             checked += 1
@@ -240,7 +241,7 @@ def test_apply_view__predicts_the_next_observation_in_turn_based_play(rules: dic
                 if tools_kind(env, action) in (WAIT, CALL):
                     continue
                 predicted = before[n].copy()
-                apply_view(predicted, action, table, 0, 0)
+                apply_view(predicted, action, table, 0, ME)
                 actual = state_of(obs[n]["observation"], env.config)
                 for slot in (S_NTOP, S_WTOP):
                     if predicted[slot] == UNKNOWN:
@@ -333,17 +334,17 @@ def test_rollouts__are_legal_engine_ticks(rules: dict[str, Any]) -> None:
         for base, count, pile in ((S_STOCK, S_SCOUNT, true.stock), (S_WASTE, S_WCOUNT, true.waste), (S_NERTZ, S_NCOUNT, true.nertz)):
             view[base : base + view[count]] = pile[0, 0, : view[count]]
         rollout_table = seat_tables(config, 3)
-        load_seat(view, rollout_table, 2, 0)
+        load_seat(view, rollout_table, 2, ME)
         rollout_table.rng[2] = seed
         replay = seat_tables(config, 1)
         replay.cfg[C_STALL] = replay.cfg[C_MAXTICKS] = 10**6  # no stall rule, no round end but the Nertz pile's
-        load_seat(view, replay, 0, 0)
+        load_seat(view, replay, 0, ME)
         replay.nertz_len[0, 1:] = 1  # the other seats only wait, but an empty Nertz pile would end the round
         replay.nertz[0, 1:, 0] = 12
         observe_table(replay, 0)
         trace = np.zeros(40, np.int64)
         value = np.array([2.0, 1.0])
-        rollout(rollout_table, 2, 0, np.zeros(STATE_SIZE, np.int64), params, columns, tools.reverse_run, 40, 2,
+        rollout(rollout_table, 2, ME, np.zeros(STATE_SIZE, np.int64), params, columns, tools.reverse_run, 40, 2,
                 0.9, value, 0.0, np.zeros(tools.n_actions, np.int64), trace)
         actions = np.zeros((1, config.num_players), np.int64)
         played = trace[trace > 0]
