@@ -1,32 +1,51 @@
-"""The compiled kernels of the scripted agents: the own layout read from the observation, the seat's moves
-applied to a copy of it, the heuristic's priorities and the search with its stock memory.
+"""The compiled kernels of the scripted agents: the own layout read from the observation, the heuristic's
+priorities, and the search's rollouts, which run on the engine's own rules.
 
 They are cached on disk keyed on every source they come from (``nertz_env.engine._cache.keyed_jit``): a
-cached function carries compiled copies of the functions it calls (the card helpers imported from the engine
-are inlined) and of the constants of ``actions``, ``observation`` and ``cards``, and numba's own
-``cache=True`` would notice only edits to this file.
+cached function carries compiled copies of the functions it calls (the engine's rule functions included) and
+of the constants of ``actions``, ``observation`` and ``cards``; numba's own ``cache=True`` would notice only
+edits to this file.
 
+**The view.** Agents see only their observation, its mask and the config's action table. Decoding the
+observation with :func:`nertz_env.decode` on every tick is too slow for big tournaments, so :func:`read_state`
+reads the few slices an agent needs straight from the vector (offsets from
+:class:`~nertz_env.observation.ObsLayout`) into one small integer array, the *state* (the agent's view of its
+own layout and of the lake). A card the seat has not seen is ``UNKNOWN``: the observation shows only the waste's
+top, so the rest of the stock and waste and the Nertz pile below its top are unknown until an agent that
+remembers its stock and waste (the search agent does) writes what it knows into the state. The heuristic
+(:func:`heuristic_priorities`) is strategy and reads this view; the rule predicates it asks (may a card go on
+the lake, where a joker lands, may a card stack) are the engine's functions.
 
-Agents see only their observation, its mask and the config's action table. Decoding the observation with
-:func:`nertz_env.decode` on every tick is too slow for big tournaments, so this module reads the few slices
-an agent needs straight from the vector (offsets from :class:`~nertz_env.observation.ObsLayout`) into one
-small integer array, the *state*. The same state is what the search agent plans on: own moves (lake plays,
-Nertz and waste plays, runs, tucks, flips) are applied to copies. A card that a move turns face up is
-``UNKNOWN`` unless the seat has seen it before: the observation shows only the waste's top, so
-:func:`read_state` leaves the rest of the stock and waste unknown, and an agent that remembers what its
-stock and waste hold (the search agent does) writes that into the state before planning. The functions are numba-compiled like the engine (cached on disk; ``NUMBA_DISABLE_JIT=1`` runs them
-as plain Python), and the card rules come from the engine's own helpers so that there is one copy of them.
+**The rules are the engine's.** Every move on a layout, whether a rollout's or the search's prediction of its
+own move, is made by the engine's per-seat rule functions (``compute_mask``, ``apply_action``, ``stall_seat``
+and the lake's ``lake_add`` and ``lake_find`` of :mod:`nertz_env.engine.rules`) on a small engine
+:class:`~nertz_env.engine.state.TableState` of the agent's own, the *seat table* (:func:`seat_tables`): the
+view is written into one of its seats (:func:`load_seat`: the piles as they are, unknown cards included; the
+lake's foundations rebuilt from their tops, which is all the rules read of them), the engine moves cards
+there, and the result is read back (:func:`store_seat`). The table's generator is the engine's too. Its
+config is the table's, except that turns are off: a rollout plays one own move per tick.
+
+**Rollouts** (:func:`rollout_values`): the view is loaded once; for each sample its unknown cards are dealt at
+random (:func:`determinize`), and for each candidate a copy is played forward: each tick the engine computes
+the seat's mask, the heuristic picks from it, the other players' lake plays are simulated first
+(:func:`others_play`, through the engine's ``lake_add``, so they win races exactly as in a real tick), then
+the engine applies the move (a lake play whose slot was taken is a lost race, as in the engine). A rollout
+stops when the heuristic would wait, or at the horizon. It is a valuation, not a forecast of the round: it
+does not end when the own Nertz pile is empty (and never calls), so the lake cards the heuristic goes on to
+play there stand in for what ending the round is worth (the call bonus, the other players' points cut off);
+stopping at the empty pile instead made ``search`` empty its pile first less often and lose most of its edge
+over ``heuristic`` (bench/results/engine_port.md).
 
 State vector (int64, ``STATE_SIZE`` values; card codes of :mod:`nertz_env.cards`)::
 
-    S_NTOP        Nertz pile's top card (-1 empty, UNKNOWN after the model played the top)
+    S_NTOP        Nertz pile's top card (-1 empty, UNKNOWN when a predicted move uncovered an unseen card)
     S_NCOUNT      cards in the Nertz pile
-    S_WTOP        waste's top card (-1 empty, UNKNOWN after the model played the top)
+    S_WTOP        waste's top card (-1 empty, UNKNOWN when a predicted flip turned up an unseen card)
     S_WCOUNT      cards in the waste
     S_SCOUNT      cards in the stock
-    S_NPLAYED     Nertz cards the model played (to the lake, a work pile or under one)
-    S_LPLAYED     own cards the model played to the lake
-    S_WPLAYED     waste cards the model played (to the lake or a work pile)
+    S_NPLAYED     Nertz cards the seat's predicted moves played (:func:`apply_view`)
+    S_LPLAYED     own cards the predicted moves played to the lake
+    S_WPLAYED     waste cards the predicted moves played (to the lake or a work pile)
     S_RECYCLE     1 if a flip on an empty stock may turn the waste over (redeals left)
     S_WLEN + j    cards in work pile j (MAX_W slots, the unused ones stay 0)
     S_WORK + 13j  work pile j, bottom (highest rank) to top (exposed card); -1 beyond its length
@@ -34,10 +53,12 @@ State vector (int64, ``STATE_SIZE`` values; card codes of :mod:`nertz_env.cards`
     S_STOCK + k   the stock, bottom to top (S_SCOUNT cards; the last is the next flipped), UNKNOWN if unseen
     S_WASTE + k   the waste, bottom to top (S_WCOUNT cards; the last is S_WTOP), UNKNOWN if unseen
     S_NERTZ + k   the Nertz pile, bottom to top (S_NCOUNT cards; the last is S_NTOP), UNKNOWN below the top
+    S_REDEALS     times the waste was turned over this round
 
-Parameter vector ``params`` (int64, ``P_SIZE``; built once per config by :func:`table_params`): the config
-values the rules need (``P_*`` slots), the observation offsets (``P_OFF + O_*``) and the action table layout
-(``P_ACT + L_*``). ``columns`` (int64, 5 x actions) is the action table as kind / src / dst / length / suit rows.
+Parameter vector ``params`` (int64, ``P_SIZE``; built once per config by :func:`table_params`): the engine's
+config array (:func:`nertz_env.engine.state.config_array`; ``P_W`` and the other ``P_*`` names are its
+slots), then the observation offsets (``P_OFF + O_*``) and the action table layout (``P_ACT + L_*``).
+``columns`` (int64, 5 x actions) is the action table as kind / src / dst / length / suit rows.
 """
 
 from __future__ import annotations
@@ -48,11 +69,8 @@ from nertz_env.actions import (
     CALL,
     FLIP,
     JOKER_LAKE,
-    L_JLAKE,
-    L_LAKE,
-    L_RUN,
-    L_TOWORK,
-    L_TUCK,
+    L_CALL,
+    L_ROTATE,
     LAKE,
     ROTATE,
     RUN,
@@ -64,7 +82,39 @@ from nertz_env.actions import (
 from nertz_env.cards import JOKER
 from nertz_env.config import NertzConfig
 from nertz_env.engine._cache import keyed_jit
-from nertz_env.engine.rules import can_stack, card_colour, card_rank, exposed_value, joined
+from nertz_env.engine.rules import (
+    R_LOST,
+    apply_action,
+    can_stack,
+    compute_mask,
+    exposed_value,
+    joker_rank,
+    lake_add,
+    lake_find,
+    lake_takes,
+    rng_below,
+    rng_next,
+    stall_seat,
+)
+from nertz_env.engine.state import (
+    C_D,
+    C_DRAW,
+    C_JOKERS,
+    C_MANUAL,
+    C_MAXREDEALS,
+    C_NERTZFIRST,
+    C_NS,
+    C_P,
+    C_SHUFFLE,
+    C_SIZE,
+    C_TUCK,
+    C_TURN,
+    C_W,
+    MAX_PILE,
+    TableState,
+    allocate,
+    config_array,
+)
 from nertz_env.observation import (
     O_LAKE,
     O_NCOUNT,
@@ -80,16 +130,19 @@ from nertz_env.observation import (
 )
 
 # The kernels run without numba's reference counting (``_nrt=False``), like the engine's rules: they allocate
-# nothing, the rollouts' scratch arrays come from the caller (:func:`rollout_workspace`), and array copies are
-# plain loops (a slice assignment between arrays may allocate a temporary). Measured on the search agent's
-# own calls, side by side with the reference-counted build: 1.30 -> 1.04 ms per decision, the same values.
-# They also release the GIL (``nogil``): the search agent spends ~92% of a decision in ``rollout_values``, so
-# agents at different seats or tables can decide side by side in Python threads (``opponent_threads`` of
-# ``nertz_env.train.vec.NertzVecEnv``); each agent owns its scratch arrays and random state.
+# nothing (the seat table and the rollouts' scratch arrays come from the caller, :func:`rollout_workspace`)
+# and array copies are plain loops (a slice assignment between arrays may allocate a temporary). They release
+# the GIL (``nogil``): the search agent spends most of a decision in ``rollout_values``, so agents at
+# different seats or tables can decide side by side in Python threads (``opponent_threads`` of
+# ``nertz_env.train.vec.NertzVecEnv``); each agent owns its seat table, scratch arrays and random state.
 # No cfunc wrapper (only first-class function calls use one; it cost compile time on a cold cache).
 _KERNEL_OPTIONS: dict = {"_nrt": False, "nogil": True, "no_cfunc_wrapper": True}  # a dict: numba's stubs omit _nrt
 _kernel = keyed_jit(_KERNEL_OPTIONS)
 _allocating = keyed_jit({"no_cfunc_wrapper": True})  # hidden_cards: one small count array per decision, not worth a parameter
+# Functions on the seat table that only other kernels call: inlined by LLVM into their callers (a real call
+# passes the table's ~40 arrays as hundreds of arguments), no Python wrapper, not cached on their own (the
+# cached callers carry their code). ``_move`` is the one kernel that inlines the engine's ``apply_action``.
+_inner = keyed_jit({**_KERNEL_OPTIONS, "forceinline": True, "no_cpython_wrapper": True}, cache=False)
 
 UNKNOWN = -2
 MAX_W = 6
@@ -101,28 +154,26 @@ S_LAKE = S_WORK + MAX_W * 13
 S_STOCK = S_LAKE + 52
 S_WASTE = S_STOCK + MAX_DECK
 S_NERTZ = S_WASTE + MAX_DECK
-STATE_SIZE = S_NERTZ + 13
+S_REDEALS = S_NERTZ + 13
+STATE_SIZE = S_REDEALS + 1
 
-P_W, P_P, P_NS, P_D, P_NERTZFIRST, P_TUCK, P_JOKERS, P_MANUAL, P_DRAW, P_SHUFFLE = range(10)
-P_OFF = 10
+# Slots of ``params``: the engine's config array first (the same slots), then the offsets and the layout.
+P_W, P_P, P_NS, P_D, P_DRAW, P_SHUFFLE, P_MAXREDEALS = C_W, C_P, C_NS, C_D, C_DRAW, C_SHUFFLE, C_MAXREDEALS
+P_NERTZFIRST, P_TUCK, P_JOKERS, P_MANUAL = C_NERTZFIRST, C_TUCK, C_JOKERS, C_MANUAL
+P_OFF = C_SIZE
 P_ACT = P_OFF + 15
 P_SIZE = P_ACT + 9
+
+# The seat of a seat table that holds the agent's layout (the others stay empty). An int32, as the engine's own
+# seat numbers are: numba compiles the engine's functions once per argument type.
+ME = np.int32(0)
 
 
 def table_params(config: NertzConfig) -> tuple[np.ndarray, np.ndarray]:
     """The ``params`` vector and the ``columns`` of the action table of ``config`` (see the module doc)."""
     table = action_table(config)
     params = np.zeros(P_SIZE, dtype=np.int64)
-    params[P_W] = config.work_piles
-    params[P_P] = config.num_players
-    params[P_NS] = config.nertz_size
-    params[P_D] = config.deck_size
-    params[P_NERTZFIRST] = config.empty_pile_from_nertz_first
-    params[P_TUCK] = config.allow_tuck
-    params[P_JOKERS] = config.jokers
-    params[P_MANUAL] = config.call_mode == "manual"
-    params[P_DRAW] = config.draw
-    params[P_SHUFFLE] = config.recycle == "shuffle"
+    params[:C_SIZE] = config_array(config)
     params[P_OFF : P_OFF + 15] = ObsLayout(config).offsets
     params[P_ACT : P_ACT + 9] = table.layout
     cols = table.arrays()
@@ -163,7 +214,10 @@ def read_state(obs, params, s):
     s[S_WTOP] = read_card(obs, off[O_WTOP])
     s[S_WCOUNT] = np.int64(obs[off[O_WCOUNT]] * d + 0.5)
     s[S_SCOUNT] = np.int64(obs[off[O_SCOUNT]] * d + 0.5)
-    s[S_RECYCLE] = 1 if obs[off[O_STATUS] + 4] > 0.0 else 0  # redeals left (1.0 when unlimited)
+    left = obs[off[O_STATUS] + 4]  # redeals left, as a fraction of the limit (1.0 when unlimited)
+    s[S_RECYCLE] = 1 if left > 0.0 else 0
+    most = params[P_MAXREDEALS]
+    s[S_REDEALS] = most - np.int64(left * most + 0.5) if most > 0 else 0
     for k in range(s[S_SCOUNT]):
         s[S_STOCK + k] = UNKNOWN
     for k in range(s[S_WCOUNT]):
@@ -200,7 +254,7 @@ def read_state(obs, params, s):
         s[S_LAKE + c] = np.int64(obs[off[O_LAKE] + c] * (np_ * (1 + params[P_JOKERS])) + 0.5)
 
 
-# ---------------------------------------------------------------- the layout
+# ---------------------------------------------------------------- the view
 @_kernel
 def pile_len(s, j):
     return s[S_WLEN + j]
@@ -240,41 +294,9 @@ def top_of(s, src):
 
 
 @_kernel
-def empty_piles(s, w):
-    n = 0
-    for j in range(w):
-        if s[S_WLEN + j] == 0:
-            n += 1
-    return n
-
-
-@_kernel
 def lake_playable(s, c):
-    """Can the real card ``c`` go to the lake now (an ace, or its predecessor tops a foundation)?"""
-    if c < 0 or c >= 52:
-        return False
-    return c % 13 == 0 or s[S_LAKE + c - 1] > 0
-
-
-@_kernel
-def joker_lake_card(s, c, u):
-    """The real card a joker ``c`` declared as suit ``u`` stands for in the lake, or -1 when it cannot go.
-
-    A joker with no value goes on the tallest unfinished foundation of the suit, else starts a new ace (the
-    engine's rule); a fixed joker keeps its rank and needs a suit of its colour."""
-    if c == JOKER:
-        best = -1
-        for r in range(12):  # a foundation topped by rank r < K can take rank r + 1
-            if s[S_LAKE + u * 13 + r] > 0:
-                best = r
-        return u * 13 + best + 1
-    r = card_rank(c)
-    red = 1 if u == 1 or u == 2 else 0
-    if card_colour(c) != red:
-        return -1
-    if r == 0 or s[S_LAKE + u * 13 + r - 1] > 0:
-        return u * 13 + r
-    return -1
+    """Would the lake take the real card ``c`` now (the engine's ``lake_takes`` on the view's lake tops)?"""
+    return lake_takes(s, S_LAKE, c)
 
 
 @_kernel
@@ -290,212 +312,6 @@ def fits_somewhere(s, c, w, nertz_first_src):
         elif can_stack(c, stack_value(s, j)):
             return True
     return False
-
-
-# ---------------------------------------------------------------- moves on the model
-@_kernel
-def _pop(s, src):
-    if src == 0:
-        n = s[S_NCOUNT] - 1
-        s[S_NCOUNT] = n
-        s[S_NTOP] = s[S_NERTZ + n - 1] if n > 0 else -1
-        s[S_NPLAYED] += 1
-    elif src == 1:
-        n = s[S_WCOUNT] - 1
-        s[S_WCOUNT] = n
-        s[S_WTOP] = s[S_WASTE + n - 1] if n > 0 else -1
-        s[S_WPLAYED] += 1
-    else:
-        j = src - 2
-        n = s[S_WLEN + j] - 1
-        s[S_WORK + 13 * j + n] = -1
-        s[S_WLEN + j] = n
-
-
-@_kernel
-def _to_lake(s, declared):
-    if declared % 13 > 0:
-        s[S_LAKE + declared - 1] -= 1
-    s[S_LAKE + declared] += 1
-    s[S_LPLAYED] += 1
-
-
-@_kernel
-def _place(s, j, c):
-    n = s[S_WLEN + j]
-    if n > 0:
-        c, lower = joined(c, stack_value(s, j))
-        s[S_WORK + 13 * j + n - 1] = lower
-    s[S_WORK + 13 * j + n] = c
-    s[S_WLEN + j] = n + 1
-
-
-@_kernel
-def can_flip(s):
-    """Is a flip legal on the model (cards in the stock, or a waste to turn over with redeals left)?"""
-    return s[S_SCOUNT] > 0 or (s[S_WCOUNT] > 0 and s[S_RECYCLE] != 0)
-
-
-@_kernel
-def apply_flip(s, params):
-    """Flip ``draw`` cards of the stock onto the waste (the deepest becomes the top), or turn the waste over
-    as the new stock when the stock is empty (its order unknown when recycle="shuffle")."""
-    n = s[S_SCOUNT]
-    wl = s[S_WCOUNT]
-    if n == 0:
-        for k in range(wl):
-            s[S_STOCK + k] = UNKNOWN if params[P_SHUFFLE] else s[S_WASTE + wl - 1 - k]
-        s[S_SCOUNT] = wl
-        s[S_WCOUNT] = 0
-        s[S_WTOP] = -1
-        return
-    k = min(params[P_DRAW], n)
-    for x in range(k):
-        s[S_WASTE + wl + x] = s[S_STOCK + n - 1 - x]
-    s[S_SCOUNT] = n - k
-    s[S_WCOUNT] = wl + k
-    s[S_WTOP] = s[S_WASTE + wl + k - 1]
-
-
-@_kernel
-def apply_move(s, a, columns, params):
-    """Apply the seat's action ``a`` to state ``s`` (the caller checked it is legal on the model).
-
-    Returns False for moves the model does not simulate (wait, call, rotate): ``s`` is unchanged."""
-    kind = columns[0, a]
-    if kind == FLIP:
-        apply_flip(s, params)
-        return True
-    src = columns[1, a]
-    dst = columns[2, a]
-    if kind == LAKE:
-        c = top_of(s, src)
-        _to_lake(s, c)
-        _pop(s, src)
-        return True
-    if kind == JOKER_LAKE:
-        c = top_of(s, src)
-        _to_lake(s, joker_lake_card(s, c, columns[4, a]))
-        _pop(s, src)
-        return True
-    if kind == TO_WORK:
-        c = top_of(s, src)
-        _pop(s, src)
-        _place(s, dst, c)
-        return True
-    if kind == RUN:
-        i = src - 2
-        length = columns[3, a]
-        ni = s[S_WLEN + i]
-        start = ni - length
-        nj = s[S_WLEN + dst]
-        bottom = s[S_WORK + 13 * i + start]
-        if nj > 0:
-            bottom, lower = joined(bottom, stack_value(s, dst))
-            s[S_WORK + 13 * dst + nj - 1] = lower
-        s[S_WORK + 13 * dst + nj] = bottom
-        for x in range(1, length):
-            s[S_WORK + 13 * dst + nj + x] = s[S_WORK + 13 * i + start + x]
-        for x in range(length):
-            s[S_WORK + 13 * i + start + x] = -1
-        s[S_WLEN + dst] = nj + length
-        s[S_WLEN + i] = start
-        return True
-    if kind == TUCK:
-        c = top_of(s, src)
-        _pop(s, src)
-        n = s[S_WLEN + dst]
-        base, c = joined(s[S_WORK + 13 * dst], c)
-        for x in range(n - 1, 0, -1):
-            s[S_WORK + 13 * dst + x + 1] = s[S_WORK + 13 * dst + x]
-        s[S_WORK + 13 * dst + 1] = base
-        s[S_WORK + 13 * dst] = c
-        s[S_WLEN + dst] = n + 1
-        return True
-    return False
-
-
-@_kernel
-def model_moves(s, params, out):
-    """Write the indices of the moves the model can simulate and that are legal on ``s`` into ``out``.
-
-    Lake plays, joker lake plays, Nertz / waste plays onto work piles, runs and tucks, in the engine's
-    legality rules (flip, wait, call and rotate are left out: their outcome is unknown or not a move of the
-    layout). Returns how many were written; ``out`` needs room for every action of the table."""
-    w = params[P_W]
-    act = params[P_ACT:]
-    n_out = 0
-    nertz_first = params[P_NERTZFIRST] != 0 and s[S_NCOUNT] > 0
-    any_empty = empty_piles(s, w) > 0
-    for src in range(2 + w):
-        c = top_of(s, src)
-        if c < 0:
-            continue
-        if c < 52:
-            if lake_playable(s, c):
-                out[n_out] = act[L_LAKE] + src
-                n_out += 1
-        elif act[L_JLAKE] >= 0:
-            for u in range(4):
-                if joker_lake_card(s, c, u) >= 0:
-                    out[n_out] = act[L_JLAKE] + src * 4 + u
-                    n_out += 1
-        if src < 2:
-            for j in range(w):
-                n = s[S_WLEN + j]
-                if n == 0:
-                    if not (nertz_first and src != 0):
-                        out[n_out] = act[L_TOWORK] + src * w + j
-                        n_out += 1
-                elif can_stack(c, stack_value(s, j)):
-                    out[n_out] = act[L_TOWORK] + src * w + j
-                    n_out += 1
-            if act[L_TUCK] >= 0 and any_empty and not (nertz_first and src != 0):
-                for j in range(w):
-                    n = s[S_WLEN + j]
-                    if 0 < n < 13 and can_stack(s[S_WORK + 13 * j], c):
-                        other_empty = False
-                        for k in range(w):
-                            if k != j and s[S_WLEN + k] == 0:
-                                other_empty = True
-                        if other_empty:
-                            out[n_out] = act[L_TUCK] + src * w + j
-                            n_out += 1
-    for i in range(w):
-        ni = s[S_WLEN + i]
-        if ni == 0:
-            continue
-        base_i = s[S_WORK + 13 * i]
-        top_i = s[S_WORK + 13 * i + ni - 1]
-        for j in range(w):
-            if j == i:
-                continue
-            first = act[L_RUN] + (i * (w - 1) + (j if j < i else j - 1)) * 13
-            nj = s[S_WLEN + j]
-            if nj == 0:
-                if not nertz_first:
-                    for length in range(1, ni + 1):
-                        out[n_out] = first + length - 1
-                        n_out += 1
-                continue
-            lower = stack_value(s, j)
-            if lower == JOKER:
-                for k in range(ni):
-                    if can_stack(s[S_WORK + 13 * i + k], lower):
-                        out[n_out] = first + ni - k - 1
-                        n_out += 1
-                continue
-            if top_i == JOKER and can_stack(top_i, lower):  # a wild joker on top moves alone
-                out[n_out] = first
-                n_out += 1
-            if base_i != JOKER:
-                k = card_rank(base_i) - (card_rank(lower) - 1)
-                if 0 <= k < ni:
-                    c = s[S_WORK + 13 * i + k]
-                    if c != JOKER and card_colour(c) != card_colour(lower):
-                        out[n_out] = first + ni - k - 1
-                        n_out += 1
-    return n_out
 
 
 # ---------------------------------------------------------------- the heuristic (see agents.scripted)
@@ -591,13 +407,10 @@ def heuristic_priorities(s, mask, params, columns, waste_policy, banned, prio):
                 if _useful_exposure(s, e, w):
                     p += PRIO_USEFUL_BONUS
             if kind == JOKER_LAKE:  # prefer declaring a card whose successor we hold face up
-                d = joker_lake_card(
-                    s,
-                    s[S_NTOP] if src == 0 else (s[S_WTOP] if src == 1 else exposed(s, src - 2)),
-                    columns[4, a],
-                )
-                if d >= 0 and d % 13 < 12:
-                    nxt = d + 1
+                u = columns[4, a]
+                r = joker_rank(s, S_LAKE, top_of(s, src), u)  # the card it stands for: u * 13 + r
+                if 0 <= r < 12:
+                    nxt = u * 13 + r + 1
                     held = s[S_NTOP] == nxt or s[S_WTOP] == nxt
                     for j in range(w):
                         if exposed(s, j) == nxt:
@@ -645,13 +458,180 @@ def heuristic_priorities(s, mask, params, columns, waste_policy, banned, prio):
                 prio[a] = PRIO_RUN_EXPOSES_LAKE
 
 
-# ---------------------------------------------------------------- the search (see agents.search)
+# ---------------------------------------------------------------- the seat table: the view on the engine's state
+def seat_tables(config: NertzConfig, tables: int = 3) -> TableState:
+    """An engine state of ``tables`` tables of ``config`` for an agent's own moves (see the module doc): seat
+    ``ME`` holds the agent's layout, the other seats stay empty, and turns are off in its config array (one
+    own move per tick)."""
+    S = allocate(config, tables)
+    S.cfg[C_TURN] = 0
+    return S
+
+
 @_kernel
-def _gain(child, parent, value):
-    """Points a move earned: ``value[0]`` per card that left the Nertz pile, ``value[1]`` per own lake card."""
-    return value[0] * (child[S_NPLAYED] - parent[S_NPLAYED]) + value[1] * (
-        child[S_LPLAYED] - parent[S_LPLAYED]
-    )
+def load_seat(s, S, t, p):
+    """Seat ``p`` of table ``t`` gets the view's piles (unknown cards stay ``UNKNOWN``) and redeals; the table's
+    lake gets one foundation per lake top of the view, filled from the ace up in the top's suit (the rules read
+    only the tops and the foundations' lengths; the owners are unknown, -1). The seat's lake count starts at
+    0, so after moves it counts the seat's own lake plays."""
+    n = s[S_NCOUNT]
+    for k in range(n):
+        S.nertz[t, p, k] = s[S_NERTZ + k]
+    S.nertz_len[t, p] = n
+    for j in range(S.cfg[C_W]):
+        n = s[S_WLEN + j]
+        for k in range(n):
+            S.work[t, p, j, k] = s[S_WORK + 13 * j + k]
+        S.work_len[t, p, j] = n
+    n = s[S_SCOUNT]
+    for k in range(n):
+        S.stock[t, p, k] = s[S_STOCK + k]
+    S.stock_len[t, p] = n
+    n = s[S_WCOUNT]
+    for k in range(n):
+        S.waste[t, p, k] = s[S_WASTE + k]
+    S.waste_len[t, p] = n
+    S.redeals[t, p] = s[S_REDEALS]
+    S.lake_played[t, p] = 0
+    f = 0
+    cap = S.lake_len.shape[1]
+    for c in range(52):
+        m = s[S_LAKE + c]
+        S.lake_tops[t, c] = m
+        for _ in range(m):
+            if f < cap:
+                base = c - c % 13
+                for x in range(c % 13 + 1):
+                    S.lake[t, f, x] = base + x
+                    S.lake_owner[t, f, x] = -1
+                S.lake_len[t, f] = c % 13 + 1
+                f += 1
+    S.lake_n[t] = f
+    for g in range(f, cap):
+        S.lake_len[t, g] = 0
+
+
+@_inner
+def view_piles(S, t, p, s):
+    """Write what the heuristic reads of seat ``p``'s piles on table ``t`` into the view ``s``: the Nertz and
+    waste tops and counts, the stock count and the work piles (their cards beyond their lengths are left as
+    they were)."""
+    n = S.nertz_len[t, p]
+    s[S_NCOUNT] = n
+    s[S_NTOP] = S.nertz[t, p, n - 1] if n > 0 else -1
+    n = S.waste_len[t, p]
+    s[S_WCOUNT] = n
+    s[S_WTOP] = S.waste[t, p, n - 1] if n > 0 else -1
+    s[S_SCOUNT] = S.stock_len[t, p]
+    for j in range(S.cfg[C_W]):
+        n = S.work_len[t, p, j]
+        s[S_WLEN + j] = n
+        for k in range(n):
+            s[S_WORK + 13 * j + k] = S.work[t, p, j, k]
+
+
+@_inner
+def view_lake(S, t, s):
+    """Write table ``t``'s lake tops into the view ``s``."""
+    for c in range(52):
+        s[S_LAKE + c] = S.lake_tops[t, c]
+
+
+@_kernel
+def store_seat(S, t, p, s):
+    """Read seat ``p`` of table ``t`` back into the view ``s`` (the inverse of :func:`load_seat`; the played
+    counters ``S_NPLAYED``, ``S_LPLAYED``, ``S_WPLAYED`` are left as they are)."""
+    view_piles(S, t, p, s)
+    for j in range(S.cfg[C_W]):
+        for k in range(S.work_len[t, p, j], 13):
+            s[S_WORK + 13 * j + k] = -1
+    view_lake(S, t, s)
+    for k in range(S.nertz_len[t, p]):
+        s[S_NERTZ + k] = S.nertz[t, p, k]
+    for k in range(S.stock_len[t, p]):
+        s[S_STOCK + k] = S.stock[t, p, k]
+    for k in range(S.waste_len[t, p]):
+        s[S_WASTE + k] = S.waste[t, p, k]
+    s[S_REDEALS] = S.redeals[t, p]
+    most = S.cfg[C_MAXREDEALS]
+    s[S_RECYCLE] = 1 if most < 0 or S.redeals[t, p] < most else 0
+
+
+@_inner
+def copy_table(S, a, b, p):
+    """Table ``b`` becomes a copy of table ``a``'s seat ``p`` and lake (what a rollout reads and moves)."""
+    S.nertz_len[b, p] = S.nertz_len[a, p]
+    for k in range(S.nertz_len[a, p]):
+        S.nertz[b, p, k] = S.nertz[a, p, k]
+    for j in range(S.cfg[C_W]):
+        n = S.work_len[a, p, j]
+        S.work_len[b, p, j] = n
+        for k in range(n):
+            S.work[b, p, j, k] = S.work[a, p, j, k]
+    S.stock_len[b, p] = S.stock_len[a, p]
+    for k in range(S.stock_len[a, p]):
+        S.stock[b, p, k] = S.stock[a, p, k]
+    S.waste_len[b, p] = S.waste_len[a, p]
+    for k in range(S.waste_len[a, p]):
+        S.waste[b, p, k] = S.waste[a, p, k]
+    S.redeals[b, p] = S.redeals[a, p]
+    S.lake_played[b, p] = S.lake_played[a, p]
+    S.lake_n[b] = S.lake_n[a]
+    for f in range(S.lake_len.shape[1]):
+        S.lake_len[b, f] = S.lake_len[a, f]
+    for f in range(S.lake_n[a]):
+        for x in range(MAX_PILE):  # whole rows: a fixed count copies faster than the foundation's length
+            S.lake[b, f, x] = S.lake[a, f, x]
+            S.lake_owner[b, f, x] = S.lake_owner[a, f, x]
+    for c in range(52):
+        S.lake_tops[b, c] = S.lake_tops[a, c]
+
+
+@_inner
+def _move(S, t, p, a):
+    """The engine's ``apply_action`` of seat ``p``'s legal action ``a`` on table ``t`` (its R_* bits)."""
+    return apply_action(S, t, p, a)
+
+
+@_kernel
+def apply_view(s, a, S, t, p):
+    """Apply the seat's legal action ``a`` to the view ``s`` with the engine's rules: ``s`` is loaded into seat
+    ``p`` of table ``t``, moved there, and read back, with the played counters updated. A shuffled redeal
+    (recycle="shuffle") leaves the new stock's order unknown. Returns ``apply_action``'s R_* bits."""
+    ncount, wcount, scount = s[S_NCOUNT], s[S_WCOUNT], s[S_SCOUNT]
+    load_seat(s, S, t, p)
+    result = _move(S, t, p, a)
+    store_seat(S, t, p, s)
+    s[S_NPLAYED] += ncount - s[S_NCOUNT]
+    s[S_LPLAYED] += S.lake_played[t, p]
+    if a != 1:  # a flip only moves cards between the stock and the waste
+        s[S_WPLAYED] += wcount - s[S_WCOUNT]
+    elif scount == 0 and S.cfg[C_SHUFFLE]:
+        for k in range(s[S_SCOUNT]):
+            s[S_STOCK + k] = UNKNOWN
+    return result
+
+
+@_kernel
+def stall_view(s, S, t, p):
+    """The engine's stall rule (``stall_seat``) on the view's stock and waste."""
+    load_seat(s, S, t, p)
+    stall_seat(S, t, p)
+    store_seat(S, t, p, s)
+
+
+@_kernel
+def own_moves(s, S, t, p, out):
+    """The actions the seat may take on the view ``s`` by the engine's mask (loaded into seat ``p`` of table
+    ``t``), without wait, call and rotate, into ``out``; returns how many."""
+    load_seat(s, S, t, p)
+    compute_mask(S, t, p)
+    n = 0
+    for a in range(1, S.mask.shape[2]):
+        if S.mask[t, p, a] and a != S.act[L_CALL] and a != S.act[L_ROTATE]:
+            out[n] = a
+            n += 1
+    return n
 
 
 # ---------------------------------------------------------------- memory of the own stock and waste
@@ -663,37 +643,13 @@ def _counts_fit(mem, s):
 
 
 @_kernel
-def _stall(mem):
-    """The stall rule on a remembered stock and waste: the waste goes under the stock (turned over), then
-    the stock's top card moves to its bottom."""
-    wl = mem[S_WCOUNT]
-    sl = mem[S_SCOUNT]
-    for k in range(sl - 1, -1, -1):
-        mem[S_STOCK + k + wl] = mem[S_STOCK + k]
-    for k in range(wl):
-        mem[S_STOCK + k] = mem[S_WASTE + wl - 1 - k]
-    n = sl + wl
-    if n >= 2:
-        top = mem[S_STOCK + n - 1]
-        for k in range(n - 1, 0, -1):
-            mem[S_STOCK + k] = mem[S_STOCK + k - 1]
-        mem[S_STOCK] = top
-    mem[S_SCOUNT] = n
-    mem[S_WCOUNT] = 0
-    mem[S_WTOP] = -1
-
-
-@_kernel
-def recall(s, predicted, before, stalled):
+def recall(s, predicted, before):
     """Write the remembered stock and waste into ``s`` (just read from the observation) when they fit it.
 
     ``predicted`` is the memory after the agent's last action as planned, ``before`` the memory before it
-    (the action may have failed: a lost lake race); ``stalled`` says the stall rule acted after that tick (the
-    observation's stall count went up). Returns True when the memory fit; otherwise ``s`` keeps what the
+    (the action may have failed: a lost lake race); both have had the stall rule applied when it acted after
+    that tick (:func:`stall_view`). Returns True when the memory fit; otherwise ``s`` keeps what the
     observation alone proves."""
-    if stalled:
-        _stall(predicted)
-        _stall(before)
     if _counts_fit(predicted, s):
         mem = predicted
     elif _counts_fit(before, s):
@@ -707,21 +663,6 @@ def recall(s, predicted, before, stalled):
     if s[S_WCOUNT] > 0:
         s[S_WASTE + s[S_WCOUNT] - 1] = s[S_WTOP]
     return True
-
-
-@_kernel
-def _rand(rng):
-    """Next 64-bit output of a splitmix64 generator kept in ``rng[0]`` (uint64)."""
-    z = rng[0] + np.uint64(0x9E3779B97F4A7C15)
-    rng[0] = z
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-@_kernel
-def _below(rng, n):
-    return np.int64((_rand(rng) >> np.uint64(33)) % np.uint64(n))
 
 
 @_allocating
@@ -757,134 +698,165 @@ def hidden_cards(s, params, lake_own, out):
     return n if n == slots else -1
 
 
-@_kernel
-def determinize(s, cards, n, rng):
-    """Fill the unknown slots of ``s`` with a random arrangement of the ``n`` hidden ``cards``."""
+# ---------------------------------------------------------------- the search's rollouts (see agents.search)
+@_inner
+def _uniform(rng, t):
+    """A uniform float in [0, 1) from generator ``t`` of ``rng`` (the engine's splitmix64)."""
+    return (rng_next(rng, t) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@_inner
+def determinize(S, t, p, cards, n):
+    """Deal the ``n`` hidden ``cards`` at random (table ``t``'s generator) into the ``UNKNOWN`` slots of seat
+    ``p``'s Nertz pile, stock and waste, in that order."""
     for k in range(n - 1, 0, -1):
-        x = _below(rng, k + 1)
+        x = rng_below(S.rng, t, k + 1)
         cards[k], cards[x] = cards[x], cards[k]
     i = 0
-    for base, m in ((S_NERTZ, s[S_NCOUNT]), (S_STOCK, s[S_SCOUNT]), (S_WASTE, s[S_WCOUNT])):
-        for k in range(m):
-            if s[base + k] == UNKNOWN:
-                s[base + k] = cards[i]
-                i += 1
-    s[S_NTOP] = s[S_NERTZ + s[S_NCOUNT] - 1] if s[S_NCOUNT] > 0 else -1
-    s[S_WTOP] = s[S_WASTE + s[S_WCOUNT] - 1] if s[S_WCOUNT] > 0 else -1
+    for k in range(S.nertz_len[t, p]):
+        if S.nertz[t, p, k] == UNKNOWN:
+            S.nertz[t, p, k] = cards[i]
+            i += 1
+    for k in range(S.stock_len[t, p]):
+        if S.stock[t, p, k] == UNKNOWN:
+            S.stock[t, p, k] = cards[i]
+            i += 1
+    for k in range(S.waste_len[t, p]):
+        if S.waste[t, p, k] == UNKNOWN:
+            S.waste[t, p, k] = cards[i]
+            i += 1
 
 
-@_kernel
-def model_mask(s, params, mask, moves):
-    """The legal-action mask of the model: wait, flip, and the moves of ``model_moves``."""
-    for k in range(mask.shape[0]):
-        mask[k] = 0
-    mask[0] = 1
-    if can_flip(s):
-        mask[1] = 1
-    n = model_moves(s, params, moves)
-    for k in range(n):
-        mask[moves[k]] = 1
+@_inner
+def _own_aces(S, t, p):
+    """Bit ``u`` set when seat ``p`` still holds its own ace of suit ``u`` (in any of its piles)."""
+    held = 0
+    for k in range(S.nertz_len[t, p]):
+        c = S.nertz[t, p, k]
+        if 0 <= c < 52 and c % 13 == 0:
+            held |= 1 << (c // 13)
+    for j in range(S.cfg[C_W]):
+        for k in range(S.work_len[t, p, j]):
+            c = S.work[t, p, j, k]
+            if 0 <= c < 52 and c % 13 == 0:
+                held |= 1 << (c // 13)
+    for k in range(S.stock_len[t, p]):
+        c = S.stock[t, p, k]
+        if 0 <= c < 52 and c % 13 == 0:
+            held |= 1 << (c // 13)
+    for k in range(S.waste_len[t, p]):
+        c = S.waste[t, p, k]
+        if 0 <= c < 52 and c % 13 == 0:
+            held |= 1 << (c // 13)
+    return held
 
 
-@_kernel
-def others_play(s, params, rate, rng):
-    """The other players' lake plays during one tick of a rollout: about ``rate`` cards (a binomial over the
-    opponents), each the next card of a random foundation or a new ace (while a suit has aces left)."""
-    opponents = params[P_P] - 1
-    p = rate / opponents if opponents > 0 else 0.0
+@_inner
+def _opens(S, t, c, held):
+    """May another player put the real card ``c`` on the lake: the next card of a foundation, or an ace
+    while its suit has fewer foundations than the other players have aces of it (one per deck; ``held``:
+    :func:`_own_aces` of the seat)?"""
+    if c % 13 > 0:
+        return S.lake_tops[t, c - 1] > 0
+    n = 0
+    for r in range(13):
+        n += S.lake_tops[t, c + r]
+    return n < S.cfg[C_P] - ((held >> (c // 13)) & 1)
+
+
+@_inner
+def others_play(S, t, p, rate, held):
+    """The other players' lake plays during one tick of a rollout on table ``t``: about ``rate`` cards (a
+    binomial over the opponents), each a random card the lake takes from them (:func:`_opens`; ``held``:
+    :func:`_own_aces` of seat ``p``), put there by the engine's ``lake_add`` as another seat's. Returns how
+    many cards they played."""
+    np_ = S.cfg[C_P]
+    opponents = np_ - 1
+    chance = rate / opponents if opponents > 0 else 0.0
+    other = (p + 1) % np_
+    played = 0
     for _ in range(opponents):
-        if (_rand(rng) >> np.uint64(11)) * (1.0 / 9007199254740992.0) >= p:
+        if _uniform(S.rng, t) >= chance:
             continue
         n = 0
         for c in range(52):
-            r = c % 13
-            if (r == 0 and s[S_LAKE + c] + _ace_count_above(s, c) < params[P_P]) or (
-                r > 0 and s[S_LAKE + c - 1] > 0
-            ):
+            if _opens(S, t, c, held):
                 n += 1
         if n == 0:
-            return
-        k = _below(rng, n)
+            break
+        k = rng_below(S.rng, t, n)
         for c in range(52):
-            r = c % 13
-            if (r == 0 and s[S_LAKE + c] + _ace_count_above(s, c) < params[P_P]) or (
-                r > 0 and s[S_LAKE + c - 1] > 0
-            ):
+            if _opens(S, t, c, held):
                 if k == 0:
-                    if r > 0:
-                        s[S_LAKE + c - 1] -= 1
-                    s[S_LAKE + c] += 1
+                    lake_add(S, t, S.lake_n[t] if c % 13 == 0 else lake_find(S, t, c - 1), c, other)
+                    played += 1
                     break
                 k -= 1
+    return played
 
 
 @_kernel
-def _ace_count_above(s, ace):
-    """Foundations of the ace's suit that have grown past the ace (their tops are higher cards)."""
-    n = 0
-    for r in range(1, 13):
-        n += s[S_LAKE + ace + r]
-    return n
+def rollout(S, t, p, view, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, prio, trace):
+    """:func:`_rollout`, callable from Python (tests replay its ``trace`` on the engine)."""
+    return _rollout(S, t, p, view, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, prio, trace)
 
 
-@_kernel
-def _copy(dst, src):
-    for k in range(src.shape[0]):
-        dst[k] = src[k]
-
-
-def rollout_workspace(n_actions: int) -> tuple[np.ndarray, ...]:
-    """Scratch arrays for :func:`rollout_values` (its arguments after ``values``, in order): the two
-    generator states, three layouts and the rollouts' mask, moves and priorities."""
-    return (
-        np.zeros(1, np.uint64),
-        np.zeros(1, np.uint64),
-        np.zeros(STATE_SIZE, np.int64),
-        np.zeros(STATE_SIZE, np.int64),
-        np.zeros(STATE_SIZE, np.int64),
-        np.zeros(n_actions, np.int8),
-        np.zeros(n_actions, np.int64),
-        np.zeros(n_actions, np.int64),
-    )
-
-
-@_kernel
-def rollout(s, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, rng, mask, moves, prio, before):
-    """Play the heuristic on the model of the own layout for ``horizon`` ticks, the other players adding
-    about ``rate`` cards a tick to the lake (first, so they win the races), and return the discounted points
-    (see ``_gain``). ``mask``, ``moves``, ``prio`` and ``before`` are scratch space (see rollout_workspace)."""
+@_inner
+def _rollout(S, t, p, view, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, prio, trace):
+    """Play the heuristic for seat ``p`` of table ``t`` on the engine's rules for up to ``horizon`` ticks, the
+    other players adding about ``rate`` cards a tick to the lake first (so they win the races), and return
+    the discounted points: ``value[0]`` per card leaving the Nertz pile and ``value[1]`` per own lake card.
+    Stops when the heuristic would wait, or at the horizon; it never calls Nertz and plays on after the
+    Nertz pile is empty (see the module doc). ``view`` and ``prio`` are scratch space; when ``trace`` has room, ``trace[k]`` gets the action applied at tick ``k``
+    (0 after the last)."""
     banned = -1
     total = 0.0
     f = 1.0
-    for _ in range(horizon):
-        model_mask(s, params, mask, moves)
-        heuristic_priorities(s, mask, params, columns, waste_policy, banned, prio)
-        u = (_rand(rng) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
-        a = pick_best(prio, mask, u)
+    for k in range(trace.shape[0]):
+        trace[k] = 0
+    call = S.act[L_CALL]
+    held = _own_aces(S, t, p)
+    lake_changed = True
+    for k in range(horizon):
+        compute_mask(S, t, p)
+        mask = S.mask[t, p]
+        if call >= 0:
+            mask[call] = 0  # a rollout plays on (see the module doc)
+        view_piles(S, t, p, view)
+        if lake_changed:
+            view_lake(S, t, view)
+            lake_changed = False
+        heuristic_priorities(view, mask, params, columns, waste_policy, banned, prio)
+        a = pick_best(prio, mask, _uniform(S.rng, t))
         if a == 0:
             break
-        if rate > 0.0:
-            others_play(s, params, rate, rng)
-            if not mask[a] or not _still_legal(s, a, params, columns, moves):
-                continue
-        _copy(before, s)
-        apply_move(s, a, columns, params)
-        total += f * _gain(s, before, value)
+        if rate > 0.0 and others_play(S, t, p, rate, held) > 0:
+            lake_changed = True
+        if k < trace.shape[0]:
+            trace[k] = a
+        nertz, lake = S.nertz_len[t, p], S.lake_played[t, p]
+        if _move(S, t, p, a) & R_LOST:
+            continue
+        if S.lake_played[t, p] != lake:
+            lake_changed = True
+            held = _own_aces(S, t, p)
+        total += f * (value[0] * (nertz - S.nertz_len[t, p]) + value[1] * (S.lake_played[t, p] - lake))
         f *= discount
         banned = reverse_run[a]
     return total
 
 
-@_kernel
-def _still_legal(s, a, params, columns, moves):
-    """Is ``a`` still legal after the other players' plays of this tick (they only take lake slots)?"""
-    if columns[0, a] != LAKE and columns[0, a] != JOKER_LAKE:
-        return True
-    n = model_moves(s, params, moves)
-    for k in range(n):
-        if moves[k] == a:
-            return True
-    return False
+def rollout_workspace(config: NertzConfig) -> tuple:
+    """Scratch space for :func:`rollout_values` (its arguments after ``values``, in order): the seat table
+    (:func:`seat_tables`; table 0 holds the view, 1 a deal of its hidden cards, 2 the rollout), a view, the
+    rollouts' priorities and an empty trace."""
+    n_actions = action_table(config).n
+    return (
+        seat_tables(config, 3),
+        np.zeros(STATE_SIZE, np.int64),
+        np.zeros(n_actions, np.int64),
+        np.zeros(0, np.int64),
+    )
 
 
 @_kernel
@@ -905,32 +877,35 @@ def rollout_values(
     rate,
     seed,
     values,
-    rng,
-    stream,
-    world,
-    child,
-    before,
-    mask,
-    moves,
+    S,
+    view,
     prio,
+    trace,
 ):
-    """Mean rollout value of each candidate action over ``samples`` deals of the hidden cards; every candidate
-    sees the same deals and the same tie-breaking streams (common random numbers). The arguments after
-    ``values`` are scratch space, :func:`rollout_workspace`'s arrays in order."""
-    rng[0] = seed
+    """Mean rollout value (:func:`_rollout`) of each candidate action from the view ``s`` over ``samples`` deals
+    of the ``ncards`` hidden ``cards``; every candidate sees the same deals and the same random streams
+    (common random numbers). The arguments after ``values`` are :func:`rollout_workspace`'s."""
+    # Typed table and seat numbers (a literal 0, 1 or 2 would have numba compile every callee once more for
+    # each literal, the engine's mask and move code included).
+    here, world, child, me = np.int64(0), np.int64(1), np.int64(2), np.int32(ME)
+    S.rng[here] = seed
+    load_seat(s, S, here, me)
     for c in range(nc):
         values[c] = 0.0
     for _ in range(samples):
-        _copy(world, s)
-        determinize(world, cards, ncards, rng)
-        start = _rand(rng)
+        copy_table(S, here, world, me)
+        S.rng[world] = rng_next(S.rng, here)
+        determinize(S, world, me, cards, ncards)
+        start = rng_next(S.rng, here)
         for c in range(nc):
-            _copy(child, world)
-            apply_move(child, candidates[c], columns, params)
-            stream[0] = start
-            g = _gain(child, world, value)
-            values[c] += g + discount * rollout(
-                child, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, stream, mask, moves, prio, before
+            copy_table(S, world, child, me)
+            S.rng[child] = start
+            nertz, lake = S.nertz_len[child, me], S.lake_played[child, me]
+            _move(S, child, me, candidates[c])
+            g = value[0] * (nertz - S.nertz_len[child, me]) + value[1] * (S.lake_played[child, me] - lake)
+            values[c] += g + discount * _rollout(
+                S, child, me, view, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, prio,
+                trace,
             )
     for c in range(nc):
         values[c] /= samples

@@ -1,4 +1,4 @@
-"""The top scripted rung, ``search``: rollouts of the heuristic on a model of the own layout, with memory.
+"""The top scripted rung, ``search``: rollouts of the heuristic on the engine's rules, with memory.
 
 **Decision.** The heuristic (:mod:`nertz_env.agents.scripted`) ranks the legal actions. A call or a Nertz card
 to the lake is taken at once; otherwise its best ``candidates`` actions (down to a flip) are each scored by
@@ -12,7 +12,13 @@ avoided) plus 1 per own card reaching the lake, discounted by ``gamma`` per tick
 replaces the heuristic's first choice only when it scores ``margin`` more. This is one step of policy
 improvement over the heuristic, which is why it is the stronger rung.
 
-**What the model knows** is only what the seat has seen. The observation shows the layout, the waste's top
+**The rules are the engine's.** The simulations, and the agent's prediction of its own move for its memory,
+run on the engine's per-seat rule functions (its masks, moves, flips and redeals, the stall rule, the lake's
+races, its generator) on a small engine table of the agent's own, the seat table: the agent's view of its
+layout is written into one seat there and the engine moves the cards (see :mod:`nertz_env.agents.kernels`).
+Nothing in the agents restates a rule.
+
+**What the view knows** is only what the seat has seen. The observation shows the layout, the waste's top
 and the lake's foundation tops. The agent also remembers (``memory``) its stock and waste: flips move cards
 from the stock's top to the waste in a known way, the waste is turned over unshuffled (``recycle="flip"``),
 the stall rule puts it back under the stock in a known way; every prediction is checked against the next
@@ -20,6 +26,10 @@ observation's counts and waste top, and anything that does not fit (a lost lake 
 back to what the observation proves. It counts its own cards that reached the lake (the observation's own
 lake count confirms each play), so the hidden cards are its deck minus everything placed; they fill the
 Nertz pile below its top and the unseen stock and waste slots.
+
+**For planners built on it**: ``_candidates(first, action_mask)`` lists the actions compared,
+``_values(s, cands)`` scores them from the view ``s`` (the agent's ``_state`` after ``act`` read it), and
+``_prio`` holds the heuristic's priorities of the last decision.
 """
 
 from __future__ import annotations
@@ -28,17 +38,16 @@ from typing import ClassVar
 
 import numpy as np
 
-from nertz_env.actions import JOKER_LAKE, LAKE, ROTATE
+from nertz_env.actions import JOKER_LAKE, LAKE
 from nertz_env.agents.kernels import (
+    ME,
     P_OFF,
     PRIO_FLIP,
     PRIO_NERTZ_LAKE,
     S_LAKE,
-    S_SCOUNT,
-    S_STOCK,
     STATE_SIZE,
     WASTE_POLICIES,
-    apply_move,
+    apply_view,
     heuristic_priorities,
     hidden_cards,
     pick_best,
@@ -46,6 +55,7 @@ from nertz_env.agents.kernels import (
     recall,
     rollout_values,
     rollout_workspace,
+    stall_view,
     top_of,
 )
 from nertz_env.agents.scripted import _Base
@@ -124,7 +134,7 @@ class SearchAgent(_Base):
         self._lake_own = np.zeros(53, dtype=np.int64)  # own cards in the lake (jokers at 52)
         self._value = np.zeros(2, dtype=np.float64)
         self._prio = np.zeros(0, dtype=np.int64)
-        self._work: tuple[np.ndarray, ...] = ()  # rollout scratch space, sized in reset
+        self._work: tuple = ()  # the seat table and rollout scratch space, made in reset
         self._lake_heights = np.tile(np.arange(1, 14, dtype=np.int64), 4)
         self._status = 0
         self._clear()
@@ -157,7 +167,7 @@ class SearchAgent(_Base):
         super().reset(config, seat, seed)
         tools = self._tools()
         self._prio = np.zeros(tools.n_actions, dtype=np.int64)
-        self._work = rollout_workspace(tools.n_actions)
+        self._work = rollout_workspace(config)
         self._status = int(tools.params[P_OFF + O_STATUS])
         self._value[:] = (config.nertz_penalty if self.nertz_value is None else self.nertz_value, 1.0)
         self._clear()
@@ -189,7 +199,10 @@ class SearchAgent(_Base):
         lake_now = round(float(status[_OWN_LAKE]) * self.config.deck_size)
         if self._remembering and round_now == self._round:
             if self.memory:
-                recall(s, self._predicted, self._before, stalls_now > self._stalls)
+                if stalls_now > self._stalls:  # the stall rule acted after the last tick
+                    stall_view(self._predicted, self._work[0], 0, ME)
+                    stall_view(self._before, self._work[0], 0, ME)
+                recall(s, self._predicted, self._before)
             if lake_now == self._lake_count + 1 and self._pending >= 0:
                 self._lake_own[self._pending] += 1
             elif lake_now != self._lake_count:
@@ -217,12 +230,8 @@ class SearchAgent(_Base):
         )
         self._before[:] = s
         self._predicted[:] = s
-        if self.memory:
-            apply_move(self._predicted, a, tools.columns, tools.params)
-            if kind == ROTATE and s[S_SCOUNT] >= 2:
-                n = s[S_SCOUNT]
-                self._predicted[S_STOCK + 1 : S_STOCK + n] = s[S_STOCK : S_STOCK + n - 1]
-                self._predicted[S_STOCK] = s[S_STOCK + n - 1]
+        if self.memory:  # the engine's move, on the seat table (see agents.kernels)
+            apply_view(self._predicted, a, self._work[0], 0, ME)
         self._remembering = True
 
     def _choose(self, s: np.ndarray, action_mask: np.ndarray) -> int:

@@ -46,19 +46,20 @@ import nertz_env
 from common import print_table, save
 from nertz_env.agents import make_agent
 from nertz_env.agents.kernels import (
+    ME,
     PRIO_NERTZ_LAKE,
+    S_LPLAYED,
     S_NCOUNT,
     S_NERTZ,
+    S_NPLAYED,
     S_NTOP,
     S_SCOUNT,
     S_STOCK,
     S_WASTE,
     S_WCOUNT,
     S_WTOP,
-    _gain,
-    apply_move,
-    can_flip,
-    model_moves,
+    apply_view,
+    own_moves,
     pick_best,
 )
 from nertz_env.agents.search import SearchAgent
@@ -103,11 +104,18 @@ def _state_hash(s):
 
 
 @njit
-def beam_plan(root, params, columns, width, depth, gamma, value):
+def _gain(child, parent, value):
+    """Points a move earned: ``value[0]`` per card that left the Nertz pile, ``value[1]`` per own lake card."""
+    return value[0] * (child[S_NPLAYED] - parent[S_NPLAYED]) + value[1] * (child[S_LPLAYED] - parent[S_LPLAYED])
+
+
+@njit
+def beam_plan(root, seat, width, depth, gamma, value):
     """The first move of the best own-move sequence found by a beam search of ``width`` states over ``depth``
     ticks (flips included, states seen before skipped), scored by the discounted points of ``_gain`` (ties
-    broken by the state's hash); the lake only changes by the seat's own plays. Returns (move, score); move
-    -1 when nothing was found."""
+    broken by the state's hash); the lake only changes by the seat's own plays. The moves and their legality
+    are the engine's, on the seat table ``seat`` (``agents.kernels.own_moves`` and ``apply_view``). Returns
+    (move, score); move -1 when nothing was found."""
     size = root.shape[0]
     beam = np.empty((width, size), np.int64)
     bscore = np.zeros(width)
@@ -116,7 +124,8 @@ def beam_plan(root, params, columns, width, depth, gamma, value):
     cand = np.empty((cap, size), np.int64)
     cscore = np.empty(cap)
     cfirst = np.empty(cap, np.int64)
-    moves = np.empty(columns.shape[1], np.int64)
+    moves = np.empty(seat.mask.shape[2], np.int64)
+    here = np.int64(0)  # (a literal 0 would compile the engine's code once more)
     tsize = 1 << 18
     table = np.zeros(tsize, np.uint64)
     beam[0] = root
@@ -127,16 +136,13 @@ def beam_plan(root, params, columns, width, depth, gamma, value):
         nc = 0
         for b in range(nb):
             s = beam[b]
-            m = model_moves(s, params, moves)
-            if can_flip(s):
-                moves[m] = 1  # the flip action
-                m += 1
+            m = own_moves(s, seat, here, ME, moves)
             for k in range(m):
                 if nc >= cap:
                     break
                 c = cand[nc]
                 c[:] = s
-                apply_move(c, moves[k], columns, params)
+                apply_view(c, moves[k], seat, here, ME)
                 h = _state_hash(c)
                 i = np.int64(h % np.uint64(tsize))
                 seen = False
@@ -176,14 +182,12 @@ class OracleBeam(OracleSearch):
         self.width, self.depth, self.beam_gamma = width, depth, gamma
 
     def _choose(self, s: np.ndarray, action_mask: np.ndarray) -> int:
-        tools = self._tools()
         best = int(pick_best(self._prio, action_mask, self.rng.random()))
         if self._prio[best] >= PRIO_NERTZ_LAKE:
             return best
         move, score = beam_plan(
             s.copy(),
-            tools.params,
-            tools.columns,
+            self._work[0],
             self.width,
             self.depth,
             self.beam_gamma,

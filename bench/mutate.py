@@ -67,8 +67,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "lake-takes-any-card",
         "the lake mask lets any card go on the lake (not only the next of its suit)",
-        "(c % 13 == 0 or S.lake_tops[t, c - 1] > 0)",
-        "(c % 13 == 0 or S.lake_tops[t, c - 1] >= 0)",
+        "(c % 13 == 0 or tops[base + c - 1] > 0)",
+        "(c % 13 == 0 or tops[base + c - 1] >= 0)",
         "test_rules.py::test_lake__wrong_suit_or_rank_is_masked_and_applied_as_a_flagged_wait",
     ),
     Mutant(
@@ -81,8 +81,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "redeal-keeps-waste-order",
         "turning the waste over keeps its order (the waste's top becomes the stock's top)",
-        "    for k in range(wl):\n        S.stock[t, p, k] = S.waste[t, p, wl - 1 - k]\n",
-        "    for k in range(wl):\n        S.stock[t, p, k] = S.waste[t, p, k]\n",
+        "    wl = S.waste_len[t, p]\n    for k in range(wl):\n        S.stock[t, p, k] = S.waste[t, p, wl - 1 - k]\n",
+        "    wl = S.waste_len[t, p]\n    for k in range(wl):\n        S.stock[t, p, k] = S.waste[t, p, k]\n",
         "test_rules.py::test_flip__empty_stock_turns_the_waste_over_unshuffled",
     ),
     Mutant(

@@ -1,5 +1,6 @@
-"""Scripted agents: the registry, the observation reader and layout model against the engine, legal play in
-every variant, determinism, and the heuristic's and search's choices on set-up layouts."""
+"""Scripted agents: the registry, the observation reader and the seat table against the engine, the
+search's rollouts replayed on the engine, legal play in every variant, determinism, and the heuristic's and
+search's choices on set-up layouts."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 import nertz_env
-from nertz_env.actions import CALL, FLIP, ROTATE, WAIT
+from nertz_env.actions import CALL, ROTATE, WAIT
 from nertz_env.agents import (
     LADDER,
     AgentSpecError,
@@ -25,9 +26,14 @@ from nertz_env.agents import (
 )
 from nertz_env.agents import registry as registry_module
 from nertz_env.agents.kernels import (
+    MAX_DECK,
+    ME,
     NEVER,
     PRIO_NERTZ_EMPTY,
     S_LAKE,
+    S_NCOUNT,
+    S_NERTZ,
+    S_NPLAYED,
     S_NTOP,
     S_SCOUNT,
     S_STOCK,
@@ -35,17 +41,24 @@ from nertz_env.agents.kernels import (
     S_WCOUNT,
     S_WLEN,
     S_WORK,
+    S_WPLAYED,
     S_WTOP,
     STATE_SIZE,
     UNKNOWN,
-    apply_move,
+    apply_view,
     heuristic_priorities,
     hidden_cards,
-    model_moves,
+    load_seat,
+    own_moves,
     read_state,
+    rollout,
+    seat_tables,
+    store_seat,
 )
 from nertz_env.agents.scripted import table_tools
 from nertz_env.cards import to_text
+from nertz_env.engine.rules import observe_table, step_block
+from nertz_env.engine.state import C_MAXTICKS, C_STALL
 from variants import VARIANTS, variant_id
 
 
@@ -203,36 +216,53 @@ def test_read_state__matches_decode(rules: dict[str, Any]) -> None:
     assert checked > 50
 
 
-_NOT_MODELLED = (WAIT, FLIP, CALL, ROTATE)
+_NOT_OWN_MOVES = (WAIT, CALL, ROTATE)
 
 
 @pytest.mark.parametrize("rules", VARIANTS, ids=variant_id)
-def test_model_moves__equal_the_engine_mask(rules: dict[str, Any]) -> None:
+def test_seat_table__the_engine_masks_the_read_view_as_the_env_does(rules: dict[str, Any]) -> None:
+    """The view read from a seat's observation, loaded into a seat table, gets the env's own mask from the
+    engine's ``compute_mask`` (the lake rebuilt from its tops, the redeals, the piles are all it needs), and
+    reads back unchanged."""
     env = nertz_env.parallel_env(**{**rules, "max_ticks": rules.get("max_ticks", 150)})
     tools = table_tools(env.config)
+    table = seat_tables(env.config, 1)
     out = np.zeros(tools.n_actions, dtype=np.int64)
-
     my_turn = env.obs_layout.slices["status"].start + 3  # turn_based: 0 while another seat moves
+    checked = 0
 
     def check(obs: dict[str, Any], _acts: dict[str, int]) -> None:
+        nonlocal checked
         for o in obs.values():
-            if o["observation"][my_turn] < 0.5:
+            s = state_of(o["observation"], env.config)
+            back = np.full_like(s, 99)
+            w = env.config.work_piles
+            back[S_WLEN + w : S_WORK] = 0  # (slots beyond the config's work piles: 0 and -1 in a view)
+            back[S_WORK + 13 * w : S_LAKE] = -1
+            load_seat(s, table, 0, ME)
+            store_seat(table, 0, ME, back)
+            back[S_NPLAYED : S_WPLAYED + 1] = 0  # the played counters are apply_view's
+            for base, count in ((S_STOCK, S_SCOUNT), (S_WASTE, S_WCOUNT), (S_NERTZ, S_NCOUNT)):
+                back[base + s[count] : base + MAX_DECK if base != S_NERTZ else base + 13] = 0
+            assert back.tolist() == s.tolist()
+            if o["observation"][my_turn] < 0.5:  # the seat table has no turns
                 continue
-            n = model_moves(state_of(o["observation"], env.config), tools.params, out)
-            want = {
-                int(a) for a in np.flatnonzero(o["action_mask"]) if tools.columns[0, a] not in _NOT_MODELLED
-            }
-            assert sorted(out[:n].tolist()) == sorted(want)
+            n = own_moves(s, table, 0, ME, out)
+            want = [int(a) for a in np.flatnonzero(o["action_mask"]) if tools.columns[0, a] not in _NOT_OWN_MOVES]
+            assert sorted(out[:n].tolist()) == want
+            checked += 1
 
     play(env, ["random", "heuristic"], seed=2, hook=check)
+    assert checked > 20
 
 
-@pytest.mark.parametrize("rules", [{}, {"jokers": 2, "allow_tuck": True}], ids=variant_id)
-def test_apply_move__agrees_with_the_engine_in_turn_based_play(rules: dict[str, Any]) -> None:
-    """With turns, only one seat moves per tick, so the model's prediction must equal the next observation
-    (except the cards a move turns up, which the model leaves unknown)."""
+@pytest.mark.parametrize("rules", [{}, {"jokers": 2, "allow_tuck": True}, {"allow_rotate": True}], ids=variant_id)
+def test_apply_view__predicts_the_next_observation_in_turn_based_play(rules: dict[str, Any]) -> None:
+    """With turns, only one seat moves per tick, so the engine's move on the seat's view (the search's
+    prediction of its own move) must equal the next observation (except the cards a move turns up, which the
+    view does not know)."""
     env = nertz_env.parallel_env(num_players=2, turn_based=True, **rules)
-    tools = table_tools(env.config)
+    table = seat_tables(env.config, 1)
     stalls = env.obs_layout.slices["status"].start + 2  # the stall rule moves the waste under the stock
     compared = 0
     for seed in range(3):
@@ -253,9 +283,10 @@ def test_apply_move__agrees_with_the_engine_in_turn_based_play(rules: dict[str, 
             if obs["player_0"]["observation"][stalls] != stalls_before:
                 continue
             for n, action in acts.items():
-                predicted = before[n].copy()
-                if not apply_move(predicted, action, tools.columns, tools.params):
+                if tools_kind(env, action) in (WAIT, CALL):
                     continue
+                predicted = before[n].copy()
+                apply_view(predicted, action, table, 0, ME)
                 actual = state_of(obs[n]["observation"], env.config)
                 for slot in (S_NTOP, S_WTOP):
                     if predicted[slot] == UNKNOWN:
@@ -265,6 +296,10 @@ def test_apply_move__agrees_with_the_engine_in_turn_based_play(rules: dict[str, 
                 assert predicted[:5].tolist() == actual[:5].tolist(), name
                 compared += 1
     assert compared > 30
+
+
+def tools_kind(env: nertz_env.NertzParallelEnv, action: int) -> int:
+    return int(table_tools(env.config).columns[0, action])
 
 
 @pytest.mark.parametrize(
@@ -314,6 +349,116 @@ def test_search_memory__never_contradicts_the_true_stock_and_waste(rules: dict[s
                 assert sorted(to_text(c) for c in cards[:n]) == sorted(hidden)
             obs, *_ = env.step(acts)
     assert known > 1000
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [{}, {"jokers": 2, "allow_tuck": True}, {"draw": 1, "max_redeals": 1}, {"num_players": 2, "turn_based": True}],
+    ids=variant_id,
+)
+def test_rollouts__are_legal_engine_ticks(rules: dict[str, Any]) -> None:
+    """A rollout (the heuristic playing on the engine's per-seat rules) replayed tick by tick through the
+    engine's own ``step_block`` from the same table: the engine flags none of its actions illegal, and the
+    seat ends with the rollout's layout. (The other players' simulated lake plays are off here: a replay
+    cannot make them; with them, a move can only lose its lake slot, as in a real tick.)"""
+    env = nertz_env.parallel_env(num_players=rules.pop("num_players", 4), **rules)
+    config = env.config
+    tools = table_tools(config)
+    params, columns = tools.params, tools.columns
+    replays = compared = 0
+    for seed in range(4):
+        obs, _ = env.reset(seed=seed)
+        agents = [make_agent("heuristic") for _ in range(config.num_players)]
+        for s, a in enumerate(agents):
+            a.reset(config, s, seed)
+        for _ in range(3 + 7 * seed):  # a few positions into the round
+            acts = {n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"]) for s, n in enumerate(env.agents)}
+            obs, *_ = env.step(acts)
+        view = state_of(obs["player_0"]["observation"], config)
+        true = env._state  # the seat's hidden cards, as the engine has them
+        for base, count, pile in ((S_STOCK, S_SCOUNT, true.stock), (S_WASTE, S_WCOUNT, true.waste), (S_NERTZ, S_NCOUNT, true.nertz)):
+            view[base : base + view[count]] = pile[0, 0, : view[count]]
+        rollout_table = seat_tables(config, 3)
+        load_seat(view, rollout_table, 2, ME)
+        rollout_table.rng[2] = seed
+        replay = seat_tables(config, 1)
+        replay.cfg[C_STALL] = replay.cfg[C_MAXTICKS] = 10**6  # no stall rule, no round end but the Nertz pile's
+        load_seat(view, replay, 0, ME)
+        replay.nertz_len[0, 1:] = 1  # the other seats only wait, but an empty Nertz pile would end the round
+        replay.nertz[0, 1:, 0] = 12
+        observe_table(replay, 0)
+        trace = np.zeros(40, np.int64)
+        value = np.array([2.0, 1.0])
+        rollout(rollout_table, 2, ME, np.zeros(STATE_SIZE, np.int64), params, columns, tools.reverse_run, 40, 2,
+                0.9, value, 0.0, np.zeros(tools.n_actions, np.int64), trace)
+        actions = np.zeros((1, config.num_players), np.int64)
+        played = trace[trace > 0]
+        for a in played:
+            actions[0, 0] = a
+            step_block(replay, actions, False, 0, 1)
+            assert replay.illegal[0, 0] == 0, env.actions.name(int(a))
+            assert replay.applied[0, 0] == a
+            replays += 1
+            if replay.round_end[0]:  # the Nertz pile emptied: the engine ends the round, a rollout plays on
+                break
+        else:
+            for name in ("nertz_len", "stock_len", "waste_len", "work_len", "redeals"):
+                assert np.array_equal(getattr(replay, name)[0, 0], getattr(rollout_table, name)[2, 0]), name
+            for name in ("lake_tops", "lake_n"):
+                assert np.array_equal(getattr(replay, name)[0], getattr(rollout_table, name)[2]), name
+            assert np.array_equal(replay.work[0, 0], rollout_table.work[2, 0])
+            for name, count in (("nertz", "nertz_len"), ("stock", "stock_len"), ("waste", "waste_len")):
+                n = getattr(replay, count)[0, 0]
+                assert np.array_equal(getattr(replay, name)[0, 0, :n], getattr(rollout_table, name)[2, 0, :n]), name
+            compared += 1
+    assert replays > 20 and compared >= 2
+
+
+def test_search__same_seed_same_decisions_and_values() -> None:
+    """Two runs of the same seeded game with seeded search players make the same decisions from the same
+    rollout values; another agent seed changes them."""
+
+    class Recording(SearchAgent):
+        def __init__(self) -> None:
+            super().__init__()
+            self.log: list[tuple[tuple[int, ...], list[float] | None]] = []
+
+        def _values(self, s: np.ndarray, cands: list[int]) -> np.ndarray | None:
+            values = super()._values(s, cands)
+            self.log.append((tuple(cands), None if values is None else values.tolist()))
+            return values
+
+    def run(offset: int) -> tuple[list[dict[str, int]], list[Any]]:
+        env = nertz_env.parallel_env(num_players=4)
+        agents = [Recording() for _ in range(4)]
+        obs, _ = env.reset(seed=11)
+        for s, a in enumerate(agents):
+            a.reset(env.config, s, s + offset)
+        moves = []
+        while env.agents:
+            acts = {n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"]) for s, n in enumerate(env.agents)}
+            moves.append(acts)
+            obs, *_ = env.step(acts)
+        return moves, [a.log for a in agents]
+
+    first, again, other = run(0), run(0), run(100)
+    assert sum(len(log) for log in first[1]) > 20
+    assert first == again
+    assert first[1] != other[1]
+
+
+def test_agents_rules__are_the_engines() -> None:
+    """The agents' kernels move cards with the engine's functions and keep no rules of their own."""
+    from nertz_env.agents import kernels
+    from nertz_env.engine import rules as engine_rules
+
+    shared = ("apply_action", "compute_mask", "stall_seat", "lake_add", "lake_find", "lake_takes", "joker_rank",
+              "can_stack", "exposed_value", "rng_next", "rng_below")
+    for name in shared:
+        assert getattr(kernels, name) is getattr(engine_rules, name), name
+    for name in ("apply_move", "apply_flip", "model_moves", "model_mask", "joker_lake_card", "_rand", "_below",
+                 "_stall", "can_flip", "_still_legal", "_pop", "_place", "_to_lake"):
+        assert not hasattr(kernels, name), name
 
 
 # ---------------------------------------------------------------- legal play, determinism, style

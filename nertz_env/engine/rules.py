@@ -288,18 +288,38 @@ def lake_add(S, t, f, code, owner):
 
 
 @_jit(inline=True)
-def joker_target(S, t, c, u):
-    """Foundation a joker ``c`` played as suit ``u`` lands on (lake_n: a new ace; -1: none), and its rank."""
-    if c == JOKER:  # no value yet: the tallest unfinished foundation of the suit, else a new ace
-        best, best_len = -1, -1
-        for f in range(S.lake_n[t]):
-            n = S.lake_len[t, f]
-            if n < 13 and lake_declared(S.lake[t, f, 0]) // 13 == u and n > best_len:
-                best, best_len = f, n
-        if best < 0:
-            return S.lake_n[t], 0
-        return best, best_len
+def lake_takes(tops, base, c):
+    """May card ``c`` go to the lake: a real card that is an ace, or whose predecessor tops a foundation?
+    ``tops[base + x]`` counts the foundations whose top is the real card ``x`` (the engine passes its
+    ``lake_tops`` row; an agent's own view of the lake passes its copy of the same counts)."""
+    return 0 <= c < 52 and (c % 13 == 0 or tops[base + c - 1] > 0)
+
+
+@_jit(inline=True)
+def joker_rank(tops, base, c, u):
+    """The rank a joker ``c`` played as suit ``u`` takes in the lake, or -1 when it cannot go there (``tops``
+    and ``base`` as in :func:`lake_takes`). A joker with no value tops the tallest unfinished foundation of
+    the suit, or starts a new ace when there is none; a fixed joker keeps its rank, so it starts a foundation
+    as an ace or needs its predecessor on top of one. (Its colour is the mask's business.)"""
+    if c == JOKER:
+        best = 0
+        for r in range(12):  # a foundation topped by rank r < K takes rank r + 1
+            if tops[base + u * 13 + r] > 0:
+                best = r + 1
+        return best
     r = card_rank(c)
+    if r == 0 or tops[base + u * 13 + r - 1] > 0:
+        return r
+    return -1
+
+
+@_jit(inline=True)
+def joker_target(S, t, c, u):
+    """Foundation a joker ``c`` played as suit ``u`` lands on (lake_n: a new ace; -1: none), and its rank
+    (:func:`joker_rank`; among foundations with the same top, the first started)."""
+    r = joker_rank(S.lake_tops[t], 0, c, u)
+    if r < 0:
+        return -1, r
     if r == 0:
         return S.lake_n[t], 0
     return lake_find(S, t, u * 13 + r - 1), r
@@ -326,20 +346,17 @@ def mask_lake(S, t, p, src, c):
     declared-suit bits."""
     m = S.mask
     act = S.act
-    ok = 0
-    if 0 <= c < 52 and (c % 13 == 0 or S.lake_tops[t, c - 1] > 0):
-        ok = 1
-    m[t, p, act[L_LAKE] + src] = ok
+    m[t, p, act[L_LAKE] + src] = 1 if lake_takes(S.lake_tops[t], 0, c) else 0
     if act[L_JLAKE] >= 0:
         base = act[L_JLAKE] + src * 4
         for u in range(4):
             ok = 0
-            if c == JOKER:
+            if c == JOKER or (
+                c >= 52
+                and card_colour(c) == (1 if suit_is_red(u) else 0)
+                and joker_rank(S.lake_tops[t], 0, c, u) >= 0
+            ):
                 ok = 1
-            elif c >= 52 and card_colour(c) == (1 if suit_is_red(u) else 0):
-                r = card_rank(c)
-                if r == 0 or S.lake_tops[t, u * 13 + r - 1] > 0:
-                    ok = 1
             m[t, p, base + u] = ok
 
 
@@ -654,19 +671,26 @@ def deal_round(S, t):
     S.stalls[t] = 0
 
 
+@_jit(inline=True)
+def stall_seat(S, t, p):
+    """The stall rule on seat ``p``: the waste goes back under the stock (turned over), then the stock's top
+    card moves to its bottom."""
+    wl = S.waste_len[t, p]
+    sl = S.stock_len[t, p]
+    for k in range(sl - 1, -1, -1):
+        S.stock[t, p, k + wl] = S.stock[t, p, k]
+    for k in range(wl):
+        S.stock[t, p, k] = S.waste[t, p, wl - 1 - k]
+    S.stock_len[t, p] = sl + wl
+    S.waste_len[t, p] = 0
+    rotate_stock(S, t, p)
+
+
 @_jit()
 def stall_shuffle(S, t):
-    """The stall rule: every waste goes back under its stock, then each stock's top card moves to the bottom."""
+    """The stall rule on every seat (:func:`stall_seat`)."""
     for p in range(S.cfg[C_P]):
-        wl = S.waste_len[t, p]
-        sl = S.stock_len[t, p]
-        for k in range(sl - 1, -1, -1):
-            S.stock[t, p, k + wl] = S.stock[t, p, k]
-        for k in range(wl):
-            S.stock[t, p, k] = S.waste[t, p, wl - 1 - k]
-        S.stock_len[t, p] = sl + wl
-        S.waste_len[t, p] = 0
-        rotate_stock(S, t, p)
+        stall_seat(S, t, p)
 
 
 @_jit()
