@@ -153,3 +153,17 @@ def test_tiny_expert_iteration_saves_loads_and_plays(tmp_path) -> None:
              "--players", "4", "--deals", "2", "--no-save", "--no-progress", "--workers", "1")
     assert r.returncode == 0, r.stderr
     assert f"expert:policy={out},rollouts=4 - heuristic" in r.stdout
+
+
+def test_best_is_the_expert_planner_with_the_shipped_network() -> None:
+    from nertz_env.agents import BestAgent, known_agents
+
+    agent = make_agent("best")
+    assert isinstance(agent, BestAgent) and agent.name == "best"
+    assert (agent.policy_spec, agent.margin, agent.prior, agent.base) == ("ppo", 0.3, 0.0, "policy")
+    assert "best" in known_agents() and "expert" in known_agents()
+    env = nertz_env.parallel_env(num_players=4)
+    obs, _ = env.reset(seed=3)
+    agent.reset(env.config, 0, seed=1)
+    o = obs["player_0"]
+    assert o["action_mask"][agent.act(o["observation"], o["action_mask"])] == 1
