@@ -5,7 +5,7 @@ The ladder, weakest first (each rung beats the one below with 95% confidence; ``
     random      uniform over the legal actions
     greedy      any lake play first, else random
     heuristic   the seeds' strategy as a priority list (Nertz top first, runs that free it, brisk flips)
-    search      the heuristic improved by rollouts on a model of the own layout (with a memory of the stock)
+    search      the heuristic improved by rollouts on the engine's rules (with a memory of the stock)
 
 ``make_agent("heuristic:wait_prob=0.2")`` builds one by spec; a checkpoint path (``runs/ppo.zip``) uses the
 loader that the training code registers with ``register_loader``.

@@ -147,7 +147,7 @@ def test_register_loader__loads_checkpoints_by_suffix_with_parameters(
     assert seen == {"path": str(path), "deterministic": "true"}
 
 
-# ---------------------------------------------------------------- the observation reader and the layout model
+# ---------------------------------------------------------------- the observation reader and the seat table
 @pytest.mark.parametrize("rules", [{}, {"jokers": 2}, {"num_players": 8, "work_piles": 6}], ids=variant_id)
 def test_read_state__matches_decode(rules: dict[str, Any]) -> None:
     env = nertz_env.parallel_env(**rules)
