@@ -5,7 +5,7 @@ The ladder, weakest first (each rung beats the one below with 95% confidence; ``
     random      uniform over the legal actions
     greedy      any lake play first, else random
     heuristic   the seeds' strategy as a priority list (Nertz top first, runs that free it, brisk flips)
-    search      the heuristic improved by rollouts on a model of the own layout (with a memory of the stock)
+    search      the heuristic improved by rollouts on the engine's rules (with a memory of the stock)
 
 Above the ladder, ``expert`` is search with a trained network as its default move (:mod:`nertz_env.agents.expert`),
 and ``best`` is that planner holding the network expert iteration trained (``models/best_net.zip``).

@@ -192,7 +192,7 @@ def test_train_package__registers_nothing_and_old_paths_reexport() -> None:
     assert old_meta.read_meta is meta.read_meta and old_meta.CheckpointError is meta.CheckpointError
 
 
-# ---------------------------------------------------------------- the observation reader and the layout model
+# ---------------------------------------------------------------- the observation reader and the seat table
 @pytest.mark.parametrize("rules", [{}, {"jokers": 2}, {"num_players": 8, "work_piles": 6}], ids=variant_id)
 def test_read_state__matches_decode(rules: dict[str, Any]) -> None:
     env = nertz_env.parallel_env(**rules)
