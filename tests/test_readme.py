@@ -373,6 +373,10 @@ def rule_train(args: list[str], ctx: Ctx) -> Plan:
     if _value(a, "--run-dir") is None:
         makes.append("runs/nertz")
         a += ["--run-dir", ctx.out("runs/nertz")]
+    start = _value(a, "--init-from") or _config_value(a, "init_from")
+    if start is not None and not (ROOT / start).exists():  # a policy an earlier README command trains
+        needs.append(start)
+        a = _set(a, "--init-from", ctx.out(start))
     a = _set(a, "--total-timesteps", str(TINY_STEPS))
     a = _set(a, "--n-steps", "16")
     a = _set(a, "--batch-size", "32")
@@ -383,7 +387,17 @@ def rule_train(args: list[str], ctx: Ctx) -> Plan:
     for flag in ("--checkpoint-every", "--eval-every"):
         a = _set(a, flag, str(TINY_STEPS))
     a = _set(a, "--eval-deals", "1")
-    return Plan([*a, "--no-progress-bar"], makes=makes, timeout=600.0)
+    return Plan([*a, "--no-progress-bar"], makes=makes, needs=needs, timeout=600.0)
+
+
+def _config_value(args: list[str], key: str) -> str | None:
+    """``key`` of the ``--config`` TOML file that ``args`` name (None without one or without the key)."""
+    path = _value(args, "--config")
+    if path is None or not (ROOT / path).is_file():
+        return None
+    toml = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")  # as train/config.py
+    value = toml.loads((ROOT / path).read_text()).get(key)
+    return None if value is None else str(value)
 
 
 def rule_train_rllib(args: list[str], ctx: Ctx) -> Plan:
@@ -819,7 +833,7 @@ def test_commands_are_found() -> None:
     """The finder sees the README's commands: every block kind and inline form it promises to."""
     sample = "\n".join(
         [
-            "Run `nertz-eval ladder --deals 400 --seed 0` or `NERTZ_NUM_THREADS=1|2 python bench/x.py --s 3`;",
+            "Run `nertz-eval ladder --deals 1200 --seed 0` or `NERTZ_NUM_THREADS=1|2 python bench/x.py --s 3`;",
             "`nertz-eval` alone is a name, `python -m nertz_env.train.plot` too, `python bench/run_all.py` runs.",
             "```bash",
             "nertz-train --run-dir runs/a \\",
@@ -837,7 +851,7 @@ def test_commands_are_found() -> None:
     )
     cmds = readme_commands(sample)
     assert [(c.text, c.env) for c in cmds] == [
-        ("nertz-eval ladder --deals 400 --seed 0", {}),
+        ("nertz-eval ladder --deals 1200 --seed 0", {}),
         ("python bench/x.py --s 3", {"NERTZ_NUM_THREADS": "1"}),
         ("python bench/x.py --s 3", {"NERTZ_NUM_THREADS": "2"}),
         ("python bench/run_all.py", {}),
