@@ -69,10 +69,16 @@ class ExpertAgent(SearchAgent):
     Args:
         policy: a MaskablePPO ``.zip`` (or a shipped model's name) whose actor plays inside the planner
             (default: the shipped ``ppo`` network).
-        prior: weight of the log-probability added to each candidate's rollout value (default 0: on a screening seed the network's probabilities as a prior cost more than they gave).
+        prior: weight of the log-probability added to each candidate's rollout value (default 0: on a
+            screening seed the network's probabilities as a prior cost more than they gave).
         top: the policy's most probable actions added to the candidates (default 2).
         base: ``"policy"`` (default) or ``"heuristic"``: whose first choice is the default move.
-        Other arguments: as for :class:`~nertz_env.agents.search.SearchAgent`.
+        margin: points a candidate's rollouts must score above the default move's to replace it (default 0.3).
+        Other arguments: as for :class:`~nertz_env.agents.search.SearchAgent`. With ``rollouts=0`` the planner
+        plays its network's first choice, and the options of the rollouts are refused.
+
+    Raises:
+        FileNotFoundError: no such policy file (a table the network was not trained for fails in ``reset``).
     """
 
     name = "expert"
@@ -87,17 +93,32 @@ class ExpertAgent(SearchAgent):
     def __init__(
         self,
         policy: str = "ppo",
-        prior: float = 0.0,
-        top: int = 2,
+        prior: float | None = None,
+        top: int | None = None,
         base: str = "policy",
-        margin: float = 0.3,
+        margin: float | None = None,
         **search: Any,
     ) -> None:
-        super().__init__(margin=margin, **search)
+        # None: not given (the defaults are 0, 2 and 0.3); what was given must be able to take effect
+        if search.get("rollouts", 1) == 0:
+            if base == "heuristic":
+                raise ValueError("expert with base=heuristic and rollouts=0 plays the heuristic: use 'heuristic'")
+            given = [k for k, v in (("prior", prior), ("top", top), ("margin", margin)) if v is not None]
+            given += [k for k in ("horizon", "candidates", "others", "gamma", "nertz_value") if k in search]
+            if given:
+                raise ValueError(f"{', '.join(given)} cannot take effect with rollouts=0 (the planner then "
+                                 "plays its network's first choice)")
+        prior = 0.0 if prior is None else prior
+        top = 2 if top is None else top
+        super().__init__(margin=0.3 if margin is None else margin, **search)
         if base not in ("policy", "heuristic"):
             raise ValueError(f"base must be 'policy' or 'heuristic', got {base!r}")
         if not (np.isfinite(prior) and prior >= 0.0) or top < 0:
             raise ValueError("prior must be a finite number >= 0 and top >= 0")
+        from nertz_env.agents.registry import shipped_models
+
+        if not os.path.isfile(shipped_models().get(policy, policy)):  # fail when built, not at the first deal
+            raise FileNotFoundError(f"expert: policy file not found: {policy}")
         self.policy_spec = policy
         self.prior = float(prior)
         self.top = int(top)
@@ -129,6 +150,9 @@ class ExpertAgent(SearchAgent):
     def _choose(self, s: np.ndarray, action_mask: np.ndarray) -> int:
         prio, probs = self._prio, self._probs
         h_best = int(pick_best(prio, action_mask, self.rng.random()))
+        # a Nertz card to the lake (or a call) at once; and, as search does, the heuristic's choice when the
+        # seat lost track of which of its own cards are in the lake (say, it joined mid-round): rollouts
+        # would deal its hidden cards from the wrong set
         if prio[h_best] >= PRIO_NERTZ_LAKE or not self._lake_known:
             return h_best
         p_order = np.argsort(-probs, kind="stable")

@@ -129,6 +129,8 @@ def _split_params(rest: str, name: str) -> dict[str, str]:
             raise AgentSpecError(
                 f"agent {name!r}: parameters are key=value pairs separated by commas, got {part!r}"
             )
+        if key.strip() in params:
+            raise AgentSpecError(f"agent {name!r}: parameter {key.strip()!r} is given twice: give it once")
         params[key.strip()] = value.strip()
     return params
 

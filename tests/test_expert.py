@@ -109,9 +109,24 @@ def test_bad_options_are_one_line() -> None:
         make_agent("expert:base=oracle")
     with pytest.raises(AgentSpecError, match="prior"):
         make_agent("expert:prior=-1")
-    agent = make_agent("expert:policy=runs/none.zip")
-    with pytest.raises(FileNotFoundError, match=r"none\.zip"):
-        agent.reset(nertz_env.make_config(num_players=4), 0, 0)
+    with pytest.raises(FileNotFoundError, match=r"none\.zip"):  # when built, not at the first deal
+        make_agent("expert:policy=runs/none.zip")
+    with pytest.raises(AgentSpecError, match="given twice"):
+        make_agent("expert:policy=ppo,policy=runs/none.zip")
+    for spec, says in (("expert:margin=nan", "margin"), ("search:margin=nan", "margin"),
+                       ("best:others=nan", "others"), ("expert:rollouts=0,prior=1", "prior"),
+                       ("expert:rollouts=0,top=3,horizon=5", "top, horizon"),
+                       ("expert:rollouts=0,base=heuristic", "use 'heuristic'")):
+        with pytest.raises(AgentSpecError, match=says):
+            make_agent(spec)
+    agent = make_agent("expert:rollouts=0")  # the network's first choice, every tick
+    env = nertz_env.parallel_env(num_players=4)
+    obs, _ = env.reset(seed=5)
+    agent.reset(env.config, 0, 0)
+    o = obs["player_0"]
+    probs = agent._actor.probabilities(o["observation"], o["action_mask"]) if agent._actor else None
+    a = agent.act(o["observation"], o["action_mask"])
+    assert probs is not None and o["action_mask"][a] == 1
 
 
 def _run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -125,7 +140,12 @@ def _run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
         (["--init", "runs/missing.zip"], "no network"),
         (["--planner", "rollouts=-1"], "rollouts"),
         (["--planner", "policy=ppo"], "--init"),
+        (["--planner", "policy =ppo"], "--init"),
         (["--rule", "draw=1"], "draw"),
+        (["--batch-size", "-1"], "--batch-size must be at least 1"),
+        (["--seed", "-3"], "--seed must be >= 0"),
+        (["--players", "0"], "num_players"),
+        (["--teacher-threads", "5"], "--teacher-threads"),
     ],
 )
 def test_training_refuses_bad_input(tmp_path, flags: list[str], says: str) -> None:
@@ -135,6 +155,19 @@ def test_training_refuses_bad_input(tmp_path, flags: list[str], says: str) -> No
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], r.stderr
     assert not (tmp_path / "it").exists()
+
+
+def test_training_refuses_to_mix_runs_and_an_out_directory(tmp_path) -> None:
+    """An earlier run's log in --checkpoint-dir would be appended to and its networks overwritten; an --out
+    that is a directory would fail only at the last save."""
+    (tmp_path / "it").mkdir()
+    (tmp_path / "it" / "log.jsonl").write_text('{"iteration": 1}\n')
+    (tmp_path / "dir.zip").mkdir()
+    for flags, says in ((["--out", str(tmp_path / "p.zip"), "--checkpoint-dir", str(tmp_path / "it")], "earlier run"),
+                        (["--out", str(tmp_path / "dir.zip"), "--checkpoint-dir", str(tmp_path / "new")], "directory")):
+        r = _run("-m", "nertz_env.train.expert", *flags)
+        assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert (tmp_path / "it" / "log.jsonl").read_text() == '{"iteration": 1}\n'
 
 
 def test_tiny_expert_iteration_saves_loads_and_plays(tmp_path) -> None:
