@@ -181,6 +181,12 @@ def test_nertz_train__init_from_another_table_is_refused_before_the_run_dir(
     assert code == 2 and "num_players" in _one_line_error(err, "nertz-train")
     code, err = _run(train_cli.main, ["--eval-opponents", f"random,{draw1}", "--run-dir", run_dir], capsys)
     assert code == 2 and "rules.draw" in _one_line_error(err, "nertz-train")
+    # a planner holding a network checks it against the table too (best holds the 4-player ppo)
+    code, err = _run(train_cli.main, ["--num-players", "2", "--eval-opponents", "best", "--run-dir", run_dir], capsys)
+    assert code == 2 and "num_players" in _one_line_error(err, "nertz-train")
+    code, err = _run(train_cli.main, ["--learners-per-table", "1", "--opponent", f"expert:policy={three}",
+                                      "--run-dir", run_dir], capsys)
+    assert code == 2 and "num_players" in _one_line_error(err, "nertz-train")
     assert not os.path.exists(run_dir)
 
 

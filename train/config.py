@@ -452,11 +452,13 @@ class TrainConfig:
 
         try:
             agent = make_agent(spec)
+            config = make_config(num_players=self.num_players, **self.rules)
             meta = getattr(agent, "meta", None)
             if isinstance(meta, dict):
                 from nertz_env.agents.meta import check_compatible
 
-                check_compatible(meta, make_config(num_players=self.num_players, **self.rules), where=spec)
+                check_compatible(meta, config, where=spec)
+            agent.reset(config, 0, 0)  # what an agent checks only against a table (a planner's network)
         except (AgentSpecError, FileNotFoundError, ValueError) as e:
             raise ConfigError(f"{where}: {e}") from None
 
