@@ -5,7 +5,7 @@ current network) at every seat, records every seat's observation, mask, the plan
 that followed (:func:`nertz_env.train.imitate.collect`), and fits the network to them: cross-entropy against
 the planner's choices plus the value head against the returns (:func:`nertz_env.train.imitate.fit`). The fitted
 network goes back inside the planner for the next iteration. The planner is one step of improvement over its
-network (its rollouts and the network's prior pick the move, the network's first choice is the default), so
+network (the network's first choice is the default move, and its rollouts replace it by a clearly better one), so
 each fit moves the network towards a stronger player, and the next planner starts from there.
 
     python -m nertz_env.train.expert --init ppo --iterations 4 --samples 100000 \\
@@ -40,28 +40,37 @@ def _planner_spec(policy_path: str, planner: str) -> str:
 
 def check_options(
     init: str, out: str, checkpoint_dir: str, iterations: int, samples: int, epochs: int, window: int,
-    lr: float, planner: str, config: NertzConfig,
+    lr: float, planner: str, config: NertzConfig, batch_size: int = 1024, seed: int = 0, teacher_threads: int = 1,
 ) -> str:
     """Every check before any work: returns the path of the initial network; raises ValueError naming the
     bad option (FileNotFoundError for a missing network)."""
     from nertz_env.agents import make_agent
-    from nertz_env.agents.registry import shipped_models
+    from nertz_env.agents.registry import _split_params, shipped_models
 
     if not out.lower().endswith(".zip"):
         raise ValueError(f"--out must name a .zip file, got {out!r}")
+    if os.path.isdir(out):
+        raise ValueError(f"--out {out!r} is a directory: name a .zip file")
     if os.path.exists(checkpoint_dir) and not os.path.isdir(checkpoint_dir):
         raise ValueError(f"--checkpoint-dir {checkpoint_dir!r} is a file, not a directory")
-    for name, value in (("iterations", iterations), ("samples", samples), ("epochs", epochs), ("window", window)):
+    if os.path.exists(os.path.join(checkpoint_dir, "log.jsonl")):  # its networks and log would be mixed up
+        raise ValueError(f"--checkpoint-dir {checkpoint_dir!r} holds an earlier run (log.jsonl): name a new directory")
+    for name, value in (("iterations", iterations), ("samples", samples), ("epochs", epochs), ("window", window),
+                        ("batch-size", batch_size)):
         if value < 1:
             raise ValueError(f"--{name} must be at least 1, got {value}")
     if not (np.isfinite(lr) and lr > 0):
         raise ValueError(f"--lr must be a finite number > 0, got {lr}")
+    if seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {seed}")
+    if not 1 <= teacher_threads <= config.num_players:
+        raise ValueError(f"--teacher-threads must be from 1 to the {config.num_players} seats, got {teacher_threads}")
     if config.target_score is not None or config.rounds is not None:
         raise ValueError("expert iteration records single rounds; use rules without target_score or rounds")
     path = shipped_models().get(init, init)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"--init: no network {init!r} (a .zip policy file or a shipped model's name)")
-    if "policy=" in planner:
+    if "policy" in _split_params(planner, "--planner"):
         raise ValueError("--planner sets the planner's search options; the network inside it is --init's, then each iteration's")
     agent = make_agent(_planner_spec(path, planner))  # a bad planner option fails here
     agent.reset(config, 0, 0)  # a network for another table fails here
@@ -96,13 +105,18 @@ def expert_iteration(
     from nertz_env.train.trainer import save_policy
 
     config = make_config(num_players=num_players, **dict(rules or {}))
-    path = check_options(init, out, checkpoint_dir, iterations, samples, epochs, window, lr, planner, config)
+    path = check_options(init, out, checkpoint_dir, iterations, samples, epochs, window, lr, planner, config,
+                         batch_size=batch_size, seed=seed, teacher_threads=teacher_threads)
     os.makedirs(checkpoint_dir, exist_ok=True)
     started = time.perf_counter()
     torch.manual_seed(seed)
+    from stable_baselines3.common.save_util import load_from_zip_file
+
     base, _ = load_policy(path)
     policy = copy.deepcopy(base)  # the loaded network is shared by every agent of that file: fit a copy
-    holder = _PolicyHolder(policy, {"net_arch": policy.net_arch, "activation_fn": policy.activation_fn})
+    data, _, _ = load_from_zip_file(path, device="cpu", load_data=True, print_system_info=False)
+    kwargs = dict((data or {}).get("policy_kwargs") or {})  # every setting of the network, so the saves load
+    holder = _PolicyHolder(policy, kwargs or {"net_arch": policy.net_arch, "activation_fn": policy.activation_fn})
     records: list[Any] = []
     history: list[dict[str, Any]] = []
     current = path
@@ -176,8 +190,6 @@ def main(argv: list[str] | None = None) -> int:
         if key in rules:
             ap.error(f"--rule {key} is given twice ({rules[key]!r} and {value!r}): give it once")
         rules[key] = value
-    if not 1 <= args.teacher_threads <= args.players:
-        ap.error(f"--teacher-threads must be from 1 to the {args.players} seats, got {args.teacher_threads}")
     limit_threads(1)
     torch.set_num_threads(1)
     try:
