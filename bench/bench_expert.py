@@ -96,9 +96,12 @@ def main(argv: list[str] | None = None) -> dict:
     from nertz_env.threads import limit_threads
 
     limit_threads(1)
+    from nertz_env.config import make_config
+
     try:
-        make_agent(args.spec)
-    except (AgentSpecError, FileNotFoundError) as e:
+        agent = make_agent(args.spec)
+        agent.reset(make_config(num_players=4), 0, 0)  # a network for another table fails here, not mid-run
+    except (AgentSpecError, FileNotFoundError, ValueError) as e:
         ap.error(str(e))
     d = per_decision(args.spec, args.games, args.seed)
     table1 = print_table(
@@ -111,7 +114,8 @@ def main(argv: list[str] | None = None) -> dict:
             ["search", f"{d['search_us_per_act']:.0f}", "1.00x", "under" if d["search_us_per_act"] <= 2000 else "OVER"],
         ],
     )
-    net = shipped_models().get("best") or shipped_models()["ppo"]
+    spec_net = getattr(agent, "policy_spec", "ppo")  # the network the timed planner holds (ppo for search)
+    net = shipped_models().get(spec_net, spec_net)
     fw = [rollout_forward(net, b, h) for b, h in ((160, 20), (40, 10), (1, 1))]
     table2 = print_table(
         f"The network inside the rollouts: one batched actor pass ({os.path.basename(net)}, numpy, one thread)",

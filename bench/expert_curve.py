@@ -21,15 +21,17 @@ from pathlib import Path
 
 
 def evaluate(net: str, out: Path, deals: int, seed: int, workers: int) -> dict:
-    res = out / "results.json"
-    if res.is_file():
-        data = json.loads(res.read_text())
-        if data.get("deals") == deals and data.get("seed") == seed:
-            return data["summary"]["score_differences"][0]
+    res, source = out / "results.json", out / "source.json"
+    # a gauntlet already played is reused only for the very same network file, deals and seed
+    key = {"net": str(Path(net).resolve()), "mtime": Path(net).stat().st_mtime if Path(net).is_file() else None,
+           "deals": deals, "seed": seed}
+    if res.is_file() and source.is_file() and json.loads(source.read_text()) == key:
+        return json.loads(res.read_text())["summary"]["score_differences"][0]
     cmd = [sys.executable, "-m", "nertz_env.eval.cli", "gauntlet", f"expert:policy={net}", "search",
            "--players", "4", "--deals", str(deals), "--seed", str(seed), "--workers", str(workers),
            "--out", str(out), "--no-progress", "--no-plots"]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    source.write_text(json.dumps(key))
     return json.loads(res.read_text())["summary"]["score_differences"][0]
 
 
