@@ -39,6 +39,10 @@ from nertz_env.eval.tournament import IncompatibleAgentError, plan_tournament, p
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
+# the ladder's deals: enough to confirm search over heuristic (about one point a round at a table where one
+# deal's difference varies by about 6) with probability about 0.99 (bench/results/engine_port.md)
+LADDER_DEALS = 1200
+
 
 class UsageError(Exception):
     """Bad command-line input, reported on stderr with exit code 2."""
@@ -138,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     ga.add_argument("opponents", nargs="+", help="agent specs of the opponents")
     common(ga, "eval_out/gauntlet", 100)
     la = sub.add_parser("ladder", help=f"the baseline ladder ({', '.join(LADDER)}) at one table")
-    common(la, os.path.join("bench", "out", "ladder"), 1200)
+    common(la, os.path.join("bench", "out", "ladder"), LADDER_DEALS)
     la.add_argument("--check", action="store_true", help="exit 1 unless every rung beats the one below")
     return parser
 

@@ -60,7 +60,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(table(results, summary))
     print()
     print(differences_table(summary, list(LADDER)))
-    print(f"({results.elapsed:.1f} s)  The README's table: nertz-eval ladder --deals 400 --seed 0")
+    from nertz_env.eval.cli import LADDER_DEALS
+
+    print(f"({results.elapsed:.1f} s)  A few deals separate the lower rungs; search's edge over heuristic, about a "
+          f"point a round, takes about {LADDER_DEALS:,}.\nThe README's table: nertz-eval ladder --deals "
+          f"{LADDER_DEALS} --seed 0 (about 80 s on 2 cores)")
     return 1 if results.interrupted else 0
 
 

@@ -305,6 +305,7 @@ def test_demo__shows_a_table_and_the_ladder(capsys: Any) -> None:
     assert demo_main(["--deals", "1", "--seed", "2"]) == 0
     out = capsys.readouterr().out
     assert "A 4-player table" in out and "search - heuristic" in out
+    assert "nertz-eval ladder --deals 1200 --seed 0" in out  # the README's ladder command
     assert demo_main(["--deals", "0"]) == 2
 
 
