@@ -100,7 +100,13 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--env-seconds", type=float, default=10.0,
                     help="seconds per measurement of the training env with search opponents (default 10)")
+    ap.add_argument("--env-tables", type=int, default=64,
+                    help="tables of the training env with search opponents (default 64)")
     args = ap.parse_args(argv)
+    for flag, value in (("--games", args.games), ("--workers", args.workers), ("--decision-games", args.decision_games),
+                        ("--env-tables", args.env_tables)):
+        if value < 1:
+            ap.error(f"{flag} must be at least 1, got {value}")
     from nertz_env.agents import LADDER
 
     per = [per_decision(spec, args.decision_games, args.seed) for spec in LADDER]
@@ -127,7 +133,7 @@ def main(argv: list[str] | None = None) -> dict:
         [[t["games"], t["workers"], f"{t['wall_s']:.1f}", f"{t['games_per_s']:.1f}", verdict]],
     )
     # side by side, alternating, twice each: the host's speed drifts within minutes
-    runs = [opponent_threads(k, args.env_seconds / 2, seed=args.seed) for k in (1, 2, 1, 2)]
+    runs = [opponent_threads(k, args.env_seconds / 2, tables=args.env_tables, seed=args.seed) for k in (1, 2, 1, 2)]
     env_rows = []
     for k in (1, 2):
         mine = [r for r in runs if r["threads"] == k]
@@ -135,7 +141,8 @@ def main(argv: list[str] | None = None) -> dict:
         env_rows.append({"threads": k, "per_s": rate})
     base = env_rows[0]["per_s"]
     table3 = print_table(
-        "Training env (NertzVecEnv, 64 tables, 1 random learner + 3 search opponents a table), opponent_threads",
+        f"Training env (NertzVecEnv, {args.env_tables} tables, 1 random learner + 3 search opponents a table), "
+        "opponent_threads",
         ["opponent_threads", "learner transitions/s", "vs 1 thread"],
         [[r["threads"], fmt(r["per_s"]), f"{r['per_s'] / base:.2f}x"] for r in env_rows],
     )

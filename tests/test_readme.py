@@ -571,7 +571,9 @@ RULES: dict[str, tuple[Callable[[list[str], Ctx], Plan], bool]] = {
     "python bench/run_all.py": (bench(("--seconds", "0.1"), ("--skip-agents", "")), True),
     "python bench/bench_env.py": (bench(("--seconds", "0.2"), ("--skip-compile", "")), True),
     "python bench/bench_vector.py": (bench(("--seconds", "0.2")), True),
-    "python bench/bench_agents.py": (bench(("--games", "8"), ("--env-seconds", "0.2")), True),
+    "python bench/bench_agents.py": (
+        bench(("--games", "8"), ("--env-seconds", "0.2"), ("--decision-games", "2"), ("--env-tables", "4")), True
+    ),
     "python bench/bench_workers.py": (bench(("--deals", "2"), ("--before-deals", "2")), True),
     "python bench/bench_render.py": (bench(("--seconds", "0.2"), ("--deals", "1")), True),
     "python bench/bench_compile.py": (rule_bench_compile, True),
