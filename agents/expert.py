@@ -113,12 +113,16 @@ class ExpertAgent(SearchAgent):
         super().__init__(margin=0.3 if margin is None else margin, **search)
         if base not in ("policy", "heuristic"):
             raise ValueError(f"base must be 'policy' or 'heuristic', got {base!r}")
-        if not (np.isfinite(prior) and prior >= 0.0) or top < 0:
-            raise ValueError("prior must be a finite number >= 0 and top >= 0")
+        if not (np.isfinite(prior) and prior >= 0.0):
+            raise ValueError(f"prior must be a finite number >= 0, got {prior}")
+        if top < 0:
+            raise ValueError(f"top must be >= 0, got {top}")
         from nertz_env.agents.registry import shipped_models
 
+        if not policy:
+            raise ValueError("policy must name a .zip policy file or a shipped model (default ppo)")
         if not os.path.isfile(shipped_models().get(policy, policy)):  # fail when built, not at the first deal
-            raise FileNotFoundError(f"expert: policy file not found: {policy}")
+            raise FileNotFoundError(f"checkpoint file not found: {policy}")
         self.policy_spec = policy
         self.prior = float(prior)
         self.top = int(top)
@@ -137,6 +141,11 @@ class ExpertAgent(SearchAgent):
             self._policy_agent = load_policy_agent(path, deterministic=True, name=self.policy_spec)
             self._actor = NumpyActor(self._policy_agent.policy)
         return self._policy_agent
+
+    @property
+    def trained_config(self) -> NertzConfig | None:
+        """The table the network inside was trained for (what a refusal of another table names)."""
+        return getattr(self._load(), "trained_config", None)
 
     def reset(self, config: NertzConfig, seat: int, seed: int | None = None) -> None:
         self._load().reset(config, seat, seed)  # refuses a table of other rules than the network's

@@ -117,8 +117,8 @@ class SearchAgent(_Base):
             raise ValueError("rollouts must be >= 0, horizon and candidates >= 1")
         if not (np.isfinite(others) and others >= 0.0) or not 0.0 < gamma <= 1.0:
             raise ValueError("others must be a finite number >= 0 and gamma in (0, 1]")
-        if not np.isfinite(margin):
-            raise ValueError(f"margin must be a finite number, got {margin}")
+        if not (np.isfinite(margin) and margin >= 0.0):
+            raise ValueError(f"margin must be a finite number >= 0, got {margin}")
         if nertz_value is not None and not (np.isfinite(nertz_value) and nertz_value >= 0.0):
             raise ValueError(f"nertz_value must be a finite number >= 0, got {nertz_value}")
         self.rollouts = int(rollouts)

@@ -100,6 +100,14 @@ def test_refuses_other_tables() -> None:
     agent = make_agent("expert:policy=ppo")
     with pytest.raises(ValueError, match=r"players|rules|table"):
         agent.reset(make_config(num_players=2), 0, 0)
+    assert agent.trained_config == make_config(num_players=4)  # what nertz-eval's refusal names
+
+
+def test_nertz_eval_names_the_table_best_was_trained_for() -> None:
+    r = _run("-m", "nertz_env.eval.cli", "gauntlet", "best", "heuristic", "--players", "2", "--deals", "1",
+             "--no-save", "--no-progress")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "--players 4" in r.stderr, r.stderr
 
 
 def test_bad_options_are_one_line() -> None:
@@ -113,7 +121,8 @@ def test_bad_options_are_one_line() -> None:
         make_agent("expert:policy=runs/none.zip")
     with pytest.raises(AgentSpecError, match="given twice"):
         make_agent("expert:policy=ppo,policy=runs/none.zip")
-    for spec, says in (("expert:margin=nan", "margin"), ("search:margin=nan", "margin"),
+    for spec, says in (("expert:margin=nan", "margin"), ("search:margin=nan", "margin"), ("best:margin=-1", ">= 0"),
+                       ("expert:top=-1", "top must be"), ("expert:policy=", "policy must name"),
                        ("best:others=nan", "others"), ("expert:rollouts=0,prior=1", "prior"),
                        ("expert:rollouts=0,top=3,horizon=5", "top, horizon"),
                        ("expert:rollouts=0,base=heuristic", "use 'heuristic'")):
