@@ -84,7 +84,7 @@ def rollout_forward(path: str, batch: int, horizon: int, repeats: int = 50) -> d
 
 
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("--games", type=int, default=20, help="games timed (default 20)")
     ap.add_argument("--spec", default="best", help="the agent timed against search (default best)")
     ap.add_argument("--seed", type=int, default=0)

@@ -36,7 +36,7 @@ def evaluate(net: str, out: Path, deals: int, seed: int, workers: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("run", type=Path, help="the run directory (holding iters/)")
     ap.add_argument("--out", type=Path, required=True, help="the PNG to write")
     ap.add_argument("--deals", type=int, default=300)
