@@ -104,7 +104,7 @@ class ExpertAgent(SearchAgent):
             if base == "heuristic":
                 raise ValueError("expert with base=heuristic and rollouts=0 plays the heuristic: use 'heuristic'")
             given = [k for k, v in (("prior", prior), ("top", top), ("margin", margin)) if v is not None]
-            given += [k for k in ("horizon", "candidates", "others", "gamma", "nertz_value") if k in search]
+            given += sorted(set(search) - {"rollouts", "memory", "wait_prob"})  # the rollouts' own options
             if given:
                 raise ValueError(f"{', '.join(given)} cannot take effect with rollouts=0 (the planner then "
                                  "plays its network's first choice)")
@@ -121,7 +121,8 @@ class ExpertAgent(SearchAgent):
 
         if not policy:
             raise ValueError("policy must name a .zip policy file or a shipped model (default ppo)")
-        if not os.path.isfile(shipped_models().get(policy, policy)):  # fail when built, not at the first deal
+        self._policy_path = shipped_models().get(policy, policy)
+        if not os.path.isfile(self._policy_path):  # fail when built, not at the first deal
             raise FileNotFoundError(f"checkpoint file not found: {policy}")
         self.policy_spec = policy
         self.prior = float(prior)
@@ -133,12 +134,9 @@ class ExpertAgent(SearchAgent):
 
     def _load(self) -> Any:
         if self._policy_agent is None:
-            from nertz_env.agents.registry import load_policy_agent, shipped_models
+            from nertz_env.agents.registry import load_policy_agent
 
-            path = shipped_models().get(self.policy_spec, self.policy_spec)
-            if not os.path.isfile(path):
-                raise FileNotFoundError(f"expert: policy file not found: {self.policy_spec}")
-            self._policy_agent = load_policy_agent(path, deterministic=True, name=self.policy_spec)
+            self._policy_agent = load_policy_agent(self._policy_path, deterministic=True, name=self.policy_spec)
             self._actor = NumpyActor(self._policy_agent.policy)
         return self._policy_agent
 
