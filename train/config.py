@@ -451,14 +451,9 @@ class TrainConfig:
         from nertz_env.agents import AgentSpecError, make_agent
 
         try:
-            agent = make_agent(spec)
-            config = make_config(num_players=self.num_players, **self.rules)
-            meta = getattr(agent, "meta", None)
-            if isinstance(meta, dict):
-                from nertz_env.agents.meta import check_compatible
-
-                check_compatible(meta, config, where=spec)
-            agent.reset(config, 0, 0)  # what an agent checks only against a table (a planner's network)
+            # agents refuse a table in reset: a trained policy (or a planner holding one) checks the rules,
+            # table size and spaces it was trained for, as nertz-eval's check_agent does
+            make_agent(spec).reset(make_config(num_players=self.num_players, **self.rules), 0, 0)
         except (AgentSpecError, FileNotFoundError, ValueError) as e:
             raise ConfigError(f"{where}: {e}") from None
 
