@@ -392,11 +392,12 @@ def rule_train(args: list[str], ctx: Ctx) -> Plan:
 
 def _config_value(args: list[str], key: str) -> str | None:
     """``key`` of the ``--config`` TOML file that ``args`` name (None without one or without the key)."""
+    from nertz_env.train.config import read_config_file
+
     path = _value(args, "--config")
     if path is None or not (ROOT / path).is_file():
         return None
-    toml = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")  # as train/config.py
-    value = toml.loads((ROOT / path).read_text()).get(key)
+    value = read_config_file(str(ROOT / path)).get(key)
     return None if value is None else str(value)
 
 
