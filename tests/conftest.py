@@ -51,3 +51,27 @@ def expected_counts(jokers: int) -> np.ndarray:
     e = np.ones(53, dtype=np.int64)
     e[52] = jokers
     return e
+
+
+# ---------------------------------------------------------------- isolated tests (their own venvs, clusters)
+# Tests marked ``isolated`` build virtual environments of their own (the built wheel on every Python, clients
+# whose pins conflict with the dev extras) or start clusters; they take minutes, so the README's test command
+# skips them with a reason and CI runs them in a phase of their own: ``pytest -m isolated --isolated``.
+def pytest_addoption(parser) -> None:  # type: ignore[no-untyped-def]
+    parser.addoption(
+        "--isolated",
+        action="store_true",
+        default=False,
+        help="run the tests marked isolated (own venvs or clusters; CI's 'isolated' phase)",
+    )
+
+
+def pytest_collection_modifyitems(config, items) -> None:  # type: ignore[no-untyped-def]
+    if config.getoption("--isolated"):
+        return
+    import pytest
+
+    skip = pytest.mark.skip(reason="isolated: builds its own venvs or cluster; run with pytest -m isolated --isolated")
+    for item in items:
+        if "isolated" in item.keywords:
+            item.add_marker(skip)
