@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -194,3 +196,29 @@ def test_changelog__has_a_section_for_the_version_being_released() -> None:
     headings = re.findall(r"^## (\d+\.\d+\.\d+)\b", text, re.M)
     assert headings and headings[0] == nertz_env.__version__, "CHANGELOG.md's newest section is not this version"
     assert "version" in _pyproject()["project"]["dynamic"]  # one place for the version: nertz_env.__version__
+
+
+@pytest.mark.parametrize(
+    ("command", "argv", "blocked", "extra"),
+    [
+        ("nertz-eval", ["--help"], "openskill", "eval"),
+        ("nertz-demo", [], "openskill", "eval"),
+        ("nertz-train", ["--total-timesteps", "128"], "torch", "train"),
+        ("nertz-eval", ["gauntlet", "ppo", "heuristic", "--deals", "1", "--no-save"], "torch", "train"),
+        ("nertz-play", ["--no-browser"], "uvicorn", "play"),
+    ],
+)
+def test_commands__a_missing_extra_is_one_line_naming_it(
+    command: str, argv: list[str], blocked: str, extra: str, tmp_path: Path
+) -> None:
+    # the module is made unimportable as when its extra is not installed (None in sys.modules)
+    code = (
+        f"import sys; sys.modules[{blocked!r}] = None; sys.argv[1:] = {argv!r}; "
+        f"from nertz_env.commands import run; sys.exit(run({command!r}))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert f"nertz-env[{extra}]" in lines[0], lines[0]
