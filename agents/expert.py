@@ -103,7 +103,7 @@ class ExpertAgent(SearchAgent):
 
     def _load(self) -> Any:
         if self._policy_agent is None:
-            from nertz_env.agents.registry import load_policy_agent
+            from nertz_env.agents.policy import load_policy_agent
 
             agent = load_policy_agent(self._policy_path, deterministic=True, name=self.policy_spec)
             self._actor = agent.actor if agent.actor is not None else NumpyActor.from_policy(agent.policy)

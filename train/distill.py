@@ -248,9 +248,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("give the table size as --players, not as --rule num_players")
     limit_threads(1)
     torch.set_num_threads(1)
-    defaults = {"init": "ppo", "teacher": "best", "samples": 100_000, "epochs": 2, "lr": 5e-5, "anchor": 0.1,
+    defaults: dict[str, Any] = {"init": "ppo", "teacher": "best", "samples": 100_000, "epochs": 2, "lr": 5e-5, "anchor": 0.1,
                 "batch_size": 1024, "seed": 0, "players": 4}
-    kw = {k: (v if v is not None else defaults[k]) for k, v in fixed.items() if k != "rule"}
+    kw: dict[str, Any] = {k: (v if v is not None else defaults[k]) for k, v in fixed.items() if k != "rule"}
     rounds = args.rounds
     try:
         if args.resume is not None:
