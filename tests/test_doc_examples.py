@@ -73,7 +73,7 @@ def page_blocks(text: str, page: str) -> list[Block]:
             markers.append(m.group(1))
             i += 1
             continue
-        fence = re.match(r"^```(\w*)\s*$", lines[i])
+        fence = re.match(r"^```(\S*)", lines[i])  # a MyST directive (```{image}) is a fence too
         if not fence:
             if lines[i].strip():
                 markers = []

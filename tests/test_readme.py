@@ -166,7 +166,7 @@ def readme_commands(text: str) -> list[Command]:
     found: list[Command] = []
     i = 0
     while i < len(lines):
-        fence = re.match(r"^```(\w*)\s*$", lines[i])
+        fence = re.match(r"^```(\S*)", lines[i])  # a MyST directive (```{image}) is a fence too
         if fence:
             lang = fence.group(1)
             j = i + 1
