@@ -626,10 +626,19 @@ def program_of(argv: list[str]) -> tuple[str, list[str]]:
 
 
 def _scripts() -> dict[str, str]:
-    """[project.scripts] of pyproject.toml: console script -> module."""
+    """[project.scripts] of pyproject.toml: console script -> the module whose main runs it. A script that
+    goes through ``nertz_env.commands`` (which only wraps the main to name a missing extra) runs its target
+    module, as ``python -m`` of ``nertz_env.commands`` itself would run nothing."""
     text = (ROOT / "pyproject.toml").read_text()
     section = text.split("[project.scripts]", 1)[1].split("\n[", 1)[0]
-    return dict(re.findall(r'^([\w-]+)\s*=\s*"([\w.]+):\w+"', section, re.M))
+    scripts = dict(re.findall(r'^([\w-]+)\s*=\s*"([\w.]+):\w+"', section, re.M))
+    if "nertz_env.commands" in scripts.values():
+        from nertz_env.commands import COMMANDS
+
+        for name, module in scripts.items():
+            if module == "nertz_env.commands" and name in COMMANDS:
+                scripts[name] = COMMANDS[name][0].partition(":")[0]
+    return scripts
 
 
 def _installed_is_checkout() -> bool:
