@@ -105,6 +105,9 @@ class NertzSingleAgentEnv(gymnasium.Env):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Deal a new round: the learner's seat (rotating unless pinned) and fresh opponents from the pool.
+
+        Returns the learner's observation and ``{"seat": ..., "opponents": {seat: name}}``."""
         check_open(self, "reset")
         warn_unknown_options(dict(options or {}), ())
         super().reset(seed=seed)
@@ -130,6 +133,11 @@ class NertzSingleAgentEnv(gymnasium.Env):
         return self._obs[me]["observation"], info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Play one tick: the learner's ``action`` and every opponent's choice.
+
+        Returns the learner's observation, its own reward, terminated, truncated (a round cut off at
+        ``max_ticks`` counts as terminated when ``truncation_as_termination``, with ``info["max_ticks"]``), and
+        its infos plus ``seat`` and ``rivals_reward`` (the mean reward of the seats on other teams)."""
         if not self.env.agents:
             check_open(self, "step")
             raise RuntimeError("step() after the episode ended: call reset()")
