@@ -13,10 +13,14 @@
 So wrappers that expect Gymnasium's shapes (``RecordEpisodeStatistics``, ``NormalizeReward``,
 ``NormalizeObservation``, ...) work on it unchanged. The seats of a table act together: every step takes one
 action per sub-environment, and the seats of a table end (and are dealt anew, in Gymnasium's ``NEXT_STEP``
-autoreset) together. ``infos`` holds arrays of length N: ``illegal``, ``lost_race``, ``round_end`` (the
-table's, 0 none, 1 Nertz or call, 2 stall, 3 max_ticks), ``score`` (the finished round's score, with the
-``_score`` mask where a round ended) and ``autoreset``. ``reset(options={"reset_mask": mask})`` takes a bool
-mask of length N that must be the same for every seat of a table. Rendering, copies and ``close()`` are
+autoreset) together. ``infos`` holds arrays of length N, the same keys at reset and every step (the schema of
+:mod:`nertz_env.infos`): ``illegal``, ``lost_race``, ``round_end`` (the table's, 0 none, 1 Nertz or call, 2
+stall, 3 max_ticks), ``score`` (the finished round's score, with the ``_score`` mask where a round ended),
+``autoreset`` and ``action_mask`` (N, A), the very array of the observation's mask.
+``reset(options={"reset_mask": mask})`` takes a bool
+mask of length N that must be the same for every seat of a table. ``state()`` is the batch's global state,
+``(T, S)`` (one row per table: ``state()[env_table]`` gives each sub-environment its table's), for centralized
+critics. Rendering, copies and ``close()`` are
 those of :class:`~nertz_env.vector.NertzVectorEnv` (``render()`` gives one frame per table).
 """
 
@@ -77,6 +81,9 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         self.single_action_space = gymnasium.spaces.Discrete(a)
         self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, self.num_envs)
         self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, self.num_envs)
+        #: the global state of one table and of the batch, ``(tables, S)`` (see :meth:`state`)
+        self.single_state_space = self.venv.single_state_space
+        self.state_space = self.venv.state_space
         self._closed = False
 
     def reset(
@@ -95,8 +102,8 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
             if not (by_table == by_table[:, :1]).all():
                 raise ValueError("reset_mask must be the same for every seat of a table: the seats are dealt together")
             options["reset_mask"] = by_table[:, 0].copy()
-        out, _ = self.venv.reset(seed=seed, options=options)
-        return self._flat_obs(out), {}
+        out, info = self.venv.reset(seed=seed, options=options)
+        return self._flat_infos(out, info)
 
     def step(
         self, actions: Any
@@ -107,17 +114,26 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         if acts.shape != (self.num_envs,):
             raise ValueError(f"actions must have shape (num_envs,) = ({self.num_envs},), got {acts.shape}")
         out, rew, term, trunc, info = self.venv.step(acts.reshape(self.num_tables, self.num_players))
+        n = self.num_envs
+        obs, infos = self._flat_infos(out, info)
+        return obs, rew.reshape(n), term.reshape(n), trunc.reshape(n), infos
+
+    def _flat_infos(
+        self, out: dict[str, np.ndarray], info: dict[str, np.ndarray]
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """The batch's observations and infos, per sub-environment."""
         n, p = self.num_envs, self.num_players
-        ended = np.repeat(info["round_end"] > 0, p)
+        obs = self._flat_obs(out)
         infos = {
             "illegal": info["illegal"].reshape(n),
             "lost_race": info["lost_race"].reshape(n),
             "round_end": np.repeat(info["round_end"], p),
             "score": info["score"].reshape(n),
-            "_score": ended,
+            "_score": np.repeat(info["round_end"] > 0, p),
             "autoreset": np.repeat(info["autoreset"], p),
+            "action_mask": obs["action_mask"],
         }
-        return self._flat_obs(out), rew.reshape(n), term.reshape(n), trunc.reshape(n), infos
+        return obs, infos
 
     def render(self, tables: Sequence[int] | None = None) -> tuple[Any, ...] | None:
         """One frame per table (of ``tables``, default all), as :meth:`NertzVectorEnv.render`."""
@@ -126,6 +142,11 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
     def close_extras(self, **kwargs: Any) -> None:
         self._closed = True
         self.venv.close()
+
+    def state(self) -> np.ndarray:
+        """Every table's global state, float32 ``(tables, S)`` (:meth:`NertzVectorEnv.state`); a
+        sub-environment's is row ``env_table[i]``, so ``state()[env_table]`` is ``(N, S)``."""
+        return self.venv.state()
 
     def action_masks(self) -> np.ndarray:
         """Every sub-environment's legal actions (bool, (N, A))."""
