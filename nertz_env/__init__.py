@@ -3,7 +3,8 @@
 Entry points: :func:`parallel_env` (PettingZoo ``ParallelEnv``), :func:`env` (AEC), :class:`raw_env`,
 :func:`vector_env` (many tables in one call), :func:`agent_vector_env` (one Gymnasium sub-environment per
 seat), :func:`describe_action`, :func:`decode` (observation vector to a
-readable dict), :class:`NertzConfig` (every rules option).
+readable dict), :class:`NertzConfig` (every rules option), :func:`state_layout` (the global state's layout).
+``dir(nertz_env)`` lists exactly this public API (``__all__``).
 
 The adapters are imported on first use, so ``import nertz_env.engine`` (the rules) loads numpy and numba
 only, never PettingZoo or Gymnasium.
@@ -22,6 +23,7 @@ from nertz_env.observation import ObsLayout, decode, obs_layout
 if TYPE_CHECKING:
     from nertz_env.agent_vector import NertzAgentVectorEnv, agent_vector_env
     from nertz_env.environment import NertzParallelEnv, describe_action, env, parallel_env, raw_env
+    from nertz_env.global_state import StateLayout, state_layout
     from nertz_env.vector import NertzVectorEnv, vector_env
 
 __version__ = "0.1.0"
@@ -39,6 +41,8 @@ _LAZY = {
     "raw_env": "nertz_env.environment",
     "NertzVectorEnv": "nertz_env.vector",
     "vector_env": "nertz_env.vector",
+    "StateLayout": "nertz_env.global_state",
+    "state_layout": "nertz_env.global_state",
 }
 
 __all__ = [
@@ -48,6 +52,7 @@ __all__ = [
     "NertzParallelEnv",
     "NertzVectorEnv",
     "ObsLayout",
+    "StateLayout",
     "__version__",
     "action_table",
     "agent_vector_env",
@@ -58,6 +63,7 @@ __all__ = [
     "obs_layout",
     "parallel_env",
     "raw_env",
+    "state_layout",
     "vector_env",
 ]
 
@@ -69,3 +75,8 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """The public API (``__all__``), so ``dir(nertz_env)`` and completion show it and not the imports."""
+    return sorted(__all__)

@@ -34,6 +34,7 @@ import numpy as np
 
 from nertz_env import render as _render
 from nertz_env._envbase import check_open, warn_unknown_options
+from nertz_env.config import rules_of
 from nertz_env.vector import NertzVectorEnv
 
 
@@ -51,6 +52,7 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
     metadata = {
         "autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP,
         "render_modes": list(_render.RENDER_MODES),
+        "render_fps": _render.RENDER_FPS,
     }
 
     def __init__(
@@ -141,7 +143,9 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
 
     def close_extras(self, **kwargs: Any) -> None:
         self._closed = True
-        self.venv.close()
+        venv = getattr(self, "venv", None)  # None when __init__ refused its arguments (close runs from __del__)
+        if venv is not None:
+            venv.close()
 
     def state(self) -> np.ndarray:
         """Every table's global state, float32 ``(tables, S)`` (:meth:`NertzVectorEnv.state`); a
@@ -157,6 +161,42 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         return {"observation": out["observation"].reshape(n, -1), "action_mask": out["action_mask"].reshape(n, -1)}
 
 
-def agent_vector_env(num_tables: int, num_players: int = 4, **kwargs: Any) -> NertzAgentVectorEnv:
-    """Every seat of ``num_tables`` tables as its own Gymnasium sub-environment (see :class:`NertzAgentVectorEnv`)."""
-    return NertzAgentVectorEnv(num_tables, num_players=num_players, **kwargs)
+def agent_vector_env(
+    num_tables: int,
+    num_players: int = 4,
+    *,
+    nertz_size: int = 13,
+    work_piles: int = 4,
+    draw: int = 3,
+    recycle: str = "flip",
+    max_redeals: int | None = None,
+    empty_pile_from_nertz_first: bool = False,
+    call_mode: str = "auto",
+    call_bonus: int = 0,
+    false_call_penalty: int = 5,
+    nertz_penalty: int = 2,
+    stall_ticks: int | None = None,
+    max_ticks: int | None = None,
+    target_score: int | None = None,
+    rounds: int | None = None,
+    max_rounds: int | None = None,
+    teams: bool | Sequence[Sequence[int]] = False,
+    turn_based: bool = False,
+    jokers: int = 0,
+    allow_tuck: bool = False,
+    allow_rotate: bool = False,
+    copy: bool = True,
+    render_mode: str | None = None,
+    **unknown: Any,
+) -> NertzAgentVectorEnv:
+    """Every seat of ``num_tables`` tables as its own Gymnasium sub-environment (see
+    :class:`NertzAgentVectorEnv`). The rules options are :func:`nertz_env.parallel_env`'s keywords; any other
+    keyword raises ``ValueError`` naming it.
+
+    Args:
+        num_tables: tables in the batch (sub-environments: ``num_tables * num_players``).
+        copy: return copies of the observation and mask buffers (False: views the next call overwrites).
+        render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (one frame per table).
+    """
+    rules = {k: v for k, v in rules_of(locals()).items() if k != "num_players"} | unknown
+    return NertzAgentVectorEnv(num_tables, num_players=num_players, copy=copy, render_mode=render_mode, **rules)

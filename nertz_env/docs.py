@@ -15,7 +15,7 @@ from pathlib import Path
 
 from nertz_env import infos
 from nertz_env.actions import action_table
-from nertz_env.config import NertzConfig
+from nertz_env.config import NertzConfig, options_markdown
 from nertz_env.global_state import state_layout
 from nertz_env.observation import obs_layout
 
@@ -26,6 +26,7 @@ def sections() -> dict[str, str]:
     """Generated Markdown for the default config, by marker name."""
     config = NertzConfig()
     return {
+        "options": options_markdown(),
         "actions": action_table(config).markdown(),
         "observation": obs_layout(config).markdown(),
         "infos": infos.markdown(),

@@ -31,6 +31,7 @@ continues exactly as the original (see :mod:`nertz_env._envbase`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import gymnasium
@@ -43,7 +44,7 @@ from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 from nertz_env import render as _render
 from nertz_env._envbase import Copyable, check_open, warn_unknown_options
 from nertz_env.actions import ActionTable, action_table
-from nertz_env.config import NertzConfig, make_config
+from nertz_env.config import NertzConfig, make_config, rules_of
 from nertz_env.engine import batch
 from nertz_env.engine.rules import step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate
@@ -104,7 +105,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         "render_modes": list(_render.RENDER_MODES),
         "name": ENV_NAME,
         "is_parallelizable": True,
-        "render_fps": 4,
+        "render_fps": _render.RENDER_FPS,
     }
     _derived = ("_step_table", "_rows")
 
@@ -384,15 +385,84 @@ class OrderEnforcedEnv(OrderEnforcingWrapper):
         return self.env.render(mode)
 
 
-def parallel_env(**kwargs: Any) -> NertzParallelEnv:
-    """Nertz as a PettingZoo ``ParallelEnv``. Keywords: ``num_players``, ``render_mode``,
-    ``illegal_action`` and every rules option (see :class:`~nertz_env.config.NertzConfig`)."""
-    return NertzParallelEnv(**kwargs)
+def parallel_env(
+    *,
+    num_players: int = 4,
+    nertz_size: int = 13,
+    work_piles: int = 4,
+    draw: int = 3,
+    recycle: str = "flip",
+    max_redeals: int | None = None,
+    empty_pile_from_nertz_first: bool = False,
+    call_mode: str = "auto",
+    call_bonus: int = 0,
+    false_call_penalty: int = 5,
+    nertz_penalty: int = 2,
+    stall_ticks: int | None = None,
+    max_ticks: int | None = None,
+    target_score: int | None = None,
+    rounds: int | None = None,
+    max_rounds: int | None = None,
+    teams: bool | Sequence[Sequence[int]] = False,
+    turn_based: bool = False,
+    jokers: int = 0,
+    allow_tuck: bool = False,
+    allow_rotate: bool = False,
+    render_mode: str | None = None,
+    illegal_action: str = "noop",
+    max_cycles: int | None = None,
+    **unknown: Any,
+) -> NertzParallelEnv:
+    """Nertz as a PettingZoo ``ParallelEnv``.
+
+    Every rules option (``num_players`` .. ``allow_rotate``) is a keyword with its RULES.md default; the
+    option table in the README (generated from :data:`nertz_env.config.OPTION_DOCS`) says what each allows
+    and means. Any other keyword raises ``ValueError`` naming it.
+
+    Args:
+        render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (the latter with the ``render``
+            extra).
+        illegal_action: ``"noop"`` (an illegal action is a flagged wait) or ``"raise"``.
+        max_cycles: PettingZoo's name for ``max_ticks`` (a one-round episode's bound on steps).
+    """
+    rules = rules_of(locals()) | unknown
+    return NertzParallelEnv(render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, **rules)
 
 
-def env(**kwargs: Any) -> Any:
-    """Nertz as a PettingZoo ``AECEnv`` (``parallel_to_aec`` of :func:`parallel_env`, order-enforced)."""
-    return OrderEnforcedEnv(raw_env(**kwargs))
+def env(
+    *,
+    num_players: int = 4,
+    nertz_size: int = 13,
+    work_piles: int = 4,
+    draw: int = 3,
+    recycle: str = "flip",
+    max_redeals: int | None = None,
+    empty_pile_from_nertz_first: bool = False,
+    call_mode: str = "auto",
+    call_bonus: int = 0,
+    false_call_penalty: int = 5,
+    nertz_penalty: int = 2,
+    stall_ticks: int | None = None,
+    max_ticks: int | None = None,
+    target_score: int | None = None,
+    rounds: int | None = None,
+    max_rounds: int | None = None,
+    teams: bool | Sequence[Sequence[int]] = False,
+    turn_based: bool = False,
+    jokers: int = 0,
+    allow_tuck: bool = False,
+    allow_rotate: bool = False,
+    render_mode: str | None = None,
+    illegal_action: str = "noop",
+    max_cycles: int | None = None,
+    **unknown: Any,
+) -> OrderEnforcedEnv:
+    """Nertz as a PettingZoo ``AECEnv`` (``parallel_to_aec`` of :func:`parallel_env`, order-enforced); the
+    keywords are :func:`parallel_env`'s."""
+    rules = rules_of(locals()) | unknown
+    return OrderEnforcedEnv(
+        raw_env(render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, **rules)
+    )
 
 
 def describe_action(index: int, **rules: Any) -> str:

@@ -49,7 +49,7 @@ import numpy as np
 from nertz_env import render as _render
 from nertz_env._envbase import Copyable, check_open, warn_unknown_options
 from nertz_env.actions import ActionTable, action_table
-from nertz_env.config import NertzConfig, make_config
+from nertz_env.config import NertzConfig, make_config, rules_of
 from nertz_env.engine import batch
 from nertz_env.engine.rules import reset_block, reset_seeded_block, sample_block, step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate, nbytes
@@ -64,6 +64,7 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
     metadata = {
         "autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP,
         "render_modes": list(_render.RENDER_MODES),
+        "render_fps": _render.RENDER_FPS,
     }
     _derived = ("_step_fn", "_sample_fn")
 
@@ -312,6 +313,45 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         return self._state.score_round.copy()
 
 
-def vector_env(num_tables: int, num_players: int = 4, **kwargs: Any) -> NertzVectorEnv:
-    """``num_tables`` tables of Nertz stepped in one call (see :class:`NertzVectorEnv`)."""
-    return NertzVectorEnv(num_tables, num_players=num_players, **kwargs)
+def vector_env(
+    num_tables: int,
+    num_players: int = 4,
+    *,
+    nertz_size: int = 13,
+    work_piles: int = 4,
+    draw: int = 3,
+    recycle: str = "flip",
+    max_redeals: int | None = None,
+    empty_pile_from_nertz_first: bool = False,
+    call_mode: str = "auto",
+    call_bonus: int = 0,
+    false_call_penalty: int = 5,
+    nertz_penalty: int = 2,
+    stall_ticks: int | None = None,
+    max_ticks: int | None = None,
+    target_score: int | None = None,
+    rounds: int | None = None,
+    max_rounds: int | None = None,
+    teams: bool | Sequence[Sequence[int]] = False,
+    turn_based: bool = False,
+    jokers: int = 0,
+    allow_tuck: bool = False,
+    allow_rotate: bool = False,
+    autoreset: bool = True,
+    copy: bool = True,
+    render_mode: str | None = None,
+    **unknown: Any,
+) -> NertzVectorEnv:
+    """``num_tables`` tables of Nertz stepped in one call (see :class:`NertzVectorEnv`). The rules options are
+    :func:`nertz_env.parallel_env`'s keywords; any other keyword raises ``ValueError`` naming it.
+
+    Args:
+        num_tables: tables in the batch (1 or more).
+        autoreset: deal finished tables anew on the next step (Gymnasium's ``NEXT_STEP`` mode).
+        copy: return copies of the observation and mask buffers (False: views the next call overwrites).
+        render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (one frame per table).
+    """
+    rules = {k: v for k, v in rules_of(locals()).items() if k != "num_players"} | unknown
+    return NertzVectorEnv(
+        num_tables, num_players=num_players, autoreset=autoreset, copy=copy, render_mode=render_mode, **rules
+    )
