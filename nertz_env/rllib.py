@@ -156,7 +156,7 @@ class NertzRLlibEnv(MultiAgentEnv):
         render_mode: ``None`` or ``"ansi"`` (``render()`` returns every table as text).
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(self, config: Mapping[str, Any] | None = None, render_mode: str | None = None) -> None:
         super().__init__()

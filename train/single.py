@@ -37,6 +37,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+from nertz_env import render as _render
 from nertz_env._envbase import check_open, warn_unknown_options
 from nertz_env.agents import Agent
 from nertz_env.environment import NertzParallelEnv
@@ -66,10 +67,10 @@ class NertzSingleAgentEnv(gymnasium.Env):
         opponents: an :class:`OpponentPool`, ``{spec: weight}`` or a list of specs (default: heuristic).
         seat: pin the learner to this seat; ``None`` rotates it every episode.
         truncation_as_termination: report a round cut off at ``max_ticks`` as terminated (see above).
-        render_mode: ``None``, ``"ansi"`` or ``"human"``.
+        render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (with the ``render`` extra).
     """
 
-    metadata = {"render_modes": ["ansi", "human"]}
+    metadata = {"render_modes": list(_render.RENDER_MODES), "render_fps": _render.RENDER_FPS}
 
     def __init__(
         self,
