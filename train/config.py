@@ -166,6 +166,7 @@ class TrainConfig:
         return cfg
 
     def to_dict(self) -> dict[str, Any]:
+        """Every option as a plain dict (what a checkpoint record and ``--print-config`` hold)."""
         return dataclasses.asdict(self)
 
     def validate(self) -> None:
@@ -466,6 +467,7 @@ class TrainConfig:
 
     @property
     def uses_opponents(self) -> bool:
+        """Whether some seats are played by opponents (single mode, or fewer learners than players)."""
         return self.mode == "single" or (self.learners_per_table or self.num_players) < self.num_players
 
 
