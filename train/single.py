@@ -40,9 +40,17 @@ import numpy as np
 from nertz_env import render as _render
 from nertz_env._envbase import check_open, warn_unknown_options
 from nertz_env.agents import Agent
+from nertz_env.config import NertzConfig
 from nertz_env.environment import NertzParallelEnv
 from nertz_env.train.pool import OpponentPool
-from nertz_env.train.wrappers import rival_weights
+
+
+def rival_weights(config: NertzConfig) -> np.ndarray:
+    """(P, P) weights: row ``i`` averages over the seats on other teams than seat ``i`` (every other seat
+    without teams), so ``rival_weights(config) @ rewards`` is each seat's rivals' mean reward."""
+    team = np.asarray(config.team_of)
+    rivals = (team[:, None] != team[None, :]).astype(np.float64)
+    return rivals / np.maximum(rivals.sum(axis=1, keepdims=True), 1.0)
 
 
 def as_pool(opponents: OpponentPool | Mapping[str, float] | Sequence[str] | None) -> OpponentPool:
