@@ -43,12 +43,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # program -> module whose main(argv) parses its arguments (the console scripts of pyproject.toml and the
 # python -m modules the docs show). Scripts under bench/ run as __main__ from their file.
+def _console_scripts() -> dict[str, str]:
+    """Console script -> the module of its main, from nertz_env.commands.COMMANDS (the one list of commands)."""
+    try:
+        from nertz_env.commands import COMMANDS
+    except ImportError:  # an older package without nertz_env.commands
+        return {}
+    return {name: target.partition(":")[0] for name, (target, *_rest) in COMMANDS.items()}
+
+
 PROGRAMS = {
-    "nertz-demo": "nertz_env.eval.demo",
-    "nertz-train": "nertz_env.train.cli",
-    "nertz-eval": "nertz_env.eval.cli",
-    "nertz-play": "nertz_env.play.cli",
-    "nertz-replay": "nertz_env.replay_cli",
+    **_console_scripts(),
     "python -m nertz_env.train.imitate": "nertz_env.train.imitate",
     "python -m nertz_env.train.evaluate": "nertz_env.train.evaluate",
     "python -m nertz_env.train.expert": "nertz_env.train.expert",
