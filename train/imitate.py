@@ -1,7 +1,7 @@
 """Behaviour cloning: a policy that imitates a scripted agent, as the starting point of PPO (``init_from``).
 
 PPO from random weights on this game settles early on a policy a few points a round below the heuristic and
-stays there: the updates shrink once the policy is nearly deterministic (the runs: ``train/README.md``,
+stays there: the updates shrink once the policy is nearly deterministic (the runs: ``docs/guides/training-sb3.md``,
 "Starting from imitation"). Starting PPO from a policy that already plays like the strongest scripted rung puts it
 where the remaining gains are.
 
@@ -128,7 +128,7 @@ def collect(
         from tqdm import tqdm
 
         bar = tqdm(total=samples, unit="decision", desc=f"imitating {teacher}")
-    from nertz_env.train.wrappers import rival_weights
+    from nertz_env.train.single import rival_weights
 
     rivals = rival_weights(config)  # seat -> mean over the seats of other teams
     executor = ThreadPoolExecutor(teacher_threads) if teacher_threads > 1 else None
