@@ -233,7 +233,7 @@ def code_digest() -> tuple[str, str, str]:
         if spec is None or not spec.submodule_search_locations:
             h.update(f"{name}: missing".encode())
             continue
-        folder = list(spec.submodule_search_locations)[0]
+        folder = next(iter(spec.submodule_search_locations))
         for file in sorted(os.listdir(folder)):
             if file.endswith(".py"):
                 h.update(f"{name}/{file}".encode())

@@ -80,6 +80,7 @@ class EnvSpec:
 
     @property
     def learners(self) -> int:
+        """Learner seats per table (every seat when ``learners_per_table`` is unset)."""
         return self.learners_per_table or self.config.num_players
 
 
@@ -363,11 +364,11 @@ class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
         self.config = spec.config
         self._env = NertzAgentVectorEnv(tables, num_players=p, copy=False, **rules)
         self.num_envs = self._env.num_envs
-        single = self._env.single_observation_space
+        o, a = self._env.venv.obs_layout.size, self._env.venv.actions.n
         self.single_observation_space = gymnasium.spaces.Dict(
             {
-                "observations": single["observation"],
-                "action_mask": gymnasium.spaces.Box(0.0, 1.0, single["action_mask"].shape, np.float32),
+                "observations": gymnasium.spaces.Box(0.0, 1.0, (o,), np.float32),
+                "action_mask": gymnasium.spaces.Box(0.0, 1.0, (a,), np.float32),
             }
         )
         self.single_action_space = self._env.single_action_space
@@ -424,6 +425,7 @@ class League:
     snapshot_every: int = 10  # training iterations between snapshots (0: never refreshed)
 
     def env_keys(self) -> dict[str, Any]:
+        """The league's keys of ``env_config`` (learner seats, opponents, module opponents)."""
         return {
             "learners_per_table": self.learners_per_table,
             "opponents": dict(self.opponents),
@@ -432,6 +434,7 @@ class League:
 
     @property
     def snapshot_ids(self) -> list[str]:
+        """The module ids of the frozen snapshots of the learner."""
         return [f"{SNAPSHOT_PREFIX}{i}" for i in range(self.max_snapshots if self.snapshot_weight > 0 else 0)]
 
 

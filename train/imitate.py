@@ -1,7 +1,7 @@
 """Behaviour cloning: a policy that imitates a scripted agent, as the starting point of PPO (``init_from``).
 
 PPO from random weights on this game settles early on a policy a few points a round below the heuristic and
-stays there: the updates shrink once the policy is nearly deterministic (the runs: ``train/README.md``,
+stays there: the updates shrink once the policy is nearly deterministic (the runs: ``docs/guides/training-sb3.md``,
 "Starting from imitation"). Starting PPO from a policy that already plays like the strongest scripted rung puts it
 where the remaining gains are.
 
