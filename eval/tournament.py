@@ -192,7 +192,7 @@ def play_game(
             if infos[n]["illegal"]:
                 illegal[s] += 1
         first = infos[names[0]]
-        if "round_end" in first:
+        if first["round_end"]:
             scores.append([int(infos[n]["score"]["total"]) for n in names])
             lake.append([int(infos[n]["score"]["lake"]) for n in names])
             left.append([_nertz_left(env, infos[n], s) for s, n in enumerate(names)])

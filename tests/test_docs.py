@@ -140,11 +140,16 @@ def test_rules_page_holds_the_contract() -> None:
 
 
 def test_option_table_is_every_option_with_its_default() -> None:
+    """The rules page's option table is generated (nertz_env.config.OPTION_DOCS, the one place it is written;
+    tests/test_signatures.py checks it against the env factories' keywords), and lists every option of
+    NertzConfig with its default."""
     from nertz_env import NertzConfig
+    from nertz_env.config import options_markdown
 
     page = (DOCS / "env" / "rules.md").read_text()
     section = page[page.index("## Options") :]
-    rows = re.findall(r"^\| `(\w+)` \| ([^|]+) \|", section, re.M)
+    assert "```{nertz-generated} options" in section.split("\n## ", 1)[0], "the option table is generated"
+    rows = re.findall(r"^\| `(\w+)` \| ([^|]+) \|", options_markdown(), re.M)
     fields = {f.name: f.default for f in dataclasses.fields(NertzConfig)}
     assert [name for name, _ in rows] == list(fields), "the option table's rows are not NertzConfig's fields"
     for name, shown in rows:

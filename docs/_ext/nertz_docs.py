@@ -295,9 +295,9 @@ def _check_api_pages(app: Sphinx, env: Any) -> None:
         if "_build" in path.parts:
             continue
         for line in path.read_text(encoding="utf-8").splitlines():
-            for prefix in ("```{automodule} ", ":::{automodule} "):
-                if line.startswith(prefix):
-                    documented.add(line[len(prefix):].strip())
+            for prefix in ("```{automodule} ", ":::{automodule} ", ".. automodule:: "):
+                if line.strip().startswith(prefix):
+                    documented.add(line.strip()[len(prefix):].strip())
     for module_name in app.config.nertz_api_modules:
         if module_name not in documented:
             LOG.warning(f"public module {module_name} has no automodule in docs/ (add it to a reference page)")
