@@ -27,6 +27,7 @@ import os
 import runpy
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -145,8 +146,11 @@ class GeneratedTable(SphinxDirective):
         return [container]
 
 
-def help_text(command: str) -> str:
-    """What ``COMMAND --help`` prints, produced in this process by the program's own argument parser."""
+def help_text(command: str, mocks: Sequence[str] = ()) -> str:
+    """What ``COMMAND --help`` prints, produced in this process by the program's own argument parser
+    (``mocks``: modules of extras that are not installed, stood in for as autodoc does)."""
+    from sphinx.ext.autodoc.mock import mock
+
     words = shlex.split(command)
     if words[:1] == ["python"] and len(words) > 1 and words[1].startswith("bench/"):
         program, args, path = f"python {words[1]}", words[2:], ROOT / words[1]
@@ -158,7 +162,7 @@ def help_text(command: str) -> str:
     old_argv, old_path = sys.argv, list(sys.path)
     code: Any = None
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with mock(list(mocks)), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 if path is not None:
                     if not path.exists():
@@ -188,7 +192,7 @@ class HelpText(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         command = self.arguments[0]
         try:
-            text = help_text(command)
+            text = help_text(command, self.config.autodoc_mock_imports)
         except Exception as e:
             LOG.warning(f"nertz-help {command}: {e}", location=self.get_location())
             return []
@@ -247,9 +251,12 @@ def undocumented(module_name: str) -> list[str]:
 
 class ApiCheck(SphinxDirective):
     def run(self) -> list[nodes.Node]:
+        from sphinx.ext.autodoc.mock import mock
+
         for module_name in self.config.nertz_api_modules:
             try:
-                missing = undocumented(module_name)
+                with mock(self.config.autodoc_mock_imports):  # the extras autodoc mocks, mocked here too
+                    missing = undocumented(module_name)
             except ImportError as e:
                 LOG.warning(f"nertz-api-check: cannot import {module_name}: {e}", location=self.get_location())
                 continue
