@@ -108,6 +108,7 @@ RUN_BY_CI = {
     "README's lines and .ci/run's differ)",
     "pip install": "an install step: .ci/setup installs the checkout with its extras into .venv, and the commands "
     "here run in that venv (a missing extra fails the command that needs it)",
+    "export ": "sets an environment variable of the user's shell for the commands after it; nothing to run",
     "ray start": "starts a Ray head on the user's machine; the `--address` command after it runs here on its own "
     "local Ray, and tests/test_rllib.py joins a simulated two-node cluster",
 }
@@ -362,7 +363,8 @@ def _train_mode(args: list[str]) -> str:
         return mode
     cfg = _value(args, "--config")
     if cfg:
-        m = re.search(r'^\s*mode\s*=\s*"(\w+)"', (ROOT / cfg).read_text(), re.M)
+        path = ROOT / cfg if (ROOT / cfg).is_file() else ROOT / "train" / "configs" / f"{cfg}.toml"  # or a name
+        m = re.search(r'^\s*mode\s*=\s*"(\w+)"', path.read_text(), re.M)
         if m:
             return m.group(1)
     return "vector"
