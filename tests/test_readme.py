@@ -737,7 +737,9 @@ def _execute(cmd: Command, ctx: Ctx) -> None:
             f"{program!r}: add one to RULES (how to run it small, where its outputs go), or list it in RUN_BY_CI"
         )
     rule, _slow = RULES[program]
-    if cmd.expect_error is not None:  # bad input: run as shown, outputs moved out of the checkout
+    if "--help" in args and cmd.expect_error is None:  # prints and exits: run as shown
+        plan = Plan(list(args), timeout=180.0)
+    elif cmd.expect_error is not None:  # bad input: run as shown, outputs moved out of the checkout
         plan = Plan(_map(args, ("--run-dir", "--out", "-o", "--replays", "--checkpoint-dir"), ctx, []), timeout=180.0)
     else:
         try:
