@@ -11,7 +11,10 @@ module does. Usage::
 
 **The env** (:class:`NertzRLlibEnv`, built by :func:`env_creator`) is an RLlib ``MultiAgentEnv``. Each agent's
 observation is ``{"observations": float32 (O,), "action_mask": float32 (A,)}``, the keys RLlib's own
-``ActionMaskingTorchRLModule`` reads, so that module works unchanged. ``env_config`` takes every rules option
+``ActionMaskingTorchRLModule`` reads, so that module works unchanged. ``infos[agent]`` holds ``illegal``,
+``lost_race``, ``round_end`` (``""`` until a round ends) and ``score`` (the finished round's, else 0) at reset
+and every step (:mod:`nertz_env.infos`); the mask is in the observation only (RLlib keeps every step's infos
+in its episodes, so a copy there would cost memory for nothing). ``env_config`` takes every rules option
 of RULES.md by its name, ``num_players``, and these keys of the env itself (anything else is one clear
 ``ValueError``):
 
@@ -56,6 +59,7 @@ from ray.rllib.env.multi_agent_env import MultiAgentEnv
 from nertz_env.config import OPTION_NAMES, NertzConfig, make_config
 from nertz_env.engine import batch
 from nertz_env.engine.state import DONE_NO
+from nertz_env.infos import ROUND_END_NAMES
 from nertz_env.threads import limit_threads
 from nertz_env.vector import NertzVectorEnv
 
@@ -80,6 +84,7 @@ class EnvSpec:
 
     @property
     def learners(self) -> int:
+        """Learner seats per table (every seat when ``learners_per_table`` is unset)."""
         return self.learners_per_table or self.config.num_players
 
 
@@ -152,7 +157,7 @@ class NertzRLlibEnv(MultiAgentEnv):
         render_mode: ``None`` or ``"ansi"`` (``render()`` returns every table as text).
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(self, config: Mapping[str, Any] | None = None, render_mode: str | None = None) -> None:
         super().__init__()
@@ -219,7 +224,8 @@ class NertzRLlibEnv(MultiAgentEnv):
         self._seat_opponents()
         self._live_tables[:] = self._venv._state.done == DONE_NO
         self.agents = [a for t in np.flatnonzero(self._live_tables) for a in self._exposed(int(t))]
-        return self._obs(self.agents), {a: {} for a in self.agents}
+        none = {"illegal": False, "lost_race": False, "round_end": "", "score": 0}  # the info schema's "none yet"
+        return self._obs(self.agents), {a: dict(none) for a in self.agents}
 
     def step(self, action_dict: Mapping[str, Any]) -> tuple[
         dict[str, dict[str, np.ndarray]],
@@ -245,7 +251,8 @@ class NertzRLlibEnv(MultiAgentEnv):
                 if agent is not None:
                     acts[t, p] = agent.act(obs_all[t, p], mask_all[t, p])
         _, rewards, term, trunc, infos = self._venv.step(acts)
-        illegal = infos["illegal"]
+        illegal, lost, score = infos["illegal"], infos["lost_race"], infos["score"]
+        ends = [ROUND_END_NAMES[e] for e in infos["round_end"].tolist()]
         was_live = self.agents
         obs = self._obs(was_live)
         rew: dict[str, float] = {}
@@ -258,7 +265,13 @@ class NertzRLlibEnv(MultiAgentEnv):
             rew[a] = float(rewards[t, p])
             terms[a] = bool(term[t, p])
             truncs[a] = bool(trunc[t, p])
-            info[a] = {"illegal": bool(illegal[t, p])}
+            end = ends[t]
+            info[a] = {
+                "illegal": bool(illegal[t, p]),
+                "lost_race": bool(lost[t, p]),
+                "round_end": end,
+                "score": int(score[t, p]) if end else 0,
+            }
             if terms[a] or truncs[a]:
                 ended.append(t)
         if ended:
@@ -349,6 +362,7 @@ class League:
     snapshot_every: int = 10  # training iterations between snapshots (0: never refreshed)
 
     def env_keys(self) -> dict[str, Any]:
+        """The league's keys of ``env_config`` (learner seats, opponents, module opponents)."""
         return {
             "learners_per_table": self.learners_per_table,
             "opponents": dict(self.opponents),
@@ -357,6 +371,7 @@ class League:
 
     @property
     def snapshot_ids(self) -> list[str]:
+        """The module ids of the frozen snapshots of the learner."""
         return [f"{SNAPSHOT_PREFIX}{i}" for i in range(self.max_snapshots if self.snapshot_weight > 0 else 0)]
 
 

@@ -322,3 +322,16 @@ def test_eval__a_policy_without_the_train_extra_says_what_to_install() -> None:
     out = subprocess.run([sys.executable, "-c", EVAL_WITHOUT_TORCH], cwd=root, capture_output=True, text=True)
     assert out.returncode == 2, out.stderr
     assert out.stderr.count("\n") == 1 and "pip install 'nertz-env[train]'" in out.stderr, out.stderr
+
+
+def test_every_subcommand_saves_under_eval_out_by_default() -> None:
+    # one documented place for nertz-eval's files, relative to where it runs (ladder wrote to bench/out/ladder,
+    # a checkout's folder, wherever the user stood)
+    import argparse
+
+    from nertz_env.eval.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, p in sub.choices.items():
+        assert p.get_default("default_out") == f"eval_out/{name}", name

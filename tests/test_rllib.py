@@ -330,3 +330,25 @@ def test_two_node_cluster_train_then_gauntlet(tmp_path, capsys) -> None:
     )
     out = capsys.readouterr().out
     assert code == 0 and str(final) in out and "heuristic" in out
+
+
+def test_infos__the_schema_keys_at_reset_and_every_step() -> None:
+    """Every agent's infos hold nertz_env.infos.RLLIB's keys, typed, at reset and on every step."""
+    from nertz_env.infos import RLLIB, ROUND_END_NAMES
+
+    types = {"bool": bool, "int": int, "str": str}
+    env = env_creator({"num_players": 2, "num_tables": 2, "max_ticks": 20})
+    obs, infos = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    ends = 0
+    for _ in range(30):
+        for info in infos.values():
+            assert set(info) == {k.name for k in RLLIB}
+            assert all(type(info[k.name]) is types[k.kind] for k in RLLIB)
+            assert info["round_end"] in ROUND_END_NAMES and (info["score"] == 0 or info["round_end"])
+        ends += sum(bool(i["round_end"]) for i in infos.values())
+        if not env.agents:
+            break
+        acts = {a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in env.agents}
+        obs, _, _, _, infos = env.step(acts)
+    assert ends == 4  # both tables' rounds ended at max_ticks, seen by both seats

@@ -117,18 +117,42 @@ class SourcesKeyedCache(FunctionCache):
         )
 
 
+class CompileCacheWarning(UserWarning):
+    """numba's on-disk cache cannot be used, so every process compiles the rules (given once per process)."""
+
+
+_warned = False
+
+
+def _warn_once(message: str) -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn(message, CompileCacheWarning, stacklevel=3)
+
+
 def keyed_jit(options: dict[str, Any], cache: bool = True) -> Callable[[Callable[..., Any]], Any]:
     """``numba.njit(**options)``, and with ``cache`` a :class:`SourcesKeyedCache` (instead of ``cache=True``).
 
-    Under ``NUMBA_DISABLE_JIT=1`` numba returns the plain function, which then runs as Python."""
+    Where no cache can be kept (numba finds no writable folder: not ``NUMBA_CACHE_DIR``, not the package's
+    ``__pycache__``, not the user's cache folder, as in a read-only install without a writable home), the
+    function compiles in memory, in every process, and one :class:`CompileCacheWarning` per process says how
+    to keep the cache. Under ``NUMBA_DISABLE_JIT=1`` numba returns the plain function, which then runs as
+    Python."""
 
     def decorate(fn: Callable[..., Any]) -> Any:
         dispatcher = numba.njit(**options)(fn)
         if cache and isinstance(dispatcher, Dispatcher):
             try:
                 dispatcher._cache = SourcesKeyedCache(fn)  # type: ignore[attr-defined]
+            except RuntimeError as e:  # numba: "cannot cache function ...: no locator available for file ..."
+                _warn_once(
+                    "nertz_env: no writable folder for numba's compile cache, so the rules compile in memory in "
+                    f"every process ({e}). To keep the compiled rules, set NUMBA_CACHE_DIR to a writable folder "
+                    "(e.g. export NUMBA_CACHE_DIR=/tmp/numba-cache)."
+                )
             except (AttributeError, TypeError) as e:  # numba's cache internals changed: compile every time
-                warnings.warn(f"nertz_env: numba's on-disk cache is off ({e!r}); every process compiles", stacklevel=2)
+                _warn_once(f"nertz_env: numba's on-disk cache is off ({e!r}); every process compiles")
         return dispatcher
 
     return decorate
