@@ -96,6 +96,71 @@ def test_tianshou_pettingzoo_env__plays_a_game_with_masks_and_sums_to_the_scores
     np.testing.assert_array_equal(totals, [infos[a]["score"]["total"] for a in env.agents])
 
 
+def test_tianshou_trainer__one_epoch_of_its_multi_agent_recipe() -> None:
+    """Tianshou 2.0's multi-agent recipe (its tic-tac-toe example: ``PettingZooEnv`` of the AEC env, a DQN
+    learner beside a random masked opponent in ``MultiAgentOffPolicyAlgorithm``, collectors over
+    ``DummyVectorEnv``, ``OffPolicyTrainerParams``) runs one epoch with gradient steps. Before every info key
+    was on every step, its collector stopped with ``MalformedBufferError`` (NaNs padded in for ``round_end``)."""
+    import torch
+    from tianshou.algorithm import DQN, MARLRandomDiscreteMaskedOffPolicyAlgorithm, MultiAgentOffPolicyAlgorithm
+    from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
+    from tianshou.algorithm.optim import AdamOptimizerFactory
+    from tianshou.data import Collector, CollectStats, VectorReplayBuffer
+    from tianshou.env import DummyVectorEnv
+    from tianshou.env.pettingzoo_env import PettingZooEnv
+    from tianshou.trainer import OffPolicyTrainerParams
+    from tianshou.utils.net.common import Net
+
+    def get_env() -> PettingZooEnv:
+        return PettingZooEnv(nertz_env.env(num_players=2, max_ticks=30))
+
+    torch.manual_seed(0)
+    env = get_env()
+    net = Net(
+        state_shape=env.observation_space["observation"].shape, action_shape=env.action_space.n, hidden_sizes=[32]
+    )
+    learner = DQN(
+        policy=DiscreteQLearningPolicy(model=net, action_space=env.action_space, eps_training=0.1, eps_inference=0.05),
+        optim=AdamOptimizerFactory(lr=1e-3),
+        n_step_return_horizon=3,
+        gamma=0.9,
+        target_update_freq=50,
+    )
+    opponent = MARLRandomDiscreteMaskedOffPolicyAlgorithm(action_space=env.action_space)
+    algorithm = MultiAgentOffPolicyAlgorithm(algorithms=[learner, opponent], env=env)
+    train_envs = DummyVectorEnv([get_env for _ in range(2)])
+    test_envs = DummyVectorEnv([get_env for _ in range(2)])
+    train_envs.seed(0)
+    test_envs.seed(1)
+    buffer = VectorReplayBuffer(2000, len(train_envs))
+    train_collector = Collector[CollectStats](algorithm, train_envs, buffer, exploration_noise=True)
+    test_collector = Collector[CollectStats](algorithm, test_envs, exploration_noise=True)
+    train_collector.reset()
+    train_collector.collect(n_step=32 * len(train_envs))
+    before = [p.detach().clone() for p in net.parameters()]
+    result = algorithm.run_training(
+        OffPolicyTrainerParams(
+            training_collector=train_collector,
+            test_collector=test_collector,
+            max_epochs=1,
+            epoch_num_steps=100,
+            collection_step_num_env_steps=10,
+            test_step_num_episodes=2,
+            batch_size=32,
+            update_step_num_gradient_steps_per_sample=0.1,
+            multi_agent_return_reduction=lambda rews: rews[:, 0],
+            show_progress=False,
+            verbose=False,
+        )
+    )
+    assert result.train_step >= 100 and result.update_step >= 10 and result.test_episode >= 2
+    assert any(not torch.equal(a, b) for a, b in zip(before, net.parameters(), strict=True))
+    # the buffer's infos: every key on every row, one dtype each (no NaN padding)
+    info = buffer.info[buffer.sample_indices(0)]  # every stored row
+    ends = info.round_end.tolist()
+    assert info.illegal.dtype == bool and info.score.total.dtype.kind == "i" and set(ends) <= {"", "nertz", "stall", "max_ticks"}
+
+
 # ---------------------------------------------------------------- Gymnasium's vector wrappers
 def test_gymnasium_record_episode_statistics__returns_equal_the_recomputed_returns() -> None:
     """RecordEpisodeStatistics over the per-agent view: every finished episode's return equals the sum of the
