@@ -245,3 +245,147 @@ def test_sb3_subproc_vec_env__ships_single_agent_envs_to_two_processes() -> None
         assert dones_seen >= 2
     finally:
         sub.close()
+
+
+# ---------------------------------------------------------------- Stable-Baselines3 and SuperSuit
+def test_sb3_check_env__passes_on_the_registered_gymnasium_id() -> None:
+    """SB3's route for a Gymnasium env: ``gymnasium.make`` by id, then ``check_env`` (the class itself is
+    checked in tests/test_train.py::test_single_agent_view__passes_sb3_check_env)."""
+    import gymnasium
+    from stable_baselines3.common.env_checker import check_env
+
+    env = gymnasium.make("nertz_env/Nertz-v0", num_players=2, max_ticks=30)
+    check_env(env.unwrapped, warn=True)
+    check_env(env, warn=True)
+
+
+def test_supersuit_concat_vec_envs__sb3s_seed_and_maskableppos_masks_are_supersuits_gaps() -> None:
+    """Pins SuperSuit 3.11's gaps with SB3 (docs/guides/clients.md says so and shows NertzVecEnv instead):
+    its vector env has no ``seed`` (``PPO(..., seed=0)`` fails) and no ``has_attr`` (MaskablePPO cannot ask
+    for masks). When SuperSuit fills either, this fails: update the docs."""
+    import supersuit as ss
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3 import PPO
+
+    vec = ss.pettingzoo_env_to_vec_env_v1(nertz_env.parallel_env(num_players=2, max_ticks=20))
+    envs = ss.concat_vec_envs_v1(vec, 2, num_cpus=2, base_class="stable_baselines3")
+    try:
+        with pytest.raises(AttributeError, match="'ProcConcatVec' object has no attribute 'seed'"):
+            PPO("MultiInputPolicy", envs, seed=0, n_steps=8, batch_size=8)
+        with pytest.raises(AttributeError, match="'ProcConcatVec' object has no attribute 'has_attr'"):
+            MaskablePPO("MultiInputPolicy", envs, n_steps=8, batch_size=8).learn(16)
+    finally:
+        envs.close()
+
+
+def test_sb3_maskable_ppo__trains_with_masks_on_nertz_vec_env() -> None:
+    """The supported SB3 path (NertzVecEnv, every seat of every table a sub-env): MaskablePPO reads its masks,
+    trains, and never plays an illegal action."""
+    import torch
+    from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.maskable.utils import is_masking_supported
+
+    from nertz_env.train import NertzVecEnv
+
+    envs = NertzVecEnv(2, num_players=2, rules={"max_ticks": 25}, seed=0)
+    assert is_masking_supported(envs)
+    model = MaskablePPO("MlpPolicy", envs, n_steps=32, batch_size=32, n_epochs=1, seed=0, policy_kwargs={"net_arch": [32]})
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    model.learn(128)
+    assert model.num_timesteps >= 128 and envs.episodes >= 2 and envs.illegal_actions == 0
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.policy.parameters(), strict=True))
+
+
+# ---------------------------------------------------------------- a CleanRL-style PPO loop
+def test_cleanrl_style_ppo__a_few_updates_on_agent_vector_env_with_masks() -> None:
+    """The shape of CleanRL's ppo.py (rollout storage tensors, GAE, clipped surrogate, minibatch epochs) on
+    ``agent_vector_env`` as its ``envs``, with the masked categorical of its invalid-action-masking variant.
+    Every seat is a sub-env; Gymnasium's RecordEpisodeStatistics reports episodes as CleanRL logs them."""
+    import torch
+    from gymnasium.wrappers.vector import RecordEpisodeStatistics
+    from torch import nn
+
+    torch.manual_seed(0)
+    envs = RecordEpisodeStatistics(nertz_env.agent_vector_env(2, num_players=2, max_ticks=25))
+    n, num_steps, updates, gamma, gae_lambda, clip = envs.num_envs, 32, 3, 0.99, 0.95, 0.2
+    obs_dim = envs.single_observation_space["observation"].shape[0]
+    n_act = envs.single_action_space.n
+    actor = nn.Sequential(nn.Linear(obs_dim, 32), nn.Tanh(), nn.Linear(32, n_act))
+    critic = nn.Sequential(nn.Linear(obs_dim, 32), nn.Tanh(), nn.Linear(32, 1))
+    params = [*actor.parameters(), *critic.parameters()]
+    optimizer = torch.optim.Adam(params, lr=2.5e-4, eps=1e-5)
+
+    def dist(x: torch.Tensor, mask: torch.Tensor) -> torch.distributions.Categorical:
+        return torch.distributions.Categorical(logits=actor(x).masked_fill(~mask, -1e8))
+
+    obs_buf = torch.zeros(num_steps, n, obs_dim)
+    mask_buf = torch.zeros(num_steps, n, n_act, dtype=torch.bool)
+    act_buf, logp_buf, rew_buf, done_buf, val_buf = (torch.zeros(num_steps, n) for _ in range(5))
+    o, _ = envs.reset(seed=0)
+    next_obs, next_mask = torch.as_tensor(o["observation"]), torch.as_tensor(o["action_mask"]).bool()
+    next_done = torch.zeros(n)
+    illegal = episodes = 0
+    for _ in range(updates):
+        for step in range(num_steps):
+            obs_buf[step], mask_buf[step], done_buf[step] = next_obs, next_mask, next_done
+            with torch.no_grad():
+                d = dist(next_obs, next_mask)
+                action = d.sample()
+                logp_buf[step], val_buf[step] = d.log_prob(action), critic(next_obs).squeeze(-1)
+            act_buf[step] = action
+            o, reward, term, trunc, info = envs.step(action.numpy())
+            illegal += int(info["illegal"].sum())
+            episodes += int(info.get("_episode", np.zeros(n, bool)).sum())
+            rew_buf[step] = torch.as_tensor(reward)
+            next_obs, next_mask = torch.as_tensor(o["observation"]), torch.as_tensor(o["action_mask"]).bool()
+            next_done = torch.as_tensor(term | trunc, dtype=torch.float32)
+        with torch.no_grad():  # GAE, as CleanRL computes it
+            next_value = critic(next_obs).squeeze(-1)
+            adv = torch.zeros_like(rew_buf)
+            last = torch.zeros(n)
+            for t in reversed(range(num_steps)):
+                nonterminal = 1.0 - (next_done if t == num_steps - 1 else done_buf[t + 1])
+                nv = next_value if t == num_steps - 1 else val_buf[t + 1]
+                delta = rew_buf[t] + gamma * nv * nonterminal - val_buf[t]
+                adv[t] = last = delta + gamma * gae_lambda * nonterminal * last
+            ret = adv + val_buf
+        b_obs, b_mask = obs_buf.reshape(-1, obs_dim), mask_buf.reshape(-1, n_act)
+        b_act, b_logp, b_adv, b_ret = act_buf.reshape(-1), logp_buf.reshape(-1), adv.reshape(-1), ret.reshape(-1)
+        for _epoch in range(2):
+            for mb in torch.randperm(num_steps * n).split(32):
+                d = dist(b_obs[mb], b_mask[mb])
+                ratio = (d.log_prob(b_act[mb]) - b_logp[mb]).exp()
+                a = (b_adv[mb] - b_adv[mb].mean()) / (b_adv[mb].std() + 1e-8)
+                pg_loss = torch.max(-a * ratio, -a * ratio.clamp(1 - clip, 1 + clip)).mean()
+                v_loss = 0.5 * (critic(b_obs[mb]).squeeze(-1) - b_ret[mb]).pow(2).mean()
+                loss = pg_loss - 0.01 * d.entropy().mean() + 0.5 * v_loss
+                optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(params, 0.5)
+                optimizer.step()
+                assert torch.isfinite(loss)
+    envs.close()
+    # a masked policy never plays an illegal action; the envs' seats finished rounds along the way
+    assert illegal == 0 and episodes >= n
+    assert (b_mask.gather(1, b_act.long()[:, None])).all()
+
+
+# ---------------------------------------------------------------- TorchRL
+@pytest.mark.parametrize("obs_key", ["observation", None], ids=["mask_in_obs", "mask_in_infos"])
+def test_torchrl_pettingzoo_wrapper__rollout_samples_only_legal_actions(obs_key: str | None) -> None:
+    """TorchRL's ``PettingZooWrapper`` reads the mask from the observation (default) or, with
+    ``obs_key=None``, from ``infos[agent]["action_mask"]``, and puts it in the action spec, so its random
+    rollout plays only legal actions. (The MAPPO loss with a centralized critic on ``state`` is
+    tests/test_global_state.py's.)"""
+    from torchrl.envs.libs.pettingzoo import PettingZooWrapper
+
+    env = PettingZooWrapper(
+        env=nertz_env.parallel_env(num_players=2, max_ticks=20, obs_key=obs_key), categorical_actions=True, seed=0
+    )
+    assert env.group_map == {"player": ["player_0", "player_1"]}
+    rollout = env.rollout(40, break_when_any_done=False)
+    mask, action = rollout["player", "action_mask"], rollout["player", "action"]
+    assert mask.shape[1:] == (2, env.action_spec["player", "action"].space.n) and not mask.all()
+    assert mask.gather(-1, action[..., None]).all()  # every action sampled was legal
+    assert not rollout["next", "player", "info", "illegal"].any()
+    assert rollout["next", "player", "done"].any()  # a round ended (max_ticks) and the env was reset
