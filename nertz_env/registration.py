@@ -1,6 +1,6 @@
 """Gymnasium ids of nertz-env, in the ``nertz_env`` namespace.
 
-* ``nertz_env/Nertz-v0``: the single-agent view (:class:`~nertz_env.train.single.NertzSingleAgentEnv`, one
+* ``nertz_env/Nertz-v0``: the single-agent view (entry point :func:`nertz_env.train.single.make_env`) (:class:`~nertz_env.train.single.NertzSingleAgentEnv`, one
   learning seat against scripted opponents): ``gymnasium.make("nertz_env/Nertz-v0", num_players=4, draw=1,
   opponents=["heuristic"])``; every rules option is a keyword. ``gymnasium.make_vec`` of it runs copies in
   Gymnasium's ``SyncVectorEnv``/``AsyncVectorEnv``.
@@ -27,28 +27,6 @@ SINGLE_ID = f"{NAMESPACE}/Nertz-v0"
 AGENTS_ID = f"{NAMESPACE}/NertzAgents-v0"
 
 
-def make_single(
-    num_players: int = 4,
-    *,
-    opponents: Any = None,
-    seat: int | None = None,
-    truncation_as_termination: bool = True,
-    render_mode: str | None = None,
-    **rules: Any,
-) -> gymnasium.Env:
-    """The entry point of ``nertz_env/Nertz-v0``: a single-agent view with the rules as keywords."""
-    from nertz_env.train.single import NertzSingleAgentEnv
-
-    return NertzSingleAgentEnv(
-        num_players=num_players,
-        rules=rules,
-        opponents=opponents,
-        seat=seat,
-        truncation_as_termination=truncation_as_termination,
-        render_mode=render_mode,
-    )
-
-
 def make_agents_vec(num_envs: int, num_players: int = 4, **kwargs: Any) -> gymnasium.vector.VectorEnv:
     """The vector entry point of ``nertz_env/NertzAgents-v0``: ``num_envs // num_players`` tables of
     :func:`nertz_env.agent_vector_env`."""
@@ -66,6 +44,6 @@ def register_envs() -> None:
     """Register the ids (again is harmless: an id already registered is left as it is)."""
     registry = gymnasium.envs.registration.registry
     if SINGLE_ID not in registry:
-        gymnasium.register(id=SINGLE_ID, entry_point=f"{__name__}:make_single")
+        gymnasium.register(id=SINGLE_ID, entry_point="nertz_env.train.single:make_env")
     if AGENTS_ID not in registry:
         gymnasium.register(id=AGENTS_ID, entry_point=None, vector_entry_point=f"{__name__}:make_agents_vec")

@@ -152,3 +152,37 @@ def test_no_writable_cache_folder_compiles_in_memory_with_one_warning(tmp_path: 
     ours = [m for c, m in result["warnings"] if c == "CompileCacheWarning"]
     assert len(ours) == 1, result["warnings"]  # one for the process, not one per function
     assert "NUMBA_CACHE_DIR" in ours[0] and "compile in memory" in ours[0]
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="needs numba's compiler")
+def test_a_compile_is_announced_once_per_process_and_a_cache_load_not_at_all(tmp_path: Path) -> None:
+    # The first step compiled for 15-30 s in silence. A compile of a module of FIRST_COMPILE logs one line
+    # (what compiles, how long the first time takes) through logging, never print; loading from the cache
+    # logs nothing. (The real modules' line is checked on the installed wheel: tests/test_wheel.py.)
+    pkg = tmp_path / "notepkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "fns.py").write_text(
+        "from nertz_env.engine._cache import keyed_jit\n\n\n"
+        "@keyed_jit({})\ndef f():\n    return 1\n\n\n@keyed_jit({})\ndef g():\n    return f() + 1\n"
+    )
+    code = (
+        "from nertz_env.engine import _cache\n"
+        "_cache.FIRST_COMPILE['notepkg.fns'] = ('the test functions', 'a moment')\n"
+        "from notepkg.fns import f, g\n"
+        "print(f() + g())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
+    env.update(NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
+    runs = [
+        subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        for _ in range(2)
+    ]
+    for out in runs:
+        assert out.returncode == 0 and out.stdout.strip() == "3", out.stderr[-2000:]
+    cold = [x for x in runs[0].stderr.splitlines() if "compiling" in x]
+    assert cold == [
+        "nertz_env: compiling the test functions with numba, once (a moment); "
+        "later processes load them from numba's cache"
+    ]
+    assert "compiling" not in runs[1].stderr  # loaded from the cache: nothing to wait for

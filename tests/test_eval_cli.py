@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("openskill", reason="needs the eval extra: pip install 'nertz-env[eval]'")
+pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install 'nertz-env[train]'")
+
 import nertz_env
 from nertz_env.agents import make_agent
 from nertz_env.eval.cli import main
 from nertz_env.eval.tournament import IncompatibleAgentError, plan_tournament
-
-pytest.importorskip("sb3_contrib")
 
 
 def _fails(argv: list[str], message: str, capsys: Any, tmp_path: Path) -> None:

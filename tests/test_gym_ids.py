@@ -15,8 +15,6 @@ import pytest
 
 import nertz_env  # noqa: F401  (registers the ids)
 
-pytest.importorskip("nertz_env.train.single")
-
 
 def test_make__the_single_agent_view_with_rules_as_keywords() -> None:
     env = gymnasium.make("nertz_env/Nertz-v0", num_players=3, draw=1, jokers=1, opponents=["random"])

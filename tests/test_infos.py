@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 
 import nertz_env
 from nertz_env import infos as schema
@@ -107,7 +106,7 @@ def test_agent_vector_env__same_keys_at_reset_and_every_step() -> None:
 
 
 def test_single_agent_view__same_keys_at_reset_and_every_step() -> None:
-    single = pytest.importorskip("nertz_env.train.single")
+    from nertz_env.train import single
     env = single.NertzSingleAgentEnv(num_players=3, rules={"max_ticks": 25}, opponents=["random"])
     keys = schema.SINGLE
     n_act = env.action_space.n

@@ -222,3 +222,92 @@ def test_commands__a_missing_extra_is_one_line_naming_it(
     assert out.returncode == 2, out.stderr[-2000:]
     assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert f"nertz-env[{extra}]" in lines[0], lines[0]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# README.md's links: in the checkout and in the package's long description (setup.py makes them absolute)
+
+
+def _setup_py():  # type: ignore[no-untyped-def]
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("nertz_setup_py", ROOT / "setup.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # defines the functions; setup() runs only as __main__
+    return module
+
+
+def _link_targets(markdown: str) -> list[tuple[str, bool]]:
+    """(target, is a picture) of every Markdown link, reference definition and HTML src/href outside fenced
+    code blocks: a scan of its own, independent of setup.py's rewriting."""
+    prose = re.sub(r"^```.*?^```[^\n]*$", "", markdown, flags=re.M | re.S)
+    found = [(m.group(2), m.group(1) == "!") for m in re.finditer(r"(!?)\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^()\s]+)", prose)]
+    found += [(m.group(1), False) for m in re.finditer(r"^ {0,3}\[[^\]]+\]:\s*(\S+)", prose, re.M)]
+    found += [(m.group(2), m.group(1) == "src") for m in re.finditer(r"\b(src|href)=[\"']([^\"']+)", prose)]
+    return found
+
+
+def _anchors(path: Path) -> set[str]:
+    """GitHub's heading anchors of a Markdown file."""
+    anchors = set()
+    text = re.sub(r"^```.*?^```[^\n]*$", "", path.read_text(), flags=re.M | re.S)
+    for m in re.finditer(r"^#{1,6}\s+(.+?)\s*#*\s*$", text, re.M):
+        anchors.add(re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-"))
+    return anchors
+
+
+def _check_in_checkout(path: str, fragment: str, where: str) -> None:
+    target = ROOT / path
+    assert target.exists(), f"{where}: {path} is not in the repository"
+    if fragment:
+        assert target.suffix == ".md" and fragment in _anchors(target), f"{where}: no heading #{fragment} in {path}"
+
+
+def test_readme_links__resolve_in_the_checkout() -> None:
+    links = _link_targets((ROOT / "README.md").read_text())
+    assert links
+    for target, _ in links:
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):
+            continue
+        path, _, fragment = target.partition("#")
+        _check_in_checkout(path or "README.md", fragment, f"README.md link {target!r}")
+
+
+def test_readme_links__are_absolute_and_resolve_in_the_long_description() -> None:
+    # the page a package index shows: relative links (train/README.md, bench/results/*.png, #headings)
+    # pointed nowhere there
+    setup_py = _setup_py()
+    repo = _pyproject()["project"]["urls"]["Repository"].rstrip("/")
+    assert setup_py.repository_url(str(ROOT)) == repo
+    text = setup_py.long_description(str(ROOT))
+    links = _link_targets(text)
+    assert len(links) == len(_link_targets((ROOT / "README.md").read_text()))
+    for target, image in links:
+        assert re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I), f"relative link left in the long description: {target}"
+        if not target.startswith(repo + "/"):
+            continue
+        kind, ref, rest = target[len(repo) + 1 :].split("/", 2)
+        path, _, fragment = rest.partition("#")
+        assert ref == setup_py.REF
+        assert kind == ("raw" if image else "tree" if (ROOT / path).is_dir() else "blob"), target
+        _check_in_checkout(path, fragment, f"long description link {target!r}")
+    assert "dynamic" in _pyproject()["project"] and "readme" in _pyproject()["project"]["dynamic"]
+    assert "readme" not in _pyproject()["project"]  # the long description comes from setup.py
+
+
+def test_tests__a_module_that_needs_an_extra_skips_naming_it() -> None:
+    # pytest from an unpacked sdist with only some extras installed: a module needing a missing extra skips
+    # with the extra's name (tests/test_wheel.py collects the sdist's tests without the extras)
+    import ast
+
+    extras = set(_pyproject()["project"]["optional-dependencies"])
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        for node in ast.parse(path.read_text()).body:
+            call = node.value if isinstance(node, (ast.Expr, ast.Assign)) else None
+            if not (isinstance(call, ast.Call) and ast.unparse(call.func) == "pytest.importorskip"):
+                continue
+            reason = next((k.value for k in call.keywords if k.arg == "reason"), None)
+            text = reason.value if isinstance(reason, ast.Constant) else ""
+            m = re.search(r"needs the (\w+) extra", text)
+            assert m and m.group(1) in extras, f"{path.name}:{node.lineno}: importorskip without the extra's name"

@@ -117,6 +117,9 @@ class NertzSingleAgentEnv(gymnasium.Env):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Deal a new round: the learner's seat (rotating unless pinned) and fresh opponents from the pool.
+
+        Returns the learner's observation and ``{"seat": ..., "opponents": {seat: name}}``."""
         check_open(self, "reset")
         warn_unknown_options(dict(options or {}), ())
         super().reset(seed=seed)
@@ -143,6 +146,11 @@ class NertzSingleAgentEnv(gymnasium.Env):
         return self._obs[me]["observation"], info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Play one tick: the learner's ``action`` and every opponent's choice.
+
+        Returns the learner's observation, its own reward, terminated, truncated (a round cut off at
+        ``max_ticks`` counts as terminated when ``truncation_as_termination``, with ``info["max_ticks"]``), and
+        its infos plus ``seat`` and ``rivals_reward`` (the mean reward of the seats on other teams)."""
         if not self.env.agents:
             check_open(self, "step")
             raise RuntimeError("step() after the episode ended: call reset()")
@@ -202,3 +210,24 @@ class NertzSingleAgentEnv(gymnasium.Env):
             self._obs, _ = self.env.reset(options={"snapshot": state["snapshot"]})
         else:
             self._obs = {}
+
+
+def make_env(
+    num_players: int = 4,
+    *,
+    opponents: OpponentPool | Mapping[str, float] | Sequence[str] | None = None,
+    seat: int | None = None,
+    truncation_as_termination: bool = True,
+    render_mode: str | None = None,
+    **rules: Any,
+) -> NertzSingleAgentEnv:
+    """A :class:`NertzSingleAgentEnv` with the rules as keywords: the entry point of the Gymnasium id
+    ``nertz_env/Nertz-v0`` (``gymnasium.make("nertz_env/Nertz-v0", draw=1)``)."""
+    return NertzSingleAgentEnv(
+        num_players=num_players,
+        rules=rules,
+        opponents=opponents,
+        seat=seat,
+        truncation_as_termination=truncation_as_termination,
+        render_mode=render_mode,
+    )

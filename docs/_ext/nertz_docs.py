@@ -43,12 +43,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # program -> module whose main(argv) parses its arguments (the console scripts of pyproject.toml and the
 # python -m modules the docs show). Scripts under bench/ run as __main__ from their file.
+def _console_scripts() -> dict[str, str]:
+    """Console script -> the module of its main, from nertz_env.commands.COMMANDS (the one list of commands)."""
+    try:
+        from nertz_env.commands import COMMANDS
+    except ImportError:  # an older package without nertz_env.commands
+        return {}
+    return {name: target.partition(":")[0] for name, (target, *_rest) in COMMANDS.items()}
+
+
 PROGRAMS = {
-    "nertz-demo": "nertz_env.eval.demo",
-    "nertz-train": "nertz_env.train.cli",
-    "nertz-eval": "nertz_env.eval.cli",
-    "nertz-play": "nertz_env.play.cli",
-    "nertz-replay": "nertz_env.replay_cli",
+    **_console_scripts(),
     "python -m nertz_env.train.imitate": "nertz_env.train.imitate",
     "python -m nertz_env.train.evaluate": "nertz_env.train.evaluate",
     "python -m nertz_env.train.expert": "nertz_env.train.expert",
@@ -290,9 +295,9 @@ def _check_api_pages(app: Sphinx, env: Any) -> None:
         if "_build" in path.parts:
             continue
         for line in path.read_text(encoding="utf-8").splitlines():
-            for prefix in ("```{automodule} ", ":::{automodule} "):
-                if line.startswith(prefix):
-                    documented.add(line[len(prefix):].strip())
+            for prefix in ("```{automodule} ", ":::{automodule} ", ".. automodule:: "):
+                if line.strip().startswith(prefix):
+                    documented.add(line.strip()[len(prefix):].strip())
     for module_name in app.config.nertz_api_modules:
         if module_name not in documented:
             LOG.warning(f"public module {module_name} has no automodule in docs/ (add it to a reference page)")
