@@ -332,17 +332,17 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         row[:] = values
         return missing
 
-    def _observations(self) -> tuple[dict[str, Any], np.ndarray]:
-        """Each live agent's observation in the ``obs_key`` form, and the masks (one row per seat), copied out
-        of the engine's buffers (one copy each)."""
-        m = self._rows.mask.copy()
+    def _observations(self) -> tuple[dict[str, Any], list[np.ndarray]]:
+        """Each live agent's observation in the ``obs_key`` form, and its mask (the very array the observation
+        holds, for the infos), copied out of the engine's buffers (one copy each)."""
         if not self.agents:
-            return {}, m
+            return {}, []
         o = self._rows.obs.copy()
+        masks = list(self._rows.mask.copy())
         key = self.obs_key
         if key is None:
-            return {a: o[i] for i, a in enumerate(self.agents)}, m
-        return {a: {key: o[i], "action_mask": m[i]} for i, a in enumerate(self.agents)}, m
+            return {a: o[i] for i, a in enumerate(self.agents)}, masks
+        return {a: {key: o[i], "action_mask": masks[i]} for i, a in enumerate(self.agents)}, masks
 
     def _add_round_infos(self, infos: dict[str, dict[str, Any]]) -> None:
         S, cfg = self._state, self.config

@@ -18,8 +18,28 @@ def _legal(mask: np.ndarray, rng: np.random.Generator) -> int:
 
 
 # ---------------------------------------------------------------- PettingZoo's own tests
-def test_pettingzoo_parallel_api_test__passes() -> None:
-    parallel_api_test(nertz_env.parallel_env(), num_cycles=400)
+@pytest.mark.parametrize("obs_key", ["observation", "observations", None])
+def test_pettingzoo_parallel_api_test__passes(obs_key: str | None) -> None:
+    parallel_api_test(nertz_env.parallel_env(obs_key=obs_key), num_cycles=400)
+
+
+def test_obs_key__picks_the_observations_form_and_the_mask_stays_in_the_infos() -> None:
+    """``obs_key``: PettingZoo's keys (default), RLlib's ``"observations"``, or the bare vector (None); the
+    same game in each, the mask in ``infos[agent]["action_mask"]`` in each; anything else is one clear error."""
+    envs = {k: nertz_env.parallel_env(num_players=2, obs_key=k) for k in ("observation", "observations", None)}
+    outs = {k: e.reset(seed=4) for k, e in envs.items()}
+    for _ in range(5):
+        o = outs["observation"][0]
+        for a in o:
+            np.testing.assert_array_equal(outs["observations"][0][a]["observations"], o[a]["observation"])
+            np.testing.assert_array_equal(outs[None][0][a], o[a]["observation"])
+            for k in envs:
+                np.testing.assert_array_equal(outs[k][1][a]["action_mask"], o[a]["action_mask"])
+        acts = {a: int(np.flatnonzero(o[a]["action_mask"])[-1]) for a in o}
+        outs = {k: (lambda r: (r[0], r[4]))(e.step(acts)) for k, e in envs.items()}
+    assert envs[None].observation_space("player_0") == envs["observation"].observation_space("player_0")["observation"]
+    with pytest.raises(ValueError, match="obs_key must be 'observation', 'observations' or None, got 'obs'"):
+        nertz_env.parallel_env(obs_key="obs")
 
 
 @pytest.mark.parametrize("rules", [{}, {"num_players": 2, "jokers": 1}, {"turn_based": True, "teams": True}])
@@ -102,7 +122,11 @@ def test_tianshou_trainer__one_epoch_of_its_multi_agent_recipe() -> None:
     ``DummyVectorEnv``, ``OffPolicyTrainerParams``) runs one epoch with gradient steps. Before every info key
     was on every step, its collector stopped with ``MalformedBufferError`` (NaNs padded in for ``round_end``)."""
     import torch
-    from tianshou.algorithm import DQN, MARLRandomDiscreteMaskedOffPolicyAlgorithm, MultiAgentOffPolicyAlgorithm
+    from tianshou.algorithm import (
+        DQN,
+        MARLRandomDiscreteMaskedOffPolicyAlgorithm,
+        MultiAgentOffPolicyAlgorithm,
+    )
     from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
     from tianshou.algorithm.optim import AdamOptimizerFactory
     from tianshou.data import Collector, CollectStats, VectorReplayBuffer
@@ -369,23 +393,3 @@ def test_cleanrl_style_ppo__a_few_updates_on_agent_vector_env_with_masks() -> No
     assert illegal == 0 and episodes >= n
     assert (b_mask.gather(1, b_act.long()[:, None])).all()
 
-
-# ---------------------------------------------------------------- TorchRL
-@pytest.mark.parametrize("obs_key", ["observation", None], ids=["mask_in_obs", "mask_in_infos"])
-def test_torchrl_pettingzoo_wrapper__rollout_samples_only_legal_actions(obs_key: str | None) -> None:
-    """TorchRL's ``PettingZooWrapper`` reads the mask from the observation (default) or, with
-    ``obs_key=None``, from ``infos[agent]["action_mask"]``, and puts it in the action spec, so its random
-    rollout plays only legal actions. (The MAPPO loss with a centralized critic on ``state`` is
-    tests/test_global_state.py's.)"""
-    from torchrl.envs.libs.pettingzoo import PettingZooWrapper
-
-    env = PettingZooWrapper(
-        env=nertz_env.parallel_env(num_players=2, max_ticks=20, obs_key=obs_key), categorical_actions=True, seed=0
-    )
-    assert env.group_map == {"player": ["player_0", "player_1"]}
-    rollout = env.rollout(40, break_when_any_done=False)
-    mask, action = rollout["player", "action_mask"], rollout["player", "action"]
-    assert mask.shape[1:] == (2, env.action_spec["player", "action"].space.n) and not mask.all()
-    assert mask.gather(-1, action[..., None]).all()  # every action sampled was legal
-    assert not rollout["next", "player", "info", "illegal"].any()
-    assert rollout["next", "player", "done"].any()  # a round ended (max_ticks) and the env was reset
