@@ -106,6 +106,7 @@ class GameRecord:
     deal_hash: str
 
     def to_dict(self) -> dict[str, Any]:
+        """The record as a JSON-ready dict (one game, every seat)."""
         return dict(self.__dict__)
 
 
@@ -127,13 +128,16 @@ class Results:
     interrupted: bool = False
     elapsed: float = 0.0
     workers: int = 1
+    failure: str | None = None  # why a run stopped early other than Ctrl-C (a cluster that failed)
 
     @property
     def nertz_config(self) -> NertzConfig:
+        """The table's rules as a :class:`~nertz_env.NertzConfig`."""
         return NertzConfig.from_dict(self.config)
 
     def to_dict(self) -> dict[str, Any]:
-        d = {k: v for k, v in self.__dict__.items() if k != "games"}
+        """Every game and the tournament's settings as a JSON-ready dict (``results.json``)."""
+        d = {k: v for k, v in self.__dict__.items() if k != "games" and not (k == "failure" and v is None)}
         d["games"] = [g.to_dict() for g in self.games]
         return d
 
@@ -188,7 +192,7 @@ def play_game(
             if infos[n]["illegal"]:
                 illegal[s] += 1
         first = infos[names[0]]
-        if "round_end" in first:
+        if first["round_end"]:
             scores.append([int(infos[n]["score"]["total"]) for n in names])
             lake.append([int(infos[n]["score"]["lake"]) for n in names])
             left.append([_nertz_left(env, infos[n], s) for s, n in enumerate(names)])
@@ -476,21 +480,35 @@ def _one_torch_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def play_tournament(tournament: Tournament, workers: int = 1, progress: bool = False) -> Results:
-    """Play a planned tournament; on Ctrl-C return the deals finished so far, marked ``interrupted``."""
+def play_tournament(
+    tournament: Tournament, workers: int = 1, progress: bool = False, cluster: Any = None
+) -> Results:
+    """Play a planned tournament; on Ctrl-C return the deals finished so far, marked ``interrupted``.
+
+    ``cluster``: a :class:`nertz_env.eval.cluster.Cluster` (:func:`nertz_env.eval.cluster.prepare`) plays
+    the deals as Ray tasks instead of ``workers`` local processes (the records are the same); when the
+    cluster fails mid-run the finished deals are returned, marked ``interrupted`` with the ``failure``."""
     plan = tournament.plan
-    if tournament.factory is not None and workers > 1:
-        raise ValueError("a custom agent_factory only works with workers=1")
+    if tournament.factory is not None and (workers > 1 or cluster is not None):
+        raise ValueError("a custom agent_factory only works with workers=1 and no cluster")
     results = dataclasses.replace(tournament.results_template, games=[], deals_done=[])
     n = len(plan.deal_seeds)
     workers = max(1, min(int(workers), n))  # work is split by deal: more workers than deals would idle
-    results.workers = workers
+    results.workers = workers if cluster is None else cluster.cpus
     done: dict[int, list[GameRecord]] = {}
     start = time.perf_counter()
     bar = _progress_bar(n, progress)
     try:
         with _one_torch_thread():
-            if workers <= 1:
+            if cluster is not None:
+                from nertz_env.eval.cluster import ClusterFailure
+
+                try:
+                    cluster.play(n, done, bar)
+                except ClusterFailure as e:
+                    results.interrupted = True
+                    results.failure = str(e)
+            elif workers <= 1:
                 player = _Player(plan, tournament.factory or make_agent)
                 for d in range(n):
                     deal, games = player.play_deal(d)

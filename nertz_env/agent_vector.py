@@ -13,10 +13,14 @@
 So wrappers that expect Gymnasium's shapes (``RecordEpisodeStatistics``, ``NormalizeReward``,
 ``NormalizeObservation``, ...) work on it unchanged. The seats of a table act together: every step takes one
 action per sub-environment, and the seats of a table end (and are dealt anew, in Gymnasium's ``NEXT_STEP``
-autoreset) together. ``infos`` holds arrays of length N: ``illegal``, ``lost_race``, ``round_end`` (the
-table's, 0 none, 1 Nertz or call, 2 stall, 3 max_ticks), ``score`` (the finished round's score, with the
-``_score`` mask where a round ended) and ``autoreset``. ``reset(options={"reset_mask": mask})`` takes a bool
-mask of length N that must be the same for every seat of a table. Rendering, copies and ``close()`` are
+autoreset) together. ``infos`` holds arrays of length N, the same keys at reset and every step (the schema of
+:mod:`nertz_env.infos`): ``illegal``, ``lost_race``, ``round_end`` (the table's, 0 none, 1 Nertz or call, 2
+stall, 3 max_ticks), ``score`` (the finished round's score, with the ``_score`` mask where a round ended),
+``autoreset`` and ``action_mask`` (N, A), the very array of the observation's mask.
+``reset(options={"reset_mask": mask})`` takes a bool
+mask of length N that must be the same for every seat of a table. ``state()`` is the batch's global state,
+``(T, S)`` (one row per table: ``state()[env_table]`` gives each sub-environment its table's), for centralized
+critics. Rendering, copies and ``close()`` are
 those of :class:`~nertz_env.vector.NertzVectorEnv` (``render()`` gives one frame per table).
 """
 
@@ -30,6 +34,7 @@ import numpy as np
 
 from nertz_env import render as _render
 from nertz_env._envbase import check_open, warn_unknown_options
+from nertz_env.config import rules_of
 from nertz_env.vector import NertzVectorEnv
 
 
@@ -47,6 +52,7 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
     metadata = {
         "autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP,
         "render_modes": list(_render.RENDER_MODES),
+        "render_fps": _render.RENDER_FPS,
     }
 
     def __init__(
@@ -77,6 +83,9 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         self.single_action_space = gymnasium.spaces.Discrete(a)
         self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, self.num_envs)
         self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, self.num_envs)
+        #: the global state of one table and of the batch, ``(tables, S)`` (see :meth:`state`)
+        self.single_state_space = self.venv.single_state_space
+        self.state_space = self.venv.state_space
         self._closed = False
 
     def reset(
@@ -95,8 +104,8 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
             if not (by_table == by_table[:, :1]).all():
                 raise ValueError("reset_mask must be the same for every seat of a table: the seats are dealt together")
             options["reset_mask"] = by_table[:, 0].copy()
-        out, _ = self.venv.reset(seed=seed, options=options)
-        return self._flat_obs(out), {}
+        out, info = self.venv.reset(seed=seed, options=options)
+        return self._flat_infos(out, info)
 
     def step(
         self, actions: Any
@@ -107,17 +116,26 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         if acts.shape != (self.num_envs,):
             raise ValueError(f"actions must have shape (num_envs,) = ({self.num_envs},), got {acts.shape}")
         out, rew, term, trunc, info = self.venv.step(acts.reshape(self.num_tables, self.num_players))
+        n = self.num_envs
+        obs, infos = self._flat_infos(out, info)
+        return obs, rew.reshape(n), term.reshape(n), trunc.reshape(n), infos
+
+    def _flat_infos(
+        self, out: dict[str, np.ndarray], info: dict[str, np.ndarray]
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """The batch's observations and infos, per sub-environment."""
         n, p = self.num_envs, self.num_players
-        ended = np.repeat(info["round_end"] > 0, p)
+        obs = self._flat_obs(out)
         infos = {
             "illegal": info["illegal"].reshape(n),
             "lost_race": info["lost_race"].reshape(n),
             "round_end": np.repeat(info["round_end"], p),
             "score": info["score"].reshape(n),
-            "_score": ended,
+            "_score": np.repeat(info["round_end"] > 0, p),
             "autoreset": np.repeat(info["autoreset"], p),
+            "action_mask": obs["action_mask"],
         }
-        return self._flat_obs(out), rew.reshape(n), term.reshape(n), trunc.reshape(n), infos
+        return obs, infos
 
     def render(self, tables: Sequence[int] | None = None) -> tuple[Any, ...] | None:
         """One frame per table (of ``tables``, default all), as :meth:`NertzVectorEnv.render`."""
@@ -125,7 +143,14 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
 
     def close_extras(self, **kwargs: Any) -> None:
         self._closed = True
-        self.venv.close()
+        venv = getattr(self, "venv", None)  # None when __init__ refused its arguments (close runs from __del__)
+        if venv is not None:
+            venv.close()
+
+    def state(self) -> np.ndarray:
+        """Every table's global state, float32 ``(tables, S)`` (:meth:`NertzVectorEnv.state`); a
+        sub-environment's is row ``env_table[i]``, so ``state()[env_table]`` is ``(N, S)``."""
+        return self.venv.state()
 
     def action_masks(self) -> np.ndarray:
         """Every sub-environment's legal actions (bool, (N, A))."""
@@ -136,6 +161,42 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         return {"observation": out["observation"].reshape(n, -1), "action_mask": out["action_mask"].reshape(n, -1)}
 
 
-def agent_vector_env(num_tables: int, num_players: int = 4, **kwargs: Any) -> NertzAgentVectorEnv:
-    """Every seat of ``num_tables`` tables as its own Gymnasium sub-environment (see :class:`NertzAgentVectorEnv`)."""
-    return NertzAgentVectorEnv(num_tables, num_players=num_players, **kwargs)
+def agent_vector_env(
+    num_tables: int,
+    num_players: int = 4,
+    *,
+    nertz_size: int = 13,
+    work_piles: int = 4,
+    draw: int = 3,
+    recycle: str = "flip",
+    max_redeals: int | None = None,
+    empty_pile_from_nertz_first: bool = False,
+    call_mode: str = "auto",
+    call_bonus: int = 0,
+    false_call_penalty: int = 5,
+    nertz_penalty: int = 2,
+    stall_ticks: int | None = None,
+    max_ticks: int | None = None,
+    target_score: int | None = None,
+    rounds: int | None = None,
+    max_rounds: int | None = None,
+    teams: bool | Sequence[Sequence[int]] = False,
+    turn_based: bool = False,
+    jokers: int = 0,
+    allow_tuck: bool = False,
+    allow_rotate: bool = False,
+    copy: bool = True,
+    render_mode: str | None = None,
+    **unknown: Any,
+) -> NertzAgentVectorEnv:
+    """Every seat of ``num_tables`` tables as its own Gymnasium sub-environment (see
+    :class:`NertzAgentVectorEnv`). The rules options are :func:`nertz_env.parallel_env`'s keywords; any other
+    keyword raises ``ValueError`` naming it.
+
+    Args:
+        num_tables: tables in the batch (sub-environments: ``num_tables * num_players``).
+        copy: return copies of the observation and mask buffers (False: views the next call overwrites).
+        render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (one frame per table).
+    """
+    rules = {k: v for k, v in rules_of(locals()).items() if k != "num_players"} | unknown
+    return NertzAgentVectorEnv(num_tables, num_players=num_players, copy=copy, render_mode=render_mode, **rules)

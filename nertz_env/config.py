@@ -157,18 +157,21 @@ class NertzConfig:
 
     @property
     def stall_ticks_resolved(self) -> int:
+        """The stall bound in ticks: ``stall_ticks``, or its default (100, times the players when ``turn_based``)."""
         if self.stall_ticks is not None:
             return self.stall_ticks
         return DEFAULT_STALL_TICKS * (self.num_players if self.turn_based else 1)
 
     @property
     def max_ticks_resolved(self) -> int:
+        """The round's tick bound: ``max_ticks``, or its default (2000, times the players when ``turn_based``)."""
         if self.max_ticks is not None:
             return self.max_ticks
         return DEFAULT_MAX_TICKS * (self.num_players if self.turn_based else 1)
 
     @property
     def max_rounds_resolved(self) -> int:
+        """Rounds the episode can last: ``rounds``; 1 without a match; else ``max_rounds`` or its default (100)."""
         if self.rounds is not None:
             return self.rounds
         if self.target_score is None:
@@ -205,6 +208,71 @@ class NertzConfig:
 
 
 OPTION_NAMES = tuple(f.name for f in dataclasses.fields(NertzConfig))
+
+#: Per option: what it allows, what it means, and the value ``None`` stands for (where it stands for one).
+#: The one place the option table is written: ``python -m nertz_env.docs README.md`` renders it, and
+#: ``tests/test_signatures.py`` checks it and every env factory's keywords against :class:`NertzConfig`.
+OPTION_DOCS: dict[str, tuple[str, str, str]] = {
+    "num_players": ("2 to 8", "seats at the table, each with its own 52-card deck", ""),
+    "nertz_size": ("8 to 13", "cards dealt to each Nertz pile", ""),
+    "work_piles": ("4 to 6", "work piles per player (Pounce tables use 5 or 6)", ""),
+    "draw": ("1 to 3", "cards turned per flip, as one packet (the deepest becomes the waste's top)", ""),
+    "recycle": ('`"flip"`, `"shuffle"`', "the empty stock takes the waste turned over, or shuffled", ""),
+    "max_redeals": ("int >= 0 or `None`", "how often the waste may become the stock (`None`: unlimited)", ""),
+    "empty_pile_from_nertz_first": ("bool", "while the Nertz pile has cards an empty work pile takes only its top", ""),
+    "call_mode": ('`"auto"`, `"manual"`', "the round ends when a pile empties, or on a `call` action", ""),
+    "call_bonus": ("int >= 0", "points for the player who ended the round", ""),
+    "false_call_penalty": ("int >= 0", "points lost for a call with cards left (manual mode)", ""),
+    "nertz_penalty": ("int >= 0", "points lost per card left in the own Nertz pile (0: Pounce)", ""),
+    "stall_ticks": (
+        "int >= 1",
+        "ticks without progress before the stall rule acts (x players when `turn_based`)",
+        str(DEFAULT_STALL_TICKS),
+    ),
+    "max_ticks": (
+        "int >= 1",
+        "ticks after which a round is truncated and scored (x players when `turn_based`)",
+        str(DEFAULT_MAX_TICKS),
+    ),
+    "target_score": ("int >= 1", "play a match until a total reaches this", ""),
+    "rounds": ("int >= 1", "play a match of exactly this many rounds (Racing Demon)", ""),
+    "max_rounds": ("int >= 1", "a match to `target_score` is truncated after this many rounds", str(DEFAULT_MAX_ROUNDS)),
+    "teams": (
+        "bool or seat groups",
+        "`True` pairs seat i with seat i + n/2 (an even `num_players` of at least 4); or e.g. `[[0, 2], [1, 3]]` "
+        "(at least two groups)",
+        "",
+    ),
+    "turn_based": ("bool", "one seat acts per tick, in rotation", ""),
+    "jokers": ("0 to 2", "wild cards per deck", ""),
+    "allow_tuck": ("bool", "a Nertz or waste card may slide under a work pile's base (while another pile is empty)", ""),
+    "allow_rotate": ("bool", "move the stock's top card to its bottom as a move", ""),
+}
+
+#: The type of each option as the env factories' keywords spell it: the field's type, except ``teams``,
+#: which takes any sequence of seat sequences (the config stores tuples).
+OPTION_TYPES: dict[str, str] = {
+    f.name: str(f.type) for f in dataclasses.fields(NertzConfig)
+} | {"teams": "bool | Sequence[Sequence[int]]"}
+
+
+def options_markdown() -> str:
+    """The option table (option, default, allowed, meaning) in Markdown, from :class:`NertzConfig` and
+    :data:`OPTION_DOCS`."""
+    lines = ["| option | default | allowed | meaning |", "|---|---|---|---|"]
+    for f in dataclasses.fields(NertzConfig):
+        allowed, meaning, none_means = OPTION_DOCS[f.name]
+        d = f.default
+        default = f"`{d!r}`".replace("'", '"') if d is None or isinstance(d, (bool, str)) else str(d)
+        if none_means:
+            default += f" ({none_means})"
+        lines.append(f"| `{f.name}` | {default} | {allowed} | {meaning} |")
+    return "\n".join(lines)
+
+
+def rules_of(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The rules options among ``values`` (an env factory's ``locals()``), by name."""
+    return {name: values[name] for name in OPTION_NAMES}
 
 
 def make_config(**options: Any) -> NertzConfig:

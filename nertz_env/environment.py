@@ -10,10 +10,17 @@ a live agent left out of the action dict waits and is flagged ``"missing_action"
 ``illegal_action="raise"`` those raise ``ValueError`` before anything changes. Actions that are not integers at
 all (a string, a float such as 1.5) always raise ``ValueError``: they are bugs, not moves.
 
-``infos[agent]`` every step: ``illegal``, ``lost_race`` (a legal lake play that an earlier action of the same
-tick beat to the slot), ``action`` (the action applied; 0 when flagged). When a round ends it also holds
-``round_end`` (``"nertz"``, ``"stall"`` or ``"max_ticks"``), ``score`` (the round's breakdown: ``lake``,
-``nertz_penalty``, ``bonus``, ``false_calls``, ``total``, and ``nertz_left``: the cards left in the Nertz pile) and ``match_score``; with teams, ``team_score`` too.
+``infos[agent]`` holds the same keys at reset and on every step, each with one type (the schema of
+:mod:`nertz_env.infos`): ``illegal``, ``lost_race`` (a legal lake play that an earlier action of the same tick
+beat to the slot), ``action`` (the action applied; 0 when flagged), ``missing_action``, ``action_mask`` (the
+very array of the observation's mask), ``round_end`` (``"nertz"``, ``"stall"`` or ``"max_ticks"`` on a round's
+last step, else ``""``), ``score`` (the round's breakdown: ``lake``, ``nertz_penalty``, ``bonus``,
+``false_calls``, ``total``, and ``nertz_left``: the cards left in the Nertz pile; zeros until a round ends),
+``match_score`` (the match total so far) and ``team_score`` (the round's team total; the own total without
+teams).
+
+``state()`` and ``state_space`` are PettingZoo's global state (every card's position, hidden ones included;
+the layout of :mod:`nertz_env.global_state`), for centralized critics; it never enters an observation.
 
 Conventions for clients: ``max_cycles=N`` (PettingZoo's name) is ``max_ticks=N`` for a one-round episode;
 ``render(mode)`` takes an optional mode (RLlib passes one); ``reset`` warns about option keys it does not know
@@ -24,6 +31,7 @@ continues exactly as the original (see :mod:`nertz_env._envbase`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import gymnasium
@@ -36,15 +44,16 @@ from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 from nertz_env import render as _render
 from nertz_env._envbase import Copyable, check_open, warn_unknown_options
 from nertz_env.actions import ActionTable, action_table
-from nertz_env.config import NertzConfig, make_config
+from nertz_env.config import NertzConfig, make_config, rules_of
 from nertz_env.engine import batch
 from nertz_env.engine.rules import step_block
-from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, END_MAX_TICKS, END_NERTZ, END_STALL, allocate
+from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate
+from nertz_env.global_state import state_layout, state_space
+from nertz_env.infos import ROUND_END_NAMES, SCORE_KEYS, no_score, none_per_agent
 from nertz_env.observation import obs_layout
 from nertz_env.snapshot import restore_table, snapshot_table
 
 ENV_NAME = "nertz_v0"
-_END_NAMES = {END_NERTZ: "nertz", END_STALL: "stall", END_MAX_TICKS: "max_ticks"}
 _INT_TYPES = (int, np.integer)
 
 
@@ -68,6 +77,7 @@ class _Rows(NamedTuple):
     illegal: np.ndarray
     lost_race: np.ndarray
     applied: np.ndarray
+    match_score: np.ndarray
 
 
 def max_cycles_rules(max_cycles: int | None, rules: dict[str, Any]) -> dict[str, Any]:
@@ -95,7 +105,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         "render_modes": list(_render.RENDER_MODES),
         "name": ENV_NAME,
         "is_parallelizable": True,
-        "render_fps": 4,
+        "render_fps": _render.RENDER_FPS,
     }
     _derived = ("_step_table", "_rows")
 
@@ -140,6 +150,8 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         self.action_spaces: dict[str, gymnasium.spaces.Space] = {
             a: gymnasium.spaces.Discrete(self.actions.n) for a in self.possible_agents
         }
+        #: PettingZoo's global state space: ``Box(0, 1, (S,), float32)`` (see :meth:`state`)
+        self.state_space = state_space(self.config)
         self._state = allocate(self.config, 1)
         self._actions = np.zeros((1, n), dtype=np.int64)
         self._seeded = False
@@ -188,7 +200,8 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         self._seeded = True
         self.agents = self.possible_agents[:] if self._state.done[0] == DONE_NO else []
         obs = self._observations()
-        infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        ms = self._rows.match_score.tolist()
+        infos = {a: none_per_agent(obs[a]["action_mask"], ms[i]) for i, a in enumerate(self.agents)}
         if self.render_mode == "human":
             self.render()
         return obs, infos
@@ -231,13 +244,21 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         terminations = dict.fromkeys(agents, term)
         truncations = dict.fromkeys(agents, trunc)
         infos = {
-            a: {"illegal": i == 1, "lost_race": lost == 1, "action": applied}
-            for a, i, lost, applied in zip(  # noqa: B905
-                agents, rows.illegal.tolist(), rows.lost_race.tolist(), rows.applied.tolist()
+            a: {
+                "illegal": i == 1,
+                "lost_race": lost == 1,
+                "action": applied,
+                "missing_action": a in missing,
+                "action_mask": obs[a]["action_mask"],
+                "round_end": "",
+                "score": no_score(),
+                "match_score": ms,
+                "team_score": 0,
+            }
+            for a, i, lost, applied, ms in zip(  # noqa: B905 (one value per seat by construction)
+                agents, rows.illegal.tolist(), rows.lost_race.tolist(), rows.applied.tolist(), rows.match_score.tolist()
             )
         }
-        for name in missing:
-            infos[name]["missing_action"] = True
         if S.round_end.item(0):
             self._add_round_infos(infos)
         if done != DONE_NO:
@@ -282,21 +303,20 @@ class NertzParallelEnv(Copyable, ParallelEnv):
     def _add_round_infos(self, infos: dict[str, dict[str, Any]]) -> None:
         S, cfg = self._state, self.config
         totals = [int(v) for v in S.score_round[0]]  # the engine's score of the round (finish_round)
-        teamed = cfg.teams is not False
+        end = ROUND_END_NAMES[int(S.round_end[0])]
         for a, info in infos.items():
             p = self._seat[a]
-            info["round_end"] = _END_NAMES[int(S.round_end[0])]
-            info["score"] = {
-                "lake": int(S.score_lake[0, p]),
-                "nertz_penalty": -cfg.nertz_penalty * int(S.score_nertz[0, p]),
-                "bonus": int(S.score_bonus[0, p]),
-                "false_calls": -cfg.false_call_penalty * int(S.score_false[0, p]),
-                "total": totals[p],
-                "nertz_left": int(S.score_nertz[0, p]),
-            }
-            info["match_score"] = int(S.match_score[0, p])
-            if teamed:
-                info["team_score"] = sum(totals[q] for q in range(cfg.num_players) if self._team[q] == self._team[p])
+            info["round_end"] = end
+            parts = (
+                int(S.score_lake[0, p]),
+                -cfg.nertz_penalty * int(S.score_nertz[0, p]),
+                int(S.score_bonus[0, p]),
+                -cfg.false_call_penalty * int(S.score_false[0, p]),
+                totals[p],
+                int(S.score_nertz[0, p]),
+            )
+            info["score"] = dict(zip(SCORE_KEYS, parts, strict=True))
+            info["team_score"] = sum(totals[q] for q in range(cfg.num_players) if self._team[q] == self._team[p])
 
     def render(self, mode: str | None = None) -> Any:
         """The table in ``mode`` (default: the ``render_mode`` it was made with): text for ``"ansi"``, printed
@@ -319,6 +339,13 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         ``reset(options={"snapshot": s})``."""
         return snapshot_table(self._state, self.config, 0)
 
+    def state(self) -> np.ndarray:
+        """PettingZoo's global state: the whole table as one float32 vector, every hidden card's position
+        included (layout: :mod:`nertz_env.global_state`). For centralized critics only: no observation holds
+        it. A new array every call."""
+        layout = state_layout(self.config)
+        return layout.fill(self._state, np.empty((1, layout.size), np.float32))[0]
+
     def describe_action(self, index: int) -> str:
         """An action index of this config in words."""
         return self.actions.describe(index)
@@ -329,6 +356,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
 
     @property
     def tick(self) -> int:
+        """The table's tick counter within the current round."""
         return int(self._state.tick[0])
 
 
@@ -358,15 +386,84 @@ class OrderEnforcedEnv(OrderEnforcingWrapper):
         return self.env.render(mode)
 
 
-def parallel_env(**kwargs: Any) -> NertzParallelEnv:
-    """Nertz as a PettingZoo ``ParallelEnv``. Keywords: ``num_players``, ``render_mode``,
-    ``illegal_action`` and every rules option (see :class:`~nertz_env.config.NertzConfig`)."""
-    return NertzParallelEnv(**kwargs)
+def parallel_env(
+    *,
+    num_players: int = 4,
+    nertz_size: int = 13,
+    work_piles: int = 4,
+    draw: int = 3,
+    recycle: str = "flip",
+    max_redeals: int | None = None,
+    empty_pile_from_nertz_first: bool = False,
+    call_mode: str = "auto",
+    call_bonus: int = 0,
+    false_call_penalty: int = 5,
+    nertz_penalty: int = 2,
+    stall_ticks: int | None = None,
+    max_ticks: int | None = None,
+    target_score: int | None = None,
+    rounds: int | None = None,
+    max_rounds: int | None = None,
+    teams: bool | Sequence[Sequence[int]] = False,
+    turn_based: bool = False,
+    jokers: int = 0,
+    allow_tuck: bool = False,
+    allow_rotate: bool = False,
+    render_mode: str | None = None,
+    illegal_action: str = "noop",
+    max_cycles: int | None = None,
+    **unknown: Any,
+) -> NertzParallelEnv:
+    """Nertz as a PettingZoo ``ParallelEnv``.
+
+    Every rules option (``num_players`` .. ``allow_rotate``) is a keyword with its RULES.md default; the
+    option table in the README (generated from :data:`nertz_env.config.OPTION_DOCS`) says what each allows
+    and means. Any other keyword raises ``ValueError`` naming it.
+
+    Args:
+        render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (the latter with the ``render``
+            extra).
+        illegal_action: ``"noop"`` (an illegal action is a flagged wait) or ``"raise"``.
+        max_cycles: PettingZoo's name for ``max_ticks`` (a one-round episode's bound on steps).
+    """
+    rules = rules_of(locals()) | unknown
+    return NertzParallelEnv(render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, **rules)
 
 
-def env(**kwargs: Any) -> Any:
-    """Nertz as a PettingZoo ``AECEnv`` (``parallel_to_aec`` of :func:`parallel_env`, order-enforced)."""
-    return OrderEnforcedEnv(raw_env(**kwargs))
+def env(
+    *,
+    num_players: int = 4,
+    nertz_size: int = 13,
+    work_piles: int = 4,
+    draw: int = 3,
+    recycle: str = "flip",
+    max_redeals: int | None = None,
+    empty_pile_from_nertz_first: bool = False,
+    call_mode: str = "auto",
+    call_bonus: int = 0,
+    false_call_penalty: int = 5,
+    nertz_penalty: int = 2,
+    stall_ticks: int | None = None,
+    max_ticks: int | None = None,
+    target_score: int | None = None,
+    rounds: int | None = None,
+    max_rounds: int | None = None,
+    teams: bool | Sequence[Sequence[int]] = False,
+    turn_based: bool = False,
+    jokers: int = 0,
+    allow_tuck: bool = False,
+    allow_rotate: bool = False,
+    render_mode: str | None = None,
+    illegal_action: str = "noop",
+    max_cycles: int | None = None,
+    **unknown: Any,
+) -> OrderEnforcedEnv:
+    """Nertz as a PettingZoo ``AECEnv`` (``parallel_to_aec`` of :func:`parallel_env`, order-enforced); the
+    keywords are :func:`parallel_env`'s."""
+    rules = rules_of(locals()) | unknown
+    return OrderEnforcedEnv(
+        raw_env(render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, **rules)
+    )
 
 
 def describe_action(index: int, **rules: Any) -> str:

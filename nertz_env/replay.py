@@ -332,7 +332,7 @@ class RecordReplay:
         obs, rewards, terms, truncs, infos = env.step(actions)
         names = env.possible_agents
         first = infos[names[0]]
-        end = first.get("round_end")
+        end = first["round_end"] or None
         self.writer.tick(
             env.tick,
             asked,
@@ -747,7 +747,7 @@ def _check_tick(
     want = rec.get("r", [0.0] * len(names))
     if r != want:
         raise bad("rewards", want, r)
-    end = infos[names[0]].get("round_end")
+    end = infos[names[0]]["round_end"] or None
     if end != rec.get("end"):
         raise bad("round end", rec.get("end"), end)
     if end is not None:

@@ -161,6 +161,37 @@ def test_ppo_two_iterations_no_illegal_action(local_ray, tmp_path) -> None:
     _check_loaded_agent(path, module)
 
 
+def test_single_agent_route_trains_and_its_checkpoint_plays(local_ray, tmp_path) -> None:
+    """ppo_config(single_agent=True): every seat of 2 tables is a sub-env of one vector env; PPO trains on a
+    batch of agent steps, plays no illegal action, and its checkpoint (module default_policy) loads by path."""
+    from nertz_env.rllib import NertzRLlibVectorEnv, ppo_config, save_checkpoint
+
+    env = NertzRLlibVectorEnv({**SMALL, "num_tables": 1, "num_envs": 4})  # RLlib passes num_envs
+    assert env.num_envs == 4 and set(env.single_observation_space.spaces) == {"observations", "action_mask"}
+    with pytest.raises(ValueError, match="multiple of num_players"):
+        NertzRLlibVectorEnv({**SMALL, "num_envs": 3})
+    with pytest.raises(ValueError, match="league needs the multi-agent env"):
+        from nertz_env.rllib import League
+
+        ppo_config(SMALL, league=League(), single_agent=True)
+    algo = ppo_config(
+        {**SMALL, "num_tables": 2}, single_agent=True, train_batch_size=256, minibatch_size=128, num_epochs=1,
+        hidden=(32,),
+    ).build_algo()
+    try:
+        result = algo.train()
+        sampled = result["env_runners"]["num_agent_steps_sampled"]
+        assert sum(sampled.values()) >= 256  # agent steps: 4 seats a tick
+        assert algo.env_runner.env.unwrapped.num_envs == 4
+        module = algo.get_module()
+        illegal, decisions = _rollout_illegal(module, SMALL, seed=5)
+        assert decisions > 100 and illegal == 0
+        path = save_checkpoint(algo, str(tmp_path / "ckpt"), num_timesteps=256)
+    finally:
+        algo.stop()
+    _check_loaded_agent(path, module)
+
+
 def _check_loaded_agent(path: str, module) -> None:
     """make_agent loads the checkpoint directory, plays like the trained module, refuses other tables."""
     import torch
@@ -330,3 +361,25 @@ def test_two_node_cluster_train_then_gauntlet(tmp_path, capsys) -> None:
     )
     out = capsys.readouterr().out
     assert code == 0 and str(final) in out and "heuristic" in out
+
+
+def test_infos__the_schema_keys_at_reset_and_every_step() -> None:
+    """Every agent's infos hold nertz_env.infos.RLLIB's keys, typed, at reset and on every step."""
+    from nertz_env.infos import RLLIB, ROUND_END_NAMES
+
+    types = {"bool": bool, "int": int, "str": str}
+    env = env_creator({"num_players": 2, "num_tables": 2, "max_ticks": 20})
+    obs, infos = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    ends = 0
+    for _ in range(30):
+        for info in infos.values():
+            assert set(info) == {k.name for k in RLLIB}
+            assert all(type(info[k.name]) is types[k.kind] for k in RLLIB)
+            assert info["round_end"] in ROUND_END_NAMES and (info["score"] == 0 or info["round_end"])
+        ends += sum(bool(i["round_end"]) for i in infos.values())
+        if not env.agents:
+            break
+        acts = {a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in env.agents}
+        obs, _, _, _, infos = env.step(acts)
+    assert ends == 4  # both tables' rounds ended at max_ticks, seen by both seats

@@ -88,18 +88,12 @@ class PotentialShaping(VecEnvWrapper):
         return obs, (rewards + bonus).astype(np.float32), dones, infos
 
     def state_dict(self) -> dict[str, Any]:
+        """The potential of every slot's current observation, for a checkpoint."""
         return {"phi": self._phi.copy()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved."""
         self._phi = np.asarray(state["phi"], dtype=np.float64).copy()
-
-
-def rival_weights(config: NertzConfig) -> np.ndarray:
-    """(P, P) weights: row ``i`` averages over the seats on other teams than seat ``i`` (every other seat
-    without teams), so ``rival_weights(config) @ rewards`` is each seat's rivals' mean reward."""
-    team = np.asarray(config.team_of)
-    rivals = (team[:, None] != team[None, :]).astype(np.float64)
-    return rivals / np.maximum(rivals.sum(axis=1, keepdims=True), 1.0)
 
 
 class RelativeReward(VecEnvWrapper):

@@ -324,7 +324,7 @@ class PlayGame:
             )
         result = TickResult(tick=self.env.tick, moves=moves)
         first = infos[ids[0]]
-        if "round_end" in first:
+        if first["round_end"]:
             result.round_end = str(first["round_end"])
             result.scores = [int(infos[i]["score"]["total"]) for i in ids]
             self.round_scores.append(result.scores)
