@@ -8,7 +8,8 @@ already on disk for the same network file, deals and seed is read, not replayed)
 from each run's ``games.csv`` (candidate minus the other seats per game, averaged over the seat rotations, 95%
 Student-t interval over deals), printed as a table and written to ``RUN/eval/curve_OPPONENT_SEED_DEALS.json``.
 The PNG draws every curve file of the run (one line per opponent) against the rounds' wall time, and the
-network's agreement with the teacher on each round's records before that round's fit (``log.jsonl``).
+network's agreement with the teacher on the next round's records, the states it drove to, before that round's
+fit (``log.jsonl``).
 
 Run: ``python bench/distill_curve.py RUN [--opponent search] [--deals 300] [--seed 101] [--rounds 0,4,8]
 [--out curve.png]``.
@@ -61,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--deals must be at least 1, got {args.deals}")
     log = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
     minutes = {0: 0.0, **{r["round"]: r["elapsed_s"] / 60 for r in log}}
-    agreement = {r["round"]: r["agreement_before_fit"] for r in log}
+    # network k's agreement with the teacher is measured on round k+1's records (the states it drove to), before
+    # that round's fit
+    agreement = {r["round"] - 1: r["agreement_before_fit"] for r in log}
     saved = sorted(int(p.stem.split("_")[1]) for p in (args.run / "rounds").glob("round_*.zip"))
     wanted = saved if args.rounds is None else [int(x) for x in args.rounds.split(",")]
     missing = sorted(set(wanted) - set(saved))
@@ -88,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = [done[k] for k in sorted(done)]
     curve_path.parent.mkdir(parents=True, exist_ok=True)
     curve_path.write_text(json.dumps(rows, indent=1))
-    print(f"\n| round | minutes of training | agreement with the teacher before the fit | network minus three "
+    print(f"\n| round | minutes of training | the network's agreement with the teacher (next round's records) | "
+          f"network minus three "
           f"{args.opponent} (95%) | minus round 0, paired | deals (seed {args.seed}) |")
     print("|---:|---:|---:|---:|---:|---:|")
     for r in rows:
@@ -110,11 +114,11 @@ def main(argv: list[str] | None = None) -> int:
                     fmt="o-", capsize=3, label=f"vs 3x {opp} ({deals} deals, seed {seed})")
     ax.axhline(0, color="grey", lw=1)
     ax.set_xlabel("distillation wall time (minutes; round 0 is the starting network)")
-    ax.set_ylabel("network alone: points per round minus the other seats")
+    ax.set_ylabel("network minus the other seats\n(points per round)")
     ax.legend(fontsize=8)
     ax2.plot([minutes[r] for r in sorted(agreement)], [100 * agreement[r] for r in sorted(agreement)], "s-")
-    ax2.set_xlabel("wall time at the end of the round (minutes)")
-    ax2.set_ylabel("% of the round's records where the network\nalready chose the teacher's move (before the fit)")
+    ax2.set_xlabel("wall time at the end of the round that made the network (minutes)")
+    ax2.set_ylabel("% of the next round's records where the network\nchose the teacher's move")
     fig.tight_layout()
     out = args.out or args.run / "eval" / "curve.png"
     fig.savefig(out, dpi=110)
