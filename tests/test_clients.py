@@ -284,7 +284,7 @@ def test_sb3_check_env__passes_on_the_registered_gymnasium_id() -> None:
 
 
 def test_supersuit_concat_vec_envs__sb3s_seed_and_maskableppos_masks_are_supersuits_gaps() -> None:
-    """Pins SuperSuit 3.11's gaps with SB3 (docs/guides/clients.md says so and shows NertzVecEnv instead):
+    """Pins SuperSuit 3.11's gaps with SB3 (docs/clients/index.md says so and shows NertzVecEnv instead):
     its vector env has no ``seed`` (``PPO(..., seed=0)`` fails) and no ``has_attr`` (MaskablePPO cannot ask
     for masks). When SuperSuit fills either, this fails: update the docs."""
     import supersuit as ss
