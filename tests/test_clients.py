@@ -11,6 +11,7 @@ import pytest
 from pettingzoo.test import api_test, max_cycles_test, parallel_api_test, render_test, seed_test
 
 import nertz_env
+from nertz_env.infos import round_end_name
 
 
 def _legal(mask: np.ndarray, rng: np.random.Generator) -> int:
@@ -91,9 +92,9 @@ def test_tianshou_pettingzoo_env__plays_a_game_with_masks_and_sums_to_the_scores
         totals += rew
         if term or trunc:
             break
-    assert trunc and info["round_end"] == "max_ticks"
+    assert trunc and round_end_name(info) == "max_ticks"
     infos = env.env.infos  # the AEC env's last infos: every seat's round score
-    np.testing.assert_array_equal(totals, [infos[a]["score"]["total"] for a in env.agents])
+    np.testing.assert_array_equal(totals, [infos[a]["score"] for a in env.agents])
 
 
 # ---------------------------------------------------------------- Gymnasium's vector wrappers
