@@ -21,7 +21,7 @@ import pytest
 import nertz_env
 from nertz_env.cards import RANKS, SUITS
 from nertz_env.config import OPTION_NAMES
-from nertz_env.infos import round_end_name
+from nertz_env.infos import round_end_name, score_of
 from nertz_env.observation import decode
 from nertz_env.snapshot import SnapshotError
 
@@ -531,7 +531,7 @@ def test_round_end__after_the_tick_the_nertz_pile_empties_with_every_action_coun
     )
     assert t.terminations == [True] * 3 and t.truncations == [False] * 3 and env.agents == []
     assert [round_end_name(i) for i in t.infos] == ["nertz"] * 3
-    assert [i["score"] for i in t.infos] == [
+    assert [score_of(i) for i in t.infos] == [
         {"lake": 1, "nertz_penalty": 0, "bonus": 0, "false_calls": 0, "total": 1, "nertz_left": 0},
         {"lake": 5, "nertz_penalty": -2, "bonus": 0, "false_calls": 0, "total": 3, "nertz_left": 1},
         {"lake": 1, "nertz_penalty": -4, "bonus": 0, "false_calls": 0, "total": -3, "nertz_left": 2},
@@ -550,7 +550,7 @@ def test_scoring__lake_cards_penalty_and_call_bonus(penalty: int) -> None:
     env = build({"num_players": 3, "call_bonus": 10, "nertz_penalty": penalty}, seats, lake)
     t = play(env, {0: "lake:nertz"})
     assert env.snapshot()["lake"] == [[["AC", 1], ["2C", 1], ["3C", 2]], [["AD", 0], ["2D", 0]]]
-    assert [i["score"] for i in t.infos] == [
+    assert [score_of(i) for i in t.infos] == [
         {"lake": 2, "nertz_penalty": 0, "bonus": 10, "false_calls": 0, "total": 12, "nertz_left": 0},
         {"lake": 2, "nertz_penalty": -3 * penalty, "bonus": 0, "false_calls": 0, "total": 2 - 3 * penalty,
          "nertz_left": 3},
@@ -591,7 +591,7 @@ def test_call_mode_manual__empty_pile_waits_for_a_call_and_a_false_call_costs_fi
     before = assert_table(env, before, {1: {"false_calls": 1}})
     t = play(env, {0: "call"})
     assert t.terminations == [True, True] and [round_end_name(i) for i in t.infos] == ["nertz"] * 2
-    assert [i["score"] for i in t.infos] == [
+    assert [score_of(i) for i in t.infos] == [
         {"lake": 2, "nertz_penalty": 0, "bonus": 10, "false_calls": 0, "total": 12, "nertz_left": 0},
         {"lake": 0, "nertz_penalty": -6, "bonus": 0, "false_calls": -5, "total": -11, "nertz_left": 3},
     ]
