@@ -18,6 +18,13 @@ step, else 0; ``nertz_env.infos.ROUND_END_NAMES`` names them), ``score`` (the ro
 cards left in the Nertz pile), all 0 until a round ends, ``match_score`` (the match total so far) and
 ``team_score`` (the round's team total; the own score without teams).
 
+``obs_key`` picks the observation's form (one argument, for the clients that want another): ``"observation"``
+(default, PettingZoo's ``{"observation", "action_mask"}``), ``"observations"`` (RLlib's
+``ActionMaskingTorchRLModule`` reads ``{"observations", "action_mask"}``) or ``None`` (the bare observation
+vector, the mask in ``infos[agent]["action_mask"]`` only: AgileRL refuses a mask inside the observation). The
+mask is in exactly one place: TorchRL's ``PettingZooWrapper`` fails when it finds it in both (its
+``_update_action_mask`` removes only the observation's copy, then finds no spec for the info's).
+
 ``state()`` and ``state_space`` are PettingZoo's global state (every card's position, hidden ones included;
 the layout of :mod:`nertz_env.global_state`), for centralized critics; it never enters an observation.
 
@@ -79,6 +86,33 @@ class _Rows(NamedTuple):
     match_score: np.ndarray
 
 
+OBS_KEYS = ("observation", "observations", None)
+
+
+class ObsSpace(gymnasium.spaces.Dict):
+    """The Dict observation space; looking up an entry it does not have raises a ``KeyError`` that says what
+    it has and, for RLlib's key, how to get it (RLlib's ``ActionMaskingTorchRLModule`` reads
+    ``space["observations"]`` when it is built)."""
+
+    def __getitem__(self, key: str) -> gymnasium.spaces.Space:
+        if key not in self.spaces:
+            hint = ""
+            if key == "observations":
+                hint = (
+                    " RLlib's ActionMaskingTorchRLModule reads 'observations': make the env with "
+                    "nertz_env.parallel_env(obs_key='observations'), or use nertz_env.rllib.env_creator"
+                )
+            raise KeyError(f"the observation has entries {sorted(self.spaces)}, not {key!r}.{hint}")
+        return self.spaces[key]
+
+
+def check_obs_key(obs_key: Any) -> str | None:
+    """``obs_key`` if it is one of :data:`OBS_KEYS`; otherwise ValueError."""
+    if obs_key not in OBS_KEYS or not isinstance(obs_key, (str, type(None))):
+        raise ValueError(f"obs_key must be 'observation', 'observations' or None, got {obs_key!r}")
+    return obs_key
+
+
 def max_cycles_rules(max_cycles: int | None, rules: dict[str, Any]) -> dict[str, Any]:
     """``rules`` with PettingZoo's ``max_cycles`` mapped to ``max_ticks`` (the bound on a round's ticks, which is
     the bound on the episode's steps when the episode is one round). Raises ValueError where it cannot mean
@@ -114,6 +148,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         render_mode: str | None = None,
         illegal_action: str = "noop",
         max_cycles: int | None = None,
+        obs_key: str | None = "observation",
         **rules: Any,
     ) -> None:
         """
@@ -124,11 +159,14 @@ class NertzParallelEnv(Copyable, ParallelEnv):
                 ``render`` extra).
             illegal_action: ``"noop"`` (default: flagged wait) or ``"raise"``.
             max_cycles: PettingZoo's name for ``max_ticks`` (a one-round episode's bound on steps).
+            obs_key: the observation's form: ``"observation"`` (PettingZoo's keys), ``"observations"``
+                (RLlib's) or ``None`` (the bare vector; the mask in the infos only). See the module doc.
             **rules: any option of :class:`~nertz_env.config.NertzConfig` by its RULES.md name.
         """
         _render.check_mode(render_mode)
         if illegal_action not in ("noop", "raise"):
             raise ValueError(f"illegal_action must be 'noop' or 'raise', got {illegal_action!r}")
+        self.obs_key = check_obs_key(obs_key)
         rules = max_cycles_rules(max_cycles, rules)
         self.config: NertzConfig = make_config(num_players=num_players, **rules)
         self.render_mode = render_mode
@@ -139,12 +177,11 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         self.possible_agents = [f"player_{i}" for i in range(n)]
         self.agents: list[str] = []
         self._seat = {a: i for i, a in enumerate(self.possible_agents)}
-        obs_space = gymnasium.spaces.Dict(
-            {
-                "observation": gymnasium.spaces.Box(0.0, 1.0, (self.obs_layout.size,), np.float32),
-                "action_mask": gymnasium.spaces.Box(0, 1, (self.actions.n,), np.int8),
-            }
-        )
+        vec_space = gymnasium.spaces.Box(0.0, 1.0, (self.obs_layout.size,), np.float32)
+        obs_space: gymnasium.spaces.Space = vec_space
+        if self.obs_key is not None:
+            mask_space = gymnasium.spaces.Box(0, 1, (self.actions.n,), np.int8)
+            obs_space = ObsSpace({self.obs_key: vec_space, "action_mask": mask_space})
         self.observation_spaces = {a: obs_space for a in self.possible_agents}
         self.action_spaces: dict[str, gymnasium.spaces.Space] = {
             a: gymnasium.spaces.Discrete(self.actions.n) for a in self.possible_agents
@@ -175,7 +212,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
 
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, dict[str, Any]]]:
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """Deal a new episode, or restore ``options={"snapshot": s}``.
 
         ``seed`` fixes the deal and every tick's order exactly. Without a seed, the table's own generator
@@ -198,15 +235,16 @@ class NertzParallelEnv(Copyable, ParallelEnv):
             batch.reset_continue(self._state)
         self._seeded = True
         self.agents = self.possible_agents[:] if self._state.done[0] == DONE_NO else []
-        obs = self._observations()
+        obs, masks = self._observations()
         ms = self._rows.match_score.tolist()
-        infos = {a: none_per_agent(None, ms[i]) for i, a in enumerate(self.agents)}
+        bare = self.obs_key is None  # the mask goes to the infos only when the observation holds none
+        infos = {a: none_per_agent(masks[i] if bare else None, ms[i]) for i, a in enumerate(self.agents)}
         if self.render_mode == "human":
             self.render()
         return obs, infos
 
     def step(self, actions: dict[str, Any]) -> tuple[
-        dict[str, dict[str, np.ndarray]],
+        dict[str, Any],
         dict[str, float],
         dict[str, bool],
         dict[str, bool],
@@ -233,7 +271,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
             missing = self._checked_row(actions, row)
         S = self._state
         self._step_table(S, self._actions, False, 0, 1)
-        obs = self._observations()
+        obs, masks = self._observations()
         done = S.done.item(0)
         term = done != DONE_NO and done != DONE_TRUNCATED
         trunc = done == DONE_TRUNCATED
@@ -262,6 +300,9 @@ class NertzParallelEnv(Copyable, ParallelEnv):
                 agents, rows.illegal.tolist(), rows.lost_race.tolist(), rows.applied.tolist(), rows.match_score.tolist()
             )
         }
+        if self.obs_key is None:  # the mask in exactly one place: TorchRL's wrapper fails when it is in both
+            for a, mask in zip(agents, masks):  # noqa: B905
+                infos[a]["action_mask"] = mask
         if S.round_end.item(0):
             self._add_round_infos(infos)
         if done != DONE_NO:
@@ -295,13 +336,17 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         row[:] = values
         return missing
 
-    def _observations(self) -> dict[str, dict[str, np.ndarray]]:
-        """Each live agent's observation and mask, copied out of the engine's buffers (one copy each)."""
+    def _observations(self) -> tuple[dict[str, Any], list[np.ndarray]]:
+        """Each live agent's observation in the ``obs_key`` form, and its mask (the very array the observation
+        holds, for the infos), copied out of the engine's buffers (one copy each)."""
         if not self.agents:
-            return {}
+            return {}, []
         o = self._rows.obs.copy()
-        m = self._rows.mask.copy()
-        return {a: {"observation": o[i], "action_mask": m[i]} for i, a in enumerate(self.agents)}
+        masks = list(self._rows.mask.copy())
+        key = self.obs_key
+        if key is None:
+            return {a: o[i] for i, a in enumerate(self.agents)}, masks
+        return {a: {key: o[i], "action_mask": masks[i]} for i, a in enumerate(self.agents)}, masks
 
     def _add_round_infos(self, infos: dict[str, dict[str, Any]]) -> None:
         S, cfg = self._state, self.config
@@ -412,6 +457,7 @@ def parallel_env(
     render_mode: str | None = None,
     illegal_action: str = "noop",
     max_cycles: int | None = None,
+    obs_key: str | None = "observation",
     **unknown: Any,
 ) -> NertzParallelEnv:
     """Nertz as a PettingZoo ``ParallelEnv``.
@@ -425,9 +471,14 @@ def parallel_env(
             extra).
         illegal_action: ``"noop"`` (an illegal action is a flagged wait) or ``"raise"``.
         max_cycles: PettingZoo's name for ``max_ticks`` (a one-round episode's bound on steps).
+        obs_key: ``"observation"`` (PettingZoo's ``{"observation", "action_mask"}``), ``"observations"``
+            (RLlib's ``ActionMaskingTorchRLModule``) or ``None`` (the bare vector; the mask in
+            ``infos[agent]["action_mask"]`` only, as AgileRL wants it).
     """
     rules = rules_of(locals()) | unknown
-    return NertzParallelEnv(render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, **rules)
+    return NertzParallelEnv(
+        render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, obs_key=obs_key, **rules
+    )
 
 
 def env(
@@ -456,13 +507,14 @@ def env(
     render_mode: str | None = None,
     illegal_action: str = "noop",
     max_cycles: int | None = None,
+    obs_key: str | None = "observation",
     **unknown: Any,
 ) -> OrderEnforcedEnv:
     """Nertz as a PettingZoo ``AECEnv`` (``parallel_to_aec`` of :func:`parallel_env`, order-enforced); the
     keywords are :func:`parallel_env`'s."""
     rules = rules_of(locals()) | unknown
     return OrderEnforcedEnv(
-        raw_env(render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, **rules)
+        raw_env(render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, obs_key=obs_key, **rules)
     )
 
 

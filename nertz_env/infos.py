@@ -129,8 +129,13 @@ SINGLE: tuple[InfoKey, ...] = (
     *SINGLE_EXTRA,
 )
 
+#: ``infos[agent]`` of ``parallel_env(obs_key=None)`` and ``env(obs_key=None)``: the observation is the bare
+#: vector, so the mask is in the infos (only there: TorchRL's wrapper fails on a mask in both places)
+PER_AGENT_BARE: tuple[InfoKey, ...] = (*PER_AGENT, _k("action_mask", "array", ("A",), "the mask", _MASK_MEANING))
+
 SCHEMAS: dict[str, tuple[InfoKey, ...]] = {
     "parallel_env, env": PER_AGENT,
+    "parallel_env(obs_key=None), env(obs_key=None)": PER_AGENT_BARE,
     "vector_env": VECTOR,
     "agent_vector_env": AGENT_VECTOR,
     "nertz_env.rllib": RLLIB,

@@ -72,6 +72,20 @@ def test_parallel_env__every_info_key_on_every_step_with_its_type() -> None:
     assert ends == 4  # every round ended at max_ticks at the latest, and each end was seen
 
 
+def test_bare_observation__the_mask_is_in_the_infos_only() -> None:
+    env = nertz_env.parallel_env(obs_key=None, **RULES)
+    obs, infos = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        for a in infos:
+            check_per_agent(infos[a], schema.PER_AGENT_BARE, None, env.actions.n)
+            check_tensorable(infos[a])
+            assert isinstance(obs[a], np.ndarray) and obs[a].shape == (env.obs_layout.size,)
+        if not env.agents:
+            break
+        obs, _, _, _, infos = env.step({a: int(rng.choice(np.flatnonzero(infos[a]["action_mask"]))) for a in env.agents})
+
+
 def test_aec_env__every_info_key_on_every_step() -> None:
     env = nertz_env.env(**RULES)
     env.reset(seed=0)
