@@ -210,7 +210,7 @@ class NertzConfig:
 OPTION_NAMES = tuple(f.name for f in dataclasses.fields(NertzConfig))
 
 #: Per option: what it allows, what it means, and the value ``None`` stands for (where it stands for one).
-#: The one place the option table is written: ``python -m nertz_env.docs README.md`` renders it, and
+#: The one place the option table is written: the docs' rules page renders it (docs/env/rules.md), and
 #: ``tests/test_signatures.py`` checks it and every env factory's keywords against :class:`NertzConfig`.
 OPTION_DOCS: dict[str, tuple[str, str, str]] = {
     "num_players": ("2 to 8", "seats at the table, each with its own 52-card deck", ""),
