@@ -132,7 +132,7 @@ def max_cycles_rules(max_cycles: int | None, rules: dict[str, Any]) -> dict[str,
 
 
 class NertzParallelEnv(Copyable, ParallelEnv):
-    """Nertz for 2 to 8 players, all acting every tick. See the module docstring and README."""
+    """Nertz for 2 to 8 players, all acting every tick. See the module docstring and the environment card (docs/env/nertz.md)."""
 
     metadata = {
         "render_modes": list(_render.RENDER_MODES),
@@ -463,7 +463,7 @@ def parallel_env(
     """Nertz as a PettingZoo ``ParallelEnv``.
 
     Every rules option (``num_players`` .. ``allow_rotate``) is a keyword with its RULES.md default; the
-    option table in the README (generated from :data:`nertz_env.config.OPTION_DOCS`) says what each allows
+    option table of the docs' rules page (generated from :data:`nertz_env.config.OPTION_DOCS`) says what each allows
     and means. Any other keyword raises ``ValueError`` naming it.
 
     Args:
