@@ -86,7 +86,7 @@ def test_wrapper__works_on_the_per_agent_env(name: str) -> None:
             import torch
 
             acts = torch.as_tensor(acts)
-        obs, reward, term, trunc, info = env.step(acts)
+        obs, _, _, _, info = env.step(acts)
     assert env.observation_space.contains(np.asarray(obs) if not isinstance(obs, dict) else obs) or name in (
         "NumpyToTorch",
         "NormalizeObservation",  # normalized values leave the Box's [0, 1] bounds by design
