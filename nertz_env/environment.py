@@ -10,19 +10,20 @@ a live agent left out of the action dict waits and is flagged ``"missing_action"
 ``illegal_action="raise"`` those raise ``ValueError`` before anything changes. Actions that are not integers at
 all (a string, a float such as 1.5) always raise ``ValueError``: they are bugs, not moves.
 
-``infos[agent]`` holds the same keys at reset and on every step, each with one type (the schema of
-:mod:`nertz_env.infos`): ``illegal``, ``lost_race`` (a legal lake play that an earlier action of the same tick
-beat to the slot), ``action`` (the action applied; 0 when flagged), ``missing_action``, ``action_mask`` (the
-very array of the observation's mask), ``round_end`` (``"nertz"``, ``"stall"`` or ``"max_ticks"`` on a round's
-last step, else ``""``), ``score`` (the round's breakdown: ``lake``, ``nertz_penalty``, ``bonus``,
-``false_calls``, ``total``, and ``nertz_left``: the cards left in the Nertz pile; zeros until a round ends),
-``match_score`` (the match total so far) and ``team_score`` (the round's team total; the own total without
-teams).
+``infos[agent]`` holds the same keys at reset and on every step, each a number (the schema of
+:mod:`nertz_env.infos`): ``illegal``, ``lost_race`` (a legal lake play that an earlier action of the same
+tick beat to the slot), ``action`` (the action applied; 0 when flagged), ``missing_action``, ``round_end`` (1 Nertz, 2 stall, 3 max_ticks on a round's last
+step, else 0; ``nertz_env.infos.ROUND_END_NAMES`` names them), ``score`` (the round's score) and its parts
+``score_lake``, ``score_nertz_penalty``, ``score_bonus``, ``score_false_calls``, with ``nertz_left`` (the
+cards left in the Nertz pile), all 0 until a round ends, ``match_score`` (the match total so far) and
+``team_score`` (the round's team total; the own score without teams).
 
 ``obs_key`` picks the observation's form (one argument, for the clients that want another): ``"observation"``
 (default, PettingZoo's ``{"observation", "action_mask"}``), ``"observations"`` (RLlib's
 ``ActionMaskingTorchRLModule`` reads ``{"observations", "action_mask"}``) or ``None`` (the bare observation
-vector, the mask in ``infos[agent]["action_mask"]`` only: AgileRL refuses a mask inside the observation).
+vector, the mask in ``infos[agent]["action_mask"]`` only: AgileRL refuses a mask inside the observation). The
+mask is in exactly one place: TorchRL's ``PettingZooWrapper`` fails when it finds it in both (its
+``_update_action_mask`` removes only the observation's copy, then finds no spec for the info's).
 
 ``state()`` and ``state_space`` are PettingZoo's global state (every card's position, hidden ones included;
 the layout of :mod:`nertz_env.global_state`), for centralized critics; it never enters an observation.
@@ -54,7 +55,7 @@ from nertz_env.engine import batch
 from nertz_env.engine.rules import step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate
 from nertz_env.global_state import state_layout, state_space
-from nertz_env.infos import ROUND_END_NAMES, SCORE_KEYS, no_score, none_per_agent
+from nertz_env.infos import none_per_agent
 from nertz_env.observation import obs_layout
 from nertz_env.snapshot import restore_table, snapshot_table
 
@@ -236,7 +237,8 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         self.agents = self.possible_agents[:] if self._state.done[0] == DONE_NO else []
         obs, masks = self._observations()
         ms = self._rows.match_score.tolist()
-        infos = {a: none_per_agent(masks[i], ms[i]) for i, a in enumerate(self.agents)}
+        bare = self.obs_key is None  # the mask goes to the infos only when the observation holds none
+        infos = {a: none_per_agent(masks[i] if bare else None, ms[i]) for i, a in enumerate(self.agents)}
         if self.render_mode == "human":
             self.render()
         return obs, infos
@@ -284,21 +286,23 @@ class NertzParallelEnv(Copyable, ParallelEnv):
                 "lost_race": lost == 1,
                 "action": applied,
                 "missing_action": a in missing,
-                "action_mask": mask,
-                "round_end": "",
-                "score": no_score(),
+                "round_end": 0,
+                "score": 0,
+                "score_lake": 0,
+                "score_nertz_penalty": 0,
+                "score_bonus": 0,
+                "score_false_calls": 0,
+                "nertz_left": 0,
                 "match_score": ms,
                 "team_score": 0,
             }
-            for a, i, lost, applied, ms, mask in zip(  # noqa: B905 (one value per seat by construction)
-                agents,
-                rows.illegal.tolist(),
-                rows.lost_race.tolist(),
-                rows.applied.tolist(),
-                rows.match_score.tolist(),
-                masks,
+            for a, i, lost, applied, ms in zip(  # noqa: B905 (one value per seat by construction)
+                agents, rows.illegal.tolist(), rows.lost_race.tolist(), rows.applied.tolist(), rows.match_score.tolist()
             )
         }
+        if self.obs_key is None:  # the mask in exactly one place: TorchRL's wrapper fails when it is in both
+            for name, mask in zip(agents, masks):  # noqa: B905
+                infos[name]["action_mask"] = mask
         if S.round_end.item(0):
             self._add_round_infos(infos)
         if done != DONE_NO:
@@ -347,19 +351,16 @@ class NertzParallelEnv(Copyable, ParallelEnv):
     def _add_round_infos(self, infos: dict[str, dict[str, Any]]) -> None:
         S, cfg = self._state, self.config
         totals = [int(v) for v in S.score_round[0]]  # the engine's score of the round (finish_round)
-        end = ROUND_END_NAMES[int(S.round_end[0])]
+        end = int(S.round_end[0])
         for a, info in infos.items():
             p = self._seat[a]
             info["round_end"] = end
-            parts = (
-                int(S.score_lake[0, p]),
-                -cfg.nertz_penalty * int(S.score_nertz[0, p]),
-                int(S.score_bonus[0, p]),
-                -cfg.false_call_penalty * int(S.score_false[0, p]),
-                totals[p],
-                int(S.score_nertz[0, p]),
-            )
-            info["score"] = dict(zip(SCORE_KEYS, parts, strict=True))
+            info["score"] = totals[p]
+            info["score_lake"] = int(S.score_lake[0, p])
+            info["score_nertz_penalty"] = -cfg.nertz_penalty * int(S.score_nertz[0, p])
+            info["score_bonus"] = int(S.score_bonus[0, p])
+            info["score_false_calls"] = -cfg.false_call_penalty * int(S.score_false[0, p])
+            info["nertz_left"] = int(S.score_nertz[0, p])
             info["team_score"] = sum(totals[q] for q in range(cfg.num_players) if self._team[q] == self._team[p])
 
     def render(self, mode: str | None = None) -> Any:

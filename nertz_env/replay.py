@@ -67,6 +67,7 @@ from nertz_env._text import cut, short
 from nertz_env.actions import action_table
 from nertz_env.config import make_config
 from nertz_env.environment import NertzParallelEnv
+from nertz_env.infos import ROUND_END_NAMES
 from nertz_env.snapshot import SnapshotError
 
 FORMAT = "nertz-replay/1"
@@ -332,7 +333,7 @@ class RecordReplay:
         obs, rewards, terms, truncs, infos = env.step(actions)
         names = env.possible_agents
         first = infos[names[0]]
-        end = first["round_end"] or None
+        end = ROUND_END_NAMES[first["round_end"]] or None
         self.writer.tick(
             env.tick,
             asked,
@@ -341,7 +342,7 @@ class RecordReplay:
             [rewards[a] for a in names],
             env.snapshot(),
             end,
-            [infos[a]["score"]["total"] for a in names] if end else None,
+            [infos[a]["score"] for a in names] if end else None,
             [infos[a]["match_score"] for a in names] if end else None,
         )
         if not env.agents:
@@ -711,13 +712,13 @@ def replay_frames(src: Replay | str | os.PathLike[str]) -> Iterator[Frame]:
 
 def _round_rewards(env: NertzParallelEnv, names: list[str], infos: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Per seat the round's scoring part of a round-ending tick's reward (see :class:`Frame`)."""
-    own = [infos[a]["score"]["bonus"] + infos[a]["score"]["nertz_penalty"] for a in names]
+    own = [infos[a]["score_bonus"] + infos[a]["score_nertz_penalty"] for a in names]
     team = env._team if env.config.teams is not False else list(range(len(names)))
     return [
         {
             "reward": float(sum(own[q] for q in range(len(names)) if team[q] == team[p])),
-            "left": int(infos[a]["score"]["nertz_left"]),
-            "bonus": int(infos[a]["score"]["bonus"]),
+            "left": int(infos[a]["nertz_left"]),
+            "bonus": int(infos[a]["score_bonus"]),
         }
         for p, a in enumerate(names)
     ]
@@ -757,11 +758,11 @@ def _check_tick(
     want = rec.get("r", [0.0] * len(names))
     if r != want:
         raise bad("rewards", want, r)
-    end = infos[names[0]]["round_end"] or None
+    end = ROUND_END_NAMES[infos[names[0]]["round_end"]] or None
     if end != rec.get("end"):
         raise bad("round end", rec.get("end"), end)
     if end is not None:
-        score = [infos[a]["score"]["total"] for a in names]
+        score = [infos[a]["score"] for a in names]
         if score != rec.get("score"):
             raise bad("round scores", rec.get("score"), score)
     h = snapshot_hash(snap)

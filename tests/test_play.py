@@ -566,7 +566,11 @@ def test_packaging__the_page_assets_are_package_data() -> None:
     assert {"static/index.html", "static/play.js", "static/play.css"} <= set(files)
     for name in files:
         assert any(fnmatch.fnmatch(name, pat) for pat in patterns), f"{name} would be left out of the wheel"
-    assert project["project"]["scripts"]["nertz-play"] == "nertz_env.play.cli:main"
+    from nertz_env.commands import COMMANDS
+
+    # the script runs through nertz_env.commands, which names the extras and runs the play command's main
+    assert project["project"]["scripts"]["nertz-play"] == "nertz_env.commands:nertz_play"
+    assert COMMANDS["nertz-play"][0] == "nertz_env.play.cli:main"
     assert {"starlette", "uvicorn", "websockets"} <= {r.split(">")[0].split("=")[0] for r in project["project"]["optional-dependencies"]["play"]}
 
 

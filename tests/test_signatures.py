@@ -15,7 +15,7 @@ FACTORIES = {
     "parallel_env": ("render_mode", "illegal_action", "max_cycles", "obs_key"),
     "env": ("render_mode", "illegal_action", "max_cycles", "obs_key"),
     "vector_env": ("num_tables", "autoreset", "copy", "render_mode"),
-    "agent_vector_env": ("num_tables", "copy", "render_mode"),
+    "agent_vector_env": ("num_tables", "copy", "render_mode", "obs_format"),
 }
 
 

@@ -241,6 +241,8 @@ def undocumented(module_name: str) -> list[str]:
             missing.append(f"{module_name}.{name}")
             continue
         if inspect.isclass(obj):
+            if any(getattr(base, "__sphinx_mock__", False) for base in obj.__mro__[1:]):
+                continue  # a base from a mocked extra (SB3's VecEnv): its methods' docs come from there
             for attr, value in vars(obj).items():
                 if attr.startswith("_") or not (inspect.isfunction(value) or isinstance(value, property)):
                     continue
@@ -380,6 +382,8 @@ def _rewrite_repo_links(app: Sphinx, doctree: nodes.document) -> None:
         if not target_text or "://" in target_text or target_text.startswith("#"):
             continue
         path_part, _, anchor = target_text.partition("#")
+        if path_part.removesuffix(".md").lstrip("/") in app.env.found_docs:
+            continue  # already a page of the site (an include's link MyST resolved with :relative-docs:)
         origin = docdir
         if node.source and Path(node.source).is_file() and not Path(node.source).resolve().is_relative_to(srcdir):
             origin = Path(node.source).resolve().parent  # a link inside an included file (a bench/results note)

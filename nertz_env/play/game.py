@@ -39,6 +39,7 @@ from nertz_env.actions import (
     WAIT,
 )
 from nertz_env.agents.base import Agent
+from nertz_env.infos import ROUND_END_NAMES
 from nertz_env.snapshot import round_so_far
 
 HUMAN_NAME = "you"
@@ -325,8 +326,8 @@ class PlayGame:
         result = TickResult(tick=self.env.tick, moves=moves)
         first = infos[ids[0]]
         if first["round_end"]:
-            result.round_end = str(first["round_end"])
-            result.scores = [int(infos[i]["score"]["total"]) for i in ids]
+            result.round_end = ROUND_END_NAMES[first["round_end"]]
+            result.scores = [int(infos[i]["score"]) for i in ids]
             self.round_scores.append(result.scores)
             self.match_scores = [int(infos[i]["match_score"]) for i in ids]
         result.done = not self.env.agents
