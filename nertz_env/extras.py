@@ -17,6 +17,8 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "render": ("resvg_py", "PIL", "imageio", "imageio_ffmpeg"),
     "play": ("starlette", "uvicorn", "websockets"),
     "rllib": ("torch", "ray"),
+    "test": ("supersuit", "tianshou"),  # the third-party clients tests/test_clients.py runs the envs under
+    "browser": ("playwright",),  # the browser tests
 }
 
 
