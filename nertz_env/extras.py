@@ -17,7 +17,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "render": ("resvg_py", "PIL", "imageio", "imageio_ffmpeg"),
     "play": ("starlette", "uvicorn", "websockets"),
     "rllib": ("torch", "ray"),
-    "test": ("supersuit", "tianshou"),  # the third-party clients tests/test_clients.py runs the envs under
+    "test": ("supersuit", "tianshou", "torchrl", "array_api_compat"),  # the clients tests/test_clients.py runs
     "browser": ("playwright",),  # the browser tests
 }
 

@@ -4,7 +4,7 @@ virtual environments on every Python 3.10-3.13 this machine has, and used from a
 - wheel, each Python: the README's quick start, then one command of each extra installed beside it: ``eval``
   (``nertz-eval round-robin``, recording replays), ``render`` (``nertz-replay --gif`` of such a replay; its
   HTML page needs no extra), ``play`` (``nertz-play``'s page fetched over HTTP); and, on Python 3.11 only,
-  ``train`` (``nertz-train --config long_run --print-config``, a tiny training run, the shipped ``ppo`` in a
+  ``train`` (``nertz-train --config long_run --print-config``, a tiny training run, its ``policy.zip`` in a
   gauntlet). torch 2.13.0's CPU wheel is on this machine's disk for 3.11 only; for the other Pythons pip
   would fetch the CUDA build from PyPI, several GB, so the train extra is not installed there.
 - sdist, each Python: it installs (building the wheel from the sdist), the quick start runs, and ``pytest``
@@ -203,7 +203,8 @@ def test_wheel__quick_start_and_a_command_of_each_extra_outside_the_checkout(
             cwd=tmp_path, env=env,
         )
         assert (tmp_path / "run" / "policy.zip").is_file()
-        _run(["nertz-eval", "gauntlet", "ppo", "random", "--deals", "1", "--workers", "1", "--no-save", "--no-progress"],
+        # a .zip policy as a player (the train extra loads it)
+        _run(["nertz-eval", "gauntlet", "run/policy.zip", "random", "--deals", "1", "--workers", "1", "--no-save", "--no-progress"],
              cwd=tmp_path, env=env)
     else:  # no train extra here: the command says which extra in one line
         out = subprocess.run(["nertz-train", "--total-timesteps", "64"], cwd=tmp_path, env=env, capture_output=True, text=True)
