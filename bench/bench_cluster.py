@@ -6,7 +6,7 @@ the machine's two cores as a two-machine cluster of one core each would. Each ro
 records of every row are checked equal to the first row's (a cluster run must play the same games). Times:
 
 * play: wall time of the deals (what ``nertz-eval`` prints), and deals/s from it;
-* start: for the cluster, joining it, shipping checkpoints and every node's check (agents built, numba's
+* start: (one warm-up deal first compiles numba's kernels in this process, outside every time) for the cluster, joining it, shipping checkpoints and every node's check (agents built, numba's
   cache loaded in a fresh worker) before the first deal; for local workers, nothing (workers start inside
   the play time, as nertz-eval does).
 
@@ -72,6 +72,8 @@ def main() -> None:
         )
         print(f"{label}: {results.elapsed:.1f} s, same records: {same}", file=sys.stderr, flush=True)
 
+    # warm-up: numba compiles the rules and the agents' kernels here once (or loads its cache), outside the times
+    play_tournament(plan_tournament(specs, num_players=args.players, deals=1, seed=args.seed, mode="gauntlet"))
     for workers in (1, 2):
         record(f"local --workers {workers}", play_tournament(tournament, workers=workers), 0.0)
 

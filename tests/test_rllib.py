@@ -292,7 +292,11 @@ def test_league_one_iteration(local_ray) -> None:
         (["--shaping"], "the rllib backend does not support shaping"),
         (["--num-env-runners", "-1"], "--num-env-runners must be >= 0"),
         (["--opponent", "nobody=1", "--learners-per-table", "1"], "unknown agent 'nobody'"),
-        (["--num-tables", "24", "--tables-per-env", "16"], "not a multiple of --tables-per-env 16"),
+        (
+            ["--num-tables", "24", "--tables-per-env", "16", "--learners-per-table", "1", "--opponent", "heuristic=1"],
+            "not a multiple of --tables-per-env 16",
+        ),
+        (["--tables-per-env", "4"], "--tables-per-env has no effect in self-play"),
     ],
 )
 def test_cli_bad_input(flags, message, tmp_path, capsys, monkeypatch) -> None:
@@ -387,6 +391,11 @@ def test_two_node_cluster_train_then_gauntlet(tmp_path, capsys) -> None:
         cluster.shutdown()
     final = run_dir / "final"
     assert (final / "nertz_meta.json").is_file()
+    import json
+
+    # self-play trained on RLlib's single-agent route (module default_policy), and its steps were counted (the
+    # run stopped at its budget)
+    assert json.loads((final / "nertz_meta.json").read_text())["learner_module"].endswith("default_policy")
     code = eval_main(
         ["gauntlet", str(final), "heuristic", "--players", "2", "--deals", "1", "--rule", "max_ticks=120",
          "--workers", "1", "--no-save", "--no-progress"]
