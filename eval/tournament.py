@@ -37,6 +37,7 @@ import numpy as np
 from nertz_env.agents import Agent, make_agent
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.environment import NertzParallelEnv
+from nertz_env.infos import ROUND_END_NAMES
 from nertz_env.threads import limit_threads
 
 MODES = ("round_robin", "gauntlet")
@@ -88,7 +89,7 @@ class GameRecord:
     """One game (one episode: a round, or a match of rounds) of a tournament.
 
     ``scores``, ``lake`` and ``nertz_left`` hold one list per round with one value per seat: the round score
-    (individual, as in ``infos["score"]["total"]``), own cards in the lake and cards left in the Nertz pile.
+    (individual, as in ``infos[agent]["score"]``), own cards in the lake and cards left in the Nertz pile.
     """
 
     deal: int
@@ -157,7 +158,7 @@ def _snapshot_hash(env: NertzParallelEnv) -> str:
 
 def _nertz_left(env: NertzParallelEnv, info: dict[str, Any], seat: int) -> int:
     """Cards left in the seat's Nertz pile at the end of the round just finished."""
-    return int(info["score"]["nertz_left"])
+    return int(info["nertz_left"])
 
 
 def play_game(
@@ -193,10 +194,10 @@ def play_game(
                 illegal[s] += 1
         first = infos[names[0]]
         if first["round_end"]:
-            scores.append([int(infos[n]["score"]["total"]) for n in names])
-            lake.append([int(infos[n]["score"]["lake"]) for n in names])
+            scores.append([int(infos[n]["score"]) for n in names])
+            lake.append([int(infos[n]["score_lake"]) for n in names])
             left.append([_nertz_left(env, infos[n], s) for s, n in enumerate(names)])
-            ends.append(str(first["round_end"]))
+            ends.append(ROUND_END_NAMES[first["round_end"]])
             match_scores = [int(infos[n]["match_score"]) for n in names]
             truncated = bool(truncs[names[0]])
     return GameRecord(

@@ -11,7 +11,7 @@
     rewards float32 (N,); terminations, truncations bool (N,)
 
 So wrappers that expect Gymnasium's shapes (``RecordEpisodeStatistics``, ``NormalizeReward``,
-``NormalizeObservation``, ...) work on it unchanged. The seats of a table act together: every step takes one
+...) work on it unchanged; those that need a ``Box`` observation (``NormalizeObservation``, ``RescaleObservation``, ...) take ``obs_format="array"`` (docs/env/api.md lists every wrapper). The seats of a table act together: every step takes one
 action per sub-environment, and the seats of a table end (and are dealt anew, in Gymnasium's ``NEXT_STEP``
 autoreset) together. ``infos`` holds arrays of length N, the same keys at reset and every step (the schema of
 :mod:`nertz_env.infos`): ``illegal``, ``lost_race``, ``round_end`` (the table's, 0 none, 1 Nertz or call, 2
@@ -45,7 +45,11 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         num_tables: tables in the batch.
         num_players: seats per table, 2 to 8.
         copy: return copies of the observation and mask buffers (False: views the next call overwrites).
-        render_mode: ``None``, ``"ansi"`` or ``"human"`` (one frame per table).
+        render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (one frame per table).
+        obs_format: ``"dict"`` (``{"observation", "action_mask"}``, PettingZoo's form) or ``"array"``: the
+            observation vector alone, a ``Box``, for the wrappers that need one (``NormalizeObservation``,
+            ``RescaleObservation``, ...); the mask is then in ``infos["action_mask"]`` and
+            :meth:`action_masks`.
         **rules: any option of :class:`~nertz_env.config.NertzConfig`.
     """
 
@@ -61,8 +65,12 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         num_players: int = 4,
         copy: bool = True,
         render_mode: str | None = None,
+        obs_format: str = "dict",
         **rules: Any,
     ) -> None:
+        if obs_format not in ("dict", "array"):
+            raise ValueError(f"obs_format must be 'dict' or 'array', got {obs_format!r}")
+        self.obs_format = obs_format
         self.venv = NertzVectorEnv(
             num_tables, num_players=num_players, autoreset=True, copy=copy, render_mode=render_mode, **rules
         )
@@ -74,11 +82,11 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         self.env_table = np.repeat(np.arange(t), p)
         self.env_seat = np.tile(np.arange(p), t)
         o, a = self.venv.obs_layout.size, self.venv.actions.n
-        self.single_observation_space = gymnasium.spaces.Dict(
-            {
-                "observation": gymnasium.spaces.Box(0.0, 1.0, (o,), np.float32),
-                "action_mask": gymnasium.spaces.Box(0, 1, (a,), np.int8),
-            }
+        vector = gymnasium.spaces.Box(0.0, 1.0, (o,), np.float32)
+        self.single_observation_space: gymnasium.spaces.Space = (
+            gymnasium.spaces.Dict({"observation": vector, "action_mask": gymnasium.spaces.Box(0, 1, (a,), np.int8)})
+            if obs_format == "dict"
+            else vector
         )
         self.single_action_space = gymnasium.spaces.Discrete(a)
         self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, self.num_envs)
@@ -90,7 +98,7 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
 
     def reset(
         self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    ) -> tuple[Any, dict[str, Any]]:
         """Deal every table (``seed`` as in :meth:`NertzVectorEnv.reset`: an int, one per table, or None).
         ``options={"reset_mask": mask}`` (bool, (N,), equal for the seats of a table) deals only those tables."""
         check_open(self, "reset")
@@ -109,7 +117,7 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
 
     def step(
         self, actions: Any
-    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """One tick on every table; ``actions``: integers of shape (N,), one per seat."""
         check_open(self, "step")
         acts = np.asarray(actions)
@@ -122,8 +130,9 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
 
     def _flat_infos(
         self, out: dict[str, np.ndarray], info: dict[str, np.ndarray]
-    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """The batch's observations and infos, per sub-environment."""
+    ) -> tuple[Any, dict[str, np.ndarray]]:
+        """The batch's observations (a dict, or the vectors alone with ``obs_format="array"``) and infos, per
+        sub-environment."""
         n, p = self.num_envs, self.num_players
         obs = self._flat_obs(out)
         infos = {
@@ -135,7 +144,7 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
             "autoreset": np.repeat(info["autoreset"], p),
             "action_mask": obs["action_mask"],
         }
-        return obs, infos
+        return (obs if self.obs_format == "dict" else obs["observation"]), infos
 
     def render(self, tables: Sequence[int] | None = None) -> tuple[Any, ...] | None:
         """One frame per table (of ``tables``, default all), as :meth:`NertzVectorEnv.render`."""
@@ -187,6 +196,7 @@ def agent_vector_env(
     allow_rotate: bool = False,
     copy: bool = True,
     render_mode: str | None = None,
+    obs_format: str = "dict",
     **unknown: Any,
 ) -> NertzAgentVectorEnv:
     """Every seat of ``num_tables`` tables as its own Gymnasium sub-environment (see
@@ -197,6 +207,10 @@ def agent_vector_env(
         num_tables: tables in the batch (sub-environments: ``num_tables * num_players``).
         copy: return copies of the observation and mask buffers (False: views the next call overwrites).
         render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (one frame per table).
+        obs_format: ``"dict"`` (observation and mask) or ``"array"`` (the observation vector alone, a ``Box``;
+            the mask in ``infos["action_mask"]``), for the wrappers that need a ``Box`` observation.
     """
     rules = {k: v for k, v in rules_of(locals()).items() if k != "num_players"} | unknown
-    return NertzAgentVectorEnv(num_tables, num_players=num_players, copy=copy, render_mode=render_mode, **rules)
+    return NertzAgentVectorEnv(
+        num_tables, num_players=num_players, copy=copy, render_mode=render_mode, obs_format=obs_format, **rules
+    )

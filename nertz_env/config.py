@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from nertz_env._text import short
+
 MIN_PLAYERS, MAX_PLAYERS = 2, 8
 DEFAULT_STALL_TICKS = 100
 DEFAULT_MAX_TICKS = 2000
@@ -81,7 +83,7 @@ class NertzConfig:
 
     def __post_init__(self) -> None:
         def bad(name: str, allowed: str) -> ValueError:
-            return ValueError(f"{name}={getattr(self, name)!r} is not allowed: {name} must be {allowed}")
+            return ValueError(f"{name}={short(getattr(self, name))} is not allowed: {name} must be {allowed}")
 
         def int_range(name: str, lo: int, hi: int | None, optional: bool = False) -> None:
             v = getattr(self, name)
@@ -135,17 +137,17 @@ class NertzConfig:
             groups = []
             for g in teams:
                 if not isinstance(g, Sequence) or isinstance(g, str) or not all(_is_int(s) for s in g):
-                    raise ValueError(f"teams must be True, False or a list of seat lists, got {teams!r}")
+                    raise ValueError(f"teams must be True, False or a list of seat lists, got {short(teams)}")
                 groups.append(tuple(int(s) for s in g))
             seats = sorted(s for g in groups for s in g)
             if seats != list(range(n)) or any(len(g) == 0 for g in groups):
                 raise ValueError(
-                    f"teams={teams!r} must split the seats 0..{n - 1} into non-empty groups, each seat once"
+                    f"teams={short(teams)} must split the seats 0..{n - 1} into non-empty groups, each seat once"
                 )
             if len(groups) < 2:
-                raise ValueError(f"teams={teams!r} must split the seats into at least two teams, got one team")
+                raise ValueError(f"teams={short(teams)} must split the seats into at least two teams, got one team")
             return tuple(groups)
-        raise ValueError(f"teams must be True, False or a list of seat lists, got {teams!r}")
+        raise ValueError(f"teams must be True, False or a list of seat lists, got {short(teams)}")
 
     # ------------------------------------------------------------------ derived values
     @property
@@ -208,7 +210,7 @@ class NertzConfig:
 OPTION_NAMES = tuple(f.name for f in dataclasses.fields(NertzConfig))
 
 #: Per option: what it allows, what it means, and the value ``None`` stands for (where it stands for one).
-#: The one place the option table is written: ``python -m nertz_env.docs README.md`` renders it, and
+#: The one place the option table is written: the docs' rules page renders it (docs/env/rules.md), and
 #: ``tests/test_signatures.py`` checks it and every env factory's keywords against :class:`NertzConfig`.
 OPTION_DOCS: dict[str, tuple[str, str, str]] = {
     "num_players": ("2 to 8", "seats at the table, each with its own 52-card deck", ""),
@@ -277,5 +279,6 @@ def make_config(**options: Any) -> NertzConfig:
     """Build a validated config; unknown option names raise ``ValueError`` listing the known ones."""
     unknown = sorted(set(options) - set(OPTION_NAMES))
     if unknown:
-        raise ValueError(f"unknown option(s) {unknown}; the options are: {', '.join(OPTION_NAMES)}")
+        shown = short(unknown, 200) if sum(len(k) for k in unknown) > 200 else str(unknown)
+        raise ValueError(f"unknown option(s) {shown}; the options are: {', '.join(OPTION_NAMES)}")
     return NertzConfig(**options)

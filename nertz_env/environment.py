@@ -10,14 +10,20 @@ a live agent left out of the action dict waits and is flagged ``"missing_action"
 ``illegal_action="raise"`` those raise ``ValueError`` before anything changes. Actions that are not integers at
 all (a string, a float such as 1.5) always raise ``ValueError``: they are bugs, not moves.
 
-``infos[agent]`` holds the same keys at reset and on every step, each with one type (the schema of
-:mod:`nertz_env.infos`): ``illegal``, ``lost_race`` (a legal lake play that an earlier action of the same tick
-beat to the slot), ``action`` (the action applied; 0 when flagged), ``missing_action``, ``action_mask`` (the
-very array of the observation's mask), ``round_end`` (``"nertz"``, ``"stall"`` or ``"max_ticks"`` on a round's
-last step, else ``""``), ``score`` (the round's breakdown: ``lake``, ``nertz_penalty``, ``bonus``,
-``false_calls``, ``total``, and ``nertz_left``: the cards left in the Nertz pile; zeros until a round ends),
-``match_score`` (the match total so far) and ``team_score`` (the round's team total; the own total without
-teams).
+``infos[agent]`` holds the same keys at reset and on every step, each a number (the schema of
+:mod:`nertz_env.infos`): ``illegal``, ``lost_race`` (a legal lake play that an earlier action of the same
+tick beat to the slot), ``action`` (the action applied; 0 when flagged), ``missing_action``, ``round_end`` (1 Nertz, 2 stall, 3 max_ticks on a round's last
+step, else 0; ``nertz_env.infos.ROUND_END_NAMES`` names them), ``score`` (the round's score) and its parts
+``score_lake``, ``score_nertz_penalty``, ``score_bonus``, ``score_false_calls``, with ``nertz_left`` (the
+cards left in the Nertz pile), all 0 until a round ends, ``match_score`` (the match total so far) and
+``team_score`` (the round's team total; the own score without teams).
+
+``obs_key`` picks the observation's form (one argument, for the clients that want another): ``"observation"``
+(default, PettingZoo's ``{"observation", "action_mask"}``), ``"observations"`` (RLlib's
+``ActionMaskingTorchRLModule`` reads ``{"observations", "action_mask"}``) or ``None`` (the bare observation
+vector, the mask in ``infos[agent]["action_mask"]`` only: AgileRL refuses a mask inside the observation). The
+mask is in exactly one place: TorchRL's ``PettingZooWrapper`` fails when it finds it in both (its
+``_update_action_mask`` removes only the observation's copy, then finds no spec for the info's).
 
 ``state()`` and ``state_space`` are PettingZoo's global state (every card's position, hidden ones included;
 the layout of :mod:`nertz_env.global_state`), for centralized critics; it never enters an observation.
@@ -49,7 +55,7 @@ from nertz_env.engine import batch
 from nertz_env.engine.rules import step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate
 from nertz_env.global_state import state_layout, state_space
-from nertz_env.infos import ROUND_END_NAMES, SCORE_KEYS, no_score, none_per_agent
+from nertz_env.infos import none_per_agent
 from nertz_env.observation import obs_layout
 from nertz_env.snapshot import restore_table, snapshot_table
 
@@ -80,6 +86,33 @@ class _Rows(NamedTuple):
     match_score: np.ndarray
 
 
+OBS_KEYS = ("observation", "observations", None)
+
+
+class ObsSpace(gymnasium.spaces.Dict):
+    """The Dict observation space; looking up an entry it does not have raises a ``KeyError`` that says what
+    it has and, for RLlib's key, how to get it (RLlib's ``ActionMaskingTorchRLModule`` reads
+    ``space["observations"]`` when it is built)."""
+
+    def __getitem__(self, key: str) -> gymnasium.spaces.Space:
+        if key not in self.spaces:
+            hint = ""
+            if key == "observations":
+                hint = (
+                    " RLlib's ActionMaskingTorchRLModule reads 'observations': make the env with "
+                    "nertz_env.parallel_env(obs_key='observations'), or use nertz_env.rllib.env_creator"
+                )
+            raise KeyError(f"the observation has entries {sorted(self.spaces)}, not {key!r}.{hint}")
+        return self.spaces[key]
+
+
+def check_obs_key(obs_key: Any) -> str | None:
+    """``obs_key`` if it is one of :data:`OBS_KEYS`; otherwise ValueError."""
+    if obs_key not in OBS_KEYS or not isinstance(obs_key, (str, type(None))):
+        raise ValueError(f"obs_key must be 'observation', 'observations' or None, got {obs_key!r}")
+    return obs_key
+
+
 def max_cycles_rules(max_cycles: int | None, rules: dict[str, Any]) -> dict[str, Any]:
     """``rules`` with PettingZoo's ``max_cycles`` mapped to ``max_ticks`` (the bound on a round's ticks, which is
     the bound on the episode's steps when the episode is one round). Raises ValueError where it cannot mean
@@ -99,7 +132,7 @@ def max_cycles_rules(max_cycles: int | None, rules: dict[str, Any]) -> dict[str,
 
 
 class NertzParallelEnv(Copyable, ParallelEnv):
-    """Nertz for 2 to 8 players, all acting every tick. See the module docstring and README."""
+    """Nertz for 2 to 8 players, all acting every tick. See the module docstring and the environment card (docs/env/nertz.md)."""
 
     metadata = {
         "render_modes": list(_render.RENDER_MODES),
@@ -115,6 +148,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         render_mode: str | None = None,
         illegal_action: str = "noop",
         max_cycles: int | None = None,
+        obs_key: str | None = "observation",
         **rules: Any,
     ) -> None:
         """
@@ -125,11 +159,14 @@ class NertzParallelEnv(Copyable, ParallelEnv):
                 ``render`` extra).
             illegal_action: ``"noop"`` (default: flagged wait) or ``"raise"``.
             max_cycles: PettingZoo's name for ``max_ticks`` (a one-round episode's bound on steps).
+            obs_key: the observation's form: ``"observation"`` (PettingZoo's keys), ``"observations"``
+                (RLlib's) or ``None`` (the bare vector; the mask in the infos only). See the module doc.
             **rules: any option of :class:`~nertz_env.config.NertzConfig` by its RULES.md name.
         """
         _render.check_mode(render_mode)
         if illegal_action not in ("noop", "raise"):
             raise ValueError(f"illegal_action must be 'noop' or 'raise', got {illegal_action!r}")
+        self.obs_key = check_obs_key(obs_key)
         rules = max_cycles_rules(max_cycles, rules)
         self.config: NertzConfig = make_config(num_players=num_players, **rules)
         self.render_mode = render_mode
@@ -140,12 +177,11 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         self.possible_agents = [f"player_{i}" for i in range(n)]
         self.agents: list[str] = []
         self._seat = {a: i for i, a in enumerate(self.possible_agents)}
-        obs_space = gymnasium.spaces.Dict(
-            {
-                "observation": gymnasium.spaces.Box(0.0, 1.0, (self.obs_layout.size,), np.float32),
-                "action_mask": gymnasium.spaces.Box(0, 1, (self.actions.n,), np.int8),
-            }
-        )
+        vec_space = gymnasium.spaces.Box(0.0, 1.0, (self.obs_layout.size,), np.float32)
+        obs_space: gymnasium.spaces.Space = vec_space
+        if self.obs_key is not None:
+            mask_space = gymnasium.spaces.Box(0, 1, (self.actions.n,), np.int8)
+            obs_space = ObsSpace({self.obs_key: vec_space, "action_mask": mask_space})
         self.observation_spaces = {a: obs_space for a in self.possible_agents}
         self.action_spaces: dict[str, gymnasium.spaces.Space] = {
             a: gymnasium.spaces.Discrete(self.actions.n) for a in self.possible_agents
@@ -176,7 +212,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
 
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, dict[str, Any]]]:
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """Deal a new episode, or restore ``options={"snapshot": s}``.
 
         ``seed`` fixes the deal and every tick's order exactly. Without a seed, the table's own generator
@@ -199,15 +235,16 @@ class NertzParallelEnv(Copyable, ParallelEnv):
             batch.reset_continue(self._state)
         self._seeded = True
         self.agents = self.possible_agents[:] if self._state.done[0] == DONE_NO else []
-        obs = self._observations()
+        obs, masks = self._observations()
         ms = self._rows.match_score.tolist()
-        infos = {a: none_per_agent(obs[a]["action_mask"], ms[i]) for i, a in enumerate(self.agents)}
+        bare = self.obs_key is None  # the mask goes to the infos only when the observation holds none
+        infos = {a: none_per_agent(masks[i] if bare else None, ms[i]) for i, a in enumerate(self.agents)}
         if self.render_mode == "human":
             self.render()
         return obs, infos
 
     def step(self, actions: dict[str, Any]) -> tuple[
-        dict[str, dict[str, np.ndarray]],
+        dict[str, Any],
         dict[str, float],
         dict[str, bool],
         dict[str, bool],
@@ -234,7 +271,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
             missing = self._checked_row(actions, row)
         S = self._state
         self._step_table(S, self._actions, False, 0, 1)
-        obs = self._observations()
+        obs, masks = self._observations()
         done = S.done.item(0)
         term = done != DONE_NO and done != DONE_TRUNCATED
         trunc = done == DONE_TRUNCATED
@@ -249,9 +286,13 @@ class NertzParallelEnv(Copyable, ParallelEnv):
                 "lost_race": lost == 1,
                 "action": applied,
                 "missing_action": a in missing,
-                "action_mask": obs[a]["action_mask"],
-                "round_end": "",
-                "score": no_score(),
+                "round_end": 0,
+                "score": 0,
+                "score_lake": 0,
+                "score_nertz_penalty": 0,
+                "score_bonus": 0,
+                "score_false_calls": 0,
+                "nertz_left": 0,
                 "match_score": ms,
                 "team_score": 0,
             }
@@ -259,6 +300,9 @@ class NertzParallelEnv(Copyable, ParallelEnv):
                 agents, rows.illegal.tolist(), rows.lost_race.tolist(), rows.applied.tolist(), rows.match_score.tolist()
             )
         }
+        if self.obs_key is None:  # the mask in exactly one place: TorchRL's wrapper fails when it is in both
+            for name, mask in zip(agents, masks):  # noqa: B905
+                infos[name]["action_mask"] = mask
         if S.round_end.item(0):
             self._add_round_infos(infos)
         if done != DONE_NO:
@@ -292,30 +336,31 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         row[:] = values
         return missing
 
-    def _observations(self) -> dict[str, dict[str, np.ndarray]]:
-        """Each live agent's observation and mask, copied out of the engine's buffers (one copy each)."""
+    def _observations(self) -> tuple[dict[str, Any], list[np.ndarray]]:
+        """Each live agent's observation in the ``obs_key`` form, and its mask (the very array the observation
+        holds, for the infos), copied out of the engine's buffers (one copy each)."""
         if not self.agents:
-            return {}
+            return {}, []
         o = self._rows.obs.copy()
-        m = self._rows.mask.copy()
-        return {a: {"observation": o[i], "action_mask": m[i]} for i, a in enumerate(self.agents)}
+        masks = list(self._rows.mask.copy())
+        key = self.obs_key
+        if key is None:
+            return {a: o[i] for i, a in enumerate(self.agents)}, masks
+        return {a: {key: o[i], "action_mask": masks[i]} for i, a in enumerate(self.agents)}, masks
 
     def _add_round_infos(self, infos: dict[str, dict[str, Any]]) -> None:
         S, cfg = self._state, self.config
         totals = [int(v) for v in S.score_round[0]]  # the engine's score of the round (finish_round)
-        end = ROUND_END_NAMES[int(S.round_end[0])]
+        end = int(S.round_end[0])
         for a, info in infos.items():
             p = self._seat[a]
             info["round_end"] = end
-            parts = (
-                int(S.score_lake[0, p]),
-                -cfg.nertz_penalty * int(S.score_nertz[0, p]),
-                int(S.score_bonus[0, p]),
-                -cfg.false_call_penalty * int(S.score_false[0, p]),
-                totals[p],
-                int(S.score_nertz[0, p]),
-            )
-            info["score"] = dict(zip(SCORE_KEYS, parts, strict=True))
+            info["score"] = totals[p]
+            info["score_lake"] = int(S.score_lake[0, p])
+            info["score_nertz_penalty"] = -cfg.nertz_penalty * int(S.score_nertz[0, p])
+            info["score_bonus"] = int(S.score_bonus[0, p])
+            info["score_false_calls"] = -cfg.false_call_penalty * int(S.score_false[0, p])
+            info["nertz_left"] = int(S.score_nertz[0, p])
             info["team_score"] = sum(totals[q] for q in range(cfg.num_players) if self._team[q] == self._team[p])
 
     def render(self, mode: str | None = None) -> Any:
@@ -412,12 +457,13 @@ def parallel_env(
     render_mode: str | None = None,
     illegal_action: str = "noop",
     max_cycles: int | None = None,
+    obs_key: str | None = "observation",
     **unknown: Any,
 ) -> NertzParallelEnv:
     """Nertz as a PettingZoo ``ParallelEnv``.
 
     Every rules option (``num_players`` .. ``allow_rotate``) is a keyword with its RULES.md default; the
-    option table in the README (generated from :data:`nertz_env.config.OPTION_DOCS`) says what each allows
+    option table of the docs' rules page (generated from :data:`nertz_env.config.OPTION_DOCS`) says what each allows
     and means. Any other keyword raises ``ValueError`` naming it.
 
     Args:
@@ -425,9 +471,14 @@ def parallel_env(
             extra).
         illegal_action: ``"noop"`` (an illegal action is a flagged wait) or ``"raise"``.
         max_cycles: PettingZoo's name for ``max_ticks`` (a one-round episode's bound on steps).
+        obs_key: ``"observation"`` (PettingZoo's ``{"observation", "action_mask"}``), ``"observations"``
+            (RLlib's ``ActionMaskingTorchRLModule``) or ``None`` (the bare vector; the mask in
+            ``infos[agent]["action_mask"]`` only, as AgileRL wants it).
     """
     rules = rules_of(locals()) | unknown
-    return NertzParallelEnv(render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, **rules)
+    return NertzParallelEnv(
+        render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, obs_key=obs_key, **rules
+    )
 
 
 def env(
@@ -456,13 +507,14 @@ def env(
     render_mode: str | None = None,
     illegal_action: str = "noop",
     max_cycles: int | None = None,
+    obs_key: str | None = "observation",
     **unknown: Any,
 ) -> OrderEnforcedEnv:
     """Nertz as a PettingZoo ``AECEnv`` (``parallel_to_aec`` of :func:`parallel_env`, order-enforced); the
     keywords are :func:`parallel_env`'s."""
     rules = rules_of(locals()) | unknown
     return OrderEnforcedEnv(
-        raw_env(render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, **rules)
+        raw_env(render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, obs_key=obs_key, **rules)
     )
 
 

@@ -1,9 +1,13 @@
 """The info schema: every key each environment puts in its infos, on every step and at reset.
 
 Every env returns the same keys on every call of ``reset`` and ``step``, each with one type; a key whose
-event has not happened (a round has not ended) holds a typed "none yet" value (``""``, ``0``, ``False``),
-never ``None`` and never a missing key. Clients that stack infos into arrays (Tianshou's buffer, Gymnasium's
-vector info merge, AgileRL) then see one column per key with one dtype.
+event has not happened (a round has not ended) holds a typed "none yet" value (``0``, ``False``), never
+``None`` and never a missing key. Every value is a number or a numeric array (no strings, no nested dicts),
+so clients that turn infos into arrays or tensors work: Tianshou's buffer, Gymnasium's vector info merge,
+AgileRL, and TorchRL's ``PettingZooWrapper``, which builds a tensor spec from the reset infos and fills it
+on every step. ``round_end`` is a code (:data:`ROUND_END_NAMES` gives its name, :func:`round_end_name`),
+and the round's score breakdown is flat (``score``, ``score_lake``, ...; :func:`score_of` gives it back as
+a dict).
 
 This module is the one place the schema is written down: the envs build their infos from it where they can
 (the "none yet" values), ``python -m nertz_env.docs`` renders it into the docs, and
@@ -12,12 +16,19 @@ This module is the one place the schema is written down: the envs build their in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-#: the round's score breakdown of ``infos[agent]["score"]`` (per-agent envs), all ints
-SCORE_KEYS = ("lake", "nertz_penalty", "bonus", "false_calls", "total", "nertz_left")
-#: ``round_end`` text by the engine's END_* code (per-agent envs); "" while no round has ended this step
+#: the round's score breakdown (per-agent envs): the name in :func:`score_of`'s dict -> the info key
+SCORE_KEYS = {
+    "lake": "score_lake",
+    "nertz_penalty": "score_nertz_penalty",
+    "bonus": "score_bonus",
+    "false_calls": "score_false_calls",
+    "total": "score",
+    "nertz_left": "nertz_left",
+}
+#: the name of each ``round_end`` code (the engine's END_* values; the same codes in every env)
 ROUND_END_NAMES = ("", "nertz", "stall", "max_ticks")
 
 
@@ -42,9 +53,11 @@ def _k(name: str, kind: str, shape: tuple[str, ...], none: str, meaning: str) ->
 
 
 _MASK_MEANING = (
-    "the legal actions, the very array of the observation's `action_mask` (no copy: read-only use); "
-    "PettingZoo's second place for a mask, where AgileRL reads it"
+    "the legal actions: the very array of the observation's `action_mask` (no copy, read-only use), or the "
+    "only copy where the observation is the bare vector"
 )
+
+_END = "why a round ended this step: 1 Nertz (or a call), 2 stall, 3 max_ticks; 0 none"
 
 #: ``infos[agent]`` of ``parallel_env`` and ``env`` (AEC), at reset and every step
 PER_AGENT: tuple[InfoKey, ...] = (
@@ -52,22 +65,20 @@ PER_AGENT: tuple[InfoKey, ...] = (
     _k("lost_race", "bool", (), "False", "a legal lake play lost its slot to an earlier action of the tick"),
     _k("action", "int", (), "0", "the action applied (0, a wait, when flagged illegal or missing)"),
     _k("missing_action", "bool", (), "False", "the agent was left out of the action dict and waited"),
-    _k("action_mask", "array", ("A",), "the mask", _MASK_MEANING.replace("`action_mask`", '`"action_mask"`')),
-    _k("round_end", "str", (), '""', 'why a round ended this step: "nertz", "stall" or "max_ticks"; "" if none'),
-    _k(
-        "score",
-        "dict",
-        (),
-        "every field 0",
-        "the round's breakdown when `round_end` is set: " + ", ".join(f"`{k}`" for k in SCORE_KEYS) + " (ints)",
-    ),
+    _k("round_end", "int", (), "0", _END),
+    _k("score", "int", (), "0", "the round's score of the agent, when `round_end` is set"),
+    _k("score_lake", "int", (), "0", "its part from own cards in the lake"),
+    _k("score_nertz_penalty", "int", (), "0", "its part from cards left in the Nertz pile (<= 0)"),
+    _k("score_bonus", "int", (), "0", "its part from the call bonus"),
+    _k("score_false_calls", "int", (), "0", "its part from false calls (<= 0)"),
+    _k("nertz_left", "int", (), "0", "cards left in the agent's Nertz pile when the round ended"),
     _k("match_score", "int", (), "0", "the agent's match total so far (rounds summed; updated when a round ends)"),
     _k(
         "team_score",
         "int",
         (),
         "0",
-        "the round's total of the agent's team when `round_end` is set (without teams, the agent's own total)",
+        "the round's total of the agent's team when `round_end` is set (without teams, the agent's own score)",
     ),
 )
 
@@ -75,7 +86,7 @@ PER_AGENT: tuple[InfoKey, ...] = (
 VECTOR: tuple[InfoKey, ...] = (
     _k("illegal", "bool", ("T", "P"), "False", "the seat's action was not legal and was applied as a wait"),
     _k("lost_race", "bool", ("T", "P"), "False", "a legal lake play lost its slot to an earlier action"),
-    _k("round_end", "int8", ("T",), "0", "why a round ended this step: 1 Nertz or call, 2 stall, 3 max_ticks; 0 none"),
+    _k("round_end", "int8", ("T",), "0", _END),
     _k("score", "int32", ("T", "P"), "0", "the finished round's score, where `round_end > 0`"),
     _k("autoreset", "bool", ("T",), "False", "the table was dealt anew this step (its actions were ignored)"),
     _k("action_mask", "int8", ("T", "P", "A"), "the mask", _MASK_MEANING),
@@ -96,7 +107,7 @@ AGENT_VECTOR: tuple[InfoKey, ...] = (
 RLLIB: tuple[InfoKey, ...] = (
     _k("illegal", "bool", (), "False", "the agent's action was not legal and was applied as a wait"),
     _k("lost_race", "bool", (), "False", "a legal lake play lost its slot to an earlier action of the tick"),
-    _k("round_end", "str", (), '""', 'why a round ended this step: "nertz", "stall" or "max_ticks"; "" if none'),
+    _k("round_end", "int", (), "0", _END),
     _k("score", "int", (), "0", "the finished round's score of the agent, when `round_end` is set"),
 )
 
@@ -109,17 +120,22 @@ SINGLE_EXTRA: tuple[InfoKey, ...] = (
     _k("max_ticks", "bool", (), "False", "the round was cut off at `max_ticks` (reported as terminated)"),
 )
 
-#: the single-agent view's whole ``info``: its observation is the bare vector, so the mask is the learner's
-#: (equal to ``action_masks()`` while the episode runs)
-SINGLE: tuple[InfoKey, ...] = tuple(
-    replace(k, meaning="the learner's legal actions (the parallel env's mask array; `action_masks()` as int8)")
-    if k.name == "action_mask"
-    else k
-    for k in PER_AGENT
-) + SINGLE_EXTRA
+#: the single-agent view's whole ``info``: its observation is the bare vector, so the infos carry the
+#: learner's mask (equal to ``action_masks()`` while the episode runs)
+SINGLE: tuple[InfoKey, ...] = (
+    *PER_AGENT[:4],
+    _k("action_mask", "array", ("A",), "the mask", "the learner's legal actions (`action_masks()` as int8)"),
+    *PER_AGENT[4:],
+    *SINGLE_EXTRA,
+)
+
+#: ``infos[agent]`` of ``parallel_env(obs_key=None)`` and ``env(obs_key=None)``: the observation is the bare
+#: vector, so the mask is in the infos (only there: TorchRL's wrapper fails on a mask in both places)
+PER_AGENT_BARE: tuple[InfoKey, ...] = (*PER_AGENT, _k("action_mask", "array", ("A",), "the mask", _MASK_MEANING))
 
 SCHEMAS: dict[str, tuple[InfoKey, ...]] = {
     "parallel_env, env": PER_AGENT,
+    "parallel_env(obs_key=None), env(obs_key=None)": PER_AGENT_BARE,
     "vector_env": VECTOR,
     "agent_vector_env": AGENT_VECTOR,
     "nertz_env.rllib": RLLIB,
@@ -127,24 +143,30 @@ SCHEMAS: dict[str, tuple[InfoKey, ...]] = {
 }
 
 
-def no_score() -> dict[str, int]:
-    """The "none yet" value of ``infos[agent]["score"]`` (a new dict every call)."""
-    return dict.fromkeys(SCORE_KEYS, 0)
+def none_per_agent(mask: Any = None, match_score: int = 0) -> dict[str, Any]:
+    """One agent's infos with every key at its "none yet" value (what ``reset`` returns); with ``mask``, an
+    ``action_mask`` entry too (for an env whose observation holds no mask)."""
+    info: dict[str, Any] = {"illegal": False, "lost_race": False, "action": 0, "missing_action": False}
+    if mask is not None:
+        info["action_mask"] = mask
+    info.update(_NO_ROUND)
+    info["match_score"] = int(match_score)
+    info["team_score"] = 0
+    return info
 
 
-def none_per_agent(mask: Any, match_score: int = 0) -> dict[str, Any]:
-    """One agent's infos with every key at its "none yet" value (what ``reset`` returns)."""
-    return {
-        "illegal": False,
-        "lost_race": False,
-        "action": 0,
-        "missing_action": False,
-        "action_mask": mask,
-        "round_end": "",
-        "score": no_score(),
-        "match_score": int(match_score),
-        "team_score": 0,
-    }
+_NO_ROUND = {"round_end": 0, **dict.fromkeys(SCORE_KEYS.values(), 0)}
+
+
+def score_of(info: dict[str, Any]) -> dict[str, int]:
+    """A per-agent info's round score as a dict: ``lake``, ``nertz_penalty``, ``bonus``, ``false_calls``,
+    ``total``, ``nertz_left`` (all 0 on a step where no round ended)."""
+    return {name: int(info[key]) for name, key in SCORE_KEYS.items()}
+
+
+def round_end_name(info: dict[str, Any]) -> str:
+    """``"nertz"``, ``"stall"`` or ``"max_ticks"`` for a step that ended a round, else ``""``."""
+    return ROUND_END_NAMES[int(info["round_end"])]
 
 
 def markdown() -> str:

@@ -12,7 +12,7 @@ module does. Usage::
 **The env** (:class:`NertzRLlibEnv`, built by :func:`env_creator`) is an RLlib ``MultiAgentEnv``. Each agent's
 observation is ``{"observations": float32 (O,), "action_mask": float32 (A,)}``, the keys RLlib's own
 ``ActionMaskingTorchRLModule`` reads, so that module works unchanged. ``infos[agent]`` holds ``illegal``,
-``lost_race``, ``round_end`` (``""`` until a round ends) and ``score`` (the finished round's, else 0) at reset
+``lost_race``, ``round_end`` (a code, 0 until a round ends: :mod:`nertz_env.infos`) and ``score`` (the finished round's, else 0) at reset
 and every step (:mod:`nertz_env.infos`); the mask is in the observation only (RLlib keeps every step's infos
 in its episodes, so a copy there would cost memory for nothing). ``env_config`` takes every rules option
 of RULES.md by its name, ``num_players``, and these keys of the env itself (anything else is one clear
@@ -59,7 +59,6 @@ from ray.rllib.env.multi_agent_env import MultiAgentEnv
 from nertz_env.config import OPTION_NAMES, NertzConfig, make_config
 from nertz_env.engine import batch
 from nertz_env.engine.state import DONE_NO
-from nertz_env.infos import ROUND_END_NAMES
 from nertz_env.threads import limit_threads
 from nertz_env.vector import NertzVectorEnv
 
@@ -224,7 +223,7 @@ class NertzRLlibEnv(MultiAgentEnv):
         self._seat_opponents()
         self._live_tables[:] = self._venv._state.done == DONE_NO
         self.agents = [a for t in np.flatnonzero(self._live_tables) for a in self._exposed(int(t))]
-        none = {"illegal": False, "lost_race": False, "round_end": "", "score": 0}  # the info schema's "none yet"
+        none = {"illegal": False, "lost_race": False, "round_end": 0, "score": 0}  # the info schema's "none yet"
         return self._obs(self.agents), {a: dict(none) for a in self.agents}
 
     def step(self, action_dict: Mapping[str, Any]) -> tuple[
@@ -252,7 +251,7 @@ class NertzRLlibEnv(MultiAgentEnv):
                     acts[t, p] = agent.act(obs_all[t, p], mask_all[t, p])
         _, rewards, term, trunc, infos = self._venv.step(acts)
         illegal, lost, score = infos["illegal"], infos["lost_race"], infos["score"]
-        ends = [ROUND_END_NAMES[e] for e in infos["round_end"].tolist()]
+        ends = infos["round_end"].tolist()
         was_live = self.agents
         obs = self._obs(was_live)
         rew: dict[str, float] = {}

@@ -108,6 +108,7 @@ RUN_BY_CI = {
     "README's lines and .ci/run's differ)",
     "pip install": "an install step: .ci/setup installs the checkout with its extras into .venv, and the commands "
     "here run in that venv (a missing extra fails the command that needs it)",
+    "export ": "sets an environment variable of the user's shell for the commands after it; nothing to run",
     "ray start": "starts a Ray head on the user's machine; the `--address` command after it runs here on its own "
     "local Ray, and tests/test_rllib.py joins a simulated two-node cluster",
 }
@@ -362,7 +363,8 @@ def _train_mode(args: list[str]) -> str:
         return mode
     cfg = _value(args, "--config")
     if cfg:
-        m = re.search(r'^\s*mode\s*=\s*"(\w+)"', (ROOT / cfg).read_text(), re.M)
+        path = ROOT / cfg if (ROOT / cfg).is_file() else ROOT / "train" / "configs" / f"{cfg}.toml"  # or a name
+        m = re.search(r'^\s*mode\s*=\s*"(\w+)"', path.read_text(), re.M)
         if m:
             return m.group(1)
     return "vector"
@@ -735,7 +737,9 @@ def _execute(cmd: Command, ctx: Ctx) -> None:
             f"{program!r}: add one to RULES (how to run it small, where its outputs go), or list it in RUN_BY_CI"
         )
     rule, _slow = RULES[program]
-    if cmd.expect_error is not None:  # bad input: run as shown, outputs moved out of the checkout
+    if "--help" in args and cmd.expect_error is None:  # prints and exits: run as shown
+        plan = Plan(list(args), timeout=180.0)
+    elif cmd.expect_error is not None:  # bad input: run as shown, outputs moved out of the checkout
         plan = Plan(_map(args, ("--run-dir", "--out", "-o", "--replays", "--checkpoint-dir"), ctx, []), timeout=180.0)
     else:
         try:

@@ -12,10 +12,10 @@ import nertz_env
 from nertz_env.config import OPTION_DOCS, OPTION_NAMES, OPTION_TYPES, NertzConfig
 
 FACTORIES = {
-    "parallel_env": ("render_mode", "illegal_action", "max_cycles"),
-    "env": ("render_mode", "illegal_action", "max_cycles"),
+    "parallel_env": ("render_mode", "illegal_action", "max_cycles", "obs_key"),
+    "env": ("render_mode", "illegal_action", "max_cycles", "obs_key"),
     "vector_env": ("num_tables", "autoreset", "copy", "render_mode"),
-    "agent_vector_env": ("num_tables", "copy", "render_mode"),
+    "agent_vector_env": ("num_tables", "copy", "render_mode", "obs_format"),
 }
 
 

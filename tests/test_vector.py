@@ -45,7 +45,7 @@ def test_batch_table__equals_parallel_env_with_the_same_seed(rules: dict) -> Non
                 assert info[a]["illegal"] == vinfo["illegal"][t, p]
                 assert info[a]["lost_race"] == vinfo["lost_race"][t, p]
                 if info[a]["round_end"]:
-                    assert info[a]["score"]["total"] == vinfo["score"][t, p]
+                    assert info[a]["score"] == vinfo["score"][t, p]
             if not e.agents:
                 episodes[t] += 1
 

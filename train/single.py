@@ -5,7 +5,7 @@ over :func:`nertz_env.parallel_env`:
 
 * observation: the learner's ``"observation"`` vector (``Box(0, 1, (O,), float32)``); action: ``Discrete(A)``;
 * ``action_masks()``: the learner's legal actions as a bool vector (what MaskablePPO reads);
-* ``info``: the learner's ``parallel_env`` infos (``action_mask`` among them) plus ``seat``, ``opponents``,
+* ``info``: the learner's ``parallel_env`` infos plus its ``action_mask``, ``seat``, ``opponents``,
   ``rivals_reward`` and ``max_ticks``, the same keys at reset and every step (:mod:`nertz_env.infos`);
 * reward: the learner's own reward only (it sums to the learner's round score; see the env's docs);
   ``info["rivals_reward"]`` is the mean reward of the seats on other teams (every other seat without teams);
@@ -142,7 +142,8 @@ class NertzSingleAgentEnv(gymnasium.Env):
         self._obs, infos = self.env.reset(seed=env_seed)
         me = self.names[self.seat]
         self._opponent_names = {s: a.name for s, a in self.opponents.items()}
-        info = dict(infos[me], seat=self.seat, opponents=self._opponent_names, rivals_reward=0.0, max_ticks=False)
+        info = dict(infos[me], action_mask=self._obs[me]["action_mask"])
+        info.update(seat=self.seat, opponents=self._opponent_names, rivals_reward=0.0, max_ticks=False)
         return self._obs[me]["observation"], info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -167,7 +168,8 @@ class NertzSingleAgentEnv(gymnasium.Env):
         cut = truncated and self.truncation_as_termination
         if cut:
             terminated, truncated = True, False
-        info = dict(infos[me], seat=self.seat, opponents=self._opponent_names, rivals_reward=rivals, max_ticks=cut)
+        info = dict(infos[me], action_mask=obs[me]["action_mask"])
+        info.update(seat=self.seat, opponents=self._opponent_names, rivals_reward=rivals, max_ticks=cut)
         self._obs = {} if terminated or truncated else obs  # the final step still returns every observation
         return obs[me]["observation"], float(rewards[me]), terminated, truncated, info
 
