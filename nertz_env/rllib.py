@@ -604,7 +604,7 @@ class NertzSingleAgentPPOConfig(PPOConfig):
         return pipeline
 
 
-def fast_unbatch(struct: Any, _unbatch: Any = None) -> Any:
+def fast_unbatch(struct: Any) -> Any:
     """RLlib's ``space_utils.unbatch`` (a struct of batches -> a list of structs), with fast paths for a flat
     array and a dict of flat arrays (the single-agent route's observations and actions), which RLlib unbatches
     through ``tree.unflatten_as`` row by row (15% of an env runner's time at 64 sub-environments). The same
@@ -614,9 +614,9 @@ def fast_unbatch(struct: Any, _unbatch: Any = None) -> Any:
     if isinstance(struct, dict) and struct and all(isinstance(v, np.ndarray) for v in struct.values()):
         keys = list(struct)
         return [dict(zip(keys, row, strict=True)) for row in zip(*(struct[k] for k in keys), strict=True)]
-    if _unbatch is None:
-        from ray.rllib.utils.spaces.space_utils import unbatch as _unbatch
-    return _unbatch(struct)
+    from ray.rllib.utils.spaces.space_utils import unbatch
+
+    return unbatch(struct)
 
 
 def _use_fast_unbatch() -> None:
@@ -645,8 +645,7 @@ def _flat_unbatch_class() -> Any:
         def __call__(self, *, rl_module: Any, batch: Any, episodes: Any, explore: Any = None,
                      shared_data: Any = None, **kwargs: Any) -> Any:
             order = (shared_data or {}).get("memorized_map_structure")
-            flat = isinstance(order, list) and all(isinstance(v, np.ndarray) for v in batch.values())
-            if not flat:
+            if not isinstance(order, list) or not all(isinstance(v, np.ndarray) for v in batch.values()):
                 return super().__call__(
                     rl_module=rl_module, batch=batch, episodes=episodes, explore=explore,
                     shared_data=shared_data, **kwargs,
