@@ -427,7 +427,7 @@ def test_infos__the_schema_keys_at_reset_and_every_step() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# RLlib's own PettingZoo route (docs/guides/clients.md): ParallelPettingZooEnv over nertz_env.parallel_env
+# RLlib's own PettingZoo route (docs/clients/index.md): ParallelPettingZooEnv over nertz_env.parallel_env
 def test_parallel_pettingzoo_env_route__one_ppo_iteration_with_rllibs_masking_module(local_ray) -> None:
     """RLlib's documented PettingZoo recipe (register_env + ParallelPettingZooEnv, one shared policy) with its
     documented action-masking module, ``ActionMaskingTorchRLModule``; the one argument on our side is
