@@ -11,7 +11,7 @@
     rewards float32 (N,); terminations, truncations bool (N,)
 
 So wrappers that expect Gymnasium's shapes (``RecordEpisodeStatistics``, ``NormalizeReward``,
-``NormalizeObservation``, ...) work on it unchanged. The seats of a table act together: every step takes one
+...) work on it unchanged; those that need a ``Box`` observation (``NormalizeObservation``, ``RescaleObservation``, ...) take ``obs_format="array"`` (docs/env/api.md lists every wrapper). The seats of a table act together: every step takes one
 action per sub-environment, and the seats of a table end (and are dealt anew, in Gymnasium's ``NEXT_STEP``
 autoreset) together. ``infos`` holds arrays of length N, the same keys at reset and every step (the schema of
 :mod:`nertz_env.infos`): ``illegal``, ``lost_race``, ``round_end`` (the table's, 0 none, 1 Nertz or call, 2

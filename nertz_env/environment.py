@@ -301,8 +301,8 @@ class NertzParallelEnv(Copyable, ParallelEnv):
             )
         }
         if self.obs_key is None:  # the mask in exactly one place: TorchRL's wrapper fails when it is in both
-            for a, mask in zip(agents, masks):  # noqa: B905
-                infos[a]["action_mask"] = mask
+            for name, mask in zip(agents, masks):  # noqa: B905
+                infos[name]["action_mask"] = mask
         if S.round_end.item(0):
             self._add_round_infos(infos)
         if done != DONE_NO:

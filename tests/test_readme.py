@@ -444,6 +444,7 @@ def _replay_fixture(ctx: Ctx) -> str:
     folder = Path(ctx.out("_fixture_replays"))
     files = sorted(folder.glob("*.jsonl*"))
     if not files:
+        pytest.importorskip("openskill", reason="needs the eval extra: pip install 'nertz-env[eval]' (nertz-eval records the replay)")
         r = ctx.run(
             _program("nertz-eval"),
             ["round-robin", "heuristic", "random", "--players", "2", "--deals", "1", "--no-save",
@@ -543,6 +544,7 @@ def rule_expert_curve(args: list[str], ctx: Ctx) -> Plan:
     """The curve of a run a README command trains (``runs/...``), one deal a point."""
     needs = [w for i, w in enumerate(args) if not w.startswith("-") and (i == 0 or not args[i - 1].startswith("-"))]
     a = [ctx.out(w) if w in needs else w for w in args]
+    a = _map(a, ("--out",), ctx, [])
     a = _set(_set(a, "--deals", "1"), "--workers", "1")
     return Plan(a, needs=needs, timeout=600.0, restore=BENCH_RESULTS)
 
