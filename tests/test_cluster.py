@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("ray", reason="needs Ray: pip install 'nertz-env[rllib]'")
+pytest.importorskip("ray", reason="needs the rllib extra (Ray): pip install 'nertz-env[rllib]'")
 
 from nertz_env.eval.cli import main
 
