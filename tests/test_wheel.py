@@ -136,7 +136,7 @@ def _run_quick_start(venv: Path, cwd: Path, env: dict[str, str]) -> subprocess.C
     out = _run([str(venv / "bin" / "python"), "-c", code], cwd=cwd, env=env)
     package = out.stdout.strip().splitlines()[-1].split(" ", 1)[1]
     assert Path(package).resolve().is_relative_to(venv.resolve()), f"nertz_env came from {package}, not the venv"
-    assert "'total'" in out.stdout  # the score dict the quick start prints
+    assert "Lake:" in out.stdout  # the table the quick start renders
     return out
 
 
