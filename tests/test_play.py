@@ -389,6 +389,7 @@ def _run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
         (["--rule", "draw=4"], "draw=4 is not allowed"),
         (["--rule", "draw"], "key=value"),
         (["--rule", "num_players=3"], "--players"),
+        (["--rule", "max_ticks=99999999999"], "max_ticks=99999999999 is not allowed"),  # an OverflowError traceback
         (["--opponents", "runs/none.zip"], "checkpoint file not found"),
         (["--port", "70000"], "--port must be from 0 to 65535"),
         (["--seed", "-1"], "--seed must be a non-negative integer"),
