@@ -9,7 +9,7 @@ virtual environments on every Python 3.10-3.13 this machine has, and used from a
   would fetch the CUDA build from PyPI, several GB, so the train extra is not installed there.
 - sdist, each Python: it installs (building the wheel from the sdist), the quick start runs, and ``pytest``
   from the unpacked sdist collects every test module with no error (modules needing an extra that is not
-  installed skip naming it) and passes ``tests/test_packaging.py``.
+  installed skip naming it); on 3.11 it also passes ``tests/test_packaging.py`` there.
 - a read-only install without a writable home (Python 3.11): the quick start compiles in memory with one
   warning naming ``NUMBA_CACHE_DIR`` and one line saying the rules are compiling.
 
@@ -228,7 +228,8 @@ def test_sdist__installs_runs_and_its_tests_collect_and_pass(version: str, dist:
     assert skips, "the sdist's venv has no extras: the modules that need one should skip"
     for where, reason in skips:
         assert re.search(r"needs the \w+ extra", reason), f"{where} skips without naming the extra: {reason}"
-    _run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_packaging.py"], cwd=unpacked, env=env)
+    if version == TRAIN_PYTHON:  # one Python runs a test module for real (its commands compile in fresh processes)
+        _run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_packaging.py"], cwd=unpacked, env=env)
 
 
 def test_read_only_install_without_a_home__compiles_in_memory_with_one_warning(dist: dict[str, Path], tmp_path: Path) -> None:
