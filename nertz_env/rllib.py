@@ -593,6 +593,8 @@ class NertzSingleAgentPPOConfig(PPOConfig):
     whose rows ``list(column)`` gives directly. Everything else is RLlib's."""
 
     def build_module_to_env_connector(self, env: Any = None, spaces: Any = None) -> Any:
+        """RLlib's module-to-env pipeline with its ``UnBatchToIndividualItems`` piece replaced by the flat
+        unbatcher described above."""
         pipeline = super().build_module_to_env_connector(env, spaces)
         from ray.rllib.connectors.module_to_env import UnBatchToIndividualItems
 
