@@ -21,8 +21,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import tomllib
-
 REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO / ".venv" / "isolated"
 TORCH_PIN = "torch==2.13.0"  # the CPU build (.ci/setup installs the same)
@@ -65,6 +63,8 @@ def build_wheel(out: Path) -> Path:
 
 
 def _key(requirements: list[str], torch: bool) -> str:
+    import tomllib  # Python 3.11+; imported here so that collecting these tests works on 3.10 too
+
     deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
     blob = json.dumps([list(sys.version_info[:2]), TORCH_PIN if torch else None, sorted(deps), list(requirements)])
     return hashlib.sha256(blob.encode()).hexdigest()[:12]

@@ -404,7 +404,7 @@ def test_torchrl_pettingzoo_wrapper__rollout_samples_only_legal_actions(obs_key:
     """TorchRL's ``PettingZooWrapper`` reads the mask from the observation (default) or, with
     ``obs_key=None``, from ``infos[agent]["action_mask"]``, and puts it in the action spec, so its random
     rollout plays only legal actions. (The MAPPO loss with a centralized critic on ``state`` is
-    tests/test_global_state.py's.)"""
+    tests/test_torchrl_mappo.py::test_mappo__trains_with_masks_and_a_critic_on_the_global_state.)"""
     from torchrl.envs.libs.pettingzoo import PettingZooWrapper
 
     env = PettingZooWrapper(
