@@ -119,8 +119,9 @@ class _Hooks(BaseCallback):
         if tr.cfg.progress_bar:
             from tqdm import tqdm
 
+            # the transitions the run trains to: total_timesteps rounded up to whole rollouts
             self.bar = tqdm(
-                total=tr.cfg.total_timesteps,
+                total=tr.cfg.planned_timesteps(int(self.model.num_timesteps)),
                 initial=self.model.num_timesteps,
                 unit="step",
                 dynamic_ncols=True,
