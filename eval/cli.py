@@ -2,7 +2,7 @@
 
 Examples::
 
-    nertz-eval ladder --deals 1200 --seed 0     # the README's baseline ladder table (bench/out/ladder/)
+    nertz-eval ladder --deals 1200 --seed 0     # the README's baseline ladder table (eval_out/ladder/)
     nertz-eval round-robin random greedy heuristic search --players 4 --deals 100 --seed 1
     nertz-eval gauntlet runs/ppo.zip heuristic search --players 4 --deals 200 --rule draw=1
     nertz-eval round-robin heuristic search --players 2 --rule jokers=2 --rule teams=false --workers 2
@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     ga.add_argument("opponents", nargs="+", help="agent specs of the opponents")
     common(ga, "eval_out/gauntlet", 100)
     la = sub.add_parser("ladder", help=f"the baseline ladder ({', '.join(LADDER)}) at one table")
-    common(la, os.path.join("bench", "out", "ladder"), LADDER_DEALS)
+    common(la, "eval_out/ladder", LADDER_DEALS)
     la.add_argument("--check", action="store_true", help="exit 1 unless every rung beats the one below")
     return parser
 

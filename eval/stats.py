@@ -105,11 +105,13 @@ class Estimate:
 
     @property
     def low(self) -> float:
+        """The interval's lower end (cut at the lower bound for a rate)."""
         low = self.mean - self.half_width
         return low if self.bounds is None else max(self.bounds[0], low)
 
     @property
     def high(self) -> float:
+        """The interval's upper end (cut at the upper bound for a rate)."""
         high = self.mean + self.half_width
         return high if self.bounds is None else min(self.bounds[1], high)
 
@@ -137,6 +139,7 @@ class Estimate:
         return f"{m:.{digits}f} ± {self.half_width * scale:.{digits}f}"
 
     def to_dict(self) -> dict[str, float | int | None]:
+        """The estimate as JSON-ready numbers: mean, ``ci95`` (the half-width), ``low``, ``high``, ``n``, ``sd``."""
         hw = None if math.isnan(self.half_width) else self.half_width
         return {
             "mean": self.mean,

@@ -183,6 +183,7 @@ class Summary:
     pairs: list[Difference] = field(default_factory=list)
 
     def by_label(self, label: str) -> AgentSummary:
+        """The summary of the agent with this label (``KeyError`` when none has it)."""
         for a in self.agents:
             if a.label == label:
                 return a
@@ -196,6 +197,7 @@ class Summary:
             raise KeyError(f"{a!r} and {b!r} never sat at the same table: no paired difference") from None
 
     def to_dict(self) -> dict[str, Any]:
+        """Every table of the summary as a JSON-ready dict."""
         return {
             "agents": [a.to_dict() for a in self.agents],
             "tables": [t.to_dict() for t in self.tables],

@@ -106,6 +106,7 @@ class GameRecord:
     deal_hash: str
 
     def to_dict(self) -> dict[str, Any]:
+        """The record as a JSON-ready dict (one game, every seat)."""
         return dict(self.__dict__)
 
 
@@ -140,9 +141,11 @@ class Results:
 
     @property
     def nertz_config(self) -> NertzConfig:
+        """The table's rules as a :class:`~nertz_env.NertzConfig`."""
         return NertzConfig.from_dict(self.config)
 
     def to_dict(self) -> dict[str, Any]:
+        """Every game and the tournament's settings as a JSON-ready dict (``results.json``)."""
         d = {k: v for k, v in self.__dict__.items() if k != "games"}
         d["games"] = [g.to_dict() for g in self.games]
         return d

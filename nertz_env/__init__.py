@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from nertz_env.environment import NertzParallelEnv, describe_action, env, parallel_env, raw_env
     from nertz_env.vector import NertzVectorEnv, vector_env
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # In a source checkout agents/, train/ and eval/ sit beside this folder; make them nertz_env.agents etc.
 extend_path(__path__, __file__)

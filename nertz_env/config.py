@@ -155,18 +155,21 @@ class NertzConfig:
 
     @property
     def stall_ticks_resolved(self) -> int:
+        """The stall bound in ticks: ``stall_ticks``, or its default (100, times the players when ``turn_based``)."""
         if self.stall_ticks is not None:
             return self.stall_ticks
         return DEFAULT_STALL_TICKS * (self.num_players if self.turn_based else 1)
 
     @property
     def max_ticks_resolved(self) -> int:
+        """The round's tick bound: ``max_ticks``, or its default (2000, times the players when ``turn_based``)."""
         if self.max_ticks is not None:
             return self.max_ticks
         return DEFAULT_MAX_TICKS * (self.num_players if self.turn_based else 1)
 
     @property
     def max_rounds_resolved(self) -> int:
+        """Rounds the episode can last: ``rounds``; 1 without a match; else ``max_rounds`` or its default (100)."""
         if self.rounds is not None:
             return self.rounds
         if self.target_score is None:

@@ -329,6 +329,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
 
     @property
     def tick(self) -> int:
+        """The table's tick counter within the current round."""
         return int(self._state.tick[0])
 
 

@@ -80,6 +80,7 @@ class EnvSpec:
 
     @property
     def learners(self) -> int:
+        """Learner seats per table (every seat when ``learners_per_table`` is unset)."""
         return self.learners_per_table or self.config.num_players
 
 
@@ -349,6 +350,7 @@ class League:
     snapshot_every: int = 10  # training iterations between snapshots (0: never refreshed)
 
     def env_keys(self) -> dict[str, Any]:
+        """The league's keys of ``env_config`` (learner seats, opponents, module opponents)."""
         return {
             "learners_per_table": self.learners_per_table,
             "opponents": dict(self.opponents),
@@ -357,6 +359,7 @@ class League:
 
     @property
     def snapshot_ids(self) -> list[str]:
+        """The module ids of the frozen snapshots of the learner."""
         return [f"{SNAPSHOT_PREFIX}{i}" for i in range(self.max_snapshots if self.snapshot_weight > 0 else 0)]
 
 

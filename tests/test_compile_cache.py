@@ -7,6 +7,7 @@ processes and check that the keyed cache compiles afresh while numba's plain cac
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -95,3 +96,93 @@ def test_editing_a_callee_in_another_file_never_runs_the_stale_cache(tmp_path: P
     assert _run(tmp_path, "plain") == (10, 1)  # numba's own cache: the old code, loaded
     assert _run(tmp_path, "keyed") == (20, 0)  # keyed: compiled afresh
     assert _run(tmp_path, "keyed") == (20, 1)  # and cached again under the new key
+
+
+_NO_CACHE_CHILD = """
+import json, warnings
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    from ropkg.fns import f, g
+    value = f() + g()
+print(json.dumps({"value": value, "warnings": [[w.category.__name__, str(w.message)] for w in caught]}))
+"""
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="needs numba's compiler")
+def test_no_writable_cache_folder_compiles_in_memory_with_one_warning(tmp_path: Path) -> None:
+    # A read-only install without a writable home (containers, CI images): numba finds no folder for its
+    # cache (not NUMBA_CACHE_DIR, read-only here; not the package's __pycache__; not ~/.cache with HOME=/).
+    # numba's cache raised "cannot cache function ...: no locator available" at the first step; the rules
+    # must compile in memory instead, with one warning for the process that names NUMBA_CACHE_DIR.
+    pkg = tmp_path / "ropkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "fns.py").write_text(
+        "from nertz_env.engine._cache import keyed_jit\n\n\n"
+        "@keyed_jit({})\ndef f():\n    return 1\n\n\n@keyed_jit({})\ndef g():\n    return 2\n"
+    )
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    home = "/"
+    if os.geteuid() == 0:
+        # root writes through any permission: block the folders with files in the way instead (no one can
+        # create a folder inside a file)
+        blocker = tmp_path / "blocker"
+        blocker.write_text("")
+        (pkg / "__pycache__").write_text("")
+        cache, home = blocker / "cache", str(blocker / "home")
+    else:
+        cache.chmod(0o555)
+        pkg.chmod(0o555)
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_CACHE_HOME", "NUMBA_DISABLE_JIT")}
+    env.update(HOME=home, NUMBA_CACHE_DIR=str(cache), PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", _NO_CACHE_CHILD], env=env, cwd=tmp_path, capture_output=True, text=True,
+            timeout=300,
+        )
+    finally:
+        pkg.chmod(0o755)
+        if cache.is_dir():
+            cache.chmod(0o755)
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["value"] == 3
+    ours = [m for c, m in result["warnings"] if c == "CompileCacheWarning"]
+    assert len(ours) == 1, result["warnings"]  # one for the process, not one per function
+    assert "NUMBA_CACHE_DIR" in ours[0] and "compile in memory" in ours[0]
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="needs numba's compiler")
+def test_a_compile_is_announced_once_per_process_and_a_cache_load_not_at_all(tmp_path: Path) -> None:
+    # The first step compiled for 15-30 s in silence. A compile of a module of FIRST_COMPILE logs one line
+    # (what compiles, how long the first time takes) through logging, never print; loading from the cache
+    # logs nothing. (The real modules' line is checked on the installed wheel: tests/test_wheel.py.)
+    pkg = tmp_path / "notepkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "fns.py").write_text(
+        "from nertz_env.engine._cache import keyed_jit\n\n\n"
+        "@keyed_jit({})\ndef f():\n    return 1\n\n\n@keyed_jit({})\ndef g():\n    return f() + 1\n"
+    )
+    code = (
+        "from nertz_env.engine import _cache\n"
+        "_cache.FIRST_COMPILE['notepkg.fns'] = ('the test functions', 'a moment')\n"
+        "from notepkg.fns import f, g\n"
+        "print(f() + g())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
+    env.update(NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
+    runs = [
+        subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        for _ in range(2)
+    ]
+    for out in runs:
+        assert out.returncode == 0 and out.stdout.strip() == "3", out.stderr[-2000:]
+    cold = [x for x in runs[0].stderr.splitlines() if "compiling" in x]
+    assert cold == [
+        "nertz_env: compiling the test functions with numba, once (a moment); "
+        "later processes load them from numba's cache"
+    ]
+    assert "compiling" not in runs[1].stderr  # loaded from the cache: nothing to wait for

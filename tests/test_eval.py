@@ -15,6 +15,9 @@ import time
 from typing import Any
 
 import pytest
+
+pytest.importorskip("openskill", reason="needs the eval extra: pip install 'nertz-env[eval]'")
+
 from openskill.models import PlackettLuce
 
 import nertz_env

@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("openskill", reason="needs the eval extra: pip install 'nertz-env[eval]'")
+pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install 'nertz-env[train]'")
+
 import nertz_env
 from nertz_env.agents import make_agent
 from nertz_env.eval.cli import main
 from nertz_env.eval.tournament import IncompatibleAgentError, plan_tournament
-
-pytest.importorskip("sb3_contrib")
 
 
 def _fails(argv: list[str], message: str, capsys: Any, tmp_path: Path) -> None:
@@ -322,3 +323,16 @@ def test_eval__a_policy_without_the_train_extra_says_what_to_install() -> None:
     out = subprocess.run([sys.executable, "-c", EVAL_WITHOUT_TORCH], cwd=root, capture_output=True, text=True)
     assert out.returncode == 2, out.stderr
     assert out.stderr.count("\n") == 1 and "pip install 'nertz-env[train]'" in out.stderr, out.stderr
+
+
+def test_every_subcommand_saves_under_eval_out_by_default() -> None:
+    # one documented place for nertz-eval's files, relative to where it runs (ladder wrote to bench/out/ladder,
+    # a checkout's folder, wherever the user stood)
+    import argparse
+
+    from nertz_env.eval.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, p in sub.choices.items():
+        assert p.get_default("default_out") == f"eval_out/{name}", name

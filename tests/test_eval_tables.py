@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("openskill", reason="needs the eval extra: pip install 'nertz-env[eval]'")
+
 from nertz_env.eval.cli import main
 from nertz_env.eval.report import plot_data
 from nertz_env.eval.stats import mean_ci

@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -118,13 +120,38 @@ def _source_file(module: str) -> Path:
 def test_console_scripts__point_at_functions_of_the_checkout() -> None:
     import ast
 
-    for script, target in _pyproject()["project"]["scripts"].items():
-        module, _, func = target.partition(":")
-        path = _source_file(module)
-        assert path.is_file(), f"{script} -> {module}: no {path.relative_to(ROOT)}"
-        tree = ast.parse(path.read_text())
-        assert any(isinstance(n, ast.FunctionDef) and n.name == func for n in tree.body), f"{script}: no {func}"
-    assert _pyproject()["project"]["scripts"]["nertz-demo"] == "nertz_env.eval.demo:main"
+    from nertz_env.commands import COMMANDS
+
+    scripts = _pyproject()["project"]["scripts"]
+    assert set(scripts) == set(COMMANDS)
+    for script, target in scripts.items():
+        # every command runs through nertz_env.commands (a missing extra is one line), which runs COMMANDS' main
+        assert target == f"nertz_env.commands:{script.replace('-', '_')}"
+        for module, _, func in (target.partition(":"), COMMANDS[script][0].partition(":")):
+            path = _source_file(module)
+            assert path.is_file(), f"{script} -> {module}: no {path.relative_to(ROOT)}"
+            tree = ast.parse(path.read_text())
+            assert any(isinstance(n, ast.FunctionDef) and n.name == func for n in tree.body), f"{script}: no {func}"
+    assert COMMANDS["nertz-demo"][0] == "nertz_env.eval.demo:main"
+
+
+def test_extras__the_module_table_matches_pyprojects_extras() -> None:
+    from nertz_env.extras import EXTRAS
+
+    # import names of the distributions whose import name differs from their name
+    import_name = {"pillow": "PIL", "ray": "ray"}
+    extras = _pyproject()["project"]["optional-dependencies"]
+    for extra, modules in EXTRAS.items():
+        names = [re.split(r"[<>=!~\[; ]", req, maxsplit=1)[0] for req in extras[extra]]
+        assert modules == tuple(import_name.get(n.lower(), n.lower().replace("-", "_")) for n in names), extra
+
+
+def test_readme__command_list_says_what_each_command_needs() -> None:
+    from nertz_env.commands import COMMANDS
+
+    readme = (ROOT / "README.md").read_text()
+    for command, (_, _, needs) in COMMANDS.items():
+        assert f"`{command}`: {needs}" in readme, f"README.md's command list: `{command}`: {needs}"
 
 
 def test_core_package__imports_neither_the_training_nor_the_evaluation_app() -> None:
@@ -144,3 +171,143 @@ def test_core_package__imports_neither_the_training_nor_the_evaluation_app() -> 
                 if name.split(".")[:2] in (["nertz_env", "train"], ["nertz_env", "eval"]):
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {name}")
     assert not offenders, offenders
+
+
+def test_metadata__classifiers_name_the_tested_pythons_and_urls_point_at_the_repository() -> None:
+    project = _pyproject()["project"]
+    versions = {
+        c.rsplit(" :: ", 1)[1]
+        for c in project["classifiers"]
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    }
+    # the Pythons the wheel test (tests/test_wheel.py) installs and runs the package on
+    assert versions == {"3.10", "3.11", "3.12", "3.13"}
+    assert project["requires-python"] == ">=3.10"
+    urls = project["urls"]
+    assert {"Repository", "Issues", "Changelog"} <= set(urls)
+    assert all(u.startswith(urls["Repository"]) for u in urls.values())
+    assert urls["Changelog"].endswith("/CHANGELOG.md")
+
+
+def test_changelog__has_a_section_for_the_version_being_released() -> None:
+    import nertz_env
+
+    text = (ROOT / "CHANGELOG.md").read_text()
+    headings = re.findall(r"^## (\d+\.\d+\.\d+)\b", text, re.M)
+    assert headings and headings[0] == nertz_env.__version__, "CHANGELOG.md's newest section is not this version"
+    assert "version" in _pyproject()["project"]["dynamic"]  # one place for the version: nertz_env.__version__
+
+
+@pytest.mark.parametrize(
+    ("command", "argv", "blocked", "extra"),
+    [
+        ("nertz-eval", ["--help"], "openskill", "eval"),
+        ("nertz-demo", [], "openskill", "eval"),
+        ("nertz-train", ["--total-timesteps", "128"], "torch", "train"),
+        ("nertz-eval", ["gauntlet", "ppo", "heuristic", "--deals", "1", "--no-save"], "torch", "train"),
+        ("nertz-play", ["--no-browser"], "uvicorn", "play"),
+    ],
+)
+def test_commands__a_missing_extra_is_one_line_naming_it(
+    command: str, argv: list[str], blocked: str, extra: str, tmp_path: Path
+) -> None:
+    # the module is made unimportable as when its extra is not installed (None in sys.modules)
+    code = (
+        f"import sys; sys.modules[{blocked!r}] = None; sys.argv[1:] = {argv!r}; "
+        f"from nertz_env.commands import run; sys.exit(run({command!r}))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert f"nertz-env[{extra}]" in lines[0], lines[0]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# README.md's links: in the checkout and in the package's long description (setup.py makes them absolute)
+
+
+def _setup_py():  # type: ignore[no-untyped-def]
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("nertz_setup_py", ROOT / "setup.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # defines the functions; setup() runs only as __main__
+    return module
+
+
+def _link_targets(markdown: str) -> list[tuple[str, bool]]:
+    """(target, is a picture) of every Markdown link, reference definition and HTML src/href outside fenced
+    code blocks: a scan of its own, independent of setup.py's rewriting."""
+    prose = re.sub(r"^```.*?^```[^\n]*$", "", markdown, flags=re.M | re.S)
+    found = [(m.group(2), m.group(1) == "!") for m in re.finditer(r"(!?)\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^()\s]+)", prose)]
+    found += [(m.group(1), False) for m in re.finditer(r"^ {0,3}\[[^\]]+\]:\s*(\S+)", prose, re.M)]
+    found += [(m.group(2), m.group(1) == "src") for m in re.finditer(r"\b(src|href)=[\"']([^\"']+)", prose)]
+    return found
+
+
+def _anchors(path: Path) -> set[str]:
+    """GitHub's heading anchors of a Markdown file."""
+    anchors = set()
+    text = re.sub(r"^```.*?^```[^\n]*$", "", path.read_text(), flags=re.M | re.S)
+    for m in re.finditer(r"^#{1,6}\s+(.+?)\s*#*\s*$", text, re.M):
+        anchors.add(re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-"))
+    return anchors
+
+
+def _check_in_checkout(path: str, fragment: str, where: str) -> None:
+    target = ROOT / path
+    assert target.exists(), f"{where}: {path} is not in the repository"
+    if fragment:
+        assert target.suffix == ".md" and fragment in _anchors(target), f"{where}: no heading #{fragment} in {path}"
+
+
+def test_readme_links__resolve_in_the_checkout() -> None:
+    links = _link_targets((ROOT / "README.md").read_text())
+    assert links
+    for target, _ in links:
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):
+            continue
+        path, _, fragment = target.partition("#")
+        _check_in_checkout(path or "README.md", fragment, f"README.md link {target!r}")
+
+
+def test_readme_links__are_absolute_and_resolve_in_the_long_description() -> None:
+    # the page a package index shows: relative links (train/README.md, bench/results/*.png, #headings)
+    # pointed nowhere there
+    setup_py = _setup_py()
+    repo = _pyproject()["project"]["urls"]["Repository"].rstrip("/")
+    assert setup_py.repository_url(str(ROOT)) == repo
+    text = setup_py.long_description(str(ROOT))
+    links = _link_targets(text)
+    assert len(links) == len(_link_targets((ROOT / "README.md").read_text()))
+    for target, image in links:
+        assert re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I), f"relative link left in the long description: {target}"
+        if not target.startswith(repo + "/"):
+            continue
+        kind, ref, rest = target[len(repo) + 1 :].split("/", 2)
+        path, _, fragment = rest.partition("#")
+        assert ref == setup_py.REF
+        assert kind == ("raw" if image else "tree" if (ROOT / path).is_dir() else "blob"), target
+        _check_in_checkout(path, fragment, f"long description link {target!r}")
+    assert "dynamic" in _pyproject()["project"] and "readme" in _pyproject()["project"]["dynamic"]
+    assert "readme" not in _pyproject()["project"]  # the long description comes from setup.py
+
+
+def test_tests__a_module_that_needs_an_extra_skips_naming_it() -> None:
+    # pytest from an unpacked sdist with only some extras installed: a module needing a missing extra skips
+    # with the extra's name (tests/test_wheel.py collects the sdist's tests without the extras)
+    import ast
+
+    extras = set(_pyproject()["project"]["optional-dependencies"])
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        for node in ast.parse(path.read_text()).body:
+            call = node.value if isinstance(node, (ast.Expr, ast.Assign)) else None
+            if not (isinstance(call, ast.Call) and ast.unparse(call.func) == "pytest.importorskip"):
+                continue
+            reason = next((k.value for k in call.keywords if k.arg == "reason"), None)
+            text = reason.value if isinstance(reason, ast.Constant) else ""
+            m = re.search(r"needs the (\w+) extra", text)
+            assert m and m.group(1) in extras, f"{path.name}:{node.lineno}: importorskip without the extra's name"

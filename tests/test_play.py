@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytest.importorskip("starlette")
+pytest.importorskip("starlette", reason="needs the play extra: pip install 'nertz-env[play]'")
 
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect

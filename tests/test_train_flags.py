@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("sb3_contrib")
+pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install 'nertz-env[train]'")
 
 import torch
 
@@ -26,7 +26,7 @@ from nertz_env.train import evaluate as train_evaluate
 from nertz_env.train import imitate as train_imitate
 from nertz_env.train import plot as train_plot
 from nertz_env.train.cli import _opponent, build_parser, config_and_given
-from nertz_env.train.config import ConfigError
+from nertz_env.train.config import ConfigError, read_config_file, shipped_configs
 from nertz_env.train.meta import make_meta
 
 torch.set_num_threads(1)
@@ -470,3 +470,35 @@ def test_nertz_train__every_flag_says_what_it_means_not_only_its_default() -> No
     text = " ".join(parser.format_help().split())
     for allowed in ("'vector'", "'single'", "'constant' or 'linear'", "'relu' or 'tanh'", "1 to num_players"):
         assert allowed in text, allowed
+
+
+def test_config__a_shipped_config_by_name_from_any_folder(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    # the docs' `--config train/configs/long_run.toml` is a checkout path; an install ships the configs as
+    # package data and takes them by name (and by the docs' path) wherever the user stands
+    monkeypatch.chdir(tmp_path)
+    shipped = shipped_configs()
+    assert set(shipped) == {
+        f[: -len(".toml")] for f in os.listdir(os.path.join(os.path.dirname(__file__), "..", "train", "configs"))
+    }
+    expected = read_config_file(shipped["long_run"])
+    for spelling in ("long_run", "long_run.toml", "train/configs/long_run.toml"):
+        assert read_config_file(spelling) == expected, spelling
+    code = train_cli.main(["--config", "long_run", "--print-config"])
+    assert code == 0 and json.loads(capsys.readouterr().out)["total_timesteps"] == expected["total_timesteps"]
+    code, err = _run(train_cli.main, ["--config", "long_rn", "--print-config"], capsys)
+    assert code == 2 and "config file not found: long_rn" in err and "long_run" in err
+    assert len(err.strip().splitlines()) == 1
+    help_text = build_parser().format_help()
+    for name in shipped:
+        assert name in help_text
+
+
+def test_config__a_file_in_the_current_folder_wins_over_a_shipped_name(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "long_run.toml").write_text("num_tables = 3\n")
+    assert read_config_file("long_run.toml") == {"num_tables": 3}
+    assert read_config_file("long_run") != {"num_tables": 3}  # a bare name is the shipped config

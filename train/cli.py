@@ -3,6 +3,7 @@
 Examples::
 
     nertz-train --config train.toml                      # options from a file (TOML or JSON)
+    nertz-train --config long_run --run-dir runs/long    # a config shipped with the package, by name
     nertz-train --mode vector --num-tables 64 --total-timesteps 2000000 --run-dir runs/selfplay
     nertz-train --mode vector --learners-per-table 1 --opponent search=1 --opponent heuristic=1 --shaping
     nertz-train --resume runs/selfplay/checkpoints/step_000001000000.zip --total-timesteps 4000000
@@ -27,7 +28,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from nertz_env.train.config import ConfigError, TrainConfig, help_of, read_config_file
+from nertz_env.train.config import ConfigError, TrainConfig, help_of, read_config_file, shipped_configs
 
 _SPECIAL = {"rules", "opponents", "net_arch", "eval_opponents"}
 
@@ -146,7 +147,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="sb3: MaskablePPO (default); rllib: Ray RLlib PPO, adds --num-env-runners and --address "
         "(nertz-train --backend rllib --help)",
     )
-    parser.add_argument("--config", help="a TOML or JSON file of options")
+    parser.add_argument(
+        "--config",
+        metavar="FILE|NAME",
+        help="a TOML or JSON file of options, or a config shipped with the package by name: "
+        + (", ".join(shipped_configs()) or "none installed")
+        + " (e.g. --config long_run)",
+    )
     parser.add_argument("--resume", metavar="CHECKPOINT", help="continue from checkpoints/step_*.zip")
     parser.add_argument("--print-config", action="store_true", help="print the effective options and exit")
     parser.add_argument("--rule", action="append", type=_rule, metavar="KEY=VALUE", help=help_of("rules"))

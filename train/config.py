@@ -166,6 +166,7 @@ class TrainConfig:
         return cfg
 
     def to_dict(self) -> dict[str, Any]:
+        """Every option as a plain dict (what a checkpoint record and ``--print-config`` hold)."""
         return dataclasses.asdict(self)
 
     def validate(self) -> None:
@@ -466,6 +467,7 @@ class TrainConfig:
 
     @property
     def uses_opponents(self) -> bool:
+        """Whether some seats are played by opponents (single mode, or fewer learners than players)."""
         return self.mode == "single" or (self.learners_per_table or self.num_players) < self.num_players
 
 
@@ -527,10 +529,36 @@ def _check_type(name: str, value: Any, annotation: Any) -> None:
         raise bad("a list of strings")
 
 
+def shipped_configs() -> dict[str, str]:
+    """The configs shipped with the package (``train/configs/*.toml`` in the repository, package data of
+    ``nertz_env.train`` when installed): name (file stem) -> path."""
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs")
+    try:
+        files = sorted(os.listdir(folder))
+    except OSError:
+        return {}
+    return {f[: -len(".toml")]: os.path.join(folder, f) for f in files if f.endswith(".toml")}
+
+
+def resolve_config_path(path: str) -> str:
+    """``--config``'s file: a path that exists, else a shipped config by name (``long_run`` or
+    ``long_run.toml``; ``train/configs/long_run.toml`` too, the repository path the docs show)."""
+    if os.path.isfile(path):
+        return path
+    shipped = shipped_configs()
+    name = os.path.basename(path)
+    name = name[: -len(".toml")] if name.endswith(".toml") else name
+    in_repo_folder = os.path.dirname(path).replace("\\", "/").rstrip("/") in ("", "configs", "train/configs")
+    if in_repo_folder and name in shipped:
+        return shipped[name]
+    names = ", ".join(shipped) or "none found"
+    raise ConfigError(f"config file not found: {path} (a file, or a shipped config by name: {names})")
+
+
 def read_config_file(path: str) -> dict[str, Any]:
-    """The options in a ``.toml`` or ``.json`` file (not yet validated; see :meth:`TrainConfig.from_dict`)."""
-    if not os.path.isfile(path):
-        raise ConfigError(f"config file not found: {path}")
+    """The options in a ``.toml`` or ``.json`` file (not yet validated; see :meth:`TrainConfig.from_dict`).
+    ``path`` may also name a shipped config (:func:`resolve_config_path`)."""
+    path = resolve_config_path(path)
     ext = os.path.splitext(path)[1].lower()
     try:
         if ext == ".toml":

@@ -120,6 +120,7 @@ class OpponentPool:
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
+        """The pool's contents (scripted specs, snapshot files and weights) for a checkpoint."""
         return {
             "scripted": [asdict(e) for e in self.scripted],
             "snapshots": [asdict(e) for e in self.snapshots],

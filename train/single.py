@@ -196,6 +196,7 @@ class NertzSingleAgentEnv(gymnasium.Env):
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved, so the env continues exactly."""
         self._np_random = pickle.loads(state["np_random"])
         self._episode = int(state["episode"])
         self._offset = int(state["offset"])

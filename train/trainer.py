@@ -377,6 +377,7 @@ class Trainer:
     # ------------------------------------------------------------------ periodic work
     @property
     def iteration(self) -> int:
+        """PPO updates done so far (transitions trained over the rollout size)."""
         return int(self.model.num_timesteps) // self.rollout_size
 
     def on_boundary(self) -> None:

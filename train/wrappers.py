@@ -88,9 +88,11 @@ class PotentialShaping(VecEnvWrapper):
         return obs, (rewards + bonus).astype(np.float32), dones, infos
 
     def state_dict(self) -> dict[str, Any]:
+        """The potential of every slot's current observation, for a checkpoint."""
         return {"phi": self._phi.copy()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved."""
         self._phi = np.asarray(state["phi"], dtype=np.float64).copy()
 
 

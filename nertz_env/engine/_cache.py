@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import logging
 import os
 import sys
 import warnings
@@ -22,10 +23,21 @@ from collections.abc import Callable
 from typing import Any
 
 import numba
+from numba.core import event
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
 
 _keys: dict[str, str] = {}
+
+LOG = logging.getLogger("nertz_env")
+
+# What compiles on first use, by module, and how long it takes on a cold cache (bench/bench_compile.py,
+# cold first step of parallel_env(num_players=4) and the first search decision, on this project's 2-core
+# machine): said once per process when the compile starts, so a first call is never a silent wait.
+FIRST_COMPILE = {
+    "nertz_env.engine.rules": ("the rules", "about 15 s on a quiet 2-core machine, up to 30 s on a busy one"),
+    "nertz_env.agents.kernels": ("the search agents' kernels", "about 10 s"),
+}
 
 
 def _source_of(module: str) -> str | None:
@@ -117,18 +129,70 @@ class SourcesKeyedCache(FunctionCache):
         )
 
 
+class _CompileNotice(event.Listener):
+    """Logs once per process and module of :data:`FIRST_COMPILE`, when numba starts compiling (not loading
+    from the cache) a function of that module: what compiles and how long the first time takes."""
+
+    def __init__(self) -> None:
+        self.told: set[str] = set()
+
+    def on_start(self, ev: Any) -> None:
+        disp = (ev.data or {}).get("dispatcher")
+        module = getattr(getattr(disp, "py_func", None), "__module__", "")
+        if module in FIRST_COMPILE and module not in self.told:
+            self.told.add(module)
+            what, how_long = FIRST_COMPILE[module]
+            kept = (
+                "later processes load them from numba's cache"
+                if isinstance(getattr(disp, "_cache", None), SourcesKeyedCache)
+                else "no cache can be kept here, so every process compiles"
+            )
+            LOG.warning(f"nertz_env: compiling {what} with numba, once ({how_long}); {kept}")
+
+    def on_end(self, ev: Any) -> None:
+        pass
+
+
+_notice = _CompileNotice()
+event.register("numba:compile", _notice)
+
+
+class CompileCacheWarning(UserWarning):
+    """numba's on-disk cache cannot be used, so every process compiles the rules (given once per process)."""
+
+
+_warned = False
+
+
+def _warn_once(message: str) -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn(message, CompileCacheWarning, stacklevel=3)
+
+
 def keyed_jit(options: dict[str, Any], cache: bool = True) -> Callable[[Callable[..., Any]], Any]:
     """``numba.njit(**options)``, and with ``cache`` a :class:`SourcesKeyedCache` (instead of ``cache=True``).
 
-    Under ``NUMBA_DISABLE_JIT=1`` numba returns the plain function, which then runs as Python."""
+    Where no cache can be kept (numba finds no writable folder: not ``NUMBA_CACHE_DIR``, not the package's
+    ``__pycache__``, not the user's cache folder, as in a read-only install without a writable home), the
+    function compiles in memory, in every process, and one :class:`CompileCacheWarning` per process says how
+    to keep the cache. Under ``NUMBA_DISABLE_JIT=1`` numba returns the plain function, which then runs as
+    Python."""
 
     def decorate(fn: Callable[..., Any]) -> Any:
         dispatcher = numba.njit(**options)(fn)
         if cache and isinstance(dispatcher, Dispatcher):
             try:
                 dispatcher._cache = SourcesKeyedCache(fn)  # type: ignore[attr-defined]
+            except RuntimeError as e:  # numba: "cannot cache function ...: no locator available for file ..."
+                _warn_once(
+                    "nertz_env: no writable folder for numba's compile cache, so the rules compile in memory in "
+                    f"every process ({e}). To keep the compiled rules, set NUMBA_CACHE_DIR to a writable folder "
+                    "(e.g. export NUMBA_CACHE_DIR=/tmp/numba-cache)."
+                )
             except (AttributeError, TypeError) as e:  # numba's cache internals changed: compile every time
-                warnings.warn(f"nertz_env: numba's on-disk cache is off ({e!r}); every process compiles", stacklevel=2)
+                _warn_once(f"nertz_env: numba's on-disk cache is off ({e!r}); every process compiles")
         return dispatcher
 
     return decorate

@@ -1,0 +1,65 @@
+"""The installed commands (``[project.scripts]``): each imports its module only when run, so a missing extra
+is one line naming the extra to install (exit 2), never a ``ModuleNotFoundError`` traceback, whether the module
+is missing at import (``nertz-eval`` without openskill) or when a run needs it (``nertz-replay --gif`` without
+the render extra).
+
+:data:`COMMANDS` is the one list of commands, their code and the extras they need; the README's command list
+and ``tests/test_packaging.py`` check against it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+
+from nertz_env.extras import missing_extra_message
+
+# command -> (module:function, the extras it needs, first the one it always needs; what the README says)
+COMMANDS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "nertz-demo": ("nertz_env.eval.demo:main", ("eval",), "eval"),
+    "nertz-train": ("nertz_env.train.cli:main", ("train", "rllib"), "train (rllib for --backend rllib)"),
+    "nertz-eval": (
+        "nertz_env.eval.cli:main",
+        ("eval", "train", "rllib"),
+        "eval (train for ppo, best, expert and .zip players; rllib for RLlib checkpoints)",
+    ),
+    "nertz-play": ("nertz_env.play.cli:main", ("play", "train"), "play (train for ppo, best, expert and .zip players)"),
+    "nertz-replay": ("nertz_env.replay_cli:main", ("render",), "nothing for the page; render for --gif and --mp4"),
+}
+
+
+def run(command: str, argv: Sequence[str] | None = None) -> int:
+    """Run ``command``'s main; an import of a missing extra's module becomes one line on stderr and exit 2."""
+    target, extras, _ = COMMANDS[command]
+    module, _, function = target.partition(":")
+    try:
+        main = getattr(importlib.import_module(module), function)
+        code = main(argv) if argv is not None else main()
+    except ModuleNotFoundError as e:
+        message = missing_extra_message(e, command, prefer=extras)
+        if message is None:
+            raise
+        print(message, file=sys.stderr)
+        return 2
+    return int(code or 0)
+
+
+def nertz_demo() -> int:
+    return run("nertz-demo")
+
+
+def nertz_train() -> int:
+    return run("nertz-train")
+
+
+def nertz_eval() -> int:
+    return run("nertz-eval")
+
+
+def nertz_play() -> int:
+    return run("nertz-play")
+
+
+def nertz_replay() -> int:
+    return run("nertz-replay")

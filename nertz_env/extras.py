@@ -1,0 +1,46 @@
+"""The optional extras (``pip install "nertz-env[train]"`` ...) and the modules each provides.
+
+A command or an agent that needs a module of an extra that is not installed says so in one line, naming the
+extra to install (:func:`missing_extra_message`), never with a traceback from deep inside. The table below
+mirrors ``[project.optional-dependencies]`` in ``pyproject.toml`` as import names (``pillow`` is ``PIL``);
+``tests/test_packaging.py`` checks that the two agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+# extra -> the top-level modules its requirements install, in pyproject's order
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "train": ("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tqdm"),
+    "eval": ("openskill", "matplotlib", "tqdm"),
+    "render": ("resvg_py", "PIL", "imageio", "imageio_ffmpeg"),
+    "play": ("starlette", "uvicorn", "websockets"),
+    "rllib": ("torch", "ray"),
+}
+
+
+def install_command(extra: str) -> str:
+    return f"pip install 'nertz-env[{extra}]'"
+
+
+def extra_of(module: str | None, prefer: Sequence[str] = ()) -> str | None:
+    """The extra that installs ``module`` (a dotted name; its top level counts): the first of ``prefer`` that
+    does, else the first in :data:`EXTRAS`; None for a module no extra provides."""
+    if not module:
+        return None
+    top = module.split(".")[0]
+    having = [extra for extra, modules in EXTRAS.items() if top in modules]
+    for extra in prefer:
+        if extra in having:
+            return extra
+    return having[0] if having else None
+
+
+def missing_extra_message(error: ImportError, needs: str, prefer: Sequence[str] = ()) -> str | None:
+    """One line for an import of an extra's module that failed: ``{needs} needs the eval extra (no module
+    named 'openskill'): pip install 'nertz-env[eval]'``; None when no extra provides the missing module."""
+    extra = extra_of(getattr(error, "name", None), prefer)
+    if extra is None:
+        return None
+    return f"{needs} needs the {extra} extra (no module named {error.name!r}): {install_command(extra)}"
