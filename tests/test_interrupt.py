@@ -201,3 +201,149 @@ def test_sigint_to_a_real_nertz_train_saves_and_its_resume_command_finishes_the_
     # the printed command, with a budget two rollouts further, finishes the run
     assert train_main(["--resume", saved, "--total-timesteps", str(steps + 2 * ROLLOUT)]) == 0
     assert read_meta(str(run / "policy.zip"))["num_timesteps"] == steps + 2 * ROLLOUT
+
+
+# ---------------------------------------------------------------- imitation and expert iteration
+def _weights(path: str) -> dict[str, Any]:
+    from stable_baselines3.common.save_util import load_from_zip_file
+
+    _, params, _ = load_from_zip_file(path, device="cpu", load_data=False, print_system_info=False)
+    return params["policy"]
+
+
+def _same_weights(a: str, b: str) -> bool:
+    wa, wb = _weights(a), _weights(b)
+    return wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+IMITATE = ["--teacher", "greedy", "--players", "2", "--samples", "64", "--epochs", "2", "--batch-size", "32",
+           "--net-arch", "16", "--dagger-rounds", "2", "--dagger-samples", "32", "--dagger-epochs", "1"]
+
+
+@pytest.mark.parametrize("stop_at", [("fit", 2), ("collect", 3)])  # DAgger round 1's fit; round 2's records
+def test_imitate_ctrl_c_saves_the_last_finished_step_and_resume_finishes_the_same_policy(
+    stop_at: tuple[str, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    import nertz_env.train.imitate as imitate
+
+    straight = str(tmp_path / "straight.zip")
+    assert imitate.main([*IMITATE, "--out", straight]) == 0
+    name, call = stop_at
+    real = getattr(imitate, name)
+    calls = {"n": 0}
+
+    def stopping(*a: Any, **k: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == call:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(imitate, name, stopping)
+    out = str(tmp_path / "cut.zip")
+    argv = [*IMITATE, "--out", out]
+    capsys.readouterr()
+    assert imitate.main(argv) == 130
+    err = capsys.readouterr().err
+    m = re.search(r"resume with: python -m nertz_env.train.imitate (.+)", err)
+    assert m, err
+    assert not os.path.exists(out)
+    monkeypatch.setattr(imitate, name, real)
+    import shlex
+
+    assert imitate.main(shlex.split(m.group(1))) == 0
+    assert _same_weights(straight, out)
+    # a resume with other options is refused in one line
+    assert imitate.main([*argv[:-2], "--out", str(tmp_path / "x.zip"), "--seed", "1", "--resume",
+                         str(tmp_path / "cut_resume")]) == 2
+    assert "other options (seed: the run has 0, this command 1)" in capsys.readouterr().err
+
+
+def test_expert_ctrl_c_saves_the_last_finished_step_and_resume_finishes_the_same_network(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    import nertz_env.train.expert as expert
+    import nertz_env.train.imitate as imitate
+
+    base = ["--init", "ppo", "--iterations", "2", "--samples", "24", "--epochs", "1", "--batch-size", "32",
+            "--planner", "rollouts=2"]
+    straight = str(tmp_path / "straight.zip")
+    assert expert.main([*base, "--out", straight, "--checkpoint-dir", str(tmp_path / "a")]) == 0
+    real_fit, calls = imitate.fit, {"n": 0}
+
+    def fit(*a: Any, **k: Any) -> Any:  # Ctrl-C in the second iteration's fit
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real_fit(*a, **k)
+
+    monkeypatch.setattr(imitate, "fit", fit)
+    out, folder = str(tmp_path / "cut.zip"), str(tmp_path / "b")
+    assert expert.main([*base, "--out", out, "--checkpoint-dir", folder]) == 130
+    err = capsys.readouterr().err
+    assert f"saved iteration 2's records (its fit not started) in {folder}" in err
+    assert f"--resume {folder}" in err
+    monkeypatch.setattr(imitate, "fit", real_fit)
+    assert expert.main([*base, "--out", out, "--checkpoint-dir", folder, "--resume", folder]) == 0
+    assert _same_weights(straight, out)
+    assert [json.loads(x)["iteration"] for x in (tmp_path / "b" / "log.jsonl").read_text().splitlines()] == [1, 2]
+
+
+def test_sigint_to_a_real_imitation_run_saves_and_resumes_to_the_same_policy(tmp_path: Path) -> None:
+    import nertz_env.train.imitate as imitate
+
+    argv = ["--teacher", "greedy", "--players", "2", "--samples", "64", "--epochs", "60", "--batch-size", "16",
+            "--net-arch", "16"]
+    straight = str(tmp_path / "straight.zip")
+    assert imitate.main([*argv, "--out", straight]) == 0
+    out = str(tmp_path / "cut.zip")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nertz_env.train.imitate", *argv, "--out", out],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
+    seen: list[str] = []
+    try:
+        assert _read_until(proc.stdout, "epoch", 300, seen), "".join(seen)  # recorded, and fitting
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    m = re.search(r"resume with: python -m nertz_env.train.imitate (.+)", err)
+    assert m, err
+    import shlex
+
+    assert imitate.main(shlex.split(m.group(1))) == 0
+    assert _same_weights(straight, out)
+
+
+@pytest.mark.isolated  # starts a local Ray cluster in the subprocess
+def test_sigint_to_a_real_rllib_run_saves_after_the_iteration_and_resumes(tmp_path: Path) -> None:
+    pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install 'nertz-env[rllib]'")
+    run = tmp_path / "run"
+    args = ["--backend", "rllib", "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2",
+            "--n-steps", "32", "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32",
+            "--checkpoint-every", "0", "--run-dir", str(run)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nertz_env.train.cli", *args, "--total-timesteps", "100000000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
+    seen: list[str] = []
+    try:
+        assert _read_until(proc.stdout, "iter ", 600, seen), "".join(seen)  # two iterations done
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "stopping after this iteration to save a checkpoint" in err
+    m = re.search(r"resume with: nertz-train --backend rllib --resume (\S+)", err)
+    assert m, err
+    saved = m.group(1)
+    meta = json.loads((Path(saved) / "nertz_meta.json").read_text())
+    steps = int(meta["num_timesteps"])
+    assert steps > 0
+    code = train_main([*args, "--resume", saved, "--total-timesteps", str(steps + 1)])
+    assert code == 0
+    assert int(json.loads((run / "final" / "nertz_meta.json").read_text())["num_timesteps"]) > steps

@@ -143,3 +143,18 @@ def test_training_progress_bar_ends_at_the_rounded_up_budget(tmp_path: Path, cap
     Trainer(cfg, log=lambda _: None).train()  # a rollout is 16 x 2 tables x 4 seats = 128 transitions
     err = capsys.readouterr().err
     assert "128/128" in err and "/100" not in err, err[-400:]
+
+
+# ---------------------------------------------------------------- examples that train show progress and their time
+def test_every_documented_training_example_shows_progress_and_says_how_long_it_takes() -> None:
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), ROOT / "train" / "README.md"]
+    found = 0
+    for doc in filter(Path.is_file, docs):
+        text = doc.read_text()
+        for block in re.finditer(r"```python\n(.*?)```(.{0,400})", text, re.S):
+            code, after = block.group(1), block.group(2)
+            for call in re.findall(r"\.learn\((.*)\)", code):
+                found += 1
+                assert "progress_bar=True" in call, f"{doc.name}: model.learn({call}) shows no progress"
+                assert re.search(r"takes about [\d.]+ min", code + after), f"{doc.name}: {call}: no time given"
+    assert found >= 1
