@@ -22,45 +22,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from nertz_env.agents.forward import NumpyActor
 from nertz_env.agents.kernels import PRIO_FLIP, PRIO_NERTZ_LAKE, pick_best
 from nertz_env.agents.search import SearchAgent
 from nertz_env.config import NertzConfig
 
+__all__ = ["BestAgent", "ExpertAgent", "NumpyActor"]
+
 _LOG_FLOOR = 1e-6  # probabilities below this count as this in the prior (a log of zero is no score)
-
-
-class NumpyActor:
-    """The actor of a MaskablePPO MLP policy as numpy arrays: observation -> masked action probabilities.
-
-    A forward pass of one observation costs tens of microseconds this way, against a few hundred through
-    torch's distribution objects; the planner makes one each decision.
-    """
-
-    def __init__(self, policy: Any) -> None:
-        import torch
-
-        layers = [m for m in policy.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)]
-        acts = [m for m in policy.mlp_extractor.policy_net if not isinstance(m, torch.nn.Linear)]
-        if any(not isinstance(a, torch.nn.ReLU) for a in acts) or len(acts) != len(layers):
-            raise ValueError("the planner's policy must be an MLP with ReLU activations (SB3's default net_arch)")
-        self.weights = [layer.weight.detach().numpy().T.astype(np.float32).copy() for layer in layers]
-        self.biases = [layer.bias.detach().numpy().astype(np.float32).copy() for layer in layers]
-        self.w_out = policy.action_net.weight.detach().numpy().T.astype(np.float32).copy()
-        self.b_out = policy.action_net.bias.detach().numpy().astype(np.float32).copy()
-        self.obs_size = self.weights[0].shape[0] if self.weights else self.w_out.shape[0]
-        self.n_actions = self.w_out.shape[1]
-
-    def probabilities(self, observation: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Probabilities (float64) of the actions for one observation; illegal actions get 0."""
-        h = np.asarray(observation, dtype=np.float32)
-        for w, b in zip(self.weights, self.biases, strict=True):
-            h = np.maximum(h @ w + b, 0.0)
-        logits = (h @ self.w_out + self.b_out).astype(np.float64)
-        legal = mask.astype(bool)
-        logits[~legal] = -np.inf
-        logits -= logits[legal].max()
-        p = np.exp(logits)
-        return p / p.sum()
 
 
 class ExpertAgent(SearchAgent):
@@ -134,10 +103,11 @@ class ExpertAgent(SearchAgent):
 
     def _load(self) -> Any:
         if self._policy_agent is None:
-            from nertz_env.agents.registry import load_policy_agent
+            from nertz_env.agents.policy import load_policy_agent
 
-            self._policy_agent = load_policy_agent(self._policy_path, deterministic=True, name=self.policy_spec)
-            self._actor = NumpyActor(self._policy_agent.policy)
+            agent = load_policy_agent(self._policy_path, deterministic=True, name=self.policy_spec)
+            self._actor = agent.actor if agent.actor is not None else NumpyActor.from_policy(agent.policy)
+            self._policy_agent = agent
         return self._policy_agent
 
     @property

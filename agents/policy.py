@@ -8,8 +8,14 @@ global seeding) and wraps it. The agents registry (:mod:`nertz_env.agents.regist
 A policy plays its most probable legal action by default, everywhere (``make_agent``, ``nertz-eval``,
 ``nertz-train``'s evaluation, the shipped models): one file, one score. Sampling from the policy is asked for
 explicitly (``make_agent("model.zip:deterministic=false")``), and :attr:`PolicyAgent.play` says which one
-an agent does, so result tables can name it. torch, Stable-Baselines3 and sb3-contrib (the ``train`` extra) are imported when a
-policy is loaded or run, not when this module is imported.
+an agent does, so result tables can name it. torch, Stable-Baselines3 and sb3-contrib (the ``train`` extra)
+are imported when a policy is loaded or run, not when this module is imported.
+
+A deterministic agent (``ppo`` by name, ``deterministic=true``) plays the most probable legal action of the
+numpy forward pass (:class:`nertz_env.agents.forward.NumpyActor`, read from the zip without torch): tens of
+microseconds a decision instead of a few hundred, the same choices as torch's (``tests/test_forward.py``), and
+no torch import to play. torch loads the network only when something asks for probabilities in batches or a
+draw (sampled play, training's opponent pools) or when the network is not a plain MLP.
 
 The agent samples from its own ``numpy`` generator (seeded in ``reset``), never from torch's global
 generator: evaluating a snapshot in the middle of training leaves the training run's random streams as
@@ -44,6 +50,7 @@ from nertz_env.config import NertzConfig
 from nertz_env.threads import limit_threads
 
 _CACHE: dict[tuple[str, float], tuple[Any, dict[str, Any]]] = {}
+_ACTORS: dict[tuple[str, float], Any] = {}  # numpy actors per file version (None: not a plain MLP)
 _CACHE_SIZE = 16  # policies kept loaded (agents hold their own references; this only saves reloading)
 
 
@@ -159,6 +166,22 @@ def load_policy(path: str, outside: bool = False) -> tuple[Any, dict[str, Any]]:
     return policy, meta
 
 
+def numpy_actor(path: str) -> Any:
+    """The numpy actor of the checkpoint ``path`` read without torch (cached per file version), or None when
+    its network is not one the numpy forward evaluates (the torch route then plays it)."""
+    from nertz_env.agents.forward import NumpyActor, UnsupportedNetwork
+
+    key = (os.path.abspath(path), os.path.getmtime(path))
+    if key not in _ACTORS:
+        try:
+            _ACTORS[key] = NumpyActor.from_zip(path)
+        except UnsupportedNetwork:
+            _ACTORS[key] = None
+        while len(_ACTORS) > _CACHE_SIZE:
+            del _ACTORS[next(iter(_ACTORS))]
+    return _ACTORS[key]
+
+
 def check_spaces(meta: Mapping[str, Any], config: NertzConfig, where: str) -> None:
     """Raise :class:`IncompatibleCheckpointError` unless the policy's spaces are those of a ``config`` table."""
     from nertz_env.actions import action_table
@@ -216,16 +239,24 @@ class PolicyAgent:
     """A MaskablePPO policy behind the Agent protocol (see the module docstring).
 
     Args:
-        policy: a ``MaskableActorCriticPolicy`` (shared between agents of the same snapshot).
+        policy: a ``MaskableActorCriticPolicy`` (shared between agents of the same snapshot), or None to load
+            it from ``meta["path"]`` when first needed.
         meta: the checkpoint's nertz-env record; ``reset`` refuses tables of other rules.
         deterministic: play the most probable legal action (the default); false samples from the policy.
         name: the agent's ``name`` (``repr``, the opponent pool's logs; tournaments label agents by their spec).
+        actor: the network's numpy forward (:class:`~nertz_env.agents.forward.NumpyActor`); a deterministic
+            agent plays with it (the same choices as the torch network's, without torch). Give it only for a
+            network that does not change (a file); a network being trained plays through torch.
     """
 
     def __init__(
-        self, policy: Any, meta: dict[str, Any], deterministic: bool = True, name: str = "policy"
+        self, policy: Any, meta: dict[str, Any], deterministic: bool = True, name: str = "policy",
+        actor: Any = None,
     ) -> None:
-        self.policy = policy
+        if policy is None and (actor is None or meta.get("path") is None):
+            raise ValueError("a PolicyAgent without a network needs its numpy actor and meta['path']")
+        self._policy = policy
+        self.actor = actor
         self.meta = meta
         # None: a policy trained outside nertz-train, given no rules: it plays at tables of matching spaces
         self.trained_config: NertzConfig | None = None if meta.get("outside") else meta_config(meta)
@@ -238,6 +269,17 @@ class PolicyAgent:
     def play(self) -> str:
         """How the agent picks its action, as result tables name it: ``"most probable"`` or ``"sampled"``."""
         return play_name(self.deterministic)
+
+    @property
+    def policy(self) -> Any:
+        """The torch network (loaded from the file on first use when the agent was built with its numpy actor)."""
+        if self._policy is None:
+            self._policy, _ = load_policy(str(self.meta["path"]), outside=True)
+        return self._policy
+
+    @policy.setter
+    def policy(self, value: Any) -> None:
+        self._policy = value
 
     @property
     def table_note(self) -> str | None:
@@ -273,19 +315,26 @@ class PolicyAgent:
         return k
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        if self.deterministic and self.actor is not None:
+            return int(self.actor.first_choice(observation, action_mask))
         return self.choose(self.probabilities(observation[None, :], action_mask[None, :])[0])
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickled inside training checkpoints: keep the file and generator, not the network.
         state = dict(self.__dict__)
-        state["policy"] = None
+        state["_policy"] = None
+        state["actor"] = state["actor"] is not None  # rebuilt from the file
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         path = self.meta.get("path")
+        had_actor, self.actor = bool(self.actor), None
         if path is not None:
-            self.policy, _ = load_policy(path, outside=True)
+            if had_actor:
+                self.actor = numpy_actor(path)
+            if self.actor is None:
+                self._policy, _ = load_policy(path, outside=True)
 
     def __repr__(self) -> str:
         return f"PolicyAgent({self.name!r}, deterministic={self.deterministic})"
@@ -321,7 +370,19 @@ def load_policy_agent(path: str, config: NertzConfig | None = None, **params: An
         det = as_bool(params.get("deterministic", True), "deterministic")
     except ValueError as e:
         raise AgentSpecError(f"checkpoint {path!r}: {e}") from None
-    policy, meta = load_policy(path, outside=True)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"checkpoint file not found: {path}")
+    actor = numpy_actor(path) if det and has_record(path) else None
+    policy: Any = None
+    if actor is not None:  # plays in numpy: the record and the network's sizes are checked without torch
+        meta = read_meta(path)
+        if (actor.obs_size, actor.n_actions) != (int(meta["obs_size"]), int(meta["num_actions"])):
+            raise CheckpointError(
+                f"{path}: the network's spaces (observation ({actor.obs_size},), {actor.n_actions} actions) do not "
+                f"match its nertz-env record (observation ({meta['obs_size']},), {meta['num_actions']} actions)"
+            )
+    else:
+        policy, meta = load_policy(path, outside=True)
     meta = dict(meta, path=os.path.abspath(path))
     if config is not None:
         if meta.get("outside"):
@@ -330,4 +391,4 @@ def load_policy_agent(path: str, config: NertzConfig | None = None, **params: An
         else:
             check_compatible(meta, config, where=f"policy {path!r}")
     name = params.get("name")
-    return PolicyAgent(policy, meta, deterministic=det, name=str(name) if name is not None else path)
+    return PolicyAgent(policy, meta, deterministic=det, name=str(name) if name is not None else path, actor=actor)

@@ -1,8 +1,17 @@
-"""The learned planner's cost: time per decision of ``best`` (and of ``search`` beside it, same games), and
-what the network would cost inside the rollouts (the design the planner did not take).
+"""The learned players' cost: time per decision of the network alone (``ppo``: numpy beside torch, on the
+same observations), of ``best`` (and of ``search`` beside it, same games), and what the network would cost
+inside the rollouts (the design the planner did not take).
 
-Run: ``python bench/bench_expert.py [--games 20] [--spec best]``. Prints two tables, writes
-``bench/out/bench_expert.json``. The bar allows 2 ms a decision on this machine.
+Run: ``python bench/bench_expert.py [--games 20] [--spec best] [--network ppo]``. Prints three tables, writes
+``bench/out/bench_expert.json``. The budgets on this machine: 50 µs a decision for the network alone, 2 ms for
+``best``.
+
+Table 0 plays 4-player games of ``--network`` (as ``make_agent`` builds it: the numpy forward) in seat 0
+against three ``search`` seats; at every decision of seat 0 the same network through torch (the agent
+``make_agent`` built before the numpy forward: ``probabilities`` then ``argmax``) decides on the same
+observation, both timed, and the two choices are compared. Each decision is timed in wall time and in the CPU
+time of the thread (``time.thread_time``): on a busy host the wall time includes waiting for a core, the CPU
+time does not, and the budget is checked on the CPU time.
 
 Table 1 plays 4-player games with the measured agent in seat 0 and three ``search`` seats, and times every
 ``act`` of seat 0 and of seat 1 (a ``search``), in the same games: the ratio is measured side by side.
@@ -60,20 +69,69 @@ def per_decision(spec: str, games: int, seed: int) -> dict:
             "search_us_per_act": spent[1] / calls * 1e6}
 
 
+def network_alone(spec: str, games: int, seed: int) -> dict:
+    """Seat 0 plays ``spec`` (a network agent as ``make_agent`` builds it), seats 1-3 ``search``; every decision
+    of seat 0 is also made through torch on the same observation: microseconds of each, and how often they
+    agree."""
+    import nertz_env
+    from nertz_env.agents import make_agent
+    from nertz_env.agents.policy import PolicyAgent
+
+    env = nertz_env.parallel_env(num_players=4)
+    agents = [make_agent(spec)] + [make_agent("search") for _ in range(3)]
+    fast = agents[0]
+    if not isinstance(fast, PolicyAgent) or fast.actor is None:
+        raise ValueError(f"{spec!r} does not play through the numpy forward (a deterministic network agent does)")
+    # the torch route: the same network and record, no numpy actor (what every decision cost before)
+    slow = PolicyAgent(fast.policy, fast.meta, deterministic=True, name=f"{spec} (torch)")
+    t_fast = t_slow = c_fast = c_slow = 0.0  # wall time, and this thread's CPU time (what a busy host does not
+    calls = same = 0                          # inflate: time spent waiting for a core is not counted)
+    obs, _ = env.reset(seed=seed + 1_000_000)  # warm-up game: numba's cache, torch's first calls
+    for s, a in enumerate(agents):
+        a.reset(env.config, s, s)
+    slow.reset(env.config, 0, 0)
+    while env.agents:
+        o0 = obs[env.agents[0]]
+        slow.act(o0["observation"], o0["action_mask"])
+        obs, *_ = env.step({n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"])
+                            for s, n in enumerate(env.agents)})
+    for g in range(games):
+        obs, _ = env.reset(seed=seed + g)
+        for s, a in enumerate(agents):
+            a.reset(env.config, s, seed + g * 4 + s)
+        slow.reset(env.config, 0, seed + g * 4)
+        while env.agents:
+            acts = {}
+            o, m = obs[env.agents[0]]["observation"], obs[env.agents[0]]["action_mask"]
+            t, c = time.perf_counter(), time.thread_time()
+            a_slow = slow.act(o, m)
+            t_slow += time.perf_counter() - t
+            c_slow += time.thread_time() - c
+            t, c = time.perf_counter(), time.thread_time()
+            a_fast = fast.act(o, m)
+            t_fast += time.perf_counter() - t
+            c_fast += time.thread_time() - c
+            calls += 1
+            same += int(a_fast == a_slow)
+            acts[env.agents[0]] = a_fast
+            for s, n in enumerate(env.agents[1:], start=1):
+                acts[n] = agents[s].act(obs[n]["observation"], obs[n]["action_mask"])
+            obs, *_ = env.step(acts)
+    return {"agent": spec, "games": games, "decisions": calls, "numpy_us_per_act": t_fast / calls * 1e6,
+            "torch_us_per_act": t_slow / calls * 1e6, "numpy_cpu_us_per_act": c_fast / calls * 1e6,
+            "torch_cpu_us_per_act": c_slow / calls * 1e6, "same_action": same, "load_before": os.getloadavg()[0]}
+
+
 def rollout_forward(path: str, batch: int, horizon: int, repeats: int = 50) -> dict:
     """Microseconds of one batched actor forward pass on ``batch`` observations, and that times ``horizon``."""
-    from nertz_env.agents.expert import NumpyActor
-    from nertz_env.agents.registry import load_policy_agent
+    from nertz_env.agents.forward import NumpyActor
 
-    actor = NumpyActor(load_policy_agent(path).policy)
+    actor = NumpyActor.from_zip(path)
     rng = np.random.default_rng(0)
     obs = rng.random((batch, actor.obs_size), dtype=np.float32)
 
     def forward() -> np.ndarray:
-        h = obs
-        for w, b in zip(actor.weights, actor.biases, strict=True):
-            h = np.maximum(h @ w + b, 0.0)
-        return h @ actor.w_out + actor.b_out
+        return actor.logits(obs)
 
     forward()
     t0 = time.perf_counter()
@@ -87,6 +145,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("--games", type=int, default=20, help="games timed (default 20)")
     ap.add_argument("--spec", default="best", help="the agent timed against search (default best)")
+    ap.add_argument("--network", default="ppo",
+                    help="the network agent timed alone, numpy beside torch (default ppo; 'none' skips it)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     if args.games < 1:
@@ -103,6 +163,31 @@ def main(argv: list[str] | None = None) -> dict:
         agent.reset(make_config(num_players=4), 0, 0)  # a network for another table fails here, not mid-run
     except (AgentSpecError, FileNotFoundError, ValueError) as e:
         ap.error(str(e))
+    table0 = ""
+    alone = None
+    if args.network != "none":
+        try:
+            net_agent = make_agent(args.network)
+            net_agent.reset(make_config(num_players=4), 0, 0)
+            alone = network_alone(args.network, args.games, args.seed)
+        except (AgentSpecError, FileNotFoundError, ValueError) as e:
+            ap.error(str(e))
+        assert alone is not None
+        nu, tu = alone["numpy_us_per_act"], alone["torch_us_per_act"]
+        nc, tc = alone["numpy_cpu_us_per_act"], alone["torch_cpu_us_per_act"]
+        table0 = print_table(
+            f"The network alone: {args.network} in seat 0 against three search, {args.games} games, "
+            f"{alone['decisions']:,} decisions, each made both ways on the same observation (one process, one "
+            f"thread; load average {alone['load_before']:.1f} on {os.cpu_count()} cores)",
+            ["route", "µs per decision (wall)", "µs per decision (CPU of the thread)", "vs torch (CPU)",
+             "budget (50 µs, CPU)", "same action as torch"],
+            [
+                [f"numpy ({args.network} as make_agent builds it)", f"{nu:.1f}", f"{nc:.1f}", f"{nc / tc:.2f}x",
+                 "under" if nc <= 50 else "OVER", f"{alone['same_action']:,} of {alone['decisions']:,}"],
+                ["torch (probabilities, then argmax)", f"{tu:.1f}", f"{tc:.1f}", "1.00x", "under" if tc <= 50 else "OVER",
+                 ""],
+            ],
+        )
     d = per_decision(args.spec, args.games, args.seed)
     table1 = print_table(
         f"Time per decision, {args.spec} in seat 0 and search in seat 1 of the same {args.games} games "
@@ -123,7 +208,8 @@ def main(argv: list[str] | None = None) -> dict:
          "µs a decision (network only)"],
         [[f["batch"], f["horizon"], f"{f['us_per_forward']:.0f}", f"{f['us_per_decision']:.0f}"] for f in fw],
     )
-    result = {"per_decision": d, "rollout_forward": fw, "table": table1 + "\n" + table2}
+    result = {"network_alone": alone, "per_decision": d, "rollout_forward": fw,
+              "table": "\n".join(t for t in (table0, table1, table2) if t)}
     save("bench_expert", result)
     return result
 

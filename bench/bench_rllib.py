@@ -20,7 +20,9 @@ machine is shared: the fastest is the least disturbed), and the mean of sampling
 * env share: the share of the sampling processes' time spent inside the env's ``step`` (engine and its
   bookkeeping); the rest is the policy's forward pass and the library's own per-step work.
 
-Rows: ``sb3``: MaskablePPO over ``NertzVecEnv`` (one process); ``rllib engine N``: N env runners, each one env
+Rows: ``sb3``: MaskablePPO over ``NertzVecEnv`` (one process); ``rllib single N``: N env runners of RLlib's
+single-agent route (``ppo_config(single_agent=True)``: every seat of ``tables`` tables a sub-environment of
+one Gymnasium vector env, stepped in one compiled call); ``rllib engine N``: N env runners, each one env
 of ``tables`` tables stepped in one compiled call (``num_tables``); ``rllib vector N``: N env runners, each
 ``tables`` one-table envs that RLlib vectorizes itself (``num_envs_per_env_runner``), stepped one by one.
 Prints a Markdown table and writes ``bench/results/bench_rllib.json`` and ``bench/results/bench_rllib.md``.
@@ -101,11 +103,14 @@ def bench_rllib(args: argparse.Namespace, runners: int, vectorize: str) -> dict[
 
     env_config: dict[str, Any] = {"num_players": args.players}
     envs = 1
-    if vectorize == "engine":
+    single = vectorize == "single"
+    if vectorize in ("engine", "single"):
         env_config["num_tables"] = args.tables
     else:
         envs = args.tables
     env_steps = args.n_steps * envs * runners  # RLlib's batch unit: steps of one env (all its tables)
+    if single:  # the single-agent route counts a step of every seat: agent steps
+        env_steps = args.n_steps * args.tables * args.players * runners
     ray.init(
         num_cpus=2,
         include_dashboard=False,
@@ -121,6 +126,7 @@ def bench_rllib(args: argparse.Namespace, runners: int, vectorize: str) -> dict[
             minibatch_size=args.minibatch,
             num_epochs=args.epochs,
             hidden=HIDDEN,
+            single_agent=single,
         ).build_algo()
 
         # RLlib's own timers are moving averages that still carry the warm-up; time the two phases here
@@ -143,9 +149,14 @@ def bench_rllib(args: argparse.Namespace, runners: int, vectorize: str) -> dict[
         algo.learner_group.update = timed(algo.learner_group.update, "train")
 
         def env_seconds() -> float:
-            per_runner = algo.env_runner_group.foreach_env_runner(
-                lambda r: sum(e.unwrapped.step_seconds for e in r.env.envs), local_env_runner=False
-            )
+            if single:
+                per_runner = algo.env_runner_group.foreach_env_runner(
+                    lambda r: r.env.unwrapped.step_seconds, local_env_runner=False
+                )
+            else:
+                per_runner = algo.env_runner_group.foreach_env_runner(
+                    lambda r: sum(e.unwrapped.step_seconds for e in r.env.envs), local_env_runner=False
+                )
             return float(sum(per_runner))
 
         algo.train()  # warm-up
@@ -160,9 +171,11 @@ def bench_rllib(args: argparse.Namespace, runners: int, vectorize: str) -> dict[
             train.append(clock["train"])
             share.append((env_seconds() - e0) / (sample[-1] * runners))
             # per-agent counters of agents whose table finished in an earlier chunk are NaN in RLlib 2.60
-            counts.append(
-                int(np.nansum([float(v) for v in result["env_runners"]["num_agent_steps_sampled"].values()]))
-            )
+            sampled = result["env_runners"]["num_agent_steps_sampled"]
+            if isinstance(sampled, dict):
+                counts.append(int(np.nansum([float(v) for v in sampled.values()])))
+            else:  # single-agent: one number
+                counts.append(int(sampled))
         algo.stop()
         ppo_module.synchronous_parallel_sample = sample_fn
     finally:
@@ -244,7 +257,9 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--iterations", type=int, default=5, help="measured iterations (after one warm-up)")
     parser.add_argument(
-        "--only", default="sb3,engine1,engine2,vector1,vector2", help="rows to run (comma-separated)"
+        "--only",
+        default="sb3,single1,single2,engine1,engine2,vector1,vector2",
+        help="rows to run (comma-separated)",
     )
     parser.add_argument(
         "--league-cost",
@@ -286,6 +301,8 @@ def main() -> None:
         "engine2": lambda: bench_rllib(args, 2, "engine"),
         "vector1": lambda: bench_rllib(args, 1, "vector"),
         "vector2": lambda: bench_rllib(args, 2, "vector"),
+        "single1": lambda: bench_rllib(args, 1, "single"),
+        "single2": lambda: bench_rllib(args, 2, "single"),
     }
     for key in args.only.split(","):
         print(f"running {key} ...", file=sys.stderr, flush=True)

@@ -58,7 +58,8 @@ autodoc_typehints = "description"
 autodoc_typehints_format = "short"
 autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_mock_imports = [
-    m for m in ("ray", "torch", "stable_baselines3", "sb3_contrib", "openskill", "matplotlib", "tqdm")
+    m for m in ("ray", "torch", "stable_baselines3", "sb3_contrib", "tensorboard", "openskill", "matplotlib",
+                "tqdm", "starlette", "uvicorn", "websockets", "resvg_py", "PIL", "imageio")
     if importlib.util.find_spec(m) is None
 ]
 napoleon_google_docstring = True

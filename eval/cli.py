@@ -14,8 +14,13 @@ saved (JSON, CSV, PNG) under ``--out``. Bad input (unknown agent, missing checkp
 rule, an agent that cannot play at the table) prints one line on stderr and exits with code 2, before any deal
 is played; so does a flag that could not take effect (``--deals`` with ``--deal-seeds``, a rule given twice,
 ``--target-score`` with ``--rule target_score``, more ``--workers`` than deals, ``--out``/``--no-plots`` with
-``--no-save``, ``--no-rotate`` where every lineup has one seating, a repeated deal seed). Ctrl-C saves the
-deals finished so far and exits 130.
+``--no-save``, ``--no-rotate`` where every lineup has one seating, a repeated deal seed, ``--workers`` with
+``--address``). Ctrl-C saves the deals finished so far and exits 130.
+
+``--address auto`` (or a Ray head's ``host:port``) plays the deals as Ray tasks on every free CPU of a Ray
+cluster (:mod:`nertz_env.eval.cluster`): checkpoints travel through Ray's object store, every node is checked
+before the first deal (a bad or unreachable address, or a node that cannot play an agent: one line, exit 2),
+and the records equal a local run's. A cluster that fails mid-run keeps the finished deals (exit 1).
 
 A MaskablePPO zip trained outside ``nertz-train`` (no nertz-env record) plays at the table given by
 ``--players``/``--rule`` when its spaces match that table's (a note on stderr says so), else exit 2.
@@ -125,6 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
             type=int,
             help=f"processes, at most one per deal (default {min(2, os.cpu_count() or 1)}, or the deals if fewer)",
         )
+        p.add_argument(
+            "--address",
+            metavar="ADDR",
+            help="play the deals on a Ray cluster: auto (the cluster this machine belongs to) or a head's "
+            "host:port (ray start --head printed it); instead of --workers",
+        )
         p.add_argument("--no-rotate", action="store_true", help="play each lineup in one seating only")
         p.add_argument("--out", help=f"output directory (default {default_out})")
         p.add_argument("--no-save", action="store_true", help="print only; write no files")
@@ -160,6 +171,11 @@ def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int
     )
     if deals < 1:
         raise UsageError(f"--deals must be at least 1, got {deals}")
+    if args.workers is not None and args.address is not None:
+        raise UsageError(
+            f"--workers {args.workers} has no effect with --address: the deals run on every free CPU of the "
+            "Ray cluster; drop one of them"
+        )
     if args.workers is not None:
         if args.workers < 1:
             raise UsageError(f"--workers must be at least 1, got {args.workers}")
@@ -254,8 +270,30 @@ def _run(args: argparse.Namespace) -> int:
         )
     for note in tournament.notes:
         print(f"nertz-eval: note: {note}", file=sys.stderr)
-    results = play_tournament(tournament, workers=workers, progress=not args.no_progress)
+    cluster = None
+    if args.address is not None:
+        from nertz_env.eval.cluster import ClusterError, prepare
+
+        try:
+            cluster = prepare(args.address, tournament.plan)
+        except ClusterError as e:
+            raise UsageError(str(e)) from None
+        print(f"nertz-eval: playing on the {cluster.describe()}", file=sys.stderr)
+    try:
+        results = play_tournament(tournament, workers=workers, progress=not args.no_progress, cluster=cluster)
+    finally:
+        if cluster is not None:
+            cluster.close()
+    return _report(args, results, deals, seeds, out_dir, cluster)
+
+
+def _report(
+    args: argparse.Namespace, results: Any, deals: int, seeds: list[int] | None, out_dir: str, cluster: Any
+) -> int:
     if not results.games:
+        if results.failure is not None:
+            print(f"nertz-eval: error: {results.failure}; no deal finished, nothing to save", file=sys.stderr)
+            return 1
         print("nertz-eval: interrupted before any deal finished; nothing to save", file=sys.stderr)
         return EXIT_INTERRUPTED
     try:
@@ -283,7 +321,10 @@ def _run(args: argparse.Namespace) -> int:
         ]
     elif len(summary.agents) > 1:
         text += ["", differences_table(summary)]
-    text.append(f"({results.elapsed:.1f} s, {results.workers} worker(s))")
+    if cluster is not None:
+        text.append(f"({results.elapsed:.1f} s, {cluster.describe()})")
+    else:
+        text.append(f"({results.elapsed:.1f} s, {results.workers} worker(s))")
     out = "\n".join(text)
     print(out)
     if not args.no_save:
@@ -291,6 +332,12 @@ def _run(args: argparse.Namespace) -> int:
         with open(os.path.join(out_dir, "table.txt"), "w") as f:
             f.write(out + "\n")
         print(f"saved: {', '.join(paths)}", file=sys.stderr)
+    if results.failure is not None:
+        print(
+            f"nertz-eval: error: {results.failure}; kept {len(results.deals_done)} finished deal(s)",
+            file=sys.stderr,
+        )
+        return 1
     if results.interrupted:
         print(f"nertz-eval: interrupted; kept {len(results.deals_done)} finished deal(s)", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -37,6 +37,7 @@ import numpy as np
 from nertz_env.agents import Agent, make_agent
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.environment import NertzParallelEnv
+from nertz_env.infos import ROUND_END_NAMES
 from nertz_env.threads import limit_threads
 
 MODES = ("round_robin", "gauntlet")
@@ -88,7 +89,7 @@ class GameRecord:
     """One game (one episode: a round, or a match of rounds) of a tournament.
 
     ``scores``, ``lake`` and ``nertz_left`` hold one list per round with one value per seat: the round score
-    (individual, as in ``infos["score"]["total"]``), own cards in the lake and cards left in the Nertz pile.
+    (individual, as in ``infos[agent]["score"]``), own cards in the lake and cards left in the Nertz pile.
     """
 
     deal: int
@@ -128,6 +129,7 @@ class Results:
     interrupted: bool = False
     elapsed: float = 0.0
     workers: int = 1
+    failure: str | None = None  # why a run stopped early other than Ctrl-C (a cluster that failed)
     #: per agent, how a trained policy picked its actions ("most probable" or "sampled"); "" for the others
     play: list[str] = field(default_factory=list)
 
@@ -146,7 +148,7 @@ class Results:
 
     def to_dict(self) -> dict[str, Any]:
         """Every game and the tournament's settings as a JSON-ready dict (``results.json``)."""
-        d = {k: v for k, v in self.__dict__.items() if k != "games"}
+        d = {k: v for k, v in self.__dict__.items() if k != "games" and not (k == "failure" and v is None)}
         d["games"] = [g.to_dict() for g in self.games]
         return d
 
@@ -166,7 +168,7 @@ def _snapshot_hash(env: NertzParallelEnv) -> str:
 
 def _nertz_left(env: NertzParallelEnv, info: dict[str, Any], seat: int) -> int:
     """Cards left in the seat's Nertz pile at the end of the round just finished."""
-    return int(info["score"]["nertz_left"])
+    return int(info["nertz_left"])
 
 
 def play_game(
@@ -201,11 +203,11 @@ def play_game(
             if infos[n]["illegal"]:
                 illegal[s] += 1
         first = infos[names[0]]
-        if "round_end" in first:
-            scores.append([int(infos[n]["score"]["total"]) for n in names])
-            lake.append([int(infos[n]["score"]["lake"]) for n in names])
+        if first["round_end"]:
+            scores.append([int(infos[n]["score"]) for n in names])
+            lake.append([int(infos[n]["score_lake"]) for n in names])
             left.append([_nertz_left(env, infos[n], s) for s, n in enumerate(names)])
-            ends.append(str(first["round_end"]))
+            ends.append(ROUND_END_NAMES[first["round_end"]])
             match_scores = [int(infos[n]["match_score"]) for n in names]
             truncated = bool(truncs[names[0]])
     return GameRecord(
@@ -495,21 +497,35 @@ def _one_torch_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def play_tournament(tournament: Tournament, workers: int = 1, progress: bool = False) -> Results:
-    """Play a planned tournament; on Ctrl-C return the deals finished so far, marked ``interrupted``."""
+def play_tournament(
+    tournament: Tournament, workers: int = 1, progress: bool = False, cluster: Any = None
+) -> Results:
+    """Play a planned tournament; on Ctrl-C return the deals finished so far, marked ``interrupted``.
+
+    ``cluster``: a :class:`nertz_env.eval.cluster.Cluster` (:func:`nertz_env.eval.cluster.prepare`) plays
+    the deals as Ray tasks instead of ``workers`` local processes (the records are the same); when the
+    cluster fails mid-run the finished deals are returned, marked ``interrupted`` with the ``failure``."""
     plan = tournament.plan
-    if tournament.factory is not None and workers > 1:
-        raise ValueError("a custom agent_factory only works with workers=1")
+    if tournament.factory is not None and (workers > 1 or cluster is not None):
+        raise ValueError("a custom agent_factory only works with workers=1 and no cluster")
     results = dataclasses.replace(tournament.results_template, games=[], deals_done=[])
     n = len(plan.deal_seeds)
     workers = max(1, min(int(workers), n))  # work is split by deal: more workers than deals would idle
-    results.workers = workers
+    results.workers = workers if cluster is None else cluster.cpus
     done: dict[int, list[GameRecord]] = {}
     start = time.perf_counter()
     bar = _progress_bar(n, progress)
     try:
         with _one_torch_thread():
-            if workers <= 1:
+            if cluster is not None:
+                from nertz_env.eval.cluster import ClusterFailure
+
+                try:
+                    cluster.play(n, done, bar)
+                except ClusterFailure as e:
+                    results.interrupted = True
+                    results.failure = str(e)
+            elif workers <= 1:
                 player = _Player(plan, tournament.factory or make_agent)
                 for d in range(n):
                     deal, games = player.play_deal(d)

@@ -184,8 +184,8 @@ class ActionTable:
         return {f: cols[:, i].astype(np.int8) for i, f in enumerate(Action._fields)}
 
     def markdown(self) -> str:
-        """The table as Markdown, one row per block of actions (index range, count, first and last), for the
-        README; ``tests/test_docs.py`` checks that the README holds exactly this."""
+        """The table as Markdown, one row per block of actions (index range, count, first and last); the
+        docs render it for every variant they show (docs/env/nertz.md, docs/env/rules.md)."""
         lines = ["| indices | count | kind | first | last |", "|---:|---:|---|---|---|"]
         start = 0
         for i in range(1, len(self.rows) + 1):

@@ -11,12 +11,16 @@
     rewards float32 (N,); terminations, truncations bool (N,)
 
 So wrappers that expect Gymnasium's shapes (``RecordEpisodeStatistics``, ``NormalizeReward``,
-``NormalizeObservation``, ...) work on it unchanged. The seats of a table act together: every step takes one
+...) work on it unchanged; those that need a ``Box`` observation (``NormalizeObservation``, ``RescaleObservation``, ...) take ``obs_format="array"`` (docs/env/api.md lists every wrapper). The seats of a table act together: every step takes one
 action per sub-environment, and the seats of a table end (and are dealt anew, in Gymnasium's ``NEXT_STEP``
-autoreset) together. ``infos`` holds arrays of length N: ``illegal``, ``lost_race``, ``round_end`` (the
-table's, 0 none, 1 Nertz or call, 2 stall, 3 max_ticks), ``score`` (the finished round's score, with the
-``_score`` mask where a round ended) and ``autoreset``. ``reset(options={"reset_mask": mask})`` takes a bool
-mask of length N that must be the same for every seat of a table. Rendering, copies and ``close()`` are
+autoreset) together. ``infos`` holds arrays of length N, the same keys at reset and every step (the schema of
+:mod:`nertz_env.infos`): ``illegal``, ``lost_race``, ``round_end`` (the table's, 0 none, 1 Nertz or call, 2
+stall, 3 max_ticks), ``score`` (the finished round's score, with the ``_score`` mask where a round ended),
+``autoreset`` and ``action_mask`` (N, A), the very array of the observation's mask.
+``reset(options={"reset_mask": mask})`` takes a bool
+mask of length N that must be the same for every seat of a table. ``state()`` is the batch's global state,
+``(T, S)`` (one row per table: ``state()[env_table]`` gives each sub-environment its table's), for centralized
+critics. Rendering, copies and ``close()`` are
 those of :class:`~nertz_env.vector.NertzVectorEnv` (``render()`` gives one frame per table).
 """
 
@@ -30,6 +34,7 @@ import numpy as np
 
 from nertz_env import render as _render
 from nertz_env._envbase import check_open, warn_unknown_options
+from nertz_env.config import rules_of
 from nertz_env.vector import NertzVectorEnv
 
 
@@ -40,13 +45,18 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         num_tables: tables in the batch.
         num_players: seats per table, 2 to 8.
         copy: return copies of the observation and mask buffers (False: views the next call overwrites).
-        render_mode: ``None``, ``"ansi"`` or ``"human"`` (one frame per table).
+        render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (one frame per table).
+        obs_format: ``"dict"`` (``{"observation", "action_mask"}``, PettingZoo's form) or ``"array"``: the
+            observation vector alone, a ``Box``, for the wrappers that need one (``NormalizeObservation``,
+            ``RescaleObservation``, ...); the mask is then in ``infos["action_mask"]`` and
+            :meth:`action_masks`.
         **rules: any option of :class:`~nertz_env.config.NertzConfig`.
     """
 
     metadata = {
         "autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP,
         "render_modes": list(_render.RENDER_MODES),
+        "render_fps": _render.RENDER_FPS,
     }
 
     def __init__(
@@ -55,8 +65,12 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         num_players: int = 4,
         copy: bool = True,
         render_mode: str | None = None,
+        obs_format: str = "dict",
         **rules: Any,
     ) -> None:
+        if obs_format not in ("dict", "array"):
+            raise ValueError(f"obs_format must be 'dict' or 'array', got {obs_format!r}")
+        self.obs_format = obs_format
         self.venv = NertzVectorEnv(
             num_tables, num_players=num_players, autoreset=True, copy=copy, render_mode=render_mode, **rules
         )
@@ -68,20 +82,23 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         self.env_table = np.repeat(np.arange(t), p)
         self.env_seat = np.tile(np.arange(p), t)
         o, a = self.venv.obs_layout.size, self.venv.actions.n
-        self.single_observation_space = gymnasium.spaces.Dict(
-            {
-                "observation": gymnasium.spaces.Box(0.0, 1.0, (o,), np.float32),
-                "action_mask": gymnasium.spaces.Box(0, 1, (a,), np.int8),
-            }
+        vector = gymnasium.spaces.Box(0.0, 1.0, (o,), np.float32)
+        self.single_observation_space: gymnasium.spaces.Space = (
+            gymnasium.spaces.Dict({"observation": vector, "action_mask": gymnasium.spaces.Box(0, 1, (a,), np.int8)})
+            if obs_format == "dict"
+            else vector
         )
         self.single_action_space = gymnasium.spaces.Discrete(a)
         self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, self.num_envs)
         self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, self.num_envs)
+        #: the global state of one table and of the batch, ``(tables, S)`` (see :meth:`state`)
+        self.single_state_space = self.venv.single_state_space
+        self.state_space = self.venv.state_space
         self._closed = False
 
     def reset(
         self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    ) -> tuple[Any, dict[str, Any]]:
         """Deal every table (``seed`` as in :meth:`NertzVectorEnv.reset`: an int, one per table, or None).
         ``options={"reset_mask": mask}`` (bool, (N,), equal for the seats of a table) deals only those tables."""
         check_open(self, "reset")
@@ -95,29 +112,39 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
             if not (by_table == by_table[:, :1]).all():
                 raise ValueError("reset_mask must be the same for every seat of a table: the seats are dealt together")
             options["reset_mask"] = by_table[:, 0].copy()
-        out, _ = self.venv.reset(seed=seed, options=options)
-        return self._flat_obs(out), {}
+        out, info = self.venv.reset(seed=seed, options=options)
+        return self._flat_infos(out, info)
 
     def step(
         self, actions: Any
-    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """One tick on every table; ``actions``: integers of shape (N,), one per seat."""
         check_open(self, "step")
         acts = np.asarray(actions)
         if acts.shape != (self.num_envs,):
             raise ValueError(f"actions must have shape (num_envs,) = ({self.num_envs},), got {acts.shape}")
         out, rew, term, trunc, info = self.venv.step(acts.reshape(self.num_tables, self.num_players))
+        n = self.num_envs
+        obs, infos = self._flat_infos(out, info)
+        return obs, rew.reshape(n), term.reshape(n), trunc.reshape(n), infos
+
+    def _flat_infos(
+        self, out: dict[str, np.ndarray], info: dict[str, np.ndarray]
+    ) -> tuple[Any, dict[str, np.ndarray]]:
+        """The batch's observations (a dict, or the vectors alone with ``obs_format="array"``) and infos, per
+        sub-environment."""
         n, p = self.num_envs, self.num_players
-        ended = np.repeat(info["round_end"] > 0, p)
+        obs = self._flat_obs(out)
         infos = {
             "illegal": info["illegal"].reshape(n),
             "lost_race": info["lost_race"].reshape(n),
             "round_end": np.repeat(info["round_end"], p),
             "score": info["score"].reshape(n),
-            "_score": ended,
+            "_score": np.repeat(info["round_end"] > 0, p),
             "autoreset": np.repeat(info["autoreset"], p),
+            "action_mask": obs["action_mask"],
         }
-        return self._flat_obs(out), rew.reshape(n), term.reshape(n), trunc.reshape(n), infos
+        return (obs if self.obs_format == "dict" else obs["observation"]), infos
 
     def render(self, tables: Sequence[int] | None = None) -> tuple[Any, ...] | None:
         """One frame per table (of ``tables``, default all), as :meth:`NertzVectorEnv.render`."""
@@ -125,7 +152,14 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
 
     def close_extras(self, **kwargs: Any) -> None:
         self._closed = True
-        self.venv.close()
+        venv = getattr(self, "venv", None)  # None when __init__ refused its arguments (close runs from __del__)
+        if venv is not None:
+            venv.close()
+
+    def state(self) -> np.ndarray:
+        """Every table's global state, float32 ``(tables, S)`` (:meth:`NertzVectorEnv.state`); a
+        sub-environment's is row ``env_table[i]``, so ``state()[env_table]`` is ``(N, S)``."""
+        return self.venv.state()
 
     def action_masks(self) -> np.ndarray:
         """Every sub-environment's legal actions (bool, (N, A))."""
@@ -136,6 +170,47 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         return {"observation": out["observation"].reshape(n, -1), "action_mask": out["action_mask"].reshape(n, -1)}
 
 
-def agent_vector_env(num_tables: int, num_players: int = 4, **kwargs: Any) -> NertzAgentVectorEnv:
-    """Every seat of ``num_tables`` tables as its own Gymnasium sub-environment (see :class:`NertzAgentVectorEnv`)."""
-    return NertzAgentVectorEnv(num_tables, num_players=num_players, **kwargs)
+def agent_vector_env(
+    num_tables: int,
+    num_players: int = 4,
+    *,
+    nertz_size: int = 13,
+    work_piles: int = 4,
+    draw: int = 3,
+    recycle: str = "flip",
+    max_redeals: int | None = None,
+    empty_pile_from_nertz_first: bool = False,
+    call_mode: str = "auto",
+    call_bonus: int = 0,
+    false_call_penalty: int = 5,
+    nertz_penalty: int = 2,
+    stall_ticks: int | None = None,
+    max_ticks: int | None = None,
+    target_score: int | None = None,
+    rounds: int | None = None,
+    max_rounds: int | None = None,
+    teams: bool | Sequence[Sequence[int]] = False,
+    turn_based: bool = False,
+    jokers: int = 0,
+    allow_tuck: bool = False,
+    allow_rotate: bool = False,
+    copy: bool = True,
+    render_mode: str | None = None,
+    obs_format: str = "dict",
+    **unknown: Any,
+) -> NertzAgentVectorEnv:
+    """Every seat of ``num_tables`` tables as its own Gymnasium sub-environment (see
+    :class:`NertzAgentVectorEnv`). The rules options are :func:`nertz_env.parallel_env`'s keywords; any other
+    keyword raises ``ValueError`` naming it.
+
+    Args:
+        num_tables: tables in the batch (sub-environments: ``num_tables * num_players``).
+        copy: return copies of the observation and mask buffers (False: views the next call overwrites).
+        render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (one frame per table).
+        obs_format: ``"dict"`` (observation and mask) or ``"array"`` (the observation vector alone, a ``Box``;
+            the mask in ``infos["action_mask"]``), for the wrappers that need a ``Box`` observation.
+    """
+    rules = {k: v for k, v in rules_of(locals()).items() if k != "num_players"} | unknown
+    return NertzAgentVectorEnv(
+        num_tables, num_players=num_players, copy=copy, render_mode=render_mode, obs_format=obs_format, **rules
+    )

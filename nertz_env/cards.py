@@ -20,6 +20,8 @@ Text: rank ``A 2 3 4 5 6 7 8 9 T J Q K`` plus suit ``C D H S`` (``"TD"`` is the 
 
 from __future__ import annotations
 
+from nertz_env._text import short
+
 RANKS = "A23456789TJQK"
 SUITS = "CDHS"
 NUM_RANKS = 13
@@ -90,7 +92,7 @@ def lake_to_text(code: int) -> str:
 def from_text(text: str) -> int:
     """Pile card code of a text such as ``"TD"``, ``"**"`` or ``"*7r"``. Raises ValueError naming the text."""
     if not isinstance(text, str):
-        raise ValueError(f"a card is a text such as 'TD', got {text!r}")
+        raise ValueError(f"a card is a text such as 'TD', got {short(text)}")
     t = text.strip()
     if t == "**":
         return JOKER
@@ -99,7 +101,7 @@ def from_text(text: str) -> int:
     if len(t) == 2 and t[0] in RANKS and t[1] in SUITS:
         return card(RANKS.index(t[0]), SUITS.index(t[1]))
     raise ValueError(
-        f"not a card: {text!r} (rank A23456789TJQK + suit CDHS such as 'TD', or a joker '**', '*7r', '*7b')"
+        f"not a card: {short(text)} (rank A23456789TJQK + suit CDHS such as 'TD', or a joker '**', '*7r', '*7b')"
     )
 
 
@@ -109,5 +111,5 @@ def lake_from_text(text: str) -> int:
         return LAKE_JOKER_FLAG + from_text(text[1:])
     code = from_text(text)
     if code >= NUM_CARDS:
-        raise ValueError(f"a lake card is a real card or a declared joker such as '*7H', got {text!r}")
+        raise ValueError(f"a lake card is a real card or a declared joker such as '*7H', got {short(text)}")
     return code

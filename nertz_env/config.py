@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from nertz_env._text import short
+
 MIN_PLAYERS, MAX_PLAYERS = 2, 8
 DEFAULT_STALL_TICKS = 100
 DEFAULT_MAX_TICKS = 2000
@@ -81,7 +83,7 @@ class NertzConfig:
 
     def __post_init__(self) -> None:
         def bad(name: str, allowed: str) -> ValueError:
-            return ValueError(f"{name}={getattr(self, name)!r} is not allowed: {name} must be {allowed}")
+            return ValueError(f"{name}={short(getattr(self, name))} is not allowed: {name} must be {allowed}")
 
         def int_range(name: str, lo: int, hi: int | None, optional: bool = False) -> None:
             v = getattr(self, name)
@@ -135,17 +137,17 @@ class NertzConfig:
             groups = []
             for g in teams:
                 if not isinstance(g, Sequence) or isinstance(g, str) or not all(_is_int(s) for s in g):
-                    raise ValueError(f"teams must be True, False or a list of seat lists, got {teams!r}")
+                    raise ValueError(f"teams must be True, False or a list of seat lists, got {short(teams)}")
                 groups.append(tuple(int(s) for s in g))
             seats = sorted(s for g in groups for s in g)
             if seats != list(range(n)) or any(len(g) == 0 for g in groups):
                 raise ValueError(
-                    f"teams={teams!r} must split the seats 0..{n - 1} into non-empty groups, each seat once"
+                    f"teams={short(teams)} must split the seats 0..{n - 1} into non-empty groups, each seat once"
                 )
             if len(groups) < 2:
-                raise ValueError(f"teams={teams!r} must split the seats into at least two teams, got one team")
+                raise ValueError(f"teams={short(teams)} must split the seats into at least two teams, got one team")
             return tuple(groups)
-        raise ValueError(f"teams must be True, False or a list of seat lists, got {teams!r}")
+        raise ValueError(f"teams must be True, False or a list of seat lists, got {short(teams)}")
 
     # ------------------------------------------------------------------ derived values
     @property
@@ -207,10 +209,76 @@ class NertzConfig:
 
 OPTION_NAMES = tuple(f.name for f in dataclasses.fields(NertzConfig))
 
+#: Per option: what it allows, what it means, and the value ``None`` stands for (where it stands for one).
+#: The one place the option table is written: the docs' rules page renders it (docs/env/rules.md), and
+#: ``tests/test_signatures.py`` checks it and every env factory's keywords against :class:`NertzConfig`.
+OPTION_DOCS: dict[str, tuple[str, str, str]] = {
+    "num_players": ("2 to 8", "seats at the table, each with its own 52-card deck", ""),
+    "nertz_size": ("8 to 13", "cards dealt to each Nertz pile", ""),
+    "work_piles": ("4 to 6", "work piles per player (Pounce tables use 5 or 6)", ""),
+    "draw": ("1 to 3", "cards turned per flip, as one packet (the deepest becomes the waste's top)", ""),
+    "recycle": ('`"flip"`, `"shuffle"`', "the empty stock takes the waste turned over, or shuffled", ""),
+    "max_redeals": ("int >= 0 or `None`", "how often the waste may become the stock (`None`: unlimited)", ""),
+    "empty_pile_from_nertz_first": ("bool", "while the Nertz pile has cards an empty work pile takes only its top", ""),
+    "call_mode": ('`"auto"`, `"manual"`', "the round ends when a pile empties, or on a `call` action", ""),
+    "call_bonus": ("int >= 0", "points for the player who ended the round", ""),
+    "false_call_penalty": ("int >= 0", "points lost for a call with cards left (manual mode)", ""),
+    "nertz_penalty": ("int >= 0", "points lost per card left in the own Nertz pile (0: Pounce)", ""),
+    "stall_ticks": (
+        "int >= 1",
+        "ticks without progress before the stall rule acts (x players when `turn_based`)",
+        str(DEFAULT_STALL_TICKS),
+    ),
+    "max_ticks": (
+        "int >= 1",
+        "ticks after which a round is truncated and scored (x players when `turn_based`)",
+        str(DEFAULT_MAX_TICKS),
+    ),
+    "target_score": ("int >= 1", "play a match until a total reaches this", ""),
+    "rounds": ("int >= 1", "play a match of exactly this many rounds (Racing Demon)", ""),
+    "max_rounds": ("int >= 1", "a match to `target_score` is truncated after this many rounds", str(DEFAULT_MAX_ROUNDS)),
+    "teams": (
+        "bool or seat groups",
+        "`True` pairs seat i with seat i + n/2 (an even `num_players` of at least 4); or e.g. `[[0, 2], [1, 3]]` "
+        "(at least two groups)",
+        "",
+    ),
+    "turn_based": ("bool", "one seat acts per tick, in rotation", ""),
+    "jokers": ("0 to 2", "wild cards per deck", ""),
+    "allow_tuck": ("bool", "a Nertz or waste card may slide under a work pile's base (while another pile is empty)", ""),
+    "allow_rotate": ("bool", "move the stock's top card to its bottom as a move", ""),
+}
+
+#: The type of each option as the env factories' keywords spell it: the field's type, except ``teams``,
+#: which takes any sequence of seat sequences (the config stores tuples).
+OPTION_TYPES: dict[str, str] = {
+    f.name: str(f.type) for f in dataclasses.fields(NertzConfig)
+} | {"teams": "bool | Sequence[Sequence[int]]"}
+
+
+def options_markdown() -> str:
+    """The option table (option, default, allowed, meaning) in Markdown, from :class:`NertzConfig` and
+    :data:`OPTION_DOCS`."""
+    lines = ["| option | default | allowed | meaning |", "|---|---|---|---|"]
+    for f in dataclasses.fields(NertzConfig):
+        allowed, meaning, none_means = OPTION_DOCS[f.name]
+        d = f.default
+        default = f"`{d!r}`".replace("'", '"') if d is None or isinstance(d, (bool, str)) else str(d)
+        if none_means:
+            default += f" ({none_means})"
+        lines.append(f"| `{f.name}` | {default} | {allowed} | {meaning} |")
+    return "\n".join(lines)
+
+
+def rules_of(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The rules options among ``values`` (an env factory's ``locals()``), by name."""
+    return {name: values[name] for name in OPTION_NAMES}
+
 
 def make_config(**options: Any) -> NertzConfig:
     """Build a validated config; unknown option names raise ``ValueError`` listing the known ones."""
     unknown = sorted(set(options) - set(OPTION_NAMES))
     if unknown:
-        raise ValueError(f"unknown option(s) {unknown}; the options are: {', '.join(OPTION_NAMES)}")
+        shown = short(unknown, 200) if sum(len(k) for k in unknown) > 200 else str(unknown)
+        raise ValueError(f"unknown option(s) {shown}; the options are: {', '.join(OPTION_NAMES)}")
     return NertzConfig(**options)

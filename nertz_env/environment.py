@@ -10,10 +10,23 @@ a live agent left out of the action dict waits and is flagged ``"missing_action"
 ``illegal_action="raise"`` those raise ``ValueError`` before anything changes. Actions that are not integers at
 all (a string, a float such as 1.5) always raise ``ValueError``: they are bugs, not moves.
 
-``infos[agent]`` every step: ``illegal``, ``lost_race`` (a legal lake play that an earlier action of the same
-tick beat to the slot), ``action`` (the action applied; 0 when flagged). When a round ends it also holds
-``round_end`` (``"nertz"``, ``"stall"`` or ``"max_ticks"``), ``score`` (the round's breakdown: ``lake``,
-``nertz_penalty``, ``bonus``, ``false_calls``, ``total``, and ``nertz_left``: the cards left in the Nertz pile) and ``match_score``; with teams, ``team_score`` too.
+``infos[agent]`` holds the same keys at reset and on every step, each a number (the schema of
+:mod:`nertz_env.infos`): ``illegal``, ``lost_race`` (a legal lake play that an earlier action of the same
+tick beat to the slot), ``action`` (the action applied; 0 when flagged), ``missing_action``, ``round_end`` (1 Nertz, 2 stall, 3 max_ticks on a round's last
+step, else 0; ``nertz_env.infos.ROUND_END_NAMES`` names them), ``score`` (the round's score) and its parts
+``score_lake``, ``score_nertz_penalty``, ``score_bonus``, ``score_false_calls``, with ``nertz_left`` (the
+cards left in the Nertz pile), all 0 until a round ends, ``match_score`` (the match total so far) and
+``team_score`` (the round's team total; the own score without teams).
+
+``obs_key`` picks the observation's form (one argument, for the clients that want another): ``"observation"``
+(default, PettingZoo's ``{"observation", "action_mask"}``), ``"observations"`` (RLlib's
+``ActionMaskingTorchRLModule`` reads ``{"observations", "action_mask"}``) or ``None`` (the bare observation
+vector, the mask in ``infos[agent]["action_mask"]`` only: AgileRL refuses a mask inside the observation). The
+mask is in exactly one place: TorchRL's ``PettingZooWrapper`` fails when it finds it in both (its
+``_update_action_mask`` removes only the observation's copy, then finds no spec for the info's).
+
+``state()`` and ``state_space`` are PettingZoo's global state (every card's position, hidden ones included;
+the layout of :mod:`nertz_env.global_state`), for centralized critics; it never enters an observation.
 
 Conventions for clients: ``max_cycles=N`` (PettingZoo's name) is ``max_ticks=N`` for a one-round episode;
 ``render(mode)`` takes an optional mode (RLlib passes one); ``reset`` warns about option keys it does not know
@@ -24,6 +37,7 @@ continues exactly as the original (see :mod:`nertz_env._envbase`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import gymnasium
@@ -36,15 +50,16 @@ from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 from nertz_env import render as _render
 from nertz_env._envbase import Copyable, check_open, warn_unknown_options
 from nertz_env.actions import ActionTable, action_table
-from nertz_env.config import NertzConfig, make_config
+from nertz_env.config import NertzConfig, make_config, rules_of
 from nertz_env.engine import batch
 from nertz_env.engine.rules import step_block
-from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, END_MAX_TICKS, END_NERTZ, END_STALL, allocate
+from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate
+from nertz_env.global_state import state_layout, state_space
+from nertz_env.infos import none_per_agent
 from nertz_env.observation import obs_layout
 from nertz_env.snapshot import restore_table, snapshot_table
 
 ENV_NAME = "nertz_v0"
-_END_NAMES = {END_NERTZ: "nertz", END_STALL: "stall", END_MAX_TICKS: "max_ticks"}
 _INT_TYPES = (int, np.integer)
 
 
@@ -68,6 +83,34 @@ class _Rows(NamedTuple):
     illegal: np.ndarray
     lost_race: np.ndarray
     applied: np.ndarray
+    match_score: np.ndarray
+
+
+OBS_KEYS = ("observation", "observations", None)
+
+
+class ObsSpace(gymnasium.spaces.Dict):
+    """The Dict observation space; looking up an entry it does not have raises a ``KeyError`` that says what
+    it has and, for RLlib's key, how to get it (RLlib's ``ActionMaskingTorchRLModule`` reads
+    ``space["observations"]`` when it is built)."""
+
+    def __getitem__(self, key: str) -> gymnasium.spaces.Space:
+        if key not in self.spaces:
+            hint = ""
+            if key == "observations":
+                hint = (
+                    " RLlib's ActionMaskingTorchRLModule reads 'observations': make the env with "
+                    "nertz_env.parallel_env(obs_key='observations'), or use nertz_env.rllib.env_creator"
+                )
+            raise KeyError(f"the observation has entries {sorted(self.spaces)}, not {key!r}.{hint}")
+        return self.spaces[key]
+
+
+def check_obs_key(obs_key: Any) -> str | None:
+    """``obs_key`` if it is one of :data:`OBS_KEYS`; otherwise ValueError."""
+    if obs_key not in OBS_KEYS or not isinstance(obs_key, (str, type(None))):
+        raise ValueError(f"obs_key must be 'observation', 'observations' or None, got {obs_key!r}")
+    return obs_key
 
 
 def max_cycles_rules(max_cycles: int | None, rules: dict[str, Any]) -> dict[str, Any]:
@@ -89,13 +132,13 @@ def max_cycles_rules(max_cycles: int | None, rules: dict[str, Any]) -> dict[str,
 
 
 class NertzParallelEnv(Copyable, ParallelEnv):
-    """Nertz for 2 to 8 players, all acting every tick. See the module docstring and README."""
+    """Nertz for 2 to 8 players, all acting every tick. See the module docstring and the environment card (docs/env/nertz.md)."""
 
     metadata = {
         "render_modes": list(_render.RENDER_MODES),
         "name": ENV_NAME,
         "is_parallelizable": True,
-        "render_fps": 4,
+        "render_fps": _render.RENDER_FPS,
     }
     _derived = ("_step_table", "_rows")
 
@@ -105,6 +148,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         render_mode: str | None = None,
         illegal_action: str = "noop",
         max_cycles: int | None = None,
+        obs_key: str | None = "observation",
         **rules: Any,
     ) -> None:
         """
@@ -115,11 +159,14 @@ class NertzParallelEnv(Copyable, ParallelEnv):
                 ``render`` extra).
             illegal_action: ``"noop"`` (default: flagged wait) or ``"raise"``.
             max_cycles: PettingZoo's name for ``max_ticks`` (a one-round episode's bound on steps).
+            obs_key: the observation's form: ``"observation"`` (PettingZoo's keys), ``"observations"``
+                (RLlib's) or ``None`` (the bare vector; the mask in the infos only). See the module doc.
             **rules: any option of :class:`~nertz_env.config.NertzConfig` by its RULES.md name.
         """
         _render.check_mode(render_mode)
         if illegal_action not in ("noop", "raise"):
             raise ValueError(f"illegal_action must be 'noop' or 'raise', got {illegal_action!r}")
+        self.obs_key = check_obs_key(obs_key)
         rules = max_cycles_rules(max_cycles, rules)
         self.config: NertzConfig = make_config(num_players=num_players, **rules)
         self.render_mode = render_mode
@@ -130,16 +177,17 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         self.possible_agents = [f"player_{i}" for i in range(n)]
         self.agents: list[str] = []
         self._seat = {a: i for i, a in enumerate(self.possible_agents)}
-        obs_space = gymnasium.spaces.Dict(
-            {
-                "observation": gymnasium.spaces.Box(0.0, 1.0, (self.obs_layout.size,), np.float32),
-                "action_mask": gymnasium.spaces.Box(0, 1, (self.actions.n,), np.int8),
-            }
-        )
+        vec_space = gymnasium.spaces.Box(0.0, 1.0, (self.obs_layout.size,), np.float32)
+        obs_space: gymnasium.spaces.Space = vec_space
+        if self.obs_key is not None:
+            mask_space = gymnasium.spaces.Box(0, 1, (self.actions.n,), np.int8)
+            obs_space = ObsSpace({self.obs_key: vec_space, "action_mask": mask_space})
         self.observation_spaces = {a: obs_space for a in self.possible_agents}
         self.action_spaces: dict[str, gymnasium.spaces.Space] = {
             a: gymnasium.spaces.Discrete(self.actions.n) for a in self.possible_agents
         }
+        #: PettingZoo's global state space: ``Box(0, 1, (S,), float32)`` (see :meth:`state`)
+        self.state_space = state_space(self.config)
         self._state = allocate(self.config, 1)
         self._actions = np.zeros((1, n), dtype=np.int64)
         self._seeded = False
@@ -164,7 +212,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
 
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, dict[str, Any]]]:
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """Deal a new episode, or restore ``options={"snapshot": s}``.
 
         ``seed`` fixes the deal and every tick's order exactly. Without a seed, the table's own generator
@@ -187,14 +235,16 @@ class NertzParallelEnv(Copyable, ParallelEnv):
             batch.reset_continue(self._state)
         self._seeded = True
         self.agents = self.possible_agents[:] if self._state.done[0] == DONE_NO else []
-        obs = self._observations()
-        infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        obs, masks = self._observations()
+        ms = self._rows.match_score.tolist()
+        bare = self.obs_key is None  # the mask goes to the infos only when the observation holds none
+        infos = {a: none_per_agent(masks[i] if bare else None, ms[i]) for i, a in enumerate(self.agents)}
         if self.render_mode == "human":
             self.render()
         return obs, infos
 
     def step(self, actions: dict[str, Any]) -> tuple[
-        dict[str, dict[str, np.ndarray]],
+        dict[str, Any],
         dict[str, float],
         dict[str, bool],
         dict[str, bool],
@@ -221,7 +271,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
             missing = self._checked_row(actions, row)
         S = self._state
         self._step_table(S, self._actions, False, 0, 1)
-        obs = self._observations()
+        obs, masks = self._observations()
         done = S.done.item(0)
         term = done != DONE_NO and done != DONE_TRUNCATED
         trunc = done == DONE_TRUNCATED
@@ -231,13 +281,28 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         terminations = dict.fromkeys(agents, term)
         truncations = dict.fromkeys(agents, trunc)
         infos = {
-            a: {"illegal": i == 1, "lost_race": lost == 1, "action": applied}
-            for a, i, lost, applied in zip(  # noqa: B905
-                agents, rows.illegal.tolist(), rows.lost_race.tolist(), rows.applied.tolist()
+            a: {
+                "illegal": i == 1,
+                "lost_race": lost == 1,
+                "action": applied,
+                "missing_action": a in missing,
+                "round_end": 0,
+                "score": 0,
+                "score_lake": 0,
+                "score_nertz_penalty": 0,
+                "score_bonus": 0,
+                "score_false_calls": 0,
+                "nertz_left": 0,
+                "match_score": ms,
+                "team_score": 0,
+            }
+            for a, i, lost, applied, ms in zip(  # noqa: B905 (one value per seat by construction)
+                agents, rows.illegal.tolist(), rows.lost_race.tolist(), rows.applied.tolist(), rows.match_score.tolist()
             )
         }
-        for name in missing:
-            infos[name]["missing_action"] = True
+        if self.obs_key is None:  # the mask in exactly one place: TorchRL's wrapper fails when it is in both
+            for name, mask in zip(agents, masks):  # noqa: B905
+                infos[name]["action_mask"] = mask
         if S.round_end.item(0):
             self._add_round_infos(infos)
         if done != DONE_NO:
@@ -271,32 +336,32 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         row[:] = values
         return missing
 
-    def _observations(self) -> dict[str, dict[str, np.ndarray]]:
-        """Each live agent's observation and mask, copied out of the engine's buffers (one copy each)."""
+    def _observations(self) -> tuple[dict[str, Any], list[np.ndarray]]:
+        """Each live agent's observation in the ``obs_key`` form, and its mask (the very array the observation
+        holds, for the infos), copied out of the engine's buffers (one copy each)."""
         if not self.agents:
-            return {}
+            return {}, []
         o = self._rows.obs.copy()
-        m = self._rows.mask.copy()
-        return {a: {"observation": o[i], "action_mask": m[i]} for i, a in enumerate(self.agents)}
+        masks = list(self._rows.mask.copy())
+        key = self.obs_key
+        if key is None:
+            return {a: o[i] for i, a in enumerate(self.agents)}, masks
+        return {a: {key: o[i], "action_mask": masks[i]} for i, a in enumerate(self.agents)}, masks
 
     def _add_round_infos(self, infos: dict[str, dict[str, Any]]) -> None:
         S, cfg = self._state, self.config
         totals = [int(v) for v in S.score_round[0]]  # the engine's score of the round (finish_round)
-        teamed = cfg.teams is not False
+        end = int(S.round_end[0])
         for a, info in infos.items():
             p = self._seat[a]
-            info["round_end"] = _END_NAMES[int(S.round_end[0])]
-            info["score"] = {
-                "lake": int(S.score_lake[0, p]),
-                "nertz_penalty": -cfg.nertz_penalty * int(S.score_nertz[0, p]),
-                "bonus": int(S.score_bonus[0, p]),
-                "false_calls": -cfg.false_call_penalty * int(S.score_false[0, p]),
-                "total": totals[p],
-                "nertz_left": int(S.score_nertz[0, p]),
-            }
-            info["match_score"] = int(S.match_score[0, p])
-            if teamed:
-                info["team_score"] = sum(totals[q] for q in range(cfg.num_players) if self._team[q] == self._team[p])
+            info["round_end"] = end
+            info["score"] = totals[p]
+            info["score_lake"] = int(S.score_lake[0, p])
+            info["score_nertz_penalty"] = -cfg.nertz_penalty * int(S.score_nertz[0, p])
+            info["score_bonus"] = int(S.score_bonus[0, p])
+            info["score_false_calls"] = -cfg.false_call_penalty * int(S.score_false[0, p])
+            info["nertz_left"] = int(S.score_nertz[0, p])
+            info["team_score"] = sum(totals[q] for q in range(cfg.num_players) if self._team[q] == self._team[p])
 
     def render(self, mode: str | None = None) -> Any:
         """The table in ``mode`` (default: the ``render_mode`` it was made with): text for ``"ansi"``, printed
@@ -318,6 +383,13 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         """The whole table as a ``nertz-snapshot/1`` dict (JSON-ready); restore with
         ``reset(options={"snapshot": s})``."""
         return snapshot_table(self._state, self.config, 0)
+
+    def state(self) -> np.ndarray:
+        """PettingZoo's global state: the whole table as one float32 vector, every hidden card's position
+        included (layout: :mod:`nertz_env.global_state`). For centralized critics only: no observation holds
+        it. A new array every call."""
+        layout = state_layout(self.config)
+        return layout.fill(self._state, np.empty((1, layout.size), np.float32))[0]
 
     def describe_action(self, index: int) -> str:
         """An action index of this config in words."""
@@ -359,15 +431,91 @@ class OrderEnforcedEnv(OrderEnforcingWrapper):
         return self.env.render(mode)
 
 
-def parallel_env(**kwargs: Any) -> NertzParallelEnv:
-    """Nertz as a PettingZoo ``ParallelEnv``. Keywords: ``num_players``, ``render_mode``,
-    ``illegal_action`` and every rules option (see :class:`~nertz_env.config.NertzConfig`)."""
-    return NertzParallelEnv(**kwargs)
+def parallel_env(
+    *,
+    num_players: int = 4,
+    nertz_size: int = 13,
+    work_piles: int = 4,
+    draw: int = 3,
+    recycle: str = "flip",
+    max_redeals: int | None = None,
+    empty_pile_from_nertz_first: bool = False,
+    call_mode: str = "auto",
+    call_bonus: int = 0,
+    false_call_penalty: int = 5,
+    nertz_penalty: int = 2,
+    stall_ticks: int | None = None,
+    max_ticks: int | None = None,
+    target_score: int | None = None,
+    rounds: int | None = None,
+    max_rounds: int | None = None,
+    teams: bool | Sequence[Sequence[int]] = False,
+    turn_based: bool = False,
+    jokers: int = 0,
+    allow_tuck: bool = False,
+    allow_rotate: bool = False,
+    render_mode: str | None = None,
+    illegal_action: str = "noop",
+    max_cycles: int | None = None,
+    obs_key: str | None = "observation",
+    **unknown: Any,
+) -> NertzParallelEnv:
+    """Nertz as a PettingZoo ``ParallelEnv``.
+
+    Every rules option (``num_players`` .. ``allow_rotate``) is a keyword with its RULES.md default; the
+    option table of the docs' rules page (generated from :data:`nertz_env.config.OPTION_DOCS`) says what each allows
+    and means. Any other keyword raises ``ValueError`` naming it.
+
+    Args:
+        render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (the latter with the ``render``
+            extra).
+        illegal_action: ``"noop"`` (an illegal action is a flagged wait) or ``"raise"``.
+        max_cycles: PettingZoo's name for ``max_ticks`` (a one-round episode's bound on steps).
+        obs_key: ``"observation"`` (PettingZoo's ``{"observation", "action_mask"}``), ``"observations"``
+            (RLlib's ``ActionMaskingTorchRLModule``) or ``None`` (the bare vector; the mask in
+            ``infos[agent]["action_mask"]`` only, as AgileRL wants it).
+    """
+    rules = rules_of(locals()) | unknown
+    return NertzParallelEnv(
+        render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, obs_key=obs_key, **rules
+    )
 
 
-def env(**kwargs: Any) -> Any:
-    """Nertz as a PettingZoo ``AECEnv`` (``parallel_to_aec`` of :func:`parallel_env`, order-enforced)."""
-    return OrderEnforcedEnv(raw_env(**kwargs))
+def env(
+    *,
+    num_players: int = 4,
+    nertz_size: int = 13,
+    work_piles: int = 4,
+    draw: int = 3,
+    recycle: str = "flip",
+    max_redeals: int | None = None,
+    empty_pile_from_nertz_first: bool = False,
+    call_mode: str = "auto",
+    call_bonus: int = 0,
+    false_call_penalty: int = 5,
+    nertz_penalty: int = 2,
+    stall_ticks: int | None = None,
+    max_ticks: int | None = None,
+    target_score: int | None = None,
+    rounds: int | None = None,
+    max_rounds: int | None = None,
+    teams: bool | Sequence[Sequence[int]] = False,
+    turn_based: bool = False,
+    jokers: int = 0,
+    allow_tuck: bool = False,
+    allow_rotate: bool = False,
+    render_mode: str | None = None,
+    illegal_action: str = "noop",
+    max_cycles: int | None = None,
+    obs_key: str | None = "observation",
+    **unknown: Any,
+) -> OrderEnforcedEnv:
+    """Nertz as a PettingZoo ``AECEnv`` (``parallel_to_aec`` of :func:`parallel_env`, order-enforced); the
+    keywords are :func:`parallel_env`'s."""
+    rules = rules_of(locals()) | unknown
+    return OrderEnforcedEnv(
+        raw_env(render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, obs_key=obs_key, **rules)
+    )
 
 
 def describe_action(index: int, **rules: Any) -> str:

@@ -117,7 +117,7 @@ class ObsLayout:
         self.offsets.flags.writeable = False
 
     def markdown(self) -> str:
-        """The slices as a Markdown table (name, index range, width), for the README."""
+        """The slices as a Markdown table (name, index range, width), rendered by the docs (docs/env/)."""
         lines = ["| slice | indices | width |", "|---|---:|---:|"]
         for name, sl in self.slices.items():
             lines.append(f"| `{name}` | {sl.start}-{sl.stop - 1} | {sl.stop - sl.start} |")

@@ -2,12 +2,24 @@
 
 Every environment class renders through :func:`render_snapshot` and checks its modes with :func:`check_mode`,
 so a mode added here (one entry in ``RENDERERS``) reaches all of them. ``"human"`` prints the ``"ansi"`` text.
+
+Every env declares only the modes that can run in this install: ``"rgb_array"`` draws with resvg-py and
+pillow (the ``render`` extra), so without them it is left out of ``metadata["render_modes"]`` and
+``render_mode="rgb_array"`` is refused with one line naming the extra. (PettingZoo's ``render_test`` and
+Gymnasium's ``RecordVideo`` read the declared modes; declaring one that fails would break them on a plain
+install. The extra stays an extra: resvg-py is a compiled wheel, and a base install must work wherever numba
+does.) ``RENDER_FPS`` is every env's ``metadata["render_fps"]``.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from typing import Any
+
+#: frames per second of a rendered episode (``metadata["render_fps"]`` of every env): four ticks a second
+RENDER_FPS = 4
+RGB_EXTRA = "rgb_array rendering needs the render extra (resvg-py and pillow): pip install 'nertz-env[render]'"
 
 
 def render_text(snap: dict[str, Any]) -> str:
@@ -47,7 +59,21 @@ def render_rgb(snap: dict[str, Any]) -> Any:
     return table_rgb(snap, fan=ENV_FAN)
 
 
-RENDERERS: dict[str, Callable[[dict[str, Any]], Any]] = {"ansi": render_text, "rgb_array": render_rgb}
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def rgb_available() -> bool:
+    """Whether ``"rgb_array"`` can run here: resvg-py and pillow are installed (found, not imported)."""
+    return _installed("resvg_py") and _installed("PIL")
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], Any]] = {"ansi": render_text}
+if rgb_available():
+    RENDERERS["rgb_array"] = render_rgb
 RENDER_MODES: tuple[str, ...] = (*RENDERERS, "human")
 
 
@@ -55,6 +81,8 @@ def check_mode(mode: str | None, *, allow_none: bool = True) -> str | None:
     """``mode`` if it is a render mode (or None when ``allow_none``); else a ValueError naming the modes."""
     if (mode is None and allow_none) or mode in RENDER_MODES:
         return mode
+    if mode == "rgb_array":
+        raise ValueError(RGB_EXTRA)
     allowed = ("None, " if allow_none else "") + ", ".join(repr(m) for m in RENDER_MODES)
     raise ValueError(f"render_mode must be one of {allowed}; got {mode!r}")
 

@@ -52,19 +52,23 @@ yields every tick's snapshot; :func:`replay_frames` adds the table as each round
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
-import io
 import json
 import os
+import re
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from nertz_env._text import cut, short
 from nertz_env.actions import action_table
 from nertz_env.config import make_config
 from nertz_env.environment import NertzParallelEnv
+from nertz_env.infos import ROUND_END_NAMES
+from nertz_env.snapshot import SnapshotError
 
 FORMAT = "nertz-replay/1"
 
@@ -122,8 +126,12 @@ def _action_value(v: Any) -> int:
 class ReplayWriter:
     """Writes one game: the header at once, then :meth:`tick` per step and :meth:`finish` at the end.
 
-    A plain file is flushed line by line (a crash loses nothing); a ``.gz`` file is compressed as it goes and
-    complete once :meth:`finish` or :meth:`close` ran (or the writer was garbage-collected)."""
+    A plain file is written line by line, unbuffered (a crash loses nothing); a ``.gz`` file is compressed as it
+    goes and complete once :meth:`finish` or :meth:`close` ran (or the writer was garbage-collected).
+
+    A write that fails (``OSError``: a full disk, a removed folder's device) raises, and the writer is abandoned
+    first: a plain file is cut back to its last complete line, so what it holds stays a valid replay (cut off:
+    read it with ``--partial``); a file whose header could not be written is removed."""
 
     def __init__(
         self,
@@ -135,28 +143,58 @@ class ReplayWriter:
     ) -> None:
         self.path = os.fspath(path)
         self._gz = self.path.endswith(".gz")
-        if self._gz:
-            self._file: IO[str] = gzip.open(self.path, "wt", encoding="utf-8", compresslevel=9)  # noqa: SIM115
-        else:
-            self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
         self.table = action_table(make_config(**config))
+        # a plain file unbuffered (each line is on disk when tick returns); a gzip file through a buffer
+        self._raw: Any = open(self.path, "wb", buffering=-1 if self._gz else 0)  # noqa: SIM115
+        self._file: Any = gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=9) if self._gz else self._raw
+        self._good = 0  # bytes of complete lines on disk (a plain file)
         self.ticks = 0
         self.closed = False
         self._last = snapshot  # the table before the next tick (for the round-end table of a match)
-        self._write(
-            {
-                "format": FORMAT,
-                "agents": [str(a) for a in agents],
-                "config": config,
-                "snapshot": snapshot,
-                "meta": dict(meta or {}),
-            }
-        )
+        try:
+            self._write(
+                {
+                    "format": FORMAT,
+                    "agents": [str(a) for a in agents],
+                    "config": config,
+                    "snapshot": snapshot,
+                    "meta": dict(meta or {}),
+                }
+            )
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.remove(self.path)
+            raise
 
     def _write(self, obj: dict[str, Any]) -> None:
-        self._file.write(_dumps(obj) + "\n")
+        if self.closed:
+            raise ValueError(f"{self.path}: the replay writer is closed")
+        data = (_dumps(obj) + "\n").encode()
+        try:
+            if self._gz:
+                self._file.write(data)
+            else:
+                view = memoryview(data)
+                while view:  # an unbuffered write may write part of it
+                    view = view[self._file.write(view) :]
+                self._good += len(data)
+        except OSError:
+            self.abandon()
+            raise
+
+    def abandon(self) -> None:
+        """Close without writing anything more (after a failed write): a plain file is cut back to its last
+        complete line. Safe to call twice."""
+        if self.closed:
+            return
+        self.closed = True
         if not self._gz:
-            self._file.flush()
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._raw.fileno(), self._good)
+        else:
+            self._file.fileobj = None  # the gzip stream stays cut: its trailer is never written
+        with contextlib.suppress(OSError):
+            self._raw.close()
 
     def tick(
         self,
@@ -201,19 +239,25 @@ class ReplayWriter:
     def finish(self, final_snapshot: dict[str, Any]) -> None:
         """Write the closing line and close the file."""
         self._write({"final": final_snapshot, "ticks": self.ticks})
-        self.closed = True
-        self._file.close()
+        self._close_file()
 
     def close(self) -> None:
         """Close a game stopped before its end: writes the ``stopped`` closing line (a ``.gz`` file is complete
-        now). After :meth:`finish` it does nothing."""
+        now). After :meth:`finish` (or :meth:`abandon`) it does nothing."""
         if self.closed:
             return
-        self.closed = True
+        self._write({"stopped": "before the game's end", "ticks": self.ticks})
+        self._close_file()
+
+    def _close_file(self) -> None:
         try:
-            self._write({"stopped": "before the game's end", "ticks": self.ticks})
-        finally:
-            self._file.close()
+            self._file.close()  # a gzip file writes its last block and trailer here
+            if self._file is not self._raw:
+                self._raw.close()
+        except OSError:
+            self.abandon()
+            raise
+        self.closed = True
 
 
 class RecordReplay:
@@ -289,7 +333,7 @@ class RecordReplay:
         obs, rewards, terms, truncs, infos = env.step(actions)
         names = env.possible_agents
         first = infos[names[0]]
-        end = first.get("round_end")
+        end = ROUND_END_NAMES[first["round_end"]] or None
         self.writer.tick(
             env.tick,
             asked,
@@ -298,7 +342,7 @@ class RecordReplay:
             [rewards[a] for a in names],
             env.snapshot(),
             end,
-            [infos[a]["score"]["total"] for a in names] if end else None,
+            [infos[a]["score"] for a in names] if end else None,
             [infos[a]["match_score"] for a in names] if end else None,
         )
         if not env.agents:
@@ -346,76 +390,238 @@ class Replay:
         )
 
 
-def _read_text(path: str) -> tuple[IO[str], bool]:
-    """The file's text, inflated when gzip; and whether its gzip stream ended early (what was inflated before
-    the cut is kept, so a cut-off ``.gz`` file reads up to its last complete line)."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    if raw[:2] != b"\x1f\x8b":
-        return io.StringIO(raw.decode("utf-8")), False
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+#: the longest line a replay may hold: a header with its opening table or a closing snapshot is a few KB
+MAX_LINE_BYTES = 1 << 20
+#: the most a replay may hold, decompressed (``load_replay``'s ``max_bytes``). A 4-player game of the scripted
+#: agents takes a few KB; the largest the rules allow without raising ``max_ticks`` (8 seats, a match of 100
+#: rounds each run to 2,000 ticks, every line at its longest) is about 60 MB
+MAX_REPLAY_BYTES = 128 << 20
+_CHUNK = 1 << 16
+_NEWLINES = re.compile(rb"\n+")
+_BLANKS_AS_NEWLINES = bytes.maketrans(b" \t\r\f\v", b"\n\n\n\n\n")
+_END_NAMES = ("nertz", "stall", "max_ticks")
+
+
+class _Lines:
+    """The lines of a replay file, plain or gzip (every member of a multi-member file), read a chunk at a time
+    with the bounds above, so any file is read or refused within bounded memory and time.
+
+    Iterating gives ``(line number, line without its newline, whether the line ended)``; blank lines are skipped.
+    After the last line, :attr:`gz_cut` says whether a gzip stream ended early (what was inflated before the cut
+    is kept, so a cut-off ``.gz`` file reads up to its last complete line)."""
+
+    def __init__(self, path: str, f: IO[bytes], max_bytes: int = MAX_REPLAY_BYTES) -> None:
+        self.path = path
+        self._f = f
+        self.max_bytes = max_bytes
+        self.gz_cut = False
+        self.total = 0
+
+    def _chunks(self) -> Iterator[bytes]:
+        first = self._f.read(_CHUNK)
+        if first[:2] != b"\x1f\x8b":
+            chunk = first
+            while chunk:
+                yield chunk
+                chunk = self._f.read(_CHUNK)
+            return
+        data = first
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        in_member = True
+        while True:
+            if not data:
+                data = self._f.read(_CHUNK)
+                if not data:
+                    self.gz_cut = in_member
+                    return
+            if not in_member:  # another member follows (``cat a.gz b.gz``); zero bytes may pad the end
+                data = data.lstrip(b"\0")
+                if not data:
+                    continue
+                if data[:2] != b"\x1f\x8b" and len(data) >= 2:
+                    raise ReplayError(f"{self.path}: bytes after the end of the gzip stream that are not gzip")
+                d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                in_member = True
+            try:
+                out = d.decompress(data, _CHUNK)  # at most a chunk out, whatever the ratio
+            except zlib.error as e:
+                raise ReplayError(f"{self.path}: unreadable (not a gzip stream: {e})") from None
+            if d.eof:
+                data, in_member = d.unused_data, False
+            else:
+                data = d.unconsumed_tail
+            if out:
+                yield out
+
+    def __iter__(self) -> Iterator[tuple[int, bytes, bool]]:
+        buf = bytearray()
+        k = 0  # lines before buf
+        for chunk in self._chunks():
+            self.total += len(chunk)
+            if self.total > self.max_bytes:
+                raise ReplayError(
+                    f"{self.path}: more than {self.max_bytes >> 20} MiB (decompressed) by line {k + 1}: larger "
+                    "than any game the rules allow without raising max_ticks (about 60 MB at most)"
+                )
+            buf += chunk
+            spaces: bytearray | None = None  # buf with every blank as a newline, made when a blank line comes
+            start = 0
+            while True:
+                end = buf.find(b"\n", start)
+                if end < 0:
+                    break
+                if end - start > MAX_LINE_BYTES:
+                    raise self._too_long(k + 1)
+                if not buf[start:end].strip():  # blank lines: skip the whole run at once (a C loop, not one
+                    if spaces is None:  # Python step a line: a file of a billion newlines is read in seconds)
+                        spaces = buf.translate(_BLANKS_AS_NEWLINES)
+                    run = _NEWLINES.match(spaces, start)
+                    assert run is not None
+                    last = buf.rfind(b"\n", start, run.end()) + 1  # the run's blank lines end at its last newline
+                    k += buf.count(b"\n", start, last)
+                    start = last
+                    continue
+                k += 1
+                yield k, bytes(buf[start:end]), True
+                start = end + 1
+            del buf[:start]
+            if len(buf) > MAX_LINE_BYTES:
+                raise self._too_long(k + 1)
+        if buf.strip():
+            yield k + 1, bytes(buf), False
+
+    def _too_long(self, k: int) -> ReplayError:
+        return ReplayError(f"{self.path}:{k}: a line longer than {MAX_LINE_BYTES >> 20} MiB: not a replay line")
+
+
+def _seat_list(value: Any, n: int, kind: type | tuple[type, ...], what: str) -> str | None:
+    """Why ``value`` is not a list of ``n`` values of ``kind`` (never booleans), or None."""
+    if (
+        isinstance(value, list)
+        and len(value) == n
+        and all(isinstance(x, kind) and not isinstance(x, bool) for x in value)
+    ):
+        return None
+    return f"must list {n} {what} (one per seat), got {short(value)}"
+
+
+def _check_header(obj: dict[str, Any], where: str) -> int:
+    """The header's fields, checked; returns the number of seats."""
+    for key in ("agents", "config", "snapshot"):
+        if key not in obj:
+            raise ReplayError(f"{where}: the header has no {key!r}")
+    config = obj["config"]
+    if not isinstance(config, dict):
+        raise ReplayError(f"{where}: config must be a JSON object of rules options, got {short(config)}")
     try:
-        data = d.decompress(raw)
-    except zlib.error as e:
-        raise OSError(f"not a gzip stream: {e}") from None
-    text = data.decode("utf-8", errors="strict" if d.eof else "ignore")  # a cut may split a character
-    return io.StringIO(text, newline=None), not d.eof
+        n = make_config(**config).num_players
+    except (TypeError, ValueError) as e:
+        raise ReplayError(cut(f"{where}: config: {e}")) from None
+    why = _seat_list(obj["agents"], n, str, "names")
+    if why:
+        raise ReplayError(f"{where}: agents {why}")
+    snap = obj["snapshot"]
+    if not isinstance(snap, dict) or not snap:
+        raise ReplayError(f"{where}: snapshot must be the opening table (a nertz-snapshot/1 object), got {short(snap)}")
+    if not isinstance(obj.get("meta", {}), dict):
+        raise ReplayError(f"{where}: meta must be a JSON object, got {short(obj['meta'])}")
+    return n
 
 
-def load_replay(path: str | os.PathLike[str]) -> Replay:
-    """Read a ``nertz-replay/1`` file (plain or gzip). Raises :class:`ReplayError` naming the line."""
+def _check_tick_line(obj: dict[str, Any], n: int, where: str) -> None:
+    """A tick line's fields, checked (what :class:`ReplayWriter` writes); unknown fields are left alone."""
+    t = obj.get("t")
+    if not isinstance(t, int) or isinstance(t, bool) or t < 0:
+        raise ReplayError(f"{where}: a tick line needs 't', the tick (an integer >= 0), got {short(t)}")
+    why = _seat_list(obj.get("a"), n, int, "action indices")
+    if why:
+        raise ReplayError(f"{where}: 'a' {why}")
+    if "n" in obj and (why := _seat_list(obj["n"], n, str, "action names")):
+        raise ReplayError(f"{where}: 'n' {why}")
+    for key in ("il", "lr"):
+        if key in obj:
+            v = obj[key]
+            if not (
+                isinstance(v, list)
+                and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < n for x in v)
+                and len(set(v)) == len(v)
+            ):
+                raise ReplayError(f"{where}: {key!r} must list distinct seats from 0 to {n - 1}, got {short(v)}")
+    if "r" in obj and (why := _seat_list(obj["r"], n, (int, float), "rewards")):
+        raise ReplayError(f"{where}: 'r' {why}")
+    if "end" in obj:
+        if obj["end"] not in _END_NAMES:
+            raise ReplayError(f"{where}: 'end' must be one of {', '.join(_END_NAMES)}, got {short(obj['end'])}")
+        for key in ("score", "match"):
+            if why := _seat_list(obj.get(key), n, int, "integers"):
+                raise ReplayError(f"{where}: {key!r} {why}")
+    else:
+        for key in ("score", "match", "end_table"):
+            if key in obj:
+                raise ReplayError(f"{where}: {key!r} on a tick that ends no round (no 'end')")
+    if "end_table" in obj and not isinstance(obj["end_table"], dict):
+        raise ReplayError(f"{where}: 'end_table' must be a table (a nertz-snapshot/1 object), got {short(obj['end_table'])}")
+    h = obj.get("h")
+    if not isinstance(h, str) or not re.fullmatch(r"[0-9a-f]{8}", h):
+        raise ReplayError(f"{where}: 'h' must be the table's hash, 8 hex digits, got {short(h)}")
+
+
+def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES) -> Replay:
+    """Read a ``nertz-replay/1`` file (plain or gzip). Raises :class:`ReplayError` naming the line and the field.
+
+    The file is read a chunk at a time: a line over :data:`MAX_LINE_BYTES` or a file over
+    ``max_bytes`` (decompressed; default :data:`MAX_REPLAY_BYTES`) is refused when reached, and so are more tick
+    lines than the rules allow (``max_ticks`` x rounds), so a hostile file (a gzip bomb) fails within bounded
+    memory and time. What is loaded is held in memory: about ten times the text of its tick lines."""
     path = os.fspath(path)
     try:
-        f, gz_cut = _read_text(path)
-    except FileNotFoundError as e:
+        f = open(path, "rb")  # noqa: SIM115
+    except OSError as e:
         raise ReplayError(f"{path}: cannot read: {e.strerror or e}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        if isinstance(e, OSError) and e.errno is not None:
-            raise ReplayError(f"{path}: cannot read: {e.strerror or e}") from None
-        raise ReplayError(f"{path}: unreadable ({e})") from None
     rep: Replay | None = None
+    n = 0
+    max_ticks = 0
     with f:
-        for k, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                if rep is not None and not line.endswith("\n"):  # the last line, cut while being written
-                    rep.cut_off = f"line {k} ends in the middle"
-                    break
-                raise ReplayError(f"{path}:{k}: not JSON ({e.msg})") from None
-            if not isinstance(obj, dict):
-                raise ReplayError(f"{path}:{k}: each line is a JSON object")
-            if rep is None:
-                if obj.get("format") != FORMAT:
-                    raise ReplayError(f"{path}:{k}: not a {FORMAT} file (format {obj.get('format')!r})")
-                for key in ("agents", "config", "snapshot"):
-                    if key not in obj:
-                        raise ReplayError(f"{path}:{k}: the header has no {key!r}")
+        lines = _Lines(path, f, max_bytes)
+        try:
+            for k, line, ended in lines:
+                where = f"{path}:{k}"
                 try:
-                    n = make_config(**obj["config"]).num_players
-                except (TypeError, ValueError) as e:
-                    raise ReplayError(f"{path}:{k}: config: {e}") from None
-                if not isinstance(obj["agents"], list) or len(obj["agents"]) != n:
-                    raise ReplayError(f"{path}:{k}: agents must name all {n} seats")
-                rep = Replay(obj["agents"], obj["config"], obj["snapshot"], obj.get("meta", {}), path=path)
-            elif "final" in obj:
-                rep.final = obj["final"]
-            elif "stopped" in obj:
-                rep.stopped = True
-            else:
-                if rep.final is not None or rep.stopped:
-                    raise ReplayError(f"{path}:{k}: a tick after the closing line")
-                a = obj.get("a")
-                if not isinstance(obj.get("t"), int) or not isinstance(a, list) or len(a) != len(rep.agents):
-                    raise ReplayError(f"{path}:{k}: a tick line needs 't' and one action per seat in 'a'")
-                if not all(isinstance(x, int) and not isinstance(x, bool) for x in a):
-                    raise ReplayError(f"{path}:{k}: actions must be integers")
-                rep.ticks.append(obj)
+                    obj = json.loads(line)
+                except (ValueError, RecursionError) as e:  # JSON, UTF-8, a number too long, nesting too deep
+                    if rep is not None and not ended:  # the last line, cut while being written
+                        rep.cut_off = f"line {k} ends in the middle"
+                        break
+                    why = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deeply" if isinstance(
+                        e, RecursionError) else str(e)
+                    raise ReplayError(cut(f"{where}: not JSON ({why})")) from None
+                if not isinstance(obj, dict):
+                    raise ReplayError(f"{where}: each line is a JSON object")
+                if rep is None:
+                    if obj.get("format") != FORMAT:
+                        raise ReplayError(f"{where}: not a {FORMAT} file (format {short(obj.get('format'))})")
+                    n = _check_header(obj, where)
+                    cfg = make_config(**obj["config"])
+                    max_ticks = cfg.max_ticks_resolved * cfg.max_rounds_resolved
+                    rep = Replay(obj["agents"], obj["config"], obj["snapshot"], obj.get("meta", {}), path=path)
+                elif rep.final is not None or rep.stopped:
+                    raise ReplayError(f"{where}: a line after the closing line")
+                elif "final" in obj:
+                    if not isinstance(obj["final"], dict):
+                        raise ReplayError(f"{where}: 'final' must be the closing table, got {short(obj['final'])}")
+                    rep.final = obj["final"]
+                elif "stopped" in obj:
+                    rep.stopped = True
+                else:
+                    _check_tick_line(obj, n, where)
+                    if len(rep.ticks) >= max_ticks:
+                        raise ReplayError(f"{where}: more ticks than these rules allow ({max_ticks})")
+                    rep.ticks.append(obj)
+        except OSError as e:
+            raise ReplayError(f"{path}: cannot read: {e.strerror or e}") from None
     if rep is None:
-        raise ReplayError(f"{path}: unreadable (the gzip stream ends early)" if gz_cut else f"{path}: empty file")
-    if gz_cut and rep.final is None and not rep.stopped:
+        raise ReplayError(f"{path}: unreadable (the gzip stream ends early)" if lines.gz_cut else f"{path}: empty file")
+    if lines.gz_cut and rep.final is None and not rep.stopped:
         rep.cut_off = "the gzip stream ends early" + (f"; {rep.cut_off}" if rep.cut_off else "")
     return rep
 
@@ -472,7 +678,10 @@ def replay_frames(src: Replay | str | os.PathLike[str]) -> Iterator[Frame]:
     next deal."""
     rep = _as_replay(src)
     env = env_for(rep.config)
-    env.reset(options={"snapshot": rep.snapshot})
+    try:
+        env.reset(options={"snapshot": rep.snapshot})
+    except SnapshotError as e:
+        raise ReplayError(cut(f"{rep.path}: the header's snapshot (the opening table): {e}")) from None
     before = env.snapshot()
     yield Frame("deal", None, before)
     names = env.possible_agents
@@ -503,13 +712,13 @@ def replay_frames(src: Replay | str | os.PathLike[str]) -> Iterator[Frame]:
 
 def _round_rewards(env: NertzParallelEnv, names: list[str], infos: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Per seat the round's scoring part of a round-ending tick's reward (see :class:`Frame`)."""
-    own = [infos[a]["score"]["bonus"] + infos[a]["score"]["nertz_penalty"] for a in names]
+    own = [infos[a]["score_bonus"] + infos[a]["score_nertz_penalty"] for a in names]
     team = env._team if env.config.teams is not False else list(range(len(names)))
     return [
         {
             "reward": float(sum(own[q] for q in range(len(names)) if team[q] == team[p])),
-            "left": int(infos[a]["score"]["nertz_left"]),
-            "bonus": int(infos[a]["score"]["bonus"]),
+            "left": int(infos[a]["nertz_left"]),
+            "bonus": int(infos[a]["score_bonus"]),
         }
         for p, a in enumerate(names)
     ]
@@ -535,7 +744,7 @@ def _check_tick(
     t = rec["t"]
 
     def bad(what: str, recorded: Any, got: Any) -> ReplayMismatch:
-        return ReplayMismatch(f"tick {t}: {what} recorded {recorded!r}, replayed {got!r}")
+        return ReplayMismatch(f"tick {t}: {what} recorded {short(recorded)}, replayed {short(got)}")
 
     if env.tick != t:
         raise bad("tick", t, env.tick)
@@ -549,11 +758,11 @@ def _check_tick(
     want = rec.get("r", [0.0] * len(names))
     if r != want:
         raise bad("rewards", want, r)
-    end = infos[names[0]].get("round_end")
+    end = ROUND_END_NAMES[infos[names[0]]["round_end"]] or None
     if end != rec.get("end"):
         raise bad("round end", rec.get("end"), end)
     if end is not None:
-        score = [infos[a]["score"]["total"] for a in names]
+        score = [infos[a]["score"] for a in names]
         if score != rec.get("score"):
             raise bad("round scores", rec.get("score"), score)
     h = snapshot_hash(snap)

@@ -11,7 +11,10 @@ module does. Usage::
 
 **The env** (:class:`NertzRLlibEnv`, built by :func:`env_creator`) is an RLlib ``MultiAgentEnv``. Each agent's
 observation is ``{"observations": float32 (O,), "action_mask": float32 (A,)}``, the keys RLlib's own
-``ActionMaskingTorchRLModule`` reads, so that module works unchanged. ``env_config`` takes every rules option
+``ActionMaskingTorchRLModule`` reads, so that module works unchanged. ``infos[agent]`` holds ``illegal``,
+``lost_race``, ``round_end`` (a code, 0 until a round ends: :mod:`nertz_env.infos`) and ``score`` (the finished round's, else 0) at reset
+and every step (:mod:`nertz_env.infos`); the mask is in the observation only (RLlib keeps every step's infos
+in its episodes, so a copy there would cost memory for nothing). ``env_config`` takes every rules option
 of RULES.md by its name, ``num_players``, and these keys of the env itself (anything else is one clear
 ``ValueError``):
 
@@ -153,7 +156,7 @@ class NertzRLlibEnv(MultiAgentEnv):
         render_mode: ``None`` or ``"ansi"`` (``render()`` returns every table as text).
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(self, config: Mapping[str, Any] | None = None, render_mode: str | None = None) -> None:
         super().__init__()
@@ -220,7 +223,8 @@ class NertzRLlibEnv(MultiAgentEnv):
         self._seat_opponents()
         self._live_tables[:] = self._venv._state.done == DONE_NO
         self.agents = [a for t in np.flatnonzero(self._live_tables) for a in self._exposed(int(t))]
-        return self._obs(self.agents), {a: {} for a in self.agents}
+        none = {"illegal": False, "lost_race": False, "round_end": 0, "score": 0}  # the info schema's "none yet"
+        return self._obs(self.agents), {a: dict(none) for a in self.agents}
 
     def step(self, action_dict: Mapping[str, Any]) -> tuple[
         dict[str, dict[str, np.ndarray]],
@@ -246,7 +250,8 @@ class NertzRLlibEnv(MultiAgentEnv):
                 if agent is not None:
                     acts[t, p] = agent.act(obs_all[t, p], mask_all[t, p])
         _, rewards, term, trunc, infos = self._venv.step(acts)
-        illegal = infos["illegal"]
+        illegal, lost, score = infos["illegal"], infos["lost_race"], infos["score"]
+        ends = infos["round_end"].tolist()
         was_live = self.agents
         obs = self._obs(was_live)
         rew: dict[str, float] = {}
@@ -259,7 +264,13 @@ class NertzRLlibEnv(MultiAgentEnv):
             rew[a] = float(rewards[t, p])
             terms[a] = bool(term[t, p])
             truncs[a] = bool(trunc[t, p])
-            info[a] = {"illegal": bool(illegal[t, p])}
+            end = ends[t]
+            info[a] = {
+                "illegal": bool(illegal[t, p]),
+                "lost_race": bool(lost[t, p]),
+                "round_end": end,
+                "score": int(score[t, p]) if end else 0,
+            }
             if terms[a] or truncs[a]:
                 ended.append(t)
         if ended:
@@ -328,6 +339,81 @@ class NertzRLlibEnv(MultiAgentEnv):
             t, p = index[a]
             out[a] = {"observations": o[t, p], "action_mask": m[t, p]}
         return out
+
+
+class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
+    """Shared-policy self-play as RLlib's *single-agent* env runner sees it: every seat of ``num_tables``
+    tables is one sub-environment of a Gymnasium vector env (:func:`nertz_env.agent_vector_env`), stepped in
+    one compiled call. RLlib builds it through ``gym_env_vectorize_mode="vector_entry_point"`` with
+    ``num_envs = num_envs_per_env_runner`` (``num_tables * num_players``), so its per-step work is one
+    ``SingleAgentEpisode`` append per seat and batched connectors, none of the multi-agent bookkeeping.
+
+    Observations are RLlib's action-mask keys (``observations``, ``action_mask``, float32), the table's seats
+    end and are dealt anew together (Gymnasium's next-step autoreset), and ``infos`` is empty (RLlib converts
+    every info dict per sub-environment and step; nothing of it is used in training). Only self-play: a seat
+    of a scripted opponent would be a sub-environment RLlib never steps (use :class:`NertzRLlibEnv`).
+    """
+
+    metadata = {"autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP}
+
+    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+        from nertz_env.agent_vector import NertzAgentVectorEnv
+
+        limit_threads(1)
+        cfg = dict(config or {})
+        num_envs = cfg.pop("num_envs", None)
+        spec = parse_env_config(cfg)
+        if spec.learners < spec.config.num_players:
+            raise ValueError("NertzRLlibVectorEnv is shared-policy self-play: leave learners_per_table unset")
+        p = spec.config.num_players
+        tables = spec.num_tables if num_envs is None else int(num_envs) // p
+        if num_envs is not None and (int(num_envs) % p or tables < 1):
+            raise ValueError(f"num_envs ({num_envs}) must be a positive multiple of num_players ({p}): a sub-env is a seat")
+        rules = spec.config.to_dict()
+        rules.pop("num_players")
+        self.spec_ = spec
+        self.config = spec.config
+        self._env = NertzAgentVectorEnv(tables, num_players=p, copy=False, **rules)
+        self.num_envs = self._env.num_envs
+        o, a = self._env.venv.obs_layout.size, self._env.venv.actions.n
+        self.single_observation_space = gymnasium.spaces.Dict(
+            {
+                "observations": gymnasium.spaces.Box(0.0, 1.0, (o,), np.float32),
+                "action_mask": gymnasium.spaces.Box(0.0, 1.0, (a,), np.float32),
+            }
+        )
+        self.single_action_space = self._env.single_action_space
+        self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, self.num_envs)
+        self._seed = spec.seed
+        #: wall seconds spent inside ``step`` (the engine), for throughput reports
+        self.step_seconds = 0.0
+
+    def _obs(self, out: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {"observations": out["observation"].copy(), "action_mask": out["action_mask"].astype(np.float32)}
+
+    def reset(
+        self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        out, _ = self._env.reset(seed=self._seed if seed is None else seed, options=options)
+        self._seed = None  # later resets without a seed continue the tables' own generators
+        return self._obs(out), {}
+
+    def step(self, actions: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        t0 = time.perf_counter()
+        out, rew, term, trunc, _ = self._env.step(actions)
+        obs = self._obs(out)
+        self.step_seconds += time.perf_counter() - t0
+        return obs, rew, term, trunc, {}
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self._env.close()
+
+
+def vector_env_creator(env_config: Mapping[str, Any] | None = None) -> NertzRLlibVectorEnv:
+    """The single-agent route's creator: ``env_config`` plus RLlib's ``num_envs`` (see
+    :class:`NertzRLlibVectorEnv`)."""
+    return NertzRLlibVectorEnv(env_config)
 
 
 def env_creator(env_config: Mapping[str, Any] | None = None) -> NertzRLlibEnv:
@@ -422,6 +508,7 @@ def ppo_config(
     grad_clip: float | None = 0.5,
     hidden: Sequence[int] = (256, 256),
     seed: int | None = 0,
+    single_agent: bool = False,
 ) -> Any:
     """A ready ``PPOConfig``: the Nertz env, RLlib's ``ActionMaskingTorchRLModule``, shared-policy self-play
     (every seat is ``"learner"``) or, with ``league``, snapshots and scripted opponents. ``env_config`` is
@@ -430,7 +517,19 @@ def ppo_config(
     ``train_batch_size`` counts env steps, RLlib's default: one step of one env is a tick of all its tables, so
     a batch holds ``train_batch_size * num_tables * (agents RLlib sees per table)`` transitions (with
     ``num_envs_per_env_runner`` one-table envs, a step of each counts once). ``minibatch_size`` counts
-    transitions."""
+    transitions.
+
+    ``single_agent=True`` (self-play only, no league): RLlib's single-agent route over
+    :class:`NertzRLlibVectorEnv`, every seat of ``num_tables`` tables a sub-environment of one vector env per
+    env runner (``num_envs_per_env_runner`` is then ``num_tables * num_players``, so leave it at 1). The module
+    is RLlib's ``default_policy``; ``train_batch_size`` counts agent steps (one per seat and tick). Several
+    times faster per CPU than the multi-agent route (``bench/bench_rllib.py``)."""
+    if single_agent:
+        return _single_agent_config(
+            env_config, league, num_env_runners, num_envs_per_env_runner, rollout_fragment_length,
+            train_batch_size, minibatch_size, num_epochs, lr, gamma, lambda_, clip_param, entropy_coeff,
+            vf_loss_coeff, grad_clip, hidden, seed,
+        )
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
     from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
@@ -480,6 +579,69 @@ def ppo_config(
     return config
 
 
+def _single_agent_config(
+    env_config: Mapping[str, Any] | None,
+    league: League | None,
+    num_env_runners: int,
+    num_envs_per_env_runner: int,
+    rollout_fragment_length: int | str,
+    train_batch_size: int,
+    minibatch_size: int,
+    num_epochs: int,
+    lr: float,
+    gamma: float,
+    lambda_: float,
+    clip_param: float,
+    entropy_coeff: float,
+    vf_loss_coeff: float,
+    grad_clip: float | None,
+    hidden: Sequence[int],
+    seed: int | None,
+) -> Any:
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
+
+    if league is not None:
+        raise ValueError("single_agent=True is shared-policy self-play: a league needs the multi-agent env")
+    if num_envs_per_env_runner != 1:
+        raise ValueError(
+            "single_agent=True: every seat of num_tables tables is a sub-environment already; give num_tables "
+            "in env_config and leave num_envs_per_env_runner at 1"
+        )
+    env_cfg = dict(env_config or {})
+    spec = parse_env_config(env_cfg)
+    if spec.learners < spec.config.num_players:
+        raise ValueError("single_agent=True is shared-policy self-play: leave learners_per_table unset")
+    model_config = {"fcnet_hiddens": list(hidden), "fcnet_activation": "relu", "head_fcnet_hiddens": []}
+    return (
+        PPOConfig()
+        .environment(env=NertzRLlibVectorEnv, env_config=env_cfg, disable_env_checking=True)
+        .framework("torch")
+        .env_runners(
+            num_env_runners=num_env_runners,
+            num_envs_per_env_runner=spec.num_tables * spec.config.num_players,
+            num_cpus_per_env_runner=1,
+            rollout_fragment_length=rollout_fragment_length,
+            gym_env_vectorize_mode="vector_entry_point",
+        )
+        .learners(num_learners=0)
+        .rl_module(rl_module_spec=RLModuleSpec(module_class=ActionMaskingTorchRLModule, model_config=model_config))
+        .training(
+            train_batch_size_per_learner=train_batch_size,
+            minibatch_size=minibatch_size,
+            num_epochs=num_epochs,
+            lr=lr,
+            gamma=gamma,
+            lambda_=lambda_,
+            clip_param=clip_param,
+            entropy_coeff=entropy_coeff,
+            vf_loss_coeff=vf_loss_coeff,
+            grad_clip=grad_clip,
+        )
+        .debugging(seed=seed)
+    )
+
+
 def add_snapshot(algo: Any, slot: int) -> str:
     """Copy the learner's current weights into the frozen module ``snapshot_{slot}`` (learner and env
     runners). Returns the module id."""
@@ -496,13 +658,14 @@ def add_snapshot(algo: Any, slot: int) -> str:
 
 # ---------------------------------------------------------------------------------------------------------
 # checkpoints
-def checkpoint_meta(config: NertzConfig, **extra: Any) -> dict[str, Any]:
-    """The nertz-env record of an RLlib checkpoint (the same fields as the SB3 checkpoints' record)."""
+def checkpoint_meta(config: NertzConfig, learner_module: str = LEARNER_MODULE_DIR, **extra: Any) -> dict[str, Any]:
+    """The nertz-env record of an RLlib checkpoint (the same fields as the SB3 checkpoints' record);
+    ``learner_module``: the learner module's directory inside the checkpoint."""
     from nertz_env.agents.meta import make_meta
 
     meta = make_meta(config, **extra)
     meta["algorithm"] = "RLlib PPO"
-    meta["learner_module"] = LEARNER_MODULE_DIR
+    meta["learner_module"] = learner_module
     return meta
 
 
@@ -511,7 +674,12 @@ def save_checkpoint(algo: Any, path: str, **extra: Any) -> str:
     path = os.path.abspath(path)
     algo.save_to_path(path)
     spec = parse_env_config(algo.config.env_config)
+    module = LEARNER_MODULE_DIR
+    if not algo.config.is_multi_agent:  # the single-agent route's one module
+        from ray.rllib.core import DEFAULT_MODULE_ID
+
+        module = os.path.join("learner_group", "learner", "rl_module", DEFAULT_MODULE_ID)
     with open(os.path.join(path, META_FILE), "w", encoding="utf-8") as f:
-        json.dump(checkpoint_meta(spec.config, **extra), f, indent=2, sort_keys=True)
+        json.dump(checkpoint_meta(spec.config, module, **extra), f, indent=2, sort_keys=True)
         f.write("\n")
     return path

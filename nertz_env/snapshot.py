@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from nertz_env._text import short
 from nertz_env.cards import (
     JOKER,
     LAKE_JOKER_FLAG,
@@ -105,7 +106,7 @@ def _field(d: Any, key: str, where: str) -> Any:
 def _int(v: Any, where: str, lo: int = 0, hi: int | None = None) -> int:
     if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo or (hi is not None and v > hi):
         rng = f"from {lo} to {hi}" if hi is not None else f">= {lo}"
-        raise SnapshotError(f"{where} must be an integer {rng}, got {v!r}")
+        raise SnapshotError(f"{where} must be an integer {rng}, got {short(v)}")
     return int(v)
 
 
@@ -121,7 +122,7 @@ def _cards(v: Any, where: str, cap: int, free_only: bool) -> list[int]:
         except ValueError as e:
             raise SnapshotError(f"{where}[{k}]: {e}") from None
         if free_only and c > JOKER:
-            raise SnapshotError(f"{where}[{k}]: a joker here has no value yet and is written '**', got {x!r}")
+            raise SnapshotError(f"{where}[{k}]: a joker here has no value yet and is written '**', got {short(x)}")
         out.append(c)
     return out
 
@@ -160,7 +161,7 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
         raise SnapshotError(f"a snapshot is a dict, got {type(snap).__name__}")
     fmt = _field(snap, "format", "snapshot")
     if fmt != FORMAT:
-        raise SnapshotError(f"snapshot.format must be {FORMAT!r}, got {fmt!r}")
+        raise SnapshotError(f"snapshot.format must be {FORMAT!r}, got {short(fmt)}")
     try:
         snap_config = make_config(**_field(snap, "config", "snapshot"))
     except (TypeError, ValueError) as e:
@@ -177,7 +178,7 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
     stalls = _int(_field(snap, "stalls", "snapshot"), "snapshot.stalls", 0, 1)
     done = _field(snap, "done", "snapshot")
     if done not in _DONE_CODES:
-        raise SnapshotError(f"snapshot.done must be one of {sorted(_DONE_CODES)}, got {done!r}")
+        raise SnapshotError(f"snapshot.done must be one of {sorted(_DONE_CODES)}, got {short(done)}")
     players = _field(snap, "players", "snapshot")
     if not isinstance(players, list) or len(players) != n_players:
         raise SnapshotError(f"snapshot.players must list {n_players} players")

@@ -17,10 +17,15 @@ that table's actions and returns its first observation with zero rewards.
 
 Where it departs: rewards, terminations and truncations have a seat axis (``(T, P)`` instead of ``(T,)``),
 because a table is multi-agent (:func:`nertz_env.agent_vector_env` is the same batch with one sub-environment
-per seat and ``(T * P,)`` rewards, for Gymnasium's vector wrappers); ``infos`` is a dict of arrays, always with the same keys (no ``_key``
-masks): ``illegal`` (T, P), ``lost_race`` (T, P), ``round_end`` (T,) (0 none, 1 Nertz or call, 2 stall,
-3 max_ticks), ``score`` (T, P) (the finished round's scores, valid where ``round_end > 0``),
-``autoreset`` (T,) (the table was dealt anew this step).
+per seat and ``(T * P,)`` rewards, for Gymnasium's vector wrappers); ``infos`` is a dict of arrays, always with
+the same keys at reset and every step (no ``_key`` masks; the schema of :mod:`nertz_env.infos`): ``illegal``
+(T, P), ``lost_race`` (T, P), ``round_end`` (T,) (0 none, 1 Nertz or call, 2 stall, 3 max_ticks), ``score``
+(T, P) (the finished round's scores, valid where ``round_end > 0``), ``autoreset`` (T,) (the table was dealt
+anew this step) and ``action_mask`` (T, P, A): the very array of the observation's mask.
+
+``state()`` gives every table's global state, ``(T, S)`` float32 (every card's position, hidden ones
+included: :mod:`nertz_env.global_state`), for centralized critics; ``state_space`` and
+``single_state_space`` are its spaces.
 
 ``reset(options=...)``: ``"snapshots"`` ({table: snapshot}) restores tables after the deal; ``"reset_mask"``
 (bool (T,), Gymnasium's partial reset) deals only those tables (each from ``seed + t`` when a seed is given,
@@ -44,10 +49,11 @@ import numpy as np
 from nertz_env import render as _render
 from nertz_env._envbase import Copyable, check_open, warn_unknown_options
 from nertz_env.actions import ActionTable, action_table
-from nertz_env.config import NertzConfig, make_config
+from nertz_env.config import NertzConfig, make_config, rules_of
 from nertz_env.engine import batch
 from nertz_env.engine.rules import reset_block, reset_seeded_block, sample_block, step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate, nbytes
+from nertz_env.global_state import state_layout, state_space
 from nertz_env.observation import obs_layout
 from nertz_env.snapshot import restore_table, snapshot_table
 
@@ -58,6 +64,7 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
     metadata = {
         "autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP,
         "render_modes": list(_render.RENDER_MODES),
+        "render_fps": _render.RENDER_FPS,
     }
     _derived = ("_step_fn", "_sample_fn")
 
@@ -103,6 +110,9 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         self.single_action_space = gymnasium.spaces.MultiDiscrete(np.full(p, a, dtype=np.int64))
         self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, self.num_envs)
         self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, self.num_envs)
+        #: the global state of one table, ``Box(0, 1, (S,), float32)``, and of the batch, ``(tables, S)``
+        self.single_state_space = state_space(self.config)
+        self.state_space = state_space(self.config, self.num_envs)
         self._state = allocate(self.config, self.num_envs)
         self._agent_rng = np.zeros(self.num_envs, dtype=np.uint64)
         self._sampled = np.zeros((self.num_envs, p), dtype=np.int64)
@@ -145,7 +155,17 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         for t, snap in dict(options.get("snapshots", {})).items():
             self.restore(int(t), snap)
         self._started = True
-        return self._observations(), {}
+        obs = self._observations()
+        t, p = self.num_envs, self.num_players
+        infos = {
+            "illegal": np.zeros((t, p), bool),
+            "lost_race": np.zeros((t, p), bool),
+            "round_end": np.zeros(t, np.int8),
+            "score": np.zeros((t, p), np.int32),
+            "autoreset": np.zeros(t, bool),
+            "action_mask": obs["action_mask"],
+        }
+        return obs, infos
 
     def step(
         self, actions: Any
@@ -172,15 +192,17 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         term = (done != DONE_NO) & (done != DONE_TRUNCATED)
         trunc = done == DONE_TRUNCATED
         p = self.num_players
+        obs = self._observations()
         infos = {
             "illegal": S.illegal.astype(bool),
             "lost_race": S.lost_race.astype(bool),
             "round_end": S.round_end.copy(),
             "score": self._round_scores(),
             "autoreset": was_done if was_done is not None else np.zeros(self.num_envs, bool),
+            "action_mask": obs["action_mask"],
         }
         return (
-            self._observations(),
+            obs,
             S.rewards.copy(),
             np.repeat(term[:, None], p, axis=1),
             np.repeat(trunc[:, None], p, axis=1),
@@ -225,6 +247,12 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
     def observations(self) -> dict[str, np.ndarray]:
         """The current observations and masks, shaped like ``step``'s (copied when ``copy=True``)."""
         return self._observations()
+
+    def state(self) -> np.ndarray:
+        """Every table's global state, float32 ``(tables, S)``: every card's position, hidden ones included
+        (layout: :mod:`nertz_env.global_state`). For centralized critics only: no observation holds it."""
+        layout = state_layout(self.config)
+        return layout.fill(self._state, np.empty((self.num_envs, layout.size), np.float32))
 
     def sample_actions(self) -> np.ndarray:
         """Uniformly random legal actions for every seat, drawn from the batch's agent generator (never the
@@ -285,6 +313,45 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         return self._state.score_round.copy()
 
 
-def vector_env(num_tables: int, num_players: int = 4, **kwargs: Any) -> NertzVectorEnv:
-    """``num_tables`` tables of Nertz stepped in one call (see :class:`NertzVectorEnv`)."""
-    return NertzVectorEnv(num_tables, num_players=num_players, **kwargs)
+def vector_env(
+    num_tables: int,
+    num_players: int = 4,
+    *,
+    nertz_size: int = 13,
+    work_piles: int = 4,
+    draw: int = 3,
+    recycle: str = "flip",
+    max_redeals: int | None = None,
+    empty_pile_from_nertz_first: bool = False,
+    call_mode: str = "auto",
+    call_bonus: int = 0,
+    false_call_penalty: int = 5,
+    nertz_penalty: int = 2,
+    stall_ticks: int | None = None,
+    max_ticks: int | None = None,
+    target_score: int | None = None,
+    rounds: int | None = None,
+    max_rounds: int | None = None,
+    teams: bool | Sequence[Sequence[int]] = False,
+    turn_based: bool = False,
+    jokers: int = 0,
+    allow_tuck: bool = False,
+    allow_rotate: bool = False,
+    autoreset: bool = True,
+    copy: bool = True,
+    render_mode: str | None = None,
+    **unknown: Any,
+) -> NertzVectorEnv:
+    """``num_tables`` tables of Nertz stepped in one call (see :class:`NertzVectorEnv`). The rules options are
+    :func:`nertz_env.parallel_env`'s keywords; any other keyword raises ``ValueError`` naming it.
+
+    Args:
+        num_tables: tables in the batch (1 or more).
+        autoreset: deal finished tables anew on the next step (Gymnasium's ``NEXT_STEP`` mode).
+        copy: return copies of the observation and mask buffers (False: views the next call overwrites).
+        render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (one frame per table).
+    """
+    rules = {k: v for k, v in rules_of(locals()).items() if k != "num_players"} | unknown
+    return NertzVectorEnv(
+        num_tables, num_players=num_players, autoreset=autoreset, copy=copy, render_mode=render_mode, **rules
+    )

@@ -11,6 +11,7 @@ import pytest
 from pettingzoo.test import api_test, max_cycles_test, parallel_api_test, render_test, seed_test
 
 import nertz_env
+from nertz_env.infos import round_end_name
 
 
 def _legal(mask: np.ndarray, rng: np.random.Generator) -> int:
@@ -18,8 +19,29 @@ def _legal(mask: np.ndarray, rng: np.random.Generator) -> int:
 
 
 # ---------------------------------------------------------------- PettingZoo's own tests
-def test_pettingzoo_parallel_api_test__passes() -> None:
-    parallel_api_test(nertz_env.parallel_env(), num_cycles=400)
+@pytest.mark.parametrize("obs_key", ["observation", "observations", None])
+def test_pettingzoo_parallel_api_test__passes(obs_key: str | None) -> None:
+    parallel_api_test(nertz_env.parallel_env(obs_key=obs_key), num_cycles=400)
+
+
+def test_obs_key__picks_the_observations_form_and_the_mask_is_in_one_place() -> None:
+    """``obs_key``: PettingZoo's keys (default), RLlib's ``"observations"``, or the bare vector (None); the
+    same game in each, the mask in the observation or, for the bare vector, in ``infos[agent]["action_mask"]``
+    (never both: TorchRL's PettingZooWrapper fails on that); anything else is one clear error."""
+    envs = {k: nertz_env.parallel_env(num_players=2, obs_key=k) for k in ("observation", "observations", None)}
+    outs = {k: e.reset(seed=4) for k, e in envs.items()}
+    for _ in range(5):
+        o = outs["observation"][0]
+        for a in o:
+            np.testing.assert_array_equal(outs["observations"][0][a]["observations"], o[a]["observation"])
+            np.testing.assert_array_equal(outs[None][0][a], o[a]["observation"])
+            np.testing.assert_array_equal(outs[None][1][a]["action_mask"], o[a]["action_mask"])
+            assert "action_mask" not in outs["observation"][1][a] and "action_mask" not in outs["observations"][1][a]
+        acts = {a: int(np.flatnonzero(o[a]["action_mask"])[-1]) for a in o}
+        outs = {k: (lambda r: (r[0], r[4]))(e.step(acts)) for k, e in envs.items()}
+    assert envs[None].observation_space("player_0") == envs["observation"].observation_space("player_0")["observation"]
+    with pytest.raises(ValueError, match="obs_key must be 'observation', 'observations' or None, got 'obs'"):
+        nertz_env.parallel_env(obs_key="obs")
 
 
 @pytest.mark.parametrize("rules", [{}, {"num_players": 2, "jokers": 1}, {"turn_based": True, "teams": True}])
@@ -91,9 +113,78 @@ def test_tianshou_pettingzoo_env__plays_a_game_with_masks_and_sums_to_the_scores
         totals += rew
         if term or trunc:
             break
-    assert trunc and info["round_end"] == "max_ticks"
+    assert trunc and round_end_name(info) == "max_ticks"
     infos = env.env.infos  # the AEC env's last infos: every seat's round score
-    np.testing.assert_array_equal(totals, [infos[a]["score"]["total"] for a in env.agents])
+    np.testing.assert_array_equal(totals, [infos[a]["score"] for a in env.agents])
+
+
+def test_tianshou_trainer__one_epoch_of_its_multi_agent_recipe() -> None:
+    """Tianshou 2.0's multi-agent recipe (its tic-tac-toe example: ``PettingZooEnv`` of the AEC env, a DQN
+    learner beside a random masked opponent in ``MultiAgentOffPolicyAlgorithm``, collectors over
+    ``DummyVectorEnv``, ``OffPolicyTrainerParams``) runs one epoch with gradient steps. Before every info key
+    was on every step, its collector stopped with ``MalformedBufferError`` (NaNs padded in for ``round_end``)."""
+    import torch
+    from tianshou.algorithm import (
+        DQN,
+        MARLRandomDiscreteMaskedOffPolicyAlgorithm,
+        MultiAgentOffPolicyAlgorithm,
+    )
+    from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
+    from tianshou.algorithm.optim import AdamOptimizerFactory
+    from tianshou.data import Collector, CollectStats, VectorReplayBuffer
+    from tianshou.env import DummyVectorEnv
+    from tianshou.env.pettingzoo_env import PettingZooEnv
+    from tianshou.trainer import OffPolicyTrainerParams
+    from tianshou.utils.net.common import Net
+
+    def get_env() -> PettingZooEnv:
+        return PettingZooEnv(nertz_env.env(num_players=2, max_ticks=30))
+
+    torch.manual_seed(0)
+    env = get_env()
+    net = Net(
+        state_shape=env.observation_space["observation"].shape, action_shape=env.action_space.n, hidden_sizes=[32]
+    )
+    learner = DQN(
+        policy=DiscreteQLearningPolicy(model=net, action_space=env.action_space, eps_training=0.1, eps_inference=0.05),
+        optim=AdamOptimizerFactory(lr=1e-3),
+        n_step_return_horizon=3,
+        gamma=0.9,
+        target_update_freq=50,
+    )
+    opponent = MARLRandomDiscreteMaskedOffPolicyAlgorithm(action_space=env.action_space)
+    algorithm = MultiAgentOffPolicyAlgorithm(algorithms=[learner, opponent], env=env)
+    train_envs = DummyVectorEnv([get_env for _ in range(2)])
+    test_envs = DummyVectorEnv([get_env for _ in range(2)])
+    train_envs.seed(0)
+    test_envs.seed(1)
+    buffer = VectorReplayBuffer(2000, len(train_envs))
+    train_collector = Collector[CollectStats](algorithm, train_envs, buffer, exploration_noise=True)
+    test_collector = Collector[CollectStats](algorithm, test_envs, exploration_noise=True)
+    train_collector.reset()
+    train_collector.collect(n_step=32 * len(train_envs))
+    before = [p.detach().clone() for p in net.parameters()]
+    result = algorithm.run_training(
+        OffPolicyTrainerParams(
+            training_collector=train_collector,
+            test_collector=test_collector,
+            max_epochs=1,
+            epoch_num_steps=100,
+            collection_step_num_env_steps=10,
+            test_step_num_episodes=2,
+            batch_size=32,
+            update_step_num_gradient_steps_per_sample=0.1,
+            multi_agent_return_reduction=lambda rews: rews[:, 0],
+            show_progress=False,
+            verbose=False,
+        )
+    )
+    assert result.train_step >= 100 and result.update_step >= 10 and result.test_episode >= 2
+    assert any(not torch.equal(a, b) for a, b in zip(before, net.parameters(), strict=True))
+    # the buffer's infos: every key on every row, one dtype each (no NaN padding)
+    info = buffer.info[buffer.sample_indices(0)]  # every stored row
+    ends = info.round_end.tolist()
+    assert info.illegal.dtype == bool and info.score.dtype.kind == "i" and set(ends) <= {0, 1, 2, 3}
 
 
 # ---------------------------------------------------------------- Gymnasium's vector wrappers
@@ -180,3 +271,127 @@ def test_sb3_subproc_vec_env__ships_single_agent_envs_to_two_processes() -> None
         assert dones_seen >= 2
     finally:
         sub.close()
+
+
+# ---------------------------------------------------------------- Stable-Baselines3 and SuperSuit
+def test_sb3_check_env__passes_on_the_registered_gymnasium_id() -> None:
+    """SB3's route for a Gymnasium env: ``gymnasium.make`` by id, then ``check_env`` (the class itself is
+    checked in tests/test_train.py::test_single_agent_view__passes_sb3_check_env)."""
+    import gymnasium
+    from stable_baselines3.common.env_checker import check_env
+
+    env = gymnasium.make("nertz_env/Nertz-v0", num_players=2, max_ticks=30)
+    check_env(env.unwrapped, warn=True)
+    check_env(env, warn=True)
+
+
+def test_supersuit_concat_vec_envs__sb3s_seed_and_maskableppos_masks_are_supersuits_gaps() -> None:
+    """Pins SuperSuit 3.11's gaps with SB3 (docs/guides/clients.md says so and shows NertzVecEnv instead):
+    its vector env has no ``seed`` (``PPO(..., seed=0)`` fails) and no ``has_attr`` (MaskablePPO cannot ask
+    for masks). When SuperSuit fills either, this fails: update the docs."""
+    import supersuit as ss
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3 import PPO
+
+    vec = ss.pettingzoo_env_to_vec_env_v1(nertz_env.parallel_env(num_players=2, max_ticks=20))
+    envs = ss.concat_vec_envs_v1(vec, 2, num_cpus=2, base_class="stable_baselines3")
+    try:
+        with pytest.raises(AttributeError, match="'ProcConcatVec' object has no attribute 'seed'"):
+            PPO("MultiInputPolicy", envs, seed=0, n_steps=8, batch_size=8)
+        with pytest.raises(AttributeError, match="'ProcConcatVec' object has no attribute 'has_attr'"):
+            MaskablePPO("MultiInputPolicy", envs, n_steps=8, batch_size=8).learn(16)
+    finally:
+        envs.close()
+
+
+def test_sb3_maskable_ppo__trains_with_masks_on_nertz_vec_env() -> None:
+    """The supported SB3 path (NertzVecEnv, every seat of every table a sub-env): MaskablePPO reads its masks,
+    trains, and never plays an illegal action."""
+    import torch
+    from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.maskable.utils import is_masking_supported
+
+    from nertz_env.train import NertzVecEnv
+
+    envs = NertzVecEnv(2, num_players=2, rules={"max_ticks": 25}, seed=0)
+    assert is_masking_supported(envs)
+    model = MaskablePPO("MlpPolicy", envs, n_steps=32, batch_size=32, n_epochs=1, seed=0, policy_kwargs={"net_arch": [32]})
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    model.learn(128)
+    assert model.num_timesteps >= 128 and envs.episodes >= 2 and envs.illegal_actions == 0
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.policy.parameters(), strict=True))
+
+
+# ---------------------------------------------------------------- a CleanRL-style PPO loop
+def test_cleanrl_style_ppo__a_few_updates_on_agent_vector_env_with_masks() -> None:
+    """The shape of CleanRL's ppo.py (rollout storage tensors, GAE, clipped surrogate, minibatch epochs) on
+    ``agent_vector_env`` as its ``envs``, with the masked categorical of its invalid-action-masking variant.
+    Every seat is a sub-env; Gymnasium's RecordEpisodeStatistics reports episodes as CleanRL logs them."""
+    import torch
+    from gymnasium.wrappers.vector import RecordEpisodeStatistics
+    from torch import nn
+
+    torch.manual_seed(0)
+    envs = RecordEpisodeStatistics(nertz_env.agent_vector_env(2, num_players=2, max_ticks=25))
+    n, num_steps, updates, gamma, gae_lambda, clip = envs.num_envs, 32, 3, 0.99, 0.95, 0.2
+    obs_dim = envs.single_observation_space["observation"].shape[0]
+    n_act = envs.single_action_space.n
+    actor = nn.Sequential(nn.Linear(obs_dim, 32), nn.Tanh(), nn.Linear(32, n_act))
+    critic = nn.Sequential(nn.Linear(obs_dim, 32), nn.Tanh(), nn.Linear(32, 1))
+    params = [*actor.parameters(), *critic.parameters()]
+    optimizer = torch.optim.Adam(params, lr=2.5e-4, eps=1e-5)
+
+    def dist(x: torch.Tensor, mask: torch.Tensor) -> torch.distributions.Categorical:
+        return torch.distributions.Categorical(logits=actor(x).masked_fill(~mask, -1e8))
+
+    obs_buf = torch.zeros(num_steps, n, obs_dim)
+    mask_buf = torch.zeros(num_steps, n, n_act, dtype=torch.bool)
+    act_buf, logp_buf, rew_buf, done_buf, val_buf = (torch.zeros(num_steps, n) for _ in range(5))
+    o, _ = envs.reset(seed=0)
+    next_obs, next_mask = torch.as_tensor(o["observation"]), torch.as_tensor(o["action_mask"]).bool()
+    next_done = torch.zeros(n)
+    illegal = episodes = 0
+    for _ in range(updates):
+        for step in range(num_steps):
+            obs_buf[step], mask_buf[step], done_buf[step] = next_obs, next_mask, next_done
+            with torch.no_grad():
+                d = dist(next_obs, next_mask)
+                action = d.sample()
+                logp_buf[step], val_buf[step] = d.log_prob(action), critic(next_obs).squeeze(-1)
+            act_buf[step] = action
+            o, reward, term, trunc, info = envs.step(action.numpy())
+            illegal += int(info["illegal"].sum())
+            episodes += int(info.get("_episode", np.zeros(n, bool)).sum())
+            rew_buf[step] = torch.as_tensor(reward)
+            next_obs, next_mask = torch.as_tensor(o["observation"]), torch.as_tensor(o["action_mask"]).bool()
+            next_done = torch.as_tensor(term | trunc, dtype=torch.float32)
+        with torch.no_grad():  # GAE, as CleanRL computes it
+            next_value = critic(next_obs).squeeze(-1)
+            adv = torch.zeros_like(rew_buf)
+            last = torch.zeros(n)
+            for t in reversed(range(num_steps)):
+                nonterminal = 1.0 - (next_done if t == num_steps - 1 else done_buf[t + 1])
+                nv = next_value if t == num_steps - 1 else val_buf[t + 1]
+                delta = rew_buf[t] + gamma * nv * nonterminal - val_buf[t]
+                adv[t] = last = delta + gamma * gae_lambda * nonterminal * last
+            ret = adv + val_buf
+        b_obs, b_mask = obs_buf.reshape(-1, obs_dim), mask_buf.reshape(-1, n_act)
+        b_act, b_logp, b_adv, b_ret = act_buf.reshape(-1), logp_buf.reshape(-1), adv.reshape(-1), ret.reshape(-1)
+        for _epoch in range(2):
+            for mb in torch.randperm(num_steps * n).split(32):
+                d = dist(b_obs[mb], b_mask[mb])
+                ratio = (d.log_prob(b_act[mb]) - b_logp[mb]).exp()
+                a = (b_adv[mb] - b_adv[mb].mean()) / (b_adv[mb].std() + 1e-8)
+                pg_loss = torch.max(-a * ratio, -a * ratio.clamp(1 - clip, 1 + clip)).mean()
+                v_loss = 0.5 * (critic(b_obs[mb]).squeeze(-1) - b_ret[mb]).pow(2).mean()
+                loss = pg_loss - 0.01 * d.entropy().mean() + 0.5 * v_loss
+                optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(params, 0.5)
+                optimizer.step()
+                assert torch.isfinite(loss)
+    envs.close()
+    # a masked policy never plays an illegal action; the envs' seats finished rounds along the way
+    assert illegal == 0 and episodes >= n
+    assert (b_mask.gather(1, b_act.long()[:, None])).all()
+

@@ -1,18 +1,206 @@
-"""The README's generated tables match the code (they are produced by ``python -m nertz_env.docs``)."""
+"""The docs site's generated parts agree with the code, and its pages with the repository.
+
+The site renders its tables and ``--help`` texts from the code at build time (``docs/_ext/nertz_docs.py``), so
+they cannot drift; these tests check the pieces that could: the names the pages ask the generators for, the
+commands the reference lists, the copy of the rules contract, the hand-written option table, the picture,
+the detector of undocumented public names, and every relative link of the README and the pages. The whole
+build (with warnings as errors) and a browser on the built site run in CI's "docs" phase
+(``tests/test_docs_site.py``).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
 
-from nertz_env.docs import render
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+README = ROOT / "README.md"
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+pytest.importorskip("sphinx", reason="needs the docs extra (pip install 'nertz-env[docs]')")
+sys.path.insert(0, str(DOCS / "_ext"))
+import nertz_docs  # noqa: E402
 
 
-def test_readme__action_and_observation_tables_match_the_code() -> None:
-    if not README.exists():
-        pytest.fail("README.md is missing")
-    text = README.read_text()
-    assert render(text) == text, "README tables drifted: run `python -m nertz_env.docs README.md`"
+def _pages() -> list[Path]:
+    return sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.relative_to(DOCS).parts)
+
+
+def _directives(name: str) -> list[tuple[Path, str, str]]:
+    """(page, argument, :rules: value) of every ```{name} fence of the docs pages."""
+    found = []
+    for page in _pages():
+        lines = page.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if line.startswith(f"```{{{name}}}"):
+                rules = lines[i + 1][len(":rules:"):].strip() if i + 1 < len(lines) and lines[i + 1].startswith(":rules:") else ""
+                found.append((page, line.split("}", 1)[1].strip(), rules))
+    return found
+
+
+def test_every_generated_table_of_the_pages_can_be_made() -> None:
+    tables = _directives("nertz-generated")
+    assert len(tables) >= 8, tables
+    for page, name, rules in tables:
+        text = nertz_docs.generated_markdown(name, nertz_docs._parse_rules(rules))
+        assert text.startswith("|"), (page, name, rules)
+
+
+def test_variant_tables_are_the_code_s() -> None:
+    from nertz_env import action_table, make_config, obs_layout
+
+    rules = nertz_docs._parse_rules('call_mode="manual" allow_tuck=true jokers=2 work_piles=6')
+    assert rules == {"call_mode": "manual", "allow_tuck": True, "jokers": 2, "work_piles": 6}
+    config = make_config(**rules)
+    assert nertz_docs.generated_markdown("actions", rules) == action_table(config).markdown()
+    assert nertz_docs.generated_markdown("observation", rules) == obs_layout(config).markdown()
+    assert "tuck:" in nertz_docs.generated_markdown("actions", rules)
+    card = nertz_docs.generated_markdown("card")
+    assert "`Discrete(172)`" in card and "(446,)" in card, card
+    with pytest.raises(ValueError, match="no section"):
+        nertz_docs.generated_markdown("nothing")
+
+
+def test_the_command_reference_covers_every_console_script() -> None:
+    """docs/reference/cli.md renders the --help of every console script of pyproject.toml (a new command
+    without a reference entry fails here), and each program the pages name is one the extension can run."""
+    shown = {arg for _, arg, _ in _directives("nertz-help")}
+    text = (ROOT / "pyproject.toml").read_text()
+    scripts = re.findall(r'^([\w-]+)\s*=\s*"[\w.]+:\w+"', text.split("[project.scripts]", 1)[1].split("\n[", 1)[0], re.M)
+    assert scripts, "no [project.scripts] found"
+    missing = [s for s in scripts if s not in shown]
+    assert not missing, f"docs/reference/cli.md has no ```{{nertz-help}} for {missing}"
+    for command in shown:
+        program = command.split()[0] if not command.startswith("python") else " ".join(command.split()[:3])
+        assert program in nertz_docs.PROGRAMS or command.startswith("python bench/"), command
+
+
+def test_help_text_is_the_parser_s() -> None:
+    text = nertz_docs.help_text("nertz-replay")
+    assert text.startswith("usage: nertz-replay"), text[:200]
+    with pytest.raises(ValueError, match="unknown program"):
+        nertz_docs.help_text("nertz-nothing")
+
+
+def test_undocumented_public_names_are_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types.ModuleType("fake_public", "A module.")
+
+    def documented() -> None:
+        """Documented."""
+
+    def bare() -> None:
+        pass
+
+    class Agentish:
+        """An agent by structure: act and reset take their docs from nertz_env.agents.Agent."""
+
+        def act(self, observation, action_mask):  # type: ignore[no-untyped-def]
+            return 0
+
+        def reset(self, config, seat, seed=None):  # type: ignore[no-untyped-def]
+            pass
+
+        def extra(self) -> None:
+            pass
+
+    for f in (documented, bare, Agentish):
+        f.__module__ = "fake_public"
+        setattr(module, f.__name__, f)
+    module.__all__ = ["Agentish", "bare", "documented"]  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "fake_public", module)
+    assert nertz_docs.undocumented("fake_public") == ["fake_public.Agentish.extra", "fake_public.bare"]
+    for name in ("nertz_env", "nertz_env.agents"):
+        assert nertz_docs.undocumented(name) == [], name
+
+
+def _shared_rules() -> Path | None:
+    for candidate in (ROOT.parent / "shared" / "RULES.md", Path("/work/shared/RULES.md")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def test_rules_page_holds_the_contract() -> None:
+    """docs/env/rules.md carries RULES.md (its headings one level down) word for word."""
+    original = _shared_rules()
+    if original is None:
+        pytest.skip("the project's RULES.md (shared/) is not beside this checkout")
+    page = (DOCS / "env" / "rules.md").read_text()
+    start = page.index("## The rules contract")
+    end = page.index("\n## ", start + 3)
+    copy = page[start:end].strip().splitlines()
+    copy = [re.sub(r"^###", "##", line) for line in copy[1:]]
+    source = original.read_text().strip().splitlines()[1:]
+    assert copy == source, "docs/env/rules.md and RULES.md differ: copy RULES.md again"
+
+
+def test_option_table_is_every_option_with_its_default() -> None:
+    """The rules page's option table is generated (nertz_env.config.OPTION_DOCS, the one place it is written;
+    tests/test_signatures.py checks it against the env factories' keywords), and lists every option of
+    NertzConfig with its default."""
+    from nertz_env import NertzConfig
+    from nertz_env.config import options_markdown
+
+    page = (DOCS / "env" / "rules.md").read_text()
+    section = page[page.index("## Options") :]
+    assert "```{nertz-generated} options" in section.split("\n## ", 1)[0], "the option table is generated"
+    rows = re.findall(r"^\| `(\w+)` \| ([^|]+) \|", options_markdown(), re.M)
+    fields = {f.name: f.default for f in dataclasses.fields(NertzConfig)}
+    assert [name for name, _ in rows] == list(fields), "the option table's rows are not NertzConfig's fields"
+    for name, shown in rows:
+        value = shown.strip().split(" (")[0].strip("`")
+        expected = fields[name]
+        assert value == (repr(expected).replace("'", '"') if isinstance(expected, str) else str(expected)), (name, shown)
+
+
+def test_picture_is_current() -> None:
+    sys.path.insert(0, str(DOCS))
+    import make_picture
+
+    svg = make_picture.picture()
+    assert svg.startswith("<svg") and 'data-tick="40"' in svg
+    assert make_picture.OUT.read_text() == svg, "docs/_static/table.svg is stale: run python docs/make_picture.py"
+
+
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _relative_links(page: Path) -> list[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    text = re.sub(r"`[^`\n]*`", "", text)  # an example link in inline code is not a link
+    links = [a or b for a, b in LINK.findall(text)]
+    return [u for u in links if "://" not in u and not u.startswith(("#", "mailto:"))]
+
+
+def test_every_relative_link_resolves() -> None:
+    """Links of README.md and the docs pages reach files of the repository, and anchors into Markdown pages
+    reach a heading (GitHub's and MyST's slugs: lower case, punctuation dropped, spaces to hyphens)."""
+    bad = []
+    for page in [README, *_pages()]:
+        for url in _relative_links(page):
+            path, _, anchor = url.partition("#")
+            target = (page.parent / path).resolve()
+            if not target.exists():
+                bad.append(f"{page.relative_to(ROOT)}: {url}")
+                continue
+            if anchor and target.suffix == ".md":
+                slugs = set()
+                for h in re.findall(r"^#{1,6} (.+)$", target.read_text(), re.M):
+                    slug = re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+                    slugs.add(slug)
+                if anchor not in slugs:
+                    bad.append(f"{page.relative_to(ROOT)}: {url} (no heading #{anchor})")
+    assert not bad, "broken links:\n" + "\n".join(bad)
+
+
+def test_readme_is_a_front_page() -> None:
+    lines = README.read_text().splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; move the detail to a docs page"
+    assert "](docs/_static/table.svg)" in README.read_text()
+    pointer = (ROOT / "train" / "README.md").read_text()
+    assert len(pointer.splitlines()) < 20, "train/README.md is a pointer into the docs"

@@ -83,7 +83,7 @@ def test_numpy_actor_matches_torch() -> None:
     rng = np.random.default_rng(0)
     env = nertz_env.parallel_env(num_players=4)
     obs, _ = env.reset(seed=1)
-    actor = NumpyActor(policy)
+    actor = NumpyActor.from_policy(policy)
     for name in env.agents:
         o, m = obs[name]["observation"], obs[name]["action_mask"]
         want = policy_probabilities(policy, o[None], m[None])[0]

@@ -177,9 +177,13 @@ BAD_MESSAGES = [
     ('{"type": "move", "action": 1, "seat": 1}', "seat 1 is played by heuristic 1; you play seat 0"),
     ('{"type": "move", "action": 1, "seat": 7}', "there is no seat 7"),
     ('{"type": "move", "action": 1, "seat": "me"}', "there is no seat 'me'"),
+    ('{"type": "move", "action": 1, "seat": false}', "there is no seat False"),  # bools and floats are no seats
+    ('{"type": "move", "action": 1, "seat": 0.0}', "there is no seat 0.0"),
+    ('{"type": "move", "action": 1, "seat": true}', "there is no seat True"),
     ('{"type": "pause"}', "step mode has no clock"),
     ('{"type": "take_seat"}', "'type' must be one of"),
     ('{"type": "move", "action": 1, "pad": "' + "x" * 5000 + '"}', "longer than"),
+    ('{"type": "' + "x" * 4000 + '"}', "'type' must be one of"),
 ]
 
 
@@ -194,6 +198,7 @@ def test_server__bad_messages_get_a_clear_error_and_change_nothing() -> None:
             msg = ws.receive_json()
             assert msg["type"] == "error", (text, msg)
             assert words in msg["message"], (text, msg["message"])
+            assert len(msg["message"]) < 300, msg["message"]  # a long value is cut, never echoed whole
         ws.send_bytes(b"\x00\x01")
         msg = ws.receive_json()
         assert msg["type"] == "error" and "binary" in msg["message"]
@@ -561,5 +566,290 @@ def test_packaging__the_page_assets_are_package_data() -> None:
     assert {"static/index.html", "static/play.js", "static/play.css"} <= set(files)
     for name in files:
         assert any(fnmatch.fnmatch(name, pat) for pat in patterns), f"{name} would be left out of the wheel"
-    assert project["project"]["scripts"]["nertz-play"] == "nertz_env.play.cli:main"
+    from nertz_env.commands import COMMANDS
+
+    # the script runs through nertz_env.commands, which names the extras and runs the play command's main
+    assert project["project"]["scripts"]["nertz-play"] == "nertz_env.commands:nertz_play"
+    assert COMMANDS["nertz-play"][0] == "nertz_env.play.cli:main"
     assert {"starlette", "uvicorn", "websockets"} <= {r.split(">")[0].split("=")[0] for r in project["project"]["optional-dependencies"]["play"]}
+
+
+# ------------------------------------------------------------------ who may reach the table
+def test_server__on_ipv6_loopback_the_bracketed_host_is_served() -> None:
+    hosts, token = cli.access("::1")
+    assert token is None and "::1" in hosts
+    hub = Hub(make_game(), step=True, log=lambda text: None)
+    client = TestClient(create_app(hub, hosts), base_url="http://[::1]:8123")
+    with client:
+        assert client.get("/", headers={"host": "[::1]:8123"}).status_code == 200  # it was 400
+        assert client.get("/", headers={"host": "localhost:8123"}).status_code == 200
+        assert client.get("/", headers={"host": "[::2]:8123"}).status_code == 400
+        with client.websocket_connect("ws://[::1]:8123/ws", headers={"origin": "http://[::1]:8123"}) as ws:
+            assert ws.receive_json()["type"] == "welcome"
+    assert cli.addresses("::1", 8123, None) == ("http://[::1]:8123/", "http://[::1]:8123/")
+
+
+def test_server__beyond_loopback_every_request_needs_the_token_then_its_cookie() -> None:
+    hosts, token = cli.access("0.0.0.0")
+    assert hosts is None and token and len(token) >= 24 and cli.access("0.0.0.0")[1] != token
+    shown, local = cli.addresses("0.0.0.0", 8123, token)
+    assert shown.endswith(f":8123/?token={token}") and local == f"http://127.0.0.1:8123/?token={token}"
+    hub = Hub(make_game(), step=True, log=lambda text: None)
+    client = TestClient(create_app(hub, hosts, token), base_url="http://127.0.0.1:8123")
+    with client:
+        for host in ("127.0.0.1:8123", "evil.example:8123", "localhost"):  # no token: refused, whatever the Host
+            r = client.get("/", headers={"host": host})
+            assert r.status_code == 403 and "token" in r.text
+        assert client.get("/?token=wrong" + token[5:]).status_code == 403
+        assert client.get("/static/play.js").status_code == 403
+        with pytest.raises(WebSocketDisconnect), client.websocket_connect("ws://127.0.0.1:8123/ws") as ws:
+            ws.receive_json()
+        page = client.get(f"/?token={token}")  # the printed address: the page, and a cookie for what follows
+        assert page.status_code == 200 and "httponly" in page.headers["set-cookie"].lower()
+        assert "samesite=strict" in page.headers["set-cookie"].lower()
+        assert client.get("/static/play.js").status_code == 200  # the cookie alone now
+        with client.websocket_connect("ws://127.0.0.1:8123/ws", headers={"origin": "http://127.0.0.1:8123"}) as ws:
+            assert ws.receive_json()["type"] == "welcome"
+        # a page from another site gets nowhere even with the cookie: its Origin is not this server's
+        evil = {"origin": "http://evil.example"}
+        with pytest.raises(WebSocketDisconnect), client.websocket_connect(
+                f"ws://127.0.0.1:8123/ws?token={token}", headers=evil) as ws:
+            ws.receive_json()
+
+
+# ------------------------------------------------------------------ a real server (uvicorn in a thread, loopback)
+class Served:
+    """A table served by uvicorn with nertz-play's own settings (:func:`cli.server_config`) in a thread."""
+
+    def __init__(self, hub: Hub, host: str = "127.0.0.1", allowed: Any = None, token: str | None = None) -> None:
+        import threading
+
+        import uvicorn
+
+        self.hub = hub
+        self.sock = socket.socket()
+        # small kernel send buffers (accepted sockets inherit them), so a peer that does not read blocks the
+        # server's sends after a few messages instead of a few MB
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16384)
+        self.sock.bind((host, 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.url = f"ws://127.0.0.1:{self.port}/ws"
+        self.server = uvicorn.Server(cli.server_config(create_app(hub, allowed, token)))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.01)
+
+    def stop(self, within: float = 30) -> float:
+        """Stop as the first Ctrl-C does; returns the seconds it took."""
+        start = time.monotonic()
+        self.server.should_exit = True
+        self.thread.join(timeout=within)
+        self.sock.close()
+        return time.monotonic() - start
+
+
+def silent_socket(port: int) -> socket.socket:
+    """A client that completes the websocket upgrade and then never reads (a tiny receive buffer)."""
+    import base64
+    import os
+
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+    s.connect(("127.0.0.1", port))
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall((f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+    head = b""
+    s.settimeout(10)
+    while b"\r\n\r\n" not in head:
+        head += s.recv(1)  # the answer's head only, a byte at a time: nothing after it is read
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return s
+
+
+def next_state(ws: Any, timeout: float = 3.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        msg = json.loads(ws.recv(timeout=max(0.01, deadline - time.monotonic())))
+        if msg["type"] == "state":
+            return msg
+
+
+def test_server__a_client_that_never_reads_costs_only_itself_and_the_server_stops_promptly() -> None:
+    """A socket that upgrades and never reads: the playing tab keeps its ticks and answers, a new tab gets its
+    welcome, the silent one is dropped; and a first Ctrl-C stops the server while such a socket is stuck (the
+    table froze within seconds: the broadcast awaited each send in turn under the table's lock)."""
+    ws_client = pytest.importorskip("websockets.sync.client")
+    from nertz_env.play.record import table_drawer
+
+    game = make_game(players=2, bots="greedy")
+    hub = Hub(game, step=False, tick_ms=60, drawer=table_drawer(), log=lambda text: None, send_timeout=0.5)
+    served = Served(hub, allowed=cli.access("127.0.0.1")[0])
+    silent: list[socket.socket] = []
+    try:
+        with ws_client.connect(served.url, max_queue=None) as ws:  # this client reads all the time
+            assert json.loads(ws.recv(timeout=10))["role"] == "player"
+            first = next_state(ws, 10)["view"]["tick"]
+            silent.append(silent_socket(served.port))
+            # the table goes on for the playing tab: ticks keep coming, a wait is answered
+            seen = first
+            deadline = time.monotonic() + 1.5
+            while time.monotonic() < deadline:
+                seen = next_state(ws)["view"]["tick"]
+            assert seen >= first + 8, (first, seen)
+            ws.send(json.dumps({"type": "wait"}))
+            for _ in range(100):
+                msg = json.loads(ws.recv(timeout=3))
+                if msg["type"] == "queued":
+                    break
+            else:
+                raise AssertionError("the wait got no answer")
+            assert hub.dropped == 1 and len(hub.tabs) == 1  # the silent tab was dropped, the player stays
+            with ws_client.connect(served.url) as other:  # a new tab is welcomed
+                welcome = json.loads(other.recv(timeout=3))
+                assert welcome["type"] == "welcome" and welcome["role"] == "spectator"
+            # one more silent socket that is not dropped (a long send timeout) while the server stops
+            hub.send_timeout = 600
+            silent.append(silent_socket(served.port))
+            time.sleep(0.6)  # its buffers fill: its sends are stuck
+            assert len(hub.tabs) == 2 and any(tab.sending for tab in hub.tabs.values())
+        took = served.stop()
+        assert not served.thread.is_alive() and took < cli.SHUTDOWN_GRACE, took
+    finally:
+        for s in silent:
+            s.close()
+        if served.thread.is_alive():
+            served.server.force_exit = True
+
+
+def test_server__a_message_over_64_kb_gets_an_error_and_the_connection_stays() -> None:
+    ws_client = pytest.importorskip("websockets.sync.client")
+    served = Served(Hub(make_game(players=2), step=True, log=lambda text: None))
+    try:
+        with ws_client.connect(served.url, max_size=None) as ws:
+            assert json.loads(ws.recv(timeout=10))["type"] == "welcome"
+            next_state(ws, 10)
+            ws.send(json.dumps({"type": "wait", "pad": "x" * 100_000}))
+            msg = json.loads(ws.recv(timeout=5))
+            assert msg["type"] == "error" and "longer than 4096" in msg["message"]
+            ws.send(json.dumps({"type": "wait"}))  # the connection still plays
+            assert next_state(ws, 10)["view"]["tick"] == 1
+    finally:
+        served.stop()
+
+
+def test_server__on_0_0_0_0_a_foreign_host_needs_the_token(tmp_path: Path) -> None:
+    """A server listening on every address, reached on 127.0.0.1 only: a DNS-rebinding request (Host:
+    evil.example, a matching Origin) is refused, page and websocket; the printed address's token opens both."""
+    import http.client
+
+    allowed, token = cli.access("0.0.0.0")
+    served = Served(Hub(make_game(players=2), step=True, log=lambda text: None), "0.0.0.0", allowed, token)
+    try:
+        def get(path: str, host: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
+            conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
+            conn.request("GET", path, headers={"Host": host, **(headers or {})})
+            r = conn.getresponse()
+            body = r.read().decode(errors="replace")
+            conn.close()
+            return r.status, body
+
+        evil = f"evil.example:{served.port}"
+        assert get("/", evil)[0] == 403  # it was served
+        upgrade = {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+                   "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Origin": f"http://{evil}"}
+        assert get("/ws", evil, upgrade)[0] == 403  # it was accepted
+        status, body = get(f"/?token={token}", f"127.0.0.1:{served.port}")
+        assert status == 200 and "play.js" in body
+    finally:
+        served.stop()
+
+
+# ------------------------------------------------------------------ a replay that cannot be written
+def test_server__a_removed_replay_folder_is_reported_and_the_table_goes_on(tmp_path: Path) -> None:
+    import shutil
+
+    from nertz_env.play.record import replay_recorder
+    from nertz_env.replay import verify_replay
+
+    folder = tmp_path / "replays"
+    folder.mkdir()
+    logged: list[str] = []
+    game = make_game(players=2, recorder_factory=replay_recorder(str(folder)))
+    hub = Hub(game, step=True, log=logged.append)
+    with TestClient(create_app(hub)) as client, client.websocket_connect("/ws") as ws:
+        join(ws)
+        ws.send_json({"type": "wait"})
+        assert receive_until(ws, "state")["view"]["tick"] == 1
+        shutil.rmtree(folder)
+        ws.send_json({"type": "new_game"})  # the new replay cannot be created: told, and the game is dealt
+        state = receive_until(ws, "state")
+        assert state["view"]["tick"] == 0 and state["view"]["seed"] == SEED + 1
+        assert state["replay"] is None and "No such file or directory" in state["recording"]
+        error = receive_until(ws, "error")
+        assert error.get("recording") and "cannot create the replay" in error["message"] and not error.get("fatal")
+        assert any("cannot create the replay" in line for line in logged)
+        ws.send_json({"type": "wait"})  # the game goes on, unrecorded
+        assert receive_until(ws, "state")["view"]["tick"] == 1
+        folder.mkdir()  # writable again: the next game records
+        ws.send_json({"type": "new_game"})
+        state = receive_until(ws, "state")
+        assert state["recording"] is None and state["replay"].startswith(str(folder))
+        ws.send_json({"type": "wait"})
+        assert receive_until(ws, "state")["view"]["tick"] == 1
+        assert verify_replay(state["replay"], partial=True) == 1
+
+
+class DiskFull:
+    """A replay's file on a disk that fills up: the next write puts a few bytes down, then fails (ENOSPC)."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    def write(self, data: Any) -> int:
+        import errno
+        import os
+
+        self.real.write(bytes(data[:7]))
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def fileno(self) -> int:
+        return self.real.fileno()
+
+    def close(self) -> None:
+        self.real.close()
+
+
+def test_server__a_full_disk_is_reported_the_game_goes_on_and_the_file_stays_valid(tmp_path: Path) -> None:
+    from nertz_env.play.record import replay_recorder
+    from nertz_env.replay import load_replay, verify_replay
+
+    game = make_game(players=2, recorder_factory=replay_recorder(str(tmp_path)))
+    hub = Hub(game, step=True, log=lambda text: None)
+    with TestClient(create_app(hub)) as client, client.websocket_connect("/ws") as ws:
+        join(ws)
+        for _ in range(3):
+            ws.send_json({"type": "wait"})
+            receive_until(ws, "state")
+        path = hub.replay_path()
+        writer = game.recorder._writer
+        writer._file = DiskFull(writer._file)
+        ws.send_json({"type": "wait"})
+        state = receive_until(ws, "state")
+        assert state["view"]["tick"] == 4 and "No space left on device" in state["recording"]
+        error = receive_until(ws, "error")
+        assert "No space left on device" in error["message"] and not error.get("fatal")
+        ws.send_json({"type": "wait"})  # the game goes on; the failure is told once
+        state = receive_until(ws, "state")
+        assert state["view"]["tick"] == 5 and hub.failure is None
+        # the file holds the three ticks written before the disk filled, and nothing cut in the middle
+        rep = load_replay(path)
+        assert [t["t"] for t in rep.ticks] == [1, 2, 3] and rep.cut_off is None
+        assert verify_replay(path, partial=True) == 3
+        ws.send_json({"type": "new_game"})  # room again: the next game records
+        state = receive_until(ws, "state")
+        assert state["recording"] is None and state["replay"] != path

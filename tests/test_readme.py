@@ -1,5 +1,9 @@
-"""The README's front page is true: its quick start prints what its comments say it prints, and every shell
-command it shows runs.
+"""The README's front page and the docs site are true: the quick start prints what its comments say it prints,
+and every shell command they show runs.
+
+The commands are found in README.md and in every page of docs/ (``DOC_PAGES``: the guides, the environment
+card, the client pages ...; not docs/experiments/, whose commands are records of past runs, nor docs/_build).
+A command shown on several pages runs once.
 
 Issue 14: "every command in it run by a test or by CI". The commands are found in the README itself, so a new one cannot go unrun:
 
@@ -50,6 +54,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+
+
+def doc_pages() -> list[Path]:
+    """README.md, then every Markdown page of the docs site whose commands are instructions (not
+    docs/experiments/, the dated records of past runs, and not the build folder)."""
+    pages = sorted(
+        p for p in DOCS.rglob("*.md")
+        if p.relative_to(DOCS).parts[0] not in ("_build", "experiments")
+    ) if DOCS.is_dir() else []
+    return [README, *pages]
 
 
 def _quick_start() -> str:
@@ -93,6 +108,7 @@ RUN_BY_CI = {
     "README's lines and .ci/run's differ)",
     "pip install": "an install step: .ci/setup installs the checkout with its extras into .venv, and the commands "
     "here run in that venv (a missing extra fails the command that needs it)",
+    "export ": "sets an environment variable of the user's shell for the commands after it; nothing to run",
     "ray start": "starts a Ray head on the user's machine; the `--address` command after it runs here on its own "
     "local Ray, and tests/test_rllib.py joins a simulated two-node cluster",
 }
@@ -106,17 +122,23 @@ INLINE_PREFIXES = ("nertz-", "python -m nertz_env", "python bench/")
 
 @dataclass
 class Command:
-    text: str  # as the README shows it (continuations joined, comment dropped)
-    line: int  # README.md line number
+    text: str  # as the page shows it (continuations joined, comment dropped)
+    line: int  # line number in its page
     env: dict[str, str]
     argv: list[str]
     expect_error: str | None = None  # a bad-input example: exit 2 with this line on stderr
+    page: str = "README.md"  # where it is shown, relative to the repository root
 
     @property
     def id(self) -> str:
         env = "".join(f"{k}={v}_" for k, v in sorted(self.env.items()))
         short = re.sub(r"[^A-Za-z0-9_.=/-]+", "_", env + self.text)[:70]
-        return f"L{self.line}-{short}"
+        where = "" if self.page == "README.md" else Path(self.page).stem + ":"
+        return f"{where}L{self.line}-{short}"
+
+    @property
+    def where(self) -> str:
+        return f"{self.page} line {self.line}"
 
 
 def _split_env(words: list[str]) -> list[tuple[dict[str, str], list[str]]]:
@@ -145,7 +167,7 @@ def readme_commands(text: str) -> list[Command]:
     found: list[Command] = []
     i = 0
     while i < len(lines):
-        fence = re.match(r"^```(\w*)\s*$", lines[i])
+        fence = re.match(r"^```(\S*)", lines[i])  # a MyST directive (```{image}) is a fence too
         if fence:
             lang = fence.group(1)
             j = i + 1
@@ -341,7 +363,8 @@ def _train_mode(args: list[str]) -> str:
         return mode
     cfg = _value(args, "--config")
     if cfg:
-        m = re.search(r'^\s*mode\s*=\s*"(\w+)"', (ROOT / cfg).read_text(), re.M)
+        path = ROOT / cfg if (ROOT / cfg).is_file() else ROOT / "train" / "configs" / f"{cfg}.toml"  # or a name
+        m = re.search(r'^\s*mode\s*=\s*"(\w+)"', path.read_text(), re.M)
         if m:
             return m.group(1)
     return "vector"
@@ -496,6 +519,14 @@ def rule_evaluate(args: list[str], ctx: Ctx) -> Plan:
     return Plan(_set(a, "--deals", "1"), needs=needs, timeout=600.0)
 
 
+def rule_plot(args: list[str], ctx: Ctx) -> Plan:
+    """The learning curve of a run an earlier command trains (``runs/...``), drawn into that run's folder."""
+    needs = [w for i, w in enumerate(args) if not w.startswith("-") and (i == 0 or not args[i - 1].startswith("-"))]
+    a = [ctx.out(w) if w in needs else w for w in args]
+    a = _map(a, ("--out",), ctx, [])
+    return Plan(a, needs=needs, timeout=300.0)
+
+
 def rule_expert(args: list[str], ctx: Ctx) -> Plan:
     makes: list[str] = []
     a = _map(args, ("--out", "--checkpoint-dir"), ctx, makes)
@@ -565,6 +596,7 @@ RULES: dict[str, tuple[Callable[[list[str], Ctx], Plan], bool]] = {
     "python -m nertz_env.docs": (rule_docs, False),
     "python -m nertz_env.train.imitate": (rule_imitate, True),
     "python -m nertz_env.train.evaluate": (rule_evaluate, True),
+    "python -m nertz_env.train.plot": (rule_plot, True),
     "python -m nertz_env.train.expert": (rule_expert, True),
     "python bench/expert_curve.py": (rule_expert_curve, True),
     "python bench/bench_expert.py": (bench(("--games", "1")), True),
@@ -596,10 +628,19 @@ def program_of(argv: list[str]) -> tuple[str, list[str]]:
 
 
 def _scripts() -> dict[str, str]:
-    """[project.scripts] of pyproject.toml: console script -> module."""
+    """[project.scripts] of pyproject.toml: console script -> the module whose main runs it. A script that
+    goes through ``nertz_env.commands`` (which only wraps the main to name a missing extra) runs its target
+    module, as ``python -m`` of ``nertz_env.commands`` itself would run nothing."""
     text = (ROOT / "pyproject.toml").read_text()
     section = text.split("[project.scripts]", 1)[1].split("\n[", 1)[0]
-    return dict(re.findall(r'^([\w-]+)\s*=\s*"([\w.]+):\w+"', section, re.M))
+    scripts = dict(re.findall(r'^([\w-]+)\s*=\s*"([\w.]+):\w+"', section, re.M))
+    if "nertz_env.commands" in scripts.values():
+        from nertz_env.commands import COMMANDS
+
+        for name, module in scripts.items():
+            if module == "nertz_env.commands" and name in COMMANDS:
+                scripts[name] = COMMANDS[name][0].partition(":")[0]
+    return scripts
 
 
 def _installed_is_checkout() -> bool:
@@ -666,7 +707,17 @@ def _put_back(saved: dict[Path, bytes], folders: tuple[str, ...]) -> None:
             p.write_bytes(data)
 
 
-COMMANDS = readme_commands(README.read_text())
+def all_commands() -> list[Command]:
+    """The commands of README.md and the docs pages, each once (its first page wins)."""
+    seen: dict[tuple[str, tuple[tuple[str, str], ...]], Command] = {}
+    for page in doc_pages():
+        for c in readme_commands(page.read_text()):
+            c.page = page.relative_to(ROOT).as_posix()
+            seen.setdefault((c.text, tuple(sorted(c.env.items()))), c)
+    return list(seen.values())
+
+
+COMMANDS = all_commands()
 _DONE: dict[str, str | None] = {}  # command id -> None when it passed, else why it failed
 _SHRUNK: dict[str, str] = {}  # the small command as run -> the id of the README command that ran it
 
@@ -682,18 +733,20 @@ def _execute(cmd: Command, ctx: Ctx) -> None:
     program, args = program_of(cmd.argv)
     if program not in RULES:
         pytest.fail(
-            f"README.md line {cmd.line} shows `{cmd.text}`, and tests/test_readme.py has no rule for "
+            f"{cmd.where} shows `{cmd.text}`, and tests/test_readme.py has no rule for "
             f"{program!r}: add one to RULES (how to run it small, where its outputs go), or list it in RUN_BY_CI"
         )
     rule, _slow = RULES[program]
-    if cmd.expect_error is not None:  # bad input: run as shown, outputs moved out of the checkout
+    if "--help" in args and cmd.expect_error is None:  # prints and exits: run as shown
+        plan = Plan(list(args), timeout=180.0)
+    elif cmd.expect_error is not None:  # bad input: run as shown, outputs moved out of the checkout
         plan = Plan(_map(args, ("--run-dir", "--out", "-o", "--replays", "--checkpoint-dir"), ctx, []), timeout=180.0)
     else:
         try:
             plan = rule(args, ctx)
         except CannotShrink as e:
             pytest.fail(
-                f"README.md line {cmd.line} shows `{cmd.text}`: the rule for {program!r} cannot run {e} in a "
+                f"{cmd.where} shows `{cmd.text}`: the rule for {program!r} cannot run {e} in a "
                 "small form: extend its rule in tests/test_readme.py"
             )
     missing = [m for m in plan.requires if importlib.util.find_spec(m) is None]
@@ -703,7 +756,7 @@ def _execute(cmd: Command, ctx: Ctx) -> None:
         # (the text test first: a rule may do work, e.g. train the zip a Python block makes)
         makers = [c for c in COMMANDS if c is not cmd and need in c.text and need in _makes(c, ctx)]
         if not makers:
-            pytest.fail(f"README.md line {cmd.line}: `{cmd.text}` reads {need}, which no README command makes")
+            pytest.fail(f"{cmd.where}: `{cmd.text}` reads {need}, which no command of the README or docs makes")
         if makers[0].id not in _DONE:
             _execute(makers[0], ctx)
         assert _DONE[makers[0].id] is None, f"`{makers[0].text}`, which `{cmd.text}` needs, failed"
@@ -716,7 +769,7 @@ def _execute(cmd: Command, ctx: Ctx) -> None:
         return
     _SHRUNK[key] = cmd.id
     saved = _snapshot(plan.restore) if plan.restore else {}
-    where = f"README.md line {cmd.line}: `{cmd.text}`\nran as: {shlex.join(full)}"
+    where = f"{cmd.where}: `{cmd.text}`\nran as: {shlex.join(full)}"
     try:
         if plan.server:
             _serve(full, cmd, plan, where)
@@ -871,5 +924,5 @@ def test_every_readme_program_has_a_rule() -> None:
     unknown = sorted(
         {program_of(c.argv)[0] for c in COMMANDS if not _skip_reason(c)} - set(RULES),
     )
-    assert not unknown, f"README.md runs {unknown}: add a rule for each to RULES in tests/test_readme.py"
+    assert not unknown, f"README.md or docs/ run {unknown}: add a rule for each to RULES in tests/test_readme.py"
     assert len(COMMANDS) >= 8, [c.text for c in COMMANDS]

@@ -375,3 +375,181 @@ def test_page_chart_labels_are_readable(match_game: Path) -> None:
     assert font * shown_w / view_w >= 11  # the axis labels' size on screen, in px (they were about 5)
     last = load_replay(match_game).final
     assert f">round 2 tick {last['tick']}</text>" in page  # the axis ends at the last table, not the frame count
+
+
+# ------------------------------------------------------------------ hostile files: bounded reading, one line each
+GIB_NEWLINES_CRC32 = 0xC71C045C  # zlib.crc32 of 2**30 newlines (computed once: recomputing takes seconds)
+
+
+def gzip_bomb() -> bytes:
+    """One gzip member of about 1 MB that inflates to 1 GiB of newlines, with a valid trailer. Built from one
+    compressed MiB repeated: after a full flush deflate's output is byte-aligned and starts afresh."""
+    import struct
+    import zlib
+
+    mib = b"\n" * (1 << 20)
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    first = c.compress(mib) + c.flush(zlib.Z_FULL_FLUSH)
+    block = c.compress(mib) + c.flush(zlib.Z_FULL_FLUSH)
+    assert first.endswith(block)
+    end = c.flush(zlib.Z_FINISH)[:-8]  # the last (empty) block; the trailer is the whole stream's
+    return first + block * 1023 + end + struct.pack("<II", GIB_NEWLINES_CRC32, 0)
+
+
+def test_cli_gzip_bomb_fails_in_one_line_within_bounded_memory(tmp_path: Path) -> None:
+    """A 1 MB .jsonl.gz holding 1 GiB of newlines, read by nertz-replay with its address space limited to what it
+    holds at start plus 300 MB: one line, exit 2, in seconds (it took 6.2 GB and a minute)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    resource = pytest.importorskip("resource")
+    if not os.path.exists("/proc/self/status"):
+        pytest.skip("needs /proc to measure the process's address space")
+    bomb = tmp_path / "bomb.jsonl.gz"
+    bomb.write_bytes(gzip_bomb())
+    assert bomb.stat().st_size < 2 << 20
+    script = (
+        "import resource, sys\n"
+        "from nertz_env.replay_cli import main\n"
+        "vm = next(int(x.split()[1]) for x in open('/proc/self/status') if x.startswith('VmSize:')) * 1024\n"
+        "limit = vm + 300 * 2**20\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    assert resource.RLIMIT_AS
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", script, str(bomb), "-o", str(tmp_path / "x.html")],
+                          capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - start
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "MiB (decompressed)" in proc.stderr and not (tmp_path / "x.html").exists()
+    assert took < 60
+
+
+def test_multi_member_gzip_is_read_to_its_end(tmp_path: Path) -> None:
+    """``cat a.gz b.gz`` is one gzip file: every member is read (only the first was: a whole game read as cut off)."""
+    plain = tmp_path / "g.jsonl"
+    env = RecordReplay(parallel_env(num_players=2), plain)
+    ticks = play(env, seed=6, max_ticks=30)
+    env.close()
+    lines = plain.read_bytes().splitlines(keepends=True)
+    half = len(lines) // 2
+    both = tmp_path / "g.jsonl.gz"
+    both.write_bytes(gzip.compress(b"".join(lines[:half])) + gzip.compress(b"".join(lines[half:])) + b"\0" * 8)
+    rep = load_replay(both)
+    assert rep.stopped and rep.cut_off is None and len(rep.ticks) == ticks
+    assert verify_replay(both) == ticks
+    # a second member cut short is a cut-off file; bytes after the stream that are not gzip are refused
+    packed = both.read_bytes()[:-8]
+    (tmp_path / "cut.jsonl.gz").write_bytes(packed[:-30])
+    assert load_replay(tmp_path / "cut.jsonl.gz").cut_off.startswith("the gzip stream ends early")
+    (tmp_path / "junk.jsonl.gz").write_bytes(packed + b"junk")
+    with pytest.raises(ReplayError, match="not gzip"):
+        load_replay(tmp_path / "junk.jsonl.gz")
+
+
+def test_a_line_over_the_bound_is_refused_when_reached(tmp_path: Path) -> None:
+    from nertz_env.replay import MAX_LINE_BYTES
+
+    path = tmp_path / "long.jsonl"
+    with open(path, "wb") as f:
+        f.write(b"\n\n" + b"x" * (MAX_LINE_BYTES + 10) + b"\n")
+    with pytest.raises(ReplayError, match=r"long.jsonl:3: a line longer than"):
+        load_replay(path)
+
+
+@pytest.fixture(scope="module")
+def tiny_game(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    path = tmp_path_factory.mktemp("tiny") / "tiny.jsonl"
+    env = RecordReplay(parallel_env(num_players=2), path, agents=["me", "you"])
+    play(env, seed=8, max_ticks=3)
+    env.close()
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def _other_table(players: int) -> dict:
+    env = parallel_env(num_players=players)
+    env.reset(seed=1)
+    return env.snapshot()
+
+
+HUGE = "x" * 600_000  # under the line bound (a 10 MB line is refused as too long), far over any message
+
+
+def _mutations(lines: list[dict]) -> list[tuple[str, int, dict, str]]:
+    """(case, line index, fields to set, a word the one error line must hold)."""
+    snap = lines[0]["snapshot"]
+    dup = json.loads(json.dumps(snap))
+    dup["players"][0]["nertz"][0] = dup["players"][0]["nertz"][1]
+    huge_card = json.loads(json.dumps(snap))
+    huge_card["players"][0]["nertz"][0] = HUGE
+    end = {"end": "nertz", "score": [0, 0], "match": [0, 0]}
+    cases: list[tuple[str, int, dict, str]] = [
+        ("agents ints", 0, {"agents": [1, 2]}, "agents"),
+        ("agents text", 0, {"agents": "me, you"}, "agents"),
+        ("agents nested", 0, {"agents": [["me"], "you"]}, "agents"),
+        ("agents short", 0, {"agents": ["me"]}, "agents"),
+        ("config text", 0, {"config": "rules"}, "config"),
+        ("config huge value", 0, {"config": {**lines[0]["config"], "draw": HUGE}}, "draw"),
+        ("config huge key", 0, {"config": {HUGE: 1}}, "unknown option"),
+        ("format huge", 0, {"format": HUGE}, "format"),
+        ("snapshot text", 0, {"snapshot": "the table"}, "snapshot"),
+        ("snapshot empty", 0, {"snapshot": {}}, "snapshot"),
+        ("snapshot list", 0, {"snapshot": [1]}, "snapshot"),
+        ("snapshot 3 players", 0, {"snapshot": _other_table(3)}, "snapshot"),
+        ("snapshot duplicate card", 0, {"snapshot": dup}, "snapshot"),
+        ("snapshot huge card", 0, {"snapshot": huge_card}, "snapshot"),
+        ("meta list", 0, {"meta": [1]}, "meta"),
+        ("t text", 1, {"t": "1"}, "'t'"),
+        ("t bool", 1, {"t": True}, "'t'"),
+        ("t negative", 1, {"t": -1}, "'t'"),
+        ("a text", 1, {"a": "0 0"}, "'a'"),
+        ("a short", 1, {"a": [0]}, "'a'"),
+        ("a text item", 1, {"a": [0, "1"]}, "'a'"),
+        ("a bool", 1, {"a": [0, True]}, "'a'"),
+        ("a float", 1, {"a": [0, 1.5]}, "'a'"),
+        ("a huge", 1, {"a": [0, HUGE]}, "'a'"),
+        ("n ints", 1, {"n": [1, 2]}, "'n'"),
+        ("il out of range", 1, {"il": [5]}, "'il'"),
+        ("il text", 1, {"il": "0"}, "'il'"),
+        ("lr twice", 1, {"lr": [0, 0]}, "'lr'"),
+        ("r text", 1, {"r": ["x", 0]}, "'r'"),
+        ("r short", 1, {"r": [1.0]}, "'r'"),
+        ("end unknown", 1, {**end, "end": "boom"}, "'end'"),
+        ("match text", 1, {**end, "match": ["a", "b"]}, "'match'"),
+        ("score missing", 1, {"end": "nertz", "match": [0, 0]}, "'score'"),
+        ("match without end", 1, {"match": [0, 0]}, "'match'"),
+        ("end_table text", 1, {**end, "end_table": "table"}, "'end_table'"),
+        ("h int", 1, {"h": 5}, "'h'"),
+        ("h huge", 1, {"h": HUGE}, "'h'"),
+        ("final text", -1, {"final": "over"}, "'final'"),
+    ]
+    return cases
+
+
+def test_cli_every_malformed_field_is_one_line_naming_it(tiny_game: list[dict], tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Fuzz-style: hostile values in every field of the header, a tick line and the closing line; each one is
+    exit 2 and one short line naming the field, never a traceback (several were: a TypeError, a SnapshotError,
+    a ValueError from the page)."""
+    from nertz_env.replay_cli import main
+
+    path = tmp_path / "m.jsonl"
+    out = tmp_path / "m.html"
+    for case, index, fields, word in _mutations(tiny_game):
+        lines = [dict(x) for x in tiny_game]
+        lines[index].update(fields)
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        assert main([str(path), "-o", str(out)]) == 2, case
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, (case, err[:500])
+        assert word in err and len(err) < 500, (case, err[:500])
+        assert not out.exists()
+    # a line after the closing line, and the untouched file still reads
+    path.write_text("".join(json.dumps(x) + "\n" for x in [*tiny_game, tiny_game[1]]))
+    assert main([str(path), "-o", str(out)]) == 2 and "after the closing line" in capsys.readouterr().err
+    path.write_text("".join(json.dumps(x) + "\n" for x in tiny_game))
+    assert main([str(path), "-o", str(out)]) == 0 and out.exists()

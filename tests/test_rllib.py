@@ -161,6 +161,37 @@ def test_ppo_two_iterations_no_illegal_action(local_ray, tmp_path) -> None:
     _check_loaded_agent(path, module)
 
 
+def test_single_agent_route_trains_and_its_checkpoint_plays(local_ray, tmp_path) -> None:
+    """ppo_config(single_agent=True): every seat of 2 tables is a sub-env of one vector env; PPO trains on a
+    batch of agent steps, plays no illegal action, and its checkpoint (module default_policy) loads by path."""
+    from nertz_env.rllib import NertzRLlibVectorEnv, ppo_config, save_checkpoint
+
+    env = NertzRLlibVectorEnv({**SMALL, "num_tables": 1, "num_envs": 4})  # RLlib passes num_envs
+    assert env.num_envs == 4 and set(env.single_observation_space.spaces) == {"observations", "action_mask"}
+    with pytest.raises(ValueError, match="multiple of num_players"):
+        NertzRLlibVectorEnv({**SMALL, "num_envs": 3})
+    with pytest.raises(ValueError, match="league needs the multi-agent env"):
+        from nertz_env.rllib import League
+
+        ppo_config(SMALL, league=League(), single_agent=True)
+    algo = ppo_config(
+        {**SMALL, "num_tables": 2}, single_agent=True, train_batch_size=256, minibatch_size=128, num_epochs=1,
+        hidden=(32,),
+    ).build_algo()
+    try:
+        result = algo.train()
+        sampled = result["env_runners"]["num_agent_steps_sampled"]
+        assert sum(sampled.values()) >= 256  # agent steps: 4 seats a tick
+        assert algo.env_runner.env.unwrapped.num_envs == 4
+        module = algo.get_module()
+        illegal, decisions = _rollout_illegal(module, SMALL, seed=5)
+        assert decisions > 100 and illegal == 0
+        path = save_checkpoint(algo, str(tmp_path / "ckpt"), num_timesteps=256)
+    finally:
+        algo.stop()
+    _check_loaded_agent(path, module)
+
+
 def _check_loaded_agent(path: str, module) -> None:
     """make_agent loads the checkpoint directory, plays like the trained module, refuses other tables."""
     import torch
@@ -330,3 +361,88 @@ def test_two_node_cluster_train_then_gauntlet(tmp_path, capsys) -> None:
     )
     out = capsys.readouterr().out
     assert code == 0 and str(final) in out and "heuristic" in out
+
+
+def test_infos__the_schema_keys_at_reset_and_every_step() -> None:
+    """Every agent's infos hold nertz_env.infos.RLLIB's keys, typed, at reset and on every step."""
+    from nertz_env.infos import RLLIB, ROUND_END_NAMES
+
+    types = {"bool": bool, "int": int}
+    env = env_creator({"num_players": 2, "num_tables": 2, "max_ticks": 20})
+    obs, infos = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    ends = 0
+    for _ in range(30):
+        for info in infos.values():
+            assert set(info) == {k.name for k in RLLIB}
+            assert all(type(info[k.name]) is types[k.kind] for k in RLLIB)
+            assert info["round_end"] in range(len(ROUND_END_NAMES)) and (info["score"] == 0 or info["round_end"])
+        ends += sum(bool(i["round_end"]) for i in infos.values())
+        if not env.agents:
+            break
+        acts = {a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in env.agents}
+        obs, _, _, _, infos = env.step(acts)
+    assert ends == 4  # both tables' rounds ended at max_ticks, seen by both seats
+
+
+# ---------------------------------------------------------------------------------------------------------
+# RLlib's own PettingZoo route (docs/guides/clients.md): ParallelPettingZooEnv over nertz_env.parallel_env
+def test_parallel_pettingzoo_env_route__one_ppo_iteration_with_rllibs_masking_module(local_ray) -> None:
+    """RLlib's documented PettingZoo recipe (register_env + ParallelPettingZooEnv, one shared policy) with its
+    documented action-masking module, ``ActionMaskingTorchRLModule``; the one argument on our side is
+    ``obs_key="observations"`` (the key that module reads). One PPO iteration trains, and the trained module
+    then plays a whole deal without one illegal action."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
+    from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
+    from ray.tune.registry import register_env
+
+    import nertz_env
+
+    register_env("nertz_pz", lambda config: ParallelPettingZooEnv(nertz_env.parallel_env(**config)))
+    config = (
+        PPOConfig()
+        .environment("nertz_pz", env_config={"obs_key": "observations", **SMALL})
+        .multi_agent(policies={"p0"}, policy_mapping_fn=lambda agent_id, *args, **kwargs: "p0")
+        .rl_module(
+            rl_module_spec=MultiRLModuleSpec(
+                rl_module_specs={
+                    "p0": RLModuleSpec(module_class=ActionMaskingTorchRLModule, model_config={"fcnet_hiddens": [32]})
+                }
+            )
+        )
+        .env_runners(num_env_runners=0)
+        .training(train_batch_size_per_learner=256, minibatch_size=128, num_epochs=1)
+    )
+    algo = config.build_algo()
+    try:
+        before = {k: v.clone() for k, v in algo.get_module("p0").state_dict().items()}
+        result = algo.train()
+        assert result["env_runners"]["num_env_steps_sampled_lifetime"] >= 256
+        module = algo.get_module("p0")
+        assert isinstance(module, ActionMaskingTorchRLModule)
+        assert any(not (before[k] == v).all() for k, v in module.state_dict().items())
+        illegal, decisions = _rollout_illegal(module, SMALL, seed=11)
+        assert decisions > 100 and illegal == 0
+    finally:
+        algo.stop()
+
+
+def test_parallel_pettingzoo_env_route__without_obs_key_the_masking_module_names_the_way_out() -> None:
+    """Without ``obs_key="observations"``, building RLlib's ActionMaskingTorchRLModule on the env's space
+    (what ``build_algo`` does) fails in one line that names the argument and nertz_env.rllib.env_creator, not
+    with a bare ``KeyError: 'observations'``."""
+    from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
+    from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
+
+    import nertz_env
+
+    env = ParallelPettingZooEnv(nertz_env.parallel_env(**SMALL))
+    with pytest.raises(KeyError, match=r"obs_key='observations'\), or use nertz_env\.rllib\.env_creator"):
+        ActionMaskingTorchRLModule(
+            observation_space=env.observation_space["player_0"],
+            action_space=env.action_space["player_0"],
+            model_config={"fcnet_hiddens": [32]},
+        )

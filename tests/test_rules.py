@@ -21,6 +21,7 @@ import pytest
 import nertz_env
 from nertz_env.cards import RANKS, SUITS
 from nertz_env.config import OPTION_NAMES
+from nertz_env.infos import round_end_name, score_of
 from nertz_env.observation import decode
 from nertz_env.snapshot import SnapshotError
 
@@ -529,8 +530,8 @@ def test_round_end__after_the_tick_the_nertz_pile_empties_with_every_action_coun
         lake=[[*suit("H", 1, 4), ["5H", 0]], [["AS", 2], ["2S", 1]]],
     )
     assert t.terminations == [True] * 3 and t.truncations == [False] * 3 and env.agents == []
-    assert [i["round_end"] for i in t.infos] == ["nertz"] * 3
-    assert [i["score"] for i in t.infos] == [
+    assert [round_end_name(i) for i in t.infos] == ["nertz"] * 3
+    assert [score_of(i) for i in t.infos] == [
         {"lake": 1, "nertz_penalty": 0, "bonus": 0, "false_calls": 0, "total": 1, "nertz_left": 0},
         {"lake": 5, "nertz_penalty": -2, "bonus": 0, "false_calls": 0, "total": 3, "nertz_left": 1},
         {"lake": 1, "nertz_penalty": -4, "bonus": 0, "false_calls": 0, "total": -3, "nertz_left": 2},
@@ -549,7 +550,7 @@ def test_scoring__lake_cards_penalty_and_call_bonus(penalty: int) -> None:
     env = build({"num_players": 3, "call_bonus": 10, "nertz_penalty": penalty}, seats, lake)
     t = play(env, {0: "lake:nertz"})
     assert env.snapshot()["lake"] == [[["AC", 1], ["2C", 1], ["3C", 2]], [["AD", 0], ["2D", 0]]]
-    assert [i["score"] for i in t.infos] == [
+    assert [score_of(i) for i in t.infos] == [
         {"lake": 2, "nertz_penalty": 0, "bonus": 10, "false_calls": 0, "total": 12, "nertz_left": 0},
         {"lake": 2, "nertz_penalty": -3 * penalty, "bonus": 0, "false_calls": 0, "total": 2 - 3 * penalty,
          "nertz_left": 3},
@@ -557,7 +558,7 @@ def test_scoring__lake_cards_penalty_and_call_bonus(penalty: int) -> None:
          "nertz_left": 5},
     ]  # fmt: skip
     assert t.rewards == [1.0 + 10.0, -3.0 * penalty, -5.0 * penalty]
-    assert [i["match_score"] for i in t.infos] == [i["score"]["total"] for i in t.infos]
+    assert [i["match_score"] for i in t.infos] == [i["score"] for i in t.infos]
 
 
 @pytest.mark.parametrize(
@@ -571,8 +572,8 @@ def test_scoring__two_piles_empty_in_one_tick(clubs: list, bonus: list) -> None:
     env = build({"num_players": 3, "call_bonus": 10}, seats, lake)
     t = play(env, {0: "lake:nertz", 1: "lake:nertz"})
     assert t.terminations == [True] * 3
-    assert [i["score"]["bonus"] for i in t.infos] == bonus
-    lake_cards = [i["score"]["lake"] for i in t.infos]
+    assert [i["score_bonus"] for i in t.infos] == bonus
+    lake_cards = [i["score_lake"] for i in t.infos]
     assert lake_cards == [1 + sum(s == 0 for _, s in clubs), 1 + sum(s == 1 for _, s in clubs), 2]
     assert t.rewards == [1.0 + bonus[0], 1.0 + bonus[1], -4.0]
 
@@ -589,8 +590,8 @@ def test_call_mode_manual__empty_pile_waits_for_a_call_and_a_false_call_costs_fi
     assert t.rewards == [0.0, -5.0] and not any(t.terminations) and not t.infos[1]["illegal"]
     before = assert_table(env, before, {1: {"false_calls": 1}})
     t = play(env, {0: "call"})
-    assert t.terminations == [True, True] and [i["round_end"] for i in t.infos] == ["nertz"] * 2
-    assert [i["score"] for i in t.infos] == [
+    assert t.terminations == [True, True] and [round_end_name(i) for i in t.infos] == ["nertz"] * 2
+    assert [score_of(i) for i in t.infos] == [
         {"lake": 2, "nertz_penalty": 0, "bonus": 10, "false_calls": 0, "total": 12, "nertz_left": 0},
         {"lake": 0, "nertz_penalty": -6, "bonus": 0, "false_calls": -5, "total": -11, "nertz_left": 3},
     ]
@@ -628,9 +629,9 @@ def test_stall__waste_under_the_stock_then_top_to_bottom_and_a_second_stall_ends
     play(env)
     t = play(env)  # a second stall ends the round, scored as usual
     assert t.terminations == [True, True] and t.truncations == [False, False]
-    assert [i["round_end"] for i in t.infos] == ["stall"] * 2
+    assert [round_end_name(i) for i in t.infos] == ["stall"] * 2
     assert_table(env, after, {0: {"match_score": 35}, 1: {"match_score": -4}})  # no second shuffle
-    assert [i["score"]["total"] for i in t.infos] == [39 - 4, -4]
+    assert [i["score"] for i in t.infos] == [39 - 4, -4]
     assert t.rewards == [-4.0, -4.0]
 
 
@@ -668,8 +669,8 @@ def test_max_ticks__truncates_and_scores_with_the_penalty(tick: int) -> None:
         assert not any(t.truncations) and t.rewards == [1.0, 0.0]
         return
     assert t.truncations == [True, True] and t.terminations == [False, False] and env.agents == []
-    assert [i["round_end"] for i in t.infos] == ["max_ticks"] * 2
-    assert [i["score"]["total"] for i in t.infos] == [1 - 2, -4]
+    assert [round_end_name(i) for i in t.infos] == ["max_ticks"] * 2
+    assert [i["score"] for i in t.infos] == [1 - 2, -4]
     assert t.rewards == [1.0 - 2.0, -4.0]
     assert env.snapshot()["done"] == "truncated"
 
@@ -681,8 +682,8 @@ def test_target_score__round_below_target_deals_the_next_round() -> None:
     t = play(env, {0: "lake:nertz"})
     assert t.terminations == [False, False] and t.truncations == [False, False]
     assert env.agents == ["player_0", "player_1"]
-    assert [i["round_end"] for i in t.infos] == ["nertz"] * 2
-    assert [i["score"]["total"] for i in t.infos] == [2, -4]
+    assert [round_end_name(i) for i in t.infos] == ["nertz"] * 2
+    assert [i["score"] for i in t.infos] == [2, -4]
     assert [i["match_score"] for i in t.infos] == [5, -3]
     assert t.rewards == [1.0, -4.0]
     snap = env.snapshot()
@@ -718,7 +719,7 @@ def test_target_score__ends_when_one_player_crosses_and_ties_play_on(
     lake = [fnd for fnd in (clubs, [["AD", 0]], [["AS", 1]]) if fnd]
     env = build({"num_players": 2, "target_score": 10}, seats, lake)
     t = play(env, {0: "lake:nertz", 1: "lake:nertz"} if both else {0: "lake:nertz"})
-    assert [i["round_end"] for i in t.infos] == ["nertz"] * 2
+    assert [round_end_name(i) for i in t.infos] == ["nertz"] * 2
     snap = env.snapshot()
     assert snap["done"] == done and snap["round"] == round_after
     assert t.terminations == [done == "terminated"] * 2 and t.truncations == [False, False]
@@ -736,7 +737,7 @@ def test_target_score__a_tie_in_the_last_allowed_round_truncates_the_match() -> 
 def test_rounds__the_match_lasts_exactly_that_many_rounds(round_idx: int, over: bool) -> None:
     env = build({"num_players": 3, "rounds": 2}, {0: {"nertz": ["AD"]}}, round=round_idx)
     t = play(env, {0: "lake:nertz"})
-    assert [i["round_end"] for i in t.infos] == ["nertz"] * 3
+    assert [round_end_name(i) for i in t.infos] == ["nertz"] * 3
     assert t.terminations == [over] * 3 and t.truncations == [False] * 3
     assert env.snapshot()["round"] == (round_idx if over else round_idx + 1)
 
@@ -749,7 +750,7 @@ def test_teams__partners_share_rewards_and_either_ends_the_round() -> None:
     t = play(env, {0: "lake:nertz", 2: "lake:nertz"})
     assert env.snapshot()["lake"] in ([[["AC", 0]], [["AD", 2]]], [[["AD", 2]], [["AC", 0]]])
     assert t.terminations == [True] * 4, "seat 2 emptied its pile: the round ends for its team too"
-    totals = [i["score"]["total"] for i in t.infos]
+    totals = [i["score"] for i in t.infos]
     assert totals == [1 - 2, -4, 1 + 5, -4]
     assert [i["team_score"] for i in t.infos] == [5, -8, 5, -8]
     assert t.rewards == [5.0, -8.0, 5.0, -8.0]

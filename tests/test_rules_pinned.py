@@ -29,6 +29,7 @@ import pytest
 
 import nertz_env
 from nertz_env.engine import rules
+from nertz_env.infos import round_end_name, score_of
 from nertz_env.observation import decode
 from test_rules import SPADES_ONLY, agent, assert_table, build, chi2_sf, legal, play, suit
 
@@ -111,7 +112,7 @@ def test_call_bonus__most_lake_cards_is_decided_among_the_seats_that_emptied_the
     env = build({"num_players": 3, "call_bonus": 10}, seats, [*SEAT2_LAKE, hearts])
     t = play(env, {p: "lake:nertz" for p in seats})
     assert t.terminations == [True] * 3
-    score = [i["score"] for i in t.infos]
+    score = [score_of(i) for i in t.infos]
     assert score[2]["lake"] >= 7 and max(s["lake"] for s in score[:2]) <= 2, score
     assert [s["nertz_left"] == 0 for s in score] == [p in seats for p in range(3)]
     assert [s["bonus"] for s in score] == bonus
@@ -123,8 +124,8 @@ def test_call_bonus__in_manual_mode_goes_to_the_caller_even_with_fewer_lake_card
     env = build(rules_, {0: {"nertz": []}}, [suit("C", 1, 6), [["AD", 0]]])
     t = play(env, {0: "call"})
     assert t.terminations == [True, True]
-    assert [i["score"]["lake"] for i in t.infos] == [1, 6]
-    assert [i["score"]["bonus"] for i in t.infos] == [10, 0]
+    assert [i["score_lake"] for i in t.infos] == [1, 6]
+    assert [i["score_bonus"] for i in t.infos] == [10, 0]
 
 
 # ---------------------------------------------------------------------------------------------- redeals
@@ -138,7 +139,7 @@ def test_max_redeals__counts_afresh_in_the_next_round() -> None:
     env = build({"num_players": 2, "max_redeals": 1, "rounds": 2}, seats, lake)
     assert [pl["redeals"] for pl in env.snapshot()["players"]] == [1, 1]
     t = play(env, {0: "lake:nertz"})
-    assert not any(t.terminations) and [i["round_end"] for i in t.infos] == ["nertz"] * 2
+    assert not any(t.terminations) and [round_end_name(i) for i in t.infos] == ["nertz"] * 2
     snap = env.snapshot()
     assert snap["round"] == 1
     assert [pl["redeals"] for pl in snap["players"]] == [0, 0], "the new deal kept the last round's redeals"

@@ -44,8 +44,8 @@ def test_batch_table__equals_parallel_env_with_the_same_seed(rules: dict) -> Non
                 assert term[a] == vterm[t, p] and trunc[a] == vtrunc[t, p]
                 assert info[a]["illegal"] == vinfo["illegal"][t, p]
                 assert info[a]["lost_race"] == vinfo["lost_race"][t, p]
-                if "score" in info[a]:
-                    assert info[a]["score"]["total"] == vinfo["score"][t, p]
+                if info[a]["round_end"]:
+                    assert info[a]["score"] == vinfo["score"][t, p]
             if not e.agents:
                 episodes[t] += 1
 
@@ -53,7 +53,7 @@ def test_batch_table__equals_parallel_env_with_the_same_seed(rules: dict) -> Non
 def test_batch__obeys_gymnasium_vector_shapes_and_dtypes() -> None:
     venv = nertz_env.vector_env(3, num_players=5)
     obs, infos = venv.reset(seed=0)
-    assert venv.num_envs == 3 and infos == {}
+    assert venv.num_envs == 3 and set(infos) == {"illegal", "lost_race", "round_end", "score", "autoreset", "action_mask"}
     assert obs["observation"].shape == (3, 5, venv.obs_layout.size) and obs["observation"].dtype == np.float32
     assert obs["action_mask"].shape == (3, 5, venv.actions.n) and obs["action_mask"].dtype == np.int8
     assert venv.observation_space.contains(obs)
@@ -61,7 +61,7 @@ def test_batch__obeys_gymnasium_vector_shapes_and_dtypes() -> None:
     obs, rew, term, trunc, info = venv.step(venv.sample_actions())
     assert rew.shape == term.shape == trunc.shape == (3, 5)
     assert rew.dtype == np.float32 and term.dtype == bool
-    assert set(info) == {"illegal", "lost_race", "round_end", "score", "autoreset"}
+    assert set(info) == {"illegal", "lost_race", "round_end", "score", "autoreset", "action_mask"}
 
 
 def test_batch__seeds_per_table_and_copies_by_default() -> None:

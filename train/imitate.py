@@ -1,7 +1,7 @@
 """Behaviour cloning: a policy that imitates a scripted agent, as the starting point of PPO (``init_from``).
 
 PPO from random weights on this game settles early on a policy a few points a round below the heuristic and
-stays there: the updates shrink once the policy is nearly deterministic (the runs: ``train/README.md``,
+stays there: the updates shrink once the policy is nearly deterministic (the runs: ``docs/guides/training-sb3.md``,
 "Starting from imitation"). Starting PPO from a policy that already plays like the strongest scripted rung puts it
 where the remaining gains are.
 
@@ -128,7 +128,7 @@ def collect(
         from tqdm import tqdm
 
         bar = tqdm(total=samples, unit="decision", desc=f"imitating {teacher}")
-    from nertz_env.train.wrappers import rival_weights
+    from nertz_env.train.single import rival_weights
 
     rivals = rival_weights(config)  # seat -> mean over the seats of other teams
     executor = ThreadPoolExecutor(teacher_threads) if teacher_threads > 1 else None
@@ -241,8 +241,17 @@ def fit(
     vf_coef: float = 0.5,
     seed: int = 0,
     log: Any = print,
+    anchor: Any = None,
+    anchor_coef: float = 0.0,
 ) -> dict[str, float]:
-    """Fit ``policy`` to the demonstrations; returns the last epoch's losses and the action accuracy."""
+    """Fit ``policy`` to the demonstrations; returns the last epoch's losses and the action accuracy.
+
+    With an ``anchor`` policy (a frozen network) and ``anchor_coef`` > 0 the loss adds ``anchor_coef`` times
+    the KL divergence from the anchor's masked action distribution to the policy's, on every record: the fit
+    moves towards the teacher's choices while keeping the anchor's preferences where the labels do not speak.
+    """
+    if anchor_coef > 0.0 and anchor is None:
+        raise ValueError("anchor_coef > 0 needs an anchor policy")
     gen = torch.Generator().manual_seed(seed)
     obs = torch.as_tensor(demos.obs)
     masks = torch.as_tensor(demos.masks)
@@ -254,7 +263,7 @@ def fit(
     stats: dict[str, float] = {}
     for epoch in range(epochs):
         perm = torch.randperm(n, generator=gen)
-        ce_sum = vf_sum = correct = 0.0
+        ce_sum = vf_sum = correct = kl_sum = 0.0
         for i in range(0, n, batch_size):
             idx = perm[i : i + batch_size]
             o, m, a, r = obs[idx], masks[idx], acts[idx], rets[idx]
@@ -263,6 +272,14 @@ def fit(
             v = policy.predict_values(o).squeeze(-1)
             vf = torch.nn.functional.mse_loss(v, r)
             loss = ce + vf_coef * vf
+            if anchor_coef > 0.0:
+                with torch.no_grad():
+                    ref = anchor.get_distribution(o, action_masks=m.numpy()).distribution.logits
+                logp = torch.log_softmax(dist.distribution.logits, dim=-1)
+                p_ref = torch.softmax(ref, dim=-1)
+                kl = (p_ref * (torch.log_softmax(ref, dim=-1) - logp)).sum(-1).mean()
+                loss = loss + anchor_coef * kl
+                kl_sum += float(kl.detach()) * len(idx)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
@@ -272,9 +289,12 @@ def fit(
             vf_sum += float(vf.detach()) * k
             correct += float((dist.distribution.probs.argmax(-1) == a).sum())
         stats = {"cross_entropy": ce_sum / n, "value_mse": vf_sum / n, "accuracy": correct / n}
+        if anchor_coef > 0.0:
+            stats["anchor_kl"] = kl_sum / n
         log(
             f"epoch {epoch + 1}/{epochs}: cross-entropy {stats['cross_entropy']:.4f}, "
             f"value MSE {stats['value_mse']:.3f}, accuracy {stats['accuracy']:.1%}"
+            + (f", KL to the anchor {stats['anchor_kl']:.4f}" if anchor_coef > 0.0 else "")
         )
     policy.set_training_mode(False)
     return stats

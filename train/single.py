@@ -5,6 +5,8 @@ over :func:`nertz_env.parallel_env`:
 
 * observation: the learner's ``"observation"`` vector (``Box(0, 1, (O,), float32)``); action: ``Discrete(A)``;
 * ``action_masks()``: the learner's legal actions as a bool vector (what MaskablePPO reads);
+* ``info``: the learner's ``parallel_env`` infos plus its ``action_mask``, ``seat``, ``opponents``,
+  ``rivals_reward`` and ``max_ticks``, the same keys at reset and every step (:mod:`nertz_env.infos`);
 * reward: the learner's own reward only (it sums to the learner's round score; see the env's docs);
   ``info["rivals_reward"]`` is the mean reward of the seats on other teams (every other seat without teams);
 * opponents act through the Agent protocol on their own observations and masks;
@@ -14,7 +16,7 @@ over :func:`nertz_env.parallel_env`:
 
 A round cut off at ``max_ticks`` is scored like any other and nothing follows it, and the tick is part of the
 observation; so by default (``truncation_as_termination=True``) it is reported as ``terminated`` (with
-``info["max_ticks"] = True``), and PPO does not bootstrap a value past a game that is over.
+``info["max_ticks"] = True``, else False), and PPO does not bootstrap a value past a game that is over.
 
 ``reset`` takes no options (unknown keys are ignored with a warning, as in every env of the package);
 ``step``/``reset`` after ``close()`` raise ``gymnasium.error.ClosedEnvironmentError``; ``pickle`` and
@@ -35,11 +37,20 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+from nertz_env import render as _render
 from nertz_env._envbase import check_open, warn_unknown_options
 from nertz_env.agents import Agent
+from nertz_env.config import NertzConfig
 from nertz_env.environment import NertzParallelEnv
 from nertz_env.train.pool import OpponentPool
-from nertz_env.train.wrappers import rival_weights
+
+
+def rival_weights(config: NertzConfig) -> np.ndarray:
+    """(P, P) weights: row ``i`` averages over the seats on other teams than seat ``i`` (every other seat
+    without teams), so ``rival_weights(config) @ rewards`` is each seat's rivals' mean reward."""
+    team = np.asarray(config.team_of)
+    rivals = (team[:, None] != team[None, :]).astype(np.float64)
+    return rivals / np.maximum(rivals.sum(axis=1, keepdims=True), 1.0)
 
 
 def table_rules(rules: Mapping[str, Any] | None, keywords: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -82,11 +93,11 @@ class NertzSingleAgentEnv(gymnasium.Env):
         opponents: an :class:`OpponentPool`, ``{spec: weight}`` or a list of specs (default: heuristic).
         seat: pin the learner to this seat; ``None`` rotates it every episode.
         truncation_as_termination: report a round cut off at ``max_ticks`` as terminated (see above).
-        render_mode: ``None``, ``"ansi"`` or ``"human"``.
+        render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (with the ``render`` extra).
         **rule_options: rules options by their RULES.md names (``draw=1``, ``jokers=2``).
     """
 
-    metadata = {"render_modes": ["ansi", "human"]}
+    metadata = {"render_modes": list(_render.RENDER_MODES), "render_fps": _render.RENDER_FPS}
 
     def __init__(
         self,
@@ -117,12 +128,16 @@ class NertzSingleAgentEnv(gymnasium.Env):
         self._episode = 0
         self._offset = 0
         self._obs: dict[str, dict[str, np.ndarray]] = {}
+        self._opponent_names: dict[int, str] = {}
         self._closed = False
 
     # ------------------------------------------------------------------ Gymnasium API
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Deal a new round: the learner's seat (rotating unless pinned) and fresh opponents from the pool.
+
+        Returns the learner's observation and ``{"seat": ..., "opponents": {seat: name}}``."""
         check_open(self, "reset")
         warn_unknown_options(dict(options or {}), ())
         super().reset(seed=seed)
@@ -142,12 +157,19 @@ class NertzSingleAgentEnv(gymnasium.Env):
             agent = self.pool.new_agent(self.pool.sample(rng))
             agent.reset(self.config, s, int(rng.integers(2**63)))
             self.opponents[s] = agent
-        self._obs, _ = self.env.reset(seed=env_seed)
+        self._obs, infos = self.env.reset(seed=env_seed)
         me = self.names[self.seat]
-        info = {"seat": self.seat, "opponents": {s: a.name for s, a in self.opponents.items()}}
+        self._opponent_names = {s: a.name for s, a in self.opponents.items()}
+        info = dict(infos[me], action_mask=self._obs[me]["action_mask"])
+        info.update(seat=self.seat, opponents=self._opponent_names, rivals_reward=0.0, max_ticks=False)
         return self._obs[me]["observation"], info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Play one tick: the learner's ``action`` and every opponent's choice.
+
+        Returns the learner's observation, its own reward, terminated, truncated (a round cut off at
+        ``max_ticks`` counts as terminated when ``truncation_as_termination``, with ``info["max_ticks"]``), and
+        its infos plus ``seat`` and ``rivals_reward`` (the mean reward of the seats on other teams)."""
         if not self.env.agents:
             check_open(self, "step")
             raise RuntimeError("step() after the episode ended: call reset()")
@@ -158,13 +180,14 @@ class NertzSingleAgentEnv(gymnasium.Env):
             actions[names[s]] = agent.act(o["observation"], o["action_mask"])
         obs, rewards, terms, truncs, infos = self.env.step(actions)
         me = names[self.seat]
-        info = dict(infos[me], seat=self.seat)
         paid = np.array([rewards[name] for name in names], dtype=np.float64)
-        info["rivals_reward"] = float(self._rival_weight[self.seat] @ paid)
+        rivals = float(self._rival_weight[self.seat] @ paid)
         terminated, truncated = bool(terms[me]), bool(truncs[me])
-        if truncated and self.truncation_as_termination:
+        cut = truncated and self.truncation_as_termination
+        if cut:
             terminated, truncated = True, False
-            info["max_ticks"] = True
+        info = dict(infos[me], action_mask=obs[me]["action_mask"])
+        info.update(seat=self.seat, opponents=self._opponent_names, rivals_reward=rivals, max_ticks=cut)
         self._obs = {} if terminated or truncated else obs  # the final step still returns every observation
         return obs[me]["observation"], float(rewards[me]), terminated, truncated, info
 
@@ -202,7 +225,29 @@ class NertzSingleAgentEnv(gymnasium.Env):
         self._offset = int(state["offset"])
         self.seat = int(state["seat"])
         self.opponents = pickle.loads(state["opponents"])
+        self._opponent_names = {s: a.name for s, a in self.opponents.items()}
         if state["snapshot"] is not None:
             self._obs, _ = self.env.reset(options={"snapshot": state["snapshot"]})
         else:
             self._obs = {}
+
+
+def make_env(
+    num_players: int = 4,
+    *,
+    opponents: OpponentPool | Mapping[str, float] | Sequence[str] | None = None,
+    seat: int | None = None,
+    truncation_as_termination: bool = True,
+    render_mode: str | None = None,
+    **rules: Any,
+) -> NertzSingleAgentEnv:
+    """A :class:`NertzSingleAgentEnv` with the rules as keywords: the entry point of the Gymnasium id
+    ``nertz_env/Nertz-v0`` (``gymnasium.make("nertz_env/Nertz-v0", draw=1)``)."""
+    return NertzSingleAgentEnv(
+        num_players=num_players,
+        rules=rules,
+        opponents=opponents,
+        seat=seat,
+        truncation_as_termination=truncation_as_termination,
+        render_mode=render_mode,
+    )

@@ -50,8 +50,7 @@ from nertz_env._envbase import Copyable, check_open, warn_unknown_options
 from nertz_env.agents import Agent
 from nertz_env.agents.policy import PolicyAgent
 from nertz_env.train.pool import OpponentPool
-from nertz_env.train.single import as_pool, table_rules
-from nertz_env.train.wrappers import rival_weights
+from nertz_env.train.single import as_pool, rival_weights, table_rules
 from nertz_env.vector import NertzVectorEnv
 
 T = TypeVar("T")

@@ -96,14 +96,6 @@ class PotentialShaping(VecEnvWrapper):
         self._phi = np.asarray(state["phi"], dtype=np.float64).copy()
 
 
-def rival_weights(config: NertzConfig) -> np.ndarray:
-    """(P, P) weights: row ``i`` averages over the seats on other teams than seat ``i`` (every other seat
-    without teams), so ``rival_weights(config) @ rewards`` is each seat's rivals' mean reward."""
-    team = np.asarray(config.team_of)
-    rivals = (team[:, None] != team[None, :]).astype(np.float64)
-    return rivals / np.maximum(rivals.sum(axis=1, keepdims=True), 1.0)
-
-
 class RelativeReward(VecEnvWrapper):
     """Reward minus ``info["rivals_reward"]`` (see the module docstring); a missing key is an error."""
 

@@ -27,6 +27,7 @@ import os
 import runpy
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +44,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # program -> module whose main(argv) parses its arguments (the console scripts of pyproject.toml and the
 # python -m modules the docs show). Scripts under bench/ run as __main__ from their file.
+def _console_scripts() -> dict[str, str]:
+    """Console script -> the module of its main, from nertz_env.commands.COMMANDS (the one list of commands)."""
+    try:
+        from nertz_env.commands import COMMANDS
+    except ImportError:  # an older package without nertz_env.commands
+        return {}
+    return {name: target.partition(":")[0] for name, (target, *_rest) in COMMANDS.items()}
+
+
 PROGRAMS = {
-    "nertz-demo": "nertz_env.eval.demo",
-    "nertz-train": "nertz_env.train.cli",
-    "nertz-eval": "nertz_env.eval.cli",
-    "nertz-play": "nertz_env.play.cli",
-    "nertz-replay": "nertz_env.replay_cli",
+    **_console_scripts(),
     "python -m nertz_env.train.imitate": "nertz_env.train.imitate",
     "python -m nertz_env.train.evaluate": "nertz_env.train.evaluate",
     "python -m nertz_env.train.expert": "nertz_env.train.expert",
@@ -140,8 +146,11 @@ class GeneratedTable(SphinxDirective):
         return [container]
 
 
-def help_text(command: str) -> str:
-    """What ``COMMAND --help`` prints, produced in this process by the program's own argument parser."""
+def help_text(command: str, mocks: Sequence[str] = ()) -> str:
+    """What ``COMMAND --help`` prints, produced in this process by the program's own argument parser
+    (``mocks``: modules of extras that are not installed, stood in for as autodoc does)."""
+    from sphinx.ext.autodoc.mock import mock
+
     words = shlex.split(command)
     if words[:1] == ["python"] and len(words) > 1 and words[1].startswith("bench/"):
         program, args, path = f"python {words[1]}", words[2:], ROOT / words[1]
@@ -153,7 +162,7 @@ def help_text(command: str) -> str:
     old_argv, old_path = sys.argv, list(sys.path)
     code: Any = None
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with mock(list(mocks)), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 if path is not None:
                     if not path.exists():
@@ -183,7 +192,7 @@ class HelpText(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         command = self.arguments[0]
         try:
-            text = help_text(command)
+            text = help_text(command, self.config.autodoc_mock_imports)
         except Exception as e:
             LOG.warning(f"nertz-help {command}: {e}", location=self.get_location())
             return []
@@ -231,6 +240,8 @@ def undocumented(module_name: str) -> list[str]:
             missing.append(f"{module_name}.{name}")
             continue
         if inspect.isclass(obj):
+            if any(getattr(base, "__sphinx_mock__", False) for base in obj.__mro__[1:]):
+                continue  # a base from a mocked extra (SB3's VecEnv): its methods' docs come from there
             for attr, value in vars(obj).items():
                 if attr.startswith("_") or not (inspect.isfunction(value) or isinstance(value, property)):
                     continue
@@ -242,9 +253,12 @@ def undocumented(module_name: str) -> list[str]:
 
 class ApiCheck(SphinxDirective):
     def run(self) -> list[nodes.Node]:
+        from sphinx.ext.autodoc.mock import mock
+
         for module_name in self.config.nertz_api_modules:
             try:
-                missing = undocumented(module_name)
+                with mock(self.config.autodoc_mock_imports):  # the extras autodoc mocks, mocked here too
+                    missing = undocumented(module_name)
             except ImportError as e:
                 LOG.warning(f"nertz-api-check: cannot import {module_name}: {e}", location=self.get_location())
                 continue
@@ -290,9 +304,9 @@ def _check_api_pages(app: Sphinx, env: Any) -> None:
         if "_build" in path.parts:
             continue
         for line in path.read_text(encoding="utf-8").splitlines():
-            for prefix in ("```{automodule} ", ":::{automodule} "):
-                if line.startswith(prefix):
-                    documented.add(line[len(prefix):].strip())
+            for prefix in ("```{automodule} ", ":::{automodule} ", ".. automodule:: "):
+                if line.strip().startswith(prefix):
+                    documented.add(line.strip()[len(prefix):].strip())
     for module_name in app.config.nertz_api_modules:
         if module_name not in documented:
             LOG.warning(f"public module {module_name} has no automodule in docs/ (add it to a reference page)")
@@ -301,7 +315,7 @@ def _check_api_pages(app: Sphinx, env: Any) -> None:
 def _included_files(app: Sphinx) -> dict[Path, str]:
     """Repository files outside docs/ that a page includes (```{include} ../../bench/results/x.md), to the
     docname of that page."""
-    cached = getattr(app, "_nertz_included", None)
+    cached = getattr(app, "_nertz_included", None)  # reset by _auto_experiment_pages
     if cached is not None:
         return cached
     srcdir = Path(app.srcdir).resolve()
@@ -317,13 +331,36 @@ def _included_files(app: Sphinx) -> dict[Path, str]:
     return found
 
 
-def _check_experiments(app: Sphinx, env: Any) -> None:
-    """Every lab note of bench/results (*.md) has a page in docs/experiments/ that includes it."""
-    included = _included_files(app)
+AUTO = "experiments/auto"  # generated wrapper pages (ignored by git): lab notes no checked-in page includes
+
+
+def _auto_experiment_pages(app: Sphinx) -> None:
+    """Every lab note of bench/results (*.md) is on a page: the checked-in pages of docs/experiments/ include
+    the known ones with a title of their own; a note added since (a new benchmark writing a new file) gets a
+    generated page under docs/experiments/auto/, so the site lists it without anyone editing the docs."""
+    srcdir = Path(app.srcdir).resolve()
+    auto = srcdir / AUTO
+    included = {k for k, v in _included_files(app).items() if not v.startswith(AUTO + "/")}
+    wanted: dict[str, str] = {}
     for path in sorted((ROOT / "bench" / "results").rglob("*.md")):
-        if path.resolve() not in included:
-            rel = path.relative_to(ROOT).as_posix()
-            LOG.warning(f"{rel} is on no docs page: add docs/experiments/<name>.md with ```{{include}} ../../{rel}")
+        if path.resolve() in included:
+            continue
+        rel = path.relative_to(ROOT).as_posix()
+        slug = path.relative_to(ROOT / "bench" / "results").with_suffix("").as_posix().replace("/", "-")
+        first = path.read_text(encoding="utf-8").lstrip().splitlines()[:1]
+        title = "" if first and first[0].startswith("# ") else f"# `{rel}`\n\n"
+        wanted[f"{slug}.md"] = f"{title}```{{include}} ../../../{rel}\n:relative-images:\n```\n"
+    if auto.is_dir():
+        for old in auto.glob("*.md"):
+            if old.name not in wanted:
+                old.unlink()
+    if wanted:
+        auto.mkdir(parents=True, exist_ok=True)
+        for name, text in wanted.items():
+            target = auto / name
+            if not target.exists() or target.read_text() != text:
+                target.write_text(text)
+    app._nertz_included = None  # type: ignore[attr-defined]
 
 
 def _rewrite_repo_links(app: Sphinx, doctree: nodes.document) -> None:
@@ -344,7 +381,12 @@ def _rewrite_repo_links(app: Sphinx, doctree: nodes.document) -> None:
         if not target_text or "://" in target_text or target_text.startswith("#"):
             continue
         path_part, _, anchor = target_text.partition("#")
-        target = (docdir / path_part).resolve()
+        if path_part.removesuffix(".md").lstrip("/") in app.env.found_docs:
+            continue  # already a page of the site (an include's link MyST resolved with :relative-docs:)
+        origin = docdir
+        if node.source and Path(node.source).is_file() and not Path(node.source).resolve().is_relative_to(srcdir):
+            origin = Path(node.source).resolve().parent  # a link inside an included file (a bench/results note)
+        target = (origin / path_part).resolve()
         if not target.exists() and Path(path_part).is_absolute():  # MyST made "x.md" a docname "/abs/x"
             for suffix in app.config.source_suffix:
                 if Path(path_part + suffix).exists():
@@ -387,7 +429,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("nertz-help", HelpText)
     app.add_directive("nertz-api-check", ApiCheck)
     app.connect("env-updated", lambda app, env: _check_api_pages(app, env))
-    app.connect("env-updated", _check_experiments)
+    app.connect("builder-inited", _auto_experiment_pages)
     app.connect("doctree-read", _rewrite_repo_links)
     app.connect("autodoc-process-docstring", _fill_protocol_doc)
     app.connect("autodoc-skip-member", _keep_protocol_methods)

@@ -6,7 +6,9 @@
     nertz-play --step --seed 7 --rule draw=1            # the table waits for your moves
 
 The page is served on 127.0.0.1 (``--host`` to change) and opened in the default browser (``--no-browser``
-just prints its address). Every tick is appended to a replay file (``nertz-replay/1``) as the game goes; its
+just prints its address). On a loopback address only requests naming this machine (127.0.0.1, localhost, ::1)
+are served; on any other address (``--host 0.0.0.0``) every request needs the secret token printed in the
+address (``?token=...``). Every tick is appended to a replay file (``nertz-replay/1``) as the game goes; its
 path is printed. Bad input (an unknown opponent, a bad player count, a port in use) prints one line and exits
 with code 2.
 """
@@ -27,6 +29,11 @@ EXIT_USAGE = 2
 DEFAULT_TICK_MS = 1500
 MIN_TICK_MS, MAX_TICK_MS = 50, 60_000
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+#: the largest websocket message the server reads (a bigger one ends the connection, code 1009); messages over
+#: the protocol's 4096 characters but under this get an error message and the connection stays
+MAX_FRAME = 1 << 20
+#: seconds the first Ctrl-C waits for open connections before it stops the server anyway
+SHUTDOWN_GRACE = 2
 
 
 class UsageError(Exception):
@@ -45,7 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", action="store_true", help="step mode: the table waits for each of your moves")
     p.add_argument("--tick-ms", type=int,
                    help=f"real time: milliseconds per tick, {MIN_TICK_MS} to {MAX_TICK_MS} (default {DEFAULT_TICK_MS})")
-    p.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1: this machine only)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to serve on (default 127.0.0.1: this machine only); another address (0.0.0.0: "
+                        "every network) lets other machines in, each with the secret token in the printed address")
     p.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
     p.add_argument("--no-browser", action="store_true", help="print the address instead of opening a browser")
     p.add_argument("--replay-dir", help="folder for the replay files (default: $XDG_DATA_HOME/nertz-env/replays)")
@@ -164,6 +173,64 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``--host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
+    import ipaddress
+
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def access(host: str) -> tuple[list[str] | None, str | None]:
+    """Who may reach a table served on ``host``: ``(allowed Host names, token)``.
+
+    On loopback: requests naming a loopback host (no DNS rebinding), no token (any program on this machine may
+    connect). Beyond it: any Host name (the machine has many), and a new secret token for every request."""
+    if is_loopback(host):
+        return [*LOOPBACK, host.strip("[]")], None
+    import secrets
+
+    return None, secrets.token_urlsafe(24)
+
+
+def addresses(host: str, port: int, token: str | None) -> tuple[str, str]:
+    """``(address to print, address for a browser on this machine)`` of a table on ``host:port``."""
+    import ipaddress
+
+    query = f"?token={token}" if token else ""
+    name = host
+    try:
+        ip = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        ip = None
+    if ip is not None and ip.is_unspecified:  # 0.0.0.0 or ::: every address of this machine
+        name = socket.gethostname() or host
+        local = "[::1]" if ip.version == 6 else "127.0.0.1"
+    else:
+        local = f"[{host.strip('[]')}]" if ip is not None and ip.version == 6 else host
+    shown = f"[{name.strip('[]')}]" if ":" in name else name
+    return f"http://{shown}:{port}/{query}", f"http://{local}:{port}/{query}"
+
+
+def server_config(app: Any, **options: Any) -> Any:
+    """The uvicorn config ``nertz-play`` serves with: a websocket message limit of :data:`MAX_FRAME`, and a first
+    Ctrl-C that stops within :data:`SHUTDOWN_GRACE` seconds even when a connection is stuck."""
+    import uvicorn
+
+    settings: dict[str, Any] = {
+        "log_level": "warning",
+        "ws_max_size": MAX_FRAME,
+        "lifespan": "on",
+        "timeout_graceful_shutdown": SHUTDOWN_GRACE,
+        **options,
+    }
+    return uvicorn.Config(app, **settings)
+
+
 def _warm_up(env: Any, bots: Sequence[Any], seat: int) -> None:
     """One tick of a throwaway deal, so the engine and the bots compile (numba) before the page opens instead of
     on the first tick the person plays; the real deal resets the env and every bot afterwards."""
@@ -216,25 +283,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("nertz-play: dealing (the first run compiles the rules engine, up to a minute) ...", flush=True)
     hub = make_hub(built, args.seat, args.step)
     port = sock.getsockname()[1]
-    shown_host = args.host if ":" not in args.host else f"[{args.host}]"
-    url = f"http://{shown_host}:{port}/"
-    if args.host not in LOOPBACK:
-        print(f"nertz-play: note: serving on {args.host}, so other machines can reach this table", flush=True)
+    hosts, token = access(args.host)
+    url, local_url = addresses(args.host, port, token)
+    if token is None:
+        print(f"nertz-play: serving on {args.host}: only this machine can reach the table (any program or user "
+              "on it; other machines cannot)", flush=True)
+    else:
+        print(f"nertz-play: note: serving on {args.host}: other machines that reach this one on port {port} can "
+              "reach the table, each with the secret token in the address below (keep it to the people you play "
+              "with)", flush=True)
     opponents = ", ".join(built["specs"])
     mode = "step mode" if args.step else f"real time, {built['tick_ms']} ms a tick"
     print(f"nertz-play: seat {args.seat} of {built['players']} against {opponents}; seed {built['seed']}; {mode}")
     print(f"nertz-play: the table is at {url}  (Ctrl-C stops)")
+    if local_url != url:
+        print(f"nertz-play: on this machine: {local_url}")
     print(f"nertz-play: replay: {hub.replay_path()}", flush=True)
-    # on a loopback address only requests naming a loopback host are served (no DNS rebinding)
-    hosts = [*LOOPBACK, args.host] if args.host in LOOPBACK else None
-    config = uvicorn.Config(create_app(hub, hosts), log_level="warning", ws_max_size=65536, lifespan="on")
+    config = server_config(create_app(hub, hosts, token))
     server = uvicorn.Server(config)
     if not args.no_browser:
         def _open() -> None:
             while not server.started and not server.should_exit:
                 threading.Event().wait(0.05)
             if server.started:
-                webbrowser.open(url)
+                webbrowser.open(local_url)
 
         threading.Thread(target=_open, daemon=True).start()
     try:

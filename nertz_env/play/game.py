@@ -14,6 +14,7 @@ Nothing here is asynchronous and nothing here knows about browsers; :mod:`nertz_
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 from collections.abc import Sequence
@@ -38,6 +39,7 @@ from nertz_env.actions import (
     WAIT,
 )
 from nertz_env.agents.base import Agent
+from nertz_env.infos import ROUND_END_NAMES
 from nertz_env.snapshot import round_so_far
 
 HUMAN_NAME = "you"
@@ -100,8 +102,13 @@ class PlayGame:
         bot_names: their specs, shown on the table and written into the replay.
         seat: the person's seat.
         seed: the deal's seed; the bots' own generators are seeded from it too.
-        recorder_factory: ``recorder_factory(game) -> recorder`` with ``tick(result)`` and ``close(result)``
-            methods, or None to save nothing.
+        recorder_factory: ``recorder_factory(game) -> recorder`` with ``tick(result)``, ``close(result)`` and
+            ``abandon()`` methods, or None to save nothing.
+
+    A replay that cannot be written (its folder removed, a full disk: any ``OSError`` of the recorder) never
+    stops the game: the recorder is abandoned (what it wrote stays a valid, cut-off replay), :attr:`record_error`
+    says why, a message is added to :attr:`record_notes` (for the server to tell) and the next game tries to
+    record again.
     """
 
     def __init__(
@@ -142,6 +149,10 @@ class PlayGame:
         self._recorder_factory = recorder_factory
         self.recorder: Any = None
         self.replay_file: str | None = None  # set by a recorder that writes a file
+        #: why this game is not (or no longer) recorded, or None
+        self.record_error: str | None = None
+        #: recording problems not told yet (the server takes them after each tick and each new game)
+        self.record_notes: list[str] = []
         self.obs: dict[str, dict[str, np.ndarray]] = {}
         self.last: TickResult | None = None
         self.history: list[TickResult] = []
@@ -154,9 +165,9 @@ class PlayGame:
 
     # ------------------------------------------------------------------ lifecycle
     def reset(self, seed: int | None = None) -> None:
-        """Deal (again) from ``seed`` (default: the game's seed) and start a new replay."""
-        if self.recorder is not None:
-            self.recorder.close(None)
+        """Deal (again) from ``seed`` (default: the game's seed) and start a new replay (a replay that cannot be
+        created leaves this game unrecorded, :attr:`record_error` saying why)."""
+        self.close()
         if seed is not None:
             self.seed = int(seed)
         self.obs, _ = self.env.reset(seed=self.seed)
@@ -170,13 +181,39 @@ class PlayGame:
         self.match_scores = [0] * self.config.num_players
         self._refresh()
         self.replay_file = None
-        self.recorder = self._recorder_factory(self) if self._recorder_factory is not None else None
+        self.record_error = None
+        if self._recorder_factory is not None:
+            try:
+                self.recorder = self._recorder_factory(self)
+            except OSError as e:
+                self.recorder = None
+                self.replay_file = None
+                self.record_error = (
+                    f"cannot create the replay of this game: {_os_error(e)}; the game is not recorded (a new game "
+                    "tries again)"
+                )
+                self.record_notes.append(self.record_error)
 
     def close(self) -> None:
-        """Finish the replay (if any); safe to call twice."""
+        """Finish the replay (if any); safe to call twice. A failure to write is kept in :attr:`record_error`."""
         if self.recorder is not None:
-            self.recorder.close(self.last)
-            self.recorder = None
+            recorder, self.recorder = self.recorder, None
+            try:
+                recorder.close(self.last)
+            except OSError as e:
+                self._record_failed(recorder, e)
+
+    def _record_failed(self, recorder: Any, e: OSError) -> None:
+        """The replay could not be written: abandon it (what is on disk stays a valid replay, cut off)."""
+        with contextlib.suppress(OSError):
+            recorder.abandon()
+        self.recorder = None
+        where = f" {self.replay_file}" if self.replay_file else ""
+        self.record_error = (
+            f"the replay{where} could not be written: {_os_error(e)}; the game goes on unrecorded (the file keeps "
+            "every tick before this one; a new game records again)"
+        )
+        self.record_notes.append(self.record_error)
 
     @property
     def tick_count(self) -> int:
@@ -288,9 +325,9 @@ class PlayGame:
             )
         result = TickResult(tick=self.env.tick, moves=moves)
         first = infos[ids[0]]
-        if "round_end" in first:
-            result.round_end = str(first["round_end"])
-            result.scores = [int(infos[i]["score"]["total"]) for i in ids]
+        if first["round_end"]:
+            result.round_end = ROUND_END_NAMES[first["round_end"]]
+            result.scores = [int(infos[i]["score"]) for i in ids]
             self.round_scores.append(result.scores)
             self.match_scores = [int(infos[i]["match_score"]) for i in ids]
         result.done = not self.env.agents
@@ -309,7 +346,10 @@ class PlayGame:
         self.history.append(result)
         self._refresh()
         if self.recorder is not None:
-            self.recorder.tick(result)
+            try:
+                self.recorder.tick(result)
+            except OSError as e:
+                self._record_failed(self.recorder, e)
             if result.done:
                 self.close()
         return result
@@ -354,6 +394,12 @@ class PlayGame:
             "round_scores": self.round_scores,
             "seed": self.seed,
         }
+
+
+def _os_error(e: OSError) -> str:
+    """An ``OSError`` in a few words: ``No space left on device (/path)``."""
+    what = e.strerror or str(e) or type(e).__name__
+    return f"{what} ({e.filename})" if e.filename else what
 
 
 def replay_path(directory: str, seed: int, now: _dt.datetime | None = None) -> str:

@@ -81,6 +81,10 @@ class _GameRecorder:
             self.game.match_scores if result.round_end is not None else None,
         )
 
+    def abandon(self) -> None:
+        """Stop writing after a failure: close the file as it stands (its complete lines stay a valid replay)."""
+        self._writer.abandon()
+
     def close(self, result: TickResult | None) -> None:
         """The closing line when the game is over; otherwise just close (every tick is on disk already)."""
         if self._writer.closed:

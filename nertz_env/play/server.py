@@ -12,8 +12,11 @@ Protocol (JSON text messages). The page sends::
 The server sends ``{"type": "welcome", "role": "player"|"spectator", ...}`` once, ``{"type": "state", ...}``
 after every tick (the drawing as SVG, the public view with the person's legal moves, what every seat did,
 the events such as lost races), ``{"type": "info", "message": ...}`` (a move queued, a game saved) and
-``{"type": "error", "message": ...}`` for anything refused: a malformed message, a move for another seat, an
-action out of range or not legal now, a move from a spectator tab. An error never ends the connection.
+``{"type": "error", "message": ...}`` for anything refused: a malformed message (over 4096 characters, not
+JSON, a seat that is not an integer ...), a move for another seat, an action out of range or not legal now, a
+move from a spectator tab; and for a replay that cannot be written (the game goes on). An error never ends the
+connection; the only messages that do are frames over the server's websocket limit (1 MiB in ``nertz-play``:
+the websocket library closes with code 1009).
 
 Modes: real time (a clock ticks every ``tick_ms`` while the player's tab is open and the game is not paused;
 the bots act every tick; the person's move waits for the next tick, a later move replaces it) and step
@@ -22,38 +25,71 @@ tabs watch (their moves are refused with a message). When the player's tab close
 plays the seat from then on (a reloaded page is such a tab); with no tab left the clock stops and the game
 waits for a tab to come back. The replay on disk has every tick played so far, whatever the tabs do.
 
-Only pages of this server may connect (the websocket's ``Origin`` must be the server's own address), and with
-``allowed_hosts`` only requests naming one of those hosts are served (no DNS-rebinding page can reach a
-table on 127.0.0.1).
+Sending: every tab has its own queue of messages and its own task that sends them, so the table never waits
+for a tab. A ``state`` message not sent yet is replaced by the next one (its events are kept); a tab whose
+queue holds more than ``max_queue`` messages, or whose send takes longer than ``send_timeout`` seconds (a
+hung tab, a client that never reads), is dropped: its connection is aborted and, if it played the seat, the
+next tab plays on.
+
+Access (see :class:`Guard`): with ``allowed_hosts`` only requests naming one of those hosts are served (no
+DNS-rebinding page can reach a table on 127.0.0.1); with ``token`` every request needs the token (``?token=``
+in the address, then a cookie the page's answer sets); a websocket's ``Origin`` must be the server's own
+address either way.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import hmac
 import json
 import os
 import sys
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from http.cookies import SimpleCookie
 from typing import Any
+from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.responses import FileResponse
+from starlette.responses import FileResponse, PlainTextResponse
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
+from nertz_env._text import short
 from nertz_env.play.game import MoveError, PlayGame
 
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 MAX_MESSAGE = 4096
 MESSAGE_TYPES = ("move", "wait", "pause", "new_game")
+#: messages waiting for one tab before it is dropped (a state not sent yet is replaced, so these are answers)
+MAX_QUEUE = 100
+#: seconds one send to a tab may take before the tab is dropped
+SEND_TIMEOUT = 10.0
+#: the close code of a dropped tab (4000-4999: the application's own)
+CLOSE_TOO_SLOW = 4008
+#: the scope key under which :class:`Guard` keeps a way to abort the connection (see :meth:`Hub._abort`)
+ABORT_KEY = "nertz_play.abort"
 
 Drawer = Callable[[PlayGame], str | None]
+
+
+class _Tab:
+    """One connected tab: its websocket, the messages waiting for it, and the task that sends them."""
+
+    def __init__(self, ws: WebSocket) -> None:
+        self.ws = ws
+        self.queue: deque[dict[str, Any]] = deque()
+        self.wake = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+        self.gone = False
+        self.sending = False  # a send is under way (stuck, when the peer does not read)
 
 
 class Hub:
@@ -66,16 +102,24 @@ class Hub:
         tick_ms: int = 1000,
         drawer: Drawer | None = None,
         log: Callable[[str], None] | None = None,
+        send_timeout: float = SEND_TIMEOUT,
+        max_queue: int = MAX_QUEUE,
     ) -> None:
         if tick_ms < 1:
             raise ValueError(f"tick_ms must be at least 1, got {tick_ms}")
+        if send_timeout <= 0 or max_queue < 2:
+            raise ValueError("send_timeout must be above 0 and max_queue at least 2")
         self.game = game
         self.step = step
         self.tick_ms = tick_ms
         self.drawer = drawer
         self.log = log or (lambda text: print(f"nertz-play: {text}", file=sys.stderr, flush=True))
+        self.send_timeout = send_timeout
+        self.max_queue = max_queue
         self.player: WebSocket | None = None
         self.spectators: list[WebSocket] = []
+        self.tabs: dict[WebSocket, _Tab] = {}
+        self.dropped = 0  # tabs dropped for not reading
         self.pending: int | None = None
         self.paused = False
         self.started = False  # the clock starts when the player's tab first connects
@@ -83,6 +127,7 @@ class Hub:
         self.lock = asyncio.Lock()
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nertz-play-table")
         self._clock: asyncio.Task[None] | None = None
+        self._closers: set[asyncio.Task[None]] = set()
         self._view: dict[str, Any] = {}
         self._svg: str | None = None
         self.ticks_played = 0
@@ -94,12 +139,18 @@ class Hub:
             self._clock = asyncio.create_task(self._clock_loop())
 
     async def stop(self) -> None:
+        """Stop the clock and every tab's sending (no send is waited for), then close the replay."""
         if self._clock is not None:
             self._clock.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._clock
+        for tab in list(self.tabs.values()):
+            self._forget(tab)
+        for task in list(self._closers):
+            task.cancel()
         async with self.lock:
             await self._run(self.game.close)
+        self._tell_record_notes()
         self.executor.shutdown(wait=True)
 
     async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -143,21 +194,33 @@ class Hub:
                         await self._tick_locked(action)
 
     async def _tick_locked(self, action: int | None) -> None:
-        """Play one tick (the caller holds ``self.lock``) and tell every tab."""
+        """Play one tick (the caller holds ``self.lock``) and tell every tab (queued: nothing waits for a tab)."""
         try:
             result = await self._run(self._tick_and_render, action)
         except Exception as e:  # a bot or the engine failed: the table stops, the server and the replay stay
-            self.failure = f"the table stopped: {type(e).__name__}: {e}"
-            self.log(self.failure)
-            await self.broadcast({"type": "error", "message": self.failure, "fatal": True})
+            self._stop_table(e)
             return
         self.ticks_played += 1
-        await self.broadcast(self._state(result))
+        self.broadcast(self._state(result))
+        self._tell_record_notes()
         if result.done:
             path = self.replay_path()
             self.log(f"game over at tick {result.tick}; replay saved to {path}")
             if path:
-                await self.broadcast({"type": "info", "message": f"game over; the replay is saved in {path}"})
+                self.broadcast({"type": "info", "message": f"game over; the replay is saved in {path}"})
+
+    def _stop_table(self, e: BaseException) -> None:
+        self.failure = f"the table stopped: {type(e).__name__}: {e}"
+        self.log(self.failure)
+        self.broadcast({"type": "error", "message": self.failure, "fatal": True})
+
+    def _tell_record_notes(self) -> None:
+        """Recording problems (a replay that cannot be written): the log and every tab hear of each once."""
+        notes = self.game.record_notes
+        while notes:
+            note = notes.pop(0)
+            self.log(note)
+            self.broadcast({"type": "error", "message": note, "recording": True})
 
     def replay_path(self) -> str | None:
         return getattr(self.game, "replay_file", None)
@@ -175,6 +238,7 @@ class Hub:
             "tick_ms": self.tick_ms,
             "paused": self.paused,
             "replay": self.replay_path(),
+            "recording": getattr(self.game, "record_error", None),
             "failure": self.failure,
         }
 
@@ -183,29 +247,100 @@ class Hub:
             return None
         return {"action": self.pending, "words": self.game.table.describe(self.pending)}
 
-    # ------------------------------------------------------------------ sending
-    async def send(self, ws: WebSocket, message: dict[str, Any]) -> bool:
-        if ws.application_state != WebSocketState.CONNECTED:
-            return False
-        try:
-            await ws.send_text(json.dumps(message))
-        except Exception:  # the tab went away mid-send; its receive loop cleans up
-            return False
-        return True
+    # ------------------------------------------------------------------ sending (never awaited by the table)
+    def send(self, ws: WebSocket, message: dict[str, Any]) -> None:
+        """Queue ``message`` for ``ws``; its own task sends it. A ``state`` not sent yet is replaced by a newer
+        one (keeping its events); a tab with more than ``max_queue`` messages waiting is dropped."""
+        tab = self.tabs.get(ws)
+        if tab is None or tab.gone:
+            return
+        q = tab.queue
+        if message.get("type") == "state":
+            for k, old in enumerate(q):
+                if old.get("type") == "state":
+                    del q[k]
+                    message = {**message, "events": [*old.get("events", []), *message.get("events", [])]}
+                    break
+        q.append(message)
+        if len(q) > self.max_queue:
+            self._drop(tab, f"{len(q)} messages waiting")
+            return
+        tab.wake.set()
 
-    async def broadcast(self, message: dict[str, Any]) -> None:
+    async def _pump(self, tab: _Tab) -> None:
+        """Send ``tab``'s messages in order; drop the tab when a send takes longer than ``send_timeout``."""
+        ws = tab.ws
+        try:
+            while True:
+                while not tab.queue:
+                    tab.wake.clear()
+                    await tab.wake.wait()
+                message = tab.queue.popleft()
+                if ws.application_state != WebSocketState.CONNECTED:
+                    return
+                tab.sending = True
+                try:
+                    await asyncio.wait_for(ws.send_text(json.dumps(message)), self.send_timeout)
+                except asyncio.TimeoutError:
+                    self._drop(tab, f"a send took over {self.send_timeout:g} s")
+                    return
+                finally:
+                    tab.sending = False
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the tab went away mid-send; its receive loop cleans up
+            tab.gone = True
+
+    def broadcast(self, message: dict[str, Any]) -> None:
         for ws in [self.player, *self.spectators]:
             if ws is not None:
-                await self.send(ws, {**message, "role": self.role(ws)})
+                self.send(ws, {**message, "role": self.role(ws)})
 
     def role(self, ws: WebSocket) -> str:
         return "player" if ws is self.player else "spectator"
 
-    async def error(self, ws: WebSocket, message: str) -> None:
-        await self.send(ws, {"type": "error", "message": message})
+    def error(self, ws: WebSocket, message: str) -> None:
+        self.send(ws, {"type": "error", "message": message})
 
-    async def info(self, ws: WebSocket, message: str) -> None:
-        await self.send(ws, {"type": "info", "message": message})
+    def info(self, ws: WebSocket, message: str) -> None:
+        self.send(ws, {"type": "info", "message": message})
+
+    def _drop(self, tab: _Tab, why: str) -> None:
+        """A tab that does not read: forget it (the next tab plays the seat) and abort its connection."""
+        if tab.gone:
+            return
+        was_player = tab.ws is self.player
+        self.dropped += 1
+        self._forget(tab)
+        self.log(
+            f"dropped a {'playing' if was_player else 'watching'} tab that does not read ({why}); the table goes on"
+        )
+        self.disconnect(tab.ws)
+        self._abort(tab.ws)
+
+    def _forget(self, tab: _Tab) -> None:
+        tab.gone = True
+        tab.queue.clear()
+        if tab.task is not None and tab.task is not asyncio.current_task():
+            tab.task.cancel()
+
+    def _abort(self, ws: WebSocket) -> None:
+        """End a stuck connection now. Closing it would wait for the peer to read (its send buffer is full), so
+        the transport is aborted when the server offers it (:class:`Guard` keeps uvicorn's); otherwise a close
+        is sent in the background."""
+        abort = ws.scope.get(ABORT_KEY)
+        if callable(abort):
+            abort()
+            return
+
+        async def close() -> None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(ws.close(CLOSE_TOO_SLOW, "this tab did not read the table's messages"),
+                                       self.send_timeout)
+
+        task = asyncio.get_running_loop().create_task(close())
+        self._closers.add(task)
+        task.add_done_callback(self._closers.discard)
 
     # ------------------------------------------------------------------ connections
     def _welcome(self, role: str, note: str) -> dict[str, Any]:
@@ -224,6 +359,9 @@ class Hub:
 
     async def connect(self, ws: WebSocket) -> None:
         await ws.accept()
+        tab = _Tab(ws)
+        self.tabs[ws] = tab
+        tab.task = asyncio.get_running_loop().create_task(self._pump(tab))
         g = self.game
         async with self.lock:  # between ticks: the welcome comes first, then the table as it stands
             if self.player is None:
@@ -234,10 +372,14 @@ class Hub:
             else:
                 self.spectators.append(ws)
                 role, note = "spectator", "this game is already played in another tab: this tab watches (moves from it are refused)"
-            await self.send(ws, self._welcome(role, note))
-            await self.send(ws, {**self._state(g.last), "role": role})
+            self.send(ws, self._welcome(role, note))
+            self.send(ws, {**self._state(g.last), "role": role})
 
-    async def disconnect(self, ws: WebSocket) -> None:
+    def disconnect(self, ws: WebSocket) -> None:
+        """``ws`` is gone: forget it; if it played the seat, the oldest watching tab plays on."""
+        tab = self.tabs.pop(ws, None)
+        if tab is not None:
+            self._forget(tab)
         if ws in self.spectators:
             self.spectators.remove(ws)
             return
@@ -249,10 +391,10 @@ class Hub:
             heir = self.spectators.pop(0)
             self.player = heir
             self.log(f"the player's tab closed at tick {self.game.tick_count}; another open tab plays the seat now")
-            await self.send(heir, self._welcome("player", f"the player's tab closed: this tab plays seat {self.game.seat} now"))
-            await self.send(heir, {**self._state(self.game.last), "role": "player"})
+            self.send(heir, self._welcome("player", f"the player's tab closed: this tab plays seat {self.game.seat} now"))
+            self.send(heir, {**self._state(self.game.last), "role": "player"})
             for spec in self.spectators:
-                await self.info(spec, "the player's tab closed; another tab plays the seat now")
+                self.info(spec, "the player's tab closed; another tab plays the seat now")
             return
         path = self.replay_path()
         self.log(
@@ -261,52 +403,51 @@ class Hub:
         )
 
     async def serve(self, ws: WebSocket) -> None:
-        """The whole life of one tab's websocket."""
-        origin = ws.headers.get("origin")
-        host = ws.headers.get("host")
-        if origin is not None and host is not None and origin not in (f"http://{host}", f"https://{host}"):
-            # a page from another site must not drive the table (cross-site websocket hijacking)
-            await ws.close(code=1008, reason="nertz-play takes connections from its own page only")
-            return
+        """The whole life of one tab's websocket (:class:`Guard` has checked its Host, Origin and token)."""
         await self.connect(ws)
         try:
             while True:
                 msg = await ws.receive()
                 if msg["type"] == "websocket.disconnect":
                     break
+                if ws not in self.tabs:  # dropped for not reading
+                    break
                 await self.handle(ws, msg.get("text"), msg.get("bytes"))
         except WebSocketDisconnect:
             pass
         finally:
-            # the handover to another tab must finish even when the server cancels this connection's task
-            await asyncio.shield(self.disconnect(ws))
+            tab = self.tabs.get(ws)
+            stuck = tab is not None and tab.sending
+            self.disconnect(ws)
+            if stuck:  # the connection ends (the server stops, say) with a send stuck: end it now, not when read
+                self._abort(ws)
 
     # ------------------------------------------------------------------ messages
     async def handle(self, ws: WebSocket, text: str | None, data: bytes | None = None) -> None:
         """One message from a tab; anything refused gets an error message, never an exception."""
         if text is None:
-            await self.error(ws, "malformed message: send JSON text, not binary data")
+            self.error(ws, "malformed message: send JSON text, not binary data")
             return
         if len(text) > MAX_MESSAGE:
-            await self.error(ws, f"malformed message: longer than {MAX_MESSAGE} characters")
+            self.error(ws, f"malformed message: longer than {MAX_MESSAGE} characters")
             return
         try:
             msg = json.loads(text)
-        except (json.JSONDecodeError, RecursionError):
-            await self.error(ws, "malformed message: not JSON (send e.g. {\"type\": \"move\", \"action\": 1})")
+        except (ValueError, RecursionError):
+            self.error(ws, "malformed message: not JSON (send e.g. {\"type\": \"move\", \"action\": 1})")
             return
         if not isinstance(msg, dict):
-            await self.error(ws, "malformed message: send a JSON object such as {\"type\": \"wait\"}")
+            self.error(ws, "malformed message: send a JSON object such as {\"type\": \"wait\"}")
             return
         kind = msg.get("type")
         if kind not in MESSAGE_TYPES:
-            await self.error(ws, f"malformed message: 'type' must be one of {', '.join(MESSAGE_TYPES)}, got {kind!r}")
+            self.error(ws, f"malformed message: 'type' must be one of {', '.join(MESSAGE_TYPES)}, got {short(kind)}")
             return
         if ws is not self.player:
-            await self.error(ws, "this tab is a spectator: the seat is played in another tab")
+            self.error(ws, "this tab is a spectator: the seat is played in another tab")
             return
         if self.failure is not None:
-            await self.error(ws, self.failure)
+            self.error(ws, self.failure)
             return
         if kind == "move":
             await self._move(ws, msg)
@@ -320,22 +461,23 @@ class Hub:
     async def _move(self, ws: WebSocket, msg: dict[str, Any]) -> None:
         g = self.game
         if "action" not in msg:
-            await self.error(ws, "malformed message: a move needs 'action', an action index from the legal moves")
+            self.error(ws, "malformed message: a move needs 'action', an action index from the legal moves")
             return
         seat = msg.get("seat", g.seat)
-        if seat != g.seat:
+        is_seat = isinstance(seat, int) and not isinstance(seat, bool)  # false and 0.0 are not seat 0
+        if not is_seat or seat != g.seat:
             who = (
                 f"seat {seat} is played by {g.names[seat]}"
-                if isinstance(seat, int) and not isinstance(seat, bool) and 0 <= seat < len(g.names)
-                else f"there is no seat {seat!r}"
+                if is_seat and 0 <= seat < len(g.names)
+                else f"there is no seat {short(seat)}"
             )
-            await self.error(ws, f"{who}; you play seat {g.seat}")
+            self.error(ws, f"{who}; you play seat {g.seat}")
             return
         async with self.lock:  # a move is checked against the table as it is between ticks
             try:
                 action = g.check_action(msg["action"])
             except MoveError as e:
-                await self.error(ws, str(e))
+                self.error(ws, str(e))
                 return
             if self.step:
                 await self._tick_locked(action)
@@ -344,43 +486,155 @@ class Hub:
             self.pending = action
         words = g.table.describe(action)
         note = f" (instead of: {g.table.describe(replaced)})" if replaced is not None and replaced != action else ""
-        await self.send(ws, {"type": "queued", "pending": self._pending_move(), "message": f"next tick: {words}{note}"})
+        self.send(ws, {"type": "queued", "pending": self._pending_move(), "message": f"next tick: {words}{note}"})
 
     async def _wait(self, ws: WebSocket) -> None:
         async with self.lock:
             if self.game.done:
-                await self.error(ws, "the game is over; start a new game to play again")
+                self.error(ws, "the game is over; start a new game to play again")
                 return
             if self.step:
                 await self._tick_locked(None)
                 return
             dropped, self.pending = self.pending, None
         text = "you wait this tick" + (f" (dropped: {self.game.table.describe(dropped)})" if dropped is not None else "")
-        await self.send(ws, {"type": "queued", "pending": None, "message": text})
+        self.send(ws, {"type": "queued", "pending": None, "message": text})
 
     async def _pause(self, ws: WebSocket) -> None:
         if self.step:
-            await self.error(ws, "step mode has no clock to pause: the table waits for your moves")
+            self.error(ws, "step mode has no clock to pause: the table waits for your moves")
             return
         async with self.lock:  # a tick in flight ends before the pause is told
             self.paused = not self.paused
-        await self.broadcast({"type": "info", "message": "paused" if self.paused else "the clock runs again",
-                              "paused": self.paused})
+        self.broadcast({"type": "info", "message": "paused" if self.paused else "the clock runs again",
+                        "paused": self.paused})
 
     async def _new_game(self, ws: WebSocket) -> None:
         async with self.lock:
             old = self.replay_path()
             self.pending = None
-            await self._run(self.game.reset, self.game.seed + 1)
-            await self._run(self._render)
+            try:
+                await self._run(self.game.reset, self.game.seed + 1)
+                await self._run(self._render)
+            except Exception as e:  # the engine or a bot failed to deal: the table stops, the server stays
+                self._stop_table(e)
+                return
         self.log(f"new game, seed {self.game.seed}" + (f"; the last one is saved in {old}" if old else ""))
-        await self.broadcast(self._state(None))
-        await self.broadcast({"type": "info", "message": f"new game (seed {self.game.seed})"})
+        self.broadcast(self._state(None))
+        self.broadcast({"type": "info", "message": f"new game (seed {self.game.seed})"})
+        self._tell_record_notes()
 
 
-def create_app(hub: Hub, allowed_hosts: Sequence[str] | None = None) -> Starlette:
-    """The Starlette app of one table; ``allowed_hosts`` (e.g. ``["127.0.0.1", "localhost"]``) refuses any
-    request whose ``Host`` names another host (``None``: no check)."""
+# ---------------------------------------------------------------------------------------------------------- access
+def host_name(host: str) -> str:
+    """The host of a ``Host`` header without its port: ``"[::1]:8000"`` -> ``"::1"``, ``"Localhost."`` ->
+    ``"localhost"``."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        end = host.find("]")
+        name = host[1:end] if end > 0 else host
+    else:
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    return name.rstrip(".")
+
+
+def token_cookie(token: str) -> str:
+    """The cookie's name for ``token`` (two tables on one machine keep theirs apart: cookies ignore ports)."""
+    return "nertz_play_" + hashlib.sha256(token.encode()).hexdigest()[:12]
+
+
+class Guard:
+    """Who may reach the table, checked before anything else (ASGI middleware).
+
+    ``allowed_hosts``: only requests whose ``Host`` names one of them (IPv6 in brackets, any port) are served,
+    others get 400 (a page on a rebinding DNS name cannot reach a table on a loopback address). ``token``: every
+    request needs it, as ``?token=...`` (the page's answer then sets a cookie, HttpOnly, SameSite=Strict) or
+    that cookie; others get 403. A websocket's ``Origin`` must be this server's own address (``http://`` +
+    its ``Host``): a page from another site cannot drive the table."""
+
+    def __init__(self, app: ASGIApp, allowed_hosts: Sequence[str] | None = None, token: str | None = None) -> None:
+        self.app = app
+        self.allowed = {host_name(h) for h in allowed_hosts} if allowed_hosts is not None else None
+        self.token = token
+        self.cookie = token_cookie(token) if token else ""
+
+    def _token_ok(self, scope: Scope, headers: Headers) -> tuple[bool, bool]:
+        """(whether the request carries the token, whether it came in the address)."""
+        assert self.token is not None
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        for given in query.get("token", []):
+            if hmac.compare_digest(given.encode(), self.token.encode()):
+                return True, True
+        cookies = SimpleCookie()
+        with contextlib.suppress(Exception):
+            cookies.load(headers.get("cookie", ""))
+        morsel = cookies.get(self.cookie)
+        if morsel is not None and hmac.compare_digest(morsel.value.encode(), self.token.encode()):
+            return True, False
+        return False, False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        host = headers.get("host", "")
+        if self.allowed is not None and host_name(host) not in self.allowed:
+            await self._refuse(scope, receive, send, 400, "nertz-play: this table is served to this machine's "
+                               "own names only (Host refused)")
+            return
+        if kind == "websocket":
+            origin = headers.get("origin")
+            if origin is not None and origin not in (f"http://{host}", f"https://{host}"):
+                # a page from another site must not drive the table (cross-site websocket hijacking)
+                await self._refuse(scope, receive, send, 1008, "nertz-play takes connections from its own page only")
+                return
+        from_address = False
+        if self.token is not None:
+            ok, from_address = self._token_ok(scope, headers)
+            if not ok:
+                await self._refuse(scope, receive, send, 403, "nertz-play: this table needs the token of the "
+                                   "address nertz-play printed (http://HOST:PORT/?token=...)")
+                return
+        if kind == "websocket":
+            abort = _transport_abort(send)
+            if abort is not None:
+                scope = {**scope, ABORT_KEY: abort}
+            await self.app(scope, receive, send)
+            return
+        if not from_address:
+            await self.app(scope, receive, send)
+            return
+        cookie = f"{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict"
+
+        async def send_with_cookie(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), (b"set-cookie", cookie.encode())]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookie)
+
+    @staticmethod
+    async def _refuse(scope: Scope, receive: Receive, send: Send, code: int, text: str) -> None:
+        if scope["type"] == "websocket":
+            await WebSocket(scope, receive, send).close(code=code if code >= 1000 else 1008, reason=text)
+        else:
+            await PlainTextResponse(text, status_code=code)(scope, receive, send)
+
+
+def _transport_abort(send: Send) -> Callable[[], None] | None:
+    """uvicorn's websocket protocols are the ``send`` callable's owner and hold the connection's transport;
+    aborting it ends a connection whose peer stopped reading (a close would wait for it). None elsewhere."""
+    transport = getattr(getattr(send, "__self__", None), "transport", None)
+    abort = getattr(transport, "abort", None)
+    return abort if callable(abort) else None
+
+
+def create_app(hub: Hub, allowed_hosts: Sequence[str] | None = None, token: str | None = None) -> ASGIApp:
+    """The ASGI app of one table: the Starlette app behind a :class:`Guard`. ``allowed_hosts`` (e.g.
+    ``["127.0.0.1", "localhost", "::1"]``) refuses any request whose ``Host`` names another host (``None``: no
+    check); ``token`` (``None``: none) is needed by every request."""
 
     async def page(request: Request) -> FileResponse:
         return FileResponse(os.path.join(STATIC_DIR, "index.html"), headers={"Cache-Control": "no-store"})
@@ -403,7 +657,6 @@ def create_app(hub: Hub, allowed_hosts: Sequence[str] | None = None) -> Starlett
             WebSocketRoute("/ws", websocket),
         ],
         lifespan=lifespan,
-        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))] if allowed_hosts else None,
     )
     app.state.hub = hub
-    return app
+    return Guard(app, allowed_hosts, token)

@@ -32,20 +32,24 @@ function log(text, kind = "info") {
 // ------------------------------------------------------------------ the connection
 function connect() {
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
-  const ws = new WebSocket(`${proto}//${location.host}/ws`);
+  // a table served beyond loopback needs its token: the page's address has it (the cookie set with the page
+  // carries it too)
+  const token = new URLSearchParams(location.search).get("token");
+  const ws = new WebSocket(`${proto}//${location.host}/ws` + (token ? "?token=" + encodeURIComponent(token) : ""));
   S.ws = ws;
   ws.onmessage = (ev) => {
     let msg;
     try { msg = JSON.parse(ev.data); } catch (e) { flash("the server sent something unreadable", "error"); return; }
     handle(msg);
   };
-  ws.onclose = () => {
+  ws.onclose = (ev) => {
     S.closed = true;
     S.role = null;
     showButtons();
     $("role").textContent = "disconnected";
     $("role").className = "badge offline";
-    flash("the connection to the table is closed (the server stopped?). The replay on disk keeps every tick played; reload to reconnect.", "error");
+    const why = ev && ev.reason ? ` (${ev.reason})` : ev && ev.code === 1009 ? " (a message over the server's limit)" : "";
+    flash(`the connection to the table is closed${why || " (the server stopped?)"}. The replay on disk keeps every tick played; reload to reconnect.`, "error");
   };
 }
 function send(obj) {
@@ -98,7 +102,8 @@ function onState(msg) {
   } else {
     $("table").textContent = "(this server draws no table: nertz_env.draw is missing)";
   }
-  if (msg.replay) $("replay").textContent = "replay: " + msg.replay;
+  if (msg.recording) $("replay").textContent = "not recorded: " + msg.recording;
+  else if (msg.replay) $("replay").textContent = "replay: " + msg.replay;
   if (msg.moves) reportMoves(msg.moves);
   $("table").classList.remove("waiting");
   for (const e of msg.events || []) {

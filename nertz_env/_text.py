@@ -1,0 +1,27 @@
+"""Small text helpers shared by the tools' error messages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: the most characters of a value an error message repeats
+SHORT = 60
+
+
+def short(value: Any, limit: int = SHORT) -> str:
+    """``repr(value)`` cut to about ``limit`` characters, saying how long it was: an error message names a bad
+    value without echoing a 10 MB field whole."""
+    if isinstance(value, (str, bytes)) and len(value) > 4 * limit:  # no repr of the whole of a huge string
+        text = repr(value[: 2 * limit])
+        total = len(value)
+    else:
+        text = repr(value)
+        total = len(text)
+    if len(text) <= limit and total == len(text):
+        return text
+    return f"{text[:limit]}... ({total} characters)"
+
+
+def cut(message: str, limit: int = 400) -> str:
+    """``message`` cut to ``limit`` characters (a last guard for messages built from others' text)."""
+    return message if len(message) <= limit else f"{message[:limit]}... ({len(message)} characters)"

@@ -1,0 +1,130 @@
+"""The global state: the whole table as one vector, hidden cards included, for centralized critics.
+
+PettingZoo's ``state()`` (``parallel_env().state()``, shape ``(S,)``; ``vector_env(...).state()`` and
+``agent_vector_env(...).state()``, shape ``(tables, S)``) holds every card's exact position. It is meant for
+critics that train with privileged information (MAPPO's centralized value function, QMIX's mixer) and
+**never** for a policy: the observations never contain it (``tests/test_global_state.py`` checks that changing
+hidden cards changes the state and no observation).
+
+Layout, in order (``P`` players, ``D`` = 52 + jokers cards per deck, ``W`` work piles, ``L = 4 + W``
+locations)::
+
+    cards    P * D * (L + 1)   per seat (its own deck) and card (the 52 real cards in code order, A..K of
+                               clubs, diamonds, hearts, spades, then the deck's jokers): a one-hot of where it
+                               is (Nertz pile, stock, waste, work pile 0 .. W-1, lake) and its depth there,
+                               the cards above it / capacity (13 for the Nertz pile, a work pile and a
+                               foundation; D for the stock and the waste): 0 is the pile's top card
+    status   P * 7             each seat's status fields, as in its observation (tick, stall, stalls, my
+                               turn, redeals left, own lake cards, round)
+
+Every value is in [0, 1]. The pile and the depth of every card fix every pile's order exactly (the deal
+can be rebuilt from it, up to which lake foundation a card lies on). The two jokers of a deck are
+interchangeable: they take the deck's joker slots in the order Nertz pile, stock, waste, work piles, lake.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import gymnasium
+import numpy as np
+
+from nertz_env.cards import JOKER, LAKE_JOKER_FLAG, NUM_CARDS
+from nertz_env.config import NertzConfig
+from nertz_env.engine.state import MAX_PILE, TableState
+from nertz_env.observation import STATUS_FIELDS, obs_layout
+
+
+class StateLayout:
+    """Named slices of the global state vector for one config (see the module docstring)."""
+
+    def __init__(self, config: NertzConfig) -> None:
+        self.config = config
+        p, w, d = config.num_players, config.work_piles, config.deck_size
+        self.locations: tuple[str, ...] = ("nertz", "stock", "waste", *(f"work_{j}" for j in range(w)), "lake")
+        self.deck = d
+        self.card_width = len(self.locations) + 1  # the location one-hot, then the depth
+        sizes = [("cards", p * d * self.card_width), ("status", p * len(STATUS_FIELDS))]
+        self.slices: dict[str, slice] = {}
+        pos = 0
+        for name, n in sizes:
+            self.slices[name] = slice(pos, pos + n)
+            pos += n
+        self.size = pos
+        self._status = obs_layout(config).slices["status"]
+
+    def markdown(self) -> str:
+        """The slices as a Markdown table (name, index range, width, shape), for the docs."""
+        cfg = self.config
+        shapes = {
+            "cards": f"{cfg.num_players} seats x {self.deck} cards x {self.card_width}",
+            "status": f"{cfg.num_players} seats x {len(STATUS_FIELDS)}",
+        }
+        lines = ["| slice | indices | width | shape |", "|---|---:|---:|---|"]
+        for name, sl in self.slices.items():
+            lines.append(f"| `{name}` | {sl.start}-{sl.stop - 1} | {sl.stop - sl.start} | {shapes[name]} |")
+        lines.append("")
+        lines.append("Per card: " + ", ".join(f"`{loc}`" for loc in self.locations) + ", then `depth`.")
+        return "\n".join(lines)
+
+    def cards(self, state: np.ndarray) -> np.ndarray:
+        """The ``cards`` slice of a state (or of a batch) as ``(..., P, D, L + 1)``."""
+        cfg = self.config
+        return state[..., self.slices["cards"]].reshape(*state.shape[:-1], cfg.num_players, self.deck, self.card_width)
+
+    def fill(self, S: TableState, out: np.ndarray) -> np.ndarray:
+        """Write the state of every table of ``S`` into ``out`` (float32, (T, size)) and return it."""
+        t_n, p_n = S.nertz_len.shape
+        d, lw = self.deck, self.card_width
+        parts: list[tuple[np.ndarray, ...]] = []
+
+        def add(pile: np.ndarray, lens: np.ndarray, loc: int, cap: int) -> None:
+            valid = np.arange(pile.shape[-1]) < lens[..., None]
+            t, p, i = np.nonzero(valid)
+            depth = (lens[t, p].astype(np.int64) - 1 - i) / cap
+            parts.append((t, p, pile[t, p, i].astype(np.int64), np.full(t.size, loc), depth))
+
+        add(S.nertz, S.nertz_len, 0, MAX_PILE)
+        add(S.stock, S.stock_len, 1, d)
+        add(S.waste, S.waste_len, 2, d)
+        w = S.work.shape[2]
+        for j in range(w):
+            add(S.work[:, :, j], S.work_len[:, :, j], 3 + j, MAX_PILE)
+        lake_valid = np.arange(S.lake.shape[-1]) < S.lake_len[..., None]
+        t, f, i = np.nonzero(lake_valid)
+        code = S.lake[t, f, i].astype(np.int64)
+        code = np.where(code >= LAKE_JOKER_FLAG, JOKER, code)
+        depth = (S.lake_len[t, f].astype(np.int64) - 1 - i) / MAX_PILE
+        parts.append((t, S.lake_owner[t, f, i].astype(np.int64), code, np.full(t.size, 3 + w), depth))
+
+        tt, pp, code, loc, depth = (np.concatenate(x) for x in zip(*parts, strict=True))
+        card = code.copy()
+        joker = code >= NUM_CARDS  # a joker with no value or one fixed on a work pile
+        if joker.any():  # the deck's jokers take its joker slots in scan order
+            key = tt[joker] * p_n + pp[joker]
+            order = np.argsort(key, kind="stable")
+            sk = key[order]
+            idx = np.arange(sk.size)
+            start = np.where(np.r_[True, sk[1:] != sk[:-1]], idx, 0)
+            ordinal = np.empty_like(idx)
+            ordinal[order] = idx - np.maximum.accumulate(start)
+            card[joker] = NUM_CARDS + ordinal
+        cards = np.zeros((t_n, p_n, d, lw), np.float32)
+        cards[tt, pp, card, loc] = 1.0
+        cards[tt, pp, card, lw - 1] = depth
+        out[:, self.slices["cards"]] = cards.reshape(t_n, -1)
+        out[:, self.slices["status"]] = S.obs[:, :, self._status].reshape(t_n, -1)
+        return out
+
+
+@functools.cache
+def state_layout(config: NertzConfig) -> StateLayout:
+    """The global state layout of a config, built once per config and shared."""
+    return StateLayout(config)
+
+
+def state_space(config: NertzConfig, tables: int | None = None) -> gymnasium.spaces.Box:
+    """``Box(0, 1, (S,), float32)``, or ``(tables, S)`` for a batch."""
+    size = state_layout(config).size
+    shape = (size,) if tables is None else (tables, size)
+    return gymnasium.spaces.Box(0.0, 1.0, shape, np.float32)

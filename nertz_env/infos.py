@@ -1,0 +1,182 @@
+"""The info schema: every key each environment puts in its infos, on every step and at reset.
+
+Every env returns the same keys on every call of ``reset`` and ``step``, each with one type; a key whose
+event has not happened (a round has not ended) holds a typed "none yet" value (``0``, ``False``), never
+``None`` and never a missing key. Every value is a number or a numeric array (no strings, no nested dicts),
+so clients that turn infos into arrays or tensors work: Tianshou's buffer, Gymnasium's vector info merge,
+AgileRL, and TorchRL's ``PettingZooWrapper``, which builds a tensor spec from the reset infos and fills it
+on every step. ``round_end`` is a code (:data:`ROUND_END_NAMES` gives its name, :func:`round_end_name`),
+and the round's score breakdown is flat (``score``, ``score_lake``, ...; :func:`score_of` gives it back as
+a dict).
+
+This module is the one place the schema is written down: the envs build their infos from it where they can
+(the "none yet" values), ``python -m nertz_env.docs`` renders it into the docs, and
+``tests/test_infos.py`` steps every env and checks that what it returns is exactly this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+#: the round's score breakdown (per-agent envs): the name in :func:`score_of`'s dict -> the info key
+SCORE_KEYS = {
+    "lake": "score_lake",
+    "nertz_penalty": "score_nertz_penalty",
+    "bonus": "score_bonus",
+    "false_calls": "score_false_calls",
+    "total": "score",
+    "nertz_left": "nertz_left",
+}
+#: the name of each ``round_end`` code (the engine's END_* values; the same codes in every env)
+ROUND_END_NAMES = ("", "nertz", "stall", "max_ticks")
+
+
+@dataclass(frozen=True)
+class InfoKey:
+    """One key of an env's infos.
+
+    ``kind`` is the Python type of a per-agent value (``bool``, ``int``, ``float``, ``str``, ``dict``, or
+    ``"array"``); for a batched env it is the numpy dtype name. ``shape`` is the array shape in the symbols of
+    the docs (``A`` actions, ``T`` tables, ``P`` players, ``N`` sub-environments); ``()`` for scalars.
+    ``none`` is the "none yet" value as the docs show it."""
+
+    name: str
+    kind: str
+    shape: tuple[str, ...]
+    none: str
+    meaning: str
+
+
+def _k(name: str, kind: str, shape: tuple[str, ...], none: str, meaning: str) -> InfoKey:
+    return InfoKey(name, kind, shape, none, meaning)
+
+
+_MASK_MEANING = (
+    "the legal actions: the very array of the observation's `action_mask` (no copy, read-only use), or the "
+    "only copy where the observation is the bare vector"
+)
+
+_END = "why a round ended this step: 1 Nertz (or a call), 2 stall, 3 max_ticks; 0 none"
+
+#: ``infos[agent]`` of ``parallel_env`` and ``env`` (AEC), at reset and every step
+PER_AGENT: tuple[InfoKey, ...] = (
+    _k("illegal", "bool", (), "False", "the agent's action was not legal and was applied as a wait"),
+    _k("lost_race", "bool", (), "False", "a legal lake play lost its slot to an earlier action of the tick"),
+    _k("action", "int", (), "0", "the action applied (0, a wait, when flagged illegal or missing)"),
+    _k("missing_action", "bool", (), "False", "the agent was left out of the action dict and waited"),
+    _k("round_end", "int", (), "0", _END),
+    _k("score", "int", (), "0", "the round's score of the agent, when `round_end` is set"),
+    _k("score_lake", "int", (), "0", "its part from own cards in the lake"),
+    _k("score_nertz_penalty", "int", (), "0", "its part from cards left in the Nertz pile (<= 0)"),
+    _k("score_bonus", "int", (), "0", "its part from the call bonus"),
+    _k("score_false_calls", "int", (), "0", "its part from false calls (<= 0)"),
+    _k("nertz_left", "int", (), "0", "cards left in the agent's Nertz pile when the round ended"),
+    _k("match_score", "int", (), "0", "the agent's match total so far (rounds summed; updated when a round ends)"),
+    _k(
+        "team_score",
+        "int",
+        (),
+        "0",
+        "the round's total of the agent's team when `round_end` is set (without teams, the agent's own score)",
+    ),
+)
+
+#: ``infos`` of ``vector_env`` (a dict of arrays), at reset and every step
+VECTOR: tuple[InfoKey, ...] = (
+    _k("illegal", "bool", ("T", "P"), "False", "the seat's action was not legal and was applied as a wait"),
+    _k("lost_race", "bool", ("T", "P"), "False", "a legal lake play lost its slot to an earlier action"),
+    _k("round_end", "int8", ("T",), "0", _END),
+    _k("score", "int32", ("T", "P"), "0", "the finished round's score, where `round_end > 0`"),
+    _k("autoreset", "bool", ("T",), "False", "the table was dealt anew this step (its actions were ignored)"),
+    _k("action_mask", "int8", ("T", "P", "A"), "the mask", _MASK_MEANING),
+)
+
+#: ``infos`` of ``agent_vector_env`` (arrays over the N = T * P sub-environments), at reset and every step
+AGENT_VECTOR: tuple[InfoKey, ...] = (
+    _k("illegal", "bool", ("N",), "False", "the action was not legal and was applied as a wait"),
+    _k("lost_race", "bool", ("N",), "False", "a legal lake play lost its slot to an earlier action"),
+    _k("round_end", "int8", ("N",), "0", "the table's: 1 Nertz or call, 2 stall, 3 max_ticks; 0 none"),
+    _k("score", "int32", ("N",), "0", "the finished round's score, where `_score`"),
+    _k("_score", "bool", ("N",), "False", "Gymnasium's mask of `score`: a round ended there this step"),
+    _k("autoreset", "bool", ("N",), "False", "the table was dealt anew this step (its actions were ignored)"),
+    _k("action_mask", "int8", ("N", "A"), "the mask", _MASK_MEANING),
+)
+
+#: ``infos[agent]`` of ``nertz_env.rllib.NertzRLlibEnv``, at reset and every step
+RLLIB: tuple[InfoKey, ...] = (
+    _k("illegal", "bool", (), "False", "the agent's action was not legal and was applied as a wait"),
+    _k("lost_race", "bool", (), "False", "a legal lake play lost its slot to an earlier action of the tick"),
+    _k("round_end", "int", (), "0", _END),
+    _k("score", "int", (), "0", "the finished round's score of the agent, when `round_end` is set"),
+)
+
+#: ``info`` of the single-agent view ``nertz_env.train.single.NertzSingleAgentEnv``: the learner's
+#: ``parallel_env`` infos plus these, at reset and every step
+SINGLE_EXTRA: tuple[InfoKey, ...] = (
+    _k("seat", "int", (), "(always set)", "the learner's seat this episode"),
+    _k("opponents", "dict", (), "(always set)", "the opponents' names by seat"),
+    _k("rivals_reward", "float", (), "0.0", "the mean reward of the seats on other teams this step"),
+    _k("max_ticks", "bool", (), "False", "the round was cut off at `max_ticks` (reported as terminated)"),
+)
+
+#: the single-agent view's whole ``info``: its observation is the bare vector, so the infos carry the
+#: learner's mask (equal to ``action_masks()`` while the episode runs)
+SINGLE: tuple[InfoKey, ...] = (
+    *PER_AGENT[:4],
+    _k("action_mask", "array", ("A",), "the mask", "the learner's legal actions (`action_masks()` as int8)"),
+    *PER_AGENT[4:],
+    *SINGLE_EXTRA,
+)
+
+#: ``infos[agent]`` of ``parallel_env(obs_key=None)`` and ``env(obs_key=None)``: the observation is the bare
+#: vector, so the mask is in the infos (only there: TorchRL's wrapper fails on a mask in both places)
+PER_AGENT_BARE: tuple[InfoKey, ...] = (*PER_AGENT, _k("action_mask", "array", ("A",), "the mask", _MASK_MEANING))
+
+SCHEMAS: dict[str, tuple[InfoKey, ...]] = {
+    "parallel_env, env": PER_AGENT,
+    "parallel_env(obs_key=None), env(obs_key=None)": PER_AGENT_BARE,
+    "vector_env": VECTOR,
+    "agent_vector_env": AGENT_VECTOR,
+    "nertz_env.rllib": RLLIB,
+    "single-agent view (nertz_env.train.single)": SINGLE,
+}
+
+
+def none_per_agent(mask: Any = None, match_score: int = 0) -> dict[str, Any]:
+    """One agent's infos with every key at its "none yet" value (what ``reset`` returns); with ``mask``, an
+    ``action_mask`` entry too (for an env whose observation holds no mask)."""
+    info: dict[str, Any] = {"illegal": False, "lost_race": False, "action": 0, "missing_action": False}
+    if mask is not None:
+        info["action_mask"] = mask
+    info.update(_NO_ROUND)
+    info["match_score"] = int(match_score)
+    info["team_score"] = 0
+    return info
+
+
+_NO_ROUND = {"round_end": 0, **dict.fromkeys(SCORE_KEYS.values(), 0)}
+
+
+def score_of(info: dict[str, Any]) -> dict[str, int]:
+    """A per-agent info's round score as a dict: ``lake``, ``nertz_penalty``, ``bonus``, ``false_calls``,
+    ``total``, ``nertz_left`` (all 0 on a step where no round ended)."""
+    return {name: int(info[key]) for name, key in SCORE_KEYS.items()}
+
+
+def round_end_name(info: dict[str, Any]) -> str:
+    """``"nertz"``, ``"stall"`` or ``"max_ticks"`` for a step that ended a round, else ``""``."""
+    return ROUND_END_NAMES[int(info["round_end"])]
+
+
+def markdown() -> str:
+    """Every schema as Markdown tables (one per env), for the docs."""
+    out: list[str] = []
+    for env, keys in SCHEMAS.items():
+        out += [f"**{env}**", "", "| key | type | none yet | meaning |", "|---|---|---|---|"]
+        for k in keys:
+            shape = f" ({', '.join(k.shape)}{',' if len(k.shape) == 1 else ''})" if k.shape else ""
+            kind = ("int8 array" if k.kind == "array" else k.kind) + shape
+            out.append(f"| `{k.name}` | {kind} | {k.none} | {k.meaning} |")
+        out.append("")
+    return "\n".join(out).rstrip("\n")

@@ -1,0 +1,49 @@
+"""Gymnasium ids of nertz-env, in the ``nertz_env`` namespace.
+
+* ``nertz_env/Nertz-v0``: the single-agent view (entry point :func:`nertz_env.train.single.make_env`) (:class:`~nertz_env.train.single.NertzSingleAgentEnv`, one
+  learning seat against scripted opponents): ``gymnasium.make("nertz_env/Nertz-v0", num_players=4, draw=1,
+  opponents=["heuristic"])``; every rules option is a keyword. ``gymnasium.make_vec`` of it runs copies in
+  Gymnasium's ``SyncVectorEnv``/``AsyncVectorEnv``.
+* ``nertz_env/NertzAgents-v0``: the per-agent vector env (:func:`nertz_env.agent_vector_env`, every seat of
+  every table its own sub-environment, self-play) for ``gymnasium.make_vec("nertz_env/NertzAgents-v0",
+  num_envs=64, num_players=4)``: ``num_envs`` is tables x players, so it must be a multiple of
+  ``num_players``. It has no single-env form (``gymnasium.make`` refuses it).
+
+The ids exist once ``nertz_env`` is imported, in either order with ``gymnasium`` (importing ``nertz_env``
+first arranges for the ids to be registered when Gymnasium loads, without importing Gymnasium itself), and
+``gymnasium.make("nertz_env:nertz_env/Nertz-v0")`` imports the package itself. (Gymnasium 1.x has no plugin
+entry points: it dropped the ``gymnasium.envs`` entry-point group, so an id cannot appear before the
+package that registers it is imported.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+
+NAMESPACE = "nertz_env"
+SINGLE_ID = f"{NAMESPACE}/Nertz-v0"
+AGENTS_ID = f"{NAMESPACE}/NertzAgents-v0"
+
+
+def make_agents_vec(num_envs: int, num_players: int = 4, **kwargs: Any) -> gymnasium.vector.VectorEnv:
+    """The vector entry point of ``nertz_env/NertzAgents-v0``: ``num_envs // num_players`` tables of
+    :func:`nertz_env.agent_vector_env`."""
+    from nertz_env.agent_vector import agent_vector_env
+
+    if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1 or num_envs % num_players:
+        raise ValueError(
+            f"num_envs={num_envs!r}: {AGENTS_ID} has one sub-environment per seat, so num_envs must be a "
+            f"positive multiple of num_players={num_players} (tables x players)"
+        )
+    return agent_vector_env(num_envs // num_players, num_players=num_players, **kwargs)
+
+
+def register_envs() -> None:
+    """Register the ids (again is harmless: an id already registered is left as it is)."""
+    registry = gymnasium.envs.registration.registry
+    if SINGLE_ID not in registry:
+        gymnasium.register(id=SINGLE_ID, entry_point="nertz_env.train.single:make_env")
+    if AGENTS_ID not in registry:
+        gymnasium.register(id=AGENTS_ID, entry_point=None, vector_entry_point=f"{__name__}:make_agents_vec")

@@ -1,0 +1,101 @@
+"""Virtual environments of their own for client libraries whose pins conflict with the dev extras (AgileRL
+resolves PettingZoo 1.26 and needs ``peft`` by hand; BenchMARL pins TorchRL 0.11), for tests marked
+``isolated``.
+
+A venv is built once and kept under ``.venv/isolated/<name>-<key>``, where the key is a hash of the Python
+version, the torch pin, nertz-env's own dependencies and the client's requirements: a changed requirement
+builds a new one, a rerun reuses it (seconds instead of minutes). torch is pinned to the CPU build in the same
+resolve as the client, so no client can pull a CUDA torch. nertz-env itself is installed from a wheel of the
+checkout built once per test session, without dependencies and forced, so every run tests the current
+sources as a user gets them (the wheel, not the checkout on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import tomllib
+
+REPO = Path(__file__).resolve().parents[1]
+ROOT = REPO / ".venv" / "isolated"
+TORCH_PIN = "torch==2.13.0"  # the CPU build (.ci/setup installs the same)
+_SOURCES = ("nertz_env", "agents", "train", "eval", "pyproject.toml", "README.md", "LICENSE")
+
+
+def _pip(python: Path | str, *args: str, timeout: float = 1800) -> None:
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1", "PIP_PROGRESS_BAR": "off"}
+    proc = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"pip install {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+
+
+def build_wheel(out: Path) -> Path:
+    """A wheel of the checkout's current sources, built from a copy (setuptools writes build/ beside the
+    sources, which must not race with anything else using the checkout)."""
+    src = out / "src"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "build", "*.egg-info")
+    for name in _SOURCES:
+        p = REPO / name
+        if p.is_dir():
+            shutil.copytree(p, src / name, ignore=ignore)
+        else:
+            shutil.copy2(p, src / name)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(src)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    (wheel,) = out.glob("nertz_env-*.whl")
+    return wheel
+
+
+def _key(requirements: list[str]) -> str:
+    deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    blob = json.dumps([list(sys.version_info[:2]), TORCH_PIN, sorted(deps), list(requirements)])
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def client_venv(name: str, requirements: list[str], wheel: Path) -> Path:
+    """The python of a venv with ``requirements`` (plus torch CPU and nertz-env's dependencies), built once and
+    cached, with ``wheel`` (nertz-env) installed into it afresh. Returns the venv's python."""
+    ROOT.mkdir(parents=True, exist_ok=True)
+    path = ROOT / f"{name}-{_key(requirements)}"
+    python = path / "bin" / "python"
+    done = path / ".complete"
+    with open(ROOT / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two sessions building the same venv wait for each other
+        if not done.exists():
+            shutil.rmtree(path, ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=300)
+            # one resolve: the client's requirements, torch pinned to the CPU build, nertz-env's dependencies
+            _pip(python, TORCH_PIN, *requirements, str(wheel))
+            done.write_text(json.dumps({"requirements": requirements}) + "\n")
+        _pip(python, "--no-deps", "--force-reinstall", str(wheel), timeout=600)
+    return python
+
+
+def run_script(python: Path, script: Path, *args: str, cwd: Path, timeout: float = 1500) -> dict:
+    """Run ``script`` with the venv's ``python`` from ``cwd`` (outside the checkout, so the installed wheel is
+    what imports) and return the JSON object its last output line prints."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(python.parent.parent / "numba-cache"), "PYTHONHASHSEED": "0"}
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run(
+        [str(python), str(script), *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=timeout
+    )
+    if proc.returncode != 0:
+        raise AssertionError(f"{script.name} failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])

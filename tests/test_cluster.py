@@ -1,0 +1,287 @@
+"""``nertz-eval --address``: tournaments on a Ray cluster (:mod:`nertz_env.eval.cluster`).
+
+The cluster tests start a simulated two-node cluster on loopback (``ray.cluster_utils.Cluster``: two raylets
+of one CPU each) and run ``nertz-eval`` as a user does, in a process of its own: its ``games.csv`` equals a
+local run's, a worker process killed mid-run loses no deal and counts none twice, and an agent the nodes
+cannot load is refused in one line before any deal. They are marked ``isolated`` (CI's isolated phase; the
+README's command skips them). The bad-address tests need no cluster and run with the rllib tests.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("ray", reason="needs Ray: pip install 'nertz-env[rllib]'")
+
+from nertz_env.eval.cli import main
+
+NERTZ_EVAL = os.path.join(os.path.dirname(sys.executable), "nertz-eval")
+
+
+def _one_line_exit_2(argv: list[str], message: str, capsys: Any, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert main([*argv, "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+
+
+# ---------------------------------------------------------------------------------- no cluster needed
+@pytest.mark.rllib
+@pytest.mark.parametrize(
+    ("address", "message"),
+    [
+        ("nohost", "--address takes host:port of a Ray head node (or auto), got 'nohost'"),
+        ("127.0.0.1:99999", "--address takes host:port"),
+        ("127.0.0.1:1", "no Ray cluster at 127.0.0.1:1"),
+    ],
+)
+def test_bad_or_unreachable_address__one_line_exit_2(address: str, message: str, capsys, tmp_path) -> None:
+    _one_line_exit_2(["gauntlet", "heuristic", "random", "--deals", "2", "--address", address], message, capsys, tmp_path)
+
+
+@pytest.mark.rllib
+def test_workers_with_address_cannot_take_effect(capsys, tmp_path) -> None:
+    _one_line_exit_2(
+        ["gauntlet", "heuristic", "random", "--deals", "2", "--workers", "2", "--address", "127.0.0.1:1"],
+        "--workers 2 has no effect with --address",
+        capsys,
+        tmp_path,
+    )
+
+
+@pytest.mark.rllib
+def test_a_port_that_is_not_ray__one_line_exit_2(capsys, tmp_path) -> None:
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    port = server.getsockname()[1]
+    stop = threading.Event()
+
+    def serve() -> None:  # accept and close: something answers, but not Ray
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+                conn.close()
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        t0 = time.monotonic()
+        _one_line_exit_2(
+            ["gauntlet", "heuristic", "random", "--deals", "2", "--address", f"127.0.0.1:{port}"],
+            f"could not join a Ray cluster at 127.0.0.1:{port}: something answers there, but not a Ray head",
+            capsys,
+            tmp_path,
+        )
+        assert time.monotonic() - t0 < 120
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+
+
+def test_spec_paths_are_shipped_and_localized(tmp_path) -> None:
+    from nertz_env.eval.cluster import _pack, localize, materialize, ship
+
+    ckpt = tmp_path / "run" / "final"
+    (ckpt / "sub").mkdir(parents=True)
+    (ckpt / "nertz_meta.json").write_text("{}")
+    (ckpt / "sub" / "w.bin").write_bytes(b"\x00\x01")
+    zipf = tmp_path / "p.zip"
+    zipf.write_bytes(b"zip")
+    store: dict[int, bytes] = {}
+
+    def put(data: bytes) -> int:
+        store[len(store)] = data
+        return len(store) - 1
+
+    specs = [f"{ckpt}:deterministic=true", f"expert:policy={zipf},margin=0.5", "heuristic", f"{ckpt}"]
+    shipped = ship(specs, put)
+    assert sorted(shipped) == sorted([str(ckpt), str(zipf)]) and len(store) == 2
+    assert _pack(str(ckpt)) == _pack(str(ckpt))  # the same bytes, so the same digest on every run
+    local = {p: materialize(s, store.__getitem__) for p, s in shipped.items()}
+    assert (Path(local[str(ckpt)]) / "sub" / "w.bin").read_bytes() == b"\x00\x01"
+    assert Path(local[str(zipf)]).read_bytes() == b"zip"
+    assert localize(specs[0], local) == f"{local[str(ckpt)]}:deterministic=true"
+    assert localize(specs[1], local) == f"expert:policy={local[str(zipf)]},margin=0.5"
+    assert localize("heuristic", local) == "heuristic"
+
+
+# ---------------------------------------------------------------------------------- a two-node cluster
+@pytest.fixture(scope="module")
+def two_nodes():
+    import ray
+    from ray.cluster_utils import Cluster
+
+    ray.shutdown()
+    here = os.getcwd()
+    # the nodes' workers start in the folder the cluster was started from, and put it first on their path: from
+    # the checkout they would import its nertz_env/ instead of the installed package (nertz-eval refuses that)
+    os.chdir(tempfile.mkdtemp(prefix="nertz-cluster-test-"))
+    try:
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    finally:
+        os.chdir(here)
+    try:
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        ray.shutdown()  # Cluster connected this process: nertz-eval joins it on its own
+        yield cluster.address
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+def _eval(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [NERTZ_EVAL, *argv, "--no-progress", "--no-plots"], capture_output=True, text=True, timeout=900, cwd=cwd
+    )
+
+
+def _games(path: Path) -> list[list[str]]:
+    with open(path / "games.csv", newline="") as f:
+        return list(csv.reader(f))
+
+
+GAUNTLET = ["gauntlet", "CKPT", "heuristic", "greedy", "--deals", "6", "--seed", "3"]
+
+
+@pytest.mark.isolated
+def test_cluster_gauntlet_equals_the_local_run(two_nodes, tmp_path) -> None:
+    """A checkpoint (a path on this machine only as far as the nodes know: it travels in the object store)
+    against two opponents: the cluster's games.csv is the local run's, row for row."""
+    import nertz_env.agents as agents_pkg
+
+    ckpt = tmp_path / "ckpt" / "candidate.zip"
+    ckpt.parent.mkdir()
+    shutil.copy(os.path.join(os.path.dirname(agents_pkg.__file__), "models", "ppo.zip"), ckpt)
+    argv = [str(ckpt) if a == "CKPT" else a for a in GAUNTLET]
+    local = _eval([*argv, "--workers", "1", "--out", str(tmp_path / "local")], tmp_path)
+    assert local.returncode == 0, local.stderr
+    # from the folder pytest runs in (a checkout): the nodes still play the installed nertz-env
+    remote = _eval([*argv, "--address", two_nodes, "--out", str(tmp_path / "cluster")], Path.cwd())
+    assert remote.returncode == 0, remote.stderr
+    assert "2 CPU(s) on 2 node(s)" in remote.stdout
+    rows = _games(tmp_path / "cluster")
+    assert len(rows) > 1 and rows == _games(tmp_path / "local")
+
+
+def _task_pids() -> list[int]:
+    """Ray worker processes running a deal task now (Ray titles a busy worker ``ray::<function>``)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmd = f.read()
+            except OSError:
+                continue
+            if cmd.startswith(b"ray::play_deals"):
+                pids.append(int(entry))
+    return pids
+
+
+@pytest.mark.isolated
+def test_a_killed_worker_loses_no_deal_and_counts_none_twice(two_nodes, tmp_path) -> None:
+    argv = ["round-robin", "heuristic", "greedy", "random", "--players", "3", "--deals", "24", "--seed", "5"]
+    run = subprocess.Popen(
+        [NERTZ_EVAL, *argv, "--address", two_nodes, "--out", str(tmp_path / "cluster"), "--no-progress",
+         "--no-plots"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    killed = None
+    deadline = time.monotonic() + 600
+    while run.poll() is None and killed is None and time.monotonic() < deadline:
+        pids = _task_pids()
+        if pids:
+            time.sleep(0.3)  # mid-deal
+            try:
+                os.kill(pids[0], signal.SIGKILL)
+                killed = pids[0]
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+    out, err = run.communicate(timeout=900)
+    assert killed is not None, "no deal task was seen running; nothing was killed"
+    assert run.returncode == 0, err
+    local = _eval([*argv, "--workers", "1", "--out", str(tmp_path / "local")], tmp_path)
+    assert local.returncode == 0, local.stderr
+    rows = _games(tmp_path / "cluster")
+    keys = [tuple(r[:5]) for r in rows[1:]]  # deal, deal seed, lineup, rotation, seat
+    assert len(keys) == len(set(keys))  # no game counted twice
+    assert rows == _games(tmp_path / "local")  # none lost, none changed
+    assert "24 deals" in out
+
+
+@pytest.mark.isolated
+def test_an_agent_the_nodes_cannot_load__one_line_exit_2(two_nodes, tmp_path, capsys) -> None:
+    """A loader registered in this process only: the driver builds the agent, no node can."""
+    from nertz_env.agents import RandomAgent, register_loader
+
+    ckpt = tmp_path / "mine.nzagent"
+    ckpt.write_text("weights")
+    register_loader(".nzagent", lambda path, **params: RandomAgent())
+    try:
+        _one_line_exit_2(
+            ["gauntlet", str(ckpt), "heuristic", "--players", "2", "--deals", "2", "--address", two_nodes],
+            "of the Ray cluster cannot play this tournament: AgentSpecError: no loader for checkpoint",
+            capsys,
+            tmp_path,
+        )
+    finally:
+        from nertz_env.agents import registry
+
+        registry._LOADERS.pop(".nzagent", None)
+
+
+@pytest.mark.isolated
+def test_ctrl_c_keeps_the_finished_deals(two_nodes, tmp_path) -> None:
+    argv = ["round-robin", "heuristic", "greedy", "random", "--players", "3", "--deals", "200", "--seed", "7"]
+    run = subprocess.Popen(
+        [NERTZ_EVAL, *argv, "--address", two_nodes, "--out", str(tmp_path / "cluster"), "--no-progress",
+         "--no-plots"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    deadline = time.monotonic() + 600
+    while run.poll() is None and not _task_pids() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(3.0)  # some deals finish
+    run.send_signal(signal.SIGINT)
+    _out, err = run.communicate(timeout=300)
+    assert run.returncode == 130, err
+    assert "interrupted; kept" in err
+    rows = _games(tmp_path / "cluster")
+    deals = sorted({int(r[0]) for r in rows[1:]})
+    assert 0 < len(deals) < 200
+    # the deals kept are whole and are the local run's deals of the same indices
+    local_argv = [*argv[:-3], str(max(deals) + 1), "--seed", "7", "--workers", "1", "--out", str(tmp_path / "local")]
+    local = _eval(local_argv, tmp_path)
+    assert local.returncode == 0, local.stderr
+    kept = set(map(str, deals))
+    want = [r for r in _games(tmp_path / "local") if r[0] == "deal" or r[0] in kept]
+    assert rows == want

@@ -1,0 +1,126 @@
+"""The built docs site in a real browser: its front page and a guide open, the navigation leads between pages,
+and search finds a page, all offline (Playwright driving Debian's chromium, as tests/test_browser_replay.py).
+
+Needs the built site: ``python -m sphinx -W --keep-going -b html docs docs/_build/html`` (CI's "docs" phase
+builds it, then runs this file). Skipped when the site is not built (``NERTZ_DOCS_HTML`` names another build
+folder), or when Playwright or chromium is missing. The site is served from 127.0.0.1 by a server in this
+process; any request to another host fails the test, and search is also checked from disk (file://).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+ROOT = Path(__file__).resolve().parent.parent
+SITE = Path(os.environ.get("NERTZ_DOCS_HTML", ROOT / "docs" / "_build" / "html"))
+if not (SITE / "index.html").is_file():
+    pytest.skip(f"the docs site is not built at {SITE} (python -m sphinx -W --keep-going -b html docs "
+                "docs/_build/html)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="needs the browser extra (pip install 'nertz-env[browser]')")
+CHROMIUM = os.environ.get("NERTZ_CHROMIUM", "/usr/bin/chromium")
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"no chromium at {CHROMIUM} (apt-get install -y chromium, or set NERTZ_CHROMIUM)", allow_module_level=True)
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def site_url() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(SITE)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _page(browser, allowed: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    page = browser.new_page(viewport={"width": 1600, "height": 900})  # wide: Furo shows both sidebars
+    problems: list[str] = []
+    page.on("pageerror", lambda e: problems.append(f"script error: {e}"))
+    page.on("request", lambda r: None if r.url.startswith(allowed) else problems.append(f"left the site: {r.url}"))
+    page.on("requestfailed", lambda r: problems.append(f"failed: {r.url}"))
+    return page, problems
+
+
+def test_front_page_and_navigation(browser, site_url: str) -> None:  # type: ignore[no-untyped-def]
+    page, problems = _page(browser, (site_url, "data:", "about:"))
+    page.goto(site_url + "index.html")
+    assert page.title().startswith("nertz-env"), page.title()
+    # the picture of a game is drawn (an SVG the browser loaded, not a broken image)
+    width = page.eval_on_selector("article img", "img => img.complete ? img.naturalWidth : 0")
+    assert width > 0, "the front page's picture did not load"
+    # the sidebar lists the sections; follow it to a guide
+    sidebar = page.locator(".sidebar-tree")
+    for caption in ("Environment", "Guides", "Reference"):
+        assert sidebar.get_by_text(caption, exact=True).count() >= 1, caption
+    sidebar.get_by_role("link", name="Getting started").first.click()
+    page.wait_for_load_state()
+    assert page.url.endswith("guides/getting-started.html"), page.url
+    assert page.locator("article h1").first.inner_text().startswith("Getting started")
+    # the guide's own links lead on: the environment card, then "next" at the foot of the page
+    page.locator("article").get_by_role("link", name="environment card").first.click()
+    page.wait_for_load_state()
+    assert page.url.endswith("env/nertz.html"), page.url
+    assert "Observation space" in page.locator("article").inner_text()
+    # the generated action table is on the card (from the code at build time)
+    assert page.locator("article table").filter(has_text="lake:nertz").count() >= 1
+    page.locator("a.next-page").click()
+    page.wait_for_load_state()
+    assert page.url.endswith("env/rules.html"), page.url
+    assert not problems, problems
+
+
+def test_a_guide_opens_with_its_code(browser, site_url: str) -> None:  # type: ignore[no-untyped-def]
+    page, problems = _page(browser, (site_url, "data:", "about:"))
+    page.goto(site_url + "guides/training-sb3.html")
+    assert page.locator("article h1").first.inner_text().startswith("Training with Stable-Baselines3")
+    code = page.locator("article div.highlight-python pre").first.inner_text()
+    assert "NertzSingleAgentEnv" in code
+    # the page is marked current in the sidebar, and its table of contents links to its own sections
+    assert page.locator(".sidebar-tree li.current-page > a").inner_text().startswith("Training with Stable-Baselines3")
+    page.locator(".toc-tree").get_by_role("link", name="Run directory").click()
+    assert page.url.endswith("#run-directory"), page.url
+    assert not problems, problems
+
+
+@pytest.mark.parametrize("served", [True, False], ids=["http", "file"])
+def test_search_finds_a_page_offline(browser, site_url: str, served: bool) -> None:  # type: ignore[no-untyped-def]
+    base = site_url if served else SITE.resolve().as_uri() + "/"
+    page, problems = _page(browser, (base, "data:", "about:") if served else ("file:", "data:", "about:"))
+    page.goto(base + "index.html")
+    box = page.locator("input[name=q]").first
+    box.fill("agent_vector_env")
+    box.press("Enter")
+    page.wait_for_url("**/search.html**")
+    results = page.locator("#search-results ul.search li a")
+    results.first.wait_for(timeout=30_000)
+    hrefs = [results.nth(i).get_attribute("href") or "" for i in range(results.count())]
+    assert any("vector-envs" in h for h in hrefs), hrefs
+    if not served:  # from disk the browser refuses fetch(), so the results come without their excerpts
+        problems = [p for p in problems if not (p.startswith("failed: file:") or p == "script error: Failed to fetch")]
+    assert not problems, problems

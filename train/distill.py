@@ -1,0 +1,268 @@
+"""Distil a planner into the network alone: DAgger from a trained network, with a KL anchor to where it started.
+
+``best`` (search with the shipped network inside) scores about a point a round above the network that plays
+inside it. This phase trains that network, alone, to make the planner's choices in the states the network
+itself reaches (DAgger): each round plays ``samples`` decisions with ``teacher`` (default ``best``) at every
+seat and the current network driving one seat of every round (the seat rotates by round), records the
+teacher's choice for every state of every seat, and fits the network on all the rounds' records so far
+(:func:`nertz_env.train.imitate.fit`: cross-entropy on the teacher's choices, the value head on the returns),
+plus ``anchor`` times the KL divergence from the starting network's action distribution, so that the fit
+keeps the starting network's preferences where the labels do not pull it away.
+
+    python -m nertz_env.train.distill --init ppo --teacher best --rounds 8 --samples 100000 \\
+        --run-dir runs/distill
+    python -m nertz_env.train.distill --resume runs/distill --rounds 10   # continue exactly, to 10 rounds
+
+The run directory holds ``config.json`` (the options), ``rounds/round_NN.zip`` (the network after round NN;
+``round_00`` is the start), ``records/round_NN.npz`` (each round's records), ``log.jsonl`` (one line a round:
+decisions, wall time, how often the network's first choice was already the teacher's before the fit, the fit's
+figures) and, at the end, ``policy.zip`` (the last round's network). A resumed run continues from the last
+finished round and ends with the same network as a run that never stopped (the same seeds per round, a fresh
+optimizer each round, the records read back as written).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from nertz_env.config import NertzConfig, make_config
+
+#: the options a run is made of (config.json); a resume may change only ``rounds``
+OPTIONS = ("init", "teacher", "rounds", "samples", "epochs", "lr", "anchor", "batch_size", "seed", "players", "rules")
+
+
+def check_options(opts: dict[str, Any], config: NertzConfig) -> str:
+    """Every check before any work; returns the starting network's file. Raises ValueError (AgentSpecError)
+    or FileNotFoundError naming the bad option."""
+    from nertz_env.agents import make_agent
+    from nertz_env.agents.registry import shipped_models
+
+    for name in ("rounds", "samples", "epochs", "batch_size"):
+        if int(opts[name]) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {opts[name]}")
+    if not (np.isfinite(opts["lr"]) and opts["lr"] > 0):
+        raise ValueError(f"--lr must be a finite number > 0, got {opts['lr']}")
+    if not (np.isfinite(opts["anchor"]) and opts["anchor"] >= 0):
+        raise ValueError(f"--anchor must be a finite number >= 0, got {opts['anchor']}")
+    if opts["seed"] < 0:
+        raise ValueError(f"--seed must be >= 0, got {opts['seed']}")
+    if config.target_score is not None or config.rounds is not None:
+        raise ValueError("distillation records single rounds; use rules without target_score or rounds")
+    path = shipped_models().get(opts["init"], opts["init"])
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"--init: no network {opts['init']!r} (a .zip policy file or a shipped model's name)")
+    student = make_agent(path)
+    student.reset(config, 0, 0)  # a network for another table fails here
+    teacher = make_agent(opts["teacher"])  # a bad teacher spec fails here
+    teacher.reset(config, 0, 0)
+    return path
+
+
+def _save_records(path: str, demos: Any) -> None:
+    tmp = path + ".tmp.npz"
+    np.savez_compressed(tmp, obs=demos.obs, masks=demos.masks, actions=demos.actions, returns=demos.returns,
+                        games=demos.games, seconds=demos.seconds)
+    os.replace(tmp, path)
+
+
+def _load_records(path: str) -> Any:
+    from nertz_env.train.imitate import Demonstrations
+
+    with np.load(path) as z:
+        return Demonstrations(obs=z["obs"], masks=z["masks"], actions=z["actions"], returns=z["returns"],
+                              games=int(z["games"]), seconds=float(z["seconds"]))
+
+
+def _agreement(policy: Any, demos: Any) -> float:
+    """How often the network's most probable legal action is the teacher's choice, over the records."""
+    from nertz_env.agents.policy import policy_probabilities
+
+    hits = 0
+    for i in range(0, len(demos.actions), 4096):
+        probs = policy_probabilities(policy, demos.obs[i : i + 4096], demos.masks[i : i + 4096])
+        hits += int((probs.argmax(1) == demos.actions[i : i + 4096]).sum())
+    return hits / max(1, len(demos.actions))
+
+
+def _read_log(run_dir: str) -> list[dict[str, Any]]:
+    path = os.path.join(run_dir, "log.jsonl")
+    if not os.path.isfile(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def distill(
+    run_dir: str,
+    init: str = "ppo",
+    teacher: str = "best",
+    rounds: int | None = 8,
+    samples: int = 100_000,
+    epochs: int = 2,
+    lr: float = 5e-5,
+    anchor: float = 0.1,
+    batch_size: int = 1024,
+    seed: int = 0,
+    players: int = 4,
+    rules: dict[str, Any] | None = None,
+    resume: bool = False,
+    progress: bool = False,
+    log: Any = print,
+) -> dict[str, Any]:
+    """Run (or, with ``resume``, continue) the rounds of a distillation run in ``run_dir``; returns its figures.
+
+    With ``resume`` every option but ``rounds`` is read from ``run_dir/config.json`` (``rounds`` None: the run's
+    own number of rounds).
+    """
+    from nertz_env.agents.forward import NumpyActor
+    from nertz_env.agents.meta import make_meta
+    from nertz_env.agents.policy import PolicyAgent, load_policy
+    from nertz_env.train.imitate import _PolicyHolder, collect, fit
+    from nertz_env.train.trainer import save_policy
+
+    cfg_path = os.path.join(run_dir, "config.json")
+    if resume:
+        if not os.path.isfile(cfg_path):
+            raise FileNotFoundError(f"--resume {run_dir!r}: no distillation run there (no config.json)")
+        with open(cfg_path, encoding="utf-8") as f:
+            opts = json.load(f)
+        if rounds is not None:
+            opts["rounds"] = rounds
+    else:
+        if os.path.exists(run_dir) and (not os.path.isdir(run_dir) or os.listdir(run_dir)):
+            raise ValueError(f"--run-dir {run_dir!r} exists and is not an empty directory: name a new one "
+                             "(or continue it with --resume)")
+        opts = {"init": init, "teacher": teacher, "rounds": 8 if rounds is None else rounds, "samples": samples, "epochs": epochs, "lr": lr,
+                "anchor": anchor, "batch_size": batch_size, "seed": seed, "players": players,
+                "rules": dict(rules or {})}
+    config = make_config(num_players=int(opts["players"]), **opts["rules"])
+    path = check_options(opts, config)
+    done = _read_log(run_dir) if resume else []
+    if len(done) > opts["rounds"]:
+        raise ValueError(f"--rounds {opts['rounds']}: the run in {run_dir!r} has already finished {len(done)} rounds")
+    for sub in ("rounds", "records"):
+        os.makedirs(os.path.join(run_dir, sub), exist_ok=True)
+    if not resume:
+        with open(cfg_path, "w", encoding="utf-8") as f:
+            json.dump(opts, f, indent=2)
+
+    from stable_baselines3.common.save_util import load_from_zip_file
+
+    base, _ = load_policy(path)
+    start = copy.deepcopy(base)  # the anchor: the network the run started from (round_00)
+    data, _, _ = load_from_zip_file(path, device="cpu", load_data=True, print_system_info=False)
+    kwargs = dict((data or {}).get("policy_kwargs") or {})
+    if not resume:
+        save_policy(_PolicyHolder(start, kwargs), os.path.join(run_dir, "rounds", "round_00.zip"),
+                    make_meta(config, num_timesteps=0, mode="distillation", n_envs=1, distill={**opts, "round": 0}))
+    last = os.path.join(run_dir, "rounds", f"round_{len(done):02d}.zip")
+    policy = copy.deepcopy(load_policy(last)[0] if done else base)
+    holder = _PolicyHolder(policy, kwargs)
+    records = [_load_records(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz")) for k in range(len(done))]
+    started = time.perf_counter()
+    elapsed0 = float(done[-1]["elapsed_s"]) if done else 0.0
+    for k in range(len(done), int(opts["rounds"])):
+        meta = make_meta(config, num_timesteps=0, mode="distillation", n_envs=1, distill={**opts, "round": k})
+        # the network does not change while the round is collected: it plays through its numpy forward
+        student = PolicyAgent(policy, meta, deterministic=True, name="student", actor=NumpyActor.from_policy(policy))
+        demos = collect(opts["teacher"], config, int(opts["samples"]), seed=int(opts["seed"]) + 7_919 * (k + 1),
+                        progress=progress, student=student, relative_reward=True)
+        _save_records(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz"), demos)
+        records.append(_load_records(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz")))
+        agree = _agreement(policy, demos)
+        every = records[0]
+        for more in records[1:]:
+            every = every + more
+        torch.manual_seed(int(opts["seed"]) + k)
+        t0 = time.perf_counter()
+        stats = fit(policy, every, epochs=int(opts["epochs"]), batch_size=int(opts["batch_size"]), lr=float(opts["lr"]),
+                    seed=int(opts["seed"]) + k, log=log, anchor=start, anchor_coef=float(opts["anchor"]))
+        fit_s = time.perf_counter() - t0
+        out = os.path.join(run_dir, "rounds", f"round_{k + 1:02d}.zip")
+        save_policy(holder, out, make_meta(config, num_timesteps=0, mode="distillation", n_envs=1,
+                                           distill={**opts, "round": k + 1, **stats}))
+        row = {"round": k + 1, "decisions": len(demos.actions), "games": demos.games,
+               "collect_s": round(demos.seconds, 1), "fit_s": round(fit_s, 1), "fitted_on": len(every.actions),
+               "agreement_before_fit": round(agree, 5),
+               "elapsed_s": round(elapsed0 + time.perf_counter() - started, 1), "policy": out, **stats}
+        with open(os.path.join(run_dir, "log.jsonl"), "a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
+        log(f"round {k + 1}/{opts['rounds']}: {len(demos.actions):,} decisions in {demos.seconds:.0f} s, the network "
+            f"agreed with {opts['teacher']} on {agree:.2%} before the fit; fit {fit_s:.0f} s, accuracy "
+            f"{stats['accuracy']:.2%}; saved {out}")
+    final = os.path.join(run_dir, "policy.zip")
+    save_policy(holder, final, make_meta(config, num_timesteps=0, mode="distillation", n_envs=1,
+                                         distill={**opts, "round": int(opts["rounds"])}))
+    rows = _read_log(run_dir)
+    log(f"saved {final} after {len(rows)} rounds ({rows[-1]['elapsed_s'] / 60 if rows else 0:.1f} min of rounds)")
+    return {"out": final, "rounds": rows}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m nertz_env.train.distill``: exit code 2 with one line on bad input."""
+    from nertz_env.agents import AgentSpecError
+    from nertz_env.threads import limit_threads
+    from nertz_env.train.cli import OneLineParser, _rule
+
+    ap = OneLineParser(prog="python -m nertz_env.train.distill", description=__doc__.split("\n")[0])
+    ap.add_argument("--run-dir", help="a new directory for the run (with --resume: the run to continue)")
+    ap.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR (only --rounds may change)")
+    ap.add_argument("--init", help="the network to start from: a .zip policy or a shipped name (default ppo)")
+    ap.add_argument("--teacher", help="the agent spec whose choices are the labels (default best)")
+    ap.add_argument("--rounds", type=int, help="DAgger rounds (default 8; with --resume, the run's own)")
+    ap.add_argument("--samples", type=int, help="decisions recorded per round (whole rounds, so a few more; default 100,000)")
+    ap.add_argument("--epochs", type=int, help="epochs over all the records after each round (default 2)")
+    ap.add_argument("--lr", type=float, help="Adam learning rate of the fit (default 5e-5)")
+    ap.add_argument("--anchor", type=float, help="weight of the KL divergence to the starting network (default 0.1)")
+    ap.add_argument("--batch-size", type=int, help="minibatch size of the fit (default 1024)")
+    ap.add_argument("--seed", type=int, help="seed of the rounds' deals and the fit (default 0)")
+    ap.add_argument("--players", type=int, help="table size (default 4)")
+    ap.add_argument("--rule", action="append", type=_rule, metavar="KEY=VALUE", help="a rules option (repeat)")
+    args = ap.parse_args(argv)
+    fixed = {"init": args.init, "teacher": args.teacher, "samples": args.samples, "epochs": args.epochs,
+             "lr": args.lr, "anchor": args.anchor, "batch_size": args.batch_size, "seed": args.seed,
+             "players": args.players, "rule": args.rule}
+    if args.resume is not None:
+        given = [f"--{k.replace('_', '-')}" for k, v in fixed.items() if v is not None]
+        if args.run_dir is not None:
+            given.insert(0, "--run-dir")
+        if given:
+            ap.error(f"{', '.join(given)} cannot change a run being resumed (its options are in config.json); "
+                     "only --rounds may")
+    elif args.run_dir is None:
+        ap.error("give --run-dir (a new run) or --resume RUN_DIR")
+    rules: dict[str, Any] = {}
+    for key, value in args.rule or []:
+        if key in rules:
+            ap.error(f"--rule {key} is given twice ({rules[key]!r} and {value!r}): give it once")
+        rules[key] = value
+    if "num_players" in rules:
+        ap.error("give the table size as --players, not as --rule num_players")
+    limit_threads(1)
+    torch.set_num_threads(1)
+    defaults: dict[str, Any] = {"init": "ppo", "teacher": "best", "samples": 100_000, "epochs": 2, "lr": 5e-5, "anchor": 0.1,
+                "batch_size": 1024, "seed": 0, "players": 4}
+    kw: dict[str, Any] = {k: (v if v is not None else defaults[k]) for k, v in fixed.items() if k != "rule"}
+    rounds = args.rounds
+    try:
+        if args.resume is not None:
+            result = distill(args.resume, rounds=rounds, resume=True, progress=sys.stderr.isatty())
+        else:
+            result = distill(args.run_dir, rounds=rounds, rules=rules, progress=sys.stderr.isatty(), **kw)
+    except (AgentSpecError, FileNotFoundError, ValueError) as e:
+        print(f"{ap.prog}: error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps({"out": result["out"], "rounds": len(result["rounds"])}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
