@@ -87,7 +87,8 @@ class Progress:
             if os.path.exists(final["resume.json"]):  # an older state: it no longer goes with the new files
                 os.remove(final["resume.json"])
             with open(tmp["records.npz"], "wb") as f:
-                np.savez(f, **arrays)
+                save: Any = np.savez  # numpy's stub reads **arrays as its allow_pickle keyword
+                save(f, **arrays)
             torch.save(self.weights, tmp["weights.pt"])
             with open(tmp["resume.json"], "w", encoding="utf-8") as f:
                 json.dump(info, f, indent=1)
