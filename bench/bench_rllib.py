@@ -184,6 +184,80 @@ def bench_rllib(args: argparse.Namespace, runners: int, vectorize: str) -> dict[
     return _row(label, runners, counts, sample, train, whole, share)
 
 
+def bench_interleaved(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Sampling only, in one process, the backends taking turns: an SB3 rollout (``collect_rollouts``), then
+    RLlib's single-agent env runner, then its multi-agent one (both local: ``num_env_runners=0``), each
+    sampling ``n_steps`` ticks of ``tables`` tables, ``--rounds`` times. On a shared machine the load changes
+    from minute to minute; taking turns every few seconds gives each backend the same share of it, so the
+    ratio of their rates holds where separate runs' rates do not."""
+    import numpy as np
+    import ray
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from nertz_env.rllib import ppo_config
+    from nertz_env.train.vec import NertzVecEnv
+
+    torch.set_num_threads(1)
+    venv = NertzVecEnv(args.tables, num_players=args.players, seed=0)
+    model = MaskablePPO(
+        "MlpPolicy", venv, n_steps=args.n_steps, batch_size=args.minibatch, n_epochs=args.epochs,
+        policy_kwargs={"net_arch": {"pi": list(HIDDEN), "vf": list(HIDDEN)}}, device="cpu", seed=0,
+    )
+    _, callback = model._setup_learn(10**9, callback=None)
+    callback.on_training_start(locals(), globals())
+    batch = args.n_steps * args.tables * args.players
+
+    def sb3() -> int:
+        model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=args.n_steps)
+        return batch
+
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    single = ppo_config(
+        {"num_players": args.players, "num_tables": args.tables}, single_agent=True, train_batch_size=batch,
+        minibatch_size=args.minibatch, hidden=HIDDEN,
+    ).build_algo()
+    multi = ppo_config(
+        {"num_players": args.players, "num_tables": args.tables}, train_batch_size=args.n_steps,
+        minibatch_size=args.minibatch, hidden=HIDDEN,
+    ).build_algo()
+
+    def rllib_single() -> int:
+        episodes = single.env_runner.sample(num_timesteps=batch, random_actions=False)
+        return int(sum(len(e) for e in episodes))
+
+    def rllib_multi() -> int:
+        episodes = multi.env_runner.sample(num_timesteps=args.n_steps, random_actions=False)
+        return int(sum(e.agent_steps() for e in episodes))
+
+    runs = {"sb3": sb3, "rllib single-agent route": rllib_single, "rllib multi-agent env": rllib_multi}
+    rates: dict[str, list[float]] = {k: [] for k in runs}
+    try:
+        for fn in runs.values():  # warm-up: compilation, first forward passes
+            fn()
+        for r in range(args.rounds):
+            for k, fn in runs.items():
+                t = time.perf_counter()
+                n = fn()
+                rates[k].append(n / (time.perf_counter() - t))
+            print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:,.0f}" for k, v in rates.items()), file=sys.stderr)
+    finally:
+        single.stop()
+        multi.stop()
+        ray.shutdown()
+    sb3_rates = np.array(rates["sb3"])
+    return [
+        {
+            "backend": k,
+            "sampled_per_s_median": float(np.median(v)),
+            "sampled_per_s_best": float(np.max(v)),
+            "ratio_to_sb3_median": float(np.median(sb3_rates / np.array(v))),
+            "rates": v,
+        }
+        for k, v in rates.items()
+    ]
+
+
 def league_env_cost(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Env ``step`` time per tick of one env of ``tables`` tables with RLlib playing every seat (self-play) or
     seat 0 only, seats 1.. played by a scripted agent inside the env; random legal actions for RLlib's seats."""
@@ -266,7 +340,38 @@ def main() -> None:
         action="store_true",
         help="instead: the env's step time with scripted opponents inside it (no Ray, one process)",
     )
+    parser.add_argument(
+        "--interleaved",
+        action="store_true",
+        help="instead: sampling only, SB3 and RLlib's two routes taking turns in one process (--rounds)",
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of --interleaved")
     args = parser.parse_args()
+    if args.interleaved:
+        from nertz_env.threads import limit_threads
+
+        limit_threads(1)
+        rows = bench_interleaved(args)
+        text = print_table(
+            f"Sampling side by side, taking turns in one process ({args.rounds} rounds): {args.players} players "
+            f"self-play, {args.tables} tables x {args.n_steps} ticks, MLP {HIDDEN}, one CPU",
+            ["sampler", "agent steps/s (median)", "agent steps/s (best)", "SB3 / this (median of rounds)"],
+            [
+                [r["backend"], f"{r['sampled_per_s_median']:,.0f}", f"{r['sampled_per_s_best']:,.0f}",
+                 f"{r['ratio_to_sb3_median']:.2f}x"]
+                for r in rows
+            ],
+        )
+        RESULTS.mkdir(exist_ok=True)
+        cmd = "python bench/bench_rllib.py " + " ".join(sys.argv[1:])
+        when = time.strftime("%Y-%m-%d %H:%M:%S")
+        load = os.getloadavg()[0]
+        stem = f"bench_rllib_interleaved_{args.tables}"
+        (RESULTS / f"{stem}.json").write_text(
+            json.dumps({"command": cmd, "when": when, "load_1min": load, "rows": rows}, indent=2) + "\n"
+        )
+        (RESULTS / f"{stem}.md").write_text(text + f"\n\n{cmd} ({when}, load average {load:.1f})\n")
+        return
     if args.league_cost:
         from nertz_env.threads import limit_threads
 

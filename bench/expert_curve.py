@@ -35,6 +35,11 @@ def evaluate(net: str, out: Path, deals: int, seed: int, workers: int) -> dict:
     return json.loads(res.read_text())["summary"]["score_differences"][0]
 
 
+def _pm(ci95: float | None) -> str:
+    """``± half-width``, or a note when one deal gives no interval (the harness reports None then)."""
+    return "(one deal: no interval)" if ci95 is None else f"± {ci95:.2f}"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("run", type=Path, help="the run directory (holding iters/)")
@@ -56,11 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     for k, minutes, net in points:
         d = evaluate(net, args.run / "eval" / f"iter_{k:02d}", args.deals, args.seed, args.workers)
         rows.append({"iteration": k, "minutes": minutes, "mean": d["mean"], "ci95": d["ci95"], "deals": d["n"]})
-        print(f"iteration {k}: {d['mean']:+.2f} ± {d['ci95']:.2f}", flush=True)
+        print(f"iteration {k}: {d['mean']:+.2f} {_pm(d['ci95'])}", flush=True)
     print(f"\n| iteration | minutes of training | planner minus search (95%) | deals (seed {args.seed}) |")
     print("|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['iteration']} | {r['minutes']:.1f} | {r['mean']:+.2f} ± {r['ci95']:.2f} | {r['deals']} |")
+        print(f"| {r['iteration']} | {r['minutes']:.1f} | {r['mean']:+.2f} {_pm(r['ci95'])} | {r['deals']} |")
     (args.run / "eval" / "curve.json").write_text(json.dumps(rows, indent=2))
     import matplotlib
 
@@ -68,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.errorbar([r["minutes"] for r in rows], [r["mean"] for r in rows], yerr=[r["ci95"] for r in rows],
+    ax.errorbar([r["minutes"] for r in rows], [r["mean"] for r in rows], yerr=[r["ci95"] or 0.0 for r in rows],
                 fmt="o-", capsize=3, label=f"expert planner vs 3x search ({args.deals} deals, seed {args.seed})")
     ax.axhline(0, color="grey", lw=1)
     ax.set_xlabel("expert-iteration wall time (minutes; iteration 0 is the initial network)")

@@ -19,6 +19,11 @@ MIN_PLAYERS, MAX_PLAYERS = 2, 8
 DEFAULT_STALL_TICKS = 100
 DEFAULT_MAX_TICKS = 2000
 DEFAULT_MAX_ROUNDS = 100
+#: the largest value of an option without a bound of its own: the engine keeps options, ticks and scores as
+#: int32 (a larger value would overflow there, or raise OverflowError deep inside instead of a clear error)
+MAX_OPTION_INT = 2**31 - 1
+#: the most rounds a match may have: the engine counts rounds in an int16
+MAX_MATCH_ROUNDS = 2**15 - 1
 
 
 def _is_int(v: Any) -> bool:
@@ -89,7 +94,8 @@ class NertzConfig:
             v = getattr(self, name)
             if optional and v is None:
                 return
-            allowed = f"an integer from {lo} to {hi}" if hi is not None else f"an integer >= {lo}"
+            hi = MAX_OPTION_INT if hi is None else hi
+            allowed = f"an integer from {lo} to {hi}"
             if optional:
                 allowed += " or None"
             if not _is_int(v) or v < lo or (hi is not None and v > hi):
@@ -107,8 +113,8 @@ class NertzConfig:
         int_range("stall_ticks", 1, None, optional=True)
         int_range("max_ticks", 1, None, optional=True)
         int_range("target_score", 1, None, optional=True)
-        int_range("rounds", 1, None, optional=True)
-        int_range("max_rounds", 1, None, optional=True)
+        int_range("rounds", 1, MAX_MATCH_ROUNDS, optional=True)
+        int_range("max_rounds", 1, MAX_MATCH_ROUNDS, optional=True)
         int_range("jokers", 0, 2)
         if self.recycle not in ("flip", "shuffle"):
             raise bad("recycle", "'flip' or 'shuffle'")

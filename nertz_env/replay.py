@@ -438,7 +438,7 @@ class _Lines:
                 data = data.lstrip(b"\0")
                 if not data:
                     continue
-                if data[:2] != b"\x1f\x8b" and len(data) >= 2:
+                if not b"\x1f\x8b".startswith(data[:2]):  # one stray byte too (a lone 0x1f is a member cut short)
                     raise ReplayError(f"{self.path}: bytes after the end of the gzip stream that are not gzip")
                 d = zlib.decompressobj(16 + zlib.MAX_WBITS)
                 in_member = True
@@ -566,6 +566,23 @@ def _check_tick_line(obj: dict[str, Any], n: int, where: str) -> None:
         raise ReplayError(f"{where}: 'h' must be the table's hash, 8 hex digits, got {short(h)}")
 
 
+def _check_tick_count(obj: dict[str, Any], count: int, where: str) -> None:
+    """The closing line's ``ticks``: the number of tick lines before it."""
+    ticks = obj.get("ticks")
+    if not isinstance(ticks, int) or isinstance(ticks, bool) or ticks != count:
+        raise ReplayError(f"{where}: 'ticks' must be the number of tick lines ({count}), got {short(ticks)}")
+
+
+def _has_lone_surrogate(obj: Any) -> bool:
+    """Whether a parsed line holds a lone UTF-16 surrogate (JSON's ``\\ud800`` without its pair), which no
+    UTF-8 output (the page, a terminal) can hold."""
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES) -> Replay:
     """Read a ``nertz-replay/1`` file (plain or gzip). Raises :class:`ReplayError` naming the line and the field.
 
@@ -597,6 +614,8 @@ def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES)
                     raise ReplayError(cut(f"{where}: not JSON ({why})")) from None
                 if not isinstance(obj, dict):
                     raise ReplayError(f"{where}: each line is a JSON object")
+                if b"\\u" in line and _has_lone_surrogate(obj):
+                    raise ReplayError(f"{where}: a \\ud800-\\udfff escape that is no pair: not text (no page can show it)")
                 if rep is None:
                     if obj.get("format") != FORMAT:
                         raise ReplayError(f"{where}: not a {FORMAT} file (format {short(obj.get('format'))})")
@@ -610,7 +629,11 @@ def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES)
                     if not isinstance(obj["final"], dict):
                         raise ReplayError(f"{where}: 'final' must be the closing table, got {short(obj['final'])}")
                     rep.final = obj["final"]
+                    _check_tick_count(obj, len(rep.ticks), where)
                 elif "stopped" in obj:
+                    if not isinstance(obj["stopped"], str):
+                        raise ReplayError(f"{where}: 'stopped' must be text (why the game stopped), got {short(obj['stopped'])}")
+                    _check_tick_count(obj, len(rep.ticks), where)
                     rep.stopped = True
                 else:
                     _check_tick_line(obj, n, where)

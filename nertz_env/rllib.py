@@ -360,6 +360,7 @@ class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
         from nertz_env.agent_vector import NertzAgentVectorEnv
 
         limit_threads(1)
+        _use_fast_unbatch()  # built inside RLlib's env runner: its per-step unbatching, made fast
         cfg = dict(config or {})
         num_envs = cfg.pop("num_envs", None)
         spec = parse_env_config(cfg)
@@ -547,7 +548,12 @@ def ppo_config(
     mapping = league_mapping(league.learners_per_table, league.snapshot_ids) if league else self_play_mapping
     config = (
         NertzPPOConfig()
-        .environment(env=NertzRLlibEnv, env_config=env_cfg, disable_env_checking=True)
+        # Discrete actions: RLlib's action normalizing/clipping is a no-op that costs a deepcopy and a
+        # per-action Python call every step (14% of sampling in the profile, bench_rllib_notes.md)
+        .environment(
+            env=NertzRLlibEnv, env_config=env_cfg, disable_env_checking=True, normalize_actions=False,
+            clip_actions=False,
+        )
         .framework("torch")
         .env_runners(
             num_env_runners=num_env_runners,
@@ -577,6 +583,85 @@ def ppo_config(
         .debugging(seed=seed)
     )
     return config
+
+
+class NertzSingleAgentPPOConfig(PPOConfig):
+    """RLlib's ``PPOConfig`` for the single-agent route, with one piece of the module-to-env pipeline swapped:
+    RLlib's ``UnBatchToIndividualItems`` splits every output column (actions, their log-probabilities, the
+    logits) into rows through ``tree.unflatten_as``, one call per row and column (17% of an env runner's
+    time at 64 sub-environments, ``bench/results/bench_rllib_notes.md``); the columns here are flat arrays,
+    whose rows ``list(column)`` gives directly. Everything else is RLlib's."""
+
+    def build_module_to_env_connector(self, env: Any = None, spaces: Any = None) -> Any:
+        """RLlib's module-to-env pipeline with its ``UnBatchToIndividualItems`` piece replaced by the flat
+        unbatcher described above."""
+        pipeline = super().build_module_to_env_connector(env, spaces)
+        from ray.rllib.connectors.module_to_env import UnBatchToIndividualItems
+
+        for i, piece in enumerate(pipeline.connectors):
+            if type(piece) is UnBatchToIndividualItems:
+                pipeline.connectors[i] = _flat_unbatch_class()(
+                    piece.input_observation_space, piece.input_action_space
+                )
+        return pipeline
+
+
+def fast_unbatch(struct: Any) -> Any:
+    """RLlib's ``space_utils.unbatch`` (a struct of batches -> a list of structs), with fast paths for a flat
+    array and a dict of flat arrays (the single-agent route's observations and actions), which RLlib unbatches
+    through ``tree.unflatten_as`` row by row (15% of an env runner's time at 64 sub-environments). The same
+    result; anything else goes to RLlib's own."""
+    if isinstance(struct, np.ndarray):
+        return list(struct)
+    if isinstance(struct, dict) and struct and all(isinstance(v, np.ndarray) for v in struct.values()):
+        keys = list(struct)
+        return [dict(zip(keys, row, strict=True)) for row in zip(*(struct[k] for k in keys), strict=True)]
+    from ray.rllib.utils.spaces.space_utils import unbatch
+
+    return unbatch(struct)
+
+
+def _use_fast_unbatch() -> None:
+    """Make RLlib's single-agent env runner unbatch with :func:`fast_unbatch` (in the calling process; the
+    env runner module looks the name up at every step). Same results, so it is safe for any other run too."""
+    import ray.rllib.env.single_agent_env_runner as runner_module
+
+    if getattr(runner_module.unbatch, "__name__", "") != "fast_unbatch":
+        runner_module.unbatch = fast_unbatch
+
+
+_FLAT_UNBATCH: Any = None
+
+
+def _flat_unbatch_class() -> Any:
+    """``UnBatchToIndividualItems`` with a fast path for flat numpy columns of a single-agent batch (made on
+    first use: the module imports Ray's connectors only when this route is used)."""
+    global _FLAT_UNBATCH
+    if _FLAT_UNBATCH is not None:
+        return _FLAT_UNBATCH
+    from collections import defaultdict
+
+    from ray.rllib.connectors.module_to_env import UnBatchToIndividualItems
+
+    class FlatUnBatchToIndividualItems(UnBatchToIndividualItems):
+        def __call__(self, *, rl_module: Any, batch: Any, episodes: Any, explore: Any = None,
+                     shared_data: Any = None, **kwargs: Any) -> Any:
+            order = (shared_data or {}).get("memorized_map_structure")
+            if not isinstance(order, list) or not all(isinstance(v, np.ndarray) for v in batch.values()):
+                return super().__call__(
+                    rl_module=rl_module, batch=batch, episodes=episodes, explore=explore,
+                    shared_data=shared_data, **kwargs,
+                )
+            for column, data in list(batch.items()):
+                rows = list(data)  # what RLlib's unbatch gives for a flat array, row by row
+                by_episode: dict[Any, list[Any]] = defaultdict(list)
+                for i, eps_id in enumerate(order):
+                    by_episode[(eps_id,)].append(rows[i])
+                batch[column] = dict(by_episode)
+            return batch
+
+    _FLAT_UNBATCH = FlatUnBatchToIndividualItems
+    return _FLAT_UNBATCH
 
 
 def _single_agent_config(
@@ -614,8 +699,11 @@ def _single_agent_config(
         raise ValueError("single_agent=True is shared-policy self-play: leave learners_per_table unset")
     model_config = {"fcnet_hiddens": list(hidden), "fcnet_activation": "relu", "head_fcnet_hiddens": []}
     return (
-        PPOConfig()
-        .environment(env=NertzRLlibVectorEnv, env_config=env_cfg, disable_env_checking=True)
+        NertzSingleAgentPPOConfig()
+        .environment(
+            env=NertzRLlibVectorEnv, env_config=env_cfg, disable_env_checking=True, normalize_actions=False,
+            clip_actions=False,
+        )
         .framework("torch")
         .env_runners(
             num_env_runners=num_env_runners,

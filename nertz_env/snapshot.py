@@ -103,6 +103,10 @@ def _field(d: Any, key: str, where: str) -> Any:
     return d[key]
 
 
+#: the engine keeps ticks and scores as int32: a larger value is refused here, not an OverflowError on writing
+_INT32_MAX = 2**31 - 1
+
+
 def _int(v: Any, where: str, lo: int = 0, hi: int | None = None) -> int:
     if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo or (hi is not None and v > hi):
         rng = f"from {lo} to {hi}" if hi is not None else f">= {lo}"
@@ -172,12 +176,12 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
         details = ", ".join(f"{k}={theirs[k]!r} in the snapshot but {mine[k]!r} here" for k in diff)
         raise SnapshotError(f"snapshot.config differs from this table's config: {details}")
     n_players, w, d = config.num_players, config.work_piles, config.deck_size
-    tick = _int(_field(snap, "tick", "snapshot"), "snapshot.tick")
+    tick = _int(_field(snap, "tick", "snapshot"), "snapshot.tick", 0, _INT32_MAX)
     rnd = _int(_field(snap, "round", "snapshot"), "snapshot.round", 0, config.max_rounds_resolved - 1)
-    since = _int(_field(snap, "since_progress", "snapshot"), "snapshot.since_progress")
+    since = _int(_field(snap, "since_progress", "snapshot"), "snapshot.since_progress", 0, _INT32_MAX)
     stalls = _int(_field(snap, "stalls", "snapshot"), "snapshot.stalls", 0, 1)
     done = _field(snap, "done", "snapshot")
-    if done not in _DONE_CODES:
+    if not isinstance(done, str) or done not in _DONE_CODES:  # a list or a dict is not hashable
         raise SnapshotError(f"snapshot.done must be one of {sorted(_DONE_CODES)}, got {short(done)}")
     players = _field(snap, "players", "snapshot")
     if not isinstance(players, list) or len(players) != n_players:
@@ -210,8 +214,12 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
         redeals = _int(_field(pl, "redeals", where), f"{where}.redeals", 0, 32767)
         false_calls = _int(_field(pl, "false_calls", where), f"{where}.false_calls", 0, 32767)
         match_score = pl.get("match_score", 0) if isinstance(pl, dict) else 0
-        if not isinstance(match_score, (int, np.integer)) or isinstance(match_score, bool):
-            raise SnapshotError(f"{where}.match_score must be an integer")
+        if (
+            not isinstance(match_score, (int, np.integer))
+            or isinstance(match_score, bool)
+            or not -_INT32_MAX - 1 <= match_score <= _INT32_MAX
+        ):
+            raise SnapshotError(f"{where}.match_score must be an integer (32 bits), got {short(match_score)}")
         for c in nertz + stock + waste + [c for pile in work for c in pile]:
             owned[p][min(c, JOKER)] += 1
         parsed.append((nertz, work, stock, waste, redeals, false_calls, int(match_score)))

@@ -21,12 +21,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import tomllib
-
 REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO / ".venv" / "isolated"
 TORCH_PIN = "torch==2.13.0"  # the CPU build (.ci/setup installs the same)
-_SOURCES = ("nertz_env", "agents", "train", "eval", "pyproject.toml", "README.md", "LICENSE")
 
 
 def _pip(python: Path | str, *args: str, timeout: float = 1800) -> None:
@@ -43,37 +40,41 @@ def _pip(python: Path | str, *args: str, timeout: float = 1800) -> None:
 
 
 def build_wheel(out: Path) -> Path:
-    """A wheel of the checkout's current sources, built from a copy (setuptools writes build/ beside the
-    sources, which must not race with anything else using the checkout)."""
+    """A wheel of the checkout's current sources (every file git tracks, as it is on disk), built from a copy:
+    setuptools writes build/ beside the sources, which must not race with anything else using the checkout."""
     src = out / "src"
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "build", "*.egg-info")
-    for name in _SOURCES:
-        p = REPO / name
-        if p.is_dir():
-            shutil.copytree(p, src / name, ignore=ignore)
-        else:
-            shutil.copy2(p, src / name)
-    subprocess.run(
+    files = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPO, check=True, capture_output=True, timeout=60
+    ).stdout.decode().split("\0")
+    for name in filter(None, files):
+        if (REPO / name).is_file():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, src / name)
+    proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(src)],
-        check=True,
         capture_output=True,
+        text=True,
         timeout=600,
     )
+    if proc.returncode != 0:
+        raise RuntimeError(f"building the wheel failed:\n{proc.stderr[-3000:]}")
     (wheel,) = out.glob("nertz_env-*.whl")
     return wheel
 
 
-def _key(requirements: list[str]) -> str:
+def _key(requirements: list[str], torch: bool) -> str:
+    import tomllib  # Python 3.11+; imported here so that collecting these tests works on 3.10 too
+
     deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    blob = json.dumps([list(sys.version_info[:2]), TORCH_PIN, sorted(deps), list(requirements)])
+    blob = json.dumps([list(sys.version_info[:2]), TORCH_PIN if torch else None, sorted(deps), list(requirements)])
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def client_venv(name: str, requirements: list[str], wheel: Path) -> Path:
-    """The python of a venv with ``requirements`` (plus torch CPU and nertz-env's dependencies), built once and
-    cached, with ``wheel`` (nertz-env) installed into it afresh. Returns the venv's python."""
+def client_venv(name: str, requirements: list[str], wheel: Path, torch: bool = True) -> Path:
+    """The python of a venv with ``requirements`` (plus torch CPU unless ``torch=False``, and nertz-env's
+    dependencies), built once and cached, with ``wheel`` (nertz-env) installed into it afresh."""
     ROOT.mkdir(parents=True, exist_ok=True)
-    path = ROOT / f"{name}-{_key(requirements)}"
+    path = ROOT / f"{name}-{_key(requirements, torch)}"
     python = path / "bin" / "python"
     done = path / ".complete"
     with open(ROOT / f"{name}.lock", "w") as lock:
@@ -82,7 +83,7 @@ def client_venv(name: str, requirements: list[str], wheel: Path) -> Path:
             shutil.rmtree(path, ignore_errors=True)
             subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=300)
             # one resolve: the client's requirements, torch pinned to the CPU build, nertz-env's dependencies
-            _pip(python, TORCH_PIN, *requirements, str(wheel))
+            _pip(python, *([TORCH_PIN] if torch else []), *requirements, str(wheel))
             done.write_text(json.dumps({"requirements": requirements}) + "\n")
         _pip(python, "--no-deps", "--force-reinstall", str(wheel), timeout=600)
     return python

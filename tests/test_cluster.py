@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("ray", reason="needs Ray: pip install 'nertz-env[rllib]'")
+pytest.importorskip("ray", reason="needs the rllib extra (Ray): pip install 'nertz-env[rllib]'")
 
 from nertz_env.eval.cli import main
 
@@ -145,10 +145,14 @@ def two_nodes():
         cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
         ray.shutdown()  # Cluster connected this process: nertz-eval joins it on its own
+        CLUSTERS[cluster.address] = cluster
         yield cluster.address
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+CLUSTERS: dict[str, Any] = {}  # address -> the Cluster of the fixture (for adding and removing nodes)
 
 
 def _eval(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -185,8 +189,9 @@ def test_cluster_gauntlet_equals_the_local_run(two_nodes, tmp_path) -> None:
     assert len(rows) > 1 and rows == _games(tmp_path / "local")
 
 
-def _task_pids() -> list[int]:
-    """Ray worker processes running a deal task now (Ray titles a busy worker ``ray::<function>``)."""
+def _task_pids(parent: int | None = None) -> list[int]:
+    """Ray worker processes running a deal task now (Ray titles a busy worker ``ray::<function>``); with
+    ``parent``, only the workers of that raylet."""
     pids = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -196,6 +201,13 @@ def _task_pids() -> list[int]:
             except OSError:
                 continue
             if cmd.startswith(b"ray::play_deals"):
+                if parent is not None:
+                    try:
+                        with open(f"/proc/{entry}/stat") as f:
+                            if int(f.read().rsplit(")", 1)[1].split()[1]) != parent:
+                                continue
+                    except (OSError, ValueError, IndexError):
+                        continue
                 pids.append(int(entry))
     return pids
 
@@ -285,3 +297,42 @@ def test_ctrl_c_keeps_the_finished_deals(two_nodes, tmp_path) -> None:
     kept = set(map(str, deals))
     want = [r for r in _games(tmp_path / "local") if r[0] == "deal" or r[0] in kept]
     assert rows == want
+
+
+@pytest.mark.isolated
+def test_a_node_lost_mid_run__its_deals_run_elsewhere(two_nodes, tmp_path) -> None:
+    """A third node joins, takes deals, and is removed (its raylet and workers killed) while it plays one."""
+    cluster = CLUSTERS[two_nodes]
+    node = cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    raylet = node.all_processes["raylet"][0].process.pid
+    argv = ["round-robin", "heuristic", "greedy", "random", "--players", "3", "--deals", "60", "--seed", "11"]
+    run = subprocess.Popen(
+        [NERTZ_EVAL, *argv, "--address", two_nodes, "--out", str(tmp_path / "cluster"), "--no-progress",
+         "--no-plots"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    removed = False
+    deadline = time.monotonic() + 600
+    try:
+        while run.poll() is None and time.monotonic() < deadline:
+            if _task_pids(parent=raylet):
+                cluster.remove_node(node, allow_graceful=False)
+                removed = True
+                break
+            time.sleep(0.05)
+        _out, err = run.communicate(timeout=900)
+    finally:
+        if not removed:
+            cluster.remove_node(node)
+    assert removed, "the third node never ran a deal task"
+    assert run.returncode == 0, err
+    local = _eval([*argv, "--workers", "1", "--out", str(tmp_path / "local")], tmp_path)
+    assert local.returncode == 0, local.stderr
+    rows = _games(tmp_path / "cluster")
+    keys = [tuple(r[:5]) for r in rows[1:]]
+    assert len(keys) == len(set(keys))
+    assert rows == _games(tmp_path / "local")

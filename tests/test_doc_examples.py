@@ -12,7 +12,8 @@ an earlier one made), in a temporary folder (files the examples write go there),
 - ``<!-- test: output -->`` before a ```` ```text ```` block right after a Python block: what that block printed
   must equal the text (a line ``...`` stands for any lines).
 
-Pages are README.md and docs/**/*.md except docs/experiments/ (records of past runs) and the build folder.
+Pages are README.md and docs/**/*.md except docs/experiments/ (records of past runs), the build folder and
+the pages whose examples run elsewhere (``RUN_ELSEWHERE`` of tests/test_readme.py, each saying where).
 README.md's quick start is checked by tests/test_readme.py (its printed comments), so it is not run again here,
 and a block whose code already ran on an earlier page is not run twice.
 """
@@ -35,10 +36,10 @@ DOCS = ROOT / "docs"
 
 
 def doc_pages() -> list[Path]:
-    pages = sorted(
-        p for p in DOCS.rglob("*.md") if p.relative_to(DOCS).parts[0] not in ("_build", "experiments")
-    ) if DOCS.is_dir() else []
-    return [README, *pages]
+    """The pages tests/test_readme.py runs the commands of (the same RUN_ELSEWHERE exceptions, with where)."""
+    from test_readme import doc_pages as pages
+
+    return pages()
 
 
 @dataclass

@@ -119,6 +119,11 @@ def test_search_finds_a_page_offline(browser, site_url: str, served: bool) -> No
     page.wait_for_url("**/search.html**")
     results = page.locator("#search-results ul.search li a")
     results.first.wait_for(timeout=30_000)
+    # results arrive one by one; the summary line is written when the search has finished
+    page.wait_for_function(
+        "() => /found/i.test(document.querySelector('#search-results .search-summary')?.textContent || '')",
+        timeout=60_000,
+    )
     hrefs = [results.nth(i).get_attribute("href") or "" for i in range(results.count())]
     assert any("vector-envs" in h for h in hrefs), hrefs
     if not served:  # from disk the browser refuses fetch(), so the results come without their excerpts

@@ -389,6 +389,7 @@ def _run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
         (["--rule", "draw=4"], "draw=4 is not allowed"),
         (["--rule", "draw"], "key=value"),
         (["--rule", "num_players=3"], "--players"),
+        (["--rule", "max_ticks=99999999999"], "max_ticks=99999999999 is not allowed"),  # an OverflowError traceback
         (["--opponents", "runs/none.zip"], "checkpoint file not found"),
         (["--port", "70000"], "--port must be from 0 to 65535"),
         (["--seed", "-1"], "--seed must be a non-negative integer"),
@@ -793,6 +794,9 @@ def test_server__a_removed_replay_folder_is_reported_and_the_table_goes_on(tmp_p
         error = receive_until(ws, "error")
         assert error.get("recording") and "cannot create the replay" in error["message"] and not error.get("fatal")
         assert any("cannot create the replay" in line for line in logged)
+        # the last game's file went with its folder: the log must not say it is saved there
+        assert not any("saved in" in line for line in logged), logged
+        assert any("is gone (removed from disk)" in line for line in logged), logged
         ws.send_json({"type": "wait"})  # the game goes on, unrecorded
         assert receive_until(ws, "state")["view"]["tick"] == 1
         folder.mkdir()  # writable again: the next game records

@@ -57,14 +57,34 @@ README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 
 
+# Pages whose examples run elsewhere, each with where: they need what the default suite cannot have (a Ray
+# cluster, client libraries whose pins conflict with the dev extras, each in its own cached venv). The test
+# files named here must exist (test_pages_run_elsewhere_name_their_tests).
+RUN_ELSEWHERE = {
+    "docs/clients/routes.md": "each library's route runs in tests/test_clients.py (and, for AgileRL and BenchMARL, "
+    "in their own venvs: tests/clients/, the isolated phase)",
+    "docs/guides/cluster.md": "needs a Ray cluster: tests/test_cluster.py runs these commands on a simulated "
+    "two-node cluster (the isolated phase)",
+}
+
+
 def doc_pages() -> list[Path]:
     """README.md, then every Markdown page of the docs site whose commands are instructions (not
-    docs/experiments/, the dated records of past runs, and not the build folder)."""
+    docs/experiments/, the dated records of past runs, not the build folder, not RUN_ELSEWHERE)."""
     pages = sorted(
         p for p in DOCS.rglob("*.md")
         if p.relative_to(DOCS).parts[0] not in ("_build", "experiments")
+        and p.relative_to(ROOT).as_posix() not in RUN_ELSEWHERE
     ) if DOCS.is_dir() else []
     return [README, *pages]
+
+
+def test_pages_run_elsewhere_name_their_tests() -> None:
+    for page, where in RUN_ELSEWHERE.items():
+        named = re.findall(r"tests/[\w/]+(?:\.py)?", where)
+        assert named, f"{page}: say which tests run its examples"
+        for name in named:
+            assert (ROOT / name).exists(), f"{page}: {name} does not exist"
 
 
 def _quick_start() -> str:
@@ -444,6 +464,7 @@ def _replay_fixture(ctx: Ctx) -> str:
     folder = Path(ctx.out("_fixture_replays"))
     files = sorted(folder.glob("*.jsonl*"))
     if not files:
+        pytest.importorskip("openskill", reason="needs the eval extra: pip install 'nertz-env[eval]' (nertz-eval records the replay)")
         r = ctx.run(
             _program("nertz-eval"),
             ["round-robin", "heuristic", "random", "--players", "2", "--deals", "1", "--no-save",
@@ -487,11 +508,12 @@ def rule_play(args: list[str], ctx: Ctx) -> Plan:
 
 
 def rule_docs(args: list[str], ctx: Ctx) -> Plan:
-    if args != ["README.md"]:
+    """Rewrites a page's generated blocks: run on a copy of the page, so the checkout stays as it is."""
+    if len(args) != 1 or not args[0].endswith(".md") or not (ROOT / args[0]).is_file():
         raise CannotShrink(f"python -m nertz_env.docs {args}")
-    copy = Path(ctx.out("docs/README.md"))
+    copy = Path(ctx.out(f"docs_copy/{args[0]}"))
     copy.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(README, copy)
+    shutil.copy(ROOT / args[0], copy)
     return Plan([str(copy)], timeout=120.0)
 
 
@@ -519,6 +541,27 @@ def rule_evaluate(args: list[str], ctx: Ctx) -> Plan:
     return Plan(_set(a, "--deals", "1"), needs=needs, timeout=600.0)
 
 
+def rule_distill(args: list[str], ctx: Ctx) -> Plan:
+    """A distillation of one tiny round (``--resume``: one round more, from the run an earlier command made)."""
+    resume = _value(args, "--resume")
+    if resume is not None:
+        return Plan(_set(_set(args, "--resume", ctx.out(resume)), "--rounds", "2"), needs=[resume], timeout=600.0)
+    makes: list[str] = []
+    a = _map(args, ("--run-dir",), ctx, makes)
+    for flag, tiny in (("--rounds", "1"), ("--samples", "64"), ("--epochs", "1"), ("--batch-size", "32")):
+        a = _set(a, flag, tiny)
+    return Plan(a, makes=makes, timeout=600.0)
+
+
+def rule_distill_curve(args: list[str], ctx: Ctx) -> Plan:
+    """The curve of a distillation run an earlier command made, one deal a point, every saved round."""
+    needs = [w for i, w in enumerate(args) if not w.startswith("-") and (i == 0 or not args[i - 1].startswith("-"))]
+    a = [ctx.out(w) if w in needs else w for w in args]
+    a = _map(_drop(a, "--rounds"), ("--out",), ctx, [])
+    a = _set(_set(a, "--deals", "1"), "--workers", "1")
+    return Plan(a, needs=needs, timeout=600.0, restore=BENCH_RESULTS)
+
+
 def rule_plot(args: list[str], ctx: Ctx) -> Plan:
     """The learning curve of a run an earlier command trains (``runs/...``), drawn into that run's folder."""
     needs = [w for i, w in enumerate(args) if not w.startswith("-") and (i == 0 or not args[i - 1].startswith("-"))]
@@ -543,6 +586,7 @@ def rule_expert_curve(args: list[str], ctx: Ctx) -> Plan:
     """The curve of a run a README command trains (``runs/...``), one deal a point."""
     needs = [w for i, w in enumerate(args) if not w.startswith("-") and (i == 0 or not args[i - 1].startswith("-"))]
     a = [ctx.out(w) if w in needs else w for w in args]
+    a = _map(a, ("--out",), ctx, [])
     a = _set(_set(a, "--deals", "1"), "--workers", "1")
     return Plan(a, needs=needs, timeout=600.0, restore=BENCH_RESULTS)
 
@@ -597,6 +641,8 @@ RULES: dict[str, tuple[Callable[[list[str], Ctx], Plan], bool]] = {
     "python -m nertz_env.train.imitate": (rule_imitate, True),
     "python -m nertz_env.train.evaluate": (rule_evaluate, True),
     "python -m nertz_env.train.plot": (rule_plot, True),
+    "python -m nertz_env.train.distill": (rule_distill, True),
+    "python bench/distill_curve.py": (rule_distill_curve, True),
     "python -m nertz_env.train.expert": (rule_expert, True),
     "python bench/expert_curve.py": (rule_expert_curve, True),
     "python bench/bench_expert.py": (bench(("--games", "1")), True),

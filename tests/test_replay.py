@@ -449,6 +449,9 @@ def test_multi_member_gzip_is_read_to_its_end(tmp_path: Path) -> None:
     (tmp_path / "junk.jsonl.gz").write_bytes(packed + b"junk")
     with pytest.raises(ReplayError, match="not gzip"):
         load_replay(tmp_path / "junk.jsonl.gz")
+    (tmp_path / "junk1.jsonl.gz").write_bytes(packed + b"x")  # one stray byte was taken for a cut member
+    with pytest.raises(ReplayError, match="not gzip"):
+        load_replay(tmp_path / "junk1.jsonl.gz")
 
 
 def test_a_line_over_the_bound_is_refused_when_reached(tmp_path: Path) -> None:
@@ -487,6 +490,8 @@ def _mutations(lines: list[dict]) -> list[tuple[str, int, dict, str]]:
     huge_card = json.loads(json.dumps(snap))
     huge_card["players"][0]["nertz"][0] = HUGE
     end = {"end": "nertz", "score": [0, 0], "match": [0, 0]}
+    huge_score = json.loads(json.dumps(snap))
+    huge_score["players"][0]["match_score"] = 10**30
     cases: list[tuple[str, int, dict, str]] = [
         ("agents ints", 0, {"agents": [1, 2]}, "agents"),
         ("agents text", 0, {"agents": "me, you"}, "agents"),
@@ -526,6 +531,19 @@ def _mutations(lines: list[dict]) -> list[tuple[str, int, dict, str]]:
         ("h int", 1, {"h": 5}, "'h'"),
         ("h huge", 1, {"h": HUGE}, "'h'"),
         ("final text", -1, {"final": "over"}, "'final'"),
+        # review of issue 26: values the engine's int32/int16 cannot hold, unhashable and non-text values
+        ("config huge max_ticks", 0, {"config": {**lines[0]["config"], "max_ticks": 10**30}}, "max_ticks"),
+        ("config 2**31 call_bonus", 0, {"config": {**lines[0]["config"], "call_bonus": 2**31}}, "call_bonus"),
+        ("config huge rounds", 0, {"config": {**lines[0]["config"], "rounds": 40_000}}, "rounds"),
+        ("snapshot huge tick", 0, {"snapshot": {**snap, "tick": 10**30}}, "snapshot.tick"),
+        ("snapshot 2**31 since_progress", 0, {"snapshot": {**snap, "since_progress": 2**31}}, "since_progress"),
+        ("snapshot done list", 0, {"snapshot": {**snap, "done": []}}, "snapshot.done"),
+        ("snapshot huge match_score", 0, {"snapshot": huge_score}, "match_score"),
+        ("meta lone surrogate", 0, {"meta": {"who": "\ud800"}}, "\\ud800"),
+        ("agents lone surrogate", 0, {"agents": ["\udfff", "you"]}, "\\ud800"),
+        ("closing ticks text", -1, {"ticks": "x"}, "'ticks'"),
+        ("closing ticks wrong", -1, {"ticks": 99}, "'ticks'"),
+        ("stopped number", -1, {"stopped": 5}, "'stopped'"),
     ]
     return cases
 

@@ -192,6 +192,38 @@ def test_single_agent_route_trains_and_its_checkpoint_plays(local_ray, tmp_path)
     _check_loaded_agent(path, module)
 
 
+def test_fast_unbatch_and_flat_connector_give_rllib_s_results() -> None:
+    """The single-agent route's fast paths (rows of flat arrays) return what RLlib's own code returns."""
+    from ray.rllib.connectors.module_to_env import UnBatchToIndividualItems
+    from ray.rllib.utils.spaces.space_utils import unbatch
+
+    from nertz_env.rllib import _flat_unbatch_class, fast_unbatch
+
+    rng = np.random.default_rng(0)
+    obs = {"observations": rng.random((5, 7), dtype=np.float32), "action_mask": rng.random((5, 3)).round()}
+    for struct in (obs, np.arange(5), rng.random((5, 2)), {"a": (np.arange(5), np.arange(5))}):
+        want, got = unbatch(struct), fast_unbatch(struct)
+        assert len(want) == len(got) == 5
+        for w, g in zip(want, got, strict=True):
+            assert type(w) is type(g)
+            if isinstance(w, dict):
+                assert list(w) == list(g)
+                for k in w:
+                    np.testing.assert_array_equal(w[k], g[k])
+            else:
+                np.testing.assert_array_equal(w, g)
+    order = ["e0", "e1", "e0x", "e3", "e4"]
+    batch = {"actions": np.arange(5), "action_dist_inputs": rng.random((5, 3))}
+    args = {"rl_module": None, "episodes": [], "shared_data": {"memorized_map_structure": order}}
+    want = UnBatchToIndividualItems(None, None)(batch=dict(batch), **args)
+    got = _flat_unbatch_class()(None, None)(batch=dict(batch), **args)
+    assert want.keys() == got.keys()
+    for column in want:
+        assert want[column].keys() == got[column].keys()
+        for key in want[column]:
+            np.testing.assert_array_equal(np.array(want[column][key]), np.array(got[column][key]))
+
+
 def _check_loaded_agent(path: str, module) -> None:
     """make_agent loads the checkpoint directory, plays like the trained module, refuses other tables."""
     import torch
@@ -260,7 +292,11 @@ def test_league_one_iteration(local_ray) -> None:
         (["--shaping"], "the rllib backend does not support shaping"),
         (["--num-env-runners", "-1"], "--num-env-runners must be >= 0"),
         (["--opponent", "nobody=1", "--learners-per-table", "1"], "unknown agent 'nobody'"),
-        (["--num-tables", "24", "--tables-per-env", "16"], "not a multiple of --tables-per-env 16"),
+        (
+            ["--num-tables", "24", "--tables-per-env", "16", "--learners-per-table", "1", "--opponent", "heuristic=1"],
+            "not a multiple of --tables-per-env 16",
+        ),
+        (["--tables-per-env", "4"], "--tables-per-env has no effect in self-play"),
     ],
 )
 def test_cli_bad_input(flags, message, tmp_path, capsys, monkeypatch) -> None:
@@ -355,6 +391,11 @@ def test_two_node_cluster_train_then_gauntlet(tmp_path, capsys) -> None:
         cluster.shutdown()
     final = run_dir / "final"
     assert (final / "nertz_meta.json").is_file()
+    import json
+
+    # self-play trained on RLlib's single-agent route (module default_policy), and its steps were counted (the
+    # run stopped at its budget)
+    assert json.loads((final / "nertz_meta.json").read_text())["learner_module"].endswith("default_policy")
     code = eval_main(
         ["gauntlet", str(final), "heuristic", "--players", "2", "--deals", "1", "--rule", "max_ticks=120",
          "--workers", "1", "--no-save", "--no-progress"]
@@ -386,7 +427,7 @@ def test_infos__the_schema_keys_at_reset_and_every_step() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# RLlib's own PettingZoo route (docs/guides/clients.md): ParallelPettingZooEnv over nertz_env.parallel_env
+# RLlib's own PettingZoo route (docs/clients/index.md): ParallelPettingZooEnv over nertz_env.parallel_env
 def test_parallel_pettingzoo_env_route__one_ppo_iteration_with_rllibs_masking_module(local_ray) -> None:
     """RLlib's documented PettingZoo recipe (register_env + ParallelPettingZooEnv, one shared policy) with its
     documented action-masking module, ``ActionMaskingTorchRLModule``; the one argument on our side is

@@ -6,11 +6,17 @@ The options are those of the SB3 backend (a TOML/JSON file with ``--config``, th
     --num-env-runners N   RLlib env runners (Ray actors sampling in parallel; 0: sample in the driver)
     --address ADDR        join a running Ray cluster (``ray start --head`` printed the address; ``auto``
                           finds the local one); without it a local Ray is started
-    --tables-per-env K    tables of one env, stepped in one compiled call of the batched engine (default
-                          16); each env runner holds num_tables / K such envs, which RLlib steps in turn
-                          (num_envs_per_env_runner). A table whose deal ended waits for the others of its
-                          env, so K stays moderate; K=1 lets RLlib reset every table on its own (same
-                          speed per transition: bench/results/bench_rllib_notes.md)
+    --tables-per-env K    (a league) tables of one multi-agent env, stepped in one compiled call of the
+                          batched engine (default 16); each env runner holds num_tables / K such envs, which
+                          RLlib steps in turn (num_envs_per_env_runner). A table whose deal ended waits for
+                          the others of its env, so K stays moderate; K=1 lets RLlib reset every table on
+                          its own (same speed per transition: bench/results/bench_rllib_notes.md)
+
+Self-play (no ``learners_per_table`` below ``num_players``) runs on RLlib's single-agent route
+(``nertz_env.rllib.ppo_config(single_agent=True)``: every seat of a runner's ``num_tables`` tables is a
+sub-environment of one vector env, about 2.5x faster sampling than the multi-agent env), so
+``--tables-per-env`` has nothing to set there and is refused. ``--resume`` of a self-play checkpoint made
+with the multi-agent env (module ``learner``) continues on that env.
 
 How the options map: ``num_players``/``rules`` -> the env config; ``learners_per_table`` < ``num_players`` with
 ``opponents`` and ``snapshot_weight``/``max_snapshots``/``snapshot_every`` -> a :class:`nertz_env.rllib.League`;
@@ -66,7 +72,10 @@ def build_rllib_parser() -> argparse.ArgumentParser:
     parser.add_argument("--num-env-runners", type=int, default=0, metavar="N", help="RLlib env runners (default 0)")
     parser.add_argument("--address", metavar="ADDR", help="a running Ray cluster to join (host:port or auto)")
     parser.add_argument(
-        "--tables-per-env", type=int, default=16, metavar="K", help="tables per env (default 16; at most num_tables)"
+        "--tables-per-env",
+        type=int,
+        metavar="K",
+        help="a league's tables per env (default 16; at most num_tables); not with self-play",
     )
     return parser
 
@@ -104,11 +113,41 @@ def env_and_league(cfg: TrainConfig) -> tuple[dict[str, Any], Any]:
     return env_config, league
 
 
-def build_config(cfg: TrainConfig, num_env_runners: int = 0, tables_per_env: int = TABLES_PER_ENV) -> Any:
-    """The ``PPOConfig`` of a training config (validated; Ray need not be running)."""
+def build_config(
+    cfg: TrainConfig, num_env_runners: int = 0, tables_per_env: int | None = None, multi_agent: bool = False
+) -> Any:
+    """The ``PPOConfig`` of a training config (validated; Ray need not be running). Self-play takes RLlib's
+    single-agent route unless ``multi_agent`` (a resumed checkpoint of the multi-agent env)."""
     from nertz_env.rllib import ppo_config
 
     env_config, league = env_and_league(cfg)
+    if league is None and not multi_agent:
+        if tables_per_env is not None:
+            raise UsageError(
+                "--tables-per-env has no effect in self-play: every seat of a runner's num_tables tables is one "
+                "sub-environment of one vector env; drop it (it sets a league's envs)"
+            )
+        env_config["num_tables"] = cfg.num_tables
+        transitions = iteration_transitions(cfg, num_env_runners)
+        return ppo_config(
+            env_config,
+            num_env_runners=num_env_runners,
+            train_batch_size=transitions,  # agent steps on this route
+            minibatch_size=min(cfg.batch_size, transitions),
+            num_epochs=cfg.n_epochs,
+            lr=cfg.learning_rate,
+            gamma=cfg.gamma,
+            lambda_=cfg.gae_lambda,
+            clip_param=cfg.clip_range,
+            entropy_coeff=cfg.ent_coef,
+            vf_loss_coeff=cfg.vf_coef,
+            grad_clip=cfg.max_grad_norm,
+            hidden=cfg.net_arch,
+            seed=cfg.seed,
+            single_agent=True,
+        )
+    if tables_per_env is None:
+        tables_per_env = TABLES_PER_ENV
     if tables_per_env < 1:
         raise UsageError(f"--tables-per-env must be >= 1, got {tables_per_env}")
     tables_per_env = min(tables_per_env, cfg.num_tables)
@@ -196,15 +235,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.print_config:
             print(json.dumps(cfg.to_dict(), indent=2))
             return 0
-        config = build_config(cfg, args.num_env_runners, args.tables_per_env)
+        multi_agent = False
         if args.resume:
             from nertz_env.agents.meta import check_compatible
             from nertz_env.agents.rllib_policy import read_rllib_meta
             from nertz_env.config import make_config
+            from nertz_env.rllib import LEARNER_MODULE_DIR
 
-            check_compatible(
-                read_rllib_meta(args.resume), make_config(num_players=cfg.num_players, **cfg.rules), "checkpoint"
-            )
+            meta = read_rllib_meta(args.resume)
+            check_compatible(meta, make_config(num_players=cfg.num_players, **cfg.rules), "checkpoint")
+            multi_agent = os.path.normpath(str(meta.get("learner_module"))) == os.path.normpath(LEARNER_MODULE_DIR)
+        config = build_config(cfg, args.num_env_runners, args.tables_per_env, multi_agent=multi_agent)
         if args.address:
             check_address(args.address)
     except ImportError as e:
@@ -291,9 +332,11 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
                 result = algo.train()
             it += 1
             sampled = result["env_runners"]["num_module_steps_sampled"]
-            n = float(sampled.get("learner", 0))
+            n = float(sampled.get("learner", sampled.get("default_policy", 0)))  # multi- or single-agent route
             steps += int(n) if n == n else 0  # RLlib reports NaN for a module that sampled nothing
             ret = result["env_runners"].get("agent_episode_returns_mean", {})
+            if not isinstance(ret, dict) or not config.is_multi_agent:  # single-agent: one return per seat
+                ret = {"seat": result["env_runners"].get("episode_return_mean", float("nan"))}
             values = [float(v) for v in ret.values() if float(v) == float(v)]  # NaN: no finished deal yet
             mean_ret = f"{sum(values) / len(values):8.2f}" if values else "       -"
             rate = (steps - s0) / (time.perf_counter() - t0)

@@ -58,6 +58,7 @@ PROGRAMS = {
     "python -m nertz_env.train.imitate": "nertz_env.train.imitate",
     "python -m nertz_env.train.evaluate": "nertz_env.train.evaluate",
     "python -m nertz_env.train.expert": "nertz_env.train.expert",
+    "python -m nertz_env.train.distill": "nertz_env.train.distill",
     "python -m nertz_env.train.plot": "nertz_env.train.plot",
 }
 

@@ -519,7 +519,10 @@ class Hub:
             except Exception as e:  # the engine or a bot failed to deal: the table stops, the server stays
                 self._stop_table(e)
                 return
-        self.log(f"new game, seed {self.game.seed}" + (f"; the last one is saved in {old}" if old else ""))
+        if old and not os.path.exists(old):  # its folder was removed: the file went with it
+            self.log(f"new game, seed {self.game.seed}; the last one's replay {old} is gone (removed from disk)")
+        else:
+            self.log(f"new game, seed {self.game.seed}" + (f"; the last one is saved in {old}" if old else ""))
         self.broadcast(self._state(None))
         self.broadcast({"type": "info", "message": f"new game (seed {self.game.seed})"})
         self._tell_record_notes()

@@ -27,8 +27,9 @@ def make_env():  # a module-level function: AsyncPettingZooVecEnv pickles it int
 
 def masks(info):
     """The workaround for AgileRL 2.58 (ippo.py:466 tests ``None in group_masks``, ambiguous on the arrays
-    its own vector env stacks): each agent's masks as one flat list of ints."""
-    return {agent: {"action_mask": i["action_mask"].ravel().tolist()} for agent, i in info.items()}
+    its own vector env stacks): each agent's masks as one flat list of ints. (The vector env's infos also hold
+    ``_player_0``-style arrays beside the agents' dicts; they are left out.)"""
+    return {a: {"action_mask": i["action_mask"].ravel().tolist()} for a, i in info.items() if isinstance(i, dict)}
 
 
 def main(mode: str) -> dict:
