@@ -153,7 +153,7 @@ def test_every_documented_training_example_shows_progress_and_says_how_long_it_t
         text = doc.read_text()
         for block in re.finditer(r"```python\n(.*?)```(.{0,400})", text, re.S):
             code, after = block.group(1), block.group(2)
-            for call in re.findall(r"\.learn\((.*)\)", code):
+            for call in re.findall(r"\.learn\((.*total_timesteps.*)\)", code):  # SB3's learn (not another lib's)
                 found += 1
                 assert "progress_bar=True" in call, f"{doc.name}: model.learn({call}) shows no progress"
                 assert re.search(r"takes about [\d.]+ min", code + after), f"{doc.name}: {call}: no time given"
