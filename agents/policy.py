@@ -1,11 +1,15 @@
 """A trained MaskablePPO policy as an :class:`~nertz_env.agents.Agent`, and the ``.zip`` checkpoint loader.
 
-``load_policy_agent("runs/x/model.zip", deterministic="true")`` reads the checkpoint's nertz-env record
+``load_policy_agent("runs/x/model.zip")`` reads the checkpoint's nertz-env record
 (:mod:`nertz_env.agents.meta`), checks it, rebuilds only the policy network (no optimizer, no algorithm, no
 global seeding) and wraps it. The agents registry (:mod:`nertz_env.agents.registry`) uses this loader for
-``.zip`` files, so ``make_agent("runs/x/model.zip:deterministic=false")`` and ``nertz-eval`` load
-checkpoints by path. torch, Stable-Baselines3 and sb3-contrib (the ``train`` extra) are imported when a
-policy is loaded or run, not when this module is imported.
+``.zip`` files, so ``make_agent("runs/x/model.zip")`` and ``nertz-eval`` load checkpoints by path.
+
+A policy plays its most probable legal action by default, everywhere (``make_agent``, ``nertz-eval``,
+``nertz-train``'s evaluation, the shipped models): one file, one score. Sampling from the policy is asked for
+explicitly (``make_agent("model.zip:deterministic=false")``), and :attr:`PolicyAgent.play` says which one
+an agent does, so result tables can name it. torch, Stable-Baselines3 and sb3-contrib (the ``train`` extra)
+are imported when a policy is loaded or run, not when this module is imported.
 
 A deterministic agent (``ppo`` by name, ``deterministic=true``) plays the most probable legal action of the
 numpy forward pass (:class:`nertz_env.agents.forward.NumpyActor`, read from the zip without torch): tens of
@@ -210,6 +214,15 @@ def record_rules(path: str, config: NertzConfig, **extra: Any) -> dict[str, Any]
     return record
 
 
+#: how a policy agent picks its action (:attr:`PolicyAgent.play`), by ``deterministic``
+PLAY_NAMES = {True: "most probable", False: "sampled"}
+
+
+def play_name(deterministic: bool) -> str:
+    """``"most probable"`` (the argmax of the legal actions) or ``"sampled"`` (a draw from the policy)."""
+    return PLAY_NAMES[bool(deterministic)]
+
+
 def policy_probabilities(policy: Any, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
     """Action probabilities (float64, (n, A)) of ``policy`` for a batch; masked actions get 0."""
     import torch
@@ -229,7 +242,7 @@ class PolicyAgent:
         policy: a ``MaskableActorCriticPolicy`` (shared between agents of the same snapshot), or None to load
             it from ``meta["path"]`` when first needed.
         meta: the checkpoint's nertz-env record; ``reset`` refuses tables of other rules.
-        deterministic: play the most probable legal action instead of sampling.
+        deterministic: play the most probable legal action (the default); false samples from the policy.
         name: the agent's ``name`` (``repr``, the opponent pool's logs; tournaments label agents by their spec).
         actor: the network's numpy forward (:class:`~nertz_env.agents.forward.NumpyActor`); a deterministic
             agent plays with it (the same choices as the torch network's, without torch). Give it only for a
@@ -237,7 +250,7 @@ class PolicyAgent:
     """
 
     def __init__(
-        self, policy: Any, meta: dict[str, Any], deterministic: bool = False, name: str = "policy",
+        self, policy: Any, meta: dict[str, Any], deterministic: bool = True, name: str = "policy",
         actor: Any = None,
     ) -> None:
         if policy is None and (actor is None or meta.get("path") is None):
@@ -251,6 +264,11 @@ class PolicyAgent:
         self.name = name
         self.rng = np.random.default_rng()
         self.seat = 0
+
+    @property
+    def play(self) -> str:
+        """How the agent picks its action, as result tables name it: ``"most probable"`` or ``"sampled"``."""
+        return play_name(self.deterministic)
 
     @property
     def policy(self) -> Any:
@@ -323,9 +341,10 @@ class PolicyAgent:
 
 
 def load_policy_agent(path: str, config: NertzConfig | None = None, **params: Any) -> PolicyAgent:
-    """The registry loader for ``.zip`` checkpoints: ``make_agent("model.zip:deterministic=true")``.
+    """The registry loader for ``.zip`` checkpoints: ``make_agent("model.zip")``.
 
-    Parameters: ``deterministic`` (play the argmax; default false) and ``name`` (the agent's ``name``;
+    Parameters: ``deterministic`` (play the most probable legal action; default true, ``false`` samples from
+    the policy) and ``name`` (the agent's ``name``;
     default the path; tournaments label agents by their spec, so ``nertz-eval`` tables show the spec).
 
     ``config``: the table a zip without a nertz-env record (any SB3 MaskablePPO zip, e.g. trained on
@@ -348,7 +367,7 @@ def load_policy_agent(path: str, config: NertzConfig | None = None, **params: An
             "it takes deterministic (bool), name (str)"
         )
     try:
-        det = as_bool(params.get("deterministic", False), "deterministic")
+        det = as_bool(params.get("deterministic", True), "deterministic")
     except ValueError as e:
         raise AgentSpecError(f"checkpoint {path!r}: {e}") from None
     if not os.path.isfile(path):

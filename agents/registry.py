@@ -2,8 +2,9 @@
 
 A spec is either a scripted agent's name with optional parameters (``name`` or ``name:key=value,key=value``)
 or a path to a checkpoint file whose suffix has a registered loader (``runs/ppo.zip``; parameters may follow
-the path the same way), or the name of a trained policy shipped in ``models/`` (``"ppo"``: it plays its
-most probable action unless given ``deterministic=false``). The loader for MaskablePPO ``.zip`` checkpoints
+the path the same way), or the name of a trained policy shipped in ``models/`` (``"ppo"``). A trained policy
+(a shipped model, a ``.zip`` or an RLlib checkpoint) plays its most probable action unless given
+``deterministic=false``, which samples from it. The loader for MaskablePPO ``.zip`` checkpoints
 (:mod:`nertz_env.agents.policy`) is registered here; it imports torch and Stable-Baselines3 (the ``train``
 extra) only when a zip is loaded. :func:`register_loader` adds loaders for other suffixes, and an RLlib
 checkpoint directory loads through :mod:`nertz_env.agents.rllib_policy`.
@@ -171,6 +172,19 @@ def record_rules(path: str, config: NertzConfig) -> dict[str, Any]:
     return record(path, config)
 
 
+def run_folder_policy(path: str) -> str | None:
+    """The policy to play from a ``nertz-train`` run folder: its ``policy.zip`` (the RLlib backend's ``final``),
+    else its newest checkpoint (a run stopped early); ``None`` when ``path`` is no run folder."""
+    import glob
+
+    for name in ("policy.zip", "final"):
+        if os.path.exists(os.path.join(path, name)):
+            return os.path.join(path, name)
+    found = sorted(glob.glob(os.path.join(path, "checkpoints", "step_*")))
+    zips = [p for p in found if p.endswith(".zip")] or [p for p in found if os.path.isdir(p)]
+    return zips[-1] if zips else None
+
+
 def make_agent(spec: str) -> Agent:
     """Build an agent from a spec (see the module doc).
 
@@ -199,12 +213,24 @@ def make_agent(spec: str) -> Agent:
             agent.name = spec
         return agent
     shipped = shipped_models().get(head)
-    if shipped is not None:  # a shipped model plays its most probable action unless told otherwise
-        params = {"deterministic": "true", "name": head, **_split_params(rest, head)}
+    if shipped is not None:  # a shipped model is a .zip named by its name
+        params = {"name": head, **_split_params(rest, head)}
         rest = ",".join(f"{k}={v}" for k, v in params.items())
         head = shipped
     if os.path.isdir(head):  # an RLlib checkpoint is a directory (nertz_env.agents.rllib_policy)
-        from nertz_env.agents.rllib_policy import load_rllib_agent
+        from nertz_env.agents.rllib_policy import is_rllib_checkpoint, load_rllib_agent
+
+        if not is_rllib_checkpoint(head):
+            policy = run_folder_policy(head)
+            if policy is not None:
+                raise AgentSpecError(
+                    f"{head} is a nertz-train run folder, not an agent: play its policy with {policy}"
+                )
+            if os.path.isdir(os.path.join(head, "checkpoints")):
+                raise AgentSpecError(
+                    f"{head} is a nertz-train run folder with no policy.zip and nothing in checkpoints/ yet: "
+                    "nothing to play until its first checkpoint"
+                )
 
         return load_rllib_agent(head, **_split_params(rest, head))
     if _looks_like_path(head):

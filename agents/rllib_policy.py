@@ -7,7 +7,7 @@ loaded (RLlib's ``RLModule.from_checkpoint``; no Ray cluster, no algorithm, no o
 table of other rules or another size with one line naming every difference.
 
 Parameters after the path, as for other agents: ``deterministic`` (play the most probable legal action;
-default false: sample) and ``name``. Ray and torch are imported only here, when such a checkpoint is loaded.
+default true, as every trained policy; ``false`` samples) and ``name``. Ray and torch are imported only here, when such a checkpoint is loaded.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def load_rllib_module(path: str) -> tuple[Any, dict[str, Any]]:
 class RLlibPolicyAgent:
     """The learner module of an RLlib checkpoint behind the Agent protocol (see the module doc)."""
 
-    def __init__(self, module: Any, meta: dict[str, Any], deterministic: bool = False, name: str = "rllib") -> None:
+    def __init__(self, module: Any, meta: dict[str, Any], deterministic: bool = True, name: str = "rllib") -> None:
         self.module = module
         self.meta = meta
         self.trained_config = meta_config(meta)
@@ -101,6 +101,13 @@ class RLlibPolicyAgent:
         self.name = name
         self.rng = np.random.default_rng()
         self.seat = 0
+
+    @property
+    def play(self) -> str:
+        """``"most probable"`` or ``"sampled"``: how the agent picks its action (result tables name it)."""
+        from nertz_env.agents.policy import play_name
+
+        return play_name(self.deterministic)
 
     def reset(self, config: NertzConfig, seat: int, seed: int | None = None) -> None:
         if config != self.trained_config:
@@ -140,14 +147,14 @@ class RLlibPolicyAgent:
 
 def load_rllib_agent(path: str, **params: Any) -> RLlibPolicyAgent:
     """The agent of the RLlib checkpoint directory ``path`` (``make_agent`` calls this for such a directory).
-    ``params``: ``deterministic`` (default false) and ``name`` (default: the directory's name)."""
+    ``params``: ``deterministic`` (default true; false samples) and ``name`` (default: the directory's name)."""
     from nertz_env.agents.registry import AgentSpecError
 
     unknown = sorted(set(params) - {"deterministic", "name"})
     if unknown:
         raise AgentSpecError(f"RLlib checkpoint {path!r} has no parameter {', '.join(unknown)}; it takes deterministic, name")
     try:
-        deterministic = as_bool(params.get("deterministic", False), "deterministic")
+        deterministic = as_bool(params.get("deterministic", True), "deterministic")
     except ValueError as e:
         raise AgentSpecError(f"RLlib checkpoint {path!r}: {e}") from None
     module, meta = load_rllib_module(path)

@@ -3,9 +3,10 @@
 Files written by :func:`save` into one directory::
 
     results.json    the tournament (agents, rules, seeds, every game) and its summary
-    summary.csv     one row per agent: the tables its means are over, every metric's mean, 95% t half-width
-                    and interval (low, high; a rate's interval is clipped to [0, 1]), the rating
-    tables.csv      one row per agent and table: the metrics at that table only (same columns)
+    summary.csv     one row per agent: how a trained policy played (``play``: ``most probable`` or ``sampled``;
+                    empty for other agents), the tables its means are over, every metric's mean, 95% t
+                    half-width and interval (low, high; a rate's interval is clipped to [0, 1]), the rating
+    tables.csv      one row per agent and table: its ``play``, the metrics at that table only (same columns)
     differences.csv one row per pair of agents that sat together: the paired score difference and its tables
     games.csv       one row per seat of every game (deal, lineup, rotation, seat, agent, scores)
     scores.png      distribution of each agent's per-game mean round score (per table when there are several)
@@ -80,6 +81,9 @@ def table(results: Results, summary: Summary) -> str:
     if results.interrupted:
         head += f"  [interrupted: {len(results.deals_done)} of {len(results.deal_seeds)} deals]"
     lines = [head]
+    play = results.play_line()
+    if play:
+        lines.append(play)
     several = len(summary.tables) > 1
     if several:
         lines.append("tables (every table plays every deal):")
@@ -190,12 +194,12 @@ def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(
-            ["agent", "spec", "tables", "games", "deals"]
+            ["agent", "spec", "play", "tables", "games", "deals"]
             + [f"{m}_{x}" for m in metrics for x in ("mean", "ci95", "low", "high")]
             + ["rating_mu", "rating_sigma", "rating_ordinal", "illegal_actions"]
         )
         for a in summary.agents:
-            row = [a.label, a.spec, " ".join(table_name(t) for t in a.tables), str(a.games), str(a.deals)]
+            row = [a.label, a.spec, a.play, " ".join(table_name(t) for t in a.tables), str(a.games), str(a.deals)]
             for m in metrics:
                 e = a.metrics[m]
                 row += _csv_estimate(e)
@@ -211,12 +215,14 @@ def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(
-            ["table", "lineup", "seats", "agent", "games", "deals"]
+            ["table", "lineup", "seats", "agent", "play", "games", "deals"]
             + [f"{m}_{x}" for m in metrics for x in ("mean", "ci95", "low", "high")]
         )
+        play = dict(zip(results.labels, results.play, strict=False))
         for t in summary.tables:
             for ta in t.agents:
-                row = [t.name, str(t.lineup), " ".join(t.seats), ta.label, str(ta.games), str(ta.deals)]
+                row = [t.name, str(t.lineup), " ".join(t.seats), ta.label, play.get(ta.label, ""), str(ta.games)]
+                row.append(str(ta.deals))
                 for m in metrics:
                     row += _csv_estimate(ta.metrics[m])
                 w.writerow(row)

@@ -73,11 +73,13 @@ class AgentSummary:
     illegal: int
     scores: list[float] = field(default_factory=list)  # per-game mean round score, for plots
     tables: list[int] = field(default_factory=list)  # the lineups (tables) the means are over
+    play: str = ""  # a trained policy: "most probable" (its argmax) or "sampled"; "" for other agents
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "label": self.label,
             "spec": self.spec,
+            "play": self.play,
             "tables": [table_name(t) for t in self.tables],
             "games": self.games,
             "deals": self.deals,
@@ -327,6 +329,7 @@ def summarize(results: Results) -> Summary:
                 illegal=illegal[k],
                 scores=[x for key in keys for x in per_game_scores[key]],
                 tables=[li for _, li in keys],
+                play=results.play[k] if k < len(results.play) else "",
             )
         )
     tables = []

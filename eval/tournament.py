@@ -130,6 +130,16 @@ class Results:
     elapsed: float = 0.0
     workers: int = 1
     failure: str | None = None  # why a run stopped early other than Ctrl-C (a cluster that failed)
+    #: per agent, how a trained policy picked its actions ("most probable" or "sampled"); "" for the others
+    play: list[str] = field(default_factory=list)
+
+    def play_line(self) -> str | None:
+        """``"policies play: ppo: most probable action; x.zip:deterministic=false: sampled from the policy"``:
+        how each trained policy picked its actions, for the head of a result table; ``None`` when no agent is
+        a trained policy."""
+        words = {"most probable": "most probable action", "sampled": "sampled from the policy"}
+        parts = [f"{label}: {words.get(how, how)}" for label, how in zip(self.labels, self.play, strict=False) if how]
+        return "policies play: " + "; ".join(parts) if parts else None
 
     @property
     def nertz_config(self) -> NertzConfig:
@@ -305,10 +315,13 @@ def _labels(agents: Sequence[str]) -> list[str]:
 class IncompatibleAgentError(ValueError):
     """An agent that cannot play at the tournament's table (e.g. a policy trained for other rules)."""
 
-    def __init__(self, spec: str, reason: str, trained: NertzConfig | None = None) -> None:
+    def __init__(
+        self, spec: str, reason: str, trained: NertzConfig | None = None, table: NertzConfig | None = None
+    ) -> None:
         super().__init__(f"agent {spec!r} cannot play at this table: {reason}")
         self.spec = spec
-        self.trained = trained
+        self.trained = trained  # the table the agent was trained for, when it says
+        self.table = table  # the table it was asked to play at
 
 
 def check_agent(agent: Agent, spec: str, config: NertzConfig) -> None:
@@ -318,7 +331,7 @@ def check_agent(agent: Agent, spec: str, config: NertzConfig) -> None:
     try:
         agent.reset(config, 0, 0)
     except ValueError as e:
-        raise IncompatibleAgentError(spec, str(e), getattr(agent, "trained_config", None)) from None
+        raise IncompatibleAgentError(spec, str(e), getattr(agent, "trained_config", None), config) from None
 
 
 @dataclass(frozen=True)
@@ -362,10 +375,12 @@ def plan_tournament(
     specs = list(agent_specs)
     factory = agent_factory or make_agent
     notes = []
+    play: dict[str, str] = {}
     for spec in dict.fromkeys(specs):
         # fail early, in this process, on unknown names, missing checkpoints and agents that cannot play here
         agent = factory(spec)
         check_agent(agent, spec, config)
+        play[spec] = str(getattr(agent, "play", "") or "")
         note = getattr(agent, "table_note", None)
         if note:
             notes.append(str(note))
@@ -405,6 +420,7 @@ def plan_tournament(
         seed=int(seed),
         deal_seeds=seeds,
         lineups=[list(lu) for lu in lineups],
+        play=[play[s] for s in specs],
     )
     return Tournament(plan, template, agent_factory, tuple(notes))
 

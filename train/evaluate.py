@@ -7,7 +7,9 @@ seeds (never "the newest file on disk"), plays the plain environment (no shaping
 :class:`EvalRow` per baseline: the policy's mean round score, the baseline seats' mean, and the paired
 per-deal difference with its 95% interval. The trainer logs them to TensorBoard and to ``eval.csv``.
 
-The training-time evaluations are small (``eval_deals``, 40 by default) so as not to slow training. For a
+The policy plays its most probable action (``eval_deterministic``, true by default, as everywhere a policy
+plays; ``--stochastic`` here samples); every row names which (``play``). The training-time evaluations are
+small (``eval_deals``, 50 by default) so as not to slow training. For a
 learning curve that can tell checkpoints apart, evaluate a finished run's checkpoints afterwards::
 
     python -m nertz_env.train.evaluate RUN_DIR [--deals 200] [--seed 5] [--baselines search] [--workers 2]
@@ -51,6 +53,7 @@ class EvalRow:
     illegal: int
     seconds: float
     checkpoint: str
+    play: str = "most probable"  # how the policy picked its actions: "most probable" (argmax) or "sampled"
 
     @property
     def significant(self) -> bool:
@@ -72,6 +75,7 @@ def evaluate_checkpoint(
 ) -> list[EvalRow]:
     """Gauntlets of the policy in ``checkpoint`` against each baseline (see the module docstring).
     ``per_deal``, when given, receives for each baseline ``{deal: policy minus baseline seats}``."""
+    from nertz_env.agents.policy import play_name
     from nertz_env.eval import run_tournament, summarize
 
     spec = f"{checkpoint}:deterministic={'true' if deterministic else 'false'}"
@@ -112,6 +116,7 @@ def evaluate_checkpoint(
                 illegal=me.illegal,
                 seconds=time.perf_counter() - t0,
                 checkpoint=checkpoint,
+                play=play_name(deterministic),
             )
         )
     return rows
@@ -119,11 +124,21 @@ def evaluate_checkpoint(
 
 def append_csv(path: str, rows: Sequence[EvalRow] | Sequence[dict[str, Any]]) -> None:
     """Append rows (evaluation rows or dicts with the same keys) to the CSV at ``path``, writing the header
-    when the file is new."""
+    when the file is new. A file written before a column was added (a run resumed across versions) is
+    rewritten with the new header first, its old rows keeping their values and an empty new column."""
     if not rows:
         return
     dicts = [r if isinstance(r, dict) else asdict(r) for r in rows]
     new = not os.path.isfile(path)
+    if not new:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            old_fields, old_rows = list(reader.fieldnames or []), list(reader)
+        if old_fields and old_fields != list(dicts[0]) and set(old_fields) <= set(dicts[0]):
+            with open(path, "w", newline="", encoding="utf-8") as f:
+                writer = csv.DictWriter(f, fieldnames=list(dicts[0]), restval="")
+                writer.writeheader()
+                writer.writerows(old_rows)
     with open(path, "a", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=list(dicts[0]))
         if new:
@@ -139,7 +154,7 @@ def format_rows(rows: Sequence[EvalRow]) -> str:
         lines.append(
             f"  vs {r.baseline:<12} score {r.score:7.2f}  baseline {r.baseline_score:7.2f}  "
             f"diff {r.diff:+7.2f} [{r.diff_low:+.2f}, {r.diff_high:+.2f}]{mark} win {r.win:5.1%}  "
-            f"nertz-out {r.nertz_out:5.1%}  ({r.deals} deals, {r.seconds:.1f} s)"
+            f"nertz-out {r.nertz_out:5.1%}  ({r.deals} deals, {r.play}, {r.seconds:.1f} s)"
         )
     return "\n".join(lines)
 

@@ -41,6 +41,7 @@ def _planner_spec(policy_path: str, planner: str) -> str:
 def check_options(
     init: str, out: str, checkpoint_dir: str, iterations: int, samples: int, epochs: int, window: int,
     lr: float, planner: str, config: NertzConfig, batch_size: int = 1024, seed: int = 0, teacher_threads: int = 1,
+    resume: bool = False,
 ) -> str:
     """Every check before any work: returns the path of the initial network; raises ValueError naming the
     bad option (FileNotFoundError for a missing network)."""
@@ -53,8 +54,11 @@ def check_options(
         raise ValueError(f"--out {out!r} is a directory: name a .zip file")
     if os.path.exists(checkpoint_dir) and not os.path.isdir(checkpoint_dir):
         raise ValueError(f"--checkpoint-dir {checkpoint_dir!r} is a file, not a directory")
-    if os.path.exists(os.path.join(checkpoint_dir, "log.jsonl")):  # its networks and log would be mixed up
-        raise ValueError(f"--checkpoint-dir {checkpoint_dir!r} holds an earlier run (log.jsonl): name a new directory")
+    if not resume and os.path.exists(os.path.join(checkpoint_dir, "log.jsonl")):  # networks and logs would mix
+        raise ValueError(
+            f"--checkpoint-dir {checkpoint_dir!r} holds an earlier run (log.jsonl): name a new directory, or "
+            f"continue an interrupted one with --resume {checkpoint_dir}"
+        )
     for name, value in (("iterations", iterations), ("samples", samples), ("epochs", epochs), ("window", window),
                         ("batch-size", batch_size)):
         if value < 1:
@@ -94,19 +98,33 @@ def expert_iteration(
     teacher_threads: int = 1,
     progress: bool = False,
     log: Any = print,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Run ``iterations`` rounds of collect-and-fit from the network ``init``; returns the figures of the run.
 
     ``planner``: extra options of the planner's spec (``"rollouts=16,prior=0.5"``), the same every iteration.
+
+    Ctrl-C saves the window's records and the network as they stood after the last finished step (a recording
+    or a fit) to ``checkpoint_dir`` and raises :class:`nertz_env.train.resume.Interrupted`; ``resume=True``
+    with the same options continues from there and ends with the network of a run that never stopped.
     """
     from nertz_env.agents.meta import make_meta
     from nertz_env.agents.policy import load_policy
-    from nertz_env.train.imitate import _PolicyHolder, collect, fit
+    from nertz_env.train.imitate import _PolicyHolder, collect
     from nertz_env.train.trainer import save_policy
 
     config = make_config(num_players=num_players, **dict(rules or {}))
     path = check_options(init, out, checkpoint_dir, iterations, samples, epochs, window, lr, planner, config,
-                         batch_size=batch_size, seed=seed, teacher_threads=teacher_threads)
+                         batch_size=batch_size, seed=seed, teacher_threads=teacher_threads, resume=resume)
+    from nertz_env.train.resume import Interrupted, Progress
+
+    state = Progress("expert", {
+        "init": init, "iterations": iterations, "samples": samples, "epochs": epochs, "window": window, "lr": lr,
+        "batch_size": batch_size, "planner": planner, "num_players": num_players, "rules": dict(rules or {}),
+        "seed": seed,
+    })
+    if resume:
+        state.load(checkpoint_dir)  # ValueError: no interrupted run there, or other options
     os.makedirs(checkpoint_dir, exist_ok=True)
     started = time.perf_counter()
     torch.manual_seed(seed)
@@ -120,38 +138,32 @@ def expert_iteration(
     records: list[Any] = []
     history: list[dict[str, Any]] = []
     current = path
-    for k in range(iterations):
-        teacher = _planner_spec(current, planner)
-        demos = collect(
-            teacher, config, samples, seed=seed + 104_729 * (k + 1), progress=progress,
-            teacher_threads=teacher_threads,
-        )
-        records = [*records, demos][-window:]
-        data = records[0]
-        for more in records[1:]:
-            data = data + more
-        t0 = time.perf_counter()
-        stats = fit(policy, data, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed + k, log=log)
-        fit_s = time.perf_counter() - t0
-        current = os.path.join(checkpoint_dir, f"iter_{k + 1:02d}.zip")
-        meta = make_meta(
-            config, num_timesteps=0, mode="expert-iteration", n_envs=1,
-            expert={"init": init, "iteration": k + 1, "planner": planner, "samples": samples, "window": window,
-                    "epochs": epochs, "seed": seed, **stats},
-        )
-        save_policy(holder, current, meta)
-        row = {
-            "iteration": k + 1, "teacher": teacher, "decisions": len(demos.actions), "rounds": demos.games,
-            "collect_s": round(demos.seconds, 1), "fit_s": round(fit_s, 1), "fitted_on": len(data.actions),
-            "elapsed_s": round(time.perf_counter() - started, 1), "policy": current, **stats,
-        }
-        history.append(row)
-        with open(os.path.join(checkpoint_dir, "log.jsonl"), "a", encoding="utf-8") as f:
-            f.write(json.dumps(row) + "\n")
-        log(
-            f"iteration {k + 1}/{iterations}: {len(demos.actions):,} planner decisions in {demos.seconds:.0f} s, "
-            f"fit {fit_s:.0f} s, accuracy {stats['accuracy']:.1%}, saved {current}"
-        )
+    if state.step > 0:
+        records = state.records
+        policy.load_state_dict(state.weights)
+        history = list(state.figures.get("history", []))
+        if history:
+            current = history[-1]["policy"]
+        log(f"resumed from {checkpoint_dir}: {state.done}")
+    try:
+        for step in range(state.step, 2 * iterations):
+            k = step // 2
+            if step % 2 == 0:  # record the planner holding the network of the last iteration
+                demos = collect(
+                    teacher=_planner_spec(current, planner), config=config, samples=samples,
+                    seed=seed + 104_729 * (k + 1), progress=progress, teacher_threads=teacher_threads,
+                )
+                records = [*records, demos][-window:]
+                state.mark(step + 1, records, policy, f"iteration {k + 1}'s records (its fit not started)",
+                           history=history)
+                continue
+            row = _fit_iteration(k, records, policy, holder, config, checkpoint_dir, current, init, planner,
+                                 samples, window, epochs, batch_size, lr, seed, started, log, iterations)
+            current = row["policy"]
+            history.append(row)
+            state.mark(step + 1, records, policy, f"iteration {k + 1} of {iterations}", history=history)
+    except KeyboardInterrupt:
+        raise Interrupted(state.save(checkpoint_dir) if state.step > 0 else None, state.done) from None
     save_policy(holder, out, make_meta(
         config, num_timesteps=0, mode="expert-iteration", n_envs=1,
         expert={"init": init, "iterations": iterations, "planner": planner, "samples": samples,
@@ -162,11 +174,50 @@ def expert_iteration(
     return {"out": out, "iterations": history, "wall_s": round(wall, 1)}
 
 
+def _fit_iteration(
+    k: int, records: list[Any], policy: Any, holder: Any, config: NertzConfig, checkpoint_dir: str, current: str,
+    init: str, planner: str, samples: int, window: int, epochs: int, batch_size: int, lr: float, seed: int,
+    started: float, log: Any, iterations: int,
+) -> dict[str, Any]:
+    """Fit the network to the window's records, save it as ``iter_<k+1>.zip`` and log the iteration's row."""
+    from nertz_env.agents.meta import make_meta
+    from nertz_env.train.imitate import fit
+    from nertz_env.train.trainer import save_policy
+
+    demos, teacher = records[-1], _planner_spec(current, planner)
+    data = records[0]
+    for more in records[1:]:
+        data = data + more
+    t0 = time.perf_counter()
+    stats = fit(policy, data, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed + k, log=log)
+    fit_s = time.perf_counter() - t0
+    current = os.path.join(checkpoint_dir, f"iter_{k + 1:02d}.zip")
+    meta = make_meta(
+        config, num_timesteps=0, mode="expert-iteration", n_envs=1,
+        expert={"init": init, "iteration": k + 1, "planner": planner, "samples": samples, "window": window,
+                "epochs": epochs, "seed": seed, **stats},
+    )
+    save_policy(holder, current, meta)
+    row = {
+        "iteration": k + 1, "teacher": teacher, "decisions": len(demos.actions), "rounds": demos.games,
+        "collect_s": round(demos.seconds, 1), "fit_s": round(fit_s, 1), "fitted_on": len(data.actions),
+        "elapsed_s": round(time.perf_counter() - started, 1), "policy": current, **stats,
+    }
+    with open(os.path.join(checkpoint_dir, "log.jsonl"), "a", encoding="utf-8") as f:
+        f.write(json.dumps(row) + "\n")
+    log(
+        f"iteration {k + 1}/{iterations}: {len(demos.actions):,} planner decisions in {demos.seconds:.0f} s, "
+        f"fit {fit_s:.0f} s, accuracy {stats['accuracy']:.1%}, saved {current}"
+    )
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m nertz_env.train.expert``: exit code 2 with one line on bad input."""
     from nertz_env.agents import AgentSpecError
     from nertz_env.threads import limit_threads
     from nertz_env.train.cli import OneLineParser, _rule
+    from nertz_env.train.resume import Interrupted, interrupted_message
 
     ap = OneLineParser(prog="python -m nertz_env.train.expert", description=__doc__.split("\n")[0])
     ap.add_argument("--init", default="ppo", help="the network to start from: a .zip policy or a shipped name (default ppo)")
@@ -184,7 +235,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--teacher-threads", type=int, default=1,
                     help="threads the planners decide in while collecting (default 1; 2 on a 2-core machine)")
+    ap.add_argument("--resume", metavar="FOLDER",
+                    help="continue the interrupted run of --checkpoint-dir FOLDER (same options; Ctrl-C prints it)")
     args = ap.parse_args(argv)
+    if args.resume is not None and os.path.abspath(args.resume) != os.path.abspath(args.checkpoint_dir):
+        ap.error(f"--resume {args.resume} continues the run in its --checkpoint-dir: give the same folder "
+                 f"(--checkpoint-dir is {args.checkpoint_dir})")
     rules: dict[str, Any] = {}
     for key, value in args.rule or []:
         if key in rules:
@@ -197,11 +253,17 @@ def main(argv: list[str] | None = None) -> int:
             init=args.init, out=args.out, checkpoint_dir=args.checkpoint_dir, iterations=args.iterations,
             samples=args.samples, epochs=args.epochs, window=args.window, lr=args.lr, batch_size=args.batch_size,
             planner=args.planner, num_players=args.players, rules=rules, seed=args.seed,
-            teacher_threads=args.teacher_threads, progress=sys.stderr.isatty(),
+            teacher_threads=args.teacher_threads, progress=sys.stderr.isatty(), resume=args.resume is not None,
         )
     except (AgentSpecError, FileNotFoundError, ValueError) as e:
         print(f"{ap.prog}: error: {e}", file=sys.stderr)
         return 2
+    except Interrupted as stop:
+        print(interrupted_message(ap.prog, sys.argv[1:] if argv is None else argv, stop), file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:  # a second Ctrl-C while the first one's state was being written
+        print(f"{ap.prog}: interrupted again while saving: stopped at once", file=sys.stderr)
+        return 130
     print(json.dumps({"out": result["out"], "wall_s": result["wall_s"]}))
     return 0
 

@@ -383,6 +383,7 @@ def imitate(
     relative_reward: bool = False,
     checkpoint_dir: str | None = None,
     teacher_threads: int = 1,
+    resume: str | None = None,
 ) -> dict[str, Any]:
     """Collect ``samples`` decisions of ``teacher``, fit a policy, save it to ``out`` (a policy file).
 
@@ -397,6 +398,10 @@ def imitate(
     fitted so far playing one seat (deterministically) and the teacher labelling it (see :func:`collect`),
     adds them to the records and fits ``dagger_epochs`` more epochs on all of them: the policy learns the
     teacher's answer in the states its own mistakes lead to, which a teacher's own games never show.
+
+    Ctrl-C saves the records and the network as they stood after the last finished step (a recording or a
+    fit) to :func:`resume_folder` and raises :class:`nertz_env.train.resume.Interrupted`; ``resume=FOLDER``
+    with the same options continues from there and ends with the policy of a run that never stopped.
     """
     from nertz_env.agents.meta import make_meta
     from nertz_env.agents.policy import PolicyAgent
@@ -410,6 +415,17 @@ def imitate(
         dagger_epochs=dagger_epochs, teacher_threads=teacher_threads, checkpoint_dir=checkpoint_dir,
         seed=seed,
     )  # every bad value fails here, before any folder is made
+    from nertz_env.train.resume import Interrupted, Progress
+
+    arch = list(net_arch if net_arch is not None else [256, 256])
+    progress_state = Progress("imitate", {
+        "teacher": teacher, "num_players": num_players, "rules": dict(rules or {}), "samples": samples, "seed": seed,
+        "net_arch": arch, "activation": activation, "epochs": epochs, "batch_size": batch_size, "lr": lr,
+        "gamma": gamma, "shaping": shaping, "dagger_rounds": dagger_rounds, "dagger_samples": dagger_samples,
+        "dagger_epochs": dagger_epochs, "relative_reward": relative_reward,
+    })
+    if resume is not None:
+        progress_state.load(resume)  # ValueError: not such a folder, or other options
     ckpt = None
     if checkpoint_dir is not None:
         import pathlib
@@ -417,17 +433,19 @@ def imitate(
         ckpt = pathlib.Path(checkpoint_dir)
         ckpt.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
-    demos = collect(
-        teacher, config, samples, seed=seed, gamma=gamma, shaping=shaping, progress=progress,
-        relative_reward=relative_reward, teacher_threads=teacher_threads,
-    )
-    log(f"recorded {len(demos.actions):,} decisions of {teacher} in {demos.games} rounds ({demos.seconds:.0f} s)")
-    policy, kwargs = build_policy(config, list(net_arch if net_arch is not None else [256, 256]), activation, lr)
-    t0 = time.perf_counter()
-    stats = fit(policy, demos, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, log=log)
-    fit_s = time.perf_counter() - t0
+    policy, kwargs = build_policy(config, arch, activation, lr)
+    demos: Demonstrations | None = None
+    stats: dict[str, float] = {}
+    fit_s = 0.0
+    if progress_state.step > 0:
+        demos = progress_state.records[0]
+        policy.load_state_dict(progress_state.weights)
+        stats = dict(progress_state.figures.get("stats", {}))
+        fit_s = float(progress_state.figures.get("fit_s", 0.0))
+        log(f"resumed from {resume}: {progress_state.done}")
 
     def record(dagger_done: int) -> dict[str, Any]:
+        assert demos is not None
         return make_meta(
             config,
             num_timesteps=0,
@@ -444,26 +462,58 @@ def imitate(
             save_policy(_PolicyHolder(policy, kwargs), str(path), record(dagger_done))
             log(f"checkpoint {path} ({time.perf_counter() - started:.0f} s since the start)")
 
-    checkpoint(0)
-    for k in range(dagger_rounds):
-        student = PolicyAgent(policy, record(k), deterministic=True, name="student")
-        more = collect(
-            teacher, config, dagger_samples, seed=seed + 7_919 * (k + 1) * 1_000, gamma=gamma, shaping=shaping,
-            progress=progress, student=student, relative_reward=relative_reward, teacher_threads=teacher_threads,
-        )
-        demos = demos + more
-        log(f"DAgger round {k + 1}/{dagger_rounds}: {len(more.actions):,} more decisions ({more.seconds:.0f} s), "
-            f"{len(demos.actions):,} in all")
-        t0 = time.perf_counter()
-        stats = fit(policy, demos, epochs=dagger_epochs, batch_size=batch_size, lr=lr, seed=seed + k + 1, log=log)
-        fit_s += time.perf_counter() - t0
-        checkpoint(k + 1)
+    # the steps: 0 records the teacher, 1 fits; then each DAgger round k records (2k + 2) and fits (2k + 3)
+    try:
+        for step in range(progress_state.step, 2 + 2 * dagger_rounds):
+            k = step // 2 - 1  # the DAgger round of steps 2k + 2 and 2k + 3
+            if step == 0:
+                demos = collect(
+                    teacher, config, samples, seed=seed, gamma=gamma, shaping=shaping, progress=progress,
+                    relative_reward=relative_reward, teacher_threads=teacher_threads,
+                )
+                log(f"recorded {len(demos.actions):,} decisions of {teacher} in {demos.games} rounds "
+                    f"({demos.seconds:.0f} s)")
+                done = f"the {len(demos.actions):,} decisions recorded (the first fit not started)"
+            elif step % 2 == 0:
+                assert demos is not None
+                student = PolicyAgent(policy, record(k), deterministic=True, name="student")
+                more = collect(
+                    teacher, config, dagger_samples, seed=seed + 7_919 * (k + 1) * 1_000, gamma=gamma,
+                    shaping=shaping, progress=progress, student=student, relative_reward=relative_reward,
+                    teacher_threads=teacher_threads,
+                )
+                demos = demos + more
+                log(f"DAgger round {k + 1}/{dagger_rounds}: {len(more.actions):,} more decisions "
+                    f"({more.seconds:.0f} s), {len(demos.actions):,} in all")
+                done = f"DAgger round {k + 1}'s records ({len(demos.actions):,} decisions in all; its fit not started)"
+            else:
+                assert demos is not None
+                t0 = time.perf_counter()
+                stats = fit(policy, demos, epochs=epochs if step == 1 else dagger_epochs, batch_size=batch_size,
+                            lr=lr, seed=seed if step == 1 else seed + k + 1, log=log)
+                fit_s += time.perf_counter() - t0
+                checkpoint(k + 1)
+                done = "the first fit" if step == 1 else f"DAgger round {k + 1} of {dagger_rounds}"
+                done += f" ({len(demos.actions):,} decisions)"
+            assert demos is not None
+            progress_state.mark(step + 1, [demos], policy, done, stats=stats, fit_s=fit_s)
+    except KeyboardInterrupt:
+        folder = progress_state.save(resume_folder(out, checkpoint_dir)) if progress_state.step > 0 else None
+        raise Interrupted(folder, progress_state.done) from None
+    assert demos is not None
 
     holder = _PolicyHolder(policy, kwargs)
     save_policy(holder, out, record(dagger_rounds))
     log(f"saved {out} (fit {fit_s:.0f} s)")
     return {"path": out, "samples": len(demos.actions), "rounds": demos.games,
             "collect_s": demos.seconds, "fit_s": fit_s, **stats}
+
+
+def resume_folder(out: str, checkpoint_dir: str | None) -> str:
+    """Where an interrupted run keeps its state: ``checkpoint_dir``, else ``<out without .zip>_resume``."""
+    import os
+
+    return checkpoint_dir if checkpoint_dir is not None else os.path.splitext(out)[0] + "_resume"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -474,6 +524,7 @@ def main(argv: list[str] | None = None) -> int:
     from nertz_env.agents import AgentSpecError
     from nertz_env.threads import limit_threads
     from nertz_env.train.cli import OneLineParser, _int_list, _rule
+    from nertz_env.train.resume import Interrupted, interrupted_message
 
     ap = OneLineParser(prog="python -m nertz_env.train.imitate", description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="the policy file to write (.zip)")
@@ -502,6 +553,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     ap.add_argument("--teacher-threads", type=int, default=1,
                     help="threads the teachers decide in while collecting (default 1; 2 on a 2-core machine)")
+    ap.add_argument("--resume", metavar="FOLDER",
+                    help="continue an interrupted run from the folder it printed (same options)")
     args = ap.parse_args(argv)
     if args.threads < 1:
         ap.error(f"--threads must be at least 1, got {args.threads}")
@@ -527,11 +580,17 @@ def main(argv: list[str] | None = None) -> int:
             dagger_samples=100_000 if args.dagger_samples is None else args.dagger_samples,
             dagger_epochs=3 if args.dagger_epochs is None else args.dagger_epochs,
             relative_reward=args.relative_reward, checkpoint_dir=args.checkpoint_dir,
-            teacher_threads=args.teacher_threads,
+            teacher_threads=args.teacher_threads, resume=args.resume,
         )
     except (AgentSpecError, FileNotFoundError, ValueError) as e:
         print(f"{ap.prog}: error: {e}", file=sys.stderr)
         return 2
+    except Interrupted as stop:
+        print(interrupted_message(ap.prog, sys.argv[1:] if argv is None else argv, stop), file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:  # a second Ctrl-C while the first one's state was being written
+        print(f"{ap.prog}: interrupted again while saving: stopped at once", file=sys.stderr)
+        return 130
     print(json.dumps(result, indent=2))
     return 0
 

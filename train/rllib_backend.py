@@ -30,7 +30,9 @@ mode, reward shaping, in-training evaluation, ...) are an error when set, never 
 
 Checkpoints: ``<run_dir>/checkpoints/step_<agent steps>/`` (RLlib's checkpoint plus ``nertz_meta.json``), the
 last also as ``<run_dir>/final``; ``nertz-eval gauntlet <run_dir>/final search`` plays it, ``--resume DIR``
-continues it. Exit codes: 0 done, 1 training error, 2 bad usage (nothing started).
+continues it. Ctrl-C lets the PPO iteration under way finish (an update cut in the middle is no state to
+continue from), saves a checkpoint of it and prints the ``--resume`` command; a second Ctrl-C stops at once.
+Exit codes: 0 done, 1 training error, 2 bad usage (nothing started), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import argparse
 import dataclasses
 import json
 import os
+import signal
 import socket
 import sys
 import time
@@ -323,8 +326,10 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
         next_ckpt = steps + cfg.checkpoint_every if cfg.checkpoint_every else None
         it, slot, last = 0, 0, None
         t0, s0 = time.perf_counter(), steps
+        stop = _StopAfterIteration()
         while steps < cfg.total_timesteps:
-            result = algo.train()
+            with stop:
+                result = algo.train()
             it += 1
             sampled = result["env_runners"]["num_module_steps_sampled"]
             n = float(sampled.get("learner", sampled.get("default_policy", 0)))  # multi- or single-agent route
@@ -339,20 +344,52 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
             if max_snapshots and cfg.snapshot_every and it % cfg.snapshot_every == 0:
                 add_snapshot(algo, slot)
                 slot = (slot + 1) % max_snapshots
-            if next_ckpt is not None and steps >= next_ckpt:
+            if stop.asked or (next_ckpt is not None and steps >= next_ckpt):
                 last = _save(algo, cfg, steps, os.path.join(run_dir, "checkpoints", f"step_{steps:012d}"))
                 print(f"checkpoint: {last}")
-                next_ckpt += cfg.checkpoint_every
+                if next_ckpt is not None and steps >= next_ckpt:
+                    next_ckpt += cfg.checkpoint_every
+            if stop.asked:
+                print(
+                    f"nertz-train: interrupted; saved the run after iteration {it} ({steps:,} learner transitions) "
+                    f"in {last}\nresume with: nertz-train --backend rllib --resume {last}",
+                    file=sys.stderr,
+                )
+                return 130
         final = _save(algo, cfg, steps, os.path.join(run_dir, "final"))
         print(f"final checkpoint: {final}\nplay it: nertz-eval gauntlet {final} heuristic search")
-    except KeyboardInterrupt:
-        print("nertz-train: interrupted" + (f"; resume with --resume {last}" if last else ""), file=sys.stderr)
+    except KeyboardInterrupt:  # before the first iteration finished, or a second Ctrl-C
+        hint = f"; the last checkpoint: nertz-train --backend rllib --resume {last}" if last else ""
+        print(f"nertz-train: interrupted: stopped at once{hint}", file=sys.stderr)
         return 130
     finally:
         if algo is not None:
             algo.stop()
         ray.shutdown()
     return 0
+
+
+class _StopAfterIteration:
+    """While a PPO iteration runs (``with stop: algo.train()``), the first Ctrl-C only asks to stop after it
+    (``asked``), saying so; a second one raises KeyboardInterrupt at once. Outside, Ctrl-C is Python's."""
+
+    def __init__(self) -> None:
+        self.asked = False
+        self._old: Any = None
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.asked:
+            raise KeyboardInterrupt
+        self.asked = True
+        print("\nnertz-train: stopping after this iteration to save a checkpoint (Ctrl-C again to stop at once)",
+              file=sys.stderr, flush=True)
+
+    def __enter__(self) -> _StopAfterIteration:
+        self._old = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        signal.signal(signal.SIGINT, self._old)
 
 
 def _save(algo: Any, cfg: TrainConfig, steps: int, path: str) -> str:

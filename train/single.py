@@ -53,6 +53,22 @@ def rival_weights(config: NertzConfig) -> np.ndarray:
     return rivals / np.maximum(rivals.sum(axis=1, keepdims=True), 1.0)
 
 
+def table_rules(rules: Mapping[str, Any] | None, keywords: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The rules options of an env built with ``rules={...}`` or with the options as keywords (``draw=1``,
+    as :func:`nertz_env.parallel_env` takes them), refusing both at once and ``num_players`` among them."""
+    if rules is not None and not isinstance(rules, Mapping):
+        raise TypeError(f"{where}: rules is a mapping of rules options such as {{'draw': 1}}, got {rules!r}")
+    if rules and keywords:
+        raise ValueError(
+            f"{where}: give the rules as keywords ({', '.join(f'{k}=...' for k in keywords)}) or as "
+            f"rules={{...}}, not both"
+        )
+    out = dict(rules or keywords)
+    if "num_players" in out:
+        raise ValueError("give the table size as num_players, not as a rule")
+    return out
+
+
 def as_pool(opponents: OpponentPool | Mapping[str, float] | Sequence[str] | None) -> OpponentPool:
     """An :class:`OpponentPool` from a pool, a ``{spec: weight}`` mapping or a list of specs (weight 1)."""
     if isinstance(opponents, OpponentPool):
@@ -71,11 +87,14 @@ class NertzSingleAgentEnv(gymnasium.Env):
 
     Args:
         num_players: seats, 2 to 8.
-        rules: rules options of :class:`~nertz_env.config.NertzConfig`.
+        rules: rules options of :class:`~nertz_env.config.NertzConfig` as a mapping (``rules={"draw": 1}``);
+            or give them as keywords, like every other env of the package (``NertzSingleAgentEnv(draw=1)``),
+            not both.
         opponents: an :class:`OpponentPool`, ``{spec: weight}`` or a list of specs (default: heuristic).
         seat: pin the learner to this seat; ``None`` rotates it every episode.
         truncation_as_termination: report a round cut off at ``max_ticks`` as terminated (see above).
         render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (with the ``render`` extra).
+        **rule_options: rules options by their RULES.md names (``draw=1``, ``jokers=2``).
     """
 
     metadata = {"render_modes": list(_render.RENDER_MODES), "render_fps": _render.RENDER_FPS}
@@ -88,10 +107,9 @@ class NertzSingleAgentEnv(gymnasium.Env):
         seat: int | None = None,
         truncation_as_termination: bool = True,
         render_mode: str | None = None,
+        **rule_options: Any,
     ) -> None:
-        rules = dict(rules or {})
-        if "num_players" in rules:
-            raise ValueError("give the table size as num_players, not as a rule")
+        rules = table_rules(rules, rule_options, "NertzSingleAgentEnv")
         self.env = NertzParallelEnv(num_players=num_players, render_mode=render_mode, **rules)
         self.config = self.env.config
         self.render_mode = render_mode

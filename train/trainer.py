@@ -25,12 +25,20 @@ with its opponents and generators, the pool's contents, the monitor and shaping 
 schedule of periodic work. ``Trainer(config, resume=path)`` continues so that the parameters after
 ``total_timesteps`` equal those of a run that never stopped (``tests/test_train.py`` checks it).
 
+**Ctrl-C** keeps the work: the first interrupt writes a checkpoint of the run as it stood after the last
+finished update (the boundary state is kept in memory at every boundary, so a rollout or update cut short is
+simply dropped) and raises :class:`Interrupted` naming it; ``nertz-train`` prints the ``--resume`` command,
+and the run resumed from it continues exactly as one that never stopped. ``eval.csv`` holds every finished
+evaluation. Checkpoint files are written under temporary names and renamed, so a second Ctrl-C while saving
+stops at once and leaves no half-written checkpoint.
+
 **Throughput**: at the end the trainer prints and saves (``throughput.json``) the transitions per second, the
 table ticks per second and the share of wall time spent inside the env (opponents included).
 """
 
 from __future__ import annotations
 
+import copy
 import glob
 import importlib.util
 import json
@@ -67,6 +75,16 @@ from nertz_env.train.vec import NertzVecEnv
 from nertz_env.train.wrappers import PotentialShaping, RelativeReward, VecTimer
 
 STATE_FORMAT = "nertz-train-state/1"
+
+
+class Interrupted(KeyboardInterrupt):
+    """Training stopped by Ctrl-C after saving ``checkpoint`` (the last finished update; ``None`` when no
+    update had finished) at ``steps`` transitions."""
+
+    def __init__(self, checkpoint: str | None, steps: int) -> None:
+        super().__init__(checkpoint)
+        self.checkpoint = checkpoint
+        self.steps = steps
 
 
 def state_path(checkpoint: str) -> str:
@@ -119,8 +137,9 @@ class _Hooks(BaseCallback):
         if tr.cfg.progress_bar:
             from tqdm import tqdm
 
+            # the transitions the run trains to: total_timesteps rounded up to whole rollouts
             self.bar = tqdm(
-                total=tr.cfg.total_timesteps,
+                total=tr.cfg.planned_timesteps(int(self.model.num_timesteps)),
                 initial=self.model.num_timesteps,
                 unit="step",
                 dynamic_ncols=True,
@@ -129,7 +148,10 @@ class _Hooks(BaseCallback):
 
     def _on_rollout_start(self) -> None:
         t0 = time.perf_counter()
+        self.trainer.phase = "boundary"
         self.trainer.on_boundary()
+        self.trainer.capture_boundary()
+        self.trainer.phase = "learn"
         self._rollout_t0 = time.perf_counter()
         self.trainer.clock.eval_seconds += self._rollout_t0 - t0
 
@@ -284,6 +306,9 @@ class Trainer:
         self.last_boundary = 0
         self.eval_rows: list[EvalRow] = []
         self.checkpoints: list[str] = []
+        self.phase = "setup"  # "learn" (rollout or update), "boundary" (its periodic work), "final" (after learn)
+        self._boundary: dict[str, Any] | None = None  # the run after the last finished update (capture_boundary)
+        self._saved_steps = 0  # the transitions of the checkpoint save_interrupted wrote or found
         if resume is not None:
             assert resume_meta is not None
             self._load(resume, resume_meta)
@@ -368,8 +393,8 @@ class Trainer:
         if snapshots and self.iteration % cfg.snapshot_every == 0:
             self._add_snapshot()
         if cfg.eval_every > 0 and steps >= self.next_eval:
+            self.evaluate()  # (an evaluation cut short by Ctrl-C is due again at the next boundary)
             self.next_eval = _next_multiple(steps, cfg.eval_every)
-            self.evaluate()
         if cfg.checkpoint_every > 0 and steps >= self.next_checkpoint:
             self.next_checkpoint = _next_multiple(steps, cfg.checkpoint_every)
             self.save_checkpoint(periodic=True)
@@ -432,6 +457,7 @@ class Trainer:
         if remaining > 0:
             fresh = model.num_timesteps == 0 and model._last_obs is None
             try:
+                self.phase = "learn"
                 model.learn(
                     remaining,
                     callback=hooks,
@@ -439,11 +465,24 @@ class Trainer:
                     tb_log_name="ppo",
                     progress_bar=False,
                 )
+            except KeyboardInterrupt:
+                if hooks.bar is not None:
+                    hooks.bar.close()
+                raise Interrupted(self.save_interrupted(), self._saved_steps) from None
             finally:
                 self.clock.stop(int(model.num_timesteps), self.timer.seconds)
                 self.timer.seconds = 0.0
         # the final checkpoint, policy and evaluation come after learn(): count their time as the
         # boundaries' is counted (in the wall time and in its evaluations-and-checkpoints part)
+        self.phase = "final"
+        try:
+            return self._finish()
+        except KeyboardInterrupt:
+            raise Interrupted(self.save_interrupted(), self._saved_steps) from None
+
+    def _finish(self) -> dict[str, Any]:
+        """The final checkpoint, policy, evaluation and throughput report (after learn())."""
+        cfg, model = self.cfg, self.model
         t0 = time.perf_counter()
         final = self.save_checkpoint(periodic=False)
         policy = save_policy(model, os.path.join(self.run_dir, "policy.zip"), self.meta(checkpoint=final))
@@ -493,12 +532,93 @@ class Trainer:
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self, periodic: bool = True) -> str:
         """Write ``checkpoints/step_<timesteps>.zip`` (+ ``.json``, ``.state.pkl``); returns the zip path."""
+        path = self._write_checkpoint(self._state())
+        if periodic and self.cfg.keep_checkpoints > 0:
+            self._prune_checkpoints()
+        return path
+
+    def _checkpoint_path(self, steps: int) -> str:
+        return os.path.join(self.run_dir, "checkpoints", f"step_{steps:012d}.zip")
+
+    def _write_checkpoint(self, state: dict[str, Any]) -> str:
+        """Write the model as it is with ``state`` (see :meth:`_state`). Every file is written under a temporary
+        name and renamed, the zip last: a checkpoint is either complete or absent (``step_*.zip`` marks it)."""
+        model = self.model
+        path = self._checkpoint_path(int(model.num_timesteps))
+        folder, name = os.path.split(path)
+        tmp_zip, tmp_state = os.path.join(folder, f"tmp_{name}"), state_path(path) + ".tmp"
+        tmp_json = os.path.splitext(tmp_zip)[0] + ".json"
+        placed: list[str] = []
+        try:
+            with open(tmp_state, "wb") as f:
+                pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
+            model.save(tmp_zip)
+            write_meta(tmp_zip, self.meta())
+            for tmp, final in ((tmp_state, state_path(path)), (tmp_json, os.path.splitext(path)[0] + ".json")):
+                os.replace(tmp, final)
+                placed.append(final)
+            os.replace(tmp_zip, path)
+            placed = []
+        finally:  # cut short (a second Ctrl-C, a full disk): nothing of this checkpoint stays
+            for tmp in (tmp_zip, tmp_state, tmp_json, *placed):
+                if os.path.exists(tmp):
+                    os.remove(tmp)
+        if path not in self.checkpoints:
+            self.checkpoints.append(path)
+        self.log(f"checkpoint: {path}")
+        return path
+
+    def capture_boundary(self) -> None:
+        """Keep in memory what a checkpoint of this moment would hold (the network, the optimizer and
+        :meth:`_state`): called at every rollout boundary, after the boundary's own work, so that Ctrl-C in the
+        rollout or update that follows can save the run as it stood here (:meth:`save_interrupted`)."""
+        model = self.model
+        # the env is kept as its pickle (its raw arrays: a few ms for 64 tables) and turned into the checkpoint's
+        # table snapshots only when it is needed (those take ~1 ms a table)
+        envs = self.base_env if isinstance(self.base_env, NertzVecEnv) else self.base_env.envs  # type: ignore[attr-defined]
+        self._boundary = {
+            "steps": int(model.num_timesteps),
+            "policy": {k: v.detach().clone() for k, v in model.policy.state_dict().items()},
+            "optimizer": copy.deepcopy(model.policy.optimizer.state_dict()),
+            "state": pickle.dumps(self._state(env=False), protocol=pickle.HIGHEST_PROTOCOL),
+            "env": pickle.dumps(envs, protocol=pickle.HIGHEST_PROTOCOL),
+        }
+
+    def save_interrupted(self) -> str | None:
+        """The checkpoint of the run at its last finished update, written now if it is not on disk yet;
+        ``None`` when no update had finished. After it the trainer is at that point (the rollout or update cut
+        short is dropped) and should not train on."""
+        model, self._saved_steps = self.model, 0
+        if self.phase in ("boundary", "final"):  # the update finished: the run is complete as it stands
+            steps = int(model.num_timesteps)
+            self._saved_steps = steps
+            if steps == 0:
+                return None
+            path = self._checkpoint_path(steps)
+            if path in self.checkpoints and os.path.isfile(path):
+                return path
+            return self._write_checkpoint(self._state())
+        b = self._boundary
+        if b is None or b["steps"] == 0:
+            return None
+        self._saved_steps = b["steps"]
+        path = self._checkpoint_path(b["steps"])
+        if path in self.checkpoints and os.path.isfile(path):  # written at that boundary
+            return path
+        model.policy.load_state_dict(b["policy"])
+        model.policy.optimizer.load_state_dict(b["optimizer"])
+        state = pickle.loads(b["state"])
+        envs = pickle.loads(b["env"])
+        state["env"] = envs.state_dict() if isinstance(envs, NertzVecEnv) else [e.state_dict() for e in envs]
+        model.num_timesteps = b["steps"]
+        return self._write_checkpoint(state)
+
+    def _state(self, env: bool = True) -> dict[str, Any]:
+        """Everything a resume needs besides the network and the optimizer (in the zip); ``env=False`` leaves
+        out the env's tables (``"env": None``)."""
         model = self.model
         steps = int(model.num_timesteps)
-        path = os.path.join(self.run_dir, "checkpoints", f"step_{steps:012d}.zip")
-        model.save(path)
-        write_meta(path, self.meta())
-        state = {
+        return {
             "format": STATE_FORMAT,
             "num_timesteps": steps,
             "n_updates": model._n_updates,
@@ -507,7 +627,7 @@ class Trainer:
             "last_episode_starts": model._last_episode_starts,
             "ep_info_buffer": list(model.ep_info_buffer or []),
             "ep_success_buffer": list(model.ep_success_buffer or []),
-            "env": self._env_state(),
+            "env": self._env_state() if env else None,
             "monitor": {
                 "episode_returns": self.monitor.episode_returns.copy(),
                 "episode_lengths": self.monitor.episode_lengths.copy(),
@@ -527,14 +647,6 @@ class Trainer:
                 "python": random.getstate(),
             },
         }
-        with open(state_path(path), "wb") as f:
-            pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
-        if path not in self.checkpoints:
-            self.checkpoints.append(path)
-        if periodic and self.cfg.keep_checkpoints > 0:
-            self._prune_checkpoints()
-        self.log(f"checkpoint: {path}")
-        return path
 
     def _prune_checkpoints(self) -> None:
         pattern = os.path.join(self.run_dir, "checkpoints", "step_*.zip")

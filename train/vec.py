@@ -50,7 +50,7 @@ from nertz_env._envbase import Copyable, check_open, warn_unknown_options
 from nertz_env.agents import Agent
 from nertz_env.agents.policy import PolicyAgent
 from nertz_env.train.pool import OpponentPool
-from nertz_env.train.single import as_pool, rival_weights
+from nertz_env.train.single import as_pool, rival_weights, table_rules
 from nertz_env.vector import NertzVectorEnv
 
 T = TypeVar("T")
@@ -77,7 +77,8 @@ class NertzVecEnv(Copyable, VecEnv):
     Args:
         num_tables: tables stepped together.
         num_players: seats per table, 2 to 8.
-        rules: rules options of :class:`~nertz_env.config.NertzConfig`.
+        rules: rules options of :class:`~nertz_env.config.NertzConfig` as a mapping; or give them as keywords
+            (``NertzVecEnv(8, draw=1)``), not both.
         learners_per_table: learning seats per table (default all: self-play); the rest are opponents.
         opponents: the pool the opponents come from (a pool, ``{spec: weight}`` or specs; default
             heuristic); unused in pure self-play.
@@ -86,6 +87,7 @@ class NertzVecEnv(Copyable, VecEnv):
             release the GIL, so 2 on a 2-core machine runs the search opponents' rollouts on both cores
             while the learner's update, which runs between steps, keeps one torch thread. Every agent
             owns its state and random stream, so the actions do not depend on the thread count.
+        **rule_options: rules options by their RULES.md names (``draw=1``).
     """
 
     _derived = ("_executor",)
@@ -99,12 +101,11 @@ class NertzVecEnv(Copyable, VecEnv):
         opponents: OpponentPool | Mapping[str, float] | Sequence[str] | None = None,
         seed: int | None = None,
         opponent_threads: int = 1,
+        **rule_options: Any,
     ) -> None:
         if isinstance(opponent_threads, bool) or not isinstance(opponent_threads, int) or opponent_threads < 1:
             raise ValueError(f"opponent_threads must be an integer >= 1, got {opponent_threads!r}")
-        rules = dict(rules or {})
-        if "num_players" in rules:
-            raise ValueError("give the table size as num_players, not as a rule")
+        rules = table_rules(rules, rule_options, "NertzVecEnv")
         self.venv = NertzVectorEnv(num_tables, num_players=num_players, autoreset=False, copy=False, **rules)
         self.config = self.venv.config
         p = self.config.num_players

@@ -1,0 +1,349 @@
+"""Nothing lost on Ctrl-C (issue 21): ``nertz-train`` saves the run at its last finished update and prints the
+``--resume`` command, and the resumed run continues exactly as one that never stopped; a second Ctrl-C while
+saving stops at once without leaving a half-written checkpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sb3_contrib")
+
+import torch
+
+from nertz_env.agents.meta import read_meta
+from nertz_env.train import TrainConfig, Trainer
+from nertz_env.train.cli import main as train_main
+from nertz_env.train.trainer import Interrupted, state_path
+
+torch.set_num_threads(1)
+ROLLOUT = 16 * 2 * 4  # n_steps x tables x seats
+
+
+def _options(run_dir: Path, **kw: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "num_tables": 2, "n_steps": 16, "batch_size": 64, "n_epochs": 2, "net_arch": [32, 32],
+        "total_timesteps": 6 * ROLLOUT, "checkpoint_every": 0, "eval_every": 0, "eval_deals": 0,
+        "progress_bar": False, "tensorboard": False, "run_dir": str(run_dir), "seed": 3,
+    }
+    base.update(kw)
+    return base
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def _assert_same(a: Trainer, b: Trainer) -> None:
+    pa, pb = a.model.policy.state_dict(), b.model.policy.state_dict()
+    assert all(torch.equal(pa[k], pb[k]) for k in pa)
+    oa, ob = a.model.policy.optimizer.state_dict()["state"], b.model.policy.optimizer.state_dict()["state"]
+    assert all(torch.equal(oa[k]["exp_avg"], ob[k]["exp_avg"]) for k in oa)
+    assert a.model.num_timesteps == b.model.num_timesteps
+    assert np.array_equal(np.asarray(a.model._last_obs), np.asarray(b.model._last_obs))
+
+
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory: pytest.TempPathFactory) -> Trainer:
+    """The run that never stopped."""
+    run = tmp_path_factory.mktemp("straight") / "run"
+    trainer = Trainer(TrainConfig.from_dict(_options(run)), log=_quiet)
+    trainer.train()
+    return trainer
+
+
+@pytest.mark.parametrize("where", ["rollout", "update"])
+def test_ctrl_c_saves_the_last_finished_update_and_the_resumed_run_is_the_straight_one(
+    where: str, straight: Trainer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C in the middle of the fourth rollout, or of the fourth update's optimizer steps
+    cfg = TrainConfig.from_dict(_options(tmp_path / "run"))
+    trainer = Trainer(cfg, log=_quiet)
+    if where == "rollout":
+        real_step = trainer.timer.step_wait
+        calls = {"n": 0}
+
+        def step_wait() -> Any:
+            calls["n"] += 1
+            if calls["n"] == 3 * 16 + 5:
+                raise KeyboardInterrupt
+            return real_step()
+
+        monkeypatch.setattr(trainer.timer, "step_wait", step_wait)
+    else:
+        optimizer = trainer.model.policy.optimizer
+        real_opt_step, steps_per_update = optimizer.step, 2 * ROLLOUT // 64
+        count = {"n": 0}
+
+        def opt_step(*a: Any, **k: Any) -> Any:
+            count["n"] += 1
+            if count["n"] == 3 * steps_per_update + 1:  # the fourth update has moved the weights once
+                real_opt_step(*a, **k)
+                raise KeyboardInterrupt
+            return real_opt_step(*a, **k)
+
+        monkeypatch.setattr(optimizer, "step", opt_step)
+    with pytest.raises(Interrupted) as info:
+        trainer.train()
+    saved = info.value.checkpoint
+    assert saved is not None and info.value.steps == 3 * ROLLOUT
+    assert read_meta(saved)["num_timesteps"] == 3 * ROLLOUT and os.path.isfile(state_path(saved))
+    assert not list((tmp_path / "run" / "checkpoints").glob("tmp_*"))
+    resumed = Trainer(TrainConfig.from_dict(_options(tmp_path / "again")), resume=saved, log=_quiet)
+    resumed.train()
+    _assert_same(straight, resumed)
+
+
+def test_ctrl_c_during_the_first_rollout_says_nothing_was_trained(tmp_path: Path, capsys: Any) -> None:
+    cfg = TrainConfig.from_dict(_options(tmp_path / "run"))
+    trainer = Trainer(cfg, log=_quiet)
+
+    def stop() -> Any:
+        raise KeyboardInterrupt
+
+    trainer.timer.step_wait = stop  # type: ignore[method-assign]
+    with pytest.raises(Interrupted) as info:
+        trainer.train()
+    assert info.value.checkpoint is None
+
+
+def test_a_second_ctrl_c_while_saving_stops_at_once_leaving_no_half_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    import nertz_env.train.trainer as trainer_module
+
+    config = tmp_path / "train.json"
+    config.write_text(json.dumps(_options(tmp_path / "run", total_timesteps=5 * ROLLOUT, checkpoint_every=2 * ROLLOUT)))
+    real_step = trainer_module.VecTimer.step_wait
+    calls = {"n": 0}
+
+    def step_wait(self: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 3 * 16 + 3:  # the first Ctrl-C, in the fourth rollout
+            raise KeyboardInterrupt
+        return real_step(self)
+
+    def write_meta(*a: Any, **k: Any) -> None:  # the second, while the interrupted run's checkpoint is written
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer_module.VecTimer, "step_wait", step_wait)
+    real_write = trainer_module.Trainer._write_checkpoint
+
+    def write(self: Any, state: Any) -> str:
+        if self.phase == "learn":
+            monkeypatch.setattr(trainer_module, "write_meta", write_meta)
+        return real_write(self, state)
+
+    monkeypatch.setattr(trainer_module.Trainer, "_write_checkpoint", write)
+    assert train_main(["--config", str(config)]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted again while saving: stopped at once" in err
+    periodic = tmp_path / "run" / "checkpoints" / f"step_{2 * ROLLOUT:012d}.zip"
+    assert f"--resume {periodic}" in err  # the periodic checkpoint before, complete
+    names = sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir())
+    assert names == sorted(f"step_{2 * ROLLOUT:012d}{x}" for x in (".zip", ".json", ".state.pkl"))  # no step_384
+    assert all(read_meta(str(tmp_path / "run" / "checkpoints" / n)) for n in names if n.endswith(".zip"))
+
+
+def _read_until(stream: Any, pattern: str, timeout: float, seen: list[str]) -> bool:
+    """Read lines from ``stream`` (in a thread) until ``pattern`` has appeared twice."""
+    done = threading.Event()
+
+    def reader() -> None:
+        for line in stream:
+            seen.append(line)
+            if sum(pattern in x for x in seen) >= 2:
+                done.set()
+        done.set()
+
+    threading.Thread(target=reader, daemon=True).start()
+    return done.wait(timeout)
+
+
+def test_sigint_to_a_real_nertz_train_saves_and_its_resume_command_finishes_the_run(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    config = tmp_path / "train.json"
+    config.write_text(json.dumps(_options(run, total_timesteps=10_000_000, verbose=1)))
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nertz_env.train.cli", "--config", str(config)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    seen: list[str] = []
+    try:
+        # SB3 prints its table after each rollout, before the update: the second table follows a finished update
+        assert _read_until(proc.stdout, "total_timesteps", 300, seen), "".join(seen)
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err, err
+    m = re.search(r"resume with: nertz-train --resume (\S+)", err)
+    assert m, err
+    saved = m.group(1)
+    steps = int(read_meta(saved)["num_timesteps"])
+    assert steps > 0 and steps % ROLLOUT == 0 and os.path.isfile(state_path(saved))
+    assert f"last finished update ({steps:,} transitions)" in err
+    # the printed command, with a budget two rollouts further, finishes the run
+    assert train_main(["--resume", saved, "--total-timesteps", str(steps + 2 * ROLLOUT)]) == 0
+    assert read_meta(str(run / "policy.zip"))["num_timesteps"] == steps + 2 * ROLLOUT
+
+
+# ---------------------------------------------------------------- imitation and expert iteration
+def _weights(path: str) -> dict[str, Any]:
+    from stable_baselines3.common.save_util import load_from_zip_file
+
+    _, params, _ = load_from_zip_file(path, device="cpu", load_data=False, print_system_info=False)
+    return params["policy"]
+
+
+def _same_weights(a: str, b: str) -> bool:
+    wa, wb = _weights(a), _weights(b)
+    return wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+IMITATE = ["--teacher", "greedy", "--players", "2", "--samples", "64", "--epochs", "2", "--batch-size", "32",
+           "--net-arch", "16", "--dagger-rounds", "2", "--dagger-samples", "32", "--dagger-epochs", "1"]
+
+
+@pytest.mark.parametrize("stop_at", [("fit", 2), ("collect", 3)])  # DAgger round 1's fit; round 2's records
+def test_imitate_ctrl_c_saves_the_last_finished_step_and_resume_finishes_the_same_policy(
+    stop_at: tuple[str, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    import nertz_env.train.imitate as imitate
+
+    straight = str(tmp_path / "straight.zip")
+    assert imitate.main([*IMITATE, "--out", straight]) == 0
+    name, call = stop_at
+    real = getattr(imitate, name)
+    calls = {"n": 0}
+
+    def stopping(*a: Any, **k: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == call:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(imitate, name, stopping)
+    out = str(tmp_path / "cut.zip")
+    argv = [*IMITATE, "--out", out]
+    capsys.readouterr()
+    assert imitate.main(argv) == 130
+    err = capsys.readouterr().err
+    m = re.search(r"resume with: python -m nertz_env.train.imitate (.+)", err)
+    assert m, err
+    assert not os.path.exists(out)
+    monkeypatch.setattr(imitate, name, real)
+    import shlex
+
+    assert imitate.main(shlex.split(m.group(1))) == 0
+    assert _same_weights(straight, out)
+    # a resume with other options is refused in one line
+    assert imitate.main([*argv[:-2], "--out", str(tmp_path / "x.zip"), "--seed", "1", "--resume",
+                         str(tmp_path / "cut_resume")]) == 2
+    assert "other options (seed: the run has 0, this command 1)" in capsys.readouterr().err
+
+
+def test_expert_ctrl_c_saves_the_last_finished_step_and_resume_finishes_the_same_network(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    import nertz_env.train.expert as expert
+    import nertz_env.train.imitate as imitate
+
+    base = ["--init", "ppo", "--iterations", "2", "--samples", "24", "--epochs", "1", "--batch-size", "32",
+            "--planner", "rollouts=2"]
+    straight = str(tmp_path / "straight.zip")
+    assert expert.main([*base, "--out", straight, "--checkpoint-dir", str(tmp_path / "a")]) == 0
+    real_fit, calls = imitate.fit, {"n": 0}
+
+    def fit(*a: Any, **k: Any) -> Any:  # Ctrl-C in the second iteration's fit
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real_fit(*a, **k)
+
+    monkeypatch.setattr(imitate, "fit", fit)
+    out, folder = str(tmp_path / "cut.zip"), str(tmp_path / "b")
+    assert expert.main([*base, "--out", out, "--checkpoint-dir", folder]) == 130
+    err = capsys.readouterr().err
+    assert f"saved iteration 2's records (its fit not started) in {folder}" in err
+    assert f"--resume {folder}" in err
+    monkeypatch.setattr(imitate, "fit", real_fit)
+    assert expert.main([*base, "--out", out, "--checkpoint-dir", folder, "--resume", folder]) == 0
+    assert _same_weights(straight, out)
+    assert [json.loads(x)["iteration"] for x in (tmp_path / "b" / "log.jsonl").read_text().splitlines()] == [1, 2]
+
+
+def test_sigint_to_a_real_imitation_run_saves_and_resumes_to_the_same_policy(tmp_path: Path) -> None:
+    import nertz_env.train.imitate as imitate
+
+    argv = ["--teacher", "greedy", "--players", "2", "--samples", "64", "--epochs", "60", "--batch-size", "16",
+            "--net-arch", "16"]
+    straight = str(tmp_path / "straight.zip")
+    assert imitate.main([*argv, "--out", straight]) == 0
+    out = str(tmp_path / "cut.zip")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nertz_env.train.imitate", *argv, "--out", out],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
+    seen: list[str] = []
+    try:
+        assert _read_until(proc.stdout, "epoch", 300, seen), "".join(seen)  # recorded, and fitting
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    m = re.search(r"resume with: python -m nertz_env.train.imitate (.+)", err)
+    assert m, err
+    import shlex
+
+    assert imitate.main(shlex.split(m.group(1))) == 0
+    assert _same_weights(straight, out)
+
+
+@pytest.mark.isolated  # starts a local Ray cluster in the subprocess
+def test_sigint_to_a_real_rllib_run_saves_after_the_iteration_and_resumes(tmp_path: Path) -> None:
+    pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install 'nertz-env[rllib]'")
+    run = tmp_path / "run"
+    args = ["--backend", "rllib", "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2",
+            "--n-steps", "32", "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32",
+            "--checkpoint-every", "0", "--run-dir", str(run)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nertz_env.train.cli", *args, "--total-timesteps", "100000000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
+    seen: list[str] = []
+    try:
+        assert _read_until(proc.stdout, "iter ", 600, seen), "".join(seen)  # two iterations done
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "stopping after this iteration to save a checkpoint" in err
+    m = re.search(r"resume with: nertz-train --backend rllib --resume (\S+)", err)
+    assert m, err
+    saved = m.group(1)
+    meta = json.loads((Path(saved) / "nertz_meta.json").read_text())
+    steps = int(meta["num_timesteps"])
+    assert steps > 0
+    code = train_main([*args, "--resume", saved, "--total-timesteps", str(steps + 1)])
+    assert code == 0
+    assert int(json.loads((run / "final" / "nertz_meta.json").read_text())["num_timesteps"]) > steps

@@ -1,0 +1,158 @@
+"""Ctrl-C in the imitation and expert-iteration commands: keep the work done and continue it with ``--resume``.
+
+Both commands alternate long steps: recording a teacher's (or planner's) decisions, then fitting the network to
+them. :class:`Progress` keeps, in memory, the run as it stood after its last finished step (the records so far
+and the network's weights); on Ctrl-C the command writes that to a folder (:meth:`Progress.save`) and raises
+:class:`Interrupted`, and its ``main`` prints the command that continues: the same command with
+``--resume FOLDER``. A resumed run checks that its options are those the run was started with and continues
+from the step after the saved one; every step derives its seeds from the run's seed and its index, so the
+resumed run ends with the network a run that never stopped ends with.
+
+The folder holds ``resume.json`` (the options, the next step, figures so far), ``records.npz`` (the
+decisions: observations, masks, actions, returns) and ``weights.pt`` (the network). They are written under
+temporary names and renamed, ``resume.json`` last, so a second Ctrl-C while saving stops at once and leaves no
+half-written state that a resume would read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+FORMAT = "nertz-resume/1"
+
+
+class Interrupted(KeyboardInterrupt):
+    """Stopped by Ctrl-C; ``folder`` holds the state to resume from (``None``: no step had finished)."""
+
+    def __init__(self, folder: str | None, done: str) -> None:
+        super().__init__(folder)
+        self.folder = folder
+        self.done = done  # what the saved state holds, in words
+
+
+def _jsonable(options: Mapping[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(dict(options), default=list))
+
+
+class Progress:
+    """The last finished step of a run (see the module doc).
+
+    Args:
+        kind: the command (``"imitate"``, ``"expert"``): a resume folder of another command is refused.
+        options: every option that decides the run's result; a resume must give the same.
+    """
+
+    def __init__(self, kind: str, options: Mapping[str, Any]) -> None:
+        self.kind = kind
+        self.options = _jsonable(options)
+        self.step = 0  # the next step to run
+        self.records: list[Any] = []  # Demonstrations, in the order the command keeps them
+        self.weights: dict[str, Any] | None = None
+        self.figures: dict[str, Any] = {}
+        self.done = ""
+
+    def mark(self, step: int, records: Sequence[Any], policy: Any, done: str, **figures: Any) -> None:
+        """Step ``step - 1`` finished: keep the records (no copy: the commands never change them in place) and
+        a copy of the network's weights."""
+        self.step = step
+        self.records = list(records)
+        self.weights = {k: v.detach().clone() for k, v in policy.state_dict().items()}
+        self.figures.update(figures)
+        self.done = done
+
+    def save(self, folder: str) -> str:
+        """Write the state to ``folder`` (see the module doc); returns the folder."""
+        import torch
+
+        os.makedirs(folder, exist_ok=True)
+        arrays: dict[str, np.ndarray] = {}
+        for i, d in enumerate(self.records):
+            for name in ("obs", "masks", "actions", "returns"):
+                arrays[f"{i}_{name}"] = getattr(d, name)
+        info = {
+            "format": FORMAT, "kind": self.kind, "options": self.options, "step": self.step, "done": self.done,
+            "figures": self.figures,
+            "records": [{"games": d.games, "seconds": d.seconds} for d in self.records],
+        }
+        final = {name: os.path.join(folder, name) for name in ("records.npz", "weights.pt", "resume.json")}
+        tmp = {name: path + ".tmp" for name, path in final.items()}
+        placed: list[str] = []
+        try:
+            if os.path.exists(final["resume.json"]):  # an older state: it no longer goes with the new files
+                os.remove(final["resume.json"])
+            with open(tmp["records.npz"], "wb") as f:
+                save: Any = np.savez  # numpy's stub reads **arrays as its allow_pickle keyword
+                save(f, **arrays)
+            torch.save(self.weights, tmp["weights.pt"])
+            with open(tmp["resume.json"], "w", encoding="utf-8") as f:
+                json.dump(info, f, indent=1)
+            for name in ("records.npz", "weights.pt"):
+                os.replace(tmp[name], final[name])
+                placed.append(final[name])
+            os.replace(tmp["resume.json"], final["resume.json"])
+            placed = []
+        finally:
+            for path in [*tmp.values(), *placed]:
+                if os.path.exists(path):
+                    os.remove(path)
+        return folder
+
+    def load(self, folder: str) -> None:
+        """Read the state of ``folder``; ``ValueError`` (one line) when it is not this command's, or was
+        started with other options."""
+        import torch
+
+        from nertz_env.train.imitate import Demonstrations
+
+        path = os.path.join(folder, "resume.json")
+        if not os.path.isfile(path):
+            raise ValueError(f"--resume {folder}: no resume.json there (a folder an interrupted run printed)")
+        with open(path, encoding="utf-8") as f:
+            info = json.load(f)
+        if info.get("format") != FORMAT or info.get("kind") != self.kind:
+            raise ValueError(f"--resume {folder}: not the state of an interrupted {self.kind} run")
+        old = info["options"]
+        changed = [f"{k}: the run has {old.get(k)!r}, this command {v!r}" for k, v in self.options.items()
+                   if old.get(k) != v]
+        if changed:
+            raise ValueError(f"--resume {folder} continues a run with other options ({'; '.join(changed)}): "
+                             "give the options it was started with")
+        with np.load(os.path.join(folder, "records.npz")) as z:
+            self.records = [
+                Demonstrations(z[f"{i}_obs"], z[f"{i}_masks"], z[f"{i}_actions"], z[f"{i}_returns"],
+                               int(r["games"]), float(r["seconds"]))
+                for i, r in enumerate(info["records"])
+            ]
+        self.weights = torch.load(os.path.join(folder, "weights.pt"), weights_only=True)
+        self.step, self.figures, self.done = int(info["step"]), dict(info["figures"]), str(info["done"])
+
+
+def resume_command(prog: str, argv: Sequence[str], folder: str) -> str:
+    """The command line that continues: ``argv`` without an earlier ``--resume``, plus ``--resume folder``."""
+    args = list(argv)
+    out: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a == "--resume":
+            skip = True
+            continue
+        if a.startswith("--resume="):
+            continue
+        out.append(a)
+    return f"{prog} {shlex.join([*out, '--resume', folder])}"
+
+
+def interrupted_message(prog: str, argv: Sequence[str], stop: Interrupted) -> str:
+    if stop.folder is None:
+        return f"{prog}: interrupted before its first step finished: nothing to save"
+    return (f"{prog}: interrupted; saved {stop.done} in {stop.folder}\n"
+            f"resume with: {resume_command(prog, argv, stop.folder)}")
