@@ -9,7 +9,7 @@ Run: ``python bench/bench_expert.py [--games 20] [--spec best] [--network ppo]``
 Table 0 plays 4-player games of ``--network`` (as ``make_agent`` builds it: the numpy forward) in seat 0
 against three ``search`` seats; at every decision of seat 0 the same network through torch (the agent
 ``make_agent`` built before the numpy forward: ``probabilities`` then ``argmax``) decides on the same
-observation, both timed, and the two choices are compared. Each decision is timed in wall time and in the CPU
+observation right after it, both timed, and the two choices are compared. Each decision is timed in wall time and in the CPU
 time of the thread (``time.thread_time``): on a busy host the wall time includes waiting for a core, the CPU
 time does not, and the budget is checked on the CPU time.
 
@@ -103,14 +103,15 @@ def network_alone(spec: str, games: int, seed: int) -> dict:
         while env.agents:
             acts = {}
             o, m = obs[env.agents[0]]["observation"], obs[env.agents[0]]["action_mask"]
-            t, c = time.perf_counter(), time.thread_time()
-            a_slow = slow.act(o, m)
-            t_slow += time.perf_counter() - t
-            c_slow += time.thread_time() - c
+            # the numpy route first, right after the env step and the search seats (as in play); then torch
             t, c = time.perf_counter(), time.thread_time()
             a_fast = fast.act(o, m)
             t_fast += time.perf_counter() - t
             c_fast += time.thread_time() - c
+            t, c = time.perf_counter(), time.thread_time()
+            a_slow = slow.act(o, m)
+            t_slow += time.perf_counter() - t
+            c_slow += time.thread_time() - c
             calls += 1
             same += int(a_fast == a_slow)
             acts[env.agents[0]] = a_fast
