@@ -5,8 +5,9 @@ or a path to a checkpoint file whose suffix has a registered loader (``runs/ppo.
 the path the same way), or the name of a trained policy shipped in ``models/`` (``"ppo"``). A trained policy
 (a shipped model, a ``.zip`` or an RLlib checkpoint) plays its most probable action unless given
 ``deterministic=false``, which samples from it. The loader for MaskablePPO ``.zip`` checkpoints
-(:mod:`nertz_env.agents.policy`) is registered here; it imports torch and Stable-Baselines3 (the ``train``
-extra) only when a zip is loaded. :func:`register_loader` adds loaders for other suffixes, and an RLlib
+(:mod:`nertz_env.agents.policy`) is registered here; a zip with a nertz-env record playing its most probable
+action runs on a numpy forward, and torch and Stable-Baselines3 (the ``train`` extra) are imported only for a
+zip that samples or has no record. :func:`register_loader` adds loaders for other suffixes, and an RLlib
 checkpoint directory loads through :mod:`nertz_env.agents.rllib_policy`.
 
 Errors are meant to be shown to people as they are: an unknown name raises :class:`AgentSpecError` listing

@@ -22,9 +22,9 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "nertz-eval": (
         "nertz_env.eval.cli:main",
         ("eval", "train", "rllib"),
-        "eval (train for .zip players; rllib for RLlib checkpoints)",
+        "eval (train for a .zip that samples or was trained outside nertz-train; rllib for RLlib checkpoints)",
     ),
-    "nertz-play": ("nertz_env.play.cli:main", ("play", "train"), "play (train for .zip players)"),
+    "nertz-play": ("nertz_env.play.cli:main", ("play", "train"), "play (train for a .zip that samples or was trained outside nertz-train)"),
     "nertz-replay": ("nertz_env.replay_cli:main", ("render",), "nothing for the page; render for --gif and --mp4"),
 }
 

@@ -311,18 +311,30 @@ def test_demo__shows_a_table_and_the_ladder(capsys: Any) -> None:
 
 
 EVAL_WITHOUT_TORCH = """
-import sys
+import os, sys
 sys.modules["torch"] = None  # as if the train extra were not installed
+import nertz_env.agents
 from nertz_env.eval.cli import main
-sys.exit(main(["gauntlet", "ppo", "random", "--players", "2", "--deals", "1"]))
+zip_path = os.path.join(os.path.dirname(nertz_env.agents.__file__), "models", "ppo.zip")
+sys.exit(main(["gauntlet", {spec}, "random", "--players", "4", "--deals", "1", "--no-save", "--no-progress"]))
 """
 
 
-def test_eval__a_policy_without_the_train_extra_says_what_to_install() -> None:
+def test_eval__a_sampling_zip_policy_without_the_train_extra_says_what_to_install() -> None:
+    # a .zip that samples (deterministic=false) plays through torch and stable-baselines3: the train extra
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", EVAL_WITHOUT_TORCH], cwd=root, capture_output=True, text=True)
+    code = EVAL_WITHOUT_TORCH.format(spec="zip_path + ':deterministic=false'")
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
     assert out.returncode == 2, out.stderr
     assert out.stderr.count("\n") == 1 and "pip install 'nertz-env[train]'" in out.stderr, out.stderr
+
+
+def test_eval__ppo_by_name_plays_without_the_train_extra() -> None:
+    # the shipped networks (ppo, best, expert) play through a numpy forward: no torch needed
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = EVAL_WITHOUT_TORCH.format(spec="'ppo'")
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
 
 
 def test_every_subcommand_saves_under_eval_out_by_default() -> None:

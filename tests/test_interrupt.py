@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytest.importorskip("sb3_contrib")
+pytest.importorskip("sb3_contrib", reason="needs the train extra")
 
 import torch
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("sb3_contrib")
+pytest.importorskip("sb3_contrib", reason="needs the train extra")
 
 from nertz_env.agents import AgentSpecError, make_agent
 from nertz_env.agents.registry import shipped_models
