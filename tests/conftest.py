@@ -117,3 +117,15 @@ def pytest_runtest_makereport(item, call):  # type: ignore[no-untyped-def]
     report.outcome = "skipped"
     report.longrepr = (str(item.path), item.location[1] or 0, f"needs the {extra} extra: pip install 'nertz-env[{extra}]'")
     return report
+
+
+def restore_sigint() -> None:
+    """``preexec_fn`` for a child process a test sends SIGINT to (a user's Ctrl-C).
+
+    A shell that runs the suite in the background without job control (``cmd &`` in a script, ``nohup``) starts
+    it with SIGINT ignored, and an ignored signal stays ignored across exec: Python then installs no
+    KeyboardInterrupt handler and the child never sees the Ctrl-C. Resetting SIGINT to its default before exec
+    gives the child what a terminal gives it."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

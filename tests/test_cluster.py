@@ -24,6 +24,7 @@ import pytest
 
 pytest.importorskip("ray", reason="needs the rllib extra (Ray): pip install 'nertz-env[rllib]'")
 
+from conftest import restore_sigint
 from nertz_env.eval.cli import main
 
 NERTZ_EVAL = os.path.join(os.path.dirname(sys.executable), "nertz-eval")
@@ -278,6 +279,7 @@ def test_ctrl_c_keeps_the_finished_deals(two_nodes, tmp_path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         cwd=tmp_path,
+        preexec_fn=restore_sigint,
     )
     deadline = time.monotonic() + 600
     while run.poll() is None and not _task_pids() and time.monotonic() < deadline:

@@ -22,6 +22,7 @@ pytest.importorskip("sb3_contrib", reason="needs the train extra")
 
 import torch
 
+from conftest import restore_sigint
 from nertz_env.agents.meta import read_meta
 from nertz_env.train import TrainConfig, Trainer
 from nertz_env.train.cli import main as train_main
@@ -178,7 +179,7 @@ def test_sigint_to_a_real_nertz_train_saves_and_its_resume_command_finishes_the_
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
         [sys.executable, "-m", "nertz_env.train.cli", "--config", str(config)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=restore_sigint,
     )
     seen: list[str] = []
     try:
@@ -299,6 +300,7 @@ def test_sigint_to_a_real_imitation_run_saves_and_resumes_to_the_same_policy(tmp
     proc = subprocess.Popen(
         [sys.executable, "-m", "nertz_env.train.imitate", *argv, "--out", out],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        preexec_fn=restore_sigint,
     )
     seen: list[str] = []
     try:
@@ -327,6 +329,7 @@ def test_sigint_to_a_real_rllib_run_saves_after_the_iteration_and_resumes(tmp_pa
     proc = subprocess.Popen(
         [sys.executable, "-m", "nertz_env.train.cli", *args, "--total-timesteps", "100000000"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        preexec_fn=restore_sigint,
     )
     seen: list[str] = []
     try:

@@ -19,6 +19,7 @@ from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
 import nertz_env
+from conftest import restore_sigint
 from nertz_env.actions import FLIP, JOKER_LAKE, LAKE, RUN, TO_WORK, TUCK, WAIT
 from nertz_env.agents import make_agent
 from nertz_env.play import cli
@@ -523,7 +524,7 @@ def test_cli__serves_a_table_on_loopback_plays_over_a_real_websocket_and_stops_c
         [sys.executable, "-m", "nertz_env.play.cli", "--no-browser", "--step", "--seed", "5", "--players", "2",
          "--opponents", "greedy", "--replay-dir", str(tmp_path)],
         cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=restore_sigint,
     )
     try:
         lines: list[str] = []

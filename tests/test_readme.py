@@ -51,6 +51,8 @@ from typing import Any
 
 import pytest
 
+from conftest import restore_sigint
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
@@ -873,7 +875,7 @@ def _run_once(full: list[str], cmd: Command, plan: Plan, where: str) -> None:
 def _serve(full: list[str], cmd: Command, plan: Plan, where: str) -> None:
     proc = subprocess.Popen(
         full, cwd=ROOT, env=_env(cmd.env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        stdin=subprocess.DEVNULL, start_new_session=True,
+        stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=restore_sigint,
     )
     seen: list[str] = []
     deadline = time.monotonic() + plan.timeout
