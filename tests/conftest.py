@@ -57,24 +57,34 @@ def expected_counts(jokers: int) -> np.ndarray:
 # Tests marked ``isolated`` build virtual environments of their own (the built wheel on every Python, clients
 # whose pins conflict with the dev extras) or start clusters; they take minutes, so the README's test command
 # skips them with a reason and CI runs them in a phase of their own: ``pytest -m isolated --isolated``.
+# Tests marked ``long`` (the heaviest README benchmark commands, 20-90 s each even shrunk) are skipped the same
+# way and run in CI's "long tests" phase: ``pytest -m long --long``.
+SKIPPED_UNLESS = {
+    "isolated": "builds its own venvs or cluster; run with pytest -m isolated --isolated (CI's isolated phase)",
+    "long": "a long benchmark command; run with pytest -m long --long (CI's long-tests phase)",
+}
+
+
 def pytest_addoption(parser) -> None:  # type: ignore[no-untyped-def]
-    parser.addoption(
-        "--isolated",
-        action="store_true",
-        default=False,
-        help="run the tests marked isolated (own venvs or clusters; CI's 'isolated' phase)",
-    )
+    for marker in SKIPPED_UNLESS:
+        parser.addoption(
+            f"--{marker}",
+            action="store_true",
+            default=False,
+            help=f"run the tests marked {marker} (CI's '{marker}' phase)",
+        )
 
 
 def pytest_collection_modifyitems(config, items) -> None:  # type: ignore[no-untyped-def]
-    if config.getoption("--isolated"):
-        return
     import pytest
 
-    skip = pytest.mark.skip(reason="isolated: builds its own venvs or cluster; run with pytest -m isolated --isolated")
-    for item in items:
-        if "isolated" in item.keywords:
-            item.add_marker(skip)
+    for marker, reason in SKIPPED_UNLESS.items():
+        if config.getoption(f"--{marker}"):
+            continue
+        skip = pytest.mark.skip(reason=f"{marker}: {reason}")
+        for item in items:
+            if marker in item.keywords:
+                item.add_marker(skip)
 
 
 # ---------------------------------------------------------------- tests that need an extra that is missing

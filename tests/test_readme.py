@@ -913,10 +913,19 @@ def readme_work(tmp_path_factory: pytest.TempPathFactory) -> Ctx:
     return Ctx(tmp_path_factory.mktemp("readme_commands"))
 
 
+# The benchmark scripts whose shrunk runs still take 20-90 s each (two cold compiles, a Ray start, every
+# competitor): marked ``long``, so the README's test command skips them and CI runs them in its "long tests"
+# phase (pytest -m long --long), keeping the default suite near its 10-minute budget.
+LONG = ("python bench/bench_compile.py", "python bench/run_all.py", "python bench/bench_agents.py", "python bench/bench_rllib.py")
+
+
 def _param(cmd: Command) -> Any:
     program, _ = program_of(cmd.argv)
     slow = RULES.get(program, (None, False))[1]
-    return pytest.param(cmd, id=cmd.id, marks=[pytest.mark.slow] if slow else [])
+    marks = [pytest.mark.slow] if slow else []
+    if program in LONG:
+        marks.append(pytest.mark.long)
+    return pytest.param(cmd, id=cmd.id, marks=marks)
 
 
 @pytest.mark.parametrize("cmd", [_param(c) for c in COMMANDS])
