@@ -326,19 +326,23 @@ def test_sigint_to_a_real_rllib_run_saves_after_the_iteration_and_resumes(tmp_pa
     args = ["--backend", "rllib", "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2",
             "--n-steps", "32", "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32",
             "--checkpoint-every", "0", "--run-dir", str(run)]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "nertz_env.train.cli", *args, "--total-timesteps", "100000000"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
-        preexec_fn=restore_sigint,
-    )
+    # Ray writes much to stderr: into a file, so a full pipe nobody reads yet cannot stall the run
+    err_path = tmp_path / "stderr.txt"
+    with open(err_path, "w") as err_file:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "nertz_env.train.cli", *args, "--total-timesteps", "100000000"],
+            stdout=subprocess.PIPE, stderr=err_file, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            preexec_fn=restore_sigint,
+        )
     seen: list[str] = []
     try:
-        assert _read_until(proc.stdout, "iter ", 600, seen), "".join(seen)  # two iterations done
+        assert _read_until(proc.stdout, "iter ", 600, seen), "".join(seen) + err_path.read_text()[-3000:]
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=300)
+        proc.wait(timeout=300)
     finally:
         if proc.poll() is None:
             proc.kill()
+    err = err_path.read_text()
     assert proc.returncode == 130, err
     assert "stopping after this iteration to save a checkpoint" in err
     m = re.search(r"resume with: nertz-train --backend rllib --resume (\S+)", err)
