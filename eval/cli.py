@@ -281,10 +281,10 @@ def _run(args: argparse.Namespace) -> int:
         print(f"nertz-eval: playing on the {cluster.describe()}", file=sys.stderr)
     try:
         results = play_tournament(tournament, workers=workers, progress=not args.no_progress, cluster=cluster)
+        return _report(args, results, deals, seeds, out_dir, cluster)  # saved before the cluster is left
     finally:
         if cluster is not None:
             cluster.close()
-    return _report(args, results, deals, seeds, out_dir, cluster)
 
 
 def _report(

@@ -337,6 +337,7 @@ class Cluster:
         self.job_ref = job_ref
         self.replays = replays
         self.cpus, self.nodes = self._size()
+        self._pending: dict[Any, list[int]] = {}
 
     def _size(self) -> tuple[int, int]:
         nodes = [n for n in self.ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
@@ -351,39 +352,35 @@ class Cluster:
         ray = self.ray
         task = ray.remote(play_deals).options(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)
         chunk = max(1, min(4, n // (32 * max(1, self.cpus))))
-        pending: dict[Any, list[int]] = {}
+        pending = self._pending  # left running on Ctrl-C or a failure: close() stops them, after the save
         next_deal = 0
         resized = time.monotonic()
-        try:
-            while len(done) < n:
-                if time.monotonic() - resized > 5.0:  # nodes that joined (or left) since the start
-                    self.cpus, self.nodes = self._size()
-                    resized = time.monotonic()
-                while next_deal < n and len(pending) < 2 * max(1, self.cpus):
-                    deals = list(range(next_deal, min(n, next_deal + chunk)))
-                    next_deal += len(deals)
-                    pending[task.remote(self.job_ref, deals)] = deals
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
-                for ref in ready:
-                    deals = pending.pop(ref)
-                    try:
-                        finished = ray.get(ref)
-                    except ray.exceptions.RayTaskError as e:  # the game itself failed: as locally, it raises
-                        raise e.as_instanceof_cause() from None
-                    except ray.exceptions.RayError as e:
-                        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-                        raise ClusterFailure(
-                            f"deal(s) {deals} failed on the cluster after {MAX_RETRIES} retries: {first}"
-                        ) from None
-                    for deal, games, replays in finished:
-                        if deal in done:  # cannot happen (a task returns once); never count a deal twice
-                            continue
-                        self._write_replays(replays)
-                        done[deal] = games
-                        bar.update(1)
-        finally:
-            for ref in pending:
-                ray.cancel(ref, force=True)
+        while len(done) < n:
+            if time.monotonic() - resized > 5.0:  # nodes that joined (or left) since the start
+                self.cpus, self.nodes = self._size()
+                resized = time.monotonic()
+            while next_deal < n and len(pending) < 2 * max(1, self.cpus):
+                deals = list(range(next_deal, min(n, next_deal + chunk)))
+                next_deal += len(deals)
+                pending[task.remote(self.job_ref, deals)] = deals
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+            for ref in ready:
+                deals = pending.pop(ref)
+                try:
+                    finished = ray.get(ref)
+                except ray.exceptions.RayTaskError as e:  # the game itself failed: as locally, it raises
+                    raise e.as_instanceof_cause() from None
+                except ray.exceptions.RayError as e:
+                    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+                    raise ClusterFailure(
+                        f"deal(s) {deals} failed on the cluster after {MAX_RETRIES} retries: {first}"
+                    ) from None
+                for deal, games, replays in finished:
+                    if deal in done:  # cannot happen (a task returns once); never count a deal twice
+                        continue
+                    self._write_replays(replays)
+                    done[deal] = games
+                    bar.update(1)
 
     def _write_replays(self, replays: dict[str, bytes]) -> None:
         if self.replays is None:
@@ -393,6 +390,17 @@ class Cluster:
                 f.write(data)
 
     def close(self) -> None:
+        """Stop the deal tasks still in flight (after a Ctrl-C or a failure) and leave the cluster.
+
+        Call it after the finished deals are saved. The cancel is the gentle one (a KeyboardInterrupt in the
+        task): Ray 2.60's ``force=True`` raced replies already on their way and aborted the driver with a
+        "Tried to complete task that was not pending" check failure, losing the finished deals."""
+        for ref in self._pending:
+            try:
+                self.ray.cancel(ref)
+            except Exception:  # a task that just finished or whose node is gone: nothing left to stop
+                pass
+        self._pending.clear()
         self.ray.shutdown()
 
 

@@ -291,6 +291,10 @@ def test_ctrl_c_keeps_the_finished_deals(two_nodes, tmp_path) -> None:
     _out, err = run.communicate(timeout=300)
     assert run.returncode == 130, err
     assert "interrupted; kept" in err
+    gone = time.monotonic() + 60  # the tasks in flight were stopped, not left playing on the cluster
+    while _task_pids() and time.monotonic() < gone:
+        time.sleep(0.2)
+    assert not _task_pids()
     rows = _games(tmp_path / "cluster")
     deals = sorted({int(r[0]) for r in rows[1:]})
     assert 0 < len(deals) < 5000
