@@ -186,3 +186,34 @@ def test_a_compile_is_announced_once_per_process_and_a_cache_load_not_at_all(tmp
         "later processes load them from numba's cache"
     ]
     assert "compiling" not in runs[1].stderr  # loaded from the cache: nothing to wait for
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="needs numba's compiler")
+def test_the_notice_says_the_cache_works_when_an_uncached_helper_compiles_first(tmp_path: Path) -> None:
+    # rules.py's helpers are plain (uncached) njit functions inlined into its cached entry points; when the search
+    # kernels (another module) call one, that helper is the module's first compile. The notice named the cache
+    # as unusable then ("no cache can be kept here"), though it was kept: it must say what holds for the process.
+    pkg = tmp_path / "notepkg2"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "fns.py").write_text(
+        "from nertz_env.engine._cache import keyed_jit\n\n\n@keyed_jit({}, cache=False)\ndef helper():\n    return 2\n"
+    )
+    (pkg / "other.py").write_text(
+        "from nertz_env.engine._cache import keyed_jit\nfrom notepkg2.fns import helper\n\n\n"
+        "@keyed_jit({})\ndef entry():\n    return helper() + 1\n"
+    )
+    code = (
+        "from nertz_env.engine import _cache\n"
+        "_cache.FIRST_COMPILE['notepkg2.fns'] = ('the helpers', 'a moment')\n"
+        "from notepkg2.other import entry\n"
+        "print(entry())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
+    env.update(NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "3", out.stderr[-2000:]
+    told = [x for x in out.stderr.splitlines() if "compiling" in x]
+    assert told == ["nertz_env: compiling the helpers with numba, once (a moment); "
+                    "later processes load them from numba's cache"], out.stderr[-2000:]

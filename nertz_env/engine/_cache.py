@@ -142,10 +142,13 @@ class _CompileNotice(event.Listener):
         if module in FIRST_COMPILE and module not in self.told:
             self.told.add(module)
             what, how_long = FIRST_COMPILE[module]
+            # whether the cache works in this process, not whether this function has one: an uncached helper
+            # of the module (inlined into the cached entry points) can be the first to compile, when another
+            # module's kernels call it
             kept = (
-                "later processes load them from numba's cache"
-                if isinstance(getattr(disp, "_cache", None), SourcesKeyedCache)
-                else "no cache can be kept here, so every process compiles"
+                "no cache can be kept here, so every process compiles"
+                if _warned
+                else "later processes load them from numba's cache"
             )
             LOG.warning(f"nertz_env: compiling {what} with numba, once ({how_long}); {kept}")
 
