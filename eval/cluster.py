@@ -396,10 +396,8 @@ class Cluster:
         task): Ray 2.60's ``force=True`` raced replies already on their way and aborted the driver with a
         "Tried to complete task that was not pending" check failure, losing the finished deals."""
         for ref in self._pending:
-            try:
+            with contextlib.suppress(Exception):  # a task that just finished or whose node is gone: nothing to stop
                 self.ray.cancel(ref)
-            except Exception:  # a task that just finished or whose node is gone: nothing left to stop
-                pass
         self._pending.clear()
         self.ray.shutdown()
 
