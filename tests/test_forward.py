@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import os
 import pickle
 import subprocess
@@ -188,3 +189,36 @@ def test_ppo__plays_through_nertz_eval_and_nertz_play(tmp_path, capsys) -> None:
         moved += sum(1 for m in result.moves if m.seat != 0 and m.applied != 0 and not m.illegal)
     assert moved > 0
     game.close()
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+@pytest.mark.parametrize("hidden", [[], [64], [96, 64, 32]])
+def test_the_compiled_first_choice_equals_the_dense_layers(activation: str, hidden: list[int]) -> None:
+    """The one-call kernel (sparse rows, legal actions only) against argmax of the dense numpy logits, for any
+    depth and both activations, on sparse and dense inputs, with the mask as int8, bool or int64 and the
+    observation as float64 or a strided view; a wrong shape raises instead of reading past the arrays."""
+    from nertz_env.agents.forward import NumpyActor
+
+    rng = np.random.default_rng(len(hidden) * 2 + (activation == "tanh"))
+    dims = [40, *hidden]
+    actor = NumpyActor([rng.normal(size=(a, b)).astype(np.float32) for a, b in itertools.pairwise(dims)],
+                       [rng.normal(size=b).astype(np.float32) for b in dims[1:]],
+                       rng.normal(size=(dims[-1], 12)).astype(np.float32), rng.normal(size=12).astype(np.float32),
+                       activation)
+    for k in range(400):
+        x = rng.normal(size=40).astype(np.float32)
+        if k % 2:
+            x[rng.random(40) < 0.8] = 0.0  # sparse, as the observations are
+        m = rng.random(12) < 0.3
+        m[rng.integers(12)] = True
+        want = int(np.argmax(np.where(m, actor.logits(x), -np.inf)))
+        assert actor.first_choice(x, m.astype(np.int8)) == want
+        assert actor.first_choice(x, m) == want
+        assert actor.first_choice(x.astype(np.float64), m.astype(np.int64)) == want
+        wide = np.zeros(80, np.float32)
+        wide[::2] = x
+        assert actor.first_choice(wide[::2], m) == want
+    with pytest.raises(ValueError):
+        actor.first_choice(np.zeros(39, np.float32), np.ones(12, np.int8))
+    with pytest.raises((ValueError, IndexError)):
+        actor.first_choice(np.zeros(40, np.float32), np.ones(11, np.int8))
