@@ -263,7 +263,7 @@ class NumpyActor:
             return int(_first_choice(x, self._flat_w, self._flat_b, self._dims, bufs[0], bufs[1], self._w_out_t,
                                      self.b_out, m, self._relu))
         x, m = np.asarray(x), np.asarray(mask)
-        if numba.config.DISABLE_JIT or x.shape != self._x_shape or m.shape != self._m_shape:
+        if getattr(numba.config, "DISABLE_JIT", False) or x.shape != self._x_shape or m.shape != self._m_shape:
             logits = self.logits(x)  # (a wrong shape raises here)
             return int(np.argmax(np.where(m.astype(bool), logits, -np.inf)))
         x = np.ascontiguousarray(x, dtype=np.float32)
