@@ -213,17 +213,23 @@ def _task_pids(parent: int | None = None) -> list[int]:
     return pids
 
 
-@pytest.mark.isolated
-def test_a_killed_worker_loses_no_deal_and_counts_none_twice(two_nodes, tmp_path) -> None:
-    argv = ["round-robin", "heuristic", "greedy", "random", "--players", "3", "--deals", "24", "--seed", "5"]
-    run = subprocess.Popen(
-        [NERTZ_EVAL, *argv, "--address", two_nodes, "--out", str(tmp_path / "cluster"), "--no-progress",
+def _start_on_cluster(argv: list[str], address: str, tmp_path: Path, **popen: Any) -> subprocess.Popen:
+    """``nertz-eval ARGV --address ADDRESS`` in the background, writing under ``tmp_path/cluster``."""
+    return subprocess.Popen(
+        [NERTZ_EVAL, *argv, "--address", address, "--out", str(tmp_path / "cluster"), "--no-progress",
          "--no-plots"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=tmp_path,
+        **popen,
     )
+
+
+@pytest.mark.isolated
+def test_a_killed_worker_loses_no_deal_and_counts_none_twice(two_nodes, tmp_path) -> None:
+    argv = ["round-robin", "heuristic", "greedy", "random", "--players", "3", "--deals", "24", "--seed", "5"]
+    run = _start_on_cluster(argv, two_nodes, tmp_path)
     killed = None
     deadline = time.monotonic() + 600
     while run.poll() is None and killed is None and time.monotonic() < deadline:
@@ -274,15 +280,7 @@ def test_ctrl_c_keeps_the_finished_deals(two_nodes, tmp_path) -> None:
     # enough deals that the run is still going 3 s after its first task starts (on a quiet machine 200 deals of
     # these cheap agents finished before the Ctrl-C arrived)
     argv = ["round-robin", "heuristic", "greedy", "random", "--players", "3", "--deals", "5000", "--seed", "7"]
-    run = subprocess.Popen(
-        [NERTZ_EVAL, *argv, "--address", two_nodes, "--out", str(tmp_path / "cluster"), "--no-progress",
-         "--no-plots"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-        preexec_fn=restore_sigint,
-    )
+    run = _start_on_cluster(argv, two_nodes, tmp_path, preexec_fn=restore_sigint)
     deadline = time.monotonic() + 600
     while run.poll() is None and not _task_pids() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -315,14 +313,7 @@ def test_a_node_lost_mid_run__its_deals_run_elsewhere(two_nodes, tmp_path) -> No
     cluster.wait_for_nodes()
     raylet = node.all_processes["raylet"][0].process.pid
     argv = ["round-robin", "heuristic", "greedy", "random", "--players", "3", "--deals", "60", "--seed", "11"]
-    run = subprocess.Popen(
-        [NERTZ_EVAL, *argv, "--address", two_nodes, "--out", str(tmp_path / "cluster"), "--no-progress",
-         "--no-plots"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-    )
+    run = _start_on_cluster(argv, two_nodes, tmp_path)
     removed = False
     deadline = time.monotonic() + 600
     try:
