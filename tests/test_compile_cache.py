@@ -154,38 +154,44 @@ def test_no_writable_cache_folder_compiles_in_memory_with_one_warning(tmp_path: 
     assert "NUMBA_CACHE_DIR" in ours[0] and "compile in memory" in ours[0]
 
 
+def _notices(tmp_path: Path, files: dict[str, str], module: str, what: str, call: str, runs: int = 1) -> list[str]:
+    """Write the package ``files`` (name -> source) under ``tmp_path``, name ``module`` in FIRST_COMPILE as
+    ``what``, run ``call`` (which must print 3) in ``runs`` fresh processes sharing one numba cache, and return
+    each run's stderr."""
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    code = (
+        "from nertz_env.engine import _cache\n"
+        f"_cache.FIRST_COMPILE[{module!r}] = ({what!r}, 'a moment')\n"
+        f"{call}\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
+    env.update(NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
+    errs = []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                             timeout=300)
+        assert out.returncode == 0 and out.stdout.strip() == "3", out.stderr[-2000:]
+        errs.append(out.stderr)
+    return errs
+
+
 @pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="needs numba's compiler")
 def test_a_compile_is_announced_once_per_process_and_a_cache_load_not_at_all(tmp_path: Path) -> None:
     # The first step compiled for 15-30 s in silence. A compile of a module of FIRST_COMPILE logs one line
     # (what compiles, how long the first time takes) through logging, never print; loading from the cache
     # logs nothing. (The real modules' line is checked on the installed wheel: tests/test_wheel.py.)
-    pkg = tmp_path / "notepkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "fns.py").write_text(
-        "from nertz_env.engine._cache import keyed_jit\n\n\n"
-        "@keyed_jit({})\ndef f():\n    return 1\n\n\n@keyed_jit({})\ndef g():\n    return f() + 1\n"
-    )
-    code = (
-        "from nertz_env.engine import _cache\n"
-        "_cache.FIRST_COMPILE['notepkg.fns'] = ('the test functions', 'a moment')\n"
-        "from notepkg.fns import f, g\n"
-        "print(f() + g())\n"
-    )
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
-    env.update(NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
-    runs = [
-        subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-        for _ in range(2)
-    ]
-    for out in runs:
-        assert out.returncode == 0 and out.stdout.strip() == "3", out.stderr[-2000:]
-    cold = [x for x in runs[0].stderr.splitlines() if "compiling" in x]
-    assert cold == [
+    fns = ("from nertz_env.engine._cache import keyed_jit\n\n\n"
+           "@keyed_jit({})\ndef f():\n    return 1\n\n\n@keyed_jit({})\ndef g():\n    return f() + 1\n")
+    cold, warm = _notices(tmp_path, {"notepkg/__init__.py": "", "notepkg/fns.py": fns}, "notepkg.fns",
+                          "the test functions", "from notepkg.fns import f, g\nprint(f() + g())", runs=2)
+    assert [x for x in cold.splitlines() if "compiling" in x] == [
         "nertz_env: compiling the test functions with numba, once (a moment); "
         "later processes load them from numba's cache"
     ]
-    assert "compiling" not in runs[1].stderr  # loaded from the cache: nothing to wait for
+    assert "compiling" not in warm  # loaded from the cache: nothing to wait for
 
 
 @pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="needs numba's compiler")
@@ -193,27 +199,14 @@ def test_the_notice_says_the_cache_works_when_an_uncached_helper_compiles_first(
     # rules.py's helpers are plain (uncached) njit functions inlined into its cached entry points; when the search
     # kernels (another module) call one, that helper is the module's first compile. The notice named the cache
     # as unusable then ("no cache can be kept here"), though it was kept: it must say what holds for the process.
-    pkg = tmp_path / "notepkg2"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "fns.py").write_text(
-        "from nertz_env.engine._cache import keyed_jit\n\n\n@keyed_jit({}, cache=False)\ndef helper():\n    return 2\n"
-    )
-    (pkg / "other.py").write_text(
-        "from nertz_env.engine._cache import keyed_jit\nfrom notepkg2.fns import helper\n\n\n"
-        "@keyed_jit({})\ndef entry():\n    return helper() + 1\n"
-    )
-    code = (
-        "from nertz_env.engine import _cache\n"
-        "_cache.FIRST_COMPILE['notepkg2.fns'] = ('the helpers', 'a moment')\n"
-        "from notepkg2.other import entry\n"
-        "print(entry())\n"
-    )
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
-    env.update(NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
-                         timeout=300)
-    assert out.returncode == 0 and out.stdout.strip() == "3", out.stderr[-2000:]
-    told = [x for x in out.stderr.splitlines() if "compiling" in x]
-    assert told == ["nertz_env: compiling the helpers with numba, once (a moment); "
-                    "later processes load them from numba's cache"], out.stderr[-2000:]
+    files = {
+        "notepkg2/__init__.py": "",
+        "notepkg2/fns.py": "from nertz_env.engine._cache import keyed_jit\n\n\n"
+                           "@keyed_jit({}, cache=False)\ndef helper():\n    return 2\n",
+        "notepkg2/other.py": "from nertz_env.engine._cache import keyed_jit\nfrom notepkg2.fns import helper\n\n\n"
+                             "@keyed_jit({})\ndef entry():\n    return helper() + 1\n",
+    }
+    (err,) = _notices(tmp_path, files, "notepkg2.fns", "the helpers", "from notepkg2.other import entry\nprint(entry())")
+    assert [x for x in err.splitlines() if "compiling" in x] == [
+        "nertz_env: compiling the helpers with numba, once (a moment); later processes load them from numba's cache"
+    ], err[-2000:]
