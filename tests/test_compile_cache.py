@@ -154,10 +154,11 @@ def test_no_writable_cache_folder_compiles_in_memory_with_one_warning(tmp_path: 
     assert "NUMBA_CACHE_DIR" in ours[0] and "compile in memory" in ours[0]
 
 
-def _notices(tmp_path: Path, files: dict[str, str], module: str, what: str, call: str, runs: int = 1) -> list[str]:
+def _notices(tmp_path: Path, files: dict[str, str], module: str, what: str, call: str, runs: int = 1,
+             after: float = 0.0) -> list[str]:
     """Write the package ``files`` (name -> source) under ``tmp_path``, name ``module`` in FIRST_COMPILE as
-    ``what``, run ``call`` (which must print 3) in ``runs`` fresh processes sharing one numba cache, and return
-    each run's stderr."""
+    ``what``, run ``call`` (which must print 3) in ``runs`` fresh processes sharing one numba cache, with the
+    notice logged after ``after`` s of compiling, and return each run's stderr."""
     for name, text in files.items():
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -165,6 +166,7 @@ def _notices(tmp_path: Path, files: dict[str, str], module: str, what: str, call
     code = (
         "from nertz_env.engine import _cache\n"
         f"_cache.FIRST_COMPILE[{module!r}] = ({what!r}, 'a moment')\n"
+        f"_cache.ANNOUNCE_AFTER = {after!r}\n"
         f"{call}\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
@@ -188,7 +190,7 @@ def test_a_compile_is_announced_once_per_process_and_a_cache_load_not_at_all(tmp
     cold, warm = _notices(tmp_path, {"notepkg/__init__.py": "", "notepkg/fns.py": fns}, "notepkg.fns",
                           "the test functions", "from notepkg.fns import f, g\nprint(f() + g())", runs=2)
     assert [x for x in cold.splitlines() if "compiling" in x] == [
-        "nertz_env: compiling the test functions with numba, once (a moment); "
+        "nertz_env: compiling the test functions with numba for their first use (a moment); "
         "later processes load them from numba's cache"
     ]
     assert "compiling" not in warm  # loaded from the cache: nothing to wait for
@@ -208,5 +210,18 @@ def test_the_notice_says_the_cache_works_when_an_uncached_helper_compiles_first(
     }
     (err,) = _notices(tmp_path, files, "notepkg2.fns", "the helpers", "from notepkg2.other import entry\nprint(entry())")
     assert [x for x in err.splitlines() if "compiling" in x] == [
-        "nertz_env: compiling the helpers with numba, once (a moment); later processes load them from numba's cache"
+        "nertz_env: compiling the helpers with numba for their first use (a moment); later processes load them from numba's cache"
     ], err[-2000:]
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="needs numba's compiler")
+@pytest.mark.parametrize(("after", "told"), [(0.01, True), (60.0, False)])
+def test_the_notice_waits_for_a_compile_that_takes_a_while(tmp_path: Path, after: float, told: bool) -> None:
+    # A later process meeting a small part of the rules for the first time (a block sampler, a helper at a new
+    # signature) compiled it in well under a second, and the notice still promised "up to about 15 s". It is
+    # logged only when the compile is still running ANNOUNCE_AFTER seconds after it started (1 s by default):
+    # a first compile in a process takes far more than 10 ms, and none here takes a minute.
+    fns = "from nertz_env.engine._cache import keyed_jit\n\n\n@keyed_jit({})\ndef f():\n    return 3\n"
+    (err,) = _notices(tmp_path, {"waitpkg/__init__.py": "", "waitpkg/fns.py": fns}, "waitpkg.fns", "the test function",
+                      "from waitpkg.fns import f\nprint(f())", after=after)
+    assert ("compiling the test function" in err) is told, err[-2000:]

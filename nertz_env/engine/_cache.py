@@ -18,6 +18,7 @@ import hashlib
 import logging
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -35,7 +36,7 @@ LOG = logging.getLogger("nertz_env")
 # cold first step of parallel_env(num_players=4) and the first search decision, on this project's 2-core
 # machine): said once per process when the compile starts, so a first call is never a silent wait.
 FIRST_COMPILE = {
-    "nertz_env.engine.rules": ("the rules", "about 15 s on a quiet 2-core machine, up to 30 s on a busy one"),
+    "nertz_env.engine.rules": ("the rules", "up to about 15 s on a quiet 2-core machine, 30 s on a busy one"),
     "nertz_env.agents.kernels": ("the search agents' kernels", "about 10 s"),
 }
 
@@ -129,31 +130,57 @@ class SourcesKeyedCache(FunctionCache):
         )
 
 
+#: seconds a compile of a :data:`FIRST_COMPILE` module runs before the notice is logged: the small compiles (a
+#: helper or a block sampler a later process meets for the first time, well under a second) say nothing
+ANNOUNCE_AFTER = 1.0
+
+
 class _CompileNotice(event.Listener):
-    """Logs once per process and module of :data:`FIRST_COMPILE`, when numba starts compiling (not loading
-    from the cache) a function of that module: what compiles and how long the first time takes."""
+    """Logs once per process and module of :data:`FIRST_COMPILE`, when numba has been compiling (not loading
+    from the cache) a function of that module for :data:`ANNOUNCE_AFTER` seconds: what compiles and how long
+    the first time takes."""
 
     def __init__(self) -> None:
         self.told: set[str] = set()
+        self._pending: dict[str, tuple[Any, threading.Timer | None]] = {}  # module -> (dispatcher, timer)
+        self._lock = threading.Lock()
+
+    def _tell(self, module: str) -> None:
+        with self._lock:
+            if module in self.told:
+                return
+            self.told.add(module)
+            self._pending.pop(module, None)
+        what, how_long = FIRST_COMPILE[module]
+        # whether the cache works in this process, not whether this function has one: an uncached helper of
+        # the module (inlined into the cached entry points) can be the first to compile, when another module's
+        # kernels call it
+        kept = "no cache can be kept here, so every process compiles" if _warned else (
+            "later processes load them from numba's cache")
+        LOG.warning(f"nertz_env: compiling {what} with numba for their first use ({how_long}); {kept}")
 
     def on_start(self, ev: Any) -> None:
         disp = (ev.data or {}).get("dispatcher")
         module = getattr(getattr(disp, "py_func", None), "__module__", "")
-        if module in FIRST_COMPILE and module not in self.told:
-            self.told.add(module)
-            what, how_long = FIRST_COMPILE[module]
-            # whether the cache works in this process, not whether this function has one: an uncached helper
-            # of the module (inlined into the cached entry points) can be the first to compile, when another
-            # module's kernels call it
-            kept = (
-                "no cache can be kept here, so every process compiles"
-                if _warned
-                else "later processes load them from numba's cache"
-            )
-            LOG.warning(f"nertz_env: compiling {what} with numba, once ({how_long}); {kept}")
+        if module not in FIRST_COMPILE or module in self.told or module in self._pending:
+            return
+        if ANNOUNCE_AFTER <= 0:
+            self._tell(module)
+            return
+        timer = threading.Timer(ANNOUNCE_AFTER, self._tell, args=(module,))
+        timer.daemon = True
+        self._pending[module] = (disp, timer)
+        timer.start()
 
     def on_end(self, ev: Any) -> None:
-        pass
+        disp = (ev.data or {}).get("dispatcher")
+        module = getattr(getattr(disp, "py_func", None), "__module__", "")
+        with self._lock:
+            pending = self._pending.get(module)
+            if pending is not None and pending[0] is disp:  # the compile that started the clock has ended
+                del self._pending[module]
+                if pending[1] is not None:
+                    pending[1].cancel()
 
 
 _notice = _CompileNotice()
