@@ -329,9 +329,10 @@ def _report(
     print(out)
     if not args.no_save:
         paths = save(results, summary, out_dir, plots=not args.no_plots)
-        with open(os.path.join(out_dir, "table.txt"), "w") as f:
+        table_path = os.path.join(out_dir, "table.txt")
+        with open(table_path, "w") as f:
             f.write(out + "\n")
-        print(f"saved: {', '.join(paths)}", file=sys.stderr)
+        print(f"saved: {', '.join([*paths, table_path])}", file=sys.stderr)
     if results.failure is not None:
         print(
             f"nertz-eval: error: {results.failure}; kept {len(results.deals_done)} finished deal(s)",

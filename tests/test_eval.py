@@ -403,8 +403,11 @@ def test_cli__round_robin_prints_the_table_and_saves(tmp_path: Any, capsys: Any)
         ]
     )
     assert code == 0
-    out = capsys.readouterr().out
+    printed = capsys.readouterr()
+    out = printed.out
     assert re.search(r"heuristic\s+6\s+-?\d+\.\d\d ± \d+\.\d\d", out)
+    saved = next(x for x in printed.err.splitlines() if x.startswith("saved: "))
+    assert sorted(os.path.basename(p) for p in saved[len("saved: "):].split(", ")) == sorted(os.listdir(tmp_path))
     assert "draw=1" in out
     assert sorted(os.listdir(tmp_path)) == [
         "differences.csv",
