@@ -15,6 +15,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from nertz_env._text import plain
+
 
 def _show_a_table(seed: int) -> None:
     import nertz_env
@@ -36,7 +38,7 @@ def _show_a_table(seed: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``nertz-demo``; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="nertz-demo", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="nertz-demo", description=plain(__doc__.split("\n\n")[0]))
     parser.add_argument("--deals", type=int, default=40, help="deals in the tournament (default 40)")
     parser.add_argument("--seed", type=int, default=0, help="tournament seed (default 0)")
     args = parser.parse_args(argv)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 #: the most characters of a value an error message repeats
@@ -25,3 +26,19 @@ def short(value: Any, limit: int = SHORT) -> str:
 def cut(message: str, limit: int = 400) -> str:
     """``message`` cut to ``limit`` characters (a last guard for messages built from others' text)."""
     return message if len(message) <= limit else f"{message[:limit]}... ({len(message)} characters)"
+
+
+_ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|exc|obj|ref|doc):`~?([^`<]*?)(?:\s*<[^>]*>)?`")
+
+
+def plain(text: str) -> str:
+    """A docstring's reStructuredText made plain for ``--help``: ``:class:`~a.B``` -> ``a.B`` (``B`` with the
+    ``~``), double backquotes dropped, ``::`` at a line's end made ``:``."""
+
+    def role(m: re.Match[str]) -> str:
+        target = m.group(1)
+        return target.rsplit(".", 1)[-1] if m.group(0).split("`", 1)[1].startswith("~") else target
+
+    text = _ROLE.sub(role, text)
+    text = text.replace("``", "")
+    return re.sub(r"::$", ":", text, flags=re.MULTILINE)

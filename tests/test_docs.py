@@ -87,6 +87,25 @@ def test_help_text_is_the_parser_s() -> None:
         nertz_docs.help_text("nertz-nothing")
 
 
+def test_help_is_plain_text_with_no_docstring_markup() -> None:
+    """``--help`` of every program the reference shows: the docstrings it is made of lose their reST
+    (``:class:`x``` printed as such in nertz-train's --help, double backquotes in nertz-play's)."""
+    for _, command, _ in _directives("nertz-help"):
+        if command.startswith("python bench/"):
+            continue
+        text = nertz_docs.help_text(command)
+        assert not re.search(r"``|:(class|func|meth|mod|attr|data):`", text), (command, text[:300])
+
+
+def test_plain__makes_rest_plain() -> None:
+    from nertz_env._text import plain
+
+    assert plain("see :class:`nertz_env.train.config.TrainConfig` and :func:`~a.b.c`") == (
+        "see nertz_env.train.config.TrainConfig and c"
+    )
+    assert plain("``nertz-play``: take a seat::\n\n    x") == "nertz-play: take a seat:\n\n    x"
+
+
 def test_undocumented_public_names_are_found(monkeypatch: pytest.MonkeyPatch) -> None:
     module = types.ModuleType("fake_public", "A module.")
 

@@ -28,6 +28,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from nertz_env._text import plain
 from nertz_env.train.config import ConfigError, TrainConfig, help_of, read_config_file, shipped_configs
 
 _SPECIAL = {"rules", "opponents", "net_arch", "eval_opponents"}
@@ -138,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="nertz-train",
         description="Train a MaskablePPO policy for Nertz (self-play vector env or single-agent view).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__.split("Examples::", 1)[1] if __doc__ else None,
+        epilog=plain(__doc__.split("Examples::", 1)[1]) if __doc__ else None,
     )
     parser.add_argument(
         "--backend",

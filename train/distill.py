@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from nertz_env._text import plain
 from nertz_env.config import NertzConfig, make_config
 
 #: the options a run is made of (config.json); a resume may change only ``rounds``
@@ -212,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     from nertz_env.threads import limit_threads
     from nertz_env.train.cli import OneLineParser, _rule
 
-    ap = OneLineParser(prog="python -m nertz_env.train.distill", description=__doc__.split("\n")[0])
+    ap = OneLineParser(prog="python -m nertz_env.train.distill", description=plain(__doc__.split("\n")[0]))
     ap.add_argument("--run-dir", help="a new directory for the run (with --resume: the run to continue)")
     ap.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR (only --rounds may change)")
     ap.add_argument("--init", help="the network to start from: a .zip policy or a shipped name (default ppo)")

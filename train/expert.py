@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from nertz_env._text import plain
 from nertz_env.config import NertzConfig, make_config
 
 
@@ -219,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     from nertz_env.train.cli import OneLineParser, _rule
     from nertz_env.train.resume import Interrupted, interrupted_message
 
-    ap = OneLineParser(prog="python -m nertz_env.train.expert", description=__doc__.split("\n")[0])
+    ap = OneLineParser(prog="python -m nertz_env.train.expert", description=plain(__doc__.split("\n")[0]))
     ap.add_argument("--init", default="ppo", help="the network to start from: a .zip policy or a shipped name (default ppo)")
     ap.add_argument("--out", required=True, help="the final network (.zip)")
     ap.add_argument("--checkpoint-dir", required=True, help="each iteration's network (iter_NN.zip) and log.jsonl")

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from nertz_env._text import plain
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.observation import obs_layout
 from nertz_env.train.vec import run_interleaved
@@ -526,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     from nertz_env.train.cli import OneLineParser, _int_list, _rule
     from nertz_env.train.resume import Interrupted, interrupted_message
 
-    ap = OneLineParser(prog="python -m nertz_env.train.imitate", description=__doc__.split("\n")[0])
+    ap = OneLineParser(prog="python -m nertz_env.train.imitate", description=plain(__doc__.split("\n")[0]))
     ap.add_argument("--out", required=True, help="the policy file to write (.zip)")
     ap.add_argument("--teacher", default="search", help="agent spec to imitate (default search)")
     ap.add_argument("--players", type=int, default=4)

@@ -17,6 +17,8 @@ import re
 import sys
 from collections import defaultdict
 
+from nertz_env._text import plain
+
 _CHECKPOINT_EVAL = re.compile(r"checkpoint_eval_(\d+)deals_seed(-?\d+)(_stochastic)?\.csv$")
 
 
@@ -115,7 +117,7 @@ def plot(run_dir: str, out: str, title: str | None = None, offset: int = 0) -> s
 def main(argv: list[str] | None = None) -> int:
     from nertz_env.train.cli import OneLineParser
 
-    ap = OneLineParser(prog="python -m nertz_env.train.plot", description=__doc__.split("\n")[0])
+    ap = OneLineParser(prog="python -m nertz_env.train.plot", description=plain(__doc__.split("\n")[0]))
     ap.add_argument("run_dir")
     ap.add_argument("--out", help="image path, .png, .svg or .pdf (default RUN_DIR/learning_curve.png)")
     ap.add_argument("--title")

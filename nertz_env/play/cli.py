@@ -25,6 +25,8 @@ import webbrowser
 from collections.abc import Sequence
 from typing import Any
 
+from nertz_env._text import plain
+
 EXIT_USAGE = 2
 DEFAULT_TICK_MS = 1500
 MIN_TICK_MS, MAX_TICK_MS = 50, 60_000
@@ -41,7 +43,7 @@ class UsageError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="nertz-play", description=(__doc__ or "").split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="nertz-play", description=plain((__doc__ or "").split("\n\n")[0]))
     p.add_argument("--opponents", nargs="+", metavar="AGENT",
                    help="agent specs of the other seats (random, greedy, heuristic, search, ppo, a checkpoint "
                         "path, 'heuristic:wait_prob=0.3'); one name fills every seat (default: heuristic)")
