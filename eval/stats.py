@@ -13,7 +13,10 @@ intersected with [0, 1] (``mean_ci(..., bounds=(0.0, 1.0))``). The clipping keep
 exactly: the true rate is inside [0, 1], so it is inside the clipped interval whenever it is inside the
 unclipped one. (A Wilson interval would assume each deal is one Bernoulli trial; a deal's sample is a mean
 over its duplicate set, so it is not.) A clipped interval is no longer symmetric about the mean and is
-printed as ``mean [low, high]``; ``half_width`` stays the unclipped t half-width.
+printed as ``mean [low, high]``; ``half_width`` stays the unclipped t half-width. When every deal's sample is at
+the same bound (a rate of 0 on every deal), the t interval has width 0; the interval is then the Clopper-Pearson
+interval of 0 successes in ``D`` trials (each deal at least one trial), ``[0, 1 - 0.025^(1/D)]`` (and the mirror
+at 1), printed ``0.0 [0.0, 8.8]`` for 40 deals instead of a certain ``0.0 ± 0.0``.
 
 No SciPy here: the t quantile comes from the regularized incomplete beta function (Numerical Recipes'
 continued fraction) and bisection, exact to about 1e-10.
@@ -164,6 +167,13 @@ def mean_ci(
         return Estimate(mean, math.nan, n, math.nan, bounds)
     var = math.fsum((x - mean) ** 2 for x in samples) / (n - 1)
     sd = math.sqrt(var)
+    if sd == 0.0 and bounds is not None and mean in bounds:
+        # every deal at a bound (random never wins): the t interval has width 0, which would claim certainty.
+        # Each deal is at least one trial with that outcome, so the Clopper-Pearson limit for 0 of n (or n of n)
+        # bounds the rate: 1 - (1 - level)/2 ** (1/n) from the bound, conservative as more games a deal only
+        # narrow it
+        width = 1.0 - ((1.0 - level) / 2.0) ** (1.0 / n)
+        return Estimate(mean, width, n, sd, bounds)
     return Estimate(mean, t_quantile(0.5 + level / 2.0, n - 1) * sd / math.sqrt(n), n, sd, bounds)
 
 

@@ -73,6 +73,18 @@ def test_mean_ci__a_rate_interval_stays_in_0_1_and_prints_as_a_range_when_cut() 
     assert (both.low, both.high) == (0.0, 1.0)
 
 
+def test_mean_ci__a_rate_at_a_bound_on_every_deal_is_not_certain() -> None:
+    # random's win share was 0 on every deal: the t interval had width 0 and printed "0.0 ± 0.0", a certainty
+    # 40 deals cannot give; the interval is the Clopper-Pearson one of 0 in 40 (95%: up to 1 - 0.025^(1/40))
+    zero = mean_ci([0.0] * 40, bounds=(0.0, 1.0))
+    assert (zero.low, zero.mean) == (0.0, 0.0) and zero.high == pytest.approx(1 - 0.025 ** (1 / 40))
+    assert zero.text(1, 100.0) == "0.0 [0.0, 8.8]"
+    one = mean_ci([1.0] * 40, bounds=(0.0, 1.0))
+    assert one.high == 1.0 and one.low == pytest.approx(0.025 ** (1 / 40)) and one.text(1, 100.0) == "100.0 [91.2, 100.0]"
+    assert mean_ci([0.0] * 40).text() == "0.00 ± 0.00"  # not a rate: a score that never moved has no spread
+    assert not mean_ci([0.0] * 40, bounds=(0.0, 1.0)).excludes_zero()
+
+
 def test_summarize__rates_stay_in_0_1_the_score_interval_is_not_cut() -> None:
     res = constructed_results({0: [[10, 4], [6, 12]], 1: [[20, 0], [2, 16]], 2: [[3, 3], [1, 11]]})
     s = summarize(res)

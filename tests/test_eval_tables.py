@@ -28,8 +28,8 @@ from nertz_env.eval.summary import summarize
 from nertz_env.eval.tournament import Results
 
 
-def _mean_ci(values: list[float]) -> tuple[float, float]:
-    e = mean_ci(values)
+def _mean_ci(values: list[float], metric: str = "score") -> tuple[float, float]:
+    e = mean_ci(values, bounds=None if metric == "score" else (0.0, 1.0))  # a rate stays in [0, 1]
     return e.mean, e.half_width
 
 
@@ -66,13 +66,13 @@ class Recomputed:
         return {d: sum(xs) / len(xs) for d, xs in sorted(pooled.items())}
 
     def at_table(self, metric: str, lineup: int, agent: str) -> tuple[float, float]:
-        return _mean_ci(list(self.per_deal(metric, agent, [lineup]).values()))
+        return _mean_ci(list(self.per_deal(metric, agent, [lineup]).values()), metric)
 
     def tables_of(self, agent: str) -> list[int]:
         return sorted(li for li, agents in self.tables.items() if agent in agents)
 
     def overall(self, metric: str, agent: str) -> tuple[float, float]:
-        return _mean_ci(list(self.per_deal(metric, agent, self.tables_of(agent)).values()))
+        return _mean_ci(list(self.per_deal(metric, agent, self.tables_of(agent)).values()), metric)
 
     def pairs(self) -> dict[tuple[str, str], tuple[list[int], float, float, int]]:
         """Every pair of agents that sat together: its tables, the mean and half-width of the per-deal
