@@ -7,7 +7,10 @@ decision costs tens of microseconds instead of a few hundred through torch's dis
 
 Its choices are torch's: the same float32 layers, the logits of illegal actions removed before a float64
 softmax, ties going to the lowest action index, as ``argmax`` over torch's probabilities does
-(``tests/test_forward.py`` compares the two on thousands of observations and on exact ties).
+(``tests/test_forward.py`` compares the two on thousands of observations and on exact ties). The sums run in
+another order than torch's or BLAS's, so the logits agree to float32 rounding: two actions whose logits lie
+within about an ulp can be ordered differently by the routes (``ppo``'s compiled call, ``best``'s numpy
+probabilities, torch).
 """
 
 from __future__ import annotations
@@ -45,9 +48,12 @@ def _first_choice(x: np.ndarray, flat_w: np.ndarray, flat_b: np.ndarray, dims: n
                   buf_b: np.ndarray, w_out_t: np.ndarray, b_out: np.ndarray, mask: np.ndarray, relu: bool) -> int:
     """The most probable legal action of the MLP, in one call: each layer reads only the weight rows of its
     non-zero inputs (an observation has about 31 of 446), and the output layer scores only the legal actions.
-    A zero input adds exactly nothing to a float sum, so the layers equal the dense ones; each sum runs in
-    float32 over the inputs in order, then adds the bias, as ``h @ w + b``. The layers are 2-D views of the
-    flat arrays (indexing the flat array directly kept LLVM from vectorizing the inner loop: 2.5x slower)."""
+    A zero input adds exactly nothing to a float sum, so the layers compute the dense ones; each sum runs in
+    float32 over the inputs in order, then adds the bias. BLAS (numpy's ``h @ w``) and torch add in other
+    orders, so the logits agree to float32 rounding, and two actions within an ulp or so of each other can be
+    ordered differently (a review found 2-3 in 6,000 random near-ties; none in the 2,042 decisions of the
+    bench's games nor the 5,000 observations of the tests). The layers are 2-D views of the flat arrays
+    (indexing the flat array directly kept LLVM from vectorizing the inner loop: 2.5x slower)."""
     src = x
     w_off = 0
     b_off = 0
@@ -169,6 +175,7 @@ class NumpyActor:
         self.w_out = np.ascontiguousarray(w_out, dtype=np.float32)
         self.b_out = np.ascontiguousarray(b_out, dtype=np.float32)
         self.activation = activation
+        self._check_shapes()
         self.obs_size = self.weights[0].shape[0] if self.weights else self.w_out.shape[0]
         self.n_actions = self.w_out.shape[1]
         # the one-call kernel's layout (:func:`_first_choice`): the hidden layers' weights and biases in one
@@ -181,6 +188,21 @@ class NumpyActor:
         self._scratch = threading.local()  # two hidden-layer buffers per thread (an actor is shared by agents)
         self._relu = self.activation == "relu"
         self._x_shape, self._m_shape = (self.obs_size,), (self.n_actions,)
+
+    def _check_shapes(self) -> None:
+        """Every layer fits the next (the compiled call reads by these shapes, with no bounds checks)."""
+        if len(self.weights) != len(self.biases):
+            raise UnsupportedNetwork(f"{len(self.weights)} hidden weight matrices but {len(self.biases)} biases")
+        width = None
+        for k, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
+            if w.ndim != 2 or b.shape != (w.shape[1],) or (width is not None and w.shape[0] != width):
+                raise UnsupportedNetwork(f"hidden layer {k}: weights {w.shape} and bias {b.shape} do not fit "
+                                         f"(inputs {width})")
+            width = w.shape[1]
+        if (self.w_out.ndim != 2 or self.b_out.shape != (self.w_out.shape[1],)
+                or (width is not None and self.w_out.shape[0] != width)):
+            raise UnsupportedNetwork(f"output layer: weights {self.w_out.shape} and bias {self.b_out.shape} do not "
+                                     f"fit (inputs {width})")
 
     @classmethod
     def from_policy(cls, policy: Any) -> NumpyActor:
@@ -263,8 +285,11 @@ class NumpyActor:
             return int(_first_choice(x, self._flat_w, self._flat_b, self._dims, bufs[0], bufs[1], self._w_out_t,
                                      self.b_out, m, self._relu))
         x, m = np.asarray(x), np.asarray(mask)
-        if getattr(numba.config, "DISABLE_JIT", False) or x.shape != self._x_shape or m.shape != self._m_shape:
-            logits = self.logits(x)  # (a wrong shape raises here)
+        if x.shape != self._x_shape or m.shape != self._m_shape:
+            raise ValueError(f"first_choice takes one observation of shape {self._x_shape} and a mask of shape "
+                             f"{self._m_shape}, got {x.shape} and {m.shape}")
+        if getattr(numba.config, "DISABLE_JIT", False):
+            logits = self.logits(x)
             return int(np.argmax(np.where(m.astype(bool), logits, -np.inf)))
         x = np.ascontiguousarray(x, dtype=np.float32)
         m = m.view(np.int8) if m.dtype == np.bool_ else (m != 0).astype(np.int8)

@@ -218,7 +218,27 @@ def test_the_compiled_first_choice_equals_the_dense_layers(activation: str, hidd
         wide = np.zeros(80, np.float32)
         wide[::2] = x
         assert actor.first_choice(wide[::2], m) == want
-    with pytest.raises(ValueError):
-        actor.first_choice(np.zeros(39, np.float32), np.ones(12, np.int8))
-    with pytest.raises((ValueError, IndexError)):
-        actor.first_choice(np.zeros(40, np.float32), np.ones(11, np.int8))
+    for x, m in ((np.zeros(39, np.float32), np.ones(12, np.int8)), (np.zeros(40, np.float32), np.ones(11, np.int8)),
+                 (np.zeros(40, np.float32), np.ones(1, np.int8)), (np.zeros((2, 40), np.float32), np.ones(12, bool))):
+        with pytest.raises(ValueError, match="first_choice takes one observation"):
+            actor.first_choice(x, m)  # never a broadcast mask (every action legal) nor a read past the arrays
+
+
+def test_layers_that_do_not_fit_are_refused() -> None:
+    """The compiled call reads by the layers' shapes with no bounds checks: a bias or output layer that would
+    only broadcast in numpy is refused when the actor is built."""
+    from nertz_env.agents.forward import NumpyActor, UnsupportedNetwork
+
+    w1, w2 = np.zeros((40, 8), np.float32), np.zeros((8, 6), np.float32)
+    wo, bo = np.zeros((6, 12), np.float32), np.zeros(12, np.float32)
+    NumpyActor([w1, w2], [np.zeros(8, np.float32), np.zeros(6, np.float32)], wo, bo)
+    bad = [
+        ([w1, w2], [np.zeros(1, np.float32), np.zeros(6, np.float32)], wo, bo),  # a bias that broadcasts
+        ([w1, w2], [np.zeros(8, np.float32), np.zeros(6, np.float32)], wo, np.zeros(1, np.float32)),
+        ([w1, np.zeros((7, 6), np.float32)], [np.zeros(8, np.float32), np.zeros(6, np.float32)], wo, bo),
+        ([w1, w2], [np.zeros(8, np.float32), np.zeros(6, np.float32)], np.zeros((5, 12), np.float32), bo),
+        ([w1, w2], [np.zeros(8, np.float32)], wo, bo),
+    ]
+    for weights, biases, w_out, b_out in bad:
+        with pytest.raises(UnsupportedNetwork):
+            NumpyActor(weights, biases, w_out, b_out)
