@@ -356,14 +356,18 @@ class Cluster:
         next_deal = 0
         resized = time.monotonic()
         while len(done) < n:
-            if time.monotonic() - resized > 5.0:  # nodes that joined (or left) since the start
-                self.cpus, self.nodes = self._size()
-                resized = time.monotonic()
-            while next_deal < n and len(pending) < 2 * max(1, self.cpus):
-                deals = list(range(next_deal, min(n, next_deal + chunk)))
-                next_deal += len(deals)
-                pending[task.remote(self.job_ref, deals)] = deals
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+            try:  # the cluster itself failing (the head gone): the finished deals are kept, as for a lost task
+                if time.monotonic() - resized > 5.0:  # nodes that joined (or left) since the start
+                    self.cpus, self.nodes = self._size()
+                    resized = time.monotonic()
+                while next_deal < n and len(pending) < 2 * max(1, self.cpus):
+                    deals = list(range(next_deal, min(n, next_deal + chunk)))
+                    next_deal += len(deals)
+                    pending[task.remote(self.job_ref, deals)] = deals
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+            except (ray.exceptions.RayError, ConnectionError) as e:
+                first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+                raise ClusterFailure(f"the Ray cluster at {self.address} failed: {first}") from None
             for ref in ready:
                 deals = pending.pop(ref)
                 try:
@@ -399,7 +403,10 @@ class Cluster:
             with contextlib.suppress(Exception):  # a task that just finished or whose node is gone: nothing to stop
                 self.ray.cancel(ref)
         self._pending.clear()
-        self.ray.shutdown()
+        try:
+            self.ray.shutdown()
+        except Exception as e:  # a cluster already gone: the results are saved, the exit code is theirs
+            logging.getLogger("nertz_env").warning(f"nertz-eval: leaving the Ray cluster at {self.address} failed: {type(e).__name__}: {e}")
 
 
 def prepare(address: str, plan: Any) -> Cluster:
