@@ -13,10 +13,11 @@ intersected with [0, 1] (``mean_ci(..., bounds=(0.0, 1.0))``). The clipping keep
 exactly: the true rate is inside [0, 1], so it is inside the clipped interval whenever it is inside the
 unclipped one. (A Wilson interval would assume each deal is one Bernoulli trial; a deal's sample is a mean
 over its duplicate set, so it is not.) A clipped interval is no longer symmetric about the mean and is
-printed as ``mean [low, high]``; ``half_width`` stays the unclipped t half-width. When every deal's sample is at
-the same bound (a rate of 0 on every deal), the t interval has width 0; the interval is then the Clopper-Pearson
-interval of 0 successes in ``D`` trials (each deal at least one trial), ``[0, 1 - 0.025^(1/D)]`` (and the mirror
-at 1), printed ``0.0 [0.0, 8.8]`` for 40 deals instead of a certain ``0.0 ± 0.0``.
+printed as ``mean [low, high]``. Near a bound the t interval shrinks with the spread (a rate of 0 on every deal
+has width 0, a certainty no number of deals gives), so an interval cut at a bound reaches at least the
+Clopper-Pearson limit of 0 successes in ``D`` trials, each deal being at least one trial: ``[0, 1 - 0.025^(1/D)]``
+(and the mirror at 1), printed ``0.0 [0.0, 8.8]`` for 40 deals instead of ``0.0 ± 0.0``. ``half_width`` is the
+half-width of the interval before the cut (the t half-width, widened to that limit where it applies).
 
 No SciPy here: the t quantile comes from the regularized incomplete beta function (Numerical Recipes'
 continued fraction) and bisection, exact to about 1e-10.
@@ -167,14 +168,19 @@ def mean_ci(
         return Estimate(mean, math.nan, n, math.nan, bounds)
     var = math.fsum((x - mean) ** 2 for x in samples) / (n - 1)
     sd = math.sqrt(var)
-    if sd == 0.0 and bounds is not None and mean in bounds:
-        # every deal at a bound (random never wins): the t interval has width 0, which would claim certainty.
-        # Each deal is at least one trial with that outcome, so the Clopper-Pearson limit for 0 of n (or n of n)
-        # bounds the rate: 1 - (1 - level)/2 ** (1/n) from the bound, conservative as more games a deal only
-        # narrow it
-        width = 1.0 - ((1.0 - level) / 2.0) ** (1.0 / n)
-        return Estimate(mean, width, n, sd, bounds)
-    return Estimate(mean, t_quantile(0.5 + level / 2.0, n - 1) * sd / math.sqrt(n), n, sd, bounds)
+    hw = t_quantile(0.5 + level / 2.0, n - 1) * sd / math.sqrt(n)
+    if bounds is not None:
+        # near a bound the t interval shrinks with the spread: 0 on every deal (random never wins) gave width 0,
+        # a certainty n deals cannot give, and one deal off the bound a far narrower interval than none. An
+        # interval cut at a bound reaches at least the Clopper-Pearson limit of 0 in n (each deal is at least one
+        # trial; more games a deal only narrow it): 1 - ((1 - level) / 2) ** (1 / n) from that bound
+        floor = 1.0 - ((1.0 - level) / 2.0) ** (1.0 / n)
+        lo, hi = bounds
+        if mean - hw <= lo:
+            hw = max(hw, lo + floor * (hi - lo) - mean)
+        if mean + hw >= hi:
+            hw = max(hw, mean - (hi - floor * (hi - lo)))
+    return Estimate(mean, hw, n, sd, bounds)
 
 
 def paired_difference(a: dict[int, float], b: dict[int, float], level: float = 0.95) -> Estimate:

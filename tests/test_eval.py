@@ -61,12 +61,16 @@ def test_mean_ci__known_samples() -> None:
 
 
 def test_mean_ci__a_rate_interval_stays_in_0_1_and_prints_as_a_range_when_cut() -> None:
-    e = mean_ci([1.0, 1.0, 0.75], bounds=(0.0, 1.0))
-    t = mean_ci([1.0, 1.0, 0.75])
+    e = mean_ci([1.0] * 38 + [0.0] * 2, bounds=(0.0, 1.0))
+    t = mean_ci([1.0] * 38 + [0.0] * 2)
     assert e.half_width == t.half_width and t.high > 1.0  # the t interval itself passes 100%
     assert e.low == pytest.approx(t.low) and e.high == 1.0 and e.clipped
     assert e.text(1, 100.0) == f"{e.mean * 100:.1f} [{t.low * 100:.1f}, 100.0]"
     assert e.to_dict()["high"] == 1.0 and e.to_dict()["ci95"] == pytest.approx(t.half_width)
+    # cut at 100% with few deals, the interval reaches at least the Clopper-Pearson limit of n of n
+    few = mean_ci([1.0, 1.0, 0.75], bounds=(0.0, 1.0))
+    assert few.high == 1.0 and few.low == pytest.approx(0.025 ** (1 / 3))
+    assert few.low < mean_ci([1.0, 1.0, 0.75]).low
     inside = mean_ci([0.4, 0.5, 0.6], bounds=(0.0, 1.0))
     assert not inside.clipped and inside.text(1, 100.0) == f"50.0 ± {inside.half_width * 100:.1f}"
     both = mean_ci([0.0, 1.0, 0.5], bounds=(0.0, 1.0))
@@ -82,6 +86,11 @@ def test_mean_ci__a_rate_at_a_bound_on_every_deal_is_not_certain() -> None:
     one = mean_ci([1.0] * 40, bounds=(0.0, 1.0))
     assert one.high == 1.0 and one.low == pytest.approx(0.025 ** (1 / 40)) and one.text(1, 100.0) == "100.0 [91.2, 100.0]"
     assert mean_ci([0.0] * 40).text() == "0.00 ± 0.00"  # not a rate: a score that never moved has no spread
+    # one deal off the bound must not narrow the interval 14-fold: cut at 0, it reaches at least the same limit
+    near = mean_ci([0.0] * 39 + [1 / 12], bounds=(0.0, 1.0))
+    assert near.low == 0.0 and near.high == pytest.approx(1 - 0.025 ** (1 / 40))
+    wide = mean_ci([0.0] * 20 + [1.0] * 20, bounds=(0.0, 1.0))  # far from a bound: the t interval, untouched
+    assert wide.half_width == pytest.approx(mean_ci([0.0] * 20 + [1.0] * 20).half_width)
     assert not mean_ci([0.0] * 40, bounds=(0.0, 1.0)).excludes_zero()
 
 
