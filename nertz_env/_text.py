@@ -28,7 +28,7 @@ def cut(message: str, limit: int = 400) -> str:
     return message if len(message) <= limit else f"{message[:limit]}... ({len(message)} characters)"
 
 
-_ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|exc|obj|ref|doc):`~?([^`<]*?)(?:\s*<[^>]*>)?`")
+_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|exc|obj|ref|doc|envvar|option|term):`[~!]?([^`<]*?)(?:\s*<[^>]*>)?`")
 
 
 def plain(text: str) -> str:
@@ -36,9 +36,9 @@ def plain(text: str) -> str:
     ``~``), double backquotes dropped, ``::`` at a line's end made ``:``."""
 
     def role(m: re.Match[str]) -> str:
-        target = m.group(1)
+        target = m.group(1).strip()
         return target.rsplit(".", 1)[-1] if m.group(0).split("`", 1)[1].startswith("~") else target
 
     text = _ROLE.sub(role, text)
     text = text.replace("``", "")
-    return re.sub(r"::$", ":", text, flags=re.MULTILINE)
+    return re.sub(r"\s?::$", ":", text, flags=re.MULTILINE)

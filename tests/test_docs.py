@@ -104,6 +104,10 @@ def test_plain__makes_rest_plain() -> None:
         "see nertz_env.train.config.TrainConfig and c"
     )
     assert plain("``nertz-play``: take a seat::\n\n    x") == "nertz-play: take a seat:\n\n    x"
+    assert plain(":py:class:`a.B`, :envvar:`NUMBA_CACHE_DIR`, :func:`!f` and :doc:`the guide <guides/x>`") == (
+        "a.B, NUMBA_CACHE_DIR, f and the guide"
+    )
+    assert plain("Examples ::") == "Examples:"
 
 
 def test_undocumented_public_names_are_found(monkeypatch: pytest.MonkeyPatch) -> None:

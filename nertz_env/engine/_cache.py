@@ -142,7 +142,7 @@ class _CompileNotice(event.Listener):
 
     def __init__(self) -> None:
         self.told: set[str] = set()
-        self._pending: dict[str, tuple[Any, threading.Timer | None]] = {}  # module -> (dispatcher, timer)
+        self._pending: dict[str, tuple[Any, threading.Timer]] = {}  # module -> (dispatcher, timer)
         self._lock = threading.Lock()
 
     def _tell(self, module: str) -> None:
@@ -170,7 +170,11 @@ class _CompileNotice(event.Listener):
         timer = threading.Timer(ANNOUNCE_AFTER, self._tell, args=(module,))
         timer.daemon = True
         self._pending[module] = (disp, timer)
-        timer.start()
+        try:
+            timer.start()
+        except RuntimeError:  # no thread to be had (a tight pids limit, the interpreter shutting down): say it now
+            self._pending.pop(module, None)
+            self._tell(module)
 
     def on_end(self, ev: Any) -> None:
         disp = (ev.data or {}).get("dispatcher")
@@ -179,8 +183,7 @@ class _CompileNotice(event.Listener):
             pending = self._pending.get(module)
             if pending is not None and pending[0] is disp:  # the compile that started the clock has ended
                 del self._pending[module]
-                if pending[1] is not None:
-                    pending[1].cancel()
+                pending[1].cancel()
 
 
 _notice = _CompileNotice()
