@@ -29,12 +29,36 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np
 
 from common import print_table, save
+
+
+def _warm_up(env: Any, agents: list[Any], seed: int, also: tuple[Callable[[Any, Any], Any], ...] = ()) -> None:
+    """One whole untimed game (the network loads, numba compiles or loads its cache on the first rollout, torch
+    makes its first calls); each of ``also`` decides on seat 0's observation every tick too."""
+    obs, _ = env.reset(seed=seed + 1_000_000)
+    for s, a in enumerate(agents):
+        a.reset(env.config, s, s)
+    while env.agents:
+        o0 = obs[env.agents[0]]
+        for f in also:
+            f(o0["observation"], o0["action_mask"])
+        obs, *_ = env.step({n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"])
+                            for s, n in enumerate(env.agents)})
+
+
+def _deal(env: Any, agents: list[Any], seed: int, g: int) -> Any:
+    """Game ``g``'s deal, every seat reset for it; returns the observations."""
+    obs, _ = env.reset(seed=seed + g)
+    for s, a in enumerate(agents):
+        a.reset(env.config, s, seed + g * 4 + s)
+    return obs
 
 
 def per_decision(spec: str, games: int, seed: int) -> dict:
@@ -46,18 +70,9 @@ def per_decision(spec: str, games: int, seed: int) -> dict:
     agents = [make_agent(spec)] + [make_agent("search") for _ in range(3)]
     spent = [0.0] * 4
     calls = 0
-    # warm up with one whole untimed game: the network loads and numba compiles (or loads its cache) on the
-    # first rollout, which the first tick may not reach
-    obs, _ = env.reset(seed=seed + 1_000_000)
-    for s, a in enumerate(agents):
-        a.reset(env.config, s, s)
-    while env.agents:
-        obs, *_ = env.step({n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"])
-                            for s, n in enumerate(env.agents)})
+    _warm_up(env, agents, seed)  # the first rollout, which the first tick may not reach, compiles or loads
     for g in range(games):
-        obs, _ = env.reset(seed=seed + g)
-        for s, a in enumerate(agents):
-            a.reset(env.config, s, seed + g * 4 + s)
+        obs = _deal(env, agents, seed, g)
         while env.agents:
             acts = {}
             for s, n in enumerate(env.agents):
@@ -97,20 +112,10 @@ def network_alone(spec: str, games: int, seed: int) -> dict:
     cpu = [0.0, 0.0, 0.0]   # spent waiting for a core is not counted), of each route when it went first
     firsts = [0, 0, 0]
     calls = same_dense = same_torch = 0
-    obs, _ = env.reset(seed=seed + 1_000_000)  # warm-up game: numba's cache, torch's first calls
-    for s, a in enumerate(agents):
-        a.reset(env.config, s, s)
     slow.reset(env.config, 0, 0)
-    while env.agents:
-        o0 = obs[env.agents[0]]
-        slow.act(o0["observation"], o0["action_mask"])
-        dense(o0["observation"], o0["action_mask"])
-        obs, *_ = env.step({n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"])
-                            for s, n in enumerate(env.agents)})
+    _warm_up(env, agents, seed, also=(slow.act, dense))
     for g in range(games):
-        obs, _ = env.reset(seed=seed + g)
-        for s, a in enumerate(agents):
-            a.reset(env.config, s, seed + g * 4 + s)
+        obs = _deal(env, agents, seed, g)
         slow.reset(env.config, 0, seed + g * 4)
         while env.agents:
             acts = {}
