@@ -261,6 +261,12 @@ def test_cluster_gauntlet_equals_the_local_run(two_nodes, tmp_path) -> None:
     assert len(rows) > 1 and rows == _games(tmp_path / "local")
 
 
+# Deals slow enough (about 0.3 s each, with `search` at the table) that a test polling for a running deal task
+# sees one before the run ends: deals of heuristic, greedy and random take about 20 ms each once the workers'
+# numba cache is warm, and a whole 24-deal run ended between two polls in CI (the kill tests then failed)
+SLOW_DEALS = ["round-robin", "search", "greedy", "random", "--players", "3"]
+
+
 def _task_pids(parent: int | None = None) -> list[int]:
     """Ray worker processes running a deal task now (Ray titles a busy worker ``ray::<function>``); with
     ``parent``, only the workers of that raylet."""
@@ -299,14 +305,14 @@ def _start_on_cluster(argv: list[str], address: str, tmp_path: Path, **popen: An
 
 @pytest.mark.isolated
 def test_a_killed_worker_loses_no_deal_and_counts_none_twice(two_nodes, tmp_path) -> None:
-    argv = ["round-robin", "heuristic", "greedy", "random", "--players", "3", "--deals", "24", "--seed", "5"]
+    argv = [*SLOW_DEALS, "--deals", "24", "--seed", "5"]
     run = _start_on_cluster(argv, two_nodes, tmp_path)
     killed = None
     deadline = time.monotonic() + 600
     while run.poll() is None and killed is None and time.monotonic() < deadline:
         pids = _task_pids()
         if pids:
-            time.sleep(0.3)  # mid-deal
+            time.sleep(0.1)  # mid-deal (a deal takes about 0.3 s)
             try:
                 os.kill(pids[0], signal.SIGKILL)
                 killed = pids[0]
@@ -379,7 +385,7 @@ def test_a_node_lost_mid_run__its_deals_run_elsewhere(two_nodes, tmp_path) -> No
     node = cluster.add_node(num_cpus=1)
     cluster.wait_for_nodes()
     raylet = node.all_processes["raylet"][0].process.pid
-    argv = ["round-robin", "heuristic", "greedy", "random", "--players", "3", "--deals", "60", "--seed", "11"]
+    argv = [*SLOW_DEALS, "--deals", "30", "--seed", "11"]
     run = _start_on_cluster(argv, two_nodes, tmp_path)
     removed = False
     deadline = time.monotonic() + 600
