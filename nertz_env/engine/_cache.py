@@ -36,7 +36,7 @@ LOG = logging.getLogger("nertz_env")
 # cold first step of parallel_env(num_players=4) and the first search decision, on this project's 2-core
 # machine): said once per process when the compile starts, so a first call is never a silent wait.
 FIRST_COMPILE = {
-    "nertz_env.engine.rules": ("the rules", "up to about 15 s on a quiet 2-core machine, 30 s on a busy one"),
+    "nertz_env.engine.rules": ("the rules", "about 13 s on a quiet 2-core machine, up to 30 s on a busy one"),
     "nertz_env.agents.kernels": ("the search agents' kernels", "about 10 s"),
 }
 

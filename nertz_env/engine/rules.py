@@ -18,6 +18,7 @@ import numpy as np
 
 from nertz_env.actions import L_CALL, L_JLAKE, L_LAKE, L_NUM, L_ROTATE, L_RUN, L_TOWORK, L_TUCK
 from nertz_env.cards import FIXED_JOKER_BASE, JOKER, LAKE_JOKER_FLAG
+from nertz_env.engine import _abi  # noqa: F401  (a TableState crosses calls as one struct value)
 from nertz_env.engine._cache import keyed_jit
 from nertz_env.engine.state import (
     C_BONUS,
@@ -74,9 +75,9 @@ def _jit(inline: bool = False, python: bool = False, ir_inline: bool = False):
     Without the GIL, Python threads can run blocks of tables side by side (see ``nertz_env.engine.batch``).
 
     ``inline=True`` asks LLVM to inline the function into its callers (numba's ``forceinline``). Every rules
-    function takes the whole state ``S``, a tuple of some 40 arrays that a real call passes as hundreds of
-    scalar arguments, costing as much as a seat's whole observation update, so everything on the per-tick
-    path is inlined. numba's own ``inline="always"`` on every function is as fast but compiles far longer.
+    function takes the whole state ``S``, a tuple of some 40 arrays (one struct value to the compiler,
+    ``nertz_env.engine._abi``) that a real call passes in hundreds of registers and stack slots, costing as
+    much as a seat's whole observation update, so everything on the per-tick path is inlined. numba's own ``inline="always"`` on every function is as fast but compiles far longer.
     (The measurements behind these choices: ``bench/results/design_measurements.md``.)
 
     Compile time (``bench/bench_compile.py``): numba compiles every function it meets on its own, to machine
