@@ -59,9 +59,9 @@ import json
 import os
 import re
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, MutableSequence, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, overload
 
 from nertz_env._text import cut, short
 from nertz_env.actions import action_table
@@ -358,6 +358,65 @@ class RecordReplay:
 
 
 # ---------------------------------------------------------------------------------------------------------
+class TickLines(MutableSequence[dict[str, Any]]):
+    """A replay's tick records, a list of dicts to its reader, kept as the JSON text of their lines.
+
+    A parsed record takes about ten times its text (a dict, its lists, their ints), so a file of hundreds of
+    thousands of short tick lines would load into gigabytes; as text it takes about twice its size. A record is
+    parsed each time it is read (an item, an iteration): read it once into a variable to change it, and put it
+    back with ``ticks[i] = record`` (a record put back is kept as it is)."""
+
+    def __init__(self, records: Iterable[dict[str, Any] | bytes] = ()) -> None:
+        self._items: list[dict[str, Any] | bytes] = list(records)
+
+    def append_line(self, line: bytes) -> None:
+        """Keep a tick line's text (checked by the caller): it is parsed when read."""
+        self._items.append(line)
+
+    @staticmethod
+    def _record(item: dict[str, Any] | bytes) -> dict[str, Any]:
+        return json.loads(item) if isinstance(item, bytes) else item
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(i, slice):
+            return [self._record(x) for x in self._items[i]]
+        return self._record(self._items[i])
+
+    @overload
+    def __setitem__(self, i: int, value: dict[str, Any]) -> None: ...
+    @overload
+    def __setitem__(self, i: slice, value: Iterable[dict[str, Any]]) -> None: ...
+    def __setitem__(self, i: int | slice, value: Any) -> None:
+        self._items[i] = list(value) if isinstance(i, slice) else value
+
+    def __delitem__(self, i: int | slice) -> None:
+        del self._items[i]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for x in self._items:
+            yield self._record(x)
+
+    def insert(self, index: int, value: dict[str, Any]) -> None:
+        self._items.insert(index, value)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (TickLines, list)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  (mutable, like a list)
+
+    def __repr__(self) -> str:
+        return f"TickLines({len(self)} records)"
+
+
 @dataclass
 class Replay:
     """A loaded ``nertz-replay/1`` file: the header's fields, the tick records, and the closing snapshot
@@ -368,7 +427,7 @@ class Replay:
     config: dict[str, Any]
     snapshot: dict[str, Any]
     meta: dict[str, Any]
-    ticks: list[dict[str, Any]] = field(default_factory=list)
+    ticks: TickLines = field(default_factory=TickLines)
     final: dict[str, Any] | None = None
     path: str = ""
     stopped: bool = False
@@ -589,7 +648,8 @@ def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES)
     The file is read a chunk at a time: a line over :data:`MAX_LINE_BYTES` or a file over
     ``max_bytes`` (decompressed; default :data:`MAX_REPLAY_BYTES`) is refused when reached, and so are more tick
     lines than the rules allow (``max_ticks`` x rounds), so a hostile file (a gzip bomb) fails within bounded
-    memory and time. What is loaded is held in memory: about ten times the text of its tick lines."""
+    memory and time. What is loaded is held in memory: about twice the text of its tick lines (kept as text,
+    :class:`TickLines`, and parsed when read)."""
     path = os.fspath(path)
     try:
         f = open(path, "rb")  # noqa: SIM115
@@ -639,7 +699,7 @@ def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES)
                     _check_tick_line(obj, n, where)
                     if len(rep.ticks) >= max_ticks:
                         raise ReplayError(f"{where}: more ticks than these rules allow ({max_ticks})")
-                    rep.ticks.append(obj)
+                    rep.ticks.append_line(line)
         except OSError as e:
             raise ReplayError(f"{path}: cannot read: {e.strerror or e}") from None
     if rep is None:

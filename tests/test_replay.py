@@ -261,12 +261,12 @@ def test_match_keeps_each_round_end(match_game: Path) -> None:
     frames = list(replay_frames(rep))
     kinds = [f.kind for f in frames]
     k = kinds.index("round_end")
-    assert kinds[k + 1] == "next_deal" and frames[k].rec is frames[k + 1].rec is first
+    assert kinds[k + 1] == "next_deal" and frames[k].rec is frames[k + 1].rec and frames[k].rec == first
     assert frames[k].snapshot == table and frames[k + 1].snapshot["round"] == 1
     assert not frames[k + 1].snapshot["lake"]
     assert verify_replay(rep) == len(rep.ticks)
     # the way round_end_table gets the table is exact: on the match's last round it gives the real closing table
-    before = next(f.snapshot for f, g in itertools.pairwise(frames) if g.rec is ends[1])
+    before = next(f.snapshot for f, g in itertools.pairwise(frames) if g.rec == ends[1])
     again = round_end_table(before, ends[1]["a"])
     assert {k: v for k, v in again.items() if k not in ("done", "rng")} == {
         k: v for k, v in rep.final.items() if k not in ("done", "rng")
@@ -427,6 +427,38 @@ def test_cli_gzip_bomb_fails_in_one_line_within_bounded_memory(tmp_path: Path) -
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert "MiB (decompressed)" in proc.stderr and not (tmp_path / "x.html").exists()
     assert took < 60
+
+
+def test_tick_lines_are_kept_as_text__a_crafted_long_game_loads_into_twice_its_text(tmp_path: Path) -> None:
+    """A header raising max_ticks lifts the tick-count bound; then the 128 MiB text bound is what bounds memory. A
+    record parsed into dicts took ten times its text (a 716 KB gzip of 3.2 M short ticks: 1.24 GB); as text it
+    takes about twice."""
+    import tracemalloc
+
+    path = tmp_path / "long.jsonl"
+    env = RecordReplay(parallel_env(num_players=2, max_ticks=10**9), path)
+    env.reset(seed=1)
+    env.close()  # a header and its closing line
+    head = path.read_text().splitlines()[0]
+    line = json.dumps({"t": 1, "a": [0, 0], "h": "00000000"}, separators=(",", ":"))
+    n = 60_000
+    text = head + "\n" + (line + "\n") * n
+    path.write_text(text)
+    tracemalloc.start()
+    try:
+        rep = load_replay(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(rep.ticks) == n and rep.cut_off is None and rep.final is None
+    assert peak < 3 * len(text), (peak, len(text))  # parsed records: about 11x
+    assert rep.ticks[-1] == {"t": 1, "a": [0, 0], "h": "00000000"} and rep.last_tick == 1
+    # still a list of records to its reader: read, iterate, slice, put back, compare
+    first = rep.ticks[0]
+    rep.ticks[0] = {**first, "t": 0}
+    assert rep.ticks[0]["t"] == 0 and rep.ticks.index({**first, "t": 0}) == 0
+    assert rep.ticks[1:3] == [first, first] and sum(1 for _ in rep.ticks) == n
+    assert rep.ticks[:2] != rep.ticks[1:3] and list(rep.ticks[-2:]) == [first, first]
 
 
 def test_multi_member_gzip_is_read_to_its_end(tmp_path: Path) -> None:
