@@ -391,7 +391,10 @@ class TickLines(MutableSequence[dict[str, Any]]):
     @overload
     def __setitem__(self, i: slice, value: Iterable[dict[str, Any]]) -> None: ...
     def __setitem__(self, i: int | slice, value: Any) -> None:
-        self._items[i] = list(value) if isinstance(i, slice) else value
+        if isinstance(i, slice):
+            self._items[i] = list(value)
+        else:
+            self._items[i] = value
 
     def __delitem__(self, i: int | slice) -> None:
         del self._items[i]
@@ -411,7 +414,7 @@ class TickLines(MutableSequence[dict[str, Any]]):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
         return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]  (mutable, like a list)
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a list
 
     def __repr__(self) -> str:
         return f"TickLines({len(self)} records)"
