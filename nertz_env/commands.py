@@ -29,8 +29,16 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...], str]] = {
 }
 
 
+#: the exit code of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it)
+EXIT_INTERRUPTED = 130
+
+
 def run(command: str, argv: Sequence[str] | None = None) -> int:
-    """Run ``command``'s main; an import of a missing extra's module becomes one line on stderr and exit 2."""
+    """Run ``command``'s main; an import of a missing extra's module becomes one line on stderr and exit 2.
+
+    A Ctrl-C the command does not handle itself (``nertz-eval`` and ``nertz-train`` save what they finished;
+    ``nertz-play`` closes its game) is one line and exit 130, not a traceback from wherever it landed: while
+    numba compiles the rules on a first run, or while ``nertz-replay`` replays a long game."""
     target, extras, _ = COMMANDS[command]
     module, _, function = target.partition(":")
     try:
@@ -42,6 +50,9 @@ def run(command: str, argv: Sequence[str] | None = None) -> int:
             raise
         print(message, file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"{command}: interrupted (Ctrl-C)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return int(code or 0)
 
 

@@ -229,6 +229,20 @@ def test_commands__a_missing_extra_is_one_line_naming_it(
     assert f"nertz-env[{extra}]" in lines[0], lines[0]
 
 
+def _interrupted(argv: list[str] | None = None) -> int:
+    raise KeyboardInterrupt
+
+
+def test_commands__a_ctrl_c_the_command_leaves_is_one_line_exit_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nertz_env import commands
+
+    monkeypatch.setitem(commands.COMMANDS, "nertz-x", (f"{__name__}:_interrupted", (), ""))
+    assert commands.run("nertz-x", []) == 130
+    assert capsys.readouterr().err == "nertz-x: interrupted (Ctrl-C)\n"
+
+
 # ---------------------------------------------------------------------------------------------------------
 # README.md's links: in the checkout and in the package's long description (setup.py makes them absolute)
 

@@ -555,6 +555,32 @@ def test_cli__serves_a_table_on_loopback_plays_over_a_real_websocket_and_stops_c
     assert len(replays) == 1 and verify_replay(replays[0]) == 1
 
 
+def test_cli__ctrl_c_while_the_first_run_compiles_is_one_line_exit_130(tmp_path: Path) -> None:
+    """A Ctrl-C while numba compiles the rules (a fresh cache) ended in a traceback from deep inside numba."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    code = "import sys; from nertz_env.commands import run; sys.exit(run('nertz-play'))"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "--no-browser", "--replay-dir", str(tmp_path / "replays")],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=restore_sigint,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(root), "NUMBA_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    try:
+        first = proc.stdout.readline() if proc.stdout else ""
+        assert "dealing" in first, first
+        time.sleep(1.0)  # compiling now (a cold cache takes 13 s or more)
+        assert proc.poll() is None
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    assert err == "nertz-play: interrupted (Ctrl-C)\n", err[-2000:]
+
+
 def test_packaging__the_page_assets_are_package_data() -> None:
     import fnmatch
 
