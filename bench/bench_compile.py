@@ -245,7 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     if breakdown:
         total = sum(x[2] for x in breakdown)
         top = sorted(breakdown, key=lambda x: -x[2])
-        brows = [[f"{x[2]:.2f}", f"{x[3]:.2f}", x[0], x[1][:90]] for x in top[:40]]
+        # as code: a type such as Literal[int](0) reads as a Markdown link otherwise (the docs site includes this)
+        brows = [[f"{x[2]:.2f}", f"{x[3]:.2f}", x[0], f"`{x[1][:90]}`"] for x in top[:40]]
         texts.append(
             table(
                 f"Cold compile of {names[0]} per numba compile (CPU s; {len(breakdown)} compiles, {total:.1f} s "
