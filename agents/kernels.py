@@ -81,7 +81,7 @@ from nertz_env.actions import (
 )
 from nertz_env.cards import JOKER
 from nertz_env.config import NertzConfig
-from nertz_env.engine import _abi  # noqa: F401  (a TableState crosses calls as one struct value)
+from nertz_env.engine import _abi  # noqa: F401  (the state's calling convention: part of this module's cache key)
 from nertz_env.engine._cache import keyed_jit
 from nertz_env.engine.rules import (
     R_LOST,

@@ -9,7 +9,10 @@ and ``tests/test_packaging.py`` check against it.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -33,12 +36,14 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...], str]] = {
 EXIT_INTERRUPTED = 130
 
 
-def run(command: str, argv: Sequence[str] | None = None) -> int:
+def run(command: str, argv: Sequence[str] | None = None, *, die_by_signal: bool = False) -> int:
     """Run ``command``'s main; an import of a missing extra's module becomes one line on stderr and exit 2.
 
     A Ctrl-C the command does not handle itself (``nertz-eval`` and ``nertz-train`` save what they finished;
-    ``nertz-play`` closes its game) is one line and exit 130, not a traceback from wherever it landed: while
-    numba compiles the rules on a first run, or while ``nertz-replay`` replays a long game."""
+    ``nertz-play`` closes its game) is one line, not a traceback from wherever it landed: while numba compiles
+    the rules on a first run, or while ``nertz-replay`` replays a long game. Then ``run`` returns 130, or with
+    ``die_by_signal`` (the installed commands) the process ends by SIGINT as an uncaught Ctrl-C would, so a
+    shell loop running the command stops too (bash goes on with a loop whose command exited normally)."""
     target, extras, _ = COMMANDS[command]
     module, _, function = target.partition(":")
     try:
@@ -51,26 +56,31 @@ def run(command: str, argv: Sequence[str] | None = None) -> int:
         print(message, file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"{command}: interrupted (Ctrl-C)", file=sys.stderr)
+        print(f"{command}: interrupted (Ctrl-C)", file=sys.stderr, flush=True)
+        if die_by_signal and os.name == "posix":  # die as a Ctrl-C'd process does (Python's own way, 3.8+)
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
         return EXIT_INTERRUPTED
     return int(code or 0)
 
 
 def nertz_demo() -> int:
-    return run("nertz-demo")
+    return run("nertz-demo", die_by_signal=True)
 
 
 def nertz_train() -> int:
-    return run("nertz-train")
+    return run("nertz-train", die_by_signal=True)
 
 
 def nertz_eval() -> int:
-    return run("nertz-eval")
+    return run("nertz-eval", die_by_signal=True)
 
 
 def nertz_play() -> int:
-    return run("nertz-play")
+    return run("nertz-play", die_by_signal=True)
 
 
 def nertz_replay() -> int:
-    return run("nertz-replay")
+    return run("nertz-replay", die_by_signal=True)

@@ -81,6 +81,7 @@ __all__ = [
     "ReplayIncomplete",
     "ReplayMismatch",
     "ReplayWriter",
+    "TickLines",
     "env_for",
     "load_replay",
     "replay_frames",
@@ -359,12 +360,14 @@ class RecordReplay:
 
 # ---------------------------------------------------------------------------------------------------------
 class TickLines(MutableSequence[dict[str, Any]]):
-    """A replay's tick records, a list of dicts to its reader, kept as the JSON text of their lines.
+    """A replay's tick records, a mutable sequence of dicts to its reader, kept as the JSON text of their lines.
 
     A parsed record takes about ten times its text (a dict, its lists, their ints), so a file of hundreds of
-    thousands of short tick lines would load into gigabytes; as text it takes 1.4-2.3 times its size. A record is
+    thousands of short tick lines would load into gigabytes; as text it takes 1.4-2.2 times its size
+    (``bench/bench_replay_memory.py``). A record is
     parsed each time it is read (an item, an iteration): read it once into a variable to change it, and put it
-    back with ``ticks[i] = record`` (a record put back is kept as it is)."""
+    back with ``ticks[i] = record`` (a record put back is kept as it is). It is a sequence, not a ``list``:
+    ``list(rep.ticks)`` gives one (for ``json.dumps``, ``sort``, ``+``)."""
 
     def __init__(self, records: Iterable[dict[str, Any] | bytes] = ()) -> None:
         self._items: list[dict[str, Any] | bytes] = list(records)
@@ -418,6 +421,12 @@ class TickLines(MutableSequence[dict[str, Any]]):
 
     def __repr__(self) -> str:
         return f"TickLines({len(self)} records)"
+
+    def copy(self) -> TickLines:
+        """Another ``TickLines`` of the same records (changing one does not change the other)."""
+        return TickLines(self._items)
+
+    __copy__ = copy
 
 
 @dataclass
@@ -651,7 +660,7 @@ def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES)
     The file is read a chunk at a time: a line over :data:`MAX_LINE_BYTES` or a file over
     ``max_bytes`` (decompressed; default :data:`MAX_REPLAY_BYTES`) is refused when reached, and so are more tick
     lines than the rules allow (``max_ticks`` x rounds), so a hostile file (a gzip bomb) fails within bounded
-    memory and time. What is loaded is held in memory: 1.4-2.3 times the text of its tick lines (kept as text,
+    memory and time. What is loaded is held in memory: 1.4-2.2 times the text of its tick lines (kept as text,
     :class:`TickLines`, and parsed when read)."""
     path = os.fspath(path)
     try:

@@ -431,8 +431,8 @@ def test_cli_gzip_bomb_fails_in_one_line_within_bounded_memory(tmp_path: Path) -
 
 def test_tick_lines_are_kept_as_text__a_crafted_long_game_loads_into_twice_its_text(tmp_path: Path) -> None:
     """A header raising max_ticks lifts the tick-count bound; then the 128 MiB text bound is what bounds memory. A
-    record parsed into dicts took ten times its text (a 391 KB gzip of 4 M short ticks: 1.54 GB in nertz-replay); as
-    text it takes at most about 2.3 times (454 MB)."""
+    record parsed into dicts took ten times its text (bench/bench_replay_memory.py: 4 M of the shortest tick lines,
+    126 MiB, loaded with 1,316 MB); as text, 2.2 times (274 MB)."""
     import tracemalloc
 
     path = tmp_path / "long.jsonl"

@@ -11,8 +11,9 @@ access, unboxing, everything else) except that it crosses a call as one LLVM str
 the compiled code once LLVM has inlined the calls (the struct is the same registers either way), so the steps/s
 are the same; only the compile gets shorter. numba's other tuples are left alone.
 
-Imported by every module whose compiled functions take the state (``rules``, the agents' kernels) before
-any of them compiles.
+Imported by ``nertz_env.engine`` itself, so the type is registered before any compiled function (the rules',
+the agents' kernels or a user's own) first sees a state: numba's dispatcher remembers, once per process, how
+it types a named tuple of a given class and fields.
 """
 
 from __future__ import annotations
@@ -57,10 +58,12 @@ _TYPES: dict[tuple, PackedNamedTuple] = {}
 
 
 @typeof_impl.register(TableState)
-def _typeof_table_state(val: TableState, c: Any) -> PackedNamedTuple:
-    # Runs on every call from Python (numba types a named tuple in Python): building the type is ~40x dearer
-    # than looking it up
+def _typeof_table_state(val: TableState, c: Any) -> PackedNamedTuple | None:
+    # A dispatcher call types a state here once per layout (then numba's C cache answers); batch.bound() and
+    # numba.typeof() come here every time, and looking the type up is ~40x cheaper than building it
     fields = tuple([typeof_impl(v, c) for v in val])
+    if any(f is None for f in fields):  # a field numba cannot type: numba's own "cannot determine" error
+        return None
     typ = _TYPES.get(fields)
     if typ is None:
         typ = _TYPES[fields] = PackedNamedTuple(fields, TableState)

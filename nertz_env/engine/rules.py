@@ -18,7 +18,7 @@ import numpy as np
 
 from nertz_env.actions import L_CALL, L_JLAKE, L_LAKE, L_NUM, L_ROTATE, L_RUN, L_TOWORK, L_TUCK
 from nertz_env.cards import FIXED_JOKER_BASE, JOKER, LAKE_JOKER_FLAG
-from nertz_env.engine import _abi  # noqa: F401  (a TableState crosses calls as one struct value)
+from nertz_env.engine import _abi  # noqa: F401  (the state's calling convention: part of this module's cache key)
 from nertz_env.engine._cache import keyed_jit
 from nertz_env.engine.state import (
     C_BONUS,
