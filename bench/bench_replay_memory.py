@@ -26,6 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import print_table  # noqa: E402
 
 CHILD = r"""
 import json, resource, sys, time
@@ -112,26 +114,25 @@ def main(argv: list[str] | None = None) -> int:
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     cmd = "python bench/bench_replay_memory.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    lines = [
-        f"{when}, {os.cpu_count()} CPUs, load average {load:.1f}; `{cmd.strip()}`",
-        "",
-        f"A {gz / 1024:.0f} KB gzip of {args.lines:,} tick lines, {text / 2**20:.1f} MiB of text. Peak resident "
-        f"memory (ru_maxrss), median of {args.repeats}:",
-        "",
-        "| checkout | ticks kept as | after imports, MB | after the load, MB | the load added, MB | × the text | load, s |",
-        "|---|---|---:|---:|---:|---:|---:|",
-    ]
+    rows = []
     for c, recs in runs.items():
         base = statistics.median(r["base_kb"] for r in recs) / 1024
         peak = statistics.median(r["peak_kb"] for r in recs) / 1024
         secs = statistics.median(r["load_s"] for r in recs)
         added = peak - base
-        lines.append(f"| {describe(Path(c))} | {recs[0]['kept_as']} | {base:.0f} | {peak:.0f} | {added:.0f} | "
-                     f"{added * 2**20 / text:.2f} | {secs:.1f} |")
-    table = "\n".join(lines) + "\n"
-    print(table)
+        rows.append([describe(Path(c)), recs[0]["kept_as"], f"{base:.0f}", f"{peak:.0f}", f"{added:.0f}",
+                     f"{added * 2**20 / text:.2f}", f"{secs:.1f}"])
+    print(f"{when}, {os.cpu_count()} CPUs, load average {load:.1f}; `{cmd.strip()}`\n")
+    table = print_table(
+        f"A {gz / 1024:.0f} KB gzip of {args.lines:,} tick lines, {text / 2**20:.1f} MiB of text: peak resident "
+        f"memory (ru_maxrss), median of {args.repeats}",
+        ["checkout", "ticks kept as", "after imports, MB", "after the load, MB", "the load added, MB", "× the text",
+         "load, s"],
+        rows,
+    )
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "bench_replay_memory.md").write_text(table)
+    (RESULTS / "bench_replay_memory.md").write_text(
+        f"{when}, {os.cpu_count()} CPUs, load average {load:.1f}; `{cmd.strip()}`\n\n{table}\n")
     (RESULTS / "bench_replay_memory.json").write_text(json.dumps(
         {"when": when, "command": cmd.strip(), "lines": args.lines, "text_bytes": text, "gzip_bytes": gz,
          "runs": runs}, indent=1))

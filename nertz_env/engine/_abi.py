@@ -3,13 +3,13 @@
 numba flattens a tuple argument into its scalars: each of the state's ~40 arrays becomes its pointers, sizes,
 shapes and strides, some 400 arguments. Every call of a rules function then builds ~400 ``extractvalue``
 instructions at the call site and ~400 ``insertvalue`` ones in the callee, in numba's Python IR builder, and LLVM
-optimises them all away again once it inlines the call. That was most of the rules' first compile: about half
-the cost of a call site of a state-taking helper (``bench/bench_compile.py --breakdown``).
+optimises them all away again once it inlines the call: about half the cost of a call site of a state-taking
+helper, and 1.4 s of the first step's 14.2 s (``bench/results/compile_notes.md``).
 
 Here a ``TableState`` is typed as :class:`PackedNamedTuple`, the same named tuple to numba (fields, attribute
-access, unboxing, everything else) except that it crosses a call as one LLVM struct value. Nothing changes in
-the compiled code once LLVM has inlined the calls (the struct is the same registers either way), so the steps/s
-are the same; only the compile gets shorter. numba's other tuples are left alone.
+access, unboxing, everything else) except that it crosses a call as one LLVM struct value. Inlined calls compile
+to the same code; the few calls that stay calls (``reset_table``, ``observe_table``, ...) pass the struct whole.
+Steps/s measured within 5% of the flattened form, with no consistent sign. numba's other tuples are left alone.
 
 Imported by ``nertz_env.engine`` itself, so the type is registered before any compiled function (the rules',
 the agents' kernels or a user's own) first sees a state: numba's dispatcher remembers, once per process, how
