@@ -83,6 +83,11 @@ class TrainConfig:
     opponent_threads: int = _opt(
         1, "vector mode: threads the scripted opponents decide in, >= 1 (2 on 2 cores)"
     )
+    privileged_critic: bool = _opt(
+        False,
+        "vector mode: the value net also reads the table's global state (hidden cards included); the policy "
+        "net never does, and policy files hold the policy over the observation alone",
+    )
     num_envs: int = _opt(4, "single mode: single-agent envs in a DummyVecEnv, >= 1")
     # -- opponents (single mode, and vector mode with learners_per_table < num_players)
     opponents: dict[str, float] = field(
@@ -305,7 +310,7 @@ class TrainConfig:
             return next((k for k in keys if active(k)), None)
 
         if self.mode == "single":
-            name = first(("num_tables", "learners_per_table", "opponent_threads"))
+            name = first(("num_tables", "learners_per_table", "opponent_threads", "privileged_critic"))
             if name:
                 raise ConfigError(
                     f"{_show(name)} applies only to mode = 'vector' (mode 'single' runs num_envs single-agent "

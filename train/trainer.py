@@ -51,9 +51,11 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import gymnasium
 import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor
 
@@ -70,6 +72,12 @@ from nertz_env.threads import limit_threads
 from nertz_env.train.config import ConfigError, TrainConfig
 from nertz_env.train.evaluate import EvalRow, append_csv, evaluate_checkpoint, format_rows
 from nertz_env.train.pool import OpponentPool
+from nertz_env.train.privileged import (
+    FIRST_VALUE_LAYER,
+    PrivilegedCriticPolicy,
+    actor_only_state_dict,
+    widen_critic_state_dict,
+)
 from nertz_env.train.single import NertzSingleAgentEnv
 from nertz_env.train.vec import NertzVecEnv
 from nertz_env.train.wrappers import PotentialShaping, RelativeReward, VecTimer
@@ -99,13 +107,20 @@ def save_policy(model: Any, path: str, meta: dict[str, Any]) -> str:
     from stable_baselines3.common.save_util import save_to_zip_file
 
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    policy_class, kwargs, obs_space = model.policy_class, model.policy_kwargs, model.observation_space
+    weights = model.policy.state_dict()
+    if isinstance(model.policy, PrivilegedCriticPolicy):  # a player gets the policy over the observation alone
+        n = model.policy.obs_size
+        policy_class, kwargs = MaskableActorCriticPolicy, {k: v for k, v in kwargs.items() if k != "obs_size"}
+        obs_space = gymnasium.spaces.Box(obs_space.low[:n], obs_space.high[:n], (n,), obs_space.dtype)
+        weights = actor_only_state_dict(weights, n)
     data = {
-        "policy_class": model.policy_class,
-        "policy_kwargs": model.policy_kwargs,
-        "observation_space": model.observation_space,
+        "policy_class": policy_class,
+        "policy_kwargs": kwargs,
+        "observation_space": obs_space,
         "action_space": model.action_space,
     }
-    save_to_zip_file(path, data=data, params={"policy": model.policy.state_dict()})
+    save_to_zip_file(path, data=data, params={"policy": weights})
     write_meta(path, meta)
     return path
 
@@ -322,8 +337,12 @@ class Trainer:
             log(f"note: {note}")
 
     def _make_model(self, cfg: TrainConfig, net: list[int]) -> MaskablePPO:
+        kwargs: dict[str, Any] = {"net_arch": {"pi": net, "vf": net}, "activation_fn": _activation(cfg.activation)}
+        if cfg.privileged_critic:
+            assert isinstance(self.base_env, NertzVecEnv)
+            kwargs["obs_size"] = self.base_env.obs_size
         return MaskablePPO(
-            "MlpPolicy",
+            PrivilegedCriticPolicy if cfg.privileged_critic else "MlpPolicy",
             self.timer,
             learning_rate=_schedule(cfg),
             n_steps=cfg.n_steps,
@@ -335,7 +354,7 @@ class Trainer:
             ent_coef=cfg.ent_coef,
             vf_coef=cfg.vf_coef,
             max_grad_norm=cfg.max_grad_norm,
-            policy_kwargs={"net_arch": {"pi": net, "vf": net}, "activation_fn": _activation(cfg.activation)},
+            policy_kwargs=kwargs,
             tensorboard_log=os.path.join(self.run_dir, "tb") if cfg.tensorboard else None,
             seed=cfg.seed,
             device="cpu",
@@ -354,6 +373,7 @@ class Trainer:
                 opponents=self.pool,
                 seed=cfg.seed,
                 opponent_threads=cfg.opponent_threads,
+                privileged_state=cfg.privileged_critic,
             )
         pool = self.pool
         assert pool is not None
@@ -682,6 +702,11 @@ class Trainer:
         for key in keys:
             if key in old and old[key] != getattr(cfg, key):
                 problems.append(f"{key}: checkpoint has {old[key]!r}, the config has {getattr(cfg, key)!r}")
+        if bool(old.get("privileged_critic", False)) != cfg.privileged_critic:  # older records: no such key
+            problems.append(
+                f"privileged_critic: checkpoint has {bool(old.get('privileged_critic', False))!r}, the config has "
+                f"{cfg.privileged_critic!r}"
+            )
         if cfg.init_from is not None and cfg.init_from != old.get("init_from"):
             problems.append(
                 f"init_from {cfg.init_from!r} applies to a fresh run only (a resumed run continues the "
@@ -709,8 +734,14 @@ class Trainer:
 
         policy, meta = load_policy(path)  # FileNotFoundError / CheckpointError
         check_compatible(meta, self.config, where=f"init_from {path}")
+        weights = policy.state_dict()
+        if isinstance(self.model.policy, PrivilegedCriticPolicy) and not isinstance(policy, PrivilegedCriticPolicy):
+            assert isinstance(self.base_env, NertzVecEnv)
+            width = self.base_env.obs_size + self.base_env.state_size
+            if weights[FIRST_VALUE_LAYER].shape[1] < width:
+                weights = widen_critic_state_dict(weights, width)  # the critic starts as the given one
         try:
-            self.model.policy.load_state_dict(policy.state_dict())
+            self.model.policy.load_state_dict(weights)
         except RuntimeError as e:
             first = str(e).strip().splitlines()[0]
             raise IncompatibleCheckpointError(

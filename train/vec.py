@@ -49,6 +49,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvO
 from nertz_env._envbase import Copyable, check_open, warn_unknown_options
 from nertz_env.agents import Agent
 from nertz_env.agents.policy import PolicyAgent
+from nertz_env.global_state import state_layout
 from nertz_env.train.pool import OpponentPool
 from nertz_env.train.single import as_pool, rival_weights, table_rules
 from nertz_env.vector import NertzVectorEnv
@@ -87,6 +88,9 @@ class NertzVecEnv(Copyable, VecEnv):
             release the GIL, so 2 on a 2-core machine runs the search opponents' rollouts on both cores
             while the learner's update, which runs between steps, keeps one torch thread. Every agent
             owns its state and random stream, so the actions do not depend on the thread count.
+        privileged_state: append to every observation the table's global state (``state()``, hidden
+            cards included) with the seats rotated so the slot's own seat is first: ``(N, O + S)``. For a
+            privileged critic only (:mod:`nertz_env.train.privileged`); a policy must read the first ``O``.
         **rule_options: rules options by their RULES.md names (``draw=1``).
     """
 
@@ -101,6 +105,7 @@ class NertzVecEnv(Copyable, VecEnv):
         opponents: OpponentPool | Mapping[str, float] | Sequence[str] | None = None,
         seed: int | None = None,
         opponent_threads: int = 1,
+        privileged_state: bool = False,
         **rule_options: Any,
     ) -> None:
         if isinstance(opponent_threads, bool) or not isinstance(opponent_threads, int) or opponent_threads < 1:
@@ -117,7 +122,10 @@ class NertzVecEnv(Copyable, VecEnv):
         self.num_tables, self.num_players, self.learners_per_table = int(num_tables), p, n_learn
         self.pool = as_pool(opponents) if n_learn < p else None
         self.render_mode = None
-        obs_space = gymnasium.spaces.Box(0.0, 1.0, (self.venv.obs_layout.size,), np.float32)
+        self.obs_size = self.venv.obs_layout.size
+        self.privileged_state = bool(privileged_state)
+        self.state_size = state_layout(self.config).size if self.privileged_state else 0
+        obs_space = gymnasium.spaces.Box(0.0, 1.0, (self.obs_size + self.state_size,), np.float32)
         act_space: gymnasium.spaces.Discrete = gymnasium.spaces.Discrete(self.venv.actions.n)
         super().__init__(self.num_tables * n_learn, obs_space, act_space)
         self._table = np.repeat(np.arange(self.num_tables, dtype=np.int64), n_learn)  # slot -> table
@@ -168,7 +176,20 @@ class NertzVecEnv(Copyable, VecEnv):
     def _gather(self) -> np.ndarray:
         assert self._obs_full is not None and self._mask_full is not None
         self._masks = self._mask_full[self._table, self._seat].astype(bool)
-        return self._obs_full[self._table, self._seat]
+        return self._with_state(self._obs_full[self._table, self._seat], self._table, self._seat)
+
+    def _with_state(self, obs: np.ndarray, table: np.ndarray, seat: np.ndarray) -> np.ndarray:
+        """``obs`` (rows of slots at ``table``, ``seat``), with each table's global state appended, seats
+        rotated to start at the slot's own, when ``privileged_state``; else ``obs`` itself."""
+        if not self.privileged_state:
+            return obs
+        layout = state_layout(self.config)
+        state = self.venv.state()
+        p = self.num_players
+        order = (seat[:, None] + np.arange(p)) % p  # (n, P): the seats in the slot's order
+        cards = layout.cards(state)[table[:, None], order]  # (n, P, D, L + 1)
+        status = state[:, layout.slices["status"]].reshape(len(state), p, -1)[table[:, None], order]
+        return np.concatenate([obs, cards.reshape(len(obs), -1), status.reshape(len(obs), -1)], axis=1)
 
     def _opponent_actions(self, out: np.ndarray) -> None:
         """Every opponent's action into ``out`` (T, P); snapshots sharing a network act in one batch."""
@@ -241,7 +262,7 @@ class NertzVecEnv(Copyable, VecEnv):
         rewards = rew[table, seat].astype(np.float32)
         rivals = (rew[table] * self._rival_weight[seat]).sum(axis=1)
         self.illegal_actions += int(info["illegal"][table, seat].sum())
-        obs = self._obs_full[table, seat]  # fancy indexing: a copy, safe from the resets below
+        obs = self._with_state(self._obs_full[table, seat], table, seat)  # a copy, safe from the resets below
         done_table = term[:, 0] | trunc[:, 0]
         dones = done_table[table]
         infos: list[dict[str, Any]] = [{"rivals_reward": float(r)} for r in rivals]
@@ -265,7 +286,7 @@ class NertzVecEnv(Copyable, VecEnv):
             for t in tables:
                 self._seat_table(int(t), rotate=True)
             slots = np.flatnonzero(done_table[table])
-            obs[slots] = self._obs_full[table[slots], seat[slots]]
+            obs[slots] = self._with_state(self._obs_full[table[slots], seat[slots]], table[slots], seat[slots])
         self._masks = self._mask_full[table, seat].astype(bool)
         return obs, rewards, dones, infos
 

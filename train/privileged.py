@@ -1,0 +1,97 @@
+"""A privileged critic for MaskablePPO: the value net reads the table's global state, the policy never does.
+
+PerfectDou and Suphx train card-game policies whose critic sees the hidden cards: the advantage of a move is
+then measured against a value that knows the deal, which removes most of the luck from the learning signal,
+while the policy still decides from its own observation. Here:
+
+* :class:`~nertz_env.train.vec.NertzVecEnv` with ``privileged_state=True`` appends to each learner's
+  observation (``O`` values) the table's global state (``nertz_env.global_state``, ``S`` values, every card's
+  exact place) with the seats rotated so that the learner's own seat comes first.
+* :class:`PrivilegedCriticPolicy` is a ``MaskableActorCriticPolicy`` whose policy net reads only the first
+  ``obs_size`` inputs (the observation) and whose value net reads all ``O + S``.
+* :func:`actor_only_state_dict` turns its weights into those of a standard ``MlpPolicy`` over the observation
+  alone: the policy part unchanged, the value net's first layer cut to the observation's columns. That is what
+  every policy file of a privileged run holds (``save_policy``), so the opponent pool, the evaluator,
+  ``make_agent`` and the compiled forward pass read it as any other network, and nothing of the state can reach
+  a player. The cut critic is not the trained one (its state columns are dropped); no player uses it.
+
+Enable it with ``privileged_critic = true`` in a vector-mode training config.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.torch_layers import MlpExtractor
+from torch import nn
+
+
+class _SplitExtractor(nn.Module):
+    """``MlpExtractor``'s interface with a policy net over the first ``obs_size`` features and a value net over
+    all of them (same attribute names, so the state dict has the standard keys)."""
+
+    def __init__(self, obs_size: int, feature_dim: int, net_arch: Any, activation_fn: type[nn.Module], device: Any):
+        super().__init__()
+        pi = MlpExtractor(obs_size, net_arch=net_arch, activation_fn=activation_fn, device=device)
+        vf = MlpExtractor(feature_dim, net_arch=net_arch, activation_fn=activation_fn, device=device)
+        self.obs_size = obs_size
+        self.policy_net = pi.policy_net
+        self.value_net = vf.value_net
+        self.latent_dim_pi = pi.latent_dim_pi
+        self.latent_dim_vf = vf.latent_dim_vf
+
+    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.forward_actor(features), self.forward_critic(features)
+
+    def forward_actor(self, features: torch.Tensor) -> torch.Tensor:
+        return self.policy_net(features[..., : self.obs_size])
+
+    def forward_critic(self, features: torch.Tensor) -> torch.Tensor:
+        return self.value_net(features)
+
+
+class PrivilegedCriticPolicy(MaskableActorCriticPolicy):
+    """MaskablePPO policy whose actor reads ``obs[..., :obs_size]`` and whose critic reads the whole input.
+
+    Args:
+        obs_size: the observation's width ``O``; the input's remaining columns are the global state.
+        *args, **kwargs: as ``MaskableActorCriticPolicy`` (``net_arch``, ``activation_fn``, ...).
+    """
+
+    def __init__(self, *args: Any, obs_size: int, **kwargs: Any) -> None:
+        self.obs_size = int(obs_size)
+        super().__init__(*args, **kwargs)
+
+    def _build_mlp_extractor(self) -> None:
+        if not 0 < self.obs_size < self.features_dim:
+            raise ValueError(f"obs_size must be between 1 and the input width {self.features_dim - 1}, got {self.obs_size}")
+        self.mlp_extractor = _SplitExtractor(  # type: ignore[assignment]
+            self.obs_size, self.features_dim, self.net_arch, self.activation_fn, self.device
+        )
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data["obs_size"] = self.obs_size
+        return data
+
+
+FIRST_VALUE_LAYER = "mlp_extractor.value_net.0.weight"
+
+
+def actor_only_state_dict(state: dict[str, torch.Tensor], obs_size: int) -> dict[str, torch.Tensor]:
+    """A privileged policy's weights as a standard policy over the observation alone: the value net's first
+    layer keeps only the observation's ``obs_size`` columns; every other tensor is unchanged."""
+    out = dict(state)
+    out[FIRST_VALUE_LAYER] = state[FIRST_VALUE_LAYER][:, :obs_size].clone()
+    return out
+
+
+def widen_critic_state_dict(state: dict[str, torch.Tensor], width: int) -> dict[str, torch.Tensor]:
+    """A standard policy's weights for a privileged one with ``width`` inputs: the value net's first layer gets
+    zero weights on the state's columns, so the critic starts as the given one (and learns to read the state)."""
+    out = dict(state)
+    w = state[FIRST_VALUE_LAYER]
+    out[FIRST_VALUE_LAYER] = torch.cat([w, w.new_zeros(w.shape[0], width - w.shape[1])], dim=1)
+    return out
