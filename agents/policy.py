@@ -134,6 +134,10 @@ def load_policy(path: str, outside: bool = False) -> tuple[Any, dict[str, Any]]:
         raise CheckpointError(f"{path}: not a Stable-Baselines3 checkpoint ({e})") from None
     if data is None or "policy" not in params or "policy_class" not in data:
         raise CheckpointError(f"{path}: the zip holds no SB3 policy (no data or policy.pth)")
+    policy_class = data["policy_class"]
+    for_play = getattr(policy_class, "for_play", None)  # a training-time network, e.g. a privileged critic's
+    if callable(for_play):
+        data, params["policy"] = for_play(data, params["policy"])
     obs_space, act_space = data["observation_space"], data["action_space"]
     if meta is None:
         meta = _spaces_meta(path, obs_space, act_space)

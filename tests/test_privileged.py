@@ -128,13 +128,19 @@ def test_policy_files_hold_the_policy_over_the_observation_alone_and_play_everyw
     got = NumpyActor.from_zip(path).logits(obs[:, :O]).astype(np.float64)
     got -= got.max(axis=1, keepdims=True) + np.log(np.exp(got - got.max(axis=1, keepdims=True)).sum(1, keepdims=True))
     assert np.allclose(got, want_logits, atol=1e-5)  # torch's logits are log-probabilities
-    agent = make_agent(path)  # plays a game through make_agent
+    # a checkpoint (the whole privileged network, for resuming) loads for play as the same actor-only policy
+    ckpt = trainer.checkpoints[-1]
+    from_ckpt, _ = load_policy(ckpt)
+    assert not isinstance(from_ckpt, PrivilegedCriticPolicy) and from_ckpt.observation_space.shape == (O,)
+    assert all(torch.equal(v, policy.state_dict()[k]) for k, v in from_ckpt.state_dict().items())
     env = nertz_env.parallel_env(num_players=P)
-    observations, _ = env.reset(seed=0)
-    agent.reset(env.config, 0, 0)
-    first = env.agents[0]
-    action = agent.act(observations[first]["observation"], observations[first]["action_mask"])
-    assert observations[first]["action_mask"][action]
+    for source in (path, ckpt):  # each plays through make_agent
+        agent = make_agent(source)
+        observations, _ = env.reset(seed=0)
+        agent.reset(env.config, 0, 0)
+        first = env.agents[0]
+        action = agent.act(observations[first]["observation"], observations[first]["action_mask"])
+        assert observations[first]["action_mask"][action]
 
 
 def test_init_from_a_plain_policy_starts_with_its_critic(tmp_path: Any) -> None:

@@ -11,7 +11,8 @@ while the policy still decides from its own observation. Here:
   ``obs_size`` inputs (the observation) and whose value net reads all ``O + S``.
 * :func:`actor_only_state_dict` turns its weights into those of a standard ``MlpPolicy`` over the observation
   alone: the policy part unchanged, the value net's first layer cut to the observation's columns. That is what
-  every policy file of a privileged run holds (``save_policy``), so the opponent pool, the evaluator,
+  every policy file of a privileged run holds (``save_policy``), and what ``load_policy`` makes of one of its
+  checkpoints (:meth:`PrivilegedCriticPolicy.for_play`), so the opponent pool, the evaluator,
   ``make_agent`` and the compiled forward pass read it as any other network, and nothing of the state can reach
   a player. The cut critic is not the trained one (its state columns are dropped); no player uses it.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium
 import torch
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.torch_layers import MlpExtractor
@@ -75,6 +77,20 @@ class PrivilegedCriticPolicy(MaskableActorCriticPolicy):
         data = super()._get_constructor_parameters()
         data["obs_size"] = self.obs_size
         return data
+
+    @staticmethod
+    def for_play(data: dict[str, Any], state: dict[str, torch.Tensor]) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        """The SB3 ``data`` and weights of a file of this class as those of the standard policy over the
+        observation alone (:func:`actor_only_state_dict`): what :func:`~nertz_env.train.trainer.save_policy`
+        writes and what :func:`~nertz_env.agents.policy.load_policy` makes of a privileged run's checkpoint."""
+        kwargs = dict(data.get("policy_kwargs") or {})
+        n = int(kwargs.pop("obs_size"))
+        space = data["observation_space"]
+        out = dict(data)
+        out["policy_class"] = MaskableActorCriticPolicy
+        out["policy_kwargs"] = kwargs
+        out["observation_space"] = gymnasium.spaces.Box(space.low[:n], space.high[:n], (n,), space.dtype)
+        return out, actor_only_state_dict(state, n)
 
 
 FIRST_VALUE_LAYER = "mlp_extractor.value_net.0.weight"

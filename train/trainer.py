@@ -51,11 +51,9 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import gymnasium
 import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
-from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor
 
@@ -75,7 +73,6 @@ from nertz_env.train.pool import OpponentPool
 from nertz_env.train.privileged import (
     FIRST_VALUE_LAYER,
     PrivilegedCriticPolicy,
-    actor_only_state_dict,
     widen_critic_state_dict,
 )
 from nertz_env.train.single import NertzSingleAgentEnv
@@ -107,19 +104,15 @@ def save_policy(model: Any, path: str, meta: dict[str, Any]) -> str:
     from stable_baselines3.common.save_util import save_to_zip_file
 
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    policy_class, kwargs, obs_space = model.policy_class, model.policy_kwargs, model.observation_space
-    weights = model.policy.state_dict()
-    if isinstance(model.policy, PrivilegedCriticPolicy):  # a player gets the policy over the observation alone
-        n = model.policy.obs_size
-        policy_class, kwargs = MaskableActorCriticPolicy, {k: v for k, v in kwargs.items() if k != "obs_size"}
-        obs_space = gymnasium.spaces.Box(obs_space.low[:n], obs_space.high[:n], (n,), obs_space.dtype)
-        weights = actor_only_state_dict(weights, n)
     data = {
-        "policy_class": policy_class,
-        "policy_kwargs": kwargs,
-        "observation_space": obs_space,
+        "policy_class": model.policy_class,
+        "policy_kwargs": model.policy_kwargs,
+        "observation_space": model.observation_space,
         "action_space": model.action_space,
     }
+    weights = model.policy.state_dict()
+    if isinstance(model.policy, PrivilegedCriticPolicy):  # a player gets the policy over the observation alone
+        data, weights = PrivilegedCriticPolicy.for_play(data, weights)
     save_to_zip_file(path, data=data, params={"policy": weights})
     write_meta(path, meta)
     return path
