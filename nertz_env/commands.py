@@ -14,6 +14,7 @@ import importlib
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from nertz_env.extras import missing_extra_message
@@ -34,6 +35,30 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...], str]] = {
 
 #: the exit code of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it)
 EXIT_INTERRUPTED = 130
+#: the exit code of a command stopped by SIGTERM (128 + SIGTERM)
+EXIT_TERMINATED = 143
+
+
+class Terminated(KeyboardInterrupt):
+    """A SIGTERM (``kill PID``, a scheduler or ``docker stop`` ending the job), raised where a Ctrl-C would be,
+    so the commands that save what they finished on Ctrl-C (``nertz-train``, ``nertz-eval``) save on it too."""
+
+
+_terminated: list[int] = []  # the SIGTERMs received while a command ran
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    _terminated.append(signum)
+    raise Terminated
+
+
+def _die(signum: int) -> None:
+    """End the process by ``signum``, as one that did not catch it would (Python's own way, 3.8+)."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 def run(command: str, argv: Sequence[str] | None = None, *, die_by_signal: bool = False) -> int:
@@ -43,12 +68,23 @@ def run(command: str, argv: Sequence[str] | None = None, *, die_by_signal: bool 
     ``nertz-play`` closes its game) is one line, not a traceback from wherever it landed: while numba compiles
     the rules on a first run, or while ``nertz-replay`` replays a long game. Then ``run`` returns 130, or with
     ``die_by_signal`` (the installed commands) the process ends by SIGINT as an uncaught Ctrl-C would, so a
-    shell loop running the command stops too (bash goes on with a loop whose command exited normally)."""
+    shell loop running the command stops too (bash goes on with a loop whose command exited normally).
+
+    A SIGTERM is raised as :class:`Terminated`, a ``KeyboardInterrupt``: what a command saves on Ctrl-C it saves
+    on ``kill PID`` too (a background job started from a script ignores SIGINT, so ``kill`` is how such a run
+    is stopped). The command then ends by SIGTERM (with ``die_by_signal``) or returns 143."""
     target, extras, _ = COMMANDS[command]
     module, _, function = target.partition(":")
+    _terminated.clear()
+    on_main = os.name == "posix" and threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, _on_sigterm) if on_main else None
     try:
-        main = getattr(importlib.import_module(module), function)
-        code = main(argv) if argv is not None else main()
+        try:
+            main = getattr(importlib.import_module(module), function)
+            code = main(argv) if argv is not None else main()
+        finally:
+            if old is not None:
+                signal.signal(signal.SIGTERM, old)
     except ModuleNotFoundError as e:
         message = missing_extra_message(e, command, prefer=extras)
         if message is None:
@@ -56,13 +92,13 @@ def run(command: str, argv: Sequence[str] | None = None, *, die_by_signal: bool 
         print(message, file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"{command}: interrupted (Ctrl-C)", file=sys.stderr, flush=True)
-        if die_by_signal and os.name == "posix":  # die as a Ctrl-C'd process does (Python's own way, 3.8+)
-            with contextlib.suppress(Exception):
-                sys.stdout.flush()
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGINT)
-        return EXIT_INTERRUPTED
+        print(f"{command}: {'terminated (SIGTERM)' if _terminated else 'interrupted (Ctrl-C)'}", file=sys.stderr,
+              flush=True)
+        code = EXIT_INTERRUPTED
+    if _terminated and code == EXIT_INTERRUPTED:  # the command saved its work and returned as for a Ctrl-C
+        code = EXIT_TERMINATED
+    if die_by_signal and os.name == "posix" and code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+        _die(signal.SIGTERM if code == EXIT_TERMINATED else signal.SIGINT)
     return int(code or 0)
 
 

@@ -364,7 +364,7 @@ def test_ctrl_c_keeps_the_finished_deals(two_nodes, tmp_path) -> None:
     time.sleep(3.0)  # some deals finish
     run.send_signal(signal.SIGINT)
     _out, err = run.communicate(timeout=300)
-    assert run.returncode == 130, err
+    assert run.returncode == -signal.SIGINT, err  # the installed command ends by SIGINT once it saved
     assert "interrupted; kept" in err
     rows = _games(tmp_path / "cluster")
     deals = sorted({int(r[0]) for r in rows[1:]})

@@ -440,13 +440,15 @@ def test_cli__round_robin_prints_the_table_and_saves(tmp_path: Any, capsys: Any)
     ]
 
 
-def _interrupt_run(tmp_path: Any, workers: int) -> tuple[subprocess.CompletedProcess[str] | Any, str]:
+def _interrupt_run(
+    tmp_path: Any, workers: int, installed: bool = False, sig: int = signal.SIGINT
+) -> tuple[subprocess.CompletedProcess[str] | Any, str]:
     out_dir = tmp_path / "out"
+    command = ([os.path.join(os.path.dirname(sys.executable), "nertz-eval")] if installed
+               else [sys.executable, "-m", "nertz_env.eval.cli"])
     proc = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "nertz_env.eval.cli",
+            *command,
             "round-robin",
             "heuristic",
             "random",
@@ -485,7 +487,7 @@ def _interrupt_run(tmp_path: Any, workers: int) -> tuple[subprocess.CompletedPro
     else:
         proc.kill()
         pytest.fail("the run never showed progress: " + err.decode(errors="replace")[-500:])
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     try:
         stdout, _ = proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:
@@ -496,10 +498,19 @@ def _interrupt_run(tmp_path: Any, workers: int) -> tuple[subprocess.CompletedPro
     return proc, stdout.decode() + "\n" + err.decode(errors="replace")
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_cli__ctrl_c_keeps_and_saves_the_finished_deals(tmp_path: Any, workers: int) -> None:
-    proc, text = _interrupt_run(tmp_path, workers)
-    assert proc.returncode == 130, text[-2000:]
+@pytest.mark.parametrize(
+    ("workers", "installed", "sig", "returncode"),
+    [
+        (1, False, signal.SIGINT, 130),
+        (2, False, signal.SIGINT, 130),
+        (2, True, signal.SIGTERM, -signal.SIGTERM),  # `kill PID` on the installed command: saved the same
+    ],
+)
+def test_cli__ctrl_c_keeps_and_saves_the_finished_deals(
+    tmp_path: Any, workers: int, installed: bool, sig: int, returncode: int
+) -> None:
+    proc, text = _interrupt_run(tmp_path, workers, installed, sig)
+    assert proc.returncode == returncode, text[-2000:]
     assert "Traceback" not in text
     data = json.loads((tmp_path / "out" / "results.json").read_text())
     assert data["interrupted"] is True

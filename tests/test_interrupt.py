@@ -172,13 +172,26 @@ def _read_until(stream: Any, pattern: str, timeout: float, seen: list[str]) -> b
     return done.wait(timeout)
 
 
-def test_sigint_to_a_real_nertz_train_saves_and_its_resume_command_finishes_the_run(tmp_path: Path) -> None:
+NERTZ_TRAIN = os.path.join(os.path.dirname(sys.executable), "nertz-train")
+
+
+@pytest.mark.parametrize(
+    ("route", "sig", "returncode"),
+    [
+        ("module", signal.SIGINT, 130),  # python -m: main's own exit code
+        ("installed", signal.SIGTERM, -signal.SIGTERM),  # `kill PID`: saved the same, then ends by SIGTERM
+    ],
+)
+def test_a_signal_to_a_real_nertz_train_saves_and_its_resume_command_finishes_the_run(
+    tmp_path: Path, route: str, sig: int, returncode: int
+) -> None:
     run = tmp_path / "run"
     config = tmp_path / "train.json"
     config.write_text(json.dumps(_options(run, total_timesteps=10_000_000, verbose=1)))
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    command = [NERTZ_TRAIN] if route == "installed" else [sys.executable, "-m", "nertz_env.train.cli"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nertz_env.train.cli", "--config", str(config)],
+        [*command, "--config", str(config)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=restore_sigint,
     )
     seen: list[str] = []
@@ -186,12 +199,12 @@ def test_sigint_to_a_real_nertz_train_saves_and_its_resume_command_finishes_the_
         # SB3 prints its table after each rollout, before the update: the second table follows a finished update
         assert _read_until(proc.stdout, "total_timesteps", 300, seen), "".join(seen)
         time.sleep(0.2)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, err
+    assert proc.returncode == returncode, err
     assert "Traceback" not in err, err
     m = re.search(r"resume with: nertz-train --resume (\S+)", err)
     assert m, err

@@ -243,6 +243,38 @@ def test_commands__a_ctrl_c_the_command_leaves_is_one_line_exit_130(
     assert capsys.readouterr().err == "nertz-x: interrupted (Ctrl-C)\n"
 
 
+def _sigterm(argv: list[str] | None = None) -> int:
+    import signal
+
+    os.kill(os.getpid(), signal.SIGTERM)
+    return 0  # never reached: the signal raises where it lands
+
+
+def _sigterm_saved(argv: list[str] | None = None) -> int:
+    try:
+        return _sigterm(argv)
+    except KeyboardInterrupt:  # as nertz-train and nertz-eval do: save, say so, return 130
+        return 130
+
+
+def test_commands__a_sigterm_is_raised_as_an_interrupt_exit_143(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import signal
+
+    from nertz_env import commands
+
+    before = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setitem(commands.COMMANDS, "nertz-x", (f"{__name__}:_sigterm", (), ""))
+    assert commands.run("nertz-x", []) == 143
+    assert capsys.readouterr().err == "nertz-x: terminated (SIGTERM)\n"
+    # a command that handled it as a Ctrl-C (saved its work, returned 130) still reports the SIGTERM
+    monkeypatch.setitem(commands.COMMANDS, "nertz-x", (f"{__name__}:_sigterm_saved", (), ""))
+    assert commands.run("nertz-x", []) == 143
+    assert capsys.readouterr().err == ""
+    assert signal.getsignal(signal.SIGTERM) is before  # the handler is the command's only
+
+
 # ---------------------------------------------------------------------------------------------------------
 # README.md's links: in the checkout and in the package's long description (setup.py makes them absolute)
 
