@@ -8,6 +8,7 @@ The refusals are checked before any training, so these tests train nothing but t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable
@@ -502,3 +503,38 @@ def test_config__a_file_in_the_current_folder_wins_over_a_shipped_name(
     (tmp_path / "long_run.toml").write_text("num_tables = 3\n")
     assert read_config_file("long_run.toml") == {"num_tables": 3}
     assert read_config_file("long_run") != {"num_tables": 3}  # a bare name is the shipped config
+
+
+# ---------------------------------------------------------------- --print-config leaves out what has no effect
+_OTHER_VALUE: dict[str, Any] = {
+    "num_envs": 2, "num_tables": 8, "learners_per_table": 1, "opponent_threads": 2, "privileged_critic": True,
+    "opponents": {"greedy": 1.0}, "snapshot_weight": 0.5, "snapshot_every": 3, "max_snapshots": 4,
+    "snapshot_deterministic": True, "shaping_scale": 2.0, "shaping_gamma": 0.9, "shaping_coef": 3.0,
+    "eval_every": 1000, "eval_seed": 5, "eval_deterministic": False, "eval_workers": 2,
+    "eval_opponents": ["greedy"], "eval_deals": 3, "keep_checkpoints": 2,
+}
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},  # vector self-play, evaluation on
+        {"mode": "single", "eval_deals": 0},
+        {"learners_per_table": 1, "snapshot_weight": 1.0, "shaping": True, "checkpoint_every": 0},
+        {"eval_opponents": []},
+    ],
+)
+def test_print_config__leaves_out_exactly_options_that_resolve_refuses_when_set(options: dict[str, Any]) -> None:
+    cfg = TrainConfig(**options)
+    unused = cfg.unused()
+    assert unused and set(unused) <= set(_OTHER_VALUE)
+    for name in unused:  # each one, set, is refused: its value could never be read
+        other = dataclasses.replace(cfg, **{name: _OTHER_VALUE[name]})
+        with pytest.raises(ConfigError):
+            other.resolve({*options, name})
+    for name in set(_OTHER_VALUE) - set(unused):  # a shown one, set, is taken (or refused for its value alone)
+        other = dataclasses.replace(cfg, **{name: _OTHER_VALUE[name]})
+        try:
+            other.resolve({*options, name})
+        except ConfigError as e:
+            assert "no effect" not in str(e) and "applies only" not in str(e), (name, str(e))

@@ -255,7 +255,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg, given = config_and_given(args, base)
         resolved, notes = cfg.resolve(given, resume=bool(args.resume))  # options that cannot take effect fail here, before torch loads
         if args.print_config:
-            print(json.dumps(resolved.to_dict(), indent=2))
+            unused = resolved.unused()
+            print(json.dumps({k: v for k, v in resolved.to_dict().items() if k not in unused}, indent=2))
+            if unused:
+                print(f"note: not shown, as they have no effect with these options: {', '.join(unused)}",
+                      file=sys.stderr)
             for note in notes:
                 print(f"note: {note}", file=sys.stderr)
             return 0

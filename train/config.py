@@ -470,6 +470,28 @@ class TrainConfig:
             return self.num_envs
         return self.num_tables * (self.learners_per_table or self.num_players)
 
+    def unused(self) -> list[str]:
+        """The options that cannot take effect with the others (their values are never read): what
+        ``--print-config`` leaves out. :meth:`resolve` refuses any of them that was set."""
+        names: list[str] = []
+        if self.mode == "single":
+            names += ["num_tables", "learners_per_table", "opponent_threads", "privileged_critic"]
+        else:
+            names.append("num_envs")
+        if not self.uses_opponents:
+            names += ["opponents", "snapshot_weight", "snapshot_every", "max_snapshots", "snapshot_deterministic"]
+            names += [] if self.mode == "single" else ["opponent_threads"]
+        elif self.snapshot_weight == 0:
+            names += ["snapshot_every", "max_snapshots", "snapshot_deterministic"]
+        if not self.shaping:
+            names += ["shaping_scale", "shaping_gamma", "shaping_coef"]
+        if self.eval_deals == 0 or not self.eval_opponents:
+            names += ["eval_every", "eval_seed", "eval_deterministic", "eval_workers"]
+            names += ["eval_opponents"] if self.eval_deals == 0 else ["eval_deals"]
+        if self.checkpoint_every == 0:
+            names.append("keep_checkpoints")
+        return list(dict.fromkeys(names))
+
     @property
     def uses_opponents(self) -> bool:
         """Whether some seats are played by opponents (single mode, or fewer learners than players)."""
