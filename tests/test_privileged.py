@@ -21,6 +21,7 @@ from nertz_env.global_state import state_layout
 from nertz_env.train import IncompatibleCheckpointError, NertzVecEnv, TrainConfig, Trainer
 from nertz_env.train.config import ConfigError
 from nertz_env.train.privileged import PrivilegedCriticPolicy
+from test_train import _tiny as tiny_train_config
 
 torch.set_num_threads(1)
 
@@ -31,23 +32,8 @@ S = state_layout(CONFIG).size
 
 
 def _tiny(run_dir: str, **kw: Any) -> TrainConfig:
-    base: dict[str, Any] = {
-        "num_tables": 2,
-        "n_steps": 16,
-        "batch_size": 64,
-        "n_epochs": 2,
-        "net_arch": [32, 32],
-        "total_timesteps": 256,
-        "checkpoint_every": 0,
-        "eval_every": 0,
-        "eval_deals": 0,
-        "progress_bar": False,
-        "tensorboard": False,
-        "privileged_critic": True,
-        "run_dir": run_dir,
-    }
-    base.update(kw)
-    return TrainConfig(**base)
+    """test_train's tiny run, with the privileged critic unless ``kw`` says otherwise."""
+    return tiny_train_config(run_dir, **{"privileged_critic": True, **kw})
 
 
 def _quiet(_: str) -> None:
