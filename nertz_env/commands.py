@@ -95,7 +95,7 @@ def run(command: str, argv: Sequence[str] | None = None, *, die_by_signal: bool 
         print(f"{command}: {'terminated (SIGTERM)' if _terminated else 'interrupted (Ctrl-C)'}", file=sys.stderr,
               flush=True)
         code = EXIT_INTERRUPTED
-    if _terminated and code == EXIT_INTERRUPTED:  # the command saved its work and returned as for a Ctrl-C
+    if _terminated:  # whatever the command made of it (saved and returned 130, or returned 0 as nertz-play does)
         code = EXIT_TERMINATED
     if die_by_signal and os.name == "posix" and code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
         _die(signal.SIGTERM if code == EXIT_TERMINATED else signal.SIGINT)

@@ -257,6 +257,13 @@ def _sigterm_saved(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _sigterm_swallowed(argv: list[str] | None = None) -> int:
+    try:
+        return _sigterm(argv)
+    except KeyboardInterrupt:  # as nertz-play's server does: closes and returns 0
+        return 0
+
+
 def test_commands__a_sigterm_is_raised_as_an_interrupt_exit_143(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -272,6 +279,9 @@ def test_commands__a_sigterm_is_raised_as_an_interrupt_exit_143(
     monkeypatch.setitem(commands.COMMANDS, "nertz-x", (f"{__name__}:_sigterm_saved", (), ""))
     assert commands.run("nertz-x", []) == 143
     assert capsys.readouterr().err == ""
+    # and one that closed quietly and returned 0 (the process was asked to end: its status says so)
+    monkeypatch.setitem(commands.COMMANDS, "nertz-x", (f"{__name__}:_sigterm_swallowed", (), ""))
+    assert commands.run("nertz-x", []) == 143
     assert signal.getsignal(signal.SIGTERM) is before  # the handler is the command's only
 
 

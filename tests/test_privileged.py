@@ -40,31 +40,47 @@ def _quiet(_: str) -> None:
     pass
 
 
-def _step_random(env: NertzVecEnv, rng: np.random.Generator, steps: int) -> np.ndarray:
-    obs = env.reset()
-    for _ in range(steps):
-        acts = np.array([rng.choice(np.flatnonzero(m)) for m in env.action_masks()])
-        env.step_async(acts)
-        obs = env.step_wait()[0]
-    return obs
+def _rotated_state(env: NertzVecEnv) -> np.ndarray:
+    """Each slot's expected state part, built from ``venv.state()`` seat by seat (cards, then status)."""
+    layout = state_layout(env.config)
+    state = env.venv.state()
+    p = env.num_players
+    cards = layout.cards(state)
+    status = state[:, layout.slices["status"]].reshape(len(state), p, -1)
+    rows = []
+    for t, s in zip(env._table, env._seat, strict=True):
+        seats = [(int(s) + k) % p for k in range(p)]
+        rows.append(np.concatenate([cards[t, seats].ravel(), status[t, seats].ravel()]))
+    return np.array(rows)
 
 
-@pytest.mark.parametrize("learners", [4, 2])
-def test_vec_env__appends_each_slots_table_state_with_its_own_seat_first(learners: int) -> None:
-    plain = NertzVecEnv(3, P, learners_per_table=learners, opponents=["greedy"], seed=5)
-    priv = NertzVecEnv(3, P, learners_per_table=learners, opponents=["greedy"], seed=5, privileged_state=True)
-    assert priv.observation_space.shape == (O + S,) and plain.observation_space.shape == (O,)
-    a = _step_random(plain, np.random.default_rng(1), 40)
-    b = _step_random(priv, np.random.default_rng(1), 40)
-    assert np.array_equal(b[:, :O], a)  # the observation part is the plain env's, step for step
-    layout = state_layout(priv.config)
-    state = priv.venv.state()
-    cards = layout.cards(state)  # (T, P, D, L + 1)
-    got = b[:, O : O + cards[0].size].reshape(len(b), P, *cards.shape[2:])
-    for i in range(priv.num_envs):
-        t, s = int(priv._table[i]), int(priv._seat[i])
-        for k in range(P):
-            assert np.array_equal(got[i, k], cards[t, (s + k) % P]), (i, k)
+@pytest.mark.parametrize(("players", "learners"), [(4, 4), (3, 2)])
+def test_vec_env__appends_each_slots_table_state_with_its_own_seat_first(players: int, learners: int) -> None:
+    # short rounds (max_ticks), so tables finish, are dealt anew in the same step and rotate their seats
+    kw: dict[str, Any] = {"learners_per_table": learners, "opponents": ["greedy"], "seed": 5, "max_ticks": 30}
+    plain = NertzVecEnv(3, players, **kw)
+    priv = NertzVecEnv(3, players, privileged_state=True, **kw)
+    o = plain.observation_space.shape[0]
+    assert priv.observation_space.shape == (o + state_layout(priv.config).size,)
+    rng_a, rng_b = np.random.default_rng(1), np.random.default_rng(1)
+    a, b = plain.reset(), priv.reset()
+    finished = 0
+    for _ in range(75):
+        assert np.array_equal(b[:, :o], a)  # the observation part is the plain env's, step for step
+        assert np.array_equal(b[:, o:], _rotated_state(priv))  # cards and status, the slot's seat first
+        acts_a = np.array([rng_a.choice(np.flatnonzero(m)) for m in plain.action_masks()])
+        acts_b = np.array([rng_b.choice(np.flatnonzero(m)) for m in priv.action_masks()])
+        plain.step_async(acts_a)
+        priv.step_async(acts_b)
+        a, _, done_a, info_a = plain.step_wait()
+        b, _, done_b, info_b = priv.step_wait()
+        assert np.array_equal(done_a, done_b)
+        for i in np.flatnonzero(done_b):  # the final observation keeps the final deal's state, not the new one's
+            final = info_b[i]["terminal_observation"]
+            assert np.array_equal(final[:o], info_a[i]["terminal_observation"])
+            assert final.shape == (o + priv.state_size,) and not np.array_equal(final[o:], b[i, o:])
+            finished += 1
+    assert finished >= 2 * players  # the re-deal path ran
 
 
 def test_vec_env__the_state_part_moves_with_hidden_cards_the_observation_part_does_not() -> None:

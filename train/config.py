@@ -472,7 +472,8 @@ class TrainConfig:
 
     def unused(self) -> list[str]:
         """The options that cannot take effect with the others (their values are never read): what
-        ``--print-config`` leaves out. :meth:`resolve` refuses any of them that was set."""
+        ``--print-config`` leaves out. :meth:`resolve` refuses any of them set to a value other than the one
+        that means "off" (``opponent_threads = 1``, ``snapshot_weight = 0``, ...)."""
         names: list[str] = []
         if self.mode == "single":
             names += ["num_tables", "learners_per_table", "opponent_threads", "privileged_critic"]

@@ -70,11 +70,7 @@ from nertz_env.threads import limit_threads
 from nertz_env.train.config import ConfigError, TrainConfig
 from nertz_env.train.evaluate import EvalRow, append_csv, evaluate_checkpoint, format_rows
 from nertz_env.train.pool import OpponentPool
-from nertz_env.train.privileged import (
-    FIRST_VALUE_LAYER,
-    PrivilegedCriticPolicy,
-    widen_critic_state_dict,
-)
+from nertz_env.train.privileged import FIRST_VALUE_LAYER, PrivilegedCriticPolicy, widen_critic_state_dict
 from nertz_env.train.single import NertzSingleAgentEnv
 from nertz_env.train.vec import NertzVecEnv
 from nertz_env.train.wrappers import PotentialShaping, RelativeReward, VecTimer
@@ -727,12 +723,13 @@ class Trainer:
 
         policy, meta = load_policy(path)  # FileNotFoundError / CheckpointError
         check_compatible(meta, self.config, where=f"init_from {path}")
-        weights = policy.state_dict()
-        if isinstance(self.model.policy, PrivilegedCriticPolicy) and not isinstance(policy, PrivilegedCriticPolicy):
+        weights = policy.state_dict()  # always the policy over the observation (load_policy's for_play)
+        if isinstance(self.model.policy, PrivilegedCriticPolicy):
             assert isinstance(self.base_env, NertzVecEnv)
-            width = self.base_env.obs_size + self.base_env.state_size
-            if weights[FIRST_VALUE_LAYER].shape[1] < width:
-                weights = widen_critic_state_dict(weights, width)  # the critic starts as the given one
+            # the critic starts as the given one on the observation, with zero weights on the state (a network
+            # of another width is left as it is, for load_state_dict below to refuse)
+            if weights[FIRST_VALUE_LAYER].shape[1] == self.base_env.obs_size:
+                weights = widen_critic_state_dict(weights, self.base_env.obs_size + self.base_env.state_size)
         try:
             self.model.policy.load_state_dict(weights)
         except RuntimeError as e:
