@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from nertz_env.commands import reinstate_sigterm
 from nertz_env.config import NertzConfig
 
 #: retries of a deal task whose worker process or node died (Ray's own count; errors raised by the
@@ -121,6 +122,7 @@ def connect(address: str) -> Any:
         raise ClusterError(f"could not join a Ray cluster at {address}: {first}") from None
     finally:
         shutil.rmtree(workdir, ignore_errors=True)  # uploaded by ray.init
+    reinstate_sigterm()  # ray.init's SIGTERM handler exits at once: a kill keeps the finished deals, as Ctrl-C does
     return ray
 
 

@@ -45,11 +45,25 @@ class Terminated(KeyboardInterrupt):
 
 
 _terminated: list[int] = []  # the SIGTERMs received while a command ran
+_running: list[bool] = []  # [True] while run() has its SIGTERM handler installed
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
     _terminated.append(signum)
     raise Terminated
+
+
+def reinstate_sigterm() -> None:
+    """Put :func:`run`'s SIGTERM handler back after a library replaced it (``ray.init`` installs one that exits
+    at once), so a ``kill`` still saves; nothing outside a command run by :func:`run`."""
+    if _running and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def note_terminated() -> None:
+    """Record a SIGTERM that a command's own handler took (it stops gracefully instead of raising), so the
+    command still ends by SIGTERM."""
+    _terminated.append(signal.SIGTERM)
 
 
 def _die(signum: int) -> None:
@@ -78,11 +92,13 @@ def run(command: str, argv: Sequence[str] | None = None, *, die_by_signal: bool 
     _terminated.clear()
     on_main = os.name == "posix" and threading.current_thread() is threading.main_thread()
     old = signal.signal(signal.SIGTERM, _on_sigterm) if on_main else None
+    _running[:] = [True] if on_main else []
     try:
         try:
             main = getattr(importlib.import_module(module), function)
             code = main(argv) if argv is not None else main()
         finally:
+            _running.clear()
             if old is not None:
                 signal.signal(signal.SIGTERM, old)
     except ModuleNotFoundError as e:

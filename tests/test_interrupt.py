@@ -333,7 +333,17 @@ def test_sigint_to_a_real_imitation_run_saves_and_resumes_to_the_same_policy(tmp
 
 
 @pytest.mark.isolated  # starts a local Ray cluster in the subprocess
-def test_sigint_to_a_real_rllib_run_saves_after_the_iteration_and_resumes(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("route", "sig", "returncode"),
+    [
+        ("module", signal.SIGINT, 130),
+        # the installed command, killed: Ray's own SIGTERM handler (exit at once) is replaced by a saving one
+        ("installed", signal.SIGTERM, -signal.SIGTERM),
+    ],
+)
+def test_a_signal_to_a_real_rllib_run_saves_after_the_iteration_and_resumes(
+    tmp_path: Path, route: str, sig: int, returncode: int
+) -> None:
     pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install 'nertz-env[rllib]'")
     run = tmp_path / "run"
     args = ["--backend", "rllib", "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2",
@@ -343,20 +353,21 @@ def test_sigint_to_a_real_rllib_run_saves_after_the_iteration_and_resumes(tmp_pa
     err_path = tmp_path / "stderr.txt"
     with open(err_path, "w") as err_file:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "nertz_env.train.cli", *args, "--total-timesteps", "100000000"],
+            [*([NERTZ_TRAIN] if route == "installed" else [sys.executable, "-m", "nertz_env.train.cli"]), *args,
+             "--total-timesteps", "100000000"],
             stdout=subprocess.PIPE, stderr=err_file, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
             preexec_fn=restore_sigint,
         )
     seen: list[str] = []
     try:
         assert _read_until(proc.stdout, "iter ", 600, seen), "".join(seen) + err_path.read_text()[-3000:]
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         proc.wait(timeout=300)
     finally:
         if proc.poll() is None:
             proc.kill()
     err = err_path.read_text()
-    assert proc.returncode == 130, err
+    assert proc.returncode == returncode, err
     assert "stopping after this iteration to save a checkpoint" in err
     m = re.search(r"resume with: nertz-train --backend rllib --resume (\S+)", err)
     assert m, err

@@ -32,7 +32,9 @@ Checkpoints: ``<run_dir>/checkpoints/step_<agent steps>/`` (RLlib's checkpoint p
 last also as ``<run_dir>/final``; ``nertz-eval gauntlet <run_dir>/final search`` plays it, ``--resume DIR``
 continues it. Ctrl-C lets the PPO iteration under way finish (an update cut in the middle is no state to
 continue from), saves a checkpoint of it and prints the ``--resume`` command; a second Ctrl-C stops at once.
-Exit codes: 0 done, 1 training error, 2 bad usage (nothing started), 130 interrupted.
+A SIGTERM (``kill PID``) does the same (``ray.init``'s own handler, which exits at once, is replaced).
+Exit codes: 0 done, 1 training error, 2 bad usage (nothing started), 130 interrupted (the installed command
+then ends by the signal it got: SIGINT, or SIGTERM with status 143).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from nertz_env.commands import note_terminated, reinstate_sigterm
 from nertz_env.train.cli import build_parser, config_from_args
 from nertz_env.train.config import ConfigError, TrainConfig
 
@@ -298,6 +301,7 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
     except (ConnectionError, RuntimeError) as e:
         print(f"nertz-train: error: could not join Ray at {address}: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
+    reinstate_sigterm()  # ray.init's SIGTERM handler exits at once: a kill saves as a Ctrl-C does
     run_dir = os.path.abspath(cfg.run_dir)
     os.makedirs(os.path.join(run_dir, "checkpoints"), exist_ok=True)
     with open(os.path.join(run_dir, "train_config.json"), "w", encoding="utf-8") as f:
@@ -370,26 +374,33 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
 
 
 class _StopAfterIteration:
-    """While a PPO iteration runs (``with stop: algo.train()``), the first Ctrl-C only asks to stop after it
-    (``asked``), saying so; a second one raises KeyboardInterrupt at once. Outside, Ctrl-C is Python's."""
+    """While a PPO iteration runs (``with stop: algo.train()``), the first Ctrl-C or SIGTERM only asks to stop
+    after it (``asked``), saying so; a second one raises KeyboardInterrupt at once. Outside, Ctrl-C is Python's
+    and SIGTERM :mod:`nertz_env.commands`'s (both raise)."""
+
+    _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self) -> None:
         self.asked = False
-        self._old: Any = None
+        self._old: list[Any] = []
 
     def _handle(self, signum: int, frame: Any) -> None:
+        if signum == signal.SIGTERM:
+            note_terminated()
         if self.asked:
             raise KeyboardInterrupt
         self.asked = True
-        print("\nnertz-train: stopping after this iteration to save a checkpoint (Ctrl-C again to stop at once)",
-              file=sys.stderr, flush=True)
+        what = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
+        print(f"\nnertz-train: {what}: stopping after this iteration to save a checkpoint (Ctrl-C again to stop "
+              "at once)", file=sys.stderr, flush=True)
 
     def __enter__(self) -> _StopAfterIteration:
-        self._old = signal.signal(signal.SIGINT, self._handle)
+        self._old = [signal.signal(sig, self._handle) for sig in self._SIGNALS]
         return self
 
     def __exit__(self, *exc: object) -> None:
-        signal.signal(signal.SIGINT, self._old)
+        for sig, old in zip(self._SIGNALS, self._old, strict=True):
+            signal.signal(sig, old)
 
 
 def _save(algo: Any, cfg: TrainConfig, steps: int, path: str) -> str:
