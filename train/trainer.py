@@ -685,17 +685,13 @@ class Trainer:
             )
         old = meta.get("train_config", {})
         # a resumed run restores every generator and the env's tables: these cannot change on resume
-        keys = ["net_arch", "activation", "n_steps", "shaping", "relative_reward", "seed"]
+        keys = ["net_arch", "activation", "n_steps", "shaping", "relative_reward", "seed", "privileged_critic"]
         if cfg.mode == "vector":
             keys += ["num_tables", "learners_per_table"]
+        recorded = {"privileged_critic": False} | old  # records older than the option trained without it
         for key in keys:
-            if key in old and old[key] != getattr(cfg, key):
-                problems.append(f"{key}: checkpoint has {old[key]!r}, the config has {getattr(cfg, key)!r}")
-        if bool(old.get("privileged_critic", False)) != cfg.privileged_critic:  # older records: no such key
-            problems.append(
-                f"privileged_critic: checkpoint has {bool(old.get('privileged_critic', False))!r}, the config has "
-                f"{cfg.privileged_critic!r}"
-            )
+            if key in recorded and recorded[key] != getattr(cfg, key):
+                problems.append(f"{key}: checkpoint has {recorded[key]!r}, the config has {getattr(cfg, key)!r}")
         if cfg.init_from is not None and cfg.init_from != old.get("init_from"):
             problems.append(
                 f"init_from {cfg.init_from!r} applies to a fresh run only (a resumed run continues the "
