@@ -233,11 +233,18 @@ class NumpyActor:
         except (KeyError, ValueError, zipfile.BadZipFile) as e:
             raise UnsupportedNetwork(f"{path}: no readable SB3 data ({e})") from None
         cls_info = data.get("policy_class") or {}
-        if not (isinstance(cls_info, dict) and cls_info.get("__module__") == "sb3_contrib.common.maskable.policies"
-                and "MaskableActorCriticPolicy.__init__" in str(cls_info.get("__init__", ""))):
-            raise UnsupportedNetwork(f"{path}: the policy class is not sb3-contrib's MaskableActorCriticPolicy")
+        known = {  # policy classes whose actor is sb3-contrib's: module, class, the options that do not touch it
+            "sb3_contrib.common.maskable.policies": ("MaskableActorCriticPolicy", set()),
+            # a privileged-critic checkpoint: its critic reads more, its actor the first obs_size inputs
+            "nertz_env.train.privileged": ("PrivilegedCriticPolicy", {"obs_size"}),
+        }
+        module = cls_info.get("__module__") if isinstance(cls_info, dict) else None
+        name, other = known.get(str(module), ("", set()))
+        if not (name and f"{name}.__init__" in str(cls_info.get("__init__", ""))):
+            raise UnsupportedNetwork(f"{path}: the policy class is not sb3-contrib's MaskableActorCriticPolicy "
+                                     "(or a privileged-critic checkpoint of it)")
         kwargs = data.get("policy_kwargs") or {}
-        readable = {k for k in kwargs if not k.startswith(":")}
+        readable = {k for k in kwargs if not k.startswith(":")} - other
         if not readable <= {"net_arch", "activation_fn"}:
             raise UnsupportedNetwork(f"{path}: policy options {sorted(readable - {'net_arch', 'activation_fn'})} "
                                      "are not read by the numpy actor")

@@ -135,6 +135,8 @@ def test_policy_files_hold_the_policy_over_the_observation_alone_and_play_everyw
     from_ckpt, _ = load_policy(ckpt)
     assert not isinstance(from_ckpt, PrivilegedCriticPolicy) and from_ckpt.observation_space.shape == (O,)
     assert all(torch.equal(v, policy.state_dict()[k]) for k, v in from_ckpt.state_dict().items())
+    # ... and the compiled forward pass reads the checkpoint's actor too (no torch fallback)
+    assert np.array_equal(NumpyActor.from_zip(ckpt).logits(obs[:, :O]), NumpyActor.from_zip(path).logits(obs[:, :O]))
     env = nertz_env.parallel_env(num_players=P)
     for source in (path, ckpt):  # each plays through make_agent
         agent = make_agent(source)
