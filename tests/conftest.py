@@ -57,11 +57,12 @@ def expected_counts(jokers: int) -> np.ndarray:
 # Tests marked ``isolated`` build virtual environments of their own (the built wheel on every Python, clients
 # whose pins conflict with the dev extras) or start clusters; they take minutes, so the README's test command
 # skips them with a reason and CI runs them in a phase of their own: ``pytest -m isolated --isolated``.
-# Tests marked ``long`` (the heaviest README benchmark commands, 20-90 s each even shrunk) are skipped the same
-# way and run in CI's "long tests" phase: ``pytest -m long --long``.
+# Tests marked ``long`` (the heaviest: the README's benchmark commands, 20-90 s each even shrunk, the ladder's
+# order, a longer training run) are skipped the same way and run in CI's "long tests" phase:
+# ``pytest -m long --long``.
 SKIPPED_UNLESS = {
     "isolated": "builds its own venvs or cluster; run with pytest -m isolated --isolated (CI's isolated phase)",
-    "long": "a long benchmark command; run with pytest -m long --long (CI's long-tests phase)",
+    "long": "a long test; run with pytest -m long --long (CI's long-tests phase)",
 }
 
 

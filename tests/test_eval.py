@@ -527,9 +527,9 @@ def test_ladder__lower_rungs_in_order_on_a_few_deals() -> None:
     assert all(ok for *_, ok in checks), checks
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_ladder__every_rung_beats_the_one_below_with_95_percent_confidence() -> None:
-    """The ladder's order in CI's small form (about 35 s on 2 cores): the two lower rungs at the ladder's
+    """The ladder's order in CI's small form (about 30 s on 2 cores, so in CI's long-tests phase): the two lower rungs at the ladder's
     table over 100 deals (their gaps are 8 and 15 points, intervals under +-1), the top rung at the table
     that measures it with the least noise, search against three heuristic seats, over 400 deals.
 

@@ -590,8 +590,10 @@ def test_train__a_short_self_play_run_beats_random(tmp_path: object) -> None:
     assert row["diff_low"] > 0, row  # the 95% interval of (policy - random seats) lies above zero
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_train__a_longer_self_play_run_beats_greedy(tmp_path: object) -> None:
+    """256k transitions of self-play (about 20 s on 2 cores, so in CI's long-tests phase; the short run above
+    stays in the README's command)."""
     row = _learn_and_evaluate(os.path.join(str(tmp_path), "run"), 256 * 1024, "greedy", deals=20)
     assert row["diff_low"] > 0, row
 
