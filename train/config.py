@@ -301,6 +301,7 @@ class TrainConfig:
             "shaping_coef": None,
             "eval_every": 0,
             "keep_checkpoints": 0,
+            "eval_opponents": [],
         }
 
         def active(name: str) -> bool:
@@ -309,50 +310,17 @@ class TrainConfig:
         def first(keys: Iterable[str]) -> str | None:
             return next((k for k in keys if active(k)), None)
 
-        if self.mode == "single":
-            name = first(("num_tables", "learners_per_table", "opponent_threads", "privileged_critic"))
+        for group, message in self._inert():
+            name = first(group)
             if name:
+                raise ConfigError(message.replace("{name}", _show(name)))
+        if self.uses_opponents:
+            if self.snapshot_weight == 0 and sum(self.opponents.values()) <= 0:
                 raise ConfigError(
-                    f"{_show(name)} applies only to mode = 'vector' (mode 'single' runs num_envs single-agent "
-                    "envs, one learner each): remove it, or pass --mode vector"
+                    "the opponent pool is empty: give an opponent a weight > 0 (--opponent heuristic=1) "
+                    "or the snapshots one (--snapshot-weight 1)"
                 )
-        elif active("num_envs"):
-            raise ConfigError(
-                "num_envs (--num-envs) applies only to mode = 'single'; in mode 'vector' the sub-envs are "
-                "num_tables x learners_per_table: set --num-tables instead, or pass --mode single"
-            )
-        if not self.uses_opponents:
-            name = first(
-                (
-                    "opponents",
-                    "snapshot_weight",
-                    "snapshot_every",
-                    "max_snapshots",
-                    "snapshot_deterministic",
-                    "opponent_threads",
-                )
-            )
-            if name:
-                lpt = "None (all)" if self.learners_per_table is None else str(self.learners_per_table)
-                raise ConfigError(
-                    f"{_show(name)} has no effect: every seat learns (learners_per_table = {lpt} of "
-                    f"num_players = {self.num_players}), so no opponent is played; pass --learners-per-table 1 "
-                    f"(up to {self.num_players - 1}) to seat opponents, or --mode single, or remove it"
-                )
-        else:
-            if self.snapshot_weight == 0:
-                name = first(("snapshot_every", "max_snapshots", "snapshot_deterministic"))
-                if name:
-                    raise ConfigError(
-                        f"{_show(name)} has no effect with snapshot_weight = 0 (no snapshot of the learner is "
-                        "played): give --snapshot-weight > 0, or remove it"
-                    )
-                if sum(self.opponents.values()) <= 0:
-                    raise ConfigError(
-                        "the opponent pool is empty: give an opponent a weight > 0 (--opponent heuristic=1) "
-                        "or the snapshots one (--snapshot-weight 1)"
-                    )
-            elif self.max_snapshots == 0:
+            if self.snapshot_weight > 0 and self.max_snapshots == 0:
                 raise ConfigError(
                     "snapshot_weight > 0 needs max_snapshots >= 1 (0 keeps no snapshot to play): "
                     "raise --max-snapshots, or pass --snapshot-weight 0"
@@ -360,35 +328,9 @@ class TrainConfig:
             for spec in self.opponents:
                 self._check_agent(spec, "opponents (--opponent)")
         evaluating = self.eval_deals > 0 and bool(self.eval_opponents)
-        if not evaluating:
-            if self.eval_deals == 0 and self.eval_opponents and active("eval_opponents"):
-                raise ConfigError(
-                    "eval_opponents (--eval-opponents) has no effect with eval_deals = 0 (no evaluation): "
-                    "give --eval-deals > 0, or remove it"
-                )
-            if self.eval_deals > 0 and active("eval_deals"):
-                raise ConfigError(
-                    "eval_deals (--eval-deals) has no effect with no eval_opponents: "
-                    "name the baselines (--eval-opponents heuristic,search), or pass --eval-deals 0"
-                )
-            name = first(("eval_every", "eval_seed", "eval_deterministic", "eval_workers"))
-            if name:
-                raise ConfigError(
-                    f"{_show(name)} has no effect: evaluation is off (eval_deals = {self.eval_deals}, "
-                    f"eval_opponents = {self.eval_opponents}); remove it, or turn evaluation on"
-                )
-        else:
+        if evaluating:
             for spec in self.eval_opponents:
                 self._check_agent(spec, "eval_opponents (--eval-opponents)")
-        if not self.shaping:
-            name = first(("shaping_scale", "shaping_gamma", "shaping_coef"))
-            if name:
-                raise ConfigError(f"{_show(name)} applies only with shaping = true: pass --shaping, or remove it")
-        if self.checkpoint_every == 0 and active("keep_checkpoints"):
-            raise ConfigError(
-                "keep_checkpoints (--keep-checkpoints) has no effect with checkpoint_every = 0 (only the final "
-                "checkpoint is written): give --checkpoint-every > 0, or remove it"
-            )
         if self.init_from is not None and not resume:
             self._check_init_from()
         notes: list[str] = []
@@ -474,24 +416,68 @@ class TrainConfig:
         """The options that cannot take effect with the others (their values are never read): what
         ``--print-config`` leaves out. :meth:`resolve` refuses any of them set to a value other than the one
         that means "off" (``opponent_threads = 1``, ``snapshot_weight = 0``, ...)."""
-        names: list[str] = []
+        return list(dict.fromkeys(name for names, _ in self._inert() for name in names))
+
+    def _inert(self) -> list[tuple[tuple[str, ...], str]]:
+        """The groups of options that cannot take effect with the others, each with the error :meth:`resolve`
+        raises when one of them is set (``{name}`` stands for the option as files and flags spell it)."""
+        groups: list[tuple[tuple[str, ...], str]] = []
         if self.mode == "single":
-            names += ["num_tables", "learners_per_table", "opponent_threads", "privileged_critic"]
+            groups.append((
+                ("num_tables", "learners_per_table", "opponent_threads", "privileged_critic"),
+                "{name} applies only to mode = 'vector' (mode 'single' runs num_envs single-agent envs, one "
+                "learner each): remove it, or pass --mode vector",
+            ))
         else:
-            names.append("num_envs")
+            groups.append((
+                ("num_envs",),
+                "{name} applies only to mode = 'single'; in mode 'vector' the sub-envs are num_tables x "
+                "learners_per_table: set --num-tables instead, or pass --mode single",
+            ))
         if not self.uses_opponents:
-            names += ["opponents", "snapshot_weight", "snapshot_every", "max_snapshots", "snapshot_deterministic"]
-            names += [] if self.mode == "single" else ["opponent_threads"]
+            lpt = "None (all)" if self.learners_per_table is None else str(self.learners_per_table)
+            groups.append((
+                ("opponents", "snapshot_weight", "snapshot_every", "max_snapshots", "snapshot_deterministic",
+                 "opponent_threads"),
+                f"{{name}} has no effect: every seat learns (learners_per_table = {lpt} of num_players = "
+                f"{self.num_players}), so no opponent is played; pass --learners-per-table 1 (up to "
+                f"{self.num_players - 1}) to seat opponents, or --mode single, or remove it",
+            ))
         elif self.snapshot_weight == 0:
-            names += ["snapshot_every", "max_snapshots", "snapshot_deterministic"]
-        if not self.shaping:
-            names += ["shaping_scale", "shaping_gamma", "shaping_coef"]
+            groups.append((
+                ("snapshot_every", "max_snapshots", "snapshot_deterministic"),
+                "{name} has no effect with snapshot_weight = 0 (no snapshot of the learner is played): give "
+                "--snapshot-weight > 0, or remove it",
+            ))
+        if self.eval_deals == 0:
+            groups.append((
+                ("eval_opponents",),
+                "{name} has no effect with eval_deals = 0 (no evaluation): give --eval-deals > 0, or remove it",
+            ))
+        elif not self.eval_opponents:
+            groups.append((
+                ("eval_deals",),
+                "{name} has no effect with no eval_opponents: name the baselines (--eval-opponents "
+                "heuristic,search), or pass --eval-deals 0",
+            ))
         if self.eval_deals == 0 or not self.eval_opponents:
-            names += ["eval_every", "eval_seed", "eval_deterministic", "eval_workers"]
-            names += ["eval_opponents"] if self.eval_deals == 0 else ["eval_deals"]
+            groups.append((
+                ("eval_every", "eval_seed", "eval_deterministic", "eval_workers"),
+                f"{{name}} has no effect: evaluation is off (eval_deals = {self.eval_deals}, eval_opponents = "
+                f"{self.eval_opponents}); remove it, or turn evaluation on",
+            ))
+        if not self.shaping:
+            groups.append((
+                ("shaping_scale", "shaping_gamma", "shaping_coef"),
+                "{name} applies only with shaping = true: pass --shaping, or remove it",
+            ))
         if self.checkpoint_every == 0:
-            names.append("keep_checkpoints")
-        return list(dict.fromkeys(names))
+            groups.append((
+                ("keep_checkpoints",),
+                "{name} has no effect with checkpoint_every = 0 (only the final checkpoint is written): give "
+                "--checkpoint-every > 0, or remove it",
+            ))
+        return groups
 
     @property
     def uses_opponents(self) -> bool:
