@@ -313,7 +313,7 @@ class TrainConfig:
         for group, message in self._inert():
             name = first(group)
             if name:
-                raise ConfigError(message.replace("{name}", _show(name)))
+                raise ConfigError(f"{_show(name)} {message}")
         if self.uses_opponents:
             if self.snapshot_weight == 0 and sum(self.opponents.values()) <= 0:
                 raise ConfigError(
@@ -420,18 +420,18 @@ class TrainConfig:
 
     def _inert(self) -> list[tuple[tuple[str, ...], str]]:
         """The groups of options that cannot take effect with the others, each with the error :meth:`resolve`
-        raises when one of them is set (``{name}`` stands for the option as files and flags spell it)."""
+        raises when one of them is set (after the option's name, as files and flags spell it)."""
         groups: list[tuple[tuple[str, ...], str]] = []
         if self.mode == "single":
             groups.append((
                 ("num_tables", "learners_per_table", "opponent_threads", "privileged_critic"),
-                "{name} applies only to mode = 'vector' (mode 'single' runs num_envs single-agent envs, one "
+                "applies only to mode = 'vector' (mode 'single' runs num_envs single-agent envs, one "
                 "learner each): remove it, or pass --mode vector",
             ))
         else:
             groups.append((
                 ("num_envs",),
-                "{name} applies only to mode = 'single'; in mode 'vector' the sub-envs are num_tables x "
+                "applies only to mode = 'single'; in mode 'vector' the sub-envs are num_tables x "
                 "learners_per_table: set --num-tables instead, or pass --mode single",
             ))
         if not self.uses_opponents:
@@ -439,42 +439,42 @@ class TrainConfig:
             groups.append((
                 ("opponents", "snapshot_weight", "snapshot_every", "max_snapshots", "snapshot_deterministic",
                  "opponent_threads"),
-                f"{{name}} has no effect: every seat learns (learners_per_table = {lpt} of num_players = "
+                f"has no effect: every seat learns (learners_per_table = {lpt} of num_players = "
                 f"{self.num_players}), so no opponent is played; pass --learners-per-table 1 (up to "
                 f"{self.num_players - 1}) to seat opponents, or --mode single, or remove it",
             ))
         elif self.snapshot_weight == 0:
             groups.append((
                 ("snapshot_every", "max_snapshots", "snapshot_deterministic"),
-                "{name} has no effect with snapshot_weight = 0 (no snapshot of the learner is played): give "
+                "has no effect with snapshot_weight = 0 (no snapshot of the learner is played): give "
                 "--snapshot-weight > 0, or remove it",
             ))
         if self.eval_deals == 0:
             groups.append((
                 ("eval_opponents",),
-                "{name} has no effect with eval_deals = 0 (no evaluation): give --eval-deals > 0, or remove it",
+                "has no effect with eval_deals = 0 (no evaluation): give --eval-deals > 0, or remove it",
             ))
         elif not self.eval_opponents:
             groups.append((
                 ("eval_deals",),
-                "{name} has no effect with no eval_opponents: name the baselines (--eval-opponents "
+                "has no effect with no eval_opponents: name the baselines (--eval-opponents "
                 "heuristic,search), or pass --eval-deals 0",
             ))
         if self.eval_deals == 0 or not self.eval_opponents:
             groups.append((
                 ("eval_every", "eval_seed", "eval_deterministic", "eval_workers"),
-                f"{{name}} has no effect: evaluation is off (eval_deals = {self.eval_deals}, eval_opponents = "
+                f"has no effect: evaluation is off (eval_deals = {self.eval_deals}, eval_opponents = "
                 f"{self.eval_opponents}); remove it, or turn evaluation on",
             ))
         if not self.shaping:
             groups.append((
                 ("shaping_scale", "shaping_gamma", "shaping_coef"),
-                "{name} applies only with shaping = true: pass --shaping, or remove it",
+                "applies only with shaping = true: pass --shaping, or remove it",
             ))
         if self.checkpoint_every == 0:
             groups.append((
                 ("keep_checkpoints",),
-                "{name} has no effect with checkpoint_every = 0 (only the final checkpoint is written): give "
+                "has no effect with checkpoint_every = 0 (only the final checkpoint is written): give "
                 "--checkpoint-every > 0, or remove it",
             ))
         return groups
