@@ -50,7 +50,10 @@ def _takes(top: tuple[int, int], card: tuple[int, int]) -> bool:
 
 
 def features(obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """(172, F) features of one state's actions (zeros for illegal ones)."""
+    """(172, F) features of one state's actions (zeros for illegal ones). Columns 12-14 mean different things
+    by kind (the kind's one-hot comes first): for a flip the stock's count, the waste's count and "the stock is
+    empty"; for a move, column 13 is "it takes a place the Nertz top could have used" and, for a Nertz card
+    onto a work pile, column 14 the Nertz pile's count."""
     s = LAYOUT.slices
     lake = obs[s["lake_tops"]] > 0
 
@@ -112,10 +115,10 @@ def features(obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def hidden_features(own: np.ndarray, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """(172, 6) features of the own hidden cards an action would show (an upper bound on what a memory of
-    the own piles can give; never a player's input): for a waste play, the card under the waste top; for a
-    Nertz play, the card under the Nertz top; for a flip, the next waste top. Each: it exists, it can go to
-    the lake now, some work pile takes it now."""
+    """(172, 6) features of the one own hidden card an action would show (from the global state, never a
+    player's input; more than a player knows of the Nertz pile, less than a memory of the whole stock): for a
+    waste play, the card under the waste top; for a Nertz play, the card under the Nertz top; for a flip, the
+    next waste top. Each: it exists, it can go to the lake now, some work pile takes it now."""
     s = LAYOUT.slices
     lake = obs[s["lake_tops"]] > 0
     grid = obs[s["work_cards"]].reshape(W, 4, 13)
