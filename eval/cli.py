@@ -15,7 +15,8 @@ rule, an agent that cannot play at the table) prints one line on stderr and exit
 is played; so does a flag that could not take effect (``--deals`` with ``--deal-seeds``, a rule given twice,
 ``--target-score`` with ``--rule target_score``, more ``--workers`` than deals, ``--out``/``--no-plots`` with
 ``--no-save``, ``--no-rotate`` where every lineup has one seating, a repeated deal seed, ``--workers`` with
-``--address``). Ctrl-C saves the deals finished so far and exits 130.
+``--address``), and an ``--out`` that could not be written (a file of that name, a place no folder can be made
+in). Ctrl-C saves the deals finished so far and exits 130.
 
 ``--address auto`` (or a Ray head's ``host:port``) plays the deals as Ray tasks on every free CPU of a Ray
 cluster (:mod:`nertz_env.eval.cluster`): checkpoints travel through Ray's object store, every node is checked
@@ -32,6 +33,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -195,11 +197,31 @@ def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int
     return deals, workers
 
 
+def check_out_dir(path: str, flag: str = "--out") -> None:
+    """Refuse an output folder that could not be written, before any deal is played: a file of that name (or
+    on its path), or a place no folder can be made in. Creates nothing (a probe folder is made where the first
+    missing folder would go, and removed at once); the results are written into it after the games."""
+    where = os.path.abspath(path)
+    probe = where
+    while not os.path.lexists(probe) and os.path.dirname(probe) != probe:
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        if probe == where:
+            raise UsageError(f"{flag} {path}: a file of that name exists; {flag} names a folder for the results")
+        raise UsageError(f"{flag} {path}: {probe} is a file, not a folder")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".nertz-eval-probe-", dir=probe))
+    except OSError as e:
+        raise UsageError(f"{flag} {path}: cannot create a folder in {probe} ({e.strerror or e})") from None
+
+
 def _run(args: argparse.Namespace) -> int:
     rules = _rules(args)
     seeds = _deal_seeds(args.deal_seeds)
     deals, workers = _check_flags(args, seeds)
     out_dir = args.out if args.out is not None else args.default_out
+    if not args.no_save:
+        check_out_dir(out_dir)
     if args.command == "round-robin":
         specs, mode = list(args.agents), "round_robin"
     elif args.command == "gauntlet":
