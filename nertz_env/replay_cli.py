@@ -40,6 +40,8 @@ from nertz_env.replay import Frame, Replay, ReplayError, ReplayMismatch, load_re
 from nertz_env.snapshot import round_so_far
 
 EXIT_USAGE = 2
+DEFAULT_FPS = 4.0
+DEFAULT_SCALE = 1.0
 
 
 class UsageError(Exception):
@@ -311,9 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--mp4", metavar="OUT.mp4", help="write an MP4 video, one frame per tick (imageio-ffmpeg; progress on stderr)"
     )
-    p.add_argument("--fps", type=float, default=4.0, help="frames per second of --gif/--mp4 (default 4)")
-    p.add_argument("--scale", type=float, default=1.0, help="picture size of --gif/--mp4 (default 1.0)")
-    p.add_argument("--title", help="the page's title (default: the file's name)")
+    p.add_argument("--fps", type=float, help=f"frames per second of --gif/--mp4 (default {DEFAULT_FPS:g})")
+    p.add_argument("--scale", type=float, help=f"picture size of --gif/--mp4 (default {DEFAULT_SCALE})")
+    p.add_argument("--title", help="the page's (-o) title (default: the file's name)")
     p.add_argument(
         "--partial",
         action="store_true",
@@ -334,6 +336,18 @@ def _check_out(path: str, flag: str, suffix: str) -> None:
 def run(args: argparse.Namespace) -> int:
     if not (args.output or args.gif or args.mp4):
         raise UsageError("nothing to write: give -o PAGE.html, --gif OUT.gif or --mp4 OUT.mp4")
+    # a flag that cannot take effect is an error, never silently ignored
+    if not (args.gif or args.mp4):
+        for flag, given in (("--fps", args.fps), ("--scale", args.scale)):
+            if given is not None:
+                raise UsageError(
+                    f"{flag} applies to --gif and --mp4 only, and there is none; the page (-o) has its own "
+                    f"speed and size controls: drop {flag}"
+                )
+    if args.title is not None and not args.output:
+        raise UsageError("--title names the page (-o PAGE.html), and there is none; a GIF or MP4 has no title: drop --title")
+    args.fps = DEFAULT_FPS if args.fps is None else args.fps
+    args.scale = DEFAULT_SCALE if args.scale is None else args.scale
     if not 0 < args.fps <= 60:
         raise UsageError(f"--fps must be above 0 and at most 60, got {args.fps}")
     if not 0.1 <= args.scale <= 4:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import json
+import os
 import re
 from pathlib import Path
 
@@ -215,6 +216,28 @@ def test_cli_usage_errors(short_game: Path, args: list[str], match: str, capsys:
     assert main([str(short_game), *args]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and match in err
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (["-o", "x.html", "--fps", "10"], "--fps applies to --gif and --mp4 only"),
+        (["-o", "x.html", "--scale", "2"], "--scale applies to --gif and --mp4 only"),
+        (["-o", "x.html", "--scale", "1.0"], "--scale applies to --gif and --mp4 only"),  # even the default's value
+        (["--gif", "x.gif", "--title", "T"], "--title names the page"),
+        (["--mp4", "x.mp4", "--title", "T"], "--title names the page"),
+    ],
+)
+def test_cli_a_flag_that_cannot_take_effect_is_an_error(
+    short_game: Path, tmp_path: Path, args: list[str], match: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nertz_env.replay_cli import main
+
+    args = [str(tmp_path / a) if a.startswith("x.") else a for a in args]
+    assert main([str(short_game), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and match in err, err
+    assert os.listdir(tmp_path) == []  # nothing written
 
 
 def test_cli_bad_files(tmp_path: Path, short_game: Path, capsys: pytest.CaptureFixture[str]) -> None:
