@@ -341,8 +341,8 @@ def run(args: argparse.Namespace) -> int:
         for flag, given in (("--fps", args.fps), ("--scale", args.scale)):
             if given is not None:
                 raise UsageError(
-                    f"{flag} applies to --gif and --mp4 only, and there is none; the page (-o) has its own "
-                    f"speed and size controls: drop {flag}"
+                    f"{flag} applies to --gif and --mp4 only, and there is none (the page, -o, sets its speed "
+                    f"in the browser and fits its window): drop {flag}"
                 )
     if args.title is not None and not args.output:
         raise UsageError("--title names the page (-o PAGE.html), and there is none; a GIF or MP4 has no title: drop --title")
