@@ -1,4 +1,5 @@
-"""``nertz-demo``: one rendered tick of a 4-player game, then the scripted ladder in a short tournament.
+"""``nertz-demo``: a 4-player table after 25 ticks of greedy play (as ``render_mode="ansi"`` prints it), then
+the scripted ladder in a short tournament.
 
 The tournament is the one ``nertz-eval ladder`` plays (random, greedy, heuristic and search, every seat
 rotation of every deal), on fewer deals so that it finishes in well under a minute; the README's ladder table
@@ -7,6 +8,9 @@ lives in the evaluation app (``nertz_env.eval.demo``) because it is built on the
 
     nertz-demo                 # 40 deals, seed 0
     nertz-demo --deals 200 --seed 3
+
+Bad input (``--deals`` below 1, a negative ``--seed``) is one line and exit 2. Ctrl-C during the tournament
+shows the deals finished so far and exits 130, as ``nertz-eval`` does.
 """
 
 from __future__ import annotations
@@ -16,6 +20,9 @@ import sys
 from collections.abc import Sequence
 
 from nertz_env._text import plain
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # as nertz-eval: a shell loop running the demo stops too
 
 
 def _show_a_table(seed: int) -> None:
@@ -40,11 +47,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``nertz-demo``; returns the exit code."""
     parser = argparse.ArgumentParser(prog="nertz-demo", description=plain(__doc__.split("\n\n")[0]))
     parser.add_argument("--deals", type=int, default=40, help="deals in the tournament (default 40)")
-    parser.add_argument("--seed", type=int, default=0, help="tournament seed (default 0)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the table's deal and of the tournament, a non-negative integer (default 0)")
     args = parser.parse_args(argv)
     if args.deals < 1:
         print(f"nertz-demo: error: --deals must be at least 1, got {args.deals}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    if args.seed < 0:
+        print(f"nertz-demo: error: --seed must be a non-negative integer, got {args.seed}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         from nertz_env.agents import LADDER
         from nertz_env.eval.cli import LADDER_DEALS
@@ -53,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from nertz_env.eval.tournament import run_tournament
     except ImportError as e:
         print(f"nertz-demo: needs the eval extra (pip install 'nertz-env[eval]'): {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
 
     print("A 4-player table after 25 ticks of greedy play (render_mode='ansi'):\n")
     _show_a_table(args.seed)
@@ -68,7 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"Too few deals to confirm every rung: search's edge over heuristic, about a point a round, takes "
               f"about {LADDER_DEALS:,} deals to confirm.")
     print(f"The README's table: nertz-eval ladder --deals {LADDER_DEALS} --seed 0 (about 80 s on 2 cores)")
-    return 1 if results.interrupted else 0
+    if results.interrupted:
+        print(f"nertz-demo: interrupted; the tables above cover the {len(results.deals_done)} of {args.deals} "
+              "deal(s) finished", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return 0
 
 
 if __name__ == "__main__":

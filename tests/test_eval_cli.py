@@ -349,6 +349,53 @@ def test_demo__shows_a_table_and_the_ladder(capsys: Any) -> None:
     assert demo_main(["--deals", "0"]) == 2
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--seed", "-1"], "nertz-demo: error: --seed must be a non-negative integer, got -1"),
+        (["--deals", "0"], "nertz-demo: error: --deals must be at least 1, got 0"),
+        (["--deals", "-3"], "nertz-demo: error: --deals must be at least 1, got -3"),
+    ],
+)
+def test_demo__bad_input_is_one_line_and_exit_2(argv: list[str], message: str, capsys: Any) -> None:
+    from nertz_env.eval.demo import main as demo_main
+
+    assert demo_main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip() == message and captured.out == ""  # before the table is dealt
+
+
+def test_demo__help_says_what_it_shows(capsys: Any) -> None:
+    from nertz_env.eval.demo import main as demo_main
+
+    with pytest.raises(SystemExit):
+        demo_main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "one rendered tick" not in text
+    assert "a 4-player table after 25 ticks of greedy play" in text  # what it prints, see the next test
+    assert demo_main(["--deals", "1"]) == 0
+    assert "A 4-player table after 25 ticks of greedy play" in capsys.readouterr().out
+
+
+def test_demo__ctrl_c_in_the_tournament_shows_what_finished_and_exits_130(capsys: Any, monkeypatch: Any) -> None:
+    import dataclasses
+
+    import nertz_env.eval.tournament as tournament
+    from nertz_env.eval.demo import main as demo_main
+
+    real = tournament.run_tournament
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:  # as play_tournament returns after a Ctrl-C at deal 2
+        results = real(*args, **{**kwargs, "deals": 1})
+        return dataclasses.replace(results, interrupted=True)
+
+    monkeypatch.setattr(tournament, "run_tournament", interrupted)
+    assert demo_main(["--deals", "5"]) == 130
+    captured = capsys.readouterr()
+    assert "search - heuristic" in captured.out
+    assert "nertz-demo: interrupted; the tables above cover the 1 of 5 deal(s) finished" in captured.err
+
+
 EVAL_WITHOUT_TORCH = """
 import os, sys
 sys.modules["torch"] = None  # as if the train extra were not installed
