@@ -9,6 +9,7 @@ and ``tests/test_packaging.py`` check against it.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import os
@@ -67,7 +68,12 @@ def note_terminated() -> None:
 
 
 def _die(signum: int) -> None:
-    """End the process by ``signum``, as one that did not catch it would (Python's own way, 3.8+)."""
+    """End the process by ``signum``, as Python ends one on an uncaught Ctrl-C (3.8+): the exit handlers run
+    first, then the signal, at its default, ends the process. Among the handlers is multiprocessing's: it
+    releases the semaphores of a worker pool that the Ctrl-C cut short (``nertz-eval --workers 2`` stopped while
+    its workers start), which the resource tracker would otherwise report as leaked."""
+    with contextlib.suppress(Exception):
+        atexit._run_exitfuncs()
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()

@@ -297,6 +297,33 @@ def test_commands__a_sigterm_is_raised_as_an_interrupt_exit_143(
     assert signal.getsignal(signal.SIGTERM) is before  # the handler is the command's only
 
 
+LEAKY_COMMAND = """
+import multiprocessing as mp, sys
+from nertz_env import commands
+
+def main(argv=None):
+    global lock
+    # registered with multiprocessing's resource tracker, as the queues of a worker pool are; a Ctrl-C while
+    # nertz-eval's pool starts its workers leaves them alive, never closed
+    lock = mp.get_context("spawn").Lock()
+    raise KeyboardInterrupt
+
+commands.COMMANDS["nertz-x"] = ("__main__:main", (), "")
+sys.exit(commands.run("nertz-x", [], die_by_signal=True))
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="ends by a signal on POSIX only")
+def test_commands__ending_by_the_signal_still_releases_multiprocessing_semaphores(tmp_path: Path) -> None:
+    import signal
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", LEAKY_COMMAND], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == -signal.SIGINT, out.stderr
+    assert out.stderr == "nertz-x: interrupted (Ctrl-C)\n"  # no resource_tracker warning of leaked semaphores
+
+
 # ---------------------------------------------------------------------------------------------------------
 # README.md's links: in the checkout and in the package's long description (setup.py makes them absolute)
 
