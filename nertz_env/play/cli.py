@@ -129,7 +129,7 @@ def _build(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"--rule: {e}") from None
 
     from nertz_env.agents import make_agent
-    from nertz_env.eval.tournament import IncompatibleAgentError, check_agent
+    from nertz_env.agents.registry import IncompatibleAgentError, check_agent
     from nertz_env.threads import limit_threads
 
     limit_threads(1)
