@@ -191,13 +191,29 @@ def check_spaces(meta: Mapping[str, Any], config: NertzConfig, where: str) -> No
     from nertz_env.actions import action_table
     from nertz_env.observation import obs_layout
 
-    obs_size, num_actions = obs_layout(config).size, action_table(config).n
-    if (int(meta["obs_size"]), int(meta["num_actions"])) != (obs_size, num_actions):
+    def spaces(c: NertzConfig) -> tuple[int, int]:
+        return obs_layout(c).size, action_table(c).n
+
+    obs_size, num_actions = spaces(config)
+    theirs = (int(meta["obs_size"]), int(meta["num_actions"]))
+    if theirs != (obs_size, num_actions):
+        # the table sizes whose spaces, with these rules, are the policy's: most often the fix is the size
+        fits = []
+        for n in range(2, 9):
+            try:
+                other = NertzConfig.from_dict({**config.to_dict(), "num_players": n})
+            except ValueError:  # rules that need another size (teams)
+                continue
+            if spaces(other) == theirs:
+                fits.append(n)
+        hint = ""
+        if fits:
+            hint = f"; with these rules its spaces are those of a table of {' or '.join(map(str, fits))} players"
         raise IncompatibleCheckpointError(
             f"{where} has no nertz-env record, and its spaces (observation {meta['obs_size']}, "
             f"{meta['num_actions']} actions) are not this table's (observation {obs_size}, {num_actions} "
             f"actions, {config.num_players} players): play it at the table it was trained for (the players "
-            "and rules given to NertzSingleAgentEnv)"
+            f"and rules given to NertzSingleAgentEnv){hint}"
         )
 
 

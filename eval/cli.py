@@ -15,7 +15,8 @@ rule, an agent that cannot play at the table) prints one line on stderr and exit
 is played; so does a flag that could not take effect (``--deals`` with ``--deal-seeds``, a rule given twice,
 ``--target-score`` with ``--rule target_score``, more ``--workers`` than deals, ``--out``/``--no-plots`` with
 ``--no-save``, ``--no-rotate`` where every lineup has one seating, a repeated deal seed, ``--workers`` with
-``--address``). Ctrl-C saves the deals finished so far and exits 130.
+``--address``), and an ``--out`` that could not be written (a file of that name, a place no folder can be made
+in). Ctrl-C saves the deals finished so far and exits 130.
 
 ``--address auto`` (or a Ray head's ``host:port``) plays the deals as Ray tasks on every free CPU of a Ray
 cluster (:mod:`nertz_env.eval.cluster`): checkpoints travel through Ray's object store, every node is checked
@@ -32,11 +33,11 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from typing import Any
 
 from nertz_env.agents import LADDER, AgentSpecError, known_agents
-from nertz_env.config import NertzConfig, make_config
 from nertz_env.eval.report import differences_table, save, save_games, table
 from nertz_env.eval.summary import ladder_check, summarize
 from nertz_env.eval.tournament import IncompatibleAgentError, plan_tournament, play_tournament
@@ -196,45 +197,22 @@ def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int
     return deals, workers
 
 
-def _flag_value(value: Any) -> str:
-    text = json.dumps([list(v) for v in value] if isinstance(value, (list, tuple)) else value)
-    return text.replace(" ", "")
-
-
-def _rule_flag(key: str, value: Any) -> str:
-    return f"--target-score {value}" if key == "target_score" else f"--rule {key}={_flag_value(value)}"
-
-
-def _gives(want: dict[str, Any], key: str, value: Any) -> bool:
-    """Does the rule ``key=value`` leave the table ``want`` as it is?"""
+def check_out_dir(path: str, flag: str = "--out") -> None:
+    """Refuse an output folder that could not be written, before any deal is played: a file of that name (or
+    on its path), or a place no folder can be made in. Creates nothing (a probe folder is made where the first
+    missing folder would go, and removed at once); the results are written into it after the games."""
+    where = os.path.abspath(path)
+    probe = where
+    while not os.path.lexists(probe) and os.path.dirname(probe) != probe:
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        if probe == where:
+            raise UsageError(f"{flag} {path}: a file of that name exists; {flag} names a folder for the results")
+        raise UsageError(f"{flag} {path}: {probe} is a file, not a folder")
     try:
-        return NertzConfig.from_dict({**want, key: value}).to_dict() == want
-    except ValueError:
-        return False
-
-
-def _incompatible(e: IncompatibleAgentError, given: dict[str, Any]) -> str:
-    """The error of an agent that cannot play at the table, with what to change in the command to get the
-    table it was trained for: only the differences (``drop --rule draw=1``), each named by the flag that
-    makes it. ``given``: the rules this command set (``--rule``, ``--target-score``)."""
-    trained, table = e.trained, e.table
-    if trained is None or table is None:
-        return str(e)
-    want = trained.to_dict()
-    # the rules of this command that the trained table shares are kept; the others are dropped, and the
-    # trained table's values the defaults do not give are added
-    kept = {k: v for k, v in given.items() if k in want and _gives(want, k, v)}
-    changes = [f"drop {_rule_flag(k, v)}" for k, v in sorted(given.items()) if k not in kept]
-    rules = dict(kept)
-    for key in sorted(want):
-        if key != "num_players" and make_config(num_players=trained.num_players, **rules).to_dict()[key] != want[key]:
-            rules[key] = want[key]
-            changes.append(f"add {_rule_flag(key, want[key])}")
-    if trained.num_players != table.num_players:
-        changes.insert(0, f"pass --players {trained.num_players}")
-    if not changes:
-        return str(e)
-    return f"{e}; for the table it was trained for: {', '.join(changes)}"
+        os.rmdir(tempfile.mkdtemp(prefix=".nertz-eval-probe-", dir=probe))
+    except OSError as e:
+        raise UsageError(f"{flag} {path}: cannot create a folder in {probe} ({e.strerror or e})") from None
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -242,6 +220,8 @@ def _run(args: argparse.Namespace) -> int:
     seeds = _deal_seeds(args.deal_seeds)
     deals, workers = _check_flags(args, seeds)
     out_dir = args.out if args.out is not None else args.default_out
+    if not args.no_save:
+        check_out_dir(out_dir)
     if args.command == "round-robin":
         specs, mode = list(args.agents), "round_robin"
     elif args.command == "gauntlet":
@@ -261,7 +241,7 @@ def _run(args: argparse.Namespace) -> int:
             replays=args.replays,
         )
     except IncompatibleAgentError as e:
-        raise UsageError(_incompatible(e, rules)) from None
+        raise UsageError(e.advice(rules)) from None
     except (AgentSpecError, FileNotFoundError, ValueError, ImportError) as e:  # ImportError: an extra missing
         raise UsageError(str(e)) from None
     if args.no_rotate and all(len(s) == 1 for s in tournament.plan.seatings):

@@ -286,6 +286,51 @@ def test_sb3_check_env__passes_on_the_registered_gymnasium_id() -> None:
     check_env(env, warn=True)
 
 
+def _containers(x: object, out: dict[int, object]) -> dict[int, object]:
+    """Every dict, list and array inside ``x`` by id (arrays also by the memory they view)."""
+    if isinstance(x, dict):
+        out[id(x)] = x
+        for v in x.values():
+            _containers(v, out)
+    elif isinstance(x, (list, tuple)):
+        if isinstance(x, list):
+            out[id(x)] = x
+        for v in x:
+            _containers(v, out)
+    elif isinstance(x, np.ndarray):
+        out[id(x)] = x
+    return out
+
+
+def _shares(a: object, b: object) -> bool:
+    ca, cb = _containers(a, {}), _containers(b, {})
+    if set(ca) & set(cb):
+        return True
+    arrays_a = [v for v in ca.values() if isinstance(v, np.ndarray)]
+    arrays_b = [v for v in cb.values() if isinstance(v, np.ndarray)]
+    return any(np.shares_memory(x, y) for x in arrays_a for y in arrays_b)
+
+
+def test_gymnasium_id__every_call_returns_new_observation_and_info_objects() -> None:
+    """Users keep what ``reset`` and ``step`` return (rollout buffers), and Gymnasium 1.4's ``check_env``
+    asserts that no two calls share an object (``check_returned_data_not_reused``): the ``opponents`` dict
+    once did. Checked here on any Gymnasium version, and with Gymnasium's own check where it has one."""
+    import gymnasium
+    from gymnasium.utils import env_checker
+
+    env = gymnasium.make("nertz_env/Nertz-v0", num_players=3, max_ticks=30).unwrapped
+    calls = [env.reset(seed=3)]
+    for _ in range(3):
+        obs, _, _, _, info = env.step(env.action_space.sample())
+        calls.append((obs, info))
+    calls.append(env.reset(seed=4))
+    for i, first in enumerate(calls):
+        for second in calls[i + 1 :]:
+            assert not _shares(first[0], second[0]) and not _shares(first[1], second[1])
+    if hasattr(env_checker, "check_returned_data_not_reused"):
+        env_checker.check_returned_data_not_reused(env)
+
+
 def test_supersuit_concat_vec_envs__sb3s_seed_and_maskableppos_masks_are_supersuits_gaps() -> None:
     """Pins SuperSuit 3.11's gaps with SB3 (docs/clients/index.md says so and shows NertzVecEnv instead):
     its vector env has no ``seed`` (``PPO(..., seed=0)`` fails) and no ``has_attr`` (MaskablePPO cannot ask

@@ -132,6 +132,45 @@ def test_cli__default_workers_never_exceed_the_deals(tmp_path: Path, capsys: Any
     assert capsys.readouterr().out.rstrip().endswith("1 worker(s))")
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["round-robin", "random", "greedy"], ["gauntlet", "heuristic", "random"], ["ladder"]],
+)
+def test_cli__an_out_folder_that_cannot_be_written_is_refused_before_any_deal(
+    command: list[str], tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    import nertz_env.eval.cli as cli
+
+    def play(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a deal was played before --out was checked")
+
+    monkeypatch.setattr(cli, "play_tournament", play)
+    monkeypatch.chdir(tmp_path)
+    Path("q1.py").write_text("print('mine')\n")
+    cases = [
+        ("q1.py", "--out q1.py: a file of that name exists"),
+        ("q1.py/results", "q1.py is a file, not a folder"),
+    ]
+    if os.path.isdir("/proc/self"):  # Linux: a folder nothing can be created in, even by root
+        cases.append(("/proc/self/nertz/out", "cannot create a folder in /proc/self"))
+    for out, message in cases:
+        assert main([*command, "--players", "2", "--deals", "2", "--out", out, "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
+    assert Path("q1.py").read_text() == "print('mine')\n"
+    assert sorted(os.listdir(tmp_path)) == ["q1.py"]  # nothing left behind, not even the probe
+
+
+def test_cli__a_new_out_folder_is_made_only_when_the_results_are_saved(tmp_path: Path, capsys: Any) -> None:
+    out = tmp_path / "a" / "b"
+    argv = ["round-robin", "random", "greedy", "--players", "2", "--deals", "1", "--no-plots", "--no-progress"]
+    assert main([*argv, "--out", str(out), "--rule", "draw=4"]) == 2  # refused after --out was checked
+    assert os.listdir(tmp_path) == []
+    assert main([*argv, "--out", str(out)]) == 0
+    assert (out / "results.json").is_file()
+    capsys.readouterr()
+
+
 # ---------------------------------------------------------------- a model trained outside nertz-train
 @pytest.fixture(scope="module")
 def outside_model(tmp_path_factory: Any) -> Path:

@@ -158,3 +158,14 @@ def test_every_documented_training_example_shows_progress_and_says_how_long_it_t
                 assert "progress_bar=True" in call, f"{doc.name}: model.learn({call}) shows no progress"
                 assert re.search(r"takes about [\d.]+ min", code + after), f"{doc.name}: {call}: no time given"
     assert found >= 1
+
+
+def test_format_rows__the_star_is_explained_when_a_row_has_one() -> None:
+    from nertz_env.train.evaluate import EvalRow
+
+    def row(low: float) -> EvalRow:
+        return EvalRow(0, "heuristic", 10, 40, 1.0, 0.5, 0.0, 1.0, low, 2.0, 0.3, 0.2, 0, 1.0, "x.zip")
+
+    above, across = format_rows([row(0.1)]), format_rows([row(-0.1)])
+    assert "]*" in above and above.splitlines()[-1] == "  * the 95% interval of diff (policy minus baseline) lies above 0"
+    assert "*" not in across and len(across.splitlines()) == 1

@@ -406,6 +406,53 @@ def test_cli__bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str
     assert words in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        # one opponent named: a table of 2 by default, not the 4 the shipped policy was trained for
+        (["--opponents", "ppo"], "num_players: policy 'ppo' has 4, the table has 2"),
+        (["--opponents", "ppo", "--players", "3"], "for the table it was trained for: pass --players 4"),
+        (["--opponents", "heuristic", "ppo", "--players", "3"], "pass --players 4"),
+        (["--opponents", "ppo", "--players", "4", "--rule", "draw=1"], "for the table it was trained for: drop --rule draw=1"),
+        (["--opponents", "ppo", "--players", "4", "--rule", "target_score=50"], "drop --rule target_score=50"),
+    ],
+)
+def test_cli__a_policy_trained_for_another_table_is_one_line_saying_what_to_pass(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], words: str) -> None:
+    pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install 'nertz-env[train]'")
+    code, err = _run_cli(capsys, "--replay-dir", str(tmp_path), *argv)
+    assert code == 2
+    assert len(err.splitlines()) == 1 and err.startswith("nertz-play: error: --opponents:"), err
+    assert words in err, err
+
+
+def test_cli__a_damaged_or_recordless_checkpoint_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str],
+                                                                        tmp_path: Path) -> None:
+    pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install 'nertz-env[train]'")
+    import zipfile
+
+    from nertz_env.agents.meta import ZIP_MEMBER
+    from nertz_env.agents.registry import shipped_models
+
+    shipped = Path(shipped_models()["ppo"]).read_bytes()
+    cut = tmp_path / "cut.zip"  # a copy cut short (an interrupted download)
+    cut.write_bytes(shipped[: len(shipped) // 2])
+    # the shipped 4-player policy as SB3 saves one trained on NertzSingleAgentEnv: no nertz-env record
+    bare = tmp_path / "bare.zip"
+    with zipfile.ZipFile(Path(shipped_models()["ppo"])) as src, zipfile.ZipFile(bare, "w") as dst:
+        for item in src.infolist():
+            if item.filename != ZIP_MEMBER:
+                dst.writestr(item, src.read(item.filename))
+    for argv, words in (
+        (["--opponents", str(cut)], "cut.zip is not a checkpoint"),
+        (["--opponents", str(bare), "--players", "3"], "its spaces are those of a table of 4 players"),
+    ):
+        code, err = _run_cli(capsys, "--replay-dir", str(tmp_path / "replays"), *argv)
+        assert code == 2, err
+        assert len(err.splitlines()) == 1 and err.startswith("nertz-play: error: --opponents:"), err
+        assert words in err, err
+
+
 def test_cli__a_port_in_use_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

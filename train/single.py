@@ -161,7 +161,8 @@ class NertzSingleAgentEnv(gymnasium.Env):
         me = self.names[self.seat]
         self._opponent_names = {s: a.name for s, a in self.opponents.items()}
         info = dict(infos[me], action_mask=self._obs[me]["action_mask"])
-        info.update(seat=self.seat, opponents=self._opponent_names, rivals_reward=0.0, max_ticks=False)
+        # a new dict each call: a user (or Gymnasium >= 1.4's check_env) keeps every info it was given
+        info.update(seat=self.seat, opponents=dict(self._opponent_names), rivals_reward=0.0, max_ticks=False)
         return self._obs[me]["observation"], info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -187,7 +188,7 @@ class NertzSingleAgentEnv(gymnasium.Env):
         if cut:
             terminated, truncated = True, False
         info = dict(infos[me], action_mask=obs[me]["action_mask"])
-        info.update(seat=self.seat, opponents=self._opponent_names, rivals_reward=rivals, max_ticks=cut)
+        info.update(seat=self.seat, opponents=dict(self._opponent_names), rivals_reward=rivals, max_ticks=cut)
         self._obs = {} if terminated or truncated else obs  # the final step still returns every observation
         return obs[me]["observation"], float(rewards[me]), terminated, truncated, info
 

@@ -124,22 +124,28 @@ def _build(args: argparse.Namespace) -> dict[str, Any]:
     from nertz_env.config import make_config
 
     try:
-        make_config(num_players=players, **rules)
+        config = make_config(num_players=players, **rules)
     except (TypeError, ValueError) as e:
         raise UsageError(f"--rule: {e}") from None
 
-    from nertz_env.agents import AgentSpecError, make_agent
+    from nertz_env.agents import make_agent
+    from nertz_env.eval.tournament import IncompatibleAgentError, check_agent
     from nertz_env.threads import limit_threads
 
     limit_threads(1)
     bots = []
     for spec in specs:
         try:
-            bots.append(make_agent(spec))
-        except (AgentSpecError, FileNotFoundError) as e:
+            bot = make_agent(spec)
+            # a policy refuses a table it was not trained for when it is reset: here, not deep in the first deal
+            check_agent(bot, spec, config)
+        except IncompatibleAgentError as e:
+            raise UsageError(f"--opponents: {e.advice(rules, target_score_flag=False)}") from None
+        except (ValueError, FileNotFoundError) as e:  # an unknown name, a missing or damaged checkpoint
             raise UsageError(f"--opponents: {e}") from None
         except ImportError as e:
             raise UsageError(f"--opponents: {spec!r} needs a missing package ({e}); pip install 'nertz-env[train]'") from None
+        bots.append(bot)
     replay_dir = args.replay_dir
     if replay_dir is None:
         from nertz_env.play.game import default_replay_dir
