@@ -206,3 +206,31 @@ def test_an_option_set_to_its_off_value_passes_where_it_cannot_take_effect(
     assert got == code, err
     if code == 2:
         assert "privileged_critic" in err or "snapshot_deterministic" in err or "opponent_threads" in err
+
+
+def test_rllib_backend__a_resume_continues_the_checkpoints_run_folder_too(
+    tmp_path: Any, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--backend rllib`` writes ``RUN/checkpoints/step_<N>/`` and ``RUN/final/`` (folders with a
+    ``nertz_meta.json``): a resume writes into ``RUN`` too (a record, no training: --print-config)."""
+    import nertz_env
+    from nertz_env.agents.meta import make_meta
+
+    record = make_meta(nertz_env.make_config(num_players=4), learner_module="learner", num_timesteps=64,
+                       mode="rllib", train_config={**TrainConfig().to_dict(), "run_dir": "runs/rl"})
+    run = tmp_path / "copy_of_rl"
+    for folder in (run / "checkpoints" / "step_000000000064", run / "final", tmp_path / "loose"):
+        folder.mkdir(parents=True)
+        (folder / "nertz_meta.json").write_text(json.dumps(record))
+    (tmp_path / "other").mkdir()
+    monkeypatch.chdir(tmp_path / "other")
+    for ckpt in (os.path.join("..", "copy_of_rl", "checkpoints", "step_000000000064") + os.sep,
+                 os.path.join("..", "copy_of_rl", "final")):
+        code, out, err = _run(["--backend", "rllib", "--resume", ckpt, "--print-config"], capsys)
+        assert code == 0, err
+        assert os.path.abspath(json.loads(out)["run_dir"]) == str(run), ckpt
+    code, out, err = _run(["--backend", "rllib", "--resume", str(tmp_path / "loose"), "--print-config"], capsys)
+    assert code == 2 and out == "" and "--run-dir" in _one_line_error(err)
+    code, out, err = _run(["--backend", "rllib", "--resume", str(tmp_path / "loose"), "--run-dir", "x",
+                           "--print-config"], capsys)
+    assert code == 0 and json.loads(out)["run_dir"] == "x", err

@@ -35,6 +35,7 @@ def run_dir_of(checkpoint: str) -> str | None:
     """The run folder a checkpoint belongs to: ``RUN`` for ``RUN/checkpoints/step_<N>.zip`` (the layout the
     trainer writes), spelled as ``checkpoint`` is (relative paths stay relative); ``None`` for a file that does
     not lie in a folder named ``checkpoints``."""
+    checkpoint = os.path.normpath(checkpoint)  # an RLlib checkpoint is a folder: "RUN/checkpoints/step_64/"
     if os.path.basename(os.path.dirname(os.path.abspath(checkpoint))) != "checkpoints":
         return None
     return os.path.normpath(os.path.join(os.path.dirname(checkpoint) or os.curdir, os.pardir))
