@@ -234,3 +234,21 @@ def test_rllib_backend__a_resume_continues_the_checkpoints_run_folder_too(
     code, out, err = _run(["--backend", "rllib", "--resume", str(tmp_path / "loose"), "--run-dir", "x",
                            "--print-config"], capsys)
     assert code == 0 and json.loads(out)["run_dir"] == "x", err
+
+
+def test_resume__into_another_runs_folder_is_refused(base: str, capsys: pytest.CaptureFixture) -> None:
+    """An explicit --run-dir that holds a run and is not the checkpoint's own folder would mix two runs'
+    checkpoints and eval.csv rows (and keep_checkpoints would prune the other's): refused, as a fresh run there
+    is; the checkpoint's own folder, named explicitly, is taken."""
+    ckpt = os.path.join(base, "runs", "selfplay", "checkpoints", STEP)
+    other = os.path.join(base, "runs", "another")
+    os.makedirs(os.path.join(other, "checkpoints"), exist_ok=True)
+    open(os.path.join(other, "eval.csv"), "w").close()
+    for extra in (["--print-config"], []):
+        code, out, err = _run(["--resume", ckpt, "--run-dir", other, "--total-timesteps", "192", *extra], capsys)
+        line = _one_line_error(err)
+        assert code == 2 and out == "" and "already holds a run (eval.csv)" in line, err
+        assert f"continue in {os.path.join(base, 'runs', 'selfplay')}" in line
+    code, out, err = _run(["--resume", ckpt, "--run-dir", os.path.join(base, "runs", "selfplay"), "--print-config"],
+                          capsys)
+    assert code == 0, err

@@ -95,10 +95,11 @@ def check_resume(cfg: TrainConfig, path: str, meta: dict[str, Any]) -> None:
         )
 
 
-def check_run(cfg: TrainConfig, resume: bool = False) -> None:
+def check_run(cfg: TrainConfig, resume: str | None = None) -> None:
     """The checks a run makes before its first file besides :meth:`TrainConfig.resolve` and, on resume,
     :func:`read_checkpoint` and :func:`check_resume`: the tensorboard package when ``tensorboard`` is on; a
-    ``run_dir`` that is a file; a fresh run into a folder that holds a run."""
+    ``run_dir`` that is a file; a run into a folder that holds another run (a fresh run, or a resume sent away
+    from the checkpoint's own run folder: its checkpoints and eval.csv rows would mix with that run's)."""
     if cfg.tensorboard and importlib.util.find_spec("tensorboard") is None:
         raise ConfigError(
             "tensorboard = true needs the tensorboard package: pip install tensorboard, or pass --no-tensorboard"
@@ -106,17 +107,27 @@ def check_run(cfg: TrainConfig, resume: bool = False) -> None:
     run_dir = os.path.abspath(cfg.run_dir)
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
         raise ConfigError(f"run_dir {run_dir} is a file, not a directory: pass another --run-dir")
-    if not resume:
+    if resume is None:
         check_fresh_run_dir(run_dir)
+        return
+    own = run_dir_of(resume)
+    if own is None or os.path.abspath(own) != run_dir:
+        found = _run_files(run_dir)
+        if found:
+            own_run = f"leave out --run-dir to continue in {own}, the run {resume} belongs to, or " if own else ""
+            raise ConfigError(
+                f"run_dir {run_dir} already holds a run ({os.path.relpath(found[0], run_dir)}) and is not the folder "
+                f"of {resume}: their checkpoints and eval.csv rows would mix; {own_run}pass a new --run-dir"
+            )
 
 
 def check_fresh_run_dir(run_dir: str) -> None:
     """A fresh run must not write into another run's directory (its eval.csv rows and checkpoints would mix
     with the new run's, and keep_checkpoints would prune them)."""
-    found = [p for pattern in RUN_FILES for p in glob.glob(os.path.join(run_dir, pattern))]
+    found = _run_files(run_dir)
     if found:
         raise ConfigError(
-            f"run_dir {run_dir} already holds a run ({os.path.relpath(sorted(found)[0], run_dir)}): pass a new "
+            f"run_dir {run_dir} already holds a run ({os.path.relpath(found[0], run_dir)}): pass a new "
             "--run-dir, or continue that run with --resume RUN_DIR/checkpoints/step_<N>.zip"
         )
 
@@ -127,6 +138,11 @@ def _moved(path: str, pool: str) -> str | None:
         return None
     here = os.path.join(pool, os.path.basename(path))
     return here if os.path.isfile(here) else None
+
+
+def _run_files(run_dir: str) -> list[str]:
+    """The files of ``run_dir`` that mark a run there, sorted (none: no run)."""
+    return sorted(p for pattern in RUN_FILES for p in glob.glob(os.path.join(run_dir, pattern)))
 
 
 def relocate_snapshots(pool_state: dict[str, Any], checkpoint: str) -> dict[str, Any]:

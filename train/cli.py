@@ -257,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_resume(cfg, args.resume, meta)  # what a resume cannot change, as the Trainer checks it
         resolved, notes = cfg.resolve(given, resume=bool(args.resume))  # options that cannot take effect fail here, before torch loads
         if args.print_config:
-            check_run(resolved, resume=bool(args.resume))  # and the run directory: --print-config refuses it too
+            check_run(resolved, args.resume)  # and the run directory: --print-config refuses it too
             unused = resolved.unused()
             print(json.dumps({k: v for k, v in resolved.to_dict().items() if k not in unused}, indent=2))
             if unused:

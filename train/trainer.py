@@ -278,7 +278,7 @@ class Trainer:
         limit_threads(cfg.torch_threads)
         torch.set_num_threads(cfg.torch_threads)
         self.config: NertzConfig = make_config(num_players=cfg.num_players, **cfg.rules)
-        check_run(cfg, resume=resume is not None)  # tensorboard installed, the run directory
+        check_run(cfg, resume)  # tensorboard installed, the run directory
         self.run_dir = os.path.abspath(cfg.run_dir)
         self.pool = (
             OpponentPool(cfg.opponents, cfg.snapshot_weight, cfg.max_snapshots, cfg.snapshot_deterministic)
