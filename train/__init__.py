@@ -9,6 +9,7 @@ Modules, one concern each:
     wrappers.py      PotentialShaping and RelativeReward (train-time rewards) and VecTimer (env time)
     evaluate.py      gauntlets against the baselines through nertz_env.eval
     trainer.py       Trainer: the run (checkpoints that resume exactly, evaluation, throughput)
+    checkpoint.py    what --resume continues: a checkpoint's files and run folder, the checks before a run
     cli.py           the ``nertz-train`` command
 
 A saved policy as an agent (``PolicyAgent``, the ``.zip`` loader) and the checkpoint's nertz-env record

@@ -155,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         + (", ".join(shipped_configs()) or "none installed")
         + " (e.g. --config long_run)",
     )
-    parser.add_argument("--resume", metavar="CHECKPOINT", help="continue from checkpoints/step_*.zip")
+    parser.add_argument("--resume", metavar="CHECKPOINT", help="continue the run of RUN/checkpoints/step_N.zip, in RUN (from any folder; --run-dir: elsewhere)")
     parser.add_argument("--print-config", action="store_true", help="print the effective options and exit")
     parser.add_argument("--rule", action="append", type=_rule, metavar="KEY=VALUE", help=help_of("rules"))
     parser.add_argument(
@@ -240,21 +240,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from nertz_env.agents import AgentSpecError
-    from nertz_env.agents.meta import CheckpointError, read_meta
+    from nertz_env.agents.meta import CheckpointError
+    from nertz_env.train.checkpoint import check_resume, check_run, read_checkpoint
 
     try:
-        base = None
+        base, meta = None, {}
         if args.resume:
-            meta = read_meta(args.resume)
-            stored = meta.get("train_config")
-            if not isinstance(stored, dict):
-                raise CheckpointError(
-                    f"{args.resume} stores no training config: it is not a training checkpoint"
-                )
-            base = TrainConfig.from_dict(stored)
+            # a file that cannot be resumed (a policy file, a zip without its .state.pkl) is said first: no
+            # other option can make it resumable
+            meta = read_checkpoint(args.resume)
+            base = TrainConfig.from_dict(meta["train_config"])
         cfg, given = config_and_given(args, base)
+        if args.resume:
+            if "run_dir" not in given:
+                cfg = dataclasses.replace(cfg, run_dir=resume_run_dir(args.resume))
+            check_resume(cfg, args.resume, meta)  # what a resume cannot change, as the Trainer checks it
         resolved, notes = cfg.resolve(given, resume=bool(args.resume))  # options that cannot take effect fail here, before torch loads
         if args.print_config:
+            check_run(resolved, args.resume)  # and the run directory: --print-config refuses it too
             unused = resolved.unused()
             print(json.dumps({k: v for k, v in resolved.to_dict().items() if k not in unused}, indent=2))
             if unused:
@@ -286,6 +289,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"nertz-train: interrupted again while saving: stopped at once{hint}", file=sys.stderr)
         return 130
     return 0
+
+
+def resume_run_dir(checkpoint: str) -> str:
+    """Where ``--resume CHECKPOINT`` without ``--run-dir`` writes: the run folder the checkpoint lies in
+    (``RUN`` for ``RUN/checkpoints/step_<N>.zip``), not the ``run_dir`` its record holds (a path relative to
+    the folder that run was started from, and the original's name in a copied run). A checkpoint outside
+    that layout is refused: its run is unknown."""
+    from nertz_env.train.checkpoint import run_dir_of
+
+    run_dir = run_dir_of(checkpoint)
+    if run_dir is None:
+        raise ConfigError(
+            f"--resume {checkpoint}: the checkpoint is not in a run folder's checkpoints/ "
+            "(RUN/checkpoints/step_<N>.zip, where the run it continues would write): pass --run-dir DIR to "
+            "say where the resumed run writes its checkpoints, policy and eval.csv"
+        )
+    return run_dir
 
 
 def interrupted_message(checkpoint: str | None, steps: int, run_dir: str) -> str:

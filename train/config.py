@@ -292,12 +292,15 @@ class TrainConfig:
         if unknown:
             raise ConfigError(f"unknown training option(s) {unknown}")
         set_ = explicit | {n for n in names if getattr(self, n) != getattr(defaults, n)}
+        # the value that turns each option off: set explicitly where it cannot take effect, it asks for what
+        # happens anyway and passes (--opponent-threads 1, --no-snapshot-deterministic, --no-privileged-critic)
         off: dict[str, Any] = {
             "learners_per_table": None,
             "opponent_threads": 1,
             "snapshot_weight": 0.0,
             "snapshot_every": 0,
             "snapshot_deterministic": False,
+            "privileged_critic": False,
             "shaping_coef": None,
             "eval_every": 0,
             "keep_checkpoints": 0,

@@ -30,7 +30,8 @@ mode, reward shaping, in-training evaluation, ...) are an error when set, never 
 
 Checkpoints: ``<run_dir>/checkpoints/step_<agent steps>/`` (RLlib's checkpoint plus ``nertz_meta.json``), the
 last also as ``<run_dir>/final``; ``nertz-eval gauntlet <run_dir>/final search`` plays it, ``--resume DIR``
-continues it. Ctrl-C lets the PPO iteration under way finish (an update cut in the middle is no state to
+continues it in that run folder (the one above ``checkpoints/`` or ``final``, from any folder; ``--run-dir``
+names another). Ctrl-C lets the PPO iteration under way finish (an update cut in the middle is no state to
 continue from), saves a checkpoint of it and prints the ``--resume`` command; a second Ctrl-C stops at once.
 A SIGTERM (``kill PID``) does the same (``ray.init``'s own handler, which exits at once, is replaced).
 Exit codes: 0 done, 1 training error, 2 bad usage (nothing started), 130 interrupted (the installed command
@@ -51,7 +52,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from nertz_env.commands import note_terminated, reinstate_sigterm
-from nertz_env.train.cli import build_parser, config_from_args
+from nertz_env.train.cli import build_parser, config_and_given
 from nertz_env.train.config import ConfigError, TrainConfig
 
 #: TrainConfig options this backend uses; any other option set away from its default is an error
@@ -215,6 +216,23 @@ def read_checkpoint_config(path: str) -> TrainConfig:
     return TrainConfig.from_dict(stored)
 
 
+def resume_run_dir(checkpoint: str) -> str:
+    """Where ``--resume CHECKPOINT`` without ``--run-dir`` writes: ``RUN`` for ``RUN/checkpoints/step_<N>`` and
+    ``RUN/final`` (the folders this backend writes), from any folder and whatever ``run_dir`` the record holds;
+    a checkpoint elsewhere needs ``--run-dir``."""
+    from nertz_env.train.checkpoint import run_dir_of
+
+    path = os.path.normpath(checkpoint)
+    run_dir = os.path.normpath(os.path.join(path, os.pardir)) if os.path.basename(
+        os.path.abspath(path)) == "final" else run_dir_of(path)
+    if run_dir is None:
+        raise ConfigError(
+            f"--resume {checkpoint}: the checkpoint is not a run folder's final/ or checkpoints/step_<N>/ "
+            "(where the run it continues would write): pass --run-dir DIR to say where the resumed run writes"
+        )
+    return run_dir
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = [a for a in (sys.argv[1:] if argv is None else argv)]
     # the dispatcher in nertz_env.train.cli already chose this backend; drop the flag for the parser
@@ -231,7 +249,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         base = read_checkpoint_config(args.resume) if args.resume else None
-        cfg = config_from_args(args, base)
+        cfg, given = config_and_given(args, base)
+        if args.resume and "run_dir" not in given:  # the run the checkpoint belongs to, as the SB3 backend does
+            cfg = dataclasses.replace(cfg, run_dir=resume_run_dir(args.resume))
         check_supported(cfg)
         if args.num_env_runners < 0:
             raise UsageError(f"--num-env-runners must be >= 0, got {args.num_env_runners}")

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import copy
 import glob
-import importlib.util
 import json
 import os
 import pickle
@@ -62,12 +61,19 @@ from nertz_env.agents.meta import (
     IncompatibleCheckpointError,
     check_compatible,
     make_meta,
-    read_meta,
     write_meta,
 )
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.threads import limit_threads
-from nertz_env.train.config import ConfigError, TrainConfig
+from nertz_env.train.checkpoint import (
+    check_resume,
+    check_run,
+    read_checkpoint,
+    relocate_env_state,
+    relocate_snapshots,
+    state_path,
+)
+from nertz_env.train.config import TrainConfig
 from nertz_env.train.evaluate import EvalRow, append_csv, evaluate_checkpoint, format_rows
 from nertz_env.train.pool import OpponentPool
 from nertz_env.train.privileged import FIRST_VALUE_LAYER, PrivilegedCriticPolicy, widen_critic_state_dict
@@ -86,11 +92,6 @@ class Interrupted(KeyboardInterrupt):
         super().__init__(checkpoint)
         self.checkpoint = checkpoint
         self.steps = steps
-
-
-def state_path(checkpoint: str) -> str:
-    """``checkpoints/step_100.zip`` -> ``checkpoints/step_100.state.pkl``."""
-    return os.path.splitext(checkpoint)[0] + ".state.pkl"
 
 
 def save_policy(model: Any, path: str, meta: dict[str, Any]) -> str:
@@ -264,24 +265,21 @@ class Trainer:
         log: Callable[[str], None] = print,
         given: Iterable[str] = (),
     ) -> None:
-        # every check comes before the first file is written: bad input leaves no half-made run directory
+        # every check comes before the first file is written: bad input leaves no half-made run directory.
+        # A checkpoint that cannot be resumed, or that these options cannot continue, is said first (its stored
+        # options count as set: "mode single cannot take num_tables" would hide "the checkpoint is vector mode")
+        resume_meta = None
+        if resume is not None:
+            resume_meta = read_checkpoint(resume)  # FileNotFoundError / CheckpointError
+            check_resume(cfg, resume, resume_meta)  # IncompatibleCheckpointError / ConfigError
         cfg, notes = cfg.resolve(given, resume=resume is not None)  # ConfigError: an option that cannot take effect
         self.cfg = cfg
         self.log = log
         limit_threads(cfg.torch_threads)
         torch.set_num_threads(cfg.torch_threads)
-        if cfg.tensorboard and importlib.util.find_spec("tensorboard") is None:
-            raise ConfigError(
-                "tensorboard = true needs the tensorboard package: pip install tensorboard, "
-                "or pass --no-tensorboard"
-            )
         self.config: NertzConfig = make_config(num_players=cfg.num_players, **cfg.rules)
-        resume_meta = self._check_resume(resume) if resume is not None else None
+        check_run(cfg, resume)  # tensorboard installed, the run directory
         self.run_dir = os.path.abspath(cfg.run_dir)
-        if os.path.exists(self.run_dir) and not os.path.isdir(self.run_dir):
-            raise ConfigError(f"run_dir {self.run_dir} is a file, not a directory: pass another --run-dir")
-        if resume is None:
-            _check_fresh_run_dir(self.run_dir)
         self.pool = (
             OpponentPool(cfg.opponents, cfg.snapshot_weight, cfg.max_snapshots, cfg.snapshot_deterministic)
             if cfg.uses_opponents
@@ -671,48 +669,6 @@ class Trainer:
         assert isinstance(self.base_env, DummyVecEnv)
         return [e.state_dict() for e in self.base_env.envs]  # type: ignore[attr-defined]
 
-    def _check_resume(self, path: str) -> dict[str, Any]:
-        meta = read_meta(path)  # FileNotFoundError / CheckpointError
-        check_compatible(meta, self.config, where=f"checkpoint {path}")
-        cfg = self.cfg
-        problems = []
-        if meta.get("mode") != cfg.mode:
-            problems.append(f"mode: checkpoint has {meta.get('mode')!r}, the config has {cfg.mode!r}")
-        if meta.get("n_envs") != cfg.n_envs:
-            problems.append(
-                f"sub-envs: checkpoint has {meta.get('n_envs')}, the config has {cfg.n_envs} "
-                "(num_tables x learners_per_table in vector mode, num_envs in single mode)"
-            )
-        old = meta.get("train_config", {})
-        # a resumed run restores every generator and the env's tables: these cannot change on resume
-        keys = ["net_arch", "activation", "n_steps", "shaping", "relative_reward", "seed", "privileged_critic"]
-        if cfg.mode == "vector":
-            keys += ["num_tables", "learners_per_table"]
-        recorded = {"privileged_critic": False} | old  # records older than the option trained without it
-        for key in keys:
-            if key in recorded and recorded[key] != getattr(cfg, key):
-                problems.append(f"{key}: checkpoint has {recorded[key]!r}, the config has {getattr(cfg, key)!r}")
-        if cfg.init_from is not None and cfg.init_from != old.get("init_from"):
-            problems.append(
-                f"init_from {cfg.init_from!r} applies to a fresh run only (a resumed run continues the "
-                "checkpoint's weights): remove it"
-            )
-        if problems:
-            raise IncompatibleCheckpointError(f"cannot resume {path}: " + "; ".join(problems))
-        done = int(meta.get("num_timesteps", 0))
-        if cfg.total_timesteps < done:
-            raise ConfigError(
-                f"total_timesteps {cfg.total_timesteps:,} is below the {done:,} transitions {path} has trained: "
-                f"pass --total-timesteps {done} or more"
-            )
-        if not os.path.isfile(state_path(path)):
-            raise CheckpointError(
-                f"cannot resume {path}: {state_path(path)} is missing (a policy file or a copied zip holds "
-                "the "
-                "network only; resume needs a checkpoint from checkpoints/ with its .state.pkl)"
-            )
-        return meta
-
     def _init_from(self, path: str) -> None:
         """Copy the policy weights of ``path`` into the fresh model (optimizer, counters, env start anew)."""
         from nertz_env.agents.policy import load_policy
@@ -761,7 +717,7 @@ class Trainer:
             raise CheckpointError(f"{state_path(path)}: format {got!r}, expected {STATE_FORMAT!r}")
         model = self.model
         if self.pool is not None and state["pool"] is not None:
-            self._load_pool(state["pool"])
+            self._load_pool(relocate_snapshots(state["pool"], path))  # a copied run plays its own snapshots
         model.set_parameters(path, exact_match=True, device="cpu")
         model.num_timesteps = int(state["num_timesteps"])
         model._n_updates = int(state["n_updates"])
@@ -770,11 +726,12 @@ class Trainer:
         model._last_episode_starts = state["last_episode_starts"]
         model.ep_info_buffer = deque(state["ep_info_buffer"], maxlen=model._stats_window_size)
         model.ep_success_buffer = deque(state["ep_success_buffer"], maxlen=model._stats_window_size)
+        env_state = relocate_env_state(state["env"], path)  # a copied run seats its own snapshots
         if isinstance(self.base_env, NertzVecEnv):
-            self.base_env.load_state_dict(state["env"])
+            self.base_env.load_state_dict(env_state)
         else:
             assert isinstance(self.base_env, DummyVecEnv)
-            for e, s in zip(self.base_env.envs, state["env"], strict=True):
+            for e, s in zip(self.base_env.envs, env_state, strict=True):
                 e.load_state_dict(s)  # type: ignore[attr-defined]
         self.monitor.episode_returns = state["monitor"]["episode_returns"].copy()
         self.monitor.episode_lengths = state["monitor"]["episode_lengths"].copy()
@@ -797,20 +754,6 @@ class Trainer:
         np.random.set_state(state["rng"]["numpy"])  # noqa: NPY002 (SB3 shuffles minibatches with it)
         random.setstate(state["rng"]["python"])
         self.log(f"resumed from {path} at {model.num_timesteps} steps")
-
-
-_RUN_FILES = ("checkpoints/step_*.zip", "policy.zip", "eval.csv", "throughput.json")
-
-
-def _check_fresh_run_dir(run_dir: str) -> None:
-    """A fresh run must not write into another run's directory (its eval.csv rows and checkpoints would mix
-    with the new run's, and keep_checkpoints would prune them)."""
-    found = [p for pattern in _RUN_FILES for p in glob.glob(os.path.join(run_dir, pattern))]
-    if found:
-        raise ConfigError(
-            f"run_dir {run_dir} already holds a run ({os.path.relpath(sorted(found)[0], run_dir)}): pass a new "
-            "--run-dir, or continue that run with --resume RUN_DIR/checkpoints/step_<N>.zip"
-        )
 
 
 def _next_multiple(steps: int, every: int) -> int:

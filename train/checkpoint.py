@@ -1,0 +1,210 @@
+"""What ``--resume`` continues: a training checkpoint's files, the run folder it belongs to, and the checks a
+run makes before any work. No torch here: ``nertz-train --print-config`` makes the same checks as the run, so
+it refuses what the run refuses.
+
+A resumable checkpoint is ``RUN/checkpoints/step_<N>.zip`` (SB3's model, with the nertz-env record inside and
+beside it, ``step_<N>.json``) and ``step_<N>.state.pkl`` (everything else a resume needs: see
+:mod:`nertz_env.train.trainer`). It belongs to the run folder ``RUN`` it lies in (:func:`run_dir_of`):
+``nertz-train --resume`` continues that run there, from whatever folder the command is run and whatever
+``run_dir`` the record holds, so a run that was copied or moved continues in its new place.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import io
+import os
+import pickle
+import pickletools
+from typing import Any
+
+from nertz_env.agents.meta import CheckpointError, IncompatibleCheckpointError, check_compatible, read_meta
+from nertz_env.config import make_config
+from nertz_env.train.config import ConfigError, TrainConfig
+
+RUN_FILES = ("checkpoints/step_*.zip", "policy.zip", "eval.csv", "throughput.json")
+
+
+def state_path(checkpoint: str) -> str:
+    """``checkpoints/step_100.zip`` -> ``checkpoints/step_100.state.pkl``."""
+    return os.path.splitext(checkpoint)[0] + ".state.pkl"
+
+
+def run_dir_of(checkpoint: str) -> str | None:
+    """The run folder a checkpoint belongs to: ``RUN`` for ``RUN/checkpoints/step_<N>.zip`` (the layout the
+    trainer writes), spelled as ``checkpoint`` is (relative paths stay relative); ``None`` for a file that does
+    not lie in a folder named ``checkpoints``."""
+    checkpoint = os.path.normpath(checkpoint)  # an RLlib checkpoint is a folder: "RUN/checkpoints/step_64/"
+    if os.path.basename(os.path.dirname(os.path.abspath(checkpoint))) != "checkpoints":
+        return None
+    return os.path.normpath(os.path.join(os.path.dirname(checkpoint) or os.curdir, os.pardir))
+
+
+def read_checkpoint(path: str) -> dict[str, Any]:
+    """The record of the training checkpoint ``path``. ``FileNotFoundError`` when it is missing and
+    :class:`CheckpointError` when it cannot be resumed: no nertz-env record, no training config in it (a policy
+    that imitation wrote), or no ``.state.pkl`` beside it (a policy file or a copied zip). Said before anything
+    else about a resume, as no other option can make such a file resumable."""
+    meta = read_meta(path)  # FileNotFoundError / CheckpointError
+    if not isinstance(meta.get("train_config"), dict):
+        raise CheckpointError(f"{path} stores no training config: it is not a training checkpoint")
+    if not os.path.isfile(state_path(path)):
+        raise CheckpointError(
+            f"cannot resume {path}: {state_path(path)} is missing (a policy file or a copied zip holds the "
+            "network only; resume needs a checkpoint from checkpoints/ with its .state.pkl)"
+        )
+    return meta
+
+
+def check_resume(cfg: TrainConfig, path: str, meta: dict[str, Any]) -> None:
+    """Whether ``cfg`` can continue the checkpoint ``path`` (its record ``meta``): the same rules, table size
+    and env layout, the options a resumed run cannot change (it restores every generator and table), and a
+    ``total_timesteps`` not below what the checkpoint has trained. Raises
+    :class:`IncompatibleCheckpointError` naming every mismatch, or :class:`ConfigError`."""
+    check_compatible(meta, make_config(num_players=cfg.num_players, **cfg.rules), where=f"checkpoint {path}")
+    problems = []
+    if meta.get("mode") != cfg.mode:
+        problems.append(f"mode: checkpoint has {meta.get('mode')!r}, the config has {cfg.mode!r}")
+    if meta.get("n_envs") != cfg.n_envs:
+        problems.append(
+            f"sub-envs: checkpoint has {meta.get('n_envs')}, the config has {cfg.n_envs} "
+            "(num_tables x learners_per_table in vector mode, num_envs in single mode)"
+        )
+    old = meta.get("train_config", {})
+    # a resumed run restores every generator and the env's tables: these cannot change on resume
+    keys = ["net_arch", "activation", "n_steps", "shaping", "relative_reward", "seed", "privileged_critic"]
+    if cfg.mode == "vector":
+        keys += ["num_tables", "learners_per_table"]
+    recorded = {"privileged_critic": False} | old  # records older than the option trained without it
+    for key in keys:
+        if key in recorded and recorded[key] != getattr(cfg, key):
+            problems.append(f"{key}: checkpoint has {recorded[key]!r}, the config has {getattr(cfg, key)!r}")
+    if cfg.init_from is not None and cfg.init_from != old.get("init_from"):
+        problems.append(
+            f"init_from {cfg.init_from!r} applies to a fresh run only (a resumed run continues the "
+            "checkpoint's weights): remove it"
+        )
+    if problems:
+        raise IncompatibleCheckpointError(f"cannot resume {path}: " + "; ".join(problems))
+    done = int(meta.get("num_timesteps", 0))
+    if cfg.total_timesteps < done:
+        raise ConfigError(
+            f"total_timesteps {cfg.total_timesteps:,} is below the {done:,} transitions {path} has trained: "
+            f"pass --total-timesteps {done} or more"
+        )
+
+
+def check_run(cfg: TrainConfig, resume: str | None = None) -> None:
+    """The checks a run makes before its first file besides :meth:`TrainConfig.resolve` and, on resume,
+    :func:`read_checkpoint` and :func:`check_resume`: the tensorboard package when ``tensorboard`` is on; a
+    ``run_dir`` that is a file; a run into a folder that holds another run (a fresh run, or a resume sent away
+    from the checkpoint's own run folder: its checkpoints and eval.csv rows would mix with that run's)."""
+    if cfg.tensorboard and importlib.util.find_spec("tensorboard") is None:
+        raise ConfigError(
+            "tensorboard = true needs the tensorboard package: pip install tensorboard, or pass --no-tensorboard"
+        )
+    run_dir = os.path.abspath(cfg.run_dir)
+    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
+        raise ConfigError(f"run_dir {run_dir} is a file, not a directory: pass another --run-dir")
+    if resume is None:
+        check_fresh_run_dir(run_dir)
+        return
+    own = run_dir_of(resume)
+    if own is None or os.path.abspath(own) != run_dir:
+        found = _run_files(run_dir)
+        if found:
+            own_run = f"leave out --run-dir to continue in {own}, the run {resume} belongs to, or " if own else ""
+            raise ConfigError(
+                f"run_dir {run_dir} already holds a run ({os.path.relpath(found[0], run_dir)}) and is not the folder "
+                f"of {resume}: their checkpoints and eval.csv rows would mix; {own_run}pass a new --run-dir"
+            )
+
+
+def check_fresh_run_dir(run_dir: str) -> None:
+    """A fresh run must not write into another run's directory (its eval.csv rows and checkpoints would mix
+    with the new run's, and keep_checkpoints would prune them)."""
+    found = _run_files(run_dir)
+    if found:
+        raise ConfigError(
+            f"run_dir {run_dir} already holds a run ({os.path.relpath(found[0], run_dir)}): pass a new "
+            "--run-dir, or continue that run with --resume RUN_DIR/checkpoints/step_<N>.zip"
+        )
+
+
+def _moved(path: str, pool: str) -> str | None:
+    """``pool``'s copy of the snapshot file ``path`` (``<run>/pool/<name>.zip`` of another folder), or ``None``."""
+    if os.path.basename(os.path.dirname(path)) != "pool" or os.path.dirname(path) == pool:
+        return None
+    here = os.path.join(pool, os.path.basename(path))
+    return here if os.path.isfile(here) else None
+
+
+def _run_files(run_dir: str) -> list[str]:
+    """The files of ``run_dir`` that mark a run there, sorted (none: no run)."""
+    return sorted(p for pattern in RUN_FILES for p in glob.glob(os.path.join(run_dir, pattern)))
+
+
+def relocate_snapshots(pool_state: dict[str, Any], checkpoint: str) -> dict[str, Any]:
+    """The pool state of ``checkpoint`` with each snapshot (saved as ``<run>/pool/<name>.zip``, an absolute
+    path) read from the pool of the run folder the checkpoint lies in when that holds the file: a copied or moved
+    run plays its own snapshots, not those of the folder it was trained in (which may be gone)."""
+    run = run_dir_of(checkpoint)
+    if run is None:
+        return pool_state
+    pool = os.path.join(os.path.abspath(run), "pool")
+    snapshots = []
+    for entry in pool_state["snapshots"]:
+        here = _moved(str(entry["spec"]), pool)
+        snapshots.append({**entry, "spec": here} if here else entry)
+    return {**pool_state, "snapshots": snapshots}
+
+
+def relocate_env_state(env_state: Any, checkpoint: str) -> Any:
+    """The env state of ``checkpoint`` (a vector env's dict, or a list of single envs' dicts) with the snapshot
+    opponents seated at its tables read from the run folder's own pool, as :func:`relocate_snapshots` does for
+    the pool: a seated policy is pickled as its file's path and loads it when unpickled."""
+    run = run_dir_of(checkpoint)
+    if run is None:
+        return env_state
+    pool = os.path.join(os.path.abspath(run), "pool")
+
+    def fix(state: dict[str, Any]) -> dict[str, Any]:
+        blob = state["opponents"]
+        # the strings of the pickle, read without loading anything: most resumes have nothing to move
+        moved: dict[str, str] = {}
+        for _, arg, _ in pickletools.genops(blob):
+            new = _moved(arg, pool) if isinstance(arg, str) else None
+            if new:
+                moved[str(arg)] = new
+        if not moved:
+            return state
+        return {**state, "opponents": pickle.dumps(_Relocating(io.BytesIO(blob), moved).load(),
+                                                   protocol=pickle.HIGHEST_PROTOCOL)}
+
+    if isinstance(env_state, list):
+        return [fix(s) for s in env_state]
+    return fix(env_state)
+
+
+class _Relocating(pickle.Unpickler):
+    """Unpickles seated policies (:class:`~nertz_env.agents.policy.PolicyAgent`) with their file moved."""
+
+    def __init__(self, file: io.BytesIO, moved: dict[str, str]) -> None:
+        super().__init__(file)
+        from nertz_env.agents.policy import PolicyAgent
+
+        class Moved(PolicyAgent):
+            def __setstate__(self, state: dict[str, Any]) -> None:
+                meta = state.get("meta") or {}
+                if meta.get("path") in moved:
+                    state = {**state, "meta": {**meta, "path": moved[meta["path"]]}}
+                self.__class__ = PolicyAgent  # type: ignore[assignment]  # a PolicyAgent: this class moves the path
+                PolicyAgent.__setstate__(self, state)
+
+        self._policy_agent: type = PolicyAgent
+        self._moved_class: type = Moved
+
+    def find_class(self, module: str, name: str) -> Any:
+        cls = super().find_class(module, name)
+        return self._moved_class if cls is self._policy_agent else cls
