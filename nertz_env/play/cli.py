@@ -9,8 +9,9 @@ The page is served on 127.0.0.1 (``--host`` to change) and opened in the default
 just prints its address). On a loopback address only requests naming this machine (127.0.0.1, localhost, ::1)
 are served; on any other address (``--host 0.0.0.0``) every request needs the secret token printed in the
 address (``?token=...``). Every tick is appended to a replay file (``nertz-replay/1``) as the game goes; its
-path is printed. Bad input (an unknown opponent, a bad player count, a port in use) prints one line and exits
-with code 2.
+path is printed. Bad input (an unknown opponent, a bad player count, a port in use, an opponent that cannot
+play at the table: a damaged checkpoint, a policy trained for another table, with the flags of the table it was
+trained for) prints one line and exits with code 2.
 """
 
 from __future__ import annotations
