@@ -408,7 +408,9 @@ class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
         return obs, rew, term, trunc, {}
 
     def close_extras(self, **kwargs: Any) -> None:
-        self._env.close()
+        env = getattr(self, "_env", None)  # absent when __init__ refused its config (Gymnasium's __del__ closes)
+        if env is not None:
+            env.close()
 
 
 def vector_env_creator(env_config: Mapping[str, Any] | None = None) -> NertzRLlibVectorEnv:

@@ -57,8 +57,8 @@ def expected_counts(jokers: int) -> np.ndarray:
 # Tests marked ``isolated`` build virtual environments of their own (the built wheel on every Python, clients
 # whose pins conflict with the dev extras) or start clusters; they take minutes, so the README's test command
 # skips them with a reason and CI runs them in a phase of their own: ``pytest -m isolated --isolated``.
-# Tests marked ``long`` (the heaviest: the README's benchmark commands, 20-90 s each even shrunk, the ladder's
-# order, a longer training run) are skipped the same way and run in CI's "long tests" phase:
+# Tests marked ``long`` (the heaviest, over about 10 s each: the README's benchmark commands shrunk, the ladder's
+# order, a longer training run, ...) are skipped the same way and run in CI's "long tests" phase:
 # ``pytest -m long --long``.
 SKIPPED_UNLESS = {
     "isolated": "builds its own venvs or cluster; run with pytest -m isolated --isolated (CI's isolated phase)",

@@ -161,6 +161,22 @@ def test_ppo_two_iterations_no_illegal_action(local_ray, tmp_path) -> None:
     _check_loaded_agent(path, module)
 
 
+def test_vector_env__a_refused_config_leaves_nothing_to_fail_at_garbage_collection(monkeypatch) -> None:
+    """Gymnasium's ``VectorEnv.__del__`` closes the env; after ``__init__`` refused its config there is no
+    table to close, and closing must not raise (it did: an unraisable AttributeError at collection)."""
+    import gc
+    import sys
+
+    from nertz_env.rllib import NertzRLlibVectorEnv
+
+    seen: list[BaseException | None] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(u.exc_value))
+    with pytest.raises(ValueError, match="multiple of num_players"):
+        NertzRLlibVectorEnv({**SMALL, "num_envs": 3})
+    gc.collect()
+    assert seen == []
+
+
 def test_single_agent_route_trains_and_its_checkpoint_plays(local_ray, tmp_path) -> None:
     """ppo_config(single_agent=True): every seat of 2 tables is a sub-env of one vector env; PPO trains on a
     batch of agent steps, plays no illegal action, and its checkpoint (module default_policy) loads by path."""
@@ -361,7 +377,9 @@ def test_a_rounded_budget_is_said() -> None:
 
 # ---------------------------------------------------------------------------------------------------------
 # a simulated two-node cluster: nertz-train --address joins it, env runners on both nodes, then nertz-eval
+@pytest.mark.long
 def test_two_node_cluster_train_then_gauntlet(tmp_path, capsys) -> None:
+    """About 11 s on 2 cores (two Ray nodes), so in CI's long-tests phase."""
     import ray
     from ray.cluster_utils import Cluster
 
