@@ -41,6 +41,28 @@ def run_dir_of(checkpoint: str) -> str | None:
     return os.path.normpath(os.path.join(os.path.dirname(checkpoint) or os.curdir, os.pardir))
 
 
+def resume_run_dir(checkpoint: str, final: bool = False) -> str:
+    """Where ``--resume CHECKPOINT`` without ``--run-dir`` writes: the run folder the checkpoint lies in
+    (:func:`run_dir_of`; with ``final``, also ``RUN`` for ``RUN/final``, the RLlib backend's last checkpoint),
+    not the ``run_dir`` its record holds (a path relative to the folder that run was started from, and the
+    original's name in a copied run). A checkpoint outside that layout is refused: its run is unknown."""
+    path = os.path.normpath(checkpoint)
+    if final and os.path.basename(os.path.abspath(path)) == "final":
+        return os.path.normpath(os.path.join(path, os.pardir))
+    run_dir = run_dir_of(path)
+    if run_dir is None:
+        where, writes = (
+            ("a run folder's final/ or checkpoints/step_<N>/ (", "")
+            if final
+            else ("in a run folder's checkpoints/ (RUN/checkpoints/step_<N>.zip, ", " its checkpoints, policy and eval.csv")
+        )
+        raise ConfigError(
+            f"--resume {checkpoint}: the checkpoint is not {where}where the run it continues would write): "
+            f"pass --run-dir DIR to say where the resumed run writes{writes}"
+        )
+    return run_dir
+
+
 def read_checkpoint(path: str) -> dict[str, Any]:
     """The record of the training checkpoint ``path``. ``FileNotFoundError`` when it is missing and
     :class:`CheckpointError` when it cannot be resumed: no nertz-env record, no training config in it (a policy

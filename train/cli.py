@@ -241,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from nertz_env.agents import AgentSpecError
     from nertz_env.agents.meta import CheckpointError
-    from nertz_env.train.checkpoint import check_resume, check_run, read_checkpoint
+    from nertz_env.train.checkpoint import check_resume, check_run, read_checkpoint, resume_run_dir
 
     try:
         base, meta = None, {}
@@ -289,23 +289,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"nertz-train: interrupted again while saving: stopped at once{hint}", file=sys.stderr)
         return 130
     return 0
-
-
-def resume_run_dir(checkpoint: str) -> str:
-    """Where ``--resume CHECKPOINT`` without ``--run-dir`` writes: the run folder the checkpoint lies in
-    (``RUN`` for ``RUN/checkpoints/step_<N>.zip``), not the ``run_dir`` its record holds (a path relative to
-    the folder that run was started from, and the original's name in a copied run). A checkpoint outside
-    that layout is refused: its run is unknown."""
-    from nertz_env.train.checkpoint import run_dir_of
-
-    run_dir = run_dir_of(checkpoint)
-    if run_dir is None:
-        raise ConfigError(
-            f"--resume {checkpoint}: the checkpoint is not in a run folder's checkpoints/ "
-            "(RUN/checkpoints/step_<N>.zip, where the run it continues would write): pass --run-dir DIR to "
-            "say where the resumed run writes its checkpoints, policy and eval.csv"
-        )
-    return run_dir
 
 
 def interrupted_message(checkpoint: str | None, steps: int, run_dir: str) -> str:

@@ -216,23 +216,6 @@ def read_checkpoint_config(path: str) -> TrainConfig:
     return TrainConfig.from_dict(stored)
 
 
-def resume_run_dir(checkpoint: str) -> str:
-    """Where ``--resume CHECKPOINT`` without ``--run-dir`` writes: ``RUN`` for ``RUN/checkpoints/step_<N>`` and
-    ``RUN/final`` (the folders this backend writes), from any folder and whatever ``run_dir`` the record holds;
-    a checkpoint elsewhere needs ``--run-dir``."""
-    from nertz_env.train.checkpoint import run_dir_of
-
-    path = os.path.normpath(checkpoint)
-    run_dir = os.path.normpath(os.path.join(path, os.pardir)) if os.path.basename(
-        os.path.abspath(path)) == "final" else run_dir_of(path)
-    if run_dir is None:
-        raise ConfigError(
-            f"--resume {checkpoint}: the checkpoint is not a run folder's final/ or checkpoints/step_<N>/ "
-            "(where the run it continues would write): pass --run-dir DIR to say where the resumed run writes"
-        )
-    return run_dir
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = [a for a in (sys.argv[1:] if argv is None else argv)]
     # the dispatcher in nertz_env.train.cli already chose this backend; drop the flag for the parser
@@ -246,12 +229,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_rllib_parser().parse_args(argv)
     from nertz_env.agents import AgentSpecError
     from nertz_env.agents.meta import CheckpointError
+    from nertz_env.train.checkpoint import resume_run_dir
 
     try:
         base = read_checkpoint_config(args.resume) if args.resume else None
         cfg, given = config_and_given(args, base)
         if args.resume and "run_dir" not in given:  # the run the checkpoint belongs to, as the SB3 backend does
-            cfg = dataclasses.replace(cfg, run_dir=resume_run_dir(args.resume))
+            cfg = dataclasses.replace(cfg, run_dir=resume_run_dir(args.resume, final=True))
         check_supported(cfg)
         if args.num_env_runners < 0:
             raise UsageError(f"--num-env-runners must be >= 0, got {args.num_env_runners}")
