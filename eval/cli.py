@@ -16,7 +16,8 @@ is played; so does a flag that could not take effect (``--deals`` with ``--deal-
 ``--target-score`` with ``--rule target_score``, more ``--workers`` than deals, ``--out``/``--no-plots`` with
 ``--no-save``, ``--no-rotate`` where every lineup has one seating, a repeated deal seed, ``--workers`` with
 ``--address``), and an ``--out`` that could not be written (a file of that name, a place no folder can be made
-in). Ctrl-C saves the deals finished so far and exits 130.
+in). Any number of ``--deals`` starts at once (each deal's seed is computed when it is dealt), and Ctrl-C saves
+the deals finished so far and exits 130.
 
 ``--address auto`` (or a Ray head's ``host:port``) plays the deals as Ray tasks on every free CPU of a Ray
 cluster (:mod:`nertz_env.eval.cluster`): checkpoints travel through Ray's object store, every node is checked
@@ -119,7 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
     def common(p: argparse.ArgumentParser, default_out: str, default_deals: int) -> None:
         p.set_defaults(default_out=default_out, default_deals=default_deals)
         p.add_argument("--players", type=int, default=4, help="seats at the table, 2 to 8 (default 4)")
-        p.add_argument("--deals", type=int, help=f"deals (default {default_deals})")
+        p.add_argument(
+            "--deals",
+            type=int,
+            help=f"deals, at least 1 (default {default_deals}); any number starts at once, and Ctrl-C saves the "
+            "deals finished",
+        )
         p.add_argument(
             "--seed", type=int, default=0, help="tournament seed: deal and agent seeds (default 0)"
         )
