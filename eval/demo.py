@@ -73,6 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     _show_a_table(args.seed)
     print(f"\nThe scripted ladder, {args.deals} duplicate deals of 4 players (every seat rotation):\n")
     results = run_tournament(list(LADDER), num_players=4, deals=args.deals, seed=args.seed)
+    if results.interrupted and not results.deals_done:  # as nertz-eval: no table of zeros and dashes
+        print(f"nertz-demo: interrupted before any of the {args.deals} deal(s) finished", file=sys.stderr)
+        return EXIT_INTERRUPTED
     summary = summarize(results)
     print(table(results, summary))
     print()

@@ -508,3 +508,12 @@ def test_demo__a_huge_deals_starts_at_once_and_ctrl_c_shows_the_finished(capsys:
     assert "search - heuristic" in captured.out and "[interrupted: 1 of 10000000000 deals]" in captured.out
     assert "the tables above cover the 1 of 10000000000 deal(s) finished" in captured.err
 
+
+def test_demo__ctrl_c_before_any_deal_finished_shows_no_empty_table(capsys: Any, monkeypatch: Any) -> None:
+    from nertz_env.eval.demo import main as demo_main
+
+    _ctrl_c_at_deal(monkeypatch, 0)
+    assert demo_main(["--deals", "5"]) == 130
+    captured = capsys.readouterr()
+    assert "score difference" not in captured.out and "agent " not in captured.out  # no table of dashes
+    assert captured.err.strip().splitlines()[-1] == "nertz-demo: interrupted before any of the 5 deal(s) finished"
