@@ -13,11 +13,11 @@ path). Rules options are ``--rule key=value`` with values read as JSON when they
 saved (JSON, CSV, PNG) under ``--out``. Bad input (unknown agent, missing checkpoint, impossible table, bad
 rule, an agent that cannot play at the table) prints one line on stderr and exits with code 2, before any deal
 is played; so does a flag that could not take effect (``--deals`` with ``--deal-seeds``, a rule given twice,
-``--target-score`` with ``--rule target_score``, more ``--workers`` than deals, ``--out``/``--no-plots`` with
-``--no-save``, ``--no-rotate`` where every lineup has one seating, a repeated deal seed, ``--workers`` with
-``--address``), and an ``--out`` that could not be written (a file of that name, a place no folder can be made
-in). Any number of ``--deals`` starts at once (each deal's seed is computed when it is dealt), and Ctrl-C saves
-the deals finished so far and exits 130.
+``--target-score`` with ``--rule target_score``, more ``--workers`` than deals or than the CPUs this process
+can use, ``--out``/``--no-plots`` with ``--no-save``, ``--no-rotate`` where every lineup has one seating, a
+repeated deal seed, ``--workers`` with ``--address``), and an ``--out`` that could not be written (a file of
+that name, a place no folder can be made in). Any number of ``--deals`` starts at once (each deal's seed is
+computed when it is dealt), and Ctrl-C saves the deals finished so far and exits 130.
 
 ``--address auto`` (or a Ray head's ``host:port``) plays the deals as Ray tasks on every free CPU of a Ray
 cluster (:mod:`nertz_env.eval.cluster`): checkpoints travel through Ray's object store, every node is checked
@@ -109,6 +109,14 @@ def _deal_seeds(text: str | None) -> list[int] | None:
     return seeds
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the system tells it, else the machine's)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nertz-eval",
@@ -135,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--workers",
             type=int,
-            help=f"processes, at most one per deal (default {min(2, os.cpu_count() or 1)}, or the deals if fewer)",
+            help=f"processes, at most one per deal and one per CPU ({usable_cpus()} here; default "
+            f"{min(2, usable_cpus())}, or the deals if fewer)",
         )
         p.add_argument(
             "--address",
@@ -186,6 +195,13 @@ def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int
     if args.workers is not None:
         if args.workers < 1:
             raise UsageError(f"--workers must be at least 1, got {args.workers}")
+        cpus = usable_cpus()
+        if args.workers > cpus:  # each is a spawned process: --workers 1000 started 999 of them, none finished
+            raise UsageError(
+                f"--workers {args.workers} is more than the {cpus} CPU(s) this process can use: each worker is "
+                f"a process that loads the agents and plays on a CPU of its own, so more only share the same "
+                f"CPUs; pass --workers {cpus} or fewer"
+            )
         if args.workers > deals:
             raise UsageError(
                 f"--workers {args.workers} with {deals} deal(s): work is split by deal, so at most "
@@ -193,7 +209,7 @@ def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int
             )
         workers = args.workers
     else:
-        workers = min(2, os.cpu_count() or 1, deals)
+        workers = min(2, usable_cpus(), deals)
     if args.no_save:
         for flag, given in (("--out", args.out is not None), ("--no-plots", args.no_plots)):
             if given:

@@ -436,7 +436,7 @@ def test_every_subcommand_saves_under_eval_out_by_default() -> None:
         assert p.get_default("default_out") == f"eval_out/{name}", name
 
 
-# ---------------------------------------------------------------- a huge --deals
+# ---------------------------------------------------------------- a huge --deals, an absurd --workers
 def _no_seeds_up_front(monkeypatch: Any) -> None:
     """Fail at once where the seeds of every deal were built before the first deal (6 µs and about 50 bytes a
     deal: --deals 10000000000 took hours and hundreds of GB with no message)."""
@@ -496,6 +496,16 @@ def test_cli__a_huge_deals_starts_at_once_and_ctrl_c_saves_the_finished_deals(
     assert data["deals_done"] == [0, 1, 2] and data["deals_planned"] == 10**10 and data["interrupted"]
     assert data["deal_seeds"] == [deal_seed(0, i) for i in range(3)]  # only the seeds of deals played
     assert "[interrupted: 3 of 10000000000 deals]" in (out / "table.txt").read_text()
+
+
+def test_cli__more_workers_than_cpus_is_refused(tmp_path: Path, capsys: Any, monkeypatch: Any) -> None:
+    # --workers 1000 --deals 1000 started 999 processes on 2 cores (load average 198), none finished a deal
+    import nertz_env.eval.cli as cli
+
+    monkeypatch.setattr(cli, "usable_cpus", lambda: 2)
+    argv = ["round-robin", "random", "greedy", "--deals", "1000", "--workers", "3"]
+    _fails(argv, "--workers 3 is more than the 2 CPU(s) this process can use", capsys, tmp_path)
+    _fails([*argv[:-1], "1000000000000"], "pass --workers 2 or fewer", capsys, tmp_path)
 
 
 def test_demo__a_huge_deals_starts_at_once_and_ctrl_c_shows_the_finished(capsys: Any, monkeypatch: Any) -> None:
