@@ -345,7 +345,7 @@ def test_cli_resume_other_table_is_refused(tmp_path, capsys) -> None:
     (ckpt / "nertz_meta.json").write_text(json.dumps(meta))
     code = main(["--backend", "rllib", "--resume", str(ckpt), "--num-players", "4", "--run-dir", str(tmp_path / "r")])
     err = capsys.readouterr().err.strip()
-    assert code == 2 and "num_players: checkpoint has 2, the table has 4" in err and len(err.splitlines()) == 1
+    assert code == 2 and f"num_players: checkpoint {ckpt} has 2, the table has 4" in err and len(err.splitlines()) == 1
     code = main(["--backend", "rllib", "--resume", str(tmp_path), "--run-dir", str(tmp_path / "r")])
     assert code == 2 and "not an RLlib checkpoint" in capsys.readouterr().err
 
@@ -389,7 +389,9 @@ REFUSED_BEFORE_RAY = [
     (["--learners-per-table", "1", "--tables-per-env", "0"], "--tables-per-env must be >= 1"),
     (["--address", "nohost"], "--address takes host:port"),
     (["--address", "127.0.0.1:1"], "no Ray cluster at 127.0.0.1:1"),
-    (["--resume", "{run}/final", "--num-players", "4"], "num_players: checkpoint has 2, the table has 4"),
+    (["--resume", "{run}/final", "--num-players", "4"], "num_players: checkpoint {run}/final has 2, the table has 4"),
+    (["--resume", "{run}/final", "--net-arch", "32"], "net_arch: checkpoint has [256, 256], the config has [32]"),
+    (["--resume", "{run}/final", "--total-timesteps", "32"], "below the 64 transitions {run}/final has trained"),
     (["--resume", "{run}/final", "--rule", "draw=1"], "rules.draw"),
     (["--resume", "{run}/checkpoints/step_000000000064", "--run-dir", "{other}"], "already holds a run (eval.csv)"),
     (["--resume", "{run}/final", "--run-dir", "{other}"], "leave out --run-dir to continue in {run}"),
@@ -411,7 +413,7 @@ def test_cli_print_config_refuses_what_the_run_refuses(flags, message, tmp_path,
     flags = [f.format(run=run, other=other) for f in flags]
     message = message.format(run=run)
     lines = []
-    for extra in (["--print-config"], ["--total-timesteps", "64"]):
+    for extra in (["--print-config"], []):
         defaults = [f for k, v in (("--num-players", "2"), ("--run-dir", str(tmp_path / "new"))) if k not in flags
                     for f in (k, v)]
         code, out, err = _train([*defaults, *flags, *extra], capsys, monkeypatch)

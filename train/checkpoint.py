@@ -85,16 +85,18 @@ def read_checkpoint(path: str) -> dict[str, Any]:
     return meta
 
 
-def check_resume(cfg: TrainConfig, path: str, meta: dict[str, Any]) -> None:
+def check_resume(cfg: TrainConfig, path: str, meta: dict[str, Any], rllib: bool = False) -> None:
     """Whether ``cfg`` can continue the checkpoint ``path`` (its record ``meta``): the same rules, table size
     and env layout, the options a resumed run cannot change (it restores every generator and table), and a
-    ``total_timesteps`` not below what the checkpoint has trained. Raises
-    :class:`IncompatibleCheckpointError` naming every mismatch, or :class:`ConfigError`."""
+    ``total_timesteps`` not below what the checkpoint has trained. With ``rllib`` (a checkpoint of the RLlib
+    backend, which restores RLlib's state), the options it cannot change are the learner module's shape
+    (``net_arch``: RLlib's restore fails on another). Raises :class:`IncompatibleCheckpointError` naming every
+    mismatch, or :class:`ConfigError`."""
     check_compatible(meta, make_config(num_players=cfg.num_players, **cfg.rules), where=f"checkpoint {path}")
     problems = []
-    if meta.get("mode") != cfg.mode:
+    if not rllib and meta.get("mode") != cfg.mode:
         problems.append(f"mode: checkpoint has {meta.get('mode')!r}, the config has {cfg.mode!r}")
-    if meta.get("n_envs") != cfg.n_envs:
+    if not rllib and meta.get("n_envs") != cfg.n_envs:
         problems.append(
             f"sub-envs: checkpoint has {meta.get('n_envs')}, the config has {cfg.n_envs} "
             "(num_tables x learners_per_table in vector mode, num_envs in single mode)"
@@ -102,7 +104,9 @@ def check_resume(cfg: TrainConfig, path: str, meta: dict[str, Any]) -> None:
     old = meta.get("train_config", {})
     # a resumed run restores every generator and the env's tables: these cannot change on resume
     keys = ["net_arch", "activation", "n_steps", "shaping", "relative_reward", "seed", "privileged_critic"]
-    if cfg.mode == "vector":
+    if rllib:
+        keys = ["net_arch"]
+    elif cfg.mode == "vector":
         keys += ["num_tables", "learners_per_table"]
     recorded = {"privileged_critic": False} | old  # records older than the option trained without it
     for key in keys:

@@ -257,9 +257,7 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
     another run's folder: :func:`nertz_env.train.checkpoint.check_run_dir`, as the SB3 backend checks it),
     ``--address`` and the rllib extra. Returns the config as it will run, and whether a resumed checkpoint is of
     the multi-agent env."""
-    from nertz_env.agents.meta import check_compatible
-    from nertz_env.config import make_config
-    from nertz_env.train.checkpoint import check_run_dir, resume_run_dir
+    from nertz_env.train.checkpoint import check_resume, check_run_dir, resume_run_dir
 
     base, meta = _read_checkpoint(args.resume) if args.resume else (None, None)
     cfg, given = config_and_given(args, base)
@@ -272,7 +270,7 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
     if meta is not None:
         from nertz_env._rllib_spec import LEARNER_MODULE_DIR
 
-        check_compatible(meta, make_config(num_players=cfg.num_players, **cfg.rules), "checkpoint")
+        check_resume(cfg, args.resume, meta, rllib=True)  # the table, net_arch, a budget below the checkpoint's
         multi_agent = os.path.normpath(str(meta.get("learner_module"))) == os.path.normpath(LEARNER_MODULE_DIR)
     layout(cfg, args.num_env_runners, args.tables_per_env, multi_agent=multi_agent)
     check_run_dir(cfg.run_dir, args.resume, final=True)
