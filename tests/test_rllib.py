@@ -460,6 +460,21 @@ def test_cli_print_config_imports_neither_ray_nor_torch(tmp_path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+def test_cli_without_ray_print_config_says_the_extra_is_needed_as_the_run_does(tmp_path, capsys, monkeypatch) -> None:
+    """Without Ray installed (find_spec finds none), --print-config refuses as the run does, in the same line."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else find_spec(name, *a))
+    lines = []
+    for extra in (["--print-config"], []):
+        code, out, err = _train(["--run-dir", str(tmp_path / "run"), *extra], capsys, monkeypatch)
+        assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+        assert "needs the rllib extra (pip install 'nertz-env[rllib]'): No module named 'ray'" in err
+        lines.append(err)
+    assert lines[0] == lines[1] and not (tmp_path / "run").exists()
+
+
 def test_cli_a_run_folder_is_refused_in_the_same_line_by_both_backends(tmp_path, capsys, monkeypatch) -> None:
     """One message in one place: a fresh run into a folder holding a run is refused by the SB3 and the RLlib
     backend in the same line, naming the run's last checkpoint to resume."""
