@@ -350,16 +350,18 @@ def test_cli_resume_other_table_is_refused(tmp_path, capsys) -> None:
     assert code == 2 and "not an RLlib checkpoint" in capsys.readouterr().err
 
 
-def _fake_run(run, num_players: int = 2) -> str:
+def _fake_run(run, num_players: int = 2, module: str | None = None) -> str:
     """``run`` laid out as a finished run of this backend (``checkpoints/step_<N>/`` and ``final/``), each
-    checkpoint holding its record only: enough for every check made before Ray. Returns its step checkpoint."""
+    checkpoint holding its record only: enough for every check made before Ray. ``module``: the learner module's
+    folder (default: the multi-agent env's). Returns its step checkpoint."""
     import json
 
     from nertz_env.config import make_config
-    from nertz_env.rllib import checkpoint_meta
+    from nertz_env.rllib import LEARNER_MODULE_DIR, checkpoint_meta
     from nertz_env.train.config import TrainConfig
 
-    meta = checkpoint_meta(make_config(num_players=num_players), num_timesteps=64, mode="rllib",
+    meta = checkpoint_meta(make_config(num_players=num_players), module or LEARNER_MODULE_DIR, num_timesteps=64,
+                           mode="rllib",
                            train_config={**TrainConfig(num_players=num_players).to_dict(), "run_dir": "somewhere"})
     step = run / "checkpoints" / "step_000000000064"
     for folder in (step, run / "final"):
@@ -458,6 +460,23 @@ def test_cli_print_config_imports_neither_ray_nor_torch(tmp_path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_cli_a_self_play_checkpoint_is_not_resumed_as_a_league(tmp_path, capsys, monkeypatch) -> None:
+    """A checkpoint of RLlib's single-agent route (self-play, module default_policy) resumed with a league would
+    start the league's "learner" module untrained (RLlib's restore has nothing to fill it from, and says nothing):
+    refused before Ray, --print-config too; resumed in self-play it is taken."""
+    run = tmp_path / "rl"
+    _fake_run(run, module=os.path.join("learner_group", "learner", "rl_module", "default_policy"))
+    league = ["--learners-per-table", "1", "--opponent", "heuristic=1"]
+    lines = []
+    for extra in (["--print-config"], []):
+        code, out, err = _train(["--resume", str(run / "final"), *league, *extra], capsys, monkeypatch)
+        assert code == 2 and out == "" and "is a self-play checkpoint" in err and len(err.splitlines()) == 1, err
+        lines.append(err)
+    assert lines[0] == lines[1]
+    code, out, err = _train(["--resume", str(run / "final"), "--print-config"], capsys, monkeypatch)
+    assert code == 0, err
 
 
 def test_cli_without_ray_print_config_says_the_extra_is_needed_as_the_run_does(tmp_path, capsys, monkeypatch) -> None:

@@ -272,6 +272,13 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
 
         check_resume(cfg, args.resume, meta, rllib=True)  # the table, net_arch, a budget below the checkpoint's
         multi_agent = os.path.normpath(str(meta.get("learner_module"))) == os.path.normpath(LEARNER_MODULE_DIR)
+        if not multi_agent and (cfg.learners_per_table or cfg.num_players) < cfg.num_players:
+            # RLlib's restore has no "learner" module to fill from such a checkpoint and leaves it untrained
+            raise UsageError(
+                f"cannot resume {args.resume} as a league (learners_per_table {cfg.learners_per_table}): it is a "
+                "self-play checkpoint (RLlib's single-agent route, module default_policy), whose network a league's "
+                "module would not take; resume it in self-play (leave out learners_per_table), or start a new run"
+            )
     layout(cfg, args.num_env_runners, args.tables_per_env, multi_agent=multi_agent)
     check_run_dir(cfg.run_dir, args.resume, final=True)
     if args.address:
