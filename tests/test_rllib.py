@@ -345,9 +345,167 @@ def test_cli_resume_other_table_is_refused(tmp_path, capsys) -> None:
     (ckpt / "nertz_meta.json").write_text(json.dumps(meta))
     code = main(["--backend", "rllib", "--resume", str(ckpt), "--num-players", "4", "--run-dir", str(tmp_path / "r")])
     err = capsys.readouterr().err.strip()
-    assert code == 2 and "num_players: checkpoint has 2, the table has 4" in err and len(err.splitlines()) == 1
+    assert code == 2 and f"num_players: checkpoint {ckpt} has 2, the table has 4" in err and len(err.splitlines()) == 1
     code = main(["--backend", "rllib", "--resume", str(tmp_path), "--run-dir", str(tmp_path / "r")])
     assert code == 2 and "not an RLlib checkpoint" in capsys.readouterr().err
+
+
+def _fake_run(run, num_players: int = 2, module: str | None = None) -> str:
+    """``run`` laid out as a finished run of this backend (``checkpoints/step_<N>/`` and ``final/``), each
+    checkpoint holding its record only: enough for every check made before Ray. ``module``: the learner module's
+    folder (default: the multi-agent env's). Returns its step checkpoint."""
+    import json
+
+    from nertz_env.config import make_config
+    from nertz_env.rllib import LEARNER_MODULE_DIR, checkpoint_meta
+    from nertz_env.train.config import TrainConfig
+
+    meta = checkpoint_meta(make_config(num_players=num_players), module or LEARNER_MODULE_DIR, num_timesteps=64,
+                           mode="rllib",
+                           train_config={**TrainConfig(num_players=num_players).to_dict(), "run_dir": "somewhere"})
+    step = run / "checkpoints" / "step_000000000064"
+    for folder in (step, run / "final"):
+        folder.mkdir(parents=True)
+        (folder / "nertz_meta.json").write_text(json.dumps(meta))
+    return str(step)
+
+
+def _train(argv, capsys, monkeypatch) -> tuple[int, str, str]:
+    """``nertz-train --backend rllib ARGV`` with ray.init refusing to start (nothing here may start Ray)."""
+    import ray
+
+    from nertz_env.train.cli import main
+
+    monkeypatch.setattr(ray, "init", lambda *a, **k: pytest.fail("Ray was started"))
+    code = main(["--backend", "rllib", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err.strip()
+
+
+# what the run refuses before Ray starts: --print-config refuses it too, with the same line
+REFUSED_BEFORE_RAY = [
+    (["--opponent", "nobody=1", "--learners-per-table", "1"], "unknown agent 'nobody'"),
+    (["--tables-per-env", "4"], "--tables-per-env has no effect in self-play"),
+    (["--num-tables", "24", "--tables-per-env", "16", "--learners-per-table", "1", "--opponent", "heuristic=1"],
+     "not a multiple of --tables-per-env 16"),
+    (["--learners-per-table", "1", "--tables-per-env", "0"], "--tables-per-env must be >= 1"),
+    (["--address", "nohost"], "--address takes host:port"),
+    (["--address", "127.0.0.1:1"], "no Ray cluster at 127.0.0.1:1"),
+    (["--resume", "{run}/final", "--num-players", "4"], "num_players: checkpoint {run}/final has 2, the table has 4"),
+    (["--resume", "{run}/final", "--net-arch", "32"], "net_arch: checkpoint has [256, 256], the config has [32]"),
+    (["--resume", "{run}/final", "--total-timesteps", "32"], "below the 64 transitions {run}/final has trained"),
+    (["--resume", "{run}/final", "--rule", "draw=1"], "rules.draw"),
+    (["--resume", "{run}/checkpoints/step_000000000064", "--run-dir", "{other}"], "already holds a run (eval.csv)"),
+    (["--resume", "{run}/final", "--run-dir", "{other}"], "leave out --run-dir to continue in {run}"),
+    (["--run-dir", "{run}"], "already holds a run (checkpoints/step_000000000064)"),
+    (["--run-dir", "{other}"], "already holds a run (eval.csv)"),
+    (["--run-dir", "{other}/eval.csv"], "is a file, not a directory"),
+]
+
+
+@pytest.mark.parametrize(("flags", "message"), REFUSED_BEFORE_RAY, ids=[" ".join(f) for f, _ in REFUSED_BEFORE_RAY])
+def test_cli_print_config_refuses_what_the_run_refuses(flags, message, tmp_path, capsys, monkeypatch) -> None:
+    """--print-config makes every check the run makes before Ray (no Ray, no torch): the same line, exit 2. The
+    run directory is checked as the SB3 backend checks it: a fresh run, or a resume sent away from the
+    checkpoint's own run folder, into a folder holding another run (this backend's or SB3's) is refused."""
+    run, other = tmp_path / "runs" / "rl", tmp_path / "runs" / "sb3"
+    _fake_run(run)
+    other.mkdir()
+    (other / "eval.csv").write_text("")
+    flags = [f.format(run=run, other=other) for f in flags]
+    message = message.format(run=run)
+    lines = []
+    for extra in (["--print-config"], []):
+        defaults = [f for k, v in (("--num-players", "2"), ("--run-dir", str(tmp_path / "new"))) if k not in flags
+                    for f in (k, v)]
+        code, out, err = _train([*defaults, *flags, *extra], capsys, monkeypatch)
+        assert code == 2 and out == "" and message in err and len(err.splitlines()) == 1, (extra, err)
+        lines.append(err)
+    assert lines[0] == lines[1]
+    assert sorted(os.listdir(tmp_path)) == ["runs"] and sorted(os.listdir(other)) == ["eval.csv"]  # nothing made
+
+
+def test_cli_print_config_takes_what_the_run_takes(tmp_path, capsys, monkeypatch) -> None:
+    """A resume in the checkpoint's own run folder (named or not), a new folder, a folder without a run: passed."""
+    import json
+
+    run = tmp_path / "rl"
+    step = _fake_run(run)
+    (tmp_path / "empty").mkdir()
+    for flags, run_dir in [
+        (["--resume", str(run / "final")], run),
+        (["--resume", step], run),
+        (["--resume", step, "--run-dir", str(run)], run),
+        (["--resume", step, "--run-dir", str(tmp_path / "new")], tmp_path / "new"),
+        (["--run-dir", str(tmp_path / "empty")], tmp_path / "empty"),
+    ]:
+        code, out, err = _train([*flags, "--num-players", "2", "--print-config"], capsys, monkeypatch)
+        assert code == 0, (flags, err)
+        assert os.path.abspath(json.loads(out)["run_dir"]) == str(run_dir)
+
+
+def test_cli_print_config_imports_neither_ray_nor_torch(tmp_path) -> None:
+    """The checks --print-config makes (the run's, before Ray) need neither Ray nor torch: a second at most."""
+    import subprocess
+    import sys
+
+    run = tmp_path / "rl"
+    _fake_run(run)
+    code = (
+        "import sys; from nertz_env.train.cli import main; "
+        f"code = main(['--backend', 'rllib', '--resume', {str(run / 'final')!r}, '--num-players', '2', "
+        "'--learners-per-table', '1', '--opponent', 'heuristic=1', '--print-config']); "
+        "heavy = sorted({'ray', 'torch'} & set(sys.modules)); "
+        "sys.exit(f'{code} {heavy}' if code or heavy else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_cli_a_self_play_checkpoint_is_not_resumed_as_a_league(tmp_path, capsys, monkeypatch) -> None:
+    """A checkpoint of RLlib's single-agent route (self-play, module default_policy) resumed with a league would
+    start the league's "learner" module untrained (RLlib's restore has nothing to fill it from, and says nothing):
+    refused before Ray, --print-config too; resumed in self-play it is taken."""
+    run = tmp_path / "rl"
+    _fake_run(run, module=os.path.join("learner_group", "learner", "rl_module", "default_policy"))
+    league = ["--learners-per-table", "1", "--opponent", "heuristic=1"]
+    lines = []
+    for extra in (["--print-config"], []):
+        code, out, err = _train(["--resume", str(run / "final"), *league, *extra], capsys, monkeypatch)
+        assert code == 2 and out == "" and "is a self-play checkpoint" in err and len(err.splitlines()) == 1, err
+        lines.append(err)
+    assert lines[0] == lines[1]
+    code, out, err = _train(["--resume", str(run / "final"), "--print-config"], capsys, monkeypatch)
+    assert code == 0, err
+
+
+def test_cli_without_ray_print_config_says_the_extra_is_needed_as_the_run_does(tmp_path, capsys, monkeypatch) -> None:
+    """Without Ray installed (find_spec finds none), --print-config refuses as the run does, in the same line."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else find_spec(name, *a))
+    lines = []
+    for extra in (["--print-config"], []):
+        code, out, err = _train(["--run-dir", str(tmp_path / "run"), *extra], capsys, monkeypatch)
+        assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+        assert "needs the rllib extra (pip install 'nertz-env[rllib]'): No module named 'ray'" in err
+        lines.append(err)
+    assert lines[0] == lines[1] and not (tmp_path / "run").exists()
+
+
+def test_cli_a_run_folder_is_refused_in_the_same_line_by_both_backends(tmp_path, capsys, monkeypatch) -> None:
+    """One message in one place: a fresh run into a folder holding a run is refused by the SB3 and the RLlib
+    backend in the same line, naming the run's last checkpoint to resume."""
+    from nertz_env.train.cli import main
+
+    run = tmp_path / "rl"
+    _fake_run(run)
+    code, _, rllib = _train(["--num-players", "2", "--run-dir", str(run), "--print-config"], capsys, monkeypatch)
+    sb3 = main(["--num-players", "2", "--run-dir", str(run), "--print-config"])
+    assert code == sb3 == 2
+    assert rllib == capsys.readouterr().err.strip()
+    assert rllib.endswith(f"pass a new --run-dir, or continue that run with --backend rllib --resume {run / 'final'}"), rllib
 
 
 @pytest.mark.parametrize(

@@ -252,3 +252,28 @@ def test_resume__into_another_runs_folder_is_refused(base: str, capsys: pytest.C
     code, out, err = _run(["--resume", ckpt, "--run-dir", os.path.join(base, "runs", "selfplay"), "--print-config"],
                           capsys)
     assert code == 0, err
+
+
+def test_a_folder_holding_a_run__one_refusal_for_a_fresh_run_and_a_resume(
+    base: str, tmp_path: Any, capsys: pytest.CaptureFixture
+) -> None:
+    """A fresh run and a resume sent into a folder that holds another run are refused in one wording (one
+    message, in one place: checkpoint.check_run_dir), each with its own way out; a fresh run is told the
+    run's last checkpoint to resume."""
+    own = os.path.join(base, "runs", "selfplay")
+    ckpt = os.path.join(own, "checkpoints", STEP)
+    copy = str(tmp_path / "copy")
+    shutil.copytree(own, copy)
+    last = max(n for n in os.listdir(os.path.join(copy, "checkpoints")) if n.endswith(".zip"))
+    head = f"nertz-train: error: run_dir {copy} already holds a run (checkpoints/{STEP})"
+    why = ": the two runs' checkpoints and eval.csv rows would mix; "
+    for extra in (["--print-config"], []):
+        code, out, err = _run(["--run-dir", copy, *extra], capsys)
+        assert code == 2 and out == "" and _one_line_error(err) == (
+            head + why + f"pass a new --run-dir, or continue that run with --resume {copy}/checkpoints/{last}"
+        )
+        code, out, err = _run(["--resume", ckpt, "--run-dir", copy, *extra], capsys)
+        assert code == 2 and out == "" and _one_line_error(err) == (
+            head + f" and is not the folder of {ckpt}" + why
+            + f"leave out --run-dir to continue in {own}, the run {ckpt} belongs to, or pass a new --run-dir"
+        )

@@ -20,10 +20,16 @@ import pickletools
 from typing import Any
 
 from nertz_env.agents.meta import CheckpointError, IncompatibleCheckpointError, check_compatible, read_meta
+from nertz_env.agents.rllib_policy import META_FILE
 from nertz_env.config import make_config
 from nertz_env.train.config import ConfigError, TrainConfig
 
-RUN_FILES = ("checkpoints/step_*.zip", "policy.zip", "eval.csv", "throughput.json")
+#: the files that mark a run in a folder: the SB3 backend's checkpoints, policy, evaluations and throughput, and
+#: the RLlib backend's checkpoint folders
+RUN_FILES = (
+    "checkpoints/step_*.zip", "policy.zip", "eval.csv", "throughput.json",
+    f"checkpoints/step_*/{META_FILE}", f"final/{META_FILE}",
+)
 
 
 def state_path(checkpoint: str) -> str:
@@ -31,11 +37,14 @@ def state_path(checkpoint: str) -> str:
     return os.path.splitext(checkpoint)[0] + ".state.pkl"
 
 
-def run_dir_of(checkpoint: str) -> str | None:
+def run_dir_of(checkpoint: str, final: bool = False) -> str | None:
     """The run folder a checkpoint belongs to: ``RUN`` for ``RUN/checkpoints/step_<N>.zip`` (the layout the
-    trainer writes), spelled as ``checkpoint`` is (relative paths stay relative); ``None`` for a file that does
-    not lie in a folder named ``checkpoints``."""
+    trainer writes; the RLlib backend's ``RUN/checkpoints/step_<N>/`` too), and with ``final`` also for
+    ``RUN/final``, the RLlib backend's last checkpoint; spelled as ``checkpoint`` is (relative paths stay
+    relative). ``None`` for a checkpoint outside that layout."""
     checkpoint = os.path.normpath(checkpoint)  # an RLlib checkpoint is a folder: "RUN/checkpoints/step_64/"
+    if final and os.path.basename(os.path.abspath(checkpoint)) == "final":
+        return os.path.normpath(os.path.join(checkpoint, os.pardir))
     if os.path.basename(os.path.dirname(os.path.abspath(checkpoint))) != "checkpoints":
         return None
     return os.path.normpath(os.path.join(os.path.dirname(checkpoint) or os.curdir, os.pardir))
@@ -43,13 +52,10 @@ def run_dir_of(checkpoint: str) -> str | None:
 
 def resume_run_dir(checkpoint: str, final: bool = False) -> str:
     """Where ``--resume CHECKPOINT`` without ``--run-dir`` writes: the run folder the checkpoint lies in
-    (:func:`run_dir_of`; with ``final``, also ``RUN`` for ``RUN/final``, the RLlib backend's last checkpoint),
-    not the ``run_dir`` its record holds (a path relative to the folder that run was started from, and the
-    original's name in a copied run). A checkpoint outside that layout is refused: its run is unknown."""
-    path = os.path.normpath(checkpoint)
-    if final and os.path.basename(os.path.abspath(path)) == "final":
-        return os.path.normpath(os.path.join(path, os.pardir))
-    run_dir = run_dir_of(path)
+    (:func:`run_dir_of`; ``final`` for the RLlib backend), not the ``run_dir`` its record holds (a path relative
+    to the folder that run was started from, and the original's name in a copied run). A checkpoint outside
+    that layout is refused: its run is unknown."""
+    run_dir = run_dir_of(checkpoint, final)
     if run_dir is None:
         where, writes = (
             ("a run folder's final/ or checkpoints/step_<N>/ (", "")
@@ -79,16 +85,18 @@ def read_checkpoint(path: str) -> dict[str, Any]:
     return meta
 
 
-def check_resume(cfg: TrainConfig, path: str, meta: dict[str, Any]) -> None:
+def check_resume(cfg: TrainConfig, path: str, meta: dict[str, Any], rllib: bool = False) -> None:
     """Whether ``cfg`` can continue the checkpoint ``path`` (its record ``meta``): the same rules, table size
     and env layout, the options a resumed run cannot change (it restores every generator and table), and a
-    ``total_timesteps`` not below what the checkpoint has trained. Raises
-    :class:`IncompatibleCheckpointError` naming every mismatch, or :class:`ConfigError`."""
+    ``total_timesteps`` not below what the checkpoint has trained. With ``rllib`` (a checkpoint of the RLlib
+    backend, which restores RLlib's state), the options it cannot change are the learner module's shape
+    (``net_arch``: RLlib's restore fails on another). Raises :class:`IncompatibleCheckpointError` naming every
+    mismatch, or :class:`ConfigError`."""
     check_compatible(meta, make_config(num_players=cfg.num_players, **cfg.rules), where=f"checkpoint {path}")
     problems = []
-    if meta.get("mode") != cfg.mode:
+    if not rllib and meta.get("mode") != cfg.mode:
         problems.append(f"mode: checkpoint has {meta.get('mode')!r}, the config has {cfg.mode!r}")
-    if meta.get("n_envs") != cfg.n_envs:
+    if not rllib and meta.get("n_envs") != cfg.n_envs:
         problems.append(
             f"sub-envs: checkpoint has {meta.get('n_envs')}, the config has {cfg.n_envs} "
             "(num_tables x learners_per_table in vector mode, num_envs in single mode)"
@@ -96,7 +104,9 @@ def check_resume(cfg: TrainConfig, path: str, meta: dict[str, Any]) -> None:
     old = meta.get("train_config", {})
     # a resumed run restores every generator and the env's tables: these cannot change on resume
     keys = ["net_arch", "activation", "n_steps", "shaping", "relative_reward", "seed", "privileged_critic"]
-    if cfg.mode == "vector":
+    if rllib:
+        keys = ["net_arch"]
+    elif cfg.mode == "vector":
         keys += ["num_tables", "learners_per_table"]
     recorded = {"privileged_critic": False} | old  # records older than the option trained without it
     for key in keys:
@@ -119,39 +129,43 @@ def check_resume(cfg: TrainConfig, path: str, meta: dict[str, Any]) -> None:
 
 def check_run(cfg: TrainConfig, resume: str | None = None) -> None:
     """The checks a run makes before its first file besides :meth:`TrainConfig.resolve` and, on resume,
-    :func:`read_checkpoint` and :func:`check_resume`: the tensorboard package when ``tensorboard`` is on; a
-    ``run_dir`` that is a file; a run into a folder that holds another run (a fresh run, or a resume sent away
-    from the checkpoint's own run folder: its checkpoints and eval.csv rows would mix with that run's)."""
+    :func:`read_checkpoint` and :func:`check_resume`: the tensorboard package when ``tensorboard`` is on, and
+    the run directory (:func:`check_run_dir`)."""
     if cfg.tensorboard and importlib.util.find_spec("tensorboard") is None:
         raise ConfigError(
             "tensorboard = true needs the tensorboard package: pip install tensorboard, or pass --no-tensorboard"
         )
-    run_dir = os.path.abspath(cfg.run_dir)
+    check_run_dir(cfg.run_dir, resume)
+
+
+def check_run_dir(run_dir: str, resume: str | None = None, final: bool = False) -> None:
+    """Raise :class:`ConfigError` for a ``run_dir`` that is a file, or that holds another run: a fresh run there,
+    or a resume sent away from the checkpoint's own run folder (:func:`run_dir_of`, ``final`` as there), would
+    mix its checkpoints and eval.csv rows with that run's (and keep_checkpoints would prune the other's). Both
+    backends make this check, before their first file."""
+    run_dir = os.path.abspath(run_dir)
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
         raise ConfigError(f"run_dir {run_dir} is a file, not a directory: pass another --run-dir")
-    if resume is None:
-        check_fresh_run_dir(run_dir)
-        return
-    own = run_dir_of(resume)
-    if own is None or os.path.abspath(own) != run_dir:
-        found = _run_files(run_dir)
-        if found:
-            own_run = f"leave out --run-dir to continue in {own}, the run {resume} belongs to, or " if own else ""
-            raise ConfigError(
-                f"run_dir {run_dir} already holds a run ({os.path.relpath(found[0], run_dir)}) and is not the folder "
-                f"of {resume}: their checkpoints and eval.csv rows would mix; {own_run}pass a new --run-dir"
-            )
-
-
-def check_fresh_run_dir(run_dir: str) -> None:
-    """A fresh run must not write into another run's directory (its eval.csv rows and checkpoints would mix
-    with the new run's, and keep_checkpoints would prune them)."""
+    own = run_dir_of(resume, final) if resume is not None else None
+    if own is not None and os.path.abspath(own) == run_dir:
+        return  # a resume continuing its own run
     found = _run_files(run_dir)
-    if found:
-        raise ConfigError(
-            f"run_dir {run_dir} already holds a run ({os.path.relpath(found[0], run_dir)}): pass a new "
-            "--run-dir, or continue that run with --resume RUN_DIR/checkpoints/step_<N>.zip"
+    if not found:
+        return
+    if resume is None:
+        last = _last_checkpoint(run_dir)
+        backend = "--backend rllib " if last and os.path.isdir(last) else ""  # an RLlib checkpoint is a folder
+        way = "pass a new --run-dir" + (f", or continue that run with {backend}--resume {last}" if last else "")
+        whose = ""
+    else:
+        way = (f"leave out --run-dir to continue in {own}, the run {resume} belongs to, or " if own else "") + (
+            "pass a new --run-dir"
         )
+        whose = f" and is not the folder of {resume}"
+    raise ConfigError(
+        f"run_dir {run_dir} already holds a run ({os.path.relpath(found[0], run_dir)}){whose}: the two runs' "
+        f"checkpoints and eval.csv rows would mix; {way}"
+    )
 
 
 def _moved(path: str, pool: str) -> str | None:
@@ -163,8 +177,23 @@ def _moved(path: str, pool: str) -> str | None:
 
 
 def _run_files(run_dir: str) -> list[str]:
-    """The files of ``run_dir`` that mark a run there, sorted (none: no run)."""
-    return sorted(p for pattern in RUN_FILES for p in glob.glob(os.path.join(run_dir, pattern)))
+    """The files of ``run_dir`` that mark a run there (either backend's; an RLlib checkpoint as its folder), sorted
+    (none: no run)."""
+    found = (p for pattern in RUN_FILES for p in glob.glob(os.path.join(run_dir, pattern)))
+    return sorted(os.path.dirname(p) if os.path.basename(p) == META_FILE else p for p in found)
+
+
+def _last_checkpoint(run_dir: str) -> str | None:
+    """The newest checkpoint of the run in ``run_dir`` (the RLlib backend's ``final``, else the highest
+    ``checkpoints/step_<N>``: the names are zero-padded), or ``None``."""
+    final = os.path.join(run_dir, "final")
+    if os.path.isfile(os.path.join(final, META_FILE)):
+        return final
+    steps = sorted(
+        glob.glob(os.path.join(run_dir, "checkpoints", "step_*.zip"))
+        + [os.path.dirname(p) for p in glob.glob(os.path.join(run_dir, "checkpoints", "step_*", META_FILE))]
+    )
+    return steps[-1] if steps else None
 
 
 def relocate_snapshots(pool_state: dict[str, Any], checkpoint: str) -> dict[str, Any]:

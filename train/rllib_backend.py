@@ -34,6 +34,9 @@ continues it in that run folder (the one above ``checkpoints/`` or ``final``, fr
 names another). Ctrl-C lets the PPO iteration under way finish (an update cut in the middle is no state to
 continue from), saves a checkpoint of it and prints the ``--resume`` command; a second Ctrl-C stops at once.
 A SIGTERM (``kill PID``) does the same (``ray.init``'s own handler, which exits at once, is replaced).
+Every check the run makes before Ray starts (:func:`check_before_ray`: the checkpoint, the options, the env
+layout, a run folder holding another run, ``--address``) needs neither Ray nor torch, and ``--print-config``
+makes them all, so it refuses what the run refuses, in the same line.
 Exit codes: 0 done, 1 training error, 2 bad usage (nothing started), 130 interrupted (the installed command
 then ends by the signal it got: SIGINT, or SIGTERM with status 143).
 """
@@ -42,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import json
 import os
 import signal
@@ -101,7 +105,7 @@ def check_supported(cfg: TrainConfig) -> None:
 
 def env_and_league(cfg: TrainConfig) -> tuple[dict[str, Any], Any]:
     """The env config and the League (None for self-play) of a training config."""
-    from nertz_env.rllib import League
+    from nertz_env._rllib_spec import League
 
     env_config: dict[str, Any] = {"num_players": cfg.num_players, **cfg.rules}
     learners = cfg.learners_per_table or cfg.num_players
@@ -117,12 +121,24 @@ def env_and_league(cfg: TrainConfig) -> tuple[dict[str, Any], Any]:
     return env_config, league
 
 
-def build_config(
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """How a training config runs on RLlib (:func:`layout`): the env config, the League (None: self-play),
+    RLlib's single-agent route or not, and the envs each env runner steps."""
+
+    env_config: dict[str, Any]
+    league: Any
+    single_agent: bool
+    envs: int
+
+
+def layout(
     cfg: TrainConfig, num_env_runners: int = 0, tables_per_env: int | None = None, multi_agent: bool = False
-) -> Any:
-    """The ``PPOConfig`` of a training config (validated; Ray need not be running). Self-play takes RLlib's
-    single-agent route unless ``multi_agent`` (a resumed checkpoint of the multi-agent env)."""
-    from nertz_env.rllib import ppo_config
+) -> Layout:
+    """The :class:`Layout` of a training config, checked without Ray: a ``--tables-per-env`` that cannot take
+    effect or does not divide ``num_tables`` raises :class:`UsageError`, and the env config is validated
+    (an unknown rules option, an unknown opponent agent, ... raise ``ValueError`` or ``AgentSpecError``)."""
+    from nertz_env._rllib_spec import parse_env_config
 
     env_config, league = env_and_league(cfg)
     if league is None and not multi_agent:
@@ -132,9 +148,36 @@ def build_config(
                 "sub-environment of one vector env; drop it (it sets a league's envs)"
             )
         env_config["num_tables"] = cfg.num_tables
-        transitions = iteration_transitions(cfg, num_env_runners)
+        parse_env_config(env_config)
+        return Layout(env_config, None, single_agent=True, envs=1)
+    if tables_per_env is None:
+        tables_per_env = TABLES_PER_ENV
+    if tables_per_env < 1:
+        raise UsageError(f"--tables-per-env must be >= 1, got {tables_per_env}")
+    tables_per_env = min(tables_per_env, cfg.num_tables)
+    if cfg.num_tables % tables_per_env:
+        raise UsageError(
+            f"num_tables={cfg.num_tables} is not a multiple of --tables-per-env {tables_per_env}: "
+            "every env of a runner holds the same number of tables"
+        )
+    if tables_per_env > 1:
+        env_config["num_tables"] = tables_per_env
+    parse_env_config({**env_config, **(league.env_keys() if league else {})})  # as ppo_config joins them
+    return Layout(env_config, league, single_agent=False, envs=cfg.num_tables // tables_per_env)
+
+
+def build_config(
+    cfg: TrainConfig, num_env_runners: int = 0, tables_per_env: int | None = None, multi_agent: bool = False
+) -> Any:
+    """The ``PPOConfig`` of a training config (validated; Ray need not be running). Self-play takes RLlib's
+    single-agent route unless ``multi_agent`` (a resumed checkpoint of the multi-agent env)."""
+    from nertz_env.rllib import ppo_config
+
+    plan = layout(cfg, num_env_runners, tables_per_env, multi_agent)
+    transitions = iteration_transitions(cfg, num_env_runners)
+    if plan.single_agent:
         return ppo_config(
-            env_config,
+            plan.env_config,
             num_env_runners=num_env_runners,
             train_batch_size=transitions,  # agent steps on this route
             minibatch_size=min(cfg.batch_size, transitions),
@@ -150,28 +193,14 @@ def build_config(
             seed=cfg.seed,
             single_agent=True,
         )
-    if tables_per_env is None:
-        tables_per_env = TABLES_PER_ENV
-    if tables_per_env < 1:
-        raise UsageError(f"--tables-per-env must be >= 1, got {tables_per_env}")
-    tables_per_env = min(tables_per_env, cfg.num_tables)
-    if cfg.num_tables % tables_per_env:
-        raise UsageError(
-            f"num_tables={cfg.num_tables} is not a multiple of --tables-per-env {tables_per_env}: "
-            "every env of a runner holds the same number of tables"
-        )
-    envs = cfg.num_tables // tables_per_env
-    if tables_per_env > 1:
-        env_config["num_tables"] = tables_per_env
     # RLlib counts env steps: n_steps ticks of each env per runner (one env of num_tables tables, or
     # num_tables one-table envs); that is n_steps * num_tables * learners learner transitions per runner
-    train_batch = cfg.n_steps * envs * max(1, num_env_runners)
-    transitions = iteration_transitions(cfg, num_env_runners)
+    train_batch = cfg.n_steps * plan.envs * max(1, num_env_runners)
     config = ppo_config(
-        env_config,
-        league=league,
+        plan.env_config,
+        league=plan.league,
         num_env_runners=num_env_runners,
-        num_envs_per_env_runner=envs,
+        num_envs_per_env_runner=plan.envs,
         train_batch_size=train_batch,
         minibatch_size=min(cfg.batch_size, transitions),
         num_epochs=cfg.n_epochs,
@@ -206,6 +235,11 @@ def check_address(address: str, timeout: float = 5.0) -> None:
 
 def read_checkpoint_config(path: str) -> TrainConfig:
     """The training config stored in an RLlib checkpoint of this backend."""
+    return _read_checkpoint(path)[0]
+
+
+def _read_checkpoint(path: str) -> tuple[TrainConfig, dict[str, Any]]:
+    """The training config and the record of an RLlib checkpoint of this backend."""
     from nertz_env.agents.meta import CheckpointError
     from nertz_env.agents.rllib_policy import read_rllib_meta
 
@@ -213,7 +247,45 @@ def read_checkpoint_config(path: str) -> TrainConfig:
     stored = meta.get("train_config")
     if not isinstance(stored, dict):
         raise CheckpointError(f"{path} stores no training config: it is not a training checkpoint")
-    return TrainConfig.from_dict(stored)
+    return TrainConfig.from_dict(stored), meta
+
+
+def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
+    """Every check the run makes before it imports Ray, in the run's order, with neither Ray nor torch (so
+    ``--print-config`` makes them too and refuses what the run refuses): the checkpoint and what a resume cannot
+    change, the options this backend cannot honour, the env layout and config, the run directory (a file, or
+    another run's folder: :func:`nertz_env.train.checkpoint.check_run_dir`, as the SB3 backend checks it),
+    ``--address`` and the rllib extra. Returns the config as it will run, and whether a resumed checkpoint is of
+    the multi-agent env."""
+    from nertz_env.train.checkpoint import check_resume, check_run_dir, resume_run_dir
+
+    base, meta = _read_checkpoint(args.resume) if args.resume else (None, None)
+    cfg, given = config_and_given(args, base)
+    if args.resume and "run_dir" not in given:  # the run the checkpoint belongs to, as the SB3 backend does
+        cfg = dataclasses.replace(cfg, run_dir=resume_run_dir(args.resume, final=True))
+    check_supported(cfg)
+    if args.num_env_runners < 0:
+        raise UsageError(f"--num-env-runners must be >= 0, got {args.num_env_runners}")
+    multi_agent = False
+    if meta is not None:
+        from nertz_env._rllib_spec import LEARNER_MODULE_DIR
+
+        check_resume(cfg, args.resume, meta, rllib=True)  # the table, net_arch, a budget below the checkpoint's
+        multi_agent = os.path.normpath(str(meta.get("learner_module"))) == os.path.normpath(LEARNER_MODULE_DIR)
+        if not multi_agent and (cfg.learners_per_table or cfg.num_players) < cfg.num_players:
+            # RLlib's restore has no "learner" module to fill from such a checkpoint and leaves it untrained
+            raise UsageError(
+                f"cannot resume {args.resume} as a league (learners_per_table {cfg.learners_per_table}): it is a "
+                "self-play checkpoint (RLlib's single-agent route, module default_policy), whose network a league's "
+                "module would not take; resume it in self-play (leave out learners_per_table), or start a new run"
+            )
+    layout(cfg, args.num_env_runners, args.tables_per_env, multi_agent=multi_agent)
+    check_run_dir(cfg.run_dir, args.resume, final=True)
+    if args.address:
+        check_address(args.address)
+    if importlib.util.find_spec("ray") is None:
+        raise ModuleNotFoundError("No module named 'ray'", name="ray")
+    return cfg, multi_agent
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -229,32 +301,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_rllib_parser().parse_args(argv)
     from nertz_env.agents import AgentSpecError
     from nertz_env.agents.meta import CheckpointError
-    from nertz_env.train.checkpoint import resume_run_dir
 
     try:
-        base = read_checkpoint_config(args.resume) if args.resume else None
-        cfg, given = config_and_given(args, base)
-        if args.resume and "run_dir" not in given:  # the run the checkpoint belongs to, as the SB3 backend does
-            cfg = dataclasses.replace(cfg, run_dir=resume_run_dir(args.resume, final=True))
-        check_supported(cfg)
-        if args.num_env_runners < 0:
-            raise UsageError(f"--num-env-runners must be >= 0, got {args.num_env_runners}")
+        cfg, multi_agent = check_before_ray(args)
         if args.print_config:
             print(json.dumps(cfg.to_dict(), indent=2))
             return 0
-        multi_agent = False
-        if args.resume:
-            from nertz_env.agents.meta import check_compatible
-            from nertz_env.agents.rllib_policy import read_rllib_meta
-            from nertz_env.config import make_config
-            from nertz_env.rllib import LEARNER_MODULE_DIR
-
-            meta = read_rllib_meta(args.resume)
-            check_compatible(meta, make_config(num_players=cfg.num_players, **cfg.rules), "checkpoint")
-            multi_agent = os.path.normpath(str(meta.get("learner_module"))) == os.path.normpath(LEARNER_MODULE_DIR)
         config = build_config(cfg, args.num_env_runners, args.tables_per_env, multi_agent=multi_agent)
-        if args.address:
-            check_address(args.address)
     except ImportError as e:
         print(f"nertz-train: error: the rllib backend needs the rllib extra (pip install 'nertz-env[rllib]'): {e}",
               file=sys.stderr)
