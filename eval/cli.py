@@ -31,6 +31,7 @@ A MaskablePPO zip trained outside ``nertz-train`` (no nertz-env record) plays at
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import sys
@@ -94,13 +95,16 @@ def _rules(args: argparse.Namespace) -> dict[str, Any]:
 def _deal_seeds(text: str | None) -> list[int] | None:
     if text is None:
         return None
+    items = text.split(",")
+    if any(not x.strip() for x in items):  # "1,,2" or "1,2,": a seed left out by mistake, not one to skip
+        raise UsageError(f"--deal-seeds has an empty item in {text!r}: give comma-separated non-negative integers")
     try:
-        seeds = [int(x) for x in text.split(",") if x.strip()]
+        seeds = [int(x) for x in items]
     except ValueError:
         raise UsageError(f"--deal-seeds takes comma-separated non-negative integers, got {text!r}") from None
-    if not seeds or any(s < 0 for s in seeds):
+    if any(s < 0 for s in seeds):
         raise UsageError(f"--deal-seeds takes comma-separated non-negative integers, got {text!r}")
-    repeated = sorted({s for s in seeds if seeds.count(s) > 1})
+    repeated = sorted(s for s, n in collections.Counter(seeds).items() if n > 1)
     if repeated:
         raise UsageError(
             f"--deal-seeds repeats {', '.join(map(str, repeated))}: a repeated deal would count twice "

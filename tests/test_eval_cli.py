@@ -88,6 +88,8 @@ def test_plan_tournament__checks_every_agent_against_the_table() -> None:
             "--deals 3 would be ignored",
         ),
         (["round-robin", "random", "greedy", "--deal-seeds", "4,5,4"], "--deal-seeds repeats 4"),
+        (["round-robin", "random", "greedy", "--deal-seeds", "1,,2"], "--deal-seeds has an empty item"),
+        (["round-robin", "random", "greedy", "--deal-seeds", "1,2,"], "--deal-seeds has an empty item"),
         (["round-robin", "random", "greedy", "--deals", "1", "--workers", "2"], "pass --workers 1"),
         (
             ["round-robin", "random", "greedy", "--deals", "2", "--workers", "0"],
