@@ -9,6 +9,7 @@ and ``tests/test_packaging.py`` check against it.
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import contextlib
 import importlib
@@ -17,6 +18,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from nertz_env.extras import missing_extra_message
 
@@ -67,6 +69,51 @@ def note_terminated() -> None:
     _terminated.append(signal.SIGTERM)
 
 
+def caused_by_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Ctrl-C (or :class:`Terminated`) or was raised while one was being handled: an error
+    from a ``finally`` or ``__exit__`` that numba's compiler ran while the interrupt unwound it (its state was
+    half-built) replaces the ``KeyboardInterrupt``, which stays in its ``__context__``. A compile error that
+    no interrupt led to has none in its chain."""
+    todo: list[BaseException | None] = [exc]
+    seen: set[int] = set()
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        todo += [e.__cause__, e.__context__]
+    return False
+
+
+def _on_unraisable(unraisable: Any) -> None:
+    """``sys.unraisablehook`` while a command runs: a Ctrl-C (or SIGTERM) that lands in Python code called from
+    C where an exception cannot propagate (llvmlite's callbacks while numba compiles, a ``__del__``) is not
+    lost with a traceback printed: the signal is raised again, to land at the next line of ordinary Python
+    code, where the command handles it. Anything else goes to the hook that was there before."""
+    exc = getattr(unraisable, "exc_value", None)
+    if isinstance(exc, KeyboardInterrupt) and _running and threading.current_thread() is threading.main_thread():
+        # from another thread, a moment later: raised from here (or at once) it would land in this hook, or in
+        # the callback still running, and be lost again; one landing in the next callback comes back here
+        again = threading.Timer(REINTERRUPT_AFTER, _thread.interrupt_main,
+                                args=(signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT,))
+        again.daemon = True
+        try:
+            again.start()
+            return
+        except RuntimeError:  # no thread to be had: the old way, a traceback and the interrupt lost
+            pass
+    _previous_unraisablehook(unraisable)
+
+
+#: seconds after a lost Ctrl-C that it is raised again (a callback from numba's compiler is over by then)
+REINTERRUPT_AFTER = 0.05
+
+
+_previous_unraisablehook = sys.unraisablehook
+
+
 def _die(signum: int) -> None:
     """End the process by ``signum``, as Python ends one on an uncaught Ctrl-C (3.8+): the exit handlers run
     first, then the signal, at its default, ends the process. Among the handlers is multiprocessing's: it
@@ -92,13 +139,21 @@ def run(command: str, argv: Sequence[str] | None = None, *, die_by_signal: bool 
 
     A SIGTERM is raised as :class:`Terminated`, a ``KeyboardInterrupt``: what a command saves on Ctrl-C it saves
     on ``kill PID`` too (a background job started from a script ignores SIGINT, so ``kill`` is how such a run
-    is stopped). The command then ends by SIGTERM (with ``die_by_signal``) or returns 143."""
+    is stopped). The command then ends by SIGTERM (with ``die_by_signal``) or returns 143.
+
+    The interrupt is one line wherever it lands during a first compile (a cold numba cache): where Python
+    cannot raise it (numba's compile calls back into Python from C) it is raised again at the next line that
+    can (see :func:`_on_unraisable`), and an error numba's cleanup raised while it unwound counts as the
+    interrupt (:func:`caused_by_interrupt`); a compile error without an interrupt stays a traceback."""
     target, extras, _ = COMMANDS[command]
     module, _, function = target.partition(":")
     _terminated.clear()
     on_main = os.name == "posix" and threading.current_thread() is threading.main_thread()
     old = signal.signal(signal.SIGTERM, _on_sigterm) if on_main else None
     _running[:] = [True] if on_main else []
+    global _previous_unraisablehook
+    if on_main:
+        _previous_unraisablehook, sys.unraisablehook = sys.unraisablehook, _on_unraisable
     try:
         try:
             main = getattr(importlib.import_module(module), function)
@@ -107,16 +162,30 @@ def run(command: str, argv: Sequence[str] | None = None, *, die_by_signal: bool 
             _running.clear()
             if old is not None:
                 signal.signal(signal.SIGTERM, old)
+            if on_main:
+                sys.unraisablehook = _previous_unraisablehook
     except ModuleNotFoundError as e:
         message = missing_extra_message(e, command, prefer=extras)
         if message is None:
+            if caused_by_interrupt(e):  # an import cut short by the Ctrl-C
+                return _interrupted(command, die_by_signal)
             raise
         print(message, file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"{command}: {'terminated (SIGTERM)' if _terminated else 'interrupted (Ctrl-C)'}", file=sys.stderr,
-              flush=True)
-        code = EXIT_INTERRUPTED
+    except BaseException as e:
+        if isinstance(e, SystemExit) or not caused_by_interrupt(e):  # a command's own exit code stands
+            raise
+        return _interrupted(command, die_by_signal)
+    return _finish(code, die_by_signal)
+
+
+def _interrupted(command: str, die_by_signal: bool) -> int:
+    print(f"{command}: {'terminated (SIGTERM)' if _terminated else 'interrupted (Ctrl-C)'}", file=sys.stderr,
+          flush=True)
+    return _finish(EXIT_INTERRUPTED, die_by_signal)
+
+
+def _finish(code: Any, die_by_signal: bool) -> int:
     if _terminated:  # whatever the command made of it (saved and returned 130, or returned 0 as nertz-play does)
         code = EXIT_TERMINATED
     if die_by_signal and os.name == "posix" and code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
