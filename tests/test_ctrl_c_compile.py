@@ -1,0 +1,143 @@
+"""Ctrl-C during the first numba compile (a cold cache) is one line and exit 130, as during play, and leaves
+a cache the next run uses.
+
+A Ctrl-C that lands in Python code numba's compiler calls from C (llvmlite's object-cache callback) cannot
+propagate there: Python printed "Exception ignored ... KeyboardInterrupt" and the compile, and the command,
+went on to exit 0. ``nertz_env.commands.run`` raises it again a moment later, where it can propagate."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import types
+from pathlib import Path
+
+import pytest
+
+from nertz_env import commands
+
+INTERRUPTED = (-signal.SIGINT, 130)  # the installed commands end by SIGINT, as an uncaught Ctrl-C does
+
+# Sends SIGINT to itself from inside llvmlite's callback, as a Ctrl-C arriving while the callback's Python code
+# runs does (a timed signal hits that window only now and then), then runs the command as its script does.
+_IN_A_CALLBACK = """
+import signal, sys
+from numba.core import codegen
+hook = codegen.CPUCodeLibrary._object_compiled_hook.__func__
+fired = []
+def interrupted(cls, ll_module, buf):
+    if not fired:
+        fired.append(1)
+        print("test: SIGINT inside llvmlite's callback", file=sys.stderr, flush=True)
+        signal.raise_signal(signal.SIGINT)
+    return hook(cls, ll_module, buf)
+codegen.CPUCodeLibrary._object_compiled_hook = classmethod(interrupted)
+from nertz_env.commands import nertz_eval
+sys.argv = ["nertz-eval", *sys.argv[1:]]
+sys.exit(nertz_eval())
+"""
+
+EVAL = ["round-robin", "random", "greedy", "--deals", "1", "--workers", "1", "--no-save"]
+
+
+def _env(cache: Path) -> dict[str, str]:
+    return {**os.environ, "NUMBA_CACHE_DIR": str(cache), "PYTHONUNBUFFERED": "1"}
+
+
+def _said(stderr: str) -> list[str]:
+    """stderr's lines without the progress bar and the compile notice."""
+    lines = [x.split("\r")[-1].strip() for x in stderr.splitlines()]
+    return [x for x in lines if x and not x.startswith(("deals:", "nertz_env: compiling", "test: "))]
+
+
+def test_a_ctrl_c_lost_in_a_numba_callback_is_raised_again(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-c", _IN_A_CALLBACK, *EVAL], env=_env(tmp_path / "cache"),
+                         capture_output=True, text=True, timeout=120)
+    assert "test: SIGINT inside llvmlite's callback" in out.stderr, out.stderr[-3000:]
+    assert out.returncode in INTERRUPTED, (out.returncode, out.stderr[-3000:])
+    assert _said(out.stderr) == ["nertz-eval: interrupted before any deal finished; nothing to save"], out.stderr
+    assert "round-robin:" not in out.stdout  # the tournament did not go on
+
+
+def _fake_command(monkeypatch: pytest.MonkeyPatch, main: object) -> None:
+    module = types.ModuleType("fake_command")
+    module.main = main  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "fake_command", module)
+    monkeypatch.setitem(commands.COMMANDS, "nertz-demo", ("fake_command:main", ("eval",), "eval"))
+
+
+def test_an_error_raised_while_a_ctrl_c_unwinds_a_compile_is_the_ctrl_c(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def main(argv: object) -> int:
+        try:
+            raise KeyboardInterrupt
+        finally:  # as numba's cleanup of a half-built compile state can
+            raise RuntimeError("compiler state is inconsistent")
+
+    _fake_command(monkeypatch, main)
+    assert commands.run("nertz-demo", []) == 130
+    assert capsys.readouterr().err.splitlines() == ["nertz-demo: interrupted (Ctrl-C)"]
+
+
+def test_a_compile_error_without_a_ctrl_c_stays_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    def main(argv: object) -> int:
+        try:
+            raise ValueError("a typing error")
+        finally:
+            pass
+
+    _fake_command(monkeypatch, main)
+    with pytest.raises(ValueError, match="a typing error"):
+        commands.run("nertz-demo", [])
+    assert sys.unraisablehook is not commands._on_unraisable  # put back
+
+
+def _interrupt_once_compiling(argv: list[str], cache: Path) -> tuple[int, str]:
+    """Run ``argv`` on ``cache``; SIGINT it when it says the rules are compiling (numba has been compiling
+    them for a second); its exit code and stderr."""
+    proc = subprocess.Popen(argv, env=_env(cache), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err: list[str] = []
+    compiling = threading.Event()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            err.append(line)
+            if "compiling the rules" in line:
+                compiling.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert compiling.wait(120), "".join(err)[-3000:]
+        time.sleep(0.5)  # into the compile
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    reader.join(10)
+    return code, "".join(err)
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("command, args, said", [
+    ("nertz-demo", ["--deals", "1"], ["nertz-demo: interrupted (Ctrl-C)"]),
+    # two deals: a worker process starts (and compiles too) beside this one
+    ("nertz-eval", ["round-robin", "random", "greedy", "--deals", "2", "--no-save"], ["nertz-eval: interrupted before any deal finished; nothing to save"]),
+])
+def test_a_real_ctrl_c_while_the_rules_compile_is_one_line_and_the_next_run_works(
+    tmp_path: Path, command: str, args: list[str], said: list[str]
+) -> None:
+    exe = str(Path(sys.executable).with_name(command))
+    code, err = _interrupt_once_compiling([exe, *args], tmp_path / "cache")
+    assert code in INTERRUPTED, (code, err[-3000:])
+    assert _said(err) == said, err[-3000:]
+    again = subprocess.run([exe, *args], env=_env(tmp_path / "cache"), capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "Traceback" not in again.stderr
