@@ -552,7 +552,7 @@ def play_tournament(
                     bar.update(1)
             else:
                 _play_with_workers(plan, n, workers, done, bar)
-    except Exception as e:  # an error numba's cleanup raised while a Ctrl-C unwound a first compile is the Ctrl-C
+    except Exception as e:  # an error numba raised because a Ctrl-C cut a first compile short is the Ctrl-C
         from nertz_env.commands import caused_by_interrupt
 
         if not caused_by_interrupt(e):

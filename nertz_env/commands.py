@@ -70,10 +70,14 @@ def note_terminated() -> None:
 
 
 def caused_by_interrupt(exc: BaseException) -> bool:
-    """Whether ``exc`` is a Ctrl-C (or :class:`Terminated`) or was raised while one was being handled: an error
-    from a ``finally`` or ``__exit__`` that numba's compiler ran while the interrupt unwound it (its state was
-    half-built) replaces the ``KeyboardInterrupt``, which stays in its ``__context__``. A compile error that
-    no interrupt led to has none in its chain."""
+    """Whether ``exc`` comes of a Ctrl-C (or :class:`Terminated`): it is one, or was raised while one was being
+    handled (an error from a ``finally`` or ``__exit__`` that numba's compiler ran while the interrupt unwound
+    it replaces the ``KeyboardInterrupt``, which stays in its ``__context__``), or a command running under
+    :func:`run` lost one in a callback from C (:func:`_on_unraisable`) before it: numba's compiler then goes
+    on without what the callback should have done and fails ("no compiled object yet"). A compile error that
+    no interrupt led to is none of these."""
+    if _lost:
+        return True
     todo: list[BaseException | None] = [exc]
     seen: set[int] = set()
     while todo:
@@ -94,13 +98,15 @@ def _on_unraisable(unraisable: Any) -> None:
     code, where the command handles it. Anything else goes to the hook that was there before."""
     exc = getattr(unraisable, "exc_value", None)
     if isinstance(exc, KeyboardInterrupt) and _running and threading.current_thread() is threading.main_thread():
+        _lost.append(1)
         # from another thread, a moment later: raised from here (or at once) it would land in this hook, or in
         # the callback still running, and be lost again; one landing in the next callback comes back here
-        again = threading.Timer(REINTERRUPT_AFTER, _thread.interrupt_main,
+        again = threading.Timer(REINTERRUPT_AFTER, _reinterrupt,
                                 args=(signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT,))
         again.daemon = True
         try:
             again.start()
+            _again.append(again)
             return
         except RuntimeError:  # no thread to be had: the old way, a traceback and the interrupt lost
             pass
@@ -111,7 +117,16 @@ def _on_unraisable(unraisable: Any) -> None:
 REINTERRUPT_AFTER = 0.05
 
 
+def _reinterrupt(signum: signal.Signals) -> None:
+    if _running:  # not once the command has ended (by the error numba raised after the loss, say)
+        _delivered.append(signum)
+        _thread.interrupt_main(signum)
+
+
 _previous_unraisablehook = sys.unraisablehook
+_lost: list[int] = []  # the interrupts lost in a callback from C while a command ran
+_again: list[threading.Timer] = []  # the timers raising them again
+_delivered: list[int] = []  # the lost interrupts raised again
 
 
 def _die(signum: int) -> None:
@@ -143,11 +158,14 @@ def run(command: str, argv: Sequence[str] | None = None, *, die_by_signal: bool 
 
     The interrupt is one line wherever it lands during a first compile (a cold numba cache): where Python
     cannot raise it (numba's compile calls back into Python from C) it is raised again at the next line that
-    can (see :func:`_on_unraisable`), and an error numba's cleanup raised while it unwound counts as the
-    interrupt (:func:`caused_by_interrupt`); a compile error without an interrupt stays a traceback."""
+    can (see :func:`_on_unraisable`), and an error numba raised because of it (while it unwound, or after one
+    was lost) counts as the interrupt (:func:`caused_by_interrupt`); a compile error without an interrupt
+    stays a traceback."""
     target, extras, _ = COMMANDS[command]
     module, _, function = target.partition(":")
     _terminated.clear()
+    _lost.clear()
+    _delivered.clear()
     on_main = os.name == "posix" and threading.current_thread() is threading.main_thread()
     old = signal.signal(signal.SIGTERM, _on_sigterm) if on_main else None
     _running[:] = [True] if on_main else []
@@ -160,6 +178,9 @@ def run(command: str, argv: Sequence[str] | None = None, *, die_by_signal: bool 
             code = main(argv) if argv is not None else main()
         finally:
             _running.clear()
+            for again in _again:  # the command has ended: a lost interrupt is not raised again after it
+                again.cancel()
+            _again.clear()
             if old is not None:
                 signal.signal(signal.SIGTERM, old)
             if on_main:
@@ -175,6 +196,8 @@ def run(command: str, argv: Sequence[str] | None = None, *, die_by_signal: bool 
     except BaseException as e:
         if isinstance(e, SystemExit) or not caused_by_interrupt(e):  # a command's own exit code stands
             raise
+        return _interrupted(command, die_by_signal)
+    if len(_lost) > len(_delivered) and not code:  # it ended before a lost Ctrl-C could be raised again
         return _interrupted(command, die_by_signal)
     return _finish(code, die_by_signal)
 
