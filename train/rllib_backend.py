@@ -52,20 +52,41 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from nertz_env.commands import note_terminated, reinstate_sigterm
 from nertz_env.train.cli import build_parser, config_and_given
-from nertz_env.train.config import ConfigError, TrainConfig
+from nertz_env.train.config import OFF, ConfigError, TrainConfig
 
-#: TrainConfig options this backend uses; any other option set away from its default is an error
+#: TrainConfig options this backend reads (build_config, layout, env_and_league, iteration_transitions, run);
+#: the others are refused when set (:func:`inert`), as are these where the others make them meaningless
 USED = {
     "num_players", "rules", "num_tables", "learners_per_table", "opponents", "snapshot_weight",
     "snapshot_every", "max_snapshots", "total_timesteps", "seed", "n_steps", "batch_size", "n_epochs",
     "learning_rate", "gamma", "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "net_arch",
-    "run_dir", "checkpoint_every", "torch_threads", "verbose", "progress_bar", "tensorboard",
+    "run_dir", "checkpoint_every", "torch_threads", "verbose",
 }
+#: the options of in-training evaluation, which this backend does not make
+EVAL_OPTIONS = ("eval_every", "eval_deals", "eval_opponents", "eval_seed", "eval_deterministic", "eval_workers")
+#: the value of an option this backend does not read that asks for what it does anyway, so passes when set
+#: (a config file shared with the SB3 backend may say ``shaping = false``); the others have no such value
+AS_DONE: dict[str, Any] = {
+    **OFF,
+    "mode": "vector",  # the batched engine, num_tables tables with learners_per_table learning seats
+    "opponent_threads": 1,  # scripted opponents decide in the env runner's one thread
+    "shaping": False,
+    "relative_reward": False,
+    "lr_schedule": "constant",
+    "activation": "relu",  # nertz_env.rllib.ppo_config's fcnet_activation
+    "init_from": None,
+    "keep_checkpoints": 0,  # every checkpoint is kept
+    "eval_deals": 0,
+    "eval_opponents": [],
+    "progress_bar": False,  # a line per iteration instead
+    "tensorboard": False,  # it writes no TensorBoard logs
+}
+AS_DONE.pop("eval_every")  # 0 is the SB3 backend's "evaluate once, after training": still an evaluation
 TABLES_PER_ENV = 16
 
 
@@ -88,18 +109,42 @@ def build_rllib_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def check_supported(cfg: TrainConfig) -> None:
-    """Raise :class:`ConfigError` naming every option set that this backend cannot honour."""
-    default = TrainConfig()
-    unsupported = [
-        f.name
-        for f in dataclasses.fields(TrainConfig)
-        if f.name not in USED and getattr(cfg, f.name) != getattr(default, f.name)
+def inert(cfg: TrainConfig) -> list[tuple[tuple[str, ...], str]]:
+    """The groups of options that cannot take effect on this backend, each with its error (as
+    :meth:`TrainConfig._inert` gives the SB3 backend's): the options it never reads (:data:`USED`), then the
+    SB3 backend's groups among the options it reads (opponents and snapshots in self-play, the snapshot
+    options without ``snapshot_weight``)."""
+    unread = [f.name for f in dataclasses.fields(TrainConfig) if f.name not in USED]
+    groups = [
+        (
+            tuple(n for n in unread if n in EVAL_OPTIONS),
+            "is not used by the rllib backend, which evaluates nothing while it trains: remove it, and play "
+            "the checkpoints afterwards (nertz-eval gauntlet RUN_DIR/final heuristic search)",
+        ),
+        (
+            tuple(n for n in unread if n not in EVAL_OPTIONS),
+            "is not used by the rllib backend (only the SB3 backend reads it): remove it, or train without "
+            "--backend rllib",
+        ),
     ]
-    if unsupported:
+    for names, message in cfg._inert(single_mode=False):
+        read = tuple(n for n in names if n in USED)
+        if read:
+            groups.append((read, message))
+    return groups
+
+
+def check_options(cfg: TrainConfig, given: Iterable[str] = (), num_env_runners: int = 0) -> None:
+    """Raise :class:`ConfigError` naming an option that is set (named by the file or a flag, or not at its
+    default) but cannot take effect on this backend (:func:`inert`, the mechanism of
+    :meth:`TrainConfig.check_options`), or a ``batch_size`` given larger than an iteration."""
+    cfg.check_options(given, inert(cfg), AS_DONE)
+    transitions = iteration_transitions(cfg, num_env_runners)
+    if cfg.batch_size > transitions and "batch_size" in cfg.options_set(given):
         raise ConfigError(
-            f"the rllib backend does not support {', '.join(unsupported)}; leave them at their defaults "
-            "(evaluate checkpoints with nertz-eval gauntlet <checkpoint> ...)"
+            f"batch_size {cfg.batch_size:,} is larger than an iteration ({transitions:,} learner transitions: "
+            "n_steps x num_tables x learning seats x env runners), so it cannot take effect: pass --batch-size "
+            f"{transitions} or less, or raise --n-steps"
         )
 
 
@@ -263,9 +308,9 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
     cfg, given = config_and_given(args, base)
     if args.resume and "run_dir" not in given:  # the run the checkpoint belongs to, as the SB3 backend does
         cfg = dataclasses.replace(cfg, run_dir=resume_run_dir(args.resume, final=True))
-    check_supported(cfg)
     if args.num_env_runners < 0:
         raise UsageError(f"--num-env-runners must be >= 0, got {args.num_env_runners}")
+    check_options(cfg, given, args.num_env_runners)
     multi_agent = False
     if meta is not None:
         from nertz_env._rllib_spec import LEARNER_MODULE_DIR
@@ -305,7 +350,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cfg, multi_agent = check_before_ray(args)
         if args.print_config:
-            print(json.dumps(cfg.to_dict(), indent=2))
+            unused = cfg.unused(inert(cfg))
+            print(json.dumps({k: v for k, v in cfg.to_dict().items() if k not in unused}, indent=2))
+            print(f"note: not shown, as the rllib backend does not use them with these options: {', '.join(unused)}",
+                  file=sys.stderr)
             return 0
         config = build_config(cfg, args.num_env_runners, args.tables_per_env, multi_agent=multi_agent)
     except ImportError as e:
