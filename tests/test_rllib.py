@@ -457,7 +457,6 @@ UNREAD = {
     "eval_deterministic": True,
     "eval_workers": 2,
     "progress_bar": True,
-    "tensorboard": True,
 }
 
 
@@ -525,12 +524,100 @@ def test_cli_an_option_set_to_what_the_backend_does_anyway_passes(tmp_path, caps
     assert code == 0, err
     shown = json.loads(out)
     assert "shaping" not in shown and "eval_deals" not in shown and "max_snapshots" not in shown  # self-play
-    assert shown["num_tables"] == 64 and "tensorboard" not in shown
+    assert shown["num_tables"] == 64 and shown["tensorboard"] is True
     assert err.startswith("note: not shown, as the rllib backend does not use them with these options: eval_every")
     config = os.path.join(os.path.dirname(__file__), "..", "train", "configs", "rllib_league.toml")
     code, out, err = _train(["--config", config, "--run-dir", str(tmp_path / "b"), "--print-config"], capsys, monkeypatch)
     assert code == 0, err
     assert json.loads(out)["max_snapshots"] == 5  # a league's snapshot options are shown
+
+
+def _scalars(folder) -> dict[str, list[tuple[int, float]]]:
+    """The scalars of a TensorBoard event folder: tag -> [(step, value)]."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(folder))
+    acc.Reload()
+    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+
+
+def test_tensorboard_log_writes_each_iterations_scalars(tmp_path) -> None:
+    """tensorboard = true: each PPO iteration's line (agent return, steps/s) and the learner module's losses as
+    RLlib reports them go to run_dir/tb/RLlibPPO_<n> at the learner transitions trained; a NaN (no deal finished)
+    is left out; a resume in the folder writes the next n (as SB3 numbers MaskablePPO_<n>)."""
+    from nertz_env.train.rllib_backend import TensorBoardLog, iteration_scalars
+
+    result = {
+        "learners": {
+            "learner": {"policy_loss": 0.25, "vf_loss": 1.5, "entropy": 1.125, "mean_kl_loss": 0.0625,
+                        "vf_explained_var": float("nan"), "default_optimizer_learning_rate": 3e-4},
+            "snapshot_0": {"policy_loss": 9.0},
+        },
+    }
+    scalars = iteration_scalars(result, "learner", -13.75, 1210.5)
+    assert scalars == {"train/policy_loss": 0.25, "train/value_loss": 1.5, "train/entropy": 1.125,
+                       "train/approx_kl": 0.0625, "train/learning_rate": 3e-4, "time/fps": 1210.5,
+                       "rollout/agent_return_mean": -13.75}
+    assert "rollout/agent_return_mean" not in iteration_scalars(result, "learner", None, 1.0)
+    log = TensorBoardLog(str(tmp_path))
+    log.write(128, scalars)
+    log.write(256, {"time/fps": 1300.0})
+    log.close()
+    assert log.path == str(tmp_path / "tb" / "RLlibPPO_1")
+    written = _scalars(log.path)
+    assert written["time/fps"] == [(128, 1210.5), (256, 1300.0)]
+    assert written["rollout/agent_return_mean"] == [(128, -13.75)]
+    assert set(written) == set(scalars)
+    again = TensorBoardLog(str(tmp_path))
+    again.close()
+    assert again.path == str(tmp_path / "tb" / "RLlibPPO_2")
+
+
+def test_cli_tensorboard_without_tensorboardx_is_one_line(tmp_path, capsys, monkeypatch) -> None:
+    """Without tensorboardX (ray[rllib] installs it), tensorboard = true is refused before Ray, --print-config
+    too; --no-tensorboard is taken."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "tensorboardX" else find_spec(n, *a))
+    lines = []
+    for extra in (["--print-config"], []):
+        code, out, err = _train(["--run-dir", str(tmp_path / "run"), *extra], capsys, monkeypatch)
+        assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+        assert "tensorboard = true needs the tensorboardX package" in err and "--no-tensorboard" in err
+        lines.append(err)
+    assert lines[0] == lines[1] and not (tmp_path / "run").exists()
+    code, out, err = _train(["--run-dir", str(tmp_path / "run"), "--no-tensorboard", "--print-config"], capsys, monkeypatch)
+    assert code == 0, err
+
+
+@pytest.mark.long
+def test_cli_a_run_writes_tensorboard_logs_that_match_its_lines(tmp_path, capsys) -> None:
+    """A real run (about 10 s: Ray, 4 iterations) writes one point per iteration of each scalar, at the steps
+    and with the steps/s and agent return its iteration lines print."""
+    import re
+
+    from nertz_env.train.cli import main
+
+    run = tmp_path / "run"
+    code = main(["--backend", "rllib", "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2",
+                 "--n-steps", "32", "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32",
+                 "--checkpoint-every", "0", "--total-timesteps", "512", "--run-dir", str(run)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    lines = re.findall(r"iter +\d+ +steps +(\d+) +agent return +(\S+) +(\d+) steps/s", out)
+    assert len(lines) == 4
+    written = _scalars(run / "tb" / "RLlibPPO_1")
+    steps = [int(s) for s, _, _ in lines]
+    assert [s for s, _ in written["time/fps"]] == steps
+    # TensorBoard keeps 32-bit floats; the lines print steps/s to a unit and the return to 2 decimals
+    assert all(abs(v - int(r)) <= 0.51 for (_, v), (_, _, r) in zip(written["time/fps"], lines, strict=True))
+    returns = [(int(s), float(r)) for s, r, _ in lines if r != "-"]
+    got = written.get("rollout/agent_return_mean", [])
+    assert [s for s, _ in got] == [s for s, _ in returns]
+    assert all(abs(v - r) <= 0.0051 for (_, v), (_, r) in zip(got, returns, strict=True))
+    for tag in ("train/policy_loss", "train/value_loss", "train/entropy"):
+        assert [s for s, _ in written[tag]] == steps
 
 
 def test_cli_print_config_takes_what_the_run_takes(tmp_path, capsys, monkeypatch) -> None:

@@ -25,8 +25,12 @@ one runner's worth when sampling in the driver) and trains on them with ``n_epoc
 ``batch_size``. ``learning_rate``, ``gamma``, ``gae_lambda``, ``clip_range``, ``ent_coef``, ``vf_coef``,
 ``max_grad_norm``, ``net_arch``, ``seed``, ``total_timesteps`` (learner agent steps), ``run_dir``,
 ``checkpoint_every`` (agent steps) mean what they mean there; ``torch_threads`` is the learner's (in the
-driver), every env runner runs one. Options this backend cannot honour (the single
-mode, reward shaping, in-training evaluation, ...) are an error when set, never ignored.
+driver), every env runner runs one; ``verbose`` > 0 shows the env runners' output; ``tensorboard`` writes a few
+scalars per iteration to ``<run_dir>/tb/RLlibPPO_<n>`` (:class:`TensorBoardLog`). Those are the options it
+reads (:data:`USED`); any other one set (by a flag or the file: the single mode, reward shaping, in-training
+evaluation, ...), and any of these that the others make meaningless (the league's options in self-play, ...), is
+an error naming it (:func:`inert`, through :meth:`TrainConfig.check_options` as the SB3 backend checks its own),
+never ignored.
 
 Checkpoints: ``<run_dir>/checkpoints/step_<agent steps>/`` (RLlib's checkpoint plus ``nertz_meta.json``), the
 last also as ``<run_dir>/final``; ``nertz-eval gauntlet <run_dir>/final search`` plays it, ``--resume DIR``
@@ -65,7 +69,7 @@ USED = {
     "num_players", "rules", "num_tables", "learners_per_table", "opponents", "snapshot_weight",
     "snapshot_every", "max_snapshots", "total_timesteps", "seed", "n_steps", "batch_size", "n_epochs",
     "learning_rate", "gamma", "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "net_arch",
-    "run_dir", "checkpoint_every", "torch_threads", "verbose",
+    "run_dir", "checkpoint_every", "torch_threads", "verbose", "tensorboard",
 }
 #: the options of in-training evaluation, which this backend does not make
 EVAL_OPTIONS = ("eval_every", "eval_deals", "eval_opponents", "eval_seed", "eval_deterministic", "eval_workers")
@@ -84,7 +88,6 @@ AS_DONE: dict[str, Any] = {
     "eval_deals": 0,
     "eval_opponents": [],
     "progress_bar": False,  # a line per iteration instead
-    "tensorboard": False,  # it writes no TensorBoard logs
 }
 AS_DONE.pop("eval_every")  # 0 is the SB3 backend's "evaluate once, after training": still an evaluation
 TABLES_PER_ENV = 16
@@ -330,6 +333,11 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
         check_address(args.address)
     if importlib.util.find_spec("ray") is None:
         raise ModuleNotFoundError("No module named 'ray'", name="ray")
+    if cfg.tensorboard and importlib.util.find_spec("tensorboardX") is None:  # ray[rllib] installs it
+        raise UsageError(
+            "tensorboard = true needs the tensorboardX package (ray[rllib] installs it): pip install tensorboardX, "
+            "or pass --no-tensorboard"
+        )
     return cfg, multi_agent
 
 
@@ -413,7 +421,7 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
         json.dump(cfg.to_dict(), f, indent=2)
     print(f"run dir: {run_dir}  (Ray: {ray.cluster_resources().get('CPU', 0):g} CPUs, "
           f"{len(ray.nodes())} node(s), {num_env_runners} env runner(s))")
-    algo = None
+    algo, tb = None, None
     try:
         algo = config.build_algo()
         if num_env_runners:
@@ -435,6 +443,7 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
         next_ckpt = steps + cfg.checkpoint_every if cfg.checkpoint_every else None
         it, slot, last = 0, 0, None
         t0, s0 = time.perf_counter(), steps
+        tb = TensorBoardLog(run_dir) if cfg.tensorboard else None
         stop = _StopAfterIteration()
         while steps < cfg.total_timesteps:
             with stop:
@@ -450,6 +459,9 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
             mean_ret = f"{sum(values) / len(values):8.2f}" if values else "       -"
             rate = (steps - s0) / (time.perf_counter() - t0)
             print(f"iter {it:4d}  steps {steps:10d}  agent return {mean_ret}  {rate:8.0f} steps/s", flush=True)
+            if tb is not None:
+                module = "learner" if "learner" in sampled else "default_policy"
+                tb.write(steps, iteration_scalars(result, module, sum(values) / len(values) if values else None, rate))
             if max_snapshots and cfg.snapshot_every and it % cfg.snapshot_every == 0:
                 add_snapshot(algo, slot)
                 slot = (slot + 1) % max_snapshots
@@ -472,10 +484,64 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
         print(f"nertz-train: interrupted: stopped at once{hint}", file=sys.stderr)
         return 130
     finally:
+        if tb is not None:
+            tb.close()
         if algo is not None:
             algo.stop()
         ray.shutdown()
     return 0
+
+
+#: what :func:`iteration_scalars` takes from RLlib's statistics of the learner module (``result["learners"]``)
+LEARNER_SCALARS = {
+    "policy_loss": "train/policy_loss",
+    "vf_loss": "train/value_loss",
+    "entropy": "train/entropy",
+    "mean_kl_loss": "train/approx_kl",
+    "vf_explained_var": "train/explained_variance",
+    "default_optimizer_learning_rate": "train/learning_rate",
+}
+
+
+def iteration_scalars(result: dict[str, Any], module: str, agent_return: float | None, rate: float) -> dict[str, float]:
+    """The TensorBoard scalars of one PPO iteration: ``rollout/agent_return_mean`` (the iteration line's "agent
+    return": the mean over the seats RLlib saw of their mean return per deal), ``time/fps`` (its steps/s:
+    learner transitions per second since the run started) and the learner module's losses (``train/*``, as
+    RLlib's learner reports them for the iteration, :data:`LEARNER_SCALARS`). A value RLlib reports as NaN (no
+    deal finished yet) is left out."""
+    stats = result.get("learners", {}).get(module, {})
+    scalars = {tag: stats[key] for key, tag in LEARNER_SCALARS.items() if key in stats}
+    scalars["time/fps"] = rate
+    if agent_return is not None:
+        scalars["rollout/agent_return_mean"] = agent_return
+    return {tag: float(v) for tag, v in scalars.items() if float(v) == float(v)}
+
+
+class TensorBoardLog:
+    """``tensorboard = true``: TensorBoard event files in ``run_dir/tb/RLlibPPO_<n>`` (a new ``n`` for each run
+    or resume in the folder, as the SB3 backend numbers its ``MaskablePPO_<n>``), one point per PPO iteration
+    at the learner transitions trained so far. Written with tensorboardX, which ``ray[rllib]`` installs;
+    RLlib's own TensorBoard logger is a Ray Tune callback, which a run calling ``algo.train()`` does not use."""
+
+    PREFIX = "RLlibPPO_"
+
+    def __init__(self, run_dir: str) -> None:
+        from tensorboardX import SummaryWriter
+
+        folder = os.path.join(run_dir, "tb")
+        taken = [name[len(self.PREFIX):] for name in (os.listdir(folder) if os.path.isdir(folder) else [])
+                 if name.startswith(self.PREFIX)]
+        n = 1 + max((int(t) for t in taken if t.isdigit()), default=0)
+        self.path = os.path.join(folder, f"{self.PREFIX}{n}")
+        self._writer = SummaryWriter(self.path)
+
+    def write(self, steps: int, scalars: dict[str, float]) -> None:
+        for tag, value in scalars.items():
+            self._writer.add_scalar(tag, value, steps)
+        self._writer.flush()  # a run stopped at once keeps every finished iteration's points
+
+    def close(self) -> None:
+        self._writer.close()
 
 
 class _StopAfterIteration:
