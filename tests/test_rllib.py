@@ -483,6 +483,9 @@ def test_the_unread_options_are_those_outside_what_the_backend_reads() -> None:
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "cfg"}
     assert read & options == rllib_backend.USED
     assert set(UNREAD) == options - rllib_backend.USED
+    # --help marks them
+    marked = {a.dest for a in rllib_backend.build_rllib_parser()._actions if (a.help or "").startswith("[SB3 backend only]")}
+    assert marked == set(UNREAD)
 
 
 @pytest.mark.parametrize("via", ["flag", "file"])

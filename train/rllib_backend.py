@@ -71,6 +71,8 @@ USED = {
     "learning_rate", "gamma", "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "net_arch",
     "run_dir", "checkpoint_every", "torch_threads", "verbose", "tensorboard",
 }
+#: the TrainConfig options this backend never reads
+UNREAD = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.name not in USED)
 #: the options of in-training evaluation, which this backend does not make
 EVAL_OPTIONS = ("eval_every", "eval_deals", "eval_opponents", "eval_seed", "eval_deterministic", "eval_workers")
 #: the value of an option this backend does not read that asks for what it does anyway, so passes when set
@@ -109,6 +111,9 @@ def build_rllib_parser() -> argparse.ArgumentParser:
         metavar="K",
         help="a league's tables per env (default 16; at most num_tables); not with self-play",
     )
+    for action in parser._actions:  # the options it never reads stay flags (a refusal names them), marked so
+        if action.dest in UNREAD and action.help:
+            action.help = f"[SB3 backend only] {action.help}"
     return parser
 
 
@@ -117,15 +122,14 @@ def inert(cfg: TrainConfig) -> list[tuple[tuple[str, ...], str]]:
     :meth:`TrainConfig._inert` gives the SB3 backend's): the options it never reads (:data:`USED`), then the
     SB3 backend's groups among the options it reads (opponents and snapshots in self-play, the snapshot
     options without ``snapshot_weight``)."""
-    unread = [f.name for f in dataclasses.fields(TrainConfig) if f.name not in USED]
     groups = [
         (
-            tuple(n for n in unread if n in EVAL_OPTIONS),
+            tuple(n for n in UNREAD if n in EVAL_OPTIONS),
             "is not used by the rllib backend, which evaluates nothing while it trains: remove it, and play "
             "the checkpoints afterwards (nertz-eval gauntlet RUN_DIR/final heuristic search)",
         ),
         (
-            tuple(n for n in unread if n not in EVAL_OPTIONS),
+            tuple(n for n in UNREAD if n not in EVAL_OPTIONS),
             "is not used by the rllib backend (only the SB3 backend reads it): remove it, or train without "
             "--backend rllib",
         ),
