@@ -13,10 +13,11 @@ path). Rules options are ``--rule key=value`` with values read as JSON when they
 saved (JSON, CSV, PNG) under ``--out``. Bad input (unknown agent, missing checkpoint, impossible table, bad
 rule, an agent that cannot play at the table) prints one line on stderr and exits with code 2, before any deal
 is played; so does a flag that could not take effect (``--deals`` with ``--deal-seeds``, a rule given twice,
-``--target-score`` with ``--rule target_score``, more ``--workers`` than deals, ``--out``/``--no-plots`` with
-``--no-save``, ``--no-rotate`` where every lineup has one seating, a repeated deal seed, ``--workers`` with
-``--address``), and an ``--out`` that could not be written (a file of that name, a place no folder can be made
-in). Ctrl-C saves the deals finished so far and exits 130.
+``--target-score`` with ``--rule target_score``, more ``--workers`` than deals or than the CPUs this process
+can use, ``--out``/``--no-plots`` with ``--no-save``, ``--no-rotate`` where every lineup has one seating, a
+repeated deal seed, ``--workers`` with ``--address``), and an ``--out`` that could not be written (a file of
+that name, a place no folder can be made in). Any number of ``--deals`` starts at once (each deal's seed is
+computed when it is dealt), and Ctrl-C saves the deals finished so far and exits 130.
 
 ``--address auto`` (or a Ray head's ``host:port``) plays the deals as Ray tasks on every free CPU of a Ray
 cluster (:mod:`nertz_env.eval.cluster`): checkpoints travel through Ray's object store, every node is checked
@@ -30,6 +31,7 @@ A MaskablePPO zip trained outside ``nertz-train`` (no nertz-env record) plays at
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import sys
@@ -93,19 +95,30 @@ def _rules(args: argparse.Namespace) -> dict[str, Any]:
 def _deal_seeds(text: str | None) -> list[int] | None:
     if text is None:
         return None
+    items = text.split(",")
+    if any(not x.strip() for x in items):  # "1,,2" or "1,2,": a seed left out by mistake, not one to skip
+        raise UsageError(f"--deal-seeds has an empty item in {text!r}: give comma-separated non-negative integers")
     try:
-        seeds = [int(x) for x in text.split(",") if x.strip()]
+        seeds = [int(x) for x in items]
     except ValueError:
         raise UsageError(f"--deal-seeds takes comma-separated non-negative integers, got {text!r}") from None
-    if not seeds or any(s < 0 for s in seeds):
+    if any(s < 0 for s in seeds):
         raise UsageError(f"--deal-seeds takes comma-separated non-negative integers, got {text!r}")
-    repeated = sorted({s for s in seeds if seeds.count(s) > 1})
+    repeated = sorted(s for s, n in collections.Counter(seeds).items() if n > 1)
     if repeated:
         raise UsageError(
             f"--deal-seeds repeats {', '.join(map(str, repeated))}: a repeated deal would count twice "
             "as if it were an independent sample; give each seed once"
         )
     return seeds
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the system tells it, else the machine's)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -119,7 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
     def common(p: argparse.ArgumentParser, default_out: str, default_deals: int) -> None:
         p.set_defaults(default_out=default_out, default_deals=default_deals)
         p.add_argument("--players", type=int, default=4, help="seats at the table, 2 to 8 (default 4)")
-        p.add_argument("--deals", type=int, help=f"deals (default {default_deals})")
+        p.add_argument(
+            "--deals",
+            type=int,
+            help=f"deals, at least 1 (default {default_deals}); any number starts at once, and Ctrl-C saves the "
+            "deals finished",
+        )
         p.add_argument(
             "--seed", type=int, default=0, help="tournament seed: deal and agent seeds (default 0)"
         )
@@ -129,7 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--workers",
             type=int,
-            help=f"processes, at most one per deal (default {min(2, os.cpu_count() or 1)}, or the deals if fewer)",
+            help=f"processes, at most one per deal and one per CPU ({usable_cpus()} here; default "
+            f"{min(2, usable_cpus())}, or the deals if fewer)",
         )
         p.add_argument(
             "--address",
@@ -180,6 +199,13 @@ def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int
     if args.workers is not None:
         if args.workers < 1:
             raise UsageError(f"--workers must be at least 1, got {args.workers}")
+        cpus = usable_cpus()
+        if args.workers > cpus:  # each is a spawned process: --workers 1000 started 999 of them, none finished
+            raise UsageError(
+                f"--workers {args.workers} is more than the {cpus} CPU(s) this process can use: each worker is "
+                f"a process that loads the agents and plays on a CPU of its own, so more only share the same "
+                f"CPUs; pass --workers {cpus} or fewer"
+            )
         if args.workers > deals:
             raise UsageError(
                 f"--workers {args.workers} with {deals} deal(s): work is split by deal, so at most "
@@ -187,7 +213,7 @@ def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int
             )
         workers = args.workers
     else:
-        workers = min(2, os.cpu_count() or 1, deals)
+        workers = min(2, usable_cpus(), deals)
     if args.no_save:
         for flag, given in (("--out", args.out is not None), ("--no-plots", args.no_plots)):
             if given:

@@ -9,8 +9,9 @@ lives in the evaluation app (``nertz_env.eval.demo``) because it is built on the
     nertz-demo                 # 40 deals, seed 0
     nertz-demo --deals 200 --seed 3
 
-Bad input (``--deals`` below 1, a negative ``--seed``) is one line and exit 2. Ctrl-C during the tournament
-shows the deals finished so far and exits 130, as ``nertz-eval`` does.
+Bad input (``--deals`` below 1, a negative ``--seed``) is one line and exit 2. Any number of ``--deals`` starts
+at once (each deal's seed is computed when it is dealt). Ctrl-C during the tournament shows the deals finished
+so far and exits 130, as ``nertz-eval`` does.
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ def _show_a_table(seed: int) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``nertz-demo``; returns the exit code."""
     parser = argparse.ArgumentParser(prog="nertz-demo", description=plain(__doc__.split("\n\n")[0]))
-    parser.add_argument("--deals", type=int, default=40, help="deals in the tournament (default 40)")
+    parser.add_argument("--deals", type=int, default=40,
+                        help="deals in the tournament, at least 1 (default 40); any number starts at once, and "
+                        "Ctrl-C shows the deals finished")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the table's deal and of the tournament, a non-negative integer (default 0)")
     args = parser.parse_args(argv)
@@ -70,6 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     _show_a_table(args.seed)
     print(f"\nThe scripted ladder, {args.deals} duplicate deals of 4 players (every seat rotation):\n")
     results = run_tournament(list(LADDER), num_players=4, deals=args.deals, seed=args.seed)
+    if results.interrupted and not results.deals_done:  # as nertz-eval: no table of zeros and dashes
+        print(f"nertz-demo: interrupted before any of the {args.deals} deal(s) finished", file=sys.stderr)
+        return EXIT_INTERRUPTED
     summary = summarize(results)
     print(table(results, summary))
     print()

@@ -79,7 +79,8 @@ def table(results: Results, summary: Summary) -> str:
         f"{results.seed}, {rules}"
     )
     if results.interrupted:
-        head += f"  [interrupted: {len(results.deals_done)} of {len(results.deal_seeds)} deals]"
+        planned = results.deals_planned or len(results.deal_seeds)
+        head += f"  [interrupted: {len(results.deals_done)} of {planned} deals]"
     lines = [head]
     play = results.play_line()
     if play:

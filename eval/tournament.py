@@ -30,7 +30,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -51,6 +51,36 @@ def deal_seed(seed: int, deal: int) -> int:
     """The env seed of deal ``deal`` of a tournament seeded ``seed`` (stable: deal i never depends on how
     many deals are played)."""
     return int(np.random.SeedSequence([int(seed), int(deal)]).generate_state(1, np.uint64)[0] >> np.uint64(1))
+
+
+@dataclass(frozen=True)
+class DealSeeds(Sequence[int]):
+    """The env seeds of deals ``0 .. deals - 1`` of a tournament seeded ``seed`` (:func:`deal_seed`), each
+    computed when it is asked for.
+
+    A plan holds this and not the list: building a list of every seed first took about 6 µs and 50 bytes a
+    deal, so ``--deals 10000000000`` spent hours and hundreds of GB before its first deal, with no message.
+    Now any number of deals starts at once, and Ctrl-C keeps the deals finished so far."""
+
+    seed: int
+    deals: int
+
+    def __len__(self) -> int:
+        return self.deals
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[int]: ...
+
+    def __getitem__(self, index: int | slice) -> int | list[int]:
+        if isinstance(index, slice):
+            return [deal_seed(self.seed, i) for i in range(*index.indices(self.deals))]
+        i = index + self.deals if index < 0 else index
+        if not 0 <= i < self.deals:
+            raise IndexError(f"deal {index} of a tournament of {self.deals} deal(s)")
+        return deal_seed(self.seed, i)
 
 
 def agent_seed(seed: int, deal: int, lineup: int, rotation: int, seat: int) -> int:
@@ -126,6 +156,9 @@ class Results:
     config: dict[str, Any]
     mode: str
     seed: int
+    #: the env seed of each deal, by deal index. Seeds given explicitly (``deal_seeds=``) are all kept; seeds
+    #: derived from ``seed`` are kept up to the last deal finished (``deal_seed(seed, i)`` gives any other), so
+    #: an interrupted run of a huge number of deals does not list seeds it never played
     deal_seeds: list[int]
     lineups: list[list[int]]
     games: list[GameRecord] = field(default_factory=list)
@@ -136,6 +169,8 @@ class Results:
     failure: str | None = None  # why a run stopped early other than Ctrl-C (a cluster that failed)
     #: per agent, how a trained policy picked its actions ("most probable" or "sampled"); "" for the others
     play: list[str] = field(default_factory=list)
+    #: the deals the run was to play (0 in files written before this field: then ``len(deal_seeds)``)
+    deals_planned: int = 0
 
     def play_line(self) -> str | None:
         """``"policies play: ppo: most probable action; x.zip:deterministic=false: sampled from the policy"``:
@@ -239,7 +274,7 @@ class _Plan:
     env_kwargs: tuple[tuple[str, Any], ...]
     lineups: tuple[tuple[int, ...], ...]
     seatings: tuple[tuple[tuple[int, ...], ...], ...]
-    deal_seeds: tuple[int, ...]
+    deal_seeds: tuple[int, ...] | DealSeeds  # DealSeeds: derived from the seed, computed deal by deal
     seed: int
     replays: str | None = None  # a directory: every game is recorded there as a nertz-replay/1 file
 
@@ -370,20 +405,21 @@ def plan_tournament(
         lineups = round_robin_lineups(len(specs), num_players)
     else:
         lineups = gauntlet_lineups(len(specs), num_players)
+    seeds: tuple[int, ...] | DealSeeds
     if deal_seeds is not None:
-        seeds = [int(s) for s in deal_seeds]
+        seeds = tuple(int(s) for s in deal_seeds)
+        if not seeds or any(s < 0 for s in seeds):
+            raise ValueError("deal seeds must be a non-empty list of non-negative integers")
     else:
         if deals < 1:
             raise ValueError(f"a tournament needs at least one deal, got deals={deals}")
-        seeds = [deal_seed(seed, i) for i in range(deals)]
-    if not seeds or any(s < 0 for s in seeds):
-        raise ValueError("deal seeds must be a non-empty list of non-negative integers")
+        seeds = DealSeeds(int(seed), int(deals))  # lazily: a plan of any size is built at once
     plan = _Plan(
         agents=tuple(specs),
         env_kwargs=tuple(sorted({"illegal_action": illegal_action, **config.to_dict()}.items())),
         lineups=tuple(lineups),
         seatings=tuple(tuple(seatings(lu, rotate)) for lu in lineups),
-        deal_seeds=tuple(seeds),
+        deal_seeds=seeds,
         seed=int(seed),
         replays=None if replays is None else os.path.abspath(replays),
     )
@@ -400,9 +436,10 @@ def plan_tournament(
         config=config.to_dict(),
         mode=mode,
         seed=int(seed),
-        deal_seeds=seeds,
+        deal_seeds=[],  # filled in by play_tournament (see Results.deal_seeds)
         lineups=[list(lu) for lu in lineups],
         play=[play[s] for s in specs],
+        deals_planned=len(seeds),
     )
     return Tournament(plan, template, agent_factory, tuple(notes))
 
@@ -522,6 +559,10 @@ def play_tournament(
     results.elapsed = time.perf_counter() - start
     results.deals_done = sorted(done)
     results.games = [g for d in results.deals_done for g in done[d]]
+    if isinstance(plan.deal_seeds, DealSeeds):  # up to the last deal finished: not 10^10 seeds never played
+        results.deal_seeds = plan.deal_seeds[: results.deals_done[-1] + 1] if done else []
+    else:
+        results.deal_seeds = list(plan.deal_seeds)
     return results
 
 

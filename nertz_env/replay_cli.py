@@ -5,7 +5,9 @@
     nertz-replay game.jsonl.gz --mp4 game.mp4 --fps 8
 
 A file without its closing line (cut off: a game ``nertz-play`` is still writing, or a crashed writer) is an
-error naming its last complete tick; ``--partial`` draws it anyway, marked as cut off on the page.
+error naming its last complete tick; ``--partial`` draws it anyway, marked as cut off on the page. ``--partial``
+on a complete file draws it whole with a note on stderr and exit 0, not an error: the game a user points it at
+may have finished between typing the command and running it, and the drawing is then simply the whole game.
 
 The file is first replayed through the engine (every tick checked, see :func:`nertz_env.replay.verify_replay`),
 so what is drawn is what the engine does with the recorded actions. Every picture comes from
@@ -320,7 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--partial",
         action="store_true",
         help="also draw a file without its closing line (a game nertz-play is still writing, or a crashed "
-        "writer), marked as cut off; without it such a file is an error",
+        "writer), marked as cut off; without it such a file is an error (exit 2). A complete file is drawn whole, "
+        "with a note and exit 0 (the game may have finished since the command was typed)",
     )
     return p
 
@@ -364,7 +367,11 @@ def run(args: argparse.Namespace) -> int:
         if cut is not None and not args.partial:
             raise UsageError(cut)
         if cut is None and args.partial:
-            print("nertz-replay: note: --partial: the file is complete, nothing is cut off", file=sys.stderr)
+            print(
+                f"nertz-replay: note: --partial: {args.file} is complete (it has its closing line), "
+                "so it is drawn whole",
+                file=sys.stderr,
+            )
         if args.output:
             page = page_html(rep, args.title)
             with open(args.output, "w", encoding="utf-8") as f:

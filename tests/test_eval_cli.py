@@ -88,6 +88,8 @@ def test_plan_tournament__checks_every_agent_against_the_table() -> None:
             "--deals 3 would be ignored",
         ),
         (["round-robin", "random", "greedy", "--deal-seeds", "4,5,4"], "--deal-seeds repeats 4"),
+        (["round-robin", "random", "greedy", "--deal-seeds", "1,,2"], "--deal-seeds has an empty item"),
+        (["round-robin", "random", "greedy", "--deal-seeds", "1,2,"], "--deal-seeds has an empty item"),
         (["round-robin", "random", "greedy", "--deals", "1", "--workers", "2"], "pass --workers 1"),
         (
             ["round-robin", "random", "greedy", "--deals", "2", "--workers", "0"],
@@ -434,3 +436,96 @@ def test_every_subcommand_saves_under_eval_out_by_default() -> None:
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     for name, p in sub.choices.items():
         assert p.get_default("default_out") == f"eval_out/{name}", name
+
+
+# ---------------------------------------------------------------- a huge --deals, an absurd --workers
+def _no_seeds_up_front(monkeypatch: Any) -> None:
+    """Fail at once where the seeds of every deal were built before the first deal (6 µs and about 50 bytes a
+    deal: --deals 10000000000 took hours and hundreds of GB with no message)."""
+    import nertz_env.eval.tournament as tournament
+
+    real, calls = tournament.deal_seed, [0]
+
+    def counted(seed: int, deal: int) -> int:
+        calls[0] += 1
+        assert calls[0] <= 1000, "the deal seeds were built up front"
+        return real(seed, deal)
+
+    monkeypatch.setattr(tournament, "deal_seed", counted)
+
+
+def _ctrl_c_at_deal(monkeypatch: Any, stop: int) -> None:
+    """Ctrl-C when deal ``stop`` would start (deals ``0 .. stop-1`` finished; one process plays them in order)."""
+    import nertz_env.eval.tournament as tournament
+
+    real = tournament._Player.play_deal
+
+    def play_deal(self: Any, deal: int) -> Any:
+        if deal == stop:
+            raise KeyboardInterrupt
+        return real(self, deal)
+
+    monkeypatch.setattr(tournament._Player, "play_deal", play_deal)
+
+
+def test_plan_tournament__a_huge_number_of_deals_computes_each_seed_when_dealt(monkeypatch: Any) -> None:
+    import pickle
+
+    from nertz_env.eval.tournament import deal_seed
+
+    _no_seeds_up_front(monkeypatch)
+    plan = plan_tournament(["random", "greedy"], num_players=2, deals=10**10, seed=3).plan
+    assert len(plan.deal_seeds) == 10**10
+    assert plan.deal_seeds[7] == deal_seed(3, 7) and plan.deal_seeds[-1] == deal_seed(3, 10**10 - 1)
+    assert plan.deal_seeds[:3] == [deal_seed(3, i) for i in range(3)]
+    assert pickle.loads(pickle.dumps(plan)) == plan  # as the worker processes and Ray tasks get it
+    with pytest.raises(IndexError):
+        plan.deal_seeds[10**10]
+
+
+def test_cli__a_huge_deals_starts_at_once_and_ctrl_c_saves_the_finished_deals(
+    tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    from nertz_env.eval.tournament import deal_seed
+
+    _no_seeds_up_front(monkeypatch)
+    _ctrl_c_at_deal(monkeypatch, 3)
+    out = tmp_path / "out"
+    argv = ["round-robin", "random", "greedy", "--players", "2", "--deals", "10000000000", "--workers", "1"]
+    assert main([*argv, "--out", str(out), "--no-plots", "--no-progress"]) == 130
+    assert "interrupted; kept 3 finished deal(s)" in capsys.readouterr().err
+    data = json.loads((out / "results.json").read_text())
+    assert data["deals_done"] == [0, 1, 2] and data["deals_planned"] == 10**10 and data["interrupted"]
+    assert data["deal_seeds"] == [deal_seed(0, i) for i in range(3)]  # only the seeds of deals played
+    assert "[interrupted: 3 of 10000000000 deals]" in (out / "table.txt").read_text()
+
+
+def test_cli__more_workers_than_cpus_is_refused(tmp_path: Path, capsys: Any, monkeypatch: Any) -> None:
+    # --workers 1000 --deals 1000 started 999 processes on 2 cores (load average 198), none finished a deal
+    import nertz_env.eval.cli as cli
+
+    monkeypatch.setattr(cli, "usable_cpus", lambda: 2)
+    argv = ["round-robin", "random", "greedy", "--deals", "1000", "--workers", "3"]
+    _fails(argv, "--workers 3 is more than the 2 CPU(s) this process can use", capsys, tmp_path)
+    _fails([*argv[:-1], "1000000000000"], "pass --workers 2 or fewer", capsys, tmp_path)
+
+
+def test_demo__a_huge_deals_starts_at_once_and_ctrl_c_shows_the_finished(capsys: Any, monkeypatch: Any) -> None:
+    from nertz_env.eval.demo import main as demo_main
+
+    _no_seeds_up_front(monkeypatch)
+    _ctrl_c_at_deal(monkeypatch, 1)
+    assert demo_main(["--deals", "10000000000"]) == 130
+    captured = capsys.readouterr()
+    assert "search - heuristic" in captured.out and "[interrupted: 1 of 10000000000 deals]" in captured.out
+    assert "the tables above cover the 1 of 10000000000 deal(s) finished" in captured.err
+
+
+def test_demo__ctrl_c_before_any_deal_finished_shows_no_empty_table(capsys: Any, monkeypatch: Any) -> None:
+    from nertz_env.eval.demo import main as demo_main
+
+    _ctrl_c_at_deal(monkeypatch, 0)
+    assert demo_main(["--deals", "5"]) == 130
+    captured = capsys.readouterr()
+    assert "score difference" not in captured.out and "agent " not in captured.out  # no table of dashes
+    assert captured.err.strip().splitlines()[-1] == "nertz-demo: interrupted before any of the 5 deal(s) finished"

@@ -388,6 +388,22 @@ def test_cut_off_file_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert load_replay(closed).stopped and verify_replay(closed) == 10
 
 
+def test_partial_on_a_complete_file__drawn_whole_with_a_note_and_exit_0(
+    short_game: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # not an error: a game nertz-play is writing may end between typing the command and running it
+    from nertz_env.replay_cli import build_parser, main
+
+    out = tmp_path / "p.html"
+    assert main([str(short_game), "-o", str(out), "--partial"]) == 0
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"nertz-replay: note: --partial: {short_game} is complete (it has its closing line), "
+                                "so it is drawn whole"]
+    assert _page_data(out.read_text())["cut"] is False
+    helptext = " ".join(build_parser().format_help().split())
+    assert "A complete file is drawn whole, with a note and exit 0" in helptext
+
+
 def test_page_chart_labels_are_readable(match_game: Path) -> None:
     from nertz_env.replay_cli import page_html
 
