@@ -382,6 +382,28 @@ def _train(argv, capsys, monkeypatch) -> tuple[int, str, str]:
     return code, out, err.strip()
 
 
+def test_cli_resume_keeps_a_checkpoint_whose_stored_config_sets_an_inert_option(tmp_path, capsys, monkeypatch) -> None:
+    """A checkpoint written before the rllib backend refused options it cannot honour may store one (here
+    max_snapshots = 3 in self-play): resuming it goes back to the default with a note, instead of a refusal that
+    no flag could get past (naming the option again is refused, as in a fresh run)."""
+    import json
+
+    run = tmp_path / "runs" / "rl"
+    _fake_run(run)
+    for folder in (run / "final", run / "checkpoints" / "step_000000000064"):
+        meta = json.loads((folder / "nertz_meta.json").read_text())
+        meta["train_config"]["max_snapshots"] = 3
+        (folder / "nertz_meta.json").write_text(json.dumps(meta))
+    code, out, err = _train(["--resume", str(run / "final"), "--total-timesteps", "128", "--print-config"], capsys,
+                            monkeypatch)
+    assert code == 0, err
+    assert "note: the checkpoint's config sets max_snapshots = 3" in err and "resuming with the default 10" in err
+    assert "max_snapshots" not in out  # an unused option: left out of the printed config
+    code, out, err = _train(["--resume", str(run / "final"), "--total-timesteps", "128", "--max-snapshots", "3",
+                             "--print-config"], capsys, monkeypatch)
+    assert code == 2 and "max_snapshots (--max-snapshots) has no effect" in err
+
+
 # what the run refuses before Ray starts: --print-config refuses it too, with the same line
 REFUSED_BEFORE_RAY = [
     (["--opponent", "nobody=1", "--learners-per-table", "1"], "unknown agent 'nobody'"),

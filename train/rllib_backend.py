@@ -155,6 +155,25 @@ def check_options(cfg: TrainConfig, given: Iterable[str] = (), num_env_runners: 
         )
 
 
+def drop_stored_inert(cfg: TrainConfig, given: Iterable[str]) -> TrainConfig:
+    """A resumed checkpoint's own config may set options this backend cannot honour (a checkpoint written before
+    they were refused, e.g. ``max_snapshots`` in self-play): those the file and the flags did not name again go
+    back to their defaults, with a note on stderr, so that the checkpoint stays resumable (naming one still
+    refuses it, as in a fresh run). They never took effect, so the run is the same."""
+    defaults = TrainConfig()
+    named = set(given)
+    reset: dict[str, Any] = {}
+    for names, _ in inert(cfg):
+        for n in names:
+            value = getattr(cfg, n)
+            if n not in named and value != getattr(defaults, n) and not (n in AS_DONE and AS_DONE[n] == value):
+                reset[n] = getattr(defaults, n)
+    for n in sorted(reset):
+        print(f"note: the checkpoint's config sets {n} = {getattr(cfg, n)!r}, which this backend cannot honour (it "
+              f"never took effect); resuming with the default {reset[n]!r}", file=sys.stderr)
+    return dataclasses.replace(cfg, **reset) if reset else cfg
+
+
 def env_and_league(cfg: TrainConfig) -> tuple[dict[str, Any], Any]:
     """The env config and the League (None for self-play) of a training config."""
     from nertz_env._rllib_spec import League
@@ -313,6 +332,8 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
 
     base, meta = _read_checkpoint(args.resume) if args.resume else (None, None)
     cfg, given = config_and_given(args, base)
+    if base is not None:
+        cfg = drop_stored_inert(cfg, given)
     if args.resume and "run_dir" not in given:  # the run the checkpoint belongs to, as the SB3 backend does
         cfg = dataclasses.replace(cfg, run_dir=resume_run_dir(args.resume, final=True))
     if args.num_env_runners < 0:
