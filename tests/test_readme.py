@@ -88,6 +88,29 @@ def test_pages_run_elsewhere_name_their_tests() -> None:
             assert (ROOT / name).exists(), f"{page}: {name} does not exist"
 
 
+def test_no_two_training_runs_the_docs_show_share_a_run_folder() -> None:
+    """A user who follows every page (the README, the guides, the pages whose commands run elsewhere, such as the
+    cluster guide) never starts a run in a folder another page's run filled: nertz-train refuses a fresh run into
+    a folder that holds a run. Each folder a ``nertz-train`` command trains into (``--run-dir``, ``run_dir`` in its
+    ``--config``, else the default runs/nertz) belongs to one command; a resume, ``--print-config``, ``--help``
+    and a bad-input example start no run. The same command on two pages is one run."""
+    pages = [README, *sorted(p for p in DOCS.rglob("*.md") if p.relative_to(DOCS).parts[0] not in ("_build", "experiments"))]
+    owner: dict[str, Command] = {}
+    for page in pages:
+        for cmd in readme_commands(page.read_text()):
+            cmd.page = page.relative_to(ROOT).as_posix()
+            args = cmd.argv[1:]
+            if cmd.argv[:1] != ["nertz-train"] or cmd.expect_error or {"--resume", "--print-config", "--help"} & set(args):
+                continue
+            folder = _value(args, "--run-dir") or _config_value(args, "run_dir") or "runs/nertz"
+            first = owner.setdefault(os.path.normpath(folder), cmd)
+            assert first.text == cmd.text, (
+                f"{cmd.where} trains into {folder}, as {first.where} does: nertz-train refuses the second run "
+                f"(that folder holds the first one's); give it a folder of its own"
+            )
+    assert len(owner) >= 4  # the guides' runs were found
+
+
 def _quick_start() -> str:
     text = README.read_text()
     section = text[text.index("## Quick start") :]
@@ -455,6 +478,8 @@ def rule_train_rllib(args: list[str], ctx: Ctx) -> Plan:
     a = _set(a, "--total-timesteps", str(TINY_STEPS * 4))
     a = _set(a, "--n-steps", "16")
     a = _set(a, "--num-tables", "2")
+    # within the tiny iteration (16 ticks x 2 tables x at least 1 learner): a larger one is refused
+    a = _set(a, "--batch-size", "32")
     return Plan(a, makes=makes, timeout=600.0, requires=("ray",))
 
 

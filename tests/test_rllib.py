@@ -305,7 +305,7 @@ def test_league_one_iteration(local_ray) -> None:
         (["--rule", "drwa=1"], "unknown option(s) ['drwa']"),
         (["--address", "127.0.0.1:1"], "no Ray cluster at 127.0.0.1:1"),
         (["--address", "nohost"], "--address takes host:port"),
-        (["--shaping"], "the rllib backend does not support shaping"),
+        (["--shaping"], "shaping (--shaping) is not used by the rllib backend"),
         (["--num-env-runners", "-1"], "--num-env-runners must be >= 0"),
         (["--opponent", "nobody=1", "--learners-per-table", "1"], "unknown agent 'nobody'"),
         (
@@ -382,6 +382,28 @@ def _train(argv, capsys, monkeypatch) -> tuple[int, str, str]:
     return code, out, err.strip()
 
 
+def test_cli_resume_keeps_a_checkpoint_whose_stored_config_sets_an_inert_option(tmp_path, capsys, monkeypatch) -> None:
+    """A checkpoint written before the rllib backend refused options it cannot honour may store one (here
+    max_snapshots = 3 in self-play): resuming it goes back to the default with a note, instead of a refusal that
+    no flag could get past (naming the option again is refused, as in a fresh run)."""
+    import json
+
+    run = tmp_path / "runs" / "rl"
+    _fake_run(run)
+    for folder in (run / "final", run / "checkpoints" / "step_000000000064"):
+        meta = json.loads((folder / "nertz_meta.json").read_text())
+        meta["train_config"]["max_snapshots"] = 3
+        (folder / "nertz_meta.json").write_text(json.dumps(meta))
+    code, out, err = _train(["--resume", str(run / "final"), "--total-timesteps", "128", "--print-config"], capsys,
+                            monkeypatch)
+    assert code == 0, err
+    assert "note: the checkpoint's config sets max_snapshots = 3" in err and "resuming with the default 10" in err
+    assert "max_snapshots" not in out  # an unused option: left out of the printed config
+    code, out, err = _train(["--resume", str(run / "final"), "--total-timesteps", "128", "--max-snapshots", "3",
+                             "--print-config"], capsys, monkeypatch)
+    assert code == 2 and "max_snapshots (--max-snapshots) has no effect" in err
+
+
 # what the run refuses before Ray starts: --print-config refuses it too, with the same line
 REFUSED_BEFORE_RAY = [
     (["--opponent", "nobody=1", "--learners-per-table", "1"], "unknown agent 'nobody'"),
@@ -400,6 +422,13 @@ REFUSED_BEFORE_RAY = [
     (["--run-dir", "{run}"], "already holds a run (checkpoints/step_000000000064)"),
     (["--run-dir", "{other}"], "already holds a run (eval.csv)"),
     (["--run-dir", "{other}/eval.csv"], "is a file, not a directory"),
+    # options this backend reads that the others make meaningless, as TrainConfig.check_options says for SB3
+    (["--max-snapshots", "3"], "max_snapshots (--max-snapshots) has no effect: every seat learns"),
+    (["--opponent", "search=1"], "opponents (--opponent) has no effect: every seat learns"),
+    (["--learners-per-table", "1", "--snapshot-every", "3"], "snapshot_every (--snapshot-every) has no effect with snapshot_weight = 0"),
+    (["--learners-per-table", "1", "--opponent", "heuristic=0"], "the opponent pool is empty"),
+    (["--learners-per-table", "1", "--snapshot-weight", "1", "--max-snapshots", "0"], "snapshot_weight > 0 needs max_snapshots >= 1"),
+    (["--batch-size", "99999"], "batch_size 99,999 is larger than an iteration (8,192 learner transitions"),
 ]
 
 
@@ -423,6 +452,197 @@ def test_cli_print_config_refuses_what_the_run_refuses(flags, message, tmp_path,
         lines.append(err)
     assert lines[0] == lines[1]
     assert sorted(os.listdir(tmp_path)) == ["runs"] and sorted(os.listdir(other)) == ["eval.csv"]  # nothing made
+
+
+# every TrainConfig option the backend does not read (train/rllib_backend.py's USED), each set in a way that is
+# refused: a value other than what the backend does anyway (AS_DONE), or one with no such value at all (a default
+# named explicitly counts: --num-envs 4, --eval-deals 50)
+UNREAD = {
+    "mode": "single",
+    "num_envs": 4,
+    "opponent_threads": 2,
+    "privileged_critic": True,
+    "snapshot_deterministic": True,
+    "shaping": True,
+    "shaping_scale": 1.0,
+    "shaping_gamma": 0.9,
+    "shaping_coef": 2.0,
+    "relative_reward": True,
+    "lr_schedule": "linear",
+    "activation": "tanh",
+    "init_from": "runs/x/policy.zip",
+    "keep_checkpoints": 3,
+    "eval_every": 0,
+    "eval_deals": 50,
+    "eval_opponents": ["search"],
+    "eval_seed": 1,
+    "eval_deterministic": True,
+    "eval_workers": 2,
+    "progress_bar": True,
+}
+
+
+def _flag(name: str, value) -> list[str]:
+    flag = "--" + name.replace("_", "-")
+    if isinstance(value, bool):
+        return [flag if value else "--no-" + flag[2:]]
+    return [flag, ",".join(value) if isinstance(value, list) else str(value)]
+
+
+def test_the_unread_options_are_those_outside_what_the_backend_reads() -> None:
+    """USED is what train/rllib_backend.py reads of a training config (every ``cfg.<option>`` in its source), and
+    the table above covers every other option."""
+    import ast
+    import dataclasses
+    import inspect
+
+    from nertz_env.train import rllib_backend
+    from nertz_env.train.config import TrainConfig
+
+    options = {f.name for f in dataclasses.fields(TrainConfig)}
+    tree = ast.parse(inspect.getsource(rllib_backend))
+    read = {node.attr for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "cfg"}
+    assert read & options == rllib_backend.USED
+    assert set(UNREAD) == options - rllib_backend.USED
+    # --help marks them
+    marked = {a.dest for a in rllib_backend.build_rllib_parser()._actions if (a.help or "").startswith("[SB3 backend only]")}
+    assert marked == set(UNREAD)
+
+
+@pytest.mark.parametrize("via", ["flag", "file"])
+@pytest.mark.parametrize("name", sorted(UNREAD))
+def test_cli_an_option_the_backend_does_not_read_is_refused_naming_it(name, via, tmp_path, capsys, monkeypatch) -> None:
+    """Given as a flag or as a config-file key, an option the rllib backend never reads is refused in one line
+    naming it, exit 2, by the run and by --print-config alike, before Ray (it was ignored without a word)."""
+    import json
+
+    if via == "flag":
+        given = _flag(name, UNREAD[name])
+    else:
+        path = tmp_path / "run.json"
+        path.write_text(json.dumps({name: UNREAD[name]}))
+        given = ["--config", str(path)]
+    lines = []
+    for extra in (["--print-config"], []):
+        code, out, err = _train(["--num-players", "2", "--run-dir", str(tmp_path / "run"), *given, *extra],
+                                capsys, monkeypatch)
+        assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+        flag = "--opponent" if name == "opponents" else "--" + name.replace("_", "-")
+        assert err.startswith(f"nertz-train: error: {name} ({flag}) is not used by the rllib backend"), err
+        lines.append(err)
+    assert lines[0] == lines[1] and not (tmp_path / "run").exists()
+
+
+def test_cli_an_option_set_to_what_the_backend_does_anyway_passes(tmp_path, capsys, monkeypatch) -> None:
+    """--no-shaping, --eval-deals 0, --mode vector ... ask for what the rllib backend does anyway (a config file
+    shared with the SB3 backend may say so): taken. --print-config leaves out the options it does not use, and says
+    which; the shipped league config passes."""
+    import json
+
+    from nertz_env.train.rllib_backend import AS_DONE, USED
+
+    same = [f for name, value in AS_DONE.items() if name not in USED for f in _flag(name, value) if value is not None]
+    assert "--no-shaping" in same and "--eval-deals" in same and "--no-progress-bar" in same
+    code, out, err = _train(["--num-players", "2", "--run-dir", str(tmp_path / "a"), *same, "--print-config"],
+                            capsys, monkeypatch)
+    assert code == 0, err
+    shown = json.loads(out)
+    assert "shaping" not in shown and "eval_deals" not in shown and "max_snapshots" not in shown  # self-play
+    assert shown["num_tables"] == 64 and shown["tensorboard"] is True
+    assert err.startswith("note: not shown, as the rllib backend does not use them with these options: eval_every")
+    config = os.path.join(os.path.dirname(__file__), "..", "train", "configs", "rllib_league.toml")
+    code, out, err = _train(["--config", config, "--run-dir", str(tmp_path / "b"), "--print-config"], capsys, monkeypatch)
+    assert code == 0, err
+    assert json.loads(out)["max_snapshots"] == 5  # a league's snapshot options are shown
+
+
+def _scalars(folder) -> dict[str, list[tuple[int, float]]]:
+    """The scalars of a TensorBoard event folder: tag -> [(step, value)]."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(folder))
+    acc.Reload()
+    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+
+
+def test_tensorboard_log_writes_each_iterations_scalars(tmp_path) -> None:
+    """tensorboard = true: each PPO iteration's line (agent return, steps/s) and the learner module's losses as
+    RLlib reports them go to run_dir/tb/RLlibPPO_<n> at the learner transitions trained; a NaN (no deal finished)
+    is left out; a resume in the folder writes the next n (as SB3 numbers MaskablePPO_<n>)."""
+    from nertz_env.train.rllib_backend import TensorBoardLog, iteration_scalars
+
+    result = {
+        "learners": {
+            "learner": {"policy_loss": 0.25, "vf_loss": 1.5, "entropy": 1.125, "mean_kl_loss": 0.0625,
+                        "vf_explained_var": float("nan"), "default_optimizer_learning_rate": 3e-4},
+            "snapshot_0": {"policy_loss": 9.0},
+        },
+    }
+    scalars = iteration_scalars(result, "learner", -13.75, 1210.5)
+    assert scalars == {"train/policy_loss": 0.25, "train/value_loss": 1.5, "train/entropy": 1.125,
+                       "train/approx_kl": 0.0625, "train/learning_rate": 3e-4, "time/fps": 1210.5,
+                       "rollout/agent_return_mean": -13.75}
+    assert "rollout/agent_return_mean" not in iteration_scalars(result, "learner", None, 1.0)
+    log = TensorBoardLog(str(tmp_path))
+    log.write(128, scalars)
+    log.write(256, {"time/fps": 1300.0})
+    log.close()
+    assert log.path == str(tmp_path / "tb" / "RLlibPPO_1")
+    written = _scalars(log.path)
+    assert written["time/fps"] == [(128, 1210.5), (256, 1300.0)]
+    assert written["rollout/agent_return_mean"] == [(128, -13.75)]
+    assert set(written) == set(scalars)
+    again = TensorBoardLog(str(tmp_path))
+    again.close()
+    assert again.path == str(tmp_path / "tb" / "RLlibPPO_2")
+
+
+def test_cli_tensorboard_without_tensorboardx_is_one_line(tmp_path, capsys, monkeypatch) -> None:
+    """Without tensorboardX (ray[rllib] installs it), tensorboard = true is refused before Ray, --print-config
+    too; --no-tensorboard is taken."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "tensorboardX" else find_spec(n, *a))
+    lines = []
+    for extra in (["--print-config"], []):
+        code, out, err = _train(["--run-dir", str(tmp_path / "run"), *extra], capsys, monkeypatch)
+        assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+        assert "tensorboard = true needs the tensorboardX package" in err and "--no-tensorboard" in err
+        lines.append(err)
+    assert lines[0] == lines[1] and not (tmp_path / "run").exists()
+    code, out, err = _train(["--run-dir", str(tmp_path / "run"), "--no-tensorboard", "--print-config"], capsys, monkeypatch)
+    assert code == 0, err
+
+
+@pytest.mark.long
+def test_cli_a_run_writes_tensorboard_logs_that_match_its_lines(tmp_path, capsys) -> None:
+    """A real run (about 10 s: Ray, 4 iterations) writes one point per iteration of each scalar, at the steps
+    and with the steps/s and agent return its iteration lines print."""
+    import re
+
+    from nertz_env.train.cli import main
+
+    run = tmp_path / "run"
+    code = main(["--backend", "rllib", "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2",
+                 "--n-steps", "32", "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32",
+                 "--checkpoint-every", "0", "--total-timesteps", "512", "--run-dir", str(run)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    lines = re.findall(r"iter +\d+ +steps +(\d+) +agent return +(\S+) +(\d+) steps/s", out)
+    assert len(lines) == 4
+    written = _scalars(run / "tb" / "RLlibPPO_1")
+    steps = [int(s) for s, _, _ in lines]
+    assert [s for s, _ in written["time/fps"]] == steps
+    # TensorBoard keeps 32-bit floats; the lines print steps/s to a unit and the return to 2 decimals
+    assert all(abs(v - int(r)) <= 0.51 for (_, v), (_, _, r) in zip(written["time/fps"], lines, strict=True))
+    returns = [(int(s), float(r)) for s, r, _ in lines if r != "-"]
+    got = written.get("rollout/agent_return_mean", [])
+    assert [s for s, _ in got] == [s for s, _ in returns]
+    assert all(abs(v - r) <= 0.0051 for (_, v), (_, r) in zip(got, returns, strict=True))
+    for tag in ("train/policy_loss", "train/value_loss", "train/entropy"):
+        assert [s for s, _ in written[tag]] == steps
 
 
 def test_cli_print_config_takes_what_the_run_takes(tmp_path, capsys, monkeypatch) -> None:
@@ -513,11 +733,11 @@ def test_cli_a_run_folder_is_refused_in_the_same_line_by_both_backends(tmp_path,
 )
 def test_every_shipped_rllib_config_builds(name: str) -> None:
     from nertz_env.train.cli import build_parser, config_from_args
-    from nertz_env.train.rllib_backend import build_config, check_supported
+    from nertz_env.train.rllib_backend import build_config, check_options
 
     path = os.path.join(os.path.dirname(__file__), "..", "train", "configs", name)
     cfg = config_from_args(build_parser().parse_args(["--config", path]))
-    check_supported(cfg)
+    check_options(cfg)
     config = build_config(cfg, num_env_runners=2)
     assert config.env_config["num_players"] == cfg.num_players
 

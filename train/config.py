@@ -41,6 +41,21 @@ MODES = ("vector", "single")
 ACTIVATIONS = ("relu", "tanh")
 LR_SCHEDULES = ("constant", "linear")
 
+#: the value that turns each option off: set explicitly where it cannot take effect, it asks for what happens
+#: anyway and passes (--opponent-threads 1, --no-snapshot-deterministic, --no-privileged-critic)
+OFF: dict[str, Any] = {
+    "learners_per_table": None,
+    "opponent_threads": 1,
+    "snapshot_weight": 0.0,
+    "snapshot_every": 0,
+    "snapshot_deterministic": False,
+    "privileged_critic": False,
+    "shaping_coef": None,
+    "eval_every": 0,
+    "keep_checkpoints": 0,
+    "eval_opponents": [],
+}
+
 
 def _opt(default: Any = dataclasses.MISSING, help: str = "", factory: Any = dataclasses.MISSING) -> Any:
     """A field with its one-line meaning and allowed values in ``metadata["help"]`` (``nertz-train --help``
@@ -284,52 +299,11 @@ class TrainConfig:
         against the table (not when ``resume``: a resumed run continues the checkpoint's weights), so a bad
         one fails before any work.
         """
-        self.validate()
-        defaults = TrainConfig()
-        names = [f.name for f in dataclasses.fields(self)]
-        explicit = set(given)
-        unknown = sorted(explicit - set(names))
-        if unknown:
-            raise ConfigError(f"unknown training option(s) {unknown}")
-        set_ = explicit | {n for n in names if getattr(self, n) != getattr(defaults, n)}
-        # the value that turns each option off: set explicitly where it cannot take effect, it asks for what
-        # happens anyway and passes (--opponent-threads 1, --no-snapshot-deterministic, --no-privileged-critic)
-        off: dict[str, Any] = {
-            "learners_per_table": None,
-            "opponent_threads": 1,
-            "snapshot_weight": 0.0,
-            "snapshot_every": 0,
-            "snapshot_deterministic": False,
-            "privileged_critic": False,
-            "shaping_coef": None,
-            "eval_every": 0,
-            "keep_checkpoints": 0,
-            "eval_opponents": [],
-        }
-
-        def active(name: str) -> bool:
-            return name in set_ and (name not in off or getattr(self, name) != off[name])
-
-        def first(keys: Iterable[str]) -> str | None:
-            return next((k for k in keys if active(k)), None)
-
-        for group, message in self._inert():
-            name = first(group)
-            if name:
-                raise ConfigError(f"{_show(name)} {message}")
+        self.check_options(given)
         if self.uses_opponents:
-            if self.snapshot_weight == 0 and sum(self.opponents.values()) <= 0:
-                raise ConfigError(
-                    "the opponent pool is empty: give an opponent a weight > 0 (--opponent heuristic=1) "
-                    "or the snapshots one (--snapshot-weight 1)"
-                )
-            if self.snapshot_weight > 0 and self.max_snapshots == 0:
-                raise ConfigError(
-                    "snapshot_weight > 0 needs max_snapshots >= 1 (0 keeps no snapshot to play): "
-                    "raise --max-snapshots, or pass --snapshot-weight 0"
-                )
             for spec in self.opponents:
                 self._check_agent(spec, "opponents (--opponent)")
+        set_ = self.options_set(given)
         evaluating = self.eval_deals > 0 and bool(self.eval_opponents)
         if evaluating:
             for spec in self.eval_opponents:
@@ -383,6 +357,51 @@ class TrainConfig:
             )
         return cfg, notes
 
+    def options_set(self, given: Iterable[str] = ()) -> set[str]:
+        """The options that count as set: those in ``given`` (the keys a file or the flags named) and those
+        that differ from their defaults. An unknown name in ``given`` raises :class:`ConfigError`."""
+        defaults = TrainConfig()
+        names = [f.name for f in dataclasses.fields(self)]
+        explicit = set(given)
+        unknown = sorted(explicit - set(names))
+        if unknown:
+            raise ConfigError(f"unknown training option(s) {unknown}")
+        return explicit | {n for n in names if getattr(self, n) != getattr(defaults, n)}
+
+    def check_options(
+        self,
+        given: Iterable[str] = (),
+        inert: list[tuple[tuple[str, ...], str]] | None = None,
+        off: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Raise :class:`ConfigError` for an option that is set (:meth:`options_set`) but cannot take effect:
+        the first set one of each group of ``inert`` (default: :meth:`_inert`, the SB3 backend's), then an
+        opponent pool that plays no one. An option set to its value in ``off`` (default :data:`OFF`) asks for
+        what happens anyway and passes. A backend that reads fewer options passes its own groups and ``off``
+        (``nertz-train --backend rllib``: :func:`nertz_env.train.rllib_backend.inert`)."""
+        self.validate()
+        set_ = self.options_set(given)
+        off = OFF if off is None else off
+
+        def active(name: str) -> bool:
+            return name in set_ and (name not in off or getattr(self, name) != off[name])
+
+        for group, message in self._inert() if inert is None else inert:
+            name = next((k for k in group if active(k)), None)
+            if name:
+                raise ConfigError(f"{_show(name)} {message}")
+        if self.uses_opponents:
+            if self.snapshot_weight == 0 and sum(self.opponents.values()) <= 0:
+                raise ConfigError(
+                    "the opponent pool is empty: give an opponent a weight > 0 (--opponent heuristic=1) "
+                    "or the snapshots one (--snapshot-weight 1)"
+                )
+            if self.snapshot_weight > 0 and self.max_snapshots == 0:
+                raise ConfigError(
+                    "snapshot_weight > 0 needs max_snapshots >= 1 (0 keeps no snapshot to play): "
+                    "raise --max-snapshots, or pass --snapshot-weight 0"
+                )
+
     def _check_init_from(self) -> None:
         """``init_from`` must be a policy file trained for these rules and this table size."""
         from nertz_env.agents.meta import check_compatible, read_meta
@@ -415,15 +434,18 @@ class TrainConfig:
             return self.num_envs
         return self.num_tables * (self.learners_per_table or self.num_players)
 
-    def unused(self) -> list[str]:
+    def unused(self, inert: list[tuple[tuple[str, ...], str]] | None = None) -> list[str]:
         """The options that cannot take effect with the others (their values are never read): what
         ``--print-config`` leaves out. :meth:`resolve` refuses any of them set to a value other than the one
-        that means "off" (``opponent_threads = 1``, ``snapshot_weight = 0``, ...)."""
-        return list(dict.fromkeys(name for names, _ in self._inert() for name in names))
+        that means "off" (``opponent_threads = 1``, ``snapshot_weight = 0``, ...). ``inert``: another
+        backend's groups (default :meth:`_inert`, the SB3 backend's)."""
+        groups = self._inert() if inert is None else inert
+        return list(dict.fromkeys(name for names, _ in groups for name in names))
 
-    def _inert(self) -> list[tuple[tuple[str, ...], str]]:
+    def _inert(self, single_mode: bool = True) -> list[tuple[tuple[str, ...], str]]:
         """The groups of options that cannot take effect with the others, each with the error :meth:`resolve`
-        raises when one of them is set (after the option's name, as files and flags spell it)."""
+        raises when one of them is set (after the option's name, as files and flags spell it).
+        ``single_mode=False``: a backend without mode 'single', whose messages do not offer it."""
         groups: list[tuple[tuple[str, ...], str]] = []
         if self.mode == "single":
             groups.append((
@@ -444,7 +466,7 @@ class TrainConfig:
                  "opponent_threads"),
                 f"has no effect: every seat learns (learners_per_table = {lpt} of num_players = "
                 f"{self.num_players}), so no opponent is played; pass --learners-per-table 1 (up to "
-                f"{self.num_players - 1}) to seat opponents, or --mode single, or remove it",
+                f"{self.num_players - 1}) to seat opponents{', or --mode single' if single_mode else ''}, or remove it",
             ))
         elif self.snapshot_weight == 0:
             groups.append((

@@ -25,8 +25,12 @@ one runner's worth when sampling in the driver) and trains on them with ``n_epoc
 ``batch_size``. ``learning_rate``, ``gamma``, ``gae_lambda``, ``clip_range``, ``ent_coef``, ``vf_coef``,
 ``max_grad_norm``, ``net_arch``, ``seed``, ``total_timesteps`` (learner agent steps), ``run_dir``,
 ``checkpoint_every`` (agent steps) mean what they mean there; ``torch_threads`` is the learner's (in the
-driver), every env runner runs one. Options this backend cannot honour (the single
-mode, reward shaping, in-training evaluation, ...) are an error when set, never ignored.
+driver), every env runner runs one; ``verbose`` > 0 shows the env runners' output; ``tensorboard`` writes a few
+scalars per iteration to ``<run_dir>/tb/RLlibPPO_<n>`` (:class:`TensorBoardLog`). Those are the options it
+reads (:data:`USED`); any other one set (by a flag or the file: the single mode, reward shaping, in-training
+evaluation, ...), and any of these that the others make meaningless (the league's options in self-play, ...), is
+an error naming it (:func:`inert`, through :meth:`TrainConfig.check_options` as the SB3 backend checks its own),
+never ignored.
 
 Checkpoints: ``<run_dir>/checkpoints/step_<agent steps>/`` (RLlib's checkpoint plus ``nertz_meta.json``), the
 last also as ``<run_dir>/final``; ``nertz-eval gauntlet <run_dir>/final search`` plays it, ``--resume DIR``
@@ -52,20 +56,42 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from nertz_env.commands import note_terminated, reinstate_sigterm
 from nertz_env.train.cli import build_parser, config_and_given
-from nertz_env.train.config import ConfigError, TrainConfig
+from nertz_env.train.config import OFF, ConfigError, TrainConfig
 
-#: TrainConfig options this backend uses; any other option set away from its default is an error
+#: TrainConfig options this backend reads (build_config, layout, env_and_league, iteration_transitions, run);
+#: the others are refused when set (:func:`inert`), as are these where the others make them meaningless
 USED = {
     "num_players", "rules", "num_tables", "learners_per_table", "opponents", "snapshot_weight",
     "snapshot_every", "max_snapshots", "total_timesteps", "seed", "n_steps", "batch_size", "n_epochs",
     "learning_rate", "gamma", "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "net_arch",
-    "run_dir", "checkpoint_every", "torch_threads", "verbose", "progress_bar", "tensorboard",
+    "run_dir", "checkpoint_every", "torch_threads", "verbose", "tensorboard",
 }
+#: the TrainConfig options this backend never reads
+UNREAD = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.name not in USED)
+#: the options of in-training evaluation, which this backend does not make
+EVAL_OPTIONS = ("eval_every", "eval_deals", "eval_opponents", "eval_seed", "eval_deterministic", "eval_workers")
+#: the value of an option this backend does not read that asks for what it does anyway, so passes when set
+#: (a config file shared with the SB3 backend may say ``shaping = false``); the others have no such value
+AS_DONE: dict[str, Any] = {
+    **OFF,
+    "mode": "vector",  # the batched engine, num_tables tables with learners_per_table learning seats
+    "opponent_threads": 1,  # scripted opponents decide in the env runner's one thread
+    "shaping": False,
+    "relative_reward": False,
+    "lr_schedule": "constant",
+    "activation": "relu",  # nertz_env.rllib.ppo_config's fcnet_activation
+    "init_from": None,
+    "keep_checkpoints": 0,  # every checkpoint is kept
+    "eval_deals": 0,
+    "eval_opponents": [],
+    "progress_bar": False,  # a line per iteration instead
+}
+AS_DONE.pop("eval_every")  # 0 is the SB3 backend's "evaluate once, after training": still an evaluation
 TABLES_PER_ENV = 16
 
 
@@ -85,22 +111,67 @@ def build_rllib_parser() -> argparse.ArgumentParser:
         metavar="K",
         help="a league's tables per env (default 16; at most num_tables); not with self-play",
     )
+    for action in parser._actions:  # the options it never reads stay flags (a refusal names them), marked so
+        if action.dest in UNREAD and action.help:
+            action.help = f"[SB3 backend only] {action.help}"
     return parser
 
 
-def check_supported(cfg: TrainConfig) -> None:
-    """Raise :class:`ConfigError` naming every option set that this backend cannot honour."""
-    default = TrainConfig()
-    unsupported = [
-        f.name
-        for f in dataclasses.fields(TrainConfig)
-        if f.name not in USED and getattr(cfg, f.name) != getattr(default, f.name)
+def inert(cfg: TrainConfig) -> list[tuple[tuple[str, ...], str]]:
+    """The groups of options that cannot take effect on this backend, each with its error (as
+    :meth:`TrainConfig._inert` gives the SB3 backend's): the options it never reads (:data:`USED`), then the
+    SB3 backend's groups among the options it reads (opponents and snapshots in self-play, the snapshot
+    options without ``snapshot_weight``)."""
+    groups = [
+        (
+            tuple(n for n in UNREAD if n in EVAL_OPTIONS),
+            "is not used by the rllib backend, which evaluates nothing while it trains: remove it, and play "
+            "the checkpoints afterwards (nertz-eval gauntlet RUN_DIR/final heuristic search)",
+        ),
+        (
+            tuple(n for n in UNREAD if n not in EVAL_OPTIONS),
+            "is not used by the rllib backend (only the SB3 backend reads it): remove it, or train without "
+            "--backend rllib",
+        ),
     ]
-    if unsupported:
+    for names, message in cfg._inert(single_mode=False):
+        read = tuple(n for n in names if n in USED)
+        if read:
+            groups.append((read, message))
+    return groups
+
+
+def check_options(cfg: TrainConfig, given: Iterable[str] = (), num_env_runners: int = 0) -> None:
+    """Raise :class:`ConfigError` naming an option that is set (named by the file or a flag, or not at its
+    default) but cannot take effect on this backend (:func:`inert`, the mechanism of
+    :meth:`TrainConfig.check_options`), or a ``batch_size`` given larger than an iteration."""
+    cfg.check_options(given, inert(cfg), AS_DONE)
+    transitions = iteration_transitions(cfg, num_env_runners)
+    if cfg.batch_size > transitions and "batch_size" in cfg.options_set(given):
         raise ConfigError(
-            f"the rllib backend does not support {', '.join(unsupported)}; leave them at their defaults "
-            "(evaluate checkpoints with nertz-eval gauntlet <checkpoint> ...)"
+            f"batch_size {cfg.batch_size:,} is larger than an iteration ({transitions:,} learner transitions: "
+            "n_steps x num_tables x learning seats x env runners), so it cannot take effect: pass --batch-size "
+            f"{transitions} or less, or raise --n-steps"
         )
+
+
+def drop_stored_inert(cfg: TrainConfig, given: Iterable[str]) -> TrainConfig:
+    """A resumed checkpoint's own config may set options this backend cannot honour (a checkpoint written before
+    they were refused, e.g. ``max_snapshots`` in self-play): those the file and the flags did not name again go
+    back to their defaults, with a note on stderr, so that the checkpoint stays resumable (naming one still
+    refuses it, as in a fresh run). They never took effect, so the run is the same."""
+    defaults = TrainConfig()
+    named = set(given)
+    reset: dict[str, Any] = {}
+    for names, _ in inert(cfg):
+        for n in names:
+            value = getattr(cfg, n)
+            if n not in named and value != getattr(defaults, n) and not (n in AS_DONE and AS_DONE[n] == value):
+                reset[n] = getattr(defaults, n)
+    for n in sorted(reset):
+        print(f"note: the checkpoint's config sets {n} = {getattr(cfg, n)!r}, which this backend cannot honour (it "
+              f"never took effect); resuming with the default {reset[n]!r}", file=sys.stderr)
+    return dataclasses.replace(cfg, **reset) if reset else cfg
 
 
 def env_and_league(cfg: TrainConfig) -> tuple[dict[str, Any], Any]:
@@ -261,11 +332,13 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
 
     base, meta = _read_checkpoint(args.resume) if args.resume else (None, None)
     cfg, given = config_and_given(args, base)
+    if base is not None:
+        cfg = drop_stored_inert(cfg, given)
     if args.resume and "run_dir" not in given:  # the run the checkpoint belongs to, as the SB3 backend does
         cfg = dataclasses.replace(cfg, run_dir=resume_run_dir(args.resume, final=True))
-    check_supported(cfg)
     if args.num_env_runners < 0:
         raise UsageError(f"--num-env-runners must be >= 0, got {args.num_env_runners}")
+    check_options(cfg, given, args.num_env_runners)
     multi_agent = False
     if meta is not None:
         from nertz_env._rllib_spec import LEARNER_MODULE_DIR
@@ -285,6 +358,11 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
         check_address(args.address)
     if importlib.util.find_spec("ray") is None:
         raise ModuleNotFoundError("No module named 'ray'", name="ray")
+    if cfg.tensorboard and importlib.util.find_spec("tensorboardX") is None:  # ray[rllib] installs it
+        raise UsageError(
+            "tensorboard = true needs the tensorboardX package (ray[rllib] installs it): pip install tensorboardX, "
+            "or pass --no-tensorboard"
+        )
     return cfg, multi_agent
 
 
@@ -305,7 +383,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cfg, multi_agent = check_before_ray(args)
         if args.print_config:
-            print(json.dumps(cfg.to_dict(), indent=2))
+            unused = cfg.unused(inert(cfg))
+            print(json.dumps({k: v for k, v in cfg.to_dict().items() if k not in unused}, indent=2))
+            print(f"note: not shown, as the rllib backend does not use them with these options: {', '.join(unused)}",
+                  file=sys.stderr)
             return 0
         config = build_config(cfg, args.num_env_runners, args.tables_per_env, multi_agent=multi_agent)
     except ImportError as e:
@@ -365,7 +446,7 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
         json.dump(cfg.to_dict(), f, indent=2)
     print(f"run dir: {run_dir}  (Ray: {ray.cluster_resources().get('CPU', 0):g} CPUs, "
           f"{len(ray.nodes())} node(s), {num_env_runners} env runner(s))")
-    algo = None
+    algo, tb = None, None
     try:
         algo = config.build_algo()
         if num_env_runners:
@@ -387,6 +468,7 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
         next_ckpt = steps + cfg.checkpoint_every if cfg.checkpoint_every else None
         it, slot, last = 0, 0, None
         t0, s0 = time.perf_counter(), steps
+        tb = TensorBoardLog(run_dir) if cfg.tensorboard else None
         stop = _StopAfterIteration()
         while steps < cfg.total_timesteps:
             with stop:
@@ -402,6 +484,9 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
             mean_ret = f"{sum(values) / len(values):8.2f}" if values else "       -"
             rate = (steps - s0) / (time.perf_counter() - t0)
             print(f"iter {it:4d}  steps {steps:10d}  agent return {mean_ret}  {rate:8.0f} steps/s", flush=True)
+            if tb is not None:
+                module = "learner" if "learner" in sampled else "default_policy"
+                tb.write(steps, iteration_scalars(result, module, sum(values) / len(values) if values else None, rate))
             if max_snapshots and cfg.snapshot_every and it % cfg.snapshot_every == 0:
                 add_snapshot(algo, slot)
                 slot = (slot + 1) % max_snapshots
@@ -424,10 +509,64 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
         print(f"nertz-train: interrupted: stopped at once{hint}", file=sys.stderr)
         return 130
     finally:
+        if tb is not None:
+            tb.close()
         if algo is not None:
             algo.stop()
         ray.shutdown()
     return 0
+
+
+#: what :func:`iteration_scalars` takes from RLlib's statistics of the learner module (``result["learners"]``)
+LEARNER_SCALARS = {
+    "policy_loss": "train/policy_loss",
+    "vf_loss": "train/value_loss",
+    "entropy": "train/entropy",
+    "mean_kl_loss": "train/approx_kl",
+    "vf_explained_var": "train/explained_variance",
+    "default_optimizer_learning_rate": "train/learning_rate",
+}
+
+
+def iteration_scalars(result: dict[str, Any], module: str, agent_return: float | None, rate: float) -> dict[str, float]:
+    """The TensorBoard scalars of one PPO iteration: ``rollout/agent_return_mean`` (the iteration line's "agent
+    return": the mean over the seats RLlib saw of their mean return per deal), ``time/fps`` (its steps/s:
+    learner transitions per second since the run started) and the learner module's losses (``train/*``, as
+    RLlib's learner reports them for the iteration, :data:`LEARNER_SCALARS`). A value RLlib reports as NaN (no
+    deal finished yet) is left out."""
+    stats = result.get("learners", {}).get(module, {})
+    scalars = {tag: stats[key] for key, tag in LEARNER_SCALARS.items() if key in stats}
+    scalars["time/fps"] = rate
+    if agent_return is not None:
+        scalars["rollout/agent_return_mean"] = agent_return
+    return {tag: float(v) for tag, v in scalars.items() if float(v) == float(v)}
+
+
+class TensorBoardLog:
+    """``tensorboard = true``: TensorBoard event files in ``run_dir/tb/RLlibPPO_<n>`` (a new ``n`` for each run
+    or resume in the folder, as the SB3 backend numbers its ``MaskablePPO_<n>``), one point per PPO iteration
+    at the learner transitions trained so far. Written with tensorboardX, which ``ray[rllib]`` installs;
+    RLlib's own TensorBoard logger is a Ray Tune callback, which a run calling ``algo.train()`` does not use."""
+
+    PREFIX = "RLlibPPO_"
+
+    def __init__(self, run_dir: str) -> None:
+        from tensorboardX import SummaryWriter
+
+        folder = os.path.join(run_dir, "tb")
+        taken = [name[len(self.PREFIX):] for name in (os.listdir(folder) if os.path.isdir(folder) else [])
+                 if name.startswith(self.PREFIX)]
+        n = 1 + max((int(t) for t in taken if t.isdigit()), default=0)
+        self.path = os.path.join(folder, f"{self.PREFIX}{n}")
+        self._writer = SummaryWriter(self.path)
+
+    def write(self, steps: int, scalars: dict[str, float]) -> None:
+        for tag, value in scalars.items():
+            self._writer.add_scalar(tag, value, steps)
+        self._writer.flush()  # a run stopped at once keeps every finished iteration's points
+
+    def close(self) -> None:
+        self._writer.close()
 
 
 class _StopAfterIteration:
