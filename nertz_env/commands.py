@@ -110,7 +110,18 @@ def _on_unraisable(unraisable: Any) -> None:
             return
         except RuntimeError:  # no thread to be had: the old way, a traceback and the interrupt lost
             pass
+    if _running and _half_closed(unraisable):
+        return
     _previous_unraisablehook(unraisable)
+
+
+def _half_closed(unraisable: Any) -> bool:
+    """Whether ``unraisable`` is llvmlite's ``ObjectRef.__del__`` closing an object whose ``close`` a Ctrl-C cut
+    short (between dropping ``_as_parameter_`` and marking it closed): the object was released already, and
+    the ``AttributeError`` is noise after the interrupt's one line."""
+    exc = getattr(unraisable, "exc_value", None)
+    owner = getattr(getattr(unraisable, "object", None), "__module__", None) or ""
+    return isinstance(exc, AttributeError) and "'_as_parameter_'" in str(exc) and owner.startswith("llvmlite.")
 
 
 #: seconds after a lost Ctrl-C that it is raised again (a callback from numba's compiler is over by then)

@@ -194,3 +194,30 @@ def test_a_command_that_ends_before_a_lost_ctrl_c_is_raised_again_still_exits_13
     assert commands.run("nertz-demo", []) == 130
     assert capsys.readouterr().err.splitlines() == ["nertz-demo: interrupted (Ctrl-C)"]
     assert not commands._again  # its timer is gone: no Ctrl-C a minute later
+
+
+def test_an_llvmlite_object_whose_close_a_ctrl_c_cut_short_is_dropped_quietly(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import ctypes
+
+    from llvmlite.binding import ffi
+
+    def main(argv: object) -> int:
+        half = ffi.ObjectRef(ctypes.c_void_p(1))
+        del half._as_parameter_  # close() stopped by a Ctrl-C inside detach(), before _closed = True
+        del half  # its __del__ closes it again, and llvmlite raises AttributeError there
+        _FailsToClose()  # any other error in a __del__ is still shown
+        return 0
+
+    printed: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", printed.append)  # the hook run() passes the others on to
+    _fake_command(monkeypatch, main)
+    assert commands.run("nertz-demo", []) == 0
+    assert [type(u.exc_value) for u in printed] == [ValueError]  # type: ignore[attr-defined]
+    assert capsys.readouterr().err == ""
+
+
+class _FailsToClose:
+    def __del__(self) -> None:
+        raise ValueError("a real error while closing")
