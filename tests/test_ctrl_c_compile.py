@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import restore_sigint
 from nertz_env import commands
 
 INTERRUPTED = (-signal.SIGINT, 130)  # the installed commands end by SIGINT, as an uncaught Ctrl-C does
@@ -69,7 +70,7 @@ def _said(stderr: str) -> list[str]:
 def test_a_ctrl_c_lost_in_a_numba_callback_is_raised_again(tmp_path: Path, library: str, after: str) -> None:
     env = {**_env(tmp_path / "cache"), "TEST_INTERRUPT_IN": library, "TEST_REINTERRUPT_AFTER": after}
     out = subprocess.run([sys.executable, "-c", _IN_A_CALLBACK, *EVAL], env=env,
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=120, preexec_fn=restore_sigint)
     assert "test: SIGINT inside llvmlite's callback" in out.stderr, out.stderr[-3000:]
     assert out.returncode in INTERRUPTED, (out.returncode, out.stderr[-3000:])
     assert _said(out.stderr) == ["nertz-eval: interrupted before any deal finished; nothing to save"], out.stderr
@@ -113,7 +114,8 @@ def test_a_compile_error_without_a_ctrl_c_stays_a_traceback(monkeypatch: pytest.
 def _interrupt_once_compiling(argv: list[str], cache: Path) -> tuple[int, str]:
     """Run ``argv`` on ``cache``; SIGINT it when it says the rules are compiling (numba has been compiling
     them for a second); its exit code and stderr."""
-    proc = subprocess.Popen(argv, env=_env(cache), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, env=_env(cache), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=restore_sigint)
     err: list[str] = []
     compiling = threading.Event()
 
@@ -163,6 +165,17 @@ class _LosesACtrlC:
         raise KeyboardInterrupt
 
 
+@pytest.fixture
+def python_sigint():
+    """SIGINT raises KeyboardInterrupt in this process, as at a terminal: a suite run in the background
+    (``nohup ... &``, as CI's runner may be) starts with SIGINT ignored, and ``_thread.interrupt_main`` then does
+    nothing (see ``conftest.restore_sigint``)."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+@pytest.mark.usefixtures("python_sigint")
 def test_a_ctrl_c_lost_in_a_del_lands_at_the_next_line_of_the_command(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
