@@ -470,38 +470,40 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
         t0, s0 = time.perf_counter(), steps
         tb = TensorBoardLog(run_dir) if cfg.tensorboard else None
         stop = _StopAfterIteration()
-        while steps < cfg.total_timesteps:
-            with stop:
+        # the whole loop, not only algo.train(): a Ctrl-C landing between two iterations (the line, the TensorBoard
+        # points, a snapshot, a checkpoint) also stops after the iteration with a checkpoint, not at once
+        with stop:
+            while steps < cfg.total_timesteps:
                 result = algo.train()
-            it += 1
-            sampled = result["env_runners"]["num_module_steps_sampled"]
-            n = float(sampled.get("learner", sampled.get("default_policy", 0)))  # multi- or single-agent route
-            steps += int(n) if n == n else 0  # RLlib reports NaN for a module that sampled nothing
-            ret = result["env_runners"].get("agent_episode_returns_mean", {})
-            if not isinstance(ret, dict) or not config.is_multi_agent:  # single-agent: one return per seat
-                ret = {"seat": result["env_runners"].get("episode_return_mean", float("nan"))}
-            values = [float(v) for v in ret.values() if float(v) == float(v)]  # NaN: no finished deal yet
-            mean_ret = f"{sum(values) / len(values):8.2f}" if values else "       -"
-            rate = (steps - s0) / (time.perf_counter() - t0)
-            print(f"iter {it:4d}  steps {steps:10d}  agent return {mean_ret}  {rate:8.0f} steps/s", flush=True)
-            if tb is not None:
-                module = "learner" if "learner" in sampled else "default_policy"
-                tb.write(steps, iteration_scalars(result, module, sum(values) / len(values) if values else None, rate))
-            if max_snapshots and cfg.snapshot_every and it % cfg.snapshot_every == 0:
-                add_snapshot(algo, slot)
-                slot = (slot + 1) % max_snapshots
-            if stop.asked or (next_ckpt is not None and steps >= next_ckpt):
-                last = _save(algo, cfg, steps, os.path.join(run_dir, "checkpoints", f"step_{steps:012d}"))
-                print(f"checkpoint: {last}")
-                if next_ckpt is not None and steps >= next_ckpt:
-                    next_ckpt += cfg.checkpoint_every
-            if stop.asked:
-                print(
-                    f"nertz-train: interrupted; saved the run after iteration {it} ({steps:,} learner transitions) "
-                    f"in {last}\nresume with: nertz-train --backend rllib --resume {last}",
-                    file=sys.stderr,
-                )
-                return 130
+                it += 1
+                sampled = result["env_runners"]["num_module_steps_sampled"]
+                n = float(sampled.get("learner", sampled.get("default_policy", 0)))  # multi- or single-agent route
+                steps += int(n) if n == n else 0  # RLlib reports NaN for a module that sampled nothing
+                ret = result["env_runners"].get("agent_episode_returns_mean", {})
+                if not isinstance(ret, dict) or not config.is_multi_agent:  # single-agent: one return per seat
+                    ret = {"seat": result["env_runners"].get("episode_return_mean", float("nan"))}
+                values = [float(v) for v in ret.values() if float(v) == float(v)]  # NaN: no finished deal yet
+                mean_ret = f"{sum(values) / len(values):8.2f}" if values else "       -"
+                rate = (steps - s0) / (time.perf_counter() - t0)
+                print(f"iter {it:4d}  steps {steps:10d}  agent return {mean_ret}  {rate:8.0f} steps/s", flush=True)
+                if tb is not None:
+                    module = "learner" if "learner" in sampled else "default_policy"
+                    tb.write(steps, iteration_scalars(result, module, sum(values) / len(values) if values else None, rate))
+                if max_snapshots and cfg.snapshot_every and it % cfg.snapshot_every == 0:
+                    add_snapshot(algo, slot)
+                    slot = (slot + 1) % max_snapshots
+                if stop.asked or (next_ckpt is not None and steps >= next_ckpt):
+                    last = _save(algo, cfg, steps, os.path.join(run_dir, "checkpoints", f"step_{steps:012d}"))
+                    print(f"checkpoint: {last}")
+                    if next_ckpt is not None and steps >= next_ckpt:
+                        next_ckpt += cfg.checkpoint_every
+                if stop.asked:
+                    print(
+                        f"nertz-train: interrupted; saved the run after iteration {it} ({steps:,} learner transitions) "
+                        f"in {last}\nresume with: nertz-train --backend rllib --resume {last}",
+                        file=sys.stderr,
+                    )
+                    return 130
         final = _save(algo, cfg, steps, os.path.join(run_dir, "final"))
         print(f"final checkpoint: {final}\nplay it: nertz-eval gauntlet {final} heuristic search")
     except KeyboardInterrupt:  # before the first iteration finished, or a second Ctrl-C
