@@ -368,6 +368,13 @@ class TrainConfig:
             raise ConfigError(f"unknown training option(s) {unknown}")
         return explicit | {n for n in names if getattr(self, n) != getattr(defaults, n)}
 
+    def options_active(self, given: Iterable[str] = (), off: Mapping[str, Any] | None = None) -> set[str]:
+        """The options set (:meth:`options_set`) to something other than their value in ``off`` (default
+        :data:`OFF`), the value that asks for what happens anyway: those that :meth:`check_options` refuses
+        where they cannot take effect."""
+        off = OFF if off is None else off
+        return {n for n in self.options_set(given) if n not in off or getattr(self, n) != off[n]}
+
     def check_options(
         self,
         given: Iterable[str] = (),
@@ -380,14 +387,9 @@ class TrainConfig:
         what happens anyway and passes. A backend that reads fewer options passes its own groups and ``off``
         (``nertz-train --backend rllib``: :func:`nertz_env.train.rllib_backend.inert`)."""
         self.validate()
-        set_ = self.options_set(given)
-        off = OFF if off is None else off
-
-        def active(name: str) -> bool:
-            return name in set_ and (name not in off or getattr(self, name) != off[name])
-
+        active = self.options_active(given, off)
         for group, message in self._inert() if inert is None else inert:
-            name = next((k for k in group if active(k)), None)
+            name = next((k for k in group if k in active), None)
             if name:
                 raise ConfigError(f"{_show(name)} {message}")
         if self.uses_opponents:

@@ -161,13 +161,8 @@ def drop_stored_inert(cfg: TrainConfig, given: Iterable[str]) -> TrainConfig:
     back to their defaults, with a note on stderr, so that the checkpoint stays resumable (naming one still
     refuses it, as in a fresh run). They never took effect, so the run is the same."""
     defaults = TrainConfig()
-    named = set(given)
-    reset: dict[str, Any] = {}
-    for names, _ in inert(cfg):
-        for n in names:
-            value = getattr(cfg, n)
-            if n not in named and value != getattr(defaults, n) and not (n in AS_DONE and AS_DONE[n] == value):
-                reset[n] = getattr(defaults, n)
+    stored = cfg.options_active((), AS_DONE) - set(given)  # away from the default, and not named again
+    reset = {n: getattr(defaults, n) for names, _ in inert(cfg) for n in names if n in stored}
     for n in sorted(reset):
         print(f"note: the checkpoint's config sets {n} = {getattr(cfg, n)!r}, which this backend cannot honour (it "
               f"never took effect); resuming with the default {reset[n]!r}", file=sys.stderr)
