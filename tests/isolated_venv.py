@@ -8,6 +8,12 @@ builds a new one, a rerun reuses it (seconds instead of minutes). torch is pinne
 resolve as the client, so no client can pull a CUDA torch. nertz-env itself is installed from a wheel of the
 checkout built once per test session, without dependencies and forced, so every run tests the current
 sources as a user gets them (the wheel, not the checkout on ``sys.path``).
+
+Disk: the venvs take from 0.3 GB (the package alone) to 2.5 GB (AgileRL, with torch, jax and transformers),
+about 9 GB all together. With ``NERTZ_ISOLATED_DISK=low`` (CI's isolated phase sets it) at most one is kept:
+building a venv first removes the others under ``.venv/isolated``, so the phase needs the largest one's room,
+not their sum; the tests use each venv in one run of consecutive tests, so none is built twice. Two test
+sessions sharing a checkout should not both run in that mode.
 """
 
 from __future__ import annotations
@@ -24,6 +30,22 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO / ".venv" / "isolated"
 TORCH_PIN = "torch==2.13.0"  # the CPU build (.ci/setup installs the same)
+
+
+DISK_ENV = "NERTZ_ISOLATED_DISK"
+
+
+def make_room(keep: Path) -> None:
+    """Under ``NERTZ_ISOLATED_DISK=low``: remove every venv under ``.venv/isolated`` but ``keep`` (about to be
+    built). Any other value but unset is refused, so that a typo does not silently keep them all."""
+    mode = os.environ.get(DISK_ENV, "")
+    if mode not in ("", "low"):
+        raise ValueError(f"{DISK_ENV}={mode!r}: the only value is 'low' (keep one isolated venv on disk at a time)")
+    if mode != "low" or not keep.parent.is_dir():
+        return
+    for other in keep.parent.iterdir():
+        if other.is_dir() and other != keep:
+            shutil.rmtree(other, ignore_errors=True)
 
 
 def _pip(python: Path | str, *args: str, timeout: float = 1800) -> None:
@@ -80,6 +102,7 @@ def client_venv(name: str, requirements: list[str], wheel: Path, torch: bool = T
     with open(ROOT / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two sessions building the same venv wait for each other
         if not done.exists():
+            make_room(path)
             shutil.rmtree(path, ignore_errors=True)
             subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=300)
             # one resolve: the client's requirements, torch pinned to the CPU build, nertz-env's dependencies

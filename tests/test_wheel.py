@@ -10,13 +10,14 @@ virtual environments on every Python 3.10-3.13 this machine has, and used from a
 - sdist, each Python: it installs (building the wheel from the sdist), the quick start runs, and ``pytest``
   from the unpacked sdist collects every test module with no error (modules needing an extra that is not
   installed skip naming it); on 3.11 it also passes ``tests/test_packaging.py`` there.
-- a read-only install without a writable home (Python 3.11): the quick start compiles in memory with one
-  warning naming ``NUMBA_CACHE_DIR`` and one line saying the rules are compiling.
+- a read-only install without a writable home (the newest Python, in its wheel venv): the quick start
+  compiles in memory with one warning naming ``NUMBA_CACHE_DIR`` and one line saying the rules are compiling.
 
 The ``rllib`` extra (Ray, ~1 GB) is left to ``tests/test_rllib.py``. Marked ``isolated``: CI runs these in its
 isolated phase (``pytest -m isolated --isolated``). The venvs are kept under ``.venv/isolated/`` keyed by a
 hash of the Python and the requirements, so a rerun only reinstalls the package (and its numba cache stays
-warm); the first run builds them (a few minutes).
+warm); the first run builds them (a few minutes). Under ``NERTZ_ISOLATED_DISK=low`` (CI) only the venv in
+use is kept (tests/isolated_venv.py): the tests that share one run one after another.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from isolated_venv import make_room
 
 pytestmark = pytest.mark.isolated
 
@@ -105,6 +108,7 @@ def _venv(version: str, kind: str, label: str, requirements: list[str]) -> Path:
     ).hexdigest()[:12]
     venv = CACHE / f"{kind}-py{version}-{key}"
     if not (venv / ".ready").exists():
+        make_room(venv)  # NERTZ_ISOLATED_DISK=low (CI): one venv on disk at a time
         shutil.rmtree(venv, ignore_errors=True)
         venv.parent.mkdir(parents=True, exist_ok=True)
         _run([python, "-m", "venv", str(venv)], cwd=ROOT, env=_env())
@@ -114,6 +118,20 @@ def _venv(version: str, kind: str, label: str, requirements: list[str]) -> Path:
         _run([*pip, *requirements], cwd=ROOT, env=_env(), timeout=1800)
         (venv / ".ready").write_text(label + "\n")
     return venv
+
+
+def _wheel_venv(version: str, dist: dict[str, Path]) -> Path:
+    """The wheel's venv of Python ``version``: its extras (and ``train`` on TRAIN_PYTHON) installed."""
+    extras = WHEEL_EXTRAS + (",train" if version == TRAIN_PYTHON else "")
+    return _venv(version, "wheel", f"wheel[{extras}]", [f"{dist['wheel']}[{extras}]"])
+
+
+def _newest_python() -> str:
+    """The newest of PYTHONS this machine has (the wheel tests run in that order, so its venv is the last built)."""
+    found = [v for v in PYTHONS if _python(v) is not None]
+    if not found:
+        pytest.skip(f"none of Python {', '.join(PYTHONS)} on this machine")
+    return found[-1]
 
 
 def _install(venv: Path, package: Path) -> None:
@@ -174,8 +192,7 @@ def _serve_and_fetch(venv: Path, cwd: Path, env: dict[str, str]) -> str:
 def test_wheel__quick_start_and_a_command_of_each_extra_outside_the_checkout(
     version: str, dist: dict[str, Path], tmp_path: Path
 ) -> None:
-    extras = WHEEL_EXTRAS + (",train" if version == TRAIN_PYTHON else "")
-    venv = _venv(version, "wheel", f"wheel[{extras}]", [f"{dist['wheel']}[{extras}]"])
+    venv = _wheel_venv(version, dist)
     _install(venv, dist["wheel"])
     env = _env(venv)
     _run_quick_start(venv, tmp_path, env)
@@ -211,30 +228,8 @@ def test_wheel__quick_start_and_a_command_of_each_extra_outside_the_checkout(
         assert out.returncode == 2 and "nertz-env[train]" in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("version", PYTHONS)
-def test_sdist__installs_runs_and_its_tests_collect_and_pass(version: str, dist: dict[str, Path], tmp_path: Path) -> None:
-    venv = _venv(version, "sdist", "sdist, pytest>=8", [str(dist["sdist"]), "pytest>=8"])
-    _install(venv, dist["sdist"])  # the wheel, built from the sdist
-    env = _env(venv)
-    (tmp_path / "elsewhere").mkdir()
-    _run_quick_start(venv, tmp_path / "elsewhere", env)
-    with tarfile.open(dist["sdist"]) as tar:
-        tar.extractall(tmp_path, filter="data")
-    unpacked = next(tmp_path.glob("nertz_env-*/"))
-    py = str(venv / "bin" / "python")
-    out = _run([py, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider"], cwd=unpacked, env=env)
-    assert "error" not in out.stdout.lower().split("collected")[-1], out.stdout[-3000:]
-    skips = re.findall(r"^SKIPPED \[\d+\] (tests/\S+): (.*)$", out.stdout, re.M)
-    assert skips, "the sdist's venv has no extras: the modules that need one should skip"
-    for where, reason in skips:
-        assert re.search(r"needs the \w+ extra", reason), f"{where} skips without naming the extra: {reason}"
-    if version == TRAIN_PYTHON:  # one Python runs a test module for real (its commands compile in fresh processes)
-        _run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_packaging.py"], cwd=unpacked, env=env)
-
-
 def test_read_only_install_without_a_home__compiles_in_memory_with_one_warning(dist: dict[str, Path], tmp_path: Path) -> None:
-    extras = f"{WHEEL_EXTRAS},train"
-    venv = _venv(TRAIN_PYTHON, "wheel", f"wheel[{extras}]", [f"{dist['wheel']}[{extras}]"])
+    venv = _wheel_venv(_newest_python(), dist)  # the venv the last wheel test used: none is built again
     site = tmp_path / "site"  # the package alone, installed where nothing can be written
     _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(dist["wheel"])],
          cwd=tmp_path, env=_env())
@@ -269,3 +264,24 @@ def test_read_only_install_without_a_home__compiles_in_memory_with_one_warning(d
     assert len(warned) == 1 and "NUMBA_CACHE_DIR" in warned[0], out.stderr[-3000:]
     told = [x for x in out.stderr.splitlines() if x.startswith("nertz_env: compiling the rules")]
     assert len(told) == 1 and "every process compiles" in told[0], out.stderr[-3000:]
+
+
+@pytest.mark.parametrize("version", PYTHONS)
+def test_sdist__installs_runs_and_its_tests_collect_and_pass(version: str, dist: dict[str, Path], tmp_path: Path) -> None:
+    venv = _venv(version, "sdist", "sdist, pytest>=8", [str(dist["sdist"]), "pytest>=8"])
+    _install(venv, dist["sdist"])  # the wheel, built from the sdist
+    env = _env(venv)
+    (tmp_path / "elsewhere").mkdir()
+    _run_quick_start(venv, tmp_path / "elsewhere", env)
+    with tarfile.open(dist["sdist"]) as tar:
+        tar.extractall(tmp_path, filter="data")
+    unpacked = next(tmp_path.glob("nertz_env-*/"))
+    py = str(venv / "bin" / "python")
+    out = _run([py, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider"], cwd=unpacked, env=env)
+    assert "error" not in out.stdout.lower().split("collected")[-1], out.stdout[-3000:]
+    skips = re.findall(r"^SKIPPED \[\d+\] (tests/\S+): (.*)$", out.stdout, re.M)
+    assert skips, "the sdist's venv has no extras: the modules that need one should skip"
+    for where, reason in skips:
+        assert re.search(r"needs the \w+ extra", reason), f"{where} skips without naming the extra: {reason}"
+    if version == TRAIN_PYTHON:  # one Python runs a test module for real (its commands compile in fresh processes)
+        _run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_packaging.py"], cwd=unpacked, env=env)
