@@ -198,6 +198,60 @@ def test_spec_paths_are_shipped_and_localized(tmp_path) -> None:
     assert localize("heuristic", local) == "heuristic"
 
 
+# ------------------------------------------------------------ nertz-train --backend rllib beside a cluster
+@pytest.mark.isolated
+def test_an_rllib_run_without_address_starts_a_ray_of_its_own_beside_a_running_cluster(tmp_path) -> None:
+    """A cluster that ``ray start --head`` left running on this machine (5 CPUs declared, which this machine
+    does not have) is what a bare ``ray.init()`` joins; ``nertz-train --backend rllib`` without ``--address``
+    runs on a Ray of its own instead: one node, this machine's CPUs."""
+    pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install 'nertz-env[rllib]'")
+    import socket
+
+    bindir = os.path.dirname(sys.executable)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    here = tmp_path / "head"
+    here.mkdir()
+    log = open(tmp_path / "head.log", "w")  # noqa: SIM115 (closed below, after the head is stopped)
+    head = subprocess.Popen(
+        [os.path.join(bindir, "ray"), "start", "--head", "--block", "--num-cpus", "5", "--port", str(port),
+         "--include-dashboard=false", "--disable-usage-stats"],
+        cwd=here, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    try:
+        probe = "import ray; ray.init(log_to_driver=False); print('CPUS', ray.cluster_resources().get('CPU'))"
+        deadline, seen = time.monotonic() + 300, ""
+        while "CPUS 5.0" not in seen and time.monotonic() < deadline and head.poll() is None:
+            time.sleep(1.0)
+            seen = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=here, timeout=300).stdout
+        assert "CPUS 5.0" in seen, f"a bare ray.init() did not find the cluster:\n{seen}\n{(tmp_path / 'head.log').read_text()[-3000:]}"
+        run = subprocess.run(
+            [os.path.join(bindir, "nertz-train"), "--backend", "rllib", "--num-players", "2", "--rule", "max_ticks=60",
+             "--num-tables", "2", "--n-steps", "16", "--batch-size", "64", "--n-epochs", "1", "--net-arch", "16",
+             "--checkpoint-every", "0", "--no-tensorboard", "--total-timesteps", "64", "--run-dir", str(tmp_path / "run")],
+            capture_output=True, text=True, cwd=tmp_path, timeout=900, stdin=subprocess.DEVNULL,
+        )
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+        line = next(x for x in run.stdout.splitlines() if x.startswith("run dir:"))
+        assert "1 node(s)" in line and "Ray: 5 CPUs" not in line, line
+        assert (tmp_path / "run" / "final" / "nertz_meta.json").is_file()
+    finally:
+        os.killpg(head.pid, signal.SIGTERM)  # `ray start --block` stops the processes it started
+        try:
+            head.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+        log.close()
+        # the file by which a bare ray.init() finds the cluster outlives it (`ray stop` would remove it, and stop
+        # every Ray on the machine): left there, every later bare ray.init() would wait on the dead head
+        from ray._private.utils import get_ray_address_file
+
+        current = Path(get_ray_address_file(None))
+        if current.is_file() and current.read_text().strip().endswith(f":{port}"):
+            current.unlink()
+
+
 # ---------------------------------------------------------------------------------- a two-node cluster
 @pytest.fixture(scope="module")
 def two_nodes():

@@ -5,7 +5,8 @@ The options are those of the SB3 backend (a TOML/JSON file with ``--config``, th
 
     --num-env-runners N   RLlib env runners (Ray actors sampling in parallel; 0: sample in the driver)
     --address ADDR        join a running Ray cluster (``ray start --head`` printed the address; ``auto``
-                          finds the local one); without it a local Ray is started
+                          finds the local one); without it the run starts a Ray of its own on this
+                          machine, even where a cluster is running (it never joins one unasked)
     --tables-per-env K    (a league) tables of one multi-agent env, stepped in one compiled call of the
                           batched engine (default 16); each env runner holds num_tables / K such envs, which
                           RLlib steps in turn (num_envs_per_env_runner). A table whose deal ended waits for
@@ -104,7 +105,12 @@ def build_rllib_parser() -> argparse.ArgumentParser:
     parser.prog = "nertz-train --backend rllib"
     parser.description = "Train a PPO policy for Nertz on Ray RLlib (a laptop or a Ray cluster)."
     parser.add_argument("--num-env-runners", type=int, default=0, metavar="N", help="RLlib env runners (default 0)")
-    parser.add_argument("--address", metavar="ADDR", help="a running Ray cluster to join (host:port or auto)")
+    parser.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="a running Ray cluster to join (host:port or auto); without it the run starts a Ray of its own "
+        "on this machine, even where a cluster is running",
+    )
     parser.add_argument(
         "--tables-per-env",
         type=int,
@@ -430,7 +436,9 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
         if address:
             ray.init(address=address, runtime_env=runtime_env, log_to_driver=cfg.verbose > 0)
         else:
-            ray.init(runtime_env=runtime_env, include_dashboard=False, log_to_driver=cfg.verbose > 0)
+            # "local": a Ray of the run's own. ray.init() with no address joins a cluster that `ray start` left
+            # running on this machine (or RAY_ADDRESS names), with that cluster's CPUs and installed packages
+            ray.init(address="local", runtime_env=runtime_env, include_dashboard=False, log_to_driver=cfg.verbose > 0)
     except (ConnectionError, RuntimeError) as e:
         print(f"nertz-train: error: could not join Ray at {address}: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
