@@ -121,6 +121,7 @@ from nertz_env.observation import (
     O_NCOUNT,
     O_NTOP,
     O_SCOUNT,
+    O_SIZE,
     O_STATUS,
     O_WCNT,
     O_WCOUNT,
@@ -162,7 +163,7 @@ STATE_SIZE = S_REDEALS + 1
 P_W, P_P, P_NS, P_D, P_DRAW, P_SHUFFLE, P_MAXREDEALS = C_W, C_P, C_NS, C_D, C_DRAW, C_SHUFFLE, C_MAXREDEALS
 P_NERTZFIRST, P_TUCK, P_JOKERS, P_MANUAL = C_NERTZFIRST, C_TUCK, C_JOKERS, C_MANUAL
 P_OFF = C_SIZE
-P_ACT = P_OFF + 15
+P_ACT = P_OFF + O_SIZE + 1  # the offsets array: one slot per slice, then the size
 P_SIZE = P_ACT + 9
 
 # The seat of a seat table that holds the agent's layout (the others stay empty). An int32, as the engine's own
@@ -175,7 +176,7 @@ def table_params(config: NertzConfig) -> tuple[np.ndarray, np.ndarray]:
     table = action_table(config)
     params = np.zeros(P_SIZE, dtype=np.int64)
     params[:C_SIZE] = config_array(config)
-    params[P_OFF : P_OFF + 15] = ObsLayout(config).offsets
+    params[P_OFF:P_ACT] = ObsLayout(config).offsets
     params[P_ACT : P_ACT + 9] = table.layout
     cols = table.arrays()
     columns = np.stack([cols[f].astype(np.int64) for f in ("kind", "src", "dst", "length", "suit")])

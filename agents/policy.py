@@ -27,6 +27,7 @@ batch their forward passes (:meth:`PolicyAgent.probabilities`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import zipfile
 from collections.abc import Mapping
@@ -46,7 +47,9 @@ from nertz_env.agents.meta import (
     write_meta,
 )
 from nertz_env.agents.registry import as_bool
+from nertz_env.actions import action_table
 from nertz_env.config import NertzConfig
+from nertz_env.observation import obs_layout
 from nertz_env.threads import limit_threads
 
 _CACHE: dict[tuple[str, float], tuple[Any, dict[str, Any]]] = {}
@@ -188,8 +191,6 @@ def numpy_actor(path: str) -> Any:
 
 def check_spaces(meta: Mapping[str, Any], config: NertzConfig, where: str) -> None:
     """Raise :class:`IncompatibleCheckpointError` unless the policy's spaces are those of a ``config`` table."""
-    from nertz_env.actions import action_table
-    from nertz_env.observation import obs_layout
 
     def spaces(c: NertzConfig) -> tuple[int, int]:
         return obs_layout(c).size, action_table(c).n
@@ -255,6 +256,34 @@ def policy_probabilities(policy: Any, observations: np.ndarray, masks: np.ndarra
     return probs
 
 
+class MoveMemory:
+    """The seat's own last moves, kept by a policy agent trained with another ``last_moves`` than its table's.
+
+    It rebuilds the observation the policy was trained on: the table's vector without its ``last_moves``
+    slice, then the agent's own record of its last ``k`` moves, as the engine writes it (legal actions other
+    than ``wait``, most recent first, forgotten when a round starts: the status' tick fraction is 0 then).
+    """
+
+    def __init__(self, table: NertzConfig, k: int) -> None:
+        self.base = obs_layout(dataclasses.replace(table, last_moves=0)).size
+        self.tick = obs_layout(table).slices["status"].start
+        self.k, self.n = k, action_table(table).n
+        self.moves: list[int] = []
+
+    def observe(self, observation: np.ndarray) -> np.ndarray:
+        if observation[self.tick] == 0:
+            self.moves.clear()
+        out = np.zeros(self.base + self.k * self.n, dtype=np.float32)
+        out[: self.base] = observation[: self.base]
+        for i, a in enumerate(self.moves):
+            out[self.base + i * self.n + a] = 1.0
+        return out
+
+    def remember(self, action: int) -> None:
+        if action != 0 and self.k:
+            self.moves = [action, *self.moves[: self.k - 1]]
+
+
 class PolicyAgent:
     """A MaskablePPO policy behind the Agent protocol (see the module docstring).
 
@@ -284,6 +313,7 @@ class PolicyAgent:
         self.name = name
         self.rng = np.random.default_rng()
         self.seat = 0
+        self.memory: MoveMemory | None = None
 
     @property
     def play(self) -> str:
@@ -312,10 +342,16 @@ class PolicyAgent:
         )
 
     def reset(self, config: NertzConfig, seat: int, seed: int | None = None) -> None:
+        self.memory = None
         if self.trained_config is None:
             check_spaces(self.meta, config, where=f"policy {self.name!r}")
-        elif config != self.trained_config:
-            check_compatible(self.meta, config, where=f"policy {self.name!r}")
+        else:
+            # the observation option last_moves may differ: the agent then keeps its own moves (MoveMemory)
+            table = dataclasses.replace(config, last_moves=self.trained_config.last_moves)
+            if table != self.trained_config:
+                check_compatible(self.meta, table, where=f"policy {self.name!r}")
+            if config.last_moves != table.last_moves:
+                self.memory = MoveMemory(config, table.last_moves)
         self.seat = seat
         self.rng = np.random.default_rng(seed)
 
@@ -335,9 +371,15 @@ class PolicyAgent:
         return k
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        if self.memory is not None:
+            observation = self.memory.observe(observation)
         if self.deterministic and self.actor is not None:
-            return int(self.actor.first_choice(observation, action_mask))
-        return self.choose(self.probabilities(observation[None, :], action_mask[None, :])[0])
+            action = int(self.actor.first_choice(observation, action_mask))
+        else:
+            action = self.choose(self.probabilities(observation[None, :], action_mask[None, :])[0])
+        if self.memory is not None:
+            self.memory.remember(action)
+        return action
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickled inside training checkpoints: keep the file and generator, not the network.

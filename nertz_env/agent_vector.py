@@ -194,6 +194,7 @@ def agent_vector_env(
     jokers: int = 0,
     allow_tuck: bool = False,
     allow_rotate: bool = False,
+    last_moves: int = 0,
     copy: bool = True,
     render_mode: str | None = None,
     obs_format: str = "dict",

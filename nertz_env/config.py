@@ -24,6 +24,8 @@ DEFAULT_MAX_ROUNDS = 100
 MAX_OPTION_INT = 2**31 - 1
 #: the most rounds a match may have: the engine counts rounds in an int16
 MAX_MATCH_ROUNDS = 2**15 - 1
+#: the most recent own moves the observation can hold (``last_moves``)
+MAX_LAST_MOVES = 4
 
 
 def _is_int(v: Any) -> bool:
@@ -62,6 +64,8 @@ class NertzConfig:
         jokers: wild cards per deck, 0 to 2.
         allow_tuck: a Nertz or waste card may slide under a work pile's base when a work pile is empty.
         allow_rotate: a player may move the top card of its stock to the bottom as its move.
+        last_moves: not a rule but an observation option: the seat's own last ``last_moves`` moves this
+            round join its observation (slice ``last_moves``), 0 to 4; 0 (the default) leaves it out.
     """
 
     num_players: int = 4
@@ -85,6 +89,7 @@ class NertzConfig:
     jokers: int = 0
     allow_tuck: bool = False
     allow_rotate: bool = False
+    last_moves: int = 0
 
     def __post_init__(self) -> None:
         def bad(name: str, allowed: str) -> ValueError:
@@ -116,6 +121,7 @@ class NertzConfig:
         int_range("rounds", 1, MAX_MATCH_ROUNDS, optional=True)
         int_range("max_rounds", 1, MAX_MATCH_ROUNDS, optional=True)
         int_range("jokers", 0, 2)
+        int_range("last_moves", 0, MAX_LAST_MOVES)
         if self.recycle not in ("flip", "shuffle"):
             raise bad("recycle", "'flip' or 'shuffle'")
         if self.call_mode not in ("auto", "manual"):
@@ -201,10 +207,13 @@ class NertzConfig:
         return tuple(team)
 
     def to_dict(self) -> dict[str, Any]:
-        """Every option as JSON-ready values (teams as lists)."""
+        """Every option as JSON-ready values (teams as lists). ``last_moves``, an observation option, only
+        when on: the records of a table without it (snapshots, checkpoints) stay what they were."""
         d = dataclasses.asdict(self)
         if isinstance(self.teams, tuple):
             d["teams"] = [list(g) for g in self.teams]
+        if not self.last_moves:
+            del d["last_moves"]
         return d
 
     @classmethod
@@ -253,6 +262,11 @@ OPTION_DOCS: dict[str, tuple[str, str, str]] = {
     "jokers": ("0 to 2", "wild cards per deck", ""),
     "allow_tuck": ("bool", "a Nertz or waste card may slide under a work pile's base (while another pile is empty)", ""),
     "allow_rotate": ("bool", "move the stock's top card to its bottom as a move", ""),
+    "last_moves": (
+        "0 to 4",
+        "not a rule: the seat's own last moves this round join its observation (slice `last_moves`)",
+        "",
+    ),
 }
 
 #: The type of each option as the env factories' keywords spell it: the field's type, except ``teams``,

@@ -454,6 +454,7 @@ def parallel_env(
     jokers: int = 0,
     allow_tuck: bool = False,
     allow_rotate: bool = False,
+    last_moves: int = 0,
     render_mode: str | None = None,
     illegal_action: str = "noop",
     max_cycles: int | None = None,
@@ -462,7 +463,7 @@ def parallel_env(
 ) -> NertzParallelEnv:
     """Nertz as a PettingZoo ``ParallelEnv``.
 
-    Every rules option (``num_players`` .. ``allow_rotate``) is a keyword with its RULES.md default; the
+    Every rules option (``num_players`` .. ``allow_rotate``) and the observation option ``last_moves`` is a keyword with its RULES.md default; the
     option table of the docs' rules page (generated from :data:`nertz_env.config.OPTION_DOCS`) says what each allows
     and means. Any other keyword raises ``ValueError`` naming it.
 
@@ -504,6 +505,7 @@ def env(
     jokers: int = 0,
     allow_tuck: bool = False,
     allow_rotate: bool = False,
+    last_moves: int = 0,
     render_mode: str | None = None,
     illegal_action: str = "noop",
     max_cycles: int | None = None,

@@ -25,6 +25,10 @@ after the observer)::
     status           7        tick / max_ticks, ticks since progress / stall_ticks, stalls so far / 2,
                               1 if the observer may act this tick (``turn_based``), redeals left fraction
                               (1 when unlimited), own cards in the lake / deck size, round / rounds in match
+    last_moves       K * A    only with ``last_moves`` = K > 0: the seat's own last K moves this round, most
+                              recent first, each a one-hot over the A actions (all zero: no such move yet).
+                              A move is a legal action other than ``wait`` that the seat sent (a lake play
+                              that lost its race counts), so an agent can keep the same record itself.
 
 Hidden cards (the Nertz pile below its top, the stock, the waste below its top, other layouts) never appear.
 """
@@ -47,6 +51,7 @@ from nertz_env.cards import (
     to_text,
 )
 from nertz_env.config import NertzConfig
+from nertz_env.actions import action_table
 
 CARD_FEATURES = 18
 STATUS_FIELDS = (
@@ -74,8 +79,9 @@ STATUS_FIELDS = (
     O_OCOUNT,
     O_OTEAM,
     O_STATUS,
+    O_LAST,
     O_SIZE,
-) = range(15)
+) = range(16)
 
 
 class ObsLayout:
@@ -103,7 +109,10 @@ class ObsLayout:
             ("opp_nertz_count", p - 1),
             ("opp_teammate", p - 1),
             ("status", len(STATUS_FIELDS)),
+            ("last_moves", config.last_moves * action_table(config).n),
         ]
+        if not config.last_moves:  # off: the slice is left out, not empty
+            sizes.pop()
         self.slices: dict[str, slice] = {}
         offsets = []
         pos = 0
@@ -111,6 +120,8 @@ class ObsLayout:
             self.slices[name] = slice(pos, pos + n)
             offsets.append(pos)
             pos += n
+        if not config.last_moves:
+            offsets.append(pos)  # O_LAST: an empty slice at the end
         offsets.append(pos)
         self.size = pos
         self.offsets = np.array(offsets, dtype=np.int32)
@@ -174,8 +185,9 @@ def decode(obs: np.ndarray, config: NertzConfig) -> dict[str, Any]:
     Returns:
         ``{"nertz_top", "nertz_count", "waste_top", "stock_count", "waste_count", "work" (list of piles, each
         a list of card texts bottom to top), "lake_tops" ({card text: foundations}), "opponents" (list of
-        {"nertz_top", "nertz_count", "teammate"}), "status" ({field: value})}``. Card texts as in
-        :mod:`nertz_env.cards`; ``None`` for an empty slot.
+        {"nertz_top", "nertz_count", "teammate"}), "status" ({field: value})}``, and with the ``last_moves``
+        option "last_moves" (action indices, most recent first). Card texts as in :mod:`nertz_env.cards`;
+        ``None`` for an empty slot.
     """
     layout = obs_layout(config)
     obs = np.asarray(obs, dtype=np.float32)
@@ -205,7 +217,12 @@ def decode(obs: np.ndarray, config: NertzConfig) -> dict[str, Any]:
             for i in range(p - 1)
         ],
         "status": dict(zip(STATUS_FIELDS, (float(x) for x in obs[s["status"]]), strict=True)),
-    }
+    } | ({"last_moves": _decode_moves(obs[s["last_moves"]], config.last_moves)} if config.last_moves else {})
+
+
+def _decode_moves(cells: np.ndarray, k: int) -> list[int]:
+    """The action indices of the slice last_moves, most recent first (moves not made yet left out)."""
+    return [int(np.argmax(block)) for block in cells.reshape(k, -1) if block.any()]
 
 
 def is_fixed_joker(code: int) -> bool:

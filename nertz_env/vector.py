@@ -337,6 +337,7 @@ def vector_env(
     jokers: int = 0,
     allow_tuck: bool = False,
     allow_rotate: bool = False,
+    last_moves: int = 0,
     autoreset: bool = True,
     copy: bool = True,
     render_mode: str | None = None,

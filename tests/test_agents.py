@@ -567,3 +567,26 @@ def test_heuristic__never_moves_a_whole_pile_onto_an_empty_pile() -> None:
     assert o["action_mask"][whole_to_empty] == 1
     assert prio[whole_to_empty] == NEVER
     assert prio[env.actions.lookup("to_work:nertz>2")] == PRIO_NERTZ_EMPTY
+
+
+@pytest.mark.parametrize("rules", [{}, {"rounds": 2, "num_players": 3}, {"turn_based": True, "num_players": 3}])
+@pytest.mark.parametrize("k", [1, 2])
+def test_move_memory__rebuilds_the_last_moves_slice_at_a_table_without_it(rules: dict[str, Any], k: int) -> None:
+    """A policy trained with last_moves=k plays at tables without the option: its own record of its moves
+    (MoveMemory) gives, after every tick of random games, the very observation the engine writes with it on."""
+    from nertz_env.agents.policy import MoveMemory
+
+    with_moves = nertz_env.parallel_env(last_moves=k, **rules)
+    without = nertz_env.parallel_env(**rules)
+    seen, plain = with_moves.reset(seed=3)[0], without.reset(seed=3)[0]
+    memory = {a: MoveMemory(without.config, k) for a in without.agents}
+    rng = np.random.default_rng(0)
+    while without.agents:
+        actions = {}
+        for a in without.agents:
+            assert np.array_equal(memory[a].observe(plain[a]["observation"]), seen[a]["observation"])
+            assert nertz_env.decode(seen[a]["observation"], with_moves.config)["last_moves"] == memory[a].moves
+            legal = np.flatnonzero(plain[a]["action_mask"])
+            actions[a] = int(rng.choice(legal)) if rng.random() < 0.9 else 0
+            memory[a].remember(actions[a])
+        seen, plain = with_moves.step(actions)[0], without.step(actions)[0]

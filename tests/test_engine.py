@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -83,3 +84,28 @@ def test_incremental_observations__equal_a_full_rewrite_after_every_tick(variant
             bad_mask = np.flatnonzero(fast_mask[t, p] != S.mask[t, p]).tolist()
             raise AssertionError(f"tick {tick}, table {t}, seat {p}: obs {bad_obs}, mask {bad_mask} differ")
     assert rounds_ended > 0  # the games crossed round ends and stall rules too
+
+
+@pytest.mark.parametrize(
+    ("rules", "digest"),
+    [
+        ({}, "ab58a3e614f81ee1"),
+        ({"num_players": 3, "rounds": 2}, "77245a24a086e990"),
+        ({"jokers": 1, "allow_tuck": True, "allow_rotate": True, "turn_based": True}, "0d7d0bfe3b01683f"),
+    ],
+)
+def test_observations__are_pinned_when_last_moves_is_off(rules: dict, digest: str) -> None:
+    """Every observation and mask of a seeded random game, hashed: the digests were taken before the
+    last_moves option existed, so with it off (the default) observations stay bit-identical."""
+    env = nertz_env.parallel_env(**rules)
+    obs, _ = env.reset(seed=11)
+    h = hashlib.sha256()
+    rng = np.random.default_rng(5)
+    while env.agents:
+        actions = {}
+        for a in env.agents:
+            h.update(obs[a]["observation"].tobytes())
+            h.update(obs[a]["action_mask"].tobytes())
+            actions[a] = int(rng.choice(np.flatnonzero(obs[a]["action_mask"])))
+        obs, *_ = env.step(actions)
+    assert h.hexdigest()[:16] == digest

@@ -23,6 +23,7 @@ VARIANTS: list[dict[str, Any]] = [
     {"jokers": 2},
     {"jokers": 1, "allow_tuck": True, "allow_rotate": True},
     {"allow_tuck": True, "draw": 2},
+    {"last_moves": 2, "rounds": 2},
 ]
 
 

@@ -199,7 +199,7 @@ class NertzVecEnv(Copyable, VecEnv):
         scripted: list[tuple[int, int, Agent]] = []
         for t, seated in enumerate(self._opponents):
             for s, agent in seated.items():
-                if isinstance(agent, PolicyAgent):
+                if isinstance(agent, PolicyAgent) and agent.memory is None:
                     batched.setdefault(id(agent.policy), []).append((t, s, agent))
                 else:
                     scripted.append((t, s, agent))

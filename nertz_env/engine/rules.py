@@ -50,6 +50,7 @@ from nertz_env.engine.state import (
     MAX_PILE,
 )
 from nertz_env.observation import (
+    O_LAST,
     O_LAKE,
     O_NCOUNT,
     O_NTOP,
@@ -662,6 +663,8 @@ def deal_round(S, t):
         S.redeals[t, p] = 0
         S.lake_played[t, p] = 0
         S.false_calls[t, p] = 0
+        for i in range(S.last_moves.shape[2]):
+            S.last_moves[t, p, i] = -1
     S.lake_n[t] = 0
     for f in range(S.lake_len.shape[1]):
         S.lake_len[t, f] = 0
@@ -882,12 +885,39 @@ def observe_status(S, t, p):
 
 
 @_jit(inline=True)
+def observe_last_moves(S, t, p):
+    """The seat's own last moves (slice last_moves, present with the ``last_moves`` option): a one-hot over
+    the actions per move kept, most recent first."""
+    k = S.last_moves.shape[2]
+    if k == 0:
+        return
+    base = S.obs_off[O_LAST]
+    n = S.act[L_NUM]
+    clear_obs(S.obs, t, p, base, base + k * n)
+    for i in range(k):
+        a = S.last_moves[t, p, i]
+        if a >= 0:
+            S.obs[t, p, base + i * n + a] = 1.0
+
+
+@_jit(inline=True)
+def remember_move(S, t, p, a):
+    """Put move ``a`` first in the seat's last moves (with the ``last_moves`` option)."""
+    k = S.last_moves.shape[2]
+    for i in range(k - 1, 0, -1):
+        S.last_moves[t, p, i] = S.last_moves[t, p, i - 1]
+    if k > 0:
+        S.last_moves[t, p, 0] = a
+
+
+@_jit(inline=True)
 def observe_player(S, t, p):
     """Write seat ``p``'s whole observation vector (layout in nertz_env.observation)."""
     observe_own(S, t, p)
     observe_lake(S, t, p)
     observe_opponents(S, t, p)
     observe_status(S, t, p)
+    observe_last_moves(S, t, p)
 
 
 @_jit(python=True)
@@ -919,6 +949,7 @@ def observe_changes(S, t, moved, flipped, progress):
             observe_opponents(S, t, p)
             mask_after_lake_change(S, t, p)
         observe_status(S, t, p)
+        observe_last_moves(S, t, p)
 
 
 # ---------------------------------------------------------------- reset and one tick
@@ -999,6 +1030,8 @@ def step_table(S, t, actions):
             S.illegal[t, p] = 1
             continue
         S.applied[t, p] = a
+        if a != 0:
+            remember_move(S, t, p, a)
         result = apply_action(S, t, p, a)
         if result & R_PROGRESS:
             progress = np.bool_(True)

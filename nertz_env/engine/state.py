@@ -62,7 +62,7 @@ class TableState(NamedTuple):
     cfg: np.ndarray  # int32 [C_SIZE]        the config as integers (slots C_*)
     team: np.ndarray  # int8  [P]            team index of every seat
     act: np.ndarray  # int32 [9]             action table layout (slots actions.L_*)
-    obs_off: np.ndarray  # int32 [15]        observation slice offsets (slots observation.O_*)
+    obs_off: np.ndarray  # int32 [16]        observation slice offsets (slots observation.O_*)
     # --- each player's layout
     nertz: np.ndarray  # int8 [T, P, 13]     Nertz pile, bottom to top
     nertz_len: np.ndarray  # int8 [T, P]     cards in the Nertz pile
@@ -73,6 +73,8 @@ class TableState(NamedTuple):
     waste: np.ndarray  # int8 [T, P, D]      face-up waste; the last card is the playable top
     waste_len: np.ndarray  # int8 [T, P]     cards in the waste
     redeals: np.ndarray  # int16 [T, P]      times the waste became the stock this round
+    last_moves: np.ndarray  # int16 [T, P, K] the seat's last K moves this round, most recent first (-1: none;
+    #                                          K = config.last_moves, 0 when the observation leaves them out)
     # --- the shared lake
     lake: np.ndarray  # int8 [T, F, 13]      foundations in creation order, ace first (lake cell codes)
     lake_owner: np.ndarray  # int8 [T, F, 13] seat whose deck each lake card came from
@@ -166,6 +168,7 @@ def allocate(config: NertzConfig, num_tables: int) -> TableState:
         waste=np.full((t, p, d), -1, i8),
         waste_len=np.zeros((t, p), i8),
         redeals=np.zeros((t, p), i16),
+        last_moves=np.full((t, p, config.last_moves), -1, i16),
         lake=np.full((t, f, MAX_PILE), -1, i8),
         lake_owner=np.full((t, f, MAX_PILE), -1, i8),
         lake_len=np.zeros((t, f), i8),
