@@ -126,6 +126,8 @@ def test_core_package__imports_neither_the_training_nor_the_evaluation_app() -> 
 
     offenders = []
     for path in sorted((ROOT / "nertz_env").rglob("*.py")):
+        if path.relative_to(ROOT / "nertz_env").parts[0] in LINKED:  # an unpacked sdist holds them here
+            continue
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
             if isinstance(node, ast.Import):
