@@ -693,7 +693,7 @@ RULES: dict[str, tuple[Callable[[list[str], Ctx], Plan], bool]] = {
 def program_of(argv: list[str]) -> tuple[str, list[str]]:
     if argv[:2] == ["python", "-m"] and len(argv) > 2:
         return f"python -m {argv[2]}", argv[3:]
-    if argv[:1] == ["python"] and len(argv) > 1 and argv[1].startswith("bench/"):
+    if argv[:1] == ["python"] and len(argv) > 1 and argv[1].startswith(("bench/", "experiments/")):
         return f"python {argv[1]}", argv[2:]
     return argv[0], argv[1:]
 
