@@ -12,9 +12,9 @@ an agent does, so result tables can name it. torch, Stable-Baselines3 and sb3-co
 are imported when a policy is loaded or run, not when this module is imported.
 
 A deterministic agent (``ppo`` by name, ``deterministic=true``) plays the most probable legal action of the
-numpy forward pass (:class:`nertz_env.agents.forward.NumpyActor`, read from the zip without torch): tens of
-microseconds a decision instead of a few hundred, the same choices as torch's (``tests/test_forward.py``), and
-no torch import to play. torch loads the network only when something asks for probabilities in batches or a
+numpy forward pass (:class:`nertz_env.agents.forward.NumpyActor`, read without torch from the ``.npz``
+saved beside the zip): tens of microseconds a decision instead of a few hundred, the same choices as torch's
+(``tests/test_forward.py``), and no torch import to play. torch loads the network only when something asks for probabilities in batches or a
 draw (sampled play, training's opponent pools) or when the network is not a plain MLP.
 
 The agent samples from its own ``numpy`` generator (seeded in ``reset``), never from torch's global
