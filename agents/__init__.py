@@ -9,7 +9,7 @@ The ladder, weakest first (each rung beats the one below with 95% confidence; ``
 
 Above the ladder, ``expert`` is search with a trained network as its default move (:mod:`nertz_env.agents.expert`),
 and ``best`` is that planner holding the shipped ``ppo`` network (expert iteration did not improve on it here;
-``bench/results/best/screening.md``).
+``experiments/best/screening.md``).
 
 ``make_agent("heuristic:wait_prob=0.2")`` builds one by spec; a MaskablePPO checkpoint path (``runs/ppo.zip``)
 loads as a policy agent (:mod:`nertz_env.agents.policy`, which imports torch and Stable-Baselines3 only then),

@@ -153,7 +153,7 @@ class ExpertAgent(SearchAgent):
 
 class BestAgent(ExpertAgent):
     """The shipped strongest agent, ``best``: the ``expert`` planner with its defaults (the shipped ``ppo``
-    network inside, ``margin`` 0.3, no prior), chosen on screening seeds (``bench/results/best/screening.md``;
+    network inside, ``margin`` 0.3, no prior), chosen on screening seeds (``experiments/best/screening.md``;
     expert iteration's networks did not beat ``ppo`` inside it). It takes the same options as ``expert``."""
 
     name = "best"

@@ -1,10 +1,8 @@
 """The compiled kernels of the scripted agents: the own layout read from the observation, the heuristic's
 priorities, and the search's rollouts, which run on the engine's own rules.
 
-They are cached on disk keyed on every source they come from (``nertz_env.engine._cache.keyed_jit``): a
-cached function carries compiled copies of the functions it calls (the engine's rule functions included) and
-of the constants of ``actions``, ``observation`` and ``cards``; numba's own ``cache=True`` would notice only
-edits to this file.
+They are cached on disk keyed on this file and the engine's sources (``nertz_env.engine._cache``): a cached
+function carries compiled copies of the rule functions it calls and of the constants it reads.
 
 **The view.** Agents see only their observation, its mask and the config's action table. Decoding the
 observation with :func:`nertz_env.decode` on every tick is too slow for big tournaments, so :func:`read_state`
@@ -34,7 +32,7 @@ stops when the heuristic would wait, or at the horizon. It is a valuation, not a
 does not end when the own Nertz pile is empty (and never calls), so the lake cards the heuristic goes on to
 play there stand in for what ending the round is worth (the call bonus, the other players' points cut off);
 stopping at the empty pile instead made ``search`` empty its pile first less often and lose most of its edge
-over ``heuristic`` (bench/results/engine_port.md).
+over ``heuristic`` (experiments/engine_port.md).
 
 State vector (int64, ``STATE_SIZE`` values; card codes of :mod:`nertz_env.cards`)::
 

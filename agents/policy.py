@@ -12,9 +12,9 @@ an agent does, so result tables can name it. torch, Stable-Baselines3 and sb3-co
 are imported when a policy is loaded or run, not when this module is imported.
 
 A deterministic agent (``ppo`` by name, ``deterministic=true``) plays the most probable legal action of the
-numpy forward pass (:class:`nertz_env.agents.forward.NumpyActor`, read from the zip without torch): tens of
-microseconds a decision instead of a few hundred, the same choices as torch's (``tests/test_forward.py``), and
-no torch import to play. torch loads the network only when something asks for probabilities in batches or a
+numpy forward pass (:class:`nertz_env.agents.forward.NumpyActor`, read without torch from the ``.npz``
+saved beside the zip): tens of microseconds a decision instead of a few hundred, the same choices as torch's
+(``tests/test_forward.py``), and no torch import to play. torch loads the network only when something asks for probabilities in batches or a
 draw (sampled play, training's opponent pools) or when the network is not a plain MLP.
 
 The agent samples from its own ``numpy`` generator (seeded in ``reset``), never from torch's global
@@ -27,6 +27,7 @@ batch their forward passes (:meth:`PolicyAgent.probabilities`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import zipfile
@@ -174,19 +175,42 @@ def load_policy(path: str, outside: bool = False) -> tuple[Any, dict[str, Any]]:
 
 
 def numpy_actor(path: str) -> Any:
-    """The numpy actor of the checkpoint ``path`` read without torch (cached per file version), or None when
-    its network is not one the numpy forward evaluates (the torch route then plays it)."""
+    """The numpy actor of the checkpoint ``path`` (cached per file version), or None when its network is not
+    one the numpy forward evaluates (the torch route then plays it). It is read without torch from the array
+    file saved beside the zip; a zip without one (saved by an older version, or by SB3's ``model.save``) is
+    read once with torch, which writes the file (:func:`write_arrays`)."""
     from nertz_env.agents.forward import NumpyActor, UnsupportedNetwork
 
     key = (os.path.abspath(path), os.path.getmtime(path))
     if key not in _ACTORS:
         try:
-            _ACTORS[key] = NumpyActor.from_zip(path)
+            _ACTORS[key] = NumpyActor.load(path)
         except UnsupportedNetwork:
-            _ACTORS[key] = None
+            try:
+                _ACTORS[key] = write_arrays(path)
+            except ImportError:  # no torch: the torch route says what to install
+                return None
         while len(_ACTORS) > _CACHE_SIZE:
             del _ACTORS[next(iter(_ACTORS))]
     return _ACTORS[key]
+
+
+def write_arrays(path: str, policy: Any = None) -> Any:
+    """Write the numpy actor of the policy zip ``path`` beside it (:meth:`NumpyActor.save
+    <nertz_env.agents.forward.NumpyActor.save>`) and return it: from ``policy`` (the network just saved there),
+    else read from the zip with torch. None, and no file, when the numpy forward does not evaluate the network;
+    a folder that cannot be written keeps the actor in memory."""
+    from nertz_env.agents.forward import NumpyActor, UnsupportedNetwork
+
+    if policy is None:
+        policy, _ = load_policy(path, outside=True)
+    try:
+        actor = NumpyActor.from_policy(policy)
+    except UnsupportedNetwork:
+        return None
+    with contextlib.suppress(OSError):
+        actor.save(path)
+    return actor
 
 
 def check_spaces(meta: Mapping[str, Any], config: NertzConfig, where: str) -> None:

@@ -146,9 +146,9 @@ def network_alone(spec: str, games: int, seed: int) -> dict:
 
 def rollout_forward(path: str, batch: int, horizon: int, repeats: int = 50) -> dict:
     """Microseconds of one batched actor forward pass on ``batch`` observations, and that times ``horizon``."""
-    from nertz_env.agents.forward import NumpyActor
+    from nertz_env.agents.policy import numpy_actor
 
-    actor = NumpyActor.from_zip(path)
+    actor = numpy_actor(path)
     rng = np.random.default_rng(0)
     obs = rng.random((batch, actor.obs_size), dtype=np.float32)
 

@@ -48,7 +48,7 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 # the ladder's deals: enough to confirm search over heuristic (about one point a round at a table where one
-# deal's difference varies by about 6) with probability about 0.99 (bench/results/engine_port.md)
+# deal's difference varies by about 6) with probability about 0.99 (experiments/engine_port.md)
 LADDER_DEALS = 1200
 
 

@@ -5,28 +5,21 @@ Entry points: :func:`parallel_env` (PettingZoo ``ParallelEnv``), :func:`env` (AE
 seat), :func:`describe_action`, :func:`decode` (observation vector to a
 readable dict), :class:`NertzConfig` (every rules option), :func:`state_layout` (the global state's layout).
 ``dir(nertz_env)`` lists exactly this public API (``__all__``). Importing the package registers the Gymnasium
-ids ``nertz_env/Nertz-v0`` and ``nertz_env/NertzAgents-v0`` (:mod:`nertz_env.registration`) when Gymnasium
-is or gets imported.
+ids ``nertz_env/Nertz-v0`` and ``nertz_env/NertzAgents-v0`` (:mod:`nertz_env.registration`).
 
-The adapters are imported on first use, so ``import nertz_env.engine`` (the rules) loads numpy and numba
-only, never PettingZoo or Gymnasium.
+The adapters are imported on first use, so ``import nertz_env.engine`` (the rules) loads neither numba's
+compiled rules nor PettingZoo until a table is made.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.machinery
-import sys
-import warnings
-from collections.abc import Sequence
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from nertz_env._checkout import extend_path
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.observation import ObsLayout, decode, obs_layout
+from nertz_env.registration import register_envs
 
 if TYPE_CHECKING:
     from nertz_env.agent_vector import NertzAgentVectorEnv, agent_vector_env
@@ -36,8 +29,7 @@ if TYPE_CHECKING:
 
 __version__ = "0.2.0"
 
-# In a source checkout agents/, train/ and eval/ sit beside this folder; make them nertz_env.agents etc.
-extend_path(__path__, __file__)
+register_envs()
 
 _LAZY = {
     "NertzAgentVectorEnv": "nertz_env.agent_vector",
@@ -74,48 +66,6 @@ __all__ = [
     "state_layout",
     "vector_env",
 ]
-
-
-class _RegisterWithGymnasium(importlib.abc.MetaPathFinder):
-    """Registers the Gymnasium ids (:mod:`nertz_env.registration`) right after ``gymnasium`` itself has been
-    imported, so ``import nertz_env`` stays free of Gymnasium (it takes a second to import) and the ids exist
-    whichever of the two a user imports first. It finds ``gymnasium`` with the other finders, runs it, then
-    registers; it removes itself on first use."""
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != "gymnasium":
-            return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        loader = spec.loader if spec is not None else None
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        run = loader.exec_module
-
-        def exec_module(module: ModuleType) -> None:
-            run(module)
-            _register_gym_ids()
-
-        loader.exec_module = exec_module  # type: ignore[method-assign]
-        return spec
-
-
-def _register_gym_ids() -> None:
-    try:
-        from nertz_env.registration import register_envs
-
-        register_envs()
-    except Exception as e:  # pragma: no cover - a Gymnasium that changed its registry
-        warnings.warn(f"nertz_env could not register its Gymnasium ids: {e}", stacklevel=2)
-
-
-if "gymnasium" in sys.modules:
-    _register_gym_ids()
-elif not any(isinstance(f, _RegisterWithGymnasium) for f in sys.meta_path):
-    sys.meta_path.insert(0, _RegisterWithGymnasium())
 
 
 def __getattr__(name: str) -> Any:

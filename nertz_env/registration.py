@@ -9,11 +9,9 @@
   num_envs=64, num_players=4)``: ``num_envs`` is tables x players, so it must be a multiple of
   ``num_players``. It has no single-env form (``gymnasium.make`` refuses it).
 
-The ids exist once ``nertz_env`` is imported, in either order with ``gymnasium`` (importing ``nertz_env``
-first arranges for the ids to be registered when Gymnasium loads, without importing Gymnasium itself), and
-``gymnasium.make("nertz_env:nertz_env/Nertz-v0")`` imports the package itself. (Gymnasium 1.x has no plugin
-entry points: it dropped the ``gymnasium.envs`` entry-point group, so an id cannot appear before the
-package that registers it is imported.)
+The ids exist once ``nertz_env`` is imported (Gymnasium 1.x has no plugin entry points, so an id cannot
+appear before the package that registers it is imported), and ``gymnasium.make("nertz_env:nertz_env/Nertz-v0")``
+imports the package itself.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ of RULES.md by its name, ``num_players``, and these keys of the env itself (anyt
   one deal on every table, and a table whose deal is over drops out (its agents are terminated) while the
   others play on. RLlib can also vectorize multi-agent envs itself (``num_envs_per_env_runner``: copies
   stepped one by one, each reset on its own); both sample at the same rate per transition, because RLlib's
-  own per-agent work dominates (``bench/results/bench_rllib_notes.md``). Keep ``num_tables`` moderate (16):
+  own per-agent work dominates (``experiments/bench_rllib_notes.md``). Keep ``num_tables`` moderate (16):
   finished tables wait for the slowest deal.
 * ``learners_per_table`` (default: every seat): seats ``0 .. L-1`` of every table are learner seats; the
   others are opponents, drawn per table and per deal from ``opponents`` (agent specs of
@@ -502,7 +502,7 @@ class NertzSingleAgentPPOConfig(PPOConfig):
     """RLlib's ``PPOConfig`` for the single-agent route, with one piece of the module-to-env pipeline swapped:
     RLlib's ``UnBatchToIndividualItems`` splits every output column (actions, their log-probabilities, the
     logits) into rows through ``tree.unflatten_as``, one call per row and column (17% of an env runner's
-    time at 64 sub-environments, ``bench/results/bench_rllib_notes.md``); the columns here are flat arrays,
+    time at 64 sub-environments, ``experiments/bench_rllib_notes.md``); the columns here are flat arrays,
     whose rows ``list(column)`` gives directly. Everything else is RLlib's."""
 
     def build_module_to_env_connector(self, env: Any = None, spaces: Any = None) -> Any:

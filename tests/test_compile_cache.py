@@ -1,14 +1,16 @@
-"""numba's on-disk cache is keyed on every source the compiled code comes from (nertz_env.engine._cache).
+"""numba's on-disk cache is keyed on the engine's sources (nertz_env.engine._cache.SOURCES).
 
 numba's own ``cache=True`` notices only edits to the file a function is defined in; a constant or a callee
-imported from another file is frozen into the cached machine code. These tests edit such a file between two
-processes and check that the keyed cache compiles afresh while numba's plain cache runs the old code.
+imported from another file is frozen into the cached machine code. These tests edit a listed source between
+two processes and check that the keyed cache compiles afresh while numba's plain cache runs the old code.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -21,18 +23,26 @@ from nertz_env.engine import _cache
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_engine_key_covers_every_file_its_code_comes_from() -> None:
-    names = {os.path.relpath(p, ROOT) for p in _cache.source_files("nertz_env.engine.rules")}
-    for f in ("rules.py", "state.py"):
-        assert os.path.join("nertz_env", "engine", f) in names
-    for f in ("actions.py", "cards.py", "observation.py"):  # constants the rules import
-        assert os.path.join("nertz_env", f) in names
-    kernels = {os.path.relpath(p, ROOT) for p in _cache.source_files("nertz_env.agents.kernels")}
-    assert os.path.join("agents", "kernels.py") in kernels
-    assert os.path.join("nertz_env", "engine", "rules.py") in kernels  # the card helpers it inlines
+def test_sources__list_every_module_of_the_package_the_compiled_code_imports() -> None:
+    code = "import sys, nertz_env.engine.rules; print(' '.join(m for m in sys.modules if m.startswith('nertz_env')))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    for file in ("agents/kernels.py", "agents/forward.py"):  # their own files are keyed by numba
+        text = (_cache.PACKAGE / file).read_text() if (_cache.PACKAGE / file).is_file() else (ROOT / file).read_text()
+        loaded += re.findall(r"^from (nertz_env\.[\w.]+) import", text, re.M)
+    files = set()
+    for module in set(loaded) - {"nertz_env", "nertz_env.registration"}:
+        rel = module.removeprefix("nertz_env.").replace(".", "/")
+        files.add(f"{rel}/__init__.py" if (_cache.PACKAGE / rel).is_dir() else f"{rel}.py")
+    assert files <= set(_cache.SOURCES), sorted(files - set(_cache.SOURCES))
 
 
 def _write_package(tmp: Path, value: int) -> None:
+    """``cachepkg``, whose ``f`` returns ``helper() * 10``, and a copy of the engine's sources that its cache
+    is keyed on (as if ``consts.py`` were one of them)."""
+    src = tmp / "src"
+    for name in _cache.SOURCES:
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(_cache.PACKAGE / name, src / name)
     pkg = tmp / "cachepkg"
     pkg.mkdir(exist_ok=True)
     (pkg / "__init__.py").write_text("")
@@ -75,6 +85,7 @@ def _write_package(tmp: Path, value: int) -> None:
 def _run(tmp: Path, module: str) -> tuple[int, int]:
     """``f()`` of ``cachepkg.<module>`` in a fresh process, and the number of its cache hits."""
     code = (
+        f"from pathlib import Path; from nertz_env.engine import _cache; _cache.PACKAGE = Path({str(tmp / 'src')!r}); "
         f"from cachepkg.{module} import f; v = f(); "
         "print(v, sum(f.stats.cache_hits.values()))"
     )
@@ -86,13 +97,15 @@ def _run(tmp: Path, module: str) -> tuple[int, int]:
 
 
 @pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="needs numba's compiler")
-def test_editing_a_callee_in_another_file_never_runs_the_stale_cache(tmp_path: Path) -> None:
+def test_editing_a_listed_source_never_runs_the_stale_cache(tmp_path: Path) -> None:
     _write_package(tmp_path, 1)
     assert _run(tmp_path, "keyed") == (10, 0)  # compiled, then saved
     assert _run(tmp_path, "keyed") == (10, 1)  # loaded from the cache
     assert _run(tmp_path, "plain") == (10, 0)
     assert _run(tmp_path, "plain") == (10, 1)
     (tmp_path / "cachepkg" / "consts.py").write_text("VALUE = 2\n")  # two files away from f
+    with open(tmp_path / "src" / "cards.py", "a") as f:  # and an edit to a listed source
+        f.write("\n# edited\n")
     assert _run(tmp_path, "plain") == (10, 1)  # numba's own cache: the old code, loaded
     assert _run(tmp_path, "keyed") == (20, 0)  # keyed: compiled afresh
     assert _run(tmp_path, "keyed") == (20, 1)  # and cached again under the new key
@@ -154,53 +167,41 @@ def test_no_writable_cache_folder_compiles_in_memory_with_one_warning(tmp_path: 
     assert "NUMBA_CACHE_DIR" in ours[0] and "compile in memory" in ours[0]
 
 
-def _notices(tmp_path: Path, files: dict[str, str], module: str, what: str, call: str, runs: int = 1,
-             after: float = 0.0) -> list[str]:
-    """Write the package ``files`` (name -> source) under ``tmp_path``, name ``module`` in FIRST_COMPILE as
-    ``what``, run ``call`` (which must print 3) in ``runs`` fresh processes sharing one numba cache, with the
-    notice logged after ``after`` s of compiling, and return each run's stderr."""
+def _notices(tmp_path: Path, files: dict[str, str], call: str, runs: int = 1) -> list[str]:
+    """Write the package ``files`` (name -> source) under ``tmp_path``, run ``call`` (which must print 3) in
+    ``runs`` fresh processes sharing one numba cache, and return each run's stderr."""
     for name, text in files.items():
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    code = (
-        "from nertz_env.engine import _cache\n"
-        f"_cache.FIRST_COMPILE[{module!r}] = ({what!r}, 'a moment')\n"
-        f"_cache.ANNOUNCE_AFTER = {after!r}\n"
-        f"{call}\n"
-    )
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
     env.update(NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
     errs = []
     for _ in range(runs):
-        out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+        out = subprocess.run([sys.executable, "-c", call], env=env, cwd=tmp_path, capture_output=True, text=True,
                              timeout=300)
         assert out.returncode == 0 and out.stdout.strip() == "3", out.stderr[-2000:]
         errs.append(out.stderr)
     return errs
 
 
+NOTICE = "nertz_env: compiling the rules with numba for their first use; later processes load them from numba's cache"
+
+
 @pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="needs numba's compiler")
 def test_a_compile_is_announced_once_per_process_and_a_cache_load_not_at_all(tmp_path: Path) -> None:
-    # The first step compiled for 15-30 s in silence. A compile of a module of FIRST_COMPILE logs one line
-    # (what compiles, how long the first time takes) through logging, never print; loading from the cache
-    # logs nothing. (The real modules' line is checked on the installed wheel: tests/test_wheel.py.)
+    # a first call compiles for a while: one line on the nertz_env logger says so; loading says nothing
     fns = ("from nertz_env.engine._cache import keyed_jit\n\n\n"
            "@keyed_jit({})\ndef f():\n    return 1\n\n\n@keyed_jit({})\ndef g():\n    return f() + 1\n")
-    cold, warm = _notices(tmp_path, {"notepkg/__init__.py": "", "notepkg/fns.py": fns}, "notepkg.fns",
-                          "the test functions", "from notepkg.fns import f, g\nprint(f() + g())", runs=2)
-    assert [x for x in cold.splitlines() if "compiling" in x] == [
-        "nertz_env: compiling the test functions with numba for their first use (a moment); "
-        "later processes load them from numba's cache"
-    ]
-    assert "compiling" not in warm  # loaded from the cache: nothing to wait for
+    cold, warm = _notices(tmp_path, {"notepkg/__init__.py": "", "notepkg/fns.py": fns},
+                          "from notepkg.fns import f, g\nprint(f() + g())", runs=2)
+    assert [x for x in cold.splitlines() if "compiling" in x] == [NOTICE]
+    assert "compiling" not in warm
 
 
 @pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="needs numba's compiler")
-def test_the_notice_says_the_cache_works_when_an_uncached_helper_compiles_first(tmp_path: Path) -> None:
-    # rules.py's helpers are plain (uncached) njit functions inlined into its cached entry points; when the search
-    # kernels (another module) call one, that helper is the module's first compile. The notice named the cache
-    # as unusable then ("no cache can be kept here"), though it was kept: it must say what holds for the process.
+def test_the_notice_says_the_cache_works_when_an_uncached_helper_compiles_inside_a_cached_function(
+        tmp_path: Path) -> None:
     files = {
         "notepkg2/__init__.py": "",
         "notepkg2/fns.py": "from nertz_env.engine._cache import keyed_jit\n\n\n"
@@ -208,20 +209,5 @@ def test_the_notice_says_the_cache_works_when_an_uncached_helper_compiles_first(
         "notepkg2/other.py": "from nertz_env.engine._cache import keyed_jit\nfrom notepkg2.fns import helper\n\n\n"
                              "@keyed_jit({})\ndef entry():\n    return helper() + 1\n",
     }
-    (err,) = _notices(tmp_path, files, "notepkg2.fns", "the helpers", "from notepkg2.other import entry\nprint(entry())")
-    assert [x for x in err.splitlines() if "compiling" in x] == [
-        "nertz_env: compiling the helpers with numba for their first use (a moment); later processes load them from numba's cache"
-    ], err[-2000:]
-
-
-@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="needs numba's compiler")
-@pytest.mark.parametrize(("after", "told"), [(0.01, True), (60.0, False)])
-def test_the_notice_waits_for_a_compile_that_takes_a_while(tmp_path: Path, after: float, told: bool) -> None:
-    # A later process meeting a small part of the rules for the first time (a block sampler, a helper at a new
-    # signature) compiled it in well under a second, and the notice still promised "up to about 15 s". It is
-    # logged only when the compile is still running ANNOUNCE_AFTER seconds after it started (1 s by default):
-    # a first compile in a process takes far more than 10 ms, and none here takes a minute.
-    fns = "from nertz_env.engine._cache import keyed_jit\n\n\n@keyed_jit({})\ndef f():\n    return 3\n"
-    (err,) = _notices(tmp_path, {"waitpkg/__init__.py": "", "waitpkg/fns.py": fns}, "waitpkg.fns", "the test function",
-                      "from waitpkg.fns import f\nprint(f())", after=after)
-    assert ("compiling the test function" in err) is told, err[-2000:]
+    (err,) = _notices(tmp_path, files, "from notepkg2.other import entry\nprint(entry())")
+    assert [x for x in err.splitlines() if "compiling" in x] == [NOTICE], err[-2000:]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 
 import numpy as np
 import pytest
@@ -16,9 +17,10 @@ TINY = {"init": "ppo", "teacher": "heuristic", "samples": 150, "epochs": 1, "lr"
 
 
 def _weights(path: str) -> dict[str, np.ndarray]:
-    from nertz_env.agents.forward import read_state_dict
+    import torch
 
-    return read_state_dict(path)
+    with zipfile.ZipFile(path) as z:
+        return {k: v.numpy() for k, v in torch.load(z.open("policy.pth"), weights_only=True).items()}
 
 
 def test_distill__a_resumed_run_ends_with_the_same_network_as_one_that_never_stopped(tmp_path) -> None:

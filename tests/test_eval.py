@@ -534,7 +534,7 @@ def test_ladder__every_rung_beats_the_one_below_with_95_percent_confidence() -> 
     that measures it with the least noise, search against three heuristic seats, over 400 deals.
 
     The sizes come from power, not from a result: one deal's search - heuristic difference varies by about
-    3.2 points at that table and 6.3 at the ladder's (bench/results/engine_port.md), and search's edge is
+    3.2 points at that table and 6.3 at the ladder's (experiments/engine_port.md), and search's edge is
     0.66-0.86 points, so 400 gauntlet deals reject zero with probability 0.98 or more; the ladder's own
     table would need 1,200 deals for that (the full run, marked bench, below).
     """

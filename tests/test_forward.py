@@ -37,18 +37,37 @@ def _observations(games: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(obs_l, dtype=np.float32), np.asarray(mask_l)
 
 
-def test_read_state_dict__equals_torchs_tensors_exactly() -> None:
+def test_arrays__saved_beside_the_zip_read_once_with_torch_when_missing_and_never_from_other_weights(
+        tmp_path) -> None:
+    import shutil
+
     import torch
 
-    from nertz_env.agents.forward import read_state_dict
+    from nertz_env.agents.forward import NumpyActor, UnsupportedNetwork, arrays_path
+    from nertz_env.agents.meta import read_meta
+    from nertz_env.agents.policy import load_policy, numpy_actor
+    from nertz_env.train.imitate import _PolicyHolder
+    from nertz_env.train.trainer import save_policy
 
-    mine = read_state_dict(PPO)
-    theirs = torch.load(__import__("io").BytesIO(__import__("zipfile").ZipFile(PPO).read("policy.pth")),
-                        map_location="cpu", weights_only=True)
-    assert set(mine) == set(theirs)
-    for k, v in theirs.items():
-        assert mine[k].dtype == np.float32 and mine[k].shape == tuple(v.shape), k
-        assert np.array_equal(mine[k], v.numpy()), k
+    policy, _ = load_policy(PPO)
+    shipped = NumpyActor.load(PPO)  # agents/models/ppo.npz: the same arrays as torch's network
+    for mine, theirs in ((shipped.weights, NumpyActor.from_policy(policy).weights), ([shipped.w_out], [
+            policy.action_net.weight.detach().numpy().T])):
+        assert all(a.dtype == np.float32 and np.array_equal(a, b) for a, b in zip(mine, theirs, strict=True))
+    old = str(tmp_path / "old.zip")  # a zip saved before the array files: read once with torch, which writes one
+    shutil.copy(PPO, old)
+    with pytest.raises(UnsupportedNetwork, match="no array file"):
+        NumpyActor.load(old)
+    assert numpy_actor(old).activation == shipped.activation and os.path.isfile(arrays_path(old))
+    assert all(np.array_equal(a, b) for a, b in zip(NumpyActor.load(old).weights, shipped.weights, strict=True))
+    with torch.no_grad():  # saved again with other weights: the array file follows; a stale one is not read
+        policy.action_net.bias += 1.0
+    save_policy(_PolicyHolder(policy, {"net_arch": {"pi": [256, 256], "vf": [256, 256]},
+                                       "activation_fn": torch.nn.ReLU}), old, read_meta(PPO))
+    assert np.array_equal(NumpyActor.load(old).b_out, shipped.b_out + 1.0)
+    shutil.copy(PPO, old)
+    with pytest.raises(UnsupportedNetwork, match="other weights"):
+        NumpyActor.load(old)
 
 
 def test_numpy_forward__same_actions_as_torch_on_thousands_of_observations() -> None:
@@ -64,7 +83,7 @@ def test_numpy_forward__same_actions_as_torch_on_thousands_of_observations() -> 
     assert len(obs) > 5000
     policy, _ = load_policy(PPO)
     want = policy_probabilities(policy, obs, masks)
-    actor = NumpyActor.from_zip(PPO)
+    actor = NumpyActor.load(PPO)
     for i in range(len(obs)):
         assert actor.first_choice(obs[i], masks[i]) == int(np.argmax(want[i])), i
     np.testing.assert_allclose(actor.probabilities(obs[0], masks[0]), want[0], atol=1e-5)
@@ -92,7 +111,7 @@ def test_numpy_forward__exact_ties_go_to_the_lowest_action_as_torchs_argmax(tmp_
                                        "activation_fn": torch.nn.ReLU}), path, read_meta(PPO))
     obs, masks = _observations(1, seed=5)
     masks[:, 7] = masks[:, 40] = True
-    actor = NumpyActor.from_zip(path)
+    actor = NumpyActor.load(path)  # written by save_policy
     agent = load_policy_agent(path, deterministic=True)
     assert agent.actor is not None
     probs = policy_probabilities(policy, obs, masks)
@@ -142,7 +161,7 @@ def test_policy_agent__sampled_play_and_pickling_still_reach_torch() -> None:
     assert agent.policy is not None  # torch on demand (training's opponent pools batch through it)
 
 
-def test_from_zip__refuses_what_it_cannot_run_and_the_agent_falls_back_to_torch(tmp_path) -> None:
+def test_arrays__not_written_for_what_numpy_cannot_run_and_the_agent_falls_back_to_torch(tmp_path) -> None:
     import torch
 
     from nertz_env.agents.forward import NumpyActor, UnsupportedNetwork
@@ -159,8 +178,10 @@ def test_from_zip__refuses_what_it_cannot_run_and_the_agent_falls_back_to_torch(
     policy = MaskableActorCriticPolicy(policy.observation_space, policy.action_space, lambda _: 1e-3, **kwargs)
     path = str(tmp_path / "leaky.zip")
     save_policy(_PolicyHolder(policy, kwargs), path, read_meta(PPO))
-    with pytest.raises(UnsupportedNetwork, match="LeakyReLU"):
-        NumpyActor.from_zip(path)
+    with pytest.raises(UnsupportedNetwork, match="ReLU or Tanh"):
+        NumpyActor.from_policy(policy)
+    with pytest.raises(UnsupportedNetwork, match="no array file"):
+        NumpyActor.load(path)
     agent = load_policy_agent(path, deterministic=True)
     assert agent.actor is None
     obs, masks = _observations(1, seed=2)

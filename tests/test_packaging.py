@@ -1,5 +1,5 @@
-"""Packaging and checkout plumbing: the explicit package list, the installed layout, the source-checkout
-import hook (``nertz_env/_checkout.py``) and the README's commands that CI runs."""
+"""Packaging and checkout plumbing: the explicit package list, the installed layout, the checkout's symlinks
+(``nertz_env/agents`` -> ``../agents``, train, eval) and the README's commands that CI runs."""
 
 from __future__ import annotations
 
@@ -13,16 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from nertz_env._checkout import checkout_root, extend_path
-
 ROOT = Path(__file__).resolve().parent.parent
-# where each installed package's sources live in the checkout (pyproject's package-dir)
-MAPPED = {
-    "nertz_env": "nertz_env",
-    "nertz_env.agents": "agents",
-    "nertz_env.train": "train",
-    "nertz_env.eval": "eval",
-}
+LINKED = ("agents", "train", "eval")  # top-level folders of the checkout, nertz_env.<name> through a symlink
 
 
 def _pyproject() -> dict:
@@ -32,23 +24,30 @@ def _pyproject() -> dict:
 
 
 def _source_packages() -> set[str]:
-    """Every package in the checkout that the wheel should hold, by its installed name."""
+    """Every package of the source tree that the wheel should hold, by its installed name."""
     found = set()
-    for name, folder in MAPPED.items():
-        base = ROOT / folder
-        for init in base.rglob("__init__.py"):
-            rel = init.parent.relative_to(base).parts
-            if "__pycache__" in rel:
-                continue
-            found.add(".".join((name, *rel)))
+    for base in (ROOT / "nertz_env", *(ROOT / "nertz_env" / name for name in LINKED)):
+        for init in base.rglob("__init__.py"):  # rglob does not enter the symlinks: each tree once
+            rel = init.parent.relative_to(ROOT).parts
+            if "__pycache__" not in rel:
+                found.add(".".join(rel))
     return found
 
 
-def test_pyproject__lists_every_package_and_maps_the_top_level_folders() -> None:
+def test_pyproject__lists_every_package_and_installs_agents_train_eval_inside_nertz_env() -> None:
     tool = _pyproject()["tool"]["setuptools"]
     assert set(tool["packages"]) == _source_packages(), "add new subpackages to [tool.setuptools] packages"
-    assert tool["package-dir"] == MAPPED
-    assert not any(p.split(".")[0] in {"agents", "train", "eval"} for p in tool["packages"])
+    assert "package-dir" not in tool  # one tree: the checkout's nertz_env/ is the installed layout
+    assert not any(p.split(".")[0] in LINKED for p in tool["packages"])
+
+
+def test_checkout__reaches_agents_train_eval_through_symlinks_in_nertz_env() -> None:
+    for name in LINKED:
+        link = ROOT / "nertz_env" / name
+        if not link.is_symlink():  # an unpacked sdist holds the folders themselves
+            assert (link / "__init__.py").is_file() and not (ROOT / name / "__init__.py").exists()
+            continue
+        assert os.readlink(link) == f"../{name}" and (link / "__init__.py").is_file()
 
 
 def test_installed_wheel__holds_agents_train_eval_only_inside_nertz_env() -> None:
@@ -66,37 +65,6 @@ def test_installed_wheel__holds_agents_train_eval_only_inside_nertz_env() -> Non
         assert not any(f.startswith(f"{name}/") for f in files), f"a top-level {name}/ was installed"
     assert "nertz_env/py.typed" in files
     assert (dist.read_text("top_level.txt") or "").split() == ["nertz_env"]
-    installed_init = Path(str(dist.locate_file("nertz_env/__init__.py")))
-    assert checkout_root(str(installed_init)) is None, "the checkout hook must do nothing in site-packages"
-
-
-def _fake_checkout(tmp_path: Path, pyproject: str | None) -> str:
-    (tmp_path / "nertz_env").mkdir()
-    init = tmp_path / "nertz_env" / "__init__.py"
-    init.write_text("")
-    if pyproject is not None:
-        (tmp_path / "pyproject.toml").write_text(pyproject)
-    return str(init)
-
-
-def test_extend_path__appends_the_root_of_a_nertz_env_checkout_once(tmp_path: Path) -> None:
-    init = _fake_checkout(tmp_path, '[project]\nname = "nertz-env"\nversion = "0.1.0"\n')
-    path = [str(tmp_path / "nertz_env")]
-    extend_path(path, init)
-    extend_path(path, init)
-    assert path == [str(tmp_path / "nertz_env"), str(tmp_path)]
-
-
-@pytest.mark.parametrize(
-    "pyproject", [None, '[project]\nname = "other-env"\n', 'description = "like nertz-env"\n']
-)
-def test_extend_path__leaves_the_path_alone_outside_a_nertz_env_checkout(
-    tmp_path: Path, pyproject: str | None
-) -> None:
-    init = _fake_checkout(tmp_path, pyproject)
-    path = [str(tmp_path / "nertz_env")]
-    extend_path(path, init)
-    assert path == [str(tmp_path / "nertz_env")]
 
 
 def test_readme__shows_the_commands_that_ci_runs() -> None:
@@ -109,13 +77,9 @@ def test_readme__shows_the_commands_that_ci_runs() -> None:
 
 
 def _source_file(module: str) -> Path:
-    """The checkout file of an installed module name (``nertz_env.eval.demo`` -> ``eval/demo.py``)."""
-    for name, folder in sorted(MAPPED.items(), key=lambda kv: -len(kv[0])):
-        if module == name or module.startswith(name + "."):
-            rest = module[len(name) :].lstrip(".").split(".") if module != name else []
-            base = ROOT / folder / Path(*rest) if rest else ROOT / folder
-            return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
-    raise AssertionError(f"{module} is in no mapped package")
+    """The source file of a module name (``nertz_env.eval.demo`` -> ``nertz_env/eval/demo.py``)."""
+    base = ROOT / Path(*module.split("."))
+    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
 
 
 def test_console_scripts__point_at_functions_of_the_checkout() -> None:
@@ -162,6 +126,8 @@ def test_core_package__imports_neither_the_training_nor_the_evaluation_app() -> 
 
     offenders = []
     for path in sorted((ROOT / "nertz_env").rglob("*.py")):
+        if path.relative_to(ROOT / "nertz_env").parts[0] in LINKED:  # an unpacked sdist holds them here
+            continue
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
             if isinstance(node, ast.Import):
@@ -206,7 +172,7 @@ def test_changelog__has_a_section_for_the_version_being_released() -> None:
         ("nertz-demo", [], "openskill", "eval"),
         ("nertz-train", ["--total-timesteps", "128"], "torch", "train"),
         pytest.param(
-            "nertz-eval", ["gauntlet", str(ROOT / "agents" / "models" / "ppo.zip") + ":deterministic=false", "heuristic", "--deals", "1", "--no-save"],
+            "nertz-eval", ["gauntlet", str(ROOT / "nertz_env" / "agents" / "models" / "ppo.zip") + ":deterministic=false", "heuristic", "--deals", "1", "--no-save"],
             "torch", "train",
             marks=pytest.mark.skipif(importlib.util.find_spec("openskill") is None, reason="needs the eval extra"),
         ),

@@ -16,7 +16,7 @@ import torch
 import nertz_env
 from nertz_env.agents import make_agent
 from nertz_env.agents.forward import NumpyActor
-from nertz_env.agents.policy import load_policy
+from nertz_env.agents.policy import load_policy, numpy_actor
 from nertz_env.global_state import state_layout
 from nertz_env.train import IncompatibleCheckpointError, NertzVecEnv, TrainConfig, Trainer
 from nertz_env.train.config import ConfigError
@@ -127,7 +127,7 @@ def test_policy_files_hold_the_policy_over_the_observation_alone_and_play_everyw
     with torch.no_grad():
         want_logits = trainer.model.policy.get_distribution(torch.as_tensor(obs)).distribution.logits.numpy()
     # the compiled forward pass reads the file: the trained actor's logits, from the observation alone
-    got = NumpyActor.from_zip(path).logits(obs[:, :O]).astype(np.float64)
+    got = NumpyActor.load(path).logits(obs[:, :O]).astype(np.float64)
     got -= got.max(axis=1, keepdims=True) + np.log(np.exp(got - got.max(axis=1, keepdims=True)).sum(1, keepdims=True))
     assert np.allclose(got, want_logits, atol=1e-5)  # torch's logits are log-probabilities
     # a checkpoint (the whole privileged network, for resuming) loads for play as the same actor-only policy
@@ -135,8 +135,8 @@ def test_policy_files_hold_the_policy_over_the_observation_alone_and_play_everyw
     from_ckpt, _ = load_policy(ckpt)
     assert not isinstance(from_ckpt, PrivilegedCriticPolicy) and from_ckpt.observation_space.shape == (O,)
     assert all(torch.equal(v, policy.state_dict()[k]) for k, v in from_ckpt.state_dict().items())
-    # ... and the compiled forward pass reads the checkpoint's actor too (no torch fallback)
-    assert np.array_equal(NumpyActor.from_zip(ckpt).logits(obs[:, :O]), NumpyActor.from_zip(path).logits(obs[:, :O]))
+    # ... and the compiled forward pass plays the checkpoint's actor too (read once with torch)
+    assert np.array_equal(numpy_actor(ckpt).logits(obs[:, :O]), NumpyActor.load(path).logits(obs[:, :O]))
     env = nertz_env.parallel_env(num_players=P)
     for source in (path, ckpt):  # each plays through make_agent
         agent = make_agent(source)

@@ -598,7 +598,7 @@ def rule_expert(args: list[str], ctx: Ctx) -> Plan:
     makes: list[str] = []
     a = _map(args, ("--out", "--checkpoint-dir"), ctx, makes)
     ckpt = _value(args, "--checkpoint-dir")
-    if ckpt is not None and str(Path(ckpt).parent) != ".":  # the run folder bench/expert_curve.py reads
+    if ckpt is not None and str(Path(ckpt).parent) != ".":  # the run folder experiments/expert_curve.py reads
         makes.append(str(Path(ckpt).parent))
     for flag, tiny in (("--samples", "64"), ("--iterations", "1"), ("--epochs", "1"), ("--batch-size", "32"),
                        ("--teacher-threads", "1")):
@@ -666,9 +666,9 @@ RULES: dict[str, tuple[Callable[[list[str], Ctx], Plan], bool]] = {
     "python -m nertz_env.train.evaluate": (rule_evaluate, True),
     "python -m nertz_env.train.plot": (rule_plot, True),
     "python -m nertz_env.train.distill": (rule_distill, True),
-    "python bench/distill_curve.py": (rule_distill_curve, True),
+    "python experiments/distill_curve.py": (rule_distill_curve, True),
     "python -m nertz_env.train.expert": (rule_expert, True),
-    "python bench/expert_curve.py": (rule_expert_curve, True),
+    "python experiments/expert_curve.py": (rule_expert_curve, True),
     "python bench/bench_expert.py": (bench(("--games", "1")), True),
     # --skip-agents: its 1,000-game tournament has no size flag here (bench_agents.py --games has one)
     "python bench/run_all.py": (bench(("--seconds", "0.1"), ("--skip-agents", "")), True),
@@ -693,7 +693,7 @@ RULES: dict[str, tuple[Callable[[list[str], Ctx], Plan], bool]] = {
 def program_of(argv: list[str]) -> tuple[str, list[str]]:
     if argv[:2] == ["python", "-m"] and len(argv) > 2:
         return f"python -m {argv[2]}", argv[3:]
-    if argv[:1] == ["python"] and len(argv) > 1 and argv[1].startswith("bench/"):
+    if argv[:1] == ["python"] and len(argv) > 1 and argv[1].startswith(("bench/", "experiments/")):
         return f"python {argv[1]}", argv[2:]
     return argv[0], argv[1:]
 

@@ -274,6 +274,8 @@ def test_sdist__installs_runs_and_its_tests_collect_and_pass(version: str, dist:
     (tmp_path / "elsewhere").mkdir()
     _run_quick_start(venv, tmp_path / "elsewhere", env)
     with tarfile.open(dist["sdist"]) as tar:
+        lab = [n for n in tar.getnames() if re.match(r"[^/]+/(experiments/|bench/results/.*\.py$)", n)]
+        assert not lab, f"the sdist ships lab records: {lab[:5]}"
         tar.extractall(tmp_path, filter="data")
     unpacked = next(tmp_path.glob("nertz_env-*/"))
     py = str(venv / "bin" / "python")

@@ -11,7 +11,7 @@ The options are those of the SB3 backend (a TOML/JSON file with ``--config``, th
                           batched engine (default 16); each env runner holds num_tables / K such envs, which
                           RLlib steps in turn (num_envs_per_env_runner). A table whose deal ended waits for
                           the others of its env, so K stays moderate; K=1 lets RLlib reset every table on
-                          its own (same speed per transition: bench/results/bench_rllib_notes.md)
+                          its own (same speed per transition: experiments/bench_rllib_notes.md)
 
 Self-play (no ``learners_per_table`` below ``num_players``) runs on RLlib's single-agent route
 (``nertz_env.rllib.ppo_config(single_agent=True)``: every seat of a runner's ``num_tables`` tables is a

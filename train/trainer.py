@@ -63,6 +63,7 @@ from nertz_env.agents.meta import (
     make_meta,
     write_meta,
 )
+from nertz_env.agents.policy import write_arrays
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.threads import limit_threads
 from nertz_env.train.checkpoint import (
@@ -112,6 +113,7 @@ def save_policy(model: Any, path: str, meta: dict[str, Any]) -> str:
         data, weights = PrivilegedCriticPolicy.for_play(data, weights)
     save_to_zip_file(path, data=data, params={"policy": weights})
     write_meta(path, meta)
+    write_arrays(path, model.policy)  # policy.npz beside policy.zip: the numpy actor plays it without torch
     return path
 
 

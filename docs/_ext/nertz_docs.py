@@ -333,21 +333,23 @@ def _included_files(app: Sphinx) -> dict[Path, str]:
 
 
 AUTO = "experiments/auto"  # generated wrapper pages (ignored by git): lab notes no checked-in page includes
+NOTES = ("bench/results", "experiments")  # where the notes are: benchmarks' own tables, and the lab's records
 
 
 def _auto_experiment_pages(app: Sphinx) -> None:
-    """Every lab note of bench/results (*.md) is on a page: the checked-in pages of docs/experiments/ include
+    """Every note of :data:`NOTES` (*.md) is on a page: the checked-in pages of docs/experiments/ include
     the known ones with a title of their own; a note added since (a new benchmark writing a new file) gets a
     generated page under docs/experiments/auto/, so the site lists it without anyone editing the docs."""
     srcdir = Path(app.srcdir).resolve()
     auto = srcdir / AUTO
     included = {k for k, v in _included_files(app).items() if not v.startswith(AUTO + "/")}
     wanted: dict[str, str] = {}
-    for path in sorted((ROOT / "bench" / "results").rglob("*.md")):
+    notes = [(folder, path) for folder in NOTES for path in sorted((ROOT / folder).rglob("*.md"))]
+    for folder, path in notes:
         if path.resolve() in included:
             continue
         rel = path.relative_to(ROOT).as_posix()
-        slug = path.relative_to(ROOT / "bench" / "results").with_suffix("").as_posix().replace("/", "-")
+        slug = path.relative_to(ROOT / folder).with_suffix("").as_posix().replace("/", "-")
         first = path.read_text(encoding="utf-8").lstrip().splitlines()[:1]
         title = "" if first and first[0].startswith("# ") else f"# `{rel}`\n\n"
         wanted[f"{slug}.md"] = f"{title}```{{include}} ../../../{rel}\n:relative-images:\n```\n"
@@ -386,7 +388,7 @@ def _rewrite_repo_links(app: Sphinx, doctree: nodes.document) -> None:
             continue  # already a page of the site (an include's link MyST resolved with :relative-docs:)
         origin = docdir
         if node.source and Path(node.source).is_file() and not Path(node.source).resolve().is_relative_to(srcdir):
-            origin = Path(node.source).resolve().parent  # a link inside an included file (a bench/results note)
+            origin = Path(node.source).resolve().parent  # a link inside an included file (a note)
         target = (origin / path_part).resolve()
         if not target.exists() and Path(path_part).is_absolute():  # MyST made "x.md" a docname "/abs/x"
             for suffix in app.config.source_suffix:
@@ -400,7 +402,7 @@ def _rewrite_repo_links(app: Sphinx, doctree: nodes.document) -> None:
             node.replace_self(node.children or [nodes.Text(target_text)])
             continue
         page = _included_files(app).get(target)
-        if page is not None:  # a file a docs page includes (bench/results/*.md): link that page
+        if page is not None:  # a file a docs page includes (a note): link that page
             uri = app.builder.get_relative_uri(app.env.docname, page) + (f"#{anchor}" if anchor else "")
             ref = nodes.reference("", "", internal=True, refuri=uri)
             ref += node.children or [nodes.Text(page)]

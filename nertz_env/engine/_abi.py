@@ -4,7 +4,7 @@ numba flattens a tuple argument into its scalars: each of the state's ~40 arrays
 shapes and strides, some 400 arguments. Every call of a rules function then builds ~400 ``extractvalue``
 instructions at the call site and ~400 ``insertvalue`` ones in the callee, in numba's Python IR builder, and LLVM
 optimises them all away again once it inlines the call: about half the cost of a call site of a state-taking
-helper, and 1.4 s of the first step's 14.2 s (``bench/results/compile_notes.md``).
+helper, and 1.4 s of the first step's 14.2 s (``experiments/compile_notes.md``).
 
 Here a ``TableState`` is typed as :class:`PackedNamedTuple`, the same named tuple to numba (fields, attribute
 access, unboxing, everything else) except that it crosses a call as one LLVM struct value. Inlined calls compile

@@ -4,7 +4,7 @@ The compiled block functions (:mod:`nertz_env.engine.rules`) release the GIL, so
 own contiguous block of tables with the very same machine code as a single table; small batches stay on the
 calling thread. (numba's ``parallel=True`` is slower here: inside a parfor the state arrays lose their
 contiguous layout and a slower specialisation of the rules gets compiled. The measurements behind this
-module's choices: ``bench/results/design_measurements.md``.)
+module's choices: ``experiments/design_measurements.md``.)
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ def _jit(inline: bool = False, python: bool = False, ir_inline: bool = False):
     function takes the whole state ``S``, a tuple of some 40 arrays (one struct value to the compiler,
     ``nertz_env.engine._abi``) that a real call passes in hundreds of registers and stack slots, costing as
     much as a seat's whole observation update, so everything on the per-tick path is inlined. numba's own ``inline="always"`` on every function is as fast but compiles far longer.
-    (The measurements behind these choices: ``bench/results/design_measurements.md``.)
+    (The measurements behind these choices: ``experiments/design_measurements.md``.)
 
     Compile time (``bench/bench_compile.py``): numba compiles every function it meets on its own, to machine
     code, even when LLVM then inlines it everywhere. So
@@ -1079,8 +1079,8 @@ def step_table(S, t, actions):
 
 
 # ---------------------------------------------------------------- drivers over a block of tables
-# The entry points called from Python, and the only functions cached on disk (keyed on every source they come
-# from: nertz_env.engine._cache). Each runs tables lo..hi-1 without the GIL; nertz_env.engine.batch gives each
+# The entry points called from Python, and the only functions cached on disk (keyed on the engine's sources:
+# nertz_env.engine._cache). Each runs tables lo..hi-1 without the GIL; nertz_env.engine.batch gives each
 # core's thread one block, and deals new episodes through step_block's autoreset (one entry point to compile).
 
 

@@ -5,7 +5,7 @@ after every DAgger round; each was evaluated with ``nertz-eval gauntlet RUN/roun
 search --players 4 --deals 200 --seed 5 --out RUN/eval/round_NN`` (seed 5, not the bar's seed 7). This script
 reads those evaluations and the checkpoints' times and draws score difference against training wall time.
 
-Run: ``python bench/dagger_curve.py RUN --out curve.png [--start UNIX_TIME]`` (default start: the first
+Run: ``python experiments/dagger_curve.py RUN --out curve.png [--start UNIX_TIME]`` (default start: the first
 checkpoint's time minus ``--first-fit-seconds``). Prints the table it plots.
 """
 

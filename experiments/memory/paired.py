@@ -3,12 +3,12 @@
 ``search:memory=false`` and ``search:rollouts=32`` (the default `search` spelled out, an identical copy) each
 played one seat against three `search` on the same 1,000 deals of seeds 5 and 6 (same deal seeds, same agent
 streams). Per deal, the memoryless seat's difference minus the copy's removes what the candidate's seat and
-streams lean by. Run from the repository root: ``python bench/results/memory/paired.py``."""
+streams lean by. Run from the repository root: ``python experiments/memory/paired.py``."""
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(HERE, ".."))
 from recompute_gauntlet import mean_ci, per_deal  # noqa: E402
 
 LABELS = {"nomem": "search:memory=false minus three search", "copy": "the identical copy minus three search",

@@ -22,7 +22,7 @@ Rows (``--rows`` picks some by name):
   ignores the other players; it falls back to the heuristic when no plan gains points.
 - ``heuristic``, ``ppo``: the rung below ``search`` and the shipped model, for scale.
 
-Run: ``python bench/headroom.py [--deals 400] [--seed 3] [--workers 2] [--rows copy,oracle]``. Prints a table
+Run: ``python experiments/headroom.py [--deals 400] [--seed 3] [--workers 2] [--rows copy,oracle]``. Prints a table
 and writes ``bench/out/headroom.json``. 400 deals of every row take about 40 minutes on 2 cores.
 """
 
@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
 
 import nertz_env
 from common import print_table, save

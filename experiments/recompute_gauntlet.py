@@ -1,6 +1,6 @@
 """Recompute a gauntlet's figures from its raw ``games.csv`` (what a table's figures must agree with).
 
-Run: ``python bench/recompute_gauntlet.py OUT_DIR CANDIDATE [--vs OTHER_OUT_DIR OTHER_CANDIDATE]``.
+Run: ``python experiments/recompute_gauntlet.py OUT_DIR CANDIDATE [--vs OTHER_OUT_DIR OTHER_CANDIDATE]``.
 
 Per game: the candidate's score minus the mean score of the other seats; per deal and table (lineup): the mean
 over the seat rotations; then the mean and the 95% Student-t interval over deals, per table (named by the

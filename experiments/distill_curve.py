@@ -11,7 +11,7 @@ The PNG draws every curve file of the run (one line per opponent) against the ro
 network's agreement with the teacher on the next round's records, the states it drove to, before that round's
 fit (``log.jsonl``).
 
-Run: ``python bench/distill_curve.py RUN [--opponent search] [--deals 300] [--seed 101] [--rounds 0,4,8]
+Run: ``python experiments/distill_curve.py RUN [--opponent search] [--deals 300] [--seed 101] [--rounds 0,4,8]
 [--out curve.png]``.
 """
 

@@ -164,7 +164,7 @@ def load(path: str) -> tuple[np.ndarray, ...]:
     if HIDDEN:
         hidden = np.stack([hidden_features(c, o, m) for c, o, m in zip(z["own_cards"], z["obs"], z["masks"], strict=True)])
         feats = np.concatenate([feats, hidden], axis=-1)
-    base = NumpyActor.from_zip(shipped_models()["ppo"]).logits(z["obs"]).astype(np.float32)
+    base = NumpyActor.load(shipped_models()["ppo"]).logits(z["obs"]).astype(np.float32)
     return base, feats, z["masks"], soft
 
 

@@ -1,6 +1,6 @@
 """Held-out agreement with best (lab script, 2026-11-25): fit variants from round_00 on round 1's records of
 ``runs/distill1``, scored on round 2's records. Run from the repository root:
-``python bench/results/distill/heldout.py 5e-5:0.1:2 1e-5:1.0:2 1e-5:0:1`` (lr:anchor:epochs per variant)."""
+``python experiments/distill/heldout.py 5e-5:0.1:2 1e-5:1.0:2 1e-5:0:1`` (lr:anchor:epochs per variant)."""
 
 import copy
 import json

@@ -8,7 +8,7 @@ of them, and with the initial network (iteration 0), by ``nertz-eval gauntlet "e
 evaluation already on disk for the same deals and seed is read, not replayed), then prints the table and
 draws the PNG.
 
-Run: ``python bench/expert_curve.py RUN --out curve.png [--deals 300] [--seed 101] [--init ppo]``.
+Run: ``python experiments/expert_curve.py RUN --out curve.png [--deals 300] [--seed 101] [--init ppo]``.
 """
 
 from __future__ import annotations
