@@ -16,14 +16,11 @@ so far and exits 130, as ``nertz-eval`` does.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 
 from nertz_env._text import plain
-
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130  # as nertz-eval: a shell loop running the demo stops too
+from nertz_env.cli import EXIT_INTERRUPTED, EXIT_USAGE, Parser
 
 
 def _show_a_table(seed: int) -> None:
@@ -46,7 +43,7 @@ def _show_a_table(seed: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``nertz-demo``; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="nertz-demo", description=plain(__doc__.split("\n\n")[0]))
+    parser = Parser(prog="nertz-demo", description=plain(__doc__.split("\n\n")[0]))
     parser.add_argument("--deals", type=int, default=40,
                         help="deals in the tournament, at least 1 (default 40); any number starts at once, and "
                         "Ctrl-C shows the deals finished")
