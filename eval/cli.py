@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from nertz_env.agents import LADDER, AgentSpecError, known_agents
-from nertz_env.cli import EXIT_INTERRUPTED, EXIT_USAGE, Parser, UsageError, add_rule_flag, advice
+from nertz_env.cli import EXIT_INTERRUPTED, EXIT_USAGE, Parser, UsageError, add_rule_flag, advice, at_least
 from nertz_env.eval.report import differences_table, save, save_games, table
 from nertz_env.eval.summary import ladder_check, summarize
 from nertz_env.eval.tournament import IncompatibleAgentError, plan_tournament, play_tournament
@@ -102,19 +102,19 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--players", type=int, default=4, help="seats at the table, 2 to 8 (default 4)")
         p.add_argument(
             "--deals",
-            type=int,
+            type=at_least(1),
             help=f"deals, at least 1 (default {default_deals}); any number starts at once, and Ctrl-C saves the "
             "deals finished",
         )
         p.add_argument(
-            "--seed", type=int, default=0, help="tournament seed: deal and agent seeds (default 0)"
+            "--seed", type=at_least(0), default=0, help="tournament seed: deal and agent seeds (default 0)"
         )
         p.add_argument("--deal-seeds", help="explicit env seeds, comma-separated (instead of --deals)")
         add_rule_flag(p)
         p.add_argument("--target-score", type=int, help="play matches to this score (rule target_score)")
         p.add_argument(
             "--workers",
-            type=int,
+            type=at_least(1),
             help=f"processes, at most one per deal and one per CPU ({usable_cpus()} here; default "
             f"{min(2, usable_cpus())}, or the deals if fewer)",
         )
@@ -152,21 +152,15 @@ def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int
         raise UsageError(
             f"--deal-seeds gives the deals ({len(seeds)}), so --deals {args.deals} would be ignored; give one of them"
         )
-    if args.seed < 0:
-        raise UsageError(f"--seed must be a non-negative integer, got {args.seed}")
     deals = (
         len(seeds) if seeds is not None else (args.deals if args.deals is not None else args.default_deals)
     )
-    if deals < 1:
-        raise UsageError(f"--deals must be at least 1, got {deals}")
     if args.workers is not None and args.address is not None:
         raise UsageError(
             f"--workers {args.workers} has no effect with --address: the deals run on every free CPU of the "
             "Ray cluster; drop one of them"
         )
     if args.workers is not None:
-        if args.workers < 1:
-            raise UsageError(f"--workers must be at least 1, got {args.workers}")
         cpus = usable_cpus()
         if args.workers > cpus:  # each is a spawned process: --workers 1000 started 999 of them, none finished
             raise UsageError(

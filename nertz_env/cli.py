@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 #: bad input: one line on stderr
@@ -54,6 +54,19 @@ class Parser(argparse.ArgumentParser):
                 self.error(f"{both} (the last would win silently): give it once")
             seen[action.dest] = opt
         return super().parse_known_args(args, namespace)
+
+
+def at_least(lo: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``lo`` (``--deals 0``: ``argument --deals: must be at least 1, got 0``)."""
+
+    def parse(text: str) -> int:
+        value = int(text)  # a ValueError is argparse's own "invalid int value"
+        if value < lo:
+            raise argparse.ArgumentTypeError(f"must be at least {lo}, got {value}")
+        return value
+
+    parse.__name__ = "int"
+    return parse
 
 
 def parse_rule(text: str) -> tuple[str, Any]:

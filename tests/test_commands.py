@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from nertz_env import commands
-from nertz_env.cli import Parser, add_rule_flag, parse_rule, rule_flag
+from nertz_env.cli import Parser, add_rule_flag, at_least, parse_rule, rule_flag
 from nertz_env.config import make_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,11 +70,14 @@ def test_rule__a_value_means_the_same_in_every_command(command: Any, text: str, 
         (["--players", "3", "--players", "4"], "--players is given twice (the last would win silently): give it once"),
         (["--players", "3", "--play", "4"], "--players and --play both set players (the last would win silently): give it once"),
         (["--players", "x"], "argument --players: invalid int value: 'x'"),
+        (["--deals", "0"], "argument --deals: must be at least 1, got 0"),
+        (["--deals", "x"], "argument --deals: invalid int value: 'x'"),
     ],
 )
 def test_parser__bad_input_is_one_line_and_exit_2(argv: list[str], error: str, capsys: Any) -> None:
     parser = Parser(prog="nertz-x")
     parser.add_argument("--players", type=int)
+    parser.add_argument("--deals", type=at_least(1))
     add_rule_flag(parser)
     with pytest.raises(SystemExit) as stop:
         parser.parse_args(argv)
