@@ -17,7 +17,6 @@ the known agents, a bad parameter names the accepted ones, a missing checkpoint 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from typing import Any
@@ -26,7 +25,7 @@ from nertz_env.agents.base import Agent
 from nertz_env.agents.expert import BestAgent, ExpertAgent
 from nertz_env.agents.scripted import GreedyAgent, HeuristicAgent, RandomAgent
 from nertz_env.agents.search import SearchAgent
-from nertz_env.config import NertzConfig, make_config
+from nertz_env.config import NertzConfig
 
 #: the baseline ladder, weakest first
 LADDER = ("random", "greedy", "heuristic", "search")
@@ -254,7 +253,8 @@ def make_agent(spec: str) -> Agent:
 
 
 class IncompatibleAgentError(ValueError):
-    """An agent that cannot play at a table (e.g. a policy trained for other rules): nertz-eval, nertz-play."""
+    """An agent that cannot play at a table (e.g. a policy trained for other rules); :func:`nertz_env.cli.advice`
+    says what to change on the command line."""
 
     def __init__(
         self, spec: str, reason: str, trained: NertzConfig | None = None, table: NertzConfig | None = None
@@ -263,44 +263,6 @@ class IncompatibleAgentError(ValueError):
         self.spec = spec
         self.trained = trained  # the table the agent was trained for, when it says
         self.table = table  # the table it was asked to play at
-
-    def advice(self, given: dict[str, Any], target_score_flag: bool = True) -> str:
-        """The error with what to change in the command line to get the table the agent was trained for: only
-        the differences (``pass --players 4``, ``drop --rule draw=1``), each named by the flag that makes it.
-        ``given``: the rules the command set (``--rule``, ``--target-score``); ``target_score_flag``: whether
-        the command has ``--target-score`` (``nertz-eval``) or sets it as ``--rule target_score=N``
-        (``nertz-play``)."""
-        trained, table = self.trained, self.table
-        if trained is None or table is None:
-            return str(self)
-
-        def flag(key: str, value: Any) -> str:
-            if key == "target_score" and target_score_flag:
-                return f"--target-score {value}"
-            text = json.dumps([list(v) for v in value] if isinstance(value, (list, tuple)) else value)
-            return f"--rule {key}={text.replace(' ', '')}"
-
-        def keeps(want: dict[str, Any], key: str, value: Any) -> bool:  # does key=value leave ``want`` as it is?
-            try:
-                return NertzConfig.from_dict({**want, key: value}).to_dict() == want
-            except ValueError:
-                return False
-
-        want = trained.to_dict()
-        # the rules of this command that the trained table shares are kept; the others are dropped, and the
-        # trained table's values the defaults do not give are added
-        kept = {k: v for k, v in given.items() if k in want and keeps(want, k, v)}
-        changes = [f"drop {flag(k, v)}" for k, v in sorted(given.items()) if k not in kept]
-        rules = dict(kept)
-        for key in sorted(want):
-            if key != "num_players" and make_config(num_players=trained.num_players, **rules).to_dict()[key] != want[key]:
-                rules[key] = want[key]
-                changes.append(f"add {flag(key, want[key])}")
-        if trained.num_players != table.num_players:
-            changes.insert(0, f"pass --players {trained.num_players}")
-        if not changes:
-            return str(self)
-        return f"{self}; for the table it was trained for: {', '.join(changes)}"
 
 
 def check_agent(agent: Agent, spec: str, config: NertzConfig) -> None:

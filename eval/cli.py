@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import os
 import sys
 import tempfile
@@ -40,49 +39,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from nertz_env.agents import LADDER, AgentSpecError, known_agents
+from nertz_env.cli import EXIT_INTERRUPTED, EXIT_USAGE, Parser, UsageError, add_rule_flag, advice, at_least
 from nertz_env.eval.report import differences_table, save, save_games, table
 from nertz_env.eval.summary import ladder_check, summarize
 from nertz_env.eval.tournament import IncompatibleAgentError, plan_tournament, play_tournament
-
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 # the ladder's deals: enough to confirm search over heuristic (about one point a round at a table where one
 # deal's difference varies by about 6) with probability about 0.99 (experiments/engine_port.md)
 LADDER_DEALS = 1200
 
 
-class UsageError(Exception):
-    """Bad command-line input, reported on stderr with exit code 2."""
-
-
-def parse_rule(text: str) -> tuple[str, Any]:
-    """``"draw=1"`` -> ``("draw", 1)``; values as JSON when they parse, else text."""
-    key, sep, raw = text.partition("=")
-    key = key.strip()
-    if not sep or not key:
-        raise UsageError(f"--rule takes key=value (e.g. --rule draw=1), got {text!r}")
-    raw = raw.strip()
-    aliases = {"True": True, "False": False, "None": None}
-    if raw in aliases:
-        return key, aliases[raw]
-    try:
-        return key, json.loads(raw)
-    except json.JSONDecodeError:
-        return key, raw
-
-
 def _rules(args: argparse.Namespace) -> dict[str, Any]:
-    rules: dict[str, Any] = {}
-    for text in args.rule or []:
-        key, value = parse_rule(text)
-        if key == "num_players":
-            raise UsageError("give the table size with --players, not as a rule")
-        if isinstance(value, list):
-            value = [tuple(v) if isinstance(v, list) else v for v in value]
-        if key in rules:
-            raise UsageError(f"--rule {key} is given twice ({rules[key]!r} and {value!r}); give it once")
-        rules[key] = value
+    rules: dict[str, Any] = dict(args.rule or {})
     if args.target_score is not None:
         if "target_score" in rules:
             raise UsageError(
@@ -122,7 +90,7 @@ def usable_cpus() -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="nertz-eval",
         description="Tournaments of Nertz agents with duplicate deals and seat rotation.",
         epilog=f"Known agents: {', '.join(known_agents())}; or a checkpoint path (e.g. runs/model.zip).",
@@ -134,19 +102,19 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--players", type=int, default=4, help="seats at the table, 2 to 8 (default 4)")
         p.add_argument(
             "--deals",
-            type=int,
+            type=at_least(1),
             help=f"deals, at least 1 (default {default_deals}); any number starts at once, and Ctrl-C saves the "
             "deals finished",
         )
         p.add_argument(
-            "--seed", type=int, default=0, help="tournament seed: deal and agent seeds (default 0)"
+            "--seed", type=at_least(0), default=0, help="tournament seed: deal and agent seeds (default 0)"
         )
         p.add_argument("--deal-seeds", help="explicit env seeds, comma-separated (instead of --deals)")
-        p.add_argument("--rule", action="append", metavar="KEY=VALUE", help="a rules option; repeatable")
+        add_rule_flag(p)
         p.add_argument("--target-score", type=int, help="play matches to this score (rule target_score)")
         p.add_argument(
             "--workers",
-            type=int,
+            type=at_least(1),
             help=f"processes, at most one per deal and one per CPU ({usable_cpus()} here; default "
             f"{min(2, usable_cpus())}, or the deals if fewer)",
         )
@@ -184,21 +152,15 @@ def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int
         raise UsageError(
             f"--deal-seeds gives the deals ({len(seeds)}), so --deals {args.deals} would be ignored; give one of them"
         )
-    if args.seed < 0:
-        raise UsageError(f"--seed must be a non-negative integer, got {args.seed}")
     deals = (
         len(seeds) if seeds is not None else (args.deals if args.deals is not None else args.default_deals)
     )
-    if deals < 1:
-        raise UsageError(f"--deals must be at least 1, got {deals}")
     if args.workers is not None and args.address is not None:
         raise UsageError(
             f"--workers {args.workers} has no effect with --address: the deals run on every free CPU of the "
             "Ray cluster; drop one of them"
         )
     if args.workers is not None:
-        if args.workers < 1:
-            raise UsageError(f"--workers must be at least 1, got {args.workers}")
         cpus = usable_cpus()
         if args.workers > cpus:  # each is a spawned process: --workers 1000 started 999 of them, none finished
             raise UsageError(
@@ -267,7 +229,7 @@ def _run(args: argparse.Namespace) -> int:
             replays=args.replays,
         )
     except IncompatibleAgentError as e:
-        raise UsageError(e.advice(rules)) from None
+        raise UsageError(advice(e, rules)) from None
     except (AgentSpecError, FileNotFoundError, ValueError, ImportError) as e:  # ImportError: an extra missing
         raise UsageError(str(e)) from None
     if args.no_rotate and all(len(s) == 1 for s in tournament.plan.seatings):

@@ -29,6 +29,7 @@ import io
 import logging
 import os
 import shutil
+import signal
 import socket
 import tarfile
 import tempfile
@@ -37,7 +38,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from nertz_env.commands import reinstate_sigterm
 from nertz_env.config import NertzConfig
 
 #: retries of a deal task whose worker process or node died (Ray's own count; errors raised by the
@@ -107,6 +107,7 @@ def connect(address: str) -> Any:
     workdir = tempfile.mkdtemp(prefix="nertz-eval-job-")
     with open(os.path.join(workdir, "README"), "w") as f:
         f.write("the working folder of a nertz-eval job on a Ray cluster (empty on purpose)\n")
+    sigterm = signal.getsignal(signal.SIGTERM)
     try:
         ray.init(
             address=address,
@@ -122,7 +123,8 @@ def connect(address: str) -> Any:
         raise ClusterError(f"could not join a Ray cluster at {address}: {first}") from None
     finally:
         shutil.rmtree(workdir, ignore_errors=True)  # uploaded by ray.init
-    reinstate_sigterm()  # ray.init's SIGTERM handler exits at once: a kill keeps the finished deals, as Ctrl-C does
+    if sigterm is not None and signal.getsignal(signal.SIGTERM) is not sigterm:
+        signal.signal(signal.SIGTERM, sigterm)  # ray.init's exits at once: a kill keeps the finished deals, as Ctrl-C
     return ray
 
 

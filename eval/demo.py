@@ -16,14 +16,11 @@ so far and exits 130, as ``nertz-eval`` does.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 
 from nertz_env._text import plain
-
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130  # as nertz-eval: a shell loop running the demo stops too
+from nertz_env.cli import EXIT_INTERRUPTED, EXIT_USAGE, Parser, at_least
 
 
 def _show_a_table(seed: int) -> None:
@@ -46,19 +43,13 @@ def _show_a_table(seed: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``nertz-demo``; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="nertz-demo", description=plain(__doc__.split("\n\n")[0]))
-    parser.add_argument("--deals", type=int, default=40,
+    parser = Parser(prog="nertz-demo", description=plain(__doc__.split("\n\n")[0]))
+    parser.add_argument("--deals", type=at_least(1), default=40,
                         help="deals in the tournament, at least 1 (default 40); any number starts at once, and "
                         "Ctrl-C shows the deals finished")
-    parser.add_argument("--seed", type=int, default=0,
+    parser.add_argument("--seed", type=at_least(0), default=0,
                         help="seed of the table's deal and of the tournament, a non-negative integer (default 0)")
     args = parser.parse_args(argv)
-    if args.deals < 1:
-        print(f"nertz-demo: error: --deals must be at least 1, got {args.deals}", file=sys.stderr)
-        return EXIT_USAGE
-    if args.seed < 0:
-        print(f"nertz-demo: error: --seed must be a non-negative integer, got {args.seed}", file=sys.stderr)
-        return EXIT_USAGE
     try:
         from nertz_env.agents import LADDER
         from nertz_env.eval.cli import LADDER_DEALS

@@ -552,12 +552,6 @@ def play_tournament(
                     bar.update(1)
             else:
                 _play_with_workers(plan, n, workers, done, bar)
-    except Exception as e:  # an error numba raised because a Ctrl-C cut a first compile short is the Ctrl-C
-        from nertz_env.commands import caused_by_interrupt
-
-        if not caused_by_interrupt(e):
-            raise
-        results.interrupted = True
     except KeyboardInterrupt:
         results.interrupted = True
     finally:

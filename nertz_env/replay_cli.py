@@ -36,18 +36,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from nertz_env.actions import action_table
+from nertz_env.cli import EXIT_USAGE, Parser, UsageError
 from nertz_env.config import make_config
 from nertz_env.draw import FAN_CARDS, SEAT_COLOURS, TableDrawing, draw_table, longest_pile, svg_to_rgb
 from nertz_env.replay import Frame, Replay, ReplayError, ReplayMismatch, load_replay, replay_frames
 from nertz_env.snapshot import round_so_far
 
-EXIT_USAGE = 2
 DEFAULT_FPS = 4.0
 DEFAULT_SCALE = 1.0
-
-
-class UsageError(Exception):
-    """Bad input for the command line: one line, exit 2."""
 
 
 def _highlight(rec: dict[str, Any] | None) -> dict[str, Any]:
@@ -299,7 +295,7 @@ def write_animation(rep: Replay, path: str, fps: float, scale: float, kind: str)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="nertz-replay",
         description="Turn a recorded Nertz game (nertz-replay/1, from nertz-eval --replays or "
         "nertz_env.replay.RecordReplay) into a page that opens from disk, a GIF or an MP4.",
@@ -396,7 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run(args)
     except UsageError as e:
-        print(f"nertz-replay: {e}", file=sys.stderr)
+        print(f"nertz-replay: error: {e}", file=sys.stderr)
         return EXIT_USAGE
 
 

@@ -31,7 +31,7 @@ from nertz_env.eval import (
     summarize,
     t_quantile,
 )
-from nertz_env.eval.cli import main, parse_rule
+from nertz_env.eval.cli import main
 from nertz_env.eval.report import save, table
 from nertz_env.eval.stats import ranks_from_scores
 from nertz_env.eval.tournament import (
@@ -339,13 +339,6 @@ def test_report__writes_table_json_csv_and_plots(tmp_path: Any) -> None:
 
 
 # ---------------------------------------------------------------- the command line
-def test_parse_rule__json_values_and_text() -> None:
-    assert parse_rule("draw=1") == ("draw", 1)
-    assert parse_rule("allow_tuck=true") == ("allow_tuck", True)
-    assert parse_rule("teams=[[0,2],[1,3]]") == ("teams", [[0, 2], [1, 3]])
-    assert parse_rule("call_mode=manual") == ("call_mode", "manual")
-
-
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -359,8 +352,6 @@ def test_parse_rule__json_values_and_text() -> None:
         (["round-robin", "random", "greedy", "--players", "3", "--rule", "teams=true"], "even num_players"),
         (["round-robin", "random", "--rule", "draw=7"], "draw=7 is not allowed"),
         (["round-robin", "random", "--rule", "nonsense=1"], "unknown option"),
-        (["round-robin", "random", "--rule", "draw"], "--rule takes key=value"),
-        (["round-robin", "random", "--deals", "0"], "--deals must be at least 1"),
         (["ladder", "--deal-seeds", "1,x"], "--deal-seeds takes"),
     ],
 )
@@ -503,7 +494,7 @@ def _interrupt_run(
     [
         (1, False, signal.SIGINT, 130),
         (2, False, signal.SIGINT, 130),
-        (2, True, signal.SIGTERM, -signal.SIGTERM),  # `kill PID` on the installed command: saved the same
+        (2, True, signal.SIGTERM, -signal.SIGINT),  # `kill PID` on the installed command: saved the same, ends as Ctrl-C
     ],
 )
 def test_cli__ctrl_c_keeps_and_saves_the_finished_deals(

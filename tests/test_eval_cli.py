@@ -92,14 +92,6 @@ def test_plan_tournament__checks_every_agent_against_the_table() -> None:
         (["round-robin", "random", "greedy", "--deal-seeds", "1,2,"], "--deal-seeds has an empty item"),
         (["round-robin", "random", "greedy", "--deals", "1", "--workers", "2"], "pass --workers 1"),
         (
-            ["round-robin", "random", "greedy", "--deals", "2", "--workers", "0"],
-            "--workers must be at least 1",
-        ),
-        (
-            ["round-robin", "random", "greedy", "--rule", "draw=1", "--rule", "draw=3"],
-            "--rule draw is given twice",
-        ),
-        (
             ["round-robin", "random", "greedy", "--target-score", "50", "--rule", "target_score=100"],
             "--target-score and --rule target_score",
         ),
@@ -112,8 +104,6 @@ def test_plan_tournament__checks_every_agent_against_the_table() -> None:
             "--no-plots has no effect with --no-save",
         ),
         (["round-robin", "random", "--deals", "2", "--no-rotate"], "--no-rotate has no effect"),
-        (["round-robin", "random", "--rule", "num_players=3"], "give the table size with --players"),
-        (["gauntlet", "random", "greedy", "--seed", "-1"], "--seed must be a non-negative integer, got -1"),
         (["round-robin", "heuristic", "random", "--players", "2", "--rule", "teams=true"], "at least 4"),
         (
             ["round-robin", "heuristic", "random", "--players", "4", "--rule", "teams=[[0,1,2,3]]"],
@@ -348,23 +338,6 @@ def test_demo__shows_a_table_and_the_ladder(capsys: Any) -> None:
     out = capsys.readouterr().out
     assert "A 4-player table" in out and "search - heuristic" in out
     assert "nertz-eval ladder --deals 1200 --seed 0" in out  # the README's ladder command
-    assert demo_main(["--deals", "0"]) == 2
-
-
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["--seed", "-1"], "nertz-demo: error: --seed must be a non-negative integer, got -1"),
-        (["--deals", "0"], "nertz-demo: error: --deals must be at least 1, got 0"),
-        (["--deals", "-3"], "nertz-demo: error: --deals must be at least 1, got -3"),
-    ],
-)
-def test_demo__bad_input_is_one_line_and_exit_2(argv: list[str], message: str, capsys: Any) -> None:
-    from nertz_env.eval.demo import main as demo_main
-
-    assert demo_main(argv) == 2
-    captured = capsys.readouterr()
-    assert captured.err.strip() == message and captured.out == ""  # before the table is dealt
 
 
 def test_demo__help_says_what_it_shows(capsys: Any) -> None:

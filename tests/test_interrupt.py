@@ -179,7 +179,7 @@ NERTZ_TRAIN = os.path.join(os.path.dirname(sys.executable), "nertz-train")
     ("route", "sig", "returncode"),
     [
         ("module", signal.SIGINT, 130),  # python -m: main's own exit code
-        ("installed", signal.SIGTERM, -signal.SIGTERM),  # `kill PID`: saved the same, then ends by SIGTERM
+        ("installed", signal.SIGTERM, -signal.SIGINT),  # `kill PID`: saved the same, then ends as Ctrl-C does
     ],
 )
 def test_a_signal_to_a_real_nertz_train_saves_and_its_resume_command_finishes_the_run(
@@ -340,7 +340,7 @@ def test_sigint_to_a_real_imitation_run_saves_and_resumes_to_the_same_policy(tmp
     [
         ("module", signal.SIGINT, 130),
         # the installed command, killed: Ray's own SIGTERM handler (exit at once) is replaced by a saving one
-        ("installed", signal.SIGTERM, -signal.SIGTERM),
+        ("installed", signal.SIGTERM, -signal.SIGINT),
     ],
 )
 def test_a_signal_to_a_real_rllib_run_saves_after_the_iteration_and_resumes(

@@ -96,7 +96,9 @@ def test_console_scripts__point_at_functions_of_the_checkout() -> None:
             path = _source_file(module)
             assert path.is_file(), f"{script} -> {module}: no {path.relative_to(ROOT)}"
             tree = ast.parse(path.read_text())
-            assert any(isinstance(n, ast.FunctionDef) and n.name == func for n in tree.body), f"{script}: no {func}"
+            names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+            names += [t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)]
+            assert func in names, f"{script}: no {func}"
     assert COMMANDS["nertz-demo"][0] == "nertz_env.eval.demo:main"
 
 
@@ -205,89 +207,6 @@ def test_train_classes__a_missing_extra_names_it_on_import(blocked: str, tmp_pat
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("ModuleNotFoundError: nertz_env.train.NertzVecEnv needs the train extra"), last
     assert "pip install 'nertz-env[train]'" in last, last
-
-
-def _interrupted(argv: list[str] | None = None) -> int:
-    raise KeyboardInterrupt
-
-
-def test_commands__a_ctrl_c_the_command_leaves_is_one_line_exit_130(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from nertz_env import commands
-
-    monkeypatch.setitem(commands.COMMANDS, "nertz-x", (f"{__name__}:_interrupted", (), ""))
-    assert commands.run("nertz-x", []) == 130
-    assert capsys.readouterr().err == "nertz-x: interrupted (Ctrl-C)\n"
-
-
-def _sigterm(argv: list[str] | None = None) -> int:
-    import signal
-
-    os.kill(os.getpid(), signal.SIGTERM)
-    return 0  # never reached: the signal raises where it lands
-
-
-def _sigterm_saved(argv: list[str] | None = None) -> int:
-    try:
-        return _sigterm(argv)
-    except KeyboardInterrupt:  # as nertz-train and nertz-eval do: save, say so, return 130
-        return 130
-
-
-def _sigterm_swallowed(argv: list[str] | None = None) -> int:
-    try:
-        return _sigterm(argv)
-    except KeyboardInterrupt:  # as nertz-play's server does: closes and returns 0
-        return 0
-
-
-def test_commands__a_sigterm_is_raised_as_an_interrupt_exit_143(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    import signal
-
-    from nertz_env import commands
-
-    before = signal.getsignal(signal.SIGTERM)
-    monkeypatch.setitem(commands.COMMANDS, "nertz-x", (f"{__name__}:_sigterm", (), ""))
-    assert commands.run("nertz-x", []) == 143
-    assert capsys.readouterr().err == "nertz-x: terminated (SIGTERM)\n"
-    # a command that handled it as a Ctrl-C (saved its work, returned 130) still reports the SIGTERM
-    monkeypatch.setitem(commands.COMMANDS, "nertz-x", (f"{__name__}:_sigterm_saved", (), ""))
-    assert commands.run("nertz-x", []) == 143
-    assert capsys.readouterr().err == ""
-    # and one that closed quietly and returned 0 (the process was asked to end: its status says so)
-    monkeypatch.setitem(commands.COMMANDS, "nertz-x", (f"{__name__}:_sigterm_swallowed", (), ""))
-    assert commands.run("nertz-x", []) == 143
-    assert signal.getsignal(signal.SIGTERM) is before  # the handler is the command's only
-
-
-LEAKY_COMMAND = """
-import multiprocessing as mp, sys
-from nertz_env import commands
-
-def main(argv=None):
-    global lock
-    # registered with multiprocessing's resource tracker, as the queues of a worker pool are; a Ctrl-C while
-    # nertz-eval's pool starts its workers leaves them alive, never closed
-    lock = mp.get_context("spawn").Lock()
-    raise KeyboardInterrupt
-
-commands.COMMANDS["nertz-x"] = ("__main__:main", (), "")
-sys.exit(commands.run("nertz-x", [], die_by_signal=True))
-"""
-
-
-@pytest.mark.skipif(os.name != "posix", reason="ends by a signal on POSIX only")
-def test_commands__ending_by_the_signal_still_releases_multiprocessing_semaphores(tmp_path: Path) -> None:
-    import signal
-
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", LEAKY_COMMAND], cwd=tmp_path, env=env, capture_output=True,
-                         text=True, timeout=120)
-    assert out.returncode == -signal.SIGINT, out.stderr
-    assert out.stderr == "nertz-x: interrupted (Ctrl-C)\n"  # no resource_tracker warning of leaked semaphores
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -388,8 +388,6 @@ def _run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
         (["--step", "--tick-ms", "200"], "--step has no clock"),
         (["--tick-ms", "5"], "--tick-ms must be from"),
         (["--rule", "draw=4"], "draw=4 is not allowed"),
-        (["--rule", "draw"], "key=value"),
-        (["--rule", "num_players=3"], "--players"),
         (["--rule", "max_ticks=99999999999"], "max_ticks=99999999999 is not allowed"),  # an OverflowError traceback
         (["--opponents", "runs/none.zip"], "checkpoint file not found"),
         (["--port", "70000"], "--port must be from 0 to 65535"),

@@ -26,37 +26,13 @@ import itertools
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from nertz_env._text import plain
+from nertz_env.cli import Parser, add_rule_flag
 from nertz_env.train.config import ConfigError, TrainConfig, help_of, read_config_file, shipped_configs
 
 _SPECIAL = {"rules", "opponents", "net_arch", "eval_opponents"}
-
-
-def _parse_literal(text: str) -> Any:
-    """``3`` -> 3, ``true`` -> True, ``none`` -> None, ``[[0,2],[1,3]]`` -> list, else the text."""
-    low = text.strip().lower()
-    if low in ("none", "null"):
-        return None
-    if low in ("true", "false"):
-        return low == "true"
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
-def _key_value(text: str, what: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"{what} takes key=value, got {text!r}")
-    return key.strip(), value.strip()
-
-
-def _rule(text: str) -> tuple[str, Any]:
-    key, value = _key_value(text, "--rule")
-    return key, _parse_literal(value)
 
 
 def _opponent(text: str) -> tuple[str, float]:
@@ -100,42 +76,8 @@ def _optional(kind: type) -> Any:
     return parse
 
 
-class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line (``prog: error: ...``) and exit code 2, and that
-    refuses an option given twice (argparse keeps the last one silently; ``append`` options excepted)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-    def parse_known_args(  # type: ignore[override]
-        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
-    ) -> tuple[argparse.Namespace, list[str]]:
-        argv = list(sys.argv[1:] if args is None else args)
-        seen: dict[str, str] = {}
-        for token in argv:
-            if token == "--":
-                break
-            if not token.startswith("--"):
-                continue
-            opt = token.split("=", 1)[0]
-            matches = [o for o in self._option_string_actions if o == opt] or [
-                o for o in self._option_string_actions if o.startswith(opt)
-            ]
-            if len(matches) != 1:
-                continue  # unknown or ambiguous: argparse says so
-            action = self._option_string_actions[matches[0]]
-            if isinstance(action, argparse._AppendAction) or action.dest == "help":
-                continue
-            if action.dest in seen:
-                first = seen[action.dest]
-                both = f"{opt} is given twice" if first == opt else f"{first} and {opt} both set {action.dest}"
-                self.error(f"{both} (the last would win silently): give it once")
-            seen[action.dest] = opt
-        return super().parse_known_args(args, namespace)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(
+    parser = Parser(
         prog="nertz-train",
         description="Train a MaskablePPO policy for Nertz (self-play vector env or single-agent view).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -157,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--resume", metavar="CHECKPOINT", help="continue the run of RUN/checkpoints/step_N.zip, in RUN (from any folder; --run-dir: elsewhere)")
     parser.add_argument("--print-config", action="store_true", help="print the effective options and exit")
-    parser.add_argument("--rule", action="append", type=_rule, metavar="KEY=VALUE", help=help_of("rules"))
+    add_rule_flag(parser, help_of("rules"))
     parser.add_argument(
         "--opponent",
         action="append",
@@ -216,7 +158,7 @@ def config_and_given(args: argparse.Namespace, base: TrainConfig | None = None) 
         if f.name not in _SPECIAL and getattr(args, f.name, None) is not None:
             flags[f.name] = getattr(args, f.name)
     if args.rule:
-        flags["rules"] = {**cfg.rules, **_unique(args.rule, "--rule")}
+        flags["rules"] = {**cfg.rules, **args.rule}
     if args.opponent:
         flags["opponents"] = _unique(args.opponent, "--opponent")
     if args.net_arch is not None:

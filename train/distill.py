@@ -210,10 +210,10 @@ def distill(
 def main(argv: list[str] | None = None) -> int:
     """``python -m nertz_env.train.distill``: exit code 2 with one line on bad input."""
     from nertz_env.agents import AgentSpecError
+    from nertz_env.cli import Parser, add_rule_flag
     from nertz_env.threads import limit_threads
-    from nertz_env.train.cli import OneLineParser, _rule
 
-    ap = OneLineParser(prog="python -m nertz_env.train.distill", description=plain(__doc__.split("\n")[0]))
+    ap = Parser(prog="python -m nertz_env.train.distill", description=plain(__doc__.split("\n")[0]))
     ap.add_argument("--run-dir", help="a new directory for the run (with --resume: the run to continue)")
     ap.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR (only --rounds may change)")
     ap.add_argument("--init", help="the network to start from: a .zip policy or a shipped name (default ppo)")
@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, help="minibatch size of the fit (default 1024)")
     ap.add_argument("--seed", type=int, help="seed of the rounds' deals and the fit (default 0)")
     ap.add_argument("--players", type=int, help="table size (default 4)")
-    ap.add_argument("--rule", action="append", type=_rule, metavar="KEY=VALUE", help="a rules option (repeat)")
+    add_rule_flag(ap, "a rules option (repeat)")
     args = ap.parse_args(argv)
     fixed = {"init": args.init, "teacher": args.teacher, "samples": args.samples, "epochs": args.epochs,
              "lr": args.lr, "anchor": args.anchor, "batch_size": args.batch_size, "seed": args.seed,
@@ -240,13 +240,7 @@ def main(argv: list[str] | None = None) -> int:
                      "only --rounds may")
     elif args.run_dir is None:
         ap.error("give --run-dir (a new run) or --resume RUN_DIR")
-    rules: dict[str, Any] = {}
-    for key, value in args.rule or []:
-        if key in rules:
-            ap.error(f"--rule {key} is given twice ({rules[key]!r} and {value!r}): give it once")
-        rules[key] = value
-    if "num_players" in rules:
-        ap.error("give the table size as --players, not as --rule num_players")
+    rules: dict[str, Any] = args.rule or {}
     limit_threads(1)
     torch.set_num_threads(1)
     defaults: dict[str, Any] = {"init": "ppo", "teacher": "best", "samples": 100_000, "epochs": 2, "lr": 5e-5, "anchor": 0.1,

@@ -276,11 +276,11 @@ def evaluate_run(
 
 
 def main(argv: list[str] | None = None) -> int:
+    from nertz_env.cli import Parser
     from nertz_env.threads import limit_threads
-    from nertz_env.train.cli import OneLineParser
 
     limit_threads(1)  # this process and the tournament's worker processes (they inherit the cap)
-    ap = OneLineParser(
+    ap = Parser(
         prog="python -m nertz_env.train.evaluate",
         description="Evaluate every checkpoint of a training run on the same duplicate deals (a learning curve).",
     )

@@ -216,11 +216,11 @@ def _fit_iteration(
 def main(argv: list[str] | None = None) -> int:
     """``python -m nertz_env.train.expert``: exit code 2 with one line on bad input."""
     from nertz_env.agents import AgentSpecError
+    from nertz_env.cli import Parser, add_rule_flag
     from nertz_env.threads import limit_threads
-    from nertz_env.train.cli import OneLineParser, _rule
     from nertz_env.train.resume import Interrupted, interrupted_message
 
-    ap = OneLineParser(prog="python -m nertz_env.train.expert", description=plain(__doc__.split("\n")[0]))
+    ap = Parser(prog="python -m nertz_env.train.expert", description=plain(__doc__.split("\n")[0]))
     ap.add_argument("--init", default="ppo", help="the network to start from: a .zip policy or a shipped name (default ppo)")
     ap.add_argument("--out", required=True, help="the final network (.zip)")
     ap.add_argument("--checkpoint-dir", required=True, help="each iteration's network (iter_NN.zip) and log.jsonl")
@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=1024)
     ap.add_argument("--planner", default="", help="options of the planner's spec, e.g. rollouts=16,prior=0.5 (default: expert's defaults)")
     ap.add_argument("--players", type=int, default=4)
-    ap.add_argument("--rule", action="append", type=_rule, metavar="KEY=VALUE", help="a rules option (repeat)")
+    add_rule_flag(ap, "a rules option (repeat)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--teacher-threads", type=int, default=1,
                     help="threads the planners decide in while collecting (default 1; 2 on a 2-core machine)")
@@ -242,11 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume is not None and os.path.abspath(args.resume) != os.path.abspath(args.checkpoint_dir):
         ap.error(f"--resume {args.resume} continues the run in its --checkpoint-dir: give the same folder "
                  f"(--checkpoint-dir is {args.checkpoint_dir})")
-    rules: dict[str, Any] = {}
-    for key, value in args.rule or []:
-        if key in rules:
-            ap.error(f"--rule {key} is given twice ({rules[key]!r} and {value!r}): give it once")
-        rules[key] = value
+    rules: dict[str, Any] = args.rule or {}
     limit_threads(1)
     torch.set_num_threads(1)
     try:

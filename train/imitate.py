@@ -523,16 +523,16 @@ def main(argv: list[str] | None = None) -> int:
     import sys
 
     from nertz_env.agents import AgentSpecError
+    from nertz_env.cli import Parser, add_rule_flag
     from nertz_env.threads import limit_threads
-    from nertz_env.train.cli import OneLineParser, _int_list, _rule
+    from nertz_env.train.cli import _int_list
     from nertz_env.train.resume import Interrupted, interrupted_message
 
-    ap = OneLineParser(prog="python -m nertz_env.train.imitate", description=plain(__doc__.split("\n")[0]))
+    ap = Parser(prog="python -m nertz_env.train.imitate", description=plain(__doc__.split("\n")[0]))
     ap.add_argument("--out", required=True, help="the policy file to write (.zip)")
     ap.add_argument("--teacher", default="search", help="agent spec to imitate (default search)")
     ap.add_argument("--players", type=int, default=4)
-    ap.add_argument("--rule", action="append", type=_rule, metavar="KEY=VALUE",
-                    help="a rules option of the tables (repeat); the policy is for these rules")
+    add_rule_flag(ap, "a rules option of the tables (repeat); the policy is for these rules")
     ap.add_argument("--samples", type=int, default=200_000, help="decisions to record (default 200,000)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--net-arch", type=_int_list, default=[256, 256], help="hidden widths (default 256,256)")
@@ -564,13 +564,7 @@ def main(argv: list[str] | None = None) -> int:
                  if v is not None]
         if given:
             ap.error(f"{given[0]} has no effect without DAgger rounds: pass --dagger-rounds N (N >= 1), or remove it")
-    rules: dict[str, Any] = {}
-    for key, value in args.rule or []:
-        if key in rules:
-            ap.error(f"--rule {key} is given twice ({rules[key]!r} and {value!r}): give it once")
-        rules[key] = value
-    if "num_players" in rules:
-        ap.error("give the table size as --players, not as --rule num_players")
+    rules: dict[str, Any] = args.rule or {}
     limit_threads(args.threads)
     torch.set_num_threads(args.threads)
     try:

@@ -114,9 +114,9 @@ def plot(run_dir: str, out: str, title: str | None = None, offset: int = 0) -> s
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nertz_env.train.cli import OneLineParser
+    from nertz_env.cli import Parser
 
-    ap = OneLineParser(prog="python -m nertz_env.train.plot", description=plain(__doc__.split("\n")[0]))
+    ap = Parser(prog="python -m nertz_env.train.plot", description=plain(__doc__.split("\n")[0]))
     ap.add_argument("run_dir")
     ap.add_argument("--out", help="image path, .png, .svg or .pdf (default RUN_DIR/learning_curve.png)")
     ap.add_argument("--title")

@@ -60,7 +60,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from nertz_env.commands import note_terminated, reinstate_sigterm
+from nertz_env.cli import UsageError
 from nertz_env.train.cli import build_parser, config_and_given
 from nertz_env.train.config import OFF, ConfigError, TrainConfig
 
@@ -94,10 +94,6 @@ AS_DONE: dict[str, Any] = {
 }
 AS_DONE.pop("eval_every")  # 0 is the SB3 backend's "evaluate once, after training": still an evaluation
 TABLES_PER_ENV = 16
-
-
-class UsageError(Exception):
-    """Bad input: reported in one line, exit 2, before Ray starts."""
 
 
 def build_rllib_parser() -> argparse.ArgumentParser:
@@ -432,6 +428,7 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
     limit_threads(cfg.torch_threads)  # the learner, in this process; every env runner runs one thread
     torch.set_num_threads(cfg.torch_threads)
     runtime_env = {"env_vars": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}}
+    sigterm = signal.getsignal(signal.SIGTERM)
     try:
         if address:
             ray.init(address=address, runtime_env=runtime_env, log_to_driver=cfg.verbose > 0)
@@ -442,7 +439,8 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
     except (ConnectionError, RuntimeError) as e:
         print(f"nertz-train: error: could not join Ray at {address}: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
-    reinstate_sigterm()  # ray.init's SIGTERM handler exits at once: a kill saves as a Ctrl-C does
+    if sigterm is not None and signal.getsignal(signal.SIGTERM) is not sigterm:
+        signal.signal(signal.SIGTERM, sigterm)  # ray.init's exits at once: a kill saves as a Ctrl-C does
     run_dir = os.path.abspath(cfg.run_dir)
     os.makedirs(os.path.join(run_dir, "checkpoints"), exist_ok=True)
     with open(os.path.join(run_dir, "train_config.json"), "w", encoding="utf-8") as f:
@@ -577,7 +575,7 @@ class TensorBoardLog:
 class _StopAfterIteration:
     """While a PPO iteration runs (``with stop: algo.train()``), the first Ctrl-C or SIGTERM only asks to stop
     after it (``asked``), saying so; a second one raises KeyboardInterrupt at once. Outside, Ctrl-C is Python's
-    and SIGTERM :mod:`nertz_env.commands`'s (both raise)."""
+    and SIGTERM :func:`nertz_env.commands.run`'s (both raise)."""
 
     _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -586,8 +584,6 @@ class _StopAfterIteration:
         self._old: list[Any] = []
 
     def _handle(self, signum: int, frame: Any) -> None:
-        if signum == signal.SIGTERM:
-            note_terminated()
         if self.asked:
             raise KeyboardInterrupt
         self.asked = True

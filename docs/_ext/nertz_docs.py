@@ -64,16 +64,9 @@ PROGRAMS = {
 
 
 def _parse_rules(text: str) -> dict[str, Any]:
-    import json
+    from nertz_env.cli import parse_rule  # as --rule reads them
 
-    rules: dict[str, Any] = {}
-    for word in text.split():
-        key, _, value = word.partition("=")
-        try:
-            rules[key] = json.loads(value)
-        except ValueError:
-            rules[key] = value
-    return rules
+    return dict(parse_rule(word) for word in text.split())
 
 
 def generated_markdown(name: str, rules: dict[str, Any] | None = None) -> str:

@@ -17,7 +17,6 @@ trained for) prints one line and exits with code 2.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
 import sys
@@ -27,8 +26,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from nertz_env._text import plain
+from nertz_env.cli import EXIT_USAGE, Parser, UsageError, add_rule_flag, advice
 
-EXIT_USAGE = 2
 DEFAULT_TICK_MS = 1500
 MIN_TICK_MS, MAX_TICK_MS = 50, 60_000
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -39,19 +38,15 @@ MAX_FRAME = 1 << 20
 SHUTDOWN_GRACE = 2
 
 
-class UsageError(Exception):
-    """Bad command-line input: one line on stderr, exit code 2."""
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="nertz-play", description=plain((__doc__ or "").split("\n\n")[0]))
+    p = Parser(prog="nertz-play", description=plain((__doc__ or "").split("\n\n")[0]))
     p.add_argument("--opponents", nargs="+", metavar="AGENT",
                    help="agent specs of the other seats (random, greedy, heuristic, search, ppo, a checkpoint "
                         "path, 'heuristic:wait_prob=0.3'); one name fills every seat (default: heuristic)")
     p.add_argument("--players", type=int, help="seats at the table, 2 to 8 (default: opponents + 1, else 4)")
     p.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
     p.add_argument("--seed", type=int, help="the deal's seed (default: a random one, printed)")
-    p.add_argument("--rule", action="append", metavar="KEY=VALUE", help="a rules option (e.g. draw=1); repeatable")
+    add_rule_flag(p)
     p.add_argument("--step", action="store_true", help="step mode: the table waits for each of your moves")
     p.add_argument("--tick-ms", type=int,
                    help=f"real time: milliseconds per tick, {MIN_TICK_MS} to {MAX_TICK_MS} (default {DEFAULT_TICK_MS})")
@@ -62,24 +57,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-browser", action="store_true", help="print the address instead of opening a browser")
     p.add_argument("--replay-dir", help="folder for the replay files (default: $XDG_DATA_HOME/nertz-env/replays)")
     return p
-
-
-def parse_rule(text: str) -> tuple[str, Any]:
-    """``"draw=1"`` -> ``("draw", 1)``: values as JSON when they parse, else as text."""
-    key, sep, raw = text.partition("=")
-    key, raw = key.strip(), raw.strip()
-    if not sep or not key:
-        raise UsageError(f"--rule takes key=value (e.g. --rule draw=1), got {text!r}")
-    aliases = {"True": True, "False": False, "None": None}
-    if raw in aliases:
-        return key, aliases[raw]
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
-        value = raw
-    if isinstance(value, list):
-        value = [tuple(v) if isinstance(v, list) else v for v in value]
-    return key, value
 
 
 def _opponents(args: argparse.Namespace) -> tuple[int, list[str]]:
@@ -104,12 +81,7 @@ def _opponents(args: argparse.Namespace) -> tuple[int, list[str]]:
 def _build(args: argparse.Namespace) -> dict[str, Any]:
     """Check every option and build the table; :class:`UsageError` for bad input."""
     players, specs = _opponents(args)
-    rules: dict[str, Any] = {}
-    for text in args.rule or []:
-        key, value = parse_rule(text)
-        if key == "num_players":
-            raise UsageError("give the table size with --players, not as a rule")
-        rules[key] = value
+    rules: dict[str, Any] = args.rule or {}
     if not 0 <= args.seat < players:
         raise UsageError(f"--seat must be from 0 to {players - 1} at a table of {players}, got {args.seat}")
     if args.step and args.tick_ms is not None:
@@ -141,7 +113,7 @@ def _build(args: argparse.Namespace) -> dict[str, Any]:
             # a policy refuses a table it was not trained for when it is reset: here, not deep in the first deal
             check_agent(bot, spec, config)
         except IncompatibleAgentError as e:
-            raise UsageError(f"--opponents: {e.advice(rules, target_score_flag=False)}") from None
+            raise UsageError(f"--opponents: {advice(e, rules, target_score_flag=False)}") from None
         except (ValueError, FileNotFoundError) as e:  # an unknown name, a missing or damaged checkpoint
             raise UsageError(f"--opponents: {e}") from None
         except ImportError as e:

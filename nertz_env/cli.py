@@ -1,0 +1,150 @@
+"""What every command line shares: the exit codes, one :class:`UsageError`, one parser, one ``--rule`` flag.
+
+A refusal of bad input is one line on stderr, ``PROG: error: ...``, and exit 2, whether argparse finds it
+(:class:`Parser`) or the command does after parsing (:class:`UsageError`). ``--rule KEY=VALUE`` means the same
+in every command (:func:`parse_rule`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+#: bad input: one line on stderr
+EXIT_USAGE = 2
+#: stopped by Ctrl-C or SIGTERM (128 + SIGINT, as a shell reports an uncaught Ctrl-C)
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(Exception):
+    """Bad command-line input found after parsing: the command prints ``PROG: error: MESSAGE`` and exits 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (``PROG: error: ...``, exit 2), and that refuses a flag given
+    twice (argparse keeps the last one silently), repeatable ones (``--rule``, ``append``) excepted."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        seen: dict[str, str] = {}
+        for token in list(sys.argv[1:] if args is None else args):
+            if token == "--":
+                break
+            if not token.startswith("--"):
+                continue
+            opt = token.split("=", 1)[0]
+            matches = [o for o in self._option_string_actions if o == opt] or [
+                o for o in self._option_string_actions if o.startswith(opt)
+            ]
+            if len(matches) != 1:
+                continue  # unknown or ambiguous: argparse says so
+            action = self._option_string_actions[matches[0]]
+            if isinstance(action, (argparse._AppendAction, Rules)) or action.dest == "help":
+                continue
+            if action.dest in seen:
+                first = seen[action.dest]
+                both = f"{opt} is given twice" if first == opt else f"{first} and {opt} both set {action.dest}"
+                self.error(f"{both} (the last would win silently): give it once")
+            seen[action.dest] = opt
+        return super().parse_known_args(args, namespace)
+
+
+def at_least(lo: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``lo`` (``--deals 0``: ``argument --deals: must be at least 1, got 0``)."""
+
+    def parse(text: str) -> int:
+        value = int(text)  # a ValueError is argparse's own "invalid int value"
+        if value < lo:
+            raise argparse.ArgumentTypeError(f"must be at least {lo}, got {value}")
+        return value
+
+    parse.__name__ = "int"
+    return parse
+
+
+def parse_rule(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` -> ``(key, value)``: the value as JSON (``1``, ``true``, ``null``, ``[[0,2],[1,3]]``), with
+    ``none``, ``True``, ``FALSE``... read as ``null``, ``true``, ``false``; anything else is text
+    (``call_mode=manual``). ``ValueError`` without an ``=`` or a key."""
+    key, sep, raw = text.partition("=")
+    key, raw = key.strip(), raw.strip()
+    if not sep or not key:
+        raise ValueError(f"takes key=value (e.g. --rule draw=1), got {text!r}")
+    words = {"none": None, "null": None, "true": True, "false": False}
+    if raw.lower() in words:
+        return key, words[raw.lower()]
+    try:
+        return key, json.loads(raw)
+    except json.JSONDecodeError:
+        return key, raw
+
+
+class Rules(argparse.Action):
+    """The ``--rule KEY=VALUE`` flag, repeatable, into one dict (``None`` when not given): a key given twice, or
+    the table size (a flag of its own), is an error."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        try:
+            key, value = parse_rule(str(values))
+        except ValueError as e:
+            raise argparse.ArgumentError(self, str(e)) from None
+        rules = dict(getattr(namespace, self.dest) or {})
+        if key == "num_players":
+            size = "--num-players" if "--num-players" in parser._option_string_actions else "--players"
+            raise argparse.ArgumentError(self, f"give the table size with {size}, not as a rule")
+        if key in rules:
+            raise argparse.ArgumentError(self, f"{key} is given twice ({rules[key]!r} and {value!r}): give it once")
+        rules[key] = value
+        setattr(namespace, self.dest, rules)
+
+
+def add_rule_flag(parser: argparse.ArgumentParser, help: str = "a rules option (e.g. draw=1); repeatable") -> None:
+    parser.add_argument("--rule", action=Rules, metavar="KEY=VALUE", help=help)
+
+
+def rule_flag(key: str, value: Any) -> str:
+    """The ``--rule`` flag that sets ``key`` to ``value`` (:func:`parse_rule` reads it back)."""
+    text = json.dumps([list(v) for v in value] if isinstance(value, (list, tuple)) else value)
+    return f"--rule {key}={text.replace(' ', '')}"
+
+
+def advice(error: Any, given: dict[str, Any], target_score_flag: bool = True) -> str:
+    """An :class:`~nertz_env.agents.IncompatibleAgentError` with what to change on the command line to get the
+    table the agent was trained for: only the differences (``pass --players 4``, ``drop --rule draw=1``).
+    ``given``: the rules the command set; ``target_score_flag``: whether the command has ``--target-score``."""
+    from nertz_env.config import NertzConfig, make_config
+
+    trained, table = error.trained, error.table
+    if trained is None or table is None:
+        return str(error)
+
+    def flag(key: str, value: Any) -> str:
+        return f"--target-score {value}" if key == "target_score" and target_score_flag else rule_flag(key, value)
+
+    def keeps(want: dict[str, Any], key: str, value: Any) -> bool:  # does key=value leave ``want`` as it is?
+        try:
+            return NertzConfig.from_dict({**want, key: value}).to_dict() == want
+        except ValueError:
+            return False
+
+    want = trained.to_dict()
+    # the rules given that the trained table shares are kept, the others dropped; then the trained table's
+    # values the defaults do not give are added
+    kept = {k: v for k, v in given.items() if k in want and keeps(want, k, v)}
+    changes = [f"drop {flag(k, v)}" for k, v in sorted(given.items()) if k not in kept]
+    rules = dict(kept)
+    for key in sorted(want):
+        if key != "num_players" and make_config(num_players=trained.num_players, **rules).to_dict()[key] != want[key]:
+            rules[key] = want[key]
+            changes.append(f"add {flag(key, want[key])}")
+    if trained.num_players != table.num_players:
+        changes.insert(0, f"pass --players {trained.num_players}")
+    return f"{error}; for the table it was trained for: {', '.join(changes)}" if changes else str(error)
