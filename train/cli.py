@@ -276,34 +276,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"nertz-train: error: {e}", file=sys.stderr)
         return 2
     print(f"run dir: {trainer.run_dir}")
-    from nertz_env.train.trainer import Interrupted
+    from nertz_env.train.resume import Interrupted, interrupted_message
 
     try:
         trainer.train()
     except Interrupted as stop:
-        print(interrupted_message(stop.checkpoint, stop.steps, trainer.run_dir), file=sys.stderr)
+        print(interrupted_message("nertz-train", args_list, stop), file=sys.stderr)
         return 130
-    except KeyboardInterrupt:  # a second Ctrl-C while the first one's checkpoint was being written
+    except KeyboardInterrupt:  # a second Ctrl-C: stopped at once
         last = trainer.checkpoints[-1] if trainer.checkpoints else None
         hint = f"; the last complete checkpoint: nertz-train --resume {last}" if last else ""
-        print(f"nertz-train: interrupted again while saving: stopped at once{hint}", file=sys.stderr)
+        print(f"nertz-train: interrupted again: stopped at once{hint}", file=sys.stderr)
         return 130
     return 0
-
-
-def interrupted_message(checkpoint: str | None, steps: int, run_dir: str) -> str:
-    """What ``nertz-train`` says after Ctrl-C: the checkpoint of the last finished update, the evaluation log
-    and the command that continues the run."""
-    import os
-
-    if checkpoint is None:
-        return "nertz-train: interrupted before the first update finished: nothing trained to save"
-    evals = os.path.join(run_dir, "eval.csv")
-    log = f"; evaluations so far in {evals}" if os.path.isfile(evals) else ""
-    return (
-        f"nertz-train: interrupted; saved the run at its last finished update ({steps:,} transitions) in "
-        f"{checkpoint}{log}\nresume with: nertz-train --resume {checkpoint}"
-    )
 
 
 if __name__ == "__main__":

@@ -53,16 +53,16 @@ import dataclasses
 import importlib.util
 import json
 import os
-import signal
 import socket
 import sys
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from nertz_env.commands import note_terminated, reinstate_sigterm
+from nertz_env.commands import reinstate_sigterm
 from nertz_env.train.cli import build_parser, config_and_given
 from nertz_env.train.config import OFF, ConfigError, TrainConfig
+from nertz_env.train.resume import StopOnSignal
 
 #: TrainConfig options this backend reads (build_config, layout, env_and_league, iteration_transitions, run);
 #: the others are refused when set (:func:`inert`), as are these where the others make them meaningless
@@ -472,7 +472,7 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
         it, slot, last = 0, 0, None
         t0, s0 = time.perf_counter(), steps
         tb = TensorBoardLog(run_dir) if cfg.tensorboard else None
-        stop = _StopAfterIteration()
+        stop = StopOnSignal("nertz-train", "this iteration")
         # the whole loop, not only algo.train(): a Ctrl-C landing between two iterations (the line, the TensorBoard
         # points, a snapshot, a checkpoint) also stops after the iteration with a checkpoint, not at once
         with stop:
@@ -495,12 +495,12 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
                 if max_snapshots and cfg.snapshot_every and it % cfg.snapshot_every == 0:
                     add_snapshot(algo, slot)
                     slot = (slot + 1) % max_snapshots
-                if stop.asked or (next_ckpt is not None and steps >= next_ckpt):
+                if stop.requested or (next_ckpt is not None and steps >= next_ckpt):
                     last = _save(algo, cfg, steps, os.path.join(run_dir, "checkpoints", f"step_{steps:012d}"))
                     print(f"checkpoint: {last}")
                     if next_ckpt is not None and steps >= next_ckpt:
                         next_ckpt += cfg.checkpoint_every
-                if stop.asked:
+                if stop.requested:
                     print(
                         f"nertz-train: interrupted; saved the run after iteration {it} ({steps:,} learner transitions) "
                         f"in {last}\nresume with: nertz-train --backend rllib --resume {last}",
@@ -572,36 +572,6 @@ class TensorBoardLog:
 
     def close(self) -> None:
         self._writer.close()
-
-
-class _StopAfterIteration:
-    """While a PPO iteration runs (``with stop: algo.train()``), the first Ctrl-C or SIGTERM only asks to stop
-    after it (``asked``), saying so; a second one raises KeyboardInterrupt at once. Outside, Ctrl-C is Python's
-    and SIGTERM :mod:`nertz_env.commands`'s (both raise)."""
-
-    _SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self) -> None:
-        self.asked = False
-        self._old: list[Any] = []
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        if signum == signal.SIGTERM:
-            note_terminated()
-        if self.asked:
-            raise KeyboardInterrupt
-        self.asked = True
-        what = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
-        print(f"\nnertz-train: {what}: stopping after this iteration to save a checkpoint (Ctrl-C again to stop "
-              "at once)", file=sys.stderr, flush=True)
-
-    def __enter__(self) -> _StopAfterIteration:
-        self._old = [signal.signal(sig, self._handle) for sig in self._SIGNALS]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, old in zip(self._SIGNALS, self._old, strict=True):
-            signal.signal(sig, old)
 
 
 def _save(algo: Any, cfg: TrainConfig, steps: int, path: str) -> str:
