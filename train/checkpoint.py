@@ -98,18 +98,17 @@ def check_resume(cfg: TrainConfig, path: str, meta: dict[str, Any], rllib: bool 
             f"sub-envs: checkpoint has {meta.get('n_envs')}, the config has {cfg.n_envs} "
             "(num_tables x learners_per_table in vector mode, num_envs in single mode)"
         )
-    old = meta.get("train_config", {})
+    recorded, now = TrainConfig.from_dict(meta.get("train_config", {})).flat(), cfg.flat()
     # a resumed run restores every generator and the env's tables: these cannot change on resume
     keys = ["net_arch", "activation", "n_steps", "shaping", "relative_reward", "seed", "privileged_critic"]
     if rllib:
         keys = ["net_arch"]
     elif cfg.mode == "vector":
         keys += ["num_tables", "learners_per_table"]
-    recorded = {"privileged_critic": False} | old  # records older than the option trained without it
     for key in keys:
-        if key in recorded and recorded[key] != getattr(cfg, key):
-            problems.append(f"{key}: checkpoint has {recorded[key]!r}, the config has {getattr(cfg, key)!r}")
-    if cfg.init_from is not None and cfg.init_from != old.get("init_from"):
+        if recorded[key] != now[key]:
+            problems.append(f"{key}: checkpoint has {recorded[key]!r}, the config has {now[key]!r}")
+    if cfg.init_from is not None and cfg.init_from != recorded["init_from"]:
         problems.append(
             f"init_from {cfg.init_from!r} applies to a fresh run only (a resumed run continues the "
             "checkpoint's weights): remove it"

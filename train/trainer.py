@@ -45,7 +45,7 @@ import pickle
 import random
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -209,8 +209,6 @@ class Trainer:
         resume: a checkpoint (``.zip`` with its ``.state.pkl``) to continue from; its config must match
             ``cfg`` in rules, table size and env layout.
         log: where progress messages go (``print`` by default).
-        given: the options a file or the flags named (see :meth:`TrainConfig.resolve`); options that
-            differ from their defaults count as named anyway.
 
     Every check runs before the first file is written, so bad input leaves no half-made run directory.
 
@@ -227,16 +225,13 @@ class Trainer:
         cfg: TrainConfig,
         resume: str | None = None,
         log: Callable[[str], None] = print,
-        given: Iterable[str] = (),
     ) -> None:
-        # every check comes before the first file is written: bad input leaves no half-made run directory.
-        # A checkpoint that cannot be resumed, or that these options cannot continue, is said first (its stored
-        # options count as set: "mode single cannot take num_tables" would hide "the checkpoint is vector mode")
+        # every check comes before the first file is written: bad input leaves no half-made run directory
         resume_meta = None
         if resume is not None:
             resume_meta = read_checkpoint(resume)  # FileNotFoundError / CheckpointError
             check_resume(cfg, resume, resume_meta)  # IncompatibleCheckpointError / ConfigError
-        cfg, notes = cfg.resolve(given, resume=resume is not None)  # ConfigError: an option that cannot take effect
+        cfg, notes = cfg.resolve(resume=resume is not None)
         self.cfg = cfg
         self.log = log
         threads = cfg.torch_threads or len(os.sched_getaffinity(0))
@@ -245,10 +240,9 @@ class Trainer:
         self.config: NertzConfig = make_config(num_players=cfg.num_players, **cfg.rules)
         check_run(cfg, resume)  # tensorboard installed, the run directory
         self.run_dir = os.path.abspath(cfg.run_dir)
+        p = cfg.pool
         self.pool = (
-            OpponentPool(cfg.opponents, cfg.snapshot_weight, cfg.max_snapshots, cfg.snapshot_deterministic)
-            if cfg.uses_opponents
-            else None
+            OpponentPool(p.opponents, p.snapshot_weight, p.max_snapshots, p.snapshot_deterministic) if p else None
         )
         self.base_env = self._make_base_env()
         self.monitor = VecMonitor(self.base_env)
@@ -256,10 +250,8 @@ class Trainer:
         if cfg.relative_reward:
             env = RelativeReward(env)
         self.shaping: PotentialShaping | None = None
-        if cfg.shaping:
-            self.shaping = PotentialShaping(
-                env, self.config, cfg.shaping_scale, cfg.shaping_gamma, cfg.shaping_coef
-            )
+        if cfg.shaping is not None:
+            self.shaping = PotentialShaping(env, self.config, cfg.shaping.scale, cfg.shaping.gamma, cfg.shaping.coef)
             env = self.shaping
         self.timer = VecTimer(env)
         self.clock = Clock()
@@ -269,7 +261,7 @@ class Trainer:
             self.model = self._make_model(cfg, net)
         self.rollout_size = cfg.rollout_size
         self.next_checkpoint = _next_multiple(0, cfg.checkpoint_every)
-        self.next_eval = _next_multiple(0, cfg.eval_every)
+        self.next_eval = _next_multiple(0, cfg.evaluation.every if cfg.evaluation else 0)
         self.last_boundary = 0
         self.eval_rows: list[EvalRow] = []
         self.checkpoints: list[str] = []
@@ -281,18 +273,19 @@ class Trainer:
             self._init_from(cfg.init_from)
         for sub in ("checkpoints", "pool", "eval"):
             os.makedirs(os.path.join(self.run_dir, sub), exist_ok=True)
-        if resume is None and self.pool is not None and cfg.snapshot_weight > 0 and cfg.max_snapshots > 0:
+        if resume is None and self.pool is not None and self.pool.snapshot_weight > 0:
             self._add_snapshot()  # the initial policy, so a pool of snapshots only is never empty
         for note in notes:
             log(f"note: {note}")
 
     def _make_model(self, cfg: TrainConfig, net: list[int]) -> MaskablePPO:
         kwargs: dict[str, Any] = {"net_arch": {"pi": net, "vf": net}, "activation_fn": _activation(cfg.activation)}
-        if cfg.privileged_critic:
+        privileged = cfg.vector is not None and cfg.vector.privileged_critic
+        if privileged:
             assert isinstance(self.base_env, NertzVecEnv)
             kwargs["obs_size"] = self.base_env.obs_size
         return MaskablePPO(
-            PrivilegedCriticPolicy if cfg.privileged_critic else "MlpPolicy",
+            PrivilegedCriticPolicy if privileged else "MlpPolicy",
             self.timer,
             learning_rate=_schedule(cfg),
             n_steps=cfg.n_steps,
@@ -314,24 +307,24 @@ class Trainer:
     # ------------------------------------------------------------------ building
     def _make_base_env(self) -> VecEnv:
         cfg = self.cfg
-        if cfg.mode == "vector":
+        if cfg.vector is not None:
             return NertzVecEnv(
-                cfg.num_tables,
+                cfg.vector.num_tables,
                 cfg.num_players,
                 rules=cfg.rules,
-                learners_per_table=cfg.learners_per_table,
+                learners_per_table=cfg.vector.learners_per_table,
                 opponents=self.pool,
                 seed=cfg.seed,
-                opponent_threads=cfg.opponent_threads,
-                privileged_state=cfg.privileged_critic,
+                opponent_threads=cfg.vector.opponent_threads,
+                privileged_state=cfg.vector.privileged_critic,
             )
         pool = self.pool
-        assert pool is not None
+        assert pool is not None and cfg.single is not None
 
         def make() -> NertzSingleAgentEnv:
             return NertzSingleAgentEnv(cfg.num_players, cfg.rules, opponents=pool)
 
-        return DummyVecEnv([make for _ in range(cfg.num_envs)])
+        return DummyVecEnv([make for _ in range(cfg.single.num_envs)])
 
     def meta(self, **extra: Any) -> dict[str, Any]:
         """The nertz-env record of a file saved now."""
@@ -359,12 +352,12 @@ class Trainer:
         if steps == 0 or steps == self.last_boundary:
             return
         self.last_boundary = steps
-        snapshots = self.pool is not None and cfg.snapshot_every > 0 and cfg.snapshot_weight > 0
-        if snapshots and self.iteration % cfg.snapshot_every == 0:
+        p, e = cfg.pool, cfg.evaluation
+        if p is not None and p.snapshot_every > 0 and p.snapshot_weight > 0 and self.iteration % p.snapshot_every == 0:
             self._add_snapshot()
-        if cfg.eval_every > 0 and steps >= self.next_eval:
+        if e is not None and e.every > 0 and steps >= self.next_eval:
             self.evaluate()
-            self.next_eval = _next_multiple(steps, cfg.eval_every)
+            self.next_eval = _next_multiple(steps, e.every)
         if cfg.checkpoint_every > 0 and steps >= self.next_checkpoint:
             self.next_checkpoint = _next_multiple(steps, cfg.checkpoint_every)
             self.save_checkpoint(periodic=True)
@@ -378,21 +371,14 @@ class Trainer:
 
     def evaluate(self) -> list[EvalRow]:
         """Save the current policy to ``eval/`` and play it against ``eval_opponents``; log the rows."""
-        cfg, steps = self.cfg, int(self.model.num_timesteps)
-        if not cfg.eval_opponents or cfg.eval_deals == 0:
+        cfg, e, steps = self.cfg, self.cfg.evaluation, int(self.model.num_timesteps)
+        if e is None:
             return []
         path = os.path.join(self.run_dir, "eval", f"policy_{steps:012d}.zip")
         save_policy(self.model, path, self.meta())
         rows = evaluate_checkpoint(
-            path,
-            cfg.eval_opponents,
-            cfg.num_players,
-            cfg.rules,
-            cfg.eval_deals,
-            cfg.eval_seed,
-            deterministic=cfg.eval_deterministic,
-            workers=cfg.eval_workers,
-            timesteps=steps,
+            path, e.opponents, cfg.num_players, cfg.rules, e.deals, e.seed,
+            deterministic=e.deterministic, workers=e.workers, timesteps=steps,
         )
         append_csv(os.path.join(self.run_dir, "eval.csv"), rows)
         # SB3 makes the logger in learn(): a resume with no steps left to train has none, and its
@@ -452,11 +438,7 @@ class Trainer:
         t0 = time.perf_counter()
         final = self.save_checkpoint(periodic=False)
         policy = save_policy(model, os.path.join(self.run_dir, "policy.zip"), self.meta(checkpoint=final))
-        if (
-            cfg.eval_opponents
-            and cfg.eval_deals > 0
-            and not any(r.timesteps == model.num_timesteps for r in self.eval_rows)
-        ):
+        if cfg.evaluation is not None and not any(r.timesteps == model.num_timesteps for r in self.eval_rows):
             self.evaluate()
         self.clock.wall_seconds += time.perf_counter() - t0
         self.clock.boundary_seconds += time.perf_counter() - t0
@@ -472,7 +454,7 @@ class Trainer:
         c = self.clock
         train_wall = c.wall_seconds - c.boundary_seconds
         steps = c.timesteps
-        per_table = (self.cfg.learners_per_table or self.cfg.num_players) if self.cfg.mode == "vector" else 1
+        per_table = self.cfg.learners
 
         def rate(x: float) -> float | None:
             return x / train_wall if train_wall > 0 else None
@@ -647,7 +629,7 @@ class Trainer:
         steps = int(model.num_timesteps)  # the checkpoint's boundary: its periodic work is done
         self.last_boundary = steps
         self.next_checkpoint = _next_multiple(steps, self.cfg.checkpoint_every)
-        self.next_eval = _next_multiple(steps, self.cfg.eval_every)
+        self.next_eval = _next_multiple(steps, self.cfg.evaluation.every if self.cfg.evaluation else 0)
         self.checkpoints.append(path)
         # generators last: building the model and loading snapshots above may have drawn from them
         torch.set_rng_state(state["rng"]["torch"])
