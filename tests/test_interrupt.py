@@ -25,8 +25,8 @@ import torch
 from conftest import restore_sigint
 from nertz_env.agents.meta import read_meta
 from nertz_env.train import TrainConfig, Trainer
-from nertz_env.train.cli import main as train_main
 from nertz_env.train.checkpoint import state_path
+from nertz_env.train.cli import main as train_main
 from nertz_env.train.resume import Interrupted
 
 torch.set_num_threads(1)
