@@ -609,6 +609,7 @@ class Trainer:
             pool["snapshots"] = [{**e, "spec": os.path.join(run, e["spec"])} for e in pool["snapshots"]]
             self._load_pool(pool)
         data, _, _ = load_from_zip_file(path, device="cpu", print_system_info=False)
+        assert data is not None  # read_checkpoint found the record in this zip
         model.set_parameters(path, exact_match=True, device="cpu")
         for key in ("num_timesteps", "_n_updates", "_episode_num", "_last_obs", "_last_episode_starts",
                     "ep_info_buffer", "ep_success_buffer"):
