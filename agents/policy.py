@@ -407,14 +407,21 @@ class PolicyAgent:
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickled inside training checkpoints: keep the file and generator, not the network.
+        # The path is relative to the current folder, so a training checkpoint (pickled in its run folder)
+        # names its snapshots inside the run, and a moved run finds its own.
         state = dict(self.__dict__)
         state["_policy"] = None
         state["actor"] = state["actor"] is not None  # rebuilt from the file
+        if self.meta.get("path") is not None:
+            state["meta"] = {**self.meta, "path": os.path.relpath(self.meta["path"])}
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         path = self.meta.get("path")
+        if path is not None:
+            path = os.path.abspath(path)
+            self.meta = {**self.meta, "path": path}
         had_actor, self.actor = bool(self.actor), None
         if path is not None:
             if had_actor:

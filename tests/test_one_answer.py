@@ -117,7 +117,7 @@ _DEFAULT_PHRASES = (
 
 
 def test_docs_give_the_training_options_defaults_the_code_has() -> None:
-    defaults = TrainConfig().to_dict()
+    defaults = TrainConfig().flat()
     checked = []
     for doc in [ROOT / "README.md", ROOT / "train" / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         if not doc.is_file():

@@ -178,4 +178,4 @@ def test_resume__continues_exactly_like_a_straight_run(tmp_path: Any) -> None:
 
 def test_config__privileged_critic_in_single_mode_is_refused() -> None:
     with pytest.raises(ConfigError, match="privileged_critic"):
-        _tiny("unused", mode="single", num_tables=64).resolve({"privileged_critic", "mode"})
+        _tiny("unused", mode="single")

@@ -305,7 +305,7 @@ def test_league_one_iteration(local_ray) -> None:
         (["--rule", "drwa=1"], "unknown option(s) ['drwa']"),
         (["--address", "127.0.0.1:1"], "no Ray cluster at 127.0.0.1:1"),
         (["--address", "nohost"], "--address takes host:port"),
-        (["--shaping"], "shaping (--shaping) is not used by the rllib backend"),
+        (["--shaping"], "unrecognized arguments: --shaping"),  # an SB3-only option has no flag here
         (["--num-env-runners", "-1"], "--num-env-runners must be >= 0"),
         (["--opponent", "nobody=1", "--learners-per-table", "1"], "unknown agent 'nobody'"),
         (
@@ -324,7 +324,10 @@ def test_cli_bad_input(flags, message, tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.setattr(ray, "init", lambda *a, **k: started.append(1))
 
     run_dir = tmp_path / "run"
-    code = main(["--backend", "rllib", "--num-players", "2", "--run-dir", str(run_dir), *flags])
+    try:
+        code = main(["--backend", "rllib", "--num-players", "2", "--run-dir", str(run_dir), *flags])
+    except SystemExit as e:  # argparse's own one line
+        code = e.code
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert message in err and len(err.splitlines()) == 1, err
@@ -382,28 +385,6 @@ def _train(argv, capsys, monkeypatch) -> tuple[int, str, str]:
     return code, out, err.strip()
 
 
-def test_cli_resume_keeps_a_checkpoint_whose_stored_config_sets_an_inert_option(tmp_path, capsys, monkeypatch) -> None:
-    """A checkpoint written before the rllib backend refused options it cannot honour may store one (here
-    max_snapshots = 3 in self-play): resuming it goes back to the default with a note, instead of a refusal that
-    no flag could get past (naming the option again is refused, as in a fresh run)."""
-    import json
-
-    run = tmp_path / "runs" / "rl"
-    _fake_run(run)
-    for folder in (run / "final", run / "checkpoints" / "step_000000000064"):
-        meta = json.loads((folder / "nertz_meta.json").read_text())
-        meta["train_config"]["max_snapshots"] = 3
-        (folder / "nertz_meta.json").write_text(json.dumps(meta))
-    code, out, err = _train(["--resume", str(run / "final"), "--total-timesteps", "128", "--print-config"], capsys,
-                            monkeypatch)
-    assert code == 0, err
-    assert "note: the checkpoint's config sets max_snapshots = 3" in err and "resuming with the default 10" in err
-    assert "max_snapshots" not in out  # an unused option: left out of the printed config
-    code, out, err = _train(["--resume", str(run / "final"), "--total-timesteps", "128", "--max-snapshots", "3",
-                             "--print-config"], capsys, monkeypatch)
-    assert code == 2 and "max_snapshots (--max-snapshots) has no effect" in err
-
-
 # what the run refuses before Ray starts: --print-config refuses it too, with the same line
 REFUSED_BEFORE_RAY = [
     (["--opponent", "nobody=1", "--learners-per-table", "1"], "unknown agent 'nobody'"),
@@ -422,12 +403,8 @@ REFUSED_BEFORE_RAY = [
     (["--run-dir", "{run}"], "already holds a run (checkpoints/step_000000000064)"),
     (["--run-dir", "{other}"], "already holds a run (eval.csv)"),
     (["--run-dir", "{other}/eval.csv"], "is a file, not a directory"),
-    # options this backend reads that the others make meaningless, as TrainConfig.check_options says for SB3
-    (["--max-snapshots", "3"], "max_snapshots (--max-snapshots) has no effect: every seat learns"),
+    # the config's own refusals (a section absent in self-play), as for the SB3 backend; and SB3-only options
     (["--opponent", "search=1"], "opponents (--opponent) has no effect: every seat learns"),
-    (["--learners-per-table", "1", "--snapshot-every", "3"], "snapshot_every (--snapshot-every) has no effect with snapshot_weight = 0"),
-    (["--learners-per-table", "1", "--opponent", "heuristic=0"], "the opponent pool is empty"),
-    (["--learners-per-table", "1", "--snapshot-weight", "1", "--max-snapshots", "0"], "snapshot_weight > 0 needs max_snapshots >= 1"),
     (["--batch-size", "99999"], "batch_size 99,999 is larger than an iteration (8,192 learner transitions"),
 ]
 
@@ -454,107 +431,29 @@ def test_cli_print_config_refuses_what_the_run_refuses(flags, message, tmp_path,
     assert sorted(os.listdir(tmp_path)) == ["runs"] and sorted(os.listdir(other)) == ["eval.csv"]  # nothing made
 
 
-# every TrainConfig option the backend does not read (train/rllib_backend.py's USED), each set in a way that is
-# refused: a value other than what the backend does anyway (AS_DONE), or one with no such value at all (a default
-# named explicitly counts: --num-envs 4, --eval-deals 50)
-UNREAD = {
-    "mode": "single",
-    "num_envs": 4,
-    "opponent_threads": 2,
-    "privileged_critic": True,
-    "snapshot_deterministic": True,
-    "shaping": True,
-    "shaping_scale": 1.0,
-    "shaping_gamma": 0.9,
-    "shaping_coef": 2.0,
-    "relative_reward": True,
-    "lr_schedule": "linear",
-    "activation": "tanh",
-    "init_from": "runs/x/policy.zip",
-    "keep_checkpoints": 3,
-    "eval_every": 0,
-    "eval_deals": 50,
-    "eval_opponents": ["search"],
-    "eval_seed": 1,
-    "eval_deterministic": True,
-    "eval_workers": 2,
-    "progress_bar": True,
-}
-
-
-def _flag(name: str, value) -> list[str]:
-    flag = "--" + name.replace("_", "-")
-    if isinstance(value, bool):
-        return [flag if value else "--no-" + flag[2:]]
-    return [flag, ",".join(value) if isinstance(value, list) else str(value)]
-
-
-def test_the_unread_options_are_those_outside_what_the_backend_reads() -> None:
-    """USED is what train/rllib_backend.py reads of a training config (every ``cfg.<option>`` in its source), and
-    the table above covers every other option."""
-    import ast
-    import dataclasses
-    import inspect
-
-    from nertz_env.train import rllib_backend
-    from nertz_env.train.config import TrainConfig
-
-    options = {f.name for f in dataclasses.fields(TrainConfig)}
-    tree = ast.parse(inspect.getsource(rllib_backend))
-    read = {node.attr for node in ast.walk(tree)
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "cfg"}
-    assert read & options == rllib_backend.USED
-    assert set(UNREAD) == options - rllib_backend.USED
-    # --help marks them
-    marked = {a.dest for a in rllib_backend.build_rllib_parser()._actions if (a.help or "").startswith("[SB3 backend only]")}
-    assert marked == set(UNREAD)
-
-
-@pytest.mark.parametrize("via", ["flag", "file"])
-@pytest.mark.parametrize("name", sorted(UNREAD))
-def test_cli_an_option_the_backend_does_not_read_is_refused_naming_it(name, via, tmp_path, capsys, monkeypatch) -> None:
-    """Given as a flag or as a config-file key, an option the rllib backend never reads is refused in one line
-    naming it, exit 2, by the run and by --print-config alike, before Ray (it was ignored without a word)."""
+def test_cli_an_sb3_only_option_set_in_a_file_is_refused_and_one_at_what_the_backend_does_passes(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    """The SB3-only options have no flag here (argparse refuses them); a file shared with the SB3 backend that sets
+    one away from its default is refused in one line, by the run and by --print-config alike, before Ray; one that
+    asks for what this backend does anyway (no shaping, no evaluation) passes, as does the shipped league."""
     import json
 
-    if via == "flag":
-        given = _flag(name, UNREAD[name])
-    else:
-        path = tmp_path / "run.json"
-        path.write_text(json.dumps({name: UNREAD[name]}))
-        given = ["--config", str(path)]
-    lines = []
-    for extra in (["--print-config"], []):
-        code, out, err = _train(["--num-players", "2", "--run-dir", str(tmp_path / "run"), *given, *extra],
-                                capsys, monkeypatch)
-        assert code == 2 and out == "" and len(err.splitlines()) == 1, err
-        flag = "--opponent" if name == "opponents" else "--" + name.replace("_", "-")
-        assert err.startswith(f"nertz-train: error: {name} ({flag}) is not used by the rllib backend"), err
-        lines.append(err)
-    assert lines[0] == lines[1] and not (tmp_path / "run").exists()
-
-
-def test_cli_an_option_set_to_what_the_backend_does_anyway_passes(tmp_path, capsys, monkeypatch) -> None:
-    """--no-shaping, --eval-deals 0, --mode vector ... ask for what the rllib backend does anyway (a config file
-    shared with the SB3 backend may say so): taken. --print-config leaves out the options it does not use, and says
-    which; the shipped league config passes."""
-    import json
-
-    from nertz_env.train.rllib_backend import AS_DONE, USED
-
-    same = [f for name, value in AS_DONE.items() if name not in USED for f in _flag(name, value) if value is not None]
-    assert "--no-shaping" in same and "--eval-deals" in same and "--no-progress-bar" in same
-    code, out, err = _train(["--num-players", "2", "--run-dir", str(tmp_path / "a"), *same, "--print-config"],
-                            capsys, monkeypatch)
-    assert code == 0, err
-    shown = json.loads(out)
-    assert "shaping" not in shown and "eval_deals" not in shown and "max_snapshots" not in shown  # self-play
-    assert shown["num_tables"] == 64 and shown["tensorboard"] is True
-    assert err.startswith("note: not shown, as the rllib backend does not use them with these options: eval_every")
+    path = tmp_path / "run.json"
+    for options, code in (({"shaping": True}, 2), ({"mode": "single"}, 2), ({"eval_every": 0}, 2),
+                          ({"shaping": False, "eval_deals": 0, "mode": "vector", "lr_schedule": "constant"}, 0)):
+        path.write_text(json.dumps(options))
+        for extra in (["--print-config"], []) if code else (["--print-config"],):
+            got, out, err = _train(["--num-players", "2", "--run-dir", str(tmp_path / "run"), "--config", str(path),
+                                    *extra], capsys, monkeypatch)
+            assert got == code, err
+            if code:
+                assert err.startswith("nertz-train: error:") and "SB3 backend only" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "run").exists()
     config = os.path.join(os.path.dirname(__file__), "..", "train", "configs", "rllib_league.toml")
     code, out, err = _train(["--config", config, "--run-dir", str(tmp_path / "b"), "--print-config"], capsys, monkeypatch)
     assert code == 0, err
-    assert json.loads(out)["max_snapshots"] == 5  # a league's snapshot options are shown
+    assert json.loads(out)["pool"]["max_snapshots"] == 5
 
 
 def _scalars(folder) -> dict[str, list[tuple[int, float]]]:
@@ -746,10 +645,10 @@ def test_a_rounded_budget_is_said() -> None:
     from nertz_env.train.config import TrainConfig
     from nertz_env.train.rllib_backend import budget_note
 
-    cfg = TrainConfig(num_players=4, num_tables=16, n_steps=64, learners_per_table=1, total_timesteps=2000)
+    cfg = TrainConfig.from_dict(dict(num_tables=16, n_steps=64, learners_per_table=1, total_timesteps=2000))
     note = budget_note(cfg, num_env_runners=2)  # 64 ticks x 16 tables x 1 learner x 2 runners = 2,048
     assert note is not None and "2,048" in note and "2,000" in note
-    cfg = TrainConfig(num_players=4, num_tables=16, n_steps=64, learners_per_table=1, total_timesteps=4096)
+    cfg = TrainConfig.from_dict(dict(num_tables=16, n_steps=64, learners_per_table=1, total_timesteps=4096))
     assert budget_note(cfg, num_env_runners=2) is None
 
 

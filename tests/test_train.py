@@ -264,9 +264,7 @@ def test_vec_env__opponents_in_threads_play_exactly_as_in_one_thread() -> None:
     with pytest.raises(ValueError, match="opponent_threads"):
         NertzVecEnv(num_tables=1, num_players=P, learners_per_table=1, opponent_threads=0)
     with pytest.raises(ConfigError, match="opponent_threads"):
-        TrainConfig(opponent_threads=0).validate()
-    with pytest.raises(ConfigError, match="mode = 'vector'"):
-        TrainConfig(mode="single", opponent_threads=2).resolve()  # an option that cannot take effect
+        TrainConfig.from_dict({"opponent_threads": 0, "learners_per_table": 1})
 
 
 def test_shaping__shaped_return_differs_from_the_score_by_a_constant() -> None:
@@ -525,14 +523,14 @@ def test_cli__flags_override_the_file_which_overrides_defaults(tmp_path: object)
     path = os.path.join(str(tmp_path), "run.toml")
     with open(path, "w") as f:
         f.write(
-            "num_tables = 8\nshaping = true\nn_steps = 32\n[rules]\ndraw = 1\n[opponents]\nsearch = 2.0\n"
+            "n_steps = 32\n[vector]\nnum_tables = 8\n[shaping]\nscale = 1.0\n[rules]\ndraw = 1\n"
         )
     args = build_parser().parse_args(
         ["--config", path, "--n-steps", "16", "--no-shaping", "--rule", "jokers=1"]
     )
     cfg = config_from_args(args)
-    assert (cfg.num_tables, cfg.n_steps, cfg.shaping) == (8, 16, False)
-    assert cfg.rules == {"draw": 1, "jokers": 1} and cfg.opponents == {"search": 2.0}
+    assert cfg.vector is not None and (cfg.vector.num_tables, cfg.n_steps, cfg.shaping) == (8, 16, None)
+    assert cfg.rules == {"draw": 1, "jokers": 1}
 
 
 @pytest.mark.parametrize(
@@ -543,13 +541,13 @@ def test_cli__flags_override_the_file_which_overrides_defaults(tmp_path: object)
 def test_config__every_shipped_config_file_is_valid(name: str) -> None:
     path = os.path.join(os.path.dirname(__file__), "..", "train", "configs", name)
     cfg = config_from_args(build_parser().parse_args(["--config", path]))
-    assert cfg.mode == "vector" and cfg.shaping
+    assert cfg.mode == "vector" and cfg.shaping is not None
     if name.startswith("selfplay"):  # every seat learns: no opponents to draw
-        assert not cfg.uses_opponents and cfg.learners_per_table == cfg.num_players and cfg.relative_reward
+        assert cfg.pool is None and cfg.learners == cfg.num_players and cfg.relative_reward
     else:
-        assert cfg.uses_opponents
+        assert cfg.pool is not None
     if name.startswith("dagger_"):
-        assert cfg.relative_reward and cfg.opponents["search"] > cfg.opponents["heuristic"]
+        assert cfg.pool is not None and cfg.pool.opponents["search"] > cfg.pool.opponents["heuristic"]
 
 
 def test_cli__bad_options_and_missing_checkpoints_are_named(

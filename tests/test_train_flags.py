@@ -1,14 +1,13 @@
 """Every flag and config key of ``nertz-train`` and of the ``python -m nertz_env.train.*`` commands either takes
-effect or is refused: an option that the chosen mode or the other options make meaningless is one line on
-stderr and exit code 2 (never a traceback, never a half-made run directory), and what a run adjusts (a budget
-rounded up to whole rollouts, a default batch size larger than a rollout) is said before training starts.
+effect or is refused: an option of a section that does not exist with the others is one line on stderr and exit
+code 2 (never a traceback, never a half-made run directory), and what a run adjusts (a budget rounded up to
+whole rollouts, a default batch size larger than a rollout) is said before training starts.
 
 The refusals are checked before any training, so these tests train nothing but two runs of 128 transitions.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from collections.abc import Callable
@@ -26,8 +25,8 @@ from nertz_env.train import cli as train_cli
 from nertz_env.train import evaluate as train_evaluate
 from nertz_env.train import imitate as train_imitate
 from nertz_env.train import plot as train_plot
-from nertz_env.train.cli import _opponent, build_parser, config_and_given
-from nertz_env.train.config import ConfigError, read_config_file, shipped_configs
+from nertz_env.train.cli import _opponent, build_parser, config_from_args
+from nertz_env.train.config import ConfigError, options, read_config_file, shipped_configs
 from nertz_env.train.meta import make_meta
 
 torch.set_num_threads(1)
@@ -86,48 +85,22 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- nertz-train: refused before any work
 REFUSED = [
-    # (flags, a piece of the one-line message)
-    (["--opponent", "search=1"], "--learners-per-table 1"),  # the issue's case: self-play plays no opponent
-    (["--snapshot-weight", "0.5"], "every seat learns"),
-    (["--learners-per-table", "4", "--max-snapshots", "3"], "every seat learns"),
+    # (flags, a piece of the one-line message): one per kind of refusal
+    (["--opponent", "search=1"], "--learners-per-table 1"),  # self-play: the pool section does not exist
+    (["--mode", "single", "--num-tables", "8"], "num_tables (--num-tables) applies only to mode vector"),
+    (["--num-envs", "8"], "num_envs (--num-envs) applies only to mode single"),
     (["--opponent-threads", "2"], "every seat learns"),
-    (["--mode", "single", "--num-tables", "8"], "num_tables (--num-tables) applies only to mode = 'vector'"),
-    (["--mode", "single", "--learners-per-table", "1"], "learners_per_table (--learners-per-table) applies only"),
-    (["--mode", "single", "--opponent-threads", "2"], "opponent_threads"),
-    (["--num-envs", "8"], "num_envs (--num-envs) applies only to mode = 'single'"),
-    (["--learners-per-table", "1", "--snapshot-every", "5"], "snapshot_weight = 0"),
-    (["--learners-per-table", "1", "--snapshot-deterministic"], "snapshot_weight = 0"),
-    (["--learners-per-table", "1", "--snapshot-weight", "1", "--max-snapshots", "0"], "max_snapshots >= 1"),
+    (["--learners-per-table", "1", "--snapshot-every", "5"], "snapshot_weight 0"),
     (["--learners-per-table", "1", "--opponent", "heuristic=0"], "the opponent pool is empty"),
     (["--learners-per-table", "1", "--opponent", "nobody"], "unknown agent 'nobody'"),
-    (["--learners-per-table", "1", "--opponent", "search:depth=3"], "no parameter depth"),
-    (["--learners-per-table", "1", "--opponent", "gone/policy.zip=1"], "checkpoint file not found"),
-    (["--learners-per-table", "1", "--opponent", "heuristic=1", "--opponent", "heuristic=2"], "given twice"),
-    (["--opponent", "heuristic=x"], "SPEC=WEIGHT"),
-    (["--opponent", "heuristic=nan", "--learners-per-table", "1"], "finite number"),
-    (["--shaping-coef", "2"], "applies only with shaping = true"),
-    (["--shaping-scale", "2"], "applies only with shaping = true"),
-    (["--shaping", "--shaping-scale", "0"], "shaping_scale must be > 0"),
-    (["--eval-deals", "0", "--eval-opponents", "search"], "eval_deals = 0"),
-    (["--eval-deals", "0", "--eval-seed", "3"], "evaluation is off"),
-    (["--eval-opponents", "", "--eval-deals", "10"], "no eval_opponents"),
-    (["--eval-opponents", "nobody"], "eval_opponents (--eval-opponents): unknown agent"),
-    (["--eval-opponents", "random,search,random"], "eval_opponents names random twice"),
-    (["--checkpoint-every", "0", "--keep-checkpoints", "2"], "checkpoint_every = 0"),
+    (["--shaping-scale", "2"], "applies only with shaping on"),
+    (["--eval-deals", "0", "--eval-seed", "3"], "evaluation off"),
+    (["--checkpoint-every", "0", "--keep-checkpoints", "2"], "checkpoint_every 0"),
     (["--batch-size", "99999"], "larger than a rollout"),
-    (["--mode", "single", "--batch-size", "1024"], "pass --batch-size 256 or less"),
-    (["--batch-size", "1"], "batch_size must be >= 2"),
     (["--gamma", "1.5"], "gamma must be in (0, 1]"),
-    (["--learning-rate", "0"], "learning_rate must be > 0"),
-    (["--ent-coef", "nan"], "ent_coef must be a finite number"),
-    (["--seed", "-1"], "seed must be from 0"),
-    (["--verbose", "5"], "verbose must be 0, 1 or 2"),
-    (["--num-players", "9"], "num_players"),
     (["--rule", "draw=7"], "rules:"),
-    (["--net-arch", "64,x"], "comma-separated integers"),
-    (["--mode", "vectorized"], "mode must be one of"),
     (["--frobnicate"], "unrecognized arguments"),
-    (["--init-from", "gone/policy.zip"], "init_from (--init-from): checkpoint file not found"),
+    (["--num-tables", "8", "--num-tables", "16"], "--num-tables is given twice"),
 ]
 
 
@@ -259,40 +232,48 @@ def test_budget__the_command_prints_the_rounded_budget_on_stdout(tmp_path: Any, 
     assert "training to 128 transitions, not total_timesteps 100" in out
 
 
+def _cfg(**options: Any) -> Any:
+    return TrainConfig.from_dict(options)
+
+
 def test_batch_size__a_default_larger_than_a_rollout_is_lowered_and_said() -> None:
-    cfg, notes = TrainConfig(mode="single").resolve()
+    cfg, notes = _cfg(mode="single").resolve()
     assert cfg.batch_size == 256 and any("batch_size: 256, a whole rollout" in n for n in notes)
-    with pytest.raises(ConfigError, match="larger than a rollout"):
-        TrainConfig(mode="single").resolve(given={"batch_size"})  # the user asked for 1024: refused
-    _, notes = TrainConfig(batch_size=1000).resolve()
+    _, notes = _cfg(batch_size=1000).resolve()
     assert any("last minibatch of each epoch has 384 transitions" in n for n in notes)
 
 
-def test_snapshots__only_the_starting_policy_without_snapshot_every_is_said() -> None:
-    _, notes = TrainConfig(learners_per_table=1, snapshot_weight=0.5).resolve()
-    assert any("the only snapshot in the pool is the starting policy" in n for n in notes)
-    _, notes = TrainConfig(learners_per_table=1, snapshot_weight=0.5, snapshot_every=10).resolve()
-    assert not any("snapshot" in n for n in notes)
-
-
-def test_periodic_work_past_the_end_of_the_run_is_said() -> None:
-    _, notes = TrainConfig(total_timesteps=16_384, checkpoint_every=16_384 * 4).resolve()
+def test_periodic_work_past_the_end_or_off_a_rollout_multiple_is_said() -> None:
+    _, notes = _cfg(total_timesteps=16_384, checkpoint_every=16_384 * 4, eval_deals=0).resolve()
     assert notes == [
         "checkpoint_every is past the end of the run (16,384 transitions): the only one is the final checkpoint"
     ]
-    _, notes = TrainConfig(total_timesteps=16_384, learners_per_table=1, snapshot_weight=1.0, snapshot_every=50,
-                           checkpoint_every=4_096).resolve()
-    assert any("snapshot_every is past the end of the run" in n for n in notes)
-
-
-def test_periodic_work_off_a_rollout_multiple_is_said() -> None:
-    _, notes = TrainConfig(checkpoint_every=16_384 * 4, eval_every=16_384 * 2).resolve()
-    assert notes == []
-    _, notes = TrainConfig(checkpoint_every=250_000, eval_every=16_384).resolve()
+    _, notes = _cfg(checkpoint_every=250_000, eval_every=16_384).resolve()
     assert notes == [
         "checkpoint_every 250,000: not a multiple of a rollout (16,384 transitions), so that work is done at "
         "the first rollout boundary at or past each multiple"
     ]
+    _, notes = _cfg(learners_per_table=1, snapshot_weight=0.5).resolve()
+    assert any("the only snapshot in the pool is the starting policy" in n for n in notes)
+
+
+def test_sections__a_file_takes_tables_or_the_flags_keys_and_an_absent_section_is_refused_unless_default(
+    tmp_path: Any,
+) -> None:
+    tables = _cfg(vector={"learners_per_table": 1}, pool={"opponents": {"greedy": 1.0}}, shaping={"scale": 2.0},
+                  evaluation={"every": 0})
+    flat = _cfg(learners_per_table=1, opponents={"greedy": 1.0}, shaping=True, shaping_scale=2.0, eval_every=0)
+    assert tables == flat and TrainConfig.from_dict(tables.to_dict()) == tables  # what a checkpoint stores
+    assert tables.shaping is not None and tables.shaping.scale == 2.0 and tables.pool is not None
+    off = _cfg(eval_deals=0)
+    assert off.evaluation is None and off.shaping is None and off.pool is None and off.single is None
+    assert "evaluation" not in off.to_dict() and "pool" not in off.to_dict()
+    # a default where its section is absent asks for what happens anyway: accepted
+    assert _cfg(opponent_threads=1, shaping_scale=1.0, eval_seed=20_240_601, eval_deals=0, snapshot_weight=0) == off
+    with pytest.raises(ConfigError, match=r"\[pool\] has no option 'weight'"):
+        _cfg(pool={"weight": 1.0})
+    with pytest.raises(ConfigError, match="applies only to mode single"):
+        _cfg(single={"num_envs": 8}, mode="vector")
 
 
 def test_resume__changed_opponents_take_effect_and_are_said(run: dict[str, Any], tmp_path: Any) -> None:
@@ -332,26 +313,25 @@ def test_opponent_flag__agent_parameters_keep_their_equals_sign() -> None:
 def test_every_config_key_is_a_flag_and_every_flag_a_config_key() -> None:
     parser = build_parser()
     dests = {a.dest for a in parser._actions} - {"help", "config", "resume", "print_config", "backend"}
-    names = {f for f in TrainConfig.__dataclass_fields__}
-    assert dests - {"rule", "opponent"} == names - {"rules", "opponents"}
-    args = parser.parse_args(["--num-tables", "8", "--opponent", "random", "--shaping"])
-    cfg, given = config_and_given(args)
-    assert given == {"num_tables", "opponents", "shaping"} and cfg.num_tables == 8
+    assert dests - {"rule", "opponent"} == {name for name, *_ in options()} - {"rules", "opponents"}
+    cfg = config_from_args(parser.parse_args(["--num-tables", "8", "--opponent", "random", "--learners-per-table", "1"]))
+    assert cfg.vector is not None and cfg.vector.num_tables == 8 and cfg.pool is not None
 
 
 @pytest.mark.parametrize("name", sorted(os.listdir(os.path.join(os.path.dirname(__file__), "..", "train", "configs"))))
-def test_every_shipped_config_sets_only_options_that_take_effect(name: str) -> None:
+def test_every_shipped_config_is_valid_and_needs_no_adjustment(name: str) -> None:
     path = os.path.join(os.path.dirname(__file__), "..", "train", "configs", name)
-    cfg, given = config_and_given(build_parser().parse_args(["--config", path]))
-    # resume=True: the init_from file is phase 1's output, not shipped
-    resolved, notes = cfg.resolve(given, resume=True)
+    cfg = config_from_args(build_parser().parse_args(["--config", path]))
+    resolved, notes = cfg.resolve(resume=True)  # resume: the init_from file is phase 1's output, not shipped
     assert resolved == cfg and not any("batch_size" in n for n in notes)
 
 
-def test_trainer__caps_its_threads(tmp_path: Any) -> None:
+def test_trainer__takes_the_cpus_it_may_use_unless_told(tmp_path: Any) -> None:
     try:
-        Trainer(TrainConfig.from_dict({**TINY, "run_dir": str(tmp_path), "torch_threads": 2}), log=lambda _: None)
-        assert torch.get_num_threads() == 2
+        Trainer(TrainConfig.from_dict({**TINY, "run_dir": str(tmp_path / "a")}), log=lambda _: None)
+        assert torch.get_num_threads() == len(os.sched_getaffinity(0))
+        Trainer(TrainConfig.from_dict({**TINY, "run_dir": str(tmp_path / "b"), "torch_threads": 1}), log=lambda _: None)
+        assert torch.get_num_threads() == 1
         assert os.environ.get("OMP_NUM_THREADS")  # set for the processes it starts, unless the user set it
     finally:
         torch.set_num_threads(1)
@@ -444,21 +424,10 @@ def test_plot__bad_input_is_one_line_and_exit_2(run: dict[str, Any], tmp_path: A
 
 
 def test_nertz_train__every_flag_says_what_it_means_not_only_its_default() -> None:
-    import dataclasses
-
-    defaults = TrainConfig()
     parser = build_parser()
     for action in parser._actions:
-        if action.dest == "help":
-            continue
-        help_text = action.help or ""
-        default = getattr(defaults, action.dest, None)
-        bare = f"(default {'none' if default is None else repr(default)})"
-        meaning = help_text.replace(bare, "").strip()
-        assert len(meaning) >= 12, (action.option_strings, help_text)
-    # one place: the help comes from the dataclass fields' metadata
-    for f in dataclasses.fields(TrainConfig):
-        assert f.metadata.get("help"), f.name
+        help_text = (action.help or "").split(" (default ")[0]
+        assert action.dest == "help" or len(help_text) >= 12, (action.option_strings, action.help)
     text = " ".join(parser.format_help().split())
     for allowed in ("'vector'", "'single'", "'constant' or 'linear'", "'relu' or 'tanh'", "1 to num_players"):
         assert allowed in text, allowed
@@ -494,38 +463,3 @@ def test_config__a_file_in_the_current_folder_wins_over_a_shipped_name(
     (tmp_path / "long_run.toml").write_text("num_tables = 3\n")
     assert read_config_file("long_run.toml") == {"num_tables": 3}
     assert read_config_file("long_run") != {"num_tables": 3}  # a bare name is the shipped config
-
-
-# ---------------------------------------------------------------- --print-config leaves out what has no effect
-_OTHER_VALUE: dict[str, Any] = {
-    "num_envs": 2, "num_tables": 8, "learners_per_table": 1, "opponent_threads": 2, "privileged_critic": True,
-    "opponents": {"greedy": 1.0}, "snapshot_weight": 0.5, "snapshot_every": 3, "max_snapshots": 4,
-    "snapshot_deterministic": True, "shaping_scale": 2.0, "shaping_gamma": 0.9, "shaping_coef": 3.0,
-    "eval_every": 1000, "eval_seed": 5, "eval_deterministic": False, "eval_workers": 2,
-    "eval_opponents": ["greedy"], "eval_deals": 3, "keep_checkpoints": 2,
-}
-
-
-@pytest.mark.parametrize(
-    "options",
-    [
-        {},  # vector self-play, evaluation on
-        {"mode": "single", "eval_deals": 0},
-        {"learners_per_table": 1, "snapshot_weight": 1.0, "shaping": True, "checkpoint_every": 0},
-        {"eval_opponents": []},
-    ],
-)
-def test_print_config__leaves_out_exactly_options_that_resolve_refuses_when_set(options: dict[str, Any]) -> None:
-    cfg = TrainConfig(**options)
-    unused = cfg.unused()
-    assert unused and set(unused) <= set(_OTHER_VALUE)
-    for name in unused:  # each one, set, is refused: its value could never be read
-        other = dataclasses.replace(cfg, **{name: _OTHER_VALUE[name]})
-        with pytest.raises(ConfigError):
-            other.resolve({*options, name})
-    for name in set(_OTHER_VALUE) - set(unused):  # a shown one, set, is taken (or refused for its value alone)
-        other = dataclasses.replace(cfg, **{name: _OTHER_VALUE[name]})
-        try:
-            other.resolve({*options, name})
-        except ConfigError as e:
-            assert "no effect" not in str(e) and "applies only" not in str(e), (name, str(e))

@@ -165,7 +165,7 @@ REFUSED_ON_RESUME = [
     (["--num-players", "3"], "num_players"),
     (["--rule", "draw=1"], "rules.draw"),
     (["--privileged-critic"], "privileged_critic: checkpoint has False"),
-    (["--mode", "single", "--num-envs", "4"], "mode: checkpoint has 'vector'"),
+    (["--mode", "single", "--num-envs", "4"], "num_tables (--num-tables) applies only to mode vector"),
     (["--n-steps", "32"], "n_steps: checkpoint has 16"),
     (["--num-tables", "4"], "sub-envs: checkpoint has 4"),
     (["--seed", "3"], "seed: checkpoint has 0"),

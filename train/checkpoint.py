@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import glob
 import importlib.util
-import io
 import os
-import pickle
-import pickletools
 from typing import Any
 
 from nertz_env.agents.meta import CheckpointError, IncompatibleCheckpointError, check_compatible, read_meta
@@ -101,18 +98,17 @@ def check_resume(cfg: TrainConfig, path: str, meta: dict[str, Any], rllib: bool 
             f"sub-envs: checkpoint has {meta.get('n_envs')}, the config has {cfg.n_envs} "
             "(num_tables x learners_per_table in vector mode, num_envs in single mode)"
         )
-    old = meta.get("train_config", {})
+    recorded, now = TrainConfig.from_dict(meta.get("train_config", {})).flat(), cfg.flat()
     # a resumed run restores every generator and the env's tables: these cannot change on resume
     keys = ["net_arch", "activation", "n_steps", "shaping", "relative_reward", "seed", "privileged_critic"]
     if rllib:
         keys = ["net_arch"]
     elif cfg.mode == "vector":
         keys += ["num_tables", "learners_per_table"]
-    recorded = {"privileged_critic": False} | old  # records older than the option trained without it
     for key in keys:
-        if key in recorded and recorded[key] != getattr(cfg, key):
-            problems.append(f"{key}: checkpoint has {recorded[key]!r}, the config has {getattr(cfg, key)!r}")
-    if cfg.init_from is not None and cfg.init_from != old.get("init_from"):
+        if recorded[key] != now[key]:
+            problems.append(f"{key}: checkpoint has {recorded[key]!r}, the config has {now[key]!r}")
+    if cfg.init_from is not None and cfg.init_from != recorded["init_from"]:
         problems.append(
             f"init_from {cfg.init_from!r} applies to a fresh run only (a resumed run continues the "
             "checkpoint's weights): remove it"
@@ -168,14 +164,6 @@ def check_run_dir(run_dir: str, resume: str | None = None, final: bool = False) 
     )
 
 
-def _moved(path: str, pool: str) -> str | None:
-    """``pool``'s copy of the snapshot file ``path`` (``<run>/pool/<name>.zip`` of another folder), or ``None``."""
-    if os.path.basename(os.path.dirname(path)) != "pool" or os.path.dirname(path) == pool:
-        return None
-    here = os.path.join(pool, os.path.basename(path))
-    return here if os.path.isfile(here) else None
-
-
 def _run_files(run_dir: str) -> list[str]:
     """The files of ``run_dir`` that mark a run there (either backend's; an RLlib checkpoint as its folder), sorted
     (none: no run)."""
@@ -194,68 +182,3 @@ def _last_checkpoint(run_dir: str) -> str | None:
         + [os.path.dirname(p) for p in glob.glob(os.path.join(run_dir, "checkpoints", "step_*", META_FILE))]
     )
     return steps[-1] if steps else None
-
-
-def relocate_snapshots(pool_state: dict[str, Any], checkpoint: str) -> dict[str, Any]:
-    """The pool state of ``checkpoint`` with each snapshot (saved as ``<run>/pool/<name>.zip``, an absolute
-    path) read from the pool of the run folder the checkpoint lies in when that holds the file: a copied or moved
-    run plays its own snapshots, not those of the folder it was trained in (which may be gone)."""
-    run = run_dir_of(checkpoint)
-    if run is None:
-        return pool_state
-    pool = os.path.join(os.path.abspath(run), "pool")
-    snapshots = []
-    for entry in pool_state["snapshots"]:
-        here = _moved(str(entry["spec"]), pool)
-        snapshots.append({**entry, "spec": here} if here else entry)
-    return {**pool_state, "snapshots": snapshots}
-
-
-def relocate_env_state(env_state: Any, checkpoint: str) -> Any:
-    """The env state of ``checkpoint`` (a vector env's dict, or a list of single envs' dicts) with the snapshot
-    opponents seated at its tables read from the run folder's own pool, as :func:`relocate_snapshots` does for
-    the pool: a seated policy is pickled as its file's path and loads it when unpickled."""
-    run = run_dir_of(checkpoint)
-    if run is None:
-        return env_state
-    pool = os.path.join(os.path.abspath(run), "pool")
-
-    def fix(state: dict[str, Any]) -> dict[str, Any]:
-        blob = state["opponents"]
-        # the strings of the pickle, read without loading anything: most resumes have nothing to move
-        moved: dict[str, str] = {}
-        for _, arg, _ in pickletools.genops(blob):
-            new = _moved(arg, pool) if isinstance(arg, str) else None
-            if new:
-                moved[str(arg)] = new
-        if not moved:
-            return state
-        return {**state, "opponents": pickle.dumps(_Relocating(io.BytesIO(blob), moved).load(),
-                                                   protocol=pickle.HIGHEST_PROTOCOL)}
-
-    if isinstance(env_state, list):
-        return [fix(s) for s in env_state]
-    return fix(env_state)
-
-
-class _Relocating(pickle.Unpickler):
-    """Unpickles seated policies (:class:`~nertz_env.agents.policy.PolicyAgent`) with their file moved."""
-
-    def __init__(self, file: io.BytesIO, moved: dict[str, str]) -> None:
-        super().__init__(file)
-        from nertz_env.agents.policy import PolicyAgent
-
-        class Moved(PolicyAgent):
-            def __setstate__(self, state: dict[str, Any]) -> None:
-                meta = state.get("meta") or {}
-                if meta.get("path") in moved:
-                    state = {**state, "meta": {**meta, "path": moved[meta["path"]]}}
-                self.__class__ = PolicyAgent  # type: ignore[assignment]  # a PolicyAgent: this class moves the path
-                PolicyAgent.__setstate__(self, state)
-
-        self._policy_agent: type = PolicyAgent
-        self._moved_class: type = Moved
-
-    def find_class(self, module: str, name: str) -> Any:
-        cls = super().find_class(module, name)
-        return self._moved_class if cls is self._policy_agent else cls

@@ -9,19 +9,16 @@ Examples::
     nertz-train --resume runs/selfplay/checkpoints/step_000001000000.zip --total-timesteps 4000000
     nertz-train --print-config                           # the effective options, as JSON
 
-Every option of :class:`nertz_env.train.config.TrainConfig` is a flag (``--snake-case`` spelled with
-dashes); flags override the file, which overrides a resumed checkpoint's stored options. An option that
-cannot take effect with the others (``--opponent`` when every seat learns, ``--num-envs`` in vector mode,
-``--shaping-coef`` without ``--shaping``, ...) is refused before any work, in one line naming what to pass
-instead; a budget that is not whole rollouts is said before training (``training to 16,384 transitions, not
-total_timesteps 100``). Exit codes: 0 done, 1 training error, 2 bad usage (unknown option, bad value, an option
-that cannot take effect, missing or incompatible checkpoint, a run directory that already holds a run).
+Every option of :class:`nertz_env.train.config.TrainConfig` is a flag (its top-level key spelled with dashes);
+flags override the file, which overrides a resumed checkpoint's stored options. An option of a section that
+does not exist with the others (``--opponent`` when every seat learns, ``--num-envs`` in vector mode,
+``--shaping-coef`` without ``--shaping``) is refused before any work, in one line. Exit codes: 0 done, 1
+training error, 2 bad usage, 130 interrupted (after saving).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import itertools
 import json
 import sys
@@ -30,9 +27,17 @@ from typing import Any
 
 from nertz_env._text import plain
 from nertz_env.cli import Parser, add_rule_flag
-from nertz_env.train.config import ConfigError, TrainConfig, help_of, read_config_file, shipped_configs
+from nertz_env.train.config import (
+    MODES,
+    SB3_ONLY,
+    ConfigError,
+    TrainConfig,
+    options,
+    read_config_file,
+    shipped_configs,
+)
 
-_SPECIAL = {"rules", "opponents", "net_arch", "eval_opponents"}
+_SPECIAL = {"rules", "opponents", "net_arch", "eval_opponents", "mode"}
 
 
 def _opponent(text: str) -> tuple[str, float]:
@@ -76,7 +81,9 @@ def _optional(kind: type) -> Any:
     return parse
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(sb3: bool = True) -> argparse.ArgumentParser:
+    """The flags of ``nertz-train``; without ``sb3`` (``--backend rllib``) those of the options only the SB3
+    backend reads are left out, so argparse refuses them in one line."""
     parser = Parser(
         prog="nertz-train",
         description="Train a MaskablePPO policy for Nertz (self-play vector env or single-agent view).",
@@ -99,33 +106,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--resume", metavar="CHECKPOINT", help="continue the run of RUN/checkpoints/step_N.zip, in RUN (from any folder; --run-dir: elsewhere)")
     parser.add_argument("--print-config", action="store_true", help="print the effective options and exit")
-    add_rule_flag(parser, help_of("rules"))
-    parser.add_argument(
-        "--opponent",
-        action="append",
-        type=_opponent,
-        metavar="SPEC=WEIGHT",
-        help=help_of("opponents"),
-    )
-    parser.add_argument("--net-arch", type=_int_list, metavar="W,W", help=help_of("net_arch"))
-    parser.add_argument("--eval-opponents", type=_str_list, metavar="A,B", help=help_of("eval_opponents"))
-    defaults = TrainConfig()
-    for f in dataclasses.fields(TrainConfig):
-        if f.name in _SPECIAL:
+    helps = {name: text for name, _, _, text in options()}
+    add_rule_flag(parser, helps["rules"])
+    parser.add_argument("--net-arch", type=_int_list, metavar="W,W", help=helps["net_arch"])
+    if sb3:
+        parser.add_argument("--mode", choices=MODES, help=helps["mode"] + " (default vector)")
+        parser.add_argument("--eval-opponents", type=_str_list, metavar="A,B", help=helps["eval_opponents"])
+    parser.add_argument("--opponent", action="append", type=_opponent, metavar="SPEC=WEIGHT", help=helps["opponents"])
+    for name, kind, default, text in options():
+        if name in _SPECIAL or (not sb3 and name in SB3_ONLY):
             continue
-        flag = "--" + f.name.replace("_", "-")
-        default = getattr(defaults, f.name)
-        text = str(f.type)
-        help_text = f"{f.metadata['help']} (default {'none' if default is None else repr(default)})"
-        if text == "bool":
-            parser.add_argument(
-                flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=help_text
-            )
+        flag = "--" + name.replace("_", "-")
+        help_text = f"{text} (default {'none' if default is None else repr(default)})"
+        if kind == "bool":
+            parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=help_text)
             continue
-        base = {"int": int, "float": float, "str": str}[text.split("|")[0].strip()]
-        kind = _optional(base) if "None" in text else base
+        base = {"int": int, "float": float, "str": str}[kind.split("|")[0].strip()]
         parser.add_argument(
-            flag, dest=f.name, type=kind, default=None, metavar=base.__name__.upper(), help=help_text
+            flag, dest=name, type=_optional(base) if "None" in kind else base, default=None,
+            metavar=base.__name__.upper(), help=help_text,
         )
     return parser
 
@@ -141,31 +140,21 @@ def _unique(pairs: list[tuple[str, Any]], flag: str) -> dict[str, Any]:
 
 def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None) -> TrainConfig:
     """The config: ``base`` (defaults, or a checkpoint's), then ``--config``'s file, then the flags."""
-    return config_and_given(args, base)[0]
-
-
-def config_and_given(args: argparse.Namespace, base: TrainConfig | None = None) -> tuple[TrainConfig, set[str]]:
-    """:func:`config_from_args` and the options the file and the flags named (for
-    :meth:`TrainConfig.resolve`)."""
     cfg = base or TrainConfig()
-    given: set[str] = set()
     if args.config:
-        data = read_config_file(args.config)
-        cfg = TrainConfig.from_dict(data, base=cfg)
-        given |= set(data)
+        cfg = TrainConfig.from_dict(read_config_file(args.config), base=cfg)
     flags: dict[str, Any] = {}
-    for f in dataclasses.fields(TrainConfig):
-        if f.name not in _SPECIAL and getattr(args, f.name, None) is not None:
-            flags[f.name] = getattr(args, f.name)
+    for name, *_ in options():
+        if name not in _SPECIAL and getattr(args, name, None) is not None:
+            flags[name] = getattr(args, name)
     if args.rule:
         flags["rules"] = {**cfg.rules, **args.rule}
     if args.opponent:
         flags["opponents"] = _unique(args.opponent, "--opponent")
-    if args.net_arch is not None:
-        flags["net_arch"] = args.net_arch
-    if args.eval_opponents is not None:
-        flags["eval_opponents"] = args.eval_opponents
-    return TrainConfig.from_dict(flags, base=cfg), given | set(flags)
+    for name in ("net_arch", "eval_opponents", "mode"):
+        if getattr(args, name, None) is not None:
+            flags[name] = getattr(args, name)
+    return TrainConfig.from_dict(flags, base=cfg)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -192,19 +181,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             # other option can make it resumable
             meta = read_checkpoint(args.resume)
             base = TrainConfig.from_dict(meta["train_config"])
-        cfg, given = config_and_given(args, base)
+        cfg = config_from_args(args, base)
         if args.resume:
-            if "run_dir" not in given:
-                cfg = dataclasses.replace(cfg, run_dir=resume_run_dir(args.resume))
+            if args.run_dir is None and not _file_sets_run_dir(args.config):
+                cfg = TrainConfig.from_dict({"run_dir": resume_run_dir(args.resume)}, base=cfg)
             check_resume(cfg, args.resume, meta)  # what a resume cannot change, as the Trainer checks it
-        resolved, notes = cfg.resolve(given, resume=bool(args.resume))  # options that cannot take effect fail here, before torch loads
+        resolved, notes = cfg.resolve(resume=bool(args.resume))  # before torch loads
         if args.print_config:
             check_run(resolved, args.resume)  # and the run directory: --print-config refuses it too
-            unused = resolved.unused()
-            print(json.dumps({k: v for k, v in resolved.to_dict().items() if k not in unused}, indent=2))
-            if unused:
-                print(f"note: not shown, as they have no effect with these options: {', '.join(unused)}",
-                      file=sys.stderr)
+            print(json.dumps(resolved.to_dict(), indent=2))
             for note in notes:
                 print(f"note: {note}", file=sys.stderr)
             return 0
@@ -213,39 +198,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         from nertz_env.train.trainer import Trainer
 
         # messages above the progress bar
-        trainer = Trainer(cfg, resume=args.resume, log=tqdm.write, given=given)
+        trainer = Trainer(cfg, resume=args.resume, log=tqdm.write)
     except (ConfigError, CheckpointError, AgentSpecError, FileNotFoundError, ValueError) as e:
         print(f"nertz-train: error: {e}", file=sys.stderr)
         return 2
     print(f"run dir: {trainer.run_dir}")
-    from nertz_env.train.trainer import Interrupted
+    from nertz_env.train.resume import Interrupted, interrupted_message
 
     try:
         trainer.train()
     except Interrupted as stop:
-        print(interrupted_message(stop.checkpoint, stop.steps, trainer.run_dir), file=sys.stderr)
+        print(interrupted_message("nertz-train", args_list, stop), file=sys.stderr)
         return 130
-    except KeyboardInterrupt:  # a second Ctrl-C while the first one's checkpoint was being written
+    except KeyboardInterrupt:  # a second Ctrl-C: stopped at once
         last = trainer.checkpoints[-1] if trainer.checkpoints else None
         hint = f"; the last complete checkpoint: nertz-train --resume {last}" if last else ""
-        print(f"nertz-train: interrupted again while saving: stopped at once{hint}", file=sys.stderr)
+        print(f"nertz-train: interrupted again: stopped at once{hint}", file=sys.stderr)
         return 130
     return 0
 
 
-def interrupted_message(checkpoint: str | None, steps: int, run_dir: str) -> str:
-    """What ``nertz-train`` says after Ctrl-C: the checkpoint of the last finished update, the evaluation log
-    and the command that continues the run."""
-    import os
-
-    if checkpoint is None:
-        return "nertz-train: interrupted before the first update finished: nothing trained to save"
-    evals = os.path.join(run_dir, "eval.csv")
-    log = f"; evaluations so far in {evals}" if os.path.isfile(evals) else ""
-    return (
-        f"nertz-train: interrupted; saved the run at its last finished update ({steps:,} transitions) in "
-        f"{checkpoint}{log}\nresume with: nertz-train --resume {checkpoint}"
-    )
+def _file_sets_run_dir(path: str | None) -> bool:
+    return path is not None and "run_dir" in read_config_file(path)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,8 @@
-"""Ctrl-C in the imitation and expert-iteration commands: keep the work done and continue it with ``--resume``.
+"""Ctrl-C in the training commands: keep the work done and continue it with ``--resume``.
+
+``nertz-train`` (both backends) stops at a clean point: :class:`StopOnSignal` turns the first Ctrl-C or SIGTERM
+into a request the loop reads at the end of its rollout or iteration; it then saves and raises
+:class:`Interrupted`. A second signal stops at once.
 
 Both commands alternate long steps: recording a teacher's (or planner's) decisions, then fitting the network to
 them. :class:`Progress` keeps, in memory, the run as it stood after its last finished step (the records so far
@@ -19,6 +23,9 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
+import sys
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -34,6 +41,36 @@ class Interrupted(KeyboardInterrupt):
         super().__init__(folder)
         self.folder = folder
         self.done = done  # what the saved state holds, in words
+
+
+class StopOnSignal:
+    """Within ``with``: the first SIGINT or SIGTERM sets :attr:`requested` (the loop saves at its next clean
+    point); a second raises ``KeyboardInterrupt`` at once. Outside the main thread it installs nothing."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, prog: str, where: str) -> None:
+        self.prog, self.where = prog, where
+        self.requested = False
+        self._old: list[Any] = []
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        what = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
+        print(f"\n{self.prog}: {what}: stopping after {self.where} to save (Ctrl-C again: stop at once)",
+              file=sys.stderr, flush=True)
+
+    def __enter__(self) -> StopOnSignal:
+        if threading.current_thread() is threading.main_thread():
+            self._old = [signal.signal(sig, self._handle) for sig in self.SIGNALS]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in zip(self.SIGNALS, self._old, strict=False):
+            signal.signal(sig, old)
+        self._old = []
 
 
 def _jsonable(options: Mapping[str, Any]) -> dict[str, Any]:

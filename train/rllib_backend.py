@@ -11,7 +11,7 @@ The options are those of the SB3 backend (a TOML/JSON file with ``--config``, th
                           batched engine (default 16); each env runner holds num_tables / K such envs, which
                           RLlib steps in turn (num_envs_per_env_runner). A table whose deal ended waits for
                           the others of its env, so K stays moderate; K=1 lets RLlib reset every table on
-                          its own (same speed per transition: experiments/bench_rllib_notes.md)
+                          its own (same speed per transition: bench/results/bench_rllib_notes.md)
 
 Self-play (no ``learners_per_table`` below ``num_players``) runs on RLlib's single-agent route
 (``nertz_env.rllib.ppo_config(single_agent=True)``: every seat of a runner's ``num_tables`` tables is a
@@ -27,11 +27,9 @@ one runner's worth when sampling in the driver) and trains on them with ``n_epoc
 ``max_grad_norm``, ``net_arch``, ``seed``, ``total_timesteps`` (learner agent steps), ``run_dir``,
 ``checkpoint_every`` (agent steps) mean what they mean there; ``torch_threads`` is the learner's (in the
 driver), every env runner runs one; ``verbose`` > 0 shows the env runners' output; ``tensorboard`` writes a few
-scalars per iteration to ``<run_dir>/tb/RLlibPPO_<n>`` (:class:`TensorBoardLog`). Those are the options it
-reads (:data:`USED`); any other one set (by a flag or the file: the single mode, reward shaping, in-training
-evaluation, ...), and any of these that the others make meaningless (the league's options in self-play, ...), is
-an error naming it (:func:`inert`, through :meth:`TrainConfig.check_options` as the SB3 backend checks its own),
-never ignored.
+scalars per iteration to ``<run_dir>/tb/RLlibPPO_<n>`` (:class:`TensorBoardLog`). The options only the SB3
+backend reads (:data:`~nertz_env.train.config.SB3_ONLY`: mode single, shaping, evaluation, ...) have no flag
+here, and a file that sets one away from its default is refused in one line (:func:`check_options`).
 
 Checkpoints: ``<run_dir>/checkpoints/step_<agent steps>/`` (RLlib's checkpoint plus ``nertz_meta.json``), the
 last also as ``<run_dir>/final``; ``nertz-eval gauntlet <run_dir>/final search`` plays it, ``--resume DIR``
@@ -43,7 +41,7 @@ Every check the run makes before Ray starts (:func:`check_before_ray`: the check
 layout, a run folder holding another run, ``--address``) needs neither Ray nor torch, and ``--print-config``
 makes them all, so it refuses what the run refuses, in the same line.
 Exit codes: 0 done, 1 training error, 2 bad usage (nothing started), 130 interrupted (the installed command
-then ends by the signal it got: SIGINT, or SIGTERM with status 143).
+then ends by SIGINT, as on Ctrl-C).
 """
 
 from __future__ import annotations
@@ -57,47 +55,21 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from nertz_env.cli import UsageError
-from nertz_env.train.cli import build_parser, config_and_given
-from nertz_env.train.config import OFF, ConfigError, TrainConfig
+from nertz_env.train.cli import build_parser, config_from_args
+from nertz_env.train.config import SB3_ONLY, ConfigError, TrainConfig, read_config_file
+from nertz_env.train.resume import StopOnSignal
 
-#: TrainConfig options this backend reads (build_config, layout, env_and_league, iteration_transitions, run);
-#: the others are refused when set (:func:`inert`), as are these where the others make them meaningless
-USED = {
-    "num_players", "rules", "num_tables", "learners_per_table", "opponents", "snapshot_weight",
-    "snapshot_every", "max_snapshots", "total_timesteps", "seed", "n_steps", "batch_size", "n_epochs",
-    "learning_rate", "gamma", "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "net_arch",
-    "run_dir", "checkpoint_every", "torch_threads", "verbose", "tensorboard",
-}
-#: the TrainConfig options this backend never reads
-UNREAD = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.name not in USED)
-#: the options of in-training evaluation, which this backend does not make
-EVAL_OPTIONS = ("eval_every", "eval_deals", "eval_opponents", "eval_seed", "eval_deterministic", "eval_workers")
-#: the value of an option this backend does not read that asks for what it does anyway, so passes when set
-#: (a config file shared with the SB3 backend may say ``shaping = false``); the others have no such value
-AS_DONE: dict[str, Any] = {
-    **OFF,
-    "mode": "vector",  # the batched engine, num_tables tables with learners_per_table learning seats
-    "opponent_threads": 1,  # scripted opponents decide in the env runner's one thread
-    "shaping": False,
-    "relative_reward": False,
-    "lr_schedule": "constant",
-    "activation": "relu",  # nertz_env.rllib.ppo_config's fcnet_activation
-    "init_from": None,
-    "keep_checkpoints": 0,  # every checkpoint is kept
-    "eval_deals": 0,
-    "eval_opponents": [],
-    "progress_bar": False,  # a line per iteration instead
-}
-AS_DONE.pop("eval_every")  # 0 is the SB3 backend's "evaluate once, after training": still an evaluation
 TABLES_PER_ENV = 16
 
 
 def build_rllib_parser() -> argparse.ArgumentParser:
-    parser = build_parser()
+    """``nertz-train``'s flags without those only the SB3 backend reads (argparse refuses them), plus this
+    backend's own."""
+    parser = build_parser(sb3=False)
     parser.prog = "nertz-train --backend rllib"
     parser.description = "Train a PPO policy for Nertz on Ray RLlib (a laptop or a Ray cluster)."
     parser.add_argument("--num-env-runners", type=int, default=0, metavar="N", help="RLlib env runners (default 0)")
@@ -113,43 +85,22 @@ def build_rllib_parser() -> argparse.ArgumentParser:
         metavar="K",
         help="a league's tables per env (default 16; at most num_tables); not with self-play",
     )
-    for action in parser._actions:  # the options it never reads stay flags (a refusal names them), marked so
-        if action.dest in UNREAD and action.help:
-            action.help = f"[SB3 backend only] {action.help}"
     return parser
 
 
-def inert(cfg: TrainConfig) -> list[tuple[tuple[str, ...], str]]:
-    """The groups of options that cannot take effect on this backend, each with its error (as
-    :meth:`TrainConfig._inert` gives the SB3 backend's): the options it never reads (:data:`USED`), then the
-    SB3 backend's groups among the options it reads (opponents and snapshots in self-play, the snapshot
-    options without ``snapshot_weight``)."""
-    groups = [
-        (
-            tuple(n for n in UNREAD if n in EVAL_OPTIONS),
-            "is not used by the rllib backend, which evaluates nothing while it trains: remove it, and play "
-            "the checkpoints afterwards (nertz-eval gauntlet RUN_DIR/final heuristic search)",
-        ),
-        (
-            tuple(n for n in UNREAD if n not in EVAL_OPTIONS),
-            "is not used by the rllib backend (only the SB3 backend reads it): remove it, or train without "
-            "--backend rllib",
-        ),
-    ]
-    for names, message in cfg._inert(single_mode=False):
-        read = tuple(n for n in names if n in USED)
-        if read:
-            groups.append((read, message))
-    return groups
-
-
-def check_options(cfg: TrainConfig, given: Iterable[str] = (), num_env_runners: int = 0) -> None:
-    """Raise :class:`ConfigError` naming an option that is set (named by the file or a flag, or not at its
-    default) but cannot take effect on this backend (:func:`inert`, the mechanism of
-    :meth:`TrainConfig.check_options`), or a ``batch_size`` given larger than an iteration."""
-    cfg.check_options(given, inert(cfg), AS_DONE)
+def check_options(cfg: TrainConfig, num_env_runners: int = 0) -> None:
+    """Raise :class:`ConfigError` for an option only the SB3 backend reads (:data:`SB3_ONLY`) set away from its
+    default (a file shared with the SB3 backend; evaluation may also be off), or a ``batch_size`` other than the
+    default larger than an iteration."""
+    flat, default = cfg.flat(), TrainConfig().flat()
+    for name in SB3_ONLY:
+        if flat[name] != default[name] and not (name.startswith("eval") and cfg.evaluation is None):
+            raise ConfigError(
+                f"{name} is read by the SB3 backend only (the rllib backend evaluates nothing while it trains: play "
+                "its checkpoints with nertz-eval): remove it, or train without --backend rllib"
+            )
     transitions = iteration_transitions(cfg, num_env_runners)
-    if cfg.batch_size > transitions and "batch_size" in cfg.options_set(given):
+    if transitions < cfg.batch_size != TrainConfig.batch_size:
         raise ConfigError(
             f"batch_size {cfg.batch_size:,} is larger than an iteration ({transitions:,} learner transitions: "
             "n_steps x num_tables x learning seats x env runners), so it cannot take effect: pass --batch-size "
@@ -157,34 +108,19 @@ def check_options(cfg: TrainConfig, given: Iterable[str] = (), num_env_runners: 
         )
 
 
-def drop_stored_inert(cfg: TrainConfig, given: Iterable[str]) -> TrainConfig:
-    """A resumed checkpoint's own config may set options this backend cannot honour (a checkpoint written before
-    they were refused, e.g. ``max_snapshots`` in self-play): those the file and the flags did not name again go
-    back to their defaults, with a note on stderr, so that the checkpoint stays resumable (naming one still
-    refuses it, as in a fresh run). They never took effect, so the run is the same."""
-    defaults = TrainConfig()
-    stored = cfg.options_active((), AS_DONE) - set(given)  # away from the default, and not named again
-    reset = {n: getattr(defaults, n) for names, _ in inert(cfg) for n in names if n in stored}
-    for n in sorted(reset):
-        print(f"note: the checkpoint's config sets {n} = {getattr(cfg, n)!r}, which this backend cannot honour (it "
-              f"never took effect); resuming with the default {reset[n]!r}", file=sys.stderr)
-    return dataclasses.replace(cfg, **reset) if reset else cfg
-
-
 def env_and_league(cfg: TrainConfig) -> tuple[dict[str, Any], Any]:
     """The env config and the League (None for self-play) of a training config."""
     from nertz_env._rllib_spec import League
 
     env_config: dict[str, Any] = {"num_players": cfg.num_players, **cfg.rules}
-    learners = cfg.learners_per_table or cfg.num_players
-    if learners >= cfg.num_players:
+    if cfg.pool is None:
         return env_config, None
     league = League(
-        learners_per_table=learners,
-        opponents=dict(cfg.opponents),
-        snapshot_weight=cfg.snapshot_weight,
-        max_snapshots=cfg.max_snapshots,
-        snapshot_every=cfg.snapshot_every,
+        learners_per_table=cfg.learners,
+        opponents=dict(cfg.pool.opponents),
+        snapshot_weight=cfg.pool.snapshot_weight,
+        max_snapshots=cfg.pool.max_snapshots,
+        snapshot_every=cfg.pool.snapshot_every,
     )
     return env_config, league
 
@@ -209,29 +145,31 @@ def layout(
     from nertz_env._rllib_spec import parse_env_config
 
     env_config, league = env_and_league(cfg)
+    assert cfg.vector is not None  # the rllib backend has no mode single (SB3_ONLY)
+    num_tables = cfg.vector.num_tables
     if league is None and not multi_agent:
         if tables_per_env is not None:
             raise UsageError(
                 "--tables-per-env has no effect in self-play: every seat of a runner's num_tables tables is one "
                 "sub-environment of one vector env; drop it (it sets a league's envs)"
             )
-        env_config["num_tables"] = cfg.num_tables
+        env_config["num_tables"] = num_tables
         parse_env_config(env_config)
         return Layout(env_config, None, single_agent=True, envs=1)
     if tables_per_env is None:
         tables_per_env = TABLES_PER_ENV
     if tables_per_env < 1:
         raise UsageError(f"--tables-per-env must be >= 1, got {tables_per_env}")
-    tables_per_env = min(tables_per_env, cfg.num_tables)
-    if cfg.num_tables % tables_per_env:
+    tables_per_env = min(tables_per_env, num_tables)
+    if num_tables % tables_per_env:
         raise UsageError(
-            f"num_tables={cfg.num_tables} is not a multiple of --tables-per-env {tables_per_env}: "
+            f"num_tables={num_tables} is not a multiple of --tables-per-env {tables_per_env}: "
             "every env of a runner holds the same number of tables"
         )
     if tables_per_env > 1:
         env_config["num_tables"] = tables_per_env
     parse_env_config({**env_config, **(league.env_keys() if league else {})})  # as ppo_config joins them
-    return Layout(env_config, league, single_agent=False, envs=cfg.num_tables // tables_per_env)
+    return Layout(env_config, league, single_agent=False, envs=num_tables // tables_per_env)
 
 
 def build_config(
@@ -328,24 +266,22 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
     from nertz_env.train.checkpoint import check_resume, check_run_dir, resume_run_dir
 
     base, meta = _read_checkpoint(args.resume) if args.resume else (None, None)
-    cfg, given = config_and_given(args, base)
-    if base is not None:
-        cfg = drop_stored_inert(cfg, given)
-    if args.resume and "run_dir" not in given:  # the run the checkpoint belongs to, as the SB3 backend does
-        cfg = dataclasses.replace(cfg, run_dir=resume_run_dir(args.resume, final=True))
+    cfg = config_from_args(args, base)
+    if args.resume and args.run_dir is None and not (args.config and "run_dir" in read_config_file(args.config)):
+        cfg = dataclasses.replace(cfg, run_dir=resume_run_dir(args.resume, final=True))  # as the SB3 backend does
     if args.num_env_runners < 0:
         raise UsageError(f"--num-env-runners must be >= 0, got {args.num_env_runners}")
-    check_options(cfg, given, args.num_env_runners)
+    check_options(cfg, args.num_env_runners)
     multi_agent = False
     if meta is not None:
         from nertz_env._rllib_spec import LEARNER_MODULE_DIR
 
         check_resume(cfg, args.resume, meta, rllib=True)  # the table, net_arch, a budget below the checkpoint's
         multi_agent = os.path.normpath(str(meta.get("learner_module"))) == os.path.normpath(LEARNER_MODULE_DIR)
-        if not multi_agent and (cfg.learners_per_table or cfg.num_players) < cfg.num_players:
+        if not multi_agent and cfg.pool is not None:
             # RLlib's restore has no "learner" module to fill from such a checkpoint and leaves it untrained
             raise UsageError(
-                f"cannot resume {args.resume} as a league (learners_per_table {cfg.learners_per_table}): it is a "
+                f"cannot resume {args.resume} as a league (learners_per_table {cfg.learners}): it is a "
                 "self-play checkpoint (RLlib's single-agent route, module default_policy), whose network a league's "
                 "module would not take; resume it in self-play (leave out learners_per_table), or start a new run"
             )
@@ -380,10 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cfg, multi_agent = check_before_ray(args)
         if args.print_config:
-            unused = cfg.unused(inert(cfg))
-            print(json.dumps({k: v for k, v in cfg.to_dict().items() if k not in unused}, indent=2))
-            print(f"note: not shown, as the rllib backend does not use them with these options: {', '.join(unused)}",
-                  file=sys.stderr)
+            print(json.dumps(cfg.to_dict(), indent=2))
             return 0
         config = build_config(cfg, args.num_env_runners, args.tables_per_env, multi_agent=multi_agent)
     except ImportError as e:
@@ -414,8 +347,8 @@ def budget_note(cfg: TrainConfig, num_env_runners: int) -> str | None:
 def iteration_transitions(cfg: TrainConfig, num_env_runners: int) -> int:
     """Learner transitions one PPO iteration samples: ``n_steps`` ticks of every table of every runner, times
     the learning seats (about: a table whose deal ends mid-round waits for the others)."""
-    learners = cfg.learners_per_table or cfg.num_players
-    return cfg.n_steps * cfg.num_tables * learners * max(1, num_env_runners)
+    assert cfg.vector is not None
+    return cfg.n_steps * cfg.vector.num_tables * cfg.learners * max(1, num_env_runners)
 
 
 def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, num_env_runners: int) -> int:
@@ -425,8 +358,9 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
     from nertz_env.rllib import add_snapshot
     from nertz_env.threads import limit_threads
 
-    limit_threads(cfg.torch_threads)  # the learner, in this process; every env runner runs one thread
-    torch.set_num_threads(cfg.torch_threads)
+    threads = cfg.torch_threads or len(os.sched_getaffinity(0))
+    limit_threads(threads)  # the learner, in this process; every env runner runs one thread
+    torch.set_num_threads(threads)
     runtime_env = {"env_vars": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}}
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
@@ -463,14 +397,14 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
             with open(state_path, encoding="utf-8") as f:
                 steps = int(json.load(f).get("num_timesteps", 0))
         league = config.env_config.get("learners_per_table") is not None
-        max_snapshots = cfg.max_snapshots if league and cfg.snapshot_weight > 0 else 0
+        max_snapshots = cfg.pool.max_snapshots if league and cfg.pool and cfg.pool.snapshot_weight > 0 else 0
         for slot in range(max_snapshots):  # the league starts with copies of the starting learner
             add_snapshot(algo, slot)
         next_ckpt = steps + cfg.checkpoint_every if cfg.checkpoint_every else None
         it, slot, last = 0, 0, None
         t0, s0 = time.perf_counter(), steps
         tb = TensorBoardLog(run_dir) if cfg.tensorboard else None
-        stop = _StopAfterIteration()
+        stop = StopOnSignal("nertz-train", "this iteration")
         # the whole loop, not only algo.train(): a Ctrl-C landing between two iterations (the line, the TensorBoard
         # points, a snapshot, a checkpoint) also stops after the iteration with a checkpoint, not at once
         with stop:
@@ -490,15 +424,16 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
                 if tb is not None:
                     module = "learner" if "learner" in sampled else "default_policy"
                     tb.write(steps, iteration_scalars(result, module, sum(values) / len(values) if values else None, rate))
-                if max_snapshots and cfg.snapshot_every and it % cfg.snapshot_every == 0:
+                every = cfg.pool.snapshot_every if cfg.pool else 0
+                if max_snapshots and every and it % every == 0:
                     add_snapshot(algo, slot)
                     slot = (slot + 1) % max_snapshots
-                if stop.asked or (next_ckpt is not None and steps >= next_ckpt):
+                if stop.requested or (next_ckpt is not None and steps >= next_ckpt):
                     last = _save(algo, cfg, steps, os.path.join(run_dir, "checkpoints", f"step_{steps:012d}"))
                     print(f"checkpoint: {last}")
                     if next_ckpt is not None and steps >= next_ckpt:
                         next_ckpt += cfg.checkpoint_every
-                if stop.asked:
+                if stop.requested:
                     print(
                         f"nertz-train: interrupted; saved the run after iteration {it} ({steps:,} learner transitions) "
                         f"in {last}\nresume with: nertz-train --backend rllib --resume {last}",
@@ -570,34 +505,6 @@ class TensorBoardLog:
 
     def close(self) -> None:
         self._writer.close()
-
-
-class _StopAfterIteration:
-    """While a PPO iteration runs (``with stop: algo.train()``), the first Ctrl-C or SIGTERM only asks to stop
-    after it (``asked``), saying so; a second one raises KeyboardInterrupt at once. Outside, Ctrl-C is Python's
-    and SIGTERM :func:`nertz_env.commands.run`'s (both raise)."""
-
-    _SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self) -> None:
-        self.asked = False
-        self._old: list[Any] = []
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        if self.asked:
-            raise KeyboardInterrupt
-        self.asked = True
-        what = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
-        print(f"\nnertz-train: {what}: stopping after this iteration to save a checkpoint (Ctrl-C again to stop "
-              "at once)", file=sys.stderr, flush=True)
-
-    def __enter__(self) -> _StopAfterIteration:
-        self._old = [signal.signal(sig, self._handle) for sig in self._SIGNALS]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, old in zip(self._SIGNALS, self._old, strict=True):
-            signal.signal(sig, old)
 
 
 def _save(algo: Any, cfg: TrainConfig, steps: int, path: str) -> str:

@@ -17,20 +17,19 @@ state of a run is complete without the rollout buffer:
 * every ``eval_every`` timesteps the current policy is saved to ``eval/`` and played against
   ``eval_opponents`` through the tournament harness (TensorBoard ``eval/*`` and ``eval.csv``).
 
-**Checkpoints** (``checkpoints/step_<timesteps>.zip``) resume exactly: the zip is SB3's (policy, optimizer,
-counters) with the nertz-env record inside and beside it (``.json``: rules, table size, observation and
-action sizes, package version, this config); ``.state.pkl`` holds the rest: torch, numpy and Python
-generator states, the learner's last observations and episode starts, every table of the env (snapshots)
-with its opponents and generators, the pool's contents, the monitor and shaping accumulators and the
-schedule of periodic work. ``Trainer(config, resume=path)`` continues so that the parameters after
-``total_timesteps`` equal those of a run that never stopped (``tests/test_train.py`` checks it).
+**Checkpoints** (``checkpoints/step_<timesteps>.zip``) resume exactly: the zip is SB3's own ``model.save``
+(policy, optimizer, counters, last observations) with the nertz-env record inside and beside it (``.json``);
+``.state.pkl`` holds what SB3 does not keep: the generators, the env's tables with their seated opponents, the
+pool and the monitor and shaping accumulators. Every file a checkpoint names inside its run (the pool's
+snapshots) is stored relative to the run folder, so a copied or moved run resumes as it is. A checkpoint is
+written at a rollout boundary, where the state is complete without the rollout buffer, so
+``Trainer(config, resume=path)`` ends with the parameters of a run that never stopped (``tests/test_train.py``).
 
-**Ctrl-C** keeps the work: the first interrupt writes a checkpoint of the run as it stood after the last
-finished update (the boundary state is kept in memory at every boundary, so a rollout or update cut short is
-simply dropped) and raises :class:`Interrupted` naming it; ``nertz-train`` prints the ``--resume`` command,
-and the run resumed from it continues exactly as one that never stopped. ``eval.csv`` holds every finished
-evaluation. Checkpoint files are written under temporary names and renamed, so a second Ctrl-C while saving
-stops at once and leaves no half-written checkpoint.
+**Ctrl-C** (or SIGTERM) asks the run to stop at the end of the rollout and update under way
+(:class:`~nertz_env.train.resume.StopOnSignal`); it saves a checkpoint there and raises
+:class:`~nertz_env.train.resume.Interrupted` naming it, and ``nertz-train`` prints the ``--resume`` command. A
+second Ctrl-C stops at once; checkpoint files are written under temporary names and renamed, so none is left
+half-written.
 
 **Throughput**: at the end the trainer prints and saves (``throughput.json``) the transitions per second, the
 table ticks per second and the share of wall time spent inside the env (opponents included).
@@ -38,7 +37,7 @@ table ticks per second and the share of wall time spent inside the env (opponent
 
 from __future__ import annotations
 
-import copy
+import contextlib
 import glob
 import json
 import os
@@ -46,8 +45,7 @@ import pickle
 import random
 import time
 import warnings
-from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -61,38 +59,23 @@ from nertz_env.agents.meta import (
     IncompatibleCheckpointError,
     check_compatible,
     make_meta,
+    read_meta,
     write_meta,
 )
 from nertz_env.agents.policy import write_arrays
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.threads import limit_threads
-from nertz_env.train.checkpoint import (
-    check_resume,
-    check_run,
-    read_checkpoint,
-    relocate_env_state,
-    relocate_snapshots,
-    state_path,
-)
+from nertz_env.train.checkpoint import check_resume, check_run, read_checkpoint, state_path
 from nertz_env.train.config import TrainConfig
 from nertz_env.train.evaluate import EvalRow, append_csv, evaluate_checkpoint, format_rows
 from nertz_env.train.pool import OpponentPool
 from nertz_env.train.privileged import FIRST_VALUE_LAYER, PrivilegedCriticPolicy, widen_critic_state_dict
+from nertz_env.train.resume import Interrupted, StopOnSignal
 from nertz_env.train.single import NertzSingleAgentEnv
 from nertz_env.train.vec import NertzVecEnv
 from nertz_env.train.wrappers import PotentialShaping, RelativeReward, VecTimer
 
-STATE_FORMAT = "nertz-train-state/1"
-
-
-class Interrupted(KeyboardInterrupt):
-    """Training stopped by Ctrl-C after saving ``checkpoint`` (the last finished update; ``None`` when no
-    update had finished) at ``steps`` transitions."""
-
-    def __init__(self, checkpoint: str | None, steps: int) -> None:
-        super().__init__(checkpoint)
-        self.checkpoint = checkpoint
-        self.steps = steps
+STATE_FORMAT = "nertz-train-state/2"
 
 
 def save_policy(model: Any, path: str, meta: dict[str, Any]) -> str:
@@ -129,18 +112,20 @@ def _schedule(cfg: TrainConfig) -> float | Callable[[float], float]:
 
 
 class _Hooks(BaseCallback):
-    """Calls the trainer at rollout boundaries and keeps the progress bar."""
+    """Calls the trainer at rollout boundaries, keeps the progress bar, and stops ``learn()`` after a
+    boundary's checkpoint when a signal asked to stop."""
 
-    def __init__(self, trainer: Trainer) -> None:
+    def __init__(self, trainer: Trainer, stop: StopOnSignal) -> None:
         super().__init__()
         self.trainer = trainer
+        self.stop = stop
         self.bar: Any = None
         self._rollout_t0 = 0.0
 
     def _on_training_start(self) -> None:
         tr = self.trainer
         tr.timer.seconds = 0.0  # the first reset (and numba's cache load) is not training
-        tr.clock.start(self.model.num_timesteps)
+        tr.clock.start()
         if tr.cfg.progress_bar:
             from tqdm import tqdm
 
@@ -154,23 +139,24 @@ class _Hooks(BaseCallback):
             )
 
     def _on_rollout_start(self) -> None:
-        t0 = time.perf_counter()
-        self.trainer.phase = "boundary"
-        self.trainer.on_boundary()
-        self.trainer.capture_boundary()
-        self.trainer.phase = "learn"
+        tr, t0 = self.trainer, time.perf_counter()
+        tr.on_boundary()
+        if self.stop.requested and tr.stopped is None:
+            steps = int(self.model.num_timesteps)
+            done = tr._checkpoint_path(steps)  # written at this boundary already, or written now
+            tr.stopped = "" if not steps else done if done in tr.checkpoints else tr.save_checkpoint(periodic=False)
         self._rollout_t0 = time.perf_counter()
-        self.trainer.clock.eval_seconds += self._rollout_t0 - t0
+        tr.clock.boundary_seconds += self._rollout_t0 - t0
 
     def _on_step(self) -> bool:
         if self.bar is not None:
             self.bar.update(self.training_env.num_envs)
-        return True
+        return self.trainer.stopped is None
 
     def _on_rollout_end(self) -> None:
         tr = self.trainer
         tr.clock.rollout_seconds += time.perf_counter() - self._rollout_t0
-        tr.clock.record(self.logger, self.model.num_timesteps, tr.timer.seconds)
+        tr.clock.record(self.logger, tr.timer.seconds)
 
     def _on_training_end(self) -> None:
         if self.bar is not None:
@@ -179,64 +165,42 @@ class _Hooks(BaseCallback):
 
 
 class Clock:
-    """Wall time, env time and rollout time of a run (across resumes), for the throughput report."""
+    """Wall, rollout and boundary (evaluations and checkpoints) time of this session, for the throughput
+    report."""
 
     def __init__(self) -> None:
-        self.wall_seconds = 0.0  # inside learn() plus the final checkpoint and evaluation, earlier sessions included
+        self.wall_seconds = 0.0
         self.rollout_seconds = 0.0
-        self.eval_seconds = 0.0  # evaluations and checkpoints, at boundaries and after learn() (in wall_seconds)
-        self.env_seconds = 0.0  # earlier sessions; the live session's is the timer's
-        self.timesteps = 0  # transitions collected, earlier sessions included
+        self.boundary_seconds = 0.0
+        self.env_seconds = 0.0
+        self.timesteps = 0
         self._t0 = 0.0
-        self._steps0 = 0
-        self._running = False
 
-    def start(self, num_timesteps: int) -> None:
+    def start(self) -> None:
         self._t0 = time.perf_counter()
-        self._steps0 = num_timesteps
-        self._running = True
 
-    def stop(self, num_timesteps: int, env_seconds: float) -> None:
-        if self._running:
-            self.wall_seconds += time.perf_counter() - self._t0
-            self.timesteps += num_timesteps - self._steps0
-            self.env_seconds += env_seconds
-            self._running = False
+    def stop(self, timesteps: int, env_seconds: float) -> None:
+        self.wall_seconds += time.perf_counter() - self._t0
+        self.timesteps += timesteps
+        self.env_seconds += env_seconds
 
-    def add_outside(self, seconds: float) -> None:
-        """Evaluation and checkpoint time spent outside learn() (after it): part of the run's wall time
-        and of its evaluations-and-checkpoints time."""
-        self.wall_seconds += seconds
-        self.eval_seconds += seconds
-
-    def totals(self, num_timesteps: int, env_seconds: float) -> tuple[float, int, float]:
-        """Wall seconds, transitions and env seconds so far, the running session included."""
-        wall = self.wall_seconds + (time.perf_counter() - self._t0 if self._running else 0.0)
-        steps = self.timesteps + (num_timesteps - self._steps0 if self._running else 0)
-        env = self.env_seconds + (env_seconds if self._running else 0.0)
-        return wall, steps, env
-
-    def record(self, logger: Any, num_timesteps: int, env_seconds: float) -> None:
-        wall, steps, env = self.totals(num_timesteps, env_seconds)
-        wall -= self.eval_seconds
+    def record(self, logger: Any, env_seconds: float) -> None:
+        wall = time.perf_counter() - self._t0 - self.boundary_seconds
         if wall > 0:
-            logger.record("time/steps_per_second", steps / wall)
-            logger.record("time/env_share", env / wall)
+            logger.record("time/env_share", env_seconds / wall)
             logger.record("time/rollout_share", self.rollout_seconds / wall)
 
-    def state_dict(self, num_timesteps: int, env_seconds: float) -> dict[str, Any]:
-        wall, steps, env = self.totals(num_timesteps, env_seconds)
-        return {
-            "wall_seconds": wall,
-            "rollout_seconds": self.rollout_seconds,
-            "eval_seconds": self.eval_seconds,
-            "env_seconds": env,
-            "timesteps": steps,
-        }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        for k, v in state.items():
-            setattr(self, k, v)
+@contextlib.contextmanager
+def _in_folder(folder: str) -> Iterator[None]:
+    """Work in ``folder``: a seated snapshot opponent pickles its file's path relative to the current folder,
+    so within the run folder a checkpoint names its snapshots as ``pool/<name>.zip``."""
+    old = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(old)
 
 
 class Trainer:
@@ -247,8 +211,6 @@ class Trainer:
         resume: a checkpoint (``.zip`` with its ``.state.pkl``) to continue from; its config must match
             ``cfg`` in rules, table size and env layout.
         log: where progress messages go (``print`` by default).
-        given: the options a file or the flags named (see :meth:`TrainConfig.resolve`); options that
-            differ from their defaults count as named anyway.
 
     Every check runs before the first file is written, so bad input leaves no half-made run directory.
 
@@ -265,27 +227,24 @@ class Trainer:
         cfg: TrainConfig,
         resume: str | None = None,
         log: Callable[[str], None] = print,
-        given: Iterable[str] = (),
     ) -> None:
-        # every check comes before the first file is written: bad input leaves no half-made run directory.
-        # A checkpoint that cannot be resumed, or that these options cannot continue, is said first (its stored
-        # options count as set: "mode single cannot take num_tables" would hide "the checkpoint is vector mode")
+        # every check comes before the first file is written: bad input leaves no half-made run directory
         resume_meta = None
         if resume is not None:
             resume_meta = read_checkpoint(resume)  # FileNotFoundError / CheckpointError
             check_resume(cfg, resume, resume_meta)  # IncompatibleCheckpointError / ConfigError
-        cfg, notes = cfg.resolve(given, resume=resume is not None)  # ConfigError: an option that cannot take effect
+        cfg, notes = cfg.resolve(resume=resume is not None)
         self.cfg = cfg
         self.log = log
-        limit_threads(cfg.torch_threads)
-        torch.set_num_threads(cfg.torch_threads)
+        threads = cfg.torch_threads or len(os.sched_getaffinity(0))
+        limit_threads(threads)
+        torch.set_num_threads(threads)
         self.config: NertzConfig = make_config(num_players=cfg.num_players, **cfg.rules)
         check_run(cfg, resume)  # tensorboard installed, the run directory
         self.run_dir = os.path.abspath(cfg.run_dir)
+        p = cfg.pool
         self.pool = (
-            OpponentPool(cfg.opponents, cfg.snapshot_weight, cfg.max_snapshots, cfg.snapshot_deterministic)
-            if cfg.uses_opponents
-            else None
+            OpponentPool(p.opponents, p.snapshot_weight, p.max_snapshots, p.snapshot_deterministic) if p else None
         )
         self.base_env = self._make_base_env()
         self.monitor = VecMonitor(self.base_env)
@@ -293,10 +252,8 @@ class Trainer:
         if cfg.relative_reward:
             env = RelativeReward(env)
         self.shaping: PotentialShaping | None = None
-        if cfg.shaping:
-            self.shaping = PotentialShaping(
-                env, self.config, cfg.shaping_scale, cfg.shaping_gamma, cfg.shaping_coef
-            )
+        if cfg.shaping is not None:
+            self.shaping = PotentialShaping(env, self.config, cfg.shaping.scale, cfg.shaping.gamma, cfg.shaping.coef)
             env = self.shaping
         self.timer = VecTimer(env)
         self.clock = Clock()
@@ -306,13 +263,11 @@ class Trainer:
             self.model = self._make_model(cfg, net)
         self.rollout_size = cfg.rollout_size
         self.next_checkpoint = _next_multiple(0, cfg.checkpoint_every)
-        self.next_eval = _next_multiple(0, cfg.eval_every)
+        self.next_eval = _next_multiple(0, cfg.evaluation.every if cfg.evaluation else 0)
         self.last_boundary = 0
         self.eval_rows: list[EvalRow] = []
         self.checkpoints: list[str] = []
-        self.phase = "setup"  # "learn" (rollout or update), "boundary" (its periodic work), "final" (after learn)
-        self._boundary: dict[str, Any] | None = None  # the run after the last finished update (capture_boundary)
-        self._saved_steps = 0  # the transitions of the checkpoint save_interrupted wrote or found
+        self.stopped: str | None = None  # the checkpoint saved on a signal ("" when nothing was trained yet)
         if resume is not None:
             assert resume_meta is not None
             self._load(resume, resume_meta)
@@ -320,18 +275,19 @@ class Trainer:
             self._init_from(cfg.init_from)
         for sub in ("checkpoints", "pool", "eval"):
             os.makedirs(os.path.join(self.run_dir, sub), exist_ok=True)
-        if resume is None and self.pool is not None and cfg.snapshot_weight > 0 and cfg.max_snapshots > 0:
+        if resume is None and self.pool is not None and self.pool.snapshot_weight > 0:
             self._add_snapshot()  # the initial policy, so a pool of snapshots only is never empty
         for note in notes:
             log(f"note: {note}")
 
     def _make_model(self, cfg: TrainConfig, net: list[int]) -> MaskablePPO:
         kwargs: dict[str, Any] = {"net_arch": {"pi": net, "vf": net}, "activation_fn": _activation(cfg.activation)}
-        if cfg.privileged_critic:
+        privileged = cfg.vector is not None and cfg.vector.privileged_critic
+        if privileged:
             assert isinstance(self.base_env, NertzVecEnv)
             kwargs["obs_size"] = self.base_env.obs_size
         return MaskablePPO(
-            PrivilegedCriticPolicy if cfg.privileged_critic else "MlpPolicy",
+            PrivilegedCriticPolicy if privileged else "MlpPolicy",
             self.timer,
             learning_rate=_schedule(cfg),
             n_steps=cfg.n_steps,
@@ -353,24 +309,24 @@ class Trainer:
     # ------------------------------------------------------------------ building
     def _make_base_env(self) -> VecEnv:
         cfg = self.cfg
-        if cfg.mode == "vector":
+        if cfg.vector is not None:
             return NertzVecEnv(
-                cfg.num_tables,
+                cfg.vector.num_tables,
                 cfg.num_players,
                 rules=cfg.rules,
-                learners_per_table=cfg.learners_per_table,
+                learners_per_table=cfg.vector.learners_per_table,
                 opponents=self.pool,
                 seed=cfg.seed,
-                opponent_threads=cfg.opponent_threads,
-                privileged_state=cfg.privileged_critic,
+                opponent_threads=cfg.vector.opponent_threads,
+                privileged_state=cfg.vector.privileged_critic,
             )
         pool = self.pool
-        assert pool is not None
+        assert pool is not None and cfg.single is not None
 
         def make() -> NertzSingleAgentEnv:
             return NertzSingleAgentEnv(cfg.num_players, cfg.rules, opponents=pool)
 
-        return DummyVecEnv([make for _ in range(cfg.num_envs)])
+        return DummyVecEnv([make for _ in range(cfg.single.num_envs)])
 
     def meta(self, **extra: Any) -> dict[str, Any]:
         """The nertz-env record of a file saved now."""
@@ -398,12 +354,12 @@ class Trainer:
         if steps == 0 or steps == self.last_boundary:
             return
         self.last_boundary = steps
-        snapshots = self.pool is not None and cfg.snapshot_every > 0 and cfg.snapshot_weight > 0
-        if snapshots and self.iteration % cfg.snapshot_every == 0:
+        p, e = cfg.pool, cfg.evaluation
+        if p is not None and p.snapshot_every > 0 and p.snapshot_weight > 0 and self.iteration % p.snapshot_every == 0:
             self._add_snapshot()
-        if cfg.eval_every > 0 and steps >= self.next_eval:
-            self.evaluate()  # (an evaluation cut short by Ctrl-C is due again at the next boundary)
-            self.next_eval = _next_multiple(steps, cfg.eval_every)
+        if e is not None and e.every > 0 and steps >= self.next_eval:
+            self.evaluate()
+            self.next_eval = _next_multiple(steps, e.every)
         if cfg.checkpoint_every > 0 and steps >= self.next_checkpoint:
             self.next_checkpoint = _next_multiple(steps, cfg.checkpoint_every)
             self.save_checkpoint(periodic=True)
@@ -417,21 +373,14 @@ class Trainer:
 
     def evaluate(self) -> list[EvalRow]:
         """Save the current policy to ``eval/`` and play it against ``eval_opponents``; log the rows."""
-        cfg, steps = self.cfg, int(self.model.num_timesteps)
-        if not cfg.eval_opponents or cfg.eval_deals == 0:
+        cfg, e, steps = self.cfg, self.cfg.evaluation, int(self.model.num_timesteps)
+        if e is None:
             return []
         path = os.path.join(self.run_dir, "eval", f"policy_{steps:012d}.zip")
         save_policy(self.model, path, self.meta())
         rows = evaluate_checkpoint(
-            path,
-            cfg.eval_opponents,
-            cfg.num_players,
-            cfg.rules,
-            cfg.eval_deals,
-            cfg.eval_seed,
-            deterministic=cfg.eval_deterministic,
-            workers=cfg.eval_workers,
-            timesteps=steps,
+            path, e.opponents, cfg.num_players, cfg.rules, e.deals, e.seed,
+            deterministic=e.deterministic, workers=e.workers, timesteps=steps,
         )
         append_csv(os.path.join(self.run_dir, "eval.csv"), rows)
         # SB3 makes the logger in learn(): a resume with no steps left to train has none, and its
@@ -453,41 +402,37 @@ class Trainer:
 
     # ------------------------------------------------------------------ training
     def train(self) -> dict[str, Any]:
-        """Train up to ``total_timesteps``; write the final checkpoint and policy; return the report."""
+        """Train up to ``total_timesteps``; write the final checkpoint and policy; return the report.
+
+        Raises:
+            Interrupted: a first Ctrl-C or SIGTERM stopped the run at a rollout boundary, saved there."""
         cfg, model = self.cfg, self.model
         remaining = cfg.total_timesteps - int(model.num_timesteps)
-        hooks = _Hooks(self)
         planned = cfg.planned_timesteps(int(model.num_timesteps))
         if planned != max(cfg.total_timesteps, int(model.num_timesteps)):
             self.log(
                 f"training to {planned:,} transitions, not total_timesteps {cfg.total_timesteps:,}: PPO trains "
                 f"whole rollouts of n_steps {cfg.n_steps} x {cfg.n_envs} sub-envs = {cfg.rollout_size:,}"
             )
-        if remaining > 0:
-            fresh = model.num_timesteps == 0 and model._last_obs is None
-            try:
-                self.phase = "learn"
-                model.learn(
-                    remaining,
-                    callback=hooks,
-                    reset_num_timesteps=fresh,
-                    tb_log_name="ppo",
-                    progress_bar=False,
-                )
-            except KeyboardInterrupt:
-                if hooks.bar is not None:
-                    hooks.bar.close()
-                raise Interrupted(self.save_interrupted(), self._saved_steps) from None
-            finally:
-                self.clock.stop(int(model.num_timesteps), self.timer.seconds)
-                self.timer.seconds = 0.0
-        # the final checkpoint, policy and evaluation come after learn(): count their time as the
-        # boundaries' is counted (in the wall time and in its evaluations-and-checkpoints part)
-        self.phase = "final"
-        try:
+        with StopOnSignal("nertz-train", "this rollout and update") as stop:
+            if remaining > 0:
+                steps0 = int(model.num_timesteps)
+                try:
+                    model.learn(
+                        remaining,
+                        callback=_Hooks(self, stop),
+                        reset_num_timesteps=model.num_timesteps == 0 and model._last_obs is None,
+                        tb_log_name="ppo",
+                        progress_bar=False,
+                    )
+                finally:
+                    self.clock.stop(int(model.num_timesteps) - steps0, self.timer.seconds)
+                    self.timer.seconds = 0.0
+            if self.stopped is not None:
+                saved = self.stopped or None
+                steps = int(read_meta(saved)["num_timesteps"]) if saved else 0
+                raise Interrupted(saved, f"the run at its last finished update ({steps:,} transitions)")
             return self._finish()
-        except KeyboardInterrupt:
-            raise Interrupted(self.save_interrupted(), self._saved_steps) from None
 
     def _finish(self) -> dict[str, Any]:
         """The final checkpoint, policy, evaluation and throughput report (after learn())."""
@@ -495,13 +440,10 @@ class Trainer:
         t0 = time.perf_counter()
         final = self.save_checkpoint(periodic=False)
         policy = save_policy(model, os.path.join(self.run_dir, "policy.zip"), self.meta(checkpoint=final))
-        if (
-            cfg.eval_opponents
-            and cfg.eval_deals > 0
-            and not any(r.timesteps == model.num_timesteps for r in self.eval_rows)
-        ):
+        if cfg.evaluation is not None and not any(r.timesteps == model.num_timesteps for r in self.eval_rows):
             self.evaluate()
-        self.clock.add_outside(time.perf_counter() - t0)
+        self.clock.wall_seconds += time.perf_counter() - t0
+        self.clock.boundary_seconds += time.perf_counter() - t0
         report = self.report(final, policy)
         with open(os.path.join(self.run_dir, "throughput.json"), "w", encoding="utf-8") as f:
             json.dump(report, f, indent=2)
@@ -509,13 +451,12 @@ class Trainer:
         return report
 
     def report(self, checkpoint: str | None = None, policy: str | None = None) -> dict[str, Any]:
-        """Throughput of the run so far (earlier sessions included). Rates leave out the time spent on
-        evaluations and checkpoints (``boundary_seconds``): those at rollout boundaries and the final
-        checkpoint, policy and evaluation after training."""
+        """Throughput of this session. Rates leave out the time spent on evaluations and checkpoints
+        (``boundary_seconds``): those at rollout boundaries and the final ones after training."""
         c = self.clock
-        train_wall = c.wall_seconds - c.eval_seconds
+        train_wall = c.wall_seconds - c.boundary_seconds
         steps = c.timesteps
-        per_table = (self.cfg.learners_per_table or self.cfg.num_players) if self.cfg.mode == "vector" else 1
+        per_table = self.cfg.learners
 
         def rate(x: float) -> float | None:
             return x / train_wall if train_wall > 0 else None
@@ -526,7 +467,7 @@ class Trainer:
             "num_timesteps": int(self.model.num_timesteps),
             "timesteps_timed": steps,
             "wall_seconds": c.wall_seconds,
-            "boundary_seconds": c.eval_seconds,
+            "boundary_seconds": c.boundary_seconds,
             "steps_per_second": rate(steps),
             "table_ticks_per_second": rate(steps / per_table),
             "env_seconds": c.env_seconds,
@@ -550,8 +491,8 @@ class Trainer:
         return os.path.join(self.run_dir, "checkpoints", f"step_{steps:012d}.zip")
 
     def _write_checkpoint(self, state: dict[str, Any]) -> str:
-        """Write the model as it is with ``state`` (see :meth:`_state`). Every file is written under a temporary
-        name and renamed, the zip last: a checkpoint is either complete or absent (``step_*.zip`` marks it)."""
+        """Write the model with ``state`` (see :meth:`_state`). Every file is written under a temporary name
+        and renamed, the zip last: a checkpoint is either complete or absent (``step_*.zip`` marks it)."""
         model = self.model
         path = self._checkpoint_path(int(model.num_timesteps))
         folder, name = os.path.split(path)
@@ -577,79 +518,27 @@ class Trainer:
         self.log(f"checkpoint: {path}")
         return path
 
-    def capture_boundary(self) -> None:
-        """Keep in memory what a checkpoint of this moment would hold (the network, the optimizer and
-        :meth:`_state`): called at every rollout boundary, after the boundary's own work, so that Ctrl-C in the
-        rollout or update that follows can save the run as it stood here (:meth:`save_interrupted`)."""
-        model = self.model
-        # the env is kept as its pickle (its raw arrays: a few ms for 64 tables) and turned into the checkpoint's
-        # table snapshots only when it is needed (those take ~1 ms a table)
-        envs = self.base_env if isinstance(self.base_env, NertzVecEnv) else self.base_env.envs  # type: ignore[attr-defined]
-        self._boundary = {
-            "steps": int(model.num_timesteps),
-            "policy": {k: v.detach().clone() for k, v in model.policy.state_dict().items()},
-            "optimizer": copy.deepcopy(model.policy.optimizer.state_dict()),
-            "state": pickle.dumps(self._state(env=False), protocol=pickle.HIGHEST_PROTOCOL),
-            "env": pickle.dumps(envs, protocol=pickle.HIGHEST_PROTOCOL),
-        }
-
-    def save_interrupted(self) -> str | None:
-        """The checkpoint of the run at its last finished update, written now if it is not on disk yet;
-        ``None`` when no update had finished. After it the trainer is at that point (the rollout or update cut
-        short is dropped) and should not train on."""
-        model, self._saved_steps = self.model, 0
-        if self.phase in ("boundary", "final"):  # the update finished: the run is complete as it stands
-            steps = int(model.num_timesteps)
-            self._saved_steps = steps
-            if steps == 0:
-                return None
-            path = self._checkpoint_path(steps)
-            if path in self.checkpoints and os.path.isfile(path):
-                return path
-            return self._write_checkpoint(self._state())
-        b = self._boundary
-        if b is None or b["steps"] == 0:
-            return None
-        self._saved_steps = b["steps"]
-        path = self._checkpoint_path(b["steps"])
-        if path in self.checkpoints and os.path.isfile(path):  # written at that boundary
-            return path
-        model.policy.load_state_dict(b["policy"])
-        model.policy.optimizer.load_state_dict(b["optimizer"])
-        state = pickle.loads(b["state"])
-        envs = pickle.loads(b["env"])
-        state["env"] = envs.state_dict() if isinstance(envs, NertzVecEnv) else [e.state_dict() for e in envs]
-        model.num_timesteps = b["steps"]
-        return self._write_checkpoint(state)
-
-    def _state(self, env: bool = True) -> dict[str, Any]:
-        """Everything a resume needs besides the network and the optimizer (in the zip); ``env=False`` leaves
-        out the env's tables (``"env": None``)."""
-        model = self.model
-        steps = int(model.num_timesteps)
+    def _state(self) -> dict[str, Any]:
+        """What a resume needs besides SB3's zip: generators, env, pool and wrapper accumulators. Snapshot
+        files are named relative to the run folder."""
+        with _in_folder(self.run_dir):  # seated snapshots pickle their path relative to it
+            env = self.base_env.state_dict() if isinstance(self.base_env, NertzVecEnv) else [
+                e.state_dict() for e in self.base_env.envs  # type: ignore[attr-defined]
+            ]
+            env_blob = pickle.dumps(env, protocol=pickle.HIGHEST_PROTOCOL)
+        pool = self.pool.state_dict() if self.pool is not None else None
+        if pool is not None:
+            pool["snapshots"] = [{**e, "spec": os.path.relpath(e["spec"], self.run_dir)} for e in pool["snapshots"]]
         return {
             "format": STATE_FORMAT,
-            "num_timesteps": steps,
-            "n_updates": model._n_updates,
-            "episode_num": model._episode_num,
-            "last_obs": model._last_obs,
-            "last_episode_starts": model._last_episode_starts,
-            "ep_info_buffer": list(model.ep_info_buffer or []),
-            "ep_success_buffer": list(model.ep_success_buffer or []),
-            "env": self._env_state() if env else None,
+            "env": env_blob,
             "monitor": {
                 "episode_returns": self.monitor.episode_returns.copy(),
                 "episode_lengths": self.monitor.episode_lengths.copy(),
                 "episode_count": self.monitor.episode_count,
             },
             "shaping": self.shaping.state_dict() if self.shaping is not None else None,
-            "pool": self.pool.state_dict() if self.pool is not None else None,
-            "schedule": {
-                "next_checkpoint": self.next_checkpoint,
-                "next_eval": self.next_eval,
-                "last_boundary": self.last_boundary,
-            },
-            "clock": self.clock.state_dict(steps, self.timer.seconds),
+            "pool": pool,
             "rng": {
                 "torch": torch.get_rng_state(),
                 "numpy": np.random.get_state(),  # noqa: NPY002 (SB3 shuffles minibatches with it)
@@ -664,12 +553,6 @@ class Trainer:
             for p in (old, os.path.splitext(old)[0] + ".json", state_path(old)):
                 if os.path.exists(p):
                     os.remove(p)
-
-    def _env_state(self) -> Any:
-        if isinstance(self.base_env, NertzVecEnv):
-            return self.base_env.state_dict()
-        assert isinstance(self.base_env, DummyVecEnv)
-        return [e.state_dict() for e in self.base_env.envs]  # type: ignore[attr-defined]
 
     def _init_from(self, path: str) -> None:
         """Copy the policy weights of ``path`` into the fresh model (optimizer, counters, env start anew)."""
@@ -709,6 +592,10 @@ class Trainer:
         self.pool.load_state_dict(state)
 
     def _load(self, path: str, meta: dict[str, Any]) -> None:
+        """Continue the checkpoint ``path``: SB3's parameters and counters from the zip, the rest from
+        ``.state.pkl``; the new config's options (opponents, PPO settings, intervals) apply from here."""
+        from stable_baselines3.common.save_util import load_from_zip_file
+
         try:
             with open(state_path(path), "rb") as f:
                 state = pickle.load(f)
@@ -717,39 +604,35 @@ class Trainer:
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             got = state.get("format") if isinstance(state, dict) else type(state).__name__
             raise CheckpointError(f"{state_path(path)}: format {got!r}, expected {STATE_FORMAT!r}")
+        run = os.path.dirname(os.path.dirname(os.path.abspath(path)))  # RUN/checkpoints/step_N.zip
         model = self.model
         if self.pool is not None and state["pool"] is not None:
-            self._load_pool(relocate_snapshots(state["pool"], path))  # a copied run plays its own snapshots
+            pool = state["pool"]
+            pool["snapshots"] = [{**e, "spec": os.path.join(run, e["spec"])} for e in pool["snapshots"]]
+            self._load_pool(pool)
+        data, _, _ = load_from_zip_file(path, device="cpu", print_system_info=False)
+        assert data is not None  # read_checkpoint found the record in this zip
         model.set_parameters(path, exact_match=True, device="cpu")
-        model.num_timesteps = int(state["num_timesteps"])
-        model._n_updates = int(state["n_updates"])
-        model._episode_num = int(state["episode_num"])
-        model._last_obs = state["last_obs"]
-        model._last_episode_starts = state["last_episode_starts"]
-        model.ep_info_buffer = deque(state["ep_info_buffer"], maxlen=model._stats_window_size)
-        model.ep_success_buffer = deque(state["ep_success_buffer"], maxlen=model._stats_window_size)
-        env_state = relocate_env_state(state["env"], path)  # a copied run seats its own snapshots
-        if isinstance(self.base_env, NertzVecEnv):
-            self.base_env.load_state_dict(env_state)
-        else:
-            assert isinstance(self.base_env, DummyVecEnv)
-            for e, s in zip(self.base_env.envs, env_state, strict=True):
-                e.load_state_dict(s)  # type: ignore[attr-defined]
+        for key in ("num_timesteps", "_n_updates", "_episode_num", "_last_obs", "_last_episode_starts",
+                    "ep_info_buffer", "ep_success_buffer"):
+            setattr(model, key, data[key])
+        with _in_folder(run):  # seated snapshots read their files from this run's pool
+            env_state = pickle.loads(state["env"])
+            if isinstance(self.base_env, NertzVecEnv):
+                self.base_env.load_state_dict(env_state)
+            else:
+                assert isinstance(self.base_env, DummyVecEnv)
+                for e, s in zip(self.base_env.envs, env_state, strict=True):
+                    e.load_state_dict(s)  # type: ignore[attr-defined]
         self.monitor.episode_returns = state["monitor"]["episode_returns"].copy()
         self.monitor.episode_lengths = state["monitor"]["episode_lengths"].copy()
         self.monitor.episode_count = state["monitor"]["episode_count"]
         if self.shaping is not None:
             self.shaping.load_state_dict(state["shaping"])
-        self.next_checkpoint = state["schedule"]["next_checkpoint"]
-        self.next_eval = state["schedule"]["next_eval"]
-        self.last_boundary = state["schedule"]["last_boundary"]
-        old = meta.get("train_config", {})
-        steps = int(state["num_timesteps"])
-        if old.get("checkpoint_every", self.cfg.checkpoint_every) != self.cfg.checkpoint_every:
-            self.next_checkpoint = _next_multiple(steps, self.cfg.checkpoint_every)  # the new interval, from now
-        if old.get("eval_every", self.cfg.eval_every) != self.cfg.eval_every:
-            self.next_eval = _next_multiple(steps, self.cfg.eval_every)
-        self.clock.load_state_dict(state["clock"])
+        steps = int(model.num_timesteps)  # the checkpoint's boundary: its periodic work is done
+        self.last_boundary = steps
+        self.next_checkpoint = _next_multiple(steps, self.cfg.checkpoint_every)
+        self.next_eval = _next_multiple(steps, self.cfg.evaluation.every if self.cfg.evaluation else 0)
         self.checkpoints.append(path)
         # generators last: building the model and loading snapshots above may have drawn from them
         torch.set_rng_state(state["rng"]["torch"])
