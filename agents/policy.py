@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from nertz_env.actions import action_table
 from nertz_env.agents.meta import (
     ZIP_MEMBER,
     CheckpointError,
@@ -48,7 +49,6 @@ from nertz_env.agents.meta import (
     write_meta,
 )
 from nertz_env.agents.registry import as_bool
-from nertz_env.actions import action_table
 from nertz_env.config import NertzConfig
 from nertz_env.observation import obs_layout
 from nertz_env.threads import limit_threads

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from nertz_env.actions import action_table
 from nertz_env.cards import (
     FIXED_JOKER_BASE,
     FIXED_JOKER_END,
@@ -51,7 +52,6 @@ from nertz_env.cards import (
     to_text,
 )
 from nertz_env.config import NertzConfig
-from nertz_env.actions import action_table
 
 CARD_FEATURES = 18
 STATUS_FIELDS = (

@@ -18,14 +18,17 @@ out, runs = sys.argv[1], sys.argv[2:]
 fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
 for spec in runs:
     label, path = spec.rsplit("=", 1)
-    run, log = (path.split(":", 1) + [path.rstrip("/") + ".log"])[:2]
-    rows = [r for r in csv.DictReader(open(f"{run}/eval.csv")) if r["baseline"] == "heuristic"]
+    run, log = [*path.split(":", 1), path.rstrip("/") + ".log"][:2]
+    with open(f"{run}/eval.csv") as f:
+        rows = [r for r in csv.DictReader(f) if r["baseline"] == "heuristic"]
     x = [int(r["timesteps"]) / 1e6 for r in rows]
     line, = top.plot(x, [float(r["diff"]) for r in rows], "o-", label=label)
     top.fill_between(x, [float(r["diff_low"]) for r in rows], [float(r["diff_high"]) for r in rows],
                      color=line.get_color(), alpha=0.15)
     steps, ent = [], []
-    for block in open(log).read().split("-----\n"):
+    with open(log) as f:
+        blocks = f.read().split("-----\n")
+    for block in blocks:
         t = re.search(r"total_timesteps\s*\|\s*(\d+)", block)
         e = re.search(r"entropy_loss\s*\|\s*(-?[\d.e+-]+)", block)
         if t and e:

@@ -19,7 +19,7 @@ from nertz_env.agents import make_agent
 from nertz_env.agents.policy import PolicyAgent
 
 cand, deals, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-out = open(sys.argv[4], "w") if len(sys.argv) > 4 else None
+out = open(sys.argv[4], "w") if len(sys.argv) > 4 else None  # noqa: SIM115 (closed at exit)
 env = nertz_env.parallel_env(num_players=4)
 cfg = env.config
 rows = action_table(cfg).rows

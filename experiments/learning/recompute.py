@@ -12,8 +12,9 @@ from collections import defaultdict
 
 path, cand = sys.argv[1], sys.argv[2]
 mine, theirs = defaultdict(list), defaultdict(list)
-for r in csv.DictReader(open(path)):
-    (mine if r["agent"] == cand else theirs)[int(r["deal"])].append(float(r["score"]))
+with open(path) as f:
+    for r in csv.DictReader(f):
+        (mine if r["agent"] == cand else theirs)[int(r["deal"])].append(float(r["score"]))
 diffs = [sum(mine[d]) / len(mine[d]) - sum(theirs[d]) / len(theirs[d]) for d in sorted(mine)]
 n = len(diffs)
 mean = sum(diffs) / n

@@ -50,8 +50,8 @@ from nertz_env.engine.state import (
     MAX_PILE,
 )
 from nertz_env.observation import (
-    O_LAST,
     O_LAKE,
+    O_LAST,
     O_NCOUNT,
     O_NTOP,
     O_OCOUNT,
