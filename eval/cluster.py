@@ -89,6 +89,49 @@ def check_address(address: str, timeout: float = 5.0) -> None:
         )
 
 
+def authenticate(address: str, timeout: float = 10.0) -> None:
+    """Send this machine's Ray token to the cluster at ``address``, as ``ray.init`` sends it to ``auto``.
+
+    ``ray start --head`` turns on Ray's token authentication when the head has a token (``~/.ray/auth_token``,
+    which any earlier ``ray.init()`` writes). Ray 2.60's ``ray.init`` sends the token to a cluster it finds
+    itself (``auto``), but to a host:port only under ``RAY_AUTH_MODE=token``. Here, as for ``auto``, an unset
+    ``RAY_AUTH_MODE`` becomes ``token`` where Ray finds one (``RAY_AUTH_TOKEN``, the file ``RAY_AUTH_TOKEN_PATH``
+    names, ``~/.ray/auth_token``); a head without authentication takes it too. Then one call to the head's GCS
+    checks the token, in a second rather than ``ray.init``'s retries. See docs/guides/cluster.md.
+
+    Raises:
+        ConnectionError: one line, when the head refuses this machine's token or asks for one it lacks.
+    """
+    import grpc
+    from ray._private.authentication.authentication_token_setup import AUTH_MODE_ENV_VAR, _enable_token_auth
+    from ray._private.grpc_utils import init_grpc_channel
+    from ray._raylet import AuthenticationTokenLoader
+    from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
+
+    mode = os.environ.get(AUTH_MODE_ENV_VAR)
+    if mode is None and AuthenticationTokenLoader.instance().has_token(ignore_auth_mode=True):
+        _enable_token_auth()  # what ray.init does for auto (minus its note about starting a cluster)
+        mode = "token"
+    if address == "auto" or "://" in address:
+        return  # auto: ray.init reads the address; ray://: Ray Client, another port
+    channel = init_grpc_channel(address)
+    try:
+        gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetClusterId(
+            gcs_service_pb2.GetClusterIdRequest(), timeout=timeout
+        )
+    except grpc.RpcError as e:
+        if e.code() != grpc.StatusCode.UNAUTHENTICATED:
+            return  # ray.init says what else is wrong
+        fix = "copy the head's ~/.ray/auth_token to ~/.ray/auth_token here, or set RAY_AUTH_TOKEN to it"
+        if mode == "token":
+            raise ConnectionError(f"it refused this machine's Ray token: {fix}") from None
+        if mode is not None:
+            raise ConnectionError(f"it asks for a token, and {AUTH_MODE_ENV_VAR}={mode} here sends none: unset it") from None
+        raise ConnectionError(f"it asks for a token, and this machine has none: {fix}") from None
+    finally:
+        channel.close()
+
+
 def connect(address: str) -> Any:
     """Join the Ray cluster at ``address`` (``auto``: the one this machine belongs to). Returns the ``ray``
     module. Raises :class:`ClusterError` (one line) when Ray is missing or nothing answers."""
@@ -108,6 +151,7 @@ def connect(address: str) -> Any:
     with open(os.path.join(workdir, "README"), "w") as f:
         f.write("the working folder of a nertz-eval job on a Ray cluster (empty on purpose)\n")
     try:
+        authenticate(address)
         ray.init(
             address=address,
             log_to_driver=False,
