@@ -102,15 +102,14 @@ def authenticate(address: str, timeout: float = 10.0) -> None:
     Raises:
         ConnectionError: one line, when the head refuses this machine's token or asks for one it lacks.
     """
-    import grpc
-    from ray._private.authentication.authentication_token_setup import AUTH_MODE_ENV_VAR, _enable_token_auth
+    import grpc  # type: ignore[import-untyped]  # Ray's dependency, without types
+    from ray._private.authentication import authentication_token_setup as auth
     from ray._private.grpc_utils import init_grpc_channel
-    from ray._raylet import AuthenticationTokenLoader
     from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
 
-    mode = os.environ.get(AUTH_MODE_ENV_VAR)
-    if mode is None and AuthenticationTokenLoader.instance().has_token(ignore_auth_mode=True):
-        _enable_token_auth()  # what ray.init does for auto (minus its note about starting a cluster)
+    mode = os.environ.get(auth.AUTH_MODE_ENV_VAR)
+    if mode is None and auth.AuthenticationTokenLoader.instance().has_token(ignore_auth_mode=True):
+        auth._enable_token_auth()  # what ray.init does for auto, without its note about starting a cluster
         mode = "token"
     if address == "auto" or "://" in address:
         return  # auto: ray.init reads the address; ray://: Ray Client, another port
@@ -126,7 +125,7 @@ def authenticate(address: str, timeout: float = 10.0) -> None:
         if mode == "token":
             raise ConnectionError(f"it refused this machine's Ray token: {fix}") from None
         if mode is not None:
-            raise ConnectionError(f"it asks for a token, and {AUTH_MODE_ENV_VAR}={mode} here sends none: unset it") from None
+            raise ConnectionError(f"it asks for a token, and {auth.AUTH_MODE_ENV_VAR}={mode} here sends none: unset it") from None
         raise ConnectionError(f"it asks for a token, and this machine has none: {fix}") from None
     finally:
         channel.close()
