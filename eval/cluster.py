@@ -90,45 +90,52 @@ def check_address(address: str, timeout: float = 5.0) -> None:
 
 
 def authenticate(address: str, timeout: float = 10.0) -> None:
-    """Send this machine's Ray token to the cluster at ``address``, as ``ray.init`` sends it to ``auto``.
+    """Send this machine's Ray token to the cluster at ``address`` when it asks for one, as ``ray.init`` does for
+    ``auto``.
 
     ``ray start --head`` turns on Ray's token authentication when the head has a token (``~/.ray/auth_token``,
     which any earlier ``ray.init()`` writes). Ray 2.60's ``ray.init`` sends the token to a cluster it finds
-    itself (``auto``), but to a host:port only under ``RAY_AUTH_MODE=token``. Here, as for ``auto``, an unset
-    ``RAY_AUTH_MODE`` becomes ``token`` where Ray finds one (``RAY_AUTH_TOKEN``, the file ``RAY_AUTH_TOKEN_PATH``
-    names, ``~/.ray/auth_token``); a head without authentication takes it too. Then one call to the head's GCS
-    checks the token, in a second rather than ``ray.init``'s retries. See docs/guides/cluster.md.
+    itself (``auto``), but to a host:port only under ``RAY_AUTH_MODE=token``. Here one call to the head's GCS
+    asks whether it wants a token (in a second, where ``ray.init`` retries for 20 s); if it does and
+    ``RAY_AUTH_MODE`` is unset, it becomes ``token`` where Ray finds one (``RAY_AUTH_TOKEN``, the file
+    ``RAY_AUTH_TOKEN_PATH`` names, ``~/.ray/auth_token``), for the rest of the process. A cluster without
+    authentication gets none (a driver in token mode would refuse its workers). See docs/guides/cluster.md.
 
     Raises:
         ConnectionError: one line, when the head refuses this machine's token or asks for one it lacks.
     """
+    if address == "auto" or "://" in address:
+        return  # auto: ray.init finds the address and the token; ray://: Ray Client, another port
     import grpc  # type: ignore[import-untyped]  # Ray's dependency, without types
     from ray._private.authentication import authentication_token_setup as auth
     from ray._private.grpc_utils import init_grpc_channel
     from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
 
+    def refused() -> bool:  # with the token under RAY_AUTH_MODE=token, else without
+        channel = init_grpc_channel(address)
+        try:
+            stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
+            stub.GetClusterId(gcs_service_pb2.GetClusterIdRequest(), timeout=timeout)
+        except grpc.RpcError as e:
+            return bool(e.code() == grpc.StatusCode.UNAUTHENTICATED)  # anything else: ray.init says it
+        finally:
+            channel.close()
+        return False
+
+    if not refused():
+        return
     mode = os.environ.get(auth.AUTH_MODE_ENV_VAR)
+    fix = "copy the head's ~/.ray/auth_token to ~/.ray/auth_token here, or set RAY_AUTH_TOKEN to it"
     if mode is None and auth.AuthenticationTokenLoader.instance().has_token(ignore_auth_mode=True):
         auth._enable_token_auth()  # what ray.init does for auto, without its note about starting a cluster
         mode = "token"
-    if address == "auto" or "://" in address:
-        return  # auto: ray.init reads the address; ray://: Ray Client, another port
-    channel = init_grpc_channel(address)
-    try:
-        gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetClusterId(
-            gcs_service_pb2.GetClusterIdRequest(), timeout=timeout
-        )
-    except grpc.RpcError as e:
-        if e.code() != grpc.StatusCode.UNAUTHENTICATED:
-            return  # ray.init says what else is wrong
-        fix = "copy the head's ~/.ray/auth_token to ~/.ray/auth_token here, or set RAY_AUTH_TOKEN to it"
-        if mode == "token":
-            raise ConnectionError(f"it refused this machine's Ray token: {fix}") from None
-        if mode is not None:
-            raise ConnectionError(f"it asks for a token, and {auth.AUTH_MODE_ENV_VAR}={mode} here sends none: unset it") from None
-        raise ConnectionError(f"it asks for a token, and this machine has none: {fix}") from None
-    finally:
-        channel.close()
+        if not refused():
+            return
+    if mode == "token":
+        raise ConnectionError(f"it refused this machine's Ray token: {fix}")
+    if mode is not None:
+        raise ConnectionError(f"it asks for a token, and {auth.AUTH_MODE_ENV_VAR}={mode} here sends none: unset it")
+    raise ConnectionError(f"it asks for a token, and this machine has none: {fix}")
 
 
 def connect(address: str) -> Any:
