@@ -89,6 +89,55 @@ def check_address(address: str, timeout: float = 5.0) -> None:
         )
 
 
+def authenticate(address: str, timeout: float = 10.0) -> None:
+    """Send this machine's Ray token to the cluster at ``address`` when it asks for one, as ``ray.init`` does for
+    ``auto``.
+
+    ``ray start --head`` turns on Ray's token authentication when the head has a token (``~/.ray/auth_token``,
+    which any earlier ``ray.init()`` writes). Ray 2.60's ``ray.init`` sends the token to a cluster it finds
+    itself (``auto``), but to a host:port only under ``RAY_AUTH_MODE=token``. Here one call to the head's GCS
+    asks whether it wants a token (in a second, where ``ray.init`` retries for 20 s); if it does and
+    ``RAY_AUTH_MODE`` is unset, it becomes ``token`` where Ray finds one (``RAY_AUTH_TOKEN``, the file
+    ``RAY_AUTH_TOKEN_PATH`` names, ``~/.ray/auth_token``), for the rest of the process. A cluster without
+    authentication gets none (a driver in token mode would refuse its workers). See docs/guides/cluster.md.
+
+    Raises:
+        ConnectionError: one line, when the head refuses this machine's token or asks for one it lacks.
+    """
+    if address == "auto" or "://" in address:
+        return  # auto: ray.init finds the address and the token; ray://: Ray Client, another port
+    import grpc  # type: ignore[import-untyped]  # Ray's dependency, without types
+    from ray._private.authentication import authentication_token_setup as auth
+    from ray._private.grpc_utils import init_grpc_channel
+    from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
+
+    def refused() -> bool:  # with the token under RAY_AUTH_MODE=token, else without
+        channel = init_grpc_channel(address)
+        try:
+            stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
+            stub.GetClusterId(gcs_service_pb2.GetClusterIdRequest(), timeout=timeout)
+        except grpc.RpcError as e:
+            return bool(e.code() == grpc.StatusCode.UNAUTHENTICATED)  # anything else: ray.init says it
+        finally:
+            channel.close()
+        return False
+
+    if not refused():
+        return
+    mode = os.environ.get(auth.AUTH_MODE_ENV_VAR)
+    fix = "copy the head's ~/.ray/auth_token to ~/.ray/auth_token here, or set RAY_AUTH_TOKEN to it"
+    if mode is None and auth.AuthenticationTokenLoader.instance().has_token(ignore_auth_mode=True):
+        auth._enable_token_auth()  # what ray.init does for auto, without its note about starting a cluster
+        mode = "token"
+        if not refused():
+            return
+    if mode == "token":
+        raise ConnectionError(f"it refused this machine's Ray token: {fix}")
+    if mode is not None:
+        raise ConnectionError(f"it asks for a token, and {auth.AUTH_MODE_ENV_VAR}={mode} here sends none: unset it")
+    raise ConnectionError(f"it asks for a token, and this machine has none: {fix}")
+
+
 def connect(address: str) -> Any:
     """Join the Ray cluster at ``address`` (``auto``: the one this machine belongs to). Returns the ``ray``
     module. Raises :class:`ClusterError` (one line) when Ray is missing or nothing answers."""
@@ -109,6 +158,7 @@ def connect(address: str) -> Any:
         f.write("the working folder of a nertz-eval job on a Ray cluster (empty on purpose)\n")
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
+        authenticate(address)
         ray.init(
             address=address,
             log_to_driver=False,

@@ -1,9 +1,16 @@
-"""Shared test setup: one torch thread (2-core machines), the variants list, card-conservation checks."""
+"""Shared test setup: one torch thread (2-core machines), the variants list, card-conservation checks, Ray
+clusters on loopback only."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import fcntl
 import os
+import socket
+import struct
 import sys
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -140,3 +147,40 @@ def restore_sigint() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+
+# ---------------------------------------------------------------- Ray clusters on loopback only
+CLONE_NEWNET = 0x40000000  # <sched.h>
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1  # <linux/sockios.h>, <net/if.h>
+IFREQ = "16sH22x"  # struct ifreq: the interface's name, its flags
+
+
+@contextlib.contextmanager
+def loopback_only() -> Iterator[None]:
+    """This thread, and every process it starts, in a network namespace of its own that holds only loopback
+    (``unshare -n``, then ``ip link set lo up``, without either command).
+
+    Ray binds the machine's network address by default; in here the only address is 127.0.0.1, so a cluster
+    started inside (its nodes, and the drivers a test runs: they inherit the namespace) sends nothing off
+    loopback. The thread returns to its own namespace at the end. Needs CAP_SYS_ADMIN (root): without it the
+    test is skipped, and fails on CI (CI=true), which must not pass it silently."""
+    import pytest
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        if libc.unshare(CLONE_NEWNET) != 0:
+            why = f"cannot make a network namespace of loopback only: {os.strerror(ctypes.get_errno())}"
+            (pytest.fail if os.environ.get("CI") == "true" else pytest.skip)(why)
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                flags = struct.unpack(IFREQ, fcntl.ioctl(s, SIOCGIFFLAGS, struct.pack(IFREQ, b"lo", 0)))[1]
+                fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack(IFREQ, b"lo", flags | IFF_UP))
+            assert [name for _, name in socket.if_nameindex()] == ["lo"]
+            yield
+        finally:
+            if libc.setns(own, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), "setns back to the test's own network namespace")
+    finally:
+        os.close(own)

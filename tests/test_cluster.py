@@ -1,22 +1,28 @@
 """``nertz-eval --address``: tournaments on a Ray cluster (:mod:`nertz_env.eval.cluster`).
 
-The cluster tests start a simulated two-node cluster on loopback (``ray.cluster_utils.Cluster``: two raylets
-of one CPU each) and run ``nertz-eval`` as a user does, in a process of its own: its ``games.csv`` equals a
-local run's, a worker process killed mid-run loses no deal and counts none twice, and an agent the nodes
-cannot load is refused in one line before any deal. They are marked ``isolated`` (CI's isolated phase; the
-README's command skips them). The bad-address tests need no cluster and run with the rllib tests.
+The cluster tests start a simulated two-node cluster (``ray.cluster_utils.Cluster``: two raylets of one CPU
+each) and run ``nertz-eval`` as a user does, in a process of its own: its ``games.csv`` equals a local run's, a
+worker process killed mid-run loses no deal and counts none twice, and an agent the nodes cannot load is
+refused in one line before any deal. Others start a cluster as the cluster guide does (``ray start --head``,
+which turns on Ray's token authentication, and a worker node by ``ray start --address``) and join it by
+host:port and by ``auto``. Every cluster runs in a network namespace that holds only loopback
+(``conftest.loopback_only``), so nothing leaves 127.0.0.0/8. They are marked ``isolated`` (CI's isolated phase;
+the README's command skips them). The bad-address tests need no cluster and run with the rllib tests.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +30,7 @@ import pytest
 
 pytest.importorskip("ray", reason="needs the rllib extra (Ray): pip install 'nertz-env[rllib]'")
 
-from conftest import restore_sigint
+from conftest import loopback_only, restore_sigint
 from nertz_env.eval.cli import main
 
 NERTZ_EVAL = os.path.join(os.path.dirname(sys.executable), "nertz-eval")
@@ -198,15 +204,20 @@ def test_spec_paths_are_shipped_and_localized(tmp_path) -> None:
     assert localize("heuristic", local) == "heuristic"
 
 
+@pytest.fixture(scope="module")
+def loopback():
+    """The rest of the module, and every process it starts, in a network namespace of loopback only."""
+    with loopback_only():
+        yield
+
+
 # ------------------------------------------------------------ nertz-train --backend rllib beside a cluster
 @pytest.mark.isolated
-def test_an_rllib_run_without_address_starts_a_ray_of_its_own_beside_a_running_cluster(tmp_path) -> None:
+def test_an_rllib_run_without_address_starts_a_ray_of_its_own_beside_a_running_cluster(loopback, tmp_path) -> None:
     """A cluster that ``ray start --head`` left running on this machine (5 CPUs declared, which this machine
     does not have) is what a bare ``ray.init()`` joins; ``nertz-train --backend rllib`` without ``--address``
     runs on a Ray of its own instead: one node, this machine's CPUs."""
     pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install 'nertz-env[rllib]'")
-    import socket
-
     bindir = os.path.dirname(sys.executable)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -254,7 +265,7 @@ def test_an_rllib_run_without_address_starts_a_ray_of_its_own_beside_a_running_c
 
 # ---------------------------------------------------------------------------------- a two-node cluster
 @pytest.fixture(scope="module")
-def two_nodes():
+def two_nodes(loopback):
     import ray
     from ray.cluster_utils import Cluster
 
@@ -281,9 +292,10 @@ def two_nodes():
 CLUSTERS: dict[str, Any] = {}  # address -> the Cluster of the fixture (for adding and removing nodes)
 
 
-def _eval(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def _eval(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [NERTZ_EVAL, *argv, "--no-progress", "--no-plots"], capture_output=True, text=True, timeout=900, cwd=cwd
+        [NERTZ_EVAL, *argv, "--no-progress", "--no-plots"], capture_output=True, text=True, timeout=900, cwd=cwd,
+        env=env,
     )
 
 
@@ -313,6 +325,14 @@ def test_cluster_gauntlet_equals_the_local_run(two_nodes, tmp_path) -> None:
     assert "2 CPU(s) on 2 node(s)" in remote.stdout
     rows = _games(tmp_path / "cluster")
     assert len(rows) > 1 and rows == _games(tmp_path / "local")
+
+
+@pytest.mark.isolated
+def test_the_two_node_cluster_is_on_loopback_only(two_nodes) -> None:
+    """Ray binds the machine's network address by default: in the test's namespace it has only 127.0.0.1."""
+    assert two_nodes.startswith("127.0.0.1:"), two_nodes
+    assert {node.node_ip_address for node in CLUSTERS[two_nodes].list_all_nodes()} == {"127.0.0.1"}
+    assert [name for _, name in socket.if_nameindex()] == ["lo"]
 
 
 # Deals slow enough (about 0.3 s each, with `search` at the table) that a test polling for a running deal task
@@ -463,3 +483,117 @@ def test_a_node_lost_mid_run__its_deals_run_elsewhere(two_nodes, tmp_path) -> No
     keys = [tuple(r[:5]) for r in rows[1:]]
     assert len(keys) == len(set(keys))
     assert rows == _games(tmp_path / "local")
+
+
+# ---------------------------------------------------------------------- a cluster started by `ray start`
+RAY = os.path.join(os.path.dirname(sys.executable), "ray")
+NERTZ_TRAIN = os.path.join(os.path.dirname(sys.executable), "nertz-train")
+
+
+def _started(proc: subprocess.Popen, log: Path, deadline: float) -> None:
+    """Wait until ``ray start --block`` says its node runs."""
+    while "Ray runtime started" not in log.read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.5)
+
+
+@contextlib.contextmanager
+def ray_started(where: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """A cluster started as the cluster guide says: ``ray start --head`` on a machine that has a Ray token (any
+    ``ray.init()`` writes one to ``~/.ray/auth_token``; here ``ray get-auth-token --generate``), so Ray turns on
+    token authentication, and a worker node given a copy of the token (``RAY_AUTH_MODE=token ray start
+    --address=HEAD``). One CPU each. Yields the head's address and the environment of a driver on the head's
+    machine. Ray's folder is a fresh ``RAY_TMPDIR``, so ``auto`` finds this cluster and no other."""
+    tmp = tempfile.mkdtemp(prefix="nr-")  # short: Ray's socket paths live under it
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env = {**clean, "HOME": str(where / "head_home"), "RAY_TMPDIR": tmp}
+    worker_env = {**env, "HOME": str(where / "worker_home"), "RAY_AUTH_MODE": "token"}
+    subprocess.run([RAY, "get-auth-token", "--generate"], env=env, capture_output=True, check=True, timeout=120)
+    (where / "worker_home" / ".ray").mkdir(parents=True)
+    shutil.copy(where / "head_home" / ".ray" / "auth_token", where / "worker_home" / ".ray" / "auth_token")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"127.0.0.1:{port}"
+    common = ["--num-cpus=1", "--disable-usage-stats", "--block"]
+    nodes: list[subprocess.Popen] = []
+    try:
+        deadline = time.monotonic() + 300
+        for name, cmd, node_env in [
+            ("head", [RAY, "start", "--head", f"--port={port}", "--include-dashboard=false", *common], env),
+            ("worker", [RAY, "start", f"--address={address}", *common], worker_env),
+        ]:
+            log = where / f"{name}.log"
+            with open(log, "w") as out:  # the node keeps its own copy of the descriptor
+                nodes.append(subprocess.Popen(cmd, cwd=where, env=node_env, stdout=out, stderr=subprocess.STDOUT,
+                                              start_new_session=True))
+            _started(nodes[-1], log, deadline)
+        probe = f"import ray; ray.init(address={address!r}); print('NODES', sum(n['Alive'] for n in ray.nodes()))"
+        seen = ""
+        while "NODES 2" not in seen:
+            assert time.monotonic() < deadline, f"the worker node never joined:\n{seen}"
+            seen = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=where,
+                                  env={**env, "RAY_AUTH_MODE": "token"}, timeout=300).stdout
+        yield address, env
+    finally:
+        for node in reversed(nodes):  # `ray start --block` stops the processes it started
+            os.killpg(node.pid, signal.SIGTERM)
+            try:
+                node.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(node.pid, signal.SIGKILL)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _refused(run: subprocess.CompletedProcess, message: str) -> None:
+    """Exit 2, and ``message`` in the last line of stderr, the only one from the command's own refusal (RLlib
+    notes its deprecations before)."""
+    assert run.returncode == 2, run.stdout[-2000:] + run.stderr[-3000:]
+    lines = run.stderr.strip().splitlines()
+    assert message in lines[-1] and "Traceback" not in run.stderr and "Ray cluster" not in "".join(lines[:-1]), run.stderr
+
+
+NO_TOKEN = "it asks for a token, and this machine has none: copy the head's ~/.ray/auth_token to ~/.ray/auth_token here"
+WRONG_TOKEN = "it refused this machine's Ray token: copy the head's ~/.ray/auth_token"
+
+
+@pytest.mark.isolated
+def test_a_ray_start_cluster__nertz_eval_joins_by_host_port_and_by_auto__as_the_local_run(loopback, tmp_path) -> None:
+    argv = ["gauntlet", "heuristic", "greedy", "--players", "3", "--deals", "12", "--seed", "4242"]
+    local = _eval([*argv, "--workers", "1", "--out", str(tmp_path / "local")], tmp_path)
+    assert local.returncode == 0, local.stderr
+    with ray_started(tmp_path) as (address, env):
+        for name, how in [("host_port", address), ("auto", "auto")]:
+            run = _eval([*argv, "--address", how, "--out", str(tmp_path / name)], tmp_path, env)
+            assert run.returncode == 0, f"--address {how}:\n{run.stderr[-3000:]}"
+            assert "2 CPU(s) on 2 node(s)" in run.stdout, run.stdout
+            assert _games(tmp_path / name) == _games(tmp_path / "local")
+        (tmp_path / "empty_home").mkdir()
+        for driver, message in [({"HOME": str(tmp_path / "empty_home")}, NO_TOKEN),
+                                ({"RAY_AUTH_TOKEN": "0" * 32}, WRONG_TOKEN)]:
+            t0 = time.monotonic()
+            run = _eval([*argv, "--address", address, "--out", str(tmp_path / "refused")], tmp_path, {**env, **driver})
+            _refused(run, f"nertz-eval: error: could not join a Ray cluster at {address}: {message}")
+            assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+            assert time.monotonic() - t0 < 60  # not ray.init's retries
+            assert not (tmp_path / "refused").exists()
+
+
+@pytest.mark.isolated
+def test_a_ray_start_cluster__nertz_train_joins_by_host_port(loopback, tmp_path) -> None:
+    pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install 'nertz-env[rllib]'")
+    argv = [NERTZ_TRAIN, "--backend", "rllib", "--num-players", "2", "--rule", "max_ticks=60", "--num-tables", "2",
+            "--n-steps", "16", "--batch-size", "64", "--n-epochs", "1", "--net-arch", "16", "--checkpoint-every", "0",
+            "--no-tensorboard", "--total-timesteps", "128", "--num-env-runners", "2"]
+    with ray_started(tmp_path) as (address, env):
+        (tmp_path / "empty_home").mkdir()
+        refused = subprocess.run([*argv, "--address", address, "--run-dir", str(tmp_path / "refused")],
+                                 capture_output=True, text=True, cwd=tmp_path, timeout=900, stdin=subprocess.DEVNULL,
+                                 env={**env, "HOME": str(tmp_path / "empty_home")})
+        _refused(refused, f"nertz-train: error: could not join Ray at {address}: {NO_TOKEN}")
+        run = subprocess.run([*argv, "--address", address, "--run-dir", str(tmp_path / "run")], capture_output=True,
+                             text=True, cwd=tmp_path, timeout=900, stdin=subprocess.DEVNULL, env=env)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    assert "(Ray: 2 CPUs, 2 node(s), 2 env runner(s))" in run.stdout, run.stdout
+    assert "2 env runner(s) on 2 node(s)" in run.stdout, run.stdout
+    assert (tmp_path / "run" / "final" / "nertz_meta.json").is_file()

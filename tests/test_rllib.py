@@ -13,6 +13,7 @@ import pytest
 
 pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install 'nertz-env[rllib]'")
 
+from conftest import loopback_only
 from nertz_env.rllib import NertzRLlibEnv, env_creator, parse_env_config
 from variants import VARIANTS, variant_id
 
@@ -656,7 +657,8 @@ def test_a_rounded_budget_is_said() -> None:
 # a simulated two-node cluster: nertz-train --address joins it, env runners on both nodes, then nertz-eval
 @pytest.mark.long
 def test_two_node_cluster_train_then_gauntlet(tmp_path, capsys) -> None:
-    """About 11 s on 2 cores (two Ray nodes), so in CI's long-tests phase."""
+    """About 11 s on 2 cores (two Ray nodes), so in CI's long-tests phase. The cluster runs in a network
+    namespace of loopback only (conftest.loopback_only)."""
     import ray
     from ray.cluster_utils import Cluster
 
@@ -664,26 +666,28 @@ def test_two_node_cluster_train_then_gauntlet(tmp_path, capsys) -> None:
     from nertz_env.train.cli import main as train_main
 
     ray.shutdown()  # the local Ray of the tests above (this test comes last in the file)
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
-    try:
-        cluster.add_node(num_cpus=1)
-        cluster.wait_for_nodes()
-        run_dir = tmp_path / "run"
-        code = train_main(
-            [
-                "--backend", "rllib", "--address", cluster.address, "--num-env-runners", "2",
-                "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2", "--n-steps", "32",
-                "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32", "--total-timesteps", "256",
-                "--checkpoint-every", "0", "--run-dir", str(run_dir),
-            ]
-        )
-        out = capsys.readouterr().out
-        assert code == 0, out
-        assert "2 env runner(s) on 2 node(s)" in out
-        assert "Ray: 2 CPUs, 2 node(s)" in out
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
+    with loopback_only():
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+        try:
+            assert cluster.address.startswith("127.0.0.1:"), cluster.address
+            cluster.add_node(num_cpus=1)
+            cluster.wait_for_nodes()
+            run_dir = tmp_path / "run"
+            code = train_main(
+                [
+                    "--backend", "rllib", "--address", cluster.address, "--num-env-runners", "2",
+                    "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2", "--n-steps", "32",
+                    "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32", "--total-timesteps", "256",
+                    "--checkpoint-every", "0", "--run-dir", str(run_dir),
+                ]
+            )
+            out = capsys.readouterr().out
+            assert code == 0, out
+            assert "2 env runner(s) on 2 node(s)" in out
+            assert "Ray: 2 CPUs, 2 node(s)" in out
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
     final = run_dir / "final"
     assert (final / "nertz_meta.json").is_file()
     import json

@@ -365,6 +365,9 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
         if address:
+            from nertz_env.eval.cluster import authenticate
+
+            authenticate(address)  # the token of a `ray start --head` cluster, for host:port as for auto
             ray.init(address=address, runtime_env=runtime_env, log_to_driver=cfg.verbose > 0)
         else:
             # "local": a Ray of the run's own. ray.init() with no address joins a cluster that `ray start` left
