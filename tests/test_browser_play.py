@@ -113,7 +113,7 @@ def tick_of(page: Any) -> int:
 def wait_tick(page: Any, tick: int) -> None:
     """Until the drawing shows ``tick`` or later (step mode never goes past it; the clock may)."""
     page.wait_for_function(
-        f"document.querySelector('#table svg') && Number(document.querySelector('#table svg').dataset.tick) >= {tick}"
+        f"() => document.querySelector('#table svg') && Number(document.querySelector('#table svg').dataset.tick) >= {tick}"
     )
 
 
@@ -243,7 +243,7 @@ def test_second_tab_watches_and_a_closed_tab_keeps_the_replay(browser: Any, serv
     second.screenshot(path=str(out / "play_spectator.png"))
     assert_not_blank(out / "play_spectator.png")
     first.close()  # the watching tab plays on
-    second.wait_for_function("document.querySelector('#role').textContent.startsWith('you play')")
+    second.wait_for_function("() => document.querySelector('#role').textContent.startsWith('you play')")
     assert "this tab plays seat 0 now" in second.inner_text("#log")
     second.keyboard.press("w")
     wait_tick(second, 4)
@@ -269,7 +269,7 @@ def test_game_over_is_shown_the_replay_is_closed_and_a_new_game_deals(browser: A
         page.wait_for_selector("#over:not([hidden])")
         assert "Game over" in page.inner_text("#over")
         assert page.get_attribute("#table svg", "data-done") == "truncated"
-        page.wait_for_function("document.querySelector('#flash').textContent.includes('the replay is saved in')")
+        page.wait_for_function("() => document.querySelector('#flash').textContent.includes('the replay is saved in')")
         page.keyboard.press("f")
         assert "game is over" in page.inner_text("#flash")
         out = shots_dir(tmp_path)
@@ -279,7 +279,7 @@ def test_game_over_is_shown_the_replay_is_closed_and_a_new_game_deals(browser: A
         rep = load_replay(path or "")
         assert rep.final is not None and verify_replay(rep) == 6
         page.keyboard.press("n")
-        page.wait_for_function("document.querySelector('#over').hidden")
+        page.wait_for_function("() => document.querySelector('#over').hidden")
         assert tick_of(page) == 0 and served.hub.game.seed == SEED + 1
         assert served.hub.replay_path() != path
         page.close()
@@ -300,10 +300,10 @@ def test_real_time__the_table_ticks_by_itself_and_a_key_becomes_the_next_tick_s_
         game = served.hub.game
         assert [r.moves[0].submitted for r in game.history[:2]] == [0, 0]
         page.keyboard.press("p")
-        page.wait_for_function("document.querySelector('#status').textContent.includes('PAUSED')")
+        page.wait_for_function("() => document.querySelector('#status').textContent.includes('PAUSED')")
         paused_at = game.tick_count
         page.keyboard.press("f")  # queued while paused: played on the first tick after the pause
-        page.wait_for_function("document.querySelector('#pending').textContent.startsWith('next tick: flip')")
+        page.wait_for_function("() => document.querySelector('#pending').textContent.startsWith('next tick: flip')")
         time.sleep(0.6)
         assert game.tick_count == paused_at and tick_of(page) == paused_at
         page.keyboard.press("p")
@@ -313,7 +313,7 @@ def test_real_time__the_table_ticks_by_itself_and_a_key_becomes_the_next_tick_s_
         ref = nertz_env.parallel_env(num_players=2)
         ref.reset(seed=SEED)
         page.keyboard.press("p")
-        page.wait_for_function("document.querySelector('#status').textContent.includes('PAUSED')")
+        page.wait_for_function("() => document.querySelector('#status').textContent.includes('PAUSED')")
         check_engine(served, ref)
         page.close()
     finally:
