@@ -16,6 +16,14 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 
+class _Waiting:
+    """The connections of one server that may wait for a request head, oldest first (checked when taken)."""
+
+    def __init__(self) -> None:
+        self.conns: dict[BoundedH11, None] = {}
+        self.said = False
+
+
 class BoundedH11(H11Protocol):
     """uvicorn's h11 protocol with two bounds more.
 
@@ -27,28 +35,30 @@ class BoundedH11(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self.made = self.loop.time()
-        self._arm_head_timer()
+        waiting = getattr(self.server_state, "nertz_waiting", None)
+        if waiting is None:
+            waiting = self.server_state.nertz_waiting = _Waiting()  # type: ignore[attr-defined]
+        self.waiting: _Waiting = waiting
+        self._wait_for_head()
         limit = self.limit_concurrency
-        while limit is not None and len(self.connections) >= limit:
-            idle = [c for c in self.connections if isinstance(c, BoundedH11) and c.waiting_for_head()]
-            if not idle:
-                break
-            oldest = min(idle, key=lambda c: c.made)
-            if not getattr(self.server_state, "nertz_said_full", False):
-                self.server_state.nertz_said_full = True  # type: ignore[attr-defined]
+        while limit is not None and len(self.connections) >= limit and waiting.conns:
+            oldest = next(iter(waiting.conns))
+            del waiting.conns[oldest]
+            if not oldest.waiting_for_head():  # busy since, or gone: not a candidate
+                continue
+            if not waiting.said:
+                waiting.said = True
                 self.logger.warning(
                     "nertz-play: %d connections open: closing the oldest that sent no request (said once)", limit)
             oldest.transport.close()
             self.connections.discard(oldest)  # closing ends it on the next loop turn: count it gone now
-            if oldest is self:
-                break
 
     def waiting_for_head(self) -> bool:
         """Whether this connection is open, still HTTP (no websocket yet) and waits for a request head."""
         return self in self.connections and self.conn.their_state is h11.IDLE and not self.transport.is_closing()
 
-    def _arm_head_timer(self) -> None:
+    def _wait_for_head(self) -> None:
+        self.waiting.conns[self] = None
         self.head_timer = self.loop.call_later(self.timeout_keep_alive, self._head_late)
 
     def _head_late(self) -> None:
@@ -59,10 +69,17 @@ class BoundedH11(H11Protocol):
         super().on_response_complete()
         if not self.transport.is_closing():
             self.head_timer.cancel()
-            self._arm_head_timer()
+            self.waiting.conns.pop(self, None)  # to the end: the newest waiting
+            self._wait_for_head()
+
+    def handle_websocket_upgrade(self, event: h11.Request) -> None:
+        self.head_timer.cancel()
+        self.waiting.conns.pop(self, None)  # a websocket now: its protocol is another
+        super().handle_websocket_upgrade(event)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.head_timer.cancel()
+        self.waiting.conns.pop(self, None)
         super().connection_lost(exc)
 
 
