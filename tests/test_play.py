@@ -986,9 +986,11 @@ def test_server__a_malformed_cookie_of_another_application_does_not_lock_the_pla
 def test_server__new_games_come_one_a_second_at_most(tmp_path: Path) -> None:
     """300 new_game messages made 300 replay files in about a second: now one, the others are refused."""
     from nertz_env.play.record import replay_recorder
+    from nertz_env.play.server import NEW_GAME_INTERVAL
 
+    assert NEW_GAME_INTERVAL == 1.0
     game = make_game(players=2, recorder_factory=replay_recorder(str(tmp_path)))
-    hub = Hub(game, step=True, log=lambda text: None)
+    hub = Hub(game, step=True, log=lambda text: None, new_game_interval=60)  # a loaded machine takes seconds
     with TestClient(create_app(hub)) as client, client.websocket_connect("/ws") as ws:
         join(ws)
         for _ in range(300):
