@@ -1072,7 +1072,7 @@ def test_server__a_ping_flood_on_a_paused_table_is_bounded_and_the_tab_is_droppe
             grown = rss_mb() - start
         finally:
             sock.close()
-        assert dropped and grown < 100, (dropped, grown)  # it was (False, 250-300)
+        assert dropped and grown < 100, (dropped, grown)  # it was not dropped
         deadline = time.monotonic() + 5
         while hub.player is not None or hub.tabs:  # the table hears of it on its next turn
             assert time.monotonic() < deadline, "the table still has the dropped tab"
