@@ -58,6 +58,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import zlib
 from collections.abc import Iterable, Iterator, MutableSequence, Sequence
 from dataclasses import dataclass, field
@@ -664,6 +665,8 @@ def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES)
     :class:`TickLines`, and parsed when read)."""
     path = os.fspath(path)
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or a device would be waited on for ever
+            raise ReplayError(f"{path}: not a regular file (a replay is a file, plain or gzip)")
         f = open(path, "rb")  # noqa: SIM115
     except OSError as e:
         raise ReplayError(f"{path}: cannot read: {e.strerror or e}") from None

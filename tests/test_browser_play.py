@@ -8,6 +8,7 @@ chromium`` (Playwright's own browser download is not used); run alone with ``-m 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -41,7 +42,7 @@ def browser() -> Iterator[Any]:
 class Served:
     """A nertz-play table served by uvicorn in a thread on a free loopback port."""
 
-    def __init__(self, hub: Any) -> None:
+    def __init__(self, hub: Any, token: str | None = None) -> None:
         import uvicorn
 
         from nertz_env.play.server import create_app
@@ -51,7 +52,7 @@ class Served:
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(8)
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/"
-        self.server = uvicorn.Server(uvicorn.Config(create_app(hub), log_level="warning"))
+        self.server = uvicorn.Server(uvicorn.Config(create_app(hub, token=token), log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 60
@@ -65,7 +66,8 @@ class Served:
         self.sock.close()
 
 
-def serve(tmp_path: Path, specs: list[str], step: bool = True, tick_ms: int = 1000, **rules: Any) -> Served:
+def serve(tmp_path: Path, specs: list[str], step: bool = True, tick_ms: int = 1000, token: str | None = None,
+          **rules: Any) -> Served:
     import nertz_env
     from nertz_env.agents import make_agent
     from nertz_env.play.game import PlayGame
@@ -75,7 +77,7 @@ def serve(tmp_path: Path, specs: list[str], step: bool = True, tick_ms: int = 10
     env = nertz_env.parallel_env(num_players=len(specs) + 1, **rules)
     game = PlayGame(env, [make_agent(s) for s in specs], specs, seat=0, seed=SEED,
                     recorder_factory=replay_recorder(str(tmp_path)))
-    return Served(Hub(game, step=step, tick_ms=tick_ms, drawer=table_drawer(), log=lambda text: None))
+    return Served(Hub(game, step=step, tick_ms=tick_ms, drawer=table_drawer(), log=lambda text: None), token)
 
 
 @pytest.fixture
@@ -111,7 +113,7 @@ def tick_of(page: Any) -> int:
 def wait_tick(page: Any, tick: int) -> None:
     """Until the drawing shows ``tick`` or later (step mode never goes past it; the clock may)."""
     page.wait_for_function(
-        f"document.querySelector('#table svg') && Number(document.querySelector('#table svg').dataset.tick) >= {tick}"
+        f"() => document.querySelector('#table svg') && Number(document.querySelector('#table svg').dataset.tick) >= {tick}"
     )
 
 
@@ -241,7 +243,7 @@ def test_second_tab_watches_and_a_closed_tab_keeps_the_replay(browser: Any, serv
     second.screenshot(path=str(out / "play_spectator.png"))
     assert_not_blank(out / "play_spectator.png")
     first.close()  # the watching tab plays on
-    second.wait_for_function("document.querySelector('#role').textContent.startsWith('you play')")
+    second.wait_for_function("() => document.querySelector('#role').textContent.startsWith('you play')")
     assert "this tab plays seat 0 now" in second.inner_text("#log")
     second.keyboard.press("w")
     wait_tick(second, 4)
@@ -267,7 +269,7 @@ def test_game_over_is_shown_the_replay_is_closed_and_a_new_game_deals(browser: A
         page.wait_for_selector("#over:not([hidden])")
         assert "Game over" in page.inner_text("#over")
         assert page.get_attribute("#table svg", "data-done") == "truncated"
-        page.wait_for_function("document.querySelector('#flash').textContent.includes('the replay is saved in')")
+        page.wait_for_function("() => document.querySelector('#flash').textContent.includes('the replay is saved in')")
         page.keyboard.press("f")
         assert "game is over" in page.inner_text("#flash")
         out = shots_dir(tmp_path)
@@ -277,7 +279,7 @@ def test_game_over_is_shown_the_replay_is_closed_and_a_new_game_deals(browser: A
         rep = load_replay(path or "")
         assert rep.final is not None and verify_replay(rep) == 6
         page.keyboard.press("n")
-        page.wait_for_function("document.querySelector('#over').hidden")
+        page.wait_for_function("() => document.querySelector('#over').hidden")
         assert tick_of(page) == 0 and served.hub.game.seed == SEED + 1
         assert served.hub.replay_path() != path
         page.close()
@@ -298,10 +300,10 @@ def test_real_time__the_table_ticks_by_itself_and_a_key_becomes_the_next_tick_s_
         game = served.hub.game
         assert [r.moves[0].submitted for r in game.history[:2]] == [0, 0]
         page.keyboard.press("p")
-        page.wait_for_function("document.querySelector('#status').textContent.includes('PAUSED')")
+        page.wait_for_function("() => document.querySelector('#status').textContent.includes('PAUSED')")
         paused_at = game.tick_count
         page.keyboard.press("f")  # queued while paused: played on the first tick after the pause
-        page.wait_for_function("document.querySelector('#pending').textContent.startsWith('next tick: flip')")
+        page.wait_for_function("() => document.querySelector('#pending').textContent.startsWith('next tick: flip')")
         time.sleep(0.6)
         assert game.tick_count == paused_at and tick_of(page) == paused_at
         page.keyboard.press("p")
@@ -311,8 +313,89 @@ def test_real_time__the_table_ticks_by_itself_and_a_key_becomes_the_next_tick_s_
         ref = nertz_env.parallel_env(num_players=2)
         ref.reset(seed=SEED)
         page.keyboard.press("p")
-        page.wait_for_function("document.querySelector('#status').textContent.includes('PAUSED')")
+        page.wait_for_function("() => document.querySelector('#status').textContent.includes('PAUSED')")
         check_engine(served, ref)
         page.close()
     finally:
         served.stop()
+
+
+# ------------------------------------------------------------------ the page's own headers, in the browser
+@contextlib.contextmanager
+def framing_page(target: str) -> Iterator[str]:
+    """A page on another port of 127.0.0.1 that frames ``target``; yields its address."""
+    import http.server
+
+    body = f'<iframe src="{target}" width="900" height="600"></iframe>'.encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/html")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("token", [None, "t" * 32], ids=["loopback", "token"])
+def test_a_page_of_another_origin_cannot_frame_the_table(browser: Any, tmp_path: Path, token: str | None) -> None:
+    """A page on another port of this host (in token mode the token's cookie reaches it: cookies ignore ports)
+    framed the table: its tab watched, and took the seat when the player's tab left. Now the browser refuses
+    the frame (the answer's headers) and no tab connects from it."""
+    s = serve(tmp_path, ["greedy"], token=token)
+    try:
+        context = browser.new_context()
+        player = context.new_page()
+        player.goto(s.url + (f"?token={token}" if token else ""))
+        player.wait_for_selector("#table svg .hit")
+        with framing_page(s.url) as evil_url:
+            evil = context.new_page()
+            evil.goto(evil_url)
+            evil.wait_for_timeout(1500)  # time for a framed page's websocket to connect
+            assert len(s.hub.tabs) == 1, "the framed page connected a tab"
+            framed = evil.frames[1]
+            assert framed.url.startswith("chrome-error:") and framed.query_selector("#table") is None  # refused
+        context.close()
+    finally:
+        s.stop()
+
+
+def test_a_malformed_cookie_of_another_application_and_the_token_leaving_the_address(
+        browser: Any, tmp_path: Path) -> None:
+    """Another application's malformed cookie on this host locked the player out (403 on the script, the table
+    stuck at "connecting"); the token stayed in the address bar and the history. And the page keeps to its
+    own content security policy: not one violation."""
+    token = "t" * 32
+    s = serve(tmp_path, ["greedy"], token=token)
+    try:
+        context = browser.new_context()
+        context.add_cookies([{"name": "pref", "value": '{"x":1}', "url": s.url},
+                             {"name": "a", "value": "b c", "url": s.url}])
+        page = context.new_page()
+        violations: list[str] = []
+        page.on("console", lambda msg: violations.append(msg.text) if "Content Security Policy" in msg.text else None)
+        page.goto(s.url + f"?token={token}")
+        page.wait_for_selector("#table svg .hit")
+        assert page.inner_text("#role").startswith("you play")
+        assert "token" not in page.url and page.url == s.url
+        page.reload()  # the cookie alone carries the token now
+        page.wait_for_selector("#table svg .hit")
+        assert page.inner_text("#role").startswith("you play")
+        page.keyboard.press("w")
+        wait_tick(page, 1)
+        assert not violations, violations
+        context.close()
+    finally:
+        s.stop()

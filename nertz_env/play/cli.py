@@ -36,6 +36,12 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MAX_FRAME = 1 << 20
 #: seconds the first Ctrl-C waits for open connections before it stops the server anyway
 SHUTDOWN_GRACE = 2
+#: the most connections served at once (fewer when the process may open few files; see :func:`connection_limit`)
+MAX_CONNECTIONS = 256
+#: connections taken from the kernel's queue per turn of the event loop (and that queue's length)
+BACKLOG = 64
+#: seconds a client has to send a request head before its connection is closed
+HEAD_TIMEOUT = 5
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -197,13 +203,35 @@ def addresses(host: str, port: int, token: str | None) -> tuple[str, str]:
     return f"http://{shown}:{port}/{query}", f"http://{local}:{port}/{query}"
 
 
+def connection_limit() -> int:
+    """:data:`MAX_CONNECTIONS`, or a quarter of the files this process may open when that is fewer: the rest
+    stay for connections being accepted, the replay and the libraries."""
+    try:
+        import resource
+    except ImportError:  # not on a Unix
+        return MAX_CONNECTIONS
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return MAX_CONNECTIONS if soft == resource.RLIM_INFINITY else max(4, min(MAX_CONNECTIONS, soft // 4))
+
+
 def server_config(app: Any, **options: Any) -> Any:
-    """The uvicorn config ``nertz-play`` serves with: a websocket message limit of :data:`MAX_FRAME`, and a first
-    Ctrl-C that stops within :data:`SHUTDOWN_GRACE` seconds even when a connection is stuck."""
+    """The uvicorn config ``nertz-play`` serves with: a websocket message limit of :data:`MAX_FRAME`, a first
+    Ctrl-C that stops within :data:`SHUTDOWN_GRACE` seconds even when a connection is stuck, and the bounds of
+    :mod:`nertz_env.play.limits` (:func:`connection_limit` connections, :data:`HEAD_TIMEOUT` seconds to send a
+    request head, a tab that reads nothing for the table's send timeout dropped)."""
     import uvicorn
+
+    from nertz_env.play.limits import BoundedH11, BoundedWebSocket
+    from nertz_env.play.server import SEND_TIMEOUT
 
     settings: dict[str, Any] = {
         "log_level": "warning",
+        "http": BoundedH11,
+        "ws": BoundedWebSocket,
+        "limit_concurrency": connection_limit(),
+        "backlog": BACKLOG,
+        "timeout_keep_alive": HEAD_TIMEOUT,
+        "ws_ping_timeout": SEND_TIMEOUT,
         "ws_max_size": MAX_FRAME,
         "lifespan": "on",
         "timeout_graceful_shutdown": SHUTDOWN_GRACE,

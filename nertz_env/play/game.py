@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from nertz_env._text import short
 from nertz_env.actions import (
     CALL,
     FLIP,
@@ -276,10 +277,10 @@ class PlayGame:
         """``action`` as a legal action index of the person's seat now, or :class:`MoveError` saying why not."""
         n = self.table.n
         if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
-            raise MoveError(f"an action is an integer index from 0 to {n - 1}, got {action!r}")
+            raise MoveError(f"an action is an integer index from 0 to {n - 1}, got {short(action)}")
         a = int(action)
         if not 0 <= a < n:
-            raise MoveError(f"action {a} is out of range: this table's actions are 0 to {n - 1}")
+            raise MoveError(f"action {short(a)} is out of range: this table's actions are 0 to {n - 1}")
         if self.done:
             raise MoveError("the game is over; start a new game to play again")
         if not self._mask[a]:

@@ -7,7 +7,7 @@ Protocol (JSON text messages). The page sends::
     {"type": "move", "action": 17, "seat": 0, "tick": 12}   # seat and tick optional; action from "legal"
     {"type": "wait"}        # step mode: play a wait tick; real time: drop the queued move
     {"type": "pause"}       # real time: stop or restart the clock
-    {"type": "new_game"}    # deal the next game (seed + 1), a new replay file
+    {"type": "new_game"}    # deal the next game (seed + 1), a new replay file (one a second at most)
 
 The server sends ``{"type": "welcome", "role": "player"|"spectator", ...}`` once, ``{"type": "state", ...}``
 after every tick (the drawing as SVG, the public view with the person's legal moves, what every seat did,
@@ -34,7 +34,9 @@ next tab plays on.
 Access (see :class:`Guard`): with ``allowed_hosts`` only requests naming one of those hosts are served (no
 DNS-rebinding page can reach a table on 127.0.0.1); with ``token`` every request needs the token (``?token=``
 in the address, then a cookie the page's answer sets); a websocket's ``Origin`` must be the server's own
-address either way.
+address either way. Every answer carries :data:`PAGE_HEADERS` (no framing, no caching). The bounds before any
+request is read (connections, the time to send a request head, a tab that reads nothing) are uvicorn's
+protocols as :mod:`nertz_env.play.limits` bounds them.
 """
 
 from __future__ import annotations
@@ -49,13 +51,12 @@ import sys
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
-from starlette.requests import Request
+from starlette.requests import Request, cookie_parser
 from starlette.responses import FileResponse, PlainTextResponse
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
@@ -72,6 +73,8 @@ MESSAGE_TYPES = ("move", "wait", "pause", "new_game")
 MAX_QUEUE = 100
 #: seconds one send to a tab may take before the tab is dropped
 SEND_TIMEOUT = 10.0
+#: seconds between two new games at least (each makes a replay file)
+NEW_GAME_INTERVAL = 1.0
 #: the close code of a dropped tab (4000-4999: the application's own)
 CLOSE_TOO_SLOW = 4008
 #: the scope key under which :class:`Guard` keeps a way to abort the connection (see :meth:`Hub._abort`)
@@ -104,6 +107,7 @@ class Hub:
         log: Callable[[str], None] | None = None,
         send_timeout: float = SEND_TIMEOUT,
         max_queue: int = MAX_QUEUE,
+        new_game_interval: float = NEW_GAME_INTERVAL,
     ) -> None:
         if tick_ms < 1:
             raise ValueError(f"tick_ms must be at least 1, got {tick_ms}")
@@ -116,6 +120,8 @@ class Hub:
         self.log = log or (lambda text: print(f"nertz-play: {text}", file=sys.stderr, flush=True))
         self.send_timeout = send_timeout
         self.max_queue = max_queue
+        self.new_game_interval = new_game_interval
+        self.dealt_at = -float("inf")  # when the last new game was dealt (loop time)
         self.player: WebSocket | None = None
         self.spectators: list[WebSocket] = []
         self.tabs: dict[WebSocket, _Tab] = {}
@@ -510,6 +516,11 @@ class Hub:
                         "paused": self.paused})
 
     async def _new_game(self, ws: WebSocket) -> None:
+        now = asyncio.get_running_loop().time()
+        if now - self.dealt_at < self.new_game_interval:
+            self.error(ws, f"a new game was dealt less than {self.new_game_interval:g} s ago: one at a time")
+            return
+        self.dealt_at = now
         async with self.lock:
             old = self.replay_path()
             self.pending = None
@@ -552,7 +563,7 @@ class Guard:
     ``allowed_hosts``: only requests whose ``Host`` names one of them (IPv6 in brackets, any port) are served,
     others get 400 (a page on a rebinding DNS name cannot reach a table on a loopback address). ``token``: every
     request needs it, as ``?token=...`` (the page's answer then sets a cookie, HttpOnly, SameSite=Strict) or
-    that cookie; others get 403. A websocket's ``Origin`` must be this server's own address (``http://`` +
+    that cookie (read as browsers send cookies); others get 403. Every HTTP answer gets :data:`PAGE_HEADERS`. A websocket's ``Origin`` must be this server's own address (``http://`` +
     its ``Host``): a page from another site cannot drive the table."""
 
     def __init__(self, app: ASGIApp, allowed_hosts: Sequence[str] | None = None, token: str | None = None) -> None:
@@ -568,11 +579,9 @@ class Guard:
         for given in query.get("token", []):
             if hmac.compare_digest(given.encode(), self.token.encode()):
                 return True, True
-        cookies = SimpleCookie()
-        with contextlib.suppress(Exception):
-            cookies.load(headers.get("cookie", ""))
-        morsel = cookies.get(self.cookie)
-        if morsel is not None and hmac.compare_digest(morsel.value.encode(), self.token.encode()):
+        # parsed as browsers send cookies: another application's malformed cookie on this host costs only itself
+        given = cookie_parser(headers.get("cookie", "")).get(self.cookie)
+        if given is not None and hmac.compare_digest(given.encode(), self.token.encode()):
             return True, False
         return False, False
 
@@ -606,24 +615,40 @@ class Guard:
                 scope = {**scope, ABORT_KEY: abort}
             await self.app(scope, receive, send)
             return
-        if not from_address:
-            await self.app(scope, receive, send)
-            return
-        cookie = f"{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict"
-
-        async def send_with_cookie(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", []), (b"set-cookie", cookie.encode())]}
-            await send(message)
-
-        await self.app(scope, receive, send_with_cookie)
+        extra = [(b"set-cookie", f"{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict".encode())
+                 ] if from_address else []
+        await self.app(scope, receive, _with_headers(send, extra))
 
     @staticmethod
     async def _refuse(scope: Scope, receive: Receive, send: Send, code: int, text: str) -> None:
         if scope["type"] == "websocket":
             await WebSocket(scope, receive, send).close(code=code if code >= 1000 else 1008, reason=text)
         else:
-            await PlainTextResponse(text, status_code=code)(scope, receive, send)
+            await PlainTextResponse(text, status_code=code)(scope, receive, _with_headers(send))
+
+
+#: the headers of every HTTP answer: no other page may frame the table (it could take the seat when the player's
+#: tab leaves), the page runs its own script and style and talks to its own server only, no type is guessed, no
+#: address (with its token) is sent on, nothing is cached (the page, or an answer that sets the token's cookie)
+PAGE_HEADERS = [
+    (b"content-security-policy", b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+     b"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cache-control", b"no-store"),
+]
+
+
+def _with_headers(send: Send, extra: Sequence[tuple[bytes, bytes]] = ()) -> Send:
+    """``send`` adding :data:`PAGE_HEADERS` and ``extra`` to the answer's head."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), *PAGE_HEADERS, *extra]}
+        await send(message)
+
+    return sending
 
 
 def _transport_abort(send: Send) -> Callable[[], None] | None:
@@ -640,7 +665,7 @@ def create_app(hub: Hub, allowed_hosts: Sequence[str] | None = None, token: str 
     check); ``token`` (``None``: none) is needed by every request."""
 
     async def page(request: Request) -> FileResponse:
-        return FileResponse(os.path.join(STATIC_DIR, "index.html"), headers={"Cache-Control": "no-store"})
+        return FileResponse(os.path.join(STATIC_DIR, "index.html"))
 
     async def websocket(ws: WebSocket) -> None:
         await hub.serve(ws)

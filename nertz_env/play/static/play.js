@@ -30,12 +30,14 @@ function log(text, kind = "info") {
 }
 
 // ------------------------------------------------------------------ the connection
+// a table served beyond loopback needs its token: the page's address has it, and the page's answer set it as a
+// cookie, which the websocket and a reload carry; so it leaves the address bar and the history at once
+const TOKEN = new URLSearchParams(location.search).get("token");
+if (TOKEN) history.replaceState(null, "", location.pathname + location.hash);
+
 function connect() {
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
-  // a table served beyond loopback needs its token: the page's address has it (the cookie set with the page
-  // carries it too)
-  const token = new URLSearchParams(location.search).get("token");
-  const ws = new WebSocket(`${proto}//${location.host}/ws` + (token ? "?token=" + encodeURIComponent(token) : ""));
+  const ws = new WebSocket(`${proto}//${location.host}/ws` + (TOKEN ? "?token=" + encodeURIComponent(TOKEN) : ""));
   S.ws = ws;
   ws.onmessage = (ev) => {
     let msg;

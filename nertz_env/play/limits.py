@@ -1,0 +1,125 @@
+"""The bounds ``nertz-play`` puts on every connection before any request is read: uvicorn's protocols, subclassed.
+
+uvicorn's h11 protocol waits for a first request head without end and takes every connection the kernel queues,
+so sockets that send nothing could hold every file descriptor (no new client served, and a flood of ``accept()``
+errors in the log). Its websocket protocol answers every ping at once, so a peer that pings and never reads
+grows the server's write buffer without end. See "What the server promises" in docs/guides/replays.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+
+
+class _Waiting:
+    """The connections of one server that may wait for a request head, oldest first (checked when taken)."""
+
+    def __init__(self) -> None:
+        self.conns: dict[BoundedH11, None] = {}
+        self.said = False
+
+
+class BoundedH11(H11Protocol):
+    """uvicorn's h11 protocol with two bounds more.
+
+    - A request head must be complete within ``timeout_keep_alive`` seconds of the connection (or of the last
+      response): uvicorn's own timer starts only after a response and stops at the first byte.
+    - At ``limit_concurrency`` connections a new one closes the oldest that has sent no request head (itself if
+      every other is busy), said once in the log: uvicorn's own limit answers 503, but only to a request head,
+      and the kernel's queue of idle sockets never gets that far."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        waiting = getattr(self.server_state, "nertz_waiting", None)
+        if waiting is None:
+            waiting = self.server_state.nertz_waiting = _Waiting()  # type: ignore[attr-defined]
+        self.waiting: _Waiting = waiting
+        self._wait_for_head()
+        limit = self.limit_concurrency
+        while limit is not None and len(self.connections) >= limit and waiting.conns:
+            oldest = next(iter(waiting.conns))
+            del waiting.conns[oldest]
+            if not oldest.waiting_for_head():  # busy since, or gone: not a candidate
+                continue
+            if not waiting.said:
+                waiting.said = True
+                self.logger.warning(
+                    "nertz-play: %d connections open: closing the oldest that sent no request (said once)", limit)
+            oldest.transport.close()
+            self.connections.discard(oldest)  # closing ends it on the next loop turn: count it gone now
+
+    def waiting_for_head(self) -> bool:
+        """Whether this connection is open, still HTTP (no websocket yet) and waits for a request head."""
+        return self in self.connections and self.conn.their_state is h11.IDLE and not self.transport.is_closing()
+
+    def _wait_for_head(self) -> None:
+        self.waiting.conns[self] = None
+        self.head_timer = self.loop.call_later(self.timeout_keep_alive, self._head_late)
+
+    def _head_late(self) -> None:
+        if self.waiting_for_head():
+            self.transport.close()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self.head_timer.cancel()
+            self.waiting.conns.pop(self, None)  # to the end: the newest waiting
+            self._wait_for_head()
+
+    def handle_websocket_upgrade(self, event: h11.Request) -> None:
+        self.head_timer.cancel()
+        self.waiting.conns.pop(self, None)  # a websocket now: its protocol is another
+        super().handle_websocket_upgrade(event)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.head_timer.cancel()
+        self.waiting.conns.pop(self, None)
+        super().connection_lost(exc)
+
+
+class BoundedWebSocket(WebSocketsSansIOProtocol):
+    """uvicorn's websocket protocol (websockets' sans-I/O one) with a bound on what a peer may leave unread.
+
+    While the transport's buffer is over its high-water mark (the peer does not read), a ping gets no pong
+    (none piles up in memory), and a peer that stays so for ``ws_ping_timeout`` seconds is dropped: its
+    connection is aborted, whatever the table still owes it (``nertz-play`` sets ``ws_ping_timeout`` to the
+    table's send timeout)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stuck_timer: asyncio.TimerHandle | None = None
+
+    def handle_ping(self) -> None:
+        if self.writable.is_set():
+            super().handle_ping()
+        else:
+            self.conn.data_to_send()  # the pong is dropped: the peer reads nothing anyway
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self.stuck_timer is None:
+            self.stuck_timer = self.loop.call_later(self.ping_timeout or 0.0, self._give_up)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self.stuck_timer is not None:
+            self.stuck_timer.cancel()
+            self.stuck_timer = None
+
+    def _give_up(self) -> None:
+        self.stuck_timer = None
+        if not self.disconnected:
+            self.logger.warning("nertz-play: a tab read nothing for %g s: dropped", self.ping_timeout or 0.0)
+            self.transport.abort()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.stuck_timer is not None:
+            self.stuck_timer.cancel()
+            self.stuck_timer = None
+        super().connection_lost(exc)
