@@ -104,7 +104,7 @@ def test_make_agent__parses_parameters_and_names_the_agent_by_its_spec() -> None
 
 
 def test_make_agent__unknown_name_lists_the_known_agents() -> None:
-    with pytest.raises(AgentSpecError, match=r"unknown agent 'heurstic'.*greedy, heuristic, ppo, random, search"):
+    with pytest.raises(AgentSpecError, match=r"unknown agent 'heurstic'.*greedy, heuristic, ppo, random, scratch, search"):
         make_agent("heurstic")
 
 

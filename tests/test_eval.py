@@ -344,7 +344,7 @@ def test_report__writes_table_json_csv_and_plots(tmp_path: Any) -> None:
     [
         (
             ["round-robin", "random", "nobody"],
-            "unknown agent 'nobody'; known agents: best, expert, greedy, heuristic, ppo, random, search",
+            "unknown agent 'nobody'; known agents: best, expert, greedy, heuristic, ppo, random, scratch, search",
         ),
         (["round-robin", "random", "missing/model.zip"], "checkpoint file not found: missing/model.zip"),
         (["round-robin", "random", "greedy", "--players", "9"], "num_players=9 is not allowed"),

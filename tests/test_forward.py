@@ -189,16 +189,19 @@ def test_arrays__not_written_for_what_numpy_cannot_run_and_the_agent_falls_back_
     assert masks[0, agent.act(obs[0], masks[0].astype(np.int8))]
 
 
-def test_ppo__plays_through_nertz_eval_and_nertz_play(tmp_path, capsys) -> None:
+@pytest.mark.parametrize("name", ["ppo", "scratch"])
+def test_shipped_network__plays_through_nertz_eval_and_nertz_play(name: str, tmp_path, capsys) -> None:
+    """Each shipped network by name: a gauntlet, and three seats of a nertz-play table, in numpy. ``scratch``
+    was trained with last_moves=1 and plays at these tables without it (its own record of its moves)."""
     from nertz_env.eval.cli import main as nertz_eval
     from nertz_env.play import cli as play_cli
 
-    assert nertz_eval(["gauntlet", "ppo", "heuristic", "--players", "4", "--deals", "1", "--seed", "3", "--no-save",
+    assert nertz_eval(["gauntlet", name, "heuristic", "--players", "4", "--deals", "1", "--seed", "3", "--no-save",
                        "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert "ppo" in out and "heuristic" in out
+    assert name in out and "heuristic" in out
     built = play_cli._build(play_cli.build_parser().parse_args(
-        ["--opponents", "ppo", "--players", "4", "--step", "--seed", "4", "--replay-dir", str(tmp_path)]))
+        ["--opponents", name, "--players", "4", "--step", "--seed", "4", "--replay-dir", str(tmp_path)]))
     hub = play_cli.make_hub(built, seat=0, step=True)
     game = hub.game
     assert all(bot.actor is not None for bot in game.bots.values())  # the numpy forward
@@ -206,7 +209,7 @@ def test_ppo__plays_through_nertz_eval_and_nertz_play(tmp_path, capsys) -> None:
     for _ in range(40):
         if game.done:
             break
-        result = game.tick(None)  # the person waits; the three ppo seats play
+        result = game.tick(None)  # the person waits; the three network seats play
         moved += sum(1 for m in result.moves if m.seat != 0 and m.applied != 0 and not m.illegal)
     assert moved > 0
     game.close()
