@@ -488,7 +488,7 @@ def _replay_fixture(ctx: Ctx) -> str:
     folder = Path(ctx.out("_fixture_replays"))
     files = sorted(folder.glob("*.jsonl*"))
     if not files:
-        pytest.importorskip("openskill", reason="needs the eval extra: pip install 'nertz-env[eval]' (nertz-eval records the replay)")
+        pytest.importorskip("openskill", reason="needs the eval extra: pip install '.[eval]' (nertz-eval records the replay)")
         r = ctx.run(
             _program("nertz-eval"),
             ["round-robin", "heuristic", "random", "--players", "2", "--deals", "1", "--no-save",
