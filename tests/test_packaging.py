@@ -495,3 +495,44 @@ def test_sources__every_install_hint_comes_from_install_command() -> None:
                     offenders.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
     allowed = {"nertz_env/extras.py"}
     assert [o for o in offenders if o.split(":")[0] not in allowed] == []
+
+
+# ---------------------------------------------------------------- .ci/setup: the demo's set-up and a second run
+def _setup_run(venv: Path, log: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "NERTZ_FRESH_VENV"}
+    out = subprocess.run(["bash", str(ROOT / ".ci" / "setup"), *args], env={**env, "NERTZ_VENV": str(venv)},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
+def test_setup__the_demo_installs_only_the_eval_extra_and_a_rerun_installs_nothing(tmp_path: Path) -> None:
+    """``bash .ci/setup demo`` (the README's demo command) installs the package with the eval extra only (no
+    torch, no browser); run again on the same sources it installs nothing (a reinstall rewrote the package
+    and so recompiled the rules: 1 min 46 s for nothing); ``bash .ci/setup`` after it installs the dev
+    extras, and a change to the sources installs again. The venv's python here records each pip call."""
+    venv, log = tmp_path / "venv", tmp_path / "pip.log"
+    (venv / "bin").mkdir(parents=True)
+    python = venv / "bin" / "python"
+    python.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = -m ] && [ "$2" = pip ]; then echo "$*" >> {log}; exit 0; fi\n'
+        f'exec {sys.executable} "$@"\n'
+    )
+    python.chmod(0o755)
+    calls = lambda: log.read_text().splitlines() if log.exists() else []  # noqa: E731
+
+    _setup_run(venv, log, "demo")
+    assert calls() == ["-m pip install -q .[eval]"]
+    assert "nothing to do" in _setup_run(venv, log, "demo")
+    assert len(calls()) == 1
+    if not Path("/usr/bin/chromium").exists():  # the dev set-up would apt-get install it: not in a test
+        return
+    _setup_run(venv, log)
+    assert calls()[1:] == ["-m pip install -q .[dev]"]  # (torch 2.13.0 is here already)
+    n = len(calls())
+    assert "nothing to do" in _setup_run(venv, log) and "nothing to do" in _setup_run(venv, log, "demo")
+    assert len(calls()) == n
+    (venv / ".nertz-setup").write_text("dev 0000000000000000\n")  # as after an edit of the sources
+    _setup_run(venv, log, "demo")
+    assert calls()[n:] == ["-m pip install -q .[eval]"]
