@@ -20,7 +20,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "render": ("resvg_py", "PIL", "imageio", "imageio_ffmpeg"),
     "play": ("starlette", "uvicorn", "websockets"),
     "rllib": ("torch", "ray"),
-    "test": ("supersuit", "tianshou", "torchrl", "array_api_compat"),  # the clients tests/test_clients.py runs
+    "test": ("supersuit", "tianshou", "torchrl", "array_api_compat", "skrl"),  # the clients tests/test_clients.py runs
     "browser": ("playwright",),  # the browser tests
 }
 
