@@ -50,6 +50,7 @@ from nertz_env.agents.meta import (
 )
 from nertz_env.agents.registry import as_bool
 from nertz_env.config import NertzConfig
+from nertz_env.extras import install_command
 from nertz_env.observation import obs_layout
 from nertz_env.threads import limit_threads
 
@@ -64,8 +65,8 @@ def _torch(path: str) -> Any:
         import torch
     except ImportError:
         raise ImportError(
-            f"loading the policy {path!r} needs torch, stable-baselines3 and sb3-contrib: "
-            "pip install 'nertz-env[train]'"
+            f"loading the policy {path!r} needs the train extra (torch, stable-baselines3, sb3-contrib): "
+            f"{install_command('train')}"
         ) from None
     return torch
 
@@ -123,7 +124,7 @@ def load_policy(path: str, outside: bool = False) -> tuple[Any, dict[str, Any]]:
         from stable_baselines3.common.save_util import load_from_zip_file
     except ImportError:
         raise ImportError(
-            f"loading the policy {path!r} needs stable-baselines3 and sb3-contrib: pip install 'nertz-env[train]'"
+            f"loading the policy {path!r} needs the train extra (stable-baselines3, sb3-contrib): {install_command('train')}"
         ) from None
 
     _respect_thread_limit(torch)

@@ -21,6 +21,7 @@ import numpy as np
 from nertz_env.agents.meta import FORMAT, CheckpointError, check_compatible, meta_config
 from nertz_env.agents.registry import as_bool
 from nertz_env.config import NertzConfig
+from nertz_env.extras import install_command
 
 META_FILE = "nertz_meta.json"
 _CACHE: dict[tuple[str, float], tuple[Any, dict[str, Any]]] = {}
@@ -71,7 +72,7 @@ def load_rllib_module(path: str) -> tuple[Any, dict[str, Any]]:
         from ray.rllib.core.rl_module.rl_module import RLModule
     except ImportError:
         raise CheckpointError(
-            f"{path} is an RLlib checkpoint: loading it needs the rllib extra (pip install 'nertz-env[rllib]')"
+            f"{path} is an RLlib checkpoint: loading it needs the rllib extra ({install_command('rllib')})"
         ) from None
     limit_threads(1)
     module_dir = os.path.join(path, meta["learner_module"])

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nertz_env.config import NertzConfig
+from nertz_env.extras import install_command
 
 #: retries of a deal task whose worker process or node died (Ray's own count; errors raised by the
 #: game itself are not retried: they would fail again)
@@ -146,7 +147,7 @@ def connect(address: str) -> Any:
         import ray
     except ImportError:
         raise ClusterError(
-            "--address needs Ray on this machine and on every node: pip install 'nertz-env[rllib]'"
+            f"--address needs Ray on this machine and on every node: {install_command('rllib')}"
         ) from None
     if ray.is_initialized():
         ray.shutdown()

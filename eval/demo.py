@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from nertz_env._text import plain
 from nertz_env.cli import EXIT_INTERRUPTED, EXIT_USAGE, Parser, at_least
+from nertz_env.extras import install_command
 
 
 def _show_a_table(seed: int) -> None:
@@ -57,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from nertz_env.eval.summary import ladder_check, summarize
         from nertz_env.eval.tournament import run_tournament
     except ImportError as e:
-        print(f"nertz-demo: needs the eval extra (pip install 'nertz-env[eval]'): {e}", file=sys.stderr)
+        print(f"nertz-demo: needs the eval extra ({install_command('eval')}): {e}", file=sys.stderr)
         return EXIT_USAGE
 
     print("A 4-player table after 25 ticks of greedy play (render_mode='ansi'):\n")

@@ -5,7 +5,7 @@ tick, state), the lake (every foundation's top card framed in the colour of the 
 strip of small cells under it, one per card of the foundation, coloured by who played each), then one panel
 per seat: its name and match score, the Nertz pile (top card and count), the stock (count), the waste (top
 card and count) and the work piles fanned downward so every card's corner reads. :func:`table_rgb` renders
-that very SVG with resvg (``pip install nertz-env[render]``), so the picture and the raster never differ.
+that very SVG with resvg (the render extra), so the picture and the raster never differ.
 
 Size: work piles have room for ``fan`` cards at the full step (longer piles squeeze into that room), and the
 default is ``ENV_FAN`` (9) everywhere, as in ``env.render()``: every table of one config is drawn at one size,
@@ -56,6 +56,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from nertz_env.extras import install_command
 
 __all__ = [
     "ENV_FAN",
@@ -610,13 +612,13 @@ def table_svg(
 
 
 def svg_to_rgb(svg: str, scale: float = 1.0) -> np.ndarray:
-    """Rasterize an SVG with resvg into an (H, W, 3) uint8 array (needs ``pip install nertz-env[render]``)."""
+    """Rasterize an SVG with resvg into an (H, W, 3) uint8 array (needs the render extra)."""
     try:
         import resvg_py
         from PIL import Image
     except ImportError as e:  # pragma: no cover - depends on the installed extras
         raise ImportError(
-            "rgb rendering needs resvg-py and pillow: pip install 'nertz-env[render]'"
+            f"rgb rendering needs resvg-py and pillow: {install_command('render')}"
         ) from e
     import io
 

@@ -1,13 +1,16 @@
-"""The optional extras (``pip install "nertz-env[train]"`` ...) and the modules each provides.
+"""The optional extras (``pip install ".[train]"`` in a checkout) and the modules each provides.
 
 A command or an agent that needs a module of an extra that is not installed says so in one line, naming the
-extra to install (:func:`missing_extra_message`), never with a traceback from deep inside. The table below
-mirrors ``[project.optional-dependencies]`` in ``pyproject.toml`` as import names (``pillow`` is ``PIL``);
-``tests/test_packaging.py`` checks that the two agree.
+extra and a command that installs it (:func:`missing_extra_message`), never with a traceback from deep inside.
+The table below mirrors ``[project.optional-dependencies]`` in ``pyproject.toml`` as import names (``pillow``
+is ``PIL``); ``tests/test_packaging.py`` checks that the two agree.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import shlex
+import sys
 from collections.abc import Sequence
 
 # extra -> the top-level modules its requirements install, in pyproject's order
@@ -17,13 +20,30 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "render": ("resvg_py", "PIL", "imageio", "imageio_ffmpeg"),
     "play": ("starlette", "uvicorn", "websockets"),
     "rllib": ("torch", "ray"),
-    "test": ("supersuit", "tianshou", "torchrl", "array_api_compat"),  # the clients tests/test_clients.py runs
+    "test": ("supersuit", "tianshou", "torchrl", "array_api_compat", "skrl"),  # the clients tests/test_clients.py runs
     "browser": ("playwright",),  # the browser tests
 }
 
 
+def requirements(extra: str) -> list[str]:
+    """The requirements of ``extra`` as the installed nertz-env declares them (``["starlette>=0.37", ...]``);
+    empty when nertz-env is not installed (sources on ``sys.path``)."""
+    try:
+        declared = importlib.metadata.requires("nertz-env") or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    marker = f'extra == "{extra}"'
+    return [req.split(";")[0].strip() for req in declared if req.partition(";")[2].strip().replace("'", '"') == marker]
+
+
 def install_command(extra: str) -> str:
-    return f"pip install 'nertz-env[{extra}]'"
+    """A command that installs ``extra`` into the running Python as it is written: no package index has
+    nertz-env, so it names the extra's requirements (``/venv/bin/python -m pip install 'starlette>=0.37'
+    ...``); without an installed nertz-env, the checkout's own ``pip install '.[extra]'``."""
+    reqs = requirements(extra)
+    if not reqs:
+        return f"pip install '.[{extra}]' (in a checkout of nertz-env)"
+    return " ".join([shlex.quote(sys.executable), "-m", "pip", "install", *map(shlex.quote, reqs)])
 
 
 def extra_of(module: str | None, prefer: Sequence[str] = ()) -> str | None:
@@ -41,7 +61,8 @@ def extra_of(module: str | None, prefer: Sequence[str] = ()) -> str | None:
 
 def missing_extra_message(error: ImportError, needs: str, prefer: Sequence[str] = ()) -> str | None:
     """One line for an import of an extra's module that failed: ``{needs} needs the eval extra (no module
-    named 'openskill'): pip install 'nertz-env[eval]'``; None when no extra provides the missing module."""
+    named 'openskill'): .../python -m pip install 'openskill>=5' ...``; None when no extra provides the
+    missing module."""
     extra = extra_of(getattr(error, "name", None), prefer)
     if extra is None:
         return None

@@ -17,9 +17,15 @@ import importlib.util
 from collections.abc import Callable
 from typing import Any
 
+from nertz_env.extras import install_command
+
 #: frames per second of a rendered episode (``metadata["render_fps"]`` of every env): four ticks a second
 RENDER_FPS = 4
-RGB_EXTRA = "rgb_array rendering needs the render extra (resvg-py and pillow): pip install 'nertz-env[render]'"
+
+
+def rgb_extra_message() -> str:
+    """Why ``render_mode="rgb_array"`` is refused without the render extra, and the command that installs it."""
+    return f"rgb_array rendering needs the render extra (resvg-py and pillow): {install_command('render')}"
 
 
 def render_text(snap: dict[str, Any]) -> str:
@@ -82,7 +88,7 @@ def check_mode(mode: str | None, *, allow_none: bool = True) -> str | None:
     if (mode is None and allow_none) or mode in RENDER_MODES:
         return mode
     if mode == "rgb_array":
-        raise ValueError(RGB_EXTRA)
+        raise ValueError(rgb_extra_message())
     allowed = ("None, " if allow_none else "") + ", ".join(repr(m) for m in RENDER_MODES)
     raise ValueError(f"render_mode must be one of {allowed}; got {mode!r}")
 

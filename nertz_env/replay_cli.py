@@ -39,6 +39,7 @@ from nertz_env.actions import action_table
 from nertz_env.cli import EXIT_USAGE, Parser, UsageError
 from nertz_env.config import make_config
 from nertz_env.draw import FAN_CARDS, SEAT_COLOURS, TableDrawing, draw_table, longest_pile, svg_to_rgb
+from nertz_env.extras import install_command
 from nertz_env.replay import Frame, Replay, ReplayError, ReplayMismatch, load_replay, replay_frames
 from nertz_env.snapshot import round_so_far
 
@@ -258,7 +259,7 @@ def write_animation(rep: Replay, path: str, fps: float, scale: float, kind: str)
         import imageio.v2 as imageio
         import numpy as np
     except ImportError:
-        raise UsageError("animations need imageio: pip install 'nertz-env[render]'") from None
+        raise UsageError(f"animations need imageio: {install_command('render')}") from None
     svgs, _fan = _frames_rgb(rep, scale)
     progress = _Progress(len(svgs), f"writing {os.path.basename(path)}")
     if kind == "gif":
@@ -280,7 +281,7 @@ def write_animation(rep: Replay, path: str, fps: float, scale: float, kind: str)
     try:
         import imageio_ffmpeg  # noqa: F401
     except ImportError:
-        raise UsageError("--mp4 needs imageio-ffmpeg: pip install 'nertz-env[render]' (or use --gif)") from None
+        raise UsageError(f"--mp4 needs imageio-ffmpeg: {install_command('render')} (or use --gif)") from None
     writer = imageio.get_writer(path, fps=fps, codec="libx264", quality=8, macro_block_size=1, pixelformat="yuv420p")
     try:
         for k, svg in enumerate(svgs, start=1):

@@ -1,6 +1,6 @@
 """Nertz for Ray RLlib: a multi-agent env with RLlib's action-mask keys, a PPO config, a league, checkpoints.
 
-Needs the ``rllib`` extra (``pip install "nertz-env[rllib]"``); ``import nertz_env`` never imports Ray, this
+Needs the ``rllib`` extra (``pip install ".[rllib]"`` in a checkout); ``import nertz_env`` never imports Ray, this
 module does. Usage::
 
     from ray.tune.registry import register_env

@@ -98,7 +98,7 @@ def pytest_collection_modifyitems(config, items) -> None:  # type: ignore[no-unt
 # ---------------------------------------------------------------- tests that need an extra that is missing
 # pytest from an unpacked sdist with only some extras installed: a test that fails because a module of an
 # extra is not installed is reported as skipped, naming the extra. The failure is an ImportError naming the
-# module, or a message naming the extra as the package's own messages do ("pip install 'nertz-env[train]'"),
+# module, or a message naming the extra as the package's own messages do ("needs the train extra"),
 # or a command's output in an assertion (a subprocess's "No module named 'openskill'"). Only when a module of
 # that extra really is missing here: with the extras installed, the same failure stays a failure.
 def _missing_extra(exc: BaseException) -> str | None:
@@ -117,7 +117,7 @@ def _missing_extra(exc: BaseException) -> str | None:
         extra = extra_of(name)
         if extra and absent(name):
             return extra
-    for extra in re.findall(r"nertz-env\[(\w+)\]", text):
+    for extra in re.findall(r"the (\w+) extra", text):
         if extra in EXTRAS and any(absent(m) for m in EXTRAS[extra]):
             return extra
     return None
@@ -133,7 +133,7 @@ def pytest_runtest_makereport(item, call):  # type: ignore[no-untyped-def]
 
     report = pytest.TestReport.from_item_and_call(item, call)
     report.outcome = "skipped"
-    report.longrepr = (str(item.path), item.location[1] or 0, f"needs the {extra} extra: pip install 'nertz-env[{extra}]'")
+    report.longrepr = (str(item.path), item.location[1] or 0, f"needs the {extra} extra: pip install '.[{extra}]'")
     return report
 
 

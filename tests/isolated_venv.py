@@ -25,6 +25,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -84,19 +85,22 @@ def build_wheel(out: Path) -> Path:
     return wheel
 
 
-def _key(requirements: list[str], torch: bool) -> str:
+def _key(requirements: list[str], torch: bool, no_deps: Sequence[str] = ()) -> str:
     import tomllib  # Python 3.11+; imported here so that collecting these tests works on 3.10 too
 
     deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    blob = json.dumps([list(sys.version_info[:2]), TORCH_PIN if torch else None, sorted(deps), list(requirements)])
+    blob = json.dumps([list(sys.version_info[:2]), TORCH_PIN if torch else None, sorted(deps), list(requirements)]
+                      + ([list(no_deps)] if no_deps else []))
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def client_venv(name: str, requirements: list[str], wheel: Path, torch: bool = True) -> Path:
+def client_venv(name: str, requirements: list[str], wheel: Path, torch: bool = True,
+                no_deps: Sequence[str] = ()) -> Path:
     """The python of a venv with ``requirements`` (plus torch CPU unless ``torch=False``, and nertz-env's
-    dependencies), built once and cached, with ``wheel`` (nertz-env) installed into it afresh."""
+    dependencies), built once and cached, with ``wheel`` (nertz-env) installed into it afresh. ``no_deps``:
+    packages installed after that without their own requirements (a client whose pins would replace torch)."""
     ROOT.mkdir(parents=True, exist_ok=True)
-    path = ROOT / f"{name}-{_key(requirements, torch)}"
+    path = ROOT / f"{name}-{_key(requirements, torch, no_deps)}"
     python = path / "bin" / "python"
     done = path / ".complete"
     with open(ROOT / f"{name}.lock", "w") as lock:
@@ -107,7 +111,9 @@ def client_venv(name: str, requirements: list[str], wheel: Path, torch: bool = T
             subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=300)
             # one resolve: the client's requirements, torch pinned to the CPU build, nertz-env's dependencies
             _pip(python, *([TORCH_PIN] if torch else []), *requirements, str(wheel))
-            done.write_text(json.dumps({"requirements": requirements}) + "\n")
+            if no_deps:
+                _pip(python, "--no-deps", *no_deps)
+            done.write_text(json.dumps({"requirements": requirements, "no_deps": list(no_deps)}) + "\n")
         _pip(python, "--no-deps", "--force-reinstall", str(wheel), timeout=600)
     return python
 

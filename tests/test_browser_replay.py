@@ -18,7 +18,7 @@ from nertz_env.replay import RecordReplay, load_replay
 from nertz_env.replay_cli import main as replay_main
 
 pytestmark = pytest.mark.browser
-sync_api = pytest.importorskip("playwright.sync_api", reason="needs the browser extra: pip install 'nertz-env[browser]'")
+sync_api = pytest.importorskip("playwright.sync_api", reason="needs the browser extra: pip install '.[browser]'")
 CHROMIUM = os.environ.get("NERTZ_CHROMIUM", "/usr/bin/chromium")
 if not os.path.exists(CHROMIUM):
     pytest.skip(f"no chromium at {CHROMIUM} (apt-get install -y chromium, or set NERTZ_CHROMIUM)", allow_module_level=True)

@@ -57,3 +57,27 @@ def test_benchmarl_custom_task__one_mappo_iteration_with_the_state_critic(wheel:
     out = run_script(python, SCRIPTS / "benchmarl_task.py", cwd=tmp_path)
     assert out["iters"] == 1 and out["frames"] >= 100 and out["changed"] and out["has_state_spec"]
     assert ["state"] in out["critic_in_keys"]
+
+
+# pufferlib-core 3.0.23 requires torch==2.9.0: installed without its requirements beside torch 2.13 (what it
+# imports: numpy, gymnasium, torch, psutil)
+PUFFERLIB_NO_DEPS = ["pufferlib-core==3.0.23"]
+
+
+def test_pufferlib_pettingzoo_puffer_env__masked_play_with_the_mask_from_the_struct_view(wheel: Path, tmp_path: Path) -> None:
+    """pufferlib-core's ``PettingZooPufferEnv`` over ``parallel_env``: the mask read back through
+    ``observations.view(obs_dtype)["action_mask"]`` keeps every action legal, in one env and in
+    ``pufferlib.vector`` (Serial, which resets finished envs)."""
+    python = client_venv("pufferlib", ["psutil"], wheel, no_deps=PUFFERLIB_NO_DEPS)
+    out = run_script(python, SCRIPTS / "pufferlib_route.py", cwd=tmp_path)
+    assert out["episodes"] == 3 and out["illegal"] == 0 and out["fields"] == ["action_mask", "observation"]
+    assert out["vec_obs_rows"] == 4 and out["vec_steps"] == 40 and out["action_space"] == "Discrete(172)"
+
+
+def test_rl_zoo3_train__ppo_on_the_gymnasium_id_plays_unmasked_with_flagged_waits(wheel: Path, tmp_path: Path) -> None:
+    """RL Zoo 3's ``python -m rl_zoo3.train --algo ppo --env nertz_env/Nertz-v0 --gym-packages nertz_env``
+    trains and saves a model; the zoo has no MaskablePPO, so the model's illegal actions are applied as
+    waits and flagged (``info["illegal"]``): the gap the clients page names."""
+    python = client_venv("rl_zoo3", ["rl_zoo3==2.9.2"], wheel)
+    out = run_script(python, SCRIPTS / "rl_zoo3_route.py", cwd=tmp_path)
+    assert out["trained"] and out["decisions"] > 0 and 0 < out["illegal"] <= out["decisions"]

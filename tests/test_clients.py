@@ -462,3 +462,109 @@ def test_torchrl_pettingzoo_wrapper__rollout_samples_only_legal_actions(obs_key:
     assert mask.gather(-1, action[..., None]).all()  # every action sampled was legal
     assert not rollout["next", "player", "info", "illegal"].any()
     assert rollout["next", "player", "done"].any()  # a round ended (max_ticks) and the env was reset
+
+
+# ---------------------------------------------------------------- skrl (its PettingZoo wrapper, IPPO)
+def _skrl_ippo(fix_cfg: bool, timesteps: int = 32) -> dict:
+    """skrl 2.1's IPPO recipe for a PettingZoo env (docs/clients/routes.md, the same code): the policy reads the
+    mask back from skrl's flat observation with skrl's own ``unflatten_tensorized_space``."""
+    import torch
+    from pettingzoo.utils import BaseParallelWrapper
+    from skrl.envs.wrappers.torch import wrap_env
+    from skrl.memories.torch import RandomMemory
+    from skrl.models.torch import CategoricalMixin, DeterministicMixin, Model
+    from skrl.multi_agents.torch.ippo import IPPO, IPPO_CFG
+    from skrl.trainers.torch import SequentialTrainer
+    from skrl.utils.spaces.torch import unflatten_tensorized_space
+
+    class Policy(CategoricalMixin, Model):
+        def __init__(self, observation_space, action_space, device):  # type: ignore[no-untyped-def]
+            Model.__init__(self, observation_space=observation_space, action_space=action_space, device=device)
+            CategoricalMixin.__init__(self, unnormalized_log_prob=True)
+            size = observation_space["observation"].shape[0]
+            self.net = torch.nn.Sequential(torch.nn.Linear(size, 64), torch.nn.Tanh(), torch.nn.Linear(64, action_space.n))
+
+        def compute(self, inputs, role=""):  # type: ignore[no-untyped-def]
+            obs = unflatten_tensorized_space(self.observation_space, inputs["observations"])
+            return self.net(obs["observation"]).masked_fill(obs["action_mask"] == 0, -1e8), {}
+
+    class Value(DeterministicMixin, Model):
+        def __init__(self, observation_space, action_space, device):  # type: ignore[no-untyped-def]
+            Model.__init__(self, observation_space=observation_space, action_space=action_space, device=device)
+            DeterministicMixin.__init__(self)
+            size = observation_space["observation"].shape[0]
+            self.net = torch.nn.Sequential(torch.nn.Linear(size, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1))
+
+        def compute(self, inputs, role=""):  # type: ignore[no-untyped-def]
+            return self.net(unflatten_tensorized_space(self.observation_space, inputs["observations"])["observation"]), {}
+
+    seen = {"steps": 0, "illegal": 0}
+
+    class Count(BaseParallelWrapper):  # counts what the env flags; not part of the route
+        def step(self, actions):  # type: ignore[no-untyped-def]
+            out = super().step(actions)
+            seen["steps"] += 1
+            seen["illegal"] += sum(bool(i.get("illegal")) for i in out[4].values())
+            return out
+
+    torch.manual_seed(0)
+    env = wrap_env(Count(nertz_env.parallel_env(num_players=2, max_ticks=30)), wrapper="pettingzoo")
+    agents = env.possible_agents
+    models = {a: {"policy": Policy(env.observation_space(a), env.action_space(a), env.device),
+                  "value": Value(env.observation_space(a), env.action_space(a), env.device)} for a in agents}
+    memories = {a: RandomMemory(memory_size=16, num_envs=env.num_envs, device=env.device) for a in agents}
+    cfg = IPPO_CFG(rollouts=16, learning_epochs=2, mini_batches=2)
+    if fix_cfg:  # skrl 2.1.1: expand() refuses its own {} defaults; give them per agent
+        for name in ("learning_rate_scheduler", "observation_preprocessor", "state_preprocessor", "value_preprocessor"):
+            setattr(cfg, f"{name}_kwargs", {a: {} for a in agents})
+    before = [p.detach().clone() for p in models[agents[0]]["policy"].parameters()]
+    agent = IPPO(possible_agents=agents, models=models, memories=memories, cfg=cfg, device=env.device,
+                 observation_spaces=env.observation_spaces, state_spaces=env.state_spaces, action_spaces=env.action_spaces)
+    trainer_cfg = {"timesteps": timesteps, "headless": True, "disable_progressbar": True, "close_environment_at_exit": False}
+    SequentialTrainer(env=env, agents=agent, cfg=trainer_cfg).train()
+    env.close()
+    after = list(models[agents[0]]["policy"].parameters())
+    seen["changed"] = any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
+    return seen
+
+
+def test_skrl_ippo__trains_on_its_pettingzoo_wrapper_and_the_mask_keeps_actions_legal() -> None:
+    out = _skrl_ippo(fix_cfg=True)
+    assert out["steps"] == 32 and out["changed"] and out["illegal"] == 0, out
+
+
+def test_skrl_ippo__pins_skrls_own_config_bug() -> None:
+    """skrl 2.1.1's ``IPPO_CFG().expand()`` (MAPPO_CFG's too) refuses its own ``{}`` defaults of the
+    ``*_kwargs`` fields for any env: the route sets them per agent (docs/clients/index.md). When skrl fixes
+    it this fails: drop the workaround from the docs."""
+    with pytest.raises(ValueError, match=r"Specified keys \(set\(\)\) do not match possible agents"):
+        _skrl_ippo(fix_cfg=False)
+
+
+# ---------------------------------------------------------------- SB3's SubprocVecEnv from python -c or a notebook
+SUBPROC = """
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import SubprocVecEnv
+for env_id in ["nertz_env:nertz_env/Nertz-v0", "nertz_env/Nertz-v0"]:
+    try:
+        envs = make_vec_env(env_id, n_envs=2, vec_env_cls=SubprocVecEnv, env_kwargs={"num_players": 2})
+    except Exception as e:
+        print(env_id, type(e).__name__)
+        continue
+    print(env_id, envs.reset().shape)
+    envs.close()
+"""
+
+
+def test_sb3_subproc_vec_env__from_python_c_the_id_names_its_module(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """SubprocVecEnv's workers start fresh interpreters (forkserver) that import the script they run, which
+    registers the ids; from ``python -c`` or a notebook there is no script, so the bare id is unknown there
+    (the second line pins that gap). Gymnasium's ``"module:id"`` form imports nertz_env in each worker first."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", SUBPROC], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.strip().splitlines()
+    assert lines[0] == "nertz_env:nertz_env/Nertz-v0 (2, 406)", out.stdout + out.stderr[-2000:]
+    assert lines[1].startswith("nertz_env/Nertz-v0 ") and "Namespace nertz_env not found" in out.stderr

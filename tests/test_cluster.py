@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("ray", reason="needs the rllib extra (Ray): pip install 'nertz-env[rllib]'")
+pytest.importorskip("ray", reason="needs the rllib extra (Ray): pip install '.[rllib]'")
 
 from conftest import loopback_only, restore_sigint
 from nertz_env.eval.cli import main
@@ -217,7 +217,7 @@ def test_an_rllib_run_without_address_starts_a_ray_of_its_own_beside_a_running_c
     """A cluster that ``ray start --head`` left running on this machine (5 CPUs declared, which this machine
     does not have) is what a bare ``ray.init()`` joins; ``nertz-train --backend rllib`` without ``--address``
     runs on a Ray of its own instead: one node, this machine's CPUs."""
-    pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install 'nertz-env[rllib]'")
+    pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install '.[rllib]'")
     bindir = os.path.dirname(sys.executable)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

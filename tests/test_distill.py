@@ -9,7 +9,7 @@ import zipfile
 import numpy as np
 import pytest
 
-pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install 'nertz-env[train]'")
+pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install '.[train]'")
 
 # a cheap teacher keeps the run to seconds; the phase's own teacher (best) is the same code path
 TINY = {"init": "ppo", "teacher": "heuristic", "samples": 150, "epochs": 1, "lr": 1e-4, "anchor": 0.5,

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
 
-pytest.importorskip("sphinx", reason="needs the docs extra (pip install 'nertz-env[docs]')")
+pytest.importorskip("sphinx", reason="needs the docs extra (pip install '.[docs]')")
 sys.path.insert(0, str(DOCS / "_ext"))
 import nertz_docs  # noqa: E402
 

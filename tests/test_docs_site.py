@@ -22,7 +22,7 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent
 SITE = Path(os.environ.get("NERTZ_DOCS_HTML", ROOT / "docs" / "_build" / "html"))
 # the extra first: an install without it (an unpacked sdist, tests/test_wheel.py) skips naming it
-sync_api = pytest.importorskip("playwright.sync_api", reason="needs the browser extra (pip install 'nertz-env[browser]')")
+sync_api = pytest.importorskip("playwright.sync_api", reason="needs the browser extra (pip install '.[browser]')")
 if not (SITE / "index.html").is_file():
     pytest.skip(f"the docs site is not built at {SITE} (python -m sphinx -W --keep-going -b html docs "
                 "docs/_build/html)", allow_module_level=True)

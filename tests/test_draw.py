@@ -17,8 +17,8 @@ import pytest
 
 from nertz_env.draw import CH, CW, table_rgb, table_svg
 
-pytest.importorskip("resvg_py", reason="needs the render extra: pip install 'nertz-env[render]'")
-PIL = pytest.importorskip("PIL.Image", reason="needs the render extra: pip install 'nertz-env[render]'")
+pytest.importorskip("resvg_py", reason="needs the render extra: pip install '.[render]'")
+PIL = pytest.importorskip("PIL.Image", reason="needs the render extra: pip install '.[render]'")
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 CASES = ["p2", "p4_jokers", "p8_w6"]

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("openskill", reason="needs the eval extra: pip install 'nertz-env[eval]'")
+pytest.importorskip("openskill", reason="needs the eval extra: pip install '.[eval]'")
 
 from openskill.models import PlackettLuce
 

@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("openskill", reason="needs the eval extra: pip install 'nertz-env[eval]'")
-pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install 'nertz-env[train]'")
+pytest.importorskip("openskill", reason="needs the eval extra: pip install '.[eval]'")
+pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install '.[train]'")
 
 import nertz_env
 from nertz_env.agents import make_agent
 from nertz_env.eval.cli import main
 from nertz_env.eval.tournament import IncompatibleAgentError, plan_tournament
+from nertz_env.extras import install_command
 
 
 def _fails(argv: list[str], message: str, capsys: Any, tmp_path: Path) -> None:
@@ -387,7 +388,7 @@ def test_eval__a_sampling_zip_policy_without_the_train_extra_says_what_to_instal
     code = EVAL_WITHOUT_TORCH.format(spec="zip_path + ':deterministic=false'")
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
     assert out.returncode == 2, out.stderr
-    assert out.stderr.count("\n") == 1 and "pip install 'nertz-env[train]'" in out.stderr, out.stderr
+    assert out.stderr.count("\n") == 1 and install_command("train") in out.stderr, out.stderr
 
 
 def test_eval__ppo_by_name_plays_without_the_train_extra() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("openskill", reason="needs the eval extra: pip install 'nertz-env[eval]'")
+pytest.importorskip("openskill", reason="needs the eval extra: pip install '.[eval]'")
 
 from nertz_env.eval.cli import main
 from nertz_env.eval.report import plot_data

@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-pytest.importorskip("torch", reason="needs the train extra: pip install 'nertz-env[train]'")
-pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install 'nertz-env[train]'")
+pytest.importorskip("torch", reason="needs the train extra: pip install '.[train]'")
+pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install '.[train]'")
 
 import nertz_env
 from nertz_env.agents import make_agent

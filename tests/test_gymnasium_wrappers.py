@@ -75,8 +75,8 @@ def test_every_vector_wrapper_is_classified_and_named_in_the_docs() -> None:
 def test_wrapper__works_on_the_per_agent_env(name: str) -> None:
     form, make = WORKS[name]
     if name == "NumpyToTorch":
-        pytest.importorskip("torch", reason="needs the test extra (pip install 'nertz-env[test]')")
-        pytest.importorskip("array_api_compat", reason="needs the test extra (pip install 'nertz-env[test]')")
+        pytest.importorskip("torch", reason="needs the test extra (pip install '.[test]')")
+        pytest.importorskip("array_api_compat", reason="needs the test extra (pip install '.[test]')")
     env = make(nertz_env.agent_vector_env(2, num_players=2, max_ticks=20, obs_format=form))
     obs, info = env.reset(seed=0)
     for _ in range(25):  # across the round's end and the autoreset

@@ -328,7 +328,7 @@ def test_sigint_to_a_real_imitation_run_saves_and_resumes_to_the_same_policy(tmp
 def test_a_signal_to_a_real_rllib_run_saves_after_the_iteration_and_resumes(
     tmp_path: Path, route: str, sig: int, returncode: int
 ) -> None:
-    pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install 'nertz-env[rllib]'")
+    pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install '.[rllib]'")
     run = tmp_path / "run"
     args = ["--backend", "rllib", "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2",
             "--n-steps", "32", "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32",

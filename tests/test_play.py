@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytest.importorskip("starlette", reason="needs the play extra: pip install 'nertz-env[play]'")
+pytest.importorskip("starlette", reason="needs the play extra: pip install '.[play]'")
 
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
@@ -420,7 +420,7 @@ def test_cli__bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str
 )
 def test_cli__a_policy_trained_for_another_table_is_one_line_saying_what_to_pass(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], words: str) -> None:
-    pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install 'nertz-env[train]'")
+    pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install '.[train]'")
     code, err = _run_cli(capsys, "--replay-dir", str(tmp_path), *argv)
     assert code == 2
     assert len(err.splitlines()) == 1 and err.startswith("nertz-play: error: --opponents:"), err
@@ -429,7 +429,7 @@ def test_cli__a_policy_trained_for_another_table_is_one_line_saying_what_to_pass
 
 def test_cli__a_damaged_or_recordless_checkpoint_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str],
                                                                         tmp_path: Path) -> None:
-    pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install 'nertz-env[train]'")
+    pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install '.[train]'")
     import zipfile
 
     from nertz_env.agents.meta import ZIP_MEMBER

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install 'nertz-env[train]'")
+pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install '.[train]'")
 
 import torch
 

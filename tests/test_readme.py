@@ -62,8 +62,8 @@ DOCS = ROOT / "docs"
 # cluster, client libraries whose pins conflict with the dev extras, each in its own cached venv). The test
 # files named here must exist (test_pages_run_elsewhere_name_their_tests).
 RUN_ELSEWHERE = {
-    "docs/clients/routes.md": "each library's route runs in tests/test_clients.py (and, for AgileRL and BenchMARL, "
-    "in their own venvs: tests/clients/, the isolated phase)",
+    "docs/clients/routes.md": "each library's route runs in tests/test_clients.py (and, for AgileRL, BenchMARL, "
+    "pufferlib-core and RL Zoo 3, in their own venvs: tests/clients/, the isolated phase)",
     "docs/guides/cluster.md": "needs a Ray cluster: tests/test_cluster.py runs these commands on a simulated "
     "two-node cluster (the isolated phase)",
 }
@@ -150,6 +150,8 @@ RUN_BY_CI = {
     "README's lines and .ci/run's differ)",
     "pip install": "an install step: .ci/setup installs the checkout with its extras into .venv, and the commands "
     "here run in that venv (a missing extra fails the command that needs it)",
+    "python -m build": "builds the wheel in the checkout: tests/test_wheel.py builds it and installs it into fresh "
+    "venvs on every Python (the isolated phase)",
     "export ": "sets an environment variable of the user's shell for the commands after it; nothing to run",
     "ray start": "starts a Ray head on the user's machine; the `--address` command after it runs here on its own "
     "local Ray, and tests/test_rllib.py joins a simulated two-node cluster",
@@ -488,7 +490,7 @@ def _replay_fixture(ctx: Ctx) -> str:
     folder = Path(ctx.out("_fixture_replays"))
     files = sorted(folder.glob("*.jsonl*"))
     if not files:
-        pytest.importorskip("openskill", reason="needs the eval extra: pip install 'nertz-env[eval]' (nertz-eval records the replay)")
+        pytest.importorskip("openskill", reason="needs the eval extra: pip install '.[eval]' (nertz-eval records the replay)")
         r = ctx.run(
             _program("nertz-eval"),
             ["round-robin", "heuristic", "random", "--players", "2", "--deals", "1", "--no-save",

@@ -51,4 +51,4 @@ def test_without_the_render_extra__rgb_array_is_not_declared_and_render_test_pas
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == render.RGB_EXTRA  # (render_test printed the human frames first)
+    assert out.stdout.strip().splitlines()[-1] == render.rgb_extra_message()  # (render_test printed the human frames first)

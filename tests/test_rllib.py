@@ -11,9 +11,10 @@ import os
 import numpy as np
 import pytest
 
-pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install 'nertz-env[rllib]'")
+pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install '.[rllib]'")
 
 from conftest import loopback_only
+from nertz_env.extras import install_command
 from nertz_env.rllib import NertzRLlibEnv, env_creator, parse_env_config
 from variants import VARIANTS, variant_id
 
@@ -609,7 +610,7 @@ def test_cli_without_ray_print_config_says_the_extra_is_needed_as_the_run_does(t
     for extra in (["--print-config"], []):
         code, out, err = _train(["--run-dir", str(tmp_path / "run"), *extra], capsys, monkeypatch)
         assert code == 2 and out == "" and len(err.splitlines()) == 1, err
-        assert "needs the rllib extra (pip install 'nertz-env[rllib]'): No module named 'ray'" in err
+        assert f"needs the rllib extra ({install_command('rllib')}): No module named 'ray'" in err
         lines.append(err)
     assert lines[0] == lines[1] and not (tmp_path / "run").exists()
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip("torch", reason="needs the test extra (pip install 'nertz-env[test]')")
-pytest.importorskip("torchrl", reason="needs the test extra (pip install 'nertz-env[test]')")
+torch = pytest.importorskip("torch", reason="needs the test extra (pip install '.[test]')")
+pytest.importorskip("torchrl", reason="needs the test extra (pip install '.[test]')")
 
 import warnings  # noqa: E402
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install 'nertz-env[train]'")
+pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install '.[train]'")
 
 import torch
 

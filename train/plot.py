@@ -18,6 +18,7 @@ import sys
 from collections import defaultdict
 
 from nertz_env._text import plain
+from nertz_env.extras import install_command
 
 _CHECKPOINT_EVAL = re.compile(r"checkpoint_eval_(\d+)deals_seed(-?\d+)(_stochastic)?\.csv$")
 
@@ -130,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        print(f"{ap.prog}: error: drawing needs matplotlib: pip install 'nertz-env[eval]'", file=sys.stderr)
+        print(f"{ap.prog}: error: drawing needs matplotlib: {install_command('eval')}", file=sys.stderr)
         return 2
     try:
         path = plot(args.run_dir, out, args.title)

@@ -59,6 +59,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from nertz_env.cli import UsageError
+from nertz_env.extras import install_command
 from nertz_env.train.cli import build_parser, config_from_args
 from nertz_env.train.config import SB3_ONLY, ConfigError, TrainConfig, read_config_file
 from nertz_env.train.resume import StopOnSignal
@@ -320,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         config = build_config(cfg, args.num_env_runners, args.tables_per_env, multi_agent=multi_agent)
     except ImportError as e:
-        print(f"nertz-train: error: the rllib backend needs the rllib extra (pip install 'nertz-env[rllib]'): {e}",
+        print(f"nertz-train: error: the rllib backend needs the rllib extra ({install_command('rllib')}): {e}",
               file=sys.stderr)
         return 2
     except (UsageError, ConfigError, CheckpointError, AgentSpecError, FileNotFoundError, ValueError) as e:

@@ -27,6 +27,7 @@ from typing import Any
 
 from nertz_env._text import plain
 from nertz_env.cli import EXIT_USAGE, Parser, UsageError, add_rule_flag, advice
+from nertz_env.extras import install_command
 
 DEFAULT_TICK_MS = 1500
 MIN_TICK_MS, MAX_TICK_MS = 50, 60_000
@@ -123,7 +124,7 @@ def _build(args: argparse.Namespace) -> dict[str, Any]:
         except (ValueError, FileNotFoundError) as e:  # an unknown name, a missing or damaged checkpoint
             raise UsageError(f"--opponents: {e}") from None
         except ImportError as e:
-            raise UsageError(f"--opponents: {spec!r} needs a missing package ({e}); pip install 'nertz-env[train]'") from None
+            raise UsageError(f"--opponents: {spec!r} needs a missing package ({e}); {install_command('train')}") from None
         bots.append(bot)
     replay_dir = args.replay_dir
     if replay_dir is None:
@@ -286,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from nertz_env.play.server import create_app
     except ImportError as e:
         sock.close()
-        print(f"nertz-play: error: the web stack is missing ({e.name}); pip install 'nertz-env[play]'", file=sys.stderr)
+        print(f"nertz-play: error: needs the play extra (no module named {e.name!r}): {install_command('play')}", file=sys.stderr)
         return EXIT_USAGE
 
     print("nertz-play: dealing (the first run compiles the rules engine, up to a minute) ...", flush=True)

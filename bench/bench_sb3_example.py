@@ -1,0 +1,68 @@
+"""Time the SB3 guide's SubprocVecEnv example exactly as the page shows it (docs/guides/training-sb3.md):
+wall time, CPU time of the script and its worker processes, the load average before it, transitions/s.
+
+The example's wall time is its CPU time divided by the cores it gets, so it is printed with both.
+Run: ``python bench/bench_sb3_example.py [--out bench/results/sb3_example.json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "guides" / "training-sb3.md"
+
+
+def example() -> tuple[str, int]:
+    """The page's SubprocVecEnv example and the total_timesteps it trains for."""
+    blocks = re.findall(r"```python\n(.*?)```", PAGE.read_text(), re.S)
+    code = next(b for b in blocks if "SubprocVecEnv([make, make])" in b)
+    steps = re.search(r"total_timesteps=([\d_]+)", code)
+    assert steps, "the example has no total_timesteps"
+    return code, int(steps.group(1).replace("_", ""))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", help="write the figures as JSON here")
+    args = ap.parse_args(argv)
+    code, steps = example()
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "example.py"
+        script.write_text(code)
+        load = os.getloadavg()[0]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, str(script)], cwd=tmp, check=True, stdout=subprocess.DEVNULL)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    figures = {
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "cores": os.cpu_count(),
+        "load_average_before": round(load, 1),
+        "total_timesteps": steps,
+        "wall_s": round(wall, 1),
+        "cpu_s": round(cpu, 1),
+        "transitions_per_s": round(steps / wall),
+        "peak_rss_mb_largest_process": round(after.ru_maxrss / 1024),
+    }
+    print(f"{steps:,} transitions: {wall:.0f} s wall, {cpu:.0f} s CPU (script and workers), "
+          f"load average {load:.1f} on {os.cpu_count()} cores before it")
+    if args.out:
+        Path(args.out).write_text(json.dumps(figures, indent=1) + "\n")
+    print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
