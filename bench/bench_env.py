@@ -147,9 +147,9 @@ def main(argv: list[str] | None = None) -> dict:
     if args.loop_only:
         import nertz_env
 
-        r = nertz_parallel(args.seconds, args.seed)
-        print("RESULT " + json.dumps({"steps_per_s": r["steps_per_s"], "package": nertz_env.__file__}), flush=True)
-        return r
+        one = nertz_parallel(args.seconds, args.seed)
+        print("RESULT " + json.dumps({"steps_per_s": one["steps_per_s"], "package": nertz_env.__file__}), flush=True)
+        return one
     if args.compare:
         git = ["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet", f"{args.compare}^{{commit}}"]
         sha = subprocess.run(git, capture_output=True, text=True).stdout.strip()
