@@ -37,7 +37,7 @@ continues exactly as the original (see :mod:`nertz_env._envbase`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, NamedTuple
 
 import gymnasium
@@ -55,7 +55,7 @@ from nertz_env.engine import batch
 from nertz_env.engine.rules import step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate
 from nertz_env.global_state import state_layout, state_space
-from nertz_env.infos import none_per_agent
+from nertz_env.infos import none_per_agent, step_per_agent
 from nertz_env.observation import obs_layout
 from nertz_env.snapshot import restore_table, snapshot_table
 
@@ -140,7 +140,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         "is_parallelizable": True,
         "render_fps": _render.RENDER_FPS,
     }
-    _derived = ("_step_table", "_rows")
+    _derived = ("_step_table", "_rows", "_action_row")
 
     def __init__(
         self,
@@ -202,6 +202,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         self._step_table = batch.bound(step_block, self._state, self._actions, False, 0, 1)
         # the table's rows of the engine's output arrays, made once (the arrays are written in place, never replaced)
         self._rows = _Rows(*(getattr(self._state, f)[0] for f in _Rows._fields))
+        self._action_row = self._actions[0]
 
     # ------------------------------------------------------------------ PettingZoo API
     def observation_space(self, agent: str) -> gymnasium.spaces.Space:
@@ -258,8 +259,8 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         if not isinstance(actions, dict):
             raise ValueError(f"actions must be a dict from agent name to action, got {type(actions).__name__}")
         n_act = self._num_actions
-        row = self._actions[0]
-        missing: set[str] = set()
+        row = self._action_row
+        missing: Collection[str] = ()
         if self.illegal_action == "noop" and actions.keys() == self._live:
             # the common case: every live agent named once. Legality is the compiled step's to check (it flags
             # a masked-out or out-of-range action and applies a wait); here only the type is.
@@ -280,26 +281,11 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         rewards = dict(zip(agents, rows.rewards.tolist()))  # noqa: B905 (one value per seat by construction)
         terminations = dict.fromkeys(agents, term)
         truncations = dict.fromkeys(agents, trunc)
-        infos = {
-            a: {
-                "illegal": i == 1,
-                "lost_race": lost == 1,
-                "action": applied,
-                "missing_action": a in missing,
-                "round_end": 0,
-                "score": 0,
-                "score_lake": 0,
-                "score_nertz_penalty": 0,
-                "score_bonus": 0,
-                "score_false_calls": 0,
-                "nertz_left": 0,
-                "match_score": ms,
-                "team_score": 0,
-            }
-            for a, i, lost, applied, ms in zip(  # noqa: B905 (one value per seat by construction)
-                agents, rows.illegal.tolist(), rows.lost_race.tolist(), rows.applied.tolist(), rows.match_score.tolist()
-            )
-        }
+        infos = step_per_agent(
+            agents, rows.illegal.tolist(), rows.lost_race.tolist(), rows.applied.tolist(), rows.match_score.tolist()
+        )
+        for name in missing:
+            infos[name]["missing_action"] = True
         if self.obs_key is None:  # the mask in exactly one place: TorchRL's wrapper fails when it is in both
             for name, mask in zip(agents, masks):  # noqa: B905
                 infos[name]["action_mask"] = mask
@@ -339,14 +325,15 @@ class NertzParallelEnv(Copyable, ParallelEnv):
     def _observations(self) -> tuple[dict[str, Any], list[np.ndarray]]:
         """Each live agent's observation in the ``obs_key`` form, and its mask (the very array the observation
         holds, for the infos), copied out of the engine's buffers (one copy each)."""
-        if not self.agents:
+        agents = self.agents
+        if not agents:
             return {}, []
         o = self._rows.obs.copy()
         masks = list(self._rows.mask.copy())
         key = self.obs_key
         if key is None:
-            return {a: o[i] for i, a in enumerate(self.agents)}, masks
-        return {a: {key: o[i], "action_mask": masks[i]} for i, a in enumerate(self.agents)}, masks
+            return dict(zip(agents, o)), masks  # noqa: B905 (one row per seat, every seat live)
+        return {a: {key: x, "action_mask": m} for a, x, m in zip(agents, o, masks)}, masks  # noqa: B905
 
     def _add_round_infos(self, infos: dict[str, dict[str, Any]]) -> None:
         S, cfg = self._state, self.config

@@ -143,6 +143,10 @@ SCHEMAS: dict[str, tuple[InfoKey, ...]] = {
 }
 
 
+#: one agent's infos with every key of :data:`PER_AGENT` at its "none yet" value, in the schema's order
+_NONE_PER_AGENT: dict[str, Any] = {k.name: False if k.kind == "bool" else 0 for k in PER_AGENT}
+
+
 def none_per_agent(mask: Any = None, match_score: int = 0) -> dict[str, Any]:
     """One agent's infos with every key at its "none yet" value (what ``reset`` returns); with ``mask``, an
     ``action_mask`` entry too (for an env whose observation holds no mask)."""
@@ -156,6 +160,23 @@ def none_per_agent(mask: Any = None, match_score: int = 0) -> dict[str, Any]:
 
 
 _NO_ROUND = {"round_end": 0, **dict.fromkeys(SCORE_KEYS.values(), 0)}
+
+
+def step_per_agent(
+    agents: list[str], illegal: list[int], lost_race: list[int], applied: list[int], match_score: list[int]
+) -> dict[str, dict[str, Any]]:
+    """``infos`` of a ``parallel_env`` step: each agent's flags from the engine's rows (one value per agent,
+    in ``agents``' order), every round key at its "none yet" value. Each agent's dict is a copy of one
+    template (a dict copy is much cheaper than building 13 keys)."""
+    infos = {}
+    for a, i, lost, act, ms in zip(agents, illegal, lost_race, applied, match_score):  # noqa: B905
+        info = _NONE_PER_AGENT.copy()
+        info["illegal"] = i == 1
+        info["lost_race"] = lost == 1
+        info["action"] = act
+        info["match_score"] = ms
+        infos[a] = info
+    return infos
 
 
 def score_of(info: dict[str, Any]) -> dict[str, int]:

@@ -674,7 +674,7 @@ RULES: dict[str, tuple[Callable[[list[str], Ctx], Plan], bool]] = {
     "python bench/bench_expert.py": (bench(("--games", "1")), True),
     # --skip-agents: its 1,000-game tournament has no size flag here (bench_agents.py --games has one)
     "python bench/run_all.py": (bench(("--seconds", "0.1"), ("--skip-agents", "")), True),
-    "python bench/bench_env.py": (bench(("--seconds", "0.2"), ("--skip-compile", "")), True),
+    "python bench/bench_env.py": (bench(("--seconds", "0.2"), ("--skip-compile", ""), ("--pairs", "1")), True),
     "python bench/bench_vector.py": (bench(("--seconds", "0.2")), True),
     "python bench/bench_agents.py": (
         bench(("--games", "8"), ("--env-seconds", "0.2"), ("--decision-games", "2"), ("--env-tables", "4")), True
@@ -682,6 +682,7 @@ RULES: dict[str, tuple[Callable[[list[str], Ctx], Plan], bool]] = {
     "python bench/bench_workers.py": (bench(("--deals", "2"), ("--before-deals", "2")), True),
     "python bench/bench_render.py": (bench(("--seconds", "0.2"), ("--deals", "1")), True),
     "python bench/bench_replay_memory.py": (bench(("--lines", "2000")), True),
+    "python bench/bench_train.py": (bench(("--rollouts", "1"), ("--pairs", "1"), ("--threads", "1")), True),
     "python bench/bench_compile.py": (rule_bench_compile, True),
     "python bench/bench_rllib.py": (
         bench(("--tables", "2"), ("--n-steps", "8"), ("--minibatch", "64"), ("--epochs", "1"),
