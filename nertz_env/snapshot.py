@@ -8,7 +8,8 @@ card is the next flipped; cards are texts of :mod:`nertz_env.cards`)::
      "tick": int, "round": int, "since_progress": int, "stalls": int,
      "done": "running" | "terminated" | "truncated",
      "players": [{"nertz": [...], "work": [[...], ...], "stock": [...], "waste": [...],
-                  "redeals": int, "false_calls": int, "match_score": int}, ...],
+                  "redeals": int, "false_calls": int, "match_score": int,
+                  "last_moves": [action, ...]}, ...],      # only with the last_moves option
      "lake": [[[card, seat], ...], ...],            # foundations in creation order, ace first
      "rng": {"algorithm": "splitmix64", "state": "0x..."}}
 
@@ -18,12 +19,14 @@ Restoring checks everything (types, pile order, that every deck's cards are all 
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from typing import Any
 
 import numpy as np
 
 from nertz_env._text import short
+from nertz_env.actions import action_table
 from nertz_env.cards import (
     JOKER,
     LAKE_JOKER_FLAG,
@@ -76,6 +79,7 @@ def snapshot_table(state: TableState, config: NertzConfig, t: int = 0) -> dict[s
                 "false_calls": int(state.false_calls[t, p]),
                 "match_score": int(state.match_score[t, p]),
             }
+            | ({"last_moves": [int(a) for a in state.last_moves[t, p] if a >= 0]} if config.last_moves else {})
         )
     lake = [
         [[lake_to_text(state.lake[t, f, k]), int(state.lake_owner[t, f, k])] for k in range(state.lake_len[t, f])]
@@ -171,7 +175,7 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
     except (TypeError, ValueError) as e:
         raise SnapshotError(f"snapshot.config: {e}") from None
     if snap_config != config:
-        mine, theirs = config.to_dict(), snap_config.to_dict()
+        mine, theirs = dataclasses.asdict(config), dataclasses.asdict(snap_config)
         diff = [k for k in mine if mine[k] != theirs[k]]
         details = ", ".join(f"{k}={theirs[k]!r} in the snapshot but {mine[k]!r} here" for k in diff)
         raise SnapshotError(f"snapshot.config differs from this table's config: {details}")
@@ -198,6 +202,7 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
 
     owned: list[Counter[int]] = [Counter() for _ in range(n_players)]
     parsed = []
+    n_actions = action_table(config).n
     for p, pl in enumerate(players):
         where = f"snapshot.players[{p}]"
         nertz = _cards(_field(pl, "nertz", where), f"{where}.nertz", config.nertz_size, True)
@@ -220,9 +225,17 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
             or not -_INT32_MAX - 1 <= match_score <= _INT32_MAX
         ):
             raise SnapshotError(f"{where}.match_score must be an integer (32 bits), got {short(match_score)}")
+        moves = pl.get("last_moves", []) if isinstance(pl, dict) else []
+        if not isinstance(moves, list) or len(moves) > config.last_moves or not all(
+            isinstance(a, int) and not isinstance(a, bool) and 1 <= a < n_actions for a in moves
+        ):
+            raise SnapshotError(
+                f"{where}.last_moves must list at most last_moves={config.last_moves} action indices from 1 to "
+                f"{n_actions - 1}, got {short(moves)}"
+            )
         for c in nertz + stock + waste + [c for pile in work for c in pile]:
             owned[p][min(c, JOKER)] += 1
-        parsed.append((nertz, work, stock, waste, redeals, false_calls, int(match_score)))
+        parsed.append((nertz, work, stock, waste, redeals, false_calls, int(match_score), moves))
 
     lake_raw = _field(snap, "lake", "snapshot")
     max_f = n_players * (4 + config.jokers)
@@ -270,7 +283,9 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
     state.since_progress[t] = since
     state.stalls[t] = stalls
     state.done[t] = _DONE_CODES[done]
-    for p, (nertz, work, stock, waste, redeals, false_calls, match_score) in enumerate(parsed):
+    for p, (nertz, work, stock, waste, redeals, false_calls, match_score, moves) in enumerate(parsed):
+        state.last_moves[t, p, :] = -1
+        state.last_moves[t, p, : len(moves)] = moves
         state.nertz[t, p, : len(nertz)] = nertz
         state.nertz_len[t, p] = len(nertz)
         for j, pile in enumerate(work):

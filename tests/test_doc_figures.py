@@ -31,8 +31,8 @@ def _page(name: str) -> str:
     return (ROOT / "docs" / name).read_text()
 
 
-# ---------------------------------------------------------------- the ladder (bench/results/ladder)
-LADDER = RESULTS / "ladder"
+# ---------------------------------------------------------------- the ladder (experiments/ladder)
+LADDER = ROOT / "experiments" / "ladder"
 
 
 def _ladder_recomputed() -> str:
@@ -76,7 +76,7 @@ def test_ladder_file__is_what_nertz_eval_prints_today_from_its_games() -> None:
     showed random's win % as 0.0 [0.0, 0.1] after the interval rule changed to print [0.0, 0.3]."""
     recorded = (LADDER / "table.txt").read_text()
     expected = _ladder_recomputed()
-    assert expected in recorded, f"bench/results/ladder/table.txt should hold:\n{expected}"
+    assert expected in recorded, f"experiments/ladder/table.txt should hold:\n{expected}"
 
 
 def _ladder_rows() -> dict[str, list[str]]:
@@ -189,7 +189,7 @@ def test_resume_example__names_a_checkpoint_its_run_writes() -> None:
     resume = re.search(r"--resume (\S+)/checkpoints/step_(\d+)\.zip", guide)
     assert m and resume and resume.group(1) == m.group(2), "the resume line continues the run shown above it"
     cfg = TrainConfig.from_dict(read_config_file(resolve_config_path(m.group(1))))
-    rollout = cfg.n_steps * cfg.num_tables * cfg.learners_per_table
+    rollout = cfg.rollout_size
     every = cfg.checkpoint_every
     written = [math.ceil(k * every / rollout) * rollout for k in range(1, cfg.total_timesteps // every + 1)]
     assert int(resume.group(2)) in written, f"that run writes step_{written[0]:012d}.zip, step_{written[1]:012d}.zip, ..."

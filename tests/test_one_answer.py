@@ -151,12 +151,14 @@ def test_every_documented_training_example_shows_progress_and_says_how_long_it_t
     found = 0
     for doc in filter(Path.is_file, docs):
         text = doc.read_text()
-        for block in re.finditer(r"```python\n(.*?)```(.{0,400})", text, re.S):
+        for block in re.finditer(r"```python\n(.*?)```(?=(.{0,800}))", text, re.S):
             code, after = block.group(1), block.group(2)
             for call in re.findall(r"\.learn\((.*total_timesteps.*)\)", code):  # SB3's learn (not another lib's)
                 found += 1
                 assert "progress_bar=True" in call, f"{doc.name}: model.learn({call}) shows no progress"
-                assert re.search(r"takes about [\d.]+ min", code + after), f"{doc.name}: {call}: no time given"
+                # a figure, or what the time depends on and the benchmark that measures it on your machine
+                told = re.search(r"takes about [\d.]+ min|python bench/bench_\w+\.py", code + after)
+                assert told, f"{doc.name}: {call}: says nothing of how long it takes"
     assert found >= 1
 
 
