@@ -409,16 +409,16 @@ def test_setup__the_demo_installs_only_the_eval_extra_and_a_rerun_installs_nothi
     calls = lambda: log.read_text().splitlines() if log.exists() else []  # noqa: E731
 
     _setup_run(venv, log, "demo")
-    assert calls() == ["-m pip install -q .[eval]"]
+    assert calls() == ["-m pip install -q -e .[eval]"]
     assert "nothing to do" in _setup_run(venv, log, "demo")
     assert len(calls()) == 1
     if not Path("/usr/bin/chromium").exists():  # the dev set-up would apt-get install it: not in a test
         return
     _setup_run(venv, log)
-    assert calls()[1:] == ["-m pip install -q .[dev]"]  # (torch 2.13.0 is here already)
+    assert calls()[1:] == ["-m pip install -q -e .[dev]"]  # (torch 2.13.0 is here already)
     n = len(calls())
     assert "nothing to do" in _setup_run(venv, log) and "nothing to do" in _setup_run(venv, log, "demo")
     assert len(calls()) == n
     (venv / ".nertz-setup").write_text("dev 0000000000000000\n")  # as after an edit of the sources
     _setup_run(venv, log, "demo")
-    assert calls()[n:] == ["-m pip install -q .[eval]"]
+    assert calls()[n:] == ["-m pip install -q -e .[eval]"]
