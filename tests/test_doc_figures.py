@@ -204,3 +204,20 @@ def test_sb3_example_time__says_what_it_depends_on_and_shows_progress() -> None:
     assert "about 2 min" not in guide
     assert "CPU time over the cores it gets" in guide and "progress_bar=True" in guide
     assert "python bench/bench_sb3_example.py" in guide and (ROOT / "bench" / "bench_sb3_example.py").is_file()
+
+
+# ---------------------------------------------------------------- the from-scratch bar (experiments/learning)
+def test_learning_page__the_bar_figure_is_its_games_recomputed() -> None:
+    """The learning page's `scratch` minus `heuristic` figure is the paired difference of the bar run's raw games
+    (experiments/learning/records/bar_scratch_seed13/games.csv.gz): per deal, scratch's mean score minus the
+    heuristic seats' mean, then the mean over deals with its 95% interval."""
+    mine: dict[int, list[float]] = defaultdict(list)
+    theirs: dict[int, list[float]] = defaultdict(list)
+    path = ROOT / "experiments" / "learning" / "records" / "bar_scratch_seed13" / "games.csv.gz"
+    with gzip.open(path, "rt") as f:
+        for r in csv.DictReader(f):
+            (mine if r["agent"] == "scratch" else theirs)[int(r["deal"])].append(float(r["score"]))
+    diffs = [statistics.fmean(mine[d]) - statistics.fmean(theirs[d]) for d in sorted(mine)]
+    half = 1.96 * statistics.stdev(diffs) / math.sqrt(len(diffs))
+    assert len(diffs) == 2000
+    assert f"**{statistics.fmean(diffs):+.2f} ± {half:.2f}**".replace("+", "") in _page("guides/learning.md")
