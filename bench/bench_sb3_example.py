@@ -34,8 +34,11 @@ def example() -> tuple[str, int]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", help="write the figures as JSON here")
+    ap.add_argument("--timesteps", type=int, help="train this many steps, not the page's (a quick check of the bench)")
     args = ap.parse_args(argv)
     code, steps = example()
+    if args.timesteps is not None:
+        code, steps = re.sub(r"total_timesteps=[\d_]+", f"total_timesteps={args.timesteps}", code), args.timesteps
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "example.py"
         script.write_text(code)

@@ -683,6 +683,7 @@ RULES: dict[str, tuple[Callable[[list[str], Ctx], Plan], bool]] = {
     "python bench/bench_render.py": (bench(("--seconds", "0.2"), ("--deals", "1")), True),
     "python bench/bench_replay_memory.py": (bench(("--lines", "2000")), True),
     "python bench/bench_train.py": (bench(("--rollouts", "1"), ("--pairs", "1"), ("--threads", "1")), True),
+    "python bench/bench_sb3_example.py": (bench(("--timesteps", "64")), True),
     "python bench/bench_compile.py": (rule_bench_compile, True),
     "python bench/bench_rllib.py": (
         bench(("--tables", "2"), ("--n-steps", "8"), ("--minibatch", "64"), ("--epochs", "1"),
