@@ -70,7 +70,10 @@ def build_wheel(out: Path) -> Path:
         ["git", "ls-files", "-z"], cwd=REPO, check=True, capture_output=True, timeout=60
     ).stdout.decode().split("\0")
     for name in filter(None, files):
-        if (REPO / name).is_file():
+        if (REPO / name).is_symlink():  # nertz_env/agents -> ../agents, ...: links stay links
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.readlink(REPO / name), src / name)
+        elif (REPO / name).is_file():
             (src / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, src / name)
     proc = subprocess.run(
