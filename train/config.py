@@ -269,6 +269,7 @@ class TrainConfig:
 
     @property
     def mode(self) -> str:
+        """``"single"`` with a ``[single]`` section (the single-agent view), else ``"vector"``."""
         return "single" if self.single is not None else "vector"
 
     def validate(self) -> None:
