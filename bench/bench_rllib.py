@@ -111,7 +111,8 @@ def bench_rllib(args: argparse.Namespace, runners: int, vectorize: str) -> dict[
     env_steps = args.n_steps * envs * runners  # RLlib's batch unit: steps of one env (all its tables)
     if single:  # the single-agent route counts a step of every seat: agent steps
         env_steps = args.n_steps * args.tables * args.players * runners
-    ray.init(
+    ray.init(  # "local": a Ray of its own, not a cluster that `ray start` left running on this machine
+        address="local",
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,
@@ -212,7 +213,7 @@ def bench_interleaved(args: argparse.Namespace) -> list[dict[str, Any]]:
         model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=args.n_steps)
         return batch
 
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
     single = ppo_config(
         {"num_players": args.players, "num_tables": args.tables}, single_agent=True, train_batch_size=batch,
         minibatch_size=args.minibatch, hidden=HIDDEN,
