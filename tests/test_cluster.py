@@ -439,7 +439,7 @@ def test_ctrl_c_keeps_the_finished_deals(two_nodes, tmp_path, sig) -> None:
     time.sleep(3.0)  # some deals finish
     run.send_signal(sig)
     _out, err = run.communicate(timeout=300)
-    assert run.returncode == -sig, err  # the installed command ends by the signal once it saved
+    assert run.returncode == -signal.SIGINT, err  # the installed command ends as on Ctrl-C once it saved (SIGTERM too)
     assert "interrupted; kept" in err
     rows = _games(tmp_path / "cluster")
     deals = sorted({int(r[0]) for r in rows[1:]})
