@@ -352,7 +352,7 @@ def test_a_signal_to_a_real_rllib_run_saves_after_the_iteration_and_resumes(
             proc.kill()
     err = err_path.read_text()
     assert returncode is None or proc.returncode == returncode, err
-    assert "stopping after this iteration to save a checkpoint" in err
+    assert "stopping after this iteration to save" in err
     m = re.search(r"resume with: nertz-train --backend rllib --resume (\S+)", err)
     assert m, err
     saved = m.group(1)
