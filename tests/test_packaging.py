@@ -342,6 +342,11 @@ def _requirement_problem(arg: str, options: list[str]) -> str | None:
 
 def test_docs__every_install_command_works_as_written() -> None:
     pytest.importorskip("packaging")
+    for name in ("openskill", "resvg-py", "playwright", "starlette", "torch"):  # read against the dev venv
+        try:
+            importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pytest.skip(f"needs the dev extras installed (bash .ci/setup): {name} is not")
     problems = []
     commands = _pip_install_commands()
     for where, args in commands:
@@ -368,7 +373,11 @@ def test_missing_extra_hint__installs_the_extra_into_this_python(extra: str) -> 
     assert len(argv) - 4 == len(declared) > 0
     for arg in argv[4:]:
         req = packaging.Requirement(arg)
-        assert req.specifier.contains(importlib.metadata.version(req.name), prereleases=True), arg
+        try:
+            version = importlib.metadata.version(req.name)
+        except importlib.metadata.PackageNotFoundError:
+            pytest.skip(f"needs the {extra} extra installed (bash .ci/setup): {req.name} is not")
+        assert req.specifier.contains(version, prereleases=True), arg
 
 
 def test_sources__every_install_hint_comes_from_install_command() -> None:
