@@ -1,17 +1,8 @@
-"""The actor of a MaskablePPO MLP policy in numpy: the one forward pass the trained agents play with.
+"""The actor of a MaskablePPO MLP policy in numpy: the forward pass trained agents play with, without torch.
 
-``ppo`` (any deterministic ``.zip`` policy agent) and the ``expert``/``best`` planner both take the most probable
-legal action of this forward pass. Saving a policy writes its actor's arrays beside the zip (``policy.npz``
-beside ``policy.zip``, :meth:`NumpyActor.save`), so a trained network plays without torch, and a decision costs
-tens of microseconds instead of a few hundred through torch's distribution objects. A zip without one is read
-once with torch, which writes it (:func:`nertz_env.agents.policy.numpy_actor`).
-
-Its choices are torch's: the same float32 layers, the logits of illegal actions removed before a float64
-softmax, ties going to the lowest action index, as ``argmax`` over torch's probabilities does
-(``tests/test_forward.py`` compares the two on thousands of observations and on exact ties). The sums run in
-another order than torch's or BLAS's, so the logits agree to float32 rounding: two actions whose logits lie
-within about an ulp can be ordered differently by the routes (``ppo``'s compiled call, ``best``'s numpy
-probabilities, torch).
+Saving a policy writes its arrays beside the zip (``policy.npz``); a zip without one is read once with torch,
+which writes it. Its choices are torch's (``tests/test_forward.py``): float32 layers, illegal logits removed
+before a float64 softmax, ties to the lowest action index. See docs/guides/learned-agents.md.
 """
 
 from __future__ import annotations

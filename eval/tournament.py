@@ -1,19 +1,7 @@
-"""Tournaments: lineups, duplicate deals with seat rotation, and the runner (serial or over processes).
+"""Tournaments: lineups (round robin or gauntlet), duplicate deals with seat rotation, and the runner.
 
-A tournament plays ``deals`` deals. Each deal has an env seed (derived from the tournament ``seed``, or given
-explicitly) that fixes the cards and the seeded tick order. Every lineup (agents per seat) is played on every
-deal once per seat rotation, so every agent of a lineup plays every seat on the same cards: the duplicate
-set of a deal. Lineups:
-
-* ``round_robin``: the agents themselves when there are as many as seats; every combination of ``P`` of
-  them when there are more; the agents repeated in turn to fill the table when there are fewer.
-* ``gauntlet``: the candidate (agent 0) against a table full of each opponent in turn.
-
-Everything about a game is fixed by the tournament seed and the deal, lineup, rotation and seat indices
-(agent seeds included), so the results are the same for any number of workers. Work is split by deal;
-with ``workers = W > 1`` this process plays deals too, with ``W - 1`` processes started with ``spawn``
-(numba compiles once, its cache is on disk), each capped at one torch/BLAS thread. Ctrl-C (KeyboardInterrupt)
-stops the run and returns the deals finished so far, marked ``interrupted``.
+Every game is fixed by the tournament seed and its indices, so the results are the same for any number of
+workers. Ctrl-C returns the deals finished so far, marked ``interrupted``. See docs/guides/evaluation.md.
 """
 
 from __future__ import annotations
@@ -89,7 +77,9 @@ def agent_seed(seed: int, deal: int, lineup: int, rotation: int, seat: int) -> i
 
 
 def round_robin_lineups(num_agents: int, num_players: int) -> list[tuple[int, ...]]:
-    """Lineups (agent index per seat, before rotation) of a round robin (see the module doc)."""
+    """Lineups (agent index per seat, before rotation) of a round robin: the agents themselves when
+    there are as many as seats, every combination of ``num_players`` of them when there are more, the agents
+    repeated in turn when there are fewer."""
     if num_agents < 1:
         raise ValueError("a tournament needs at least one agent")
     if num_agents == num_players:

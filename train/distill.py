@@ -1,24 +1,9 @@
-"""Distil a planner into the network alone: DAgger from a trained network, with a KL anchor to where it started.
+"""Distil a planner into the network alone: DAgger from a trained network, with a KL anchor to where it
+started. See docs/guides/training-sb3.md.
 
-``best`` (search with the shipped network inside) scores about a point a round above the network that plays
-inside it. This phase trains that network, alone, to make the planner's choices in the states the network
-itself reaches (DAgger): each round plays ``samples`` decisions with ``teacher`` (default ``best``) at every
-seat and the current network driving one seat of every round (the seat rotates by round), records the
-teacher's choice for every state of every seat, and fits the network on all the rounds' records so far
-(:func:`nertz_env.train.imitate.fit`: cross-entropy on the teacher's choices, the value head on the returns),
-plus ``anchor`` times the KL divergence from the starting network's action distribution, so that the fit
-keeps the starting network's preferences where the labels do not pull it away.
-
-    python -m nertz_env.train.distill --init ppo --teacher best --rounds 8 --samples 100000 \\
+    python -m nertz_env.train.distill --init ppo --teacher best --rounds 8 --samples 100000 \
         --run-dir runs/distill
     python -m nertz_env.train.distill --resume runs/distill --rounds 10   # continue exactly, to 10 rounds
-
-The run directory holds ``config.json`` (the options), ``rounds/round_NN.zip`` (the network after round NN;
-``round_00`` is the start), ``records/round_NN.npz`` (each round's records), ``log.jsonl`` (one line a round:
-decisions, wall time, how often the network's first choice was already the teacher's before the fit, the fit's
-figures) and, at the end, ``policy.zip`` (the last round's network). A resumed run continues from the last
-finished round and ends with the same network as a run that never stopped (the same seeds per round, a fresh
-optimizer each round, the records read back as written).
 """
 
 from __future__ import annotations

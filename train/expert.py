@@ -1,21 +1,8 @@
 """Expert iteration: train the policy inside the ``expert`` planner on the planner's own choices, and repeat.
+See docs/guides/training-sb3.md.
 
-Each iteration plays rounds with the planner (:class:`~nertz_env.agents.expert.ExpertAgent`, holding the
-current network) at every seat, records every seat's observation, mask, the planner's choice and the return
-that followed (:func:`nertz_env.train.imitate.collect`), and fits the network to them: cross-entropy against
-the planner's choices plus the value head against the returns (:func:`nertz_env.train.imitate.fit`). The fitted
-network goes back inside the planner for the next iteration. The planner is one step of improvement over its
-network (the network's first choice is the default move, and its rollouts replace it by a clearly better one), so
-each fit moves the network towards a stronger player, and the next planner starts from there.
-
-    python -m nertz_env.train.expert --init ppo --iterations 4 --samples 100000 \\
+    python -m nertz_env.train.expert --init ppo --iterations 4 --samples 100000 \
         --checkpoint-dir runs/expert/iters --out runs/expert/best.zip
-
-The records of the last ``window`` iterations are fitted together (the newest planner's choices weigh as
-much as the older ones', which keeps the fit from chasing one iteration's noise). Each iteration's network
-is saved to ``checkpoint_dir`` (``iter_NN.zip``) with a JSON line of its figures in ``log.jsonl``, and the
-last one to ``out``: a policy file with the nertz-env record that ``expert:policy=PATH`` and ``nertz-eval``
-load.
 """
 
 from __future__ import annotations

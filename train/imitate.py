@@ -1,18 +1,5 @@
-"""Behaviour cloning: a policy that imitates a scripted agent, as the starting point of PPO (``init_from``).
-
-PPO from random weights on this game settles early on a policy a few points a round below the heuristic and
-stays there: the updates shrink once the policy is nearly deterministic (the runs: ``docs/guides/training-sb3.md``,
-"Starting from imitation"). Starting PPO from a policy that already plays like the strongest scripted rung puts it
-where the remaining gains are.
-
-``python -m nertz_env.train.imitate`` (or :func:`imitate`) plays games of ``teacher`` agents at every seat (any agent spec:
-``search``, ``heuristic``, ...), records each seat's observation, mask and chosen action, and the return that
-followed (discounted by ``gamma``, with the same Nertz-pile potential shaping as training when ``shaping`` is
-on, so the value head starts where PPO's critic will be asked to be). Then it fits a fresh
-``MaskableActorCriticPolicy`` of the configured ``net_arch``: cross-entropy of the masked action distribution
-against the teacher's actions, plus ``vf_coef`` times the squared error of the value head. The result is a
-policy file in the format of ``save_policy`` (nertz-env record included) that ``init_from`` and
-``nertz-eval`` read.
+"""Behaviour cloning: a policy that imitates a teacher agent, as the starting point of PPO (``init_from``).
+See docs/guides/training-sb3.md.
 
     python -m nertz_env.train.imitate --teacher search --samples 200000 --out runs/bc/policy.zip
     nertz-train --config train/configs/long_run.toml --init-from runs/bc/policy.zip --run-dir runs/ppo
