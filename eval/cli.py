@@ -27,8 +27,7 @@ from nertz_env.eval.report import differences_table, save, save_games, table
 from nertz_env.eval.summary import ladder_check, summarize
 from nertz_env.eval.tournament import IncompatibleAgentError, plan_tournament, play_tournament
 
-# the ladder's deals: enough to confirm search over heuristic (about one point a round at a table where one
-# deal's difference varies by about 6) with probability about 0.99 (experiments/engine_port.md)
+# the ladder's deals: enough to confirm search over heuristic with high probability (experiments/engine_port.md)
 LADDER_DEALS = 1200
 
 
