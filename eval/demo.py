@@ -1,5 +1,7 @@
-"""``nertz-demo``: a 4-player table after 25 ticks of greedy play, then the scripted ladder in a short
-tournament (``nertz-eval ladder`` on fewer deals). See the README.
+"""``nertz-demo``: a 4-player table after 25 ticks of greedy play (as ``render_mode="ansi"`` prints it), then
+the scripted ladder in a short tournament.
+
+It is ``nertz-eval ladder`` on fewer deals. See the README.
 """
 
 from __future__ import annotations

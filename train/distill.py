@@ -1,5 +1,6 @@
-"""Distil a planner into the network alone: DAgger from a trained network, with a KL anchor to where it
-started. See docs/guides/training-sb3.md.
+"""Distil a planner into the network alone: DAgger from a trained network, with a KL anchor to where it started.
+
+See docs/guides/training-sb3.md.
 
     python -m nertz_env.train.distill --init ppo --teacher best --rounds 8 --samples 100000 \
         --run-dir runs/distill

@@ -1,4 +1,5 @@
 """Expert iteration: train the policy inside the ``expert`` planner on the planner's own choices, and repeat.
+
 See docs/guides/training-sb3.md.
 
     python -m nertz_env.train.expert --init ppo --iterations 4 --samples 100000 \

@@ -1,4 +1,5 @@
-"""Behaviour cloning: a policy that imitates a teacher agent, as the starting point of PPO (``init_from``).
+"""Behaviour cloning: a policy that imitates a scripted agent, as the starting point of PPO (``init_from``).
+
 See docs/guides/training-sb3.md.
 
     python -m nertz_env.train.imitate --teacher search --samples 200000 --out runs/bc/policy.zip

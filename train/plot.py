@@ -1,5 +1,7 @@
-"""The learning curve of a run: ``python -m nertz_env.train.plot RUN_DIR [--out curve.png]`` (eval.csv, the
-checkpoint evaluations and the training score). Needs matplotlib. See docs/guides/training-sb3.md.
+"""The learning curve of a run: ``python -m nertz_env.train.plot RUN_DIR [--out curve.png]``.
+
+Draws eval.csv, the checkpoint evaluations and the training score. Needs matplotlib. See
+docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations
