@@ -109,21 +109,11 @@ def evaluate_checkpoint(
 
 def append_csv(path: str, rows: Sequence[EvalRow] | Sequence[dict[str, Any]]) -> None:
     """Append rows (evaluation rows or dicts with the same keys) to the CSV at ``path``, writing the header
-    when the file is new. A file written before a column was added (a run resumed across versions) is
-    rewritten with the new header first, its old rows keeping their values and an empty new column."""
+    when the file is new."""
     if not rows:
         return
     dicts = [r if isinstance(r, dict) else asdict(r) for r in rows]
     new = not os.path.isfile(path)
-    if not new:
-        with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            old_fields, old_rows = list(reader.fieldnames or []), list(reader)
-        if old_fields and old_fields != list(dicts[0]) and set(old_fields) <= set(dicts[0]):
-            with open(path, "w", newline="", encoding="utf-8") as f:
-                writer = csv.DictWriter(f, fieldnames=list(dicts[0]), restval="")
-                writer.writeheader()
-                writer.writerows(old_rows)
     with open(path, "a", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=list(dicts[0]))
         if new:
