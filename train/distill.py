@@ -9,7 +9,6 @@ See docs/guides/training-sb3.md.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import sys
@@ -111,8 +110,8 @@ def distill(
     """
     from nertz_env.agents.forward import NumpyActor
     from nertz_env.agents.meta import make_meta
-    from nertz_env.agents.policy import PolicyAgent, load_policy
-    from nertz_env.train.imitate import _PolicyHolder, collect, fit
+    from nertz_env.agents.policy import PolicyAgent
+    from nertz_env.train.imitate import collect, fit, load_for_fit
     from nertz_env.train.trainer import save_policy
 
     cfg_path = os.path.join(run_dir, "config.json")
@@ -141,18 +140,11 @@ def distill(
         with open(cfg_path, "w", encoding="utf-8") as f:
             json.dump(opts, f, indent=2)
 
-    from stable_baselines3.common.save_util import load_from_zip_file
-
-    base, _ = load_policy(path)
-    start = copy.deepcopy(base)  # the anchor: the network the run started from (round_00)
-    data, _, _ = load_from_zip_file(path, device="cpu", load_data=True, print_system_info=False)
-    kwargs = dict((data or {}).get("policy_kwargs") or {})
+    start, start_holder = load_for_fit(path)  # the anchor: the network the run started from (round_00)
     if not resume:
-        save_policy(_PolicyHolder(start, kwargs), os.path.join(run_dir, "rounds", "round_00.zip"),
+        save_policy(start_holder, os.path.join(run_dir, "rounds", "round_00.zip"),
                     make_meta(config, num_timesteps=0, mode="distillation", n_envs=1, distill={**opts, "round": 0}))
-    last = os.path.join(run_dir, "rounds", f"round_{len(done):02d}.zip")
-    policy = copy.deepcopy(load_policy(last)[0] if done else base)
-    holder = _PolicyHolder(policy, kwargs)
+    policy, holder = load_for_fit(os.path.join(run_dir, "rounds", f"round_{len(done):02d}.zip") if done else path)
     records = [_load_records(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz")) for k in range(len(done))]
     started = time.perf_counter()
     elapsed0 = float(done[-1]["elapsed_s"]) if done else 0.0
@@ -165,9 +157,7 @@ def distill(
         _save_records(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz"), demos)
         records.append(_load_records(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz")))
         agree = _agreement(policy, demos)
-        every = records[0]
-        for more in records[1:]:
-            every = every + more
+        every = sum(records[1:], records[0])
         torch.manual_seed(int(opts["seed"]) + k)
         t0 = time.perf_counter()
         stats = fit(policy, every, epochs=int(opts["epochs"]), batch_size=int(opts["batch_size"]), lr=float(opts["lr"]),

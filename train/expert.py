@@ -8,7 +8,6 @@ See docs/guides/training-sb3.md.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import sys
@@ -98,8 +97,7 @@ def expert_iteration(
     with the same options continues from there and ends with the network of a run that never stopped.
     """
     from nertz_env.agents.meta import make_meta
-    from nertz_env.agents.policy import load_policy
-    from nertz_env.train.imitate import _PolicyHolder, collect
+    from nertz_env.train.imitate import collect, load_for_fit
     from nertz_env.train.trainer import save_policy
 
     config = make_config(num_players=num_players, **dict(rules or {}))
@@ -117,13 +115,7 @@ def expert_iteration(
     os.makedirs(checkpoint_dir, exist_ok=True)
     started = time.perf_counter()
     torch.manual_seed(seed)
-    from stable_baselines3.common.save_util import load_from_zip_file
-
-    base, _ = load_policy(path)
-    policy = copy.deepcopy(base)  # the loaded network is shared by every agent of that file: fit a copy
-    data, _, _ = load_from_zip_file(path, device="cpu", load_data=True, print_system_info=False)
-    kwargs = dict((data or {}).get("policy_kwargs") or {})  # every setting of the network, so the saves load
-    holder = _PolicyHolder(policy, kwargs or {"net_arch": policy.net_arch, "activation_fn": policy.activation_fn})
+    policy, holder = load_for_fit(path)
     records: list[Any] = []
     history: list[dict[str, Any]] = []
     current = path
@@ -174,9 +166,7 @@ def _fit_iteration(
     from nertz_env.train.trainer import save_policy
 
     demos, teacher = records[-1], _planner_spec(current, planner)
-    data = records[0]
-    for more in records[1:]:
-        data = data + more
+    data = sum(records[1:], records[0])
     t0 = time.perf_counter()
     stats = fit(policy, data, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed + k, log=log)
     fit_s = time.perf_counter() - t0

@@ -204,6 +204,21 @@ class _PolicyHolder:
         self.action_space = policy.action_space
 
 
+def load_for_fit(path: str) -> tuple[Any, _PolicyHolder]:
+    """A copy of the network of the policy file ``path`` to fit (the loaded one is shared by every agent of
+    that file), and the holder :func:`~nertz_env.train.trainer.save_policy` saves it through."""
+    import copy
+
+    from stable_baselines3.common.save_util import load_from_zip_file
+
+    from nertz_env.agents.policy import load_policy
+
+    policy = copy.deepcopy(load_policy(path)[0])
+    data, _, _ = load_from_zip_file(path, device="cpu", load_data=True, print_system_info=False)
+    kwargs = dict((data or {}).get("policy_kwargs") or {})  # every setting of the network, so the saves load
+    return policy, _PolicyHolder(policy, kwargs or {"net_arch": policy.net_arch, "activation_fn": policy.activation_fn})
+
+
 def build_policy(
     config: NertzConfig, net_arch: list[int], activation: str = "relu", lr: float = 3e-4
 ) -> tuple[Any, dict[str, Any]]:
