@@ -104,13 +104,9 @@ from nertz_env.observation import (
     ObsLayout,
 )
 
-# The kernels run without numba's reference counting (``_nrt=False``), like the engine's rules: they allocate
-# nothing (the seat table and the rollouts' scratch arrays come from the caller, :func:`rollout_workspace`)
-# and array copies are plain loops (a slice assignment between arrays may allocate a temporary). They release
-# the GIL (``nogil``): the search agent spends most of a decision in ``rollout_values``, so agents at
-# different seats or tables can decide side by side in Python threads (``opponent_threads`` of
-# ``nertz_env.train.vec.NertzVecEnv``); each agent owns its seat table, scratch arrays and random state.
-# No cfunc wrapper (only first-class function calls use one; it cost compile time on a cold cache).
+# The kernels allocate nothing (``_nrt=False``: the caller gives the seat table and scratch arrays, and copies
+# are plain loops) and release the GIL, so agents decide side by side in threads (``opponent_threads``); each
+# agent owns its seat table, scratch arrays and random state. No cfunc wrapper: it costs compile time.
 _KERNEL_OPTIONS: dict = {"_nrt": False, "nogil": True, "no_cfunc_wrapper": True}  # a dict: numba's stubs omit _nrt
 _kernel = keyed_jit(_KERNEL_OPTIONS)
 _allocating = keyed_jit({"no_cfunc_wrapper": True})  # hidden_cards: one small count array per decision, not worth a parameter
@@ -230,11 +226,6 @@ def read_state(obs, params, s):
 
 
 # ---------------------------------------------------------------- the view
-@_kernel
-def pile_len(s, j):
-    return s[S_WLEN + j]
-
-
 @_kernel
 def pile_card(s, j, k):
     """Card ``k`` (from the bottom) of work pile ``j``."""
@@ -781,9 +772,8 @@ def _rollout(S, t, p, view, params, columns, reverse_run, horizon, waste_policy,
     """Play the heuristic for seat ``p`` of table ``t`` on the engine's rules for up to ``horizon`` ticks, the
     other players adding about ``rate`` cards a tick to the lake first (so they win the races), and return
     the discounted points: ``value[0]`` per card leaving the Nertz pile and ``value[1]`` per own lake card.
-    Stops when the heuristic would wait, or at the horizon; it never calls Nertz and plays on after the
-    Nertz pile is empty (see the module doc). ``view`` and ``prio`` are scratch space; when ``trace`` has room, ``trace[k]`` gets the action applied at tick ``k``
-    (0 after the last)."""
+    Stops when the heuristic would wait or at the horizon, never at an empty Nertz pile. ``view`` and ``prio``
+    are scratch space; ``trace[k]``, where it has room, gets the action of tick ``k`` (0 after the last)."""
     banned = -1
     total = 0.0
     f = 1.0

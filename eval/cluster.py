@@ -77,15 +77,9 @@ def check_address(address: str, timeout: float = 5.0) -> None:
 
 def authenticate(address: str, timeout: float = 10.0) -> None:
     """Send this machine's Ray token to the cluster at ``address`` when it asks for one, as ``ray.init`` does for
-    ``auto``.
-
-    ``ray start --head`` turns on Ray's token authentication when the head has a token (``~/.ray/auth_token``,
-    which any earlier ``ray.init()`` writes). Ray 2.60's ``ray.init`` sends the token to a cluster it finds
-    itself (``auto``), but to a host:port only under ``RAY_AUTH_MODE=token``. Here one call to the head's GCS
-    asks whether it wants a token (in a second, where ``ray.init`` retries for 20 s); if it does and
-    ``RAY_AUTH_MODE`` is unset, it becomes ``token`` where Ray finds one (``RAY_AUTH_TOKEN``, the file
-    ``RAY_AUTH_TOKEN_PATH`` names, ``~/.ray/auth_token``), for the rest of the process. A cluster without
-    authentication gets none (a driver in token mode would refuse its workers). See docs/guides/cluster.md.
+    ``auto`` (it sends none to a host:port unless ``RAY_AUTH_MODE=token``). One call to the head's GCS asks;
+    if it wants a token and ``RAY_AUTH_MODE`` is unset, it becomes ``token`` for the rest of the process. A
+    cluster without authentication gets none. See docs/guides/cluster.md.
 
     Raises:
         ConnectionError: one line, when the head refuses this machine's token or asks for one it lacks.

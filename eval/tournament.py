@@ -438,14 +438,8 @@ def _work_many(deals: list[int]) -> list[tuple[int, list[GameRecord]]]:
 def _play_with_workers(
     plan: _Plan, n: int, workers: int, done: dict[int, list[GameRecord]], bar: Any
 ) -> None:
-    """Play the deals with this process and ``workers - 1`` spawned ones, deal by deal as each gets free.
-
-    This process plays too: its agents are loaded already (planning built them), while a spawned worker
-    spends seconds importing numba's cache and torch before its first deal; sharing the deals dynamically
-    lets this process start at once and the workers join when ready. Every process runs torch in one thread
-    (:func:`~nertz_env.threads.limit_threads` in the workers, :func:`_one_torch_thread` here): threads per
-    core beyond one make a policy several times slower.
-    """
+    """Play the deals with this process and ``workers - 1`` spawned ones, deal by deal as each gets free:
+    this process starts at once (its agents are loaded), the workers join when they have imported."""
     pool = mp.get_context("spawn").Pool(workers - 1, initializer=_init_worker, initargs=(plan,))
     try:
         player = _Player(plan, make_agent)
@@ -486,10 +480,8 @@ def _play_with_workers(
 
 @contextlib.contextmanager
 def _one_torch_thread() -> Iterator[None]:
-    """Run torch (when a policy at the table loaded it) in one thread, restoring the caller's setting after.
-
-    A policy's forward pass at batch size 1 gains nothing from more threads, and torch's spinning intra-op
-    threads make it many times slower whenever the cores are busy (with worker processes, or other work)."""
+    """Run torch (when a policy loaded it) in one thread, restoring the caller's setting after: a forward pass
+    at batch size 1 gains nothing from more, and spinning threads slow it on busy cores."""
     torch = sys.modules.get("torch")
     if torch is None:
         yield

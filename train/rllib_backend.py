@@ -202,11 +202,6 @@ def check_address(address: str, timeout: float = 5.0) -> None:
         raise UsageError(f"no Ray cluster at {address}: {e.strerror or e} (start one with: ray start --head)") from None
 
 
-def read_checkpoint_config(path: str) -> TrainConfig:
-    """The training config stored in an RLlib checkpoint of this backend."""
-    return _read_checkpoint(path)[0]
-
-
 def _read_checkpoint(path: str) -> tuple[TrainConfig, dict[str, Any]]:
     """The training config and the record of an RLlib checkpoint of this backend."""
     from nertz_env.agents.meta import CheckpointError
