@@ -222,61 +222,20 @@ def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -
         w = csv.writer(f)
         w.writerow(["a", "b", "tables", "deals", "mean", "ci95", "low", "high"])
         for p in summary.pairs:
-            e = p.estimate
-            w.writerow(
-                [
-                    p.a,
-                    p.b,
-                    " ".join(table_name(t) for t in p.tables),
-                    str(e.n),
-                    _csv_value(e.mean),
-                    _csv_value(e.half_width),
-                    _csv_value(e.low),
-                    _csv_value(e.high),
-                ]
-            )
+            w.writerow([p.a, p.b, " ".join(table_name(t) for t in p.tables), str(p.estimate.n),
+                        *_csv_estimate(p.estimate)])
     paths.append(path)
     path = os.path.join(out_dir, "games.csv")
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(
-            [
-                "deal",
-                "deal_seed",
-                "lineup",
-                "rotation",
-                "seat",
-                "agent",
-                "rounds",
-                "score",
-                "lake",
-                "nertz_left",
-                "match_score",
-                "ticks",
-                "round_end",
-                "illegal_actions",
-            ]
-        )
+        w.writerow(["deal", "deal_seed", "lineup", "rotation", "seat", "agent", "rounds", "score", "lake",
+                    "nertz_left", "match_score", "ticks", "round_end", "illegal_actions"])
         for g in results.games:
             for s, k in enumerate(g.seats):
-                w.writerow(
-                    [
-                        g.deal,
-                        results.deal_seeds[g.deal],
-                        g.lineup,
-                        g.rotation,
-                        s,
-                        results.labels[k],
-                        len(g.scores),
-                        sum(r[s] for r in g.scores),
-                        sum(r[s] for r in g.lake),
-                        sum(r[s] for r in g.nertz_left),
-                        g.match_scores[s],
-                        g.ticks,
-                        "/".join(g.ends),
-                        g.illegal[s],
-                    ]
-                )
+                w.writerow([g.deal, results.deal_seeds[g.deal], g.lineup, g.rotation, s, results.labels[k],
+                            len(g.scores), sum(r[s] for r in g.scores), sum(r[s] for r in g.lake),
+                            sum(r[s] for r in g.nertz_left), g.match_scores[s], g.ticks, "/".join(g.ends),
+                            g.illegal[s]])
     paths.append(path)
     if plots and summary.agents:
         paths += plot(summary, out_dir)
