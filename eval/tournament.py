@@ -27,7 +27,7 @@ from nertz_env.agents import Agent, make_agent
 # re-exported for the tournaments' callers; they live with the agents, so nertz-play (core) uses them too
 from nertz_env.agents.registry import IncompatibleAgentError as IncompatibleAgentError
 from nertz_env.agents.registry import check_agent
-from nertz_env.config import NertzConfig, make_config
+from nertz_env.config import make_config
 from nertz_env.environment import NertzParallelEnv
 from nertz_env.infos import ROUND_END_NAMES
 from nertz_env.threads import limit_threads
@@ -165,11 +165,6 @@ class Results:
         words = {"most probable": "most probable action", "sampled": "sampled from the policy"}
         parts = [f"{label}: {words.get(how, how)}" for label, how in zip(self.labels, self.play, strict=False) if how]
         return "policies play: " + "; ".join(parts) if parts else None
-
-    @property
-    def nertz_config(self) -> NertzConfig:
-        """The table's rules as a :class:`~nertz_env.NertzConfig`."""
-        return NertzConfig.from_dict(self.config)
 
     def to_dict(self) -> dict[str, Any]:
         """Every game and the tournament's settings as a JSON-ready dict (``results.json``)."""

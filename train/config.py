@@ -352,11 +352,6 @@ class TrainConfig:
                 raise ConfigError("max_snapshots must be >= 1 with snapshot_weight > 0 (0 keeps no snapshot to play)")
 
     @property
-    def uses_opponents(self) -> bool:
-        """Whether some seats are played by the pool (single mode, or fewer learners than players)."""
-        return self.pool is not None
-
-    @property
     def learners(self) -> int:
         """Learning seats per table (1 in mode single)."""
         if self.vector is None:
