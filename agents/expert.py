@@ -26,8 +26,7 @@ class ExpertAgent(SearchAgent):
     Args:
         policy: a MaskablePPO ``.zip`` (or a shipped model's name) whose actor plays inside the planner
             (default: the shipped ``ppo`` network).
-        prior: weight of the log-probability added to each candidate's rollout value (default 0: on a
-            screening seed the network's probabilities as a prior cost more than they gave).
+        prior: weight of the log-probability added to each candidate's rollout value (default 0).
         top: the policy's most probable actions added to the candidates (default 2).
         base: ``"policy"`` (default) or ``"heuristic"``: whose first choice is the default move.
         margin: points a candidate's rollouts must score above the default move's to replace it (default 0.3).

@@ -56,8 +56,7 @@ class SearchAgent(_Base):
         gamma: discount per simulated tick (default 0.9).
         memory: remember the stock and waste (default True; False leaves unseen cards unknown).
         nertz_value: points a simulation credits for each card leaving the Nertz pile (default None: the
-            rules' ``nertz_penalty``, the penalty avoided; more rates racing the pile down higher, which was
-            not measurably stronger at 4 = about +0.2 +- 0.3 a round over 600 deals, see docs/experiments/training-runs.md).
+            rules' ``nertz_penalty``, the penalty avoided).
         wait_prob: probability of sitting out a tick (a slower player).
     """
 
