@@ -25,12 +25,6 @@ from nertz_env.vector import NertzVectorEnv
 T = TypeVar("T")
 
 
-def deal_tables(venv: NertzVectorEnv, tables: Sequence[int] | np.ndarray) -> None:
-    """Deal ``tables`` a new episode now, each from its own generator's current state (what the vector
-    env's next-step autoreset does one call later)."""
-    venv.reset_tables(np.asarray(tables, dtype=np.int64))
-
-
 def run_interleaved(
     executor: ThreadPoolExecutor, fn: Callable[[Sequence[T]], None], items: Sequence[T], k: int
 ) -> None:
@@ -250,7 +244,7 @@ class NertzVecEnv(Copyable, VecEnv):
                         "seat": s,
                     }
             self.episodes += len(tables)
-            deal_tables(self.venv, tables)
+            self.venv.reset_tables(np.asarray(tables, dtype=np.int64))  # what the next-step autoreset would deal
             for t in tables:
                 self._seat_table(int(t), rotate=True)
             slots = np.flatnonzero(done_table[table])
