@@ -215,12 +215,9 @@ def _read_checkpoint(path: str) -> tuple[TrainConfig, dict[str, Any]]:
 
 
 def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
-    """Every check the run makes before it imports Ray, in the run's order, with neither Ray nor torch (so
-    ``--print-config`` makes them too and refuses what the run refuses): the checkpoint and what a resume cannot
-    change, the options this backend cannot honour, the env layout and config, the run directory (a file, or
-    another run's folder: :func:`nertz_env.train.checkpoint.check_run_dir`, as the SB3 backend checks it),
-    ``--address`` and the rllib extra. Returns the config as it will run, and whether a resumed checkpoint is of
-    the multi-agent env."""
+    """Every check the run makes before it imports Ray, with neither Ray nor torch, so ``--print-config``
+    refuses what the run refuses. Returns the config as it will run, and whether a resumed checkpoint is of the
+    multi-agent env."""
     from nertz_env.train.checkpoint import check_resume, check_run_dir, resume_run_dir
 
     base, meta = _read_checkpoint(args.resume) if args.resume else (None, None)
@@ -428,11 +425,8 @@ LEARNER_SCALARS = {
 
 
 def iteration_scalars(result: dict[str, Any], module: str, agent_return: float | None, rate: float) -> dict[str, float]:
-    """The TensorBoard scalars of one PPO iteration: ``rollout/agent_return_mean`` (the iteration line's "agent
-    return": the mean over the seats RLlib saw of their mean return per deal), ``time/fps`` (its steps/s:
-    learner transitions per second since the run started) and the learner module's losses (``train/*``, as
-    RLlib's learner reports them for the iteration, :data:`LEARNER_SCALARS`). A value RLlib reports as NaN (no
-    deal finished yet) is left out."""
+    """The TensorBoard scalars of one PPO iteration: ``rollout/agent_return_mean`` and ``time/fps`` (as the
+    iteration line prints them) and the learner's losses (:data:`LEARNER_SCALARS`); NaN values are left out."""
     stats = result.get("learners", {}).get(module, {})
     scalars = {tag: stats[key] for key, tag in LEARNER_SCALARS.items() if key in stats}
     scalars["time/fps"] = rate
@@ -442,10 +436,8 @@ def iteration_scalars(result: dict[str, Any], module: str, agent_return: float |
 
 
 class TensorBoardLog:
-    """``tensorboard = true``: TensorBoard event files in ``run_dir/tb/RLlibPPO_<n>`` (a new ``n`` for each run
-    or resume in the folder, as the SB3 backend numbers its ``MaskablePPO_<n>``), one point per PPO iteration
-    at the learner transitions trained so far. Written with tensorboardX, which ``ray[rllib]`` installs;
-    RLlib's own TensorBoard logger is a Ray Tune callback, which a run calling ``algo.train()`` does not use."""
+    """``tensorboard = true``: event files in ``run_dir/tb/RLlibPPO_<n>`` (a new ``n`` for each run or resume),
+    one point per iteration, with tensorboardX (RLlib's own logger is a Ray Tune callback, unused here)."""
 
     PREFIX = "RLlibPPO_"
 
