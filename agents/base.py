@@ -1,9 +1,5 @@
-"""The agent protocol: every agent (scripted, trained or human) sees only what its seat sees.
-
-An agent is told the table's config and its seat at the start of each episode, then maps one observation
-vector and its int8 legal-action mask to an action index. It never reads the engine's hidden state; it may
-use :func:`nertz_env.decode` to read the observation. Any randomness comes from the agent's own generator,
-seeded in ``reset``, so an agent never changes the deal.
+"""The agent protocol: an agent sees only its seat's observation and mask, and draws any randomness from
+its own generator, seeded in ``reset``, so it never changes the deal.
 """
 
 from __future__ import annotations

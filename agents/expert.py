@@ -1,18 +1,6 @@
-"""``expert``: the search planner with a learned policy inside it (the agent behind the name ``best``).
-
-**Decision.** The seat keeps the search agent's model of its own layout and its memory of the stock
-(:mod:`nertz_env.agents.search`). Each tick a policy network (a MaskablePPO actor, evaluated in numpy) gives
-the probability of every legal action. The policy's most probable action is the default move, where search
-takes the heuristic's. A call or a Nertz card to the lake is taken at once, as search does. Otherwise the
-candidates are the policy's default, the heuristic's choice and the next best actions of both, and each is
-scored by search's rollouts (the same simulated deals for every candidate) plus ``prior`` times the log of
-its probability under the policy. A candidate replaces the default only when its score is ``margin`` more.
-
-This is one step of policy improvement over the learned policy, the way search is one step over the
-heuristic: the rollouts correct the network where their model of the own layout sees further, and the
-network's probabilities carry what rollouts cannot see (the opponents' layouts in the observation, the rest
-of the round past the rollout horizon). Expert iteration (``nertz_env.train.expert``) then trains the
-network to predict this planner's choices, and the loop repeats with the new network inside.
+"""``expert``: the search planner with a trained policy as its default move and prior (the agent behind
+``best``). Candidates are scored by search's rollouts plus ``prior`` times their log-probability; one replaces
+the policy's choice only when it scores ``margin`` more. See docs/guides/learned-agents.md.
 """
 
 from __future__ import annotations
@@ -33,13 +21,12 @@ _LOG_FLOOR = 1e-6  # probabilities below this count as this in the prior (a log 
 
 
 class ExpertAgent(SearchAgent):
-    """Search with a learned policy as its default move and prior (see the module doc).
+    """Search with a learned policy as its default move and prior (docs/guides/learned-agents.md).
 
     Args:
         policy: a MaskablePPO ``.zip`` (or a shipped model's name) whose actor plays inside the planner
             (default: the shipped ``ppo`` network).
-        prior: weight of the log-probability added to each candidate's rollout value (default 0: on a
-            screening seed the network's probabilities as a prior cost more than they gave).
+        prior: weight of the log-probability added to each candidate's rollout value (default 0).
         top: the policy's most probable actions added to the candidates (default 2).
         base: ``"policy"`` (default) or ``"heuristic"``: whose first choice is the default move.
         margin: points a candidate's rollouts must score above the default move's to replace it (default 0.3).

@@ -1,17 +1,8 @@
-"""The actor of a MaskablePPO MLP policy in numpy: the one forward pass the trained agents play with.
+"""The actor of a MaskablePPO MLP policy in numpy: the forward pass trained agents play with, without torch.
 
-``ppo`` (any deterministic ``.zip`` policy agent) and the ``expert``/``best`` planner both take the most probable
-legal action of this forward pass. Saving a policy writes its actor's arrays beside the zip (``policy.npz``
-beside ``policy.zip``, :meth:`NumpyActor.save`), so a trained network plays without torch, and a decision costs
-tens of microseconds instead of a few hundred through torch's distribution objects. A zip without one is read
-once with torch, which writes it (:func:`nertz_env.agents.policy.numpy_actor`).
-
-Its choices are torch's: the same float32 layers, the logits of illegal actions removed before a float64
-softmax, ties going to the lowest action index, as ``argmax`` over torch's probabilities does
-(``tests/test_forward.py`` compares the two on thousands of observations and on exact ties). The sums run in
-another order than torch's or BLAS's, so the logits agree to float32 rounding: two actions whose logits lie
-within about an ulp can be ordered differently by the routes (``ppo``'s compiled call, ``best``'s numpy
-probabilities, torch).
+Saving a policy writes its arrays beside the zip (``policy.npz``); a zip without one is read once with torch,
+which writes it. Its choices are torch's (``tests/test_forward.py``): float32 layers, illegal logits removed
+before a float64 softmax, ties to the lowest action index. See docs/guides/learned-agents.md.
 """
 
 from __future__ import annotations
@@ -34,14 +25,10 @@ _ACTIVATIONS = {"ReLU": "relu", "Tanh": "tanh"}
 @keyed_jit({"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True})
 def _first_choice(x: np.ndarray, flat_w: np.ndarray, flat_b: np.ndarray, dims: np.ndarray, buf_a: np.ndarray,
                   buf_b: np.ndarray, w_out_t: np.ndarray, b_out: np.ndarray, mask: np.ndarray, relu: bool) -> int:
-    """The most probable legal action of the MLP, in one call: each layer reads only the weight rows of its
-    non-zero inputs (an observation has about 31 of 446), and the output layer scores only the legal actions.
-    A zero input adds exactly nothing to a float sum, so the layers compute the dense ones; each sum runs in
-    float32 over the inputs in order, then adds the bias. BLAS (numpy's ``h @ w``) and torch add in other
-    orders, so the logits agree to float32 rounding, and two actions within an ulp or so of each other can be
-    ordered differently (a review found 2-3 in 6,000 random near-ties; none in the 2,042 decisions of the
-    bench's games nor the 5,000 observations of the tests). The layers are 2-D views of the flat arrays
-    (indexing the flat array directly kept LLVM from vectorizing the inner loop: 2.5x slower)."""
+    """The most probable legal action of the MLP, in one call. Each layer reads only the weight rows of its
+    non-zero inputs (observations are sparse) and the output layer scores only the legal actions. Sums run in
+    float32 in input order, so the logits agree with torch's to float32 rounding. The layers are 2-D views of
+    the flat arrays, which LLVM vectorizes."""
     src = x
     w_off = 0
     b_off = 0

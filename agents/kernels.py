@@ -1,38 +1,13 @@
 """The compiled kernels of the scripted agents: the own layout read from the observation, the heuristic's
-priorities, and the search's rollouts, which run on the engine's own rules.
+priorities, and the search's rollouts.
 
-They are cached on disk keyed on this file and the engine's sources (``nertz_env.engine._cache``): a cached
-function carries compiled copies of the rule functions it calls and of the constants it reads.
-
-**The view.** Agents see only their observation, its mask and the config's action table. Decoding the
-observation with :func:`nertz_env.decode` on every tick is too slow for big tournaments, so :func:`read_state`
-reads the few slices an agent needs straight from the vector (offsets from
-:class:`~nertz_env.observation.ObsLayout`) into one small integer array, the *state* (the agent's view of its
-own layout and of the lake). A card the seat has not seen is ``UNKNOWN``: the observation shows only the waste's
-top, so the rest of the stock and waste and the Nertz pile below its top are unknown until an agent that
-remembers its stock and waste (the search agent does) writes what it knows into the state. The heuristic
-(:func:`heuristic_priorities`) is strategy and reads this view; the rule predicates it asks (may a card go on
-the lake, where a joker lands, may a card stack) are the engine's functions.
-
-**The rules are the engine's.** Every move on a layout, whether a rollout's or the search's prediction of its
-own move, is made by the engine's per-seat rule functions (``compute_mask``, ``apply_action``, ``stall_seat``
-and the lake's ``lake_add`` and ``lake_find`` of :mod:`nertz_env.engine.rules`) on a small engine
-:class:`~nertz_env.engine.state.TableState` of the agent's own, the *seat table* (:func:`seat_tables`): the
-view is written into one of its seats (:func:`load_seat`: the piles as they are, unknown cards included; the
-lake's foundations rebuilt from their tops, which is all the rules read of them), the engine moves cards
-there, and the result is read back (:func:`store_seat`). The table's generator is the engine's too. Its
-config is the table's, except that turns are off: a rollout plays one own move per tick.
-
-**Rollouts** (:func:`rollout_values`): the view is loaded once; for each sample its unknown cards are dealt at
-random (:func:`determinize`), and for each candidate a copy is played forward: each tick the engine computes
-the seat's mask, the heuristic picks from it, the other players' lake plays are simulated first
-(:func:`others_play`, through the engine's ``lake_add``, so they win races exactly as in a real tick), then
-the engine applies the move (a lake play whose slot was taken is a lost race, as in the engine). A rollout
-stops when the heuristic would wait, or at the horizon. It is a valuation, not a forecast of the round: it
-does not end when the own Nertz pile is empty (and never calls), so the lake cards the heuristic goes on to
-play there stand in for what ending the round is worth (the call bonus, the other players' points cut off);
-stopping at the empty pile instead made ``search`` empty its pile first less often and lose most of its edge
-over ``heuristic`` (experiments/engine_port.md).
+:func:`read_state` reads the slices an agent needs from the observation into one small integer array, the
+*state* (below); a card the seat has not seen is ``UNKNOWN``. Every move, a rollout's or the search's
+prediction of its own, is made by the engine's per-seat rule functions (:mod:`nertz_env.engine.rules`) on a
+small engine table of the agent's own (:func:`seat_tables`, :func:`load_seat`, :func:`store_seat`), with turns
+off. A rollout (:func:`rollout_values`) deals the unknown cards at random, simulates the other players' lake
+plays first, and stops when the heuristic would wait or at the horizon, not at an empty Nertz pile (that
+made ``search`` lose most of its edge: experiments/engine_port.md). Cached on disk with the engine's sources.
 
 State vector (int64, ``STATE_SIZE`` values; card codes of :mod:`nertz_env.cards`)::
 
@@ -129,13 +104,9 @@ from nertz_env.observation import (
     ObsLayout,
 )
 
-# The kernels run without numba's reference counting (``_nrt=False``), like the engine's rules: they allocate
-# nothing (the seat table and the rollouts' scratch arrays come from the caller, :func:`rollout_workspace`)
-# and array copies are plain loops (a slice assignment between arrays may allocate a temporary). They release
-# the GIL (``nogil``): the search agent spends most of a decision in ``rollout_values``, so agents at
-# different seats or tables can decide side by side in Python threads (``opponent_threads`` of
-# ``nertz_env.train.vec.NertzVecEnv``); each agent owns its seat table, scratch arrays and random state.
-# No cfunc wrapper (only first-class function calls use one; it cost compile time on a cold cache).
+# The kernels allocate nothing (``_nrt=False``: the caller gives the seat table and scratch arrays, and copies
+# are plain loops) and release the GIL, so agents decide side by side in threads (``opponent_threads``); each
+# agent owns its seat table, scratch arrays and random state. No cfunc wrapper: it costs compile time.
 _KERNEL_OPTIONS: dict = {"_nrt": False, "nogil": True, "no_cfunc_wrapper": True}  # a dict: numba's stubs omit _nrt
 _kernel = keyed_jit(_KERNEL_OPTIONS)
 _allocating = keyed_jit({"no_cfunc_wrapper": True})  # hidden_cards: one small count array per decision, not worth a parameter
@@ -255,11 +226,6 @@ def read_state(obs, params, s):
 
 
 # ---------------------------------------------------------------- the view
-@_kernel
-def pile_len(s, j):
-    return s[S_WLEN + j]
-
-
 @_kernel
 def pile_card(s, j, k):
     """Card ``k`` (from the bottom) of work pile ``j``."""
@@ -806,9 +772,8 @@ def _rollout(S, t, p, view, params, columns, reverse_run, horizon, waste_policy,
     """Play the heuristic for seat ``p`` of table ``t`` on the engine's rules for up to ``horizon`` ticks, the
     other players adding about ``rate`` cards a tick to the lake first (so they win the races), and return
     the discounted points: ``value[0]`` per card leaving the Nertz pile and ``value[1]`` per own lake card.
-    Stops when the heuristic would wait, or at the horizon; it never calls Nertz and plays on after the
-    Nertz pile is empty (see the module doc). ``view`` and ``prio`` are scratch space; when ``trace`` has room, ``trace[k]`` gets the action applied at tick ``k``
-    (0 after the last)."""
+    Stops when the heuristic would wait or at the horizon, never at an empty Nertz pile. ``view`` and ``prio``
+    are scratch space; ``trace[k]``, where it has room, gets the action of tick ``k`` (0 after the last)."""
     banned = -1
     total = 0.0
     f = 1.0

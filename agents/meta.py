@@ -1,16 +1,6 @@
-"""What a checkpoint was trained for, stored beside it and inside it, and checked on every load.
-
-A policy only makes sense at a table whose rules, size and observation/action layout equal the ones it was
-trained on. Every checkpoint written by :mod:`nertz_env.train` therefore carries a ``nertz-checkpoint/1``
-record (JSON)::
-
-    {"format": "nertz-checkpoint/1", "package_version": "0.1.0", "algorithm": "MaskablePPO",
-     "num_players": 4, "rules": {...every option of NertzConfig but num_players...},
-     "obs_size": 446, "num_actions": 172, "num_timesteps": 123456, "n_envs": 128, "mode": "vector"}
-
-It is written twice: as the member ``nertz_meta.json`` inside the SB3 zip (so a copied zip stays
-self-describing) and as a sidecar ``<checkpoint>.json`` for people and tools. :func:`read_meta` prefers the
-zip member. :func:`check_compatible` raises :class:`IncompatibleCheckpointError` naming every mismatch.
+"""What a checkpoint was trained for (a ``nertz-checkpoint/1`` JSON record), stored inside the SB3 zip
+(``nertz_meta.json``) and beside it (``<checkpoint>.json``), and checked on every load: a policy plays only at a
+table of the rules, size and layout it was trained on. See docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations

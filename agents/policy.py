@@ -1,28 +1,8 @@
-"""A trained MaskablePPO policy as an :class:`~nertz_env.agents.Agent`, and the ``.zip`` checkpoint loader.
+"""A trained MaskablePPO policy as an :class:`~nertz_env.agents.Agent`, and the ``.zip`` loader.
 
-``load_policy_agent("runs/x/model.zip")`` reads the checkpoint's nertz-env record
-(:mod:`nertz_env.agents.meta`), checks it, rebuilds only the policy network (no optimizer, no algorithm, no
-global seeding) and wraps it. The agents registry (:mod:`nertz_env.agents.registry`) uses this loader for
-``.zip`` files, so ``make_agent("runs/x/model.zip")`` and ``nertz-eval`` load checkpoints by path.
-
-A policy plays its most probable legal action by default, everywhere (``make_agent``, ``nertz-eval``,
-``nertz-train``'s evaluation, the shipped models): one file, one score. Sampling from the policy is asked for
-explicitly (``make_agent("model.zip:deterministic=false")``), and :attr:`PolicyAgent.play` says which one
-an agent does, so result tables can name it. torch, Stable-Baselines3 and sb3-contrib (the ``train`` extra)
-are imported when a policy is loaded or run, not when this module is imported.
-
-A deterministic agent (``ppo`` by name, ``deterministic=true``) plays the most probable legal action of the
-numpy forward pass (:class:`nertz_env.agents.forward.NumpyActor`, read without torch from the ``.npz``
-saved beside the zip): tens of microseconds a decision instead of a few hundred, the same choices as torch's
-(``tests/test_forward.py``), and no torch import to play. torch loads the network only when something asks for probabilities in batches or a
-draw (sampled play, training's opponent pools) or when the network is not a plain MLP.
-
-The agent samples from its own ``numpy`` generator (seeded in ``reset``), never from torch's global
-generator: evaluating a snapshot in the middle of training leaves the training run's random streams as
-they were, and a game is reproducible from the agent seed alone. Building the network runs under
-``torch.random.fork_rng`` for the same reason. Policies loaded from the same file (same path and
-modification time) are shared, so many seats can hold agents of one snapshot and the opponent pool can
-batch their forward passes (:meth:`PolicyAgent.probabilities`).
+A policy plays its most probable legal action unless asked to sample (``deterministic=false``); the
+deterministic route runs the numpy forward pass (:mod:`nertz_env.agents.forward`) without torch. The agent
+samples from its own generator, never torch's. See docs/guides/learned-agents.md.
 """
 
 from __future__ import annotations
@@ -310,7 +290,7 @@ class MoveMemory:
 
 
 class PolicyAgent:
-    """A MaskablePPO policy behind the Agent protocol (see the module docstring).
+    """A MaskablePPO policy behind the Agent protocol (docs/guides/learned-agents.md).
 
     Args:
         policy: a ``MaskableActorCriticPolicy`` (shared between agents of the same snapshot), or None to load

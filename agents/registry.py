@@ -1,18 +1,6 @@
-"""Agents by name: ``make_agent("heuristic:wait_prob=0.2")``, and loaders for trained checkpoints.
-
-A spec is either a scripted agent's name with optional parameters (``name`` or ``name:key=value,key=value``)
-or a path to a checkpoint file whose suffix has a registered loader (``runs/ppo.zip``; parameters may follow
-the path the same way), or the name of a trained policy shipped in ``models/`` (``"ppo"``). A trained policy
-(a shipped model, a ``.zip`` or an RLlib checkpoint) plays its most probable action unless given
-``deterministic=false``, which samples from it. The loader for MaskablePPO ``.zip`` checkpoints
-(:mod:`nertz_env.agents.policy`) is registered here; a zip with a nertz-env record playing its most probable
-action runs on a numpy forward, and torch and Stable-Baselines3 (the ``train`` extra) are imported only for a
-zip that samples or has no record. :func:`register_loader` adds loaders for other suffixes, and an RLlib
-checkpoint directory loads through :mod:`nertz_env.agents.rllib_policy`.
-
-Errors are meant to be shown to people as they are: an unknown name raises :class:`AgentSpecError` listing
-the known agents, a bad parameter names the accepted ones, a missing checkpoint raises
-``FileNotFoundError`` naming the path.
+"""Agents by spec: ``make_agent("heuristic:wait_prob=0.2")``, a checkpoint path, or a shipped model
+name (``"ppo"``); and loaders for trained checkpoints by suffix (:func:`register_loader`). Errors are one line
+meant for people. See docs/guides/evaluation.md.
 """
 
 from __future__ import annotations
@@ -187,7 +175,7 @@ def run_folder_policy(path: str) -> str | None:
 
 
 def make_agent(spec: str) -> Agent:
-    """Build an agent from a spec (see the module doc).
+    """Build an agent from a spec.
 
     Raises:
         AgentSpecError: unknown name, unknown parameter or bad value, no loader for a checkpoint's suffix.

@@ -1,13 +1,6 @@
-"""An RLlib checkpoint (``nertz-train --backend rllib``) as an :class:`~nertz_env.agents.Agent`.
-
-``make_agent("runs/rllib/checkpoints/iter_000010")`` (a directory) comes here: the directory holds RLlib's
-checkpoint of the whole algorithm and ``nertz_meta.json``, the nertz-env record of the rules, table size and
-layout it was trained for (written by :func:`nertz_env.rllib.save_checkpoint`). Only the learner's RLModule is
-loaded (RLlib's ``RLModule.from_checkpoint``; no Ray cluster, no algorithm, no optimizer). ``reset`` refuses a
-table of other rules or another size with one line naming every difference.
-
-Parameters after the path, as for other agents: ``deterministic`` (play the most probable legal action;
-default true, as every trained policy; ``false`` samples) and ``name``. Ray and torch are imported only here, when such a checkpoint is loaded.
+"""An RLlib checkpoint (``nertz-train --backend rllib``) as an :class:`~nertz_env.agents.Agent`: only the
+learner's RLModule is loaded, and ``reset`` refuses a table of other rules or size. Ray and torch are
+imported only here. See docs/guides/rllib.md.
 """
 
 from __future__ import annotations
@@ -92,7 +85,7 @@ def load_rllib_module(path: str) -> tuple[Any, dict[str, Any]]:
 
 
 class RLlibPolicyAgent:
-    """The learner module of an RLlib checkpoint behind the Agent protocol (see the module doc)."""
+    """The learner module of an RLlib checkpoint behind the Agent protocol."""
 
     def __init__(self, module: Any, meta: dict[str, Any], deterministic: bool = True, name: str = "rllib") -> None:
         self.module = module

@@ -1,21 +1,5 @@
-"""The scripted rungs of the baseline ladder: ``random``, ``greedy`` and ``heuristic``.
-
-Every agent reads only its observation and mask (the heuristic through :mod:`nertz_env.agents.kernels`,
-which reads the few slices it needs straight from the vector) and draws any randomness from its own
-generator, seeded in ``reset``. Speed matters here (a tournament makes millions of calls), so per-config
-lookups are built once per config and the heuristic's scoring runs compiled.
-
-``heuristic`` follows the seeds' strategy as a priority list, the way the strongest public Nertz bots do:
-call (manual mode, pile empty) > Nertz top to the lake > Nertz top onto a work pile (a stack before an empty
-pile) > work pile to the lake > waste to the lake > runs that empty a pile or expose a card the Nertz top
-fits on or the lake takes > waste onto a work pile when the Nertz top then fits on it > waste onto a work
-pile when it helps otherwise (``waste="dig"``: it turns up the waste card below and covers no card the lake
-or the Nertz top wants) > flip (cycling the stock briskly) > rotate > wait. It never makes pointless moves:
-a whole pile onto an empty pile, a run that exposes nothing useful, the exact reverse of its previous run,
-or a waste card into an empty pile (kept for the Nertz pile's kings). Ties are broken at random.
-
-On ``waste``: measured in 4-player tables against the other rungs, playing the waste only when the Nertz
-top then fits (``"nertz"``) scores about 5 points a round less than ``"dig"``; ``"always"`` is about 1 less.
+"""The scripted rungs of the ladder: ``random``, ``greedy`` and ``heuristic`` (the seeds' strategy as a
+priority list, scored by compiled kernels). See docs/guides/evaluation.md.
 """
 
 from __future__ import annotations
@@ -139,7 +123,7 @@ class GreedyAgent(_Base):
 
 
 class HeuristicAgent(_Base):
-    """The seeds' strategy as a priority list (see the module doc).
+    """The seeds' strategy as a priority list (docs/guides/evaluation.md).
 
     Args:
         wait_prob: probability of sitting out a tick (a slower player).

@@ -1,35 +1,9 @@
-"""The top scripted rung, ``search``: rollouts of the heuristic on the engine's rules, with memory.
+"""The top scripted rung, ``search``: the heuristic improved by rollouts on the engine's own rules, with a
+memory of the own stock and waste.
 
-**Decision.** The heuristic (:mod:`nertz_env.agents.scripted`) ranks the legal actions. A call or a Nertz card
-to the lake is taken at once; otherwise its best ``candidates`` actions (down to a flip) are each scored by
-``rollouts`` simulations: the hidden own cards are dealt at random into the unknown slots of the own layout
-(the same deals for every candidate: common random numbers), the candidate is applied, and the heuristic
-plays on for ``horizon`` ticks while the other players add cards to the lake at the rate the agent has
-seen this round (a prior of ``others`` per opponent per tick to start with; random next cards, played
-before the agent's move of each tick, so they win the races). A rollout scores the points of the own
-layout: ``nertz_value`` per card leaving the Nertz pile (by default the rules' ``nertz_penalty``: the penalty
-avoided) plus 1 per own card reaching the lake, discounted by ``gamma`` per tick. The best candidate
-replaces the heuristic's first choice only when it scores ``margin`` more. This is one step of policy
-improvement over the heuristic, which is why it is the stronger rung.
-
-**The rules are the engine's.** The simulations, and the agent's prediction of its own move for its memory,
-run on the engine's per-seat rule functions (its masks, moves, flips and redeals, the stall rule, the lake's
-races, its generator) on a small engine table of the agent's own, the seat table: the agent's view of its
-layout is written into one seat there and the engine moves the cards (see :mod:`nertz_env.agents.kernels`).
-Nothing in the agents restates a rule.
-
-**What the view knows** is only what the seat has seen. The observation shows the layout, the waste's top
-and the lake's foundation tops. The agent also remembers (``memory``) its stock and waste: flips move cards
-from the stock's top to the waste in a known way, the waste is turned over unshuffled (``recycle="flip"``),
-the stall rule puts it back under the stock in a known way; every prediction is checked against the next
-observation's counts and waste top, and anything that does not fit (a lost lake race, a new round) falls
-back to what the observation proves. It counts its own cards that reached the lake (the observation's own
-lake count confirms each play), so the hidden cards are its deck minus everything placed; they fill the
-Nertz pile below its top and the unseen stock and waste slots.
-
-**For planners built on it**: ``_candidates(first, action_mask)`` lists the actions compared,
-``_values(s, cands)`` scores them from the view ``s`` (the agent's ``_state`` after ``act`` read it), and
-``_prio`` holds the heuristic's priorities of the last decision.
+The heuristic's best ``candidates`` are each scored by ``rollouts`` simulations over random deals of the
+unseen own cards (the same deals for every candidate); the best replaces the heuristic's choice only when it
+scores ``margin`` more. See docs/guides/evaluation.md.
 """
 
 from __future__ import annotations
@@ -70,7 +44,7 @@ _PRIOR_TICKS = 10
 
 
 class SearchAgent(_Base):
-    """Heuristic rollouts on the own layout with a memory of the own stock (see the module doc).
+    """Heuristic rollouts on the own layout with a memory of the own stock.
 
     Args:
         rollouts: simulations per candidate action (default 32; 0 plays the heuristic with memory).
@@ -82,8 +56,7 @@ class SearchAgent(_Base):
         gamma: discount per simulated tick (default 0.9).
         memory: remember the stock and waste (default True; False leaves unseen cards unknown).
         nertz_value: points a simulation credits for each card leaving the Nertz pile (default None: the
-            rules' ``nertz_penalty``, the penalty avoided; more rates racing the pile down higher, which was
-            not measurably stronger at 4 = about +0.2 +- 0.3 a round over 600 deals, see docs/experiments/training-runs.md).
+            rules' ``nertz_penalty``, the penalty avoided).
         wait_prob: probability of sitting out a tick (a slower player).
     """
 
@@ -194,7 +167,7 @@ class SearchAgent(_Base):
         self._predict(self._before, action)
 
     def _remember(self, observation: np.ndarray, s: np.ndarray) -> None:
-        """Bring the remembered stock, waste and own lake cards up to this observation (see the module doc)."""
+        """Bring the remembered stock, waste and own lake cards up to this observation."""
         assert self.config is not None
         status = observation[self._status : self._status + len(STATUS_FIELDS)]
         round_now, stalls_now = float(status[_ROUND]), float(status[_STALLS])

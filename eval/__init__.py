@@ -1,13 +1,9 @@
 """Evaluation of Nertz agents: duplicate-deal tournaments, statistics, ratings, reports, ``nertz-eval``.
 
-``run_tournament(agent_specs, num_players, deals, seed, rules, workers)`` plays a round robin or a gauntlet
-and returns :class:`Results`; ``summarize(results)`` gives per-agent means with 95% intervals over deals,
-win, Nertz-out and match-win rates, lake cards and openskill ratings; :mod:`nertz_env.eval.report` prints
-and saves them. The command ``nertz-eval`` (:mod:`nertz_env.eval.cli`) wraps all of it, and ``nertz-demo``
-(:mod:`nertz_env.eval.demo`) shows a table and a short ladder tournament.
-
-The names below are imported on first use, so ``nertz-demo`` can say in one line that the ``eval`` extra
-(openskill) is missing.
+``run_tournament(agent_specs, num_players, deals, seed, rules, workers)`` plays a round robin or a gauntlet and
+returns :class:`Results`; ``summarize(results)`` gives per-agent means with 95% intervals over deals. Names are
+imported on first use, so ``nertz-demo`` can say in one line that the ``eval`` extra is missing. See
+docs/guides/evaluation.md.
 """
 
 from __future__ import annotations

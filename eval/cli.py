@@ -7,25 +7,8 @@ Examples::
     nertz-eval gauntlet runs/ppo.zip heuristic search --players 4 --deals 200 --rule draw=1
     nertz-eval round-robin heuristic search --players 2 --rule jokers=2 --rule teams=false --workers 2
 
-Agents are specs of :func:`nertz_env.agents.make_agent` (a name, ``name:key=value,...``, or a checkpoint
-path). Rules options are ``--rule key=value`` with values read as JSON when they parse (``1``, ``true``,
-``[[0, 2], [1, 3]]``) and as text otherwise (``--rule call_mode=manual``). Results are printed as a table and
-saved (JSON, CSV, PNG) under ``--out``. Bad input (unknown agent, missing checkpoint, impossible table, bad
-rule, an agent that cannot play at the table) prints one line on stderr and exits with code 2, before any deal
-is played; so does a flag that could not take effect (``--deals`` with ``--deal-seeds``, a rule given twice,
-``--target-score`` with ``--rule target_score``, more ``--workers`` than deals or than the CPUs this process
-can use, ``--out``/``--no-plots`` with ``--no-save``, ``--no-rotate`` where every lineup has one seating, a
-repeated deal seed, ``--workers`` with ``--address``), and an ``--out`` that could not be written (a file of
-that name, a place no folder can be made in). Any number of ``--deals`` starts at once (each deal's seed is
-computed when it is dealt), and Ctrl-C saves the deals finished so far and exits 130.
-
-``--address auto`` (or a Ray head's ``host:port``) plays the deals as Ray tasks on every free CPU of a Ray
-cluster (:mod:`nertz_env.eval.cluster`): checkpoints travel through Ray's object store, every node is checked
-before the first deal (a bad or unreachable address, or a node that cannot play an agent: one line, exit 2),
-and the records equal a local run's. A cluster that fails mid-run keeps the finished deals (exit 1).
-
-A MaskablePPO zip trained outside ``nertz-train`` (no nertz-env record) plays at the table given by
-``--players``/``--rule`` when its spaces match that table's (a note on stderr says so), else exit 2.
+Bad input prints one line and exits 2 before any deal; Ctrl-C saves the deals finished so far and exits 130.
+See docs/guides/evaluation.md and docs/guides/cluster.md (``--address``).
 """
 
 from __future__ import annotations
@@ -44,8 +27,7 @@ from nertz_env.eval.report import differences_table, save, save_games, table
 from nertz_env.eval.summary import ladder_check, summarize
 from nertz_env.eval.tournament import IncompatibleAgentError, plan_tournament, play_tournament
 
-# the ladder's deals: enough to confirm search over heuristic (about one point a round at a table where one
-# deal's difference varies by about 6) with probability about 0.99 (experiments/engine_port.md)
+# the ladder's deals: enough to confirm search over heuristic with high probability (experiments/engine_port.md)
 LADDER_DEALS = 1200
 
 
@@ -147,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int, int]:
-    """The deal count and workers, refusing flags that could not take effect (see the module doc)."""
+    """The deal count and workers, refusing flags that could not take effect."""
     if seeds is not None and args.deals is not None:
         raise UsageError(
             f"--deal-seeds gives the deals ({len(seeds)}), so --deals {args.deals} would be ignored; give one of them"

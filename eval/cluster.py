@@ -1,23 +1,8 @@
 """Tournaments on a Ray cluster: ``nertz-eval ... --address auto|HOST:PORT``.
 
-Deals are independent, so a tournament spreads over a cluster as Ray tasks of a few deals each, one CPU
-each, as many in flight as the cluster has CPUs (twice over, so no CPU waits for the driver). What a node
-needs reaches it through Ray, not a shared filesystem:
-
-* **checkpoints**: every path an agent spec names on this machine (a MaskablePPO zip, an RLlib checkpoint
-  directory, ``expert:policy=runs/x.zip``) is read here and put into Ray's object store once; a node writes
-  it to a local cache directory (by content hash) and plays the spec with the path replaced by its copy;
-* **code**: the nertz-env installed on the node plays. Before the first deal one check task runs on every
-  node with CPUs: it compares the node's nertz-env (version and a digest of its sources) with this
-  machine's, builds every agent from the shipped files and resets it at the tournament's table. A node that
-  cannot (no nertz-env, another version, a loader registered only here, a missing extra) stops the run
-  with one line naming the node, before any deal is played.
-
-Results come back as each task ends and feed the same progress bar, tables and files as a local run; the
-per-game records equal a local run's with the same seed (every game is fixed by the seed and its indices).
-A task whose worker process or node dies is run again elsewhere by Ray (``max_retries``); results are kept
-by deal, so a deal is counted once. Ctrl-C cancels the tasks in flight and keeps the finished deals.
-Replays (``--replays``) are recorded on the node and their bytes sent back with the deal's results.
+Deals go out as Ray tasks; checkpoints travel through Ray's object store; one check task per node compares
+its nertz-env with this machine's and builds every agent before the first deal. The records equal a local
+run's. See docs/guides/cluster.md.
 """
 
 from __future__ import annotations
@@ -92,15 +77,9 @@ def check_address(address: str, timeout: float = 5.0) -> None:
 
 def authenticate(address: str, timeout: float = 10.0) -> None:
     """Send this machine's Ray token to the cluster at ``address`` when it asks for one, as ``ray.init`` does for
-    ``auto``.
-
-    ``ray start --head`` turns on Ray's token authentication when the head has a token (``~/.ray/auth_token``,
-    which any earlier ``ray.init()`` writes). Ray 2.60's ``ray.init`` sends the token to a cluster it finds
-    itself (``auto``), but to a host:port only under ``RAY_AUTH_MODE=token``. Here one call to the head's GCS
-    asks whether it wants a token (in a second, where ``ray.init`` retries for 20 s); if it does and
-    ``RAY_AUTH_MODE`` is unset, it becomes ``token`` where Ray finds one (``RAY_AUTH_TOKEN``, the file
-    ``RAY_AUTH_TOKEN_PATH`` names, ``~/.ray/auth_token``), for the rest of the process. A cluster without
-    authentication gets none (a driver in token mode would refuse its workers). See docs/guides/cluster.md.
+    ``auto`` (it sends none to a host:port unless ``RAY_AUTH_MODE=token``). One call to the head's GCS asks;
+    if it wants a token and ``RAY_AUTH_MODE`` is unset, it becomes ``token`` for the rest of the process. A
+    cluster without authentication gets none. See docs/guides/cluster.md.
 
     Raises:
         ConnectionError: one line, when the head refuses this machine's token or asks for one it lacks.

@@ -1,17 +1,7 @@
 """``nertz-demo``: a 4-player table after 25 ticks of greedy play (as ``render_mode="ansi"`` prints it), then
 the scripted ladder in a short tournament.
 
-The tournament is the one ``nertz-eval ladder`` plays (random, greedy, heuristic and search, every seat
-rotation of every deal), on fewer deals so that it finishes in well under a minute; the README's ladder table
-comes from the full command it prints at the end. Needs the ``eval`` extra (openskill for the ratings); it
-lives in the evaluation app (``nertz_env.eval.demo``) because it is built on the tournaments.
-
-    nertz-demo                 # 40 deals, seed 0
-    nertz-demo --deals 200 --seed 3
-
-Bad input (``--deals`` below 1, a negative ``--seed``) is one line and exit 2. Any number of ``--deals`` starts
-at once (each deal's seed is computed when it is dealt). Ctrl-C during the tournament shows the deals finished
-so far and exits 130, as ``nertz-eval`` does.
+It is ``nertz-eval ladder`` on fewer deals. See the README.
 """
 
 from __future__ import annotations

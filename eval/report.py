@@ -1,16 +1,5 @@
-"""Reports of a tournament: a plain-text table, JSON, CSV and PNG plots (matplotlib, Agg backend).
-
-Files written by :func:`save` into one directory::
-
-    results.json    the tournament (agents, rules, seeds, every game) and its summary
-    summary.csv     one row per agent: how a trained policy played (``play``: ``most probable`` or ``sampled``;
-                    empty for other agents), the tables its means are over, every metric's mean, 95% t
-                    half-width and interval (low, high; a rate's interval is clipped to [0, 1]), the rating
-    tables.csv      one row per agent and table: its ``play``, the metrics at that table only (same columns)
-    differences.csv one row per pair of agents that sat together: the paired score difference and its tables
-    games.csv       one row per seat of every game (deal, lineup, rotation, seat, agent, scores)
-    scores.png      distribution of each agent's per-game mean round score (per table when there are several)
-    ratings.png     openskill ratings, mu with a +-2 sigma interval
+"""Reports of a tournament: a text table, and the files :func:`save` writes (results.json, summary.csv,
+tables.csv, differences.csv, games.csv, scores.png, ratings.png). See docs/guides/evaluation.md.
 """
 
 from __future__ import annotations
@@ -183,7 +172,7 @@ def save_games(results: Results, out_dir: str) -> str:
 
 
 def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -> list[str]:
-    """Write the files listed in the module doc into ``out_dir`` (created if needed); returns their paths."""
+    """Write the files listed in the module docstring into ``out_dir`` (created if needed); returns their paths."""
     os.makedirs(out_dir, exist_ok=True)
     paths = []
     path = os.path.join(out_dir, "results.json")
@@ -233,61 +222,20 @@ def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -
         w = csv.writer(f)
         w.writerow(["a", "b", "tables", "deals", "mean", "ci95", "low", "high"])
         for p in summary.pairs:
-            e = p.estimate
-            w.writerow(
-                [
-                    p.a,
-                    p.b,
-                    " ".join(table_name(t) for t in p.tables),
-                    str(e.n),
-                    _csv_value(e.mean),
-                    _csv_value(e.half_width),
-                    _csv_value(e.low),
-                    _csv_value(e.high),
-                ]
-            )
+            w.writerow([p.a, p.b, " ".join(table_name(t) for t in p.tables), str(p.estimate.n),
+                        *_csv_estimate(p.estimate)])
     paths.append(path)
     path = os.path.join(out_dir, "games.csv")
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(
-            [
-                "deal",
-                "deal_seed",
-                "lineup",
-                "rotation",
-                "seat",
-                "agent",
-                "rounds",
-                "score",
-                "lake",
-                "nertz_left",
-                "match_score",
-                "ticks",
-                "round_end",
-                "illegal_actions",
-            ]
-        )
+        w.writerow(["deal", "deal_seed", "lineup", "rotation", "seat", "agent", "rounds", "score", "lake",
+                    "nertz_left", "match_score", "ticks", "round_end", "illegal_actions"])
         for g in results.games:
             for s, k in enumerate(g.seats):
-                w.writerow(
-                    [
-                        g.deal,
-                        results.deal_seeds[g.deal],
-                        g.lineup,
-                        g.rotation,
-                        s,
-                        results.labels[k],
-                        len(g.scores),
-                        sum(r[s] for r in g.scores),
-                        sum(r[s] for r in g.lake),
-                        sum(r[s] for r in g.nertz_left),
-                        g.match_scores[s],
-                        g.ticks,
-                        "/".join(g.ends),
-                        g.illegal[s],
-                    ]
-                )
+                w.writerow([g.deal, results.deal_seeds[g.deal], g.lineup, g.rotation, s, results.labels[k],
+                            len(g.scores), sum(r[s] for r in g.scores), sum(r[s] for r in g.lake),
+                            sum(r[s] for r in g.nertz_left), g.match_scores[s], g.ticks, "/".join(g.ends),
+                            g.illegal[s]])
     paths.append(path)
     if plots and summary.agents:
         paths += plot(summary, out_dir)

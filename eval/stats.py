@@ -1,26 +1,8 @@
-"""Statistics of tournaments: means with Student-t confidence intervals over deals, paired differences.
+"""Statistics of tournaments: means with Student-t 95% intervals over deals, and paired differences.
 
-The sampling unit is the **deal**. With duplicate deals every agent plays every seat of the same deal (common
-random numbers), so the games of one deal are not independent samples: they share the cards. For an agent
-and a metric, the games of deal ``d`` in which the agent sits are averaged into one value ``x_d`` (over its
-seats, seat rotations and lineups); the reported mean is the mean of ``x_d`` over deals and the 95% interval
-is ``mean +- t(0.975, D - 1) * sd(x_d) / sqrt(D)``. A difference between two agents is computed the same way
-on the per-deal differences ``x_d(a) - x_d(b)`` over the deals both played, which keeps the pairing that the
-duplicate deals buy (the deal's luck cancels). With one deal there is no interval (``nan``).
-
-A rate (a win share, a Nertz-out share) lies in [0, 1], so its interval is the same Student-t interval
-intersected with [0, 1] (``mean_ci(..., bounds=(0.0, 1.0))``). The clipping keeps the interval's coverage
-exactly: the true rate is inside [0, 1], so it is inside the clipped interval whenever it is inside the
-unclipped one. (A Wilson interval would assume each deal is one Bernoulli trial; a deal's sample is a mean
-over its duplicate set, so it is not.) A clipped interval is no longer symmetric about the mean and is
-printed as ``mean [low, high]``. Near a bound the t interval shrinks with the spread (a rate of 0 on every deal
-has width 0, a certainty no number of deals gives), so an interval cut at a bound reaches at least the
-Clopper-Pearson limit of 0 successes in ``D`` trials, each deal being at least one trial: ``[0, 1 - 0.025^(1/D)]``
-(and the mirror at 1), printed ``0.0 [0.0, 8.8]`` for 40 deals instead of ``0.0 ± 0.0``. ``half_width`` is the
-half-width of the interval before the cut (the t half-width, widened to that limit where it applies).
-
-No SciPy here: the t quantile comes from the regularized incomplete beta function (Numerical Recipes'
-continued fraction) and bisection, exact to about 1e-10.
+The deal is the sample (duplicate deals share the cards). A rate's interval is clipped to [0, 1] and, at a
+bound, widened to the Clopper-Pearson limit of one trial per deal. No SciPy: the t quantile comes from the
+regularized incomplete beta function. See docs/guides/evaluation.md.
 """
 
 from __future__ import annotations

@@ -1,28 +1,6 @@
-"""Per-agent statistics of a tournament: scores, wins, Nertz-outs, lake cards, match wins, ratings.
-
-Metrics, each first averaged within a game over its rounds, then over the agent's seats of one deal (see
-:mod:`nertz_env.eval.stats` for why the deal is the sample), then over deals with a 95% interval:
-
-* ``score``: the round score (own cards in the lake, minus the Nertz penalty, plus bonuses).
-* ``win``: share of rounds won: the highest round score (with ``teams``, the highest team score) wins;
-  ``k`` tied winners get ``1/k`` each.
-* ``nertz_out``: share of rounds in which the agent emptied its Nertz pile.
-* ``lake``: own cards played to the lake per round.
-* ``match_win`` (only when the rules play a match, ``target_score`` or ``rounds``): share of matches won, by
-  the engine's rule (over the target, the higher last-round score; otherwise the higher total).
-
-Tables: a tournament plays one or more lineups (tables). A mean over all of an agent's games mixes the tables
-it sat at, so means of two agents are comparable only when both sat at the same tables. Every metric is
-therefore also given per table (``Summary.tables``), and a score difference is only formed for two agents
-that sat together: per deal, the difference of their means at each table where both sat, averaged over those
-tables, then over deals with a 95% interval (``Summary.pairs``). In a gauntlet the candidate meets each
-opponent at one table, so each difference is one table's candidate-minus-opponents; two opponents never meet
-and get no difference.
-
-Ratings: openskill's Plackett-Luce model, updated game by game in a fixed order (deal, lineup, rotation)
-with the ranks of the game's scores (the match total in a match; team totals with ``teams``, each team
-rated as an openskill team). When one agent holds several seats of a game, each seat is rated from the
-agent's rating and the agent moves by the mean of its seats' updates.
+"""Per-agent statistics of a tournament: score, win, nertz_out, lake, match_win (with intervals over
+deals), per table and paired differences for agents that sat together, and openskill ratings. See
+docs/guides/evaluation.md.
 """
 
 from __future__ import annotations
@@ -151,7 +129,7 @@ class TableSummary:
 
 @dataclass
 class Difference:
-    """``a``'s score minus ``b``'s, paired per deal at the tables where both sat (see the module doc)."""
+    """``a``'s score minus ``b``'s, paired per deal at the tables where both sat."""
 
     a: str
     b: str
@@ -220,7 +198,7 @@ def _win_shares(scores: list[int], team: list[int]) -> list[float]:
 
 
 def match_win_shares(game: GameRecord, team: list[int], target: int | None) -> list[float]:
-    """Share of the match won by each seat (see the module doc)."""
+    """Share of the match won by each seat, by the engine's rule."""
     totals: dict[int, int] = defaultdict(int)
     last: dict[int, int] = defaultdict(int)
     for s, v in enumerate(game.match_scores):
@@ -267,7 +245,7 @@ def _rate(results: Results, team: list[int], match: bool) -> list[Rating]:
 
 
 def summarize(results: Results) -> Summary:
-    """Statistics of a tournament's results (see the module doc)."""
+    """Statistics of a tournament's results (docs/guides/evaluation.md)."""
     cfg = results.config
     team = _team_of(cfg)
     match = cfg.get("target_score") is not None or cfg.get("rounds") is not None

@@ -1,19 +1,7 @@
-"""Tournaments: lineups, duplicate deals with seat rotation, and the runner (serial or over processes).
+"""Tournaments: lineups (round robin or gauntlet), duplicate deals with seat rotation, and the runner.
 
-A tournament plays ``deals`` deals. Each deal has an env seed (derived from the tournament ``seed``, or given
-explicitly) that fixes the cards and the seeded tick order. Every lineup (agents per seat) is played on every
-deal once per seat rotation, so every agent of a lineup plays every seat on the same cards: the duplicate
-set of a deal. Lineups:
-
-* ``round_robin``: the agents themselves when there are as many as seats; every combination of ``P`` of
-  them when there are more; the agents repeated in turn to fill the table when there are fewer.
-* ``gauntlet``: the candidate (agent 0) against a table full of each opponent in turn.
-
-Everything about a game is fixed by the tournament seed and the deal, lineup, rotation and seat indices
-(agent seeds included), so the results are the same for any number of workers. Work is split by deal;
-with ``workers = W > 1`` this process plays deals too, with ``W - 1`` processes started with ``spawn``
-(numba compiles once, its cache is on disk), each capped at one torch/BLAS thread. Ctrl-C (KeyboardInterrupt)
-stops the run and returns the deals finished so far, marked ``interrupted``.
+Every game is fixed by the tournament seed and its indices, so the results are the same for any number of
+workers. Ctrl-C returns the deals finished so far, marked ``interrupted``. See docs/guides/evaluation.md.
 """
 
 from __future__ import annotations
@@ -39,7 +27,7 @@ from nertz_env.agents import Agent, make_agent
 # re-exported for the tournaments' callers; they live with the agents, so nertz-play (core) uses them too
 from nertz_env.agents.registry import IncompatibleAgentError as IncompatibleAgentError
 from nertz_env.agents.registry import check_agent
-from nertz_env.config import NertzConfig, make_config
+from nertz_env.config import make_config
 from nertz_env.environment import NertzParallelEnv
 from nertz_env.infos import ROUND_END_NAMES
 from nertz_env.threads import limit_threads
@@ -56,11 +44,7 @@ def deal_seed(seed: int, deal: int) -> int:
 @dataclass(frozen=True)
 class DealSeeds(Sequence[int]):
     """The env seeds of deals ``0 .. deals - 1`` of a tournament seeded ``seed`` (:func:`deal_seed`), each
-    computed when it is asked for.
-
-    A plan holds this and not the list: building a list of every seed first took about 6 µs and 50 bytes a
-    deal, so ``--deals 10000000000`` spent hours and hundreds of GB before its first deal, with no message.
-    Now any number of deals starts at once, and Ctrl-C keeps the deals finished so far."""
+    computed when it is asked for, so any number of deals starts at once."""
 
     seed: int
     deals: int
@@ -89,7 +73,9 @@ def agent_seed(seed: int, deal: int, lineup: int, rotation: int, seat: int) -> i
 
 
 def round_robin_lineups(num_agents: int, num_players: int) -> list[tuple[int, ...]]:
-    """Lineups (agent index per seat, before rotation) of a round robin (see the module doc)."""
+    """Lineups (agent index per seat, before rotation) of a round robin: the agents themselves when
+    there are as many as seats, every combination of ``num_players`` of them when there are more, the agents
+    repeated in turn when there are fewer."""
     if num_agents < 1:
         raise ValueError("a tournament needs at least one agent")
     if num_agents == num_players:
@@ -179,11 +165,6 @@ class Results:
         words = {"most probable": "most probable action", "sampled": "sampled from the policy"}
         parts = [f"{label}: {words.get(how, how)}" for label, how in zip(self.labels, self.play, strict=False) if how]
         return "policies play: " + "; ".join(parts) if parts else None
-
-    @property
-    def nertz_config(self) -> NertzConfig:
-        """The table's rules as a :class:`~nertz_env.NertzConfig`."""
-        return NertzConfig.from_dict(self.config)
 
     def to_dict(self) -> dict[str, Any]:
         """Every game and the tournament's settings as a JSON-ready dict (``results.json``)."""
@@ -452,14 +433,8 @@ def _work_many(deals: list[int]) -> list[tuple[int, list[GameRecord]]]:
 def _play_with_workers(
     plan: _Plan, n: int, workers: int, done: dict[int, list[GameRecord]], bar: Any
 ) -> None:
-    """Play the deals with this process and ``workers - 1`` spawned ones, deal by deal as each gets free.
-
-    This process plays too: its agents are loaded already (planning built them), while a spawned worker
-    spends seconds importing numba's cache and torch before its first deal; sharing the deals dynamically
-    lets this process start at once and the workers join when ready. Every process runs torch in one thread
-    (:func:`~nertz_env.threads.limit_threads` in the workers, :func:`_one_torch_thread` here): threads per
-    core beyond one make a policy several times slower.
-    """
+    """Play the deals with this process and ``workers - 1`` spawned ones, deal by deal as each gets free:
+    this process starts at once (its agents are loaded), the workers join when they have imported."""
     pool = mp.get_context("spawn").Pool(workers - 1, initializer=_init_worker, initargs=(plan,))
     try:
         player = _Player(plan, make_agent)
@@ -500,10 +475,8 @@ def _play_with_workers(
 
 @contextlib.contextmanager
 def _one_torch_thread() -> Iterator[None]:
-    """Run torch (when a policy at the table loaded it) in one thread, restoring the caller's setting after.
-
-    A policy's forward pass at batch size 1 gains nothing from more threads, and torch's spinning intra-op
-    threads make it many times slower whenever the cores are busy (with worker processes, or other work)."""
+    """Run torch (when a policy loaded it) in one thread, restoring the caller's setting after: a forward pass
+    at batch size 1 gains nothing from more, and spinning threads slow it on busy cores."""
     torch = sys.modules.get("torch")
     if torch is None:
         yield

@@ -1,22 +1,9 @@
-"""Training of Nertz agents with Stable-Baselines3 (``nertz_env.train``; needs the ``train`` extra).
+"""Training of Nertz agents with Stable-Baselines3 (needs the ``train`` extra).
 
-Modules, one concern each:
-
-    config.py        TrainConfig: every option, from a TOML/JSON file and flags
-    single.py        NertzSingleAgentEnv: the single-agent Gymnasium view (one learner, opponents from a pool)
-    vec.py           NertzVecEnv: learning seats of many tables as one SB3 VecEnv (self-play), with masks
-    pool.py          OpponentPool: scripted baselines and frozen snapshots, sampled by weight
-    wrappers.py      PotentialShaping and RelativeReward (train-time rewards) and VecTimer (env time)
-    evaluate.py      gauntlets against the baselines through nertz_env.eval
-    trainer.py       Trainer: the run (checkpoints that resume exactly, evaluation, throughput)
-    checkpoint.py    what --resume continues: a checkpoint's files and run folder, the checks before a run
-    cli.py           the ``nertz-train`` command
-
-A saved policy as an agent (``PolicyAgent``, the ``.zip`` loader) and the checkpoint's nertz-env record
-live with the agents (:mod:`nertz_env.agents.policy`, :mod:`nertz_env.agents.meta`; ``policy_agent.py`` and
-``meta.py`` here re-export them), so ``make_agent("runs/x/policy.zip")`` and ``nertz-eval`` load trained
-policies without this package. Importing it registers nothing; torch and Stable-Baselines3 are imported only
-when a class of this package is first used.
+:class:`TrainConfig` (the options), :class:`NertzSingleAgentEnv` and :class:`NertzVecEnv` (the learner envs),
+:class:`OpponentPool`, the reward wrappers and :class:`Trainer` (``nertz-train``). A saved policy as an agent
+lives with the agents (:mod:`nertz_env.agents.policy`). torch and Stable-Baselines3 are imported when a class
+here is first used. See docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""What ``--resume`` continues: a training checkpoint's files, the run folder it belongs to, and the checks a
-run makes before any work. No torch here: ``nertz-train --print-config`` makes the same checks as the run, so
-it refuses what the run refuses.
-
-A resumable checkpoint is ``RUN/checkpoints/step_<N>.zip`` (SB3's model, with the nertz-env record inside and
-beside it, ``step_<N>.json``) and ``step_<N>.state.pkl`` (everything else a resume needs: see
-:mod:`nertz_env.train.trainer`). It belongs to the run folder ``RUN`` it lies in (:func:`run_dir_of`):
-``nertz-train --resume`` continues that run there, from whatever folder the command is run and whatever
-``run_dir`` the record holds, so a run that was copied or moved continues in its new place.
+"""What ``--resume`` continues: a checkpoint's files, the run folder it belongs to, and the checks a run makes
+before any work (no torch here, so ``--print-config`` refuses what the run refuses). See
+docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations

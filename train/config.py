@@ -17,9 +17,10 @@ the flags. A file (TOML)::
 
 A section exists only where it takes effect: ``[single]`` in mode single, ``[pool]`` when some seats are not
 learners, ``[shaping]`` with shaping on, ``[evaluation]`` with evaluation on. An option of an absent section is
-refused in one line, unless it holds its default (asking for what happens anyway). Each flag of ``nertz-train``
-is also a top-level key (``num_tables = 64``, ``eval_deals = 0``, ``shaping_scale = 2``): the form of older
-files and checkpoints. See docs/guides/training-sb3.md.
+refused in one line when the same layer (file or flags) gives it a value other than its default; a lower
+layer's section is dropped when a higher one turns it off (``--eval-deals 0`` over a file's ``[evaluation]``).
+Each flag of ``nertz-train`` is also a top-level key (``num_tables = 64``, ``eval_deals = 0``). See
+docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations
@@ -175,6 +176,7 @@ class TrainConfig:
         """``base`` (default: the defaults) with the options of ``data`` (sections as tables, or the flags'
         top-level keys) replaced, checked."""
         flat = (base or cls()).flat()
+        given: set[str] = set()
         for key, value in data.items():
             if key in SECTIONS and isinstance(value, Mapping):
                 names = SECTIONS[key][1]
@@ -182,14 +184,16 @@ class TrainConfig:
                     if k not in names:
                         raise ConfigError(f"[{key}] has no option {k!r}; it has: {', '.join(names)}")
                     flat[names[k]] = _copy(v)
+                    given.add(names[k])
                 switch = {"vector": ("mode", "vector"), "single": ("mode", "single")}.get(key, (key, True))
                 if key != "pool":
                     flat[switch[0]] = switch[1]
             elif key in flat:
                 flat[key] = _copy(value)
+                given.add(key)
             else:
                 raise ConfigError(f"unknown training option {key!r}; the options are: {', '.join(sorted(flat))}")
-        return cls._build(flat)
+        return cls._build(flat, given)
 
     def flat(self) -> dict[str, Any]:
         """Every option under its top-level key (the flag's name), sections' switches included: ``mode``,
@@ -205,7 +209,9 @@ class TrainConfig:
         return out
 
     @classmethod
-    def _build(cls, flat: dict[str, Any]) -> TrainConfig:
+    def _build(cls, flat: dict[str, Any], given: set[str]) -> TrainConfig:
+        """Refuse an inert option given in this layer; drop one a lower layer gave (a flag turning a section
+        off wins over the file's section)."""
         for name in ("mode", "shaping", "evaluation"):
             _check_type(name, flat[name], "str" if name == "mode" else "bool")
         if flat["mode"] not in MODES:
@@ -240,24 +246,29 @@ class TrainConfig:
                                        "remove it, or turn evaluation on"),
         }
         # an evaluation's own off switches, and every = 0 ("none during training") with it off
-        switches = {"deals", "opponents"} | ({"every"} if evaluation.every == 0 else set())
+        switches = {"eval_deals", "eval_opponents"} | ({"eval_every"} if evaluation.every == 0 else set())
         for name, (kind, names) in SECTIONS.items():
             present, why = on[name]
             if not present:
-                _refuse_unless_default(sections[name], kind(), names, why, switches if name == "evaluation" else set())
+                _refuse_if_set(sections[name], kind(), names, why, given - switches)
                 sections[name] = None
-        if sections["vector"] is not None and not opponents and vector.opponent_threads != 1:
-            raise ConfigError(f"opponent_threads (--opponent-threads) has no effect: {every_seat}, or remove it")
+        if sections["vector"] is not None and not opponents:
+            why = f"has no effect: {every_seat}, or remove it"
+            _refuse_if_set(vector, Vector(), {"opponent_threads": "opponent_threads"}, why, given)
+            vector.opponent_threads = 1
         pool = sections["pool"]
         if pool is not None and pool.snapshot_weight == 0:
             why = "has no effect with snapshot_weight 0: give --snapshot-weight > 0, or remove it"
-            _refuse_unless_default(pool, Pool(), {k: k for k in ("snapshot_every", "max_snapshots",
-                                                                 "snapshot_deterministic")}, why, set())
-        if top["checkpoint_every"] == 0 and top["keep_checkpoints"] != 0:
-            raise ConfigError(
-                "keep_checkpoints (--keep-checkpoints) has no effect with checkpoint_every 0 (only the final "
-                "checkpoint): give --checkpoint-every > 0, or remove it"
-            )
+            inert = {k: k for k in ("snapshot_every", "max_snapshots", "snapshot_deterministic")}
+            _refuse_if_set(pool, Pool(), inert, why, given)
+            sections["pool"] = dataclasses.replace(Pool(), opponents=pool.opponents)
+        if top["checkpoint_every"] == 0:
+            if top["keep_checkpoints"] != 0 and "keep_checkpoints" in given:
+                raise ConfigError(
+                    "keep_checkpoints (--keep-checkpoints) has no effect with checkpoint_every 0 (only the final "
+                    "checkpoint): give --checkpoint-every > 0, or remove it"
+                )
+            top["keep_checkpoints"] = 0
         cfg = cls(**top, **sections)
         cfg.validate()
         return cfg
@@ -339,11 +350,6 @@ class TrainConfig:
                 )
             if self.pool.snapshot_weight > 0 and self.pool.max_snapshots < 1:
                 raise ConfigError("max_snapshots must be >= 1 with snapshot_weight > 0 (0 keeps no snapshot to play)")
-
-    @property
-    def uses_opponents(self) -> bool:
-        """Whether some seats are played by the pool (single mode, or fewer learners than players)."""
-        return self.pool is not None
 
     @property
     def learners(self) -> int:
@@ -481,10 +487,10 @@ def flag_of(name: str) -> str:
     return {"opponents": "--opponent", "rules": "--rule"}.get(name, "--" + name.replace("_", "-"))
 
 
-def _refuse_unless_default(section: Any, default: Any, names: Mapping[str, str], why: str, skip: set[str]) -> None:
-    """Raise :class:`ConfigError` for the first option of an absent ``section`` that is not at its default."""
+def _refuse_if_set(section: Any, default: Any, names: Mapping[str, str], why: str, given: set[str]) -> None:
+    """Raise :class:`ConfigError` for the first inert option in ``given`` that is not at its default."""
     for k, flag in names.items():
-        if k not in skip and getattr(section, k) != getattr(default, k):
+        if flag in given and getattr(section, k) != getattr(default, k):
             raise ConfigError(f"{flag} ({flag_of(flag)}) {why}")
 
 

@@ -1,29 +1,14 @@
 """Distil a planner into the network alone: DAgger from a trained network, with a KL anchor to where it started.
 
-``best`` (search with the shipped network inside) scores about a point a round above the network that plays
-inside it. This phase trains that network, alone, to make the planner's choices in the states the network
-itself reaches (DAgger): each round plays ``samples`` decisions with ``teacher`` (default ``best``) at every
-seat and the current network driving one seat of every round (the seat rotates by round), records the
-teacher's choice for every state of every seat, and fits the network on all the rounds' records so far
-(:func:`nertz_env.train.imitate.fit`: cross-entropy on the teacher's choices, the value head on the returns),
-plus ``anchor`` times the KL divergence from the starting network's action distribution, so that the fit
-keeps the starting network's preferences where the labels do not pull it away.
+See docs/guides/training-sb3.md.
 
-    python -m nertz_env.train.distill --init ppo --teacher best --rounds 8 --samples 100000 \\
+    python -m nertz_env.train.distill --init ppo --teacher best --rounds 8 --samples 100000 \
         --run-dir runs/distill
     python -m nertz_env.train.distill --resume runs/distill --rounds 10   # continue exactly, to 10 rounds
-
-The run directory holds ``config.json`` (the options), ``rounds/round_NN.zip`` (the network after round NN;
-``round_00`` is the start), ``records/round_NN.npz`` (each round's records), ``log.jsonl`` (one line a round:
-decisions, wall time, how often the network's first choice was already the teacher's before the fit, the fit's
-figures) and, at the end, ``policy.zip`` (the last round's network). A resumed run continues from the last
-finished round and ends with the same network as a run that never stopped (the same seeds per round, a fresh
-optimizer each round, the records read back as written).
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import sys
@@ -125,8 +110,8 @@ def distill(
     """
     from nertz_env.agents.forward import NumpyActor
     from nertz_env.agents.meta import make_meta
-    from nertz_env.agents.policy import PolicyAgent, load_policy
-    from nertz_env.train.imitate import _PolicyHolder, collect, fit
+    from nertz_env.agents.policy import PolicyAgent
+    from nertz_env.train.imitate import collect, fit, load_for_fit
     from nertz_env.train.trainer import save_policy
 
     cfg_path = os.path.join(run_dir, "config.json")
@@ -155,18 +140,11 @@ def distill(
         with open(cfg_path, "w", encoding="utf-8") as f:
             json.dump(opts, f, indent=2)
 
-    from stable_baselines3.common.save_util import load_from_zip_file
-
-    base, _ = load_policy(path)
-    start = copy.deepcopy(base)  # the anchor: the network the run started from (round_00)
-    data, _, _ = load_from_zip_file(path, device="cpu", load_data=True, print_system_info=False)
-    kwargs = dict((data or {}).get("policy_kwargs") or {})
+    start, start_holder = load_for_fit(path)  # the anchor: the network the run started from (round_00)
     if not resume:
-        save_policy(_PolicyHolder(start, kwargs), os.path.join(run_dir, "rounds", "round_00.zip"),
+        save_policy(start_holder, os.path.join(run_dir, "rounds", "round_00.zip"),
                     make_meta(config, num_timesteps=0, mode="distillation", n_envs=1, distill={**opts, "round": 0}))
-    last = os.path.join(run_dir, "rounds", f"round_{len(done):02d}.zip")
-    policy = copy.deepcopy(load_policy(last)[0] if done else base)
-    holder = _PolicyHolder(policy, kwargs)
+    policy, holder = load_for_fit(os.path.join(run_dir, "rounds", f"round_{len(done):02d}.zip") if done else path)
     records = [_load_records(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz")) for k in range(len(done))]
     started = time.perf_counter()
     elapsed0 = float(done[-1]["elapsed_s"]) if done else 0.0
@@ -179,9 +157,7 @@ def distill(
         _save_records(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz"), demos)
         records.append(_load_records(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz")))
         agree = _agreement(policy, demos)
-        every = records[0]
-        for more in records[1:]:
-            every = every + more
+        every = sum(records[1:], records[0])
         torch.manual_seed(int(opts["seed"]) + k)
         t0 = time.perf_counter()
         stats = fit(policy, every, epochs=int(opts["epochs"]), batch_size=int(opts["batch_size"]), lr=float(opts["lr"]),

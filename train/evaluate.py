@@ -1,25 +1,9 @@
-"""Evaluation of a saved policy against the scripted baselines, through the tournament harness.
-
-``evaluate_checkpoint(path, baselines, ...)`` plays, for each baseline, a duplicate-deal gauntlet of
-:func:`nertz_env.eval.run_tournament`: the policy at one seat against ``num_players - 1`` copies of the
-baseline, every seat rotation on every deal. It always takes an explicit checkpoint file and explicit
-seeds (never "the newest file on disk"), plays the plain environment (no shaping) and returns one
-:class:`EvalRow` per baseline: the policy's mean round score, the baseline seats' mean, and the paired
-per-deal difference with its 95% interval. The trainer logs them to TensorBoard and to ``eval.csv``.
-
-The policy plays its most probable action (``eval_deterministic``, true by default, as everywhere a policy
-plays; ``--stochastic`` here samples); every row names which (``play``). The training-time evaluations are
-small (``eval_deals``, 50 by default) so as not to slow training. For a
-learning curve that can tell checkpoints apart, evaluate a finished run's checkpoints afterwards::
+"""Evaluation of saved policies against the baselines, through the tournament harness: the trainer's
+``eval.csv`` rows, and a finished run's learning curve::
 
     python -m nertz_env.train.evaluate RUN_DIR [--deals 200] [--seed 5] [--baselines search] [--workers 2]
 
-It plays every ``RUN_DIR/checkpoints/step_*.zip`` (and the run's ``init_from`` policy as step 0 when that
-file is at hand) on the same deals and appends one row per checkpoint and baseline to
-``RUN_DIR/checkpoint_eval_<deals>deals_seed<seed>.csv``, which ``python -m nertz_env.train.plot`` draws,
-and each deal's difference to ``..._per_deal.csv``, from which it prints every checkpoint's gain over the
-first point paired over the same deals. Rows already in those files are kept and not played again, so an
-interrupted run continues where it stopped.
+See docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations
@@ -73,7 +57,8 @@ def evaluate_checkpoint(
     timesteps: int = 0,
     per_deal: dict[str, dict[int, float]] | None = None,
 ) -> list[EvalRow]:
-    """Gauntlets of the policy in ``checkpoint`` against each baseline (see the module docstring).
+    """Gauntlets of the policy in ``checkpoint`` against each baseline: the policy at one seat, the
+    baseline at the others, every seat rotation of every deal.
     ``per_deal``, when given, receives for each baseline ``{deal: policy minus baseline seats}``."""
     from nertz_env.agents.policy import play_name
     from nertz_env.eval import run_tournament, summarize
@@ -124,21 +109,11 @@ def evaluate_checkpoint(
 
 def append_csv(path: str, rows: Sequence[EvalRow] | Sequence[dict[str, Any]]) -> None:
     """Append rows (evaluation rows or dicts with the same keys) to the CSV at ``path``, writing the header
-    when the file is new. A file written before a column was added (a run resumed across versions) is
-    rewritten with the new header first, its old rows keeping their values and an empty new column."""
+    when the file is new."""
     if not rows:
         return
     dicts = [r if isinstance(r, dict) else asdict(r) for r in rows]
     new = not os.path.isfile(path)
-    if not new:
-        with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            old_fields, old_rows = list(reader.fieldnames or []), list(reader)
-        if old_fields and old_fields != list(dicts[0]) and set(old_fields) <= set(dicts[0]):
-            with open(path, "w", newline="", encoding="utf-8") as f:
-                writer = csv.DictWriter(f, fieldnames=list(dicts[0]), restval="")
-                writer.writeheader()
-                writer.writerows(old_rows)
     with open(path, "a", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=list(dicts[0]))
         if new:
@@ -231,7 +206,7 @@ def evaluate_run(
     start: bool = True,
     log: Any = print,
 ) -> str:
-    """Evaluate every checkpoint of ``run_dir`` against each baseline (see the module docstring); returns
+    """Evaluate every checkpoint of ``run_dir`` against each baseline on the same deals; returns
     the CSV's path. Checkpoint and baseline pairs already in the CSV and the per-deal file are skipped."""
     from nertz_env.agents.meta import read_meta
 

@@ -1,26 +1,13 @@
 """Expert iteration: train the policy inside the ``expert`` planner on the planner's own choices, and repeat.
 
-Each iteration plays rounds with the planner (:class:`~nertz_env.agents.expert.ExpertAgent`, holding the
-current network) at every seat, records every seat's observation, mask, the planner's choice and the return
-that followed (:func:`nertz_env.train.imitate.collect`), and fits the network to them: cross-entropy against
-the planner's choices plus the value head against the returns (:func:`nertz_env.train.imitate.fit`). The fitted
-network goes back inside the planner for the next iteration. The planner is one step of improvement over its
-network (the network's first choice is the default move, and its rollouts replace it by a clearly better one), so
-each fit moves the network towards a stronger player, and the next planner starts from there.
+See docs/guides/training-sb3.md.
 
-    python -m nertz_env.train.expert --init ppo --iterations 4 --samples 100000 \\
+    python -m nertz_env.train.expert --init ppo --iterations 4 --samples 100000 \
         --checkpoint-dir runs/expert/iters --out runs/expert/best.zip
-
-The records of the last ``window`` iterations are fitted together (the newest planner's choices weigh as
-much as the older ones', which keeps the fit from chasing one iteration's noise). Each iteration's network
-is saved to ``checkpoint_dir`` (``iter_NN.zip``) with a JSON line of its figures in ``log.jsonl``, and the
-last one to ``out``: a policy file with the nertz-env record that ``expert:policy=PATH`` and ``nertz-eval``
-load.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import sys
@@ -110,8 +97,7 @@ def expert_iteration(
     with the same options continues from there and ends with the network of a run that never stopped.
     """
     from nertz_env.agents.meta import make_meta
-    from nertz_env.agents.policy import load_policy
-    from nertz_env.train.imitate import _PolicyHolder, collect
+    from nertz_env.train.imitate import collect, load_for_fit
     from nertz_env.train.trainer import save_policy
 
     config = make_config(num_players=num_players, **dict(rules or {}))
@@ -129,13 +115,7 @@ def expert_iteration(
     os.makedirs(checkpoint_dir, exist_ok=True)
     started = time.perf_counter()
     torch.manual_seed(seed)
-    from stable_baselines3.common.save_util import load_from_zip_file
-
-    base, _ = load_policy(path)
-    policy = copy.deepcopy(base)  # the loaded network is shared by every agent of that file: fit a copy
-    data, _, _ = load_from_zip_file(path, device="cpu", load_data=True, print_system_info=False)
-    kwargs = dict((data or {}).get("policy_kwargs") or {})  # every setting of the network, so the saves load
-    holder = _PolicyHolder(policy, kwargs or {"net_arch": policy.net_arch, "activation_fn": policy.activation_fn})
+    policy, holder = load_for_fit(path)
     records: list[Any] = []
     history: list[dict[str, Any]] = []
     current = path
@@ -186,9 +166,7 @@ def _fit_iteration(
     from nertz_env.train.trainer import save_policy
 
     demos, teacher = records[-1], _planner_spec(current, planner)
-    data = records[0]
-    for more in records[1:]:
-        data = data + more
+    data = sum(records[1:], records[0])
     t0 = time.perf_counter()
     stats = fit(policy, data, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed + k, log=log)
     fit_s = time.perf_counter() - t0

@@ -1,18 +1,6 @@
 """Behaviour cloning: a policy that imitates a scripted agent, as the starting point of PPO (``init_from``).
 
-PPO from random weights on this game settles early on a policy a few points a round below the heuristic and
-stays there: the updates shrink once the policy is nearly deterministic (the runs: ``docs/guides/training-sb3.md``,
-"Starting from imitation"). Starting PPO from a policy that already plays like the strongest scripted rung puts it
-where the remaining gains are.
-
-``python -m nertz_env.train.imitate`` (or :func:`imitate`) plays games of ``teacher`` agents at every seat (any agent spec:
-``search``, ``heuristic``, ...), records each seat's observation, mask and chosen action, and the return that
-followed (discounted by ``gamma``, with the same Nertz-pile potential shaping as training when ``shaping`` is
-on, so the value head starts where PPO's critic will be asked to be). Then it fits a fresh
-``MaskableActorCriticPolicy`` of the configured ``net_arch``: cross-entropy of the masked action distribution
-against the teacher's actions, plus ``vf_coef`` times the squared error of the value head. The result is a
-policy file in the format of ``save_policy`` (nertz-env record included) that ``init_from`` and
-``nertz-eval`` read.
+See docs/guides/training-sb3.md.
 
     python -m nertz_env.train.imitate --teacher search --samples 200000 --out runs/bc/policy.zip
     nertz-train --config train/configs/long_run.toml --init-from runs/bc/policy.zip --run-dir runs/ppo
@@ -214,6 +202,21 @@ class _PolicyHolder:
         self.policy_kwargs = policy_kwargs
         self.observation_space = policy.observation_space
         self.action_space = policy.action_space
+
+
+def load_for_fit(path: str) -> tuple[Any, _PolicyHolder]:
+    """A copy of the network of the policy file ``path`` to fit (the loaded one is shared by every agent of
+    that file), and the holder :func:`~nertz_env.train.trainer.save_policy` saves it through."""
+    import copy
+
+    from stable_baselines3.common.save_util import load_from_zip_file
+
+    from nertz_env.agents.policy import load_policy
+
+    policy = copy.deepcopy(load_policy(path)[0])
+    data, _, _ = load_from_zip_file(path, device="cpu", load_data=True, print_system_info=False)
+    kwargs = dict((data or {}).get("policy_kwargs") or {})  # every setting of the network, so the saves load
+    return policy, _PolicyHolder(policy, kwargs or {"net_arch": policy.net_arch, "activation_fn": policy.activation_fn})
 
 
 def build_policy(

@@ -1,11 +1,7 @@
 """The learning curve of a run: ``python -m nertz_env.train.plot RUN_DIR [--out curve.png]``.
 
-Reads the run's ``eval.csv`` (the periodic duplicate-deal evaluations against the baselines), the
-``checkpoint_eval_*.csv`` files that ``python -m nertz_env.train.evaluate RUN_DIR`` writes (every checkpoint
-on more deals, drawn as squares) and, when TensorBoard is installed, the training episodes' mean round score
-(``rollout/ep_rew_mean``, unshaped), and draws them against learner transitions: the top panel the policy's
-score minus the baseline seats' score per baseline with its 95% interval, the bottom panel the training
-score. Needs matplotlib (the ``eval`` extra).
+Draws eval.csv, the checkpoint evaluations and the training score. Needs matplotlib. See
+docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""The opponent pool: scripted baselines and frozen snapshots of the learner, sampled by weight.
-
-Each scripted entry (an agent spec for :func:`nertz_env.agents.make_agent`, e.g. ``"heuristic"`` or
-``"search:rollouts=4"``) has its own weight; the snapshots share ``snapshot_weight`` equally. The trainer
-adds a snapshot of the current policy every ``snapshot_every`` rollouts (:mod:`nertz_env.train.trainer`);
-past ``max_snapshots`` the oldest is dropped. The pool holds no generator of its own: whoever seats an
-opponent draws from its own stream (the single-agent view's ``np_random``, the vector env's generator), so
-a run is reproducible from its seed and a checkpoint restores the pool from :meth:`state_dict`.
+"""The opponent pool: scripted baselines and frozen snapshots of the learner, sampled by weight. It holds no
+generator: whoever seats an opponent draws from its own stream. See docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
-"""A privileged critic for MaskablePPO: the value net reads the table's global state, the policy never does.
-
-PerfectDou trains its card-game policy with a critic that sees every hidden card (perfect-training-imperfect-
-execution): the advantage of a move is measured against a value that knows the deal, which is meant to take
-the luck of the deal out of the learning signal, while the policy still decides from its own observation.
-Here:
-
-* :class:`~nertz_env.train.vec.NertzVecEnv` with ``privileged_state=True`` appends to each learner's
-  observation (``O`` values) the table's global state (``nertz_env.global_state``, ``S`` values, every card's
-  exact place) with the seats rotated so that the learner's own seat comes first.
-* :class:`PrivilegedCriticPolicy` is a ``MaskableActorCriticPolicy`` whose policy net reads only the first
-  ``obs_size`` inputs (the observation) and whose value net reads all ``O + S``.
-* ``init_from`` a policy file (or a checkpoint, read as its policy over the observation) starts the critic as
-  that file's on the observation, with zero weights on the state (:func:`widen_critic_state_dict`).
-* :func:`actor_only_state_dict` turns its weights into those of a standard ``MlpPolicy`` over the observation
-  alone: the policy part unchanged, the value net's first layer cut to the observation's columns. That is what
-  every policy file of a privileged run holds (``save_policy``), and what ``load_policy`` makes of one of its
-  checkpoints (:meth:`PrivilegedCriticPolicy.for_play`), so the opponent pool, the evaluator,
-  ``make_agent`` and the compiled forward pass read it as any other network, and nothing of the state can reach
-  a player. The cut critic is not the trained one (its state columns are dropped); no player uses it.
-
-Enable it with ``privileged_critic = true`` in a vector-mode training config.
+"""A privileged critic for MaskablePPO: the value net also reads the table's global state, the policy
+never does, and every policy file holds the policy over the observation alone. See
+docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations

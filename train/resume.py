@@ -1,21 +1,8 @@
-"""Ctrl-C in the training commands: keep the work done and continue it with ``--resume``.
+"""Ctrl-C in the training commands: stop at a clean point, save, and continue with ``--resume``.
 
-``nertz-train`` (both backends) stops at a clean point: :class:`StopOnSignal` turns the first Ctrl-C or SIGTERM
-into a request the loop reads at the end of its rollout or iteration; it then saves and raises
-:class:`Interrupted`. A second signal stops at once.
-
-Both commands alternate long steps: recording a teacher's (or planner's) decisions, then fitting the network to
-them. :class:`Progress` keeps, in memory, the run as it stood after its last finished step (the records so far
-and the network's weights); on Ctrl-C the command writes that to a folder (:meth:`Progress.save`) and raises
-:class:`Interrupted`, and its ``main`` prints the command that continues: the same command with
-``--resume FOLDER``. A resumed run checks that its options are those the run was started with and continues
-from the step after the saved one; every step derives its seeds from the run's seed and its index, so the
-resumed run ends with the network a run that never stopped ends with.
-
-The folder holds ``resume.json`` (the options, the next step, figures so far), ``records.npz`` (the
-decisions: observations, masks, actions, returns) and ``weights.pt`` (the network). They are written under
-temporary names and renamed, ``resume.json`` last, so a second Ctrl-C while saving stops at once and leaves no
-half-written state that a resume would read.
+:class:`StopOnSignal` turns the first Ctrl-C or SIGTERM into a request the loop reads; a second stops at once.
+:class:`Progress` keeps the last finished step of ``imitate`` and ``expert`` runs and writes it to a folder
+(``resume.json``, ``records.npz``, ``weights.pt``, ``resume.json`` renamed into place last).
 """
 
 from __future__ import annotations
@@ -78,7 +65,7 @@ def _jsonable(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class Progress:
-    """The last finished step of a run (see the module doc).
+    """The last finished step of a run.
 
     Args:
         kind: the command (``"imitate"``, ``"expert"``): a resume folder of another command is refused.
@@ -104,7 +91,7 @@ class Progress:
         self.done = done
 
     def save(self, folder: str) -> str:
-        """Write the state to ``folder`` (see the module doc); returns the folder."""
+        """Write the state to ``folder``; returns the folder."""
         import torch
 
         os.makedirs(folder, exist_ok=True)

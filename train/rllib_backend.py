@@ -1,47 +1,9 @@
 """``nertz-train --backend rllib``: PPO self-play (or a league) on Ray RLlib, on one machine or a Ray cluster.
 
-The options are those of the SB3 backend (a TOML/JSON file with ``--config``, then flags; see
-:mod:`nertz_env.train.config`), read the same way, plus three of this backend::
-
-    --num-env-runners N   RLlib env runners (Ray actors sampling in parallel; 0: sample in the driver)
-    --address ADDR        join a running Ray cluster (``ray start --head`` printed the address; ``auto``
-                          finds the local one); without it the run starts a Ray of its own on this
-                          machine, even where a cluster is running (it never joins one unasked)
-    --tables-per-env K    (a league) tables of one multi-agent env, stepped in one compiled call of the
-                          batched engine (default 16); each env runner holds num_tables / K such envs, which
-                          RLlib steps in turn (num_envs_per_env_runner). A table whose deal ended waits for
-                          the others of its env, so K stays moderate; K=1 lets RLlib reset every table on
-                          its own (same speed per transition: bench/results/bench_rllib_notes.md)
-
-Self-play (no ``learners_per_table`` below ``num_players``) runs on RLlib's single-agent route
-(``nertz_env.rllib.ppo_config(single_agent=True)``: every seat of a runner's ``num_tables`` tables is a
-sub-environment of one vector env, about 2.5x faster sampling than the multi-agent env), so
-``--tables-per-env`` has nothing to set there and is refused. ``--resume`` of a self-play checkpoint made
-with the multi-agent env (module ``learner``) continues on that env.
-
-How the options map: ``num_players``/``rules`` -> the env config; ``learners_per_table`` < ``num_players`` with
-``opponents`` and ``snapshot_weight``/``max_snapshots``/``snapshot_every`` -> a :class:`nertz_env.rllib.League`;
-a PPO iteration samples ``n_steps * num_tables * learners_per_table`` agent steps per env runner (at least
-one runner's worth when sampling in the driver) and trains on them with ``n_epochs`` passes of minibatches of
-``batch_size``. ``learning_rate``, ``gamma``, ``gae_lambda``, ``clip_range``, ``ent_coef``, ``vf_coef``,
-``max_grad_norm``, ``net_arch``, ``seed``, ``total_timesteps`` (learner agent steps), ``run_dir``,
-``checkpoint_every`` (agent steps) mean what they mean there; ``torch_threads`` is the learner's (in the
-driver), every env runner runs one; ``verbose`` > 0 shows the env runners' output; ``tensorboard`` writes a few
-scalars per iteration to ``<run_dir>/tb/RLlibPPO_<n>`` (:class:`TensorBoardLog`). The options only the SB3
-backend reads (:data:`~nertz_env.train.config.SB3_ONLY`: mode single, shaping, evaluation, ...) have no flag
-here, and a file that sets one away from its default is refused in one line (:func:`check_options`).
-
-Checkpoints: ``<run_dir>/checkpoints/step_<agent steps>/`` (RLlib's checkpoint plus ``nertz_meta.json``), the
-last also as ``<run_dir>/final``; ``nertz-eval gauntlet <run_dir>/final search`` plays it, ``--resume DIR``
-continues it in that run folder (the one above ``checkpoints/`` or ``final``, from any folder; ``--run-dir``
-names another). Ctrl-C lets the PPO iteration under way finish (an update cut in the middle is no state to
-continue from), saves a checkpoint of it and prints the ``--resume`` command; a second Ctrl-C stops at once.
-A SIGTERM (``kill PID``) does the same (``ray.init``'s own handler, which exits at once, is replaced).
-Every check the run makes before Ray starts (:func:`check_before_ray`: the checkpoint, the options, the env
-layout, a run folder holding another run, ``--address``) needs neither Ray nor torch, and ``--print-config``
-makes them all, so it refuses what the run refuses, in the same line.
-Exit codes: 0 done, 1 training error, 2 bad usage (nothing started), 130 interrupted (the installed command
-then ends by SIGINT, as on Ctrl-C).
+The options are the SB3 backend's (:mod:`nertz_env.train.config`) plus ``--num-env-runners``, ``--address``
+and ``--tables-per-env``; the options only SB3 reads have no flag here. Every check before Ray starts needs
+neither Ray nor torch, so ``--print-config`` refuses what the run refuses. Exit codes: 0 done, 1 training
+error, 2 bad usage, 130 interrupted. See docs/guides/rllib.md.
 """
 
 from __future__ import annotations
@@ -240,11 +202,6 @@ def check_address(address: str, timeout: float = 5.0) -> None:
         raise UsageError(f"no Ray cluster at {address}: {e.strerror or e} (start one with: ray start --head)") from None
 
 
-def read_checkpoint_config(path: str) -> TrainConfig:
-    """The training config stored in an RLlib checkpoint of this backend."""
-    return _read_checkpoint(path)[0]
-
-
 def _read_checkpoint(path: str) -> tuple[TrainConfig, dict[str, Any]]:
     """The training config and the record of an RLlib checkpoint of this backend."""
     from nertz_env.agents.meta import CheckpointError
@@ -258,12 +215,9 @@ def _read_checkpoint(path: str) -> tuple[TrainConfig, dict[str, Any]]:
 
 
 def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
-    """Every check the run makes before it imports Ray, in the run's order, with neither Ray nor torch (so
-    ``--print-config`` makes them too and refuses what the run refuses): the checkpoint and what a resume cannot
-    change, the options this backend cannot honour, the env layout and config, the run directory (a file, or
-    another run's folder: :func:`nertz_env.train.checkpoint.check_run_dir`, as the SB3 backend checks it),
-    ``--address`` and the rllib extra. Returns the config as it will run, and whether a resumed checkpoint is of
-    the multi-agent env."""
+    """Every check the run makes before it imports Ray, with neither Ray nor torch, so ``--print-config``
+    refuses what the run refuses. Returns the config as it will run, and whether a resumed checkpoint is of the
+    multi-agent env."""
     from nertz_env.train.checkpoint import check_resume, check_run_dir, resume_run_dir
 
     base, meta = _read_checkpoint(args.resume) if args.resume else (None, None)
@@ -471,11 +425,8 @@ LEARNER_SCALARS = {
 
 
 def iteration_scalars(result: dict[str, Any], module: str, agent_return: float | None, rate: float) -> dict[str, float]:
-    """The TensorBoard scalars of one PPO iteration: ``rollout/agent_return_mean`` (the iteration line's "agent
-    return": the mean over the seats RLlib saw of their mean return per deal), ``time/fps`` (its steps/s:
-    learner transitions per second since the run started) and the learner module's losses (``train/*``, as
-    RLlib's learner reports them for the iteration, :data:`LEARNER_SCALARS`). A value RLlib reports as NaN (no
-    deal finished yet) is left out."""
+    """The TensorBoard scalars of one PPO iteration: ``rollout/agent_return_mean`` and ``time/fps`` (as the
+    iteration line prints them) and the learner's losses (:data:`LEARNER_SCALARS`); NaN values are left out."""
     stats = result.get("learners", {}).get(module, {})
     scalars = {tag: stats[key] for key, tag in LEARNER_SCALARS.items() if key in stats}
     scalars["time/fps"] = rate
@@ -485,10 +436,8 @@ def iteration_scalars(result: dict[str, Any], module: str, agent_return: float |
 
 
 class TensorBoardLog:
-    """``tensorboard = true``: TensorBoard event files in ``run_dir/tb/RLlibPPO_<n>`` (a new ``n`` for each run
-    or resume in the folder, as the SB3 backend numbers its ``MaskablePPO_<n>``), one point per PPO iteration
-    at the learner transitions trained so far. Written with tensorboardX, which ``ray[rllib]`` installs;
-    RLlib's own TensorBoard logger is a Ray Tune callback, which a run calling ``algo.train()`` does not use."""
+    """``tensorboard = true``: event files in ``run_dir/tb/RLlibPPO_<n>`` (a new ``n`` for each run or resume),
+    one point per iteration, with tensorboardX (RLlib's own logger is a Ray Tune callback, unused here)."""
 
     PREFIX = "RLlibPPO_"
 

@@ -1,31 +1,5 @@
 """The single-agent Gymnasium view: one learning seat at a table of opponents drawn from a pool.
-
-``NertzSingleAgentEnv(num_players=4, rules={}, opponents=OpponentPool(...))`` is a plain ``gymnasium.Env``
-over :func:`nertz_env.parallel_env`:
-
-* observation: the learner's ``"observation"`` vector (``Box(0, 1, (O,), float32)``); action: ``Discrete(A)``;
-* ``action_masks()``: the learner's legal actions as a bool vector (what MaskablePPO reads);
-* ``info``: the learner's ``parallel_env`` infos plus its ``action_mask``, ``seat``, ``opponents``,
-  ``rivals_reward`` and ``max_ticks``, the same keys at reset and every step (:mod:`nertz_env.infos`);
-* reward: the learner's own reward only (it sums to the learner's round score; see the env's docs);
-  ``info["rivals_reward"]`` is the mean reward of the seats on other teams (every other seat without teams);
-* opponents act through the Agent protocol on their own observations and masks;
-* the learning seat rotates every episode (``seat=None``): episode ``e`` after a seeded reset sits at
-  ``(offset + e) % num_players`` with ``offset`` drawn from the seed, so ``reset(seed=s)`` fixes seat,
-  deal, opponents and their seeds. ``seat=k`` pins it.
-
-A round cut off at ``max_ticks`` is scored like any other and nothing follows it, and the tick is part of the
-observation; so by default (``truncation_as_termination=True``) it is reported as ``terminated`` (with
-``info["max_ticks"] = True``, else False), and PPO does not bootstrap a value past a game that is over.
-
-``reset`` takes no options (unknown keys are ignored with a warning, as in every env of the package);
-``step``/``reset`` after ``close()`` raise ``gymnasium.error.ClosedEnvironmentError``; ``pickle`` and
-``copy.deepcopy`` give an independent env that continues exactly as the original, mid-episode too (the table,
-the generator and the opponents are copied with it), so SB3's ``SubprocVecEnv`` can run it in worker
-processes.
-
-Works with SB3's ``check_env``. For training, wrap it in a ``DummyVecEnv`` (the ``single`` mode of
-``nertz-train``); :class:`~nertz_env.train.vec.NertzVecEnv` is the fast batched alternative.
+See docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations
@@ -83,7 +57,7 @@ def as_pool(opponents: OpponentPool | Mapping[str, float] | Sequence[str] | None
 
 
 class NertzSingleAgentEnv(gymnasium.Env):
-    """One learner against opponents from a pool (see the module docstring).
+    """One learner against opponents from a pool (docs/guides/training-sb3.md).
 
     Args:
         num_players: seats, 2 to 8.
@@ -92,7 +66,8 @@ class NertzSingleAgentEnv(gymnasium.Env):
             not both.
         opponents: an :class:`OpponentPool`, ``{spec: weight}`` or a list of specs (default: heuristic).
         seat: pin the learner to this seat; ``None`` rotates it every episode.
-        truncation_as_termination: report a round cut off at ``max_ticks`` as terminated (see above).
+        truncation_as_termination: report a round cut off at ``max_ticks`` as terminated (it is over and its
+            tick is observed, so PPO does not bootstrap past it).
         render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (with the ``render`` extra).
         **rule_options: rules options by their RULES.md names (``draw=1``, ``jokers=2``).
     """

@@ -1,38 +1,8 @@
-"""The training run: env stack, MaskablePPO, opponent pool refresh, checkpoints, evaluation, throughput.
+"""The training run: env stack, MaskablePPO, pool snapshots, checkpoints, evaluation, throughput.
 
-``Trainer(config).train()`` (or ``nertz-train``) builds::
-
-    NertzVecEnv (mode "vector") | DummyVecEnv of NertzSingleAgentEnv (mode "single")
-      -> VecMonitor (episode returns = round scores, unshaped)
-      -> RelativeReward (only with relative_reward = true)
-      -> PotentialShaping (only with shaping = true)
-      -> VecTimer (env time)
-      -> MaskablePPO("MlpPolicy")
-
-Everything periodic happens at rollout boundaries (after an update, before the next rollout), where the
-state of a run is complete without the rollout buffer:
-
-* every ``snapshot_every`` rollouts the current policy is saved to ``pool/`` and joins the opponent pool;
-* every ``checkpoint_every`` timesteps a resumable checkpoint is written to ``checkpoints/``;
-* every ``eval_every`` timesteps the current policy is saved to ``eval/`` and played against
-  ``eval_opponents`` through the tournament harness (TensorBoard ``eval/*`` and ``eval.csv``).
-
-**Checkpoints** (``checkpoints/step_<timesteps>.zip``) resume exactly: the zip is SB3's own ``model.save``
-(policy, optimizer, counters, last observations) with the nertz-env record inside and beside it (``.json``);
-``.state.pkl`` holds what SB3 does not keep: the generators, the env's tables with their seated opponents, the
-pool and the monitor and shaping accumulators. Every file a checkpoint names inside its run (the pool's
-snapshots) is stored relative to the run folder, so a copied or moved run resumes as it is. A checkpoint is
-written at a rollout boundary, where the state is complete without the rollout buffer, so
-``Trainer(config, resume=path)`` ends with the parameters of a run that never stopped (``tests/test_train.py``).
-
-**Ctrl-C** (or SIGTERM) asks the run to stop at the end of the rollout and update under way
-(:class:`~nertz_env.train.resume.StopOnSignal`); it saves a checkpoint there and raises
-:class:`~nertz_env.train.resume.Interrupted` naming it, and ``nertz-train`` prints the ``--resume`` command. A
-second Ctrl-C stops at once; checkpoint files are written under temporary names and renamed, so none is left
-half-written.
-
-**Throughput**: at the end the trainer prints and saves (``throughput.json``) the transitions per second, the
-table ticks per second and the share of wall time spent inside the env (opponents included).
+Periodic work happens at rollout boundaries, where the run's state is complete without the rollout buffer;
+a checkpoint is SB3's zip plus ``.state.pkl`` (generators, env, pool, accumulators), so a resumed run equals
+a straight one. Ctrl-C saves at the next boundary. See docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations
@@ -204,7 +174,7 @@ def _in_folder(folder: str) -> Iterator[None]:
 
 
 class Trainer:
-    """One training run (see the module docstring).
+    """One training run (docs/guides/training-sb3.md).
 
     Args:
         cfg: the configuration.

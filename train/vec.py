@@ -1,37 +1,5 @@
-"""Self-play as an SB3 ``VecEnv`` over :func:`nertz_env.vector_env`: one sub-env per learning seat.
-
-``NertzVecEnv(num_tables, num_players, learners_per_table=None, opponents=None)`` steps ``num_tables``
-tables in one call. Every table has ``L = learners_per_table`` learning seats (default: all of them, pure
-shared-policy self-play) and ``num_players - L`` opponents drawn from an
-:class:`~nertz_env.train.pool.OpponentPool`. Sub-env ``i`` is learning slot ``i % L`` of table ``i // L``::
-
-    slot i  ->  table t = i // L,  seat (offset[t] + i % L) % num_players
-
-With ``L == num_players`` the offset is 0, so sub-env ``t * P + p`` is seat ``p`` of table ``t``. With fewer
-learners, the offset moves on by one seat every episode of that table (the learners rotate through the
-seats) and the opponents are drawn again. One policy acts for every slot in one batch.
-
-Conventions (SB3's, not Gymnasium's):
-
-* ``step`` returns ``(obs (N, O) float32, rewards (N,) float32, dones (N,) bool, infos list[dict])``; slot
-  ``i``'s reward and observation both belong to the seat slot ``i`` held during that step.
-* **Same-step reset.** The underlying vector env runs with ``autoreset=False``; a table whose episode
-  ended is dealt anew inside the same ``step`` (from the table's own generator, exactly as its next-step
-  autoreset would deal it), so no step of the learner is spent on an autoreset tick. The returned
-  observation of a finished slot is the new episode's first one, ``infos[i]["terminal_observation"]`` holds
-  the final one, and ``infos[i]`` also has ``round_score`` (the last round's score), ``round_end`` and
-  ``seat``. Every ``infos[i]`` has ``rivals_reward``: the mean reward this step of the seats on other teams
-  (every other seat without teams), for training on the score relative to the table. A round cut off at
-  ``max_ticks`` is scored and over, and the tick is observed, so it is a terminal (``TimeLimit.truncated``
-  is False; ``infos[i]["max_ticks"]`` says it happened).
-* ``env_method("action_masks")`` gives one bool row per slot, so MaskablePPO's ``get_action_masks``
-  works; ``get_attr``/``set_attr``/``has_attr`` act on this object (the sub-envs share it).
-
-Copies: ``pickle`` and ``copy.deepcopy`` give an independent ``NertzVecEnv`` that continues exactly as the
-original (tables, seats, opponents and generators; the opponents' thread pool is made anew). ``step`` and
-``reset`` after ``close()`` raise ``gymnasium.error.ClosedEnvironmentError``.
-
-SuperSuit's vector wrappers drop action masks (sb3-contrib #250, #279), which is why this exists.
+"""Self-play as an SB3 ``VecEnv`` over :func:`nertz_env.vector_env`, one sub-env per learning seat, with
+masks (SuperSuit's vector wrappers drop them). See docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations
@@ -57,12 +25,6 @@ from nertz_env.vector import NertzVectorEnv
 T = TypeVar("T")
 
 
-def deal_tables(venv: NertzVectorEnv, tables: Sequence[int] | np.ndarray) -> None:
-    """Deal ``tables`` a new episode now, each from its own generator's current state (what the vector
-    env's next-step autoreset does one call later)."""
-    venv.reset_tables(np.asarray(tables, dtype=np.int64))
-
-
 def run_interleaved(
     executor: ThreadPoolExecutor, fn: Callable[[Sequence[T]], None], items: Sequence[T], k: int
 ) -> None:
@@ -73,7 +35,7 @@ def run_interleaved(
 
 
 class NertzVecEnv(Copyable, VecEnv):
-    """Learning seats of ``num_tables`` tables as one SB3 ``VecEnv`` (see the module docstring).
+    """Learning seats of ``num_tables`` tables as one SB3 ``VecEnv`` (docs/guides/training-sb3.md).
 
     Args:
         num_tables: tables stepped together.
@@ -282,7 +244,7 @@ class NertzVecEnv(Copyable, VecEnv):
                         "seat": s,
                     }
             self.episodes += len(tables)
-            deal_tables(self.venv, tables)
+            self.venv.reset_tables(np.asarray(tables, dtype=np.int64))  # what the next-step autoreset would deal
             for t in tables:
                 self._seat_table(int(t), rotate=True)
             slots = np.flatnonzero(done_table[table])

@@ -1,33 +1,5 @@
-"""VecEnv wrappers used by the trainer: reward shaping (train-time only) and the env-time stopwatch.
-
-**Shaping** (:class:`PotentialShaping`, off by default; ``shaping = true`` in the train config). The env's
-rewards are never changed: the shaping is added on top, in ``train/`` only, and evaluation always plays the
-plain env. It is potential-based (Ng, Harada and Russell, 1999) on the learner's own Nertz pile::
-
-    Phi(s) = -coef * nertz_count(s)       (coef: ``shaping_coef``, default the rules' nertz_penalty)
-    Phi(terminal) = 0
-    r'_t = r_t + scale * (gamma_s * Phi(s_{t+1}) - Phi(s_t))
-
-With ``gamma_s = 1`` (``shaping_gamma``, the default) the shaping terms of an episode telescope to
-``scale * (0 - Phi(s_0)) = scale * coef * nertz_size`` per round dealt, so the shaped return differs from the
-score by a constant and the best policy is unchanged. Step by step it pays ``+coef`` for every Nertz card
-played the moment it leaves the pile, and at the end it hands back the Nertz penalty of the cards left
-(``+coef`` each, cancelling the env's ``-nertz_penalty`` when ``coef`` equals it): the dense form of "play
-your Nertz pile down". ``nertz_count`` is read from the observation's ``nertz_count`` slice, so the wrapper
-works for any VecEnv of learner observations (the single-agent view and
-:class:`~nertz_env.train.vec.NertzVecEnv`).
-In a match the new deal of each round lowers ``Phi`` again; the sum still telescopes.
-
-**Relative reward** (:class:`RelativeReward`, off by default; ``relative_reward = true``). The learner is
-paid its reward minus the mean reward of the seats on other teams (``info["rivals_reward"]``, which both
-learner envs report), so a round's return is the learner's score minus the mean score of its rivals: the
-measure the evaluation's paired differences use. It counts what the own score misses: ending the round
-first leaves the rivals' Nertz cards in their piles (-2 each) and their next lake cards unplayed, and a
-lake race won is a card the rival does not get. Like shaping, it changes only what PPO is paid.
-
-**Stopwatch** (:class:`VecTimer`): wall time spent inside the wrapped VecEnv (``reset``, ``step_async``,
-``step_wait``, ``env_method`` — the masks), so the trainer can report the share of training time spent in the
-environment (opponents' moves included) against the policy's forward passes and the PPO updates.
+"""VecEnv wrappers of the trainer: potential-based shaping on the Nertz pile and the relative reward (both
+train-time only), and the env-time stopwatch. See docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations
@@ -45,13 +17,14 @@ from nertz_env.observation import obs_layout
 
 
 class PotentialShaping(VecEnvWrapper):
-    """Potential-based shaping on the Nertz pile (see the module docstring).
+    """Potential-based shaping on the Nertz pile: ``r' = r + scale * (gamma * Phi(s') - Phi(s))`` with
+    ``Phi(s) = -coef * nertz_count(s)`` and ``Phi(terminal) = 0`` (docs/guides/training-sb3.md).
 
     Args:
         venv: a VecEnv whose observations are learner observation vectors of ``config``.
         config: the table's rules.
         scale: multiplies the shaping term.
-        gamma: ``gamma_s`` above; 1 keeps the shaped return a constant away from the score.
+        gamma: the potential's discount; 1 keeps the shaped return a constant away from the score.
         coef: the potential per Nertz card (default ``config.nertz_penalty``).
     """
 
@@ -97,7 +70,8 @@ class PotentialShaping(VecEnvWrapper):
 
 
 class RelativeReward(VecEnvWrapper):
-    """Reward minus ``info["rivals_reward"]`` (see the module docstring); a missing key is an error."""
+    """Reward minus ``info["rivals_reward"]``, the mean reward of the seats on other teams; a missing key is an
+    error."""
 
     def reset(self) -> VecEnvObs:
         return self.venv.reset()
