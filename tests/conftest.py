@@ -25,10 +25,8 @@ except ImportError:  # pragma: no cover
 
 
 def card_counts(state) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """(tables, players, 53) counts of every card code each seat's deck has across the table (jokers -> 52).
-
-    Vectorised over the batch so the invariant can be checked after every tick of thousands of games.
-    """
+    """(tables, players, 53) counts of every card code each seat's deck has across the table (jokers -> 52),
+    vectorised over the batch."""
     t, p = state.nertz_len.shape
     bins = 53
     idx_parts = []
@@ -60,13 +58,7 @@ def expected_counts(jokers: int) -> np.ndarray:
     return e
 
 
-# ---------------------------------------------------------------- isolated tests (their own venvs, clusters)
-# Tests marked ``isolated`` build virtual environments of their own (the built wheel on every Python, clients
-# whose pins conflict with the dev extras) or start clusters; they take minutes, so the README's test command
-# skips them with a reason and CI runs them in a phase of their own: ``pytest -m isolated --isolated``.
-# Tests marked ``long`` (the heaviest, over about 10 s each: the README's benchmark commands shrunk, the ladder's
-# order, a longer training run, ...) are skipped the same way and run in CI's "long tests" phase:
-# ``pytest -m long --long``.
+# Markers the README's test command skips, with a reason; CI runs each in a phase of its own (pytest -m long --long).
 SKIPPED_UNLESS = {
     "isolated": "builds its own venvs or cluster; run with pytest -m isolated --isolated (CI's isolated phase)",
     "long": "a long test; run with pytest -m long --long (CI's long-tests phase)",
@@ -75,79 +67,25 @@ SKIPPED_UNLESS = {
 
 def pytest_addoption(parser) -> None:  # type: ignore[no-untyped-def]
     for marker in SKIPPED_UNLESS:
-        parser.addoption(
-            f"--{marker}",
-            action="store_true",
-            default=False,
-            help=f"run the tests marked {marker} (CI's '{marker}' phase)",
-        )
+        parser.addoption(f"--{marker}", action="store_true", help=f"run the tests marked {marker}")
 
 
 def pytest_collection_modifyitems(config, items) -> None:  # type: ignore[no-untyped-def]
     import pytest
 
     for marker, reason in SKIPPED_UNLESS.items():
-        if config.getoption(f"--{marker}"):
-            continue
-        skip = pytest.mark.skip(reason=f"{marker}: {reason}")
-        for item in items:
-            if marker in item.keywords:
-                item.add_marker(skip)
-
-
-# ---------------------------------------------------------------- tests that need an extra that is missing
-# pytest from an unpacked sdist with only some extras installed: a test that fails because a module of an
-# extra is not installed is reported as skipped, naming the extra. The failure is an ImportError naming the
-# module, or a message naming the extra as the package's own messages do ("needs the train extra"),
-# or a command's output in an assertion (a subprocess's "No module named 'openskill'"). Only when a module of
-# that extra really is missing here: with the extras installed, the same failure stays a failure.
-def _missing_extra(exc: BaseException) -> str | None:
-    import importlib.util
-    import re
-
-    from nertz_env.extras import EXTRAS, extra_of
-
-    def absent(module: str) -> bool:
-        return importlib.util.find_spec(module.split(".")[0]) is None
-
-    names = [exc.name] if isinstance(exc, ImportError) and exc.name else []
-    text = str(exc)
-    names += re.findall(r"No module named \\*['\"]([\w.]+)", text)  # also inside a repr (\\')
-    for name in names:
-        extra = extra_of(name)
-        if extra and absent(name):
-            return extra
-    for extra in re.findall(r"the (\w+) extra", text):
-        if extra in EXTRAS and any(absent(m) for m in EXTRAS[extra]):
-            return extra
-    return None
-
-
-def pytest_runtest_makereport(item, call):  # type: ignore[no-untyped-def]
-    if call.when != "call" or call.excinfo is None:
-        return None
-    extra = _missing_extra(call.excinfo.value)
-    if extra is None:
-        return None
-    import pytest
-
-    report = pytest.TestReport.from_item_and_call(item, call)
-    report.outcome = "skipped"
-    report.longrepr = (str(item.path), item.location[1] or 0, f"needs the {extra} extra: pip install '.[{extra}]'")
-    return report
+        if not config.getoption(f"--{marker}"):
+            for item in items:
+                if marker in item.keywords:
+                    item.add_marker(pytest.mark.skip(reason=f"{marker}: {reason}"))
 
 
 def restore_sigint() -> None:
-    """``preexec_fn`` for a child process a test sends SIGINT to (a user's Ctrl-C).
-
-    A shell that runs the suite in the background without job control (``cmd &`` in a script, ``nohup``) starts
-    it with SIGINT ignored, and an ignored signal stays ignored across exec: Python then installs no
-    KeyboardInterrupt handler and the child never sees the Ctrl-C. Resetting SIGINT to its default before exec
-    gives the child what a terminal gives it."""
+    """``preexec_fn`` for a child process a test sends SIGINT to: a suite started in the background (``cmd &``)
+    has SIGINT ignored, and an ignored signal stays ignored across exec; a terminal gives it the default."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-
 
 
 # ---------------------------------------------------------------- Ray clusters on loopback only

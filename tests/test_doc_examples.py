@@ -12,34 +12,23 @@ an earlier one made), in a temporary folder (files the examples write go there),
 - ``<!-- test: output -->`` before a ```` ```text ```` block right after a Python block: what that block printed
   must equal the text (a line ``...`` stands for any lines).
 
-Pages are README.md and docs/**/*.md except docs/experiments/ (records of past runs), the build folder and
-the pages whose examples run elsewhere (``RUN_ELSEWHERE`` of tests/test_readme.py, each saying where).
-README.md's quick start is checked by tests/test_readme.py (its printed comments), so it is not run again here,
-and a block whose code already ran on an earlier page is not run twice.
+Pages are those whose commands tests/test_docs_commands.py runs. The quick start's printed comments are checked
+too.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from test_docs_commands import doc_pages
+
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
-DOCS = ROOT / "docs"
-
-
-def doc_pages() -> list[Path]:
-    """The pages tests/test_readme.py runs the commands of (the same RUN_ELSEWHERE exceptions, with where)."""
-    from test_readme import doc_pages as pages
-
-    return pages()
 
 
 @dataclass
@@ -111,24 +100,13 @@ def page_blocks(text: str, page: str) -> list[Block]:
     return blocks
 
 
-def _quick_start_code() -> str:
-    text = README.read_text()
-    section = text[text.index("## Quick start") :]
-    m = re.search(r"```python\n(.*?)```", section, re.S)
-    return m.group(1) if m else ""
-
-
 def _all_pages() -> list[tuple[str, list[Block]]]:
-    seen = {_quick_start_code()}  # tests/test_readme.py runs it
+    """Each page's blocks, a block whose code ran on an earlier page left out."""
+    seen: set[str] = set()
     out = []
     for page in doc_pages():
         rel = page.relative_to(ROOT).as_posix()
-        blocks = []
-        for b in page_blocks(page.read_text(), rel):
-            if b.code in seen:
-                continue
-            seen.add(b.code)
-            blocks.append(b)
+        blocks = [b for b in page_blocks(page.read_text(), rel) if not (b.code in seen or seen.add(b.code))]
         if blocks:
             out.append((rel, blocks))
     return out
@@ -146,22 +124,35 @@ def _matches(shown: str, printed: str) -> bool:
     return re.fullmatch(pattern, printed if printed.endswith("\n") else printed + "\n") is not None
 
 
+def run_blocks(blocks: list[Block]) -> str:
+    """Runs the blocks in order in one namespace in the current folder; returns what the last one printed."""
+    namespace: dict[str, object] = {"__name__": "__main__"}
+    printed = ""
+    for b in blocks:
+        for module in b.requires:
+            pytest.importorskip(module, reason=f"{b.page} line {b.line} needs {module} (an optional extra)")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(b.source(), f"{b.page}:{b.line}", "exec"), namespace)
+        printed = out.getvalue()
+        if b.output is not None:
+            assert _matches(b.output, printed), (
+                f"{b.page} line {b.line}: the page shows this output:\n{b.output}\nthe block printed:\n{printed}"
+            )
+    return printed
+
+
 @pytest.mark.parametrize("page,blocks", [pytest.param(p, b, id=p) for p, b in PAGES])
 def test_page_examples_run(page: str, blocks: list[Block], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    namespace: dict[str, object] = {"__name__": "__main__"}
-    for b in blocks:
-        missing = [m for m in b.requires if importlib.util.find_spec(m) is None]
-        if missing:
-            pytest.skip(f"{page} line {b.line} needs {', '.join(missing)} (an optional extra), not installed here")
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            exec(compile(b.source(), f"{page}:{b.line}", "exec"), namespace)
-        if b.output is not None:
-            assert _matches(b.output, out.getvalue()), (
-                f"{page} line {b.line}: the page shows this output:\n{b.output}\nthe block printed:\n{out.getvalue()}"
-            )
+    printed = run_blocks(blocks)
+    if page == "README.md":  # its one block, the quick start, prints what its comments say
+        code = blocks[0].code
+        score = re.search(r'print\(infos\["player_0"\]\["score"\]\)\s+# (-?\d+):', code)
+        action = re.search(r"print\(nertz_env.describe_action\(\d+\)\)\s+# (.*)", code)
+        assert score and action, "the quick start's checked comments changed: update this test"
+        assert len(blocks) == 1 and {score.group(1), action.group(1).strip()} <= set(printed.splitlines()), printed
 
 
 def test_markers_are_read() -> None:
@@ -200,5 +191,4 @@ def test_output_matching() -> None:
 def test_every_page_with_code_is_found() -> None:
     """A page of the guides with Python examples is among those run (the finder did not miss the folder)."""
     pages = {p for p, _ in PAGES}
-    assert "docs/guides/vector-envs.md" in pages, sorted(pages)
-    assert os.path.basename(README) == "README.md"
+    assert {"README.md", "docs/guides/vector-envs.md"} <= pages, sorted(pages)

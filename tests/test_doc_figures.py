@@ -72,8 +72,7 @@ def _ladder_recomputed() -> str:
 
 
 def test_ladder_file__is_what_nertz_eval_prints_today_from_its_games() -> None:
-    """table.txt (which the evaluation page includes) equals today's table for its recorded games: it
-    showed random's win % as 0.0 [0.0, 0.1] after the interval rule changed to print [0.0, 0.3]."""
+    """table.txt (which the evaluation page includes) equals today's table for its recorded games."""
     recorded = (LADDER / "table.txt").read_text()
     expected = _ladder_recomputed()
     assert expected in recorded, f"experiments/ladder/table.txt should hold:\n{expected}"
@@ -106,7 +105,6 @@ def test_readme_ladder_table__matches_the_ladder_file() -> None:
 
 # ---------------------------------------------------------------- memory: the code is the source
 def test_memory_figures__are_what_bytes_per_table_returns() -> None:
-    """README and the vector guide said 9,195 bytes a table where ``bytes_per_table()`` returned 9,211."""
     import nertz_env
 
     per_table = nertz_env.vector_env(num_tables=2, num_players=4).bytes_per_table()
@@ -134,7 +132,6 @@ def _compile_medians() -> dict[str, dict[str, float]]:
 
 
 def test_cold_start_figures__match_bench_compile_results() -> None:
-    """README said 12.8 s and the performance page 14.6 s for the same cold start."""
     data = json.loads((RESULTS / "bench_compile.json").read_text())
     medians = _compile_medians()
     this, before = medians["/work/main"], medians[next(k for k in medians if k != "/work/main")]
@@ -147,9 +144,8 @@ def test_cold_start_figures__match_bench_compile_results() -> None:
 
 
 def test_first_compile__happens_when_the_env_is_made_and_the_docs_say_so() -> None:
-    """Making an env binds the compiled step to its arrays (``batch.bound``), so that is the call that
-    compiles: in a fresh process the step entry point has no compiled code before ``parallel_env(...)``,
-    has it after, and ``reset()`` and ``step()`` compile nothing more. The pages said "the first step"."""
+    """In a fresh process the step has no compiled code before ``parallel_env(...)``, has it after, and
+    ``reset()`` and ``step()`` compile nothing more."""
     code = textwrap.dedent(
         """
         import json, sys
@@ -179,8 +175,7 @@ def test_first_compile__happens_when_the_env_is_made_and_the_docs_say_so() -> No
 
 # ---------------------------------------------------------------- the training guide's resume example
 def test_resume_example__names_a_checkpoint_its_run_writes() -> None:
-    """``nertz-train --config long_run`` writes its first checkpoint at 2,007,040 steps (the first rollout
-    of 8,192 at or past 2,000,000); the guide named step_000002000000.zip, a file that run never writes."""
+    """The checkpoint the guide resumes from is one its ``--config long_run`` run writes (whole rollouts)."""
     pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install '.[train]'")
     from nertz_env.train.config import TrainConfig, read_config_file, resolve_config_path
 
@@ -193,17 +188,6 @@ def test_resume_example__names_a_checkpoint_its_run_writes() -> None:
     every = cfg.checkpoint_every
     written = [math.ceil(k * every / rollout) * rollout for k in range(1, cfg.total_timesteps // every + 1)]
     assert int(resume.group(2)) in written, f"that run writes step_{written[0]:012d}.zip, step_{written[1]:012d}.zip, ..."
-
-
-# ---------------------------------------------------------------- the SB3 guide's SubprocVecEnv example
-def test_sb3_example_time__says_what_it_depends_on_and_shows_progress() -> None:
-    """The guide said "about 2 min" for its 100k-step example, which took 6 min 22 s on a loaded machine:
-    the page says the time is CPU time over the free cores, where it goes, and how to see it (the bar and
-    the script that measures this very block)."""
-    guide = _page("guides/training-sb3.md")
-    assert "about 2 min" not in guide
-    assert "CPU time over the cores it gets" in guide and "progress_bar=True" in guide
-    assert "python bench/bench_sb3_example.py" in guide and (ROOT / "bench" / "bench_sb3_example.py").is_file()
 
 
 # ---------------------------------------------------------------- the from-scratch bar (experiments/learning)

@@ -1,12 +1,7 @@
-"""The docs site's generated parts agree with the code, and its pages with the repository.
-
-The site renders its tables and ``--help`` texts from the code at build time (``docs/_ext/nertz_docs.py``), so
-they cannot drift; these tests check the pieces that could: the names the pages ask the generators for, the
-commands the reference lists, the copy of the rules contract, the hand-written option table, the picture,
-the detector of undocumented public names, and every relative link of the README and the pages. The whole
-build (with warnings as errors) and a browser on the built site run in CI's "docs" phase
-(``tests/test_docs_site.py``).
-"""
+"""The docs agree with the code and the repository: the generated tables and ``--help`` texts
+(``docs/_ext/nertz_docs.py`` at build time, ``python -m nertz_env.docs`` for docs/env/api.md), the copy of the rules
+contract, the option table, the defaults the pages state, the picture, the relative links. The built site in a
+browser: ``tests/test_docs_site.py``."""
 
 from __future__ import annotations
 
@@ -22,9 +17,16 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
 
-pytest.importorskip("sphinx", reason="needs the docs extra (pip install '.[docs]')")
-sys.path.insert(0, str(DOCS / "_ext"))
-import nertz_docs  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def nertz_docs() -> types.ModuleType:
+    """The site's extension (it imports Sphinx)."""
+    pytest.importorskip("sphinx", reason="needs the docs extra")
+    sys.path.insert(0, str(DOCS / "_ext"))
+    import nertz_docs
+
+    return nertz_docs
 
 
 def _pages() -> list[Path]:
@@ -43,7 +45,7 @@ def _directives(name: str) -> list[tuple[Path, str, str]]:
     return found
 
 
-def test_every_generated_table_of_the_pages_can_be_made() -> None:
+def test_every_generated_table_of_the_pages_can_be_made(nertz_docs: types.ModuleType) -> None:
     tables = _directives("nertz-generated")
     assert len(tables) >= 8, tables
     for page, name, rules in tables:
@@ -51,7 +53,7 @@ def test_every_generated_table_of_the_pages_can_be_made() -> None:
         assert text.startswith("|"), (page, name, rules)
 
 
-def test_variant_tables_are_the_code_s() -> None:
+def test_variant_tables_are_the_code_s(nertz_docs: types.ModuleType) -> None:
     from nertz_env import action_table, make_config, obs_layout
 
     rules = nertz_docs._parse_rules('call_mode="manual" allow_tuck=true jokers=2 work_piles=6')
@@ -66,9 +68,9 @@ def test_variant_tables_are_the_code_s() -> None:
         nertz_docs.generated_markdown("nothing")
 
 
-def test_the_command_reference_covers_every_console_script() -> None:
-    """docs/reference/cli.md renders the --help of every console script of pyproject.toml (a new command
-    without a reference entry fails here), and each program the pages name is one the extension can run."""
+def test_the_command_reference_covers_every_console_script(nertz_docs: types.ModuleType) -> None:
+    """docs/reference/cli.md renders the --help of every console script, and each program named is one the
+    extension can run."""
     shown = {arg for _, arg, _ in _directives("nertz-help")}
     text = (ROOT / "pyproject.toml").read_text()
     scripts = re.findall(r'^([\w-]+)\s*=\s*"[\w.]+:\w+"', text.split("[project.scripts]", 1)[1].split("\n[", 1)[0], re.M)
@@ -80,16 +82,15 @@ def test_the_command_reference_covers_every_console_script() -> None:
         assert program in nertz_docs.PROGRAMS or command.startswith("python bench/"), command
 
 
-def test_help_text_is_the_parser_s() -> None:
+def test_help_text_is_the_parser_s(nertz_docs: types.ModuleType) -> None:
     text = nertz_docs.help_text("nertz-replay")
     assert text.startswith("usage: nertz-replay"), text[:200]
     with pytest.raises(ValueError, match="unknown program"):
         nertz_docs.help_text("nertz-nothing")
 
 
-def test_help_is_plain_text_with_no_docstring_markup() -> None:
-    """``--help`` of every program the reference shows: the docstrings it is made of lose their reST
-    (``:class:`x``` printed as such in nertz-train's --help, double backquotes in nertz-play's)."""
+def test_help_is_plain_text_with_no_docstring_markup(nertz_docs: types.ModuleType) -> None:
+    """``--help`` of every program the reference shows: the docstrings it is made of lose their reST."""
     for _, command, _ in _directives("nertz-help"):
         if command.startswith("python bench/"):
             continue
@@ -110,7 +111,7 @@ def test_plain__makes_rest_plain() -> None:
     assert plain("Examples ::") == "Examples:"
 
 
-def test_undocumented_public_names_are_found(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_undocumented_public_names_are_found(nertz_docs: types.ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     module = types.ModuleType("fake_public", "A module.")
 
     def documented() -> None:
@@ -163,8 +164,7 @@ def test_rules_page_holds_the_contract() -> None:
 
 
 def test_option_table_is_every_option_with_its_default() -> None:
-    """The rules page's option table is generated (nertz_env.config.OPTION_DOCS, the one place it is written;
-    tests/test_signatures.py checks it against the env factories' keywords), and lists every option of
+    """The rules page's option table is generated (nertz_env.config.OPTION_DOCS) and lists every option of
     NertzConfig with its default."""
     from nertz_env import NertzConfig
     from nertz_env.config import options_markdown
@@ -227,3 +227,46 @@ def test_readme_is_a_front_page() -> None:
     assert "](docs/_static/table.svg)" in README.read_text()
     pointer = (ROOT / "train" / "README.md").read_text()
     assert len(pointer.splitlines()) < 20, "train/README.md is a pointer into the docs"
+
+
+def test_api_page__info_schema_and_state_layout_are_the_code_s() -> None:
+    from nertz_env.docs import render
+
+    text = (DOCS / "env" / "api.md").read_text()
+    assert render(text, required=("infos", "state")) == text, "run `python -m nertz_env.docs docs/env/api.md`"
+    with pytest.raises(ValueError, match="unknown generated block"):
+        render("<!-- nope:start -->\nx\n<!-- nope:end -->")
+    with pytest.raises(ValueError, match="no <!-- infos:start -->"):
+        render("no blocks here", required=("infos",))
+
+
+def _guides() -> list[Path]:
+    return [README, ROOT / "train" / "README.md", *_pages()]
+
+
+def test_pages_give_the_training_defaults_the_code_has() -> None:
+    from nertz_env.train.config import TrainConfig
+
+    defaults = TrainConfig().flat()
+    phrases = (r"`(\w+)`,? (\d[\d,_]*) by default", r"`(\w+)` defaults to (\d[\d,_]*)", r"`(\w+)` \(default (\d[\d,_]*)\)")
+    checked = []
+    for doc in _guides():
+        for name, number in (m for p in phrases for m in re.findall(p, doc.read_text())):
+            if name in defaults:
+                checked.append(name)
+                assert int(number.replace(",", "").replace("_", "")) == defaults[name], (doc.name, name, defaults[name])
+    assert "eval_deals" in checked
+
+
+def test_every_training_example_shows_progress_and_says_how_long_it_takes() -> None:
+    """SB3's ``.learn(total_timesteps=...)`` on a page: with a progress bar, and a time or the benchmark that
+    measures it."""
+    found = 0
+    for doc in _guides():
+        for block in re.finditer(r"```python\n(.*?)```(?=(.{0,800}))", doc.read_text(), re.S):
+            for call in re.findall(r"\.learn\((.*total_timesteps.*)\)", block.group(1)):
+                found += 1
+                assert "progress_bar=True" in call, f"{doc.name}: model.learn({call}) shows no progress"
+                told = re.search(r"takes about [\d.]+ min|python bench/bench_\w+\.py", block.group(1) + block.group(2))
+                assert told, f"{doc.name}: {call}: says nothing of how long it takes"
+    assert found >= 1

@@ -1,5 +1,6 @@
 """The env factories' keyword signatures (what help() and IDEs show) match the rules options of NertzConfig,
-the option table is written once (nertz_env.config.OPTION_DOCS), and dir(nertz_env) lists the public API."""
+the option table (nertz_env.config.OPTION_DOCS) documents exactly those options, the single-agent and SB3 vector
+envs take them as keywords too, and dir(nertz_env) lists the public API."""
 
 from __future__ import annotations
 
@@ -48,8 +49,24 @@ def test_factory__passes_every_keyword_to_the_table() -> None:
 
 
 def test_option_table__documents_exactly_the_options() -> None:
-    assert list(OPTION_DOCS) == list(OPTION_NAMES)
-    assert set(OPTION_TYPES) == set(OPTION_NAMES)
+    assert list(OPTION_DOCS) == list(OPTION_NAMES) and set(OPTION_TYPES) == set(OPTION_NAMES)
+
+
+def test_single_agent_and_sb3_vector_envs__take_rules_as_keywords() -> None:
+    pytest.importorskip("sb3_contrib", reason="needs the train extra")
+    from nertz_env.train import NertzSingleAgentEnv, NertzVecEnv
+
+    env = NertzSingleAgentEnv(num_players=2, draw=1, opponents=["random"])
+    assert (env.config.draw, env.config.num_players) == (1, 2)
+    assert NertzSingleAgentEnv(2, {"draw": 1}).config == env.config  # the rules= form stays
+    venv = NertzVecEnv(1, 2, draw=1)
+    assert venv.config == env.config
+    venv.close()
+    for make in (NertzSingleAgentEnv, lambda *a, **k: NertzVecEnv(1, *a, **k)):
+        with pytest.raises(ValueError, match=r"not both"):
+            make(2, rules={"draw": 1}, jokers=2)
+    with pytest.raises(ValueError, match=r"unknown option"):
+        NertzSingleAgentEnv(2, drawn=1)
 
 
 def test_dir__lists_the_public_api_and_every_name_resolves() -> None:

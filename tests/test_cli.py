@@ -1,0 +1,268 @@
+"""The command line: what every command shares (``nertz_env.cli``: one ``--rule`` flag that reads a value the same
+everywhere, refusals of one line with exit 2), each refusal of bad input a command makes (one table), how a
+command ends (``nertz_env.commands.run``: Ctrl-C or SIGTERM is one line and exit 130), and what the commands
+print (how each policy played, same-table differences, a training budget rounded to whole rollouts)."""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from nertz_env import commands
+from nertz_env.cli import Parser, add_rule_flag, at_least, parse_rule, rule_flag
+from nertz_env.config import make_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _parser(command: str) -> Any:
+    return importlib.import_module(f"nertz_env.{command}.cli").build_parser()
+
+
+# ---------------------------------------------------------------- one --rule flag, one parser
+@pytest.mark.parametrize(("command", "head"), [("eval", ["round-robin", "random"]), ("play", []), ("train", [])])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("draw=1", 1),
+        ("max_redeals=none", None),
+        ("max_redeals=null", None),
+        ("max_redeals=None", None),
+        ("allow_tuck=true", True),
+        ("allow_tuck=False", False),
+        ("teams=[[0, 2], [1, 3]]", [[0, 2], [1, 3]]),
+        ("call_mode=manual", "manual"),
+        ('call_mode="manual"', "manual"),
+    ],
+)
+def test_rule__a_value_means_the_same_in_every_command(command: str, head: list[str], text: str, value: Any) -> None:
+    key = text.partition("=")[0]
+    assert _parser(command).parse_args([*head, "--rule", text]).rule == {key: value}
+    make_config(num_players=4, **{key: value})  # and the rules take it
+    assert parse_rule(rule_flag(key, value).removeprefix("--rule ")) == (key, value)  # as refusals spell it
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["--rule", "draw"], "argument --rule: takes key=value (e.g. --rule draw=1), got 'draw'"),
+        (["--rule", "num_players=3"], "argument --rule: give the table size with --players, not as a rule"),
+        (["--rule", "draw=1", "--rule", "draw=3"], "argument --rule: draw is given twice (1 and 3): give it once"),
+        (["--players", "3", "--players", "4"], "--players is given twice (the last would win silently): give it once"),
+        (["--players", "3", "--play", "4"], "--players and --play both set players (the last would win silently): give it once"),
+        (["--players", "x"], "argument --players: invalid int value: 'x'"),
+        (["--deals", "0"], "argument --deals: must be at least 1, got 0"),
+    ],
+)
+def test_parser__bad_input_is_one_line_and_exit_2(argv: list[str], error: str, capsys: Any) -> None:
+    parser = Parser(prog="nertz-x")
+    parser.add_argument("--players", type=int)
+    parser.add_argument("--deals", type=at_least(1))
+    add_rule_flag(parser)
+    with pytest.raises(SystemExit) as stop:
+        parser.parse_args(argv)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == f"nertz-x: error: {error} (see --help)\n"
+
+
+# ---------------------------------------------------------------- refusals a command makes
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A nertz-train run folder (an agent spec that is not one) and a MaskablePPO zip trained outside nertz-train."""
+    from nertz_env.agents.registry import shipped_models
+
+    tmp = tmp_path_factory.mktemp("cli")
+    (tmp / "run" / "checkpoints").mkdir(parents=True)
+    shutil.copy(shipped_models()["ppo"], tmp / "run" / "policy.zip")
+    made = {"{run}": str(tmp / "run"), "{outside}": str(tmp / "outside.zip")}
+    if importlib.util.find_spec("sb3_contrib"):
+        from sb3_contrib import MaskablePPO
+
+        from nertz_env.train import NertzSingleAgentEnv
+
+        env = NertzSingleAgentEnv(num_players=4, opponents={"heuristic": 1.0})
+        MaskablePPO("MlpPolicy", env, n_steps=32, batch_size=32, seed=0, policy_kwargs={"net_arch": [16]}).learn(32)\
+            .save(made["{outside}"])
+    return made
+
+
+@pytest.mark.parametrize(
+    ("command", "argv", "said"),
+    [
+        ("nertz-eval", ["gauntlet", "ppo", "heuristic", "--players", "2"], "for the table it was trained for: pass --players 4"),
+        ("nertz-eval", ["gauntlet", "ppo", "heuristic", "--rule", "draw=1"],
+         "the table has 1; for the table it was trained for: drop --rule draw=1"),  # the rule, not the table size
+        ("nertz-eval", ["gauntlet", "{run}", "random"], "nertz-train run folder, not an agent: play its policy with"),
+        ("nertz-eval", ["gauntlet", "{outside}", "heuristic", "--players", "3"], "cannot play at this table"),
+    ],
+    ids=["eval-players", "eval-rule", "eval-run-folder", "eval-outside-zip-players"],
+)
+def test_refusal__one_line_and_exit_2(command: str, argv: list[str], said: str, files: dict[str, str], capsys: Any) -> None:
+    if "{outside}" in argv:
+        pytest.importorskip("sb3_contrib", reason="needs the train extra")
+    module, _, name = commands.COMMANDS[command][0].partition(":")
+    main = getattr(importlib.import_module(module), name)
+    try:
+        code = main([files.get(a, a) for a in argv] + ["--deals", "1", "--no-save", "--no-progress"])
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and said in err, err
+
+
+def test_make_agent__a_run_folder_points_to_its_policy(tmp_path: Path) -> None:
+    from nertz_env.agents import AgentSpecError, make_agent
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    with pytest.raises(AgentSpecError, match=r"run folder with no policy\.zip and nothing in checkpoints/"):
+        make_agent(str(run))
+    (run / "checkpoints" / "step_000000000128.zip").write_bytes(b"")
+    with pytest.raises(AgentSpecError, match=r"step_000000000128\.zip"):
+        make_agent(str(run))
+
+
+# ---------------------------------------------------------------- how a command ends
+def _fake_command(monkeypatch: pytest.MonkeyPatch, main: Any) -> None:
+    monkeypatch.setitem(commands.COMMANDS, "nertz-x", (f"{__name__}:{main.__name__}", (), ""))
+
+
+def _ctrl_c(argv: Any) -> int:
+    raise KeyboardInterrupt
+
+
+def _kill(argv: Any) -> int:
+    os.kill(os.getpid(), signal.SIGTERM)
+    return 0  # never reached: the signal raises where it lands
+
+
+def test_run__a_ctrl_c_the_command_leaves_is_one_line_exit_130(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    _fake_command(monkeypatch, _ctrl_c)
+    assert commands.run("nertz-x", []) == 130
+    assert capsys.readouterr().err == "nertz-x: interrupted (Ctrl-C)\n"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGTERM to itself")
+def test_run__a_sigterm_stops_the_command_as_a_ctrl_c_does(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    _fake_command(monkeypatch, _kill)
+    assert commands.run("nertz-x", []) == 130
+    assert capsys.readouterr().err == "nertz-x: terminated (SIGTERM)\n"
+    assert signal.getsignal(signal.SIGTERM) is before  # the handler is the command's only
+
+
+INSTALLED = """
+import multiprocessing as mp, sys
+from nertz_env import commands
+
+def main(argv=None):
+    global lock
+    lock = mp.get_context("spawn").Lock()  # a resource the exit handlers release, as a worker pool's queues
+    raise KeyboardInterrupt
+
+commands.COMMANDS["nertz-demo"] = ("__main__:main", (), "")
+sys.exit(commands.nertz_demo())
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="ends by a signal on POSIX only")
+def test_installed_command__a_ctrl_c_ends_it_by_sigint_after_one_line(tmp_path: Path) -> None:
+    """As Python ends on an uncaught Ctrl-C: a shell sees 130 and a shell loop around the command stops, and the
+    exit handlers run (no resource_tracker warning of leaked semaphores)."""
+    out = subprocess.run([sys.executable, "-c", INSTALLED], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == -signal.SIGINT, out.stderr
+    assert out.stderr == "nertz-demo: interrupted (Ctrl-C)\n"
+
+
+# ---------------------------------------------------------------- what the commands print
+def test_nertz_eval__tables_and_files_name_how_each_policy_played(tmp_path: Path, capsys: Any) -> None:
+    """A trained policy plays its most probable action (by name or by path) unless told to sample."""
+    from nertz_env.agents import make_agent
+    from nertz_env.agents.registry import shipped_models
+    from nertz_env.eval.cli import main
+
+    ppo = shipped_models()["ppo"]
+    assert make_agent(ppo).play == "most probable" and make_agent("ppo").deterministic  # type: ignore[attr-defined]
+    sampled = f"{ppo}:deterministic=false"
+    out = tmp_path / "out"
+    argv = ["round-robin", "ppo", sampled, "random", "--deals", "1", "--workers", "1", "--no-progress", "--no-plots"]
+    assert main([*argv, "--out", str(out)]) == 0
+    assert f"policies play: ppo: most probable action; {sampled}: sampled from the policy" in capsys.readouterr().out
+    assert "policies play:" in (out / "table.txt").read_text()
+    rows = {r["agent"]: r["play"] for r in csv.DictReader((out / "summary.csv").open())}
+    assert [rows["ppo"], rows[sampled], rows["random"]] == ["most probable", "sampled", ""]
+    assert {r["agent"]: r["play"] for r in csv.DictReader((out / "tables.csv").open())}["ppo"] == "most probable"
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["play"] == [a["play"] for a in saved["summary"]["agents"]] == ["most probable", "sampled", ""]
+
+
+def test_nertz_eval__gauntlet_differences_are_same_table_figures(tmp_path: Path, capsys: Any) -> None:
+    """``heuristic - random`` is heuristic against the random seats at their own table, recomputed from
+    games.csv; two opponents that never sat together get no difference."""
+    from nertz_env.eval.cli import main
+
+    out = tmp_path / "g"
+    argv = ["gauntlet", "heuristic", "random", "greedy", "--deals", "3", "--seed", "1", "--workers", "1"]
+    assert main([*argv, "--no-progress", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    scores: dict[tuple[int, int], dict[bool, list[float]]] = defaultdict(lambda: {True: [], False: []})
+    opponent_of: dict[int, str] = {}
+    for r in csv.DictReader((out / "games.csv").open()):
+        scores[(int(r["lineup"]), int(r["deal"]))][r["agent"] == "heuristic"].append(int(r["score"]) / int(r["rounds"]))
+        if r["agent"] != "heuristic":
+            opponent_of[int(r["lineup"])] = r["agent"]
+    assert sorted(opponent_of.values()) == ["greedy", "random"]
+    for lineup, other in opponent_of.items():
+        diff = np.mean([np.mean(scores[(lineup, d)][True]) - np.mean(scores[(lineup, d)][False]) for d in range(3)])
+        row = [line for line in printed.splitlines() if f" heuristic - {other} " in line]
+        assert len(row) == 1 and f"{diff:.2f}" in row[0].replace("+", ""), (row, diff)
+    assert "random - greedy" not in printed and "greedy - random" not in printed
+
+
+def test_nertz_train__budget_rounds_up_to_whole_rollouts_and_says_so(tmp_path: Path, capsys: Any) -> None:
+    """A budget of 100 trains one rollout of 16 x 2 tables x 4 seats = 128 transitions: the log says so and the
+    progress bar ends at 128; the evaluation rows name how the policy played, the star explained."""
+    pytest.importorskip("sb3_contrib", reason="needs the train extra")
+    from nertz_env.agents.registry import shipped_models
+    from nertz_env.train import TrainConfig, Trainer
+    from nertz_env.train.evaluate import EvalRow, append_csv, evaluate_checkpoint, format_rows
+
+    cfg = TrainConfig.from_dict(
+        {"num_tables": 2, "n_steps": 16, "batch_size": 64, "n_epochs": 1, "net_arch": [16],
+         "total_timesteps": 100, "checkpoint_every": 0, "eval_every": 0, "eval_deals": 0,
+         "progress_bar": True, "tensorboard": False, "run_dir": str(tmp_path / "run")}
+    )
+    said: list[str] = []
+    Trainer(cfg, log=said.append).train()
+    assert any("not total_timesteps 100" in s for s in said), said
+    err = capsys.readouterr().err
+    assert "128/128" in err and "/100" not in err, err[-400:]
+    assert (tmp_path / "run" / "policy.zip").is_file()
+
+    for deterministic, play in ((True, "most probable"), (False, "sampled")):
+        rows = evaluate_checkpoint(shipped_models()["ppo"], ["random"], 4, {}, deals=1, seed=0, deterministic=deterministic)
+        assert rows[0].play == play and play in format_rows(rows)
+
+    def row(low: float) -> EvalRow:
+        return EvalRow(0, "heuristic", 10, 40, 1.0, 0.5, 0.0, 1.0, low, 2.0, 0.3, 0.2, 0, 1.0, "x.zip")
+
+    above, across = format_rows([row(0.1)]), format_rows([row(-0.1)])
+    assert "]*" in above and above.splitlines()[-1] == "  * the 95% interval of diff (policy minus baseline) lies above 0"
+    assert "*" not in across and len(across.splitlines()) == 1
+    path = tmp_path / "eval.csv"  # written before the play column: the next row adds it
+    path.write_text("timesteps,baseline\n100,random\n")
+    append_csv(str(path), [{"timesteps": 200, "baseline": "random", "play": "most probable"}])
+    assert [(r["timesteps"], r["play"]) for r in csv.DictReader(path.open())] == [("100", ""), ("200", "most probable")]

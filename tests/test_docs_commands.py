@@ -1,0 +1,398 @@
+"""Every shell command README.md and the docs pages show runs as a user copies it, in a small form.
+
+The commands are found on the pages (README.md and docs/, not docs/experiments/, the records of past runs, nor
+``RUN_ELSEWHERE``): each line of a ```bash block (continuations joined), each ``$ command`` line of another block
+(when the lines after it show ``prog: error: ...``, the command must exit 2 with exactly that one line), and each
+inline ``nertz-...`` or ``python -m nertz_env...`` span with arguments, or ``python bench/X.py``. ``VAR=1|2 cmd``
+runs once for each value. A command shown on several pages runs once.
+
+They run in the order the pages show them, in one work folder, as a user who follows the pages: a later command
+reads what an earlier one wrote (``runs/selfplay``), so a command run alone may miss its input. A file that a
+Python block of the page writes (``ppo_single.zip``) is made by running the page's blocks. ``SHRINK`` makes the
+budgets small; ``NOT_RUN`` lists what runs elsewhere, with where.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import loopback_only, restore_sigint
+from nertz_env.extras import EXTRAS
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+BIN = Path(sys.executable).parent
+
+# Pages whose examples run elsewhere (a Ray cluster, client libraries whose pins conflict with the dev extras).
+RUN_ELSEWHERE = {
+    "docs/clients/routes.md": "each library's route runs in tests/test_clients.py (and, for AgileRL, BenchMARL, "
+    "pufferlib-core and RL Zoo 3, in their own venvs: tests/clients/, the isolated phase)",
+    "docs/guides/cluster.md": "needs a Ray cluster: tests/test_cluster.py runs these commands on a simulated "
+    "two-node cluster (the isolated phase)",
+}
+
+# Commands that contain one of these are not run here, and why.
+NOT_RUN = {
+    "bash .ci/setup": ".ci/run runs the README's setup lines exactly as written (and fails when they differ)",
+    "pip install": "an install step: .ci/setup installs the checkout with its extras; tests/test_packaging.py "
+    "checks the install commands",
+    "python -m build": "tests/test_wheel.py builds the wheel and installs it on every Python (the isolated phase)",
+    "export ": "sets a variable of the user's shell",
+    "ray start": "starts a Ray head on the user's machine: tests/test_cluster.py runs a two-node cluster",
+    "--address HEAD_IP": "joins the user's cluster: tests/test_cluster.py runs the cluster guide's commands",
+}
+
+# Words of the pages that stand for the user's own: the replay a game wrote, another checkout.
+PLACEHOLDERS = {"FILE": "game.jsonl.gz", "OTHER": str(ROOT), "/work/wt/old": str(ROOT)}
+
+# The shrink rules. Key: a program, or a longer start of a command (the longest that fits wins). Value: the extra
+# it needs (skipped without it), and flags set small: replaced where the command gives them, else
+# added (None adds a switch). A command with --help or --print-config runs as shown.
+TRAIN = {"--total-timesteps": "64", "--n-steps": "16", "--batch-size": "32", "--num-tables": "2"}
+SHRINK: dict[str, tuple[str | None, dict[str, str | None]]] = {
+    "nertz-demo": ("eval", {"--deals": "2"}),
+    "nertz-eval": ("eval", {"--deals": "2", "--no-progress": None}),
+    "nertz-eval gauntlet runs/rllib": ("rllib", {"--deals": "2", "--no-progress": None}),
+    "nertz-train": ("train", {**TRAIN, "--checkpoint-every": "64", "--eval-every": "64",
+                                    "--eval-deals": "1", "--no-progress-bar": None}),
+    "nertz-train --resume": ("train", {"--total-timesteps": "128", "--no-progress-bar": None}),
+    "nertz-train --backend rllib": ("rllib", {**TRAIN, "--total-timesteps": "256", "--num-env-runners": "1"}),
+    "nertz-replay": (None, {}),
+    "nertz-replay game.jsonl.gz --gif": ("render", {"--scale": "0.25"}),
+    "nertz-play": ("play", {"--port": "0", "--no-browser": None}),
+    "python -m nertz_env.docs": (None, {}),
+    "python -m nertz_env.train.imitate": ("train", {
+        "--samples": "64", "--epochs": "1", "--batch-size": "32", "--dagger-rounds": "1", "--dagger-samples": "32",
+        "--dagger-epochs": "1"}),
+    "python -m nertz_env.train.evaluate": ("train", {"--deals": "1", "--workers": "1"}),
+    "python -m nertz_env.train.plot": ("eval", {}),
+    "python -m nertz_env.train.distill": ("train", {
+        "--rounds": "1", "--samples": "64", "--epochs": "1", "--batch-size": "32"}),
+    "python -m nertz_env.train.distill --resume": ("train", {"--rounds": "2"}),
+    "python -m nertz_env.train.expert": ("train", {
+        "--samples": "64", "--iterations": "1", "--epochs": "1", "--batch-size": "32", "--teacher-threads": "1",
+        "--planner": "rollouts=2"}),
+    "python experiments/distill_curve.py": ("train", {"--deals": "1", "--workers": "1"}),
+    "python experiments/expert_curve.py": ("train", {"--deals": "1", "--workers": "1"}),
+    "python bench/bench_expert.py": ("train", {"--games": "1"}),
+    "python bench/run_all.py": (None, {"--seconds": "0.1", "--skip-agents": None}),
+    "python bench/bench_env.py": (None, {"--seconds": "0.2", "--skip-compile": None, "--pairs": "1"}),
+    "python bench/bench_vector.py": (None, {"--seconds": "0.2"}),
+    "python bench/bench_agents.py": (None, {"--games": "8", "--env-seconds": "0.2", "--env-tables": "4",
+                                         "--decision-games": "2"}),
+    "python bench/bench_workers.py": ("eval", {"--deals": "2", "--before-deals": "2"}),
+    "python bench/bench_render.py": ("render", {"--seconds": "0.2", "--deals": "1"}),
+    "python bench/bench_replay_memory.py": (None, {"--lines": "2000"}),
+    "python bench/bench_train.py": ("train", {"--rollouts": "1", "--pairs": "1", "--threads": "1"}),
+    "python bench/bench_sb3_example.py": ("train", {"--timesteps": "64"}),
+    "python bench/bench_compile.py": (None, {"--repeats": "1", "--throughput": "0.2", "--tables": "64",
+                                            "--no-save": None}),
+    "python bench/bench_rllib.py": ("rllib", {"--tables": "2", "--n-steps": "8", "--minibatch": "64", "--epochs": "1",
+                                            "--iterations": "1"}),
+    "python bench/mutate.py": (None, {"--only": "stack-same-colour", "--out": "mutation.txt"}),
+}
+SERVERS = {"nertz-play": "the table is at http"}  # runs until stopped: the line it prints when it serves
+# Still 20-90 s each when small (cold compiles, a Ray start, a mutant against its tests): CI's long phase.
+LONG = ("python bench/bench_compile.py", "python bench/run_all.py", "python bench/bench_agents.py",
+        "python bench/bench_rllib.py", "python bench/mutate.py")
+
+
+def doc_pages() -> list[Path]:
+    """README.md, then the docs pages whose commands and examples are instructions."""
+    pages = sorted(
+        p for p in DOCS.rglob("*.md")
+        if p.relative_to(DOCS).parts[0] not in ("_build", "experiments")
+        and p.relative_to(ROOT).as_posix() not in RUN_ELSEWHERE
+    ) if DOCS.is_dir() else []
+    return [README, *pages]
+
+
+@dataclass
+class Command:
+    text: str  # as the page shows it (continuations joined, comment dropped)
+    argv: list[str]
+    env: dict[str, str]
+    page: str = "README.md"
+    line: int = 0
+    expect_error: str | None = None  # a bad-input example: exit 2 with this one line on stderr
+
+    @property
+    def where(self) -> str:
+        return f"{self.page} line {self.line}"
+
+    @property
+    def id(self) -> str:
+        env = "".join(f"{k}={v}_" for k, v in sorted(self.env.items()))
+        page = "" if self.page == "README.md" else Path(self.page).stem + ":"
+        return page + f"L{self.line}-" + re.sub(r"[^A-Za-z0-9_.=/-]+", "_", env + self.text)[:70]
+
+
+def _commands(text: str, line: int, page: str, expect_error: str | None = None) -> list[Command]:
+    words = shlex.split(text, comments=True)
+    envs: list[dict[str, str]] = [{}]
+    while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", words[0]):  # VAR=1|2: one command for each value
+        key, values = words.pop(0).split("=", 1)
+        envs = [{**e, key: v} for e in envs for v in values.split("|")]
+    return [Command(shlex.join(words), words, env, page, line, expect_error) for env in envs if words]
+
+
+def find_commands(text: str, page: str = "README.md") -> list[Command]:
+    lines, found, i = text.splitlines(), [], 0
+    while i < len(lines):
+        fence = re.match(r"^```(\S*)", lines[i])
+        if fence:
+            j = next((k for k in range(i + 1, len(lines)) if lines[k].startswith("```")), len(lines))
+            body = lines[i + 1 : j]
+            if fence.group(1) in ("bash", "sh", "shell"):
+                k = 0
+                while k < len(body):
+                    start, joined = k, body[k]
+                    while joined.rstrip().endswith("\\") and k + 1 < len(body):
+                        k += 1
+                        joined = joined.rstrip()[:-1] + " " + body[k].strip()
+                    found += _commands(joined, i + 2 + start, page)
+                    k += 1
+            elif fence.group(1) in ("", "console", "text"):
+                for k, row in enumerate(body):
+                    if row.startswith("$ "):
+                        shown = [s.strip() for s in body[k + 1 :]]
+                        shown = shown[: next((n for n, s in enumerate(shown) if s.startswith("$ ")), len(shown))]
+                        errors = [s for s in shown if re.match(r"^[\w./-]+: error: ", s)]
+                        found += _commands(row[2:], i + 2 + k, page, errors[0] if errors else None)
+            i = j + 1
+            continue
+        for span in re.findall(r"`([^`\n]+)`", lines[i]):
+            with contextlib.suppress(ValueError):
+                words = [w for w in shlex.split(span) if not re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", w)]
+                plain = " ".join(words)
+                nargs = len(words) - (3 if plain.startswith("python -m") else 1)
+                if plain.startswith("python bench/") or (plain.startswith(("nertz-", "python -m nertz_env")) and nargs):
+                    found += _commands(span, i + 1, page)
+        i += 1
+    return found
+
+
+def shrink_rule(cmd: Command) -> str | None:
+    """The key of ``SHRINK`` for this command: the longest that starts it."""
+    fits = [k for k in SHRINK if cmd.text == k or cmd.text.startswith(k + " ")]
+    return max(fits, key=len) if fits else None
+
+
+def shrunk(cmd: Command) -> list[str]:
+    """The command's words with its flags made small (the program's words first, unchanged)."""
+    words = list(cmd.argv)
+    key = shrink_rule(cmd)
+    if key is None or cmd.expect_error or {"--help", "--print-config"} & set(words):
+        return words
+    for flag, value in SHRINK[key][1].items():
+        at = next((n for n, w in enumerate(words) if w == flag or w.startswith(flag + "=")), None)
+        if at is None:
+            words += [flag] if value is None else [flag, value]
+        elif value is not None and words[at] == flag:
+            words[at + 1] = value
+        elif value is not None:
+            words[at] = f"{flag}={value}"
+    return words
+
+
+def all_commands() -> list[Command]:
+    """The commands of every page in page order, each once (the same small command once too)."""
+    seen: dict[str, Command] = {}
+    for page in doc_pages():
+        for c in find_commands(page.read_text(), page.relative_to(ROOT).as_posix()):
+            seen.setdefault(shlex.join(shrunk(c)) + repr(sorted(c.env.items())), c)
+    return list(seen.values())
+
+
+COMMANDS = all_commands()
+
+
+def _not_run(cmd: Command) -> str | None:
+    return next((why for part, why in NOT_RUN.items() if part in cmd.text), None)
+
+
+def test_pages_run_elsewhere_name_their_tests() -> None:
+    for page, where in RUN_ELSEWHERE.items():
+        named = re.findall(r"tests/[\w/]+(?:\.py)?", where)
+        assert named and all((ROOT / name).exists() for name in named), (page, named)
+
+
+def test_commands_are_found() -> None:
+    sample = "\n".join([
+        "Run `nertz-eval ladder --deals 1200 --seed 0` or `NERTZ_NUM_THREADS=1|2 python bench/x.py --s 3`;",
+        "`nertz-eval` alone is a name, `python -m nertz_env.train.plot` too, `python bench/run_all.py` runs.",
+        "```bash", "nertz-train --run-dir runs/a \\", "    --total-timesteps 10   # a comment", "```",
+        "```", "$ nertz-train --opponent search=1", "nertz-train: error: opponents has no effect", "```",
+        "```python", "print('nertz-eval gauntlet x')", "```",
+    ])
+    cmds = find_commands(sample)
+    assert [(c.text, c.env, c.line) for c in cmds] == [
+        ("nertz-eval ladder --deals 1200 --seed 0", {}, 1),
+        ("python bench/x.py --s 3", {"NERTZ_NUM_THREADS": "1"}, 1),
+        ("python bench/x.py --s 3", {"NERTZ_NUM_THREADS": "2"}, 1),
+        ("python bench/run_all.py", {}, 2),
+        ("nertz-train --run-dir runs/a --total-timesteps 10", {}, 4),
+        ("nertz-train --opponent search=1", {}, 8),
+    ]
+    assert cmds[-1].expect_error == "nertz-train: error: opponents has no effect"
+    assert shrunk(cmds[4])[-3:] == ["--eval-deals", "1", "--no-progress-bar"]
+    assert shrunk(cmds[4])[:5] == ["nertz-train", "--run-dir", "runs/a", "--total-timesteps", "64"]
+
+
+def test_every_command_has_a_shrink_rule() -> None:
+    """Fails fast, before the slow runs, when a page shows a program this file cannot run small."""
+    unknown = sorted({c.text for c in COMMANDS if not _not_run(c) and shrink_rule(c) is None})
+    assert not unknown, f"add a SHRINK rule (or a NOT_RUN reason) for: {unknown}"
+    assert len(COMMANDS) >= 40, [c.text for c in COMMANDS]
+
+
+def _flag(words: list[str], flag: str) -> str | None:
+    return next((words[n + 1] for n, w in enumerate(words[:-1]) if w == flag), None)
+
+
+def test_no_two_training_runs_the_docs_show_share_a_run_folder() -> None:
+    """nertz-train refuses a fresh run into a folder that holds a run: each folder a fresh ``nertz-train``
+    command of the pages (the cluster guide too) trains into belongs to one command."""
+    from nertz_env.train.config import read_config_file
+
+    pages = [README, *sorted(p for p in DOCS.rglob("*.md") if p.relative_to(DOCS).parts[0] not in ("_build", "experiments"))]
+    owner: dict[str, Command] = {}
+    for page in pages:
+        for cmd in find_commands(page.read_text(), page.relative_to(ROOT).as_posix()):
+            if cmd.argv[0] != "nertz-train" or cmd.expect_error or {"--resume", "--print-config", "--help"} & set(cmd.argv):
+                continue
+            config = _flag(cmd.argv, "--config")
+            folder = _flag(cmd.argv, "--run-dir") or (config and (ROOT / config).is_file()
+                                                       and read_config_file(str(ROOT / config)).get("run_dir"))
+            first = owner.setdefault(os.path.normpath(folder or "runs/nertz"), cmd)
+            assert first.text == cmd.text, f"{cmd.where} trains into {folder}, as {first.where} does"
+    assert len(owner) >= 4
+
+
+def _program(words: list[str]) -> list[str]:
+    if words[0] == "python":  # python -m MODULE, or a script of the checkout (bench/, experiments/)
+        return [sys.executable, *(words[1:3] if words[1] == "-m" else [str(ROOT / words[1])])]
+    script = BIN / words[0]
+    assert script.exists(), f"{words[0]} is not installed beside {sys.executable}"
+    return [str(script)]
+
+
+def _input(word: str, cmd: Command, work: Path) -> str:
+    """A word naming a file: a placeholder's stand-in; a checkout file copied into the work folder; the newest
+    checkpoint of a run for one the full-size run would write; a file a Python block of the page writes."""
+    word = PLACEHOLDERS.get(word, word)
+    if word.startswith("-") or "." not in word or Path(word).is_absolute() or (work / word).exists():
+        return word
+    if (ROOT / word).is_file():
+        (work / word).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / word, work / word)
+    elif m := re.fullmatch(r"(.+/checkpoints)/step_\d+\.zip", word):
+        saved = sorted((work / m.group(1)).glob("step_*.zip"))
+        assert saved, f"{cmd.where}: no checkpoint in {m.group(1)} (made by an earlier command of the pages)"
+        return str(saved[-1])
+    elif word.endswith((".zip", ".jsonl.gz")):
+        from test_doc_examples import page_blocks, run_blocks
+
+        blocks = page_blocks((ROOT / cmd.page).read_text(), cmd.page)
+        last = next((n for n, b in enumerate(blocks) if f'"{word}"' in b.code), None)
+        if last is not None:
+            here = os.getcwd()
+            os.chdir(work)
+            try:
+                run_blocks(blocks[: last + 1])
+            finally:
+                os.chdir(here)
+    return word
+
+
+@pytest.fixture(scope="session")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The user's folder, shared by every command; bench/ scripts write their results into the checkout, so
+    those folders are put back as they were."""
+    folders = [ROOT / "bench" / "results", ROOT / "bench" / "out"]
+    saved = {p: p.read_bytes() for d in folders if d.is_dir() for p in d.rglob("*") if p.is_file()}
+    yield tmp_path_factory.mktemp("user")
+    for p in [p for d in folders if d.is_dir() for p in d.rglob("*") if p.is_file() and p not in saved]:
+        p.unlink()
+    for p, data in saved.items():
+        if not p.is_file() or p.read_bytes() != data:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(data)
+
+
+def _serve(argv: list[str], env: dict[str, str], work: Path, ready: str, where: str) -> None:
+    """Starts a server, waits for its address line, fetches that page, then stops it with a Ctrl-C."""
+    proc = subprocess.Popen(argv, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=restore_sigint)
+    assert proc.stdout is not None
+    os.set_blocking(proc.stdout.fileno(), False)
+    seen: list[str] = []
+    deadline = time.monotonic() + 300
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            line = proc.stdout.readline()
+            seen.append(line.rstrip())
+            if ready in line:
+                url = re.search(r"https?://\S+", line)
+                assert url, f"{where}\nits address line has no URL: {line!r}"
+                with urllib.request.urlopen(url.group(0), timeout=30) as page:
+                    assert page.status == 200, f"{where}\n{url.group(0)} answered {page.status}"
+                return
+            if not line:
+                time.sleep(0.1)
+        err = proc.stderr.read() if proc.poll() is not None and proc.stderr else ""
+        pytest.fail(f"{where}\nno {ready!r} line (exit {proc.poll()}):\n" + "\n".join(filter(None, seen)) + err)
+    finally:
+        proc.send_signal(signal.SIGINT)  # Ctrl-C, as a user stops it
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _param(cmd: Command) -> object:
+    long = cmd.argv[:2] and " ".join(cmd.argv[:2]) in LONG
+    return pytest.param(cmd, id=cmd.id, marks=[pytest.mark.slow, *([pytest.mark.long] if long else [])])
+
+
+@pytest.mark.parametrize("cmd", [_param(c) for c in COMMANDS])
+def test_command_runs(cmd: Command, work: Path) -> None:
+    if why := _not_run(cmd):
+        pytest.skip(why)
+    key = shrink_rule(cmd)
+    assert key is not None, f"{cmd.where}: add a SHRINK rule for `{cmd.text}`"
+    extra = SHRINK[key][0]
+    for module in EXTRAS.get(extra or "", ()):
+        pytest.importorskip(module, reason=f"needs the {extra} extra")
+    words = [_input(w, cmd, work) for w in shrunk(cmd)]
+    program = 3 if words[:2] == ["python", "-m"] else 2 if words[0] == "python" else 1
+    argv = _program(words) + words[program:]
+    env = {**os.environ, **cmd.env, "PYTHONUNBUFFERED": "1", "CI": os.environ.get("CI", "true"), "MPLBACKEND": "Agg"}
+    where = f"{cmd.where}: `{cmd.text}`\nran as: {shlex.join(argv)}"
+    with loopback_only() if extra == "rllib" else contextlib.nullcontext():  # Ray binds the machine's address
+        if words[0] in SERVERS:
+            return _serve(argv, env, work, SERVERS[words[0]], where)
+        r = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=900,
+                           stdin=subprocess.DEVNULL)
+    tail = f"\nstdout:\n{r.stdout[-3000:]}\nstderr:\n{r.stderr[-3000:]}"
+    if cmd.expect_error:
+        assert r.returncode == 2, f"{where}\nexit {r.returncode}, the page shows a bad-input exit 2{tail}"
+        assert r.stderr.strip().splitlines() == [cmd.expect_error], f"{where}\nthe page shows one line{tail}"
+    else:
+        assert r.returncode == 0, f"{where}\nexit {r.returncode}{tail}"
