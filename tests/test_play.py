@@ -31,10 +31,10 @@ from nertz_env.play.server import Hub, create_app
 SEED = 11
 
 
-def make_game(players: int = 3, seed: int = SEED, bots: str = "heuristic", seat: int = 0,
+def make_game(players: int = 3, seed: int = SEED, bots: str | list[str] = "heuristic", seat: int = 0,
               recorder_factory: Any = None, **rules: Any) -> PlayGame:
     env = nertz_env.parallel_env(num_players=players, **rules)
-    specs = [bots] * (players - 1)
+    specs = [bots] * (players - 1) if isinstance(bots, str) else bots
     return PlayGame(env, [make_agent(s) for s in specs], specs, seat=seat, seed=seed,
                     recorder_factory=recorder_factory)
 
@@ -558,47 +558,23 @@ def test_events__a_lost_race_and_an_illegal_move_are_reported_to_the_person() ->
 
 
 def test_cli__serves_a_table_on_loopback_plays_over_a_real_websocket_and_stops_cleanly(tmp_path: Path) -> None:
-    import os
-    import signal
-    import subprocess
-    import sys
     import urllib.request
 
     ws_client = pytest.importorskip("websockets.sync.client")
     from nertz_env.replay import verify_replay
 
-    root = Path(__file__).resolve().parent.parent
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "nertz_env.play.cli", "--no-browser", "--step", "--seed", "5", "--players", "2",
-         "--opponents", "greedy", "--replay-dir", str(tmp_path)],
-        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=restore_sigint,
-    )
-    try:
-        lines: list[str] = []
-        url = None
-        deadline = time.monotonic() + 120
-        while url is None and time.monotonic() < deadline:
-            line = proc.stdout.readline() if proc.stdout else ""
-            if not line:
-                break
-            lines.append(line)
-            if "the table is at " in line:
-                url = line.split("the table is at ")[1].split()[0]
-        assert url is not None and url.startswith("http://127.0.0.1:"), lines
-        with urllib.request.urlopen(url, timeout=10) as page:
+    with nertz_play(tmp_path, "--step", "--opponents", "greedy") as served:
+        assert served.url.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(served.url, timeout=10) as page:
             assert b"play.js" in page.read()
-        with ws_client.connect(url.replace("http://", "ws://") + "ws", origin=url.rstrip("/")) as ws:
+        with ws_client.connect(served.url.replace("http://", "ws://") + "ws", origin=served.url.rstrip("/")) as ws:
             assert json.loads(ws.recv(timeout=10))["type"] == "welcome"
             assert json.loads(ws.recv(timeout=10))["view"]["tick"] == 0
             ws.send(json.dumps({"type": "wait"}))
             state = json.loads(ws.recv(timeout=30))
             assert state["type"] == "state" and state["view"]["tick"] == 1
-    finally:
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=30)
-    assert proc.returncode == 0, out
-    assert "stopped after tick 1" in out and "Traceback" not in out
+    assert served.proc.returncode == 0, served.out
+    assert "stopped after tick 1" in served.out and "Traceback" not in served.out
     replays = list(tmp_path.glob("nertz-play-*-seed5.jsonl"))
     assert len(replays) == 1 and verify_replay(replays[0]) == 1
 
@@ -631,27 +607,6 @@ def test_cli__ctrl_c_while_the_first_run_compiles_is_one_line_then_a_sigint_exit
     lines = err.splitlines()
     assert lines[-1] == "nertz-play: interrupted (Ctrl-C)" and "Traceback" not in err, err[-2000:]
     assert all(line.startswith("nertz_env: compiling the rules") for line in lines[:-1]), err[-2000:]
-
-
-def test_packaging__the_page_assets_are_package_data() -> None:
-    import fnmatch
-
-    tomllib = pytest.importorskip("tomllib")
-    root = Path(__file__).resolve().parent.parent
-    with open(root / "pyproject.toml", "rb") as f:
-        project = tomllib.load(f)
-    patterns = project["tool"]["setuptools"]["package-data"]["nertz_env.play"]
-    static = root / "nertz_env" / "play" / "static"
-    files = sorted(p.relative_to(static.parent).as_posix() for p in static.iterdir())
-    assert {"static/index.html", "static/play.js", "static/play.css"} <= set(files)
-    for name in files:
-        assert any(fnmatch.fnmatch(name, pat) for pat in patterns), f"{name} would be left out of the wheel"
-    from nertz_env.commands import COMMANDS
-
-    # the script runs through nertz_env.commands, which names the extras and runs the play command's main
-    assert project["project"]["scripts"]["nertz-play"] == "nertz_env.commands:nertz_play"
-    assert COMMANDS["nertz-play"][0] == "nertz_env.play.cli:main"
-    assert {"starlette", "uvicorn", "websockets"} <= {r.split(">")[0].split("=")[0] for r in project["project"]["optional-dependencies"]["play"]}
 
 
 # ------------------------------------------------------------------ who may reach the table
@@ -716,6 +671,7 @@ class Served:
         self.sock.listen(16)
         self.port = self.sock.getsockname()[1]
         self.url = f"ws://127.0.0.1:{self.port}/ws"
+        self.page = f"http://127.0.0.1:{self.port}/"
         self.server = uvicorn.Server(cli.server_config(create_app(hub, allowed, token), **options))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
         self.thread.start()
@@ -1042,9 +998,9 @@ def test_server__a_ping_flood_on_a_paused_table_is_bounded_and_the_tab_is_droppe
     reads nothing for the timeout is dropped (small: the server in this process, a 1 s timeout; long: nertz-play
     itself, its own timeout, the issue's 25 s)."""
     if long:
-        with nertz_play(tmp_path, "--tick-ms", "200") as (proc, url, _):
-            port = int(url.split(":")[2].split("/")[0])
-            sock = silent_socket(port)
+        with nertz_play(tmp_path, "--tick-ms", "200") as served:
+            proc = served.proc
+            sock = silent_socket(served.port)
             try:
                 sock.sendall(masked_frame(0x1, b'{"type": "pause"}'))
                 time.sleep(0.5)
@@ -1079,10 +1035,18 @@ def test_server__a_ping_flood_on_a_paused_table_is_bounded_and_the_tab_is_droppe
         served.stop()
 
 
+class NertzPlay:
+    """``nertz-play`` in a process of its own (2 seats, seed 5, random bots unless ``args`` name others): its
+    address once it prints one; after the ``with`` block (Ctrl-C) its exit code and all it printed."""
+
+    def __init__(self, proc: Any, url: str, err_path: Path) -> None:
+        self.proc, self.url, self.err_path, self.out = proc, url, err_path, ""
+        self.port = int(url.split(":")[2].split("/")[0])
+
+
 @contextlib.contextmanager
-def nertz_play(tmp_path: Path, *args: str, nofile: int | None = None) -> Iterator[tuple[Any, str, Path]]:
-    """``nertz-play`` in a process of its own (random bots at 2 seats, seed 5), at most ``nofile`` open files;
-    yields the process, the table's address and the file of its stderr. Stopped with Ctrl-C."""
+def nertz_play(tmp_path: Path, *args: str, nofile: int | None = None) -> Iterator[NertzPlay]:
+    """Start nertz-play (at most ``nofile`` open files), yield it once it serves, stop it with Ctrl-C."""
     import os
     import resource
     import signal
@@ -1102,24 +1066,25 @@ def nertz_play(tmp_path: Path, *args: str, nofile: int | None = None) -> Iterato
             cwd=tmp_path, stdout=subprocess.PIPE, stderr=err, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
             preexec_fn=child,
         )
+    seen: list[str] = []
+    served = None
     try:
-        url = None
         deadline = time.monotonic() + 120
-        while url is None and time.monotonic() < deadline:
-            line = proc.stdout.readline() if proc.stdout else ""
-            if not line:
-                break
+        while served is None and time.monotonic() < deadline and (line := proc.stdout.readline() if proc.stdout else ""):
+            seen.append(line)
             if "the table is at " in line:
-                url = line.split("the table is at ")[1].split()[0]
-        assert url is not None, err_path.read_text()[-2000:]
-        yield proc, url, err_path
+                served = NertzPlay(proc, line.split("the table is at ")[1].split()[0], err_path)
+        assert served is not None, "".join(seen) + err_path.read_text()[-2000:]
+        yield served
     finally:
         proc.send_signal(signal.SIGINT)
         try:
-            proc.communicate(timeout=30)
+            out, _ = proc.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.communicate()
+            out, _ = proc.communicate()
+        if served is not None:
+            served.out = "".join(seen) + (out or "") + err_path.read_text()
 
 
 class Player:
@@ -1175,8 +1140,8 @@ def test_server__idle_sockets_beyond_the_file_limit_leave_new_clients_served_and
     import http.client
 
     nofile, count, window = (1024, 1100, 10.0) if long else (256, 300, 3.0)
-    with nertz_play(tmp_path, "--tick-ms", "100", nofile=nofile) as (_, url, err_path):
-        port = int(url.split(":")[2].split("/")[0])
+    with nertz_play(tmp_path, "--tick-ms", "100", nofile=nofile) as served:
+        port, url, err_path = served.port, served.url, served.err_path
         idle: list[socket.socket] = []
         try:
             with playing(url) as player:
