@@ -473,8 +473,8 @@ def test_make_room__low_keeps_one_venv_unset_keeps_all_another_value_is_refused(
         left = ["agilerl-b", "agilerl.lock", "plain-a"]
     else:
         make_room(tmp_path / keep)
+        make_room(tmp_path / "not-made" / "x")  # a root not yet made is fine
     assert sorted(p.name for p in tmp_path.iterdir()) == left
-    make_room(tmp_path / "not-made" / "x")  # a root not yet made is fine
 
 
 # ---------------------------------------------------------------- the sdist and the wheel, installed outside the checkout

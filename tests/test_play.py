@@ -1062,7 +1062,7 @@ def nertz_play(tmp_path: Path, *args: str, nofile: int | None = None) -> Iterato
     with open(err_path, "w") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "nertz_env.play.cli", "--no-browser", "--seed", "5", "--players", "2",
-             "--opponents", "random", "--replay-dir", str(tmp_path), *args],
+             *([] if "--opponents" in args else ["--opponents", "random"]), "--replay-dir", str(tmp_path), *args],
             cwd=tmp_path, stdout=subprocess.PIPE, stderr=err, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
             preexec_fn=child,
         )
