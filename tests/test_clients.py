@@ -296,29 +296,19 @@ def test_sb3_check_env__passes_on_the_registered_gymnasium_id() -> None:
     check_env(env, warn=True)
 
 
-def _containers(x: object, out: dict[int, object]) -> dict[int, object]:
-    """Every dict, list and array inside ``x`` by id (arrays also by the memory they view)."""
+def _parts(x: object) -> list[object]:
+    """Every dict, list and array inside ``x``."""
     if isinstance(x, dict):
-        out[id(x)] = x
-        for v in x.values():
-            _containers(v, out)
-    elif isinstance(x, (list, tuple)):
-        if isinstance(x, list):
-            out[id(x)] = x
-        for v in x:
-            _containers(v, out)
-    elif isinstance(x, np.ndarray):
-        out[id(x)] = x
-    return out
+        return [x, *(p for v in x.values() for p in _parts(v))]
+    if isinstance(x, (list, tuple)):
+        return [*([x] if isinstance(x, list) else []), *(p for v in x for p in _parts(v))]
+    return [x] if isinstance(x, np.ndarray) else []
 
 
 def _shares(a: object, b: object) -> bool:
-    ca, cb = _containers(a, {}), _containers(b, {})
-    if set(ca) & set(cb):
-        return True
-    arrays_a = [v for v in ca.values() if isinstance(v, np.ndarray)]
-    arrays_b = [v for v in cb.values() if isinstance(v, np.ndarray)]
-    return any(np.shares_memory(x, y) for x in arrays_a for y in arrays_b)
+    pa, pb = _parts(a), _parts(b)
+    arrays = [(x, y) for x in pa for y in pb if isinstance(x, np.ndarray) and isinstance(y, np.ndarray)]
+    return bool({id(x) for x in pa} & {id(y) for y in pb}) or any(np.shares_memory(x, y) for x, y in arrays)
 
 
 def test_gymnasium_id__every_call_returns_new_observation_and_info_objects() -> None:
