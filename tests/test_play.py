@@ -389,7 +389,8 @@ def test_cli__bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         fill = {"taken": taken.getsockname()[1], "file": tmp_path / "file"}
-        code, err = _run_cli(capsys, "--replay-dir", str(tmp_path), *(a.format(**fill) for a in argv))
+        argv = [a.format(**fill) for a in argv]
+        code, err = _run_cli(capsys, *([] if "--replay-dir" in argv else ["--replay-dir", str(tmp_path)]), *argv)
     assert code == 2
     assert len(err.splitlines()) == 1 and err.startswith("nertz-play: error:"), err
     assert words.format(**fill) in err
