@@ -1,17 +1,22 @@
-"""Third-party clients researchers plug environments into, each run on a small table and checked to step the
-same game as the env itself: PettingZoo's conformance tests, SuperSuit's vector wrappers with worker processes,
-Tianshou's PettingZooEnv, Gymnasium's vector wrappers over the per-agent view, SB3's SubprocVecEnv over the
-single-agent view. Their packages are in the ``test`` extra (part of ``dev``); nothing here is skipped when one is missing, so an
-install that lacks them fails loudly instead of passing quietly."""
+"""Third-party clients researchers plug the envs into, each by its own route on a small table: PettingZoo's
+conformance tests, SuperSuit, Tianshou, Gymnasium's vector wrappers, SB3, a CleanRL-style loop, TorchRL (MAPPO
+with a critic on the global state) and skrl from the ``test`` extra; and, marked ``isolated``, clients whose pins
+conflict with the dev extras, in venvs of their own (tests/isolated_venv.py, scripts in tests/clients/)."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 from pettingzoo.test import api_test, max_cycles_test, parallel_api_test, render_test, seed_test
 
 import nertz_env
+from isolated_venv import dist, env_for, run, run_script, venv
 from nertz_env.infos import round_end_name
+
+SCRIPTS = Path(__file__).parent / "clients"
 
 
 def _legal(mask: np.ndarray, rng: np.random.Generator) -> int:
@@ -66,7 +71,7 @@ def test_supersuit_concat_vec_envs__worker_processes_step_the_same_games() -> No
     """``pettingzoo_env_to_vec_env_v1`` + ``concat_vec_envs_v1(num_cpus=2)`` pickles the env into two worker
     processes; their games must equal two local parallel_envs seeded as SuperSuit seeds them (seed + i) and
     reset unseeded when an episode ends, as its Markov wrapper does."""
-    import supersuit as ss
+    ss = pytest.importorskip("supersuit")
     rules = {"num_players": 2, "max_ticks": 12}
     vec = ss.pettingzoo_env_to_vec_env_v1(nertz_env.parallel_env(**rules))
     envs = ss.concat_vec_envs_v1(vec, 2, num_cpus=2, base_class="gymnasium")
@@ -101,6 +106,7 @@ def test_supersuit_concat_vec_envs__worker_processes_step_the_same_games() -> No
 
 # ---------------------------------------------------------------- Tianshou
 def test_tianshou_pettingzoo_env__plays_a_game_with_masks_and_sums_to_the_scores() -> None:
+    pytest.importorskip("tianshou")
     from tianshou.env.pettingzoo_env import PettingZooEnv
 
     env = PettingZooEnv(nertz_env.env(num_players=3, max_ticks=40))
@@ -124,7 +130,8 @@ def test_tianshou_trainer__one_epoch_of_its_multi_agent_recipe() -> None:
     ``DummyVectorEnv``, ``OffPolicyTrainerParams``) runs one epoch with gradient steps. Before every info key
     was on every step, its collector stopped with ``MalformedBufferError`` (``None`` padded in for the
     ``round_end`` of steps without one)."""
-    import torch
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("tianshou")
     from tianshou.algorithm import (
         DQN,
         MARLRandomDiscreteMaskedOffPolicyAlgorithm,
@@ -242,6 +249,7 @@ def test_gymnasium_normalize_reward__divides_each_seats_reward_by_the_running_re
 def test_sb3_subproc_vec_env__ships_single_agent_envs_to_two_processes() -> None:
     """Env instances (not constructors) are shipped to the workers, as a runner that pickles an env does; the
     workers' games equal the same envs stepped locally, and MaskablePPO's masks come back through them."""
+    pytest.importorskip("sb3_contrib")
     from sb3_contrib.common.maskable.utils import get_action_masks
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
@@ -279,6 +287,8 @@ def test_sb3_check_env__passes_on_the_registered_gymnasium_id() -> None:
     """SB3's route for a Gymnasium env: ``gymnasium.make`` by id, then ``check_env`` (the class itself is
     checked in tests/test_train.py::test_single_agent_view__passes_sb3_check_env)."""
     import gymnasium
+
+    pytest.importorskip("stable_baselines3")
     from stable_baselines3.common.env_checker import check_env
 
     env = gymnasium.make("nertz_env/Nertz-v0", num_players=2, max_ticks=30)
@@ -286,29 +296,19 @@ def test_sb3_check_env__passes_on_the_registered_gymnasium_id() -> None:
     check_env(env, warn=True)
 
 
-def _containers(x: object, out: dict[int, object]) -> dict[int, object]:
-    """Every dict, list and array inside ``x`` by id (arrays also by the memory they view)."""
+def _parts(x: object) -> list[object]:
+    """Every dict, list and array inside ``x``."""
     if isinstance(x, dict):
-        out[id(x)] = x
-        for v in x.values():
-            _containers(v, out)
-    elif isinstance(x, (list, tuple)):
-        if isinstance(x, list):
-            out[id(x)] = x
-        for v in x:
-            _containers(v, out)
-    elif isinstance(x, np.ndarray):
-        out[id(x)] = x
-    return out
+        return [x, *(p for v in x.values() for p in _parts(v))]
+    if isinstance(x, (list, tuple)):
+        return [*([x] if isinstance(x, list) else []), *(p for v in x for p in _parts(v))]
+    return [x] if isinstance(x, np.ndarray) else []
 
 
 def _shares(a: object, b: object) -> bool:
-    ca, cb = _containers(a, {}), _containers(b, {})
-    if set(ca) & set(cb):
-        return True
-    arrays_a = [v for v in ca.values() if isinstance(v, np.ndarray)]
-    arrays_b = [v for v in cb.values() if isinstance(v, np.ndarray)]
-    return any(np.shares_memory(x, y) for x in arrays_a for y in arrays_b)
+    pa, pb = _parts(a), _parts(b)
+    arrays = [(x, y) for x in pa for y in pb if isinstance(x, np.ndarray) and isinstance(y, np.ndarray)]
+    return bool({id(x) for x in pa} & {id(y) for y in pb}) or any(np.shares_memory(x, y) for x, y in arrays)
 
 
 def test_gymnasium_id__every_call_returns_new_observation_and_info_objects() -> None:
@@ -335,7 +335,7 @@ def test_supersuit_concat_vec_envs__sb3s_seed_and_maskableppos_masks_are_supersu
     """Pins SuperSuit 3.11's gaps with SB3 (docs/clients/index.md says so and shows NertzVecEnv instead):
     its vector env has no ``seed`` (``PPO(..., seed=0)`` fails) and no ``has_attr`` (MaskablePPO cannot ask
     for masks). When SuperSuit fills either, this fails: update the docs."""
-    import supersuit as ss
+    ss = pytest.importorskip("supersuit")
     from sb3_contrib import MaskablePPO
     from stable_baselines3 import PPO
 
@@ -353,7 +353,8 @@ def test_supersuit_concat_vec_envs__sb3s_seed_and_maskableppos_masks_are_supersu
 def test_sb3_maskable_ppo__trains_with_masks_on_nertz_vec_env() -> None:
     """The supported SB3 path (NertzVecEnv, every seat of every table a sub-env): MaskablePPO reads its masks,
     trains, and never plays an illegal action."""
-    import torch
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.utils import is_masking_supported
 
@@ -373,7 +374,7 @@ def test_cleanrl_style_ppo__a_few_updates_on_agent_vector_env_with_masks() -> No
     """The shape of CleanRL's ppo.py (rollout storage tensors, GAE, clipped surrogate, minibatch epochs) on
     ``agent_vector_env`` as its ``envs``, with the masked categorical of its invalid-action-masking variant.
     Every seat is a sub-env; Gymnasium's RecordEpisodeStatistics reports episodes as CleanRL logs them."""
-    import torch
+    torch = pytest.importorskip("torch")
     from gymnasium.wrappers.vector import RecordEpisodeStatistics
     from torch import nn
 
@@ -448,8 +449,8 @@ def test_cleanrl_style_ppo__a_few_updates_on_agent_vector_env_with_masks() -> No
 def test_torchrl_pettingzoo_wrapper__rollout_samples_only_legal_actions(obs_key: str | None) -> None:
     """TorchRL's ``PettingZooWrapper`` reads the mask from the observation (default) or, with
     ``obs_key=None``, from ``infos[agent]["action_mask"]``, and puts it in the action spec, so its random
-    rollout plays only legal actions. (The MAPPO loss with a centralized critic on ``state`` is
-    tests/test_torchrl_mappo.py::test_mappo__trains_with_masks_and_a_critic_on_the_global_state.)"""
+    rollout plays only legal actions. """
+    pytest.importorskip("torchrl")
     from torchrl.envs.libs.pettingzoo import PettingZooWrapper
 
     env = PettingZooWrapper(
@@ -464,11 +465,74 @@ def test_torchrl_pettingzoo_wrapper__rollout_samples_only_legal_actions(obs_key:
     assert rollout["next", "player", "done"].any()  # a round ended (max_ticks) and the env was reset
 
 
+def test_torchrl_mappo__trains_with_masks_and_a_critic_on_the_global_state() -> None:
+    """TorchRL's own route with a centralized critic: ``PettingZooWrapper(parallel_env(...), use_mask=True,
+    return_state=True)``, a shared masked policy, a critic on ``state``, TorchRL's collector, GAE and
+    ``ClipPPOLoss``, three iterations. No glue: the env goes in as TorchRL's docs show."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchrl")
+    import warnings
+
+    from tensordict.nn import TensorDictModule
+    from torch import nn
+    from torchrl.collectors import Collector
+    from torchrl.envs.libs.pettingzoo import PettingZooWrapper
+    from torchrl.modules import MaskedCategorical, MultiAgentMLP, ProbabilisticActor
+    from torchrl.objectives import ClipPPOLoss, ValueEstimators
+
+    G = "player"  # TorchRL's group of the agents player_0 .. player_{n-1}
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # TorchRL notes that it tests PettingZoo 1.24.3
+        env = PettingZooWrapper(nertz_env.parallel_env(num_players=2, max_ticks=40), use_mask=True,
+                                return_state=True, categorical_actions=True, seed=0)
+    assert env.group_map == {G: ["player_0", "player_1"]}
+    obs_key = (G, "observation", "observation")  # the Dict observation's vector; its mask became the action mask
+    obs_size = env.observation_spec[obs_key].shape[-1]
+    state_size = env.observation_spec["state"].shape[-1]
+    n_actions = env.full_action_spec[G, "action"].space.n
+    assert state_size == nertz_env.state_layout(nertz_env.make_config(num_players=2)).size
+    assert (G, "action_mask") in env.observation_spec.keys(True, True)
+    policy_net = MultiAgentMLP(n_agent_inputs=obs_size, n_agent_outputs=n_actions, n_agents=2, centralized=False,
+                               share_params=True, depth=1, num_cells=64)
+    policy = ProbabilisticActor(
+        TensorDictModule(policy_net, in_keys=[obs_key], out_keys=[(G, "logits")]),
+        in_keys={"logits": (G, "logits"), "mask": (G, "action_mask")}, out_keys=[(G, "action")],
+        distribution_class=MaskedCategorical, return_log_prob=True, log_prob_key=(G, "action_log_prob"),
+    )
+    value_net = nn.Sequential(nn.Linear(state_size, 64), nn.Tanh(), nn.Linear(64, 2), nn.Unflatten(-1, (2, 1)))
+    critic = TensorDictModule(value_net, in_keys=["state"], out_keys=[(G, "state_value")])  # every agent's value
+    loss = ClipPPOLoss(actor_network=policy, critic_network=critic, entropy_coeff=0.01, normalize_advantage=True)
+    loss.set_keys(reward=(G, "reward"), action=(G, "action"), sample_log_prob=(G, "action_log_prob"),
+                  value=(G, "state_value"), done=(G, "done"), terminated=(G, "terminated"))
+    loss.make_value_estimator(ValueEstimators.GAE, gamma=0.99, lmbda=0.95)
+    optim = torch.optim.Adam(loss.parameters(), lr=3e-3)
+    before = [p.detach().clone() for p in critic.parameters()]
+    collector = Collector(env, policy, frames_per_batch=120, total_frames=360)
+    iterations = 0
+    for data in collector:
+        assert not data["next", G, "info", "illegal"].any()  # the env flags an illegal action in its infos
+        assert data["state"].shape[-1] == state_size
+        with torch.no_grad():
+            loss.value_estimator(data, params=loss.critic_network_params, target_params=loss.target_critic_network_params)
+        for _ in range(2):
+            parts = loss(data)
+            total = parts["loss_objective"] + parts["loss_critic"] + parts["loss_entropy"]
+            assert torch.isfinite(total)
+            optim.zero_grad()
+            total.backward()
+            optim.step()
+        iterations += 1
+    collector.shutdown()
+    assert iterations == 3 and any(not torch.equal(b, p) for b, p in zip(before, critic.parameters(), strict=True))
+
+
 # ---------------------------------------------------------------- skrl (its PettingZoo wrapper, IPPO)
 def _skrl_ippo(fix_cfg: bool, timesteps: int = 32) -> dict:
     """skrl 2.1's IPPO recipe for a PettingZoo env (docs/clients/routes.md, the same code): the policy reads the
     mask back from skrl's flat observation with skrl's own ``unflatten_tensorized_space``."""
-    import torch
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("skrl")
     from pettingzoo.utils import BaseParallelWrapper
     from skrl.envs.wrappers.torch import wrap_env
     from skrl.memories.torch import RandomMemory
@@ -563,8 +627,74 @@ def test_sb3_subproc_vec_env__from_python_c_the_id_names_its_module(tmp_path) ->
     import subprocess
     import sys
 
+    pytest.importorskip("stable_baselines3")
     out = subprocess.run([sys.executable, "-c", SUBPROC], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.strip().splitlines()
     assert lines[0] == "nertz_env:nertz_env/Nertz-v0 (2, 406)", out.stdout + out.stderr[-2000:]
     assert lines[1].startswith("nertz_env/Nertz-v0 ") and "Namespace nertz_env not found" in out.stderr
+
+
+# ---------------------------------------------------------------- clients whose pins conflict with the dev extras
+# One venv on Python 3.11 (the one Python with torch's CPU wheel on this machine) for every client whose pins
+# agree: the wheel's train and eval extras, RL Zoo 3, BenchMARL (TorchRL 0.11) and pufferlib-core (it requires
+# torch 2.9.0: installed without its requirements). AgileRL pins TensorDict 0.13 and PettingZoo < 1.27: its own.
+def _shared() -> Path:
+    return venv("clients", dist()["wheel"], "train,eval", ["rl_zoo3==2.9.2", "benchmarl==1.5.2", "psutil"], torch=True,
+                no_deps=["pufferlib-core==3.0.23"])
+
+
+AGILERL = ["agilerl==2.58.0", "peft==0.21.2"]  # AgileRL imports peft but does not require it
+
+
+@pytest.mark.isolated
+def test_wheel_train_extra__nertz_train_finds_its_configs_trains_and_the_policy_plays_in_nertz_eval(tmp_path: Path) -> None:
+    env = env_for(_shared())
+    out = run(["nertz-train", "--config", "long_run", "--print-config"], cwd=tmp_path, env=env)
+    assert json.loads(out.stdout)["num_players"] == 4  # the shipped config, found by name
+    run(["nertz-train", "--num-tables", "2", "--n-steps", "16", "--batch-size", "32", "--n-epochs", "1", "--net-arch",
+         "16", "--checkpoint-every", "0", "--eval-every", "0", "--eval-deals", "0", "--no-progress-bar",
+         "--no-tensorboard", "--total-timesteps", "64", "--run-dir", "run"], cwd=tmp_path, env=env)
+    run(["nertz-eval", "gauntlet", "run/policy.zip", "random", "--deals", "1", "--workers", "1", "--no-save",
+         "--no-progress"], cwd=tmp_path, env=env)
+
+
+@pytest.mark.isolated
+def test_rl_zoo3_train__ppo_on_the_gymnasium_id_plays_unmasked_with_flagged_waits(tmp_path: Path) -> None:
+    """``python -m rl_zoo3.train --algo ppo --env nertz_env/Nertz-v0 --gym-packages nertz_env`` trains and saves;
+    the zoo has no MaskablePPO, so illegal actions are applied as waits and flagged: the gap the clients page names."""
+    out = run_script(_shared(), SCRIPTS / "rl_zoo3_route.py", cwd=tmp_path)
+    assert out["trained"] and out["decisions"] > 0 and 0 < out["illegal"] <= out["decisions"]
+
+
+@pytest.mark.isolated
+def test_benchmarl_custom_task__one_mappo_iteration_with_the_state_critic(tmp_path: Path) -> None:
+    """BenchMARL 1.5.2 with a custom task over TorchRL's PettingZooWrapper: one MAPPO iteration, its critic
+    reading the env's global ``state``."""
+    out = run_script(_shared(), SCRIPTS / "benchmarl_task.py", cwd=tmp_path)
+    assert out["iters"] == 1 and out["frames"] >= 100 and out["changed"] and out["has_state_spec"]
+    assert ["state"] in out["critic_in_keys"]
+
+
+@pytest.mark.isolated
+def test_pufferlib_pettingzoo_puffer_env__masked_play_with_the_mask_from_the_struct_view(tmp_path: Path) -> None:
+    """``PettingZooPufferEnv`` over ``parallel_env``: the mask read back through
+    ``observations.view(obs_dtype)["action_mask"]`` keeps every action legal, alone and in ``pufferlib.vector``."""
+    out = run_script(_shared(), SCRIPTS / "pufferlib_route.py", cwd=tmp_path)
+    assert out["episodes"] == 3 and out["illegal"] == 0 and out["fields"] == ["action_mask", "observation"]
+    assert out["vec_obs_rows"] == 4 and out["vec_steps"] == 40 and out["action_space"] == "Discrete(172)"
+
+
+@pytest.mark.isolated
+@pytest.mark.parametrize("mode", ["train", "bug"])
+def test_agilerl_ippo__trains_on_its_async_vec_env_and_its_own_mask_bug_is_pinned(mode: str, tmp_path: Path) -> None:
+    """AgileRL's IPPO on its AsyncPettingZooVecEnv over ``parallel_env(obs_key=None)`` trains two learn steps with
+    masks (no illegal action), through the one-line workaround docs/clients/index.md shows for AgileRL 2.58's
+    ``None in group_masks`` (ippo.py:466). When AgileRL fixes it the "bug" case fails: drop the workaround."""
+    out = run_script(venv("agilerl", dist()["wheel"], requirements=AGILERL, torch=True), SCRIPTS / "agilerl_ippo.py",
+                     mode, cwd=tmp_path)
+    if mode == "bug":
+        assert out["error"] and "truth value of an array with more than one element is ambiguous" in out["error"]
+    else:
+        assert out["learns"] == 2 and out["changed"] and out["episodes"] >= 2
+        assert out["decisions"] >= 128 and out["illegal"] == 0

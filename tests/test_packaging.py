@@ -1,18 +1,27 @@
-"""Packaging and checkout plumbing: the explicit package list, the installed layout, the checkout's symlinks
-(``nertz_env/agents`` -> ``../agents``, train, eval) and the README's commands that CI runs."""
+"""Packaging: the explicit package list, the installed layout, the checkout's symlinks (``nertz_env/agents`` ->
+``../agents``, train, eval), the README's commands and links, the install hints; and, marked ``isolated``, the
+sdist and the wheel installed in venvs of their own (tests/isolated_venv.py) and used outside the checkout:
+the sdist on Python 3.11 (plain: PettingZoo's five tests, its own tests), the wheel with its extras on the
+oldest and newest Python (3.10, 3.13). The train extra runs on 3.11 beside the clients (tests/test_clients.py)."""
 
 from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tarfile
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
+from isolated_venv import DISK_ENV, dist, env_for, make_room, python_of, run, run_script, venv
 from nertz_env.extras import install_command
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -151,7 +160,7 @@ def test_metadata__classifiers_name_the_tested_pythons_and_urls_point_at_the_rep
         for c in project["classifiers"]
         if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
     }
-    # the Pythons the wheel test (tests/test_wheel.py) installs and runs the package on
+    # the Pythons the isolated tests install and run the package on (the sdist on 3.11, the wheel on 3.10 and 3.13)
     assert versions == {"3.10", "3.11", "3.12", "3.13"}
     assert project["requires-python"] == ">=3.10"
     urls = project["urls"]
@@ -285,7 +294,7 @@ def test_readme_links__are_absolute_and_resolve_in_the_long_description() -> Non
 
 def test_tests__a_module_that_needs_an_extra_skips_naming_it() -> None:
     # pytest from an unpacked sdist with only some extras installed: a module needing a missing extra skips
-    # with the extra's name (tests/test_wheel.py collects the sdist's tests without the extras)
+    # with the extra's name (test_sdist__... below collects the sdist's tests without the extras)
     import ast
 
     extras = set(_pyproject()["project"]["optional-dependencies"])
@@ -432,3 +441,151 @@ def test_setup__the_demo_installs_only_the_eval_extra_and_a_rerun_installs_nothi
     (venv / ".nertz-setup").write_text("dev 0000000000000000\n")  # as after an edit of the sources
     _setup_run(venv, log, "demo")
     assert calls()[n:] == ["-m pip install -q -e .[eval]"]
+
+
+def test_play_page__its_assets_are_package_data() -> None:
+    import fnmatch
+
+    patterns = _pyproject()["tool"]["setuptools"]["package-data"]["nertz_env.play"]
+    static = ROOT / "nertz_env" / "play" / "static"
+    files = sorted(p.relative_to(static.parent).as_posix() for p in static.iterdir())
+    assert {"static/index.html", "static/play.js", "static/play.css"} <= set(files)
+    for name in files:
+        assert any(fnmatch.fnmatch(name, pat) for pat in patterns), f"{name} would be left out of the wheel"
+
+
+# ---------------------------------------------------------------- the isolated venvs' disk mode (NERTZ_ISOLATED_DISK)
+@pytest.mark.parametrize(("mode", "keep", "left"), [
+    ("low", "agilerl-b", ["agilerl-b", "agilerl.lock"]),  # building one removes the others, keeps the locks
+    ("low", "wheel-new", ["agilerl.lock"]),  # a venv not yet made: the rest go
+    (None, "agilerl-b", ["agilerl-b", "agilerl.lock", "plain-a"]),  # unset: every venv is kept
+    ("Low", "agilerl-b", None),  # another value is refused and removes nothing
+])
+def test_make_room__low_keeps_one_venv_unset_keeps_all_another_value_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str | None, keep: str, left: list[str] | None) -> None:
+    for name in ("plain-a", "agilerl-b"):
+        (tmp_path / name / "bin").mkdir(parents=True)
+    (tmp_path / "agilerl.lock").write_text("")
+    monkeypatch.delenv(DISK_ENV, raising=False) if mode is None else monkeypatch.setenv(DISK_ENV, mode)
+    if left is None:
+        with pytest.raises(ValueError, match="the only value is 'low'"):
+            make_room(tmp_path / keep)
+        left = ["agilerl-b", "agilerl.lock", "plain-a"]
+    else:
+        make_room(tmp_path / keep)
+        make_room(tmp_path / "not-made" / "x")  # a root not yet made is fine
+    assert sorted(p.name for p in tmp_path.iterdir()) == left
+
+
+# ---------------------------------------------------------------- the sdist and the wheel, installed outside the checkout
+def _quick_start(venv_dir: Path, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """The README's quick start (its first python block), run from ``cwd``; the package must come from the venv."""
+    blocks = re.findall(r"^```python\n(.*?)^```", (ROOT / "README.md").read_text(), re.M | re.S)
+    assert blocks and "parallel_env" in blocks[0], "README.md's first python block is not the quick start"
+    code = "import warnings\nwarnings.simplefilter('default')\n" + blocks[0] + "\nimport nertz_env as _n\nprint('PACKAGE', _n.__file__)\n"
+    out = run([venv_dir / "bin" / "python", "-c", code], cwd=cwd, env=env)
+    assert "Lake:" in out.stdout  # the table the quick start renders
+    return out
+
+
+@pytest.mark.isolated
+def test_sdist__installs_passes_pettingzoos_tests_plain_and_its_own_tests_collect_and_pass(tmp_path: Path) -> None:
+    """The sdist on Python 3.11 with no extra: it builds and installs, the quick start runs, PettingZoo's five
+    tests pass on that plain install (render_test failed there while rgb_array was declared without the render
+    extra), it ships no lab records, and from the unpacked sdist every test module collects (those needing an
+    extra skip naming it) and tests/test_packaging.py passes."""
+    sdist = dist()["sdist"]
+    path = venv("sdist", sdist, requirements=["pytest>=8"], python=python_of("3.11"))
+    env = env_for(path)
+    (tmp_path / "elsewhere").mkdir()
+    out = _quick_start(path, tmp_path / "elsewhere", env)
+    assert Path(out.stdout.strip().splitlines()[-1].split(" ", 1)[1]).resolve().is_relative_to(path.resolve())
+    plain = run_script(path, ROOT / "tests" / "clients" / "pettingzoo_plain.py", cwd=tmp_path / "elsewhere")
+    assert all(plain["plain"].values()) and "rgb_array" not in plain["render_modes"], plain
+    with tarfile.open(sdist) as tar:
+        lab = [n for n in tar.getnames() if re.match(r"[^/]+/(experiments/|bench/results/.*\.py$)", n)]
+        assert not lab, f"the sdist ships lab records: {lab[:5]}"
+        tar.extractall(tmp_path, filter="data")
+    unpacked = next(tmp_path.glob("nertz_env-*/"))
+    py = path / "bin" / "python"
+    out = run([py, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider"], cwd=unpacked, env=env)
+    assert "error" not in out.stdout.lower().split("collected")[-1], out.stdout[-3000:]
+    skips = re.findall(r"^SKIPPED \[\d+\] (tests/\S+): (.*)$", out.stdout, re.M)
+    assert skips, "the sdist's venv has no extras: the modules that need one should skip"
+    for where, reason in skips:
+        assert re.search(r"needs the \w+ extra", reason), f"{where} skips without naming the extra: {reason}"
+    run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_packaging.py"], cwd=unpacked, env=env)
+
+
+def _serve_and_fetch(bin_dir: Path, cwd: Path, env: dict[str, str]) -> str:
+    """nertz-play on a free port; the page it serves."""
+    proc = subprocess.Popen([bin_dir / "nertz-play", "--no-browser", "--players", "2", "--seed", "1", "--step",
+                             "--replay-dir", cwd / "played"], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+    try:
+        seen, deadline = [], time.monotonic() + 600
+        while proc.stdout and time.monotonic() < deadline and (line := proc.stdout.readline()):
+            seen.append(line)
+            if m := re.search(r"(http://\S+/)", line):
+                with urllib.request.urlopen(m.group(1), timeout=60) as r:
+                    return r.read().decode()
+        raise AssertionError("nertz-play printed no address:\n" + "".join(seen))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.mark.isolated
+@pytest.mark.parametrize("version", ["3.10", "3.13"])
+def test_wheel__quick_start_and_a_command_of_each_extra_outside_the_checkout(version: str, tmp_path: Path) -> None:
+    """The wheel with its eval, render and play extras: the quick start, a tournament recording replays, the replay
+    page and a GIF of it, nertz-play's page served; nertz-train without the train extra is one line naming it."""
+    path = venv("wheel", dist()["wheel"], "eval,render,play", python=python_of(version))
+    env = env_for(path)
+    _quick_start(path, tmp_path, env)
+    run(["nertz-eval", "round-robin", "random", "greedy", "--players", "2", "--deals", "2", "--workers", "1", "--rule",
+         "max_ticks=60", "--out", "results", "--replays", "replays", "--no-progress"], cwd=tmp_path, env=env)
+    assert json.loads((tmp_path / "results" / "results.json").read_text())
+    replay = sorted((tmp_path / "replays").glob("*.jsonl.gz"))[0]
+    run(["nertz-replay", replay, "-o", "page.html"], cwd=tmp_path, env=env)
+    run(["nertz-replay", replay, "--gif", "game.gif", "--fps", "20"], cwd=tmp_path, env=env)
+    assert (tmp_path / "page.html").stat().st_size > 0 and (tmp_path / "game.gif").read_bytes()[:3] == b"GIF"
+    assert "<html" in _serve_and_fetch(path / "bin", tmp_path, env).lower()
+    out = subprocess.run(["nertz-train", "--total-timesteps", "64"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "the train extra" in out.stderr and "-m pip install 'torch>=2.1'" in out.stderr
+
+
+@pytest.mark.isolated
+def test_read_only_install_without_a_home__compiles_in_memory_with_one_warning(tmp_path: Path) -> None:
+    """The package alone (pip --target) where nothing can be written, no home: the quick start compiles in memory
+    with one warning naming NUMBA_CACHE_DIR and one line saying the rules are compiling."""
+    path = venv("wheel", dist()["wheel"], "eval,render,play", python=python_of("3.13"))  # the last test's venv
+    site, blocker, readonly_cache = tmp_path / "site", tmp_path / "blocker", tmp_path / "readonly-cache"
+    run([path / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", "--target", site, dist()["wheel"]], cwd=tmp_path)
+    blocker.write_text("")
+    readonly_cache.mkdir()
+    if os.geteuid() == 0:  # root writes through permissions: files in the way instead
+        for pycache in ("nertz_env/engine/__pycache__", "nertz_env/agents/__pycache__"):
+            shutil.rmtree(site / pycache, ignore_errors=True)
+            (site / pycache).write_text("")
+        home, cache = str(blocker / "home"), str(blocker / "cache")
+    else:
+        home, cache = "/", str(readonly_cache)
+        for d in [site, *site.rglob("*"), readonly_cache]:
+            if d.is_dir():
+                d.chmod(0o555)
+    env = env_for(path, HOME=home, NUMBA_CACHE_DIR=cache, PYTHONPATH=str(site))
+    env.pop("XDG_CACHE_HOME", None)
+    try:
+        (tmp_path / "run").mkdir()
+        out = _quick_start(path, tmp_path / "run", env)
+    finally:
+        for d in [site, *site.rglob("*"), readonly_cache]:
+            if d.is_dir():
+                d.chmod(0o755)
+    assert out.stdout.strip().splitlines()[-1].startswith(f"PACKAGE {site}")
+    warned = [x for x in out.stderr.splitlines() if "CompileCacheWarning" in x]
+    assert len(warned) == 1 and "NUMBA_CACHE_DIR" in warned[0], out.stderr[-3000:]
+    told = [x for x in out.stderr.splitlines() if x.startswith("nertz_env: compiling the rules")]
+    assert len(told) == 1 and "every process compiles" in told[0], out.stderr[-3000:]

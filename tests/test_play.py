@@ -31,10 +31,10 @@ from nertz_env.play.server import Hub, create_app
 SEED = 11
 
 
-def make_game(players: int = 3, seed: int = SEED, bots: str = "heuristic", seat: int = 0,
+def make_game(players: int = 3, seed: int = SEED, bots: str | list[str] = "heuristic", seat: int = 0,
               recorder_factory: Any = None, **rules: Any) -> PlayGame:
     env = nertz_env.parallel_env(num_players=players, **rules)
-    specs = [bots] * (players - 1)
+    specs = [bots] * (players - 1) if isinstance(bots, str) else bots
     return PlayGame(env, [make_agent(s) for s in specs], specs, seat=seat, seed=seed,
                     recorder_factory=recorder_factory)
 
@@ -253,37 +253,18 @@ def test_server__a_second_tab_watches_and_plays_on_when_the_first_closes() -> No
             assert welcome["role"] == "player" and state["view"]["tick"] == 2
 
 
-def test_server__with_allowed_hosts_refuses_requests_for_another_host() -> None:
+def test_server__refuses_another_host_and_a_page_from_another_origin() -> None:
     hub = Hub(make_game(), step=True, log=lambda text: None)
     client = TestClient(create_app(hub, ["127.0.0.1", "localhost"]), base_url="http://127.0.0.1:9")
     with client:
-        assert client.get("/").status_code == 200
-        assert client.get("/", headers={"host": "rebound.example:9"}).status_code == 400
-        with client.websocket_connect("ws://127.0.0.1:9/ws") as ws:
+        with client.websocket_connect("ws://127.0.0.1:9/ws", headers={"origin": "http://127.0.0.1:9"}) as ws:
             assert ws.receive_json()["type"] == "welcome"
         with pytest.raises(WebSocketDisconnect), client.websocket_connect("ws://rebound.example:9/ws") as ws:
             ws.receive_json()
-
-
-def test_server__refuses_a_page_from_another_origin() -> None:
-    client, _ = make_client(make_game(), step=True)
-    with client:
-        with client.websocket_connect("/ws", headers={"origin": "http://testserver"}) as ws:
-            assert ws.receive_json()["type"] == "welcome"
         evil = {"origin": "http://evil.example"}
-        with pytest.raises(WebSocketDisconnect) as refused, client.websocket_connect("/ws", headers=evil) as ws:
+        with pytest.raises(WebSocketDisconnect) as refused, client.websocket_connect("ws://127.0.0.1:9/ws", headers=evil) as ws:
             ws.receive_json()
         assert refused.value.code == 1008 and "its own page" in refused.value.reason
-
-
-def test_server__serves_the_page_and_its_assets() -> None:
-    client, _ = make_client(make_game(), step=True)
-    with client:
-        page = client.get("/")
-        assert page.status_code == 200 and "play.js" in page.text
-        for asset in ("/static/play.js", "/static/play.css"):
-            assert client.get(asset).status_code == 200
-        assert client.get("/static/nothing.js").status_code == 404
 
 
 def test_server__real_time_ticks_on_the_clock_and_plays_the_queued_move_on_the_next_tick() -> None:
@@ -397,14 +378,22 @@ def _run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
         (["--seed", "-1"], "--seed must be a non-negative integer"),
         (["--opponents", "heuristic:depth=3"], "has no parameter depth"),
         (["--host", "no.such.host.invalid"], "--host"),
+        (["--port", "{taken}"], "cannot listen on 127.0.0.1:{taken}"),  # a port in use
+        (["--replay-dir", "{file}/sub"], "--replay-dir"),  # a folder that cannot be made
     ],
 )
 def test_cli__bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                argv: list[str], words: str) -> None:
-    code, err = _run_cli(capsys, "--replay-dir", str(tmp_path), *argv)
+    (tmp_path / "file").write_text("")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        fill = {"taken": taken.getsockname()[1], "file": tmp_path / "file"}
+        argv = [a.format(**fill) for a in argv]
+        code, err = _run_cli(capsys, *([] if "--replay-dir" in argv else ["--replay-dir", str(tmp_path)]), *argv)
     assert code == 2
     assert len(err.splitlines()) == 1 and err.startswith("nertz-play: error:"), err
-    assert words in err
+    assert words.format(**fill) in err
 
 
 @pytest.mark.parametrize(
@@ -452,23 +441,6 @@ def test_cli__a_damaged_or_recordless_checkpoint_is_one_line_and_exit_2(capsys: 
         assert code == 2, err
         assert len(err.splitlines()) == 1 and err.startswith("nertz-play: error: --opponents:"), err
         assert words in err, err
-
-
-def test_cli__a_port_in_use_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen(1)
-        port = taken.getsockname()[1]
-        code, err = _run_cli(capsys, "--replay-dir", str(tmp_path), "--port", str(port))
-    assert code == 2 and len(err.splitlines()) == 1
-    assert f"cannot listen on 127.0.0.1:{port}" in err
-
-
-def test_cli__unwritable_replay_dir_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    blocker = tmp_path / "file"
-    blocker.write_text("")
-    code, err = _run_cli(capsys, "--replay-dir", str(blocker / "sub"))
-    assert code == 2 and len(err.splitlines()) == 1 and "--replay-dir" in err
 
 
 def test_cli__one_opponent_fills_every_seat_and_the_default_table_is_four() -> None:
@@ -558,47 +530,23 @@ def test_events__a_lost_race_and_an_illegal_move_are_reported_to_the_person() ->
 
 
 def test_cli__serves_a_table_on_loopback_plays_over_a_real_websocket_and_stops_cleanly(tmp_path: Path) -> None:
-    import os
-    import signal
-    import subprocess
-    import sys
     import urllib.request
 
     ws_client = pytest.importorskip("websockets.sync.client")
     from nertz_env.replay import verify_replay
 
-    root = Path(__file__).resolve().parent.parent
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "nertz_env.play.cli", "--no-browser", "--step", "--seed", "5", "--players", "2",
-         "--opponents", "greedy", "--replay-dir", str(tmp_path)],
-        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=restore_sigint,
-    )
-    try:
-        lines: list[str] = []
-        url = None
-        deadline = time.monotonic() + 120
-        while url is None and time.monotonic() < deadline:
-            line = proc.stdout.readline() if proc.stdout else ""
-            if not line:
-                break
-            lines.append(line)
-            if "the table is at " in line:
-                url = line.split("the table is at ")[1].split()[0]
-        assert url is not None and url.startswith("http://127.0.0.1:"), lines
-        with urllib.request.urlopen(url, timeout=10) as page:
+    with nertz_play(tmp_path, "--step", "--opponents", "greedy") as served:
+        assert served.url.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(served.url, timeout=10) as page:
             assert b"play.js" in page.read()
-        with ws_client.connect(url.replace("http://", "ws://") + "ws", origin=url.rstrip("/")) as ws:
+        with ws_client.connect(served.url.replace("http://", "ws://") + "ws", origin=served.url.rstrip("/")) as ws:
             assert json.loads(ws.recv(timeout=10))["type"] == "welcome"
             assert json.loads(ws.recv(timeout=10))["view"]["tick"] == 0
             ws.send(json.dumps({"type": "wait"}))
             state = json.loads(ws.recv(timeout=30))
             assert state["type"] == "state" and state["view"]["tick"] == 1
-    finally:
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=30)
-    assert proc.returncode == 0, out
-    assert "stopped after tick 1" in out and "Traceback" not in out
+    assert served.proc.returncode == 0, served.out
+    assert "stopped after tick 1" in served.out and "Traceback" not in served.out
     replays = list(tmp_path.glob("nertz-play-*-seed5.jsonl"))
     assert len(replays) == 1 and verify_replay(replays[0]) == 1
 
@@ -631,27 +579,6 @@ def test_cli__ctrl_c_while_the_first_run_compiles_is_one_line_then_a_sigint_exit
     lines = err.splitlines()
     assert lines[-1] == "nertz-play: interrupted (Ctrl-C)" and "Traceback" not in err, err[-2000:]
     assert all(line.startswith("nertz_env: compiling the rules") for line in lines[:-1]), err[-2000:]
-
-
-def test_packaging__the_page_assets_are_package_data() -> None:
-    import fnmatch
-
-    tomllib = pytest.importorskip("tomllib")
-    root = Path(__file__).resolve().parent.parent
-    with open(root / "pyproject.toml", "rb") as f:
-        project = tomllib.load(f)
-    patterns = project["tool"]["setuptools"]["package-data"]["nertz_env.play"]
-    static = root / "nertz_env" / "play" / "static"
-    files = sorted(p.relative_to(static.parent).as_posix() for p in static.iterdir())
-    assert {"static/index.html", "static/play.js", "static/play.css"} <= set(files)
-    for name in files:
-        assert any(fnmatch.fnmatch(name, pat) for pat in patterns), f"{name} would be left out of the wheel"
-    from nertz_env.commands import COMMANDS
-
-    # the script runs through nertz_env.commands, which names the extras and runs the play command's main
-    assert project["project"]["scripts"]["nertz-play"] == "nertz_env.commands:nertz_play"
-    assert COMMANDS["nertz-play"][0] == "nertz_env.play.cli:main"
-    assert {"starlette", "uvicorn", "websockets"} <= {r.split(">")[0].split("=")[0] for r in project["project"]["optional-dependencies"]["play"]}
 
 
 # ------------------------------------------------------------------ who may reach the table
@@ -716,6 +643,7 @@ class Served:
         self.sock.listen(16)
         self.port = self.sock.getsockname()[1]
         self.url = f"ws://127.0.0.1:{self.port}/ws"
+        self.page = f"http://127.0.0.1:{self.port}/"
         self.server = uvicorn.Server(cli.server_config(create_app(hub, allowed, token), **options))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
         self.thread.start()
@@ -961,6 +889,7 @@ def test_server__every_answer_refuses_framing_and_caching_and_sends_no_referrer(
             assert r.headers.get("cache-control") == "no-store"
         # the page satisfies its own policy: no inline script or style, nothing from elsewhere
         page = answers[0].text
+        assert "play.js" in page
         assert "<script>" not in page and "<style" not in page and " style=" not in page and "http" not in page
 
 
@@ -1042,9 +971,9 @@ def test_server__a_ping_flood_on_a_paused_table_is_bounded_and_the_tab_is_droppe
     reads nothing for the timeout is dropped (small: the server in this process, a 1 s timeout; long: nertz-play
     itself, its own timeout, the issue's 25 s)."""
     if long:
-        with nertz_play(tmp_path, "--tick-ms", "200") as (proc, url, _):
-            port = int(url.split(":")[2].split("/")[0])
-            sock = silent_socket(port)
+        with nertz_play(tmp_path, "--tick-ms", "200") as served:
+            proc = served.proc
+            sock = silent_socket(served.port)
             try:
                 sock.sendall(masked_frame(0x1, b'{"type": "pause"}'))
                 time.sleep(0.5)
@@ -1079,10 +1008,18 @@ def test_server__a_ping_flood_on_a_paused_table_is_bounded_and_the_tab_is_droppe
         served.stop()
 
 
+class NertzPlay:
+    """``nertz-play`` in a process of its own (2 seats, seed 5, random bots unless ``args`` name others): its
+    address once it prints one; after the ``with`` block (Ctrl-C) its exit code and all it printed."""
+
+    def __init__(self, proc: Any, url: str, err_path: Path) -> None:
+        self.proc, self.url, self.err_path, self.out = proc, url, err_path, ""
+        self.port = int(url.split(":")[2].split("/")[0])
+
+
 @contextlib.contextmanager
-def nertz_play(tmp_path: Path, *args: str, nofile: int | None = None) -> Iterator[tuple[Any, str, Path]]:
-    """``nertz-play`` in a process of its own (random bots at 2 seats, seed 5), at most ``nofile`` open files;
-    yields the process, the table's address and the file of its stderr. Stopped with Ctrl-C."""
+def nertz_play(tmp_path: Path, *args: str, nofile: int | None = None) -> Iterator[NertzPlay]:
+    """Start nertz-play (at most ``nofile`` open files), yield it once it serves, stop it with Ctrl-C."""
     import os
     import resource
     import signal
@@ -1098,28 +1035,29 @@ def nertz_play(tmp_path: Path, *args: str, nofile: int | None = None) -> Iterato
     with open(err_path, "w") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "nertz_env.play.cli", "--no-browser", "--seed", "5", "--players", "2",
-             "--opponents", "random", "--replay-dir", str(tmp_path), *args],
+             *([] if "--opponents" in args else ["--opponents", "random"]), "--replay-dir", str(tmp_path), *args],
             cwd=tmp_path, stdout=subprocess.PIPE, stderr=err, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
             preexec_fn=child,
         )
+    seen: list[str] = []
+    served = None
     try:
-        url = None
         deadline = time.monotonic() + 120
-        while url is None and time.monotonic() < deadline:
-            line = proc.stdout.readline() if proc.stdout else ""
-            if not line:
-                break
+        while served is None and time.monotonic() < deadline and (line := proc.stdout.readline() if proc.stdout else ""):
+            seen.append(line)
             if "the table is at " in line:
-                url = line.split("the table is at ")[1].split()[0]
-        assert url is not None, err_path.read_text()[-2000:]
-        yield proc, url, err_path
+                served = NertzPlay(proc, line.split("the table is at ")[1].split()[0], err_path)
+        assert served is not None, "".join(seen) + err_path.read_text()[-2000:]
+        yield served
     finally:
         proc.send_signal(signal.SIGINT)
         try:
-            proc.communicate(timeout=30)
+            out, _ = proc.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.communicate()
+            out, _ = proc.communicate()
+        if served is not None:
+            served.out = "".join(seen) + (out or "") + err_path.read_text()
 
 
 class Player:
@@ -1175,8 +1113,8 @@ def test_server__idle_sockets_beyond_the_file_limit_leave_new_clients_served_and
     import http.client
 
     nofile, count, window = (1024, 1100, 10.0) if long else (256, 300, 3.0)
-    with nertz_play(tmp_path, "--tick-ms", "100", nofile=nofile) as (_, url, err_path):
-        port = int(url.split(":")[2].split("/")[0])
+    with nertz_play(tmp_path, "--tick-ms", "100", nofile=nofile) as served:
+        port, url, err_path = served.port, served.url, served.err_path
         idle: list[socket.socket] = []
         try:
             with playing(url) as player:

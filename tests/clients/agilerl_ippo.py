@@ -2,7 +2,7 @@
 shortened), on ``nertz_env.parallel_env(obs_key=None)``: the bare observation vector, the mask in
 ``infos[agent]["action_mask"]`` (AgileRL refuses a mask inside the observation).
 
-Run by tests/test_client_agilerl.py in a venv of its own. ``python agilerl_ippo.py train`` trains a few learn
+Run by tests/test_clients.py in a venv of its own. ``python agilerl_ippo.py train`` trains a few learn
 steps with the one-line workaround for AgileRL 2.58's own bug and prints a JSON line of what happened;
 ``python agilerl_ippo.py bug`` calls ``get_action`` with the infos as they come and prints the error."""
 

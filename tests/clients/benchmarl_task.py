@@ -2,7 +2,7 @@
 ``TaskClass``), over TorchRL's ``PettingZooWrapper`` of ``nertz_env.parallel_env``; MAPPO (its critic on the
 env's global ``state``) for one iteration.
 
-Run by tests/test_client_isolated.py in a venv of its own (BenchMARL pins TorchRL 0.11). Prints a JSON line."""
+Run by tests/test_clients.py in a venv of its own (BenchMARL pins TorchRL 0.11). Prints a JSON line."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""PettingZoo's five conformance tests on a plain install of nertz-env (the wheel and its four dependencies,
-no extras: no render extra, no torch). Run by tests/test_client_isolated.py; prints a JSON line."""
+"""PettingZoo's five conformance tests on a plain install of nertz-env (built from the sdist, its four dependencies,
+no extras: no render extra, no torch). Run by tests/test_packaging.py in the sdist's venv; prints a JSON line."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """pufferlib-core's PettingZoo route (docs/clients/routes.md): ``PettingZooPufferEnv`` over ``parallel_env``,
 the mask read back through ``observations.view(obs_dtype)["action_mask"]``, masked play in one env and in
-``pufferlib.vector`` (Serial). Run by tests/test_client_isolated.py; prints a JSON line."""
+``pufferlib.vector`` (Serial). Run by tests/test_clients.py; prints a JSON line."""
 
 from __future__ import annotations
 

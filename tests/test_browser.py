@@ -1,16 +1,18 @@
-"""nertz-play in a real browser: Playwright drives Debian's chromium against a server on a free loopback port.
+"""The pages in a real browser: Playwright drives Debian's chromium (``apt-get install -y chromium``; Playwright's
+own browser download is not used), launched once for the module. Run alone with ``pytest -m browser``.
 
-The page is clicked the way a person plays (a card, then where it goes; a drag; the stock; keys), and after
-every tick the server's table is compared with a ``parallel_env`` stepped from the same seed with the same
-actions. Screenshots are checked not to be blank. Needs ``pip install playwright`` and ``apt-get install -y
-chromium`` (Playwright's own browser download is not used); run alone with ``-m browser``.
+- nertz-play: the page is clicked as a person plays (a card then where it goes, a drag, the stock, keys) against a
+  server on a free loopback port; after every tick the served table equals a ``parallel_env`` stepped with the
+  same seed and actions. Its headers keep other origins from framing it.
+- nertz-replay: the page opened from disk (no server, no network), scrubbed, and the table it shows read back from
+  the drawing and compared with the file. Screenshots are checked not to be blank.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -20,68 +22,42 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.browser
+from nertz_env.environment import parallel_env
+from nertz_env.replay import RecordReplay, load_replay, verify_replay
+from nertz_env.replay_cli import main as replay_main
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--no-first-run"]
+pytestmark = pytest.mark.browser
+sync_api = pytest.importorskip("playwright.sync_api", reason="needs the browser extra: pip install '.[browser]'")
+CHROMIUM = os.environ.get("NERTZ_CHROMIUM", "/usr/bin/chromium")
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"no chromium at {CHROMIUM} (apt-get install -y chromium, or set NERTZ_CHROMIUM)", allow_module_level=True)
 SEED = 3
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"no chromium at {CHROMIUM} (apt-get install -y chromium)")
+    """The one Chromium of this module (no network of its own: no background requests, no updates)."""
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--no-first-run",
+                                                              "--disable-background-networking", "--disable-component-update"])
         yield b
         b.close()
 
 
-class Served:
-    """A nertz-play table served by uvicorn in a thread on a free loopback port."""
-
-    def __init__(self, hub: Any, token: str | None = None) -> None:
-        import uvicorn
-
-        from nertz_env.play.server import create_app
-
-        self.hub = hub
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/"
-        self.server = uvicorn.Server(uvicorn.Config(create_app(hub, token=token), log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 60
-        while not self.server.started:
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.02)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
-        self.sock.close()
-
-
 def serve(tmp_path: Path, specs: list[str], step: bool = True, tick_ms: int = 1000, token: str | None = None,
-          **rules: Any) -> Served:
-    import nertz_env
-    from nertz_env.agents import make_agent
-    from nertz_env.play.game import PlayGame
+          **rules: Any) -> Any:
+    """A nertz-play table (the person at seat 0, ``specs`` at the others) served on a free loopback port."""
+    pytest.importorskip("uvicorn", reason="needs the play extra: pip install '.[play]'")
     from nertz_env.play.record import replay_recorder, table_drawer
     from nertz_env.play.server import Hub
+    from test_play import Served, make_game
 
-    env = nertz_env.parallel_env(num_players=len(specs) + 1, **rules)
-    game = PlayGame(env, [make_agent(s) for s in specs], specs, seat=0, seed=SEED,
-                    recorder_factory=replay_recorder(str(tmp_path)))
-    return Served(Hub(game, step=step, tick_ms=tick_ms, drawer=table_drawer(), log=lambda text: None), token)
+    game = make_game(players=len(specs) + 1, seed=SEED, bots=specs, recorder_factory=replay_recorder(str(tmp_path)), **rules)
+    return Served(Hub(game, step=step, tick_ms=tick_ms, drawer=table_drawer(), log=lambda text: None), token=token)
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
+def served(tmp_path: Path) -> Iterator[Any]:
     s = serve(tmp_path, ["heuristic", "search"])
     yield s
     s.stop()
@@ -135,7 +111,7 @@ def top_of(page: Any, selector: str) -> Any:
     return page.locator(selector).last
 
 
-def check_engine(served: Served, ref: Any) -> None:
+def check_engine(served: Any, ref: Any) -> None:
     """The served table equals ``ref`` stepped with every action the served table played."""
     game = served.hub.game
     while ref.tick < game.tick_count:
@@ -144,21 +120,19 @@ def check_engine(served: Served, ref: Any) -> None:
     assert game.env.snapshot() == ref.snapshot()
 
 
-def test_play_by_clicking__the_table_changes_exactly_as_the_engine_says(browser: Any, served: Served,
+def test_play_by_clicking__the_table_changes_exactly_as_the_engine_says(browser: Any, served: Any,
                                                                          tmp_path: Path) -> None:
-    import nertz_env
-
     out = shots_dir(tmp_path)
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(served.url)
+    page.goto(served.page)
     page.wait_for_selector("#table svg .hit")
     assert page.inner_text("#role") == "you play seat 0"
     page.screenshot(path=str(out / "play_start.png"))
     assert_not_blank(out / "play_start.png")
 
-    ref = nertz_env.parallel_env(num_players=3)
+    ref = parallel_env(num_players=3)
     ref.reset(seed=SEED)
     game = served.hub.game
 
@@ -224,18 +198,16 @@ def test_play_by_clicking__the_table_changes_exactly_as_the_engine_says(browser:
     page.close()
 
 
-def test_second_tab_watches_and_a_closed_tab_keeps_the_replay(browser: Any, served: Served, tmp_path: Path) -> None:
-    import json
-
+def test_second_tab_watches_and_a_closed_tab_keeps_the_replay(browser: Any, served: Any, tmp_path: Path) -> None:
     out = shots_dir(tmp_path)
     first = browser.new_page(viewport={"width": 1200, "height": 800})
-    first.goto(served.url)
+    first.goto(served.page)
     first.wait_for_selector("#table svg .hit")
     for k in range(3):
         first.keyboard.press("w")
         wait_tick(first, k + 1)
     second = browser.new_page(viewport={"width": 1200, "height": 800})
-    second.goto(served.url)
+    second.goto(served.page)
     second.wait_for_selector("#table svg .hit")
     assert second.inner_text("#role") == "spectator"
     second.keyboard.press("f")
@@ -256,12 +228,10 @@ def test_second_tab_watches_and_a_closed_tab_keeps_the_replay(browser: Any, serv
 
 
 def test_game_over_is_shown_the_replay_is_closed_and_a_new_game_deals(browser: Any, tmp_path: Path) -> None:
-    from nertz_env.replay import load_replay, verify_replay
-
     served = serve(tmp_path, ["greedy"], max_ticks=6)
     try:
         page = browser.new_page(viewport={"width": 1200, "height": 800})
-        page.goto(served.url)
+        page.goto(served.page)
         page.wait_for_selector("#table svg .hit")
         for k in range(6):
             page.keyboard.press("w")
@@ -289,12 +259,10 @@ def test_game_over_is_shown_the_replay_is_closed_and_a_new_game_deals(browser: A
 
 def test_real_time__the_table_ticks_by_itself_and_a_key_becomes_the_next_tick_s_action(browser: Any,
                                                                                       tmp_path: Path) -> None:
-    import nertz_env
-
     served = serve(tmp_path, ["heuristic"], step=False, tick_ms=250)
     try:
         page = browser.new_page(viewport={"width": 1200, "height": 800})
-        page.goto(served.url)
+        page.goto(served.page)
         page.wait_for_selector("#table svg .hit")
         wait_tick(page, 2)  # no click: the clock runs and the person waits
         game = served.hub.game
@@ -310,7 +278,7 @@ def test_real_time__the_table_ticks_by_itself_and_a_key_becomes_the_next_tick_s_
         wait_tick(page, paused_at + 1)
         assert game.history[paused_at].moves[0].name == "flip"
         assert page.inner_text("#pending") == ""
-        ref = nertz_env.parallel_env(num_players=2)
+        ref = parallel_env(num_players=2)
         ref.reset(seed=SEED)
         page.keyboard.press("p")
         page.wait_for_function("() => document.querySelector('#status').textContent.includes('PAUSED')")
@@ -358,9 +326,9 @@ def test_a_page_of_another_origin_cannot_frame_the_table(browser: Any, tmp_path:
     try:
         context = browser.new_context()
         player = context.new_page()
-        player.goto(s.url + (f"?token={token}" if token else ""))
+        player.goto(s.page + (f"?token={token}" if token else ""))
         player.wait_for_selector("#table svg .hit")
-        with framing_page(s.url) as evil_url:
+        with framing_page(s.page) as evil_url:
             evil = context.new_page()
             evil.goto(evil_url)
             evil.wait_for_timeout(1500)  # time for a framed page's websocket to connect
@@ -381,15 +349,15 @@ def test_a_malformed_cookie_of_another_application_and_the_token_leaving_the_add
     s = serve(tmp_path, ["greedy"], token=token)
     try:
         context = browser.new_context()
-        context.add_cookies([{"name": "pref", "value": '{"x":1}', "url": s.url},
-                             {"name": "a", "value": "b c", "url": s.url}])
+        context.add_cookies([{"name": "pref", "value": '{"x":1}', "url": s.page},
+                             {"name": "a", "value": "b c", "url": s.page}])
         page = context.new_page()
         violations: list[str] = []
         page.on("console", lambda msg: violations.append(msg.text) if "Content Security Policy" in msg.text else None)
-        page.goto(s.url + f"?token={token}")
+        page.goto(s.page + f"?token={token}")
         page.wait_for_selector("#table svg .hit")
         assert page.inner_text("#role").startswith("you play")
-        assert "token" not in page.url and page.url == s.url
+        assert "token" not in page.url and page.url == s.page
         page.reload()  # the cookie alone carries the token now
         page.wait_for_selector("#table svg .hit")
         assert page.inner_text("#role").startswith("you play")
@@ -399,3 +367,153 @@ def test_a_malformed_cookie_of_another_application_and_the_token_leaving_the_add
         context.close()
     finally:
         s.stop()
+
+
+# ------------------------------------------------------------------ the replay page
+@pytest.fixture(scope="module")
+def page_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    d = tmp_path_factory.mktemp("browser")
+    rep = d / "game.jsonl.gz"
+    env = RecordReplay(parallel_env(num_players=3), rep, agents=["alice", "bob", "carol"])
+    obs, _ = env.reset(seed=21)
+    rng = np.random.default_rng(0)
+    n = 0
+    while env.agents:
+        acts = {}
+        for a in env.agents:
+            legal = np.flatnonzero(obs[a]["action_mask"])
+            moves = legal[legal > 1]
+            acts[a] = int(rng.choice(moves)) if len(moves) and rng.random() < 0.8 else int(rng.choice(legal))
+        if n % 9 == 4:
+            acts["player_1"] = 10_000  # illegal: the page must mark it
+        obs, *_ = env.step(acts)
+        n += 1
+    html = d / "game.html"
+    assert replay_main([str(rep), "-o", str(html)]) == 0
+    return rep, html
+
+
+def _shown_table(page) -> dict:  # type: ignore[no-untyped-def]
+    """What the page's drawing shows: per seat the work piles' cards, the Nertz and waste tops; the lake tops."""
+    return page.evaluate(
+        """() => {
+        const svg = document.querySelector('#table svg');
+        const id = u => { const h = u.getAttribute('href'); return h.slice(3).replace(/x/g, '*'); };
+        const seats = [...svg.querySelectorAll('g.seat')].map(g => {
+            const uses = [...g.querySelectorAll(':scope > use')].map(id);
+            const work = [...g.querySelectorAll('g.pile')].map(p => [...p.querySelectorAll('use')].map(id));
+            return {tops: uses, work};
+        });
+        const lake = [...svg.querySelectorAll('g.lake use')].map(id);
+        return {tick: +svg.dataset.tick, seats, lake};
+    }"""
+    )
+
+
+def test_replay_page_scrubs_to_the_end(browser: Any, page_file: tuple[Path, Path], tmp_path: Path) -> None:
+    rep_path, html = page_file
+    rep = load_replay(rep_path)
+    final = rep.final
+    assert final is not None
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: None if r.url.startswith(("file:", "data:")) else errors.append(r.url))
+    page.goto(html.as_uri())
+    page.wait_for_function("window.nertzReplay !== undefined")
+    n = page.evaluate("window.nertzReplay.frames")
+    assert n == len(rep.ticks)
+    # scrub to the end with the slider, as a person drags it
+    page.eval_on_selector("#scrub", f"(s) => {{ s.value = {n}; s.dispatchEvent(new Event('input')); }}")
+    shown = _shown_table(page)
+    assert shown["tick"] == final["tick"]
+    assert shown["lake"] == [f[-1][0] for f in final["lake"]]
+    for p_, (seat, pl) in enumerate(zip(shown["seats"], final["players"], strict=True)):
+        assert seat["work"] == pl["work"], f"seat {p_}"
+        tops = [c for c in seat["tops"] if c != "back"]
+        assert tops == pl["nertz"][-1:] + pl["waste"][-1:], f"seat {p_}"
+    assert "end" in page.inner_text("#tickno")
+    # keyboard: Left steps back a tick, End returns to the end, Home goes to the deal
+    page.keyboard.press("ArrowLeft")
+    assert _shown_table(page)["tick"] == final["tick"] - 1
+    page.keyboard.press("End")
+    assert _shown_table(page)["tick"] == final["tick"]
+    # an illegal action is named on its tick
+    bad = next(i for i, t in enumerate(rep.ticks, start=1) if t.get("il"))
+    page.eval_on_selector("#scrub", f"(s) => {{ s.value = {bad}; s.dispatchEvent(new Event('input')); }}")
+    assert "ILLEGAL" in page.inner_text("#moves")
+    # play runs by itself
+    page.keyboard.press("Home")
+    page.click("#play")
+    page.wait_for_function("window.nertzReplay.current() >= 3", timeout=10_000)
+    page.click("#play")
+    page.screenshot(path=str(shots_dir(tmp_path) / "replay.png"), full_page=True)
+    assert_not_blank(shots_dir(tmp_path) / "replay.png")
+    assert not errors, errors
+    page.close()
+
+
+def test_replay_page_shows_a_round_end_then_the_new_deal(browser: Any, tmp_path: Path) -> None:
+    """In a match the tick that ends a round shows that round's table and its scoring apart from the moves,
+    then the next deal; the chart's labels read at a normal size."""
+    rep_path = tmp_path / "match.jsonl.gz"
+    env = RecordReplay(parallel_env(num_players=2, rounds=2), rep_path, agents=["greedy", "random"])
+    obs, _ = env.reset(seed=5)
+    rng = np.random.default_rng(1)
+    while env.agents:
+        acts = {}
+        for a in env.agents:
+            legal = np.flatnonzero(obs[a]["action_mask"])
+            moves = legal[legal > 1]
+            acts[a] = int(rng.choice(moves)) if len(moves) and rng.random() < 0.8 else int(rng.choice(legal))
+        obs, *_ = env.step(acts)
+    html = tmp_path / "match.html"
+    assert replay_main([str(rep_path), "-o", str(html)]) == 0
+    end_table = next(t for t in load_replay(rep_path).ticks if "end" in t)["end_table"]
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(html.as_uri())
+    page.wait_for_function("window.nertzReplay !== undefined")
+    k = page.evaluate("window.nertzReplay.data.kinds.findIndex(x => x[0] === 'round_end')")
+    page.evaluate(f"window.nertzReplay.show({k})")
+    shown = _shown_table(page)
+    assert shown["tick"] == end_table["tick"] > 0 and shown["lake"]  # round 1's last table, its lake full
+    assert page.evaluate("+document.querySelector('#table svg').dataset.round") == 0
+    assert page.inner_text("#tickno").startswith(f"round 1, tick {end_table['tick']} (round 1 over)")
+    event = page.inner_text("#event")
+    assert "Round end: greedy" in event and "left in the Nertz pile" in event
+    assert "(-" not in page.inner_text("#moves")  # no move shows the round's penalty as its cost
+    page.keyboard.press("ArrowRight")
+    shown = _shown_table(page)
+    assert shown["tick"] == 0 and not shown["lake"]  # the new deal, made in that same step
+    assert page.evaluate("+document.querySelector('#table svg').dataset.round") == 1
+    assert page.inner_text("#tickno").startswith("round 2, tick 0 (round 2 dealt)")
+    assert "new deal" in page.inner_text("#moves")
+    px = page.evaluate("document.querySelector('#chart text').getBoundingClientRect().height")
+    assert px >= 10  # the axis labels (they were about 5 px)
+    assert not errors, errors
+    page.close()
+
+
+def test_browser_draws_the_svg_as_resvg_does(browser: Any, tmp_path: Path) -> None:
+    """One drawing: Chromium's rendering of table_svg and table_rgb's raster agree (fonts play no part)."""
+    import json as _json
+
+    from PIL import Image
+
+    from nertz_env.draw import table_rgb, table_svg
+
+    snap = _json.loads((Path(__file__).parent / "golden" / "snap_p4_jokers.json").read_text())
+    svg = table_svg(snap)
+    ref = table_rgb(snap).astype(np.int16)
+    h, w = ref.shape[:2]
+    page = browser.new_page(viewport={"width": w, "height": h})
+    page.set_content(f"<html><body style='margin:0'>{svg}</body></html>")
+    shot = tmp_path / "svg.png"
+    page.screenshot(path=str(shot), clip={"x": 0, "y": 0, "width": w, "height": h})
+    page.close()
+    got = np.asarray(Image.open(shot).convert("RGB")).astype(np.int16)
+    assert got.shape == ref.shape
+    diff = np.abs(got - ref).max(axis=2)
+    assert diff.mean() < 2 and (diff > 80).mean() < 0.002  # anti-aliasing may differ, the picture does not
