@@ -40,6 +40,7 @@ attributes above).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -242,8 +243,9 @@ def card_id(text: str) -> str:
     return "c-" + text.replace("*", "x")
 
 
-def _card_symbol(text: str) -> str:
-    """A ``<symbol>`` drawing the face of the card ``text`` (any text of :mod:`nertz_env.cards`)."""
+@functools.cache
+def card_symbol(text: str) -> str:
+    """The ``<symbol>`` drawing the face of the card ``text`` (any text of :mod:`nertz_env.cards`; cached)."""
     joker = text.startswith("*")
     if text == "**":
         rank, suit, colour = "", "*", JOKER_INK
@@ -288,17 +290,6 @@ _BACK = (
     f'<path d="M{CW / 2},10L{CW - 9},{CH / 2}L{CW / 2},{CH - 10}L9,{CH / 2}Z" fill="#9db4ea"/>'
     "</g>"
 )
-
-_SYMBOL_CACHE: dict[str, str] = {}
-
-
-def card_symbol(text: str) -> str:
-    """The ``<symbol>`` of one card (cached)."""
-    sym = _SYMBOL_CACHE.get(text)
-    if sym is None:
-        sym = _SYMBOL_CACHE[text] = _card_symbol(text)
-    return sym
-
 
 # ---------------------------------------------------------------------------------------------------------
 @dataclass

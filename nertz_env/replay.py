@@ -809,8 +809,7 @@ def _check_tick(
 
 def verify_replay(src: Replay | str | os.PathLike[str], partial: bool = False) -> int:
     """Replay a file through the engine and check every tick exactly; returns the number of ticks.
-
-    ``partial=True`` accepts a file without its closing line and checks the ticks it has.
+    ``partial=True`` accepts a file without its closing line.
 
     Raises:
         ReplayMismatch: at the first tick that differs, naming it and the field.

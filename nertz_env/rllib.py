@@ -73,6 +73,16 @@ def seat_of(agent_id: str) -> int:
     return int(str(agent_id).rsplit("_", 1)[1])
 
 
+def _obs_space(size: int, actions: int) -> gymnasium.spaces.Dict:
+    """An agent's observation space: RLlib's action-mask keys, both float32."""
+    return gymnasium.spaces.Dict(
+        {
+            "observations": gymnasium.spaces.Box(0.0, 1.0, (size,), np.float32),
+            "action_mask": gymnasium.spaces.Box(0.0, 1.0, (actions,), np.float32),
+        }
+    )
+
+
 class NertzRLlibEnv(MultiAgentEnv):
     """Nertz as an RLlib ``MultiAgentEnv`` over ``num_tables`` batched tables (see the module doc).
 
@@ -97,12 +107,7 @@ class NertzRLlibEnv(MultiAgentEnv):
         self._venv = NertzVectorEnv(s.num_tables, num_players=n, autoreset=False, copy=False, **self._rules())
         self.obs_size = self._venv.obs_layout.size
         self.num_actions = self._venv.actions.n
-        obs_space = gymnasium.spaces.Dict(
-            {
-                "observations": gymnasium.spaces.Box(0.0, 1.0, (self.obs_size,), np.float32),
-                "action_mask": gymnasium.spaces.Box(0.0, 1.0, (self.num_actions,), np.float32),
-            }
-        )
+        obs_space = _obs_space(self.obs_size, self.num_actions)
         act_space: gymnasium.spaces.Space = gymnasium.spaces.Discrete(self.num_actions)
         self._names = [[agent_name(t, p, s.num_tables) for p in range(n)] for t in range(s.num_tables)]
         self.possible_agents = [a for row in self._names for a in row]
@@ -296,12 +301,7 @@ class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
         self._env = NertzAgentVectorEnv(tables, num_players=p, copy=False, **rules)
         self.num_envs = self._env.num_envs
         o, a = self._env.venv.obs_layout.size, self._env.venv.actions.n
-        self.single_observation_space = gymnasium.spaces.Dict(
-            {
-                "observations": gymnasium.spaces.Box(0.0, 1.0, (o,), np.float32),
-                "action_mask": gymnasium.spaces.Box(0.0, 1.0, (a,), np.float32),
-            }
-        )
+        self.single_observation_space = _obs_space(o, a)
         self.single_action_space = self._env.single_action_space
         self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, self.num_envs)
         self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, self.num_envs)
