@@ -1,19 +1,10 @@
-"""What every environment class shares: how it copies itself (one mechanism for ``pickle`` and
-``copy.deepcopy``), the closed check, and the unknown-reset-option warning.
+"""What every environment class shares: one way to copy itself (``pickle`` and ``copy.deepcopy``), the closed
+check, and the unknown-reset-option warning.
 
-An environment holds two kinds of attribute. Most are plain data (the config, the engine's state arrays, the
-generators' states, the opponents): pickle and deepcopy copy them as they are. A few are *derived* from that
-data and cannot, or must not, be copied: the compiled entry points of the rules bound to the env's own arrays
-(numba closures, which do not pickle), views of the state arrays (a copy of a view is a detached array, so a
-copy that kept it would read buffers its engine never writes), and thread pools. A class lists those in
-``_derived`` and rebuilds them from the data in ``_bind()``, which its ``__init__`` calls too, so a copy is
-built by the same code as the original and cannot drift from it. A class with nothing derived (the per-agent
-view, the single-agent view) needs no part of this: its parts (a vector env, a parallel env) copy themselves.
-
-Because ``copy.deepcopy`` goes through ``__getstate__``/``__setstate__`` as pickle does, a deep copy and an
-unpickled copy are the same thing: an independent table that continues exactly as the original (the rules'
-random generators are part of the state arrays). A shallow ``copy.copy`` shares the state arrays, as it
-shares every attribute.
+Most attributes are plain data (the config, the engine's arrays, the generators) and copy as they are. A few are
+derived from that data and must not be copied (compiled entry points bound to the env's arrays, views of those
+arrays): a class lists them in ``_derived`` and rebuilds them in ``_bind()``, which its ``__init__`` calls too.
+A deep copy and an unpickled copy are then the same: an independent table that continues exactly as the original.
 """
 
 from __future__ import annotations
@@ -44,8 +35,7 @@ class Copyable:
 
 
 def check_open(env: Any, method: str) -> None:
-    """Raise ``gymnasium.error.ClosedEnvironmentError`` when ``env`` (an object with a ``_closed`` flag) has
-    been closed: every environment class calls this in ``step`` and ``reset``."""
+    """Raise ``gymnasium.error.ClosedEnvironmentError`` when ``env`` has been closed."""
     if getattr(env, "_closed", False):
         from gymnasium.error import ClosedEnvironmentError
 
@@ -55,9 +45,8 @@ def check_open(env: Any, method: str) -> None:
 
 
 def warn_unknown_options(options: dict[str, Any], known: tuple[str, ...]) -> None:
-    """Warn (every call) about ``reset`` option keys outside ``known``; they are ignored. A warning rather than
-    an error because PettingZoo's ``api_test``/``parallel_api_test`` pass ``options={"options": 1}`` to check
-    that ``reset`` accepts options; every env of this package does the same."""
+    """Warn about ``reset`` option keys outside ``known``, which are ignored (PettingZoo's ``api_test`` passes
+    one to check that ``reset`` accepts options)."""
     unknown = sorted(map(str, set(options) - set(known)))
     if unknown:
         takes = "the options are " + ", ".join(repr(k) for k in known) if known else "it takes no options"

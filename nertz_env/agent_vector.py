@@ -1,27 +1,6 @@
 """The per-agent view of a batch: one Gymnasium sub-environment per seat, for Gymnasium's vector wrappers.
 
-``agent_vector_env(num_tables=64, num_players=4, **rules)`` returns a :class:`NertzAgentVectorEnv`, a
-``gymnasium.vector.VectorEnv`` with ``num_envs = num_tables * num_players`` over the same engine as
-:func:`nertz_env.vector_env`. Sub-environment ``i`` is seat ``i % num_players`` of table ``i // num_players``
-(``env_table[i]``, ``env_seat[i]``)::
-
-    obs, infos = envs.reset(seed=0)          # table t is seeded with seed + t, as in vector_env
-    obs["observation"] float32 (N, O)        obs["action_mask"] int8 (N, A)
-    obs, rewards, terminations, truncations, infos = envs.step(actions)    # actions: integers (N,)
-    rewards float32 (N,); terminations, truncations bool (N,)
-
-So wrappers that expect Gymnasium's shapes (``RecordEpisodeStatistics``, ``NormalizeReward``,
-...) work on it unchanged; those that need a ``Box`` observation (``NormalizeObservation``, ``RescaleObservation``, ...) take ``obs_format="array"`` (docs/env/api.md lists every wrapper). The seats of a table act together: every step takes one
-action per sub-environment, and the seats of a table end (and are dealt anew, in Gymnasium's ``NEXT_STEP``
-autoreset) together. ``infos`` holds arrays of length N, the same keys at reset and every step (the schema of
-:mod:`nertz_env.infos`): ``illegal``, ``lost_race``, ``round_end`` (the table's, 0 none, 1 Nertz or call, 2
-stall, 3 max_ticks), ``score`` (the finished round's score, with the ``_score`` mask where a round ended),
-``autoreset`` and ``action_mask`` (N, A), the very array of the observation's mask.
-``reset(options={"reset_mask": mask})`` takes a bool
-mask of length N that must be the same for every seat of a table. ``state()`` is the batch's global state,
-``(T, S)`` (one row per table: ``state()[env_table]`` gives each sub-environment its table's), for centralized
-critics. Rendering, copies and ``close()`` are
-those of :class:`~nertz_env.vector.NertzVectorEnv` (``render()`` gives one frame per table).
+Guide: docs/guides/vector-envs.md; the infos schema and the wrappers that work: docs/env/api.md.
 """
 
 from __future__ import annotations
@@ -39,16 +18,27 @@ from nertz_env.vector import NertzVectorEnv
 
 
 class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
-    """Every seat of ``num_tables`` tables as its own sub-environment (see the module docstring).
+    """Every seat of ``num_tables`` tables as its own sub-environment of a ``gymnasium.vector.VectorEnv``.
+
+    Sub-environment ``i`` is seat ``i % num_players`` of table ``i // num_players`` (``env_table[i]``,
+    ``env_seat[i]``)::
+
+        obs, infos = envs.reset(seed=0)          # table t is seeded with seed + t, as in vector_env
+        obs["observation"] float32 (N, O)        obs["action_mask"] int8 (N, A)
+        obs, rewards, terminations, truncations, infos = envs.step(actions)    # actions: integers (N,)
+        rewards float32 (N,); terminations, truncations bool (N,)
+
+    The seats of a table step, end and autoreset (``NEXT_STEP``) together. ``infos`` holds arrays of length N
+    with the same keys at reset and every step: ``illegal``, ``lost_race``, ``round_end``, ``score`` (with a
+    ``_score`` mask), ``autoreset`` and ``action_mask``.
 
     Args:
         num_tables: tables in the batch.
         num_players: seats per table, 2 to 8.
         copy: return copies of the observation and mask buffers (False: views the next call overwrites).
         render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (one frame per table).
-        obs_format: ``"dict"`` (``{"observation", "action_mask"}``, PettingZoo's form) or ``"array"``: the
-            observation vector alone, a ``Box``, for the wrappers that need one (``NormalizeObservation``,
-            ``RescaleObservation``, ...); the mask is then in ``infos["action_mask"]`` and
+        obs_format: ``"dict"`` (``{"observation", "action_mask"}``) or ``"array"``: the observation vector
+            alone, a ``Box``, for the wrappers that need one; the mask is then in ``infos["action_mask"]`` and
             :meth:`action_masks`.
         **rules: any option of :class:`~nertz_env.config.NertzConfig`.
     """
@@ -131,8 +121,7 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
     def _flat_infos(
         self, out: dict[str, np.ndarray], info: dict[str, np.ndarray]
     ) -> tuple[Any, dict[str, np.ndarray]]:
-        """The batch's observations (a dict, or the vectors alone with ``obs_format="array"``) and infos, per
-        sub-environment."""
+        """The batch's observations and infos, per sub-environment."""
         n, p = self.num_envs, self.num_players
         obs = self._flat_obs(out)
         infos = {
@@ -152,7 +141,7 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
 
     def close_extras(self, **kwargs: Any) -> None:
         self._closed = True
-        venv = getattr(self, "venv", None)  # None when __init__ refused its arguments (close runs from __del__)
+        venv = getattr(self, "venv", None)  # absent when __init__ refused its arguments
         if venv is not None:
             venv.close()
 
@@ -200,16 +189,14 @@ def agent_vector_env(
     obs_format: str = "dict",
     **unknown: Any,
 ) -> NertzAgentVectorEnv:
-    """Every seat of ``num_tables`` tables as its own Gymnasium sub-environment (see
-    :class:`NertzAgentVectorEnv`). The rules options are :func:`nertz_env.parallel_env`'s keywords; any other
-    keyword raises ``ValueError`` naming it.
+    """Every seat of ``num_tables`` tables as its own Gymnasium sub-environment (:class:`NertzAgentVectorEnv`).
+    The rules options are :func:`nertz_env.parallel_env`'s keywords; any other keyword raises ``ValueError``.
 
     Args:
         num_tables: tables in the batch (sub-environments: ``num_tables * num_players``).
         copy: return copies of the observation and mask buffers (False: views the next call overwrites).
         render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (one frame per table).
-        obs_format: ``"dict"`` (observation and mask) or ``"array"`` (the observation vector alone, a ``Box``;
-            the mask in ``infos["action_mask"]``), for the wrappers that need a ``Box`` observation.
+        obs_format: ``"dict"`` (observation and mask) or ``"array"`` (the vector alone; the mask in the infos).
     """
     rules = {k: v for k, v in rules_of(locals()).items() if k != "num_players"} | unknown
     return NertzAgentVectorEnv(

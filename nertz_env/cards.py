@@ -25,42 +25,17 @@ from nertz_env._text import short
 RANKS = "A23456789TJQK"
 SUITS = "CDHS"
 NUM_RANKS = 13
-NUM_SUITS = 4
 NUM_CARDS = 52
 JOKER = 52
 FIXED_JOKER_BASE = 53
 FIXED_JOKER_END = FIXED_JOKER_BASE + NUM_RANKS * 2  # exclusive
 LAKE_JOKER_FLAG = 64
 NO_CARD = -1
-RED_SUITS = (1, 2)
 
 
 def card(rank: int, suit: int) -> int:
     """Code of the real card of ``rank`` (0 = A .. 12 = K) and ``suit`` (0 = C, 1 = D, 2 = H, 3 = S)."""
     return suit * NUM_RANKS + rank
-
-
-def rank_of(code: int) -> int:
-    """Rank 0..12 of a real card or fixed joker; -1 for a joker without value or no card."""
-    if 0 <= code < NUM_CARDS:
-        return code % NUM_RANKS
-    if FIXED_JOKER_BASE <= code < FIXED_JOKER_END:
-        return (code - FIXED_JOKER_BASE) // 2
-    return -1
-
-
-def suit_of(code: int) -> int:
-    """Suit 0..3 of a real card; -1 otherwise."""
-    return code // NUM_RANKS if 0 <= code < NUM_CARDS else -1
-
-
-def colour_of(code: int) -> int:
-    """1 for red, 0 for black, -1 when unknown (joker without value, no card)."""
-    if 0 <= code < NUM_CARDS:
-        return 1 if code // NUM_RANKS in RED_SUITS else 0
-    if FIXED_JOKER_BASE <= code < FIXED_JOKER_END:
-        return (code - FIXED_JOKER_BASE) % 2
-    return -1
 
 
 def fixed_joker(rank: int, colour: int) -> int:

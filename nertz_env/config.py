@@ -19,8 +19,7 @@ MIN_PLAYERS, MAX_PLAYERS = 2, 8
 DEFAULT_STALL_TICKS = 100
 DEFAULT_MAX_TICKS = 2000
 DEFAULT_MAX_ROUNDS = 100
-#: the largest value of an option without a bound of its own: the engine keeps options, ticks and scores as
-#: int32 (a larger value would overflow there, or raise OverflowError deep inside instead of a clear error)
+#: the largest value of an option without a bound of its own (the engine keeps options and scores as int32)
 MAX_OPTION_INT = 2**31 - 1
 #: the most rounds a match may have: the engine counts rounds in an int16
 MAX_MATCH_ROUNDS = 2**15 - 1
@@ -103,7 +102,7 @@ class NertzConfig:
             allowed = f"an integer from {lo} to {hi}"
             if optional:
                 allowed += " or None"
-            if not _is_int(v) or v < lo or (hi is not None and v > hi):
+            if not _is_int(v) or not lo <= v <= hi:
                 raise bad(name, allowed)
             object.__setattr__(self, name, int(v))
 
@@ -207,8 +206,7 @@ class NertzConfig:
         return tuple(team)
 
     def to_dict(self) -> dict[str, Any]:
-        """Every option as JSON-ready values (teams as lists). ``last_moves``, an observation option, only
-        when on: the records of a table without it (snapshots, checkpoints) stay what they were."""
+        """Every option as JSON-ready values (teams as lists); ``last_moves`` only when on."""
         d = dataclasses.asdict(self)
         if isinstance(self.teams, tuple):
             d["teams"] = [list(g) for g in self.teams]
@@ -225,8 +223,7 @@ class NertzConfig:
 OPTION_NAMES = tuple(f.name for f in dataclasses.fields(NertzConfig))
 
 #: Per option: what it allows, what it means, and the value ``None`` stands for (where it stands for one).
-#: The one place the option table is written: the docs' rules page renders it (docs/env/rules.md), and
-#: ``tests/test_signatures.py`` checks it and every env factory's keywords against :class:`NertzConfig`.
+#: The one place the option table is written: docs/env/rules.md renders it.
 OPTION_DOCS: dict[str, tuple[str, str, str]] = {
     "num_players": ("2 to 8", "seats at the table, each with its own 52-card deck", ""),
     "nertz_size": ("8 to 13", "cards dealt to each Nertz pile", ""),

@@ -1,20 +1,10 @@
 """The one drawing of a Nertz table: a snapshot as SVG, and the same SVG rasterized to an RGB array.
 
-:func:`table_svg` draws a ``nertz-snapshot/1`` dict (what ``env.snapshot()`` returns): a title bar (round,
-tick, state), the lake (every foundation's top card framed in the colour of the seat that played it, with a
-strip of small cells under it, one per card of the foundation, coloured by who played each), then one panel
-per seat: its name and match score, the Nertz pile (top card and count), the stock (count), the waste (top
-card and count) and the work piles fanned downward so every card's corner reads. :func:`table_rgb` renders
-that very SVG with resvg (the render extra), so the picture and the raster never differ.
-
-Size: work piles have room for ``fan`` cards at the full step (longer piles squeeze into that room), and the
-default is ``ENV_FAN`` (9) everywhere, as in ``env.render()``: every table of one config is drawn at one size,
-and ``table_rgb(env.snapshot())`` is exactly ``env.render()``'s picture. Pass ``fan=longest_pile(snap)`` for
-room that grows with the longest pile instead (the replay page passes the longest pile of the whole game).
-
-No text element is used: letters, digits and suits are drawn as SVG paths (a small stroke font in this
-module), so the raster never depends on the fonts installed on the machine and the SVG looks the same in
-every browser.
+:func:`table_svg` draws a ``nertz-snapshot/1`` dict: a title bar, the lake (each foundation's top card framed
+in the colour of the seat that played it, a strip of cells under it coloured by who played each card), then a
+panel per seat (name, match score, Nertz pile, stock, waste, work piles fanned downward). :func:`table_rgb`
+rasterizes that very SVG with resvg (the render extra), so ``table_rgb(env.snapshot())`` is ``env.render()``'s
+picture. Letters and suits are SVG paths (a small stroke font below), so no drawing depends on installed fonts.
 
 Interactive drawings (``interactive=True``) mark every element a page may wire to clicks with
 ``class="hit"`` and data attributes (all values are decimal integers written as text):
@@ -50,6 +40,7 @@ attributes above).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -71,10 +62,7 @@ __all__ = [
     "table_svg",
 ]
 
-#: One colour per seat (frames in the lake, panel headers).
-#: Okabe & Ito's colour-blind-safe set (its black, unseen on the felt, swapped for Paul Tol's grey), ordered so
-#: that the first seats differ most: vermillion, sky blue, yellow, reddish purple, bluish green, orange, blue,
-#: grey.
+#: One colour per seat: Okabe & Ito's colour-blind-safe set, with grey for its black.
 SEAT_COLOURS = ("#d55e00", "#56b4e9", "#f0e442", "#cc79a7", "#009e73", "#e69f00", "#0072b2", "#bbbbbb")
 
 
@@ -255,8 +243,9 @@ def card_id(text: str) -> str:
     return "c-" + text.replace("*", "x")
 
 
-def _card_symbol(text: str) -> str:
-    """A ``<symbol>`` drawing the face of the card ``text`` (any text of :mod:`nertz_env.cards`)."""
+@functools.cache
+def card_symbol(text: str) -> str:
+    """The ``<symbol>`` drawing the face of the card ``text`` (any text of :mod:`nertz_env.cards`; cached)."""
     joker = text.startswith("*")
     if text == "**":
         rank, suit, colour = "", "*", JOKER_INK
@@ -302,24 +291,11 @@ _BACK = (
     "</g>"
 )
 
-_SYMBOL_CACHE: dict[str, str] = {}
-
-
-def card_symbol(text: str) -> str:
-    """The ``<symbol>`` of one card (cached)."""
-    sym = _SYMBOL_CACHE.get(text)
-    if sym is None:
-        sym = _SYMBOL_CACHE[text] = _card_symbol(text)
-    return sym
-
-
 # ---------------------------------------------------------------------------------------------------------
 @dataclass
 class TableDrawing:
-    """A drawing in parts: ``head`` (the ``<svg>`` tag and background), ``body`` (title, lake, seats: one
-    string each, in order), the card texts used (their ``<symbol>`` s go in ``<defs>``), and the size.
-
-    :func:`table_svg` joins them; the replay page keeps the parts apart to store each distinct one once."""
+    """A drawing in parts: ``head`` (the ``<svg>`` tag), ``body`` (title, lake, seats, in order), the card
+    texts used (their symbols go in ``<defs>``) and the size. The replay page stores each distinct part once."""
 
     width: int
     height: int
@@ -596,17 +572,16 @@ def table_svg(
     interactive: bool = False,
     fan: int | None = None,
 ) -> str:
-    """The table of ``snap`` (a ``nertz-snapshot/1`` dict) as one self-contained SVG document (see the module
-    docstring for what is drawn, the data attributes of ``interactive=True`` and ``highlight``).
+    """The table of ``snap`` as one self-contained SVG document (the module docstring describes
+    ``interactive`` and ``highlight``).
 
     Args:
         snap: what ``env.snapshot()`` returns.
         seat_names: a name per seat for the panel headers (default ``player_0`` ...).
         highlight: ``{"seats": {p: text or (text, kind)}, "select": {...}}`` (both optional).
         interactive: mark clickable elements with ``class="hit"`` and ``data-*`` attributes.
-        fan: cards each work pile has room for at the full step (default ``ENV_FAN``, 9, as ``env.render()``:
-            one size for every table of a config); longer piles squeeze. ``fan=longest_pile(snap)`` gives
-            room that grows with the longest pile.
+        fan: cards each work pile has room for (default ``ENV_FAN``, as ``env.render()``); longer piles
+            squeeze. ``fan=longest_pile(snap)`` gives room that grows with the longest pile.
     """
     return draw_table(snap, seat_names=seat_names, highlight=highlight, interactive=interactive, fan=fan).svg()
 

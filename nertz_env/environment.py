@@ -1,38 +1,8 @@
 """The PettingZoo adapters: ``parallel_env`` (the native form), ``env`` and ``raw_env`` (AEC forms).
 
 The class maps agent names ``player_0 .. player_{n-1}`` to seats and packs ``{"observation",
-"action_mask"}``; the rules live in :mod:`nertz_env.engine` (one table of a batch), rendering in
-:mod:`nertz_env.render`.
-
-Actions: one ``Discrete`` space per config (see :mod:`nertz_env.actions`). By default an action that is not
-legal (masked out, out of range, or ``None``) is applied as a wait and flagged in ``infos[agent]["illegal"]``;
-a live agent left out of the action dict waits and is flagged ``"missing_action"``. With
-``illegal_action="raise"`` those raise ``ValueError`` before anything changes. Actions that are not integers at
-all (a string, a float such as 1.5) always raise ``ValueError``: they are bugs, not moves.
-
-``infos[agent]`` holds the same keys at reset and on every step, each a number (the schema of
-:mod:`nertz_env.infos`): ``illegal``, ``lost_race`` (a legal lake play that an earlier action of the same
-tick beat to the slot), ``action`` (the action applied; 0 when flagged), ``missing_action``, ``round_end`` (1 Nertz, 2 stall, 3 max_ticks on a round's last
-step, else 0; ``nertz_env.infos.ROUND_END_NAMES`` names them), ``score`` (the round's score) and its parts
-``score_lake``, ``score_nertz_penalty``, ``score_bonus``, ``score_false_calls``, with ``nertz_left`` (the
-cards left in the Nertz pile), all 0 until a round ends, ``match_score`` (the match total so far) and
-``team_score`` (the round's team total; the own score without teams).
-
-``obs_key`` picks the observation's form (one argument, for the clients that want another): ``"observation"``
-(default, PettingZoo's ``{"observation", "action_mask"}``), ``"observations"`` (RLlib's
-``ActionMaskingTorchRLModule`` reads ``{"observations", "action_mask"}``) or ``None`` (the bare observation
-vector, the mask in ``infos[agent]["action_mask"]`` only: AgileRL refuses a mask inside the observation). The
-mask is in exactly one place: TorchRL's ``PettingZooWrapper`` fails when it finds it in both (its
-``_update_action_mask`` removes only the observation's copy, then finds no spec for the info's).
-
-``state()`` and ``state_space`` are PettingZoo's global state (every card's position, hidden ones included;
-the layout of :mod:`nertz_env.global_state`), for centralized critics; it never enters an observation.
-
-Conventions for clients: ``max_cycles=N`` (PettingZoo's name) is ``max_ticks=N`` for a one-round episode;
-``render(mode)`` takes an optional mode (RLlib passes one); ``reset`` warns about option keys it does not know
-(PettingZoo's own API test passes one) and ignores them; ``step``/``reset`` after ``close()`` raise
-``gymnasium.error.ClosedEnvironmentError``; ``pickle`` and ``copy.deepcopy`` give an independent table that
-continues exactly as the original (see :mod:`nertz_env._envbase`).
+"action_mask"}``; the rules live in :mod:`nertz_env.engine`, rendering in :mod:`nertz_env.render`.
+Actions, observations, infos, ``obs_key`` and the client conventions: docs/env/api.md and docs/env/nertz.md.
 """
 
 from __future__ import annotations
@@ -90,9 +60,8 @@ OBS_KEYS = ("observation", "observations", None)
 
 
 class ObsSpace(gymnasium.spaces.Dict):
-    """The Dict observation space; looking up an entry it does not have raises a ``KeyError`` that says what
-    it has and, for RLlib's key, how to get it (RLlib's ``ActionMaskingTorchRLModule`` reads
-    ``space["observations"]`` when it is built)."""
+    """The Dict observation space, whose ``KeyError`` for a missing entry says what it has (and for RLlib's
+    ``"observations"``, how to get it)."""
 
     def __getitem__(self, key: str) -> gymnasium.spaces.Space:
         if key not in self.spaces:
@@ -114,9 +83,8 @@ def check_obs_key(obs_key: Any) -> str | None:
 
 
 def max_cycles_rules(max_cycles: int | None, rules: dict[str, Any]) -> dict[str, Any]:
-    """``rules`` with PettingZoo's ``max_cycles`` mapped to ``max_ticks`` (the bound on a round's ticks, which is
-    the bound on the episode's steps when the episode is one round). Raises ValueError where it cannot mean
-    that: given with ``max_ticks``, or for a match of several rounds."""
+    """``rules`` with PettingZoo's ``max_cycles`` mapped to ``max_ticks``; ValueError beside ``max_ticks`` or
+    for a match of several rounds."""
     if max_cycles is None:
         return rules
     if not isinstance(max_cycles, _INT_TYPES) or isinstance(max_cycles, bool) or max_cycles < 1:
@@ -132,7 +100,7 @@ def max_cycles_rules(max_cycles: int | None, rules: dict[str, Any]) -> dict[str,
 
 
 class NertzParallelEnv(Copyable, ParallelEnv):
-    """Nertz for 2 to 8 players, all acting every tick. See the module docstring and the environment card (docs/env/nertz.md)."""
+    """Nertz for 2 to 8 players, all acting every tick (docs/env/nertz.md)."""
 
     metadata = {
         "render_modes": list(_render.RENDER_MODES),
@@ -160,7 +128,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
             illegal_action: ``"noop"`` (default: flagged wait) or ``"raise"``.
             max_cycles: PettingZoo's name for ``max_ticks`` (a one-round episode's bound on steps).
             obs_key: the observation's form: ``"observation"`` (PettingZoo's keys), ``"observations"``
-                (RLlib's) or ``None`` (the bare vector; the mask in the infos only). See the module doc.
+                (RLlib's) or ``None`` (the bare vector; the mask in the infos only).
             **rules: any option of :class:`~nertz_env.config.NertzConfig` by its RULES.md name.
         """
         _render.check_mode(render_mode)
@@ -198,9 +166,8 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         self._bind()
 
     def _bind(self) -> None:
-        # the compiled step for this env's own arrays, without the per-call type dispatch (see batch.bound)
+        # the compiled step without numba's per-call type dispatch, and views of table 0's rows
         self._step_table = batch.bound(step_block, self._state, self._actions, False, 0, 1)
-        # the table's rows of the engine's output arrays, made once (the arrays are written in place, never replaced)
         self._rows = _Rows(*(getattr(self._state, f)[0] for f in _Rows._fields))
         self._action_row = self._actions[0]
 
@@ -216,9 +183,8 @@ class NertzParallelEnv(Copyable, ParallelEnv):
     ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """Deal a new episode, or restore ``options={"snapshot": s}``.
 
-        ``seed`` fixes the deal and every tick's order exactly. Without a seed, the table's own generator
-        continues where the last episode left it (seeded from OS entropy the first time), so a sequence of
-        episodes is reproducible from the first seed, and equals a batch table's autoresets.
+        ``seed`` fixes the deal and every tick's order. Without a seed the table's own generator continues
+        (seeded from OS entropy the first time), so episodes are reproducible from the first seed.
         """
         check_open(self, "reset")
         options = dict(options or {})
@@ -262,8 +228,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         row = self._action_row
         missing: Collection[str] = ()
         if self.illegal_action == "noop" and actions.keys() == self._live:
-            # the common case: every live agent named once. Legality is the compiled step's to check (it flags
-            # a masked-out or out-of-range action and applies a wait); here only the type is.
+            # the common case: every live agent named once; the compiled step checks legality
             seat = self._seat
             for agent, value in actions.items():
                 a = value if type(value) is int else _as_action(agent, value)
@@ -276,8 +241,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         done = S.done.item(0)
         term = done != DONE_NO and done != DONE_TRUNCATED
         trunc = done == DONE_TRUNCATED
-        # every seat is live until the episode ends, so the live agents are the seats in order
-        rows = self._rows
+        rows = self._rows  # every seat is live until the episode ends: agents are the seats in order
         rewards = dict(zip(agents, rows.rewards.tolist()))  # noqa: B905 (one value per seat by construction)
         terminations = dict.fromkeys(agents, term)
         truncations = dict.fromkeys(agents, trunc)
@@ -298,8 +262,8 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         return obs, rewards, terminations, truncations, infos
 
     def _checked_row(self, actions: dict[str, Any], row: np.ndarray) -> set[str]:
-        """Fill ``row`` (one action per seat) from ``actions``, checking every name, and in ``"raise"`` mode every
-        action's legality, before anything changes. Returns the live agents left out (they wait)."""
+        """Fill ``row`` from ``actions``, checking names (and legality in ``"raise"`` mode) before anything
+        changes. Returns the live agents left out (they wait)."""
         seat = self._seat
         mask = self._state.mask[0]
         n_act = self._num_actions
@@ -323,8 +287,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         return missing
 
     def _observations(self) -> tuple[dict[str, Any], list[np.ndarray]]:
-        """Each live agent's observation in the ``obs_key`` form, and its mask (the very array the observation
-        holds, for the infos), copied out of the engine's buffers (one copy each)."""
+        """Each live agent's observation in the ``obs_key`` form, and its mask, copied out of the engine."""
         agents = self.agents
         if not agents:
             return {}, []
@@ -351,9 +314,8 @@ class NertzParallelEnv(Copyable, ParallelEnv):
             info["team_score"] = sum(totals[q] for q in range(cfg.num_players) if self._team[q] == self._team[p])
 
     def render(self, mode: str | None = None) -> Any:
-        """The table in ``mode`` (default: the ``render_mode`` it was made with): text for ``"ansi"``, printed
-        for ``"human"`` (returns None), an (H, W, 3) uint8 picture for ``"rgb_array"``. Without either, a
-        warning and None (Gymnasium's convention)."""
+        """The table in ``mode`` (default: ``render_mode``): text for ``"ansi"``, printed for ``"human"``, an
+        (H, W, 3) uint8 picture for ``"rgb_array"``. Without either, a warning and None."""
         mode = _render.resolve_mode(mode, self.render_mode)
         if mode is None:
             gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi', 'human' or 'rgb_array'")
@@ -372,9 +334,8 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         return snapshot_table(self._state, self.config, 0)
 
     def state(self) -> np.ndarray:
-        """PettingZoo's global state: the whole table as one float32 vector, every hidden card's position
-        included (layout: :mod:`nertz_env.global_state`). For centralized critics only: no observation holds
-        it. A new array every call."""
+        """PettingZoo's global state: the whole table, hidden cards included, as a new float32 vector
+        (:mod:`nertz_env.global_state`). For centralized critics only."""
         layout = state_layout(self.config)
         return layout.fill(self._state, np.empty((1, layout.size), np.float32))[0]
 
@@ -407,8 +368,7 @@ class raw_env(parallel_to_aec_wrapper):
 
 
 class OrderEnforcedEnv(OrderEnforcingWrapper):
-    """What :func:`env` returns: PettingZoo's order-enforcing wrapper over :class:`raw_env`, whose ``render``
-    also takes the optional mode that RLlib's ``PettingZooEnv`` passes."""
+    """What :func:`env` returns: PettingZoo's order-enforcing wrapper, whose ``render`` takes an optional mode."""
 
     def render(self, mode: str | None = None) -> Any:
         if mode is None:
@@ -450,9 +410,8 @@ def parallel_env(
 ) -> NertzParallelEnv:
     """Nertz as a PettingZoo ``ParallelEnv``.
 
-    Every rules option (``num_players`` .. ``allow_rotate``) and the observation option ``last_moves`` is a keyword with its RULES.md default; the
-    option table of the docs' rules page (generated from :data:`nertz_env.config.OPTION_DOCS`) says what each allows
-    and means. Any other keyword raises ``ValueError`` naming it.
+    Every rules option (``num_players`` .. ``allow_rotate``) and ``last_moves`` is a keyword with its RULES.md
+    default (docs/env/rules.md); any other keyword raises ``ValueError``.
 
     Args:
         render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (the latter with the ``render``

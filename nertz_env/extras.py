@@ -1,9 +1,8 @@
 """The optional extras (``pip install ".[train]"`` in a checkout) and the modules each provides.
 
-A command or an agent that needs a module of an extra that is not installed says so in one line, naming the
-extra and a command that installs it (:func:`missing_extra_message`), never with a traceback from deep inside.
-The table below mirrors ``[project.optional-dependencies]`` in ``pyproject.toml`` as import names (``pillow``
-is ``PIL``); ``tests/test_packaging.py`` checks that the two agree.
+A command that needs a module of a missing extra says so in one line naming a command that installs it
+(:func:`missing_extra_message`). The table mirrors ``[project.optional-dependencies]`` of ``pyproject.toml``
+as import names; ``tests/test_packaging.py`` checks that the two agree.
 """
 
 from __future__ import annotations

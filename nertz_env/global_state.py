@@ -1,10 +1,8 @@
 """The global state: the whole table as one vector, hidden cards included, for centralized critics.
 
-PettingZoo's ``state()`` (``parallel_env().state()``, shape ``(S,)``; ``vector_env(...).state()`` and
-``agent_vector_env(...).state()``, shape ``(tables, S)``) holds every card's exact position. It is meant for
-critics that train with privileged information (MAPPO's centralized value function, QMIX's mixer) and
-**never** for a policy: the observations never contain it (``tests/test_global_state.py`` checks that changing
-hidden cards changes the state and no observation).
+PettingZoo's ``state()`` (shape ``(S,)``; ``(tables, S)`` for the vector envs) holds every card's exact
+position. It is meant for critics that train with privileged information (MAPPO, QMIX) and **never** for a
+policy: no observation contains it.
 
 Layout, in order (``P`` players, ``D`` = 52 + jokers cards per deck, ``W`` work piles, ``L = 4 + W``
 locations)::

@@ -1,17 +1,10 @@
 """The info schema: every key each environment puts in its infos, on every step and at reset.
 
-Every env returns the same keys on every call of ``reset`` and ``step``, each with one type; a key whose
-event has not happened (a round has not ended) holds a typed "none yet" value (``0``, ``False``), never
-``None`` and never a missing key. Every value is a number or a numeric array (no strings, no nested dicts),
-so clients that turn infos into arrays or tensors work: Tianshou's buffer, Gymnasium's vector info merge,
-AgileRL, and TorchRL's ``PettingZooWrapper``, which builds a tensor spec from the reset infos and fills it
-on every step. ``round_end`` is a code (:data:`ROUND_END_NAMES` gives its name, :func:`round_end_name`),
-and the round's score breakdown is flat (``score``, ``score_lake``, ...; :func:`score_of` gives it back as
-a dict).
-
-This module is the one place the schema is written down: the envs build their infos from it where they can
-(the "none yet" values), ``python -m nertz_env.docs`` renders it into the docs, and
-``tests/test_infos.py`` steps every env and checks that what it returns is exactly this.
+Every env returns the same keys on every ``reset`` and ``step``, each with one type; a key whose event has not
+happened holds a typed "none yet" value (``0``, ``False``), never ``None``. Every value is a number or a numeric
+array, so clients that turn infos into arrays or tensors work (Tianshou, Gymnasium's vector info merge,
+AgileRL, TorchRL). This is the one place the schema is written: docs/env/api.md renders it and
+``tests/test_infos.py`` checks every env against it.
 """
 
 from __future__ import annotations
@@ -34,12 +27,9 @@ ROUND_END_NAMES = ("", "nertz", "stall", "max_ticks")
 
 @dataclass(frozen=True)
 class InfoKey:
-    """One key of an env's infos.
-
-    ``kind`` is the Python type of a per-agent value (``bool``, ``int``, ``float``, ``str``, ``dict``, or
-    ``"array"``); for a batched env it is the numpy dtype name. ``shape`` is the array shape in the symbols of
-    the docs (``A`` actions, ``T`` tables, ``P`` players, ``N`` sub-environments); ``()`` for scalars.
-    ``none`` is the "none yet" value as the docs show it."""
+    """One key of an env's infos: ``kind`` is the Python type (or a batched env's numpy dtype name), ``shape``
+    the array shape in the docs' symbols (``A``, ``T``, ``P``, ``N``; ``()`` for scalars), ``none`` the "none
+    yet" value as the docs show it."""
 
     name: str
     kind: str
@@ -165,9 +155,8 @@ _NO_ROUND = {"round_end": 0, **dict.fromkeys(SCORE_KEYS.values(), 0)}
 def step_per_agent(
     agents: list[str], illegal: list[int], lost_race: list[int], applied: list[int], match_score: list[int]
 ) -> dict[str, dict[str, Any]]:
-    """``infos`` of a ``parallel_env`` step: each agent's flags from the engine's rows (one value per agent,
-    in ``agents``' order), every round key at its "none yet" value. Each agent's dict is a copy of one
-    template (a dict copy is much cheaper than building 13 keys)."""
+    """``infos`` of a ``parallel_env`` step: each agent's flags from the engine's rows, every round key at its
+    "none yet" value (each dict a copy of one template)."""
     infos = {}
     for a, i, lost, act, ms in zip(agents, illegal, lost_race, applied, match_score):  # noqa: B905
         info = _NONE_PER_AGENT.copy()

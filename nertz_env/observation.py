@@ -42,8 +42,6 @@ import numpy as np
 
 from nertz_env.actions import action_table
 from nertz_env.cards import (
-    FIXED_JOKER_BASE,
-    FIXED_JOKER_END,
     JOKER,
     RANKS,
     SUITS,
@@ -223,7 +221,3 @@ def decode(obs: np.ndarray, config: NertzConfig) -> dict[str, Any]:
 def _decode_moves(cells: np.ndarray, k: int) -> list[int]:
     """The action indices of the slice last_moves, most recent first (moves not made yet left out)."""
     return [int(np.argmax(block)) for block in cells.reshape(k, -1) if block.any()]
-
-
-def is_fixed_joker(code: int) -> bool:
-    return FIXED_JOKER_BASE <= code < FIXED_JOKER_END

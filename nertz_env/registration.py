@@ -1,17 +1,11 @@
-"""Gymnasium ids of nertz-env, in the ``nertz_env`` namespace.
+"""Gymnasium ids of nertz-env, registered when ``nertz_env`` is imported.
 
-* ``nertz_env/Nertz-v0``: the single-agent view (entry point :func:`nertz_env.train.single.make_env`) (:class:`~nertz_env.train.single.NertzSingleAgentEnv`, one
-  learning seat against scripted opponents): ``gymnasium.make("nertz_env/Nertz-v0", num_players=4, draw=1,
-  opponents=["heuristic"])``; every rules option is a keyword. ``gymnasium.make_vec`` of it runs copies in
-  Gymnasium's ``SyncVectorEnv``/``AsyncVectorEnv``.
-* ``nertz_env/NertzAgents-v0``: the per-agent vector env (:func:`nertz_env.agent_vector_env`, every seat of
-  every table its own sub-environment, self-play) for ``gymnasium.make_vec("nertz_env/NertzAgents-v0",
-  num_envs=64, num_players=4)``: ``num_envs`` is tables x players, so it must be a multiple of
-  ``num_players``. It has no single-env form (``gymnasium.make`` refuses it).
-
-The ids exist once ``nertz_env`` is imported (Gymnasium 1.x has no plugin entry points, so an id cannot
-appear before the package that registers it is imported), and ``gymnasium.make("nertz_env:nertz_env/Nertz-v0")``
-imports the package itself.
+* ``nertz_env/Nertz-v0``: the single-agent view (:class:`~nertz_env.train.single.NertzSingleAgentEnv`, one
+  learning seat against scripted opponents): ``gymnasium.make("nertz_env/Nertz-v0", num_players=4,
+  opponents=["heuristic"])``; every rules option is a keyword.
+* ``nertz_env/NertzAgents-v0``: the per-agent vector env (:func:`nertz_env.agent_vector_env`):
+  ``gymnasium.make_vec("nertz_env/NertzAgents-v0", num_envs=64, num_players=4)``, ``num_envs`` a multiple of
+  ``num_players``. It has no single-env form.
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
-"""Rendering a table, from its snapshot (so rendering never touches the engine or its generator).
+"""Rendering a table from its snapshot (so rendering never touches the engine or its generator).
 
-Every environment class renders through :func:`render_snapshot` and checks its modes with :func:`check_mode`,
-so a mode added here (one entry in ``RENDERERS``) reaches all of them. ``"human"`` prints the ``"ansi"`` text.
-
-Every env declares only the modes that can run in this install: ``"rgb_array"`` draws with resvg-py and
-pillow (the ``render`` extra), so without them it is left out of ``metadata["render_modes"]`` and
-``render_mode="rgb_array"`` is refused with one line naming the extra. (PettingZoo's ``render_test`` and
-Gymnasium's ``RecordVideo`` read the declared modes; declaring one that fails would break them on a plain
-install. The extra stays an extra: resvg-py is a compiled wheel, and a base install must work wherever numba
-does.) ``RENDER_FPS`` is every env's ``metadata["render_fps"]``.
+Every environment class renders through :func:`render_snapshot` and checks its modes with :func:`check_mode`.
+``"human"`` prints the ``"ansi"`` text. ``"rgb_array"`` needs the ``render`` extra (resvg-py and pillow), so
+without it the mode is left out of every env's ``metadata["render_modes"]`` and refused in one line.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable
 from typing import Any
 
 from nertz_env.extras import install_command
@@ -56,10 +49,8 @@ def render_text(snap: dict[str, Any]) -> str:
 
 
 
-# mode -> function from a snapshot to what ``render()`` returns for that mode ("human" is handled apart)
 def render_rgb(snap: dict[str, Any]) -> Any:
-    """The drawing of :mod:`nertz_env.draw` as an (H, W, 3) uint8 array, one size for a whole episode (needs
-    the ``render`` extra; imported here, on first use, so ``render_mode=None`` never loads it)."""
+    """The drawing of :mod:`nertz_env.draw` as an (H, W, 3) uint8 array (imports the render extra on first use)."""
     from nertz_env.draw import ENV_FAN, table_rgb
 
     return table_rgb(snap, fan=ENV_FAN)
@@ -77,32 +68,27 @@ def rgb_available() -> bool:
     return _installed("resvg_py") and _installed("PIL")
 
 
-RENDERERS: dict[str, Callable[[dict[str, Any]], Any]] = {"ansi": render_text}
-if rgb_available():
-    RENDERERS["rgb_array"] = render_rgb
-RENDER_MODES: tuple[str, ...] = (*RENDERERS, "human")
+RENDER_MODES: tuple[str, ...] = ("ansi", "rgb_array", "human") if rgb_available() else ("ansi", "human")
 
 
-def check_mode(mode: str | None, *, allow_none: bool = True) -> str | None:
-    """``mode`` if it is a render mode (or None when ``allow_none``); else a ValueError naming the modes."""
-    if (mode is None and allow_none) or mode in RENDER_MODES:
+def check_mode(mode: str | None) -> str | None:
+    """``mode`` if it is None or a render mode; else a ValueError naming the modes."""
+    if mode is None or mode in RENDER_MODES:
         return mode
     if mode == "rgb_array":
         raise ValueError(rgb_extra_message())
-    allowed = ("None, " if allow_none else "") + ", ".join(repr(m) for m in RENDER_MODES)
+    allowed = "None, " + ", ".join(repr(m) for m in RENDER_MODES)
     raise ValueError(f"render_mode must be one of {allowed}; got {mode!r}")
 
 
 def resolve_mode(mode: str | None, render_mode: str | None) -> str | None:
-    """The mode one ``render(mode)`` call renders in: ``mode`` when given (RLlib's wrappers pass their own
-    ``render_mode``, often None, positionally), else the env's ``render_mode``. None when neither is set."""
-    return check_mode(mode, allow_none=True) if mode is not None else render_mode
+    """The mode one ``render(mode)`` call renders in: ``mode`` when given, else the env's ``render_mode``."""
+    return check_mode(mode) if mode is not None else render_mode
 
 
 def render_snapshot(snap: dict[str, Any], mode: str) -> Any:
-    """What ``render()`` returns in ``mode`` for a table: the text for ``"ansi"``; ``"human"`` prints the text
-    and returns None."""
+    """What ``render()`` returns in ``mode``: the text for ``"ansi"``; ``"human"`` prints it and returns None."""
     if mode == "human":
         print(render_text(snap))
         return None
-    return RENDERERS[mode](snap)
+    return render_text(snap) if mode == "ansi" else render_rgb(snap)

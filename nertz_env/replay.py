@@ -1,53 +1,34 @@
-"""Replays: a record of one game, ``nertz-replay/1``, written while it is played and replayed through the engine.
+"""Replays: ``nertz-replay/1``, a record of one game written while it is played and replayed through the engine.
 
-Record any game by wrapping its ``parallel_env``::
-
-    from nertz_env import parallel_env
-    from nertz_env.replay import RecordReplay, load_replay, verify_replay
+Guide: docs/guides/replays.md. Record a game by wrapping its ``parallel_env``::
 
     env = RecordReplay(parallel_env(num_players=4), "game.jsonl.gz", agents=["search", "heuristic", "me", "ppo"])
-    obs, infos = env.reset(seed=7)
-    while env.agents:
-        obs, rewards, terms, truncs, infos = env.step(actions)   # the wrapper passes everything through
-    verify_replay("game.jsonl.gz")   # replays it through the engine; raises ReplayMismatch on any difference
+    ...                                  # reset and step as usual
+    verify_replay("game.jsonl.gz")       # raises ReplayMismatch on any difference
 
-The format is JSON lines, gzip-compressed when the name ends in ``.gz`` (complete once the game ends or the
-wrapper is closed; a plain file is flushed line by line, so a crash loses nothing). Line 1, the header::
+The format is JSON lines, gzip-compressed when the name ends in ``.gz``. Line 1, the header::
 
     {"format": "nertz-replay/1", "agents": [name per seat], "config": {...every NertzConfig option...},
      "snapshot": {...the opening table, nertz-snapshot/1...}, "meta": {...anything JSON...}}
 
-then one line per tick, in order::
+then one line per tick::
 
-    {"t": tick,                       # the table's tick after this step (1, 2, ...; in a match ticks count
-                                      # from each deal, so the tick that ends a round says 0: the new deal's)
-     "a": [action index per seat],    # what each seat asked for (-1: None; an illegal one is kept as given)
+    {"t": tick,                       # the table's tick after this step (in a match, counted from each deal)
+     "a": [action index per seat],    # what each seat asked for (-1: None)
      "n": [action name per seat],     # ActionTable.name of each index ("?" when out of range)
      "il": [seats],                   # seats whose action was illegal (applied as a wait); absent when none
-     "lr": [seats],                   # seats that lost a race to the lake this tick; absent when none
+     "lr": [seats],                   # seats that lost a race to the lake; absent when none
      "r": [reward per seat],          # absent when every reward is zero
      "end": "nertz"|"stall"|"max_ticks", "score": [round total per seat], "match": [match score per seat]
                                       # only on a tick that ended a round
-     "end_table": {...snapshot...},   # only on a tick that ended a round of a match that goes on: the table as
-                                      # that round ended (the engine deals the next round within the same step,
-                                      # so "h" and the next tick see the new deal); absent in files written
-                                      # before it existed, where readers recompute it (see round_end_table)
-     "h": "8 hex digits"}             # the first 8 hex digits of the SHA-1 of the table's snapshot after the tick
+     "end_table": {...snapshot...},   # only when a round of a match that goes on ended: the table as it ended
+                                      # (optional; readers recompute it, see round_end_table)
+     "h": "8 hex digits"}             # the start of the SHA-1 of the table's snapshot after the tick
 
-and a closing line: ``{"final": {...the closing snapshot...}, "ticks": N}`` when the episode ended, or
-``{"stopped": "before the game's end", "ticks": N}`` when the writer was closed before that (a reset, a new
-game in ``nertz-play``). A file with neither was cut off: a game still being written (``nertz-play`` appends
-tick by tick) or a writer that crashed. :func:`load_replay` reads such a file (a last line cut in the middle,
-or a gzip stream that ends early, is dropped) and :attr:`Replay.cut_off` says so; :func:`verify_replay`
-raises :class:`ReplayIncomplete` for it, naming the last complete tick (``nertz-replay --partial`` draws it
-anyway, marked as cut off). Files written before the ``stopped`` line existed read as cut off when unfinished.
-
-The format stays ``nertz-replay/1``: ``end_table`` is an optional field that older readers ignore.
-
-:func:`verify_replay` restores the opening snapshot, steps the engine with the recorded actions and checks every
-tick's flags, rewards, round ends and snapshot hash, and the closing snapshot exactly. :func:`replay_states`
-yields every tick's snapshot; :func:`replay_frames` adds the table as each round of a match ended (what
-``nertz-replay`` draws).
+and a closing line: ``{"final": {...closing snapshot...}, "ticks": N}`` when the episode ended, or
+``{"stopped": "before the game's end", "ticks": N}`` when the writer was closed first. A file with neither was
+cut off: :func:`load_replay` reads it and :attr:`Replay.cut_off` says so; :func:`verify_replay` raises
+:class:`ReplayIncomplete` unless ``partial=True``.
 """
 
 from __future__ import annotations
@@ -128,12 +109,8 @@ def _action_value(v: Any) -> int:
 class ReplayWriter:
     """Writes one game: the header at once, then :meth:`tick` per step and :meth:`finish` at the end.
 
-    A plain file is written line by line, unbuffered (a crash loses nothing); a ``.gz`` file is compressed as it
-    goes and complete once :meth:`finish` or :meth:`close` ran (or the writer was garbage-collected).
-
-    A write that fails (``OSError``: a full disk, a removed folder's device) raises, and the writer is abandoned
-    first: a plain file is cut back to its last complete line, so what it holds stays a valid replay (cut off:
-    read it with ``--partial``); a file whose header could not be written is removed."""
+    A plain file is written unbuffered, line by line; a ``.gz`` file is complete once :meth:`finish` or
+    :meth:`close` ran. A failed write raises after cutting a plain file back to its last complete line."""
 
     def __init__(
         self,
@@ -185,8 +162,7 @@ class ReplayWriter:
             raise
 
     def abandon(self) -> None:
-        """Close without writing anything more (after a failed write): a plain file is cut back to its last
-        complete line. Safe to call twice."""
+        """Close without writing more: a plain file is cut back to its last complete line."""
         if self.closed:
             return
         self.closed = True
@@ -210,8 +186,8 @@ class ReplayWriter:
         scores: Sequence[int] | None = None,
         match: Sequence[int] | None = None,
     ) -> None:
-        """One step: per seat the action asked for, illegal and lost-race flags (0/1) and reward; the table's
-        snapshot after the step (hashed); on a round's last tick its end, round totals and match scores."""
+        """One step: per seat the action, illegal and lost-race flags and reward; the snapshot after it; on a
+        round's last tick its end, round totals and match scores."""
         n = self.table.n
         rec: dict[str, Any] = {
             "t": int(tick),
@@ -244,8 +220,7 @@ class ReplayWriter:
         self._close_file()
 
     def close(self) -> None:
-        """Close a game stopped before its end: writes the ``stopped`` closing line (a ``.gz`` file is complete
-        now). After :meth:`finish` (or :meth:`abandon`) it does nothing."""
+        """Close a game stopped before its end (the ``stopped`` line); after :meth:`finish` it does nothing."""
         if self.closed:
             return
         self._write({"stopped": "before the game's end", "ticks": self.ticks})
@@ -270,9 +245,9 @@ class RecordReplay:
         path: the file of the first episode; put ``{episode}`` in it (``"games/g{episode:04d}.jsonl.gz"``) to
             record every episode to its own file (without it a second ``reset`` raises ``ValueError``).
         agents: a name per seat for the header (default the env's agent names).
-        meta: anything JSON-ready to keep in the header (a tournament's deal and lineup, say).
+        meta: anything JSON-ready to keep in the header.
 
-    Everything else (``agents``, ``snapshot()``, ``config`` ...) is the wrapped env's."""
+    Every other attribute is the wrapped env's."""
 
     def __init__(
         self,
@@ -359,22 +334,17 @@ class RecordReplay:
         self.env.close()
 
 
-# ---------------------------------------------------------------------------------------------------------
 class TickLines(MutableSequence[dict[str, Any]]):
-    """A replay's tick records, a mutable sequence of dicts to its reader, kept as the JSON text of their lines.
+    """A replay's tick records, kept as the text of their lines and parsed each time one is read.
 
-    A parsed record takes about ten times its text (a dict, its lists, their ints), so a file of hundreds of
-    thousands of short tick lines would load into gigabytes; as text it takes 1.4-2.2 times its size
-    (``bench/bench_replay_memory.py``). A record is
-    parsed each time it is read (an item, an iteration): read it once into a variable to change it, and put it
-    back with ``ticks[i] = record`` (a record put back is kept as it is). It is a sequence, not a ``list``:
-    ``list(rep.ticks)`` gives one (for ``json.dumps``, ``sort``, ``+``)."""
+    A parsed record takes several times its text (``bench/bench_replay_memory.py``). To change a record, read it
+    into a variable and put it back with ``ticks[i] = record``; ``list(rep.ticks)`` gives a list."""
 
     def __init__(self, records: Iterable[dict[str, Any] | bytes] = ()) -> None:
         self._items: list[dict[str, Any] | bytes] = list(records)
 
     def append_line(self, line: bytes) -> None:
-        """Keep a tick line's text (checked by the caller): it is parsed when read."""
+        """Keep a tick line's text (checked by the caller)."""
         self._items.append(line)
 
     @staticmethod
@@ -413,28 +383,11 @@ class TickLines(MutableSequence[dict[str, Any]]):
     def insert(self, index: int, value: dict[str, Any]) -> None:
         self._items.insert(index, value)
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (TickLines, list)):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, like a list
-
-    def __repr__(self) -> str:
-        return f"TickLines({len(self)} records)"
-
-    def copy(self) -> TickLines:
-        """Another ``TickLines`` of the same records (changing one does not change the other)."""
-        return TickLines(self._items)
-
-    __copy__ = copy
-
 
 @dataclass
 class Replay:
-    """A loaded ``nertz-replay/1`` file: the header's fields, the tick records, and the closing snapshot
-    (``None`` when the game was stopped before its end: then ``stopped`` is True, or the file was cut off and
-    ``cut_off`` says how)."""
+    """A loaded ``nertz-replay/1`` file: the header's fields, the tick records and the closing snapshot
+    (``None`` when ``stopped``, or when the file was cut off: ``cut_off`` says how)."""
 
     agents: list[str]
     config: dict[str, Any]
@@ -452,7 +405,7 @@ class Replay:
         return int(self.ticks[-1]["t"]) if self.ticks else 0
 
     def incomplete(self) -> str | None:
-        """``None`` for a file with its closing line, else one sentence saying where it was cut off."""
+        """``None`` for a file with its closing line, else where it was cut off."""
         if self.final is not None or self.stopped:
             return None
         how = f" ({self.cut_off})" if self.cut_off else ""
@@ -462,11 +415,9 @@ class Replay:
         )
 
 
-#: the longest line a replay may hold: a header with its opening table or a closing snapshot is a few KB
+#: the longest line a replay may hold
 MAX_LINE_BYTES = 1 << 20
-#: the most a replay may hold, decompressed (``load_replay``'s ``max_bytes``). A 4-player game of the scripted
-#: agents takes a few KB; the largest the rules allow without raising ``max_ticks`` (8 seats, a match of 100
-#: rounds each run to 2,000 ticks, every line at its longest) is about 60 MB
+#: the most a replay may hold, decompressed (the largest game the default ``max_ticks`` allows is smaller)
 MAX_REPLAY_BYTES = 128 << 20
 _CHUNK = 1 << 16
 _NEWLINES = re.compile(rb"\n+")
@@ -475,12 +426,10 @@ _END_NAMES = ("nertz", "stall", "max_ticks")
 
 
 class _Lines:
-    """The lines of a replay file, plain or gzip (every member of a multi-member file), read a chunk at a time
-    with the bounds above, so any file is read or refused within bounded memory and time.
+    """The lines of a replay file, plain or gzip, read a chunk at a time within the bounds above.
 
-    Iterating gives ``(line number, line without its newline, whether the line ended)``; blank lines are skipped.
-    After the last line, :attr:`gz_cut` says whether a gzip stream ended early (what was inflated before the cut
-    is kept, so a cut-off ``.gz`` file reads up to its last complete line)."""
+    Yields ``(line number, line, whether it ended)``, skipping blank lines; :attr:`gz_cut` then says whether a
+    gzip stream ended early."""
 
     def __init__(self, path: str, f: IO[bytes], max_bytes: int = MAX_REPLAY_BYTES) -> None:
         self.path = path
@@ -506,11 +455,11 @@ class _Lines:
                 if not data:
                     self.gz_cut = in_member
                     return
-            if not in_member:  # another member follows (``cat a.gz b.gz``); zero bytes may pad the end
+            if not in_member:  # another member follows; zero bytes may pad the end
                 data = data.lstrip(b"\0")
                 if not data:
                     continue
-                if not b"\x1f\x8b".startswith(data[:2]):  # one stray byte too (a lone 0x1f is a member cut short)
+                if not b"\x1f\x8b".startswith(data[:2]):
                     raise ReplayError(f"{self.path}: bytes after the end of the gzip stream that are not gzip")
                 d = zlib.decompressobj(16 + zlib.MAX_WBITS)
                 in_member = True
@@ -536,7 +485,7 @@ class _Lines:
                     "than any game the rules allow without raising max_ticks (about 60 MB at most)"
                 )
             buf += chunk
-            spaces: bytearray | None = None  # buf with every blank as a newline, made when a blank line comes
+            spaces: bytearray | None = None  # buf with every blank as a newline, made when first needed
             start = 0
             while True:
                 end = buf.find(b"\n", start)
@@ -544,12 +493,12 @@ class _Lines:
                     break
                 if end - start > MAX_LINE_BYTES:
                     raise self._too_long(k + 1)
-                if not buf[start:end].strip():  # blank lines: skip the whole run at once (a C loop, not one
-                    if spaces is None:  # Python step a line: a file of a billion newlines is read in seconds)
+                if not buf[start:end].strip():  # skip a run of blank lines at once
+                    if spaces is None:
                         spaces = buf.translate(_BLANKS_AS_NEWLINES)
                     run = _NEWLINES.match(spaces, start)
                     assert run is not None
-                    last = buf.rfind(b"\n", start, run.end()) + 1  # the run's blank lines end at its last newline
+                    last = buf.rfind(b"\n", start, run.end()) + 1
                     k += buf.count(b"\n", start, last)
                     start = last
                     continue
@@ -601,7 +550,7 @@ def _check_header(obj: dict[str, Any], where: str) -> int:
 
 
 def _check_tick_line(obj: dict[str, Any], n: int, where: str) -> None:
-    """A tick line's fields, checked (what :class:`ReplayWriter` writes); unknown fields are left alone."""
+    """A tick line's fields, checked; unknown fields are left alone."""
     t = obj.get("t")
     if not isinstance(t, int) or isinstance(t, bool) or t < 0:
         raise ReplayError(f"{where}: a tick line needs 't', the tick (an integer >= 0), got {short(t)}")
@@ -646,8 +595,7 @@ def _check_tick_count(obj: dict[str, Any], count: int, where: str) -> None:
 
 
 def _has_lone_surrogate(obj: Any) -> bool:
-    """Whether a parsed line holds a lone UTF-16 surrogate (JSON's ``\\ud800`` without its pair), which no
-    UTF-8 output (the page, a terminal) can hold."""
+    """Whether a parsed line holds a lone UTF-16 surrogate, which no UTF-8 output can hold."""
     try:
         json.dumps(obj, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
@@ -658,14 +606,11 @@ def _has_lone_surrogate(obj: Any) -> bool:
 def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES) -> Replay:
     """Read a ``nertz-replay/1`` file (plain or gzip). Raises :class:`ReplayError` naming the line and the field.
 
-    The file is read a chunk at a time: a line over :data:`MAX_LINE_BYTES` or a file over
-    ``max_bytes`` (decompressed; default :data:`MAX_REPLAY_BYTES`) is refused when reached, and so are more tick
-    lines than the rules allow (``max_ticks`` x rounds), so a hostile file (a gzip bomb) fails within bounded
-    memory and time. What is loaded is held in memory: 1.4-2.2 times the text of its tick lines (kept as text,
-    :class:`TickLines`, and parsed when read)."""
+    A line over :data:`MAX_LINE_BYTES`, a file over ``max_bytes`` (decompressed) or more ticks than the rules
+    allow is refused when reached, so a hostile file fails within bounded memory and time."""
     path = os.fspath(path)
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or a device would be waited on for ever
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block
             raise ReplayError(f"{path}: not a regular file (a replay is a file, plain or gzip)")
         f = open(path, "rb")  # noqa: SIM115
     except OSError as e:
@@ -736,13 +681,10 @@ def _as_replay(src: Replay | str | os.PathLike[str]) -> Replay:
 
 
 def round_end_table(before: dict[str, Any], actions: Sequence[int]) -> dict[str, Any]:
-    """The table as a round ended, for a tick that ended a round of a match that goes on.
+    """The table as a round of a match that goes on ended (the step also dealt the next round).
 
-    In a match the engine deals the next round within the step that ends a round, so the table after that step
-    is the new deal. This replays the step from ``before`` (the table before it; ``actions`` as recorded) in a
-    copy whose match ends with this round (``rounds`` = this round + 1), where nothing is dealt after the
-    scoring. The result carries the real ``config`` and ``done`` ``"running"``; its cards, scores and match
-    scores are the round's end."""
+    Replays the step from ``before`` with ``actions`` in a copy whose match ends with this round, so nothing is
+    dealt after the scoring; the result carries the real ``config`` and ``done`` ``"running"``."""
     cfg = dict(before["config"])
     cfg.update(rounds=int(before["round"]) + 1, target_score=None, max_rounds=None)
     cfg = make_config(**cfg).to_dict()
@@ -757,12 +699,12 @@ def round_end_table(before: dict[str, Any], actions: Sequence[int]) -> dict[str,
 
 @dataclass
 class Frame:
-    """One picture of a replayed game: ``kind`` is ``"deal"`` (the opening, ``rec`` None), ``"tick"`` (the table
-    after tick ``rec``; the game's last round ends on such a frame too), ``"round_end"`` (the table as a round of
-    a match that goes on ended on tick ``rec``; the next frame, ``"next_deal"``, is the next round's deal made
-    within the same tick). On the frame that shows a round's end, ``round_end`` holds per seat the part of the
-    tick's reward that is the round's scoring, apart from the move's own: ``{"reward": bonus - penalty x cards
-    left (summed over the team with teams), "left": cards left in the Nertz pile, "bonus": the bonus}``."""
+    """One picture of a replayed game.
+
+    ``kind``: ``"deal"`` (the opening, ``rec`` None), ``"tick"`` (the table after tick ``rec``),
+    ``"round_end"`` (the table as a round of a match that goes on ended) then ``"next_deal"`` (the next deal,
+    same tick). On a round's end, ``round_end`` holds per seat the round's scoring part of the reward:
+    ``{"reward": bonus - penalty x cards left (per team with teams), "left": Nertz cards left, "bonus": ...}``."""
 
     kind: str
     rec: dict[str, Any] | None
@@ -771,9 +713,7 @@ class Frame:
 
 
 def replay_frames(src: Replay | str | os.PathLike[str]) -> Iterator[Frame]:
-    """Every frame of a game (see :class:`Frame`), replayed through the engine and checked as
-    :func:`verify_replay` does; a tick that ends a round of a match gives two frames: the round's end, then the
-    next deal."""
+    """Every :class:`Frame` of a game, replayed through the engine and checked as :func:`verify_replay` does."""
     rep = _as_replay(src)
     env = env_for(rep.config)
     try:
@@ -823,9 +763,8 @@ def _round_rewards(env: NertzParallelEnv, names: list[str], infos: dict[str, dic
 
 
 def replay_states(src: Replay | str | os.PathLike[str]) -> Iterator[tuple[dict[str, Any] | None, dict[str, Any]]]:
-    """``(tick record, snapshot after it)`` for the opening (record ``None``) and every tick, replayed through
-    the engine (checked as :func:`verify_replay` does, so a drawn game is the recorded one). After a tick that
-    ended a round of a match the snapshot is the next deal; :func:`replay_frames` also gives the round's end."""
+    """``(tick record, snapshot after it)`` for the opening (record ``None``) and every tick, replayed and
+    checked as :func:`verify_replay` does."""
     for fr in replay_frames(src):
         if fr.kind != "round_end":
             yield fr.rec, fr.snapshot
@@ -870,9 +809,7 @@ def _check_tick(
 
 def verify_replay(src: Replay | str | os.PathLike[str], partial: bool = False) -> int:
     """Replay a file through the engine and check every tick exactly; returns the number of ticks.
-
-    ``partial=True`` accepts a file without its closing line (a game still being written) and checks the
-    ticks it has.
+    ``partial=True`` accepts a file without its closing line.
 
     Raises:
         ReplayMismatch: at the first tick that differs, naming it and the field.

@@ -4,22 +4,10 @@
     nertz-replay game.jsonl.gz --gif game.gif         # an animation of the table, one frame per tick
     nertz-replay game.jsonl.gz --mp4 game.mp4 --fps 8
 
-A file without its closing line (cut off: a game ``nertz-play`` is still writing, or a crashed writer) is an
-error naming its last complete tick; ``--partial`` draws it anyway, marked as cut off on the page. ``--partial``
-on a complete file draws it whole with a note on stderr and exit 0, not an error: the game a user points it at
-may have finished between typing the command and running it, and the drawing is then simply the whole game.
-
-The file is first replayed through the engine (every tick checked, see :func:`nertz_env.replay.verify_replay`),
-so what is drawn is what the engine does with the recorded actions. Every picture comes from
-:mod:`nertz_env.draw`: the page holds the drawing's SVG parts (title, lake, one per seat) of every tick, each
-distinct part stored once and the whole gzip-compressed (the browser inflates it with ``DecompressionStream``);
-GIF and MP4 frames are the same SVGs rasterized.
-
-The page: play/pause (Space), speed, a scrubber to any tick, step back and forward (Left/Right, Home/End for
-the ends), each tick's moves in words with illegal actions and lost races marked (also on the drawing and as
-marks along the timeline) and each move's own reward, round ends (the table as the round ended, then the next
-deal, with the round's scoring apart from the moves: "Round end: greedy -21 (21 cards left in the Nertz pile)"),
-and a chart of every seat's running score.
+Guide: docs/guides/replays.md. The file is first replayed through the engine (every tick checked), so what is
+drawn is what the engine does with the recorded actions. The page holds the SVG parts of :mod:`nertz_env.draw`
+for every tick, each distinct part stored once and the whole gzip-compressed; GIF and MP4 frames are the same
+SVGs rasterized.
 """
 
 from __future__ import annotations
@@ -33,6 +21,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from nertz_env.actions import action_table
@@ -64,8 +53,7 @@ def _running_scores(snap: dict[str, Any]) -> list[int]:
 
 
 def build_frames(rep: Replay) -> tuple[list[Frame], int]:
-    """Every frame (replayed and checked: the opening, each tick, and for a tick that ends a round of a match the
-    table as that round ended, then the next deal) and the work-pile room for the whole game."""
+    """Every frame of the game (replayed and checked) and the work-pile room for the whole game."""
     frames = list(replay_frames(rep))
     fan = max(FAN_CARDS, *(longest_pile(f.snapshot) for f in frames))
     return frames, fan
@@ -78,7 +66,7 @@ def _drawings(rep: Replay, frames: list[Frame], fan: int) -> list[TableDrawing]:
     ]
 
 
-CHART_W = 340  # the chart's width in SVG units: about the side column's width in pixels, so text is not shrunk
+CHART_W = 340  # the chart's width in SVG units: the side column's width in pixels
 CHART_FONT = 12  # px at that width
 
 
@@ -209,12 +197,9 @@ def page_html(rep: Replay, title: str | None = None) -> str:
         "CHARTFONT": str(CHART_FONT),
     }
     # one pass, so a title that happens to contain "%DATA%" stays text
-    return re.sub(r"%(TITLE|META|DEFS|CHARTW|CHARTFONT|CHART|DATA|CUT)%", lambda m: fill[m.group(1)], _PAGE)
+    template = (Path(__file__).parent / "replay_page.html").read_text(encoding="utf-8")
+    return re.sub(r"%(TITLE|META|DEFS|CHARTW|CHARTFONT|CHART|DATA|CUT)%", lambda m: fill[m.group(1)], template)
 
-
-def _frames_rgb(rep: Replay, scale: float) -> tuple[list[str], int]:
-    frames, fan = build_frames(rep)
-    return [d.svg() for d in _drawings(rep, frames, fan)], fan
 
 
 class _Progress:
@@ -234,8 +219,7 @@ class _Progress:
 
 
 def _gif_palette(first: Any, last: Any) -> Any:
-    """One 256-colour palette for the whole GIF, from the first and last frames and every colour the drawing
-    uses for seats and banners (quantizing once instead of per frame is most of --gif's speed)."""
+    """One 256-colour palette for the whole GIF, from the first and last frames and the seat and banner colours."""
     import numpy as np
     from PIL import Image
 
@@ -260,22 +244,23 @@ def write_animation(rep: Replay, path: str, fps: float, scale: float, kind: str)
         import numpy as np
     except ImportError:
         raise UsageError(f"animations need imageio: {install_command('render')}") from None
-    svgs, _fan = _frames_rgb(rep, scale)
+    frames, fan = build_frames(rep)
+    svgs = [d.svg() for d in _drawings(rep, frames, fan)]
     progress = _Progress(len(svgs), f"writing {os.path.basename(path)}")
     if kind == "gif":
         from PIL import Image
 
         last = svg_to_rgb(svgs[-1], scale)
         palette: Any = None
-        frames = []
+        images = []
         for k, svg in enumerate(svgs, start=1):
             img = svg_to_rgb(svg, scale) if k < len(svgs) else last
             if palette is None:
                 palette = _gif_palette(img, last)
-            frames.append(Image.fromarray(img).quantize(palette=palette, dither=Image.Dither.NONE))
+            images.append(Image.fromarray(img).quantize(palette=palette, dither=Image.Dither.NONE))
             progress(k)
-        frames[0].save(
-            path, save_all=True, append_images=frames[1:], duration=1000.0 / fps, loop=0, optimize=True, disposal=1
+        images[0].save(
+            path, save_all=True, append_images=images[1:], duration=1000.0 / fps, loop=0, optimize=True, disposal=1
         )
         return len(svgs)
     try:
@@ -306,8 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--gif",
         metavar="OUT.gif",
-        help="write an animated GIF, one frame per tick (progress on stderr). Time: about 0.05 s a frame, "
-        "a 245-tick 2-player game in some 12-15 s on 2 cores; --scale 0.5 takes about 0.6x that",
+        help="write an animated GIF, one frame per tick (progress on stderr)",
     )
     p.add_argument(
         "--mp4", metavar="OUT.mp4", help="write an MP4 video, one frame per tick (imageio-ffmpeg; progress on stderr)"
@@ -395,130 +379,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"nertz-replay: error: {e}", file=sys.stderr)
         return EXIT_USAGE
-
-
-_PAGE = r"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>%TITLE% - Nertz replay</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<style>
-body{margin:0;background:#10281b;color:#e8f1ea;font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif}
-header{padding:8px 14px;background:#0b1d13;display:flex;gap:14px;align-items:baseline;flex-wrap:wrap}
-header h1{font-size:16px;margin:0}header .meta{color:#9fc7ad;font-size:12px}
-main{display:flex;gap:12px;padding:10px;flex-wrap:wrap}
-#table{flex:1 1 640px;min-width:320px}#table svg{width:100%;height:auto;display:block}
-aside{flex:0 1 360px;min-width:260px}
-.controls{display:flex;gap:6px;align-items:center;flex-wrap:wrap;padding:6px 10px;background:#0b1d13;position:sticky;top:0;z-index:2}
-button,select{background:#24593a;color:#fff;border:1px solid #3f7a57;border-radius:5px;padding:4px 10px;font:inherit;cursor:pointer}
-button:hover{background:#2e6b48}#scrub{flex:1 1 300px}
-#tickno{font-variant-numeric:tabular-nums;min-width:9em}
-.moves{list-style:none;margin:6px 0;padding:0}.moves li{padding:3px 6px;border-left:4px solid;margin:2px 0;background:#173d29}
-.moves .il{background:#5a1a1a}.moves .lr{background:#5a4310}.tag{font-weight:600;font-size:11px;padding:0 4px;border-radius:3px;margin-left:4px}
-.roundend{color:#ffe14d}.tag.il{background:#ff4d4d;color:#000}.tag.lr{background:#ffb627;color:#000}.end{color:#ffe14d;font-weight:600}
-#chart{max-width:%CHARTW%px}#chart text{fill:#cfe3d5;font-size:%CHARTFONT%px}.legend span{display:inline-block;margin-right:10px}
-.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
-#error{color:#ff8080;padding:10px}.cut{background:#ffb627;color:#000;font-weight:600;padding:2px 8px;border-radius:4px}kbd{background:#24593a;border-radius:3px;padding:0 4px;font-size:12px}
-</style></head><body>
-<header><h1>%TITLE%</h1><span class="meta">%META%</span>%CUT%</header>
-<div class="controls">
-<button id="play" title="Space">Play</button>
-<button id="stepback" title="Left arrow">&#9664;</button><button id="stepfwd" title="Right arrow">&#9654;</button>
-<select id="speed" title="speed"><option value="0.5">0.5x</option><option value="1" selected>1x</option>
-<option value="2">2x</option><option value="4">4x</option><option value="8">8x</option><option value="16">16x</option></select>
-<input id="scrub" type="range" min="0" max="0" value="0" aria-label="tick">
-<span id="tickno"></span>
-</div>
-<main><div id="table"><div id="error">Loading... (this page needs a browser with DecompressionStream: Chrome 80+, Firefox 113+, Safari 16.4+)</div></div>
-<aside><h3>Moves this tick</h3><ul class="moves" id="moves"></ul><div id="event"></div>
-<h3>Running score</h3><div class="legend" id="legend"></div>%CHART%
-<p class="meta">match score + own cards in the lake &minus; penalty &times; cards left in the Nertz pile.
-Marks under the chart: <span style="color:#ff4d4d">illegal actions</span>, <span style="color:#ffb627">lost races</span>.
-Keys: <kbd>Space</kbd> play/pause, <kbd>&larr;</kbd>/<kbd>&rarr;</kbd> step, <kbd>Home</kbd>/<kbd>End</kbd>.</p>
-</aside></main>
-<svg width="0" height="0" style="position:absolute" aria-hidden="true">%DEFS%</svg>
-<script id="data" type="application/octet-stream">%DATA%</script>
-<script>
-"use strict";
-(async function () {
-  const b64 = document.getElementById("data").textContent.trim();
-  const bytes = Uint8Array.from(atob(b64), c => c.charCodeAt(0));
-  let D;
-  try {
-    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-    D = JSON.parse(await new Response(stream).text());
-  } catch (e) {
-    document.getElementById("error").textContent = "Cannot read the replay data: " + e;
-    return;
-  }
-  const N = D.frames.length - 1;
-  const table = document.getElementById("table"), scrub = document.getElementById("scrub");
-  const movesEl = document.getElementById("moves"), eventEl = document.getElementById("event");
-  const tickno = document.getElementById("tickno"), playBtn = document.getElementById("play");
-  const cursor = document.getElementById("cursor"), chart = document.getElementById("chart");
-  scrub.max = N;
-  document.getElementById("legend").innerHTML = D.names.map((n, p) =>
-    `<span><i style="background:${D.colours[p]}"></i>${esc(n)}</span>`).join("");
-  function signed(x) { return (x > 0 ? "+" : "") + (+x.toFixed(3)); }
-  function esc(s) { return String(s).replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})[c]); }
-  let cur = -1, timer = null;
-  function show(i) {
-    i = Math.max(0, Math.min(N, i | 0));
-    cur = i;
-    table.innerHTML = D.frames[i].map(k => D.parts[k]).join("") + "</svg>";
-    scrub.value = i;
-    const K = D.kinds[i], tno = K[3];
-    tickno.textContent = (D.rounds > 1 ? `round ${K[2] + 1}, tick ${tno}` : `tick ${tno} / ${D.kinds[N][3]}`) + (K[0] === "round_end" ? "  (round " + (K[2] + 1) + " over)" :
-      K[0] === "next_deal" ? "  (round " + (K[2] + 1) + " dealt)" : "") +
-      (i === N ? (D.complete ? "  (end: " + D.done + ")" : D.cut ? "  (cut off here)" : "  (stopped before the end)") : "");
-    const x0 = 40, x1 = chart.viewBox.baseVal.width - 8;
-    const x = x0 + (x1 - x0) * i / Math.max(1, N);
-    cursor.setAttribute("x1", x); cursor.setAttribute("x2", x);
-    if (K[0] === "deal") { movesEl.innerHTML = "<li style='border-color:#888'>the deal: no moves yet</li>"; eventEl.textContent = ""; return; }
-    if (K[0] === "next_deal") {
-      movesEl.innerHTML = `<li style='border-color:#888'>round ${K[2] + 1}: the new deal (made in the same step that ended round ${K[2]}); no moves yet</li>`;
-      eventEl.textContent = ""; return;
-    }
-    const r = D.ticks[K[1]], il = r.il || [], lr = r.lr || [];
-    movesEl.innerHTML = r.a.map((a, p) => {
-      const cls = il.includes(p) ? "il" : lr.includes(p) ? "lr" : "";
-      const tag = il.includes(p) ? '<span class="tag il">ILLEGAL</span>' : lr.includes(p) ? '<span class="tag lr">LOST RACE</span>' : "";
-      const own = r.r ? r.r[p] - (r.re ? r.re[p].reward : 0) : 0;  // the move's own reward, without the round's scoring
-      const rw = own ? ` <small>(${signed(own)})</small>` : "";
-      return `<li class="${cls}" style="border-color:${D.colours[p]}" data-seat="${p}"><b>${esc(D.names[p])}</b>: ${esc(D.words[a])}${tag}${rw}</li>`;
-    }).join("");
-    const why = e => [e.left ? `${e.left} card${e.left === 1 ? "" : "s"} left in the Nertz pile` : "",
-                      e.bonus ? `bonus ${e.bonus}` : ""].filter(Boolean).join(", ");
-    const scoring = r.re ? `<p class="roundend">Round end: ${r.re.map((e, p) => `${esc(D.names[p])} ${signed(e.reward)}` +
-      (why(e) ? ` (${why(e)})` : "")).join("; ")}</p>` : "";
-    eventEl.innerHTML = r.end ? `<p class="end">Round over (${esc(r.end)}). Round scores: ${r.score.map((s, p) => esc(D.names[p]) + " " + s).join(", ")}; match: ${r.match.join(", ")}</p>` + scoring : "";
-  }
-  function speed() { return +document.getElementById("speed").value; }
-  function stop() { if (timer) { clearInterval(timer); timer = null; } playBtn.textContent = "Play"; }
-  function play() {
-    if (cur >= N) show(0);
-    stop(); playBtn.textContent = "Pause";
-    timer = setInterval(() => { if (cur >= N) stop(); else show(cur + 1); }, 250 / speed());
-  }
-  playBtn.onclick = () => (timer ? stop() : play());
-  document.getElementById("speed").onchange = () => { if (timer) play(); };
-  document.getElementById("stepback").onclick = () => { stop(); show(cur - 1); };
-  document.getElementById("stepfwd").onclick = () => { stop(); show(cur + 1); };
-  scrub.oninput = () => { stop(); show(+scrub.value); };
-  document.addEventListener("keydown", e => {
-    if (e.target.tagName === "SELECT" || (e.target === scrub && e.key !== " ")) return;  // native keys there
-    if (e.target.tagName === "BUTTON" && (e.key === " " || e.key === "Enter")) return;  // activates the button
-    if (e.key === "ArrowRight") { stop(); show(cur + 1); }
-    else if (e.key === "ArrowLeft") { stop(); show(cur - 1); }
-    else if (e.key === "Home") { stop(); show(0); }
-    else if (e.key === "End") { stop(); show(N); }
-    else if (e.key === " ") { timer ? stop() : play(); }
-    else return;
-    e.preventDefault();
-  });
-  window.nertzReplay = { show, frames: N, data: D, current: () => cur };
-  show(0);
-})();
-</script></body></html>
-"""
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Nertz for Ray RLlib: a multi-agent env with RLlib's action-mask keys, a PPO config, a league, checkpoints.
 
-Needs the ``rllib`` extra (``pip install ".[rllib]"`` in a checkout); ``import nertz_env`` never imports Ray, this
-module does. Usage::
+Guide: docs/guides/rllib.md. Needs the ``rllib`` extra; ``import nertz_env`` never imports Ray, this module
+does. Usage::
 
     from ray.tune.registry import register_env
     from nertz_env.rllib import env_creator, ppo_config
@@ -9,36 +9,24 @@ module does. Usage::
     algo = ppo_config({"num_players": 4, "draw": 1}).build_algo()
     algo.train()
 
-**The env** (:class:`NertzRLlibEnv`, built by :func:`env_creator`) is an RLlib ``MultiAgentEnv``. Each agent's
-observation is ``{"observations": float32 (O,), "action_mask": float32 (A,)}``, the keys RLlib's own
-``ActionMaskingTorchRLModule`` reads, so that module works unchanged. ``infos[agent]`` holds ``illegal``,
-``lost_race``, ``round_end`` (a code, 0 until a round ends: :mod:`nertz_env.infos`) and ``score`` (the finished round's, else 0) at reset
-and every step (:mod:`nertz_env.infos`); the mask is in the observation only (RLlib keeps every step's infos
-in its episodes, so a copy there would cost memory for nothing). ``env_config`` takes every rules option
-of RULES.md by its name, ``num_players``, and these keys of the env itself (anything else is one clear
+**The env** (:class:`NertzRLlibEnv`) is an RLlib ``MultiAgentEnv``. Each agent's observation is
+``{"observations": float32 (O,), "action_mask": float32 (A,)}``, the keys RLlib's ``ActionMaskingTorchRLModule``
+reads. ``infos[agent]`` holds ``illegal``, ``lost_race``, ``round_end`` and ``score`` (:mod:`nertz_env.infos`).
+``env_config`` takes every rules option of RULES.md by its name, ``num_players``, and (anything else is a
 ``ValueError``):
 
-* ``num_tables`` (default 1): tables stepped together in one compiled call (the batched engine of
-  :mod:`nertz_env.vector`). With more than one table, agents are named ``t{k}_player_{i}``; one RLlib episode is
-  one deal on every table, and a table whose deal is over drops out (its agents are terminated) while the
-  others play on. RLlib can also vectorize multi-agent envs itself (``num_envs_per_env_runner``: copies
-  stepped one by one, each reset on its own); both sample at the same rate per transition, because RLlib's
-  own per-agent work dominates (``experiments/bench_rllib_notes.md``). Keep ``num_tables`` moderate (16):
-  finished tables wait for the slowest deal.
-* ``learners_per_table`` (default: every seat): seats ``0 .. L-1`` of every table are learner seats; the
-  others are opponents, drawn per table and per deal from ``opponents`` (agent specs of
-  :func:`nertz_env.agents.make_agent` with weights; they play *inside* the env, compiled, so RLlib never sees
-  them) and ``module_opponents`` (the weight of handing the seat to RLlib, where the policy mapping gives it a
-  frozen snapshot of the learner: see :func:`league_mapping`).
-* ``seed`` (default None): seeds the opponent draws and the scripted agents (RLlib's ``reset(seed=...)``
-  seeds the deals).
+* ``num_tables`` (default 1): tables stepped together in one compiled call; agents are then named
+  ``t{k}_player_{i}``. One episode is one deal on every table; a finished table drops out while the others
+  play on.
+* ``learners_per_table`` (default: every seat): seats ``0 .. L-1`` are learners; the others are drawn per
+  table and deal from ``opponents`` (:func:`nertz_env.agents.make_agent` specs with weights, played inside the
+  env) and ``module_opponents`` (the weight of a frozen snapshot chosen by :func:`league_mapping`).
+* ``seed`` (default None): seeds the opponent draws and the scripted agents.
 
-**Self-play** (:func:`ppo_config`): every seat maps to the one module ``"learner"``. **The league**: with
-``league=League(...)``, ``max_snapshots`` frozen modules ``snapshot_0 ..`` (copies of the learner, refreshed
-in turn by :func:`add_snapshot` every ``snapshot_every`` iterations) and the scripted ``opponents`` fill the
-non-learner seats. **Checkpoints**: :func:`save_checkpoint` writes RLlib's checkpoint plus the nertz-env record
-(``nertz_meta.json``: rules, table size, layout); :mod:`nertz_env.agents.rllib_policy` loads the learner module
-as an :class:`~nertz_env.agents.Agent`, so ``make_agent`` and ``nertz-eval`` play it by path.
+**Self-play** (:func:`ppo_config`): every seat maps to the module ``"learner"``. **The league**
+(``league=League(...)``): ``max_snapshots`` frozen copies of the learner, refreshed by :func:`add_snapshot`,
+and the scripted ``opponents`` fill the other seats. **Checkpoints**: :func:`save_checkpoint` writes RLlib's
+checkpoint plus ``nertz_meta.json``; ``make_agent`` and ``nertz-eval`` play it by path.
 """
 
 from __future__ import annotations
@@ -71,8 +59,8 @@ from nertz_env.engine.state import DONE_NO
 from nertz_env.threads import limit_threads
 from nertz_env.vector import NertzVectorEnv
 
-# the parts without Ray, re-exported here (their home is where nertz-train checks options before importing Ray)
-EnvSpec.__module__ = League.__module__ = parse_env_config.__module__ = __name__  # documented and pickled here
+# the parts without Ray live in _rllib_spec (nertz-train checks options before importing Ray); documented here
+EnvSpec.__module__ = League.__module__ = parse_env_config.__module__ = __name__
 
 
 def agent_name(table: int, seat: int, num_tables: int) -> str:
@@ -83,6 +71,16 @@ def agent_name(table: int, seat: int, num_tables: int) -> str:
 def seat_of(agent_id: str) -> int:
     """The seat of an agent id of :class:`NertzRLlibEnv`."""
     return int(str(agent_id).rsplit("_", 1)[1])
+
+
+def _obs_space(size: int, actions: int) -> gymnasium.spaces.Dict:
+    """An agent's observation space: RLlib's action-mask keys, both float32."""
+    return gymnasium.spaces.Dict(
+        {
+            "observations": gymnasium.spaces.Box(0.0, 1.0, (size,), np.float32),
+            "action_mask": gymnasium.spaces.Box(0.0, 1.0, (actions,), np.float32),
+        }
+    )
 
 
 class NertzRLlibEnv(MultiAgentEnv):
@@ -109,12 +107,7 @@ class NertzRLlibEnv(MultiAgentEnv):
         self._venv = NertzVectorEnv(s.num_tables, num_players=n, autoreset=False, copy=False, **self._rules())
         self.obs_size = self._venv.obs_layout.size
         self.num_actions = self._venv.actions.n
-        obs_space = gymnasium.spaces.Dict(
-            {
-                "observations": gymnasium.spaces.Box(0.0, 1.0, (self.obs_size,), np.float32),
-                "action_mask": gymnasium.spaces.Box(0.0, 1.0, (self.num_actions,), np.float32),
-            }
-        )
+        obs_space = _obs_space(self.obs_size, self.num_actions)
         act_space: gymnasium.spaces.Space = gymnasium.spaces.Discrete(self.num_actions)
         self._names = [[agent_name(t, p, s.num_tables) for p in range(n)] for t in range(s.num_tables)]
         self.possible_agents = [a for row in self._names for a in row]
@@ -145,7 +138,7 @@ class NertzRLlibEnv(MultiAgentEnv):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, dict[str, Any]]]:
         """Deal every table. ``seed`` fixes the deals (table k gets ``seed + k``) and the opponent draws;
-        without it the tables continue their own generators (reproducible from the first seed)."""
+        without it the tables continue their own generators."""
         if options:
             raise ValueError(f"reset takes no options, got {sorted(options)}")
         if seed is not None:
@@ -220,9 +213,8 @@ class NertzRLlibEnv(MultiAgentEnv):
         return obs, rew, terms, truncs, info
 
     def render(self, mode: str | None = None) -> str | None:
-        """Every table as text. RLlib calls ``render()`` with an argument; ``mode`` may be ``"ansi"`` (the
-        default) or ``None``."""
-        if mode not in (None, "ansi", "rgb_array") or (mode == "rgb_array"):
+        """Every table as text (``mode``: ``None`` or ``"ansi"``; RLlib passes one)."""
+        if mode not in (None, "ansi"):
             raise ValueError(f"render supports 'ansi' (text) only, got {mode!r}")
         from nertz_env.render import render_text
 
@@ -241,8 +233,7 @@ class NertzRLlibEnv(MultiAgentEnv):
         return [a for p, a in enumerate(self._names[t]) if self._scripted[t][p] is None]
 
     def _seat_opponents(self) -> None:
-        """Draw each opponent seat's player for this deal: a scripted agent (made once per table, seat and
-        spec, reset with a seed from the env's generator) or None (RLlib's policy mapping decides)."""
+        """Draw each opponent seat's player for this deal: a scripted agent, or None (RLlib's mapping decides)."""
         s = self.spec_
         n = self.config.num_players
         if s.learners >= n:
@@ -279,16 +270,12 @@ class NertzRLlibEnv(MultiAgentEnv):
 
 
 class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
-    """Shared-policy self-play as RLlib's *single-agent* env runner sees it: every seat of ``num_tables``
-    tables is one sub-environment of a Gymnasium vector env (:func:`nertz_env.agent_vector_env`), stepped in
-    one compiled call. RLlib builds it through ``gym_env_vectorize_mode="vector_entry_point"`` with
-    ``num_envs = num_envs_per_env_runner`` (``num_tables * num_players``), so its per-step work is one
-    ``SingleAgentEpisode`` append per seat and batched connectors, none of the multi-agent bookkeeping.
+    """Shared-policy self-play for RLlib's *single-agent* env runner: every seat of ``num_tables`` tables is one
+    sub-environment of a Gymnasium vector env (:func:`nertz_env.agent_vector_env`).
 
-    Observations are RLlib's action-mask keys (``observations``, ``action_mask``, float32), the table's seats
-    end and are dealt anew together (Gymnasium's next-step autoreset), and ``infos`` is empty (RLlib converts
-    every info dict per sub-environment and step; nothing of it is used in training). Only self-play: a seat
-    of a scripted opponent would be a sub-environment RLlib never steps (use :class:`NertzRLlibEnv`).
+    RLlib builds it with ``gym_env_vectorize_mode="vector_entry_point"`` and ``num_envs`` =
+    ``num_tables * num_players``. Observations carry RLlib's action-mask keys; ``infos`` is empty. Self-play
+    only: for scripted opponents use :class:`NertzRLlibEnv`.
     """
 
     metadata = {"autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP}
@@ -297,7 +284,7 @@ class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
         from nertz_env.agent_vector import NertzAgentVectorEnv
 
         limit_threads(1)
-        _use_fast_unbatch()  # built inside RLlib's env runner: its per-step unbatching, made fast
+        _use_fast_unbatch()  # built inside RLlib's env runner: make its per-step unbatching fast
         cfg = dict(config or {})
         num_envs = cfg.pop("num_envs", None)
         spec = parse_env_config(cfg)
@@ -314,12 +301,7 @@ class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
         self._env = NertzAgentVectorEnv(tables, num_players=p, copy=False, **rules)
         self.num_envs = self._env.num_envs
         o, a = self._env.venv.obs_layout.size, self._env.venv.actions.n
-        self.single_observation_space = gymnasium.spaces.Dict(
-            {
-                "observations": gymnasium.spaces.Box(0.0, 1.0, (o,), np.float32),
-                "action_mask": gymnasium.spaces.Box(0.0, 1.0, (a,), np.float32),
-            }
-        )
+        self.single_observation_space = _obs_space(o, a)
         self.single_action_space = self._env.single_action_space
         self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, self.num_envs)
         self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, self.num_envs)
@@ -345,14 +327,13 @@ class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
         return obs, rew, term, trunc, {}
 
     def close_extras(self, **kwargs: Any) -> None:
-        env = getattr(self, "_env", None)  # absent when __init__ refused its config (Gymnasium's __del__ closes)
+        env = getattr(self, "_env", None)  # absent when __init__ refused its config
         if env is not None:
             env.close()
 
 
 def vector_env_creator(env_config: Mapping[str, Any] | None = None) -> NertzRLlibVectorEnv:
-    """The single-agent route's creator: ``env_config`` plus RLlib's ``num_envs`` (see
-    :class:`NertzRLlibVectorEnv`)."""
+    """The single-agent route's creator: a :class:`NertzRLlibVectorEnv`."""
     return NertzRLlibVectorEnv(env_config)
 
 
@@ -384,13 +365,9 @@ class league_mapping:
 
 
 class NertzPPOConfig(PPOConfig):
-    """RLlib's ``PPOConfig`` with one check changed: RLlib compares ``minibatch_size`` (transitions: rows of a
-    module's batch) with ``train_batch_size`` (env steps) and refuses a minibatch larger than the batch. With
-    many tables or agents per env step the two units differ by that factor, so a sound config (4,096
-    transitions from 64 ticks of 16 four-player tables, minibatches of 1,024) would be refused. The check is
-    skipped; every other check of RLlib runs. (Counting the batch in agent steps instead would keep the units
-    equal, but RLlib 2.60's sampling loop then sums per-agent counters that are NaN for agents of a table that
-    finished earlier and fails.)"""
+    """RLlib's ``PPOConfig`` without its check that ``minibatch_size`` (transitions) is at most
+    ``train_batch_size`` (env steps): with many tables per env step the units differ, so sound configs failed.
+    (Counting agent steps instead fails in RLlib 2.60 when tables finish at different ticks.)"""
 
     minibatch_size: int | None  # PPOConfig's attribute, declared for mypy (Ray is not analysed)
 
@@ -428,59 +405,65 @@ def ppo_config(
     (every seat is ``"learner"``) or, with ``league``, snapshots and scripted opponents. ``env_config`` is
     validated now (an unknown option raises ``ValueError`` before Ray starts).
 
-    ``train_batch_size`` counts env steps, RLlib's default: one step of one env is a tick of all its tables, so
-    a batch holds ``train_batch_size * num_tables * (agents RLlib sees per table)`` transitions (with
-    ``num_envs_per_env_runner`` one-table envs, a step of each counts once). ``minibatch_size`` counts
+    ``train_batch_size`` counts env steps: one step is a tick of all of an env's tables, so a batch holds
+    ``train_batch_size * num_tables * (agents RLlib sees per table)`` transitions. ``minibatch_size`` counts
     transitions.
 
-    ``single_agent=True`` (self-play only, no league): RLlib's single-agent route over
-    :class:`NertzRLlibVectorEnv`, every seat of ``num_tables`` tables a sub-environment of one vector env per
-    env runner (``num_envs_per_env_runner`` is then ``num_tables * num_players``, so leave it at 1). The module
-    is RLlib's ``default_policy``; ``train_batch_size`` counts agent steps (one per seat and tick). Several
-    times faster per CPU than the multi-agent route (``bench/bench_rllib.py``)."""
-    if single_agent:
-        return _single_agent_config(
-            env_config, league, num_env_runners, num_envs_per_env_runner, rollout_fragment_length,
-            train_batch_size, minibatch_size, num_epochs, lr, gamma, lambda_, clip_param, entropy_coeff,
-            vf_loss_coeff, grad_clip, hidden, seed,
-        )
+    ``single_agent=True`` (self-play only): RLlib's single-agent route over :class:`NertzRLlibVectorEnv`, one
+    vector env of every seat of ``num_tables`` tables per env runner (leave ``num_envs_per_env_runner`` at 1).
+    The module is RLlib's ``default_policy``; ``train_batch_size`` counts agent steps."""
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
     from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
 
     env_cfg = dict(env_config or {})
+    if single_agent and league is not None:
+        raise ValueError("single_agent=True is shared-policy self-play: a league needs the multi-agent env")
+    if single_agent and num_envs_per_env_runner != 1:
+        raise ValueError(
+            "single_agent=True: every seat of num_tables tables is a sub-environment already; give num_tables "
+            "in env_config and leave num_envs_per_env_runner at 1"
+        )
     if league is not None:
         clash = sorted(set(env_cfg) & set(league.env_keys()))
         if clash:
             raise ValueError(f"give {clash} through the League, not env_config")
         env_cfg.update(league.env_keys())
-    parse_env_config(env_cfg)
+    spec = parse_env_config(env_cfg)
     model_config = {"fcnet_hiddens": list(hidden), "fcnet_activation": "relu", "head_fcnet_hiddens": []}
-    module_ids = [LEARNER] + (league.snapshot_ids if league else [])
-    specs = {m: RLModuleSpec(module_class=ActionMaskingTorchRLModule, model_config=model_config) for m in module_ids}
-    mapping = league_mapping(league.learners_per_table, league.snapshot_ids) if league else self_play_mapping
-    config = (
-        NertzPPOConfig()
-        # Discrete actions: RLlib's action normalizing/clipping is a no-op that costs a deepcopy and a
-        # per-action Python call every step (14% of sampling in the profile, bench_rllib_notes.md)
-        .environment(
-            env=NertzRLlibEnv, env_config=env_cfg, disable_env_checking=True, normalize_actions=False,
-            clip_actions=False,
+
+    def module() -> Any:
+        return RLModuleSpec(module_class=ActionMaskingTorchRLModule, model_config=model_config)
+
+    # Discrete actions: RLlib's action normalizing and clipping would only cost time
+    env_options = {"env_config": env_cfg, "disable_env_checking": True, "normalize_actions": False,
+                   "clip_actions": False}
+    runners = {"num_env_runners": num_env_runners, "num_cpus_per_env_runner": 1,
+               "rollout_fragment_length": rollout_fragment_length}
+    if single_agent:
+        if spec.learners < spec.config.num_players:
+            raise ValueError("single_agent=True is shared-policy self-play: leave learners_per_table unset")
+        config = (
+            NertzSingleAgentPPOConfig()
+            .environment(env=NertzRLlibVectorEnv, **env_options)
+            .framework("torch")
+            .env_runners(num_envs_per_env_runner=spec.num_tables * spec.config.num_players,
+                         gym_env_vectorize_mode="vector_entry_point", **runners)
+            .rl_module(rl_module_spec=module())
         )
-        .framework("torch")
-        .env_runners(
-            num_env_runners=num_env_runners,
-            num_envs_per_env_runner=num_envs_per_env_runner,
-            num_cpus_per_env_runner=1,
-            rollout_fragment_length=rollout_fragment_length,
+    else:
+        module_ids = [LEARNER] + (league.snapshot_ids if league else [])
+        mapping = league_mapping(league.learners_per_table, league.snapshot_ids) if league else self_play_mapping
+        config = (
+            NertzPPOConfig()
+            .environment(env=NertzRLlibEnv, **env_options)
+            .framework("torch")
+            .env_runners(num_envs_per_env_runner=num_envs_per_env_runner, **runners)
+            .multi_agent(policies=set(module_ids), policy_mapping_fn=mapping, policies_to_train=[LEARNER])
+            .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={m: module() for m in module_ids}))
         )
-        .learners(num_learners=0)
-        .multi_agent(
-            policies=set(module_ids),
-            policy_mapping_fn=mapping,
-            policies_to_train=[LEARNER],  # batch sizes count env steps (see NertzPPOConfig)
-        )
-        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
+    return (
+        config.learners(num_learners=0)
         .training(
             train_batch_size_per_learner=train_batch_size,
             minibatch_size=minibatch_size,
@@ -495,19 +478,14 @@ def ppo_config(
         )
         .debugging(seed=seed)
     )
-    return config
 
 
 class NertzSingleAgentPPOConfig(PPOConfig):
-    """RLlib's ``PPOConfig`` for the single-agent route, with one piece of the module-to-env pipeline swapped:
-    RLlib's ``UnBatchToIndividualItems`` splits every output column (actions, their log-probabilities, the
-    logits) into rows through ``tree.unflatten_as``, one call per row and column (17% of an env runner's
-    time at 64 sub-environments, ``experiments/bench_rllib_notes.md``); the columns here are flat arrays,
-    whose rows ``list(column)`` gives directly. Everything else is RLlib's."""
+    """RLlib's ``PPOConfig`` for the single-agent route, whose module-to-env pipeline splits flat output
+    columns into rows with ``list(column)`` instead of RLlib's slow ``tree.unflatten_as`` per row."""
 
     def build_module_to_env_connector(self, env: Any = None, spaces: Any = None) -> Any:
-        """RLlib's module-to-env pipeline with its ``UnBatchToIndividualItems`` piece replaced by the flat
-        unbatcher described above."""
+        """RLlib's module-to-env pipeline with ``UnBatchToIndividualItems`` replaced by the flat unbatcher."""
         pipeline = super().build_module_to_env_connector(env, spaces)
         from ray.rllib.connectors.module_to_env import UnBatchToIndividualItems
 
@@ -520,10 +498,7 @@ class NertzSingleAgentPPOConfig(PPOConfig):
 
 
 def fast_unbatch(struct: Any) -> Any:
-    """RLlib's ``space_utils.unbatch`` (a struct of batches -> a list of structs), with fast paths for a flat
-    array and a dict of flat arrays (the single-agent route's observations and actions), which RLlib unbatches
-    through ``tree.unflatten_as`` row by row (15% of an env runner's time at 64 sub-environments). The same
-    result; anything else goes to RLlib's own."""
+    """RLlib's ``space_utils.unbatch`` with fast paths for a flat array and a dict of flat arrays (same result)."""
     if isinstance(struct, np.ndarray):
         return list(struct)
     if isinstance(struct, dict) and struct and all(isinstance(v, np.ndarray) for v in struct.values()):
@@ -535,8 +510,7 @@ def fast_unbatch(struct: Any) -> Any:
 
 
 def _use_fast_unbatch() -> None:
-    """Make RLlib's single-agent env runner unbatch with :func:`fast_unbatch` (in the calling process; the
-    env runner module looks the name up at every step). Same results, so it is safe for any other run too."""
+    """Make RLlib's single-agent env runner (in this process) unbatch with :func:`fast_unbatch`."""
     import ray.rllib.env.single_agent_env_runner as runner_module
 
     if getattr(runner_module.unbatch, "__name__", "") != "fast_unbatch":
@@ -547,8 +521,7 @@ _FLAT_UNBATCH: Any = None
 
 
 def _flat_unbatch_class() -> Any:
-    """``UnBatchToIndividualItems`` with a fast path for flat numpy columns of a single-agent batch (made on
-    first use: the module imports Ray's connectors only when this route is used)."""
+    """``UnBatchToIndividualItems`` with a fast path for flat numpy columns (made on first use)."""
     global _FLAT_UNBATCH
     if _FLAT_UNBATCH is not None:
         return _FLAT_UNBATCH
@@ -566,7 +539,7 @@ def _flat_unbatch_class() -> Any:
                     shared_data=shared_data, **kwargs,
                 )
             for column, data in list(batch.items()):
-                rows = list(data)  # what RLlib's unbatch gives for a flat array, row by row
+                rows = list(data)
                 by_episode: dict[Any, list[Any]] = defaultdict(list)
                 for i, eps_id in enumerate(order):
                     by_episode[(eps_id,)].append(rows[i])
@@ -577,75 +550,8 @@ def _flat_unbatch_class() -> Any:
     return _FLAT_UNBATCH
 
 
-def _single_agent_config(
-    env_config: Mapping[str, Any] | None,
-    league: League | None,
-    num_env_runners: int,
-    num_envs_per_env_runner: int,
-    rollout_fragment_length: int | str,
-    train_batch_size: int,
-    minibatch_size: int,
-    num_epochs: int,
-    lr: float,
-    gamma: float,
-    lambda_: float,
-    clip_param: float,
-    entropy_coeff: float,
-    vf_loss_coeff: float,
-    grad_clip: float | None,
-    hidden: Sequence[int],
-    seed: int | None,
-) -> Any:
-    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-    from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
-
-    if league is not None:
-        raise ValueError("single_agent=True is shared-policy self-play: a league needs the multi-agent env")
-    if num_envs_per_env_runner != 1:
-        raise ValueError(
-            "single_agent=True: every seat of num_tables tables is a sub-environment already; give num_tables "
-            "in env_config and leave num_envs_per_env_runner at 1"
-        )
-    env_cfg = dict(env_config or {})
-    spec = parse_env_config(env_cfg)
-    if spec.learners < spec.config.num_players:
-        raise ValueError("single_agent=True is shared-policy self-play: leave learners_per_table unset")
-    model_config = {"fcnet_hiddens": list(hidden), "fcnet_activation": "relu", "head_fcnet_hiddens": []}
-    return (
-        NertzSingleAgentPPOConfig()
-        .environment(
-            env=NertzRLlibVectorEnv, env_config=env_cfg, disable_env_checking=True, normalize_actions=False,
-            clip_actions=False,
-        )
-        .framework("torch")
-        .env_runners(
-            num_env_runners=num_env_runners,
-            num_envs_per_env_runner=spec.num_tables * spec.config.num_players,
-            num_cpus_per_env_runner=1,
-            rollout_fragment_length=rollout_fragment_length,
-            gym_env_vectorize_mode="vector_entry_point",
-        )
-        .learners(num_learners=0)
-        .rl_module(rl_module_spec=RLModuleSpec(module_class=ActionMaskingTorchRLModule, model_config=model_config))
-        .training(
-            train_batch_size_per_learner=train_batch_size,
-            minibatch_size=minibatch_size,
-            num_epochs=num_epochs,
-            lr=lr,
-            gamma=gamma,
-            lambda_=lambda_,
-            clip_param=clip_param,
-            entropy_coeff=entropy_coeff,
-            vf_loss_coeff=vf_loss_coeff,
-            grad_clip=grad_clip,
-        )
-        .debugging(seed=seed)
-    )
-
-
 def add_snapshot(algo: Any, slot: int) -> str:
-    """Copy the learner's current weights into the frozen module ``snapshot_{slot}`` (learner and env
-    runners). Returns the module id."""
+    """Copy the learner's weights into the frozen module ``snapshot_{slot}``; returns the module id."""
     module_id = f"{SNAPSHOT_PREFIX}{slot}"
     learner = algo.learner_group
     state = learner.get_state(components=f"learner/rl_module/{LEARNER}")
@@ -660,8 +566,7 @@ def add_snapshot(algo: Any, slot: int) -> str:
 # ---------------------------------------------------------------------------------------------------------
 # checkpoints
 def checkpoint_meta(config: NertzConfig, learner_module: str = LEARNER_MODULE_DIR, **extra: Any) -> dict[str, Any]:
-    """The nertz-env record of an RLlib checkpoint (the same fields as the SB3 checkpoints' record);
-    ``learner_module``: the learner module's directory inside the checkpoint."""
+    """The nertz-env record of an RLlib checkpoint; ``learner_module``: the learner module's directory in it."""
     from nertz_env.agents.meta import make_meta
 
     meta = make_meta(config, **extra)

@@ -1,9 +1,7 @@
 """One place that caps the threads of the numeric libraries in a process the project runs or starts.
 
-On a machine with few cores, torch's intra-op pool (one thread per core by default) in every worker process
-oversubscribes the cores: a tournament with ``--workers 2`` and a trained policy then runs several times
-slower than with ``--workers 1`` (``bench/bench_workers.py``). Every process the project starts (tournament workers, training, imitation) calls
-:func:`limit_threads` before it does numeric work.
+On a machine with few cores, torch's pool of one thread per core in every worker process oversubscribes the
+cores (``bench/bench_workers.py``), so every process the project starts calls :func:`limit_threads` first.
 """
 
 from __future__ import annotations
@@ -15,12 +13,9 @@ _ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def limit_threads(n: int = 1) -> None:
-    """Cap this process at ``n`` threads for torch and the BLAS/OpenMP libraries.
-
-    The environment variables are set only where the user has not set them (they take effect in libraries
-    loaded later and in child processes); torch, when it is already imported, is capped at once. Call it
-    again after importing torch if torch was not imported yet.
-    """
+    """Cap this process at ``n`` threads for torch and the BLAS/OpenMP libraries: the environment variables
+    where the user has not set them (for libraries loaded later and child processes), and torch at once if it
+    is imported."""
     if n < 1:
         raise ValueError(f"threads must be at least 1, got {n}")
     for var in _ENV_VARS:

@@ -1,41 +1,6 @@
 """Many tables in one call: the batched adapter over the same engine that ``parallel_env`` uses.
 
-``vector_env(num_tables=1024, num_players=4, **rules)`` returns a :class:`NertzVectorEnv`. Arrays are shaped
-``(tables, players, ...)``::
-
-    obs, infos = venv.reset(seed=0)               # table t is seeded with seed + t
-    obs["observation"]  float32 (T, P, O)          obs["action_mask"]  int8 (T, P, A)
-    obs, rewards, terminations, truncations, infos = venv.step(actions)   # actions: integers (T, P)
-    rewards float32 (T, P); terminations, truncations bool (T, P)
-
-Gymnasium conventions it follows: it is a ``gymnasium.vector.VectorEnv`` whose sub-environment is one
-table, with ``single_action_space = MultiDiscrete([A] * P)`` (one action per seat) and
-``single_observation_space = Dict(observation (P, O), action_mask (P, A))``; seeds are ``seed + t`` for an
-int seed or one per table for a list; autoreset is Gymnasium's default ``NEXT_STEP`` mode: the step after a
-table's episode ended deals it a new episode (from the table's own generator, continuing its stream), ignores
-that table's actions and returns its first observation with zero rewards.
-
-Where it departs: rewards, terminations and truncations have a seat axis (``(T, P)`` instead of ``(T,)``),
-because a table is multi-agent (:func:`nertz_env.agent_vector_env` is the same batch with one sub-environment
-per seat and ``(T * P,)`` rewards, for Gymnasium's vector wrappers); ``infos`` is a dict of arrays, always with
-the same keys at reset and every step (no ``_key`` masks; the schema of :mod:`nertz_env.infos`): ``illegal``
-(T, P), ``lost_race`` (T, P), ``round_end`` (T,) (0 none, 1 Nertz or call, 2 stall, 3 max_ticks), ``score``
-(T, P) (the finished round's scores, valid where ``round_end > 0``), ``autoreset`` (T,) (the table was dealt
-anew this step) and ``action_mask`` (T, P, A): the very array of the observation's mask.
-
-``state()`` gives every table's global state, ``(T, S)`` float32 (every card's position, hidden ones
-included: :mod:`nertz_env.global_state`), for centralized critics; ``state_space`` and
-``single_state_space`` are its spaces.
-
-``reset(options=...)``: ``"snapshots"`` ({table: snapshot}) restores tables after the deal; ``"reset_mask"``
-(bool (T,), Gymnasium's partial reset) deals only those tables (each from ``seed + t`` when a seed is given,
-else from its own generator); other keys are ignored with a warning, as in ``parallel_env``. ``render()``
-returns one frame per table (``render_mode="ansi"``: a tuple of texts; ``"human"`` prints them);
-``step``/``reset`` after ``close()`` raise ``gymnasium.error.ClosedEnvironmentError``; ``pickle`` and
-``copy.deepcopy`` give an independent batch that continues exactly as the original.
-
-A table of this batch stepped with the same seed and actions gives exactly the observations, masks, rewards
-and endings of ``parallel_env`` with that seed (one rules engine; ``tests/test_vector.py`` checks it).
+Guide: docs/guides/vector-envs.md; the infos schema: docs/env/api.md.
 """
 
 from __future__ import annotations
@@ -59,7 +24,20 @@ from nertz_env.snapshot import restore_table, snapshot_table
 
 
 class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
-    """``num_tables`` Nertz tables stepped together (see the module docstring)."""
+    """``num_tables`` Nertz tables stepped together, a ``gymnasium.vector.VectorEnv`` of one table per
+    sub-environment. Arrays are shaped ``(tables, players, ...)``::
+
+        obs, infos = venv.reset(seed=0)               # table t is seeded with seed + t
+        obs["observation"]  float32 (T, P, O)          obs["action_mask"]  int8 (T, P, A)
+        obs, rewards, terminations, truncations, infos = venv.step(actions)   # actions: integers (T, P)
+        rewards float32 (T, P); terminations, truncations bool (T, P)
+
+    ``single_action_space`` is ``MultiDiscrete([A] * P)``; autoreset is Gymnasium's ``NEXT_STEP`` mode (the
+    step after a table ended deals it anew, ignores its actions and returns zero rewards). Unlike Gymnasium,
+    rewards and endings have a seat axis, and ``infos`` is a dict of arrays with the same keys at reset and
+    every step: ``illegal`` (T, P), ``lost_race`` (T, P), ``round_end`` (T,), ``score`` (T, P), ``autoreset``
+    (T,) and ``action_mask`` (T, P, A). A table steps exactly as ``parallel_env`` with the same seed.
+    """
 
     metadata = {
         "autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP,
@@ -122,7 +100,7 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         self._bind()
 
     def _bind(self) -> None:
-        # compiled entry points for this batch's own arrays, without the per-call type dispatch
+        # the compiled entry points without numba's per-call type dispatch
         self._step_fn = batch.bound(step_block, self._state, self._acts, True, 0, 1)
         self._sample_fn = batch.bound(sample_block, self._state.mask, self._agent_rng, self._sampled, 0, 1)
 
@@ -130,10 +108,9 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
     def reset(
         self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """Deal every table. ``seed``: an int (table t gets seed + t), a sequence of one seed per table, or
-        None (fresh entropy). ``options={"snapshots": {t: snapshot}}`` then restores those tables;
-        ``options={"reset_mask": mask}`` (bool, (tables,)) deals only the tables where ``mask`` is True (from
-        their seeds when ``seed`` is given, else from their own generators) and leaves the others as they are."""
+        """Deal every table. ``seed``: an int (table t gets seed + t), one seed per table, or None (fresh
+        entropy). ``options={"snapshots": {t: snapshot}}`` then restores those tables;
+        ``options={"reset_mask": mask}`` (bool, (tables,)) deals only the tables where ``mask`` is True."""
         check_open(self, "reset")
         options = dict(options or {})
         warn_unknown_options(options, ("snapshots", "reset_mask"))
@@ -197,7 +174,7 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
             "illegal": S.illegal.astype(bool),
             "lost_race": S.lost_race.astype(bool),
             "round_end": S.round_end.copy(),
-            "score": self._round_scores(),
+            "score": S.score_round.copy(),
             "autoreset": was_done if was_done is not None else np.zeros(self.num_envs, bool),
             "action_mask": obs["action_mask"],
         }
@@ -215,9 +192,9 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         self._started = False  # so step() takes its not-started branch, which says the env is closed
 
     def render(self, tables: Sequence[int] | None = None) -> tuple[Any, ...] | None:
-        """One frame per table (of ``tables``, default all) in the ``render_mode`` the batch was made with:
-        ``"rgb_array"`` gives a tuple of (H, W, 3) frames, ``"ansi"`` a tuple of texts; ``"human"`` prints each under a ``table t`` header and returns None.
-        Without a render_mode, a warning and None (Gymnasium's convention)."""
+        """One frame per table (of ``tables``, default all) in ``render_mode``: a tuple of (H, W, 3) frames for
+        ``"rgb_array"`` or of texts for ``"ansi"``; ``"human"`` prints them. Without a render_mode, a warning
+        and None."""
         if not self._started:
             check_open(self, "render")
             raise RuntimeError("call reset() before render()")
@@ -235,9 +212,8 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
 
     # ------------------------------------------------------------------ extras
     def reset_tables(self, tables: Sequence[int] | np.ndarray) -> None:
-        """Deal a new round now on each table in ``tables``, each from its own generator's current state: the
-        deal the next-step autoreset would give it. Observations and masks of those tables are rebuilt in
-        place (read them from the arrays ``step`` returned, or call :meth:`observations`)."""
+        """Deal a new round now on each table in ``tables``, from its own generator (as autoreset would).
+        Their observations and masks are rebuilt in place (see :meth:`observations`)."""
         if not self._started:
             raise RuntimeError("call reset() before reset_tables()")
         for t in np.asarray(tables).reshape(-1).tolist():
@@ -249,14 +225,13 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         return self._observations()
 
     def state(self) -> np.ndarray:
-        """Every table's global state, float32 ``(tables, S)``: every card's position, hidden ones included
-        (layout: :mod:`nertz_env.global_state`). For centralized critics only: no observation holds it."""
+        """Every table's global state, float32 ``(tables, S)``, hidden cards included
+        (:mod:`nertz_env.global_state`). For centralized critics only."""
         layout = state_layout(self.config)
         return layout.fill(self._state, np.empty((self.num_envs, layout.size), np.float32))
 
     def sample_actions(self) -> np.ndarray:
-        """Uniformly random legal actions for every seat, drawn from the batch's agent generator (never the
-        game's), compiled: the fast random baseline for benchmarks and smoke tests."""
+        """Uniformly random legal actions for every seat, compiled, from the batch's own agent generator."""
         batch.sample(self._state.mask, self._agent_rng, self._sampled, self._sample_fn)
         return self._sampled.copy() if self.copy else self._sampled
 
@@ -308,9 +283,7 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
             return {"observation": S.obs.copy(), "action_mask": S.mask.copy()}
         return {"observation": S.obs, "action_mask": S.mask}
 
-    def _round_scores(self) -> np.ndarray:
-        """The last finished round's scores [T, P] (int32), as the engine computed them (finish_round)."""
-        return self._state.score_round.copy()
+
 
 
 def vector_env(
@@ -343,8 +316,8 @@ def vector_env(
     render_mode: str | None = None,
     **unknown: Any,
 ) -> NertzVectorEnv:
-    """``num_tables`` tables of Nertz stepped in one call (see :class:`NertzVectorEnv`). The rules options are
-    :func:`nertz_env.parallel_env`'s keywords; any other keyword raises ``ValueError`` naming it.
+    """``num_tables`` tables of Nertz stepped in one call (:class:`NertzVectorEnv`). The rules options are
+    :func:`nertz_env.parallel_env`'s keywords; any other keyword raises ``ValueError``.
 
     Args:
         num_tables: tables in the batch (1 or more).

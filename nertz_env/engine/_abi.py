@@ -1,19 +1,10 @@
 """How numba passes a :class:`~nertz_env.engine.state.TableState` from one compiled function to another.
 
-numba flattens a tuple argument into its scalars: each of the state's ~40 arrays becomes its pointers, sizes,
-shapes and strides, some 400 arguments. Every call of a rules function then builds ~400 ``extractvalue``
-instructions at the call site and ~400 ``insertvalue`` ones in the callee, in numba's Python IR builder, and LLVM
-optimises them all away again once it inlines the call: about half the cost of a call site of a state-taking
-helper, and 1.4 s of the first step's 14.2 s (``experiments/compile_notes.md``).
-
-Here a ``TableState`` is typed as :class:`PackedNamedTuple`, the same named tuple to numba (fields, attribute
-access, unboxing, everything else) except that it crosses a call as one LLVM struct value. Inlined calls compile
-to the same code; the few calls that stay calls (``reset_table``, ``observe_table``, ...) pass the struct whole.
-Steps/s measured within 5% of the flattened form, with no consistent sign. numba's other tuples are left alone.
-
-Imported by ``nertz_env.engine`` itself, so the type is registered before any compiled function (the rules',
-the agents' kernels or a user's own) first sees a state: numba's dispatcher remembers, once per process, how
-it types a named tuple of a given class and fields.
+numba flattens a tuple argument into its scalars: the state's ~40 arrays become some 400 arguments, which every
+call site builds and LLVM then optimises away again, at a real cost in compile time
+(docs/experiments/compile-notes.md). Here a ``TableState`` is typed as :class:`PackedNamedTuple`, the same
+named tuple to numba except that it crosses a call as one LLVM struct value. Imported by ``nertz_env.engine``
+itself, so the type is registered before any compiled function first sees a state.
 """
 
 from __future__ import annotations
@@ -33,9 +24,8 @@ class PackedNamedTuple(types.NamedTuple):
 
     def __init__(self, types: Any, cls: type) -> None:
         super().__init__(types, cls)
-        # numba mangles a type's name into every symbol of every function taking it: the tuple's own name lists
-        # all ~40 array types (1.5 KB per symbol, 2 MB of IR text for the step). A short name, unique per field
-        # types, names the same functions.
+        # numba mangles a type's name into every symbol of every function taking it: a short name, unique per
+        # field types, instead of one that lists all ~40 array types
         digest = hashlib.sha1(self.name.encode()).hexdigest()[:10]
         self.name = f"{cls.__name__}.{digest}"
 
@@ -59,8 +49,7 @@ _TYPES: dict[tuple, PackedNamedTuple] = {}
 
 @typeof_impl.register(TableState)
 def _typeof_table_state(val: TableState, c: Any) -> PackedNamedTuple | None:
-    # A dispatcher call types a state here once per layout (then numba's C cache answers); batch.bound() and
-    # numba.typeof() come here every time, and looking the type up is ~40x cheaper than building it
+    # batch.bound() and numba.typeof() come here every time: look the type up rather than build it
     fields = tuple([typeof_impl(v, c) for v in val])
     if any(f is None for f in fields):  # a field numba cannot type: numba's own "cannot determine" error
         return None

@@ -1,10 +1,8 @@
 """numba's on-disk cache for the rules and the agents' kernels, keyed on the engine's sources.
 
-numba's own cache (``cache=True``) keys an entry on the file its function is defined in. A cached function
-also carries the machine code of what it calls and the constants it reads from other files (the engine's
-slots, the action layout, the card codes): after an edit there, numba would run the old code. :func:`keyed_jit`
-stamps the cache index with a hash of :data:`SOURCES` as well, so an edit to any of them compiles afresh.
-The install guide (``docs/guides/install.md``) says where the cache lives and what the notice means.
+numba keys a cache entry on its function's own file, but a cached function also carries the code and constants
+of other files: :func:`keyed_jit` stamps the cache index with a hash of :data:`SOURCES` too, so an edit to any
+of them compiles afresh. docs/guides/install.md says where the cache lives and what the notice means.
 """
 
 from __future__ import annotations
@@ -54,8 +52,7 @@ def sources_key() -> str:
 
 
 class SourcesKeyedCache(FunctionCache):
-    """numba's function cache, with the index stamped by :func:`sources_key` as well as by the file's own
-    modification time and size: a stale index reads as empty, so the function is compiled again."""
+    """numba's function cache, its index stamped by :func:`sources_key` too (a stale index reads as empty)."""
 
     def __init__(self, py_func: Callable[..., Any]) -> None:
         super().__init__(py_func)
@@ -70,8 +67,7 @@ _warned = False
 
 
 class _Notice(event.Listener):
-    """Logs one line per process when numba compiles (not loads) a cached function: a first call is never a
-    silent wait."""
+    """Logs one line per process when numba compiles (not loads) a cached function."""
 
     told = False
 
@@ -101,11 +97,8 @@ def _warn_once(message: str) -> None:
 
 
 def keyed_jit(options: dict[str, Any], cache: bool = True) -> Callable[[Callable[..., Any]], Any]:
-    """``numba.njit(**options)``, and with ``cache`` a :class:`SourcesKeyedCache` (instead of ``cache=True``).
-
-    Where numba finds no writable folder for its cache, the function compiles in memory in every process,
-    and one :class:`CompileCacheWarning` per process says how to keep the cache. Under ``NUMBA_DISABLE_JIT=1``
-    numba returns the plain function, which then runs as Python."""
+    """``numba.njit(**options)``, and with ``cache`` a :class:`SourcesKeyedCache`. Without a writable cache
+    folder it compiles in memory, with one :class:`CompileCacheWarning` per process."""
 
     def decorate(fn: Callable[..., Any]) -> Any:
         dispatcher = numba.njit(**options)(fn)

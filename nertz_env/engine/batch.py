@@ -1,10 +1,8 @@
 """Python-side entry points to the compiled rules over a batch: blocks of tables run on all cores.
 
 The compiled block functions (:mod:`nertz_env.engine.rules`) release the GIL, so each core's thread steps its
-own contiguous block of tables with the very same machine code as a single table; small batches stay on the
-calling thread. (numba's ``parallel=True`` is slower here: inside a parfor the state arrays lose their
-contiguous layout and a slower specialisation of the rules gets compiled. The measurements behind this
-module's choices: ``experiments/design_measurements.md``.)
+own block of tables with the same machine code as a single table; small batches stay on the calling thread.
+Why not numba's ``parallel=True``: docs/experiments/design-measurements.md.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ import numpy as np
 from nertz_env.engine.rules import sample_block, step_block
 from nertz_env.engine.state import C_P, DONE_TERMINATED, TableState
 
-PARALLEL_MIN_TABLES = 256  # below this a thread hand-off costs more than the work it saves (bench/bench_vector.py)
+PARALLEL_MIN_TABLES = 256  # below this a thread hand-off costs more than it saves (bench/bench_vector.py)
 
 
 def _default_workers() -> int:
@@ -59,13 +57,8 @@ def _run(fn: Callable[..., None], args: tuple, n: int) -> None:
 
 
 def bound(fn: Callable[..., None], *args: object) -> Callable[..., None]:
-    """``fn``'s compiled entry point for exactly the types of ``args`` (compiling it if needed).
-
-    Calling a numba dispatcher works out the type of every argument first, which for the table state (a
-    tuple of some 40 arrays) costs about as much as stepping one table. An object that always passes arrays
-    of the same types (an environment over its own state) can call the entry point instead, which only
-    unboxes them. Without numba's JIT (``NUMBA_DISABLE_JIT=1``) this returns ``fn`` itself.
-    """
+    """``fn``'s compiled entry point for exactly the types of ``args`` (compiling it if needed), which skips
+    the dispatcher's typing of every argument on each call. Without numba's JIT it returns ``fn`` itself."""
     overloads = getattr(fn, "overloads", None)
     if overloads is None:  # a plain Python function
         return fn
@@ -81,8 +74,7 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 
 
 def seed_tables(state: TableState, seeds: np.ndarray) -> None:
-    """Seed table t's generator from ``seeds[t]``: the engine's ``seed_table`` (the seed, mixed once by one
-    splitmix64 step) on whole arrays (numpy's uint64 arithmetic wraps as the compiled code's does)."""
+    """Seed table t's generator from ``seeds[t]``: the engine's ``seed_table`` on whole arrays."""
     z = np.asarray(seeds).astype(np.uint64) + _GOLDEN
     z = (z ^ (z >> np.uint64(30))) * _MIX1
     z = (z ^ (z >> np.uint64(27))) * _MIX2
@@ -90,10 +82,8 @@ def seed_tables(state: TableState, seeds: np.ndarray) -> None:
 
 
 def _deal(state: TableState, n: int) -> None:
-    """Deal every table a new episode from its generator's current state, through ``step_block``'s autoreset
-    (the table marked ended, its actions ignored): the same compiled ``reset_table`` as ``reset_block``
-    runs, without compiling a second entry point (on a cold cache the first reset and the first step
-    compile one function instead of two; see bench/bench_compile.py)."""
+    """Deal every table a new episode from its generator, through ``step_block``'s autoreset (so the first
+    reset compiles no second entry point)."""
     state.done[:n] = DONE_TERMINATED
     _run(step_block, (state, np.zeros((n, state.cfg[C_P]), np.int64), True), n)
 

@@ -69,29 +69,12 @@ from nertz_env.observation import (
 
 
 def _jit(inline: bool = False, python: bool = False, ir_inline: bool = False):
-    """``numba.njit`` for the rules: GIL-free, and compiled without reference counting (``_nrt=False``).
+    """``numba.njit`` for the rules: without the GIL and without reference counting (the rules never allocate).
 
-    The rules never allocate (scratch space lives in the state), so they need no refcounts; with them, numba
-    leaves hundreds of incref/decref calls in the mask and move code, which slow the masks several times.
-    Without the GIL, Python threads can run blocks of tables side by side (see ``nertz_env.engine.batch``).
-
-    ``inline=True`` asks LLVM to inline the function into its callers (numba's ``forceinline``). Every rules
-    function takes the whole state ``S``, a tuple of some 40 arrays (one struct value to the compiler,
-    ``nertz_env.engine._abi``) that a real call passes in hundreds of registers and stack slots, costing as
-    much as a seat's whole observation update, so everything on the per-tick path is inlined. numba's own ``inline="always"`` on every function is as fast but compiles far longer.
-    (The measurements behind these choices: ``experiments/design_measurements.md``.)
-
-    Compile time (``bench/bench_compile.py``): numba compiles every function it meets on its own, to machine
-    code, even when LLVM then inlines it everywhere. So
-
-    - only functions called from Python (``python=True``) get a CPython wrapper (the CPython and cfunc
-      wrappers, unboxing the ~40 arrays of ``S``, are most of a trivial function's compile time; none needs
-      the cfunc wrapper, which only first-class function calls use) and go to numba's on-disk cache (a
-      cached entry point carries the machine code of everything it calls; see ``nertz_env.engine._cache``);
-    - ``ir_inline=True`` has numba inline a function's IR into its callers (``inline="always"``) instead of
-      optimising and code-generating it on its own first: for the large functions with one or two call
-      sites, whose code LLVM would inline anyway. (On every function, typing the inlined copies costs more
-      than it saves.)
+    ``inline=True``: LLVM inlines the function into its callers (a call passes the whole state ``S``, some 40
+    arrays, which costs as much as the work). ``python=True``: the function is called from Python, so it gets a
+    CPython wrapper and is cached on disk. ``ir_inline=True``: numba inlines its IR (for large functions with
+    one or two call sites). Why: docs/experiments/design-measurements.md.
     """
     opts: dict = {"_nrt": False, "nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True}
     if ir_inline:
@@ -930,12 +913,9 @@ def observe_table(S, t):
 
 @_jit(ir_inline=True)
 def observe_changes(S, t, moved, flipped, progress):
-    """Bring every seat's observation and mask up to date after a tick that neither ended a round nor applied
-    the stall rule, rewriting only what the tick's moves could change: the whole view of a seat in
-    ``moved`` (a bit per seat that moved cards between its piles or to the lake), the stock and waste parts
-    of a seat in ``flipped`` (flip, recycle or rotate), the lake and opponents parts of everyone after
-    ``progress`` (a lake or Nertz-pile play), and everyone's status. The result equals ``observe_table``'s
-    (tests/test_engine.py checks it after every tick of random games in every variant)."""
+    """Update every seat's observation and mask after an ordinary tick, rewriting only what its moves changed:
+    the whole view of a seat in ``moved``, the stock and waste of a seat in ``flipped``, the lake and opponents
+    of everyone after ``progress``, and everyone's status. Equals ``observe_table`` (tests/test_engine.py)."""
     for p in range(S.cfg[C_P]):
         if (moved >> p) & 1:
             observe_player(S, t, p)
@@ -1016,8 +996,7 @@ def step_table(S, t, actions):
         tmp = S.order[t, k]
         S.order[t, k] = S.order[t, x]
         S.order[t, x] = tmp
-    # Typed from the start (np.int64, np.bool_): a plain 0 or False is first typed as a literal, and numba then
-    # compiled observe_changes and finish_round once more for those literal types.
+    # Typed from the start: a plain 0 or False would be a literal type and compile these functions twice.
     progress = np.bool_(False)
     callers = np.int64(0)
     moved = np.int64(0)  # seats whose cards moved between piles or to the lake (bit p)
@@ -1079,9 +1058,8 @@ def step_table(S, t, actions):
 
 
 # ---------------------------------------------------------------- drivers over a block of tables
-# The entry points called from Python, and the only functions cached on disk (keyed on the engine's sources:
-# nertz_env.engine._cache). Each runs tables lo..hi-1 without the GIL; nertz_env.engine.batch gives each
-# core's thread one block, and deals new episodes through step_block's autoreset (one entry point to compile).
+# The entry points called from Python, the only functions cached on disk. Each runs tables lo..hi-1 without
+# the GIL; nertz_env.engine.batch gives each thread one block.
 
 
 @_jit(python=True)

@@ -5,13 +5,7 @@
     nertz-play --opponents search --players 3           # one name fills every other seat
     nertz-play --step --seed 7 --rule draw=1            # the table waits for your moves
 
-The page is served on 127.0.0.1 (``--host`` to change) and opened in the default browser (``--no-browser``
-just prints its address). On a loopback address only requests naming this machine (127.0.0.1, localhost, ::1)
-are served; on any other address (``--host 0.0.0.0``) every request needs the secret token printed in the
-address (``?token=...``). Every tick is appended to a replay file (``nertz-replay/1``) as the game goes; its
-path is printed. Bad input (an unknown opponent, a bad player count, a port in use, an opponent that cannot
-play at the table: a damaged checkpoint, a policy trained for another table, with the flags of the table it was
-trained for) prints one line and exits with code 2.
+Guide: docs/guides/replays.md. Bad input prints one line and exits with code 2.
 """
 
 from __future__ import annotations
@@ -32,12 +26,11 @@ from nertz_env.extras import install_command
 DEFAULT_TICK_MS = 1500
 MIN_TICK_MS, MAX_TICK_MS = 50, 60_000
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-#: the largest websocket message the server reads (a bigger one ends the connection, code 1009); messages over
-#: the protocol's 4096 characters but under this get an error message and the connection stays
+#: the largest websocket message the server reads (a bigger one ends the connection, code 1009)
 MAX_FRAME = 1 << 20
 #: seconds the first Ctrl-C waits for open connections before it stops the server anyway
 SHUTDOWN_GRACE = 2
-#: the most connections served at once (fewer when the process may open few files; see :func:`connection_limit`)
+#: the most connections served at once (see :func:`connection_limit`)
 MAX_CONNECTIONS = 256
 #: connections taken from the kernel's queue per turn of the event loop (and that queue's length)
 BACKLOG = 64
@@ -174,10 +167,8 @@ def is_loopback(host: str) -> bool:
 
 
 def access(host: str) -> tuple[list[str] | None, str | None]:
-    """Who may reach a table served on ``host``: ``(allowed Host names, token)``.
-
-    On loopback: requests naming a loopback host (no DNS rebinding), no token (any program on this machine may
-    connect). Beyond it: any Host name (the machine has many), and a new secret token for every request."""
+    """Who may reach a table served on ``host``: ``(allowed Host names, token)``. On loopback: loopback Host
+    names, no token. Beyond it: any Host name, and a new secret token."""
     if is_loopback(host):
         return [*LOOPBACK, host.strip("[]")], None
     import secrets
@@ -205,8 +196,7 @@ def addresses(host: str, port: int, token: str | None) -> tuple[str, str]:
 
 
 def connection_limit() -> int:
-    """:data:`MAX_CONNECTIONS`, or a quarter of the files this process may open when that is fewer: the rest
-    stay for connections being accepted, the replay and the libraries."""
+    """:data:`MAX_CONNECTIONS`, or a quarter of the files this process may open when that is fewer."""
     try:
         import resource
     except ImportError:  # not on a Unix
@@ -216,10 +206,8 @@ def connection_limit() -> int:
 
 
 def server_config(app: Any, **options: Any) -> Any:
-    """The uvicorn config ``nertz-play`` serves with: a websocket message limit of :data:`MAX_FRAME`, a first
-    Ctrl-C that stops within :data:`SHUTDOWN_GRACE` seconds even when a connection is stuck, and the bounds of
-    :mod:`nertz_env.play.limits` (:func:`connection_limit` connections, :data:`HEAD_TIMEOUT` seconds to send a
-    request head, a tab that reads nothing for the table's send timeout dropped)."""
+    """The uvicorn config ``nertz-play`` serves with: the bounds above and those of
+    :mod:`nertz_env.play.limits`."""
     import uvicorn
 
     from nertz_env.play.limits import BoundedH11, BoundedWebSocket
@@ -242,8 +230,7 @@ def server_config(app: Any, **options: Any) -> Any:
 
 
 def _warm_up(env: Any, bots: Sequence[Any], seat: int) -> None:
-    """One tick of a throwaway deal, so the engine and the bots compile (numba) before the page opens instead of
-    on the first tick the person plays; the real deal resets the env and every bot afterwards."""
+    """One tick of a throwaway deal, so the engine and the bots compile before the page opens."""
     obs, _ = env.reset(seed=0)
     others = [s for s in range(env.config.num_players) if s != seat]
     actions = {}

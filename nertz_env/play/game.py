@@ -1,15 +1,10 @@
 """One table of ``nertz-play``: a person's seat among agents, stepped one tick at a time, without any web code.
 
 :class:`PlayGame` owns a :func:`~nertz_env.parallel_env`, the bots of the other seats and the replay being
-written. :meth:`PlayGame.tick` plays one tick: every bot's ``act`` on its observation and mask, the person's
-action (a wait when none was given), one ``env.step``, one line appended to the replay. The person's moves
-are offered as :meth:`PlayGame.legal_moves`: every legal action of the seat's mask with the click that makes
-it (a source on the table and, for moves that go somewhere, a destination), so a page maps "this card, then
-that pile" to exactly one action index. :meth:`PlayGame.check_action` is the server's own check of a move
-(an integer index in range that the mask allows), made again whatever the page did.
-
-Nothing here is asynchronous and nothing here knows about browsers; :mod:`nertz_env.play.server` runs
-:meth:`tick` in a worker thread.
+written. :meth:`PlayGame.legal_moves` gives every legal action with the click that makes it (a source and a
+destination), so a page maps "this card, then that pile" to one action index; :meth:`PlayGame.check_action`
+checks a move again whatever the page did. :mod:`nertz_env.play.server` runs :meth:`PlayGame.tick` in a
+worker thread.
 """
 
 from __future__ import annotations
@@ -59,8 +54,7 @@ def _source(src: int) -> dict[str, Any]:
 
 
 def default_replay_dir() -> str:
-    """Where games are saved unless ``--replay-dir`` says otherwise: ``$XDG_DATA_HOME/nertz-env/replays``
-    (``~/.local/share/nertz-env/replays`` when the variable is unset)."""
+    """Where games are saved by default: ``$XDG_DATA_HOME/nertz-env/replays`` (or ``~/.local/share/...``)."""
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return os.path.join(base, "nertz-env", "replays")
 
@@ -106,10 +100,8 @@ class PlayGame:
         recorder_factory: ``recorder_factory(game) -> recorder`` with ``tick(result)``, ``close(result)`` and
             ``abandon()`` methods, or None to save nothing.
 
-    A replay that cannot be written (its folder removed, a full disk: any ``OSError`` of the recorder) never
-    stops the game: the recorder is abandoned (what it wrote stays a valid, cut-off replay), :attr:`record_error`
-    says why, a message is added to :attr:`record_notes` (for the server to tell) and the next game tries to
-    record again.
+    A replay that cannot be written (any ``OSError``) never stops the game: the recorder is abandoned,
+    :attr:`record_error` says why and :attr:`record_notes` gets a message for the server to tell.
     """
 
     def __init__(
@@ -166,8 +158,7 @@ class PlayGame:
 
     # ------------------------------------------------------------------ lifecycle
     def reset(self, seed: int | None = None) -> None:
-        """Deal (again) from ``seed`` (default: the game's seed) and start a new replay (a replay that cannot be
-        created leaves this game unrecorded, :attr:`record_error` saying why)."""
+        """Deal (again) from ``seed`` (default: the game's seed) and start a new replay."""
         self.close()
         if seed is not None:
             self.seed = int(seed)
@@ -205,7 +196,7 @@ class PlayGame:
                 self._record_failed(recorder, e)
 
     def _record_failed(self, recorder: Any, e: OSError) -> None:
-        """The replay could not be written: abandon it (what is on disk stays a valid replay, cut off)."""
+        """The replay could not be written: abandon it (what is on disk stays a valid, cut-off replay)."""
         with contextlib.suppress(OSError):
             recorder.abandon()
         self.recorder = None
@@ -290,9 +281,7 @@ class PlayGame:
     # ------------------------------------------------------------------ a tick
     def tick(self, action: int | None) -> TickResult:
         """One tick: the bots act, the person plays ``action`` (None: wait), the engine steps, the replay grows.
-
-        ``action`` should come through :meth:`check_action`; the engine checks it again (an action that is
-        not legal is applied as a wait and reported illegal)."""
+        The engine checks ``action`` again (an illegal one is a wait, reported)."""
         if self.done:
             raise MoveError("the game is over; start a new game to play again")
         ids = self.agent_ids
@@ -357,8 +346,7 @@ class PlayGame:
 
     # ------------------------------------------------------------------ what the page shows
     def public_view(self) -> dict[str, Any]:
-        """Everything any player at the table can see (face-up cards and counts, never a stock's order), plus
-        the person's legal moves: the page's side panel and the tests read this."""
+        """Everything any player at the table can see, plus the person's legal moves (the page's side panel)."""
         snap = self.env.snapshot()
         so_far = round_so_far(snap)
         seats = []

@@ -1,9 +1,5 @@
-"""What ``nertz-play`` takes from the drawing and the replays: a drawer for the page, a recorder for the disk.
-
-Both are thin adapters over :mod:`nertz_env.draw` (the one drawing of a table) and :mod:`nertz_env.replay`
-(the ``nertz-replay/1`` format), so the page shows exactly the picture every other tool draws and a game
-played here replays like any other.
-"""
+"""What ``nertz-play`` takes from :mod:`nertz_env.draw` and :mod:`nertz_env.replay`: a drawer for the page and
+a recorder for the disk, so a game played here looks and replays like any other."""
 
 from __future__ import annotations
 
@@ -31,8 +27,7 @@ def banners(game: PlayGame) -> dict[int, tuple[str, str]]:
 
 
 def table_drawer() -> Callable[[PlayGame], str | None]:
-    """``drawer(game)``: the table as an interactive SVG (``class="hit"`` and ``data-*`` on every element a
-    click can name), with banners for the last tick's lost races and illegal move."""
+    """``drawer(game)``: the table as an interactive SVG, with banners for the last tick's events."""
     from nertz_env.draw import table_svg
 
     def draw(game: PlayGame) -> str | None:
@@ -43,8 +38,7 @@ def table_drawer() -> Callable[[PlayGame], str | None]:
 
 
 def replay_recorder(directory: str) -> Callable[[PlayGame], Any]:
-    """``factory(game)``: a recorder appending every tick of ``game`` to a new ``nertz-replay/1`` file in
-    ``directory`` (flushed each tick, so a closed tab or a killed server loses nothing)."""
+    """``factory(game)``: a recorder writing ``game`` tick by tick to a new replay file in ``directory``."""
     from nertz_env.play.game import replay_path
 
     def factory(game: PlayGame) -> Any:
@@ -54,8 +48,7 @@ def replay_recorder(directory: str) -> Callable[[PlayGame], Any]:
 
 
 class _GameRecorder:
-    """Writes ``game`` to ``path`` through :class:`nertz_env.replay.ReplayWriter`: the header (opening table,
-    seat names, seed) at once, then one flushed line per tick, and the closing line when the game ends."""
+    """Writes ``game`` to ``path`` through :class:`nertz_env.replay.ReplayWriter`."""
 
     def __init__(self, game: PlayGame, path: str) -> None:
         from nertz_env.replay import ReplayWriter
@@ -82,7 +75,7 @@ class _GameRecorder:
         )
 
     def abandon(self) -> None:
-        """Stop writing after a failure: close the file as it stands (its complete lines stay a valid replay)."""
+        """Stop writing after a failure (the complete lines stay a valid replay)."""
         self._writer.abandon()
 
     def close(self, result: TickResult | None) -> None:

@@ -1,8 +1,7 @@
 """The web side of ``nertz-play``: a Starlette app serving one table to a browser over a websocket.
 
-Routes: ``/`` the page, ``/static/*`` its script and style, ``/ws`` the websocket.
-
-Protocol (JSON text messages). The page sends::
+Guide: docs/guides/replays.md (play a seat yourself). Routes: ``/`` the page, ``/static/*`` its script and
+style, ``/ws`` the websocket. Protocol (JSON text messages). The page sends::
 
     {"type": "move", "action": 17, "seat": 0, "tick": 12}   # seat and tick optional; action from "legal"
     {"type": "wait"}        # step mode: play a wait tick; real time: drop the queued move
@@ -10,33 +9,14 @@ Protocol (JSON text messages). The page sends::
     {"type": "new_game"}    # deal the next game (seed + 1), a new replay file (one a second at most)
 
 The server sends ``{"type": "welcome", "role": "player"|"spectator", ...}`` once, ``{"type": "state", ...}``
-after every tick (the drawing as SVG, the public view with the person's legal moves, what every seat did,
-the events such as lost races), ``{"type": "info", "message": ...}`` (a move queued, a game saved) and
-``{"type": "error", "message": ...}`` for anything refused: a malformed message (over 4096 characters, not
-JSON, a seat that is not an integer ...), a move for another seat, an action out of range or not legal now, a
-move from a spectator tab; and for a replay that cannot be written (the game goes on). An error never ends the
-connection; the only messages that do are frames over the server's websocket limit (1 MiB in ``nertz-play``:
-the websocket library closes with code 1009).
+after every tick (the drawing, the public view with the person's legal moves, what every seat did, events),
+``{"type": "queued" | "info", "message": ...}`` and ``{"type": "error", "message": ...}`` for anything refused;
+an error never ends the connection.
 
-Modes: real time (a clock ticks every ``tick_ms`` while the player's tab is open and the game is not paused;
-the bots act every tick; the person's move waits for the next tick, a later move replaces it) and step
-(every move or wait of the person plays one tick at once). The first tab to connect plays the seat; later
-tabs watch (their moves are refused with a message). When the player's tab closes, the oldest watching tab
-plays the seat from then on (a reloaded page is such a tab); with no tab left the clock stops and the game
-waits for a tab to come back. The replay on disk has every tick played so far, whatever the tabs do.
-
-Sending: every tab has its own queue of messages and its own task that sends them, so the table never waits
-for a tab. A ``state`` message not sent yet is replaced by the next one (its events are kept); a tab whose
-queue holds more than ``max_queue`` messages, or whose send takes longer than ``send_timeout`` seconds (a
-hung tab, a client that never reads), is dropped: its connection is aborted and, if it played the seat, the
-next tab plays on.
-
-Access (see :class:`Guard`): with ``allowed_hosts`` only requests naming one of those hosts are served (no
-DNS-rebinding page can reach a table on 127.0.0.1); with ``token`` every request needs the token (``?token=``
-in the address, then a cookie the page's answer sets); a websocket's ``Origin`` must be the server's own
-address either way. Every answer carries :data:`PAGE_HEADERS` (no framing, no caching). The bounds before any
-request is read (connections, the time to send a request head, a tab that reads nothing) are uvicorn's
-protocols as :mod:`nertz_env.play.limits` bounds them.
+Modes: real time (a clock ticks every ``tick_ms``; the person's move waits for the next tick) and step (every
+move or wait plays one tick). The first tab plays the seat, later tabs watch; when the player's tab closes the
+oldest watching tab plays on. Each tab has its own send queue, so the table never waits for a tab; a tab that
+does not read is dropped. Access is checked by :class:`Guard`.
 """
 
 from __future__ import annotations
@@ -229,7 +209,7 @@ class Hub:
             self.broadcast({"type": "error", "message": note, "recording": True})
 
     def replay_path(self) -> str | None:
-        return getattr(self.game, "replay_file", None)
+        return self.game.replay_file
 
     def _state(self, result: Any = None) -> dict[str, Any]:
         return {
@@ -244,7 +224,7 @@ class Hub:
             "tick_ms": self.tick_ms,
             "paused": self.paused,
             "replay": self.replay_path(),
-            "recording": getattr(self.game, "record_error", None),
+            "recording": self.game.record_error,
             "failure": self.failure,
         }
 
@@ -255,8 +235,8 @@ class Hub:
 
     # ------------------------------------------------------------------ sending (never awaited by the table)
     def send(self, ws: WebSocket, message: dict[str, Any]) -> None:
-        """Queue ``message`` for ``ws``; its own task sends it. A ``state`` not sent yet is replaced by a newer
-        one (keeping its events); a tab with more than ``max_queue`` messages waiting is dropped."""
+        """Queue ``message`` for ``ws``. A ``state`` not sent yet is replaced by the newer one (keeping its
+        events); a tab with more than ``max_queue`` messages waiting is dropped."""
         tab = self.tabs.get(ws)
         if tab is None or tab.gone:
             return
@@ -331,9 +311,8 @@ class Hub:
             tab.task.cancel()
 
     def _abort(self, ws: WebSocket) -> None:
-        """End a stuck connection now. Closing it would wait for the peer to read (its send buffer is full), so
-        the transport is aborted when the server offers it (:class:`Guard` keeps uvicorn's); otherwise a close
-        is sent in the background."""
+        """End a stuck connection now: abort the transport where uvicorn offers it (a close would wait for the
+        peer to read), else close in the background."""
         abort = ws.scope.get(ABORT_KEY)
         if callable(abort):
             abort()
@@ -560,11 +539,9 @@ def token_cookie(token: str) -> str:
 class Guard:
     """Who may reach the table, checked before anything else (ASGI middleware).
 
-    ``allowed_hosts``: only requests whose ``Host`` names one of them (IPv6 in brackets, any port) are served,
-    others get 400 (a page on a rebinding DNS name cannot reach a table on a loopback address). ``token``: every
-    request needs it, as ``?token=...`` (the page's answer then sets a cookie, HttpOnly, SameSite=Strict) or
-    that cookie (read as browsers send cookies); others get 403. Every HTTP answer gets :data:`PAGE_HEADERS`. A websocket's ``Origin`` must be this server's own address (``http://`` +
-    its ``Host``): a page from another site cannot drive the table."""
+    ``allowed_hosts``: other ``Host`` names get 400 (against DNS rebinding). ``token``: every request needs it,
+    as ``?token=...`` (the answer then sets a cookie) or that cookie; others get 403. A websocket's ``Origin``
+    must be this server's own address. Every HTTP answer gets :data:`PAGE_HEADERS`."""
 
     def __init__(self, app: ASGIApp, allowed_hosts: Sequence[str] | None = None, token: str | None = None) -> None:
         self.app = app
@@ -579,7 +556,7 @@ class Guard:
         for given in query.get("token", []):
             if hmac.compare_digest(given.encode(), self.token.encode()):
                 return True, True
-        # parsed as browsers send cookies: another application's malformed cookie on this host costs only itself
+        # parsed as browsers do: another application's malformed cookie costs only itself
         given = cookie_parser(headers.get("cookie", "")).get(self.cookie)
         if given is not None and hmac.compare_digest(given.encode(), self.token.encode()):
             return True, False
@@ -627,9 +604,8 @@ class Guard:
             await PlainTextResponse(text, status_code=code)(scope, receive, _with_headers(send))
 
 
-#: the headers of every HTTP answer: no other page may frame the table (it could take the seat when the player's
-#: tab leaves), the page runs its own script and style and talks to its own server only, no type is guessed, no
-#: address (with its token) is sent on, nothing is cached (the page, or an answer that sets the token's cookie)
+#: the headers of every HTTP answer: no framing, only the page's own script, style and server, no type
+#: guessing, no referrer (the address holds the token), no caching
 PAGE_HEADERS = [
     (b"content-security-policy", b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
      b"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
@@ -652,17 +628,15 @@ def _with_headers(send: Send, extra: Sequence[tuple[bytes, bytes]] = ()) -> Send
 
 
 def _transport_abort(send: Send) -> Callable[[], None] | None:
-    """uvicorn's websocket protocols are the ``send`` callable's owner and hold the connection's transport;
-    aborting it ends a connection whose peer stopped reading (a close would wait for it). None elsewhere."""
+    """The abort of the connection's transport, where ``send`` is bound to uvicorn's protocol; else None."""
     transport = getattr(getattr(send, "__self__", None), "transport", None)
     abort = getattr(transport, "abort", None)
     return abort if callable(abort) else None
 
 
 def create_app(hub: Hub, allowed_hosts: Sequence[str] | None = None, token: str | None = None) -> ASGIApp:
-    """The ASGI app of one table: the Starlette app behind a :class:`Guard`. ``allowed_hosts`` (e.g.
-    ``["127.0.0.1", "localhost", "::1"]``) refuses any request whose ``Host`` names another host (``None``: no
-    check); ``token`` (``None``: none) is needed by every request."""
+    """The ASGI app of one table: the Starlette app behind a :class:`Guard` (``allowed_hosts`` and ``token``:
+    ``None`` for no check)."""
 
     async def page(request: Request) -> FileResponse:
         return FileResponse(os.path.join(STATIC_DIR, "index.html"))
