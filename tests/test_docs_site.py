@@ -1,5 +1,5 @@
 """The built docs site in a real browser: its front page and a guide open, the navigation leads between pages,
-and search finds a page, all offline (Playwright driving Debian's chromium, as tests/test_browser_replay.py).
+and search finds a page, all offline (Playwright driving Debian's chromium, as tests/test_browser.py).
 
 Needs the built site: ``python -m sphinx -W --keep-going -b html docs docs/_build/html`` (CI's "docs" phase
 builds it, then runs this file). Skipped when the site is not built (``NERTZ_DOCS_HTML`` names another build
@@ -21,7 +21,7 @@ import pytest
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent
 SITE = Path(os.environ.get("NERTZ_DOCS_HTML", ROOT / "docs" / "_build" / "html"))
-# the extra first: an install without it (an unpacked sdist, tests/test_wheel.py) skips naming it
+# the extra first: an install without it (an unpacked sdist, tests/test_packaging.py) skips naming it
 sync_api = pytest.importorskip("playwright.sync_api", reason="needs the browser extra (pip install '.[browser]')")
 if not (SITE / "index.html").is_file():
     pytest.skip(f"the docs site is not built at {SITE} (python -m sphinx -W --keep-going -b html docs "
