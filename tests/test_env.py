@@ -211,8 +211,8 @@ _PY = {"bool": bool, "int": int, "float": float, "str": str, "dict": dict}
 
 
 def check_info(info: dict[str, Any], keys: tuple[schema.InfoKey, ...], n_act: int, penalty: int = 2) -> bool:
-    """One seat's infos hold exactly the schema's keys with their types, every value a number or a numeric
-    array (TorchRL makes a tensor of each), and a round's score is its breakdown. True at a round end."""
+    """One seat's infos hold exactly the schema's keys with their types, every PettingZoo value a number or a
+    numeric array (TorchRL makes a tensor of each), and a round's score is its breakdown. True at a round end."""
     assert set(info) == {k.name for k in keys}, sorted(info)
     for k in keys:
         v = info[k.name]
@@ -220,7 +220,8 @@ def check_info(info: dict[str, Any], keys: tuple[schema.InfoKey, ...], n_act: in
             assert isinstance(v, np.ndarray) and v.dtype == np.int8 and v.shape == (n_act,), k.name
         else:
             assert type(v) is _PY[k.kind], (k.name, type(v))
-        assert np.asarray(v).dtype.kind in "biuf", (k.name, v)
+        if keys is not schema.SINGLE:  # (the single-agent view, not a PettingZoo env, names its opponents)
+            assert np.asarray(v).dtype.kind in "biuf", (k.name, v)
     s = schema.score_of(info)
     if not info["round_end"]:  # "none yet": every round field 0
         assert set(s.values()) == {0} and info["team_score"] == 0
@@ -271,7 +272,9 @@ def test_infos__aec_single_agent_and_vector_forms_every_key_at_reset_and_every_s
     for _ in aec.agent_iter():
         check_info(aec.last()[-1], schema.PER_AGENT, aec.unwrapped.actions.n)
         _step_aec(aec, rng)
-    single = _single()
+    from nertz_env.train import NertzSingleAgentEnv
+
+    single = NertzSingleAgentEnv(num_players=3, rules={"max_ticks": 8}, opponents=["random"])
     _, info = single.reset(seed=0)
     check_info(info, schema.SINGLE, single.action_space.n)
     np.testing.assert_array_equal(info["action_mask"], single.action_masks())

@@ -694,12 +694,7 @@ def test_target_score__round_below_target_deals_the_next_round() -> None:
     ("clubs", "match", "done", "round_after"),
     [
         ([], [8, 0], "terminated", 0),  # seat 0 reaches 10
-        (
-            [["AC", 0], ["2C", 0]],
-            [7, 9],
-            "terminated",
-            0,
-        ),  # both cross; seat 0's round (4) beats seat 1's (2)
+        ([["AC", 0], ["2C", 0]], [7, 9], "terminated", 0),  # both cross; seat 0's round (4) beats seat 1's (2)
         ([["AC", 0], ["2C", 1]], [7, 8], "running", 1),  # both cross with equal round scores: one more round
     ],
     ids=["one-crosses", "both-cross-higher-round-wins", "both-cross-tied-plays-on"],
@@ -770,11 +765,7 @@ def test_turn_based__only_the_seat_on_turn_may_act_and_the_turn_rotates() -> Non
     assert t.infos[1]["illegal"] and not t.infos[0]["illegal"]
     assert_table(env, before, {0: {"nertz": ["KS"]}}, lake=[[["AD", 0]]])
     assert legal(env, 0) == {"wait"} and "lake:nertz" in legal(env, 1) and legal(env, 2) == {"wait"}
-    assert [decode(t.obs[agent(p)]["observation"], env.config)["status"]["my_turn"] for p in range(3)] == [
-        0,
-        1,
-        0,
-    ]
+    assert [decode(t.obs[agent(p)]["observation"], env.config)["status"]["my_turn"] for p in range(3)] == [0, 1, 0]
     play(env, {1: "lake:nertz"})
     assert "lake:nertz" in legal(env, 2) and legal(env, 0) == {"wait"} and legal(env, 1) == {"wait"}
 
@@ -1266,11 +1257,8 @@ def deal_permutations(venv: nertz_env.NertzVectorEnv) -> np.ndarray:
 
 
 def test_deal_shuffle__every_card_is_equally_likely_at_every_deck_position() -> None:
-    """2,000 decks (500 tables of 4): the 52 x 52 card-by-position table against 1/52 everywhere.
-
-    Measured: chi-square 2575 on 2601 degrees of freedom (p = 0.64), 1,915 cards dealt where they lay. A
-    shuffle that never leaves a card in place (Sattolo's algorithm: the swap index drawn below x instead of up
-    to x) leaves the diagonal empty: chi-square 4,648 (p = 2e-118), no card where it lay."""
+    """2,000 decks (500 tables of 4): the 52 x 52 card-by-position table against 1/52 everywhere. A shuffle that
+    never leaves a card in place (Sattolo's algorithm) leaves the diagonal empty and fails by far."""
     venv = nertz_env.vector_env(500, num_players=4)
     venv.reset(seed=20_251)
     perms = deal_permutations(venv)
@@ -1331,12 +1319,9 @@ def recycle_permutations(tables: int, cycles: int, seed: int) -> np.ndarray:
 
 
 def test_recycle_shuffle__every_order_of_the_redealt_cards_is_equally_likely() -> None:
-    """2,400 recycles of a 4-card waste (50 tables x 4 seats x 12 redeals) against the 24 orders.
-
-    Measured: chi-square 26.5 on 23 degrees of freedom (p = 0.28); card by position p = 0.075. Sattolo's
-    algorithm (no card stays in place) reaches only the 6 cyclic orders: chi-square 7,225 (p = 0 in floats).
-    The test counts the permutation each redeal applies, not the orders the stock goes through: a walk of
-    biased shuffles still visits every order evenly in the long run."""
+    """2,400 recycles of a 4-card waste (50 tables x 4 seats x 12 redeals) against the 24 orders; Sattolo's
+    algorithm reaches only the 6 cyclic ones. It counts the permutation each redeal applies, not the orders the
+    stock goes through: a walk of biased shuffles still visits every order evenly in the long run."""
     perms = recycle_permutations(tables=50, cycles=12, seed=31_337)
     assert perms.shape == (2400, 4)
     stat, df, counts = permutation_chi2(perms)
@@ -1365,12 +1350,9 @@ def seat_orders(num_players: int, tables: int, ticks: int, seed: int) -> np.ndar
     ("n", "tables", "ticks"), [(2, 50, 20), (3, 50, 24), (4, 100, 24)], ids=["seats=2", "seats=3", "seats=4"]
 )
 def test_seat_order__every_order_of_the_seats_is_equally_likely(n: int, tables: int, ticks: int) -> None:
-    """Every tick's order against the n! orders (1,000 ticks for 2 seats, 1,200 for 3, 2,400 for 4).
-
-    Measured p: 0.85, 0.90, 0.14. An order drawn among the n rotations of the seats only (every seat first
-    equally often, so the race fairness test cannot tell) reaches 3 of the 6 orders of 3 seats (chi-square
-    1,201) and 4 of the 24 of 4 seats (12,019); a Sattolo shuffle makes seat 1 act first on every tick of a
-    2-seat table (chi-square 1,000)."""
+    """Every tick's order against the n! orders (1,000 ticks for 2 seats, 1,200 for 3, 2,400 for 4). An order
+    drawn among the n rotations only (every seat first equally often, which the race fairness test cannot tell)
+    reaches 3 of the 6 orders of 3 seats; a Sattolo shuffle makes seat 1 act first on every tick of 2 seats."""
     perms = seat_orders(n, tables, ticks, seed=4_242 + n)
     assert (np.sort(perms, axis=1) == np.arange(n)).all()
     stat, df, counts = permutation_chi2(perms)
@@ -1380,10 +1362,7 @@ def test_seat_order__every_order_of_the_seats_is_equally_likely(n: int, tables: 
 
 def test_seat_order__eight_seats_every_position_and_every_neighbour_pair_are_fair() -> None:
     """8 seats (40,320 orders: too many to count), 3,000 ticks: the seat-by-position table, and how often each
-    seat acts before the next seat (p + 1 mod 8), which is 1/2 for a uniform order and 7/8 for rotations.
-
-    Measured: positions p = 0.014, neighbours |z| at most 1.3. Rotations: positions p = 0.98 (a rotation puts
-    every seat everywhere equally often), neighbours z = 40 to 42. Sattolo: positions chi-square 3,473."""
+    seat acts before the next seat (p + 1 mod 8), which is 1/2 for a uniform order and 7/8 for rotations."""
     perms = seat_orders(8, tables=100, ticks=30, seed=808)
     where = np.argsort(perms, axis=1)  # row: each seat's position in the tick's order
     stat, df, _ = position_chi2(where)
@@ -1396,8 +1375,7 @@ def test_seat_order__eight_seats_every_position_and_every_neighbour_pair_are_fai
 
 
 def test_seat_order__is_drawn_afresh_every_tick() -> None:
-    """Consecutive ticks of a table: the first seat of tick k and of tick k + 1 are independent (4 x 4 table;
-    measured p = 0.97)."""
+    """Consecutive ticks of a table: the first seat of tick k and of tick k + 1 are independent."""
     perms = seat_orders(4, tables=100, ticks=24, seed=99).reshape(24, 100, 4)
     first = perms[:, :, 0]
     pairs = np.zeros((4, 4), dtype=np.int64)
