@@ -255,7 +255,7 @@ def test_cache_sources__list_every_module_of_the_package_the_compiled_code_impor
 def _run(tmp: Path, code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``code`` in a fresh process with ``tmp`` on the path and its own numba cache (unless ``env`` says)."""
     base = {k: v for k, v in os.environ.items() if k not in ("NUMBA_DISABLE_JIT", "XDG_CACHE_HOME")}
-    base.update(NUMBA_CACHE_DIR=str(tmp / "cache"), PYTHONPATH=f"{tmp}{os.pathsep}{ROOT}", **(env or {}))
+    base.update({"NUMBA_CACHE_DIR": str(tmp / "cache"), "PYTHONPATH": f"{tmp}{os.pathsep}{ROOT}", **(env or {})})
     out = subprocess.run([sys.executable, "-c", code], env=base, cwd=tmp, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
