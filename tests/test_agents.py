@@ -28,38 +28,9 @@ from nertz_env.agents import (
     make_agent,
     register_loader,
 )
+from nertz_env.agents import kernels as K
 from nertz_env.agents import registry as registry_module
 from nertz_env.agents.forward import NumpyActor, UnsupportedNetwork
-from nertz_env.agents.kernels import (
-    MAX_DECK,
-    ME,
-    NEVER,
-    PRIO_NERTZ_EMPTY,
-    S_LAKE,
-    S_NCOUNT,
-    S_NERTZ,
-    S_NPLAYED,
-    S_NTOP,
-    S_SCOUNT,
-    S_STOCK,
-    S_WASTE,
-    S_WCOUNT,
-    S_WLEN,
-    S_WORK,
-    S_WPLAYED,
-    S_WTOP,
-    STATE_SIZE,
-    UNKNOWN,
-    apply_view,
-    heuristic_priorities,
-    hidden_cards,
-    load_seat,
-    own_moves,
-    read_state,
-    rollout,
-    seat_tables,
-    store_seat,
-)
 from nertz_env.agents.registry import shipped_models
 from nertz_env.agents.scripted import table_tools
 from nertz_env.cards import to_text
@@ -71,8 +42,8 @@ PPO = shipped_models()["ppo"]
 
 
 def state_of(obs: np.ndarray, config: nertz_env.NertzConfig) -> np.ndarray:
-    s = np.zeros(STATE_SIZE, dtype=np.int64)
-    read_state(obs, table_tools(config).params, s)
+    s = np.zeros(K.STATE_SIZE, dtype=np.int64)
+    K.read_state(obs, table_tools(config).params, s)
     return s
 
 
@@ -169,7 +140,7 @@ def test_seat_table__the_engine_masks_the_read_view_as_the_env_does(rules: dict[
     redeals and the piles are all it needs), and reads back unchanged."""
     env = nertz_env.parallel_env(**{**rules, "max_ticks": rules.get("max_ticks", 150)})
     tools = table_tools(env.config)
-    table = seat_tables(env.config, 1)
+    table = K.seat_tables(env.config, 1)
     out = np.zeros(tools.n_actions, dtype=np.int64)
     my_turn = env.obs_layout.slices["status"].start + 3  # turn_based: 0 while another seat moves
     checked = 0
@@ -179,23 +150,23 @@ def test_seat_table__the_engine_masks_the_read_view_as_the_env_does(rules: dict[
         for o in obs.values():
             s = state_of(o["observation"], env.config)
             d = nertz_env.decode(o["observation"], env.config)  # the reader reads what decode does
-            assert [[to_text(s[S_WORK + 13 * j + k]) for k in range(s[S_WLEN + j])] for j in range(len(d["work"]))] == d["work"]
-            assert (to_text(s[S_NTOP]) if s[S_NTOP] >= 0 else None) == d["nertz_top"]
-            assert (to_text(s[S_WTOP]) if s[S_WTOP] >= 0 else None) == d["waste_top"]
-            assert {to_text(c): int(s[S_LAKE + c]) for c in range(52) if s[S_LAKE + c]} == d["lake_tops"]
+            assert [[to_text(s[K.S_WORK + 13 * j + k]) for k in range(s[K.S_WLEN + j])] for j in range(len(d["work"]))] == d["work"]
+            assert (to_text(s[K.S_NTOP]) if s[K.S_NTOP] >= 0 else None) == d["nertz_top"]
+            assert (to_text(s[K.S_WTOP]) if s[K.S_WTOP] >= 0 else None) == d["waste_top"]
+            assert {to_text(c): int(s[K.S_LAKE + c]) for c in range(52) if s[K.S_LAKE + c]} == d["lake_tops"]
             back = np.full_like(s, 99)
             w = env.config.work_piles
-            back[S_WLEN + w : S_WORK] = 0  # (slots beyond the config's work piles: 0 and -1 in a view)
-            back[S_WORK + 13 * w : S_LAKE] = -1
-            load_seat(s, table, 0, ME)
-            store_seat(table, 0, ME, back)
-            back[S_NPLAYED : S_WPLAYED + 1] = 0  # the played counters are apply_view's
-            for base, count in ((S_STOCK, S_SCOUNT), (S_WASTE, S_WCOUNT), (S_NERTZ, S_NCOUNT)):
-                back[base + s[count] : base + MAX_DECK if base != S_NERTZ else base + 13] = 0
+            back[K.S_WLEN + w : K.S_WORK] = 0  # (slots beyond the config's work piles: 0 and -1 in a view)
+            back[K.S_WORK + 13 * w : K.S_LAKE] = -1
+            K.load_seat(s, table, 0, K.ME)
+            K.store_seat(table, 0, K.ME, back)
+            back[K.S_NPLAYED : K.S_WPLAYED + 1] = 0  # the played counters are apply_view's
+            for base, count in ((K.S_STOCK, K.S_SCOUNT), (K.S_WASTE, K.S_WCOUNT), (K.S_NERTZ, K.S_NCOUNT)):
+                back[base + s[count] : base + K.MAX_DECK if base != K.S_NERTZ else base + 13] = 0
             assert back.tolist() == s.tolist()
             if o["observation"][my_turn] < 0.5:  # the seat table has no turns
                 continue
-            n = own_moves(s, table, 0, ME, out)
+            n = K.own_moves(s, table, 0, K.ME, out)
             want = [int(a) for a in np.flatnonzero(o["action_mask"]) if tools.columns[0, a] not in _NOT_OWN_MOVES]
             assert sorted(out[:n].tolist()) == want
             checked += 1
@@ -210,7 +181,7 @@ def test_apply_view__predicts_the_next_observation_in_turn_based_play(rules: dic
     prediction of its own move) must equal the next observation (except the cards a move turns up, which the
     view does not know)."""
     env = nertz_env.parallel_env(num_players=2, turn_based=True, **rules)
-    table = seat_tables(env.config, 1)
+    table = K.seat_tables(env.config, 1)
     stalls = env.obs_layout.slices["status"].start + 2  # the stall rule moves the waste under the stock
     compared = 0
     for seed in range(3):
@@ -234,13 +205,13 @@ def test_apply_view__predicts_the_next_observation_in_turn_based_play(rules: dic
                 if tools_kind(env, action) in (WAIT, CALL):
                     continue
                 predicted = before[n].copy()
-                apply_view(predicted, action, table, 0, ME)
+                K.apply_view(predicted, action, table, 0, K.ME)
                 actual = state_of(obs[n]["observation"], env.config)
-                for slot in (S_NTOP, S_WTOP):
-                    if predicted[slot] == UNKNOWN:
+                for slot in (K.S_NTOP, K.S_WTOP):
+                    if predicted[slot] == K.UNKNOWN:
                         predicted[slot] = actual[slot]
                 name = env.actions.name(action)
-                assert predicted[S_WLEN:S_STOCK].tolist() == actual[S_WLEN:S_STOCK].tolist(), name
+                assert predicted[K.S_WLEN:K.S_STOCK].tolist() == actual[K.S_WLEN:K.S_STOCK].tolist(), name
                 assert predicted[:5].tolist() == actual[:5].tolist(), name
                 compared += 1
     assert compared > 30
@@ -283,17 +254,17 @@ def test_search_memory__never_contradicts_the_true_stock_and_waste(rules: dict[s
                 st = agent._state
                 me = snap["players"][s]
                 true_stock, true_waste = me["stock"], me["waste"]
-                assert (st[S_SCOUNT], st[S_WCOUNT]) == (len(true_stock), len(true_waste))
+                assert (st[K.S_SCOUNT], st[K.S_WCOUNT]) == (len(true_stock), len(true_waste))
                 hidden = me["nertz"][:-1]
-                for base, pile in ((S_STOCK, true_stock), (S_WASTE, true_waste)):
+                for base, pile in ((K.S_STOCK, true_stock), (K.S_WASTE, true_waste)):
                     for k, card in enumerate(pile):
-                        if st[base + k] != UNKNOWN:
+                        if st[base + k] != K.UNKNOWN:
                             assert to_text(st[base + k]) == card
                             known += 1
                         else:
                             hidden.append(card)
                 # the cards it cannot place are exactly the hidden ones (it counted its own lake cards right)
-                n = hidden_cards(st, table_tools(env.config).params, agent._lake_own, cards)
+                n = K.hidden_cards(st, table_tools(env.config).params, agent._lake_own, cards)
                 assert sorted(to_text(c) for c in cards[:n]) == sorted(hidden)
             obs, *_ = env.step(acts)
     assert known > 1000
@@ -324,20 +295,20 @@ def test_rollouts__are_legal_engine_ticks(rules: dict[str, Any]) -> None:
             obs, *_ = env.step(acts)
         view = state_of(obs["player_0"]["observation"], config)
         true = env._state  # the seat's hidden cards, as the engine has them
-        for base, count, pile in ((S_STOCK, S_SCOUNT, true.stock), (S_WASTE, S_WCOUNT, true.waste), (S_NERTZ, S_NCOUNT, true.nertz)):
+        for base, count, pile in ((K.S_STOCK, K.S_SCOUNT, true.stock), (K.S_WASTE, K.S_WCOUNT, true.waste), (K.S_NERTZ, K.S_NCOUNT, true.nertz)):
             view[base : base + view[count]] = pile[0, 0, : view[count]]
-        rollout_table = seat_tables(config, 3)
-        load_seat(view, rollout_table, 2, ME)
+        rollout_table = K.seat_tables(config, 3)
+        K.load_seat(view, rollout_table, 2, K.ME)
         rollout_table.rng[2] = seed
-        replay = seat_tables(config, 1)
+        replay = K.seat_tables(config, 1)
         replay.cfg[C_STALL] = replay.cfg[C_MAXTICKS] = 10**6  # no stall rule, no round end but the Nertz pile's
-        load_seat(view, replay, 0, ME)
+        K.load_seat(view, replay, 0, K.ME)
         replay.nertz_len[0, 1:] = 1  # the other seats only wait, but an empty Nertz pile would end the round
         replay.nertz[0, 1:, 0] = 12
         observe_table(replay, 0)
         trace = np.zeros(40, np.int64)
         value = np.array([2.0, 1.0])
-        rollout(rollout_table, 2, ME, np.zeros(STATE_SIZE, np.int64), params, columns, tools.reverse_run, 40, 2,
+        K.rollout(rollout_table, 2, K.ME, np.zeros(K.STATE_SIZE, np.int64), params, columns, tools.reverse_run, 40, 2,
                 0.9, value, 0.0, np.zeros(tools.n_actions, np.int64), trace)
         actions = np.zeros((1, config.num_players), np.int64)
         played = trace[trace > 0]
@@ -364,7 +335,7 @@ def test_rollouts__are_legal_engine_ticks(rules: dict[str, Any]) -> None:
 
 def test_search__same_seed_same_decisions_and_values() -> None:
     """Two runs of the same seeded game with seeded search players make the same decisions from the same
-    rollout values; another agent seed changes them."""
+    K.rollout values; another agent seed changes them."""
 
     class Recording(SearchAgent):
         def __init__(self) -> None:
@@ -511,11 +482,11 @@ def test_heuristic__never_moves_a_whole_pile_onto_an_empty_pile() -> None:
     tools = table_tools(env.config)
     prio = np.zeros(tools.n_actions, dtype=np.int64)
     s = state_of(o["observation"], env.config)
-    heuristic_priorities(s, o["action_mask"], tools.params, tools.columns, 2, -1, prio)
+    K.heuristic_priorities(s, o["action_mask"], tools.params, tools.columns, 2, -1, prio)
     whole_to_empty = env.actions.lookup("run:work0>2x1")
     assert o["action_mask"][whole_to_empty] == 1
-    assert prio[whole_to_empty] == NEVER
-    assert prio[env.actions.lookup("to_work:nertz>2")] == PRIO_NERTZ_EMPTY
+    assert prio[whole_to_empty] == K.NEVER
+    assert prio[env.actions.lookup("to_work:nertz>2")] == K.PRIO_NERTZ_EMPTY
 
 
 @pytest.mark.parametrize("rules", [{}, {"rounds": 2, "num_players": 3}, {"turn_based": True, "num_players": 3}])
