@@ -333,39 +333,6 @@ def test_rollouts__are_legal_engine_ticks(rules: dict[str, Any]) -> None:
     assert replays > 20 and compared >= 2
 
 
-def test_search__same_seed_same_decisions_and_values() -> None:
-    """Two runs of the same seeded game with seeded search players make the same decisions from the same
-    K.rollout values; another agent seed changes them."""
-
-    class Recording(SearchAgent):
-        def __init__(self) -> None:
-            super().__init__()
-            self.log: list[tuple[tuple[int, ...], list[float] | None]] = []
-
-        def _values(self, s: np.ndarray, cands: list[int]) -> np.ndarray | None:
-            values = super()._values(s, cands)
-            self.log.append((tuple(cands), None if values is None else values.tolist()))
-            return values
-
-    def run(offset: int) -> tuple[list[dict[str, int]], list[Any]]:
-        env = nertz_env.parallel_env(num_players=4)
-        agents = [Recording() for _ in range(4)]
-        obs, _ = env.reset(seed=11)
-        for s, a in enumerate(agents):
-            a.reset(env.config, s, s + offset)
-        moves = []
-        while env.agents:
-            acts = {n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"]) for s, n in enumerate(env.agents)}
-            moves.append(acts)
-            obs, *_ = env.step(acts)
-        return moves, [a.log for a in agents]
-
-    first, again, other = run(0), run(0), run(100)
-    assert sum(len(log) for log in first[1]) > 20
-    assert first == again
-    assert first[1] != other[1]
-
-
 def test_agents_rules__are_the_engines() -> None:
     """The agents' kernels move cards with the engine's functions and keep no rules of their own."""
     from nertz_env.agents import kernels
