@@ -624,6 +624,7 @@ def test_numpy_forward__same_choices_as_torch_on_game_and_random_observations_ex
     want = policy_probabilities(policy, obs, masks)
     assert [actor.first_choice(o, m) for o, m in zip(obs, masks, strict=True)] == np.argmax(want, axis=1).tolist()
     np.testing.assert_allclose(actor.probabilities(obs[0], masks[0]), want[0], atol=1e-5)
+    policy = copy.deepcopy(policy)  # (load_policy's result is cached: never change it)
     with torch.no_grad():  # actions 40 and 7 tie, well above every other action: both take the lower index
         policy.action_net.weight[40] = policy.action_net.weight[7]
         policy.action_net.bias[7] += 1e4
@@ -649,7 +650,7 @@ def test_array_file__written_beside_each_saved_policy_read_once_with_torch_when_
         NumpyActor.load(old)
     assert numpy_actor(old).activation == shipped.activation and os.path.isfile(arrays_path(old))
     assert all(np.array_equal(a, b) for a, b in zip(NumpyActor.load(old).weights, shipped.weights, strict=True))
-    policy, _ = load_policy(PPO)
+    policy = copy.deepcopy(load_policy(PPO)[0])
     with torch.no_grad():  # saved again with other weights: the array file follows; a stale one is not read
         policy.action_net.bias += 1.0
     _save(policy, old)
