@@ -1,13 +1,17 @@
-"""Scripted agents: the registry, the observation reader and the seat table against the engine, the
-search's rollouts replayed on the engine, legal play in every variant, determinism, and the heuristic's and
-search's choices on set-up layouts."""
+"""Agents: the registry, the scripted ladder (its observation reader and seat tables against the engine, the
+search's rollouts replayed on the engine, legal play in every variant, determinism, choices on set-up layouts),
+the learned networks' numpy forward pass against torch, and the privileged critic."""
 
 from __future__ import annotations
 
 import copy
+import itertools
 import os
+import pickle
+import shutil
 import subprocess
 import sys
+import zipfile
 from typing import Any
 
 import numpy as np
@@ -24,93 +28,60 @@ from nertz_env.agents import (
     make_agent,
     register_loader,
 )
+from nertz_env.agents import kernels as K
 from nertz_env.agents import registry as registry_module
-from nertz_env.agents.kernels import (
-    MAX_DECK,
-    ME,
-    NEVER,
-    PRIO_NERTZ_EMPTY,
-    S_LAKE,
-    S_NCOUNT,
-    S_NERTZ,
-    S_NPLAYED,
-    S_NTOP,
-    S_SCOUNT,
-    S_STOCK,
-    S_WASTE,
-    S_WCOUNT,
-    S_WLEN,
-    S_WORK,
-    S_WPLAYED,
-    S_WTOP,
-    STATE_SIZE,
-    UNKNOWN,
-    apply_view,
-    heuristic_priorities,
-    hidden_cards,
-    load_seat,
-    own_moves,
-    read_state,
-    rollout,
-    seat_tables,
-    store_seat,
-)
+from nertz_env.agents.forward import NumpyActor, UnsupportedNetwork
+from nertz_env.agents.registry import shipped_models
 from nertz_env.agents.scripted import table_tools
 from nertz_env.cards import to_text
 from nertz_env.engine.rules import observe_table, step_block
 from nertz_env.engine.state import C_MAXTICKS, C_STALL
 from variants import VARIANTS, variant_id
 
+PPO = shipped_models()["ppo"]
+
 
 def state_of(obs: np.ndarray, config: nertz_env.NertzConfig) -> np.ndarray:
-    s = np.zeros(STATE_SIZE, dtype=np.int64)
-    read_state(obs, table_tools(config).params, s)
+    s = np.zeros(K.STATE_SIZE, dtype=np.int64)
+    K.read_state(obs, table_tools(config).params, s)
     return s
 
 
-def play(env: nertz_env.NertzParallelEnv, specs: list[str], seed: int, hook: Any = None) -> dict[str, Any]:
-    """One episode with the agents ``specs`` (cycled over the seats); returns the last infos."""
-    agents = [make_agent(specs[s % len(specs)]) for s in range(env.config.num_players)]
+def play(env: nertz_env.NertzParallelEnv, specs: list[Any], seed: int, hook: Any = None,
+         agent_seed: int | None = None) -> tuple[list[dict[str, int]], dict[str, Any]]:
+    """One episode with the agents ``specs`` (names or agents, cycled over the seats); returns every tick's
+    actions and the last infos."""
+    agents = [make_agent(x) if isinstance(x, str) else x for x in (specs[s % len(specs)] for s in range(env.config.num_players))]
     obs, _ = env.reset(seed=seed)
     for s, a in enumerate(agents):
-        a.reset(env.config, s, seed * 100 + s)
-    infos: dict[str, Any] = {}
+        a.reset(env.config, s, (seed * 100 if agent_seed is None else agent_seed) + s)
+    moves, infos = [], {}
     while env.agents:
-        acts = {
-            n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"]) for s, n in enumerate(env.agents)
-        }
+        acts = {n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"]) for s, n in enumerate(env.agents)}
         if hook is not None:
             hook(obs, acts)
+        moves.append(acts)
         obs, _, _, _, infos = env.step(acts)
-    return infos
+    return moves, infos
 
 
 # ---------------------------------------------------------------- registry
-def test_make_agent__builds_every_ladder_rung_by_name() -> None:
+def test_make_agent__builds_every_ladder_rung_by_name_and_parses_parameters() -> None:
     for name in LADDER:
         agent = make_agent(name)
-        assert agent.name == name
-        assert isinstance(agent, nertz_env.agents.Agent)
+        assert agent.name == name and isinstance(agent, nertz_env.agents.Agent)
     assert set(LADDER) <= set(known_agents())
-
-
-def test_make_agent__parses_parameters_and_names_the_agent_by_its_spec() -> None:
     agent = make_agent("heuristic:wait_prob=0.25,waste=always")
-    assert isinstance(agent, HeuristicAgent)
-    assert agent.wait_prob == 0.25 and agent.waste == "always"
+    assert isinstance(agent, HeuristicAgent) and agent.wait_prob == 0.25 and agent.waste == "always"
     assert agent.name == "heuristic:wait_prob=0.25,waste=always"
     search = make_agent("search:rollouts=8,gamma=0.8,memory=false")
     assert isinstance(search, SearchAgent) and search.rollouts == 8 and not search.memory
 
 
-def test_make_agent__unknown_name_lists_the_known_agents() -> None:
-    with pytest.raises(AgentSpecError, match=r"unknown agent 'heurstic'.*greedy, heuristic, ppo, random, scratch, search"):
-        make_agent("heurstic")
-
-
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
+        ("heurstic", r"unknown agent 'heurstic'.*greedy, heuristic, ppo, random, scratch, search"),
         ("heuristic:speed=2", "has no parameter speed; it takes wait_prob"),
         ("heuristic:wait_prob=fast", "not a valid float"),
         ("heuristic:wait_prob=1.5", r"wait_prob must be in \[0, 1\]"),
@@ -119,20 +90,14 @@ def test_make_agent__unknown_name_lists_the_known_agents() -> None:
         ("", "non-empty string"),
     ],
 )
-def test_make_agent__bad_parameters_say_what_is_accepted(spec: str, message: str) -> None:
+def test_make_agent__a_bad_spec_says_what_is_accepted(spec: str, message: str) -> None:
     with pytest.raises(AgentSpecError, match=message):
         make_agent(spec)
 
 
-def test_make_agent__missing_checkpoint_names_the_path(tmp_path: Any) -> None:
-    path = str(tmp_path / "nope" / "model.zip")
+def test_make_agent__missing_checkpoint_names_the_path_and_loaders_go_by_suffix(tmp_path: Any, monkeypatch: Any) -> None:
     with pytest.raises(FileNotFoundError, match=r"checkpoint file not found: .*nope/model\.zip"):
-        make_agent(path)
-
-
-def test_register_loader__loads_checkpoints_by_suffix_with_parameters(
-    tmp_path: Any, monkeypatch: Any
-) -> None:
+        make_agent(str(tmp_path / "nope" / "model.zip"))
     monkeypatch.setattr(registry_module, "_LOADERS", {})
     path = tmp_path / "policy.ckpt"
     path.write_text("weights")
@@ -145,36 +110,8 @@ def test_register_loader__loads_checkpoints_by_suffix_with_parameters(
     with pytest.raises(AgentSpecError, match="no loader for checkpoint"):
         make_agent(str(path))
     register_loader(".ckpt", loader)
-    agent = make_agent(f"{path}:deterministic=true")
-    assert agent.name == "random"
+    assert make_agent(f"{path}:deterministic=true").name == "random"
     assert seen == {"path": str(path), "deterministic": "true"}
-
-
-LOAD_WITHOUT_TRAIN = """
-import sys
-import numpy as np
-import nertz_env.agents
-from nertz_env.agents.registry import shipped_models
-heavy = sorted(m for m in ("nertz_env.train", "torch", "stable_baselines3", "sb3_contrib") if m in sys.modules)
-agent = nertz_env.agents.make_agent(shipped_models()["ppo"] + ":deterministic=true")
-config = nertz_env.make_config(num_players=4)
-agent.reset(config, seat=0, seed=1)
-env = nertz_env.parallel_env(num_players=4)
-obs, _ = env.reset(seed=3)
-a = agent.act(obs["player_0"]["observation"], obs["player_0"]["action_mask"])
-print(heavy, type(agent).__module__, bool(obs["player_0"]["action_mask"][a]), "nertz_env.train" in sys.modules)
-"""
-
-
-def test_make_agent__loads_a_zip_without_the_training_package() -> None:
-    # Loading a trained policy belongs to the agents: importing them imports neither the training package nor
-    # torch, and a zip loads (torch and SB3 imported then) without nertz_env.train registering anything.
-    pytest.importorskip("sb3_contrib")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run(
-        [sys.executable, "-c", LOAD_WITHOUT_TRAIN], cwd=root, capture_output=True, text=True, check=True
-    )
-    assert out.stdout.split() == ["[]", "nertz_env.agents.policy", "True", "False"]
 
 
 def test_train_package__registers_nothing_and_old_paths_reexport() -> None:
@@ -193,40 +130,17 @@ def test_train_package__registers_nothing_and_old_paths_reexport() -> None:
 
 
 # ---------------------------------------------------------------- the observation reader and the seat table
-@pytest.mark.parametrize("rules", [{}, {"jokers": 2}, {"num_players": 8, "work_piles": 6}], ids=variant_id)
-def test_read_state__matches_decode(rules: dict[str, Any]) -> None:
-    env = nertz_env.parallel_env(**rules)
-    checked = 0
-
-    def check(obs: dict[str, Any], _acts: dict[str, int]) -> None:
-        nonlocal checked
-        for o in obs.values():
-            d = nertz_env.decode(o["observation"], env.config)
-            s = state_of(o["observation"], env.config)
-            work = [
-                [to_text(s[S_WORK + 13 * j + k]) for k in range(s[S_WLEN + j])] for j in range(len(d["work"]))
-            ]
-            assert work == d["work"]
-            assert (to_text(s[S_NTOP]) if s[S_NTOP] >= 0 else None) == d["nertz_top"]
-            assert (to_text(s[S_WTOP]) if s[S_WTOP] >= 0 else None) == d["waste_top"]
-            assert {to_text(c): int(s[S_LAKE + c]) for c in range(52) if s[S_LAKE + c]} == d["lake_tops"]
-            checked += 1
-
-    play(env, ["heuristic", "random"], seed=1, hook=check)
-    assert checked > 50
-
-
 _NOT_OWN_MOVES = (WAIT, CALL, ROTATE)
 
 
 @pytest.mark.parametrize("rules", VARIANTS, ids=variant_id)
 def test_seat_table__the_engine_masks_the_read_view_as_the_env_does(rules: dict[str, Any]) -> None:
-    """The view read from a seat's observation, loaded into a seat table, gets the env's own mask from the
-    engine's ``compute_mask`` (the lake rebuilt from its tops, the redeals, the piles are all it needs), and
-    reads back unchanged."""
+    """The view read from a seat's observation (``read_state``, which reads what ``decode`` does), loaded into a
+    seat table, gets the env's own mask from the engine's ``compute_mask`` (the lake rebuilt from its tops, the
+    redeals and the piles are all it needs), and reads back unchanged."""
     env = nertz_env.parallel_env(**{**rules, "max_ticks": rules.get("max_ticks", 150)})
     tools = table_tools(env.config)
-    table = seat_tables(env.config, 1)
+    table = K.seat_tables(env.config, 1)
     out = np.zeros(tools.n_actions, dtype=np.int64)
     my_turn = env.obs_layout.slices["status"].start + 3  # turn_based: 0 while another seat moves
     checked = 0
@@ -235,19 +149,24 @@ def test_seat_table__the_engine_masks_the_read_view_as_the_env_does(rules: dict[
         nonlocal checked
         for o in obs.values():
             s = state_of(o["observation"], env.config)
+            d = nertz_env.decode(o["observation"], env.config)  # the reader reads what decode does
+            assert [[to_text(s[K.S_WORK + 13 * j + k]) for k in range(s[K.S_WLEN + j])] for j in range(len(d["work"]))] == d["work"]
+            assert (to_text(s[K.S_NTOP]) if s[K.S_NTOP] >= 0 else None) == d["nertz_top"]
+            assert (to_text(s[K.S_WTOP]) if s[K.S_WTOP] >= 0 else None) == d["waste_top"]
+            assert {to_text(c): int(s[K.S_LAKE + c]) for c in range(52) if s[K.S_LAKE + c]} == d["lake_tops"]
             back = np.full_like(s, 99)
             w = env.config.work_piles
-            back[S_WLEN + w : S_WORK] = 0  # (slots beyond the config's work piles: 0 and -1 in a view)
-            back[S_WORK + 13 * w : S_LAKE] = -1
-            load_seat(s, table, 0, ME)
-            store_seat(table, 0, ME, back)
-            back[S_NPLAYED : S_WPLAYED + 1] = 0  # the played counters are apply_view's
-            for base, count in ((S_STOCK, S_SCOUNT), (S_WASTE, S_WCOUNT), (S_NERTZ, S_NCOUNT)):
-                back[base + s[count] : base + MAX_DECK if base != S_NERTZ else base + 13] = 0
+            back[K.S_WLEN + w : K.S_WORK] = 0  # (slots beyond the config's work piles: 0 and -1 in a view)
+            back[K.S_WORK + 13 * w : K.S_LAKE] = -1
+            K.load_seat(s, table, 0, K.ME)
+            K.store_seat(table, 0, K.ME, back)
+            back[K.S_NPLAYED : K.S_WPLAYED + 1] = 0  # the played counters are apply_view's
+            for base, count in ((K.S_STOCK, K.S_SCOUNT), (K.S_WASTE, K.S_WCOUNT), (K.S_NERTZ, K.S_NCOUNT)):
+                back[base + s[count] : base + K.MAX_DECK if base != K.S_NERTZ else base + 13] = 0
             assert back.tolist() == s.tolist()
             if o["observation"][my_turn] < 0.5:  # the seat table has no turns
                 continue
-            n = own_moves(s, table, 0, ME, out)
+            n = K.own_moves(s, table, 0, K.ME, out)
             want = [int(a) for a in np.flatnonzero(o["action_mask"]) if tools.columns[0, a] not in _NOT_OWN_MOVES]
             assert sorted(out[:n].tolist()) == want
             checked += 1
@@ -262,7 +181,7 @@ def test_apply_view__predicts_the_next_observation_in_turn_based_play(rules: dic
     prediction of its own move) must equal the next observation (except the cards a move turns up, which the
     view does not know)."""
     env = nertz_env.parallel_env(num_players=2, turn_based=True, **rules)
-    table = seat_tables(env.config, 1)
+    table = K.seat_tables(env.config, 1)
     stalls = env.obs_layout.slices["status"].start + 2  # the stall rule moves the waste under the stock
     compared = 0
     for seed in range(3):
@@ -286,13 +205,13 @@ def test_apply_view__predicts_the_next_observation_in_turn_based_play(rules: dic
                 if tools_kind(env, action) in (WAIT, CALL):
                     continue
                 predicted = before[n].copy()
-                apply_view(predicted, action, table, 0, ME)
+                K.apply_view(predicted, action, table, 0, K.ME)
                 actual = state_of(obs[n]["observation"], env.config)
-                for slot in (S_NTOP, S_WTOP):
-                    if predicted[slot] == UNKNOWN:
+                for slot in (K.S_NTOP, K.S_WTOP):
+                    if predicted[slot] == K.UNKNOWN:
                         predicted[slot] = actual[slot]
                 name = env.actions.name(action)
-                assert predicted[S_WLEN:S_STOCK].tolist() == actual[S_WLEN:S_STOCK].tolist(), name
+                assert predicted[K.S_WLEN:K.S_STOCK].tolist() == actual[K.S_WLEN:K.S_STOCK].tolist(), name
                 assert predicted[:5].tolist() == actual[:5].tolist(), name
                 compared += 1
     assert compared > 30
@@ -335,17 +254,17 @@ def test_search_memory__never_contradicts_the_true_stock_and_waste(rules: dict[s
                 st = agent._state
                 me = snap["players"][s]
                 true_stock, true_waste = me["stock"], me["waste"]
-                assert (st[S_SCOUNT], st[S_WCOUNT]) == (len(true_stock), len(true_waste))
+                assert (st[K.S_SCOUNT], st[K.S_WCOUNT]) == (len(true_stock), len(true_waste))
                 hidden = me["nertz"][:-1]
-                for base, pile in ((S_STOCK, true_stock), (S_WASTE, true_waste)):
+                for base, pile in ((K.S_STOCK, true_stock), (K.S_WASTE, true_waste)):
                     for k, card in enumerate(pile):
-                        if st[base + k] != UNKNOWN:
+                        if st[base + k] != K.UNKNOWN:
                             assert to_text(st[base + k]) == card
                             known += 1
                         else:
                             hidden.append(card)
                 # the cards it cannot place are exactly the hidden ones (it counted its own lake cards right)
-                n = hidden_cards(st, table_tools(env.config).params, agent._lake_own, cards)
+                n = K.hidden_cards(st, table_tools(env.config).params, agent._lake_own, cards)
                 assert sorted(to_text(c) for c in cards[:n]) == sorted(hidden)
             obs, *_ = env.step(acts)
     assert known > 1000
@@ -376,20 +295,20 @@ def test_rollouts__are_legal_engine_ticks(rules: dict[str, Any]) -> None:
             obs, *_ = env.step(acts)
         view = state_of(obs["player_0"]["observation"], config)
         true = env._state  # the seat's hidden cards, as the engine has them
-        for base, count, pile in ((S_STOCK, S_SCOUNT, true.stock), (S_WASTE, S_WCOUNT, true.waste), (S_NERTZ, S_NCOUNT, true.nertz)):
+        for base, count, pile in ((K.S_STOCK, K.S_SCOUNT, true.stock), (K.S_WASTE, K.S_WCOUNT, true.waste), (K.S_NERTZ, K.S_NCOUNT, true.nertz)):
             view[base : base + view[count]] = pile[0, 0, : view[count]]
-        rollout_table = seat_tables(config, 3)
-        load_seat(view, rollout_table, 2, ME)
+        rollout_table = K.seat_tables(config, 3)
+        K.load_seat(view, rollout_table, 2, K.ME)
         rollout_table.rng[2] = seed
-        replay = seat_tables(config, 1)
+        replay = K.seat_tables(config, 1)
         replay.cfg[C_STALL] = replay.cfg[C_MAXTICKS] = 10**6  # no stall rule, no round end but the Nertz pile's
-        load_seat(view, replay, 0, ME)
+        K.load_seat(view, replay, 0, K.ME)
         replay.nertz_len[0, 1:] = 1  # the other seats only wait, but an empty Nertz pile would end the round
         replay.nertz[0, 1:, 0] = 12
         observe_table(replay, 0)
         trace = np.zeros(40, np.int64)
         value = np.array([2.0, 1.0])
-        rollout(rollout_table, 2, ME, np.zeros(STATE_SIZE, np.int64), params, columns, tools.reverse_run, 40, 2,
+        K.rollout(rollout_table, 2, K.ME, np.zeros(K.STATE_SIZE, np.int64), params, columns, tools.reverse_run, 40, 2,
                 0.9, value, 0.0, np.zeros(tools.n_actions, np.int64), trace)
         actions = np.zeros((1, config.num_players), np.int64)
         played = trace[trace > 0]
@@ -414,39 +333,6 @@ def test_rollouts__are_legal_engine_ticks(rules: dict[str, Any]) -> None:
     assert replays > 20 and compared >= 2
 
 
-def test_search__same_seed_same_decisions_and_values() -> None:
-    """Two runs of the same seeded game with seeded search players make the same decisions from the same
-    rollout values; another agent seed changes them."""
-
-    class Recording(SearchAgent):
-        def __init__(self) -> None:
-            super().__init__()
-            self.log: list[tuple[tuple[int, ...], list[float] | None]] = []
-
-        def _values(self, s: np.ndarray, cands: list[int]) -> np.ndarray | None:
-            values = super()._values(s, cands)
-            self.log.append((tuple(cands), None if values is None else values.tolist()))
-            return values
-
-    def run(offset: int) -> tuple[list[dict[str, int]], list[Any]]:
-        env = nertz_env.parallel_env(num_players=4)
-        agents = [Recording() for _ in range(4)]
-        obs, _ = env.reset(seed=11)
-        for s, a in enumerate(agents):
-            a.reset(env.config, s, s + offset)
-        moves = []
-        while env.agents:
-            acts = {n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"]) for s, n in enumerate(env.agents)}
-            moves.append(acts)
-            obs, *_ = env.step(acts)
-        return moves, [a.log for a in agents]
-
-    first, again, other = run(0), run(0), run(100)
-    assert sum(len(log) for log in first[1]) > 20
-    assert first == again
-    assert first[1] != other[1]
-
-
 def test_agents_rules__are_the_engines() -> None:
     """The agents' kernels move cards with the engine's functions and keep no rules of their own."""
     from nertz_env.agents import kernels
@@ -465,33 +351,34 @@ def test_agents_rules__are_the_engines() -> None:
 @pytest.mark.parametrize("rules", VARIANTS, ids=variant_id)
 def test_scripted_agents__play_only_legal_actions(rules: dict[str, Any]) -> None:
     """``illegal_action="raise"`` makes the env fail on any masked-out action."""
-    env = nertz_env.parallel_env(
-        illegal_action="raise", **{**rules, "max_ticks": rules.get("max_ticks", 150)}
-    )
-    for seed in range(2):
-        infos = play(env, list(LADDER), seed=seed)
-        assert next(iter(infos.values()))["round_end"]
+    env = nertz_env.parallel_env(illegal_action="raise", **{**rules, "max_ticks": rules.get("max_ticks", 150)})
+    _, infos = play(env, list(LADDER), seed=0)
+    assert next(iter(infos.values()))["round_end"]
 
 
-def test_agents__same_seed_same_game_different_seed_different_choices() -> None:
-    def actions(agent_seed_offset: int) -> list[dict[str, int]]:
-        env = nertz_env.parallel_env(num_players=3)
-        agents = [make_agent(s) for s in ("random", "greedy", "search")]
-        obs, _ = env.reset(seed=5)
-        for s, a in enumerate(agents):
-            a.reset(env.config, s, s + agent_seed_offset)
-        out = []
-        while env.agents:
-            acts = {
-                n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"])
-                for s, n in enumerate(env.agents)
-            }
-            out.append(acts)
-            obs, *_ = env.step(acts)
-        return out
+def test_agents__same_seed_same_decisions_and_search_values_another_seed_other_ones() -> None:
+    """Two runs of the same seeded game with seeded agents make the same moves from the same rollout values;
+    other agent seeds change them."""
 
-    assert actions(0) == actions(0)
-    assert actions(0) != actions(1000)
+    class Recording(SearchAgent):
+        def __init__(self) -> None:
+            super().__init__()
+            self.log: list[tuple[tuple[int, ...], list[float] | None]] = []
+
+        def _values(self, s: np.ndarray, cands: list[int]) -> np.ndarray | None:
+            values = super()._values(s, cands)
+            self.log.append((tuple(cands), None if values is None else values.tolist()))
+            return values
+
+    def run(offset: int) -> tuple[list[dict[str, int]], list[Any]]:
+        agents = [make_agent("random"), make_agent("greedy"), Recording(), Recording()]
+        moves, _ = play(nertz_env.parallel_env(num_players=4), agents, seed=11, agent_seed=offset)
+        return moves, [a.log for a in agents[2:]]
+
+    first, again, other = run(0), run(0), run(100)
+    assert sum(len(log) for log in first[1]) > 20
+    assert first == again
+    assert first[0] != other[0] and first[1] != other[1]
 
 
 def test_wait_prob__one_always_waits_and_zero_never_does() -> None:
@@ -562,11 +449,11 @@ def test_heuristic__never_moves_a_whole_pile_onto_an_empty_pile() -> None:
     tools = table_tools(env.config)
     prio = np.zeros(tools.n_actions, dtype=np.int64)
     s = state_of(o["observation"], env.config)
-    heuristic_priorities(s, o["action_mask"], tools.params, tools.columns, 2, -1, prio)
+    K.heuristic_priorities(s, o["action_mask"], tools.params, tools.columns, 2, -1, prio)
     whole_to_empty = env.actions.lookup("run:work0>2x1")
     assert o["action_mask"][whole_to_empty] == 1
-    assert prio[whole_to_empty] == NEVER
-    assert prio[env.actions.lookup("to_work:nertz>2")] == PRIO_NERTZ_EMPTY
+    assert prio[whole_to_empty] == K.NEVER
+    assert prio[env.actions.lookup("to_work:nertz>2")] == K.PRIO_NERTZ_EMPTY
 
 
 @pytest.mark.parametrize("rules", [{}, {"rounds": 2, "num_players": 3}, {"turn_based": True, "num_players": 3}])
@@ -590,3 +477,379 @@ def test_move_memory__rebuilds_the_last_moves_slice_at_a_table_without_it(rules:
             actions[a] = int(rng.choice(legal)) if rng.random() < 0.9 else 0
             memory[a].remember(actions[a])
         seen, plain = with_moves.step(actions)[0], without.step(actions)[0]
+
+
+# ---------------------------------------------------------------- the learned networks' numpy forward pass
+NO_TORCH = """
+import sys
+import nertz_env
+import nertz_env.agents
+heavy = sorted(m for m in ("nertz_env.train", "torch", "stable_baselines3", "sb3_contrib") if m in sys.modules)
+from nertz_env.agents import make_agent
+env = nertz_env.parallel_env(num_players=4)
+agents = [make_agent(s) for s in ("ppo", "heuristic", "heuristic", "ppo:deterministic=true")]
+obs, _ = env.reset(seed=1)
+for s, a in enumerate(agents):
+    a.reset(env.config, s, s)
+n = 0
+while env.agents:
+    obs, *_ = env.step({k: agents[s].act(obs[k]["observation"], obs[k]["action_mask"]) for s, k in enumerate(env.agents)})
+    n += 1
+assert n > 10
+print(heavy, type(agents[0]).__module__, sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "stable_baselines3", "sb3_contrib", "nertz_env.train")))
+"""
+
+
+def test_ppo__loads_and_plays_through_make_agent_without_torch_or_the_training_package() -> None:
+    r = subprocess.run([sys.executable, "-c", NO_TORCH], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "NUMBA_NUM_THREADS": "1"})
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["[]", "nertz_env.agents.policy", "[]"], r.stdout
+
+
+def _observations(games: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every seat's observation and mask of ``games`` games of ppo against heuristic."""
+    env = nertz_env.parallel_env(num_players=4)
+    obs_l, mask_l = [], []
+
+    def keep(obs: dict[str, Any], _acts: dict[str, int]) -> None:
+        for o in obs.values():
+            obs_l.append(o["observation"])
+            mask_l.append(o["action_mask"].astype(bool))
+
+    for g in range(games):
+        play(env, ["ppo", "heuristic"], seed=seed + g, hook=keep)
+    return np.asarray(obs_l, dtype=np.float32), np.asarray(mask_l)
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+@pytest.mark.parametrize("hidden", [[], [64], [96, 64, 32]])
+def test_numpy_forward__the_compiled_first_choice_equals_the_dense_layers(activation: str, hidden: list[int]) -> None:
+    """The one-call kernel (sparse rows, legal actions only) against argmax of the dense numpy logits, for any
+    depth and both activations, on sparse and dense inputs, with the mask as int8, bool or int64 and the
+    observation as float64 or a strided view; a wrong shape raises instead of reading past the arrays."""
+    rng = np.random.default_rng(len(hidden) * 2 + (activation == "tanh"))
+    dims = [40, *hidden]
+    actor = NumpyActor([rng.normal(size=(a, b)).astype(np.float32) for a, b in itertools.pairwise(dims)],
+                       [rng.normal(size=b).astype(np.float32) for b in dims[1:]],
+                       rng.normal(size=(dims[-1], 12)).astype(np.float32), rng.normal(size=12).astype(np.float32),
+                       activation)
+    for k in range(200):
+        x = rng.normal(size=40).astype(np.float32)
+        if k % 2:
+            x[rng.random(40) < 0.8] = 0.0  # sparse, as the observations are
+        m = rng.random(12) < 0.3
+        m[rng.integers(12)] = True
+        want = int(np.argmax(np.where(m, actor.logits(x), -np.inf)))
+        wide = np.zeros(80, np.float32)
+        wide[::2] = x
+        for xx, mm in ((x, m.astype(np.int8)), (x, m), (x.astype(np.float64), m.astype(np.int64)), (wide[::2], m)):
+            assert actor.first_choice(xx, mm) == want
+    for x, m in ((np.zeros(39, np.float32), np.ones(12, np.int8)), (np.zeros(40, np.float32), np.ones(11, np.int8)),
+                 (np.zeros(40, np.float32), np.ones(1, np.int8)), (np.zeros((2, 40), np.float32), np.ones(12, bool))):
+        with pytest.raises(ValueError, match="first_choice takes one observation"):
+            actor.first_choice(x, m)  # never a broadcast mask (every action legal) nor a read past the arrays
+
+
+def test_numpy_forward__layers_that_do_not_fit_are_refused() -> None:
+    """The compiled call reads by the layers' shapes with no bounds checks: a bias or output layer that would
+    only broadcast in numpy is refused when the actor is built."""
+    w1, w2 = np.zeros((40, 8), np.float32), np.zeros((8, 6), np.float32)
+    b1, b2 = np.zeros(8, np.float32), np.zeros(6, np.float32)
+    wo, bo = np.zeros((6, 12), np.float32), np.zeros(12, np.float32)
+    NumpyActor([w1, w2], [b1, b2], wo, bo)
+    for weights, biases, w_out, b_out in [
+        ([w1, w2], [np.zeros(1, np.float32), b2], wo, bo),  # a bias that broadcasts
+        ([w1, w2], [b1, b2], wo, np.zeros(1, np.float32)),
+        ([w1, np.zeros((7, 6), np.float32)], [b1, b2], wo, bo),
+        ([w1, w2], [b1, b2], np.zeros((5, 12), np.float32), bo),
+        ([w1, w2], [b1], wo, bo),
+    ]:
+        with pytest.raises(UnsupportedNetwork):
+            NumpyActor(weights, biases, w_out, b_out)
+
+
+@pytest.mark.parametrize("name", ["ppo", "scratch"])
+def test_shipped_network__plays_through_nertz_eval_and_nertz_play(name: str, tmp_path: Any, capsys: Any) -> None:
+    """Each shipped network by name: a gauntlet, and three seats of a nertz-play table, in numpy. ``scratch``
+    was trained with last_moves=1 and plays at these tables without it (its own record of its moves)."""
+    from nertz_env.eval.cli import main as nertz_eval
+    from nertz_env.play import cli as play_cli
+
+    assert nertz_eval(["gauntlet", name, "heuristic", "--players", "4", "--deals", "1", "--seed", "3", "--no-save",
+                       "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert name in out and "heuristic" in out
+    built = play_cli._build(play_cli.build_parser().parse_args(
+        ["--opponents", name, "--players", "4", "--step", "--seed", "4", "--replay-dir", str(tmp_path)]))
+    game = play_cli.make_hub(built, seat=0, step=True).game
+    assert all(bot.actor is not None for bot in game.bots.values())  # the numpy forward
+    moved = 0
+    for _ in range(40):
+        if game.done:
+            break
+        result = game.tick(None)  # the person waits; the three network seats play
+        moved += sum(1 for m in result.moves if m.seat != 0 and m.applied != 0 and not m.illegal)
+    assert moved > 0
+    game.close()
+
+
+def _save(policy: Any, path: str, kwargs: dict[str, Any] | None = None) -> None:
+    """Save ``policy`` as a policy file with ppo's record (writes the array file beside it when numpy can run it)."""
+    import torch
+
+    from nertz_env.agents.meta import read_meta
+    from nertz_env.train.imitate import _PolicyHolder
+    from nertz_env.train.trainer import save_policy
+
+    kwargs = kwargs or {"net_arch": {"pi": [256, 256], "vf": [256, 256]}, "activation_fn": torch.nn.ReLU}
+    save_policy(_PolicyHolder(policy, kwargs), path, read_meta(PPO))
+
+
+def test_numpy_forward__same_choices_as_torch_on_game_and_random_observations_exact_ties_to_the_lowest() -> None:
+    torch = pytest.importorskip("torch")
+    from nertz_env.agents.policy import load_policy, policy_probabilities
+
+    obs, masks = _observations(4, seed=3)
+    rng = np.random.default_rng(0)  # and random inputs with random legal sets, off the game's manifold
+    r_masks = rng.random((1000, masks.shape[1])) < 0.1
+    r_masks[:, 0] = True
+    obs = np.concatenate([obs, rng.random((1000, obs.shape[1]), dtype=np.float32)])
+    masks = np.concatenate([masks, r_masks])
+    policy, _ = load_policy(PPO)
+    actor = NumpyActor.load(PPO)  # agents/models/ppo.npz: the same arrays as torch's network
+    assert all(a.dtype == np.float32 and np.array_equal(a, b)
+               for a, b in zip([*actor.weights, actor.w_out], [*NumpyActor.from_policy(policy).weights,
+                                                               policy.action_net.weight.detach().numpy().T], strict=True))
+    want = policy_probabilities(policy, obs, masks)
+    assert [actor.first_choice(o, m) for o, m in zip(obs, masks, strict=True)] == np.argmax(want, axis=1).tolist()
+    np.testing.assert_allclose(actor.probabilities(obs[0], masks[0]), want[0], atol=1e-5)
+    policy = copy.deepcopy(policy)  # (load_policy's result is cached: never change it)
+    with torch.no_grad():  # actions 40 and 7 tie, well above every other action: both take the lower index
+        policy.action_net.weight[40] = policy.action_net.weight[7]
+        policy.action_net.bias[7] += 1e4
+        policy.action_net.bias[40] = policy.action_net.bias[7]
+    tied = NumpyActor.from_policy(policy)
+    masks[:, 7] = masks[:, 40] = True
+    assert (np.argmax(policy_probabilities(policy, obs[:50], masks[:50]), axis=1) == 7).all()
+    assert all(tied.first_choice(o, m) == 7 for o, m in zip(obs[:50], masks[:50], strict=True))
+    masks[:, 7] = False  # alone at the top, the other one is chosen
+    assert tied.first_choice(obs[0], masks[0]) == 40
+
+
+def test_array_file__written_beside_each_saved_policy_read_once_with_torch_when_missing_never_stale(tmp_path: Any) -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("sb3_contrib")
+    from nertz_env.agents.forward import arrays_path
+    from nertz_env.agents.policy import load_policy, load_policy_agent, numpy_actor
+
+    shipped = NumpyActor.load(PPO)
+    old = str(tmp_path / "old.zip")  # a zip saved before the array files: read once with torch, which writes one
+    shutil.copy(PPO, old)
+    with pytest.raises(UnsupportedNetwork, match="no array file"):
+        NumpyActor.load(old)
+    assert numpy_actor(old).activation == shipped.activation and os.path.isfile(arrays_path(old))
+    assert all(np.array_equal(a, b) for a, b in zip(NumpyActor.load(old).weights, shipped.weights, strict=True))
+    policy = copy.deepcopy(load_policy(PPO)[0])
+    with torch.no_grad():  # saved again with other weights: the array file follows; a stale one is not read
+        policy.action_net.bias += 1.0
+    _save(policy, old)
+    assert np.array_equal(NumpyActor.load(old).b_out, shipped.b_out + 1.0)
+    agent = load_policy_agent(old, deterministic=True)
+    assert agent.actor is not None
+    shutil.copy(PPO, old)
+    with pytest.raises(UnsupportedNetwork, match="other weights"):
+        NumpyActor.load(old)
+    # what numpy cannot run gets no array file, and the agent falls back to torch
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    from nertz_env.train.imitate import build_policy
+
+    config = nertz_env.make_config(num_players=4)
+    small, kwargs = build_policy(config, [32])
+    kwargs["activation_fn"] = torch.nn.LeakyReLU
+    leaky = MaskableActorCriticPolicy(small.observation_space, small.action_space, lambda _: 1e-3, **kwargs)
+    path = str(tmp_path / "leaky.zip")
+    _save(leaky, path, kwargs)
+    with pytest.raises(UnsupportedNetwork, match="ReLU or Tanh"):
+        NumpyActor.from_policy(leaky)
+    with pytest.raises(UnsupportedNetwork, match="no array file"):
+        NumpyActor.load(path)
+    agent = load_policy_agent(path, deterministic=True)
+    assert agent.actor is None
+    obs, masks = _observations(1, seed=2)
+    agent.reset(config, 0, 0)
+    assert masks[0, agent.act(obs[0], masks[0].astype(np.int8))]
+
+
+def test_policy_agent__sampled_play_and_pickling_still_reach_torch() -> None:
+    pytest.importorskip("torch")
+    from nertz_env.agents.policy import PolicyAgent
+
+    agent = make_agent("ppo")
+    assert isinstance(agent, PolicyAgent) and agent.actor is not None and agent._policy is None
+    obs, masks = _observations(1, seed=7)
+    sampled = make_agent("ppo:deterministic=false")
+    assert sampled.actor is None  # draws from torch's probabilities
+    sampled.reset(nertz_env.make_config(num_players=4), 0, 0)
+    assert masks[0, sampled.act(obs[0], masks[0].astype(np.int8))]
+    back = pickle.loads(pickle.dumps(agent))
+    assert back.actor is not None and back._policy is None
+    pairs = list(zip(obs[:50], masks[:50].astype(np.int8), strict=True))
+    assert [back.act(o, m) for o, m in pairs] == [agent.act(o, m) for o, m in pairs]
+    assert agent.policy is not None  # torch on demand (training's opponent pools batch through it)
+
+
+# ---------------------------------------------------------------- the privileged critic (train.privileged)
+# The value net reads the table's global state; the policy net and every policy file never do.
+@pytest.fixture
+def torch_train() -> Any:
+    pytest.importorskip("sb3_contrib")
+    import torch
+
+    from nertz_env import train
+
+    return torch, train
+
+
+def _tiny(run_dir: str, **kw: Any) -> Any:
+    """A tiny training run with the privileged critic unless ``kw`` says otherwise."""
+    from nertz_env.train import TrainConfig
+
+    base = {"num_tables": 2, "n_steps": 16, "batch_size": 64, "n_epochs": 2, "net_arch": [32, 32],
+            "total_timesteps": 256, "checkpoint_every": 0, "eval_every": 0, "eval_deals": 0, "progress_bar": False,
+            "tensorboard": False, "run_dir": run_dir, "privileged_critic": True, **kw}
+    if base.get("mode") == "single":  # num_tables is a vector-mode option
+        del base["num_tables"]
+    return TrainConfig.from_dict(base)
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+P = 4
+O = nertz_env.ObsLayout(nertz_env.make_config(num_players=P)).size
+
+
+@pytest.mark.parametrize(("players", "learners"), [(4, 4), (3, 2)])
+def test_privileged_vec_env__appends_each_slots_table_state_with_its_own_seat_first(
+        torch_train: Any, players: int, learners: int) -> None:
+    from nertz_env.global_state import state_layout
+
+    train = torch_train[1]
+    kw: dict[str, Any] = {"learners_per_table": learners, "opponents": ["greedy"], "seed": 5, "max_ticks": 30}
+    plain = train.NertzVecEnv(3, players, **kw)
+    priv = train.NertzVecEnv(3, players, privileged_state=True, **kw)
+    o = plain.observation_space.shape[0]
+    layout = state_layout(priv.config)
+    assert priv.observation_space.shape == (o + layout.size,)
+    rng_a, rng_b = np.random.default_rng(1), np.random.default_rng(1)
+    a, b = plain.reset(), priv.reset()
+    finished = 0
+    for _ in range(75):  # short rounds: tables finish, are dealt anew in the same step and rotate their seats
+        assert np.array_equal(b[:, :o], a)  # the observation part is the plain env's, step for step
+        state = priv.venv.state()  # cards and status, the slot's own seat first
+        cards, status = layout.cards(state), state[:, layout.slices["status"]].reshape(len(state), players, -1)
+        for row, t, s in zip(b[:, o:], priv._table, priv._seat, strict=True):
+            seats = [(int(s) + k) % players for k in range(players)]
+            assert np.array_equal(row, np.concatenate([cards[t, seats].ravel(), status[t, seats].ravel()]))
+        plain.step_async(np.array([rng_a.choice(np.flatnonzero(m)) for m in plain.action_masks()]))
+        priv.step_async(np.array([rng_b.choice(np.flatnonzero(m)) for m in priv.action_masks()]))
+        a, _, done_a, info_a = plain.step_wait()
+        b, _, done_b, info_b = priv.step_wait()
+        assert np.array_equal(done_a, done_b)
+        for i in np.flatnonzero(done_b):  # the final observation keeps the final deal's state, not the new one's
+            final = info_b[i]["terminal_observation"]
+            assert np.array_equal(final[:o], info_a[i]["terminal_observation"])
+            assert final.shape == (o + priv.state_size,) and not np.array_equal(final[o:], b[i, o:])
+            finished += 1
+    assert finished >= 2 * players  # the re-deal path ran
+    one = train.NertzVecEnv(1, P, seed=2, privileged_state=True)
+    obs = one.reset()
+    st = one.venv._state  # swap the two lowest stock cards of seat 0: hidden from every observation
+    assert st.stock[0, 0, 0] != st.stock[0, 0, 1]
+    st.stock[0, 0, :2] = st.stock[0, 0, 1::-1].copy()
+    again = one._gather()
+    assert np.array_equal(again[:, :O], obs[:, :O]) and not np.array_equal(again[:, O:], obs[:, O:])
+
+
+def test_privileged_policy__actor_ignores_the_state_files_hold_the_actor_alone_and_play_everywhere(
+        torch_train: Any, tmp_path: Any) -> None:
+    torch, train = torch_train
+    from nertz_env.agents.policy import load_policy, numpy_actor
+    from nertz_env.train.privileged import PrivilegedCriticPolicy
+
+    trainer = train.Trainer(_tiny(str(tmp_path / "run"), total_timesteps=128), log=_quiet)
+    policy = trainer.model.policy
+    assert isinstance(policy, PrivilegedCriticPolicy)
+    S = trainer.model.observation_space.shape[0] - O
+    rng = np.random.default_rng(0)
+    with torch.no_grad():  # critic state weights non-zero, as training makes them
+        policy.mlp_extractor.value_net[0].weight.normal_()
+        x = torch.as_tensor(rng.random((8, O + S)), dtype=torch.float32)
+        y = x.clone()
+        y[:, O:] = torch.as_tensor(rng.random((8, S)), dtype=torch.float32)
+        assert torch.equal(policy.get_distribution(x).distribution.logits, policy.get_distribution(y).distribution.logits)
+        assert not torch.equal(policy.predict_values(x), policy.predict_values(y))
+    trainer.train()
+    path = str(tmp_path / "run" / "policy.zip")
+    saved, _ = load_policy(path)
+    assert not isinstance(saved, PrivilegedCriticPolicy) and saved.observation_space.shape == (O,)
+    trained = trainer.model.policy.state_dict()
+    for key, value in saved.state_dict().items():  # the policy part unchanged; the critic cut to O columns
+        assert torch.equal(value, trained[key][:, :O] if key == "mlp_extractor.value_net.0.weight" else trained[key]), key
+    with zipfile.ZipFile(path) as z:
+        assert all(v.shape[-1] != O + S for v in torch.load(z.open("policy.pth"), weights_only=True).values())
+    obs = rng.random((5, O + S)).astype(np.float32)
+    with torch.no_grad():  # torch's logits are log-probabilities
+        want = trainer.model.policy.get_distribution(torch.as_tensor(obs)).distribution.logits.numpy()
+    got = NumpyActor.load(path).logits(obs[:, :O]).astype(np.float64)
+    got -= got.max(axis=1, keepdims=True) + np.log(np.exp(got - got.max(axis=1, keepdims=True)).sum(1, keepdims=True))
+    assert np.allclose(got, want, atol=1e-5)
+    ckpt = trainer.checkpoints[-1]  # the whole privileged network, for resuming: loads as the same actor
+    from_ckpt, _ = load_policy(ckpt)
+    assert not isinstance(from_ckpt, PrivilegedCriticPolicy) and from_ckpt.observation_space.shape == (O,)
+    assert all(torch.equal(v, saved.state_dict()[k]) for k, v in from_ckpt.state_dict().items())
+    assert np.array_equal(numpy_actor(ckpt).logits(obs[:, :O]), NumpyActor.load(path).logits(obs[:, :O]))
+    env = nertz_env.parallel_env(num_players=P)
+    for source in (path, ckpt):
+        agent = make_agent(source)
+        observations, _ = env.reset(seed=0)
+        agent.reset(env.config, 0, 0)
+        first = observations["player_0"]
+        assert first["action_mask"][agent.act(first["observation"], first["action_mask"])]
+
+
+def test_privileged_training__starts_from_a_plain_policys_critic_and_resumes_like_a_straight_run(
+        torch_train: Any, tmp_path: Any) -> None:
+    torch, train = torch_train
+    from nertz_env.agents.policy import load_policy
+
+    train.Trainer(_tiny(str(tmp_path / "plain"), privileged_critic=False, total_timesteps=64), log=_quiet).train()
+    plain_path = str(tmp_path / "plain" / "policy.zip")
+    plain, _ = load_policy(plain_path)
+    started = train.Trainer(_tiny(str(tmp_path / "init"), init_from=plain_path), log=_quiet)
+    x = torch.as_tensor(np.random.default_rng(4).random((6, started.model.observation_space.shape[0])),
+                        dtype=torch.float32)
+    with torch.no_grad():
+        assert torch.allclose(started.model.policy.predict_values(x), plain.predict_values(x[:, :O]))
+        assert torch.equal(started.model.policy.get_distribution(x).distribution.logits,
+                           plain.get_distribution(x[:, :O]).distribution.logits)
+    kw = {"total_timesteps": 4 * 64, "checkpoint_every": 128, "shaping": True, "relative_reward": True}
+    straight = train.Trainer(_tiny(str(tmp_path / "a"), **kw), log=_quiet)
+    straight.train()
+    ckpt = str(tmp_path / "a" / "checkpoints" / "step_000000000128.zip")
+    resumed = train.Trainer(_tiny(str(tmp_path / "b"), **kw), resume=ckpt, log=_quiet)
+    assert resumed.model.num_timesteps == 128
+    resumed.train()
+    pa, pb = straight.model.policy.state_dict(), resumed.model.policy.state_dict()
+    assert pa.keys() == pb.keys() and all(torch.equal(pa[k], pb[k]) for k in pa)
+    assert np.array_equal(np.asarray(straight.model._last_obs), np.asarray(resumed.model._last_obs))
+    with pytest.raises(train.IncompatibleCheckpointError, match="privileged_critic"):
+        train.Trainer(_tiny(str(tmp_path / "c"), privileged_critic=False, **kw), resume=ckpt, log=_quiet)
+
+
+def test_privileged_critic__in_single_mode_is_refused(torch_train: Any) -> None:
+    with pytest.raises(torch_train[1].ConfigError, match="privileged_critic"):
+        _tiny("unused", mode="single")

@@ -1,20 +1,104 @@
-"""The engine itself: the compiled rules against the same source run as plain Python, and the generator."""
+"""The engine: random-rollout invariants in every variant, the fast observation path against a full rewrite,
+compiled against plain Python, the generator, pinned observations, the packed state and the compile cache."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+import textwrap
+from pathlib import Path
 
+import numba
 import numpy as np
 import pytest
+from numba.core.registry import cpu_target
 
 import nertz_env
-from nertz_env.engine import rules
+from conftest import card_counts, expected_counts
+from nertz_env.config import NertzConfig
+from nertz_env.engine import _abi, _cache, rules
+from nertz_env.engine.state import allocate
 from variants import VARIANTS, variant_id
 
+ROOT = Path(__file__).resolve().parent.parent
+needs_jit = pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="needs numba's compiler")
+
+
+# ---------------------------------------------------------------------------------------------- random rollouts
+def rollout_and_check(rules_: dict, tables: int, seed: int, rewrite: int, max_steps: int = 20_000) -> int:
+    """Random play on ``tables`` tables until each has finished an episode; one action in ten is drawn
+    without the mask. After every tick: every card of every deck is somewhere once, every mask allows the
+    wait, observations lie in [0, 1], exactly the actions outside the tick's starting mask are flagged illegal,
+    and the first ``rewrite`` tables' observations and masks equal a full rewrite (``rules.observe_table``,
+    against the incremental ``observe_changes``). At every round end the score is its breakdown and what the
+    match total grew by; at every episode end each seat's rewards add up to its (team's) score."""
+    venv = nertz_env.vector_env(tables, copy=False, **rules_)
+    venv.reset(seed=seed)
+    cfg, S = venv.config, venv._state
+    team = np.array(cfg.team_of)
+    want = expected_counts(cfg.jokers)
+    wait = venv.actions.lookup("wait")
+    rng = np.random.default_rng(seed)
+    rows, seats = np.arange(tables)[:, None], np.arange(cfg.num_players)[None, :]
+    returns = np.zeros((tables, cfg.num_players))
+    finished = np.zeros(tables, dtype=np.int64)
+    for tick in range(max_steps):
+        actions = venv.sample_actions().copy()
+        wild = rng.random(actions.shape) < 0.1
+        actions[wild] = rng.integers(0, venv.actions.n, size=int(wild.sum()))
+        legal = S.mask[rows, seats, actions] == 1
+        match_before = S.match_score.copy()
+        obs, rew, term, trunc, info = venv.step(actions)
+        live = ~info["autoreset"]
+        assert (card_counts(S) == want).all(), "a card was lost or duplicated"
+        assert (obs["action_mask"][..., wait] == 1).all()
+        assert obs["observation"].min() >= 0.0 and obs["observation"].max() <= 1.0, "outside the declared Box"
+        np.testing.assert_array_equal(info["illegal"][live], ~legal[live])
+        fast_obs, fast_mask = S.obs[:rewrite].copy(), S.mask[:rewrite].copy()
+        for t in range(rewrite):
+            rules.observe_table(S, t)
+        for t, p in zip(*np.nonzero((fast_obs != S.obs[:rewrite]).any(-1) | (fast_mask != S.mask[:rewrite]).any(-1)),
+                        strict=True):
+            bad_obs = np.flatnonzero(fast_obs[t, p] != S.obs[t, p]).tolist()
+            bad_mask = np.flatnonzero(fast_mask[t, p] != S.mask[t, p]).tolist()
+            raise AssertionError(f"tick {tick}, table {t}, seat {p}: obs {bad_obs}, mask {bad_mask} differ")
+        ended = (info["round_end"] != 0) & live
+        parts = (S.score_lake.astype(np.int64) - cfg.nertz_penalty * S.score_nertz + S.score_bonus
+                 - cfg.false_call_penalty * S.score_false)
+        np.testing.assert_array_equal(info["score"][ended], parts[ended])
+        np.testing.assert_array_equal(S.match_score[ended] - match_before[ended], parts[ended])
+        returns[live] += rew[live]
+        for t in np.flatnonzero(term[:, 0] | trunc[:, 0]):
+            assert info["round_end"][t] in (1, 2, 3)
+            score = S.match_score[t].astype(np.int64)
+            np.testing.assert_array_equal(returns[t], [score[team == team[p]].sum() for p in range(cfg.num_players)])
+            returns[t] = 0
+            finished[t] += 1
+        if (finished >= 1).all():
+            return int(finished.sum())
+    raise AssertionError(f"{(finished == 0).sum()} tables never finished an episode in {max_steps} ticks")
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=variant_id)
+def test_random_rollouts__keep_every_invariant(variant: dict) -> None:
+    assert rollout_and_check(variant, 48, seed=1234, rewrite=12) >= 48
+
+
+def test_random_rollouts__single_table_batch() -> None:
+    assert rollout_and_check({}, 1, seed=7, rewrite=1) >= 1
+
+
+@pytest.mark.long
+def test_random_rollouts__large_batch_of_1024_tables() -> None:
+    assert rollout_and_check({}, 1024, seed=99, rewrite=0) >= 1024
+
+
+# ---------------------------------------------------------------------------------------------- determinism
 ROLLOUT = """
 import json, sys, warnings
 import numpy as np
@@ -33,18 +117,15 @@ print(json.dumps(snaps))
 """
 
 
-def _rollout(disable_jit: bool, ticks: int) -> list:
-    env = {**os.environ, "NUMBA_DISABLE_JIT": "1" if disable_jit else "0"}
-    out = subprocess.run(
-        [sys.executable, "-c", ROLLOUT, str(ticks)], env=env, capture_output=True, text=True, check=True
-    )
-    return json.loads(out.stdout)
-
-
 def test_compiled_rules__equal_the_same_rules_run_as_plain_python() -> None:
-    compiled = _rollout(False, 250)
-    plain = _rollout(True, 250)
-    assert len(compiled) == 250
+    def rollout(disable_jit: bool) -> list:
+        env = {**os.environ, "NUMBA_DISABLE_JIT": "1" if disable_jit else "0"}
+        out = subprocess.run([sys.executable, "-c", ROLLOUT, "150"], env=env, capture_output=True, text=True,
+                             check=True)
+        return json.loads(out.stdout)
+
+    compiled, plain = rollout(False), rollout(True)
+    assert len(compiled) == 150
     for tick, (a, b) in enumerate(zip(compiled, plain, strict=True)):
         assert a == b, f"diverged at tick {tick}"
 
@@ -57,33 +138,6 @@ def test_table_generator__is_uniform_and_seed_dependent() -> None:
     draws = np.array([rules.rng_below(state, 0, 6) for _ in range(60_000)])
     counts = np.bincount(draws, minlength=6)
     assert counts.min() > 9_500 and counts.max() < 10_500  # about 10,000 each; 5 sigma is about 500
-
-
-@pytest.mark.parametrize("variant", VARIANTS, ids=variant_id)
-def test_incremental_observations__equal_a_full_rewrite_after_every_tick(variant: dict) -> None:
-    """A tick rewrites only the parts of each view its moves touched (rules.observe_changes); after every tick
-    of random games, with some unmasked actions mixed in, the observations and masks equal those written
-    from scratch (rules.observe_table): the fast path against the simple one."""
-    tables = 24
-    venv = nertz_env.vector_env(tables, copy=False, **{**variant, "stall_ticks": 12})
-    venv.reset(seed=5)
-    S = venv._state
-    rng = np.random.default_rng(0)
-    rounds_ended = 0
-    for tick in range(300):
-        actions = venv.sample_actions().copy()
-        wild = rng.random(actions.shape) < 0.1  # unmasked actions: flagged waits that change nothing
-        actions[wild] = rng.integers(0, venv.actions.n, size=int(wild.sum()))
-        venv.step(actions)
-        rounds_ended += int((S.round_end > 0).sum())
-        fast_obs, fast_mask = S.obs.copy(), S.mask.copy()
-        for t in range(tables):
-            rules.observe_table(S, t)
-        for t, p in zip(*np.nonzero((fast_obs != S.obs).any(-1) | (fast_mask != S.mask).any(-1)), strict=True):
-            bad_obs = np.flatnonzero(fast_obs[t, p] != S.obs[t, p]).tolist()
-            bad_mask = np.flatnonzero(fast_mask[t, p] != S.mask[t, p]).tolist()
-            raise AssertionError(f"tick {tick}, table {t}, seat {p}: obs {bad_obs}, mask {bad_mask} differ")
-    assert rounds_ended > 0  # the games crossed round ends and stall rules too
 
 
 @pytest.mark.parametrize(
@@ -109,3 +163,202 @@ def test_observations__are_pinned_when_last_moves_is_off(rules: dict, digest: st
             actions[a] = int(rng.choice(np.flatnonzero(obs[a]["action_mask"])))
         obs, *_ = env.step(actions)
     assert h.hexdigest()[:16] == digest
+
+
+# ---------------------------------------------------------------------------------------------- imports and config
+def test_engine_import__pulls_in_no_framework() -> None:
+    code = (
+        "import sys, nertz_env.engine.rules, nertz_env.engine.batch, nertz_env.snapshot;"
+        "print([m for m in ('pettingzoo', 'torch', 'stable_baselines3', 'matplotlib') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_config_derivations__are_built_once_per_config_and_shared_read_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nertz_env import actions, observation
+    from nertz_env.engine import state
+
+    builds = {"actions": 0, "layout": 0}
+    for name, cls in (("actions", actions.ActionTable), ("layout", observation.ObsLayout)):
+        def counted(self: object, config: NertzConfig, _init=cls.__init__, _name=name) -> None:  # type: ignore[no-untyped-def]
+            builds[_name] += 1
+            _init(self, config)
+
+        monkeypatch.setattr(cls, "__init__", counted)
+    for cached in (actions.action_table, observation.obs_layout, state.config_array):
+        cached.cache_clear()
+    rules_ = {"num_players": 3, "work_piles": 5, "draw": 2}
+    envs = [nertz_env.parallel_env(**rules_), nertz_env.parallel_env(**rules_)]
+    vec = nertz_env.vector_env(num_tables=2, **rules_)
+    for e in [*envs, vec]:
+        e.reset(seed=1)
+    assert builds == {"actions": 1, "layout": 1} and state.config_array.cache_info().misses == 1
+    assert envs[0].actions is envs[1].actions is vec.actions
+    shared = (envs[0].actions.layout, envs[0].obs_layout.offsets, state.config_array(envs[0].config))
+    assert not any(a.flags.writeable for a in shared)
+    # each table state holds its own writable copy (the compiled rules take writable arrays)
+    assert envs[0]._state.cfg.flags.writeable and envs[0]._state.cfg is not state.config_array(envs[0].config)
+
+
+# ---------------------------------------------------------------------------------------------- the packed state
+def test_a_table_state_is_one_argument_of_a_compiled_call() -> None:
+    """The state crosses compiled calls as one struct value (``engine._abi``), not flattened to scalars."""
+    S = allocate(NertzConfig(num_players=4), 2)
+    typ = numba.typeof(S)
+    assert isinstance(typ, _abi.PackedNamedTuple)
+    assert typ.fields == type(S)._fields and typ.types == tuple(numba.typeof(a) for a in S)
+    assert len(cpu_target.target_context.get_arg_packer([typ, numba.int64]).argument_types) == 2
+    plain = numba.core.types.NamedTuple(typ.types, type(S))
+    assert len(cpu_target.target_context.get_arg_packer([plain]).argument_types) > 200
+    # a short name (it is mangled into every symbol), one type per field types
+    assert len(str(typ)) < 40 and numba.typeof(allocate(NertzConfig(num_players=4), 5)) is typ
+    S = allocate(NertzConfig(num_players=3), 2)  # and every entry point type-checks on it
+    rules.reset_seeded_block(S, np.array([1, 2], np.int64), 0, 2)
+    rules.step_block(S, np.zeros((2, 3), np.int64), True, 0, 2)
+    assert int(S.tick.sum()) == 2
+
+
+def test_a_users_own_njit_that_sees_a_state_first_gets_the_packed_type() -> None:
+    """numba types a named tuple once per process: had a user's function typed a state before the rules
+    registered the packed type, every later call of the rules would take numba's slow typing path."""
+    code = (
+        "import sys, numba\n"
+        "from nertz_env.config import NertzConfig\n"
+        "from nertz_env.engine.state import allocate\n"
+        "assert 'nertz_env.engine.rules' not in sys.modules\n"
+        "f = numba.njit(lambda S: S.tick[0])\n"
+        "f(allocate(NertzConfig(num_players=2), 1))\n"
+        "print(type(f.signatures[0][0]).__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "PackedNamedTuple"
+
+
+# ---------------------------------------------------------------------------------------------- the compile cache
+# numba's own cache=True notices only edits to the file a function is defined in; keyed_jit keys the cache on
+# the engine's sources (_cache.SOURCES) too.
+def test_cache_sources__list_every_module_of_the_package_the_compiled_code_imports() -> None:
+    code = "import sys, nertz_env.engine.rules; print(' '.join(m for m in sys.modules if m.startswith('nertz_env')))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    for file in ("agents/kernels.py", "agents/forward.py"):  # their own files are keyed by numba
+        text = (_cache.PACKAGE / file).read_text() if (_cache.PACKAGE / file).is_file() else (ROOT / file).read_text()
+        loaded += re.findall(r"^from (nertz_env\.[\w.]+) import", text, re.M)
+    files = set()
+    for module in set(loaded) - {"nertz_env", "nertz_env.registration"}:
+        rel = module.removeprefix("nertz_env.").replace(".", "/")
+        files.add(f"{rel}/__init__.py" if (_cache.PACKAGE / rel).is_dir() else f"{rel}.py")
+    assert files <= set(_cache.SOURCES), sorted(files - set(_cache.SOURCES))
+
+
+def _run(tmp: Path, code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh process with ``tmp`` on the path and its own numba cache (unless ``env`` says)."""
+    base = {k: v for k, v in os.environ.items() if k not in ("NUMBA_DISABLE_JIT", "XDG_CACHE_HOME")}
+    base.update({"NUMBA_CACHE_DIR": str(tmp / "cache"), "PYTHONPATH": f"{tmp}{os.pathsep}{ROOT}", **(env or {})})
+    out = subprocess.run([sys.executable, "-c", code], env=base, cwd=tmp, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out
+
+
+def _package(tmp: Path, name: str, files: dict[str, str]) -> None:
+    (tmp / name).mkdir()
+    for file, text in {"__init__.py": "", **files}.items():
+        (tmp / name / file).write_text(textwrap.dedent(text))
+
+
+@needs_jit
+def test_cache__editing_a_listed_source_never_runs_the_stale_code(tmp_path: Path) -> None:
+    """``f`` returns ``helper() * 10``, ``helper`` a constant two files away; the cache is keyed on a copy of the
+    engine's sources (as if that constant's file were one of them)."""
+    for name in _cache.SOURCES:
+        (tmp_path / "src" / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(_cache.PACKAGE / name, tmp_path / "src" / name)
+    _package(tmp_path, "cachepkg", {
+        "consts.py": "VALUE = 1\n",
+        "helpers.py": "import numba\nfrom cachepkg.consts import VALUE\n\n@numba.njit\ndef helper():\n    return VALUE\n",
+        "keyed.py": "from cachepkg.helpers import helper\nfrom nertz_env.engine._cache import keyed_jit\n\n"
+                    "@keyed_jit({})\ndef f():\n    return helper() * 10\n",
+    })
+    code = (f"from pathlib import Path; from nertz_env.engine import _cache; _cache.PACKAGE = Path({str(tmp_path / 'src')!r})\n"
+            "from cachepkg.keyed import f; v = f(); print(v, sum(f.stats.cache_hits.values()))")
+
+    def run() -> tuple[int, int]:
+        value, hits = _run(tmp_path, code).stdout.split()
+        return int(value), int(hits)
+
+    assert run() == (10, 0)  # compiled, then saved
+    assert run() == (10, 1)  # loaded from the cache
+    (tmp_path / "cachepkg" / "consts.py").write_text("VALUE = 2\n")
+    with open(tmp_path / "src" / "cards.py", "a") as f:  # and an edit to a listed source
+        f.write("\n# edited\n")
+    assert run() == (20, 0)  # compiled afresh (numba's own cache would load the old code)
+    assert run() == (20, 1)  # and cached again under the new key
+
+
+NOTICE = "nertz_env: compiling the rules with numba for their first use; later processes load them from numba's cache"
+
+
+@needs_jit
+def test_cache__a_compile_is_announced_once_per_process_and_a_load_not_at_all(tmp_path: Path) -> None:
+    _package(tmp_path, "notepkg", {"fns.py": """
+        from nertz_env.engine._cache import keyed_jit
+
+        @keyed_jit({}, cache=False)
+        def helper():
+            return 1
+
+        @keyed_jit({})
+        def f():
+            return 1
+
+        @keyed_jit({})
+        def g():
+            return f() + helper()
+        """})
+    code = "from notepkg.fns import f, g\nprint(f() + g())"
+    cold, warm = (_run(tmp_path, code) for _ in range(2))
+    assert cold.stdout.strip() == warm.stdout.strip() == "3"
+    assert [x for x in cold.stderr.splitlines() if "compiling" in x] == [NOTICE]
+    assert "compiling" not in warm.stderr
+
+
+_NO_CACHE_CHILD = """
+import json, warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    from ropkg.fns import f, g
+    value = f() + g()
+print(json.dumps({"value": value, "warnings": [[w.category.__name__, str(w.message)] for w in caught]}))
+"""
+
+
+@needs_jit
+def test_cache__no_writable_folder_compiles_in_memory_with_one_warning(tmp_path: Path) -> None:
+    """A read-only install without a writable home: numba finds no folder for its cache (not NUMBA_CACHE_DIR,
+    not the package's __pycache__, not ~/.cache with HOME=/), so the rules compile in memory, with one
+    warning for the process that names NUMBA_CACHE_DIR."""
+    _package(tmp_path, "ropkg", {"fns.py": "from nertz_env.engine._cache import keyed_jit\n\n"
+                                           "@keyed_jit({})\ndef f():\n    return 1\n\n"
+                                           "@keyed_jit({})\ndef g():\n    return 2\n"})
+    pkg, cache, home = tmp_path / "ropkg", tmp_path / "cache", "/"
+    cache.mkdir()
+    if os.geteuid() == 0:  # root writes through any permission: files in the way instead of folders
+        (tmp_path / "blocker").write_text("")
+        (pkg / "__pycache__").write_text("")
+        cache, home = tmp_path / "blocker" / "cache", str(tmp_path / "blocker" / "home")
+    else:
+        cache.chmod(0o555)
+        pkg.chmod(0o555)
+    try:
+        out = _run(tmp_path, _NO_CACHE_CHILD, {"HOME": home, "NUMBA_CACHE_DIR": str(cache)})
+    finally:
+        pkg.chmod(0o755)
+        if cache.is_dir():
+            cache.chmod(0o755)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["value"] == 3
+    ours = [m for c, m in result["warnings"] if c == "CompileCacheWarning"]
+    assert len(ours) == 1, result["warnings"]  # one for the process, not one per function
+    assert "NUMBA_CACHE_DIR" in ours[0] and "compile in memory" in ours[0]

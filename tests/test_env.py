@@ -1,198 +1,380 @@
-"""The PettingZoo adapters: the ecosystem's own checks, spaces, infos, bad input, snapshots, rendering."""
+"""The environment's API: the PettingZoo parallel and AEC forms, bad input, snapshots, infos, ``state()``, copies
+and pickles of every env form, the Gymnasium ids and wrappers, and the render modes."""
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 import subprocess
 import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
+import cloudpickle
+import gymnasium
+import gymnasium.wrappers.vector as W
 import numpy as np
 import pytest
+from gymnasium.error import ClosedEnvironmentError
 
 import nertz_env
+from nertz_env import infos as schema
+from nertz_env import render
 from nertz_env.actions import action_table
-from nertz_env.infos import score_of
-from nertz_env.snapshot import SnapshotError
+from nertz_env.cards import JOKER, from_text
+from nertz_env.global_state import state_layout
+from nertz_env.snapshot import SnapshotError, round_so_far
 from variants import VARIANTS, variant_id
 
-
-def random_legal(obs: dict, rng: np.random.Generator) -> dict:
-    return {a: int(rng.choice(np.flatnonzero(o["action_mask"]))) for a, o in obs.items()}
+API = Path(__file__).resolve().parent.parent / "docs" / "env" / "api.md"
 
 
-def test_engine_import__pulls_in_no_framework() -> None:
-    # (gymnasium is loaded by the package itself, which registers its ids; the engine's modules import none)
-    code = (
-        "import sys, nertz_env.engine.rules, nertz_env.engine.batch, nertz_env.snapshot;"
-        "print([m for m in ('pettingzoo', 'torch', 'stable_baselines3', 'matplotlib') "
-        "if m in sys.modules])"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+def legal_choice(mask: np.ndarray, rng: np.random.Generator) -> int:
+    return int(rng.choice(np.flatnonzero(mask)))
 
 
-# PettingZoo's own conformance tests (parallel_api_test, api_test, seed_test, max_cycles_test, render_test)
-# run in tests/test_clients.py with the other clients.
+def random_legal(env: nertz_env.NertzParallelEnv, rng: np.random.Generator) -> dict[str, int]:
+    return {a: legal_choice(env.action_mask(a), rng) for a in env.agents}
 
 
-def test_config_derivations__are_built_once_per_config(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The action table, observation layout and config vector of a config are built once and shared by every
-    # environment of that config, read-only.
-    from nertz_env import actions, observation
-    from nertz_env.engine import state
-
-    builds = {"actions": 0, "layout": 0}
-    table_init, layout_init = actions.ActionTable.__init__, observation.ObsLayout.__init__
-
-    def count_table(self: actions.ActionTable, config: nertz_env.NertzConfig) -> None:
-        builds["actions"] += 1
-        table_init(self, config)
-
-    def count_layout(self: observation.ObsLayout, config: nertz_env.NertzConfig) -> None:
-        builds["layout"] += 1
-        layout_init(self, config)
-
-    monkeypatch.setattr(actions.ActionTable, "__init__", count_table)
-    monkeypatch.setattr(observation.ObsLayout, "__init__", count_layout)
-    for cached in (actions.action_table, observation.obs_layout, state.config_array):
-        cached.cache_clear()
-    rules = {"num_players": 3, "work_piles": 5, "draw": 2}
-    envs = [nertz_env.parallel_env(**rules), nertz_env.parallel_env(**rules)]
-    vec = nertz_env.vector_env(num_tables=2, **rules)
-    for e in envs:
-        e.reset(seed=1)
-    vec.reset(seed=1)
-    assert builds == {"actions": 1, "layout": 1}
-    assert state.config_array.cache_info().misses == 1
-    assert envs[0].actions is envs[1].actions is vec.actions
-    shared = (envs[0].actions.layout, envs[0].obs_layout.offsets, state.config_array(envs[0].config))
-    assert not any(a.flags.writeable for a in shared)
-    with pytest.raises(ValueError, match="read-only"):
-        envs[0].actions.layout[0] = 0
-    # each table state holds its own writable copies (the compiled rules take writable arrays)
-    assert envs[0]._state.cfg.flags.writeable and envs[0]._state.cfg is not state.config_array(envs[0].config)
+# ---------------------------------------------------------------------------------------------- every env form
+# Short rounds of a two-round match: a few dozen steps cross round ends and the episode's end.
+RULES = {"num_players": 3, "max_ticks": 8, "rounds": 2}
+TRAIN_RULES = {"max_ticks": 8, "rounds": 2}
 
 
-def test_raw_env__is_the_unwrapped_aec_form() -> None:
-    e = nertz_env.raw_env(num_players=3)
-    e.reset(seed=0)
-    assert e.possible_agents == ["player_0", "player_1", "player_2"]
+def _single() -> Any:
+    from nertz_env.train import NertzSingleAgentEnv
+
+    return NertzSingleAgentEnv(num_players=3, rules=TRAIN_RULES, opponents={"random": 1.0, "greedy": 1.0})
 
 
-@pytest.mark.parametrize("rules", VARIANTS, ids=variant_id)
-def test_spaces__contain_every_observation_and_masks_are_never_empty(rules: dict) -> None:
-    env = nertz_env.parallel_env(**rules)
-    obs, _ = env.reset(seed=3)
+def _sb3_vec() -> Any:
+    pytest.importorskip("stable_baselines3")
+    from nertz_env.train import NertzVecEnv
+
+    return NertzVecEnv(num_tables=2, num_players=3, rules=TRAIN_RULES, learners_per_table=1,
+                       opponents={"random": 1.0, "greedy": 1.0}, seed=9, opponent_threads=2)
+
+
+def _step_parallel(env: Any, rng: np.random.Generator) -> Any:
+    return env.step(random_legal(env, rng)) if env.agents else env.reset()  # no seed: the generator goes on
+
+
+def _step_aec(env: Any, rng: np.random.Generator) -> Any:
+    if not env.agents:
+        return env.reset()
+    out = (env.agent_selection, *env.last())
+    obs, _, term, trunc, _ = out[1:]
+    env.step(None if term or trunc else legal_choice(obs["action_mask"], rng))
+    return out
+
+
+def _step_single(env: Any, rng: np.random.Generator) -> Any:
+    out = env.step(legal_choice(env.action_masks(), rng))
+    return (*out, *env.reset()) if out[2] or out[3] else out  # unseeded: seat, deal and opponents from its generator
+
+
+# form -> (make, one step with random legal actions: what it returned)
+FORMS: dict[str, tuple[Callable[[], Any], Callable[[Any, np.random.Generator], Any]]] = {
+    "parallel_env": (lambda: nertz_env.parallel_env(**RULES), _step_parallel),
+    "env": (lambda: nertz_env.env(**RULES), _step_aec),
+    "raw_env": (lambda: nertz_env.raw_env(**RULES), _step_aec),
+    "vector_env": (lambda: nertz_env.vector_env(2, **RULES), lambda env, rng: env.step(env.sample_actions())),
+    "agent_vector_env": (
+        lambda: nertz_env.agent_vector_env(2, **RULES),
+        lambda env, rng: env.step(np.array([legal_choice(m, rng) for m in env.action_masks()])),
+    ),
+    "NertzSingleAgentEnv": (_single, _step_single),
+    "NertzVecEnv": (
+        _sb3_vec,
+        lambda env, rng: (*env.step(np.array([legal_choice(m, rng) for m in env.action_masks()])), env.action_masks()),
+    ),
+}
+
+
+def _reset(env: Any, seed: int = 0, **kw: Any) -> Any:
+    if type(env).__name__ == "NertzVecEnv":
+        return env.reset()  # SB3's VecEnv.reset takes no arguments; the seed is the constructor's
+    return env.reset(seed=seed, **kw)
+
+
+def _flat(x: Any) -> list:
+    """Everything in a step's return, as a list of plain values and arrays (dict keys sorted)."""
+    if isinstance(x, dict):
+        return [v for k in sorted(x, key=str) for v in [k, *_flat(x[k])]]
+    if isinstance(x, (list, tuple)):
+        return [v for item in x for v in _flat(item)]
+    return [x.copy() if isinstance(x, np.ndarray) else x]
+
+
+def assert_same_play(a: Any, b: Any, step: Callable[[Any, np.random.Generator], Any], steps: int) -> None:
+    """``a`` plays ``steps`` steps, then ``b`` the same steps with the same random choices: every return equal."""
+    runs = []
+    for e in (a, b):
+        rng = np.random.default_rng(2)
+        runs.append([v for _ in range(steps) for v in _flat(step(e, rng))])
+    assert len(runs[0]) == len(runs[1])
+    for i, (x, y) in enumerate(zip(*runs, strict=True)):
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            np.testing.assert_array_equal(x, y, err_msg=f"item {i}")
+        else:
+            assert x == y, f"item {i}: {x!r} != {y!r}"
+
+
+def seeded(seed: int) -> Callable[[Any, np.random.Generator], Any]:
+    """``_step_parallel`` whose first step for each env is ``reset(seed=seed)``."""
+    started: set[int] = set()
+
+    def step(env: Any, rng: np.random.Generator) -> Any:
+        if id(env) in started:
+            return _step_parallel(env, rng)
+        started.add(id(env))
+        return env.reset(seed=seed)
+
+    return step
+
+
+def _wait_step(env: Any) -> None:
+    """Every seat waits (action 0), in each form's action shape."""
+    name = type(env).__name__
+    if name == "NertzParallelEnv":
+        env.step({a: 0 for a in env.possible_agents})
+    elif name in ("NertzVectorEnv", "NertzAgentVectorEnv", "NertzVecEnv"):
+        env.step(np.zeros(env.action_space.shape, dtype=np.int64))
+    else:
+        env.step(0)
+
+
+COPIES: dict[str, Callable[[Any], Any]] = {
+    "pickle": lambda env: pickle.loads(pickle.dumps(env)),
+    "deepcopy": copy.deepcopy,
+    "cloudpickle": lambda env: cloudpickle.loads(cloudpickle.dumps(env)),  # how Ray and SuperSuit ship envs
+}
+
+
+@pytest.mark.parametrize("how", COPIES)
+@pytest.mark.parametrize("form", FORMS)
+def test_copy__continues_exactly_and_independently_mid_episode(form: str, how: str) -> None:
+    """The original plays on through round ends, episode ends and unseeded resets, then the copy plays the same
+    stretch: the same returns, generators included. One after the other, not interleaved: a copy that shared a
+    buffer with the original would start where the original stopped."""
+    make, step = FORMS[form]
+    env = make()
+    _reset(env, 11)
+    rng = np.random.default_rng(1)
+    for _ in range(7):
+        step(env, rng)
+    assert_same_play(env, COPIES[how](env), step, 60)
+
+
+@pytest.mark.parametrize("how", COPIES)
+def test_copy__of_a_fresh_parallel_env_plays_the_same_seeded_game_and_reads_its_own_buffers(how: str) -> None:
+    env = nertz_env.parallel_env(**RULES)
+    twin = COPIES[how](env)
+    assert_same_play(env, twin, seeded(5), 40)
+    assert np.shares_memory(twin._rows.obs, twin._state.obs) and not np.shares_memory(twin._state.obs, env._state.obs)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_step_and_reset_after_close__raise_a_clear_error(form: str) -> None:
+    env = FORMS[form][0]()
+    _reset(env)
+    _wait_step(env)
+    env.close()
+    env.close()  # closing twice is harmless
+    with pytest.raises(ClosedEnvironmentError, match=r"step\(\) after close\(\)"):
+        _wait_step(env)
+    with pytest.raises(ClosedEnvironmentError, match=r"reset\(\) after close\(\)"):
+        _reset(env)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_unknown_reset_option__is_ignored_with_a_warning_every_time(form: str) -> None:
+    make, step = FORMS[form]
+    env = make()
+    for _ in range(2):
+        with pytest.warns(UserWarning, match=r"ignores unknown option\(s\) \['colour'\]"):
+            if form == "NertzVecEnv":
+                env.set_options({"colour": 1})
+                env.reset()
+            else:
+                env.reset(seed=0, options={"colour": 1})
+    step(env, np.random.default_rng(0))  # and the env is usable
+
+
+# ---------------------------------------------------------------------------------------------- infos
+_PY = {"bool": bool, "int": int, "float": float, "str": str, "dict": dict}
+
+
+def check_info(info: dict[str, Any], keys: tuple[schema.InfoKey, ...], n_act: int, penalty: int = 2) -> bool:
+    """One seat's infos hold exactly the schema's keys with their types, every PettingZoo value a number or a
+    numeric array (TorchRL makes a tensor of each), and a round's score is its breakdown. True at a round end."""
+    assert set(info) == {k.name for k in keys}, sorted(info)
+    for k in keys:
+        v = info[k.name]
+        if k.kind == "array":
+            assert isinstance(v, np.ndarray) and v.dtype == np.int8 and v.shape == (n_act,), k.name
+        else:
+            assert type(v) is _PY[k.kind], (k.name, type(v))
+        if keys is not schema.SINGLE:  # (the single-agent view, not a PettingZoo env, names its opponents)
+            assert np.asarray(v).dtype.kind in "biuf", (k.name, v)
+    s = schema.score_of(info)
+    if not info["round_end"]:  # "none yet": every round field 0
+        assert set(s.values()) == {0} and info["team_score"] == 0
+    else:
+        assert info["round_end"] in range(1, len(schema.ROUND_END_NAMES))
+        assert s["lake"] + s["nertz_penalty"] + s["bonus"] + s["false_calls"] == s["total"]
+        assert s["nertz_penalty"] == -penalty * s["nertz_left"] and 0 <= s["nertz_left"] <= 13
+    return bool(info["round_end"])
+
+
+def check_batched(info: dict[str, Any], keys: tuple[schema.InfoKey, ...], dims: dict[str, int], mask: np.ndarray) -> bool:
+    assert set(info) == {k.name for k in keys}, sorted(info)
+    for k in keys:
+        v = info[k.name]
+        assert isinstance(v, np.ndarray) and v.dtype.name == k.kind, (k.name, v.dtype)
+        assert v.shape == tuple(dims[s] for s in k.shape), (k.name, v.shape)
+    assert info["action_mask"] is mask  # the very array, no copy
+    return bool((info["round_end"] > 0).any())
+
+
+@pytest.mark.parametrize("obs_key", ["observation", None], ids=["dict", "bare"])
+def test_infos__parallel_env_every_key_on_every_step_a_missing_agent_included(obs_key: str | None) -> None:
+    env = nertz_env.parallel_env(obs_key=obs_key, nertz_penalty=3, **RULES)
+    keys = schema.PER_AGENT if obs_key else schema.PER_AGENT_BARE
     rng = np.random.default_rng(0)
-    for _ in range(150):
-        for agent, o in obs.items():
-            assert env.observation_space(agent).contains(o)
-            assert o["action_mask"].dtype == np.int8 and o["action_mask"].sum() >= 1
-            assert o["action_mask"][action_table(env.config).lookup("wait")] == 1
-        obs, *_ = env.step(random_legal(obs, rng))
-        if not env.agents:
-            obs, _ = env.reset()
+    ends = 0
+    for episode in range(2):
+        obs, infos = env.reset(seed=episode)
+        assert set(infos) == set(env.agents)
+        for i in infos.values():
+            check_info(i, keys, env.actions.n, penalty=3)
+        while env.agents:
+            if obs_key is None:
+                assert isinstance(obs["player_0"], np.ndarray) and obs["player_0"].shape == (env.obs_layout.size,)
+            acts = random_legal(env, rng)
+            acts.pop("player_2")  # a missing agent: the key is there on every step anyway
+            obs, _, _, _, infos = env.step(acts)
+            ended = [check_info(i, keys, env.actions.n, penalty=3) for i in infos.values()]
+            ends += ended[0]
+            assert infos["player_2"]["missing_action"] and not infos["player_0"]["missing_action"]
+    assert ends == 4  # every round ended at max_ticks at the latest, and each end was seen
 
 
-def test_same_seed__same_game_step_by_step() -> None:
-    a, b = nertz_env.parallel_env(), nertz_env.parallel_env()
-    oa, _ = a.reset(seed=11)
-    ob, _ = b.reset(seed=11)
-    rng = np.random.default_rng(5)
-    for _ in range(300):
-        for agent in oa:
-            np.testing.assert_array_equal(oa[agent]["observation"], ob[agent]["observation"])
-            np.testing.assert_array_equal(oa[agent]["action_mask"], ob[agent]["action_mask"])
-        acts = random_legal(oa, rng)
-        oa, ra, ta, tra, _ = a.step(acts)
-        ob, rb, tb, trb, _ = b.step(acts)
-        assert ra == rb and ta == tb and tra == trb
-        if not a.agents:
-            oa, _ = a.reset()
-            ob, _ = b.reset()
+def test_infos__aec_single_agent_and_vector_forms_every_key_at_reset_and_every_step() -> None:
+    rng = np.random.default_rng(0)
+    aec = nertz_env.env(**RULES)
+    aec.reset(seed=0)
+    for _ in aec.agent_iter():
+        check_info(aec.last()[-1], schema.PER_AGENT, aec.unwrapped.actions.n)
+        _step_aec(aec, rng)
+    from nertz_env.train import NertzSingleAgentEnv
+
+    single = NertzSingleAgentEnv(num_players=3, rules={"max_ticks": 8}, opponents=["random"])
+    _, info = single.reset(seed=0)
+    check_info(info, schema.SINGLE, single.action_space.n)
+    np.testing.assert_array_equal(info["action_mask"], single.action_masks())
+    term = trunc = False
+    while not (term or trunc):
+        _, _, term, trunc, info = single.step(legal_choice(single.action_masks(), rng))
+        check_info(info, schema.SINGLE, single.action_space.n)
+    assert info["max_ticks"] is True  # the round was cut off
+    ends = 0
+    for form, keys, dims in (("vector_env", schema.VECTOR, {"T": 2, "P": 3}), ("agent_vector_env", schema.AGENT_VECTOR, {"N": 6})):
+        make, step = FORMS[form]
+        env = make()
+        dims["A"] = aec.unwrapped.actions.n
+        obs, info = env.reset(seed=0)
+        check_batched(info, keys, dims, obs["action_mask"])
+        for _ in range(20):
+            obs, _, _, _, info = step(env, rng)
+            ends += check_batched(info, keys, dims, obs["action_mask"])
+            if form == "agent_vector_env":
+                np.testing.assert_array_equal(info["_score"], info["round_end"] > 0)
+    assert ends >= 2
+
+
+def test_infos__the_docs_table_lists_every_key_of_every_env() -> None:
+    text = schema.markdown()
+    assert all(f"| `{k.name}` |" in text for keys in schema.SCHEMAS.values() for k in keys)
+
+
+# ---------------------------------------------------------------------------------------------- the parallel form
+def test_same_seed__same_game_and_a_reset_without_seed_continues_the_seeds_sequence() -> None:
+    a, b = nertz_env.parallel_env(max_ticks=60), nertz_env.parallel_env(max_ticks=60)
+    assert_same_play(a, b, seeded(11), 150)
     assert a.snapshot() == b.snapshot()
-
-
-def test_reset_without_seed__continues_the_sequence_of_the_first_seed() -> None:
-    a, b = nertz_env.parallel_env(), nertz_env.parallel_env()
-    a.reset(seed=4)
-    b.reset(seed=4)
+    for e in (a, b):
+        e.reset(seed=4)
+        e.reset()
+    assert a.snapshot() == b.snapshot()
+    a.reset(seed=5)
     a.reset()
-    b.reset()
-    assert a.snapshot() == b.snapshot()
-    c = nertz_env.parallel_env()
-    c.reset(seed=5)
-    c.reset()
-    assert c.snapshot()["players"] != a.snapshot()["players"]
+    assert a.snapshot()["players"] != b.snapshot()["players"]
 
 
-def test_illegal_action__is_a_flagged_wait_by_default() -> None:
+def test_illegal_action__is_a_flagged_wait_by_default_and_raises_before_any_change_in_raise_mode() -> None:
     env = nertz_env.parallel_env()
-    obs, _ = env.reset(seed=0)
+    env.reset(seed=0)
     before = env.snapshot()
-    illegal = int(np.flatnonzero(obs["player_0"]["action_mask"] == 0)[0])
-    acts = {a: 0 for a in env.agents}
-    acts["player_0"] = illegal
-    acts["player_1"] = 10_000
-    acts["player_2"] = -3
-    _, _rewards, *_, infos = env.step(acts)
-    assert infos["player_0"]["illegal"] and infos["player_1"]["illegal"] and infos["player_2"]["illegal"]
-    assert not infos["player_3"]["illegal"]
+    illegal = int(np.flatnonzero(env.action_mask("player_0") == 0)[0])
+    acts = {"player_0": illegal, "player_1": 10_000, "player_2": -3, "player_3": 0}
+    *_, infos = env.step(acts)
+    assert [i["illegal"] for i in infos.values()] == [True, True, True, False]
     assert all(i["action"] == 0 for i in infos.values())
     after = env.snapshot()
     assert after["players"] == before["players"] and after["lake"] == before["lake"]
-
-
-def test_illegal_action__raise_mode_raises_before_changing_anything() -> None:
-    env = nertz_env.parallel_env(illegal_action="raise")
-    obs, _ = env.reset(seed=0)
-    before = env.snapshot()
-    illegal = int(np.flatnonzero(obs["player_0"]["action_mask"] == 0)[0])
+    strict = nertz_env.parallel_env(illegal_action="raise")
+    strict.reset(seed=0)
+    before = strict.snapshot()
     with pytest.raises(ValueError, match="not legal"):
-        env.step({**{a: 0 for a in env.agents}, "player_0": illegal})
-    assert env.snapshot() == before
+        strict.step({**{a: 0 for a in strict.agents}, "player_0": illegal})
+    with pytest.raises(ValueError, match="no action given"):
+        strict.step({"player_0": 1})
+    assert strict.snapshot() == before
 
 
-@pytest.mark.parametrize("bad", ["flip", 1.5, [1, 2], object()])
-def test_non_integer_action__raises_a_clear_error(bad: object) -> None:
+def test_actions__numpy_integers_are_accepted_and_a_missing_agent_waits_flagged() -> None:
     env = nertz_env.parallel_env()
     env.reset(seed=0)
-    with pytest.raises(ValueError, match="player_0"):
-        env.step({**{a: 0 for a in env.agents}, "player_0": bad})
-
-
-def test_numpy_integer_actions__are_accepted() -> None:
-    env = nertz_env.parallel_env()
-    env.reset(seed=0)
-    _, _, _, _, infos = env.step({a: np.int64(0) if i % 2 else np.array(1) for i, a in enumerate(env.agents)})
+    *_, infos = env.step({a: np.int64(0) if i % 2 else np.array(1) for i, a in enumerate(env.agents)})
     assert not any(i["illegal"] for i in infos.values())
-
-
-def test_unknown_agent__raises_naming_it() -> None:
-    env = nertz_env.parallel_env()
-    env.reset(seed=0)
-    with pytest.raises(ValueError, match="unknown agent 'player_9'"):
-        env.step({"player_9": 0})
-
-
-def test_missing_agent__waits_and_is_flagged() -> None:
-    env = nertz_env.parallel_env()
-    env.reset(seed=0)
     *_, infos = env.step({"player_0": 1})
     assert infos["player_1"]["missing_action"] and infos["player_1"]["action"] == 0
     assert infos["player_0"]["missing_action"] is False
-    strict = nertz_env.parallel_env(illegal_action="raise")
-    strict.reset(seed=0)
-    with pytest.raises(ValueError, match="no action given"):
-        strict.step({"player_0": 1})
 
 
-def test_step_after_the_end__raises_a_clear_error() -> None:
-    env = nertz_env.parallel_env(max_ticks=2)
+@pytest.mark.parametrize(
+    ("actions", "match"),
+    [
+        ({"player_0": "flip"}, "player_0"),
+        ({"player_0": 1.5}, "player_0"),
+        ({"player_0": [1, 2]}, "player_0"),
+        ({"player_0": object()}, "player_0"),
+        ({"player_9": 0}, "unknown agent 'player_9'"),
+    ],
+)
+def test_bad_action__is_refused_naming_the_agent(actions: dict, match: str) -> None:
+    env = nertz_env.parallel_env()
     env.reset(seed=0)
-    env.step({a: 0 for a in env.agents})
-    _, _, terms, truncs, _ = env.step({a: 0 for a in env.agents})
-    assert all(truncs.values()) and not any(terms.values()) and env.agents == []
+    with pytest.raises(ValueError, match=match):
+        env.step({**{a: 0 for a in env.agents}, **actions} if "player_0" in actions else actions)
+
+
+def test_max_cycles__is_the_tick_bound_of_a_one_round_episode_in_every_pettingzoo_form() -> None:
+    for make in (nertz_env.parallel_env, nertz_env.env, nertz_env.raw_env):
+        assert make(max_cycles=3, num_players=2).unwrapped.config.max_ticks == 3
+    env = nertz_env.parallel_env(max_cycles=5)
+    env.reset(seed=0)
+    steps = 0
+    while env.agents:
+        _, _, terms, truncs, _ = env.step({a: 0 for a in env.agents})
+        steps += 1
+    assert steps == 5 and all(truncs.values()) and not any(terms.values())
     with pytest.raises(RuntimeError, match="episode is over"):
         env.step({"player_0": 0})
 
@@ -216,6 +398,9 @@ def test_step_after_the_end__raises_a_clear_error() -> None:
         ({"allow_tuck": 1}, "allow_tuck"),
         ({"target_score": 50, "rounds": 3}, "exclusive"),
         ({"max_ticks": 0}, "max_ticks"),
+        ({"max_cycles": 3, "max_ticks": 4}, "not both"),
+        ({"max_cycles": 3, "rounds": 2}, "several rounds"),
+        ({"max_cycles": 0}, "max_cycles"),
         ({"colour_blind": True}, "unknown option"),
         ({"render_mode": "video"}, "render_mode"),
         ({"illegal_action": "ignore"}, "illegal_action"),
@@ -232,39 +417,21 @@ def test_bad_seed__value_error(seed: object) -> None:
         nertz_env.parallel_env().reset(seed=seed)  # type: ignore[arg-type]
 
 
-def test_unknown_reset_option__is_ignored_with_a_warning_every_time() -> None:
-    env = nertz_env.parallel_env()
-    for _ in range(2):
-        with pytest.warns(UserWarning, match=r"ignores unknown option\(s\) \['snapshots'\]; the options are 'snapshot'"):
-            env.reset(seed=0, options={"snapshots": {}})
-    assert env.agents
-
-
+# ---------------------------------------------------------------------------------------------- snapshots, decode
 @pytest.mark.parametrize("rules", VARIANTS[::3], ids=variant_id)
 def test_snapshot__round_trips_through_json_and_continues_identically(rules: dict) -> None:
     env = nertz_env.parallel_env(**rules)
-    obs, _ = env.reset(seed=21)
+    env.reset(seed=21)
     rng = np.random.default_rng(1)
     for _ in range(40):
-        obs, *_ = env.step(random_legal(obs, rng))
-        if not env.agents:
-            obs, _ = env.reset()
+        _step_parallel(env, rng)
     snap = json.loads(json.dumps(env.snapshot()))
     assert snap["format"] == "nertz-snapshot/1"
     twin = nertz_env.parallel_env(**rules)
-    tobs, _ = twin.reset(options={"snapshot": snap})
-    for _ in range(200):
-        for agent in obs:
-            np.testing.assert_array_equal(obs[agent]["observation"], tobs[agent]["observation"])
-            np.testing.assert_array_equal(obs[agent]["action_mask"], tobs[agent]["action_mask"])
-        acts = random_legal(obs, rng)
-        obs, r1, t1, tr1, _ = env.step(acts)
-        tobs, r2, t2, tr2, _ = twin.step(acts)
-        assert (r1, t1, tr1) == (r2, t2, tr2)
-        assert env.snapshot() == twin.snapshot()
-        if not env.agents:
-            obs, _ = env.reset()
-            tobs, _ = twin.reset()
+    twin.reset(options={"snapshot": snap})
+    assert twin.snapshot() == env.snapshot()
+    assert_same_play(env, twin, _step_parallel, 150)
+    assert env.snapshot() == twin.snapshot()
 
 
 def test_snapshot__of_another_config_is_refused_naming_the_option() -> None:
@@ -273,26 +440,12 @@ def test_snapshot__of_another_config_is_refused_naming_the_option() -> None:
         nertz_env.parallel_env().reset(options={"snapshot": snap})
 
 
-def test_observation__hides_hidden_cards() -> None:
-    """Reordering the hidden cards (stock, Nertz pile below its top) changes no seat's observation."""
-    env = nertz_env.parallel_env()
-    obs, _ = env.reset(seed=8)
-    snap = env.snapshot()
-    pl = snap["players"][1]
-    pl["stock"] = pl["stock"][::-1]
-    pl["nertz"] = pl["nertz"][:-1][::-1] + pl["nertz"][-1:]
-    other = nertz_env.parallel_env()
-    obs2, _ = other.reset(options={"snapshot": snap})
-    for agent in obs:
-        np.testing.assert_array_equal(obs[agent]["observation"], obs2[agent]["observation"])
-
-
-def test_decode__reads_back_the_visible_layout() -> None:
-    env = nertz_env.parallel_env(jokers=2)
+def test_decode__reads_back_the_visible_layout_and_round_so_far_the_running_score() -> None:
+    env = nertz_env.parallel_env(jokers=2, nertz_penalty=3)
     obs, _ = env.reset(seed=2)
     rng = np.random.default_rng(3)
     for _ in range(60):
-        obs, *_ = env.step(random_legal(obs, rng))
+        obs, *_ = env.step(random_legal(env, rng))
     snap = env.snapshot()
     for p, agent in enumerate(env.agents):
         d = nertz_env.decode(obs[agent]["observation"], env.config)
@@ -302,95 +455,15 @@ def test_decode__reads_back_the_visible_layout() -> None:
         assert d["waste_top"] == (mine["waste"][-1] if mine["waste"] else None)
         assert d["stock_count"] == len(mine["stock"])
         assert d["work"] == mine["work"]
-        opp = snap["players"][(p + 1) % 4]
-        assert d["opponents"][0]["nertz_count"] == len(opp["nertz"])
-
-
-def test_render__ansi_shows_every_layout_and_the_lake() -> None:
-    env = nertz_env.parallel_env(render_mode="ansi")
-    env.reset(seed=0)
-    text = env.render()
-    assert isinstance(text, str) and "Lake" in text
-    assert all(f"player_{p}" in text for p in range(4))
-
-
-def test_describe_action__names_every_index() -> None:
-    table = action_table(nertz_env.make_config(allow_tuck=True, jokers=1, call_mode="manual", allow_rotate=True))
-    texts = [table.describe(i) for i in range(table.n)]
-    assert len(set(texts)) == table.n
-    assert nertz_env.describe_action(0) == "wait a tick"
-    with pytest.raises(ValueError, match="action index"):
-        nertz_env.describe_action(10_000)
-
-
-def test_round_end_infos__score_breakdown_adds_up_and_counts_the_nertz_cards_left() -> None:
-    env = nertz_env.parallel_env(num_players=3, nertz_penalty=3, call_bonus=4, max_ticks=60)
-    obs, _ = env.reset(seed=5)
-    rng = np.random.default_rng(0)
-    totals = dict.fromkeys(env.possible_agents, 0.0)
-    infos: dict = {}
-    while env.agents:
-        acts = {a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in env.agents}
-        obs, rew, _, _, infos = env.step(acts)
-        for a, r in rew.items():
-            totals[a] += r
-    for a, info in infos.items():
-        s = score_of(info)
-        assert s["nertz_penalty"] == -3 * s["nertz_left"]
-        assert s["lake"] + s["nertz_penalty"] + s["bonus"] + s["false_calls"] == s["total"] == totals[a]
-        assert 0 <= s["nertz_left"] <= 13
-
-
-@pytest.mark.parametrize(
-    "rules",
-    [
-        {"call_mode": "manual", "call_bonus": 10, "false_call_penalty": 5, "max_ticks": 80},
-        {"rounds": 3, "num_players": 3, "nertz_penalty": 3, "call_bonus": 4, "max_ticks": 60},
-        {"teams": True, "call_bonus": 4, "max_ticks": 60},
-    ],
-    ids=variant_id,
-)
-def test_round_score__is_computed_by_the_engine_and_added_to_the_match(rules: dict) -> None:
-    # finish_round writes the round's score once (score_round); the vector env's infos["score"] is that array,
-    # it is the sum of the breakdown, and it is what the match total grew by.
-    vec = nertz_env.vector_env(num_tables=8, **rules)
-    vec.reset(seed=3)
-    S, c = vec._state, vec.config
-    ends = 0
-    for _ in range(300):
-        before = S.match_score.copy()
-        _, _, _, _, info = vec.step(vec.sample_actions())
-        ended = (info["round_end"] != 0) & ~info["autoreset"]
-        parts = (
-            S.score_lake.astype(np.int64)
-            - c.nertz_penalty * S.score_nertz
-            + S.score_bonus
-            - c.false_call_penalty * S.score_false
-        )
-        np.testing.assert_array_equal(info["score"][ended], S.score_round[ended])
-        np.testing.assert_array_equal(S.score_round[ended], parts[ended])
-        np.testing.assert_array_equal(S.match_score[ended] - before[ended], S.score_round[ended])
-        ends += int(ended.sum())
-    assert ends >= 8
-
-
-def test_round_so_far__reads_the_running_round_score_from_a_snapshot() -> None:
-    from nertz_env.snapshot import round_so_far
-
-    env = nertz_env.parallel_env(num_players=3, nertz_penalty=3)
-    obs, _ = env.reset(seed=4)
-    rng = np.random.default_rng(2)
-    for _ in range(40):
-        obs, *_ = env.step({a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in env.agents})
+        assert d["opponents"][0]["nertz_count"] == len(snap["players"][(p + 1) % 4]["nertz"])
     S = env._state
-    want = [int(S.lake_played[0, p]) - 3 * int(S.nertz_len[0, p]) for p in range(3)]
-    assert round_so_far(env.snapshot()) == want
-    assert any(int(S.lake_played[0, p]) > 0 for p in range(3))
+    assert round_so_far(snap) == [int(S.lake_played[0, p]) - 3 * int(S.nertz_len[0, p]) for p in range(4)]
+    assert S.lake_played.any()
 
 
 def test_observation__lake_tops_stay_in_bounds_when_jokers_top_foundations_too() -> None:
-    """With jokers, more foundations than players can show the same top card (every deck's ace of clubs
-    and a joker declared as one): the observation stays inside its declared Box and decodes the count."""
+    """More foundations than players can show the same top card (every deck's ace of clubs and a joker
+    declared as one): the observation stays inside its declared Box and decodes the count."""
     env = nertz_env.parallel_env(num_players=2, jokers=1)
     for seed in range(200):  # a deal whose two aces of clubs and seat 0's joker lie outside the work piles
         env.reset(seed=seed)
@@ -399,48 +472,231 @@ def test_observation__lake_tops_stay_in_bounds_when_jokers_top_foundations_too()
         in_work = [{c for pile in pl["work"] for c in pile} for pl in players]
         if "AC" not in in_work[0] | in_work[1] and "**" not in in_work[0]:
             break
-    else:
-        pytest.fail("no suitable deal in 200 seeds")
     for seat, card in ((0, "AC"), (1, "AC"), (0, "**")):
         pile = next(name for name in ("nertz", "stock", "waste") if card in players[seat][name])
         players[seat][pile].remove(card)
     snap["lake"] = [[["AC", 0]], [["AC", 1]], [["*AC", 0]]]
     obs, _ = env.reset(options={"snapshot": snap})
-    for agent in env.agents:
-        assert env.observation_space(agent).contains(obs[agent]), "observation outside its declared space"
-    decoded = nertz_env.decode(obs["player_0"]["observation"], env.config)
-    assert decoded["lake_tops"]["AC"] == 3
+    assert all(env.observation_space(a).contains(obs[a]) for a in env.agents)
+    assert nertz_env.decode(obs["player_0"]["observation"], env.config)["lake_tops"]["AC"] == 3
 
 
-# ---------------------------------------------------------------- conventions clients expect
-@pytest.mark.parametrize("make", [nertz_env.parallel_env, nertz_env.env, nertz_env.raw_env], ids=["parallel", "env", "raw"])
-def test_max_cycles__is_the_tick_bound_of_a_one_round_episode(make: object) -> None:
-    e = make(max_cycles=3, num_players=2)  # type: ignore[operator]
-    assert e.unwrapped.config.max_ticks == 3
-    with pytest.raises(ValueError, match="not both"):
-        make(max_cycles=3, max_ticks=4)  # type: ignore[operator]
-    with pytest.raises(ValueError, match="several rounds"):
-        make(max_cycles=3, rounds=2)  # type: ignore[operator]
-    with pytest.raises(ValueError, match="max_cycles"):
-        make(max_cycles=0)  # type: ignore[operator]
+def test_describe_action__names_every_index() -> None:
+    table = action_table(nertz_env.make_config(allow_tuck=True, jokers=1, call_mode="manual", allow_rotate=True))
+    assert len({table.describe(i) for i in range(table.n)}) == table.n
+    assert nertz_env.describe_action(0) == "wait a tick"
+    with pytest.raises(ValueError, match="action index"):
+        nertz_env.describe_action(10_000)
 
 
-def test_max_cycles__parallel_episode_lasts_exactly_that_many_steps() -> None:
-    env = nertz_env.parallel_env(max_cycles=5)
-    env.reset(seed=0)
-    steps = 0
-    while env.agents:
-        _, _, _, truncs, _ = env.step({a: 0 for a in env.agents})
-        steps += 1
-    assert steps == 5 and all(truncs.values())
+# ---------------------------------------------------------------------------------------------- state()
+def piles_from_state(state: np.ndarray, config: nertz_env.NertzConfig) -> list[dict[str, list[int]]]:
+    """Per seat, each location's cards bottom to top (card indices of the deck), read back from the state."""
+    layout = state_layout(config)
+    cards = layout.cards(state)
+    out = []
+    for p in range(config.num_players):
+        seat: dict[str, list[int]] = {}
+        for k, loc in enumerate(layout.locations):
+            here = np.flatnonzero(cards[p, :, k] == 1.0)
+            seat[loc] = [int(c) for c in here[np.argsort(-cards[p, here, -1], kind="stable")]]
+        out.append(seat)
+    return out
 
 
-def test_render__takes_the_mode_rllib_passes() -> None:
-    """RLlib's ParallelPettingZooEnv calls ``par_env.render(self.render_mode)`` (its own, often None) and its
+def card_index(text: str) -> int:
+    """A snapshot card's index in its deck, jokers as 52 (the two joker slots are interchangeable)."""
+    return JOKER if text.startswith("*") else from_text(text)
+
+
+@pytest.mark.parametrize("rules", [{}, {"num_players": 2, "jokers": 2, "work_piles": 5}, {"num_players": 3, "jokers": 1, "draw": 1}])
+def test_state__holds_every_cards_exact_position(rules: dict) -> None:
+    env = nertz_env.parallel_env(**rules)
+    env.reset(seed=3)
+    rng = np.random.default_rng(1)
+    cfg = env.config
+    assert env.state_space.shape == (state_layout(cfg).size,)
+    while env.agents and env.snapshot()["tick"] < 120:
+        state = env.state()
+        assert state.dtype == np.float32 and env.state_space.contains(state)
+        np.testing.assert_array_equal(state_layout(cfg).cards(state)[..., :-1].sum(-1), 1.0)  # every card once
+        snap = env.snapshot()
+        got = piles_from_state(state, cfg)
+        for p, pl in enumerate(snap["players"]):
+            for loc in ("nertz", "stock", "waste"):
+                assert [min(c, 52) for c in got[p][loc]] == [card_index(c) for c in pl[loc]], (p, loc)
+            for j, pile in enumerate(pl["work"]):
+                assert [min(c, 52) for c in got[p][f"work_{j}"]] == [card_index(c) for c in pile]
+        assert sum(len(got[p]["lake"]) for p in range(cfg.num_players)) == sum(len(f) for f in snap["lake"])
+        env.step(random_legal(env, rng))
+
+
+def test_state__changes_with_hidden_cards_that_no_observation_shows() -> None:
+    """Reordering hidden cards (a stock, a Nertz pile below its top, a waste below its top) leaves every seat's
+    observation and mask as they were, and moves only that seat's card depths in the state."""
+    env = nertz_env.parallel_env(draw=1)
+    obs, _ = env.reset(seed=8)
+    rng = np.random.default_rng(0)
+    for _ in range(40):  # some cards in the wastes
+        obs, *_ = env.step(random_legal(env, rng))
+    snap = env.snapshot()
+    pl = snap["players"][1]
+    assert len(pl["waste"]) > 2 and len(pl["stock"]) > 2 and len(pl["nertz"]) > 2
+    pl["stock"] = pl["stock"][::-1]
+    pl["nertz"] = pl["nertz"][:-1][::-1] + pl["nertz"][-1:]
+    pl["waste"] = pl["waste"][:-1][::-1] + pl["waste"][-1:]
+    other = nertz_env.parallel_env(draw=1)
+    obs2, _ = other.reset(options={"snapshot": snap})
+    for agent in obs:
+        np.testing.assert_array_equal(obs[agent]["observation"], obs2[agent]["observation"])
+        np.testing.assert_array_equal(obs[agent]["action_mask"], obs2[agent]["action_mask"])
+    before, after = env.state(), other.state()
+    layout = state_layout(env.config)
+    changed = np.flatnonzero(before != after)
+    cards = layout.slices["cards"]
+    seat_width = env.config.deck_size * layout.card_width
+    assert changed.size and changed.min() >= cards.start + seat_width and changed.max() < cards.start + 2 * seat_width
+    assert all((i - cards.start) % layout.card_width == layout.card_width - 1 for i in changed)
+
+
+def test_state__of_a_batch_is_each_tables_parallel_env_state_and_aec_passes_it_through() -> None:
+    venv = nertz_env.vector_env(3, num_players=3, jokers=1)
+    envs = nertz_env.agent_vector_env(3, num_players=3, jokers=1)
+    venv.reset(seed=5)
+    envs.reset(seed=5)
+    tables = [nertz_env.parallel_env(num_players=3, jokers=1) for _ in range(3)]
+    for t, e in enumerate(tables):
+        e.reset(seed=5 + t)
+    for _ in range(30):
+        acts = venv.sample_actions()
+        venv.step(acts)
+        envs.step(acts.reshape(-1))
+        for t, e in enumerate(tables):
+            if e.agents:
+                e.step({a: int(acts[t, p]) for p, a in enumerate(e.possible_agents)})
+    state = venv.state()
+    assert state.shape == venv.state_space.shape == (3, state_layout(venv.config).size)
+    assert venv.single_state_space.shape == state.shape[1:]
+    np.testing.assert_array_equal(envs.state(), state)
+    assert envs.state()[envs.env_table].shape == (9, state.shape[1])
+    for t, e in enumerate(tables):
+        np.testing.assert_array_equal(state[t], e.state())
+    aec, par = nertz_env.env(), nertz_env.parallel_env()
+    aec.reset(seed=2)
+    par.reset(seed=2)
+    np.testing.assert_array_equal(aec.state(), par.state())
+    assert aec.state_space == par.state_space
+
+
+# ---------------------------------------------------------------------------------------------- Gymnasium
+def test_gym_make__the_single_agent_view_and_make_vec_the_per_agent_env_with_rules_as_keywords() -> None:
+    env = gymnasium.make("nertz_env/Nertz-v0", num_players=3, draw=1, jokers=1, opponents=["random"])
+    assert env.spec is not None and env.spec.id == "nertz_env/Nertz-v0"
+    cfg = env.unwrapped.config
+    assert (cfg.num_players, cfg.draw, cfg.jokers) == (3, 1, 1)
+    obs, info = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    _, reward, term, trunc, _ = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+    assert isinstance(reward, float) and not (term or trunc)
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['drwa'\]"):
+        gymnasium.make("nertz_env/Nertz-v0", drwa=1)
+    sync = gymnasium.make_vec("nertz_env/Nertz-v0", num_envs=2, num_players=2, opponents=["random"])
+    assert sync.reset(seed=0)[0].shape == (2, sync.single_observation_space.shape[0])
+    sync.close()
+    envs = gymnasium.make_vec("nertz_env/NertzAgents-v0", num_envs=6, num_players=3, draw=1)
+    assert envs.num_envs == 6 and envs.unwrapped.num_tables == 2 and envs.unwrapped.config.draw == 1
+    _, infos = envs.reset(seed=0)
+    envs.step(np.array([np.flatnonzero(m)[0] for m in infos["action_mask"]]))
+    with pytest.raises(ValueError, match="multiple of num_players=4"):
+        gymnasium.make_vec("nertz_env/NertzAgents-v0", num_envs=6)
+    with pytest.raises(gymnasium.error.Error):
+        gymnasium.make("nertz_env/NertzAgents-v0")  # no single-env form
+
+
+def test_gym_ids__the_module_colon_id_form_works_from_a_fresh_interpreter_outside_the_checkout(tmp_path: Path) -> None:
+    code = 'import gymnasium\nenv = gymnasium.make("nertz_env:nertz_env/Nertz-v0", draw=1)\n' \
+           'assert env.unwrapped.config.draw == 1\nprint(env.spec.id)'
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "nertz_env/Nertz-v0"
+
+
+# wrapper of gymnasium.wrappers.vector -> (the observation form of agent_vector_env it works on, how to make it)
+WORKS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "DictInfoToList": ("dict", lambda e: W.DictInfoToList(e)),
+    "FilterObservation": ("dict", lambda e: W.FilterObservation(e, ["observation"])),
+    "FlattenObservation": ("array", lambda e: W.FlattenObservation(e)),
+    "ReshapeObservation": ("array", lambda e: W.ReshapeObservation(e, (1, e.single_observation_space.shape[0]))),
+    "RescaleObservation": ("array", lambda e: W.RescaleObservation(e, -1.0, 1.0)),
+    "DtypeObservation": ("array", lambda e: W.DtypeObservation(e, np.float64)),
+    "NormalizeObservation": ("array", lambda e: W.NormalizeObservation(e)),
+    "TransformObservation": ("dict", lambda e: W.TransformObservation(e, lambda o: o)),
+    "TransformAction": ("dict", lambda e: W.TransformAction(e, lambda a: a)),
+    "TransformReward": ("dict", lambda e: W.TransformReward(e, lambda r: 2 * r)),
+    "ClipReward": ("dict", lambda e: W.ClipReward(e, -1, 1)),
+    "NormalizeReward": ("dict", lambda e: W.NormalizeReward(e)),
+    "RecordEpisodeStatistics": ("dict", lambda e: W.RecordEpisodeStatistics(e)),
+    "NumpyToTorch": ("dict", lambda e: W.NumpyToTorch(e)),
+    "VectorizeTransformObservation": (
+        "dict",
+        lambda e: W.VectorizeTransformObservation(e, gymnasium.wrappers.FilterObservation, filter_keys=["observation"]),
+    ),
+    "VectorizeTransformReward": (
+        "dict",
+        lambda e: W.VectorizeTransformReward(e, gymnasium.wrappers.ClipReward, min_reward=-1, max_reward=1),
+    ),
+    "VectorizeTransformAction": (
+        "dict",
+        lambda e: W.VectorizeTransformAction(
+            e, gymnasium.wrappers.TransformAction, func=lambda a: a, action_space=e.single_action_space
+        ),
+    ),
+}
+# wrappers that do not apply to a Discrete action and a feature-vector observation (docs/env/api.md says why)
+NOT_APPLICABLE = {"GrayscaleObservation", "ResizeObservation", "ClipAction", "RescaleAction", "JaxToNumpy",
+                  "JaxToTorch", "ArrayConversion", "RecordVideo", "HumanRendering"}
+
+
+def test_gym_wrappers__every_vector_wrapper_is_classified_and_named_in_the_docs() -> None:
+    names = set(W.__all__)
+    assert names == set(WORKS) | NOT_APPLICABLE, sorted(names ^ (set(WORKS) | NOT_APPLICABLE))
+    text = API.read_text()
+    assert not [n for n in sorted(names) if f"`{n}`" not in text], "docs/env/api.md does not name them all"
+
+
+@pytest.mark.parametrize("name", sorted(WORKS))
+def test_gym_wrappers__work_on_the_per_agent_env(name: str) -> None:
+    form, make = WORKS[name]
+    if name == "NumpyToTorch":
+        torch = pytest.importorskip("torch")
+        pytest.importorskip("array_api_compat")
+    env = make(nertz_env.agent_vector_env(2, num_players=2, max_ticks=20, obs_format=form))
+    obs, info = env.reset(seed=0)
+    for _ in range(25):  # across the round's end and the autoreset
+        masks = [i["action_mask"] for i in info] if isinstance(info, list) else info["action_mask"]
+        acts = np.array([int(np.flatnonzero(np.asarray(m))[0]) for m in masks])
+        obs, _, _, _, info = env.step(torch.as_tensor(acts) if name == "NumpyToTorch" else acts)
+    # (normalized or transformed values may leave the Box's [0, 1] bounds by design)
+    if name not in ("NumpyToTorch", "NormalizeObservation", "RescaleObservation", "TransformObservation"):
+        assert env.observation_space.contains(obs if isinstance(obs, dict) else np.asarray(obs))
+    if form == "array":  # the mask stays in the infos
+        np.testing.assert_array_equal(env.unwrapped.action_masks(), np.asarray(info["action_mask"]).astype(bool))
+    env.close()
+
+
+def test_obs_format__is_dict_or_array() -> None:
+    with pytest.raises(ValueError, match="obs_format must be 'dict' or 'array'"):
+        nertz_env.agent_vector_env(1, obs_format="box")
+
+
+# ---------------------------------------------------------------------------------------------- rendering
+def test_render__ansi_shows_every_seat_and_the_lake_and_takes_the_mode_rllib_passes() -> None:
+    """RLlib's ParallelPettingZooEnv calls ``par_env.render(self.render_mode)`` (its own, often None), and its
     PettingZooEnv calls ``env.render(self.render_mode)`` on the AEC form."""
     env = nertz_env.parallel_env(render_mode="ansi")
     env.reset(seed=0)
     text = env.render()
+    assert isinstance(text, str) and "Lake" in text and all(f"player_{p}" in text for p in range(4))
     assert env.render(None) == text and env.render("ansi") == text
     quiet = nertz_env.parallel_env()
     quiet.reset(seed=0)
@@ -448,80 +704,32 @@ def test_render__takes_the_mode_rllib_passes() -> None:
     aec = nertz_env.env(render_mode="ansi")
     aec.reset(seed=0)
     assert aec.render(None) == aec.render("ansi") == aec.render() == text
-    with pytest.raises(ValueError, match="render_mode"):
-        env.render("rgb")
 
 
-def _every_env() -> list:
-    def single() -> object:
-        from nertz_env.train import NertzSingleAgentEnv
-
-        return NertzSingleAgentEnv(num_players=2, opponents=["random"])
-
-    def sb3_vec() -> object:
-        from nertz_env.train import NertzVecEnv
-
-        return NertzVecEnv(num_tables=2, num_players=2, seed=0)
-
-    return [
-        pytest.param(lambda: nertz_env.parallel_env(num_players=2), id="parallel_env"),
-        pytest.param(lambda: nertz_env.env(num_players=2), id="env"),
-        pytest.param(lambda: nertz_env.raw_env(num_players=2), id="raw_env"),
-        pytest.param(lambda: nertz_env.vector_env(2, num_players=2), id="vector_env"),
-        pytest.param(lambda: nertz_env.agent_vector_env(2, num_players=2), id="agent_vector_env"),
-        pytest.param(single, id="NertzSingleAgentEnv"),
-        pytest.param(sb3_vec, id="NertzVecEnv"),
-    ]
+@pytest.mark.parametrize("form", ["parallel_env", "vector_env", "agent_vector_env", "NertzSingleAgentEnv"])
+def test_render__metadata_declares_render_fps_and_the_modes_that_run(form: str) -> None:
+    meta = FORMS[form][0]().metadata
+    assert meta["render_fps"] == render.RENDER_FPS and meta["render_modes"] == list(render.RENDER_MODES)
+    assert ("rgb_array" in meta["render_modes"]) == render.rgb_available()
 
 
-def _reset(env: object, **kw: object) -> None:
-    if type(env).__name__ == "NertzVecEnv":
-        env.reset()  # type: ignore[attr-defined]  (SB3's VecEnv.reset takes no arguments)
-    else:
-        env.reset(seed=0, **kw)  # type: ignore[attr-defined]
-
-
-def _step(env: object) -> None:
-    name = type(env).__name__
-    if name in ("NertzParallelEnv",):
-        env.step({a: 0 for a in env.possible_agents})  # type: ignore[attr-defined]
-    elif name in ("NertzVectorEnv",):
-        env.step(np.zeros((2, 2), dtype=np.int64))  # type: ignore[attr-defined]
-    elif name in ("NertzAgentVectorEnv",):
-        env.step(np.zeros(4, dtype=np.int64))  # type: ignore[attr-defined]
-    elif name == "NertzVecEnv":
-        env.step(np.zeros(env.num_envs, dtype=np.int64))  # type: ignore[attr-defined]
-    else:
-        env.step(0)  # type: ignore[attr-defined]
-
-
-@pytest.mark.parametrize("make", _every_env())
-def test_step_and_reset_after_close__raise_a_clear_error_in_every_env(make: object) -> None:
-    from gymnasium.error import ClosedEnvironmentError
-
-    env = make()  # type: ignore[operator]
-    _reset(env)
-    _step(env)
-    env.close()  # type: ignore[attr-defined]
-    env.close()  # type: ignore[attr-defined]  (closing twice is harmless)
-    with pytest.raises(ClosedEnvironmentError, match=r"step\(\) after close\(\)"):
-        _step(env)
-    with pytest.raises(ClosedEnvironmentError, match=r"reset\(\) after close\(\)"):
-        _reset(env)
-
-
-@pytest.mark.parametrize("make", [p for p in _every_env() if p.id != "NertzVecEnv"])
-def test_unknown_reset_option__warns_the_same_way_in_every_env(make: object) -> None:
-    env = make()  # type: ignore[operator]
-    with pytest.warns(UserWarning, match=r"reset\(\) ignores unknown option\(s\) \['colour'\]"):
-        _reset(env, options={"colour": 1})
-    _step(env)  # and the env is usable
-
-
-def test_sb3_vec_env__options_set_for_reset_warn_as_everywhere() -> None:
-    from nertz_env.train import NertzVecEnv
-
-    env = NertzVecEnv(num_tables=1, num_players=2, seed=0)
-    env.set_options({"colour": 1})
-    with pytest.warns(UserWarning, match=r"ignores unknown option\(s\) \['colour'\]; it takes no options"):
-        env.reset()
+def test_render__without_the_render_extra_rgb_array_is_not_declared_and_refused_in_one_line() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        sys.modules["resvg_py"] = None  # a plain install, simulated
+        sys.modules["PIL"] = None
+        import nertz_env
+        from pettingzoo.test import render_test
+        assert nertz_env.parallel_env(num_players=2).metadata["render_modes"] == ["ansi", "human"]
+        assert nertz_env.vector_env(1).metadata["render_modes"] == ["ansi", "human"]
+        render_test(lambda render_mode=None: nertz_env.env(render_mode=render_mode, num_players=2))
+        try:
+            nertz_env.parallel_env(render_mode="rgb_array")
+        except ValueError as e:
+            print(e)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == render.rgb_extra_message()  # after render_test's human frames
