@@ -22,7 +22,7 @@ pytest.importorskip("sb3_contrib", reason="needs the train extra")
 
 import torch
 
-from conftest import restore_sigint
+from conftest import loopback_only, restore_sigint
 from nertz_env.agents.meta import read_meta
 from nertz_env.train import TrainConfig, Trainer
 from nertz_env.train.checkpoint import state_path
@@ -67,26 +67,33 @@ def straight(tmp_path_factory: pytest.TempPathFactory) -> Trainer:
 
 @pytest.mark.parametrize("where", ["rollout", "update"])
 def test_ctrl_c_saves_at_the_end_of_the_update_and_the_resumed_run_is_the_straight_one(
-    where: str, straight: Trainer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    where: str, straight: Trainer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
-    # Ctrl-C in the middle of the fourth rollout, or of the fourth update's optimizer steps
-    cfg = TrainConfig.from_dict(_options(tmp_path / "run"))
-    trainer = Trainer(cfg, log=_quiet)
-    if where == "rollout":
-        real_step = trainer.timer.step_wait
-        calls = {"n": 0}
+    """Ctrl-C in the middle of the fourth rollout (through nertz-train: exit 130 and the --resume command), or of
+    the fourth update's optimizer steps (the trainer itself)."""
+    import nertz_env.train.trainer as trainer_module
 
-        def step_wait() -> Any:
+    if where == "rollout":
+        real_step, calls = trainer_module.VecTimer.step_wait, {"n": 0}
+
+        def step_wait(self: Any) -> Any:
             calls["n"] += 1
             if calls["n"] == 3 * 16 + 5:
                 signal.raise_signal(signal.SIGINT)
-            return real_step()
+            return real_step(self)
 
-        monkeypatch.setattr(trainer.timer, "step_wait", step_wait)
+        monkeypatch.setattr(trainer_module.VecTimer, "step_wait", step_wait)
+        config = tmp_path / "train.json"
+        config.write_text(json.dumps(_options(tmp_path / "run")))
+        assert train_main(["--config", str(config)]) == 130
+        err = capsys.readouterr().err
+        m = re.search(r"resume with: nertz-train .*--resume (\S+)", err)
+        assert m and f"last finished update ({4 * ROLLOUT:,} transitions)" in err, err
+        saved = m.group(1)
     else:
+        trainer = Trainer(TrainConfig.from_dict(_options(tmp_path / "run")), log=_quiet)
         optimizer = trainer.model.policy.optimizer
-        real_opt_step, steps_per_update = optimizer.step, 2 * ROLLOUT // 64
-        count = {"n": 0}
+        real_opt_step, steps_per_update, count = optimizer.step, 2 * ROLLOUT // 64, {"n": 0}
 
         def opt_step(*a: Any, **k: Any) -> Any:
             count["n"] += 1
@@ -95,11 +102,13 @@ def test_ctrl_c_saves_at_the_end_of_the_update_and_the_resumed_run_is_the_straig
             return real_opt_step(*a, **k)
 
         monkeypatch.setattr(optimizer, "step", opt_step)
-    with pytest.raises(Interrupted) as info:
-        trainer.train()
-    saved = info.value.folder
-    assert saved is not None and read_meta(saved)["num_timesteps"] == 4 * ROLLOUT
+        with pytest.raises(Interrupted) as info:
+            trainer.train()
+        assert info.value.folder is not None
+        saved = info.value.folder
+    assert read_meta(saved)["num_timesteps"] == 4 * ROLLOUT
     assert os.path.isfile(state_path(saved)) and not list((tmp_path / "run" / "checkpoints").glob("tmp_*"))
+    monkeypatch.undo()
     resumed = Trainer(TrainConfig.from_dict(_options(tmp_path / "again")), resume=saved, log=_quiet)
     resumed.train()
     _assert_same(straight, resumed)
@@ -316,7 +325,7 @@ def test_sigint_to_a_real_imitation_run_saves_and_resumes_to_the_same_policy(tmp
     assert _same_weights(straight, out)
 
 
-@pytest.mark.isolated  # starts a local Ray cluster in the subprocess
+@pytest.mark.isolated  # starts a local Ray in the subprocess, on loopback only
 @pytest.mark.parametrize(
     ("route", "sig", "returncode"),
     [
@@ -329,36 +338,37 @@ def test_a_signal_to_a_real_rllib_run_saves_after_the_iteration_and_resumes(
     tmp_path: Path, route: str, sig: int, returncode: int
 ) -> None:
     pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install '.[rllib]'")
-    run = tmp_path / "run"
-    args = ["--backend", "rllib", "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2",
-            "--n-steps", "32", "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32",
-            "--checkpoint-every", "0", "--run-dir", str(run)]
-    # Ray writes much to stderr: into a file, so a full pipe nobody reads yet cannot stall the run
-    err_path = tmp_path / "stderr.txt"
-    with open(err_path, "w") as err_file:
-        proc = subprocess.Popen(
-            [*([NERTZ_TRAIN] if route == "installed" else [sys.executable, "-m", "nertz_env.train.cli"]), *args,
-             "--total-timesteps", "100000000"],
-            stdout=subprocess.PIPE, stderr=err_file, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
-            preexec_fn=restore_sigint,
-        )
-    seen: list[str] = []
-    try:
-        assert _read_until(proc.stdout, "iter ", 600, seen), "".join(seen) + err_path.read_text()[-3000:]
-        proc.send_signal(sig)
-        proc.wait(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    err = err_path.read_text()
-    assert returncode is None or proc.returncode == returncode, err
-    assert "stopping after this iteration to save" in err
-    m = re.search(r"resume with: nertz-train --backend rllib --resume (\S+)", err)
-    assert m, err
-    saved = m.group(1)
-    meta = json.loads((Path(saved) / "nertz_meta.json").read_text())
-    steps = int(meta["num_timesteps"])
-    assert steps > 0
-    code = train_main([*args, "--resume", saved, "--total-timesteps", str(steps + 1)])
-    assert code == 0
-    assert int(json.loads((run / "final" / "nertz_meta.json").read_text())["num_timesteps"]) > steps
+    with loopback_only():  # Ray binds the machine's address by default: here it has only 127.0.0.1
+        run = tmp_path / "run"
+        args = ["--backend", "rllib", "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2",
+                "--n-steps", "32", "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32",
+                "--checkpoint-every", "0", "--run-dir", str(run)]
+        # Ray writes much to stderr: into a file, so a full pipe nobody reads yet cannot stall the run
+        err_path = tmp_path / "stderr.txt"
+        with open(err_path, "w") as err_file:
+            proc = subprocess.Popen(
+                [*([NERTZ_TRAIN] if route == "installed" else [sys.executable, "-m", "nertz_env.train.cli"]), *args,
+                 "--total-timesteps", "100000000"],
+                stdout=subprocess.PIPE, stderr=err_file, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+                preexec_fn=restore_sigint,
+            )
+        seen: list[str] = []
+        try:
+            assert _read_until(proc.stdout, "iter ", 600, seen), "".join(seen) + err_path.read_text()[-3000:]
+            proc.send_signal(sig)
+            proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        err = err_path.read_text()
+        assert returncode is None or proc.returncode == returncode, err
+        assert "stopping after this iteration to save" in err
+        m = re.search(r"resume with: nertz-train --backend rllib --resume (\S+)", err)
+        assert m, err
+        saved = m.group(1)
+        meta = json.loads((Path(saved) / "nertz_meta.json").read_text())
+        steps = int(meta["num_timesteps"])
+        assert steps > 0
+        code = train_main([*args, "--resume", saved, "--total-timesteps", str(steps + 1)])
+        assert code == 0
+        assert int(json.loads((run / "final" / "nertz_meta.json").read_text())["num_timesteps"]) > steps
