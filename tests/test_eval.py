@@ -27,6 +27,7 @@ pytest.importorskip("openskill", reason="needs the eval extra: pip install '.[ev
 from openskill.models import PlackettLuce
 
 import nertz_env
+from conftest import restore_sigint
 from nertz_env.agents import LADDER, make_agent
 from nertz_env.eval import (
     Results,
@@ -140,34 +141,14 @@ def constructed_results(
     for deal, game_scores in scores_by_deal.items():
         for r, sc in enumerate(game_scores):
             seats = [0, 1] if r % 2 == 0 else [1, 0]
-            games.append(
-                GameRecord(
-                    deal=deal,
-                    lineup=0,
-                    rotation=r,
-                    seats=seats,
-                    scores=[sc],
-                    lake=[[max(x, 0) for x in sc]],
-                    nertz_left=[[0 if x >= 10 else 3 for x in sc]],
-                    ends=["nertz"],
-                    match_scores=list(sc),
-                    ticks=10,
-                    truncated=False,
-                    illegal=[0, 0],
-                    deal_hash=f"h{deal}",
-                )
-            )
+            games.append(GameRecord(
+                deal=deal, lineup=0, rotation=r, seats=seats, scores=[sc], lake=[[max(x, 0) for x in sc]],
+                nertz_left=[[0 if x >= 10 else 3 for x in sc]], ends=["nertz"], match_scores=list(sc), ticks=10,
+                truncated=False, illegal=[0, 0], deal_hash=f"h{deal}",
+            ))
     return Results(
-        agents=["a", "b"],
-        labels=["a", "b"],
-        num_players=2,
-        rules=rules or {},
-        config=config.to_dict(),
-        mode="round_robin",
-        seed=0,
-        deal_seeds=list(scores_by_deal),
-        lineups=[[0, 1]],
-        games=games,
+        agents=["a", "b"], labels=["a", "b"], num_players=2, rules=rules or {}, config=config.to_dict(),
+        mode="round_robin", seed=0, deal_seeds=list(scores_by_deal), lineups=[[0, 1]], games=games,
         deals_done=sorted(scores_by_deal),
     )
 
@@ -217,32 +198,13 @@ def test_summarize__match_wins_follow_the_engine_rule() -> None:
 def test_summarize__team_wins_use_team_totals() -> None:
     config = nertz_env.make_config(num_players=4, teams=True)
     g = GameRecord(
-        deal=0,
-        lineup=0,
-        rotation=0,
-        seats=[0, 1, 0, 1],
-        scores=[[10, 9, -5, 9]],
-        lake=[[10, 9, 0, 9]],
-        nertz_left=[[0, 1, 5, 1]],
-        ends=["nertz"],
-        match_scores=[10, 9, -5, 9],
-        ticks=5,
-        truncated=False,
-        illegal=[0] * 4,
-        deal_hash="h",
+        deal=0, lineup=0, rotation=0, seats=[0, 1, 0, 1], scores=[[10, 9, -5, 9]], lake=[[10, 9, 0, 9]],
+        nertz_left=[[0, 1, 5, 1]], ends=["nertz"], match_scores=[10, 9, -5, 9], ticks=5, truncated=False,
+        illegal=[0] * 4, deal_hash="h",
     )
     res = Results(
-        agents=["a", "b"],
-        labels=["a", "b"],
-        num_players=4,
-        rules={"teams": True},
-        config=config.to_dict(),
-        mode="round_robin",
-        seed=0,
-        deal_seeds=[0],
-        lineups=[[0, 1, 0, 1]],
-        games=[g],
-        deals_done=[0],
+        agents=["a", "b"], labels=["a", "b"], num_players=4, rules={"teams": True}, config=config.to_dict(),
+        mode="round_robin", seed=0, deal_seeds=[0], lineups=[[0, 1, 0, 1]], games=[g], deals_done=[0],
     )
     s = summarize(res)
     assert s.by_label("b").metrics["win"].mean == 1.0  # team b (seats 1, 3) totals 18 against 5
@@ -333,15 +295,8 @@ def test_report__writes_table_json_csv_and_plots(tmp_path: Any) -> None:
     assert "heuristic" in text and "±" in text
     paths = save(res, s, str(tmp_path))
     names = sorted(os.path.basename(p) for p in paths)
-    assert names == [
-        "differences.csv",
-        "games.csv",
-        "ratings.png",
-        "results.json",
-        "scores.png",
-        "summary.csv",
-        "tables.csv",
-    ]
+    assert names == ["differences.csv", "games.csv", "ratings.png", "results.json", "scores.png", "summary.csv",
+                     "tables.csv"]
     data = json.loads((tmp_path / "results.json").read_text())
     again = Results.from_dict(data)
     assert summarize(again).to_dict() == s.to_dict()
@@ -565,46 +520,24 @@ def _check_everything(text: str, out: Path, mode: str) -> Recomputed:
     return rec
 
 
-def test_gauntlet__every_figure_is_per_table_and_matches_the_game_records(
-    tmp_path: Path, capsys: Any
-) -> None:
-    text, out = _played(
-        tmp_path,
-        ["gauntlet", "heuristic", "random", "greedy", "--players", "3", "--deals", "3", "--seed", "1"],
-        capsys,
-    )
+def test_gauntlet__every_figure_is_per_table_and_matches_the_game_records(tmp_path: Path, capsys: Any) -> None:
+    argv = ["gauntlet", "heuristic", "random", "greedy", "--players", "3", "--deals", "3", "--seed", "1"]
+    text, out = _played(tmp_path, argv, capsys)
     rec = _check_everything(text, out, "gauntlet")
     # one candidate-minus-opponents row per table, and none for the opponents that never met
     pairs = json.loads((out / "results.json").read_text())["summary"]["score_differences"]
-    assert [(d["a"], d["b"], d["tables"]) for d in pairs] == [
-        ("heuristic", "random", ["T1"]),
-        ("heuristic", "greedy", ["T2"]),
-    ]
+    assert [(d["a"], d["b"], d["tables"]) for d in pairs] == [("heuristic", "random", ["T1"]),
+                                                               ("heuristic", "greedy", ["T2"])]
     assert "random - greedy" not in text and "greedy - random" not in text
-    # the mixing the fix removes: the candidate's all-tables mean differs from its mean at either table
-    overall = rec.overall("score", "heuristic")[0]
-    assert not math.isclose(overall, rec.at_table("score", 0, "heuristic")[0])
+    # the candidate's all-tables mean differs from its mean at either table: the tables are not mixed
+    assert not math.isclose(rec.overall("score", "heuristic")[0], rec.at_table("score", 0, "heuristic")[0])
     assert (out / "scores.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_round_robin__pairs_are_paired_at_the_tables_where_both_sat(tmp_path: Path, capsys: Any) -> None:
     # 4 agents at 3 seats: 4 tables, every pair meets at 2 of them
-    text, out = _played(
-        tmp_path,
-        [
-            "round-robin",
-            "random",
-            "greedy",
-            "heuristic",
-            "heuristic:wait_prob=0.3",
-            "--players",
-            "3",
-            "--deals",
-            "2",
-        ],
-        capsys,
-    )
-    rec = _check_everything(text, out, "round_robin")
+    argv = ["round-robin", "random", "greedy", "heuristic", "heuristic:wait_prob=0.3", "--players", "3", "--deals", "2"]
+    rec = _check_everything(*_played(tmp_path, argv, capsys), "round_robin")
     assert all(len(shared) == 2 for shared, *_ in rec.pairs().values())
 
 
@@ -815,27 +748,9 @@ def _interrupt_run(
     command = ([os.path.join(os.path.dirname(sys.executable), "nertz-eval")] if installed
                else [sys.executable, "-m", "nertz_env.eval.cli"])
     proc = subprocess.Popen(
-        [
-            *command,
-            "round-robin",
-            "heuristic",
-            "random",
-            "--players",
-            "2",
-            "--deals",
-            "100000",
-            "--workers",
-            str(workers),
-            "--out",
-            str(out_dir),
-            "--no-plots",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        # Python turns SIGINT into KeyboardInterrupt only when it did not start with SIGINT ignored, which a
-        # suite launched in the background (`nohup ... &`) passes down: give the child the default, as a
-        # terminal would
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        [*command, "round-robin", "heuristic", "random", "--players", "2", "--deals", "100000", "--workers",
+         str(workers), "--out", str(out_dir), "--no-plots"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=restore_sigint,
     )
     err = bytearray()
 
@@ -1058,44 +973,17 @@ def test_eval__ppo_by_name_plays_without_the_train_extra() -> None:
     assert out.returncode == 0, out.stderr
 
 
-def test_demo__shows_a_table_and_the_ladder(capsys: Any) -> None:
-    from nertz_env.eval.demo import main as demo_main
-
-    assert demo_main(["--deals", "1", "--seed", "2"]) == 0
-    out = capsys.readouterr().out
-    assert "A 4-player table" in out and "search - heuristic" in out
-    assert "nertz-eval ladder --deals 1200 --seed 0" in out  # the README's ladder command
-
-
-def test_demo__help_says_what_it_shows(capsys: Any) -> None:
+def test_demo__shows_the_table_its_help_promises_and_the_ladder(capsys: Any) -> None:
     from nertz_env.eval.demo import main as demo_main
 
     with pytest.raises(SystemExit):
         demo_main(["--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "one rendered tick" not in text
-    assert "a 4-player table after 25 ticks of greedy play" in text  # what it prints, see the next test
-    assert demo_main(["--deals", "1"]) == 0
-    assert "A 4-player table after 25 ticks of greedy play" in capsys.readouterr().out
-
-
-def test_demo__ctrl_c_in_the_tournament_shows_what_finished_and_exits_130(capsys: Any, monkeypatch: Any) -> None:
-    import dataclasses
-
-    import nertz_env.eval.tournament as tournament
-    from nertz_env.eval.demo import main as demo_main
-
-    real = tournament.run_tournament
-
-    def interrupted(*args: Any, **kwargs: Any) -> Any:  # as play_tournament returns after a Ctrl-C at deal 2
-        results = real(*args, **{**kwargs, "deals": 1})
-        return dataclasses.replace(results, interrupted=True)
-
-    monkeypatch.setattr(tournament, "run_tournament", interrupted)
-    assert demo_main(["--deals", "5"]) == 130
-    captured = capsys.readouterr()
-    assert "search - heuristic" in captured.out
-    assert "nertz-demo: interrupted; the tables above cover the 1 of 5 deal(s) finished" in captured.err
+    assert "a 4-player table after 25 ticks of greedy play" in text and "one rendered tick" not in text
+    assert demo_main(["--deals", "1", "--seed", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "A 4-player table after 25 ticks of greedy play" in out and "search - heuristic" in out
+    assert "nertz-eval ladder --deals 1200 --seed 0" in out  # the README's ladder command
 
 
 def test_demo__a_huge_deals_starts_at_once_and_ctrl_c_shows_the_finished(capsys: Any, monkeypatch: Any) -> None:
@@ -1117,6 +1005,8 @@ def test_demo__ctrl_c_before_any_deal_finished_shows_no_empty_table(capsys: Any,
     captured = capsys.readouterr()
     assert "score difference" not in captured.out and "agent " not in captured.out  # no table of dashes
     assert captured.err.strip().splitlines()[-1] == "nertz-demo: interrupted before any of the 5 deal(s) finished"
+
+
 # ---------------------------------------------------------------- the ladder
 def test_ladder__lower_rungs_in_order_on_a_few_deals() -> None:
     res = run_tournament(list(LADDER[:3]), num_players=3, deals=12, seed=0)

@@ -629,11 +629,10 @@ def test_scratch_recipe__a_tiny_run_writes_checkpoints_logs_evaluation_and_a_pol
     assert os.listdir(run / "tb") and os.listdir(run / "pool")
     policy = str(run / "policy.zip")
     meta = read_meta(policy)
-    config = nertz_env.make_config(num_players=P, **scratch["rules"])
     assert (meta["num_players"], meta["rules"]["last_moves"], meta["num_actions"]) == (P, 1, ACTIONS.n)
     assert json.loads(Path(sidecar_path(policy)).read_text()) == meta
     agent = make_agent(policy + ":deterministic=true")  # through the registry's .zip loader
-    env = nertz_env.parallel_env(config=config)
+    env = nertz_env.parallel_env(num_players=P, **scratch["rules"])
     obs, _ = env.reset(seed=0)
     agent.reset(env.config, 0, 0)
     assert obs["player_0"]["action_mask"][agent.act(obs["player_0"]["observation"], obs["player_0"]["action_mask"])]
@@ -739,7 +738,7 @@ REFUSED_ON_RESUME = [
     (["--run-dir", "{other}"], "already holds a run (eval.csv)"),  # another run's folder: the two would mix
     (["--net-arch", "32", "--resume", "{run}/policy.zip"], "policy.state.pkl is missing"),  # said first
     (["--resume", "{tmp}/gone/step_1.zip"], "checkpoint file not found"),
-    (["--resume", "{tmp}/cut.zip"], "cannot be read"),
+    (["--resume", "{tmp}/cut.zip", "--run-dir", "{tmp}/new"], "cannot be read"),
     (["--resume", "{tmp}/loose.zip"], "not in a run folder's checkpoints/"),
 ]
 
@@ -757,9 +756,11 @@ def test_resume__what_a_resume_cannot_change_is_one_line_and_exit_2(
     (tmp_path / "other" / "checkpoints").mkdir(parents=True)
     (tmp_path / "other" / "eval.csv").write_text("")
     before = sorted(os.listdir(tmp_path))
+    # --print-config makes the run's checks, with the same line (all but reading the training state)
+    extras = [[]] if "{tmp}/cut.zip" in flags else [["--print-config"], []]
     flags = [f.format(ckpt=ckpt, other=tmp_path / "other", run=scratch["run"], tmp=tmp_path) for f in flags]
     resume = [] if "--resume" in flags else ["--resume", ckpt]
-    for extra in (["--print-config"], []):  # the same line as the run itself, which trains nothing either
+    for extra in extras:
         code, out, err = _cli([*resume, *flags, *extra], capsys)
         assert code == 2 and out == "" and message in _one_line(err), (extra, err)
     assert sorted(os.listdir(tmp_path)) == before
@@ -878,10 +879,11 @@ def test_checkpoint_evaluation__plays_every_checkpoint_once_and_feeds_the_plot(
     from nertz_env.train.plot import main as plot_main
 
     start, run = scratch["ckpt"], str(tmp_path / "run")
-    Trainer(_tiny(run, rules=scratch["rules"], init_from=start, total_timesteps=64, checkpoint_every=32),
-            log=_quiet).train()
+    Trainer(_tiny(run, rules=scratch["rules"], init_from=start, learners_per_table=1, batch_size=32,
+                  total_timesteps=64, checkpoint_every=32), log=_quiet).train()
     points = run_checkpoints(run)
-    assert points[0] == (0, start) and [s for s, _ in points[1:]] == [32, 64]  # the start policy first, as step 0
+    assert points[0][0] == 0 and os.path.samefile(points[0][1], start)  # the start policy first, as step 0
+    assert [s for s, _ in points[1:]] == [32, 64]
     assert run_checkpoints(run, start=False) == points[1:]
     out = evaluate_run(run, ["random"], deals=2, seed=1, log=_quiet)
     assert out == checkpoint_eval_path(run, 2, 1)
