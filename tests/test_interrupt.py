@@ -67,33 +67,26 @@ def straight(tmp_path_factory: pytest.TempPathFactory) -> Trainer:
 
 @pytest.mark.parametrize("where", ["rollout", "update"])
 def test_ctrl_c_saves_at_the_end_of_the_update_and_the_resumed_run_is_the_straight_one(
-    where: str, straight: Trainer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+    where: str, straight: Trainer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Ctrl-C in the middle of the fourth rollout (through nertz-train: exit 130 and the --resume command), or of
-    the fourth update's optimizer steps (the trainer itself)."""
-    import nertz_env.train.trainer as trainer_module
-
+    # Ctrl-C in the middle of the fourth rollout, or of the fourth update's optimizer steps
+    cfg = TrainConfig.from_dict(_options(tmp_path / "run"))
+    trainer = Trainer(cfg, log=_quiet)
     if where == "rollout":
-        real_step, calls = trainer_module.VecTimer.step_wait, {"n": 0}
+        real_step = trainer.timer.step_wait
+        calls = {"n": 0}
 
-        def step_wait(self: Any) -> Any:
+        def step_wait() -> Any:
             calls["n"] += 1
             if calls["n"] == 3 * 16 + 5:
                 signal.raise_signal(signal.SIGINT)
-            return real_step(self)
+            return real_step()
 
-        monkeypatch.setattr(trainer_module.VecTimer, "step_wait", step_wait)
-        config = tmp_path / "train.json"
-        config.write_text(json.dumps(_options(tmp_path / "run")))
-        assert train_main(["--config", str(config)]) == 130
-        err = capsys.readouterr().err
-        m = re.search(r"resume with: nertz-train .*--resume (\S+)", err)
-        assert m and f"last finished update ({4 * ROLLOUT:,} transitions)" in err, err
-        saved = m.group(1)
+        monkeypatch.setattr(trainer.timer, "step_wait", step_wait)
     else:
-        trainer = Trainer(TrainConfig.from_dict(_options(tmp_path / "run")), log=_quiet)
         optimizer = trainer.model.policy.optimizer
-        real_opt_step, steps_per_update, count = optimizer.step, 2 * ROLLOUT // 64, {"n": 0}
+        real_opt_step, steps_per_update = optimizer.step, 2 * ROLLOUT // 64
+        count = {"n": 0}
 
         def opt_step(*a: Any, **k: Any) -> Any:
             count["n"] += 1
@@ -102,13 +95,11 @@ def test_ctrl_c_saves_at_the_end_of_the_update_and_the_resumed_run_is_the_straig
             return real_opt_step(*a, **k)
 
         monkeypatch.setattr(optimizer, "step", opt_step)
-        with pytest.raises(Interrupted) as info:
-            trainer.train()
-        assert info.value.folder is not None
-        saved = info.value.folder
-    assert read_meta(saved)["num_timesteps"] == 4 * ROLLOUT
+    with pytest.raises(Interrupted) as info:
+        trainer.train()
+    saved = info.value.folder
+    assert saved is not None and read_meta(saved)["num_timesteps"] == 4 * ROLLOUT
     assert os.path.isfile(state_path(saved)) and not list((tmp_path / "run" / "checkpoints").glob("tmp_*"))
-    monkeypatch.undo()
     resumed = Trainer(TrainConfig.from_dict(_options(tmp_path / "again")), resume=saved, log=_quiet)
     resumed.train()
     _assert_same(straight, resumed)
