@@ -5,9 +5,9 @@ each) and run ``nertz-eval`` as a user does, in a process of its own: its ``game
 worker process killed mid-run loses no deal and counts none twice, and an agent the nodes cannot load is
 refused in one line before any deal. Others start a cluster as the cluster guide does (``ray start --head``,
 which turns on Ray's token authentication, and a worker node by ``ray start --address``) and join it by
-host:port and by ``auto``. Every cluster runs in a network namespace that holds only loopback
-(``conftest.loopback_only``), so nothing leaves 127.0.0.0/8. They are marked ``isolated`` (CI's isolated phase;
-the README's command skips them). The bad-address tests need no cluster and run with the rllib tests.
+host:port and by ``auto``. Every cluster, and every test that tries to join one, runs in a network namespace
+that holds only loopback (``conftest.loopback_only``), so nothing leaves 127.0.0.0/8. The cluster tests are marked
+``isolated`` (CI's isolated phase; the README's command skips them); the bad-address tests need no cluster.
 """
 
 from __future__ import annotations
@@ -55,12 +55,12 @@ def _one_line_exit_2(argv: list[str], message: str, capsys: Any, tmp_path: Path)
         ("127.0.0.1:1", "no Ray cluster at 127.0.0.1:1"),
     ],
 )
-def test_bad_or_unreachable_address__one_line_exit_2(address: str, message: str, capsys, tmp_path) -> None:
+def test_bad_or_unreachable_address__one_line_exit_2(loopback, address: str, message: str, capsys, tmp_path) -> None:
     _one_line_exit_2(["gauntlet", "heuristic", "random", "--deals", "2", "--address", address], message, capsys, tmp_path)
 
 
 @pytest.mark.rllib
-def test_workers_with_address_cannot_take_effect(capsys, tmp_path) -> None:
+def test_workers_with_address_cannot_take_effect(loopback, capsys, tmp_path) -> None:
     _one_line_exit_2(
         ["gauntlet", "heuristic", "random", "--deals", "2", "--workers", "2", "--address", "127.0.0.1:1"],
         "--workers 2 has no effect with --address",
@@ -70,7 +70,7 @@ def test_workers_with_address_cannot_take_effect(capsys, tmp_path) -> None:
 
 
 @pytest.mark.rllib
-def test_a_port_that_is_not_ray__one_line_exit_2(capsys, tmp_path) -> None:
+def test_a_port_that_is_not_ray__one_line_exit_2(loopback, capsys, tmp_path) -> None:
     import socket
     import threading
 
@@ -209,6 +209,57 @@ def loopback():
     """The rest of the module, and every process it starts, in a network namespace of loopback only."""
     with loopback_only():
         yield
+
+
+# ------------------------------------------------------------ nertz-train --address on a simulated two-node cluster
+@pytest.mark.long
+@pytest.mark.rllib
+def test_two_node_cluster_train_then_gauntlet(tmp_path, capsys) -> None:
+    """nertz-train --address joins it, env runners on both nodes, then nertz-eval plays the result (about 11 s on
+    2 cores, so in CI's long-tests phase)."""
+    pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install '.[rllib]'")
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from nertz_env.eval.cli import main as eval_main
+    from nertz_env.train.cli import main as train_main
+
+    ray.shutdown()
+    with loopback_only():
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+        try:
+            assert cluster.address.startswith("127.0.0.1:"), cluster.address
+            cluster.add_node(num_cpus=1)
+            cluster.wait_for_nodes()
+            run_dir = tmp_path / "run"
+            code = train_main(
+                [
+                    "--backend", "rllib", "--address", cluster.address, "--num-env-runners", "2",
+                    "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2", "--n-steps", "32",
+                    "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32", "--total-timesteps", "256",
+                    "--checkpoint-every", "0", "--run-dir", str(run_dir),
+                ]
+            )
+            out = capsys.readouterr().out
+            assert code == 0, out
+            assert "2 env runner(s) on 2 node(s)" in out
+            assert "Ray: 2 CPUs, 2 node(s)" in out
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
+    final = run_dir / "final"
+    assert (final / "nertz_meta.json").is_file()
+    import json
+
+    # self-play trained on RLlib's single-agent route (module default_policy), and its steps were counted (the
+    # run stopped at its budget)
+    assert json.loads((final / "nertz_meta.json").read_text())["learner_module"].endswith("default_policy")
+    code = eval_main(
+        ["gauntlet", str(final), "heuristic", "--players", "2", "--deals", "1", "--rule", "max_ticks=120",
+         "--workers", "1", "--no-save", "--no-progress"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and str(final) in out and "heuristic" in out
 
 
 # ------------------------------------------------------------ nertz-train --backend rllib beside a cluster

@@ -1,8 +1,11 @@
-"""The evaluation harness: statistics on constructed results, lineups and seat rotation, duplicate deals,
-worker-count independence, ratings, reports, the CLI's errors and Ctrl-C, and the ladder's order."""
+"""Evaluation (nertz_env.eval): statistics on constructed results, lineups, seat rotation and duplicate deals,
+worker-count independence, ratings, every printed and saved figure recomputed from the game records, the
+``nertz-eval`` command (its refusals as one table, Ctrl-C, huge inputs), models trained outside nertz-train,
+``nertz-demo``, and the ladder's order. Tournaments on a Ray cluster: test_cluster.py."""
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import os
@@ -12,6 +15,9 @@ import subprocess
 import sys
 import threading
 import time
+import zipfile
+from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +27,8 @@ pytest.importorskip("openskill", reason="needs the eval extra: pip install '.[ev
 from openskill.models import PlackettLuce
 
 import nertz_env
-from nertz_env.agents import LADDER
+from conftest import restore_sigint
+from nertz_env.agents import LADDER, make_agent
 from nertz_env.eval import (
     Results,
     ladder_check,
@@ -32,15 +39,20 @@ from nertz_env.eval import (
     t_quantile,
 )
 from nertz_env.eval.cli import main
-from nertz_env.eval.report import save, table
+from nertz_env.eval.report import plot_data, save, table
 from nertz_env.eval.stats import ranks_from_scores
 from nertz_env.eval.tournament import (
     GameRecord,
+    IncompatibleAgentError,
     deal_seed,
     gauntlet_lineups,
+    plan_tournament,
     round_robin_lineups,
     seatings,
 )
+from nertz_env.extras import install_command
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # ---------------------------------------------------------------- statistics
@@ -129,34 +141,14 @@ def constructed_results(
     for deal, game_scores in scores_by_deal.items():
         for r, sc in enumerate(game_scores):
             seats = [0, 1] if r % 2 == 0 else [1, 0]
-            games.append(
-                GameRecord(
-                    deal=deal,
-                    lineup=0,
-                    rotation=r,
-                    seats=seats,
-                    scores=[sc],
-                    lake=[[max(x, 0) for x in sc]],
-                    nertz_left=[[0 if x >= 10 else 3 for x in sc]],
-                    ends=["nertz"],
-                    match_scores=list(sc),
-                    ticks=10,
-                    truncated=False,
-                    illegal=[0, 0],
-                    deal_hash=f"h{deal}",
-                )
-            )
+            games.append(GameRecord(
+                deal=deal, lineup=0, rotation=r, seats=seats, scores=[sc], lake=[[max(x, 0) for x in sc]],
+                nertz_left=[[0 if x >= 10 else 3 for x in sc]], ends=["nertz"], match_scores=list(sc), ticks=10,
+                truncated=False, illegal=[0, 0], deal_hash=f"h{deal}",
+            ))
     return Results(
-        agents=["a", "b"],
-        labels=["a", "b"],
-        num_players=2,
-        rules=rules or {},
-        config=config.to_dict(),
-        mode="round_robin",
-        seed=0,
-        deal_seeds=list(scores_by_deal),
-        lineups=[[0, 1]],
-        games=games,
+        agents=["a", "b"], labels=["a", "b"], num_players=2, rules=rules or {}, config=config.to_dict(),
+        mode="round_robin", seed=0, deal_seeds=list(scores_by_deal), lineups=[[0, 1]], games=games,
         deals_done=sorted(scores_by_deal),
     )
 
@@ -206,32 +198,13 @@ def test_summarize__match_wins_follow_the_engine_rule() -> None:
 def test_summarize__team_wins_use_team_totals() -> None:
     config = nertz_env.make_config(num_players=4, teams=True)
     g = GameRecord(
-        deal=0,
-        lineup=0,
-        rotation=0,
-        seats=[0, 1, 0, 1],
-        scores=[[10, 9, -5, 9]],
-        lake=[[10, 9, 0, 9]],
-        nertz_left=[[0, 1, 5, 1]],
-        ends=["nertz"],
-        match_scores=[10, 9, -5, 9],
-        ticks=5,
-        truncated=False,
-        illegal=[0] * 4,
-        deal_hash="h",
+        deal=0, lineup=0, rotation=0, seats=[0, 1, 0, 1], scores=[[10, 9, -5, 9]], lake=[[10, 9, 0, 9]],
+        nertz_left=[[0, 1, 5, 1]], ends=["nertz"], match_scores=[10, 9, -5, 9], ticks=5, truncated=False,
+        illegal=[0] * 4, deal_hash="h",
     )
     res = Results(
-        agents=["a", "b"],
-        labels=["a", "b"],
-        num_players=4,
-        rules={"teams": True},
-        config=config.to_dict(),
-        mode="round_robin",
-        seed=0,
-        deal_seeds=[0],
-        lineups=[[0, 1, 0, 1]],
-        games=[g],
-        deals_done=[0],
+        agents=["a", "b"], labels=["a", "b"], num_players=4, rules={"teams": True}, config=config.to_dict(),
+        mode="round_robin", seed=0, deal_seeds=[0], lineups=[[0, 1, 0, 1]], games=[g], deals_done=[0],
     )
     s = summarize(res)
     assert s.by_label("b").metrics["win"].mean == 1.0  # team b (seats 1, 3) totals 18 against 5
@@ -322,15 +295,8 @@ def test_report__writes_table_json_csv_and_plots(tmp_path: Any) -> None:
     assert "heuristic" in text and "±" in text
     paths = save(res, s, str(tmp_path))
     names = sorted(os.path.basename(p) for p in paths)
-    assert names == [
-        "differences.csv",
-        "games.csv",
-        "ratings.png",
-        "results.json",
-        "scores.png",
-        "summary.csv",
-        "tables.csv",
-    ]
+    assert names == ["differences.csv", "games.csv", "ratings.png", "results.json", "scores.png", "summary.csv",
+                     "tables.csv"]
     data = json.loads((tmp_path / "results.json").read_text())
     again = Results.from_dict(data)
     assert summarize(again).to_dict() == s.to_dict()
@@ -338,97 +304,441 @@ def test_report__writes_table_json_csv_and_plots(tmp_path: Any) -> None:
     assert len((tmp_path / "games.csv").read_text().splitlines()) == 1 + 3 * 2 * 2
 
 
-# ---------------------------------------------------------------- the command line
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (
-            ["round-robin", "random", "nobody"],
-            "unknown agent 'nobody'; known agents: best, expert, greedy, heuristic, ppo, random, scratch, search",
-        ),
-        (["round-robin", "random", "missing/model.zip"], "checkpoint file not found: missing/model.zip"),
-        (["round-robin", "random", "greedy", "--players", "9"], "num_players=9 is not allowed"),
-        (["round-robin", "random", "greedy", "--players", "1"], "num_players=1 is not allowed"),
-        (["round-robin", "random", "greedy", "--players", "3", "--rule", "teams=true"], "even num_players"),
-        (["round-robin", "random", "--rule", "draw=7"], "draw=7 is not allowed"),
-        (["round-robin", "random", "--rule", "nonsense=1"], "unknown option"),
-        (["ladder", "--deal-seeds", "1,x"], "--deal-seeds takes"),
-    ],
-)
-def test_cli__bad_input_exits_2_with_one_clear_line(
-    argv: list[str], message: str, capsys: Any, tmp_path: Any
-) -> None:
-    assert main([*argv, "--out", str(tmp_path), "--no-progress"]) == 2
+# ---------------------------------------------------------------- every figure recomputed from games.csv
+def _mean_ci(values: list[float], metric: str = "score") -> tuple[float, float]:
+    e = mean_ci(values, bounds=None if metric == "score" else (0.0, 1.0))  # a rate stays in [0, 1]
+    return e.mean, e.half_width
+
+
+class Recomputed:
+    """Statistics recomputed from games.csv rows alone (independent of eval/summary.py): a gauntlet plays one
+    table per opponent, and a difference between agents is meaningful only at the tables where both sat."""
+
+    def __init__(self, rows: list[dict[str, str]]) -> None:
+        # per game: the seats' (agent, score per round); games are (deal, lineup, rotation)
+        games: dict[tuple[int, int, int], list[tuple[str, float, int]]] = defaultdict(list)
+        for r in rows:
+            key = (int(r["deal"]), int(r["lineup"]), int(r["rotation"]))
+            rounds = int(r["rounds"])
+            games[key].append((r["agent"], int(r["score"]) / rounds, int(r["nertz_left"])))
+        self.tables: dict[int, set[str]] = defaultdict(set)
+        # values[(metric, lineup, agent)][deal] = list of seat values
+        values: dict[tuple[str, int, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+        self.game_scores: dict[tuple[int, str], list[float]] = defaultdict(list)
+        for (deal, lineup, _), seats in sorted(games.items()):
+            best = max(s for _, s, _ in seats)
+            winners = sum(1 for _, s, _ in seats if s == best)
+            for agent, score, left in seats:
+                self.tables[lineup].add(agent)
+                values[("score", lineup, agent)][deal].append(score)
+                values[("win", lineup, agent)][deal].append((1.0 / winners) if score == best else 0.0)
+                values[("nertz_out", lineup, agent)][deal].append(1.0 if left == 0 else 0.0)
+                self.game_scores[(lineup, agent)].append(score)
+        self.values = values
+
+    def per_deal(self, metric: str, agent: str, lineups: list[int]) -> dict[int, float]:
+        pooled: dict[int, list[float]] = defaultdict(list)
+        for li in lineups:
+            for d, xs in self.values.get((metric, li, agent), {}).items():
+                pooled[d] += xs
+        return {d: sum(xs) / len(xs) for d, xs in sorted(pooled.items())}
+
+    def at_table(self, metric: str, lineup: int, agent: str) -> tuple[float, float]:
+        return _mean_ci(list(self.per_deal(metric, agent, [lineup]).values()), metric)
+
+    def tables_of(self, agent: str) -> list[int]:
+        return sorted(li for li, agents in self.tables.items() if agent in agents)
+
+    def overall(self, metric: str, agent: str) -> tuple[float, float]:
+        return _mean_ci(list(self.per_deal(metric, agent, self.tables_of(agent)).values()), metric)
+
+    def pairs(self) -> dict[tuple[str, str], tuple[list[int], float, float, int]]:
+        """Every pair of agents that sat together: its tables, the mean and half-width of the per-deal
+        differences (averaged over the shared tables), and the number of deals."""
+        agents = sorted({a for s in self.tables.values() for a in s})
+        out = {}
+        for a in agents:
+            for b in agents:
+                shared = [li for li, s in self.tables.items() if a in s and b in s and a != b]
+                if not shared:
+                    continue
+                per: dict[int, list[float]] = defaultdict(list)
+                for li in sorted(shared):
+                    xa, xb = self.per_deal("score", a, [li]), self.per_deal("score", b, [li])
+                    for d in sorted(set(xa) & set(xb)):
+                        per[d].append(xa[d] - xb[d])
+                diffs = [sum(v) / len(v) for _, v in sorted(per.items())]
+                out[(a, b)] = (sorted(shared), *_mean_ci(diffs), len(diffs))
+        return out
+
+
+def _pm(mean: float, hw: float, digits: int = 2, scale: float = 1.0) -> str:
+    return f"{mean * scale:.{digits}f} ± {hw * scale:.{digits}f}"
+
+
+def _rate_bounds(mean: float, hw: float) -> tuple[float, float]:
+    """A rate's 95% interval: the t interval cut to [0, 1]."""
+    return max(0.0, mean - hw), min(1.0, mean + hw)
+
+
+def _rate(mean: float, hw: float) -> str:
+    """A rate as printed: ``m ± h`` in percent, or ``m [low, high]`` when the interval was cut at 0 or 100%."""
+    low, high = _rate_bounds(mean, hw)
+    if low == mean - hw and high == mean + hw:
+        return _pm(mean, hw, digits=1, scale=100.0)
+    return f"{mean * 100:.1f} [{low * 100:.1f}, {high * 100:.1f}]"
+
+
+def _check_rate_interval(metric: str, m: float, hw: float, js: dict[str, Any], row: dict[str, str]) -> None:
+    """JSON and CSV give the interval; a rate's stays inside [0, 1]."""
+    low, high = _rate_bounds(m, hw) if metric != "score" else (m - hw, m + hw)
+    assert js["low"] == pytest.approx(low, abs=1e-12) and js["high"] == pytest.approx(high, abs=1e-12)
+    assert float(row[f"{metric}_low"]) == pytest.approx(low, rel=1e-5, abs=1e-5)
+    assert float(row[f"{metric}_high"]) == pytest.approx(high, rel=1e-5, abs=1e-5)
+    if metric != "score":
+        assert 0.0 <= js["low"] <= js["high"] <= 1.0
+
+
+def _cells(line: str) -> list[str]:
+    return re.split(r"\s{2,}", line.strip())
+
+
+def _section(text: str, title_start: str) -> list[list[str]]:
+    """The data rows of the table printed after the line starting with ``title_start``."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(title_start))
+    while not lines[start].startswith("---"):
+        start += 1
+    rows = []
+    for ln in lines[start + 1 :]:
+        if not ln.strip() or ln.startswith("±") or ln.startswith("("):
+            break
+        rows.append(_cells(ln))
+    return rows
+
+
+def _played(tmp_path: Path, argv: list[str], capsys: Any) -> tuple[str, Path]:
+    out = tmp_path / "out"
+    assert main([*argv, "--workers", "1", "--no-progress", "--out", str(out)]) == 0
+    return capsys.readouterr().out, out
+
+
+def _check_everything(text: str, out: Path, mode: str) -> Recomputed:
+    with open(out / "games.csv", newline="") as f:
+        rec = Recomputed(list(csv.DictReader(f)))
+    data = json.loads((out / "results.json").read_text())
+    summary = data["summary"]
+    lineups = sorted(rec.tables)
+    assert [t["table"] for t in summary["tables"]] == [f"T{li + 1}" for li in lineups]
+
+    # --- per table: text, JSON, tables.csv
+    several = len(lineups) > 1
+    if several:
+        printed = {(r[0], r[1]): r for r in _section(text, "per table")}
+        assert set(printed) == {(f"T{li + 1}", a) for li in lineups for a in rec.tables[li]}
+    with open(out / "tables.csv", newline="") as f:
+        table_rows = {(r["table"], r["agent"]): r for r in csv.DictReader(f)}
+    assert set(table_rows) == {(f"T{li + 1}", a) for li in lineups for a in rec.tables[li]}
+    for t in summary["tables"]:
+        li = t["lineup"]
+        assert {a["label"] for a in t["agents"]} == rec.tables[li]
+        for a in t["agents"]:
+            for metric in ("score", "win", "nertz_out"):
+                m, hw = rec.at_table(metric, li, a["label"])
+                assert a[metric]["mean"] == pytest.approx(m, abs=1e-12), (t["table"], a["label"], metric)
+                assert a[metric]["ci95"] == pytest.approx(hw, abs=1e-12)
+                row = table_rows[(t["table"], a["label"])]
+                assert float(row[f"{metric}_mean"]) == pytest.approx(m, rel=1e-5, abs=1e-5)
+                assert float(row[f"{metric}_ci95"]) == pytest.approx(hw, rel=1e-5, abs=1e-5)
+                _check_rate_interval(metric, m, hw, a[metric], row)
+            if several:
+                cells = printed[(t["table"], a["label"])]
+                assert cells[3] == _pm(*rec.at_table("score", li, a["label"]))
+                assert cells[4] == _rate(*rec.at_table("win", li, a["label"]))
+                assert cells[5] == _rate(*rec.at_table("nertz_out", li, a["label"]))
+
+    # --- per agent: text, JSON, summary.csv (each over exactly the tables the agent sat at)
+    agents = sorted({a for s in rec.tables.values() for a in s})
+    printed_agents = {r[0]: r for r in _section(text, "per agent" if several else mode.replace("_", "-"))}
+    assert set(printed_agents) == set(agents)
+    with open(out / "summary.csv", newline="") as f:
+        summary_rows = {r["agent"]: r for r in csv.DictReader(f)}
+    for a in summary["agents"]:
+        label = a["label"]
+        assert a["tables"] == [f"T{li + 1}" for li in rec.tables_of(label)]
+        assert summary_rows[label]["tables"] == " ".join(a["tables"])
+        for metric in ("score", "win", "nertz_out"):
+            m, hw = rec.overall(metric, label)
+            assert a[metric]["mean"] == pytest.approx(m, abs=1e-12)
+            assert a[metric]["ci95"] == pytest.approx(hw, abs=1e-12)
+            assert float(summary_rows[label][f"{metric}_mean"]) == pytest.approx(m, rel=1e-5, abs=1e-5)
+            _check_rate_interval(metric, m, hw, a[metric], summary_rows[label])
+        cells = printed_agents[label]
+        offset = 1 if several else 0
+        if several:
+            names = [f"T{li + 1}" for li in rec.tables_of(label)]
+            assert cells[1] in (",".join(names), f"{names[0]}-{names[-1]}")
+        assert cells[2 + offset] == _pm(*rec.overall("score", label))
+        assert cells[3 + offset] == _rate(*rec.overall("win", label))
+        assert cells[4 + offset] == _rate(*rec.overall("nertz_out", label))
+
+    # --- differences: only pairs that met, each at its tables; text, JSON, differences.csv
+    pairs = rec.pairs()
+    reported = {(d["a"], d["b"]): d for d in summary["score_differences"]}
+    assert {frozenset(k) for k in reported} == {frozenset(k) for k in pairs}
+    assert len(reported) == len(pairs) // 2
+    printed_diffs = {r[1]: r for r in _section(text, "paired score differences")}
+    assert len(printed_diffs) == len(reported)
+    with open(out / "differences.csv", newline="") as f:
+        diff_rows = {(r["a"], r["b"]): r for r in csv.DictReader(f)}
+    assert set(diff_rows) == set(reported)
+    for (a, b), d in reported.items():
+        shared, m, hw, n = pairs[(a, b)]
+        assert d["tables"] == [f"T{li + 1}" for li in shared]
+        assert d["mean"] == pytest.approx(m, abs=1e-12) and d["n"] == n
+        assert d["ci95"] == pytest.approx(hw, abs=1e-12)
+        assert float(diff_rows[(a, b)]["mean"]) == pytest.approx(m, rel=1e-5, abs=1e-5)
+        assert float(diff_rows[(a, b)]["ci95"]) == pytest.approx(hw, rel=1e-5, abs=1e-5)
+        assert diff_rows[(a, b)]["tables"] == " ".join(d["tables"])
+        cells = printed_diffs[f"{a} - {b}"]
+        assert cells[2] == _pm(m, hw) and cells[3] == str(n)
+
+    # --- the plots' data, from the saved results alone
+    again = summarize(Results.from_dict(data))
+    series = plot_data(again)["scores"]
+    if several:
+        want = {f"T{li + 1} {a}": rec.game_scores[(li, a)] for li in lineups for a in rec.tables[li]}
+    else:
+        want = {a: rec.game_scores[(lineups[0], a)] for a in agents}
+    assert {s["label"] for s in series} == set(want)
+    for s in series:
+        assert sorted(s["scores"]) == pytest.approx(sorted(want[s["label"]]))
+        per_table = s["label"].split(" ")
+        if several:
+            li, label = int(per_table[0][1:]) - 1, per_table[1]
+            assert s["mean"] == pytest.approx(rec.at_table("score", li, label)[0])
+    return rec
+
+
+def test_gauntlet__every_figure_is_per_table_and_matches_the_game_records(tmp_path: Path, capsys: Any) -> None:
+    argv = ["gauntlet", "heuristic", "random", "greedy", "--players", "3", "--deals", "3", "--seed", "1"]
+    text, out = _played(tmp_path, argv, capsys)
+    rec = _check_everything(text, out, "gauntlet")
+    # one candidate-minus-opponents row per table, and none for the opponents that never met
+    pairs = json.loads((out / "results.json").read_text())["summary"]["score_differences"]
+    assert [(d["a"], d["b"], d["tables"]) for d in pairs] == [("heuristic", "random", ["T1"]),
+                                                               ("heuristic", "greedy", ["T2"])]
+    assert "random - greedy" not in text and "greedy - random" not in text
+    # the candidate's all-tables mean differs from its mean at either table: the tables are not mixed
+    assert not math.isclose(rec.overall("score", "heuristic")[0], rec.at_table("score", 0, "heuristic")[0])
+    assert (out / "scores.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_round_robin__pairs_are_paired_at_the_tables_where_both_sat(tmp_path: Path, capsys: Any) -> None:
+    # 4 agents at 3 seats: 4 tables, every pair meets at 2 of them
+    argv = ["round-robin", "random", "greedy", "heuristic", "heuristic:wait_prob=0.3", "--players", "3", "--deals", "2"]
+    rec = _check_everything(*_played(tmp_path, argv, capsys), "round_robin")
+    assert all(len(shared) == 2 for shared, *_ in rec.pairs().values())
+
+
+def test_single_table__per_agent_table_and_all_pairs(tmp_path: Path, capsys: Any) -> None:
+    text, out = _played(tmp_path, ["round-robin", "random", "greedy", "--players", "2", "--deals", "3"], capsys)
+    _check_everything(text, out, "round_robin")
+    assert "per table" not in text
+# ---------------------------------------------------------------- nertz-eval: refusals, one line and exit 2
+def _fails(argv: list[str], message: str, capsys: Any, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    extra = [] if "--no-save" in argv or "--out" in argv else ["--out", str(out)]
+    assert main([*argv, *extra, "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert message in err
-    assert "Traceback" not in err
-    assert not os.listdir(tmp_path)
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
 
 
-def test_cli__subprocess_bad_agent_exit_code_2_and_no_traceback(tmp_path: Any) -> None:
+RR = ["round-robin", "random", "greedy"]
+REFUSED = [
+    (["round-robin", "random", "nobody"],
+     "unknown agent 'nobody'; known agents: best, expert, greedy, heuristic, ppo, random, scratch, search"),
+    (["round-robin", "random", "missing/model.zip"], "checkpoint file not found: missing/model.zip"),
+    ([*RR, "--players", "9"], "num_players=9 is not allowed"),
+    ([*RR, "--players", "1"], "num_players=1 is not allowed"),
+    ([*RR, "--players", "3", "--rule", "teams=true"], "even num_players"),
+    (["round-robin", "random", "--rule", "draw=7"], "draw=7 is not allowed"),
+    (["round-robin", "random", "--rule", "nonsense=1"], "unknown option"),
+    (["ladder", "--deal-seeds", "1,x"], "--deal-seeds takes"),
+    # agents that cannot play at the table, named with the table they were trained for
+    (["gauntlet", "ppo", "heuristic", "--players", "2"], "num_players: policy 'ppo' has 4, the table has 2; observation size"),
+    (["gauntlet", "ppo", "heuristic", "--rule", "draw=1"], "rules.draw: policy 'ppo' has 3, the table has 1"),
+    (["round-robin", "heuristic", "ppo", "--players", "3"], "num_players: policy 'ppo' has 4"),
+    (["gauntlet", "best", "heuristic", "--players", "2", "--no-save"], "--players 4"),
+    (["gauntlet", "{bad}", "random", "--players", "2", "--no-save"], "bad.zip"),  # a zip that is not a policy
+    # flags that could not take effect
+    ([*RR, "--deals", "3", "--deal-seeds", "1,2"], "--deals 3 would be ignored"),
+    ([*RR, "--deal-seeds", "4,5,4"], "--deal-seeds repeats 4"),
+    ([*RR, "--deal-seeds", "1,,2"], "--deal-seeds has an empty item"),
+    ([*RR, "--deal-seeds", "1,2,"], "--deal-seeds has an empty item"),
+    ([*RR, "--deals", "1", "--workers", "2"], "pass --workers 1"),
+    ([*RR, "--deals", "1000", "--workers", "3"], "--workers 3 is more than the 2 CPU(s) this process can use"),
+    ([*RR, "--deals", "1000", "--workers", "1000000000000"], "pass --workers 2 or fewer"),
+    ([*RR, "--target-score", "50", "--rule", "target_score=100"], "--target-score and --rule target_score"),
+    ([*RR, "--no-save", "--out", "somewhere"], "--out has no effect with --no-save"),
+    ([*RR, "--no-save", "--no-plots"], "--no-plots has no effect with --no-save"),
+    (["round-robin", "random", "--deals", "2", "--no-rotate"], "--no-rotate has no effect"),
+    (["round-robin", "heuristic", "random", "--players", "2", "--rule", "teams=true"], "at least 4"),
+    (["round-robin", "heuristic", "random", "--players", "4", "--rule", "teams=[[0,1,2,3]]"], "at least two teams"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), REFUSED, ids=[" ".join(a) for a, _ in REFUSED])
+def test_cli__bad_input_exits_2_with_one_clear_line_before_any_deal(
+    argv: list[str], message: str, capsys: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    import nertz_env.eval.cli as cli
+
+    monkeypatch.setattr(cli, "usable_cpus", lambda: 2)
+    bad = tmp_path / "bad.zip"
+    with zipfile.ZipFile(bad, "w") as zf:
+        zf.writestr("hello.txt", "not a model")
+    _fails([a.format(bad=bad) for a in argv], message, capsys, tmp_path)
+
+
+def test_cli__an_incompatible_policy_is_refused_in_the_parent_before_any_worker_starts() -> None:
+    # the README's promise, as a user sees it: one line, exit 2, even with worker processes
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "nertz_env.eval.cli",
-            "gauntlet",
-            "heuristic",
-            "nobody",
-            "--out",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+        [sys.executable, "-m", "nertz_env.eval.cli", "gauntlet", "ppo", "heuristic", "--players", "2", "--workers",
+         "2", "--deals", "4", "--no-save", "--no-progress"], capture_output=True, text=True, timeout=300, check=False,
     )
-    assert out.returncode == 2
-    assert "unknown agent 'nobody'" in out.stderr and "Traceback" not in out.stderr
-    usage = subprocess.run(
-        [sys.executable, "-m", "nertz_env.eval.cli", "gauntlet", "heuristic"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert usage.returncode == 2 and "Traceback" not in usage.stderr
+    assert out.returncode == 2 and out.stdout == "", out.stderr
+    assert out.stderr.strip().splitlines() == [out.stderr.strip()]
+    assert "cannot play at this table" in out.stderr and "--players 4" in out.stderr
+    with pytest.raises(IncompatibleAgentError, match=r"rules\.draw") as info:
+        plan_tournament(["heuristic", "ppo"], num_players=4, deals=1, rules={"draw": 1})
+    assert info.value.spec == "ppo" and info.value.trained is not None and info.value.trained.num_players == 4
 
 
-def test_cli__round_robin_prints_the_table_and_saves(tmp_path: Any, capsys: Any) -> None:
-    code = main(
-        [
-            "round-robin",
-            "heuristic",
-            "greedy",
-            "--players",
-            "2",
-            "--deals",
-            "3",
-            "--workers",
-            "1",
-            "--rule",
-            "draw=1",
-            "--out",
-            str(tmp_path),
-            "--no-progress",
-            "--no-plots",
-        ]
-    )
-    assert code == 0
+@pytest.mark.parametrize("command", [RR, ["gauntlet", "heuristic", "random"], ["ladder"]])
+def test_cli__an_out_folder_that_cannot_be_written_is_refused_before_any_deal(
+    command: list[str], tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    import nertz_env.eval.cli as cli
+
+    def play(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a deal was played before --out was checked")
+
+    monkeypatch.setattr(cli, "play_tournament", play)
+    monkeypatch.chdir(tmp_path)
+    Path("q1.py").write_text("print('mine')\n")
+    cases = [("q1.py", "--out q1.py: a file of that name exists"), ("q1.py/results", "q1.py is a file, not a folder")]
+    if os.path.isdir("/proc/self"):  # Linux: a folder nothing can be created in, even by root
+        cases.append(("/proc/self/nertz/out", "cannot create a folder in /proc/self"))
+    for out, message in cases:
+        _fails([*command, "--players", "2", "--deals", "2", "--out", out], message, capsys, tmp_path)
+    assert Path("q1.py").read_text() == "print('mine')\n"
+    assert sorted(os.listdir(tmp_path)) == ["q1.py"]  # nothing left behind, not even the probe
+
+
+# ---------------------------------------------------------------- nertz-eval: what it prints and saves
+def test_cli__round_robin_prints_the_table_and_saves_only_when_the_run_is_taken(tmp_path: Path, capsys: Any) -> None:
+    out = tmp_path / "a" / "b"
+    argv = ["round-robin", "heuristic", "greedy", "--players", "2", "--deals", "3", "--workers", "1",
+            "--no-progress", "--no-plots", "--out", str(out)]
+    assert main([*argv, "--rule", "draw=4"]) == 2  # refused after --out was checked: no folder made
+    assert os.listdir(tmp_path) == []
+    capsys.readouterr()
+    assert main([*argv, "--rule", "draw=1"]) == 0
     printed = capsys.readouterr()
-    out = printed.out
-    assert re.search(r"heuristic\s+6\s+-?\d+\.\d\d ± \d+\.\d\d", out)
+    assert re.search(r"heuristic\s+6\s+-?\d+\.\d\d ± \d+\.\d\d", printed.out) and "draw=1" in printed.out
     saved = next(x for x in printed.err.splitlines() if x.startswith("saved: "))
-    assert sorted(os.path.basename(p) for p in saved[len("saved: "):].split(", ")) == sorted(os.listdir(tmp_path))
-    assert "draw=1" in out
-    assert sorted(os.listdir(tmp_path)) == [
-        "differences.csv",
-        "games.csv",
-        "results.json",
-        "summary.csv",
-        "table.txt",
-        "tables.csv",
-    ]
+    assert sorted(os.path.basename(p) for p in saved[len("saved: "):].split(", ")) == sorted(os.listdir(out))
+    assert sorted(os.listdir(out)) == ["differences.csv", "games.csv", "results.json", "summary.csv", "table.txt",
+                                       "tables.csv"]
+
+
+def test_cli__default_workers_never_exceed_the_deals_and_every_subcommand_saves_under_eval_out(capsys: Any) -> None:
+    import argparse
+
+    from nertz_env.eval.cli import build_parser
+
+    for deals in (["--deals", "1"], ["--deal-seeds", "7"]):
+        assert main([*RR, "--players", "2", *deals, "--no-save"]) == 0
+        assert capsys.readouterr().out.rstrip().endswith("1 worker(s))")
+    # one documented place for nertz-eval's files, relative to where it runs
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, p in sub.choices.items():
+        assert p.get_default("default_out") == f"eval_out/{name}", name
+
+
+def test_cli__a_summary_failure_keeps_the_finished_games(tmp_path: Path, capsys: Any, monkeypatch: Any) -> None:
+    import nertz_env.eval.cli as cli
+
+    def broken(results: Any) -> Any:
+        raise ValueError("teams must have at least 2 teams")
+
+    monkeypatch.setattr(cli, "summarize", broken)
+    out = tmp_path / "out"
+    assert main([*RR, "--players", "2", "--deals", "1", "--no-progress", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "summarising failed (ValueError: teams must have at least 2 teams)" in err, err
+    saved = json.loads((out / "results.json").read_text())
+    assert len(saved["games"]) == 2 and "summary" not in saved
+
+
+# ---------------------------------------------------------------- a huge --deals, and Ctrl-C
+def _no_seeds_up_front(monkeypatch: Any) -> None:
+    """Fail at once where the seeds of every deal were built before the first deal (--deals 10000000000 took
+    hours and hundreds of GB with no message)."""
+    import nertz_env.eval.tournament as tournament
+
+    real, calls = tournament.deal_seed, [0]
+
+    def counted(seed: int, deal: int) -> int:
+        calls[0] += 1
+        assert calls[0] <= 1000, "the deal seeds were built up front"
+        return real(seed, deal)
+
+    monkeypatch.setattr(tournament, "deal_seed", counted)
+
+
+def _ctrl_c_at_deal(monkeypatch: Any, stop: int) -> None:
+    """Ctrl-C when deal ``stop`` would start (deals ``0 .. stop-1`` finished; one process plays them in order)."""
+    import nertz_env.eval.tournament as tournament
+
+    real = tournament._Player.play_deal
+
+    def play_deal(self: Any, deal: int) -> Any:
+        if deal == stop:
+            raise KeyboardInterrupt
+        return real(self, deal)
+
+    monkeypatch.setattr(tournament._Player, "play_deal", play_deal)
+
+
+def test_plan_tournament__a_huge_number_of_deals_computes_each_seed_when_dealt(monkeypatch: Any) -> None:
+    import pickle
+
+    _no_seeds_up_front(monkeypatch)
+    plan = plan_tournament(["random", "greedy"], num_players=2, deals=10**10, seed=3).plan
+    assert len(plan.deal_seeds) == 10**10
+    assert plan.deal_seeds[7] == deal_seed(3, 7) and plan.deal_seeds[-1] == deal_seed(3, 10**10 - 1)
+    assert plan.deal_seeds[:3] == [deal_seed(3, i) for i in range(3)]
+    assert pickle.loads(pickle.dumps(plan)) == plan  # as the worker processes and Ray tasks get it
+    with pytest.raises(IndexError):
+        plan.deal_seeds[10**10]
+
+
+def test_cli__a_huge_deals_starts_at_once_and_ctrl_c_saves_the_finished_deals(
+    tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    _no_seeds_up_front(monkeypatch)
+    _ctrl_c_at_deal(monkeypatch, 3)
+    out = tmp_path / "out"
+    argv = [*RR, "--players", "2", "--deals", "10000000000", "--workers", "1"]
+    assert main([*argv, "--out", str(out), "--no-plots", "--no-progress"]) == 130
+    assert "interrupted; kept 3 finished deal(s)" in capsys.readouterr().err
+    data = json.loads((out / "results.json").read_text())
+    assert data["deals_done"] == [0, 1, 2] and data["deals_planned"] == 10**10 and data["interrupted"]
+    assert data["deal_seeds"] == [deal_seed(0, i) for i in range(3)]  # only the seeds of deals played
+    assert "[interrupted: 3 of 10000000000 deals]" in (out / "table.txt").read_text()
 
 
 def _interrupt_run(
@@ -438,27 +748,9 @@ def _interrupt_run(
     command = ([os.path.join(os.path.dirname(sys.executable), "nertz-eval")] if installed
                else [sys.executable, "-m", "nertz_env.eval.cli"])
     proc = subprocess.Popen(
-        [
-            *command,
-            "round-robin",
-            "heuristic",
-            "random",
-            "--players",
-            "2",
-            "--deals",
-            "100000",
-            "--workers",
-            str(workers),
-            "--out",
-            str(out_dir),
-            "--no-plots",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        # Python turns SIGINT into KeyboardInterrupt only when it did not start with SIGINT ignored, which a
-        # suite launched in the background (`nohup ... &`) passes down: give the child the default, as a
-        # terminal would
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        [*command, "round-robin", "heuristic", "random", "--players", "2", "--deals", "100000", "--workers",
+         str(workers), "--out", str(out_dir), "--no-plots"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=restore_sigint,
     )
     err = bytearray()
 
@@ -492,8 +784,7 @@ def _interrupt_run(
 @pytest.mark.parametrize(
     ("workers", "installed", "sig", "returncode"),
     [
-        (1, False, signal.SIGINT, 130),
-        (2, False, signal.SIGINT, 130),
+        (2, False, signal.SIGINT, 130),  # one worker: the in-process test above
         (2, True, signal.SIGTERM, -signal.SIGINT),  # `kill PID` on the installed command: saved the same, ends as Ctrl-C
     ],
 )
@@ -509,6 +800,211 @@ def test_cli__ctrl_c_keeps_and_saves_the_finished_deals(
     assert {g["deal"] for g in data["games"]} == set(data["deals_done"])
     assert all(len([g for g in data["games"] if g["deal"] == d]) == 2 for d in data["deals_done"])
     assert "interrupted" in (tmp_path / "out" / "table.txt").read_text()
+
+
+# ---------------------------------------------------------------- a model trained outside nertz-train
+@pytest.fixture(scope="module")
+def outside_model(tmp_path_factory: Any) -> Path:
+    """A MaskablePPO trained for a few hundred steps on NertzSingleAgentEnv (2 players, draw=1) and saved
+    by SB3 itself: no nertz-env record inside or beside it."""
+    pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install '.[train]'")
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from nertz_env.train.single import NertzSingleAgentEnv
+
+    torch.set_num_threads(1)
+    env = NertzSingleAgentEnv(num_players=2, rules={"draw": 1}, opponents="random")
+    model = MaskablePPO("MlpPolicy", env, n_steps=128, batch_size=64, n_epochs=1, seed=0, verbose=0)
+    model.learn(256)
+    path = tmp_path_factory.mktemp("outside") / "outside.zip"
+    model.save(path)
+    with zipfile.ZipFile(path) as zf:
+        assert "nertz_meta.json" not in zf.namelist()
+    assert not path.with_suffix(".json").exists()
+    return path
+
+
+def test_outside_model__plays_in_nertz_eval_at_the_table_given_by_flags(
+    outside_model: Path, tmp_path: Path, capsys: Any
+) -> None:
+    out = tmp_path / "out"
+    argv = ["gauntlet", str(outside_model), "random", "--players", "2", "--rule", "draw=1", "--deals", "2"]
+    assert main([*argv, "--workers", "1", "--no-progress", "--no-plots", "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "has no nertz-env record: assumed trained for this table's rules" in captured.err
+    assert f"{outside_model} - random" in captured.out
+    games = json.loads((out / "results.json").read_text())["games"]
+    assert len(games) == 2 * 2 and all(sum(g["illegal"]) == 0 for g in games)
+
+
+def test_outside_model__refused_at_a_table_of_other_spaces(
+    outside_model: Path, capsys: Any, tmp_path: Path
+) -> None:
+    _fails(
+        ["gauntlet", str(outside_model), "random", "--players", "3", "--deals", "1", "--no-save"],
+        "its spaces (observation",
+        capsys,
+        tmp_path,
+    )
+
+
+def test_outside_model__one_call_each(outside_model: Path, tmp_path: Path) -> None:
+    from nertz_env.agents.registry import load_policy_agent, record_rules
+
+    table = nertz_env.make_config(num_players=2, draw=1)
+    # make_agent: plays at a table of matching spaces
+    agent = make_agent(f"{outside_model}:deterministic=true")
+    agent.reset(table, 0, 0)
+    env = nertz_env.parallel_env(num_players=2, draw=1)
+    obs, _ = env.reset(seed=3)
+    a = agent.act(obs["player_0"]["observation"], obs["player_0"]["action_mask"])
+    assert obs["player_0"]["action_mask"][a] == 1
+    # load_policy_agent with the rules it was trained for: refuses any other table, even of equal spaces
+    pinned = load_policy_agent(str(outside_model), config=table)
+    pinned.reset(table, 1, 0)
+    with pytest.raises(ValueError, match=r"rules\.draw"):
+        pinned.reset(nertz_env.make_config(num_players=2, draw=3), 0, 0)
+    with pytest.raises(ValueError, match="spaces"):
+        load_policy_agent(str(outside_model), config=nertz_env.make_config(num_players=4))
+    # record_rules: the zip becomes a nertz-env checkpoint (record inside and beside it)
+    copy = tmp_path / "copy.zip"
+    copy.write_bytes(outside_model.read_bytes())
+    record = record_rules(str(copy), table)
+    assert record["num_players"] == 2 and record["rules"]["draw"] == 1
+    assert json.loads(copy.with_suffix(".json").read_text()) == record
+    with pytest.raises(ValueError, match=r"rules\.draw"):
+        make_agent(str(copy)).reset(nertz_env.make_config(num_players=2, draw=3), 0, 0)
+    with pytest.raises(ValueError, match=r"num_players: policy .* has 2, the table has 3"):
+        record_rules(str(copy), nertz_env.make_config(num_players=3))
+    fresh = tmp_path / "fresh.zip"
+    fresh.write_bytes(outside_model.read_bytes())
+    with pytest.raises(ValueError, match="spaces"):
+        record_rules(str(fresh), nertz_env.make_config(num_players=3))
+    assert not fresh.with_suffix(".json").exists()
+
+
+# ---------------------------------------------------------------- threads
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="torch defaults to one thread on one core anyway")
+def test_workers__each_runs_torch_in_one_thread(monkeypatch: Any) -> None:
+    import multiprocessing as mp
+
+    pytest.importorskip("torch", reason="needs the train extra: pip install '.[train]'")
+
+    from nertz_env.eval import tournament
+
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    plan = plan_tournament(["ppo", "heuristic"], num_players=4, deals=2, mode="gauntlet").plan
+    with mp.get_context("spawn").Pool(1, initializer=tournament._init_worker, initargs=(plan,)) as pool:
+        # in the worker, after its first deal loaded the policy (and torch)
+        assert len(pool.apply(tournament._work_many, ([0],))) == 1
+        assert pool.apply(eval, ("__import__('torch').get_num_threads()",)) == 1
+
+
+def test_play_tournament__one_torch_thread_while_playing_then_restored() -> None:
+    torch = pytest.importorskip("torch", reason="needs the train extra: pip install '.[train]'")
+
+    seen = []
+    policy = make_agent("ppo")
+    act = policy.act
+
+    def spying_act(obs: Any, mask: Any) -> int:
+        seen.append(torch.get_num_threads())
+        return act(obs, mask)
+
+    policy.act = spying_act  # type: ignore[method-assign]
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        t = plan_tournament(
+            ["ppo", "heuristic"],
+            num_players=4,
+            deals=1,
+            mode="gauntlet",
+            agent_factory=lambda spec: policy if spec == "ppo" else make_agent(spec),
+        )
+        from nertz_env.eval.tournament import play_tournament
+
+        play_tournament(t, workers=1)
+        assert seen and set(seen) == {1}
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+# ---------------------------------------------------------------- without an extra, and nertz-demo
+DEMO_WITHOUT_OPENSKILL = """
+import sys
+sys.modules["openskill"] = None  # as if the eval extra were not installed
+from nertz_env.eval.demo import main
+sys.exit(main(["--deals", "1"]))
+"""
+
+
+def test_demo__without_the_eval_extra_says_so_in_one_line() -> None:
+    out = subprocess.run([sys.executable, "-c", DEMO_WITHOUT_OPENSKILL], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and "needs the eval extra" in out.stderr
+
+
+EVAL_WITHOUT_TORCH = """
+import os, sys
+sys.modules["torch"] = None  # as if the train extra were not installed
+import nertz_env.agents
+from nertz_env.eval.cli import main
+zip_path = os.path.join(os.path.dirname(nertz_env.agents.__file__), "models", "ppo.zip")
+sys.exit(main(["gauntlet", {spec}, "random", "--players", "4", "--deals", "1", "--no-save", "--no-progress"]))
+"""
+
+
+def test_eval__a_sampling_zip_policy_without_the_train_extra_says_what_to_install() -> None:
+    # a .zip that samples (deterministic=false) plays through torch and stable-baselines3: the train extra
+    code = EVAL_WITHOUT_TORCH.format(spec="zip_path + ':deterministic=false'")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and install_command("train") in out.stderr, out.stderr
+
+
+def test_eval__ppo_by_name_plays_without_the_train_extra() -> None:
+    # the shipped networks (ppo, best, expert) play through a numpy forward: no torch needed
+    code = EVAL_WITHOUT_TORCH.format(spec="'ppo'")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+
+
+def test_demo__shows_the_table_its_help_promises_and_the_ladder(capsys: Any) -> None:
+    from nertz_env.eval.demo import main as demo_main
+
+    with pytest.raises(SystemExit):
+        demo_main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "a 4-player table after 25 ticks of greedy play" in text and "one rendered tick" not in text
+    assert demo_main(["--deals", "1", "--seed", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "A 4-player table after 25 ticks of greedy play" in out and "search - heuristic" in out
+    assert "nertz-eval ladder --deals 1200 --seed 0" in out  # the README's ladder command
+
+
+def test_demo__a_huge_deals_starts_at_once_and_ctrl_c_shows_the_finished(capsys: Any, monkeypatch: Any) -> None:
+    from nertz_env.eval.demo import main as demo_main
+
+    _no_seeds_up_front(monkeypatch)
+    _ctrl_c_at_deal(monkeypatch, 1)
+    assert demo_main(["--deals", "10000000000"]) == 130
+    captured = capsys.readouterr()
+    assert "search - heuristic" in captured.out and "[interrupted: 1 of 10000000000 deals]" in captured.out
+    assert "the tables above cover the 1 of 10000000000 deal(s) finished" in captured.err
+
+
+def test_demo__ctrl_c_before_any_deal_finished_shows_no_empty_table(capsys: Any, monkeypatch: Any) -> None:
+    from nertz_env.eval.demo import main as demo_main
+
+    _ctrl_c_at_deal(monkeypatch, 0)
+    assert demo_main(["--deals", "5"]) == 130
+    captured = capsys.readouterr()
+    assert "score difference" not in captured.out and "agent " not in captured.out  # no table of dashes
+    assert captured.err.strip().splitlines()[-1] == "nertz-demo: interrupted before any of the 5 deal(s) finished"
 
 
 # ---------------------------------------------------------------- the ladder

@@ -22,7 +22,7 @@ pytest.importorskip("sb3_contrib", reason="needs the train extra")
 
 import torch
 
-from conftest import restore_sigint
+from conftest import loopback_only, restore_sigint
 from nertz_env.agents.meta import read_meta
 from nertz_env.train import TrainConfig, Trainer
 from nertz_env.train.checkpoint import state_path
@@ -316,7 +316,7 @@ def test_sigint_to_a_real_imitation_run_saves_and_resumes_to_the_same_policy(tmp
     assert _same_weights(straight, out)
 
 
-@pytest.mark.isolated  # starts a local Ray cluster in the subprocess
+@pytest.mark.isolated  # starts a local Ray in the subprocess, on loopback only
 @pytest.mark.parametrize(
     ("route", "sig", "returncode"),
     [
@@ -329,36 +329,37 @@ def test_a_signal_to_a_real_rllib_run_saves_after_the_iteration_and_resumes(
     tmp_path: Path, route: str, sig: int, returncode: int
 ) -> None:
     pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install '.[rllib]'")
-    run = tmp_path / "run"
-    args = ["--backend", "rllib", "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2",
-            "--n-steps", "32", "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32",
-            "--checkpoint-every", "0", "--run-dir", str(run)]
-    # Ray writes much to stderr: into a file, so a full pipe nobody reads yet cannot stall the run
-    err_path = tmp_path / "stderr.txt"
-    with open(err_path, "w") as err_file:
-        proc = subprocess.Popen(
-            [*([NERTZ_TRAIN] if route == "installed" else [sys.executable, "-m", "nertz_env.train.cli"]), *args,
-             "--total-timesteps", "100000000"],
-            stdout=subprocess.PIPE, stderr=err_file, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
-            preexec_fn=restore_sigint,
-        )
-    seen: list[str] = []
-    try:
-        assert _read_until(proc.stdout, "iter ", 600, seen), "".join(seen) + err_path.read_text()[-3000:]
-        proc.send_signal(sig)
-        proc.wait(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    err = err_path.read_text()
-    assert returncode is None or proc.returncode == returncode, err
-    assert "stopping after this iteration to save" in err
-    m = re.search(r"resume with: nertz-train --backend rllib --resume (\S+)", err)
-    assert m, err
-    saved = m.group(1)
-    meta = json.loads((Path(saved) / "nertz_meta.json").read_text())
-    steps = int(meta["num_timesteps"])
-    assert steps > 0
-    code = train_main([*args, "--resume", saved, "--total-timesteps", str(steps + 1)])
-    assert code == 0
-    assert int(json.loads((run / "final" / "nertz_meta.json").read_text())["num_timesteps"]) > steps
+    with loopback_only():  # Ray binds the machine's address by default: here it has only 127.0.0.1
+        run = tmp_path / "run"
+        args = ["--backend", "rllib", "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2",
+                "--n-steps", "32", "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32",
+                "--checkpoint-every", "0", "--run-dir", str(run)]
+        # Ray writes much to stderr: into a file, so a full pipe nobody reads yet cannot stall the run
+        err_path = tmp_path / "stderr.txt"
+        with open(err_path, "w") as err_file:
+            proc = subprocess.Popen(
+                [*([NERTZ_TRAIN] if route == "installed" else [sys.executable, "-m", "nertz_env.train.cli"]), *args,
+                 "--total-timesteps", "100000000"],
+                stdout=subprocess.PIPE, stderr=err_file, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+                preexec_fn=restore_sigint,
+            )
+        seen: list[str] = []
+        try:
+            assert _read_until(proc.stdout, "iter ", 600, seen), "".join(seen) + err_path.read_text()[-3000:]
+            proc.send_signal(sig)
+            proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        err = err_path.read_text()
+        assert returncode is None or proc.returncode == returncode, err
+        assert "stopping after this iteration to save" in err
+        m = re.search(r"resume with: nertz-train --backend rllib --resume (\S+)", err)
+        assert m, err
+        saved = m.group(1)
+        meta = json.loads((Path(saved) / "nertz_meta.json").read_text())
+        steps = int(meta["num_timesteps"])
+        assert steps > 0
+        code = train_main([*args, "--resume", saved, "--total-timesteps", str(steps + 1)])
+        assert code == 0
+        assert int(json.loads((run / "final" / "nertz_meta.json").read_text())["num_timesteps"]) > steps

@@ -1,12 +1,13 @@
-"""Ray RLlib: the multi-agent env, PPO self-play, the league, checkpoints, the CLI, a simulated cluster.
+"""Ray RLlib: the multi-agent env, PPO self-play, the league, checkpoints, ``nertz-train --backend rllib``.
 
-Every test is marked ``rllib`` (run them alone with ``pytest -m rllib``) and needs the ``rllib`` extra; without
-Ray the module is skipped. Ray runs with 2 CPUs and is shut down after each test that starts it.
+Every test is marked ``rllib`` and needs the ``rllib`` extra. Ray runs on loopback only (conftest.loopback_only):
+one Ray of the module's own, 2 CPUs, shut down at the end. Clusters: test_cluster.py.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -106,17 +107,59 @@ def test_league_env_hides_scripted_seats() -> None:
     assert (env._venv._state.score_lake[:, 1:] > 0).all()
 
 
+def _scalars(folder) -> dict[str, list[tuple[int, float]]]:
+    """The scalars of a TensorBoard event folder: tag -> [(step, value)]."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(folder))
+    acc.Reload()
+    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+
+
+@pytest.mark.long
+def test_cli_a_run_writes_tensorboard_logs_that_match_its_lines(tmp_path, capsys) -> None:
+    """A real run (about 10 s: Ray, 4 iterations) writes one point per iteration of each scalar, at the steps
+    and with the steps/s and agent return its iteration lines print."""
+    import re
+
+    from nertz_env.train.cli import main
+
+    run = tmp_path / "run"
+    with loopback_only():  # nertz-train starts a Ray of its own: this test runs before the module's Ray starts
+        code = main(["--backend", "rllib", "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2",
+                     "--n-steps", "32", "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32",
+                     "--checkpoint-every", "0", "--total-timesteps", "512", "--run-dir", str(run)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    lines = re.findall(r"iter +\d+ +steps +(\d+) +agent return +(\S+) +(\d+) steps/s", out)
+    assert len(lines) == 4
+    written = _scalars(run / "tb" / "RLlibPPO_1")
+    steps = [int(s) for s, _, _ in lines]
+    assert [s for s, _ in written["time/fps"]] == steps
+    # TensorBoard keeps 32-bit floats; the lines print steps/s to a unit and the return to 2 decimals
+    assert all(abs(v - int(r)) <= 0.51 for (_, v), (_, _, r) in zip(written["time/fps"], lines, strict=True))
+    returns = [(int(s), float(r)) for s, r, _ in lines if r != "-"]
+    got = written.get("rollout/agent_return_mean", [])
+    assert [s for s, _ in got] == [s for s, _ in returns]
+    assert all(abs(v - r) <= 0.0051 for (_, v), (_, r) in zip(got, returns, strict=True))
+    for tag in ("train/policy_loss", "train/value_loss", "train/entropy"):
+        assert [s for s, _ in written[tag]] == steps
+
+
 # ---------------------------------------------------------------------------------------------------------
 # PPO on a local Ray (2 CPUs)
 @pytest.fixture(scope="module")
 def local_ray():
+    """A Ray of the module's own (address "local": never a cluster left running on the machine), 2 CPUs, in a
+    network namespace of loopback only (conftest.loopback_only) until the module ends."""
     import ray
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
+    with loopback_only():
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
 
 
 def _rollout_illegal(module, env_config: dict, seed: int) -> tuple[int, int]:
@@ -299,62 +342,6 @@ def test_league_one_iteration(local_ray) -> None:
         algo.stop()
 
 
-# ---------------------------------------------------------------------------------------------------------
-# nertz-train --backend rllib: bad input is one line, exit 2, nothing started
-@pytest.mark.parametrize(
-    ("flags", "message"),
-    [
-        (["--rule", "drwa=1"], "unknown option(s) ['drwa']"),
-        (["--address", "127.0.0.1:1"], "no Ray cluster at 127.0.0.1:1"),
-        (["--address", "nohost"], "--address takes host:port"),
-        (["--shaping"], "unrecognized arguments: --shaping"),  # an SB3-only option has no flag here
-        (["--num-env-runners", "-1"], "--num-env-runners must be >= 0"),
-        (["--opponent", "nobody=1", "--learners-per-table", "1"], "unknown agent 'nobody'"),
-        (
-            ["--num-tables", "24", "--tables-per-env", "16", "--learners-per-table", "1", "--opponent", "heuristic=1"],
-            "not a multiple of --tables-per-env 16",
-        ),
-        (["--tables-per-env", "4"], "--tables-per-env has no effect in self-play"),
-    ],
-)
-def test_cli_bad_input(flags, message, tmp_path, capsys, monkeypatch) -> None:
-    import ray
-
-    from nertz_env.train.cli import main
-
-    started = []
-    monkeypatch.setattr(ray, "init", lambda *a, **k: started.append(1))
-
-    run_dir = tmp_path / "run"
-    try:
-        code = main(["--backend", "rllib", "--num-players", "2", "--run-dir", str(run_dir), *flags])
-    except SystemExit as e:  # argparse's own one line
-        code = e.code
-    err = capsys.readouterr().err.strip()
-    assert code == 2
-    assert message in err and len(err.splitlines()) == 1, err
-    assert not run_dir.exists() and not started
-
-
-def test_cli_resume_other_table_is_refused(tmp_path, capsys) -> None:
-    import json
-
-    from nertz_env.config import make_config
-    from nertz_env.rllib import checkpoint_meta
-    from nertz_env.train.cli import main
-    from nertz_env.train.config import TrainConfig
-
-    ckpt = tmp_path / "ckpt"
-    ckpt.mkdir()
-    meta = checkpoint_meta(make_config(num_players=2), train_config=TrainConfig(num_players=2).to_dict())
-    (ckpt / "nertz_meta.json").write_text(json.dumps(meta))
-    code = main(["--backend", "rllib", "--resume", str(ckpt), "--num-players", "4", "--run-dir", str(tmp_path / "r")])
-    err = capsys.readouterr().err.strip()
-    assert code == 2 and f"num_players: checkpoint {ckpt} has 2, the table has 4" in err and len(err.splitlines()) == 1
-    code = main(["--backend", "rllib", "--resume", str(tmp_path), "--run-dir", str(tmp_path / "r")])
-    assert code == 2 and "not an RLlib checkpoint" in capsys.readouterr().err
-
-
 def _fake_run(run, num_players: int = 2, module: str | None = None) -> str:
     """``run`` laid out as a finished run of this backend (``checkpoints/step_<N>/`` and ``final/``), each
     checkpoint holding its record only: enough for every check made before Ray. ``module``: the learner module's
@@ -389,6 +376,9 @@ def _train(argv, capsys, monkeypatch) -> tuple[int, str, str]:
 
 # what the run refuses before Ray starts: --print-config refuses it too, with the same line
 REFUSED_BEFORE_RAY = [
+    (["--rule", "drwa=1"], "unknown option(s) ['drwa']"),
+    (["--shaping"], "unrecognized arguments: --shaping"),  # an SB3-only option has no flag here
+    (["--num-env-runners", "-1"], "--num-env-runners must be >= 0"),
     (["--opponent", "nobody=1", "--learners-per-table", "1"], "unknown agent 'nobody'"),
     (["--tables-per-env", "4"], "--tables-per-env has no effect in self-play"),
     (["--num-tables", "24", "--tables-per-env", "16", "--learners-per-table", "1", "--opponent", "heuristic=1"],
@@ -400,6 +390,8 @@ REFUSED_BEFORE_RAY = [
     (["--resume", "{run}/final", "--net-arch", "32"], "net_arch: checkpoint has [256, 256], the config has [32]"),
     (["--resume", "{run}/final", "--total-timesteps", "32"], "below the 64 transitions {run}/final has trained"),
     (["--resume", "{run}/final", "--rule", "draw=1"], "rules.draw"),
+    (["--resume", "{tmp}"], "not an RLlib checkpoint"),
+    (["--resume", "{run}/../loose"], "--run-dir"),  # a checkpoint outside a run folder
     (["--resume", "{run}/checkpoints/step_000000000064", "--run-dir", "{other}"], "already holds a run (eval.csv)"),
     (["--resume", "{run}/final", "--run-dir", "{other}"], "leave out --run-dir to continue in {run}"),
     (["--run-dir", "{run}"], "already holds a run (checkpoints/step_000000000064)"),
@@ -420,12 +412,14 @@ def test_cli_print_config_refuses_what_the_run_refuses(flags, message, tmp_path,
     _fake_run(run)
     other.mkdir()
     (other / "eval.csv").write_text("")
-    flags = [f.format(run=run, other=other) for f in flags]
+    (run.parent / "loose").mkdir()
+    shutil.copy(run / "final" / "nertz_meta.json", run.parent / "loose")
+    flags = [f.format(run=run, other=other, tmp=tmp_path) for f in flags]
     message = message.format(run=run)
     lines = []
     for extra in (["--print-config"], []):
-        defaults = [f for k, v in (("--num-players", "2"), ("--run-dir", str(tmp_path / "new"))) if k not in flags
-                    for f in (k, v)]
+        defaults = [f for k, v in (("--num-players", "2"), ("--run-dir", str(tmp_path / "new")))
+                    if k not in flags and (k != "--run-dir" or "--resume" not in flags) for f in (k, v)]
         code, out, err = _train([*defaults, *flags, *extra], capsys, monkeypatch)
         assert code == 2 and out == "" and message in err and len(err.splitlines()) == 1, (extra, err)
         lines.append(err)
@@ -456,15 +450,6 @@ def test_cli_an_sb3_only_option_set_in_a_file_is_refused_and_one_at_what_the_bac
     code, out, err = _train(["--config", config, "--run-dir", str(tmp_path / "b"), "--print-config"], capsys, monkeypatch)
     assert code == 0, err
     assert json.loads(out)["pool"]["max_snapshots"] == 5
-
-
-def _scalars(folder) -> dict[str, list[tuple[int, float]]]:
-    """The scalars of a TensorBoard event folder: tag -> [(step, value)]."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    acc = EventAccumulator(str(folder))
-    acc.Reload()
-    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
 
 
 def test_tensorboard_log_writes_each_iterations_scalars(tmp_path) -> None:
@@ -515,35 +500,6 @@ def test_cli_tensorboard_without_tensorboardx_is_one_line(tmp_path, capsys, monk
     assert lines[0] == lines[1] and not (tmp_path / "run").exists()
     code, out, err = _train(["--run-dir", str(tmp_path / "run"), "--no-tensorboard", "--print-config"], capsys, monkeypatch)
     assert code == 0, err
-
-
-@pytest.mark.long
-def test_cli_a_run_writes_tensorboard_logs_that_match_its_lines(tmp_path, capsys) -> None:
-    """A real run (about 10 s: Ray, 4 iterations) writes one point per iteration of each scalar, at the steps
-    and with the steps/s and agent return its iteration lines print."""
-    import re
-
-    from nertz_env.train.cli import main
-
-    run = tmp_path / "run"
-    code = main(["--backend", "rllib", "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2",
-                 "--n-steps", "32", "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32",
-                 "--checkpoint-every", "0", "--total-timesteps", "512", "--run-dir", str(run)])
-    out = capsys.readouterr().out
-    assert code == 0, out
-    lines = re.findall(r"iter +\d+ +steps +(\d+) +agent return +(\S+) +(\d+) steps/s", out)
-    assert len(lines) == 4
-    written = _scalars(run / "tb" / "RLlibPPO_1")
-    steps = [int(s) for s, _, _ in lines]
-    assert [s for s, _ in written["time/fps"]] == steps
-    # TensorBoard keeps 32-bit floats; the lines print steps/s to a unit and the return to 2 decimals
-    assert all(abs(v - int(r)) <= 0.51 for (_, v), (_, _, r) in zip(written["time/fps"], lines, strict=True))
-    returns = [(int(s), float(r)) for s, r, _ in lines if r != "-"]
-    got = written.get("rollout/agent_return_mean", [])
-    assert [s for s, _ in got] == [s for s, _ in returns]
-    assert all(abs(v - r) <= 0.0051 for (_, v), (_, r) in zip(got, returns, strict=True))
-    for tag in ("train/policy_loss", "train/value_loss", "train/entropy"):
-        assert [s for s, _ in written[tag]] == steps
 
 
 def test_cli_print_config_takes_what_the_run_takes(tmp_path, capsys, monkeypatch) -> None:
@@ -652,56 +608,6 @@ def test_a_rounded_budget_is_said() -> None:
     assert note is not None and "2,048" in note and "2,000" in note
     cfg = TrainConfig.from_dict(dict(num_tables=16, n_steps=64, learners_per_table=1, total_timesteps=4096))
     assert budget_note(cfg, num_env_runners=2) is None
-
-
-# ---------------------------------------------------------------------------------------------------------
-# a simulated two-node cluster: nertz-train --address joins it, env runners on both nodes, then nertz-eval
-@pytest.mark.long
-def test_two_node_cluster_train_then_gauntlet(tmp_path, capsys) -> None:
-    """About 11 s on 2 cores (two Ray nodes), so in CI's long-tests phase. The cluster runs in a network
-    namespace of loopback only (conftest.loopback_only)."""
-    import ray
-    from ray.cluster_utils import Cluster
-
-    from nertz_env.eval.cli import main as eval_main
-    from nertz_env.train.cli import main as train_main
-
-    ray.shutdown()  # the local Ray of the tests above (this test comes last in the file)
-    with loopback_only():
-        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
-        try:
-            assert cluster.address.startswith("127.0.0.1:"), cluster.address
-            cluster.add_node(num_cpus=1)
-            cluster.wait_for_nodes()
-            run_dir = tmp_path / "run"
-            code = train_main(
-                [
-                    "--backend", "rllib", "--address", cluster.address, "--num-env-runners", "2",
-                    "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2", "--n-steps", "32",
-                    "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32", "--total-timesteps", "256",
-                    "--checkpoint-every", "0", "--run-dir", str(run_dir),
-                ]
-            )
-            out = capsys.readouterr().out
-            assert code == 0, out
-            assert "2 env runner(s) on 2 node(s)" in out
-            assert "Ray: 2 CPUs, 2 node(s)" in out
-        finally:
-            ray.shutdown()
-            cluster.shutdown()
-    final = run_dir / "final"
-    assert (final / "nertz_meta.json").is_file()
-    import json
-
-    # self-play trained on RLlib's single-agent route (module default_policy), and its steps were counted (the
-    # run stopped at its budget)
-    assert json.loads((final / "nertz_meta.json").read_text())["learner_module"].endswith("default_policy")
-    code = eval_main(
-        ["gauntlet", str(final), "heuristic", "--players", "2", "--deals", "1", "--rule", "max_ticks=120",
-         "--workers", "1", "--no-save", "--no-progress"]
-    )
-    out = capsys.readouterr().out
-    assert code == 0 and str(final) in out and "heuristic" in out
 
 
 def test_infos__the_schema_keys_at_reset_and_every_step() -> None:

