@@ -1,7 +1,7 @@
 """The actor of a MaskablePPO MLP policy in numpy: the forward pass trained agents play with, without torch.
 
 Saving a policy writes its arrays beside the zip (``policy.npz``); a zip without one is read once with torch,
-which writes it. Its choices are torch's (``tests/test_forward.py``): float32 layers, illegal logits removed
+which writes it. Its choices are torch's (``tests/test_agents.py``): float32 layers, illegal logits removed
 before a float64 softmax, ties to the lowest action index. See docs/guides/learned-agents.md.
 """
 

@@ -4,7 +4,7 @@ Every env returns the same keys on every ``reset`` and ``step``, each with one t
 happened holds a typed "none yet" value (``0``, ``False``), never ``None``. Every value is a number or a numeric
 array, so clients that turn infos into arrays or tensors work (Tianshou, Gymnasium's vector info merge,
 AgileRL, TorchRL). This is the one place the schema is written: docs/env/api.md renders it and
-``tests/test_infos.py`` checks every env against it.
+``tests/test_env.py`` checks every env against it.
 """
 
 from __future__ import annotations

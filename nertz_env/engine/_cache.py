@@ -22,7 +22,7 @@ from numba.core.dispatcher import Dispatcher
 
 LOG = logging.getLogger("nertz_env")
 
-#: the files of the package that compiled code reads (tests/test_compile_cache.py checks that the rules import
+#: the files of the package that compiled code reads (tests/test_engine.py checks that the rules import
 #: nothing else); a cached function's own file is keyed by numba itself
 SOURCES = (
     "_text.py",
