@@ -68,7 +68,7 @@ def load_rllib_module(path: str) -> tuple[Any, dict[str, Any]]:
             f"{path} is an RLlib checkpoint: loading it needs the rllib extra ({install_command('rllib')})"
         ) from None
     limit_threads(1)
-    module_dir = os.path.join(path, meta["learner_module"])
+    module_dir = os.path.abspath(os.path.join(path, meta["learner_module"]))  # Ray reads a relative path as a URI
     if not os.path.isdir(module_dir):
         raise CheckpointError(f"{path}: the learner module {meta['learner_module']} is missing")
     with torch.random.fork_rng(devices=[]):  # building the module must not move torch's global generator

@@ -369,7 +369,10 @@ def _train(argv, capsys, monkeypatch) -> tuple[int, str, str]:
     from nertz_env.train.cli import main
 
     monkeypatch.setattr(ray, "init", lambda *a, **k: pytest.fail("Ray was started"))
-    code = main(["--backend", "rllib", *argv])
+    try:
+        code = main(["--backend", "rllib", *argv])
+    except SystemExit as e:  # argparse's own refusals (an unknown flag) exit from the parser
+        code = e.code
     out, err = capsys.readouterr()
     return code, out, err.strip()
 

@@ -728,7 +728,7 @@ REFUSED_ON_RESUME = [
     (["--num-players", "3"], "num_players"),
     (["--rule", "draw=1"], "rules.draw"),
     (["--privileged-critic"], "privileged_critic: checkpoint has False"),
-    (["--mode", "single", "--num-envs", "4"], "num_tables (--num-tables) applies only to mode vector"),
+    (["--mode", "single", "--num-envs", "4"], "sub-envs: checkpoint has 2, the config has 4"),
     (["--n-steps", "32"], "n_steps: checkpoint has 16"),
     (["--num-tables", "4"], "sub-envs: checkpoint has 2"),
     (["--num-tables", "1", "--learners-per-table", "2"], "num_tables: checkpoint has 2"),  # the same sub-envs
