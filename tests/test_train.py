@@ -980,7 +980,7 @@ def test_evaluate_and_plot__bad_input_is_one_line_and_exit_2(
 # ---------------------------------------------------------------- the learning signal
 def _learn_and_evaluate(run_dir: str, steps: int, baseline: str, deals: int) -> Any:
     cfg = _tiny(run_dir, num_tables=32, n_steps=32, batch_size=1024, n_epochs=4, net_arch=[64, 64], shaping=True,
-                total_timesteps=steps, eval_deals=deals, eval_opponents=[baseline])
+                total_timesteps=steps, eval_every=0, eval_deals=deals, eval_opponents=[baseline])
     (row,) = Trainer(cfg, log=_quiet).train()["eval"]
     return row
 
