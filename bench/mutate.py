@@ -429,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
         if survivors:
             say(f"survived (rules no test pins): {', '.join(survivors)}")
     if args.out:
-        out = root / args.out
+        out = Path(args.out).resolve()  # from where the command runs, as every other --out
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text("\n".join(lines) + "\n")
         print(f"(written to {out})")
