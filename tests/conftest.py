@@ -122,3 +122,33 @@ def loopback_only() -> Iterator[None]:
                 raise OSError(ctypes.get_errno(), "setns back to the test's own network namespace")
     finally:
         os.close(own)
+
+
+@contextlib.contextmanager
+def chromium(path: str) -> Iterator[object]:
+    """Debian's Chromium through Playwright, with no network of its own (no background requests, no updates)."""
+    from playwright import sync_api
+
+    args = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update"]
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=path, args=args)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@contextlib.contextmanager
+def loopback_http(handler: object) -> Iterator[str]:
+    """A threaded HTTP server of ``handler`` on a free port of 127.0.0.1; yields its address."""
+    import http.server
+    import threading
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)  # type: ignore[arg-type]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()

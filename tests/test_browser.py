@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from conftest import chromium, loopback_http
 from nertz_env.environment import parallel_env
 from nertz_env.replay import RecordReplay, load_replay, verify_replay
 from nertz_env.replay_cli import main as replay_main
@@ -37,11 +37,16 @@ SEED = 3
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """The one Chromium of this module (no network of its own: no background requests, no updates)."""
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--no-first-run",
-                                                              "--disable-background-networking", "--disable-component-update"])
+    with chromium(CHROMIUM) as b:
         yield b
-        b.close()
+
+
+def open_table(browser: Any, url: str) -> Any:
+    """A new tab on the play page at ``url``, once its table is drawn."""
+    page = browser.new_page(viewport={"width": 1200, "height": 800})
+    page.goto(url)
+    page.wait_for_selector("#table svg .hit")
+    return page
 
 
 def serve(tmp_path: Path, specs: list[str], step: bool = True, tick_ms: int = 1000, token: str | None = None,
@@ -200,15 +205,11 @@ def test_play_by_clicking__the_table_changes_exactly_as_the_engine_says(browser:
 
 def test_second_tab_watches_and_a_closed_tab_keeps_the_replay(browser: Any, served: Any, tmp_path: Path) -> None:
     out = shots_dir(tmp_path)
-    first = browser.new_page(viewport={"width": 1200, "height": 800})
-    first.goto(served.page)
-    first.wait_for_selector("#table svg .hit")
+    first = open_table(browser, served.page)
     for k in range(3):
         first.keyboard.press("w")
         wait_tick(first, k + 1)
-    second = browser.new_page(viewport={"width": 1200, "height": 800})
-    second.goto(served.page)
-    second.wait_for_selector("#table svg .hit")
+    second = open_table(browser, served.page)
     assert second.inner_text("#role") == "spectator"
     second.keyboard.press("f")
     assert "spectator" in second.inner_text("#flash")
@@ -230,9 +231,7 @@ def test_second_tab_watches_and_a_closed_tab_keeps_the_replay(browser: Any, serv
 def test_game_over_is_shown_the_replay_is_closed_and_a_new_game_deals(browser: Any, tmp_path: Path) -> None:
     served = serve(tmp_path, ["greedy"], max_ticks=6)
     try:
-        page = browser.new_page(viewport={"width": 1200, "height": 800})
-        page.goto(served.page)
-        page.wait_for_selector("#table svg .hit")
+        page = open_table(browser, served.page)
         for k in range(6):
             page.keyboard.press("w")
             wait_tick(page, k + 1)
@@ -261,9 +260,7 @@ def test_real_time__the_table_ticks_by_itself_and_a_key_becomes_the_next_tick_s_
                                                                                       tmp_path: Path) -> None:
     served = serve(tmp_path, ["heuristic"], step=False, tick_ms=250)
     try:
-        page = browser.new_page(viewport={"width": 1200, "height": 800})
-        page.goto(served.page)
-        page.wait_for_selector("#table svg .hit")
+        page = open_table(browser, served.page)
         wait_tick(page, 2)  # no click: the clock runs and the person waits
         game = served.hub.game
         assert [r.moves[0].submitted for r in game.history[:2]] == [0, 0]
@@ -307,14 +304,8 @@ def framing_page(target: str) -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_http(Handler) as url:
+        yield url
 
 
 @pytest.mark.parametrize("token", [None, "t" * 32], ids=["loopback", "token"])

@@ -12,11 +12,12 @@ from __future__ import annotations
 import functools
 import http.server
 import os
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from conftest import chromium, loopback_http
 
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,7 +30,6 @@ if not (SITE / "index.html").is_file():
 CHROMIUM = os.environ.get("NERTZ_CHROMIUM", "/usr/bin/chromium")
 if not os.path.exists(CHROMIUM):
     pytest.skip(f"no chromium at {CHROMIUM} (apt-get install -y chromium, or set NERTZ_CHROMIUM)", allow_module_level=True)
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -39,24 +39,14 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def site_url() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(SITE)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_http(functools.partial(_Quiet, directory=str(SITE))) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium(CHROMIUM) as b:
+        yield b
 
 
 def _page(browser, allowed: tuple[str, ...]):  # type: ignore[no-untyped-def]
