@@ -66,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not all(ok for *_, ok in ladder_check(summary, list(LADDER))):
         print(f"Too few deals to confirm every rung: search's edge over heuristic, about a point a round, takes "
               f"about {LADDER_DEALS:,} deals to confirm.")
-    print(f"The README's table: nertz-eval ladder --deals {LADDER_DEALS} --seed 0 (about 80 s on 2 cores)")
+    print(f"The README's table: nertz-eval ladder --deals {LADDER_DEALS} --seed 0")
     if results.interrupted:
         print(f"nertz-demo: interrupted; the tables above cover the {len(results.deals_done)} of {args.deals} "
               "deal(s) finished", file=sys.stderr)

@@ -286,13 +286,13 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         row[:] = values
         return missing
 
-    def _observations(self) -> tuple[dict[str, Any], list[np.ndarray]]:
+    def _observations(self) -> tuple[dict[str, Any], np.ndarray]:
         """Each live agent's observation in the ``obs_key`` form, and its mask, copied out of the engine."""
         agents = self.agents
         if not agents:
-            return {}, []
+            return {}, self._rows.mask[:0]
         o = self._rows.obs.copy()
-        masks = list(self._rows.mask.copy())
+        masks = self._rows.mask.copy()
         key = self.obs_key
         if key is None:
             return dict(zip(agents, o)), masks  # noqa: B905 (one row per seat, every seat live)
