@@ -41,15 +41,15 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Iterable, Iterator, MutableSequence, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, overload
+from typing import Any, overload
 
 from nertz_env._text import cut, short
 from nertz_env.actions import action_table
 from nertz_env.config import make_config
 from nertz_env.environment import NertzParallelEnv
-from nertz_env.infos import ROUND_END_NAMES
+from nertz_env.infos import ROUND_END_NAMES, round_end_name
 from nertz_env.snapshot import SnapshotError
 
 FORMAT = "nertz-replay/1"
@@ -67,7 +67,6 @@ __all__ = [
     "env_for",
     "load_replay",
     "replay_frames",
-    "replay_states",
     "round_end_table",
     "snapshot_hash",
     "verify_replay",
@@ -92,25 +91,12 @@ def snapshot_hash(snap: dict[str, Any]) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:8]
 
 
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"))
-
-
-def _action_value(v: Any) -> int:
-    """What a seat asked for, as an int for the file (None: -1; numpy integers: their value)."""
-    if v is None:
-        return -1
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return -1  # the env raises on such a value before stepping, so no tick is written
-
-
 class ReplayWriter:
-    """Writes one game: the header at once, then :meth:`tick` per step and :meth:`finish` at the end.
+    """Writes one game: the header at once, then :meth:`step` per step of the env; the closing line comes with
+    the step that ends the game, or from :meth:`close`.
 
-    A plain file is written unbuffered, line by line; a ``.gz`` file is complete once :meth:`finish` or
-    :meth:`close` ran. A failed write raises after cutting a plain file back to its last complete line."""
+    A plain file is written unbuffered, line by line; a ``.gz`` file is complete once it is closed. A failed
+    write raises after cutting a plain file back to its last complete line."""
 
     def __init__(
         self,
@@ -123,7 +109,7 @@ class ReplayWriter:
         self.path = os.fspath(path)
         self._gz = self.path.endswith(".gz")
         self.table = action_table(make_config(**config))
-        # a plain file unbuffered (each line is on disk when tick returns); a gzip file through a buffer
+        # a plain file unbuffered (each line is on disk when step returns); a gzip file through a buffer
         self._raw: Any = open(self.path, "wb", buffering=-1 if self._gz else 0)  # noqa: SIM115
         self._file: Any = gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=9) if self._gz else self._raw
         self._good = 0  # bytes of complete lines on disk (a plain file)
@@ -131,15 +117,8 @@ class ReplayWriter:
         self.closed = False
         self._last = snapshot  # the table before the next tick (for the round-end table of a match)
         try:
-            self._write(
-                {
-                    "format": FORMAT,
-                    "agents": [str(a) for a in agents],
-                    "config": config,
-                    "snapshot": snapshot,
-                    "meta": dict(meta or {}),
-                }
-            )
+            self._write({"format": FORMAT, "agents": [str(a) for a in agents], "config": config,
+                         "snapshot": snapshot, "meta": dict(meta or {})})
         except OSError:
             with contextlib.suppress(OSError):
                 os.remove(self.path)
@@ -148,7 +127,7 @@ class ReplayWriter:
     def _write(self, obj: dict[str, Any]) -> None:
         if self.closed:
             raise ValueError(f"{self.path}: the replay writer is closed")
-        data = (_dumps(obj) + "\n").encode()
+        data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
         try:
             if self._gz:
                 self._file.write(data)
@@ -174,53 +153,43 @@ class ReplayWriter:
         with contextlib.suppress(OSError):
             self._raw.close()
 
-    def tick(
-        self,
-        tick: int,
-        actions: Sequence[int],
-        illegal: Sequence[int],
-        lost_race: Sequence[int],
-        rewards: Sequence[float],
-        snapshot: dict[str, Any],
-        round_end: str | None = None,
-        scores: Sequence[int] | None = None,
-        match: Sequence[int] | None = None,
-    ) -> None:
-        """One step: per seat the action, illegal and lost-race flags and reward; the snapshot after it; on a
-        round's last tick its end, round totals and match scores."""
+    def step(self, env: NertzParallelEnv, asked: Sequence[int], rewards: dict[str, float],
+             infos: dict[str, dict[str, Any]]) -> None:
+        """One step of ``env``, from what each seat asked for (-1: None) and the step's rewards and infos; the
+        closing line too when the step ended the game."""
+        names = env.possible_agents
         n = self.table.n
-        rec: dict[str, Any] = {
-            "t": int(tick),
-            "a": [int(a) for a in actions],
-            "n": [self.table.name(a) if 0 <= a < n else "?" for a in actions],
-        }
-        il = [s for s, f in enumerate(illegal) if f]
-        lr = [s for s, f in enumerate(lost_race) if f]
-        if il:
-            rec["il"] = il
-        if lr:
-            rec["lr"] = lr
-        if any(r != 0 for r in rewards):
-            rec["r"] = [float(r) for r in rewards]
-        if round_end is not None:
-            rec["end"] = round_end
-            rec["score"] = [int(x) for x in scores or []]
-            rec["match"] = [int(x) for x in match or []]
-        if round_end is not None and snapshot.get("round") != self._last.get("round"):
-            # a match that goes on: the step dealt the next round, so keep the table as this one ended
-            rec["end_table"] = round_end_table(self._last, [int(a) for a in actions])
-        rec["h"] = snapshot_hash(snapshot)
-        self._last = snapshot
+        snap = env.snapshot()
+        rec: dict[str, Any] = {"t": int(env.tick), "a": list(asked),
+                               "n": [self.table.name(a) if 0 <= a < n else "?" for a in asked]}
+        for key, flag in (("il", "illegal"), ("lr", "lost_race")):
+            if seats := [p for p, a in enumerate(names) if infos[a][flag]]:
+                rec[key] = seats
+        r = [float(rewards[a]) for a in names]
+        if any(r):
+            rec["r"] = r
+        end = round_end_name(infos[names[0]])
+        if end:
+            rec["end"] = end
+            rec["score"] = [int(infos[a]["score"]) for a in names]
+            rec["match"] = [int(infos[a]["match_score"]) for a in names]
+            if snap["round"] != self._last["round"]:
+                # a match that goes on: the step dealt the next round, so keep the table as this one ended
+                rec["end_table"] = round_end_table(self._last, asked)
+        rec["h"] = snapshot_hash(snap)
+        self._last = snap
         self._write(rec)
         self.ticks += 1
+        if not env.agents:
+            self.finish(snap)
 
     def finish(self, final_snapshot: dict[str, Any]) -> None:
-        """Write the closing line and close the file."""
+        """Write the closing line of a game that ended and close the file."""
         self._write({"final": final_snapshot, "ticks": self.ticks})
         self._close_file()
 
     def close(self) -> None:
-        """Close a game stopped before its end (the ``stopped`` line); after :meth:`finish` it does nothing."""
+        """Close a game stopped before its end (the ``stopped`` line); after the game's end it does nothing."""
         if self.closed:
             return
         self._write({"stopped": "before the game's end", "ticks": self.ticks})
@@ -273,19 +242,17 @@ class RecordReplay:
             raise AttributeError(name)
         return getattr(self.env, name)
 
-    def _next_path(self) -> str:
-        if "{episode" in self.path_pattern:
-            return self.path_pattern.format(episode=self.episode)
-        if self.episode > 0:
-            raise ValueError(
-                f"RecordReplay path {self.path_pattern!r} has no {{episode}} field: one file records one episode"
-            )
-        return self.path_pattern
-
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
         if self.writer is not None:
             self.writer.close()
-        path = self._next_path()
+        if "{episode" in self.path_pattern:
+            path = self.path_pattern.format(episode=self.episode)
+        elif self.episode > 0:
+            raise ValueError(
+                f"RecordReplay path {self.path_pattern!r} has no {{episode}} field: one file records one episode"
+            )
+        else:
+            path = self.path_pattern
         out = self.env.reset(seed=seed, options=options)
         meta = dict(self.meta)
         if seed is not None:
@@ -302,28 +269,12 @@ class RecordReplay:
         if self.writer is None:
             return self.env.step(actions)  # the env says what is wrong (no live agents, no reset)
         env = self.env
-        live = list(env.agents)
-        asked = [0] * env.config.num_players
-        for p, a in enumerate(env.possible_agents):
-            if a in live and a in actions:
-                asked[p] = _action_value(actions[a])
-        obs, rewards, terms, truncs, infos = env.step(actions)
-        names = env.possible_agents
-        first = infos[names[0]]
-        end = ROUND_END_NAMES[first["round_end"]] or None
-        self.writer.tick(
-            env.tick,
-            asked,
-            [int(infos[a]["illegal"]) for a in names],
-            [int(infos[a]["lost_race"]) for a in names],
-            [rewards[a] for a in names],
-            env.snapshot(),
-            end,
-            [infos[a]["score"] for a in names] if end else None,
-            [infos[a]["match_score"] for a in names] if end else None,
-        )
-        if not env.agents:
-            self.writer.finish(env.snapshot())
+        live = set(env.agents)
+        obs, rewards, terms, truncs, infos = env.step(actions)  # raises on a value that is no action
+        asked = [int(-1 if actions[a] is None else actions[a]) if a in live and a in actions else 0
+                 for a in env.possible_agents]
+        self.writer.step(env, asked, rewards, infos)
+        if self.writer.closed:
             self.writer = None
         return obs, rewards, terms, truncs, infos
 
@@ -334,22 +285,13 @@ class RecordReplay:
         self.env.close()
 
 
-class TickLines(MutableSequence[dict[str, Any]]):
-    """A replay's tick records, kept as the text of their lines and parsed each time one is read.
+class TickLines(Sequence[dict[str, Any]]):
+    """A replay's tick records, kept as the text of their lines (:attr:`lines`) and parsed each time one is read:
+    a parsed record takes several times its text (``bench/bench_replay_memory.py``). ``list(rep.ticks)`` gives a
+    list of records."""
 
-    A parsed record takes several times its text (``bench/bench_replay_memory.py``). To change a record, read it
-    into a variable and put it back with ``ticks[i] = record``; ``list(rep.ticks)`` gives a list."""
-
-    def __init__(self, records: Iterable[dict[str, Any] | bytes] = ()) -> None:
-        self._items: list[dict[str, Any] | bytes] = list(records)
-
-    def append_line(self, line: bytes) -> None:
-        """Keep a tick line's text (checked by the caller)."""
-        self._items.append(line)
-
-    @staticmethod
-    def _record(item: dict[str, Any] | bytes) -> dict[str, Any]:
-        return json.loads(item) if isinstance(item, bytes) else item
+    def __init__(self) -> None:
+        self.lines: list[bytes] = []
 
     @overload
     def __getitem__(self, i: int) -> dict[str, Any]: ...
@@ -357,31 +299,14 @@ class TickLines(MutableSequence[dict[str, Any]]):
     def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
     def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
         if isinstance(i, slice):
-            return [self._record(x) for x in self._items[i]]
-        return self._record(self._items[i])
-
-    @overload
-    def __setitem__(self, i: int, value: dict[str, Any]) -> None: ...
-    @overload
-    def __setitem__(self, i: slice, value: Iterable[dict[str, Any]]) -> None: ...
-    def __setitem__(self, i: int | slice, value: Any) -> None:
-        if isinstance(i, slice):
-            self._items[i] = list(value)
-        else:
-            self._items[i] = value
-
-    def __delitem__(self, i: int | slice) -> None:
-        del self._items[i]
+            return [json.loads(x) for x in self.lines[i]]
+        return json.loads(self.lines[i])
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self.lines)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        for x in self._items:
-            yield self._record(x)
-
-    def insert(self, index: int, value: dict[str, Any]) -> None:
-        self._items.insert(index, value)
+        return (json.loads(x) for x in self.lines)
 
 
 @dataclass
@@ -420,99 +345,54 @@ MAX_LINE_BYTES = 1 << 20
 #: the most a replay may hold, decompressed (the largest game the default ``max_ticks`` allows is smaller)
 MAX_REPLAY_BYTES = 128 << 20
 _CHUNK = 1 << 16
-_NEWLINES = re.compile(rb"\n+")
-_BLANKS_AS_NEWLINES = bytes.maketrans(b" \t\r\f\v", b"\n\n\n\n\n")
-_END_NAMES = ("nertz", "stall", "max_ticks")
+_NON_BLANK = re.compile(rb"\S")
 
 
-class _Lines:
-    """The lines of a replay file, plain or gzip, read a chunk at a time within the bounds above.
+def _lines(path: str, stream: Any, max_bytes: int) -> Iterator[tuple[int, bytes, bool]]:
+    """``(line number, line, whether it ended)`` of each non-blank line of ``stream``, read a chunk at a time
+    within the bounds above; a gzip stream that ends early raises ``EOFError`` after its last line."""
+    buf = bytearray()
+    k = 0  # lines before buf
+    total = 0
+    early: EOFError | None = None
+    while True:
+        try:
+            chunk = stream.read1(_CHUNK)  # one read: a gzip stream gives at most a chunk, whatever the ratio
+        except EOFError as e:
+            early, chunk = e, b""
+        if not chunk:
+            break
+        total += len(chunk)
+        if total > max_bytes:
+            raise ReplayError(
+                f"{path}: more than {max_bytes >> 20} MiB (decompressed) by line {k + 1}: larger than any game "
+                "the rules allow without raising max_ticks (about 60 MB at most)"
+            )
+        buf += chunk
+        pos = 0  # the start of a line
+        while (m := _NON_BLANK.search(buf, pos)) is not None:  # blank lines are skipped in one search
+            start = buf.rfind(b"\n", pos, m.start()) + 1 or pos
+            end = buf.find(b"\n", m.start())
+            if end < 0:
+                break
+            k += buf.count(b"\n", pos, start) + 1
+            if end - start > MAX_LINE_BYTES:
+                raise _too_long(path, k)
+            yield k, bytes(buf[start:end]), True
+            pos = end + 1
+        done = max(pos, buf.rfind(b"\n") + 1)
+        k += buf.count(b"\n", pos, done)
+        del buf[:done]
+        if len(buf) > MAX_LINE_BYTES:
+            raise _too_long(path, k + 1)
+    if buf.strip():
+        yield k + 1, bytes(buf), False
+    if early is not None:
+        raise early
 
-    Yields ``(line number, line, whether it ended)``, skipping blank lines; :attr:`gz_cut` then says whether a
-    gzip stream ended early."""
 
-    def __init__(self, path: str, f: IO[bytes], max_bytes: int = MAX_REPLAY_BYTES) -> None:
-        self.path = path
-        self._f = f
-        self.max_bytes = max_bytes
-        self.gz_cut = False
-        self.total = 0
-
-    def _chunks(self) -> Iterator[bytes]:
-        first = self._f.read(_CHUNK)
-        if first[:2] != b"\x1f\x8b":
-            chunk = first
-            while chunk:
-                yield chunk
-                chunk = self._f.read(_CHUNK)
-            return
-        data = first
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        in_member = True
-        while True:
-            if not data:
-                data = self._f.read(_CHUNK)
-                if not data:
-                    self.gz_cut = in_member
-                    return
-            if not in_member:  # another member follows; zero bytes may pad the end
-                data = data.lstrip(b"\0")
-                if not data:
-                    continue
-                if not b"\x1f\x8b".startswith(data[:2]):
-                    raise ReplayError(f"{self.path}: bytes after the end of the gzip stream that are not gzip")
-                d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                in_member = True
-            try:
-                out = d.decompress(data, _CHUNK)  # at most a chunk out, whatever the ratio
-            except zlib.error as e:
-                raise ReplayError(f"{self.path}: unreadable (not a gzip stream: {e})") from None
-            if d.eof:
-                data, in_member = d.unused_data, False
-            else:
-                data = d.unconsumed_tail
-            if out:
-                yield out
-
-    def __iter__(self) -> Iterator[tuple[int, bytes, bool]]:
-        buf = bytearray()
-        k = 0  # lines before buf
-        for chunk in self._chunks():
-            self.total += len(chunk)
-            if self.total > self.max_bytes:
-                raise ReplayError(
-                    f"{self.path}: more than {self.max_bytes >> 20} MiB (decompressed) by line {k + 1}: larger "
-                    "than any game the rules allow without raising max_ticks (about 60 MB at most)"
-                )
-            buf += chunk
-            spaces: bytearray | None = None  # buf with every blank as a newline, made when first needed
-            start = 0
-            while True:
-                end = buf.find(b"\n", start)
-                if end < 0:
-                    break
-                if end - start > MAX_LINE_BYTES:
-                    raise self._too_long(k + 1)
-                if not buf[start:end].strip():  # skip a run of blank lines at once
-                    if spaces is None:
-                        spaces = buf.translate(_BLANKS_AS_NEWLINES)
-                    run = _NEWLINES.match(spaces, start)
-                    assert run is not None
-                    last = buf.rfind(b"\n", start, run.end()) + 1
-                    k += buf.count(b"\n", start, last)
-                    start = last
-                    continue
-                k += 1
-                yield k, bytes(buf[start:end]), True
-                start = end + 1
-            del buf[:start]
-            if len(buf) > MAX_LINE_BYTES:
-                raise self._too_long(k + 1)
-        if buf.strip():
-            yield k + 1, bytes(buf), False
-
-    def _too_long(self, k: int) -> ReplayError:
-        return ReplayError(f"{self.path}:{k}: a line longer than {MAX_LINE_BYTES >> 20} MiB: not a replay line")
+def _too_long(path: str, k: int) -> ReplayError:
+    return ReplayError(f"{path}:{k}: a line longer than {MAX_LINE_BYTES >> 20} MiB: not a replay line")
 
 
 def _seat_list(value: Any, n: int, kind: type | tuple[type, ...], what: str) -> str | None:
@@ -571,8 +451,8 @@ def _check_tick_line(obj: dict[str, Any], n: int, where: str) -> None:
     if "r" in obj and (why := _seat_list(obj["r"], n, (int, float), "rewards")):
         raise ReplayError(f"{where}: 'r' {why}")
     if "end" in obj:
-        if obj["end"] not in _END_NAMES:
-            raise ReplayError(f"{where}: 'end' must be one of {', '.join(_END_NAMES)}, got {short(obj['end'])}")
+        if obj["end"] not in ROUND_END_NAMES[1:]:
+            raise ReplayError(f"{where}: 'end' must be one of {', '.join(ROUND_END_NAMES[1:])}, got {short(obj['end'])}")
         for key in ("score", "match"):
             if why := _seat_list(obj.get(key), n, int, "integers"):
                 raise ReplayError(f"{where}: {key!r} {why}")
@@ -616,19 +496,18 @@ def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES)
     except OSError as e:
         raise ReplayError(f"{path}: cannot read: {e.strerror or e}") from None
     rep: Replay | None = None
-    n = 0
-    max_ticks = 0
+    n = max_ticks = 0
     with f:
-        lines = _Lines(path, f, max_bytes)
+        stream: Any = gzip.GzipFile(fileobj=f) if f.peek(2)[:2] == b"\x1f\x8b" else f
         try:
-            for k, line, ended in lines:
+            for k, line, ended in _lines(path, stream, max_bytes):
                 where = f"{path}:{k}"
                 try:
                     obj = json.loads(line)
                 except (ValueError, RecursionError) as e:  # JSON, UTF-8, a number too long, nesting too deep
                     if rep is not None and not ended:  # the last line, cut while being written
                         rep.cut_off = f"line {k} ends in the middle"
-                        break
+                        continue  # the last line: a gzip stream that ends early says so next
                     why = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deeply" if isinstance(
                         e, RecursionError) else str(e)
                     raise ReplayError(cut(f"{where}: not JSON ({why})")) from None
@@ -659,25 +538,24 @@ def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES)
                     _check_tick_line(obj, n, where)
                     if len(rep.ticks) >= max_ticks:
                         raise ReplayError(f"{where}: more ticks than these rules allow ({max_ticks})")
-                    rep.ticks.append_line(line)
+                    rep.ticks.lines.append(line)
+        except EOFError:  # a gzip stream that ends early, after its last line
+            if rep is None:
+                raise ReplayError(f"{path}: unreadable (the gzip stream ends early)") from None
+            if rep.final is None and not rep.stopped:
+                rep.cut_off = "the gzip stream ends early" + (f"; {rep.cut_off}" if rep.cut_off else "")
+        except (gzip.BadGzipFile, zlib.error) as e:
+            raise ReplayError(cut(f"{path}: unreadable (not a gzip stream: {e})")) from None
         except OSError as e:
             raise ReplayError(f"{path}: cannot read: {e.strerror or e}") from None
     if rep is None:
-        raise ReplayError(f"{path}: unreadable (the gzip stream ends early)" if lines.gz_cut else f"{path}: empty file")
-    if lines.gz_cut and rep.final is None and not rep.stopped:
-        rep.cut_off = "the gzip stream ends early" + (f"; {rep.cut_off}" if rep.cut_off else "")
+        raise ReplayError(f"{path}: empty file")
     return rep
 
 
 def env_for(config: dict[str, Any]) -> NertzParallelEnv:
     """A ``parallel_env`` of exactly this config (a snapshot's or replay's ``config``)."""
-    cfg = dict(make_config(**config).to_dict())
-    n = cfg.pop("num_players")
-    return NertzParallelEnv(num_players=n, **cfg)
-
-
-def _as_replay(src: Replay | str | os.PathLike[str]) -> Replay:
-    return src if isinstance(src, Replay) else load_replay(src)
+    return NertzParallelEnv(**make_config(**config).to_dict())
 
 
 def round_end_table(before: dict[str, Any], actions: Sequence[int]) -> dict[str, Any]:
@@ -714,7 +592,7 @@ class Frame:
 
 def replay_frames(src: Replay | str | os.PathLike[str]) -> Iterator[Frame]:
     """Every :class:`Frame` of a game, replayed through the engine and checked as :func:`verify_replay` does."""
-    rep = _as_replay(src)
+    rep = src if isinstance(src, Replay) else load_replay(src)
     env = env_for(rep.config)
     try:
         env.reset(options={"snapshot": rep.snapshot})
@@ -762,14 +640,6 @@ def _round_rewards(env: NertzParallelEnv, names: list[str], infos: dict[str, dic
     ]
 
 
-def replay_states(src: Replay | str | os.PathLike[str]) -> Iterator[tuple[dict[str, Any] | None, dict[str, Any]]]:
-    """``(tick record, snapshot after it)`` for the opening (record ``None``) and every tick, replayed and
-    checked as :func:`verify_replay` does."""
-    for fr in replay_frames(src):
-        if fr.kind != "round_end":
-            yield fr.rec, fr.snapshot
-
-
 def _check_tick(
     rec: dict[str, Any],
     env: NertzParallelEnv,
@@ -778,33 +648,19 @@ def _check_tick(
     infos: dict[str, dict[str, Any]],
     snap: dict[str, Any],
 ) -> None:
-    t = rec["t"]
-
-    def bad(what: str, recorded: Any, got: Any) -> ReplayMismatch:
-        return ReplayMismatch(f"tick {t}: {what} recorded {short(recorded)}, replayed {short(got)}")
-
-    if env.tick != t:
-        raise bad("tick", t, env.tick)
-    il = [p for p, a in enumerate(names) if infos[a]["illegal"]]
-    if il != rec.get("il", []):
-        raise bad("illegal seats", rec.get("il", []), il)
-    lr = [p for p, a in enumerate(names) if infos[a]["lost_race"]]
-    if lr != rec.get("lr", []):
-        raise bad("lost-race seats", rec.get("lr", []), lr)
-    r = [rewards[a] for a in names]
-    want = rec.get("r", [0.0] * len(names))
-    if r != want:
-        raise bad("rewards", want, r)
-    end = ROUND_END_NAMES[infos[names[0]]["round_end"]] or None
-    if end != rec.get("end"):
-        raise bad("round end", rec.get("end"), end)
-    if end is not None:
-        score = [infos[a]["score"] for a in names]
-        if score != rec.get("score"):
-            raise bad("round scores", rec.get("score"), score)
-    h = snapshot_hash(snap)
-    if h != rec.get("h"):
-        raise bad("table hash", rec.get("h"), h)
+    end = round_end_name(infos[names[0]]) or None
+    replayed = [
+        ("tick", rec["t"], env.tick),
+        ("illegal seats", rec.get("il", []), [p for p, a in enumerate(names) if infos[a]["illegal"]]),
+        ("lost-race seats", rec.get("lr", []), [p for p, a in enumerate(names) if infos[a]["lost_race"]]),
+        ("rewards", rec.get("r", [0.0] * len(names)), [rewards[a] for a in names]),
+        ("round end", rec.get("end"), end),
+        ("round scores", rec.get("score"), [infos[a]["score"] for a in names] if end else None),
+        ("table hash", rec.get("h"), snapshot_hash(snap)),
+    ]
+    for what, recorded, got in replayed:
+        if recorded != got:
+            raise ReplayMismatch(f"tick {rec['t']}: {what} recorded {short(recorded)}, replayed {short(got)}")
 
 
 def verify_replay(src: Replay | str | os.PathLike[str], partial: bool = False) -> int:
@@ -816,11 +672,8 @@ def verify_replay(src: Replay | str | os.PathLike[str], partial: bool = False) -
         ReplayIncomplete: every tick checked, but the file has no closing line (cut off).
         ReplayError: the file is not a readable replay.
     """
-    rep = _as_replay(src)
-    count = 0
-    for fr in replay_frames(rep):
-        if fr.kind in ("tick", "next_deal"):
-            count += 1
+    rep = src if isinstance(src, Replay) else load_replay(src)
+    count = sum(fr.kind in ("tick", "next_deal") for fr in replay_frames(rep))
     why = rep.incomplete()
     if why is not None and not partial:
         raise ReplayIncomplete(why)

@@ -53,12 +53,11 @@ def serve(tmp_path: Path, specs: list[str], step: bool = True, tick_ms: int = 10
           **rules: Any) -> Any:
     """A nertz-play table (the person at seat 0, ``specs`` at the others) served on a free loopback port."""
     pytest.importorskip("uvicorn", reason="needs the play extra: pip install '.[play]'")
-    from nertz_env.play.record import replay_recorder, table_drawer
     from nertz_env.play.server import Hub
     from test_play import Served, make_game
 
-    game = make_game(players=len(specs) + 1, seed=SEED, bots=specs, recorder_factory=replay_recorder(str(tmp_path)), **rules)
-    return Served(Hub(game, step=step, tick_ms=tick_ms, drawer=table_drawer(), log=lambda text: None), token=token)
+    game = make_game(players=len(specs) + 1, seed=SEED, bots=specs, replay_dir=tmp_path, **rules)
+    return Served(Hub(game, step=step, tick_ms=tick_ms, log=lambda text: None), token=token)
 
 
 @pytest.fixture
@@ -221,7 +220,7 @@ def test_second_tab_watches_and_a_closed_tab_keeps_the_replay(browser: Any, serv
     second.keyboard.press("w")
     wait_tick(second, 4)
     second.close()
-    path = served.hub.replay_path()
+    path = served.hub.game.replay_file
     assert path is not None and os.path.exists(path)
     with open(path, encoding="utf-8") as f:
         lines = [json.loads(line) for line in f if line.strip()]
@@ -244,13 +243,13 @@ def test_game_over_is_shown_the_replay_is_closed_and_a_new_game_deals(browser: A
         out = shots_dir(tmp_path)
         page.screenshot(path=str(out / "play_game_over.png"))
         assert_not_blank(out / "play_game_over.png")
-        path = served.hub.replay_path()
+        path = served.hub.game.replay_file
         rep = load_replay(path or "")
         assert rep.final is not None and verify_replay(rep) == 6
         page.keyboard.press("n")
         page.wait_for_function("() => document.querySelector('#over').hidden")
         assert tick_of(page) == 0 and served.hub.game.seed == SEED + 1
-        assert served.hub.replay_path() != path
+        assert served.hub.game.replay_file != path
         page.close()
     finally:
         served.stop()

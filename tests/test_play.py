@@ -32,15 +32,15 @@ SEED = 11
 
 
 def make_game(players: int = 3, seed: int = SEED, bots: str | list[str] = "heuristic", seat: int = 0,
-              recorder_factory: Any = None, **rules: Any) -> PlayGame:
+              replay_dir: Any = None, **rules: Any) -> PlayGame:
     env = nertz_env.parallel_env(num_players=players, **rules)
     specs = [bots] * (players - 1) if isinstance(bots, str) else bots
     return PlayGame(env, [make_agent(s) for s in specs], specs, seat=seat, seed=seed,
-                    recorder_factory=recorder_factory)
+                    replay_dir=None if replay_dir is None else str(replay_dir))
 
 
-def make_client(game: PlayGame, step: bool = True, tick_ms: int = 1000, drawer: Any = None) -> tuple[TestClient, Hub]:
-    hub = Hub(game, step=step, tick_ms=tick_ms, drawer=drawer, log=lambda text: None)
+def make_client(game: PlayGame, step: bool = True, tick_ms: int = 1000) -> tuple[TestClient, Hub]:
+    hub = Hub(game, step=step, tick_ms=tick_ms, draw=False, log=lambda text: None)
     return TestClient(create_app(hub)), hub
 
 
@@ -452,10 +452,9 @@ def test_cli__one_opponent_fills_every_seat_and_the_default_table_is_four() -> N
 
 # ------------------------------------------------------------------ the replay
 def test_replay__every_tick_is_on_disk_while_the_game_runs_and_a_closed_tab_loses_nothing(tmp_path: Path) -> None:
-    from nertz_env.play.record import replay_recorder
     from nertz_env.replay import load_replay, verify_replay
 
-    game = make_game(players=3, seed=SEED, recorder_factory=replay_recorder(str(tmp_path)))
+    game = make_game(players=3, seed=SEED, replay_dir=tmp_path)
     client, hub = make_client(game, step=True)
     with client:
         with client.websocket_connect("/ws") as ws:
@@ -482,10 +481,9 @@ def test_replay__every_tick_is_on_disk_while_the_game_runs_and_a_closed_tab_lose
 
 
 def test_replay__a_finished_game_has_its_closing_line_and_replays_exactly(tmp_path: Path) -> None:
-    from nertz_env.play.record import replay_recorder
     from nertz_env.replay import load_replay, verify_replay
 
-    game = make_game(players=2, seed=4, bots="greedy", recorder_factory=replay_recorder(str(tmp_path)),
+    game = make_game(players=2, seed=4, bots="greedy", replay_dir=tmp_path,
                      nertz_size=8, max_ticks=300)
     k = 0
     while not game.done:
@@ -501,7 +499,7 @@ def test_replay__a_finished_game_has_its_closing_line_and_replays_exactly(tmp_pa
 
 
 def test_events__a_lost_race_and_an_illegal_move_are_reported_to_the_person() -> None:
-    from nertz_env.play.record import banners
+    from nertz_env.play.server import banners
 
     lost = False
     for seed in range(40):
@@ -693,10 +691,8 @@ def test_server__a_client_that_never_reads_costs_only_itself_and_the_server_stop
     welcome, the silent one is dropped; and a first Ctrl-C stops the server while such a socket is stuck (the
     table froze within seconds: the broadcast awaited each send in turn under the table's lock)."""
     ws_client = pytest.importorskip("websockets.sync.client")
-    from nertz_env.play.record import table_drawer
-
     game = make_game(players=2, bots="greedy")
-    hub = Hub(game, step=False, tick_ms=60, drawer=table_drawer(), log=lambda text: None, send_timeout=0.5)
+    hub = Hub(game, step=False, tick_ms=60, log=lambda text: None, send_timeout=0.5)
     served = Served(hub, allowed=cli.access("127.0.0.1")[0])
     silent: list[socket.socket] = []
     try:
@@ -782,13 +778,12 @@ def test_server__on_0_0_0_0_a_foreign_host_needs_the_token(tmp_path: Path) -> No
 def test_server__a_removed_replay_folder_is_reported_and_the_table_goes_on(tmp_path: Path) -> None:
     import shutil
 
-    from nertz_env.play.record import replay_recorder
     from nertz_env.replay import verify_replay
 
     folder = tmp_path / "replays"
     folder.mkdir()
     logged: list[str] = []
-    game = make_game(players=2, recorder_factory=replay_recorder(str(folder)))
+    game = make_game(players=2, replay_dir=folder)
     hub = Hub(game, step=True, log=logged.append, new_game_interval=0)
     with TestClient(create_app(hub)) as client, client.websocket_connect("/ws") as ws:
         join(ws)
@@ -837,18 +832,17 @@ class DiskFull:
 
 
 def test_server__a_full_disk_is_reported_the_game_goes_on_and_the_file_stays_valid(tmp_path: Path) -> None:
-    from nertz_env.play.record import replay_recorder
     from nertz_env.replay import load_replay, verify_replay
 
-    game = make_game(players=2, recorder_factory=replay_recorder(str(tmp_path)))
+    game = make_game(players=2, replay_dir=tmp_path)
     hub = Hub(game, step=True, log=lambda text: None)
     with TestClient(create_app(hub)) as client, client.websocket_connect("/ws") as ws:
         join(ws)
         for _ in range(3):
             ws.send_json({"type": "wait"})
             receive_until(ws, "state")
-        path = hub.replay_path()
-        writer = game.recorder._writer
+        path = hub.game.replay_file
+        writer = game.writer
         writer._file = DiskFull(writer._file)
         ws.send_json({"type": "wait"})
         state = receive_until(ws, "state")
@@ -912,11 +906,10 @@ def test_server__a_malformed_cookie_of_another_application_does_not_lock_the_pla
 
 def test_server__new_games_come_one_a_second_at_most(tmp_path: Path) -> None:
     """300 new_game messages made 300 replay files in about a second: now one, the others are refused."""
-    from nertz_env.play.record import replay_recorder
     from nertz_env.play.server import NEW_GAME_INTERVAL
 
     assert NEW_GAME_INTERVAL == 1.0
-    game = make_game(players=2, recorder_factory=replay_recorder(str(tmp_path)))
+    game = make_game(players=2, replay_dir=tmp_path)
     hub = Hub(game, step=True, log=lambda text: None, new_game_interval=60)  # a loaded machine takes seconds
     with TestClient(create_app(hub)) as client, client.websocket_connect("/ws") as ws:
         join(ws)

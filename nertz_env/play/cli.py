@@ -248,14 +248,12 @@ def make_hub(built: dict[str, Any], seat: int, step: bool) -> Any:
     """The table of a checked command line (see :func:`_build`), with its replay and drawing."""
     import nertz_env
     from nertz_env.play.game import PlayGame
-    from nertz_env.play.record import replay_recorder, table_drawer
     from nertz_env.play.server import Hub
 
     env = nertz_env.parallel_env(num_players=built["players"], **built["rules"])
     _warm_up(env, built["bots"], seat)
-    game = PlayGame(env, built["bots"], built["specs"], seat=seat, seed=built["seed"],
-                    recorder_factory=replay_recorder(built["replay_dir"]))
-    return Hub(game, step=step, tick_ms=built["tick_ms"], drawer=table_drawer())
+    game = PlayGame(env, built["bots"], built["specs"], seat=seat, seed=built["seed"], replay_dir=built["replay_dir"])
+    return Hub(game, step=step, tick_ms=built["tick_ms"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -295,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"nertz-play: the table is at {url}  (Ctrl-C stops)")
     if local_url != url:
         print(f"nertz-play: on this machine: {local_url}")
-    print(f"nertz-play: replay: {hub.replay_path()}", flush=True)
+    print(f"nertz-play: replay: {hub.game.replay_file}", flush=True)
     config = server_config(create_app(hub, hosts, token))
     server = uvicorn.Server(config)
     if not args.no_browser:
@@ -312,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         pass
     finally:
         sock.close()
-    print(f"nertz-play: stopped after tick {hub.game.tick_count}; replay: {hub.replay_path()}", flush=True)
+    print(f"nertz-play: stopped after tick {hub.game.tick_count}; replay: {hub.game.replay_file}", flush=True)
     return 0
 
 

@@ -1,15 +1,12 @@
 """One table of ``nertz-play``: a person's seat among agents, stepped one tick at a time, without any web code.
 
 :class:`PlayGame` owns a :func:`~nertz_env.parallel_env`, the bots of the other seats and the replay being
-written. :meth:`PlayGame.legal_moves` gives every legal action with the click that makes it (a source and a
-destination), so a page maps "this card, then that pile" to one action index; :meth:`PlayGame.check_action`
-checks a move again whatever the page did. :mod:`nertz_env.play.server` runs :meth:`PlayGame.tick` in a
-worker thread.
+written; :meth:`PlayGame.legal_moves` gives each legal action with the click that makes it (a source and a
+destination). Guide: docs/guides/replays.md.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import os
 from collections.abc import Sequence
@@ -35,10 +32,13 @@ from nertz_env.actions import (
     WAIT,
 )
 from nertz_env.agents.base import Agent
-from nertz_env.infos import ROUND_END_NAMES
+from nertz_env.infos import round_end_name
+from nertz_env.replay import ReplayWriter
 from nertz_env.snapshot import round_so_far
 
 HUMAN_NAME = "you"
+#: the person's seat in the replay's header
+HUMAN_REPLAY_NAME = "human"
 
 
 class MoveError(ValueError):
@@ -97,10 +97,9 @@ class PlayGame:
         bot_names: their specs, shown on the table and written into the replay.
         seat: the person's seat.
         seed: the deal's seed; the bots' own generators are seeded from it too.
-        recorder_factory: ``recorder_factory(game) -> recorder`` with ``tick(result)``, ``close(result)`` and
-            ``abandon()`` methods, or None to save nothing.
+        replay_dir: the folder of the games' replay files (one per game), or None to save nothing.
 
-    A replay that cannot be written (any ``OSError``) never stops the game: the recorder is abandoned,
+    A replay that cannot be written (any ``OSError``) never stops the game: the file keeps its complete lines,
     :attr:`record_error` says why and :attr:`record_notes` gets a message for the server to tell.
     """
 
@@ -111,7 +110,7 @@ class PlayGame:
         bot_names: Sequence[str],
         seat: int = 0,
         seed: int = 0,
-        recorder_factory: Any = None,
+        replay_dir: str | None = None,
     ) -> None:
         n = env.config.num_players
         if not 0 <= seat < n:
@@ -139,9 +138,9 @@ class PlayGame:
             f"{spec} {s}" if s != seat and self.specs.count(spec) > 1 else spec for s, spec in enumerate(self.specs)
         ]
         self.agent_ids = list(env.possible_agents)
-        self._recorder_factory = recorder_factory
-        self.recorder: Any = None
-        self.replay_file: str | None = None  # set by a recorder that writes a file
+        self.replay_dir = replay_dir
+        self.writer: ReplayWriter | None = None
+        self.replay_file: str | None = None
         #: why this game is not (or no longer) recorded, or None
         self.record_error: str | None = None
         #: recording problems not told yet (the server takes them after each tick and each new game)
@@ -172,40 +171,39 @@ class PlayGame:
         self.round_scores = []
         self.match_scores = [0] * self.config.num_players
         self._refresh()
-        self.replay_file = None
-        self.record_error = None
-        if self._recorder_factory is not None:
+        self.replay_file = self.record_error = None
+        if self.replay_dir is not None:
+            path = replay_path(self.replay_dir, self.seed)
+            names = [HUMAN_REPLAY_NAME if s == self.seat else n for s, n in enumerate(self.specs)]
+            meta = {"tool": "nertz-play", "seed": self.seed, "human_seat": self.seat}
             try:
-                self.recorder = self._recorder_factory(self)
+                self.writer = ReplayWriter(path, self.config.to_dict(), self.env.snapshot(), names, meta)
+                self.replay_file = path
             except OSError as e:
-                self.recorder = None
-                self.replay_file = None
-                self.record_error = (
-                    f"cannot create the replay of this game: {_os_error(e)}; the game is not recorded (a new game "
-                    "tries again)"
-                )
-                self.record_notes.append(self.record_error)
+                self._record_failed(f"cannot create the replay of this game: {_os_error(e)}; the game is not "
+                                    "recorded (a new game tries again)")
 
     def close(self) -> None:
         """Finish the replay (if any); safe to call twice. A failure to write is kept in :attr:`record_error`."""
-        if self.recorder is not None:
-            recorder, self.recorder = self.recorder, None
+        writer, self.writer = self.writer, None
+        if writer is not None:
             try:
-                recorder.close(self.last)
+                writer.close()
             except OSError as e:
-                self._record_failed(recorder, e)
+                self._write_failed(e)
 
-    def _record_failed(self, recorder: Any, e: OSError) -> None:
-        """The replay could not be written: abandon it (what is on disk stays a valid, cut-off replay)."""
-        with contextlib.suppress(OSError):
-            recorder.abandon()
-        self.recorder = None
-        where = f" {self.replay_file}" if self.replay_file else ""
-        self.record_error = (
-            f"the replay{where} could not be written: {_os_error(e)}; the game goes on unrecorded (the file keeps "
-            "every tick before this one; a new game records again)"
+    def _write_failed(self, e: OSError) -> None:
+        self._record_failed(
+            f"the replay {self.replay_file} could not be written: {_os_error(e)}; the game goes on unrecorded (the "
+            "file keeps every tick before this one; a new game records again)"
         )
-        self.record_notes.append(self.record_error)
+
+    def _record_failed(self, why: str) -> None:
+        if self.writer is not None:
+            self.writer.abandon()  # what is on disk stays a valid, cut-off replay
+            self.writer = None
+        self.record_error = why
+        self.record_notes.append(why)
 
     @property
     def tick_count(self) -> int:
@@ -314,9 +312,8 @@ class PlayGame:
                 )
             )
         result = TickResult(tick=self.env.tick, moves=moves)
-        first = infos[ids[0]]
-        if first["round_end"]:
-            result.round_end = ROUND_END_NAMES[first["round_end"]]
+        if end := round_end_name(infos[ids[0]]):
+            result.round_end = end
             result.scores = [int(infos[i]["score"]) for i in ids]
             self.round_scores.append(result.scores)
             self.match_scores = [int(infos[i]["match_score"]) for i in ids]
@@ -335,13 +332,11 @@ class PlayGame:
         self.last = result
         self.history.append(result)
         self._refresh()
-        if self.recorder is not None:
+        if self.writer is not None:
             try:
-                self.recorder.tick(result)
+                self.writer.step(self.env, submitted, rewards, infos)  # the closing line too when the game ends
             except OSError as e:
-                self._record_failed(self.recorder, e)
-            if result.done:
-                self.close()
+                self._write_failed(e)
         return result
 
     # ------------------------------------------------------------------ what the page shows
@@ -391,10 +386,9 @@ def _os_error(e: OSError) -> str:
     return f"{what} ({e.filename})" if e.filename else what
 
 
-def replay_path(directory: str, seed: int, now: _dt.datetime | None = None) -> str:
+def replay_path(directory: str, seed: int) -> str:
     """A new file name for a game: ``nertz-play-<UTC time>-seed<seed>.jsonl`` in ``directory``."""
-    now = now or _dt.datetime.now(_dt.timezone.utc)
-    stamp = now.strftime("%Y%m%d-%H%M%S")
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
     base = os.path.join(directory, f"nertz-play-{stamp}-seed{seed}")
     path, k = base + ".jsonl", 1
     while os.path.exists(path):

@@ -1,7 +1,7 @@
 """The web side of ``nertz-play``: a Starlette app serving one table to a browser over a websocket.
 
-Guide: docs/guides/replays.md (play a seat yourself). Routes: ``/`` the page, ``/static/*`` its script and
-style, ``/ws`` the websocket. Protocol (JSON text messages). The page sends::
+Guide: docs/guides/replays.md (play a seat yourself; what the server promises). Routes: ``/`` the page,
+``/static/*`` its script and style, ``/ws`` the websocket. The page sends JSON text messages::
 
     {"type": "move", "action": 17, "seat": 0, "tick": 12}   # seat and tick optional; action from "legal"
     {"type": "wait"}        # step mode: play a wait tick; real time: drop the queued move
@@ -10,13 +10,8 @@ style, ``/ws`` the websocket. Protocol (JSON text messages). The page sends::
 
 The server sends ``{"type": "welcome", "role": "player"|"spectator", ...}`` once, ``{"type": "state", ...}``
 after every tick (the drawing, the public view with the person's legal moves, what every seat did, events),
-``{"type": "queued" | "info", "message": ...}`` and ``{"type": "error", "message": ...}`` for anything refused;
-an error never ends the connection.
-
-Modes: real time (a clock ticks every ``tick_ms``; the person's move waits for the next tick) and step (every
-move or wait plays one tick). The first tab plays the seat, later tabs watch; when the player's tab closes the
-oldest watching tab plays on. Each tab has its own send queue, so the table never waits for a tab; a tab that
-does not read is dropped. Access is checked by :class:`Guard`.
+``{"type": "queued" | "info", "message": ...}``, and ``{"type": "error", "message": ...}`` for anything
+refused (an error never ends the connection). Access is checked by :class:`Guard`.
 """
 
 from __future__ import annotations
@@ -44,11 +39,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from nertz_env._text import short
+from nertz_env.draw import table_svg
 from nertz_env.play.game import MoveError, PlayGame
 
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 MAX_MESSAGE = 4096
-MESSAGE_TYPES = ("move", "wait", "pause", "new_game")
 #: messages waiting for one tab before it is dropped (a state not sent yet is replaced, so these are answers)
 MAX_QUEUE = 100
 #: seconds one send to a tab may take before the tab is dropped
@@ -60,7 +55,16 @@ CLOSE_TOO_SLOW = 4008
 #: the scope key under which :class:`Guard` keeps a way to abort the connection (see :meth:`Hub._abort`)
 ABORT_KEY = "nertz_play.abort"
 
-Drawer = Callable[[PlayGame], str | None]
+
+def banners(game: PlayGame) -> dict[int, tuple[str, str]]:
+    """Banners for the seats' panels after the last tick: lost races and the person's illegal move."""
+    out: dict[int, tuple[str, str]] = {}
+    for m in game.last.moves if game.last is not None else []:
+        if m.seat == game.seat and m.illegal:
+            out[m.seat] = ("ILLEGAL MOVE: YOU WAITED", "error")
+        elif m.lost_race:
+            out[m.seat] = ("LOST RACE", "warn")
+    return out
 
 
 class _Tab:
@@ -76,27 +80,23 @@ class _Tab:
 
 
 class Hub:
-    """One table and the tabs connected to it."""
+    """One table and the tabs connected to it (``draw``: send the table's drawing with every state)."""
 
     def __init__(
         self,
         game: PlayGame,
         step: bool = False,
         tick_ms: int = 1000,
-        drawer: Drawer | None = None,
+        draw: bool = True,
         log: Callable[[str], None] | None = None,
         send_timeout: float = SEND_TIMEOUT,
         max_queue: int = MAX_QUEUE,
         new_game_interval: float = NEW_GAME_INTERVAL,
     ) -> None:
-        if tick_ms < 1:
-            raise ValueError(f"tick_ms must be at least 1, got {tick_ms}")
-        if send_timeout <= 0 or max_queue < 2:
-            raise ValueError("send_timeout must be above 0 and max_queue at least 2")
         self.game = game
         self.step = step
         self.tick_ms = tick_ms
-        self.drawer = drawer
+        self.draw = draw
         self.log = log or (lambda text: print(f"nertz-play: {text}", file=sys.stderr, flush=True))
         self.send_timeout = send_timeout
         self.max_queue = max_queue
@@ -145,7 +145,9 @@ class Hub:
 
     def _render(self) -> None:
         self._view = self.game.public_view()
-        self._svg = self.drawer(self.game) if self.drawer is not None else None
+        g = self.game
+        self._svg = table_svg(g.env.snapshot(), seat_names=g.names, highlight={"seats": banners(g)},
+                              interactive=True) if self.draw else None
 
     def _tick_and_render(self, action: int | None) -> Any:
         result = self.game.tick(action)
@@ -190,7 +192,7 @@ class Hub:
         self.broadcast(self._state(result))
         self._tell_record_notes()
         if result.done:
-            path = self.replay_path()
+            path = self.game.replay_file
             self.log(f"game over at tick {result.tick}; replay saved to {path}")
             if path:
                 self.broadcast({"type": "info", "message": f"game over; the replay is saved in {path}"})
@@ -208,9 +210,6 @@ class Hub:
             self.log(note)
             self.broadcast({"type": "error", "message": note, "recording": True})
 
-    def replay_path(self) -> str | None:
-        return self.game.replay_file
-
     def _state(self, result: Any = None) -> dict[str, Any]:
         return {
             "type": "state",
@@ -223,7 +222,7 @@ class Hub:
             "mode": "step" if self.step else "realtime",
             "tick_ms": self.tick_ms,
             "paused": self.paused,
-            "replay": self.replay_path(),
+            "replay": self.game.replay_file,
             "recording": self.game.record_error,
             "failure": self.failure,
         }
@@ -338,7 +337,7 @@ class Hub:
             "names": g.names,
             "mode": "step" if self.step else "realtime",
             "tick_ms": self.tick_ms,
-            "replay": self.replay_path(),
+            "replay": self.game.replay_file,
             "num_actions": g.table.n,
         }
 
@@ -381,7 +380,7 @@ class Hub:
             for spec in self.spectators:
                 self.info(spec, "the player's tab closed; another tab plays the seat now")
             return
-        path = self.replay_path()
+        path = self.game.replay_file
         self.log(
             f"the player's tab closed at tick {self.game.tick_count}; the game waits for a tab to come back"
             + (f" (replay so far: {path})" if path else "")
@@ -424,24 +423,16 @@ class Hub:
         if not isinstance(msg, dict):
             self.error(ws, "malformed message: send a JSON object such as {\"type\": \"wait\"}")
             return
+        handlers = {"move": self._move, "wait": self._wait, "pause": self._pause, "new_game": self._new_game}
         kind = msg.get("type")
-        if kind not in MESSAGE_TYPES:
-            self.error(ws, f"malformed message: 'type' must be one of {', '.join(MESSAGE_TYPES)}, got {short(kind)}")
-            return
-        if ws is not self.player:
+        if kind not in handlers:
+            self.error(ws, f"malformed message: 'type' must be one of {', '.join(handlers)}, got {short(kind)}")
+        elif ws is not self.player:
             self.error(ws, "this tab is a spectator: the seat is played in another tab")
-            return
-        if self.failure is not None:
+        elif self.failure is not None:
             self.error(ws, self.failure)
-            return
-        if kind == "move":
-            await self._move(ws, msg)
-        elif kind == "wait":
-            await self._wait(ws)
-        elif kind == "pause":
-            await self._pause(ws)
         else:
-            await self._new_game(ws)
+            await handlers[kind](ws, msg)
 
     async def _move(self, ws: WebSocket, msg: dict[str, Any]) -> None:
         g = self.game
@@ -473,7 +464,7 @@ class Hub:
         note = f" (instead of: {g.table.describe(replaced)})" if replaced is not None and replaced != action else ""
         self.send(ws, {"type": "queued", "pending": self._pending_move(), "message": f"next tick: {words}{note}"})
 
-    async def _wait(self, ws: WebSocket) -> None:
+    async def _wait(self, ws: WebSocket, msg: dict[str, Any]) -> None:
         async with self.lock:
             if self.game.done:
                 self.error(ws, "the game is over; start a new game to play again")
@@ -485,7 +476,7 @@ class Hub:
         text = "you wait this tick" + (f" (dropped: {self.game.table.describe(dropped)})" if dropped is not None else "")
         self.send(ws, {"type": "queued", "pending": None, "message": text})
 
-    async def _pause(self, ws: WebSocket) -> None:
+    async def _pause(self, ws: WebSocket, msg: dict[str, Any]) -> None:
         if self.step:
             self.error(ws, "step mode has no clock to pause: the table waits for your moves")
             return
@@ -494,14 +485,14 @@ class Hub:
         self.broadcast({"type": "info", "message": "paused" if self.paused else "the clock runs again",
                         "paused": self.paused})
 
-    async def _new_game(self, ws: WebSocket) -> None:
+    async def _new_game(self, ws: WebSocket, msg: dict[str, Any]) -> None:
         now = asyncio.get_running_loop().time()
         if now - self.dealt_at < self.new_game_interval:
             self.error(ws, f"a new game was dealt less than {self.new_game_interval:g} s ago: one at a time")
             return
         self.dealt_at = now
         async with self.lock:
-            old = self.replay_path()
+            old = self.game.replay_file
             self.pending = None
             try:
                 await self._run(self.game.reset, self.game.seed + 1)
