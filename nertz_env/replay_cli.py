@@ -1,13 +1,7 @@
 """``nertz-replay``: a recorded game (``nertz-replay/1``) as a self-contained HTML page, a GIF or an MP4.
 
-    nertz-replay game.jsonl.gz -o game.html          # a page that opens from disk, no network
-    nertz-replay game.jsonl.gz --gif game.gif         # an animation of the table, one frame per tick
-    nertz-replay game.jsonl.gz --mp4 game.mp4 --fps 8
-
 Guide: docs/guides/replays.md. The file is first replayed through the engine (every tick checked), so what is
-drawn is what the engine does with the recorded actions. The page holds the SVG parts of :mod:`nertz_env.draw`
-for every tick, each distinct part stored once and the whole gzip-compressed; GIF and MP4 frames are the same
-SVGs rasterized.
+drawn is what the engine does with the recorded actions.
 """
 
 from __future__ import annotations
@@ -59,8 +53,9 @@ def build_frames(rep: Replay) -> tuple[list[Frame], int]:
     return frames, fan
 
 
-def _drawings(rep: Replay, frames: list[Frame], fan: int) -> list[TableDrawing]:
-    return [
+def _drawings(rep: Replay) -> tuple[list[Frame], list[TableDrawing]]:
+    frames, fan = build_frames(rep)
+    return frames, [
         draw_table(f.snapshot, seat_names=rep.agents, highlight=_highlight(f.rec if f.kind != "next_deal" else None), fan=fan)
         for f in frames
     ]
@@ -115,9 +110,8 @@ def _chart(
 
 
 def page_html(rep: Replay, title: str | None = None) -> str:
-    """The replay page of ``rep`` (see the module docstring)."""
-    fr_list, fan = build_frames(rep)
-    drawings = _drawings(rep, fr_list, fan)
+    """The replay page of ``rep``: the SVG parts of every frame, each distinct part stored once, gzip-compressed."""
+    fr_list, drawings = _drawings(rep)
     parts: list[str] = []
     index: dict[str, int] = {}
     frames: list[list[int]] = []
@@ -202,20 +196,12 @@ def page_html(rep: Replay, title: str | None = None) -> str:
 
 
 
-class _Progress:
+def _progress(k: int, total: int, what: str) -> None:
     """``frame k/N`` on stderr: one line rewritten in place on a terminal, else a line every tenth."""
-
-    def __init__(self, total: int, what: str) -> None:
-        self.total, self.what = total, what
-        self.tty = sys.stderr.isatty()
-        self.step = max(1, total // 10)
-
-    def __call__(self, k: int) -> None:
-        if self.tty:
-            end = "\n" if k == self.total else ""
-            print(f"\rnertz-replay: {self.what}: frame {k}/{self.total}", end=end, file=sys.stderr, flush=True)
-        elif k == self.total or k % self.step == 0:
-            print(f"nertz-replay: {self.what}: frame {k}/{self.total}", file=sys.stderr, flush=True)
+    if sys.stderr.isatty():
+        print(f"\rnertz-replay: {what}: frame {k}/{total}", end="\n" if k == total else "", file=sys.stderr, flush=True)
+    elif k == total or k % max(1, total // 10) == 0:
+        print(f"nertz-replay: {what}: frame {k}/{total}", file=sys.stderr, flush=True)
 
 
 def _gif_palette(first: Any, last: Any) -> Any:
@@ -244,9 +230,8 @@ def write_animation(rep: Replay, path: str, fps: float, scale: float, kind: str)
         import numpy as np
     except ImportError:
         raise UsageError(f"animations need imageio: {install_command('render')}") from None
-    frames, fan = build_frames(rep)
-    svgs = [d.svg() for d in _drawings(rep, frames, fan)]
-    progress = _Progress(len(svgs), f"writing {os.path.basename(path)}")
+    svgs = [d.svg() for d in _drawings(rep)[1]]
+    what = f"writing {os.path.basename(path)}"
     if kind == "gif":
         from PIL import Image
 
@@ -258,7 +243,7 @@ def write_animation(rep: Replay, path: str, fps: float, scale: float, kind: str)
             if palette is None:
                 palette = _gif_palette(img, last)
             images.append(Image.fromarray(img).quantize(palette=palette, dither=Image.Dither.NONE))
-            progress(k)
+            _progress(k, len(svgs), what)
         images[0].save(
             path, save_all=True, append_images=images[1:], duration=1000.0 / fps, loop=0, optimize=True, disposal=1
         )
@@ -274,7 +259,7 @@ def write_animation(rep: Replay, path: str, fps: float, scale: float, kind: str)
             if img.shape[0] % 2 or img.shape[1] % 2:  # yuv420p needs even sides
                 img = np.pad(img, ((0, img.shape[0] % 2), (0, img.shape[1] % 2), (0, 0)), mode="edge")
             writer.append_data(img)
-            progress(k)
+            _progress(k, len(svgs), what)
     finally:
         writer.close()
     return len(svgs)
@@ -362,11 +347,9 @@ def run(args: argparse.Namespace) -> int:
             if path:
                 n = write_animation(rep, path, args.fps, args.scale, kind)
                 print(f"nertz-replay: wrote {path} ({n} frames, {os.path.getsize(path) / 1024:.0f} KB)")
-    except ReplayError as e:
-        raise UsageError(str(e)) from None
     except ReplayMismatch as e:
         raise UsageError(f"{args.file}: the engine does not reproduce this game: {e}") from None
-    except (ImportError, OSError) as e:
+    except (ReplayError, ImportError, OSError) as e:
         raise UsageError(str(e)) from None
     return 0
 

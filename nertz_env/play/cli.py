@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from nertz_env._text import plain
-from nertz_env.cli import EXIT_USAGE, Parser, UsageError, add_rule_flag, advice
+from nertz_env.cli import EXIT_USAGE, Parser, UsageError, add_rule_flag, advice, at_least
 from nertz_env.extras import install_command
 
 DEFAULT_TICK_MS = 1500
@@ -43,9 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--opponents", nargs="+", metavar="AGENT",
                    help="agent specs of the other seats (random, greedy, heuristic, search, ppo, a checkpoint "
                         "path, 'heuristic:wait_prob=0.3'); one name fills every seat (default: heuristic)")
-    p.add_argument("--players", type=int, help="seats at the table, 2 to 8 (default: opponents + 1, else 4)")
+    p.add_argument("--players", type=int, choices=range(2, 9), metavar="N",
+                   help="seats at the table, 2 to 8 (default: opponents + 1, else 4)")
     p.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
-    p.add_argument("--seed", type=int, help="the deal's seed (default: a random one, printed)")
+    p.add_argument("--seed", type=at_least(0), help="the deal's seed (default: a random one, printed)")
     add_rule_flag(p)
     p.add_argument("--step", action="store_true", help="step mode: the table waits for each of your moves")
     p.add_argument("--tick-ms", type=int,
@@ -64,8 +65,8 @@ def _opponents(args: argparse.Namespace) -> tuple[int, list[str]]:
     players = args.players
     if players is None:
         players = len(given) + 1 if given else 4
-    if not 2 <= players <= 8:
-        raise UsageError(f"--players must be from 2 to 8, got {players}")
+    if not 2 <= players <= 8:  # the number of opponents named
+        raise UsageError(f"--opponents names {len(given)}: a table has 2 to 8 players")
     if not given:
         return players, ["heuristic"] * (players - 1)
     if len(given) == 1:
@@ -89,8 +90,6 @@ def _build(args: argparse.Namespace) -> dict[str, Any]:
     tick_ms = DEFAULT_TICK_MS if args.tick_ms is None else args.tick_ms
     if not MIN_TICK_MS <= tick_ms <= MAX_TICK_MS:
         raise UsageError(f"--tick-ms must be from {MIN_TICK_MS} to {MAX_TICK_MS}, got {tick_ms}")
-    if args.seed is not None and args.seed < 0:
-        raise UsageError(f"--seed must be a non-negative integer, got {args.seed}")
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be from 0 to 65535, got {args.port}")
 

@@ -50,8 +50,6 @@ MAX_QUEUE = 100
 SEND_TIMEOUT = 10.0
 #: seconds between two new games at least (each makes a replay file)
 NEW_GAME_INTERVAL = 1.0
-#: the close code of a dropped tab (4000-4999: the application's own)
-CLOSE_TOO_SLOW = 4008
 #: the scope key under which :class:`Guard` keeps a way to abort the connection (see :meth:`Hub._abort`)
 ABORT_KEY = "nertz_play.abort"
 
@@ -108,15 +106,12 @@ class Hub:
         self.dropped = 0  # tabs dropped for not reading
         self.pending: int | None = None
         self.paused = False
-        self.started = False  # the clock starts when the player's tab first connects
         self.failure: str | None = None
         self.lock = asyncio.Lock()
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nertz-play-table")
         self._clock: asyncio.Task[None] | None = None
-        self._closers: set[asyncio.Task[None]] = set()
         self._view: dict[str, Any] = {}
         self._svg: str | None = None
-        self.ticks_played = 0
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -132,8 +127,6 @@ class Hub:
                 await self._clock
         for tab in list(self.tabs.values()):
             self._forget(tab)
-        for task in list(self._closers):
-            task.cancel()
         async with self.lock:
             await self._run(self.game.close)
         self._tell_record_notes()
@@ -159,7 +152,6 @@ class Hub:
     def clock_running(self) -> bool:
         return (
             not self.step
-            and self.started
             and self.player is not None
             and not self.paused
             and not self.game.done
@@ -188,7 +180,6 @@ class Hub:
         except Exception as e:  # a bot or the engine failed: the table stops, the server and the replay stay
             self._stop_table(e)
             return
-        self.ticks_played += 1
         self.broadcast(self._state(result))
         self._tell_record_notes()
         if result.done:
@@ -287,9 +278,6 @@ class Hub:
     def error(self, ws: WebSocket, message: str) -> None:
         self.send(ws, {"type": "error", "message": message})
 
-    def info(self, ws: WebSocket, message: str) -> None:
-        self.send(ws, {"type": "info", "message": message})
-
     def _drop(self, tab: _Tab, why: str) -> None:
         """A tab that does not read: forget it (the next tab plays the seat) and abort its connection."""
         if tab.gone:
@@ -310,21 +298,10 @@ class Hub:
             tab.task.cancel()
 
     def _abort(self, ws: WebSocket) -> None:
-        """End a stuck connection now: abort the transport where uvicorn offers it (a close would wait for the
-        peer to read), else close in the background."""
+        """End a stuck connection now by aborting uvicorn's transport (a close would wait for the peer to read)."""
         abort = ws.scope.get(ABORT_KEY)
         if callable(abort):
             abort()
-            return
-
-        async def close() -> None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(ws.close(CLOSE_TOO_SLOW, "this tab did not read the table's messages"),
-                                       self.send_timeout)
-
-        task = asyncio.get_running_loop().create_task(close())
-        self._closers.add(task)
-        task.add_done_callback(self._closers.discard)
 
     # ------------------------------------------------------------------ connections
     def _welcome(self, role: str, note: str) -> dict[str, Any]:
@@ -350,7 +327,6 @@ class Hub:
         async with self.lock:  # between ticks: the welcome comes first, then the table as it stands
             if self.player is None:
                 self.player = ws
-                self.started = True
                 others = ", ".join(n for s, n in enumerate(g.names) if s != g.seat)
                 role, note = "player", f"you play seat {g.seat} against {others}"
             else:
@@ -378,7 +354,7 @@ class Hub:
             self.send(heir, self._welcome("player", f"the player's tab closed: this tab plays seat {self.game.seat} now"))
             self.send(heir, {**self._state(self.game.last), "role": "player"})
             for spec in self.spectators:
-                self.info(spec, "the player's tab closed; another tab plays the seat now")
+                self.send(spec, {"type": "info", "message": "the player's tab closed; another tab plays the seat now"})
             return
         path = self.game.replay_file
         self.log(
@@ -396,7 +372,7 @@ class Hub:
                     break
                 if ws not in self.tabs:  # dropped for not reading
                     break
-                await self.handle(ws, msg.get("text"), msg.get("bytes"))
+                await self.handle(ws, msg.get("text"))
         except WebSocketDisconnect:
             pass
         finally:
@@ -407,7 +383,7 @@ class Hub:
                 self._abort(ws)
 
     # ------------------------------------------------------------------ messages
-    async def handle(self, ws: WebSocket, text: str | None, data: bytes | None = None) -> None:
+    async def handle(self, ws: WebSocket, text: str | None) -> None:
         """One message from a tab; anything refused gets an error message, never an exception."""
         if text is None:
             self.error(ws, "malformed message: send JSON text, not binary data")
