@@ -612,9 +612,7 @@ def test_cli_every_malformed_field_is_one_line_naming_it(tiny_game: list[dict], 
 
 def test_a_fifo_is_one_line_at_once_not_a_wait_for_ever(tmp_path: Path) -> None:
     """``nertz-replay`` and ``load_replay`` on a FIFO waited for a writer with no word: anything that is not a
-    regular file is now one line (exit 2) at once. Bounded: the waits below end by themselves."""
-    import subprocess
-    import sys
+    regular file is now one line at once. Bounded: the waits below end by themselves."""
     import threading
 
     fifo = tmp_path / "game.jsonl"
@@ -635,8 +633,3 @@ def test_a_fifo_is_one_line_at_once_not_a_wait_for_ever(tmp_path: Path) -> None:
         reader.join(timeout=10)
         pytest.fail("load_replay waited on a FIFO")
     assert len(failed) == 1 and "not a regular file" in str(failed[0]), failed
-    script = "import sys; from nertz_env.replay_cli import main; sys.exit(main(sys.argv[1:]))"
-    proc = subprocess.run([sys.executable, "-c", script, str(fifo), "-o", str(tmp_path / "x.html")],
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr[-2000:]
-    assert "not a regular file" in proc.stderr and not (tmp_path / "x.html").exists()
