@@ -369,9 +369,7 @@ class PlayGame:
         return {
             "tick": snap["tick"],
             "round": snap["round"],
-            "status": snap["done"],
             "done": self.done,
-            "seat": self.seat,
             "seats": seats,
             "lake": lake,
             "legal": self.legal_moves() if not self.done else [],

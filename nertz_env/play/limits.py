@@ -1,9 +1,7 @@
 """The bounds ``nertz-play`` puts on every connection before any request is read: uvicorn's protocols, subclassed.
 
-uvicorn's h11 protocol waits for a first request head without end and takes every connection the kernel queues,
-so sockets that send nothing could hold every file descriptor (no new client served, and a flood of ``accept()``
-errors in the log). Its websocket protocol answers every ping at once, so a peer that pings and never reads
-grows the server's write buffer without end. See "What the server promises" in docs/guides/replays.md.
+See "What the server promises" in docs/guides/replays.md: sockets that send nothing cannot hold every file, and a
+peer that pings and never reads cannot grow the server's write buffer.
 """
 
 from __future__ import annotations
@@ -21,17 +19,13 @@ class _Waiting:
 
     def __init__(self) -> None:
         self.conns: dict[BoundedH11, None] = {}
-        self.said = False
+        self.said = False  # the log said it once
 
 
 class BoundedH11(H11Protocol):
-    """uvicorn's h11 protocol with two bounds more.
-
-    - A request head must be complete within ``timeout_keep_alive`` seconds of the connection (or of the last
-      response): uvicorn's own timer starts only after a response and stops at the first byte.
-    - At ``limit_concurrency`` connections a new one closes the oldest that has sent no request head (itself if
-      every other is busy), said once in the log: uvicorn's own limit answers 503, but only to a request head,
-      and the kernel's queue of idle sockets never gets that far."""
+    """uvicorn's h11 protocol with two bounds more: a request head within ``timeout_keep_alive`` seconds of the
+    connection or the last response (uvicorn's timer stops at the first byte), and at ``limit_concurrency``
+    connections a new one closes the oldest that sent no request head (uvicorn answers 503 only to a head)."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -84,12 +78,9 @@ class BoundedH11(H11Protocol):
 
 
 class BoundedWebSocket(WebSocketsSansIOProtocol):
-    """uvicorn's websocket protocol (websockets' sans-I/O one) with a bound on what a peer may leave unread.
-
-    While the transport's buffer is over its high-water mark (the peer does not read), a ping gets no pong
-    (none piles up in memory), and a peer that stays so for ``ws_ping_timeout`` seconds is dropped: its
-    connection is aborted, whatever the table still owes it (``nertz-play`` sets ``ws_ping_timeout`` to the
-    table's send timeout)."""
+    """uvicorn's websocket protocol with a bound on what a peer may leave unread: while the peer does not read (the
+    transport's buffer over its high-water mark) a ping gets no pong, and after ``ws_ping_timeout`` seconds so
+    the connection is aborted."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -208,10 +208,7 @@ class Hub:
             "svg": self._svg,
             "moves": [m.to_dict() for m in result.moves] if result is not None else None,
             "events": list(result.events) if result is not None else [],
-            "round_end": result.round_end if result is not None else None,
             "pending": self._pending_move(),
-            "mode": "step" if self.step else "realtime",
-            "tick_ms": self.tick_ms,
             "paused": self.paused,
             "replay": self.game.replay_file,
             "recording": self.game.record_error,
@@ -315,7 +312,6 @@ class Hub:
             "mode": "step" if self.step else "realtime",
             "tick_ms": self.tick_ms,
             "replay": self.game.replay_file,
-            "num_actions": g.table.n,
         }
 
     async def connect(self, ws: WebSocket) -> None:
