@@ -41,11 +41,6 @@ def _highlight(rec: dict[str, Any] | None) -> dict[str, Any]:
     return {"seats": seats} if seats else {}
 
 
-def _running_scores(snap: dict[str, Any]) -> list[int]:
-    """Each seat's match score plus its round so far (:func:`nertz_env.snapshot.round_so_far`)."""
-    return [int(pl["match_score"]) + r for pl, r in zip(snap["players"], round_so_far(snap), strict=True)]
-
-
 def build_frames(rep: Replay) -> tuple[list[Frame], int]:
     """Every frame of the game (replayed and checked) and the work-pile room for the whole game."""
     frames = list(replay_frames(rep))
@@ -63,11 +58,6 @@ def _drawings(rep: Replay) -> tuple[list[Frame], list[TableDrawing]]:
 
 CHART_W = 340  # the chart's width in SVG units: the side column's width in pixels
 CHART_FONT = 12  # px at that width
-
-
-def _where(snap: dict[str, Any], rounds: bool) -> str:
-    """A table's place in the game: ``tick T``, or ``round R tick T`` in a match (ticks count from each deal)."""
-    return (f"round {int(snap['round']) + 1} " if rounds else "") + f"tick {snap['tick']}"
 
 
 def _chart(
@@ -145,12 +135,13 @@ def page_html(rep: Replay, title: str | None = None) -> str:
                 tick["re"] = f.round_end
             ticks.append(tick)
         kinds.append([f.kind, len(ticks) - 1, int(f.snapshot["round"]), int(f.snapshot["tick"])])
-    rounds = int(fr_list[-1].snapshot["round"]) + 1
+    last = fr_list[-1].snapshot
+    rounds = int(last["round"]) + 1
     # on a round's last frame the match score says it all
     series = [
         [int(x) for x in f.rec["match"]]
         if f.rec is not None and "match" in f.rec and f.kind != "next_deal"
-        else _running_scores(f.snapshot)
+        else [int(pl["match_score"]) + r for pl, r in zip(f.snapshot["players"], round_so_far(f.snapshot), strict=True)]
         for f in fr_list
     ]
     marks = [
@@ -168,7 +159,7 @@ def page_html(rep: Replay, title: str | None = None) -> str:
         "names": rep.agents,
         "colours": [SEAT_COLOURS[p % len(SEAT_COLOURS)] for p in range(len(rep.agents))],
         "series": series,
-        "done": fr_list[-1].snapshot["done"],
+        "done": last["done"],
         "complete": rep.final is not None,
         "cut": rep.incomplete() is not None,
     }
@@ -179,7 +170,8 @@ def page_html(rep: Replay, title: str | None = None) -> str:
         "TITLE": html.escape(name),
         "META": html.escape(meta),
         "DEFS": defs,
-        "CHART": _chart(series, rep.agents, marks, _where(fr_list[-1].snapshot, rounds > 1)),
+        # the axis ends at the last table: "tick T", or "round R tick T" in a match (ticks count from each deal)
+        "CHART": _chart(series, rep.agents, marks, f"round {rounds} " * (rounds > 1) + f"tick {last['tick']}"),
         "CUT": (
             f'<span class="cut">Cut off: the file ends after tick {rep.last_tick} with no closing line '
             "(a game still being written, or a writer that crashed)</span>"

@@ -45,14 +45,6 @@ class MoveError(ValueError):
     """A move the server refuses; the message is shown to the person as it is."""
 
 
-def _source(src: int) -> dict[str, Any]:
-    if src == SRC_NERTZ:
-        return {"zone": "nertz", "pile": None}
-    if src == SRC_WASTE:
-        return {"zone": "waste", "pile": None}
-    return {"zone": "work", "pile": src - SRC_WORK0}
-
-
 def default_replay_dir() -> str:
     """Where games are saved by default: ``$XDG_DATA_HOME/nertz-env/replays`` (or ``~/.local/share/...``)."""
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
@@ -236,7 +228,8 @@ class PlayGame:
             src = {"zone": "work", "pile": row.src - SRC_WORK0, "count": row.length}
             dst = {"zone": "work", "pile": row.dst}
         else:
-            src = _source(row.src)
+            zone = {SRC_NERTZ: "nertz", SRC_WASTE: "waste"}.get(row.src, "work")
+            src = {"zone": zone, "pile": row.src - SRC_WORK0 if zone == "work" else None}
             if row.kind in (LAKE, JOKER_LAKE):
                 dst = {"zone": "lake", "pile": None}
             elif row.kind in (TO_WORK, TUCK):

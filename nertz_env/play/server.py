@@ -267,10 +267,7 @@ class Hub:
     def broadcast(self, message: dict[str, Any]) -> None:
         for ws in [self.player, *self.spectators]:
             if ws is not None:
-                self.send(ws, {**message, "role": self.role(ws)})
-
-    def role(self, ws: WebSocket) -> str:
-        return "player" if ws is self.player else "spectator"
+                self.send(ws, {**message, "role": "player" if ws is self.player else "spectator"})
 
     def error(self, ws: WebSocket, message: str) -> None:
         self.send(ws, {"type": "error", "message": message})
