@@ -228,21 +228,6 @@ def server_config(app: Any, **options: Any) -> Any:
     return uvicorn.Config(app, **settings)
 
 
-def _warm_up(env: Any, bots: Sequence[Any], seat: int) -> None:
-    """One tick of a throwaway deal, so the engine and the bots compile before the page opens."""
-    obs, _ = env.reset(seed=0)
-    others = [s for s in range(env.config.num_players) if s != seat]
-    actions = {}
-    for s, agent_id in enumerate(env.possible_agents):
-        if s == seat:
-            actions[agent_id] = 0
-        else:
-            bot = bots[others.index(s)]
-            bot.reset(env.config, s, 0)
-            actions[agent_id] = bot.act(obs[agent_id]["observation"], obs[agent_id]["action_mask"])
-    env.step(actions)
-
-
 def make_hub(built: dict[str, Any], seat: int, step: bool) -> Any:
     """The table of a checked command line (see :func:`_build`), with its replay and drawing."""
     import nertz_env
@@ -250,8 +235,10 @@ def make_hub(built: dict[str, Any], seat: int, step: bool) -> Any:
     from nertz_env.play.server import Hub
 
     env = nertz_env.parallel_env(num_players=built["players"], **built["rules"])
-    _warm_up(env, built["bots"], seat)
-    game = PlayGame(env, built["bots"], built["specs"], seat=seat, seed=built["seed"], replay_dir=built["replay_dir"])
+    game = PlayGame(env, built["bots"], built["specs"], seat=seat, seed=built["seed"])
+    game.tick(None)  # a throwaway tick: the engine and the bots compile before the page opens
+    game.replay_dir = built["replay_dir"]
+    game.reset()  # the deal again, and its replay
     return Hub(game, step=step, tick_ms=built["tick_ms"])
 
 

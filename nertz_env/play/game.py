@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -64,9 +64,6 @@ class SeatMove:
     lost_race: bool
     reward: float
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
 
 @dataclass
 class TickResult:
@@ -107,24 +104,16 @@ class PlayGame:
         n = env.config.num_players
         if not 0 <= seat < n:
             raise ValueError(f"seat must be from 0 to {n - 1}, got {seat}")
-        if len(bots) != n - 1 or len(bot_names) != n - 1:
-            raise ValueError(f"a table of {n} players takes {n - 1} bots, got {len(bots)}")
         self.env = env
         self.config = env.config
         self.table = env.actions
         self.seat = seat
         self.seed = int(seed)
-        self.bots: dict[int, Agent] = {}
+        others = [s for s in range(n) if s != seat]
+        self.bots: dict[int, Agent] = dict(zip(others, bots, strict=True))
+        names = dict(zip(others, bot_names, strict=True))
         #: per seat: the agent spec (``HUMAN_NAME`` for the person), as the replay's header keeps it
-        self.specs: list[str] = []
-        others = iter(zip(bots, bot_names, strict=True))
-        for s in range(n):
-            if s == seat:
-                self.specs.append(HUMAN_NAME)
-            else:
-                bot, name = next(others)
-                self.bots[s] = bot
-                self.specs.append(str(name))
+        self.specs = [str(names.get(s, HUMAN_NAME)) for s in range(n)]
         #: per seat: the name on the table (a spec that sits at several seats gets the seat's number)
         self.names = [
             f"{spec} {s}" if s != seat and self.specs.count(spec) > 1 else spec for s, spec in enumerate(self.specs)
@@ -340,7 +329,7 @@ class PlayGame:
         seats = []
         for s, pl in enumerate(snap["players"]):
             lake_cards = sum(1 for f in snap["lake"] for _, owner in f if owner == s)
-            last = self.last.moves[s].to_dict() if self.last is not None else None
+            last = asdict(self.last.moves[s]) if self.last is not None else None
             seats.append(
                 {
                     "seat": s,

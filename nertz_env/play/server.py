@@ -26,6 +26,7 @@ import sys
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -206,7 +207,7 @@ class Hub:
             "type": "state",
             "view": self._view,
             "svg": self._svg,
-            "moves": [m.to_dict() for m in result.moves] if result is not None else None,
+            "moves": [asdict(m) for m in result.moves] if result is not None else None,
             "events": list(result.events) if result is not None else [],
             "pending": self._pending_move(),
             "paused": self.paused,
