@@ -313,12 +313,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--fps must be above 0 and at most 60, got {args.fps}")
     if not 0.1 <= args.scale <= 4:
         raise UsageError(f"--scale must be from 0.1 to 4, got {args.scale}")
-    if args.output:
-        _check_out(args.output, "-o", ".html")
-    if args.gif:
-        _check_out(args.gif, "--gif", ".gif")
-    if args.mp4:
-        _check_out(args.mp4, "--mp4", ".mp4")
+    for path, flag, suffix in ((args.output, "-o", ".html"), (args.gif, "--gif", ".gif"), (args.mp4, "--mp4", ".mp4")):
+        if path:
+            _check_out(path, flag, suffix)
     try:
         rep = load_replay(args.file)
         cut = rep.incomplete()
