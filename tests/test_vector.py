@@ -91,17 +91,13 @@ def test_batch__out_of_range_actions_are_flagged_waits() -> None:
 
 REFUSALS: list[tuple[Callable[[Any], Any], type, str]] = [
     (lambda v: v.step(np.zeros((2, 4), dtype=np.int64)), ValueError, "shape"),
-    (lambda v: v.step(np.zeros((3, 3), dtype=np.int64)), ValueError, "shape"),
     (lambda v: v.step(np.zeros((3, 4), dtype=np.float32)), ValueError, "integers"),
-    (lambda v: v.step([[0, 0, 0, 0]] * 2), ValueError, "shape"),
     (lambda v: v.reset(seed=[1, 2, 3, 4]), ValueError, "seed"),
     (lambda v: v.snapshot(5), ValueError, "table"),
     (lambda v: v.reset_tables([3]), ValueError, "table must be"),
     (lambda v: v.reset(options={"reset_mask": np.array([1, 0, 0])}), ValueError, "reset_mask"),
     (lambda v: nertz_env.vector_env(0), ValueError, "num_tables"),
-    (lambda v: nertz_env.vector_env(-3), ValueError, "num_tables"),
     (lambda v: nertz_env.vector_env(2.5), ValueError, "num_tables"),
-    (lambda v: nertz_env.vector_env(True), ValueError, "num_tables"),
     (lambda v: nertz_env.vector_env(2).step(np.zeros((2, 4), dtype=np.int64)), RuntimeError, "reset"),
 ]
 
