@@ -179,20 +179,7 @@ def test_copy__of_a_fresh_parallel_env_plays_the_same_seeded_game_and_reads_its_
 
 
 @pytest.mark.parametrize("form", FORMS)
-def test_step_and_reset_after_close__raise_a_clear_error(form: str) -> None:
-    env = FORMS[form][0]()
-    _reset(env)
-    _wait_step(env)
-    env.close()
-    env.close()  # closing twice is harmless
-    with pytest.raises(ClosedEnvironmentError, match=r"step\(\) after close\(\)"):
-        _wait_step(env)
-    with pytest.raises(ClosedEnvironmentError, match=r"reset\(\) after close\(\)"):
-        _reset(env)
-
-
-@pytest.mark.parametrize("form", FORMS)
-def test_unknown_reset_option__is_ignored_with_a_warning_every_time(form: str) -> None:
+def test_lifecycle__unknown_reset_options_warn_every_time_and_step_and_reset_after_close_raise(form: str) -> None:
     make, step = FORMS[form]
     env = make()
     for _ in range(2):
@@ -203,6 +190,12 @@ def test_unknown_reset_option__is_ignored_with_a_warning_every_time(form: str) -
             else:
                 env.reset(seed=0, options={"colour": 1})
     step(env, np.random.default_rng(0))  # and the env is usable
+    env.close()
+    env.close()  # closing twice is harmless
+    with pytest.raises(ClosedEnvironmentError, match=r"step\(\) after close\(\)"):
+        _wait_step(env)
+    with pytest.raises(ClosedEnvironmentError, match=r"reset\(\) after close\(\)"):
+        _reset(env)
 
 
 # ---------------------------------------------------------------------------------------------- infos
