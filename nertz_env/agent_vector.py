@@ -29,8 +29,7 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         rewards float32 (N,); terminations, truncations bool (N,)
 
     The seats of a table step, end and autoreset (``NEXT_STEP``) together. ``infos`` holds arrays of length N
-    with the same keys at reset and every step: ``illegal``, ``lost_race``, ``round_end``, ``score`` (with a
-    ``_score`` mask), ``autoreset`` and ``action_mask``. The arguments are :func:`agent_vector_env`'s.
+    (:data:`nertz_env.infos.AGENT_VECTOR`). The arguments are :func:`agent_vector_env`'s.
     """
 
     metadata = {

@@ -34,9 +34,8 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
 
     ``single_action_space`` is ``MultiDiscrete([A] * P)``; autoreset is Gymnasium's ``NEXT_STEP`` mode (the
     step after a table ended deals it anew, ignores its actions and returns zero rewards). Unlike Gymnasium,
-    rewards and endings have a seat axis, and ``infos`` is a dict of arrays with the same keys at reset and
-    every step: ``illegal`` (T, P), ``lost_race`` (T, P), ``round_end`` (T,), ``score`` (T, P), ``autoreset``
-    (T,) and ``action_mask`` (T, P, A). A table steps exactly as ``parallel_env`` with the same seed.
+    rewards and endings have a seat axis; ``infos`` is a dict of arrays (:data:`nertz_env.infos.VECTOR`). A table
+    steps exactly as ``parallel_env`` with the same seed.
     """
 
     metadata = {
