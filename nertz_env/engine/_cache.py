@@ -38,7 +38,7 @@ SOURCES = (
 )
 PACKAGE = Path(__file__).resolve().parents[1]
 
-NOTICE = "nertz_env: compiling the rules with numba for their first use; later processes load them from numba's cache"
+NOTICE = "nertz_env: compiling the rules with numba for their first use; {}"
 
 
 @cache
@@ -67,15 +67,16 @@ _warned = False
 
 
 class _Notice(event.Listener):
-    """Logs one line per process when numba compiles (not loads) a cached function; where no cache can be kept,
-    the :class:`CompileCacheWarning` is that line."""
+    """Logs one line per process when numba compiles (not loads) a cached function."""
 
     told = False
 
     def on_start(self, ev: Any) -> None:
-        if not (self.told or _warned) and getattr((ev.data or {}).get("dispatcher"), "py_func", None) in _cached:
+        if not self.told and getattr((ev.data or {}).get("dispatcher"), "py_func", None) in _cached:
             self.told = True
-            LOG.warning(NOTICE)
+            kept = "no cache can be kept here, so every process compiles" if _warned else (
+                "later processes load them from numba's cache")
+            LOG.warning(NOTICE.format(kept))
 
     def on_end(self, ev: Any) -> None:
         pass
