@@ -53,15 +53,14 @@ def test_batch_table__equals_parallel_env_with_the_same_seed(rules: dict) -> Non
 
 def test_batch__obeys_gymnasium_vector_shapes_and_dtypes() -> None:
     venv = nertz_env.vector_env(3, num_players=5)
-    obs, infos = venv.reset(seed=0)
-    keys = {"illegal", "lost_race", "round_end", "score", "autoreset", "action_mask"}
-    assert venv.num_envs == 3 and set(infos) == keys
+    obs, _ = venv.reset(seed=0)
+    assert venv.num_envs == 3  # (the infos: test_env.py checks them against the schema)
     assert obs["observation"].shape == (3, 5, venv.obs_layout.size) and obs["observation"].dtype == np.float32
     assert obs["action_mask"].shape == (3, 5, venv.actions.n) and obs["action_mask"].dtype == np.int8
     assert venv.observation_space.contains(obs) and venv.action_space.contains(venv.sample_actions())
-    obs, rew, term, trunc, info = venv.step(venv.sample_actions())
+    obs, rew, term, trunc, _ = venv.step(venv.sample_actions())
     assert rew.shape == term.shape == trunc.shape == (3, 5)
-    assert rew.dtype == np.float32 and term.dtype == bool and set(info) == keys
+    assert rew.dtype == np.float32 and term.dtype == bool
     assert 2_000 < venv.bytes_per_table() < 20_000
 
 
