@@ -1,22 +1,19 @@
-"""What every environment class shares: one way to copy itself (``pickle`` and ``copy.deepcopy``), the closed
-check, and the unknown-reset-option warning.
-
-Most attributes are plain data (the config, the engine's arrays, the generators) and copy as they are. A few are
-derived from that data and must not be copied (compiled entry points bound to the env's arrays, views of those
-arrays): a class lists them in ``_derived`` and rebuilds them in ``_bind()``, which its ``__init__`` calls too.
-A deep copy and an unpickled copy are then the same: an independent table that continues exactly as the original.
-"""
+"""What every environment class shares: copying (``pickle``, ``copy.deepcopy``), the closed check, the
+unknown-reset-option warning and the seeds of a reset."""
 
 from __future__ import annotations
 
 import warnings
 from typing import Any, ClassVar
 
+import numpy as np
+
+from nertz_env._text import short
+
 
 class Copyable:
-    """Mixin: ``pickle``/``copy.deepcopy`` drop the attributes named in ``_derived`` and ``_bind()`` rebuilds
-    them on the copy. Subclasses extend ``_derived`` (``_derived = Base._derived + ("_x",)``) and call
-    ``super()._bind()`` when they override ``_bind``."""
+    """Mixin: ``pickle`` and ``copy.deepcopy`` drop the attributes named in ``_derived`` (compiled entry points
+    and views bound to the env's arrays) and ``_bind()`` rebuilds them, so a copy continues as the original."""
 
     _derived: ClassVar[tuple[str, ...]] = ()
 
@@ -51,3 +48,20 @@ def warn_unknown_options(options: dict[str, Any], known: tuple[str, ...]) -> Non
     if unknown:
         takes = "the options are " + ", ".join(repr(k) for k in known) if known else "it takes no options"
         warnings.warn(f"reset() ignores unknown option(s) {unknown}; {takes}", stacklevel=3)
+
+
+def _is_seed(s: Any) -> bool:
+    return isinstance(s, (int, np.integer)) and not isinstance(s, bool) and bool(s >= 0)
+
+
+def table_seeds(seed: Any, n: int) -> np.ndarray:
+    """The uint64 seeds of ``n`` tables: ``seed + t`` for an int, the given ones for a list of ``n``, fresh
+    entropy for None."""
+    if seed is None:
+        return np.random.SeedSequence().generate_state(n, np.uint64)
+    if _is_seed(seed):
+        return np.arange(n, dtype=np.uint64) + np.uint64(int(seed) % 2**64)
+    if isinstance(seed, (list, tuple, np.ndarray)) and len(seed) == n and all(_is_seed(s) for s in seed):
+        return np.array([int(s) % 2**64 for s in seed], dtype=np.uint64)
+    one_per_table = f", or {n} of them (one per table)" if n > 1 else ""
+    raise ValueError(f"seed must be a non-negative integer or None{one_per_table}, got {short(seed)}")

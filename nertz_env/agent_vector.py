@@ -29,18 +29,7 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         rewards float32 (N,); terminations, truncations bool (N,)
 
     The seats of a table step, end and autoreset (``NEXT_STEP``) together. ``infos`` holds arrays of length N
-    with the same keys at reset and every step: ``illegal``, ``lost_race``, ``round_end``, ``score`` (with a
-    ``_score`` mask), ``autoreset`` and ``action_mask``.
-
-    Args:
-        num_tables: tables in the batch.
-        num_players: seats per table, 2 to 8.
-        copy: return copies of the observation and mask buffers (False: views the next call overwrites).
-        render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (one frame per table).
-        obs_format: ``"dict"`` (``{"observation", "action_mask"}``) or ``"array"``: the observation vector
-            alone, a ``Box``, for the wrappers that need one; the mask is then in ``infos["action_mask"]`` and
-            :meth:`action_masks`.
-        **rules: any option of :class:`~nertz_env.config.NertzConfig`.
+    (:data:`nertz_env.infos.AGENT_VECTOR`). The arguments are :func:`agent_vector_env`'s.
     """
 
     metadata = {
@@ -123,7 +112,7 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
     ) -> tuple[Any, dict[str, np.ndarray]]:
         """The batch's observations and infos, per sub-environment."""
         n, p = self.num_envs, self.num_players
-        obs = self._flat_obs(out)
+        obs = {"observation": out["observation"].reshape(n, -1), "action_mask": out["action_mask"].reshape(n, -1)}
         infos = {
             "illegal": info["illegal"].reshape(n),
             "lost_race": info["lost_race"].reshape(n),
@@ -154,9 +143,6 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         """Every sub-environment's legal actions (bool, (N, A))."""
         return self.venv.observations()["action_mask"].reshape(self.num_envs, -1).astype(bool)
 
-    def _flat_obs(self, out: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        n = self.num_envs
-        return {"observation": out["observation"].reshape(n, -1), "action_mask": out["action_mask"].reshape(n, -1)}
 
 
 def agent_vector_env(
@@ -196,7 +182,9 @@ def agent_vector_env(
         num_tables: tables in the batch (sub-environments: ``num_tables * num_players``).
         copy: return copies of the observation and mask buffers (False: views the next call overwrites).
         render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (one frame per table).
-        obs_format: ``"dict"`` (observation and mask) or ``"array"`` (the vector alone; the mask in the infos).
+        obs_format: ``"dict"`` (``{"observation", "action_mask"}``) or ``"array"``: the observation vector
+            alone, a ``Box``, for the wrappers that need one; the mask is then in ``infos["action_mask"]`` and
+            :meth:`~NertzAgentVectorEnv.action_masks`.
     """
     rules = {k: v for k, v in rules_of(locals()).items() if k != "num_players"} | unknown
     return NertzAgentVectorEnv(

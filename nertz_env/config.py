@@ -37,34 +37,10 @@ def _is_bool(v: Any) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class NertzConfig:
-    """The rules of one table. Defaults are those of RULES.md.
+    """The rules of one table, with the defaults of RULES.md. Each option's range and meaning is in
+    :data:`OPTION_DOCS`, rendered as the option table of docs/env/rules.md.
 
-    Attributes:
-        num_players: seats at the table, 2 to 8.
-        nertz_size: cards dealt to each Nertz pile, 8 to 13.
-        work_piles: work piles per player, 4 to 6.
-        draw: cards turned per flip of the stock, 1 to 3 (3 standard, 1 "solo deal").
-        recycle: ``"flip"`` turns the waste over as the new stock, ``"shuffle"`` shuffles it first.
-        max_redeals: how often the waste may become the stock; ``None`` is unlimited.
-        empty_pile_from_nertz_first: while the Nertz pile has cards, an empty work pile takes only its top.
-        call_mode: ``"auto"`` ends the round when a Nertz pile empties; ``"manual"`` adds a call action.
-        call_bonus: points for the player who ended the round (by emptying, or by a call).
-        false_call_penalty: points lost for calling Nertz with cards left (manual mode only).
-        nertz_penalty: points lost per card left in the own Nertz pile (0 in Pounce).
-        stall_ticks: ticks without progress (a lake or Nertz-pile play) before the stall rule acts;
-            ``None`` means 100 (100 per player when ``turn_based``).
-        max_ticks: hard bound on a round's ticks, after which it is truncated and scored;
-            ``None`` means 2000 (2000 per player when ``turn_based``).
-        target_score: play a match of rounds until a player's total reaches this.
-        rounds: play a match of exactly this many rounds (Racing Demon); exclusive with ``target_score``.
-        max_rounds: a match to ``target_score`` is truncated after this many rounds (``None``: 100).
-        teams: ``False``; ``True`` pairs seat i with seat i + n/2; or a list of seat groups.
-        turn_based: players act one at a time in rotation instead of simultaneously.
-        jokers: wild cards per deck, 0 to 2.
-        allow_tuck: a Nertz or waste card may slide under a work pile's base when a work pile is empty.
-        allow_rotate: a player may move the top card of its stock to the bottom as its move.
-        last_moves: not a rule but an observation option: the seat's own last ``last_moves`` moves this
-            round join its observation (slice ``last_moves``), 0 to 4; 0 (the default) leaves it out.
+    ``last_moves`` is not a rule but an observation option: the seat's own last moves join its observation.
     """
 
     num_players: int = 4

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from nertz_env import infos
@@ -38,9 +37,6 @@ def render(text: str, required: tuple[str, ...] = ()) -> str:
     """``text`` with every generated block replaced by its current content. Raises ValueError for a block
     name that is not generated, for a ``required`` block that is missing, and for a text with no block."""
 
-    def _replacer(body: str) -> Callable[[re.Match[str]], str]:
-        return lambda m: m.group(1) + body + m.group(2)
-
     known = sections()
     found = [m.group(1) for m in _BLOCK.finditer(text)]
     unknown = sorted(set(found) - set(known))
@@ -50,10 +46,7 @@ def render(text: str, required: tuple[str, ...] = ()) -> str:
     if missing or not found:
         names = missing or sorted(known)
         raise ValueError(f"no <!-- {names[0]}:start --> ... <!-- {names[0]}:end --> block")
-    for name in found:
-        pattern = re.compile(rf"(<!-- {name}:start -->\n).*?(\n<!-- {name}:end -->)", re.S)
-        text = pattern.sub(_replacer(known[name]), text)
-    return text
+    return _BLOCK.sub(lambda m: f"<!-- {m[1]}:start -->\n{known[m[1]]}\n<!-- {m[1]}:end -->", text)
 
 
 def main() -> None:

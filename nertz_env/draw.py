@@ -50,18 +50,6 @@ import numpy as np
 
 from nertz_env.extras import install_command
 
-__all__ = [
-    "ENV_FAN",
-    "SEAT_COLOURS",
-    "SEAT_INK",
-    "TableDrawing",
-    "draw_table",
-    "longest_pile",
-    "svg_to_rgb",
-    "table_rgb",
-    "table_svg",
-]
-
 #: One colour per seat: Okabe & Ito's colour-blind-safe set, with grey for its black.
 SEAT_COLOURS = ("#d55e00", "#56b4e9", "#f0e442", "#cc79a7", "#009e73", "#e69f00", "#0072b2", "#bbbbbb")
 
@@ -264,13 +252,9 @@ def card_symbol(text: str) -> str:
         f'<rect x="0.5" y="0.5" width="{CW - 1}" height="{CH - 1}" rx="4" fill="{"#f6efff" if joker else "#fdfdf8"}" '
         f'stroke="{JOKER_INK if joker else "#8a8a80"}" stroke-width="1"/>',
     ]
-    if label:
-        parts.append(_text(label, 3, 3, 9, colour, weight=0.2))
-        sx = 3 + text_width(label, 9) + 2.5
-    else:
-        parts.append(_text("JK", 3, 3, 9, colour, weight=0.2))
-        sx = 3 + text_width("JK", 9) + 2.5
-    parts.append(_suit(suit, sx, 2.5, 10, colour if suit != "*" else JOKER_INK))
+    corner = label or "JK"
+    parts.append(_text(corner, 3, 3, 9, colour, weight=0.2))
+    parts.append(_suit(suit, 3 + text_width(corner, 9) + 2.5, 2.5, 10, colour if suit != "*" else JOKER_INK))
     # the middle: a large suit (a star for a joker), or a large letter for a court card
     if rank in "JQK" and rank:
         parts.append(_text(rank, CW / 2, 22, 20, colour, anchor="middle", weight=0.12))

@@ -18,7 +18,7 @@ from pettingzoo.utils.env_logger import EnvLogger
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 from nertz_env import render as _render
-from nertz_env._envbase import Copyable, check_open, warn_unknown_options
+from nertz_env._envbase import Copyable, check_open, table_seeds, warn_unknown_options
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, make_config, rules_of
 from nertz_env.engine import batch
@@ -56,9 +56,6 @@ class _Rows(NamedTuple):
     match_score: np.ndarray
 
 
-OBS_KEYS = ("observation", "observations", None)
-
-
 class ObsSpace(gymnasium.spaces.Dict):
     """The Dict observation space, whose ``KeyError`` for a missing entry says what it has (and for RLlib's
     ``"observations"``, how to get it)."""
@@ -73,30 +70,6 @@ class ObsSpace(gymnasium.spaces.Dict):
                 )
             raise KeyError(f"the observation has entries {sorted(self.spaces)}, not {key!r}.{hint}")
         return self.spaces[key]
-
-
-def check_obs_key(obs_key: Any) -> str | None:
-    """``obs_key`` if it is one of :data:`OBS_KEYS`; otherwise ValueError."""
-    if obs_key not in OBS_KEYS or not isinstance(obs_key, (str, type(None))):
-        raise ValueError(f"obs_key must be 'observation', 'observations' or None, got {obs_key!r}")
-    return obs_key
-
-
-def max_cycles_rules(max_cycles: int | None, rules: dict[str, Any]) -> dict[str, Any]:
-    """``rules`` with PettingZoo's ``max_cycles`` mapped to ``max_ticks``; ValueError beside ``max_ticks`` or
-    for a match of several rounds."""
-    if max_cycles is None:
-        return rules
-    if not isinstance(max_cycles, _INT_TYPES) or isinstance(max_cycles, bool) or max_cycles < 1:
-        raise ValueError(f"max_cycles must be a positive integer, got {max_cycles!r}")
-    if rules.get("max_ticks") is not None:
-        raise ValueError("give max_cycles or max_ticks, not both (max_cycles is PettingZoo's name for max_ticks)")
-    if rules.get("rounds") not in (None, 1) or rules.get("target_score") is not None:
-        raise ValueError(
-            "max_cycles bounds an episode's steps, but this episode is a match of several rounds; "
-            "bound each round with max_ticks instead"
-        )
-    return {**rules, "max_ticks": int(max_cycles)}
 
 
 class NertzParallelEnv(Copyable, ParallelEnv):
@@ -119,23 +92,24 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         obs_key: str | None = "observation",
         **rules: Any,
     ) -> None:
-        """
-        Args:
-            num_players: seats, 2 to 8.
-            render_mode: ``None``, ``"ansi"`` (``render()`` returns the table as text), ``"human"`` (prints it) or
-                ``"rgb_array"`` (the drawing of :mod:`nertz_env.draw` as an (H, W, 3) uint8 array; needs the
-                ``render`` extra).
-            illegal_action: ``"noop"`` (default: flagged wait) or ``"raise"``.
-            max_cycles: PettingZoo's name for ``max_ticks`` (a one-round episode's bound on steps).
-            obs_key: the observation's form: ``"observation"`` (PettingZoo's keys), ``"observations"``
-                (RLlib's) or ``None`` (the bare vector; the mask in the infos only).
-            **rules: any option of :class:`~nertz_env.config.NertzConfig` by its RULES.md name.
-        """
+        """The arguments are :func:`parallel_env`'s."""
         _render.check_mode(render_mode)
         if illegal_action not in ("noop", "raise"):
             raise ValueError(f"illegal_action must be 'noop' or 'raise', got {illegal_action!r}")
-        self.obs_key = check_obs_key(obs_key)
-        rules = max_cycles_rules(max_cycles, rules)
+        if not isinstance(obs_key, (str, type(None))) or obs_key not in ("observation", "observations", None):
+            raise ValueError(f"obs_key must be 'observation', 'observations' or None, got {obs_key!r}")
+        self.obs_key = obs_key
+        if max_cycles is not None:  # PettingZoo's name for max_ticks, for a one-round episode
+            if not isinstance(max_cycles, _INT_TYPES) or isinstance(max_cycles, bool) or max_cycles < 1:
+                raise ValueError(f"max_cycles must be a positive integer, got {max_cycles!r}")
+            if rules.get("max_ticks") is not None:
+                raise ValueError("give max_cycles or max_ticks, not both (max_cycles is PettingZoo's name for max_ticks)")
+            if rules.get("rounds") not in (None, 1) or rules.get("target_score") is not None:
+                raise ValueError(
+                    "max_cycles bounds an episode's steps, but this episode is a match of several rounds; "
+                    "bound each round with max_ticks instead"
+                )
+            rules = {**rules, "max_ticks": int(max_cycles)}
         self.config: NertzConfig = make_config(num_players=num_players, **rules)
         self.render_mode = render_mode
         self.illegal_action = illegal_action
@@ -189,15 +163,11 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         check_open(self, "reset")
         options = dict(options or {})
         warn_unknown_options(options, ("snapshot",))
-        if seed is not None:
-            if not isinstance(seed, _INT_TYPES) or isinstance(seed, bool) or seed < 0:
-                raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
-        elif not self._seeded:
-            seed = int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
+        seeds = None if seed is None and self._seeded else table_seeds(seed, 1)
         if "snapshot" in options:
             restore_table(self._state, self.config, options["snapshot"])
-        elif seed is not None:
-            batch.reset(self._state, np.array([int(seed) % 2**64], dtype=np.uint64))
+        elif seeds is not None:
+            batch.reset(self._state, seeds)
         else:  # continue the table's own generator, exactly as a batch table's autoreset does
             batch.reset_continue(self._state)
         self._seeded = True
@@ -316,7 +286,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
     def render(self, mode: str | None = None) -> Any:
         """The table in ``mode`` (default: ``render_mode``): text for ``"ansi"``, printed for ``"human"``, an
         (H, W, 3) uint8 picture for ``"rgb_array"``. Without either, a warning and None."""
-        mode = _render.resolve_mode(mode, self.render_mode)
+        mode = _render.check_mode(mode) if mode is not None else self.render_mode
         if mode is None:
             gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi', 'human' or 'rgb_array'")
             return None
@@ -414,8 +384,9 @@ def parallel_env(
     default (docs/env/rules.md); any other keyword raises ``ValueError``.
 
     Args:
-        render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (the latter with the ``render``
-            extra).
+        render_mode: ``None``, ``"ansi"`` (``render()`` returns the table as text), ``"human"`` (prints it) or
+            ``"rgb_array"`` (the drawing of :mod:`nertz_env.draw` as an (H, W, 3) uint8 array; needs the
+            ``render`` extra).
         illegal_action: ``"noop"`` (an illegal action is a flagged wait) or ``"raise"``.
         max_cycles: PettingZoo's name for ``max_ticks`` (a one-round episode's bound on steps).
         obs_key: ``"observation"`` (PettingZoo's ``{"observation", "action_mask"}``), ``"observations"``

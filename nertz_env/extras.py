@@ -45,24 +45,13 @@ def install_command(extra: str) -> str:
     return " ".join([shlex.quote(sys.executable), "-m", "pip", "install", *map(shlex.quote, reqs)])
 
 
-def extra_of(module: str | None, prefer: Sequence[str] = ()) -> str | None:
-    """The extra that installs ``module`` (a dotted name; its top level counts): the first of ``prefer`` that
-    does, else the first in :data:`EXTRAS`; None for a module no extra provides."""
-    if not module:
-        return None
-    top = module.split(".")[0]
-    having = [extra for extra, modules in EXTRAS.items() if top in modules]
-    for extra in prefer:
-        if extra in having:
-            return extra
-    return having[0] if having else None
-
-
 def missing_extra_message(error: ImportError, needs: str, prefer: Sequence[str] = ()) -> str | None:
     """One line for an import of an extra's module that failed: ``{needs} needs the eval extra (no module
     named 'openskill'): .../python -m pip install 'openskill>=5' ...``; None when no extra provides the
-    missing module."""
-    extra = extra_of(getattr(error, "name", None), prefer)
-    if extra is None:
+    missing module. The extra named is the first of ``prefer`` that provides it, else the first in :data:`EXTRAS`."""
+    top = (getattr(error, "name", None) or "").split(".")[0]
+    having = [extra for extra, modules in EXTRAS.items() if top in modules]
+    if not having:
         return None
+    extra = next((e for e in prefer if e in having), having[0])
     return f"{needs} needs the {extra} extra (no module named {error.name!r}): {install_command(extra)}"

@@ -1,23 +1,10 @@
 """The global state: the whole table as one vector, hidden cards included, for centralized critics.
 
 PettingZoo's ``state()`` (shape ``(S,)``; ``(tables, S)`` for the vector envs) holds every card's exact
-position. It is meant for critics that train with privileged information (MAPPO, QMIX) and **never** for a
-policy: no observation contains it.
-
-Layout, in order (``P`` players, ``D`` = 52 + jokers cards per deck, ``W`` work piles, ``L = 4 + W``
-locations)::
-
-    cards    P * D * (L + 1)   per seat (its own deck) and card (the 52 real cards in code order, A..K of
-                               clubs, diamonds, hearts, spades, then the deck's jokers): a one-hot of where it
-                               is (Nertz pile, stock, waste, work pile 0 .. W-1, lake) and its depth there,
-                               the cards above it / capacity (13 for the Nertz pile, a work pile and a
-                               foundation; D for the stock and the waste): 0 is the pile's top card
-    status   P * 7             each seat's status fields, as in its observation (tick, stall, stalls, my
-                               turn, redeals left, own lake cards, round)
-
-Every value is in [0, 1]. The pile and the depth of every card fix every pile's order exactly (the deal
-can be rebuilt from it, up to which lake foundation a card lies on). The two jokers of a deck are
-interchangeable: they take the deck's joker slots in the order Nertz pile, stock, waste, work piles, lake.
+position: per seat and card, a one-hot of its pile and its depth there; then each seat's status fields. It is
+for critics that train with privileged information (MAPPO, QMIX), never for a policy. Layout: docs/env/api.md.
+The two jokers of a deck are interchangeable: they take its joker slots in the order Nertz pile, stock, waste,
+work piles, lake.
 """
 
 from __future__ import annotations

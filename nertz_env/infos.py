@@ -38,10 +38,6 @@ class InfoKey:
     meaning: str
 
 
-def _k(name: str, kind: str, shape: tuple[str, ...], none: str, meaning: str) -> InfoKey:
-    return InfoKey(name, kind, shape, none, meaning)
-
-
 _MASK_MEANING = (
     "the legal actions: the very array of the observation's `action_mask` (no copy, read-only use), or the "
     "only copy where the observation is the bare vector"
@@ -51,19 +47,19 @@ _END = "why a round ended this step: 1 Nertz (or a call), 2 stall, 3 max_ticks; 
 
 #: ``infos[agent]`` of ``parallel_env`` and ``env`` (AEC), at reset and every step
 PER_AGENT: tuple[InfoKey, ...] = (
-    _k("illegal", "bool", (), "False", "the agent's action was not legal and was applied as a wait"),
-    _k("lost_race", "bool", (), "False", "a legal lake play lost its slot to an earlier action of the tick"),
-    _k("action", "int", (), "0", "the action applied (0, a wait, when flagged illegal or missing)"),
-    _k("missing_action", "bool", (), "False", "the agent was left out of the action dict and waited"),
-    _k("round_end", "int", (), "0", _END),
-    _k("score", "int", (), "0", "the round's score of the agent, when `round_end` is set"),
-    _k("score_lake", "int", (), "0", "its part from own cards in the lake"),
-    _k("score_nertz_penalty", "int", (), "0", "its part from cards left in the Nertz pile (<= 0)"),
-    _k("score_bonus", "int", (), "0", "its part from the call bonus"),
-    _k("score_false_calls", "int", (), "0", "its part from false calls (<= 0)"),
-    _k("nertz_left", "int", (), "0", "cards left in the agent's Nertz pile when the round ended"),
-    _k("match_score", "int", (), "0", "the agent's match total so far (rounds summed; updated when a round ends)"),
-    _k(
+    InfoKey("illegal", "bool", (), "False", "the agent's action was not legal and was applied as a wait"),
+    InfoKey("lost_race", "bool", (), "False", "a legal lake play lost its slot to an earlier action of the tick"),
+    InfoKey("action", "int", (), "0", "the action applied (0, a wait, when flagged illegal or missing)"),
+    InfoKey("missing_action", "bool", (), "False", "the agent was left out of the action dict and waited"),
+    InfoKey("round_end", "int", (), "0", _END),
+    InfoKey("score", "int", (), "0", "the round's score of the agent, when `round_end` is set"),
+    InfoKey("score_lake", "int", (), "0", "its part from own cards in the lake"),
+    InfoKey("score_nertz_penalty", "int", (), "0", "its part from cards left in the Nertz pile (<= 0)"),
+    InfoKey("score_bonus", "int", (), "0", "its part from the call bonus"),
+    InfoKey("score_false_calls", "int", (), "0", "its part from false calls (<= 0)"),
+    InfoKey("nertz_left", "int", (), "0", "cards left in the agent's Nertz pile when the round ended"),
+    InfoKey("match_score", "int", (), "0", "the agent's match total so far (rounds summed; updated when a round ends)"),
+    InfoKey(
         "team_score",
         "int",
         (),
@@ -74,54 +70,54 @@ PER_AGENT: tuple[InfoKey, ...] = (
 
 #: ``infos`` of ``vector_env`` (a dict of arrays), at reset and every step
 VECTOR: tuple[InfoKey, ...] = (
-    _k("illegal", "bool", ("T", "P"), "False", "the seat's action was not legal and was applied as a wait"),
-    _k("lost_race", "bool", ("T", "P"), "False", "a legal lake play lost its slot to an earlier action"),
-    _k("round_end", "int8", ("T",), "0", _END),
-    _k("score", "int32", ("T", "P"), "0", "the finished round's score, where `round_end > 0`"),
-    _k("autoreset", "bool", ("T",), "False", "the table was dealt anew this step (its actions were ignored)"),
-    _k("action_mask", "int8", ("T", "P", "A"), "the mask", _MASK_MEANING),
+    InfoKey("illegal", "bool", ("T", "P"), "False", "the seat's action was not legal and was applied as a wait"),
+    InfoKey("lost_race", "bool", ("T", "P"), "False", "a legal lake play lost its slot to an earlier action"),
+    InfoKey("round_end", "int8", ("T",), "0", _END),
+    InfoKey("score", "int32", ("T", "P"), "0", "the finished round's score, where `round_end > 0`"),
+    InfoKey("autoreset", "bool", ("T",), "False", "the table was dealt anew this step (its actions were ignored)"),
+    InfoKey("action_mask", "int8", ("T", "P", "A"), "the mask", _MASK_MEANING),
 )
 
 #: ``infos`` of ``agent_vector_env`` (arrays over the N = T * P sub-environments), at reset and every step
 AGENT_VECTOR: tuple[InfoKey, ...] = (
-    _k("illegal", "bool", ("N",), "False", "the action was not legal and was applied as a wait"),
-    _k("lost_race", "bool", ("N",), "False", "a legal lake play lost its slot to an earlier action"),
-    _k("round_end", "int8", ("N",), "0", "the table's: 1 Nertz or call, 2 stall, 3 max_ticks; 0 none"),
-    _k("score", "int32", ("N",), "0", "the finished round's score, where `_score`"),
-    _k("_score", "bool", ("N",), "False", "Gymnasium's mask of `score`: a round ended there this step"),
-    _k("autoreset", "bool", ("N",), "False", "the table was dealt anew this step (its actions were ignored)"),
-    _k("action_mask", "int8", ("N", "A"), "the mask", _MASK_MEANING),
+    InfoKey("illegal", "bool", ("N",), "False", "the action was not legal and was applied as a wait"),
+    InfoKey("lost_race", "bool", ("N",), "False", "a legal lake play lost its slot to an earlier action"),
+    InfoKey("round_end", "int8", ("N",), "0", "the table's: 1 Nertz or call, 2 stall, 3 max_ticks; 0 none"),
+    InfoKey("score", "int32", ("N",), "0", "the finished round's score, where `_score`"),
+    InfoKey("_score", "bool", ("N",), "False", "Gymnasium's mask of `score`: a round ended there this step"),
+    InfoKey("autoreset", "bool", ("N",), "False", "the table was dealt anew this step (its actions were ignored)"),
+    InfoKey("action_mask", "int8", ("N", "A"), "the mask", _MASK_MEANING),
 )
 
 #: ``infos[agent]`` of ``nertz_env.rllib.NertzRLlibEnv``, at reset and every step
 RLLIB: tuple[InfoKey, ...] = (
-    _k("illegal", "bool", (), "False", "the agent's action was not legal and was applied as a wait"),
-    _k("lost_race", "bool", (), "False", "a legal lake play lost its slot to an earlier action of the tick"),
-    _k("round_end", "int", (), "0", _END),
-    _k("score", "int", (), "0", "the finished round's score of the agent, when `round_end` is set"),
+    InfoKey("illegal", "bool", (), "False", "the agent's action was not legal and was applied as a wait"),
+    InfoKey("lost_race", "bool", (), "False", "a legal lake play lost its slot to an earlier action of the tick"),
+    InfoKey("round_end", "int", (), "0", _END),
+    InfoKey("score", "int", (), "0", "the finished round's score of the agent, when `round_end` is set"),
 )
 
 #: ``info`` of the single-agent view ``nertz_env.train.single.NertzSingleAgentEnv``: the learner's
 #: ``parallel_env`` infos plus these, at reset and every step
 SINGLE_EXTRA: tuple[InfoKey, ...] = (
-    _k("seat", "int", (), "(always set)", "the learner's seat this episode"),
-    _k("opponents", "dict", (), "(always set)", "the opponents' names by seat"),
-    _k("rivals_reward", "float", (), "0.0", "the mean reward of the seats on other teams this step"),
-    _k("max_ticks", "bool", (), "False", "the round was cut off at `max_ticks` (reported as terminated)"),
+    InfoKey("seat", "int", (), "(always set)", "the learner's seat this episode"),
+    InfoKey("opponents", "dict", (), "(always set)", "the opponents' names by seat"),
+    InfoKey("rivals_reward", "float", (), "0.0", "the mean reward of the seats on other teams this step"),
+    InfoKey("max_ticks", "bool", (), "False", "the round was cut off at `max_ticks` (reported as terminated)"),
 )
 
 #: the single-agent view's whole ``info``: its observation is the bare vector, so the infos carry the
 #: learner's mask (equal to ``action_masks()`` while the episode runs)
 SINGLE: tuple[InfoKey, ...] = (
     *PER_AGENT[:4],
-    _k("action_mask", "array", ("A",), "the mask", "the learner's legal actions (`action_masks()` as int8)"),
+    InfoKey("action_mask", "array", ("A",), "the mask", "the learner's legal actions (`action_masks()` as int8)"),
     *PER_AGENT[4:],
     *SINGLE_EXTRA,
 )
 
 #: ``infos[agent]`` of ``parallel_env(obs_key=None)`` and ``env(obs_key=None)``: the observation is the bare
 #: vector, so the mask is in the infos (only there: TorchRL's wrapper fails on a mask in both places)
-PER_AGENT_BARE: tuple[InfoKey, ...] = (*PER_AGENT, _k("action_mask", "array", ("A",), "the mask", _MASK_MEANING))
+PER_AGENT_BARE: tuple[InfoKey, ...] = (*PER_AGENT, InfoKey("action_mask", "array", ("A",), "the mask", _MASK_MEANING))
 
 SCHEMAS: dict[str, tuple[InfoKey, ...]] = {
     "parallel_env, env": PER_AGENT,
@@ -140,16 +136,10 @@ _NONE_PER_AGENT: dict[str, Any] = {k.name: False if k.kind == "bool" else 0 for 
 def none_per_agent(mask: Any = None, match_score: int = 0) -> dict[str, Any]:
     """One agent's infos with every key at its "none yet" value (what ``reset`` returns); with ``mask``, an
     ``action_mask`` entry too (for an env whose observation holds no mask)."""
-    info: dict[str, Any] = {"illegal": False, "lost_race": False, "action": 0, "missing_action": False}
+    info = _NONE_PER_AGENT | {"match_score": int(match_score)}
     if mask is not None:
         info["action_mask"] = mask
-    info.update(_NO_ROUND)
-    info["match_score"] = int(match_score)
-    info["team_score"] = 0
     return info
-
-
-_NO_ROUND = {"round_end": 0, **dict.fromkeys(SCORE_KEYS.values(), 0)}
 
 
 def step_per_agent(

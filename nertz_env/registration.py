@@ -1,11 +1,8 @@
-"""Gymnasium ids of nertz-env, registered when ``nertz_env`` is imported.
+"""Gymnasium ids of nertz-env, registered when ``nertz_env`` is imported (docs/env/api.md, "Gymnasium ids").
 
-* ``nertz_env/Nertz-v0``: the single-agent view (:class:`~nertz_env.train.single.NertzSingleAgentEnv`, one
-  learning seat against scripted opponents): ``gymnasium.make("nertz_env/Nertz-v0", num_players=4,
-  opponents=["heuristic"])``; every rules option is a keyword.
-* ``nertz_env/NertzAgents-v0``: the per-agent vector env (:func:`nertz_env.agent_vector_env`):
-  ``gymnasium.make_vec("nertz_env/NertzAgents-v0", num_envs=64, num_players=4)``, ``num_envs`` a multiple of
-  ``num_players``. It has no single-env form.
+``nertz_env/Nertz-v0`` is the single-agent view (:class:`~nertz_env.train.single.NertzSingleAgentEnv`);
+``nertz_env/NertzAgents-v0`` the per-agent vector env (:func:`nertz_env.agent_vector_env`), with no single-env
+form: ``gymnasium.make_vec("nertz_env/NertzAgents-v0", num_envs=64, num_players=4)``.
 """
 
 from __future__ import annotations

@@ -48,24 +48,9 @@ def render_text(snap: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-
-def render_rgb(snap: dict[str, Any]) -> Any:
-    """The drawing of :mod:`nertz_env.draw` as an (H, W, 3) uint8 array (imports the render extra on first use)."""
-    from nertz_env.draw import ENV_FAN, table_rgb
-
-    return table_rgb(snap, fan=ENV_FAN)
-
-
-def _installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def rgb_available() -> bool:
     """Whether ``"rgb_array"`` can run here: resvg-py and pillow are installed (found, not imported)."""
-    return _installed("resvg_py") and _installed("PIL")
+    return all(importlib.util.find_spec(m) is not None for m in ("resvg_py", "PIL"))
 
 
 RENDER_MODES: tuple[str, ...] = ("ansi", "rgb_array", "human") if rgb_available() else ("ansi", "human")
@@ -81,14 +66,14 @@ def check_mode(mode: str | None) -> str | None:
     raise ValueError(f"render_mode must be one of {allowed}; got {mode!r}")
 
 
-def resolve_mode(mode: str | None, render_mode: str | None) -> str | None:
-    """The mode one ``render(mode)`` call renders in: ``mode`` when given, else the env's ``render_mode``."""
-    return check_mode(mode) if mode is not None else render_mode
-
-
 def render_snapshot(snap: dict[str, Any], mode: str) -> Any:
-    """What ``render()`` returns in ``mode``: the text for ``"ansi"``; ``"human"`` prints it and returns None."""
+    """What ``render()`` returns in ``mode``: the text for ``"ansi"`` (``"human"`` prints it and returns None),
+    the drawing of :mod:`nertz_env.draw` for ``"rgb_array"``."""
     if mode == "human":
         print(render_text(snap))
         return None
-    return render_text(snap) if mode == "ansi" else render_rgb(snap)
+    if mode == "ansi":
+        return render_text(snap)
+    from nertz_env.draw import ENV_FAN, table_rgb
+
+    return table_rgb(snap, fan=ENV_FAN)

@@ -1,18 +1,7 @@
 """``nertz-snapshot/1``: the whole table as a JSON-ready dict, and back into engine state.
 
-Format (every pile lists cards bottom to top: the last is the top, face-up or playable one; the stock's last
-card is the next flipped; cards are texts of :mod:`nertz_env.cards`)::
-
-    {"format": "nertz-snapshot/1",
-     "config": {...every option of NertzConfig...},
-     "tick": int, "round": int, "since_progress": int, "stalls": int,
-     "done": "running" | "terminated" | "truncated",
-     "players": [{"nertz": [...], "work": [[...], ...], "stock": [...], "waste": [...],
-                  "redeals": int, "false_calls": int, "match_score": int,
-                  "last_moves": [action, ...]}, ...],      # only with the last_moves option
-     "lake": [[[card, seat], ...], ...],            # foundations in creation order, ace first
-     "rng": {"algorithm": "splitmix64", "state": "0x..."}}
-
+The format (piles bottom to top, cards as texts of :mod:`nertz_env.cards`): docs/guides/snapshots.md; with
+the ``last_moves`` option each player also lists ``"last_moves": [action, ...]``, most recent first.
 Restoring checks everything (types, pile order, that every deck's cards are all there exactly once) and raises
 :class:`SnapshotError` naming the field. After a restore the game continues exactly as the original would have.
 """
@@ -218,14 +207,8 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
         waste = _cards(_field(pl, "waste", where), f"{where}.waste", d, True)
         redeals = _int(_field(pl, "redeals", where), f"{where}.redeals", 0, 32767)
         false_calls = _int(_field(pl, "false_calls", where), f"{where}.false_calls", 0, 32767)
-        match_score = pl.get("match_score", 0) if isinstance(pl, dict) else 0
-        if (
-            not isinstance(match_score, (int, np.integer))
-            or isinstance(match_score, bool)
-            or not -_INT32_MAX - 1 <= match_score <= _INT32_MAX
-        ):
-            raise SnapshotError(f"{where}.match_score must be an integer (32 bits), got {short(match_score)}")
-        moves = pl.get("last_moves", []) if isinstance(pl, dict) else []
+        match_score = _int(pl.get("match_score", 0), f"{where}.match_score", -_INT32_MAX - 1, _INT32_MAX)
+        moves = pl.get("last_moves", [])
         if not isinstance(moves, list) or len(moves) > config.last_moves or not all(
             isinstance(a, int) and not isinstance(a, bool) and 1 <= a < n_actions for a in moves
         ):
@@ -235,7 +218,7 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
             )
         for c in nertz + stock + waste + [c for pile in work for c in pile]:
             owned[p][min(c, JOKER)] += 1
-        parsed.append((nertz, work, stock, waste, redeals, false_calls, int(match_score), moves))
+        parsed.append((nertz, work, stock, waste, redeals, false_calls, match_score, moves))
 
     lake_raw = _field(snap, "lake", "snapshot")
     max_f = n_players * (4 + config.jokers)

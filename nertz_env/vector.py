@@ -12,12 +12,12 @@ import gymnasium
 import numpy as np
 
 from nertz_env import render as _render
-from nertz_env._envbase import Copyable, check_open, warn_unknown_options
+from nertz_env._envbase import Copyable, check_open, table_seeds, warn_unknown_options
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, make_config, rules_of
 from nertz_env.engine import batch
 from nertz_env.engine.rules import reset_block, reset_seeded_block, sample_block, step_block
-from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate, nbytes
+from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate
 from nertz_env.global_state import state_layout, state_space
 from nertz_env.observation import obs_layout
 from nertz_env.snapshot import restore_table, snapshot_table
@@ -34,9 +34,8 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
 
     ``single_action_space`` is ``MultiDiscrete([A] * P)``; autoreset is Gymnasium's ``NEXT_STEP`` mode (the
     step after a table ended deals it anew, ignores its actions and returns zero rewards). Unlike Gymnasium,
-    rewards and endings have a seat axis, and ``infos`` is a dict of arrays with the same keys at reset and
-    every step: ``illegal`` (T, P), ``lost_race`` (T, P), ``round_end`` (T,), ``score`` (T, P), ``autoreset``
-    (T,) and ``action_mask`` (T, P, A). A table steps exactly as ``parallel_env`` with the same seed.
+    rewards and endings have a seat axis; ``infos`` is a dict of arrays (:data:`nertz_env.infos.VECTOR`). A table
+    steps exactly as ``parallel_env`` with the same seed.
     """
 
     metadata = {
@@ -55,22 +54,10 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         render_mode: str | None = None,
         **rules: Any,
     ) -> None:
-        """
-        Args:
-            num_tables: tables in the batch (1 or more).
-            num_players: seats per table, 2 to 8.
-            autoreset: deal finished tables anew on the next step (else they stay finished until ``reset``).
-            copy: return copies of the observation and mask buffers (set False for zero-copy views that the
-                next call overwrites).
-            render_mode: ``None``, ``"rgb_array"`` (``render()`` returns a tuple of (H, W, 3) frames, one per
-                table; needs the ``render`` extra), ``"ansi"`` (a tuple of texts, one per table) or
-                ``"human"`` (prints them).
-            **rules: any option of :class:`~nertz_env.config.NertzConfig`.
-        """
-        if not isinstance(num_tables, (int, np.integer)) or isinstance(num_tables, bool) or num_tables < 1:
-            raise ValueError(f"num_tables must be a positive integer, got {num_tables!r}")
+        """The arguments are :func:`vector_env`'s."""
         self.render_mode = _render.check_mode(render_mode)
         self.config: NertzConfig = make_config(num_players=num_players, **rules)
+        self._state = allocate(self.config, num_tables)  # refuses a bad num_tables
         self.actions: ActionTable = action_table(self.config)
         self.obs_layout = obs_layout(self.config)
         self.num_envs = int(num_tables)
@@ -91,7 +78,6 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         #: the global state of one table, ``Box(0, 1, (S,), float32)``, and of the batch, ``(tables, S)``
         self.single_state_space = state_space(self.config)
         self.state_space = state_space(self.config, self.num_envs)
-        self._state = allocate(self.config, self.num_envs)
         self._agent_rng = np.zeros(self.num_envs, dtype=np.uint64)
         self._sampled = np.zeros((self.num_envs, p), dtype=np.int64)
         self._acts = np.zeros((self.num_envs, p), dtype=np.int64)
@@ -115,24 +101,29 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         options = dict(options or {})
         warn_unknown_options(options, ("snapshots", "reset_mask"))
         if "reset_mask" in options:
-            mask = self._reset_mask(options["reset_mask"])
+            mask = np.asarray(options["reset_mask"])
+            if mask.shape != (self.num_envs,) or mask.dtype != np.bool_ or not mask.any():
+                raise ValueError(
+                    f"reset_mask must be a bool array of shape ({self.num_envs},) with at least one True, "
+                    f"got {mask.dtype} {mask.shape}"
+                )
             if not self._started and not mask.all():
                 raise ValueError("reset_mask: the first reset() must deal every table")
-            seeds = None if seed is None else self._table_seeds(seed)
+            seeds = None if seed is None else table_seeds(seed, self.num_envs)
             for t in np.flatnonzero(mask).tolist():
                 if seeds is None:
                     reset_block(self._state, t, t + 1)
                 else:
                     reset_seeded_block(self._state, seeds, t, t + 1)
         else:
-            seeds = self._table_seeds(seed)
+            seeds = table_seeds(seed, self.num_envs)
             batch.reset(self._state, seeds)
             ss = np.random.SeedSequence([int(seeds[0]), self.num_envs, 0x5A3B])
             self._agent_rng[:] = ss.generate_state(self.num_envs, np.uint64)
         for t, snap in dict(options.get("snapshots", {})).items():
             self.restore(int(t), snap)
         self._started = True
-        obs = self._observations()
+        obs = self.observations()
         t, p = self.num_envs, self.num_players
         infos = {
             "illegal": np.zeros((t, p), bool),
@@ -164,12 +155,12 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         acts = self._acts
         S = self._state
         was_done = S.done != DONE_NO if self.autoreset else None
-        batch.step(S, acts, self.autoreset, self._step_fn)
+        batch.run(self._step_fn, (S, acts, self.autoreset), self.num_envs)
         done = S.done
         term = (done != DONE_NO) & (done != DONE_TRUNCATED)
         trunc = done == DONE_TRUNCATED
         p = self.num_players
-        obs = self._observations()
+        obs = self.observations()
         infos = {
             "illegal": S.illegal.astype(bool),
             "lost_race": S.lost_race.astype(bool),
@@ -220,10 +211,6 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
             i = self._table_index(t)
             reset_block(self._state, i, i + 1)
 
-    def observations(self) -> dict[str, np.ndarray]:
-        """The current observations and masks, shaped like ``step``'s (copied when ``copy=True``)."""
-        return self._observations()
-
     def state(self) -> np.ndarray:
         """Every table's global state, float32 ``(tables, S)``, hidden cards included
         (:mod:`nertz_env.global_state`). For centralized critics only."""
@@ -232,7 +219,7 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
 
     def sample_actions(self) -> np.ndarray:
         """Uniformly random legal actions for every seat, compiled, from the batch's own agent generator."""
-        batch.sample(self._state.mask, self._agent_rng, self._sampled, self._sample_fn)
+        batch.run(self._sample_fn, (self._state.mask, self._agent_rng, self._sampled), self.num_envs)
         return self._sampled.copy() if self.copy else self._sampled
 
     def snapshot(self, table: int) -> dict[str, Any]:
@@ -245,7 +232,8 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
 
     def bytes_per_table(self) -> int:
         """Memory of one table's state, observations and masks (the engine's arrays divided by tables)."""
-        return nbytes(self._state) // self.num_envs
+        per_table = [a for name, a in self._state._asdict().items() if name not in ("cfg", "team", "act", "obs_off", "scratch")]
+        return sum(int(a.nbytes) for a in per_table) // self.num_envs
 
     # ------------------------------------------------------------------ helpers
     def _table_index(self, table: int) -> int:
@@ -253,37 +241,12 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
             raise ValueError(f"table must be an integer from 0 to {self.num_envs - 1}, got {table!r}")
         return int(table)
 
-    def _reset_mask(self, mask: Any) -> np.ndarray:
-        m = np.asarray(mask)
-        if m.shape != (self.num_envs,) or m.dtype != np.bool_ or not m.any():
-            raise ValueError(
-                f"reset_mask must be a bool array of shape ({self.num_envs},) with at least one True, "
-                f"got {type(mask).__name__} {getattr(m, 'dtype', '')} {m.shape}"
-            )
-        return m
-
-    def _table_seeds(self, seed: int | Sequence[int] | None) -> np.ndarray:
-        n = self.num_envs
-        if seed is None:
-            return np.random.SeedSequence().generate_state(n, np.uint64)
-        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            if seed < 0:
-                raise ValueError(f"seed must be non-negative, got {seed}")
-            return (np.arange(n, dtype=np.uint64) + np.uint64(int(seed) % 2**64)).astype(np.uint64)
-        if isinstance(seed, bool):
-            raise ValueError(f"seed must be an int, None, or {n} non-negative ints (one per table), got {seed!r}")
-        seeds = list(seed)
-        if len(seeds) != n or not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 0 for s in seeds):
-            raise ValueError(f"seed must be an int, None, or {n} non-negative ints (one per table)")
-        return np.array([int(s) % 2**64 for s in seeds], dtype=np.uint64)
-
-    def _observations(self) -> dict[str, np.ndarray]:
+    def observations(self) -> dict[str, np.ndarray]:
+        """The current observations and masks, shaped like ``step``'s (copied when ``copy=True``)."""
         S = self._state
         if self.copy:
             return {"observation": S.obs.copy(), "action_mask": S.mask.copy()}
         return {"observation": S.obs, "action_mask": S.mask}
-
-
 
 
 def vector_env(
@@ -323,7 +286,9 @@ def vector_env(
         num_tables: tables in the batch (1 or more).
         autoreset: deal finished tables anew on the next step (Gymnasium's ``NEXT_STEP`` mode).
         copy: return copies of the observation and mask buffers (False: views the next call overwrites).
-        render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (one frame per table).
+        render_mode: ``None``, ``"rgb_array"`` (``render()`` returns a tuple of (H, W, 3) frames, one per table;
+            needs the ``render`` extra), ``"ansi"`` (a tuple of texts, one per table) or ``"human"`` (prints
+            them).
     """
     rules = {k: v for k, v in rules_of(locals()).items() if k != "num_players"} | unknown
     return NertzVectorEnv(

@@ -770,20 +770,20 @@ def test_turn_based__only_the_seat_on_turn_may_act_and_the_turn_rotates() -> Non
     assert "lake:nertz" in legal(env, 2) and legal(env, 0) == {"wait"} and legal(env, 1) == {"wait"}
 
 
-def test_jokers__a_free_joker_is_declared_onto_a_foundation_of_the_chosen_suit() -> None:
+@pytest.mark.parametrize(
+    ("move", "lake_after"),
+    [
+        ("joker_lake:nertz:H", [[["AH", 1], ["2H", 1], ["*3H", 0]]]),  # onto the foundation of its suit
+        ("joker_lake:nertz:S", [[["AH", 1], ["2H", 1]], [["*AS", 0]]]),  # none of its suit yet: it starts one
+    ],
+)
+def test_jokers__a_free_joker_is_declared_as_the_chosen_suit(move: str, lake_after: list) -> None:
     env = build({"num_players": 2, "jokers": 1}, {0: {"nertz": ["KS", "**"]}}, [[["AH", 1], ["2H", 1]]])
     before = env.snapshot()
     assert {f"joker_lake:nertz:{s}" for s in SUITS} <= legal(env, 0)
-    t = play(env, {0: "joker_lake:nertz:H"})
-    assert_table(env, before, {0: {"nertz": ["KS"]}}, lake=[[["AH", 1], ["2H", 1], ["*3H", 0]]])
+    t = play(env, {0: move})
+    assert_table(env, before, {0: {"nertz": ["KS"]}}, lake=lake_after)
     assert t.rewards == [1.0, 0.0]
-
-
-def test_jokers__a_free_joker_without_a_foundation_of_its_suit_starts_one() -> None:
-    env = build({"num_players": 2, "jokers": 1}, {0: {"nertz": ["KS", "**"]}}, [[["AH", 1], ["2H", 1]]])
-    before = env.snapshot()
-    play(env, {0: "joker_lake:nertz:S"})
-    assert_table(env, before, {0: {"nertz": ["KS"]}}, lake=[[["AH", 1], ["2H", 1]], [["*AS", 0]]])
 
 
 def test_jokers__a_real_card_builds_on_a_declared_joker() -> None:
@@ -814,13 +814,6 @@ def test_jokers__fixed_once_covered_on_a_work_pile_then_only_its_colour_and_rank
         env, before, {0: {"work": [["9C"], ["7S"], [], []]}}, lake=[[*suit("D", 1, 7), ["*8D", 0]], lake[1]]
     )
     assert t.rewards == [1.0, 0.0]
-
-
-def test_jokers__an_uncovered_joker_on_a_work_pile_is_still_wild() -> None:
-    seat0 = {"waste": ["**"], "work": [["9C"]]}
-    env = build({"num_players": 2, "jokers": 1}, {0: seat0}, [[["AH", 1], ["2H", 1]]])
-    play(env, {0: "to_work:waste>0"})
-    assert "joker_lake:work0:H" in legal(env, 0), "an uncovered joker cannot be declared as the 3H"
 
 
 def test_jokers__a_joker_played_on_a_card_stays_wild_and_reaches_the_lake_as_any_suit() -> None:

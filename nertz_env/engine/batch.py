@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from nertz_env.engine.rules import sample_block, step_block
+from nertz_env.engine.rules import step_block
 from nertz_env.engine.state import C_P, DONE_TERMINATED, TableState
 
 PARALLEL_MIN_TABLES = 256  # below this a thread hand-off costs more than it saves (bench/bench_vector.py)
@@ -41,7 +41,7 @@ def _blocks(n: int) -> list[tuple[int, int]]:
     return [(int(edges[i]), int(edges[i + 1])) for i in range(k)]
 
 
-def _run(fn: Callable[..., None], args: tuple, n: int) -> None:
+def run(fn: Callable[..., None], args: tuple, n: int) -> None:
     """Run ``fn(*args, lo, hi)`` over blocks covering tables 0..n-1, one block per core."""
     global _pool
     blocks = _blocks(n)
@@ -85,7 +85,7 @@ def _deal(state: TableState, n: int) -> None:
     """Deal every table a new episode from its generator, through ``step_block``'s autoreset (so the first
     reset compiles no second entry point)."""
     state.done[:n] = DONE_TERMINATED
-    _run(step_block, (state, np.zeros((n, state.cfg[C_P]), np.int64), True), n)
+    run(step_block, (state, np.zeros((n, state.cfg[C_P]), np.int64), True), n)
 
 
 def reset(state: TableState, seeds: np.ndarray) -> None:
@@ -97,19 +97,3 @@ def reset(state: TableState, seeds: np.ndarray) -> None:
 def reset_continue(state: TableState) -> None:
     """Deal every table a new episode from its generator's current state."""
     _deal(state, state.tick.shape[0])
-
-
-def step(
-    state: TableState, actions: np.ndarray, autoreset: bool = False, fn: Callable[..., None] = step_block
-) -> None:
-    """One tick on every table; ``actions``: int64, shape (tables, players). ``fn``: ``step_block`` or its
-    :func:`bound` entry point for these arrays."""
-    _run(fn, (state, actions, autoreset), actions.shape[0])
-
-
-def sample(
-    mask: np.ndarray, rng: np.ndarray, out: np.ndarray, fn: Callable[..., None] = sample_block
-) -> None:
-    """Uniformly random legal actions into ``out`` (int64, (tables, players)), drawn from ``rng``.
-    ``fn``: ``sample_block`` or its :func:`bound` entry point for these arrays."""
-    _run(fn, (mask, rng, out), mask.shape[0])
