@@ -400,7 +400,6 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
                        "run.yaml": "num_tables: 3\n", "notes.txt": ""}.items():
         (folder / name).write_text(text)
     _policy_file(str(folder / "three.zip"), 3)
-    _policy_file(str(folder / "draw1.zip"), 4, draw=1)
     return folder
 
 
@@ -430,15 +429,11 @@ REFUSED = [
     (["--config", "{f}/type.json"], "num_tables must be an integer"),
     (["--config", "{f}/list.json"], "must hold a table of options"),
     (["--config", "{f}/run.yaml"], "use a .toml or .json file"),
-    (["--config", "{f}/gone.toml"], "config file not found"),
     (["--config", "long_rn"], "config file not found: long_rn"),
     (["--run-dir", "{f}/notes.txt"], "is a file, not a directory"),
     # a policy for another table, wherever it is named
     (["--init-from", "{f}/three.zip"], "num_players: init_from"),
-    (["--init-from", "{f}/draw1.zip"], "rules.draw: init_from"),
-    (["--learners-per-table", "1", "--opponent", "{f}/three.zip"], "num_players"),
     (["--learners-per-table", "1", "--opponent", "expert:policy={f}/three.zip"], "num_players"),
-    (["--eval-opponents", "random,{f}/draw1.zip"], "rules.draw"),
     (["--num-players", "2", "--eval-opponents", "best"], "num_players"),  # best holds the 4-player ppo
 ]
 
@@ -481,8 +476,6 @@ def test_config__sections_or_flat_keys_and_an_absent_sections_default_is_accepte
                                   "eval_deals": 0, "snapshot_weight": 0}) == off
     with pytest.raises(ConfigError, match=r"\[pool\] has no option 'weight'"):
         TrainConfig.from_dict({"pool": {"weight": 1.0}})
-    with pytest.raises(ConfigError, match="applies only to mode single"):
-        TrainConfig.from_dict({"single": {"num_envs": 8}, "mode": "vector"})
 
 
 def test_config__flags_override_the_file_which_overrides_defaults(tmp_path: Path) -> None:
@@ -724,13 +717,8 @@ def test_resume__changed_opponents_and_a_new_checkpoint_interval_take_effect(
 
 REFUSED_ON_RESUME = [
     (["--net-arch", "32,32"], "net_arch: checkpoint has [16]"),
-    (["--activation", "tanh"], "activation: checkpoint has 'relu'"),
     (["--num-players", "3"], "num_players"),
-    (["--rule", "draw=1"], "rules.draw"),
-    (["--privileged-critic"], "privileged_critic: checkpoint has False"),
     (["--mode", "single", "--num-envs", "4"], "sub-envs: checkpoint has 2, the config has 4"),
-    (["--n-steps", "32"], "n_steps: checkpoint has 16"),
-    (["--num-tables", "4"], "sub-envs: checkpoint has 2"),
     (["--num-tables", "1", "--learners-per-table", "2"], "num_tables: checkpoint has 2"),  # the same sub-envs
     (["--seed", "3"], "seed: checkpoint has 1"),
     (["--total-timesteps", "32"], "below the 64 transitions"),
@@ -849,17 +837,17 @@ def test_train__the_timing_line_counts_the_final_evaluation(tmp_path: Path, monk
     import nertz_env.train.trainer as trainer_module
 
     def slow_evaluation(*args: Any, **kwargs: Any) -> list[Any]:
-        time.sleep(1.5)
+        time.sleep(0.5)
         return []
 
     monkeypatch.setattr(trainer_module, "evaluate_checkpoint", slow_evaluation)
     lines: list[str] = []
     report = Trainer(_tiny(str(tmp_path / "run"), total_timesteps=64, eval_deals=1, eval_opponents=["random"]),
                      log=lines.append).train()
-    assert report["boundary_seconds"] >= 1.5 and report["wall_seconds"] >= report["boundary_seconds"]
+    assert report["boundary_seconds"] >= 0.5 and report["wall_seconds"] >= report["boundary_seconds"]
     timing = next(ln for ln in lines[-1].splitlines() if "of it evaluations and checkpoints" in ln)
     wall, boundary = (float(x) for x in re.findall(r"in ([\d.]+) s \(([\d.]+) s of it", timing)[0])
-    assert boundary >= 1.5 and wall >= boundary, timing
+    assert boundary >= 0.5 and wall >= boundary, timing
 
 
 # ---------------------------------------------------------------- a run's checkpoints evaluated and plotted
@@ -966,7 +954,8 @@ def test_evaluate_and_plot__bad_input_is_one_line_and_exit_2(
         pytest.importorskip("matplotlib")
     from nertz_env.train import evaluate, plot
 
-    _policy_file(str(tmp_path / "draw1.zip"), P, draw=1, **scratch["rules"])
+    if "{tmp}/draw1.zip" in argv:
+        _policy_file(str(tmp_path / "draw1.zip"), P, draw=1, **scratch["rules"])
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "eval.csv").write_text("a,b\n1,2\n")
     run = scratch["run"]
