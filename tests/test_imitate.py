@@ -280,25 +280,6 @@ def test_expert__same_decisions_run_to_run_and_the_planner_overrides_its_network
         assert Counting.overrides > 0 if rollouts else Counting.overrides <= Counting.decisions * 0.05
 
 
-def test_expert__the_numpy_actor_matches_torch() -> None:
-    from nertz_env.agents.expert import NumpyActor
-    from nertz_env.agents.policy import load_policy as load_torch_policy
-    from nertz_env.agents.policy import policy_probabilities
-    from nertz_env.agents.registry import shipped_models
-
-    policy, meta = load_torch_policy(shipped_models()["ppo"])
-    actor = NumpyActor.from_policy(policy)
-    env = nertz_env.parallel_env(num_players=4)
-    obs, _ = env.reset(seed=1)
-    rng = np.random.default_rng(0)
-    mask = (rng.random(meta["num_actions"]) < 0.3).astype(np.int8)
-    mask[0] = 1
-    cases = [(o["observation"], o["action_mask"]) for o in obs.values()]
-    for o, m in [*cases, (rng.random(meta["obs_size"]).astype(np.float32), mask)]:
-        want = policy_probabilities(policy, o[None], m[None])[0]
-        np.testing.assert_allclose(actor.probabilities(o, m), want, atol=1e-5)
-
-
 def test_expert__bad_specs_and_other_tables_are_refused_and_best_is_the_planner_with_ppo() -> None:
     from nertz_env.agents import BestAgent, known_agents
 

@@ -450,17 +450,6 @@ def test_nertz_train__an_option_that_cannot_take_effect_is_one_line_and_exit_2(
     assert not (tmp_path / "run").exists()  # nothing half-written
 
 
-@pytest.mark.parametrize(
-    "flags", [["--no-snapshot-deterministic"], ["--mode", "single", "--no-privileged-critic"],
-              ["--mode", "single", "--opponent-threads", "1"]],
-)
-def test_nertz_train__an_option_set_to_its_off_value_passes_where_it_cannot_take_effect(
-    flags: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
-) -> None:
-    code, _, err = _cli([*flags, "--run-dir", str(tmp_path / "run"), "--print-config"], capsys)
-    assert code == 0, err
-
-
 def test_config__sections_or_flat_keys_and_an_absent_sections_default_is_accepted() -> None:
     tables = TrainConfig.from_dict({"vector": {"learners_per_table": 1}, "pool": {"opponents": {"greedy": 1.0}},
                                     "shaping": {"scale": 2.0}, "evaluation": {"every": 0}})
@@ -473,7 +462,8 @@ def test_config__sections_or_flat_keys_and_an_absent_sections_default_is_accepte
     assert "evaluation" not in off.to_dict() and "pool" not in off.to_dict()
     # a default where its section is absent asks for what happens anyway: accepted
     assert TrainConfig.from_dict({"opponent_threads": 1, "shaping_scale": 1.0, "eval_seed": 20_240_601,
-                                  "eval_deals": 0, "snapshot_weight": 0}) == off
+                                  "eval_deals": 0, "snapshot_weight": 0, "snapshot_deterministic": False,
+                                  "privileged_critic": False}) == off
     with pytest.raises(ConfigError, match=r"\[pool\] has no option 'weight'"):
         TrainConfig.from_dict({"pool": {"weight": 1.0}})
 
@@ -802,9 +792,6 @@ def test_init_from__copies_the_policy_weights_and_checks_the_network(scratch: di
     assert warm.model.num_timesteps == 0
     with pytest.raises(IncompatibleCheckpointError, match="net_arch"):
         Trainer(_tiny(str(tmp_path), rules=scratch["rules"], init_from=scratch["ckpt"], net_arch=[8]), log=_quiet)
-    with pytest.raises(CheckpointError, match=r"state\.pkl is missing"):
-        Trainer(_tiny(str(tmp_path / "b"), rules=scratch["rules"]), resume=str(scratch["run"] / "policy.zip"),
-                log=_quiet)
 
 
 def test_policy_agent__refuses_other_rules_and_a_zip_without_record_plays_where_its_spaces_fit(
@@ -967,15 +954,16 @@ def test_evaluate_and_plot__bad_input_is_one_line_and_exit_2(
 
 
 # ---------------------------------------------------------------- the learning signal
-def _learn_and_evaluate(run_dir: str, steps: int, baseline: str, deals: int) -> Any:
-    cfg = _tiny(run_dir, num_tables=32, n_steps=32, batch_size=1024, n_epochs=4, net_arch=[64, 64], shaping=True,
+def _learn_and_evaluate(run_dir: str, steps: int, baseline: str, deals: int, tables: int = 32) -> Any:
+    cfg = _tiny(run_dir, num_tables=tables, n_steps=32, batch_size=1024, n_epochs=4, net_arch=[64, 64], shaping=True,
                 total_timesteps=steps, eval_every=0, eval_deals=deals, eval_opponents=[baseline])
     (row,) = Trainer(cfg, log=_quiet).train()["eval"]
     return row
 
 
 def test_train__a_short_self_play_run_beats_random(tmp_path: Path) -> None:
-    row = _learn_and_evaluate(str(tmp_path / "run"), 32 * 1024, "random", deals=5)
+    """Four updates of self-play, a smoke test of the learning signal (the long test below beats greedy)."""
+    row = _learn_and_evaluate(str(tmp_path / "run"), 8 * 1024, "random", deals=5, tables=16)
     assert row["diff_low"] > 0, row  # the 95% interval of (policy - random seats) lies above zero
 
 

@@ -9,7 +9,6 @@ error, 2 bad usage, 130 interrupted. See docs/guides/rllib.md.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib.util
 import json
 import os
@@ -70,23 +69,12 @@ def check_options(cfg: TrainConfig, num_env_runners: int = 0) -> None:
         )
 
 
-@dataclasses.dataclass(frozen=True)
-class Layout:
-    """How a training config runs on RLlib (:func:`layout`): the env config, the League (None: self-play),
-    RLlib's single-agent route or not, and the envs each env runner steps."""
-
-    env_config: dict[str, Any]
-    league: Any
-    single_agent: bool
-    envs: int
-
-
-def layout(
-    cfg: TrainConfig, num_env_runners: int = 0, tables_per_env: int | None = None, multi_agent: bool = False
-) -> Layout:
-    """The :class:`Layout` of a training config, checked without Ray: a ``--tables-per-env`` that cannot take
-    effect or does not divide ``num_tables`` raises :class:`UsageError`, and the env config is validated
-    (an unknown rules option, an unknown opponent agent, ... raise ``ValueError`` or ``AgentSpecError``)."""
+def layout(cfg: TrainConfig, tables_per_env: int | None = None, multi_agent: bool = False) -> tuple[dict[str, Any], Any, int]:
+    """How a training config runs on RLlib, checked without Ray: the env config, the League (None: self-play,
+    RLlib's single-agent route unless ``multi_agent``) and the envs each env runner steps. A ``--tables-per-env``
+    that cannot take effect or does not divide ``num_tables`` raises :class:`UsageError`, and the env config is
+    validated (an unknown rules option, an unknown opponent agent, ... raise ``ValueError`` or
+    ``AgentSpecError``)."""
     from nertz_env._rllib_spec import League, parse_env_config
 
     env_config: dict[str, Any] = {"num_players": cfg.num_players, **cfg.rules}
@@ -109,7 +97,7 @@ def layout(
             )
         env_config["num_tables"] = num_tables
         parse_env_config(env_config)
-        return Layout(env_config, None, single_agent=True, envs=1)
+        return env_config, None, 1
     if tables_per_env is None:
         tables_per_env = TABLES_PER_ENV
     if tables_per_env < 1:
@@ -123,7 +111,7 @@ def layout(
     if tables_per_env > 1:
         env_config["num_tables"] = tables_per_env
     parse_env_config({**env_config, **(league.env_keys() if league else {})})  # as ppo_config joins them
-    return Layout(env_config, league, single_agent=False, envs=num_tables // tables_per_env)
+    return env_config, league, num_tables // tables_per_env
 
 
 def build_config(
@@ -133,16 +121,17 @@ def build_config(
     single-agent route unless ``multi_agent`` (a resumed checkpoint of the multi-agent env)."""
     from nertz_env.rllib import ppo_config
 
-    plan = layout(cfg, num_env_runners, tables_per_env, multi_agent)
+    env_config, league, envs = layout(cfg, tables_per_env, multi_agent)
+    single_agent = league is None and not multi_agent
     transitions = iteration_transitions(cfg, num_env_runners)
     return ppo_config(
-        plan.env_config,
-        league=plan.league,
+        env_config,
+        league=league,
         num_env_runners=num_env_runners,
-        num_envs_per_env_runner=plan.envs,
+        num_envs_per_env_runner=envs,
         # agent steps on the single-agent route; on the multi-agent env RLlib counts env steps: n_steps ticks of
         # each env per runner (one env of num_tables tables, or num_tables one-table envs)
-        train_batch_size=transitions if plan.single_agent else cfg.n_steps * plan.envs * max(1, num_env_runners),
+        train_batch_size=transitions if single_agent else cfg.n_steps * envs * max(1, num_env_runners),
         minibatch_size=min(cfg.batch_size, transitions),
         num_epochs=cfg.n_epochs,
         lr=cfg.learning_rate,
@@ -154,7 +143,7 @@ def build_config(
         grad_clip=cfg.max_grad_norm,
         hidden=cfg.net_arch,
         seed=cfg.seed,
-        single_agent=plan.single_agent,
+        single_agent=single_agent,
     )
 
 
@@ -194,7 +183,7 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
                 "self-play checkpoint (RLlib's single-agent route, module default_policy), whose network a league's "
                 "module would not take; resume it in self-play (leave out learners_per_table), or start a new run"
             )
-    layout(cfg, args.num_env_runners, args.tables_per_env, multi_agent=multi_agent)
+    layout(cfg, args.tables_per_env, multi_agent=multi_agent)
     check_run_dir(cfg.run_dir, args.resume, final=True)
     if args.address:
         from nertz_env.eval.cluster import check_address
