@@ -129,15 +129,6 @@ def build_parser(sb3: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
-def _unique(pairs: list[tuple[str, Any]], flag: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ConfigError(f"{flag} {key} is given twice ({out[key]!r} and {value!r}): give it once")
-        out[key] = value
-    return out
-
-
 def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None, final: bool = False) -> TrainConfig:
     """The config: ``base`` (defaults, or a checkpoint's), then ``--config``'s file, then the flags. A resume
     with no ``run_dir`` in either writes in the checkpoint's run folder (``final``: the RLlib backend's)."""
@@ -153,8 +144,10 @@ def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None, 
             flags[name] = getattr(args, name)
     if args.rule:
         flags["rules"] = {**cfg.rules, **args.rule}
-    if args.opponent:
-        flags["opponents"] = _unique(args.opponent, "--opponent")
+    for spec, weight in args.opponent or []:
+        if spec in flags.setdefault("opponents", {}):
+            raise ConfigError(f"--opponent {spec} is given twice ({flags['opponents'][spec]!r} and {weight!r}): give it once")
+        flags["opponents"][spec] = weight
     for name in ("net_arch", "eval_opponents", "mode"):
         if getattr(args, name, None) is not None:
             flags[name] = getattr(args, name)
