@@ -130,10 +130,7 @@ class RLlibPolicyAgent:
         p = self.probabilities(observation[None], action_mask[None])[0]
         if self.deterministic:
             return int(np.argmax(p))
-        total = p.sum()
-        if total <= 0:  # no legal action has weight (cannot happen with a wait always legal): wait
-            return int(np.flatnonzero(action_mask)[0])
-        return int(self.rng.choice(p.shape[0], p=p / total))
+        return int(self.rng.choice(p.shape[0], p=p / p.sum()))
 
     def __repr__(self) -> str:
         return f"RLlibPolicyAgent({self.name!r}, deterministic={self.deterministic})"

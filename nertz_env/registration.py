@@ -33,6 +33,6 @@ def register_envs() -> None:
     """Register the ids (again is harmless: an id already registered is left as it is)."""
     registry = gymnasium.envs.registration.registry
     if SINGLE_ID not in registry:
-        gymnasium.register(id=SINGLE_ID, entry_point="nertz_env.train.single:make_env")
+        gymnasium.register(id=SINGLE_ID, entry_point="nertz_env.train.single:NertzSingleAgentEnv")
     if AGENTS_ID not in registry:
         gymnasium.register(id=AGENTS_ID, entry_point=None, vector_entry_point=f"{__name__}:make_agents_vec")

@@ -1,13 +1,7 @@
 """Nertz for Ray RLlib: a multi-agent env with RLlib's action-mask keys, a PPO config, a league, checkpoints.
 
-Guide: docs/guides/rllib.md. Needs the ``rllib`` extra; ``import nertz_env`` never imports Ray, this module
-does. Usage::
-
-    from ray.tune.registry import register_env
-    from nertz_env.rllib import env_creator, ppo_config
-    register_env("nertz", env_creator)                     # RLlib's convention (optional: see ppo_config)
-    algo = ppo_config({"num_players": 4, "draw": 1}).build_algo()
-    algo.train()
+Guide and usage: docs/guides/rllib.md. Needs the ``rllib`` extra; ``import nertz_env`` never imports Ray, this
+module does.
 
 **The env** (:class:`NertzRLlibEnv`) is an RLlib ``MultiAgentEnv``. Each agent's observation is
 ``{"observations": float32 (O,), "action_mask": float32 (A,)}``, the keys RLlib's ``ActionMaskingTorchRLModule``
@@ -22,11 +16,6 @@ reads. ``infos[agent]`` holds ``illegal``, ``lost_race``, ``round_end`` and ``sc
   table and deal from ``opponents`` (:func:`nertz_env.agents.make_agent` specs with weights, played inside the
   env) and ``module_opponents`` (the weight of a frozen snapshot chosen by :func:`league_mapping`).
 * ``seed`` (default None): seeds the opponent draws and the scripted agents.
-
-**Self-play** (:func:`ppo_config`): every seat maps to the module ``"learner"``. **The league**
-(``league=League(...)``): ``max_snapshots`` frozen copies of the learner, refreshed by :func:`add_snapshot`,
-and the scripted ``opponents`` fill the other seats. **Checkpoints**: :func:`save_checkpoint` writes RLlib's
-checkpoint plus ``nertz_meta.json``; ``make_agent`` and ``nertz-eval`` play it by path.
 """
 
 from __future__ import annotations
@@ -330,11 +319,6 @@ class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
         env = getattr(self, "_env", None)  # absent when __init__ refused its config
         if env is not None:
             env.close()
-
-
-def vector_env_creator(env_config: Mapping[str, Any] | None = None) -> NertzRLlibVectorEnv:
-    """The single-agent route's creator: a :class:`NertzRLlibVectorEnv`."""
-    return NertzRLlibVectorEnv(env_config)
 
 
 def env_creator(env_config: Mapping[str, Any] | None = None) -> NertzRLlibEnv:

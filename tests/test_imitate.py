@@ -54,40 +54,31 @@ def _legal_play(spec: str, num_players: int, ticks: int, seed: int = 1) -> list[
 
 # ---------------------------------------------------------------- bad input: one line, exit 2, nothing written
 REFUSED = [
+    # the checks the three commands share (imitate.check_common), once each
+    ("imitate", ["--samples", "0"], "--samples must be at least 1"),
+    ("expert", ["--lr", "0"], "--lr must be a finite number > 0"),
+    ("distill", ["--run-dir", "{tmp}/a", "--seed", "-3"], "--seed must be >= 0"),
+    ("imitate", ["--teacher-threads", "5"], "--teacher-threads must be from 1 to the 4 seats"),
+    ("imitate", ["--rule", "target_score=100"], "single rounds"),
+    ("imitate", ["--out", "{tmp}/policy"], "must end in .zip"),
+    # an --out that is a folder would fail only at the last save
+    ("expert", ["--out", "{tmp}/folder.zip"], "directory"),
+    ("imitate", ["--checkpoint-dir", "{tmp}/three.zip"], "is a file, not a directory"),
+    # each command's own
     ("imitate", ["--dagger-samples", "5000"], "--dagger-samples has no effect without DAgger rounds"),
-    ("imitate", ["--dagger-epochs", "2"], "--dagger-epochs has no effect without DAgger rounds"),
-    ("imitate", ["--samples", "0"], "samples must be at least 1"),
-    ("imitate", ["--epochs", "0"], "epochs must be at least 1"),
-    ("imitate", ["--batch-size", "0"], "batch_size must be at least 1"),
-    ("imitate", ["--lr", "0"], "lr must be a finite number > 0"),
-    ("imitate", ["--gamma", "2"], "gamma must be in (0, 1]"),
-    ("imitate", ["--teacher-threads", "5"], "teacher_threads must be from 1 to the 4 seats"),
+    ("imitate", ["--gamma", "2"], "--gamma must be in (0, 1]"),
     ("imitate", ["--threads", "0"], "--threads must be at least 1"),
-    ("imitate", ["--net-arch", ""], "net_arch must list positive layer widths"),
+    ("imitate", ["--net-arch", ""], "--net-arch must list positive layer widths"),
     ("imitate", ["--net-arch", "a,b"], "comma-separated integers"),
     ("imitate", ["--teacher", "nobody"], "unknown agent 'nobody'"),
-    ("imitate", ["--players", "9"], "num_players"),
-    ("imitate", ["--rule", "target_score=100"], "single rounds"),
-    ("imitate", ["--seed", "-3"], "seed must be >= 0"),
-    ("imitate", ["--teacher", "{tmp}/three.zip"], "num_players: teacher"),
-    ("imitate", ["--out", "{tmp}/policy"], "must end in .zip"),
-    ("imitate", ["--checkpoint-dir", "{tmp}/three.zip"], "is a file, not a directory"),
-    ("expert", ["--iterations", "0"], "--iterations must be at least 1"),
+    ("imitate", ["--teacher", "{tmp}/three.zip"], "num_players:"),
     ("expert", ["--init", "runs/missing.zip"], "no network"),
     ("expert", ["--planner", "rollouts=-1"], "rollouts"),
-    ("expert", ["--planner", "policy=ppo"], "--init"),
     ("expert", ["--planner", "policy =ppo"], "--init"),
     ("expert", ["--rule", "draw=1"], "draw"),
-    ("expert", ["--batch-size", "-1"], "--batch-size must be at least 1"),
-    ("expert", ["--seed", "-3"], "--seed must be >= 0"),
-    ("expert", ["--players", "0"], "num_players"),
-    ("expert", ["--teacher-threads", "5"], "--teacher-threads"),
-    # an earlier run's log would be appended to; an --out that is a folder would fail only at the last save
+    # an earlier run's log would be appended to
     ("expert", ["--checkpoint-dir", "{tmp}/earlier"], "earlier run"),
-    ("expert", ["--out", "{tmp}/folder.zip"], "directory"),
-    ("distill", ["--run-dir", "{tmp}/a", "--rounds", "0"], "--rounds must be at least 1"),
     ("distill", ["--run-dir", "{tmp}/a", "--anchor", "-1"], "--anchor must be a finite number >= 0"),
-    ("distill", ["--run-dir", "{tmp}/a", "--teacher", "wizard"], "unknown agent 'wizard'"),
     ("distill", ["--run-dir", "{tmp}/a", "--init", "nope.zip"], "--init: no network"),
     ("distill", ["--run-dir", "{tmp}/a", "--players", "2"], "num_players"),
     ("distill", ["--resume", "{tmp}/none"], "no distillation run there"),
@@ -114,9 +105,10 @@ def test_bad_input__one_line_exit_2_and_nothing_written(
     from nertz_env.train.imitate import _PolicyHolder, build_policy
     from nertz_env.train.trainer import save_policy
 
-    three = nertz_env.make_config(num_players=3)
-    save_policy(_PolicyHolder(*build_policy(three, [16])), str(tmp_path / "three.zip"),
-                make_meta(three, num_timesteps=0, mode="imitation"))
+    if "{tmp}/three.zip" in flags:
+        three = nertz_env.make_config(num_players=3)
+        save_policy(_PolicyHolder(*build_policy(three, [16])), str(tmp_path / "three.zip"),
+                    make_meta(three, num_timesteps=0, mode="imitation"))
     (tmp_path / "earlier").mkdir()
     (tmp_path / "earlier" / "log.jsonl").write_text('{"iteration": 1}\n')
     (tmp_path / "folder.zip").mkdir()
@@ -159,10 +151,6 @@ def test_imitation__fits_the_teacher_and_writes_a_policy_that_init_from_and_eval
                                  "tensorboard": False, "run_dir": str(tmp_path / "run")})
     p, q = Trainer(cfg, log=_quiet).model.policy.state_dict(), load_policy(out)[0].state_dict()
     assert all(torch.equal(p[k], q[k]) for k in q)
-    with pytest.raises(ValueError, match="samples"):
-        imitate(out, teacher="heuristic", samples=0, log=_quiet)
-    with pytest.raises(ValueError, match="dagger"):
-        imitate(out, teacher="heuristic", samples=10, dagger_rounds=-1, log=_quiet)
 
 
 def test_imitation__relative_returns_are_the_score_minus_the_rivals_mean() -> None:
@@ -206,8 +194,6 @@ def test_imitation__teachers_in_threads_record_exactly_what_one_thread_records()
     two = collect("search", config, 150, seed=9, teacher_threads=2)
     for field in ("obs", "masks", "actions", "returns"):
         assert np.array_equal(getattr(one, field), getattr(two, field)), field
-    with pytest.raises(ValueError, match="teacher_threads"):
-        collect("search", config, 10, teacher_threads=0)
 
 
 def test_dagger__checkpoints_every_round_and_the_last_is_the_saved_policy(tmp_path: Path) -> None:
@@ -292,25 +278,6 @@ def test_expert__same_decisions_run_to_run_and_the_planner_overrides_its_network
             obs, *_ = env.step({n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"])
                                 for s, n in enumerate(env.agents)})
         assert Counting.overrides > 0 if rollouts else Counting.overrides <= Counting.decisions * 0.05
-
-
-def test_expert__the_numpy_actor_matches_torch() -> None:
-    from nertz_env.agents.expert import NumpyActor
-    from nertz_env.agents.policy import load_policy as load_torch_policy
-    from nertz_env.agents.policy import policy_probabilities
-    from nertz_env.agents.registry import shipped_models
-
-    policy, meta = load_torch_policy(shipped_models()["ppo"])
-    actor = NumpyActor.from_policy(policy)
-    env = nertz_env.parallel_env(num_players=4)
-    obs, _ = env.reset(seed=1)
-    rng = np.random.default_rng(0)
-    mask = (rng.random(meta["num_actions"]) < 0.3).astype(np.int8)
-    mask[0] = 1
-    cases = [(o["observation"], o["action_mask"]) for o in obs.values()]
-    for o, m in [*cases, (rng.random(meta["obs_size"]).astype(np.float32), mask)]:
-        want = policy_probabilities(policy, o[None], m[None])[0]
-        np.testing.assert_allclose(actor.probabilities(o, m), want, atol=1e-5)
 
 
 def test_expert__bad_specs_and_other_tables_are_refused_and_best_is_the_planner_with_ppo() -> None:

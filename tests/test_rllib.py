@@ -382,42 +382,48 @@ REFUSED_BEFORE_RAY = [
     (["--rule", "drwa=1"], "unknown option(s) ['drwa']"),
     (["--shaping"], "unrecognized arguments: --shaping"),  # an SB3-only option has no flag here
     (["--num-env-runners", "-1"], "--num-env-runners must be >= 0"),
-    (["--opponent", "nobody=1", "--learners-per-table", "1"], "unknown agent 'nobody'"),
     (["--tables-per-env", "4"], "--tables-per-env has no effect in self-play"),
     (["--num-tables", "24", "--tables-per-env", "16", "--learners-per-table", "1", "--opponent", "heuristic=1"],
      "not a multiple of --tables-per-env 16"),
     (["--learners-per-table", "1", "--tables-per-env", "0"], "--tables-per-env must be >= 1"),
-    (["--address", "nohost"], "--address takes host:port"),
-    (["--address", "127.0.0.1:1"], "no Ray cluster at 127.0.0.1:1"),
+    (["--address", "127.0.0.1:1"], "no Ray cluster at 127.0.0.1:1"),  # eval.cluster's check, as nertz-eval's
     (["--resume", "{run}/final", "--num-players", "4"], "num_players: checkpoint {run}/final has 2, the table has 4"),
     (["--resume", "{run}/final", "--net-arch", "32"], "net_arch: checkpoint has [256, 256], the config has [32]"),
     (["--resume", "{run}/final", "--total-timesteps", "32"], "below the 64 transitions {run}/final has trained"),
-    (["--resume", "{run}/final", "--rule", "draw=1"], "rules.draw"),
     (["--resume", "{tmp}"], "not an RLlib checkpoint"),
     (["--resume", "{run}/../loose"], "--run-dir"),  # a checkpoint outside a run folder
     (["--resume", "{run}/checkpoints/step_000000000064", "--run-dir", "{other}"], "already holds a run (eval.csv)"),
     (["--resume", "{run}/final", "--run-dir", "{other}"], "leave out --run-dir to continue in {run}"),
     (["--run-dir", "{run}"], "already holds a run (checkpoints/step_000000000064)"),
     (["--run-dir", "{other}"], "already holds a run (eval.csv)"),
-    (["--run-dir", "{other}/eval.csv"], "is a file, not a directory"),
-    # the config's own refusals (a section absent in self-play), as for the SB3 backend; and SB3-only options
-    (["--opponent", "search=1"], "opponents (--opponent) has no effect: every seat learns"),
     (["--batch-size", "99999"], "batch_size 99,999 is larger than an iteration (8,192 learner transitions"),
+    # a checkpoint of RLlib's single-agent route (module default_policy) resumed as a league would start the
+    # league's "learner" module untrained (RLlib's restore has nothing to fill it from, and says nothing)
+    (["--resume", "{sp}/final", "--learners-per-table", "1", "--opponent", "heuristic=1"], "is a self-play checkpoint"),
 ]
+# a package the run needs, missing (find_spec finds none): refused before Ray as well
+WITHOUT = [("tensorboardX", "tensorboard = true needs the tensorboardX package (ray[rllib] installs it)"),
+           ("ray", f"needs the rllib extra ({install_command('rllib')}): No module named 'ray'")]
+CASES = [(flags, message, None) for flags, message in REFUSED_BEFORE_RAY] + [([], m, name) for name, m in WITHOUT]
 
 
-@pytest.mark.parametrize(("flags", "message"), REFUSED_BEFORE_RAY, ids=[" ".join(f) for f, _ in REFUSED_BEFORE_RAY])
-def test_cli_print_config_refuses_what_the_run_refuses(flags, message, tmp_path, capsys, monkeypatch) -> None:
+@pytest.mark.parametrize(("flags", "message", "missing"), CASES, ids=[" ".join(f) or f"no {m}" for f, _, m in CASES])
+def test_cli_print_config_refuses_what_the_run_refuses(flags, message, missing, tmp_path, capsys, monkeypatch) -> None:
     """--print-config makes every check the run makes before Ray (no Ray, no torch): the same line, exit 2. The
     run directory is checked as the SB3 backend checks it: a fresh run, or a resume sent away from the
     checkpoint's own run folder, into a folder holding another run (this backend's or SB3's) is refused."""
-    run, other = tmp_path / "runs" / "rl", tmp_path / "runs" / "sb3"
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == missing else find_spec(n, *a))
+    run, other, sp = tmp_path / "runs" / "rl", tmp_path / "runs" / "sb3", tmp_path / "runs" / "sp"
     _fake_run(run)
+    _fake_run(sp, module=os.path.join("learner_group", "learner", "rl_module", "default_policy"))
     other.mkdir()
     (other / "eval.csv").write_text("")
     (run.parent / "loose").mkdir()
     shutil.copy(run / "final" / "nertz_meta.json", run.parent / "loose")
-    flags = [f.format(run=run, other=other, tmp=tmp_path) for f in flags]
+    flags = [f.format(run=run, other=other, tmp=tmp_path, sp=sp) for f in flags]
     message = message.format(run=run)
     lines = []
     for extra in (["--print-config"], []):
@@ -487,33 +493,18 @@ def test_tensorboard_log_writes_each_iterations_scalars(tmp_path) -> None:
     assert again.path == str(tmp_path / "tb" / "RLlibPPO_2")
 
 
-def test_cli_tensorboard_without_tensorboardx_is_one_line(tmp_path, capsys, monkeypatch) -> None:
-    """Without tensorboardX (ray[rllib] installs it), tensorboard = true is refused before Ray, --print-config
-    too; --no-tensorboard is taken."""
-    import importlib.util
-
-    find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "tensorboardX" else find_spec(n, *a))
-    lines = []
-    for extra in (["--print-config"], []):
-        code, out, err = _train(["--run-dir", str(tmp_path / "run"), *extra], capsys, monkeypatch)
-        assert code == 2 and out == "" and len(err.splitlines()) == 1, err
-        assert "tensorboard = true needs the tensorboardX package" in err and "--no-tensorboard" in err
-        lines.append(err)
-    assert lines[0] == lines[1] and not (tmp_path / "run").exists()
-    code, out, err = _train(["--run-dir", str(tmp_path / "run"), "--no-tensorboard", "--print-config"], capsys, monkeypatch)
-    assert code == 0, err
-
-
 def test_cli_print_config_takes_what_the_run_takes(tmp_path, capsys, monkeypatch) -> None:
     """A resume in the checkpoint's own run folder (named or not), a new folder, a folder without a run: passed."""
     import json
 
-    run = tmp_path / "rl"
+    run, sp = tmp_path / "rl", tmp_path / "sp"
     step = _fake_run(run)
+    _fake_run(sp, module=os.path.join("learner_group", "learner", "rl_module", "default_policy"))
     (tmp_path / "empty").mkdir()
     for flags, run_dir in [
         (["--resume", str(run / "final")], run),
+        (["--resume", str(sp / "final")], sp),  # a self-play checkpoint resumed in self-play
+        (["--run-dir", str(tmp_path / "new"), "--no-tensorboard"], tmp_path / "new"),
         (["--resume", step], run),
         (["--resume", step, "--run-dir", str(run)], run),
         (["--resume", step, "--run-dir", str(tmp_path / "new")], tmp_path / "new"),
@@ -540,38 +531,6 @@ def test_cli_print_config_imports_neither_ray_nor_torch(tmp_path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-
-
-def test_cli_a_self_play_checkpoint_is_not_resumed_as_a_league(tmp_path, capsys, monkeypatch) -> None:
-    """A checkpoint of RLlib's single-agent route (self-play, module default_policy) resumed with a league would
-    start the league's "learner" module untrained (RLlib's restore has nothing to fill it from, and says nothing):
-    refused before Ray, --print-config too; resumed in self-play it is taken."""
-    run = tmp_path / "rl"
-    _fake_run(run, module=os.path.join("learner_group", "learner", "rl_module", "default_policy"))
-    league = ["--learners-per-table", "1", "--opponent", "heuristic=1"]
-    lines = []
-    for extra in (["--print-config"], []):
-        code, out, err = _train(["--resume", str(run / "final"), *league, *extra], capsys, monkeypatch)
-        assert code == 2 and out == "" and "is a self-play checkpoint" in err and len(err.splitlines()) == 1, err
-        lines.append(err)
-    assert lines[0] == lines[1]
-    code, out, err = _train(["--resume", str(run / "final"), "--print-config"], capsys, monkeypatch)
-    assert code == 0, err
-
-
-def test_cli_without_ray_print_config_says_the_extra_is_needed_as_the_run_does(tmp_path, capsys, monkeypatch) -> None:
-    """Without Ray installed (find_spec finds none), --print-config refuses as the run does, in the same line."""
-    import importlib.util
-
-    find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else find_spec(name, *a))
-    lines = []
-    for extra in (["--print-config"], []):
-        code, out, err = _train(["--run-dir", str(tmp_path / "run"), *extra], capsys, monkeypatch)
-        assert code == 2 and out == "" and len(err.splitlines()) == 1, err
-        assert f"needs the rllib extra ({install_command('rllib')}): No module named 'ray'" in err
-        lines.append(err)
-    assert lines[0] == lines[1] and not (tmp_path / "run").exists()
 
 
 def test_cli_a_run_folder_is_refused_in_the_same_line_by_both_backends(tmp_path, capsys, monkeypatch) -> None:

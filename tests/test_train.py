@@ -400,7 +400,6 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
                        "run.yaml": "num_tables: 3\n", "notes.txt": ""}.items():
         (folder / name).write_text(text)
     _policy_file(str(folder / "three.zip"), 3)
-    _policy_file(str(folder / "draw1.zip"), 4, draw=1)
     return folder
 
 
@@ -430,15 +429,11 @@ REFUSED = [
     (["--config", "{f}/type.json"], "num_tables must be an integer"),
     (["--config", "{f}/list.json"], "must hold a table of options"),
     (["--config", "{f}/run.yaml"], "use a .toml or .json file"),
-    (["--config", "{f}/gone.toml"], "config file not found"),
     (["--config", "long_rn"], "config file not found: long_rn"),
     (["--run-dir", "{f}/notes.txt"], "is a file, not a directory"),
     # a policy for another table, wherever it is named
     (["--init-from", "{f}/three.zip"], "num_players: init_from"),
-    (["--init-from", "{f}/draw1.zip"], "rules.draw: init_from"),
-    (["--learners-per-table", "1", "--opponent", "{f}/three.zip"], "num_players"),
     (["--learners-per-table", "1", "--opponent", "expert:policy={f}/three.zip"], "num_players"),
-    (["--eval-opponents", "random,{f}/draw1.zip"], "rules.draw"),
     (["--num-players", "2", "--eval-opponents", "best"], "num_players"),  # best holds the 4-player ppo
 ]
 
@@ -455,17 +450,6 @@ def test_nertz_train__an_option_that_cannot_take_effect_is_one_line_and_exit_2(
     assert not (tmp_path / "run").exists()  # nothing half-written
 
 
-@pytest.mark.parametrize(
-    "flags", [["--no-snapshot-deterministic"], ["--mode", "single", "--no-privileged-critic"],
-              ["--mode", "single", "--opponent-threads", "1"]],
-)
-def test_nertz_train__an_option_set_to_its_off_value_passes_where_it_cannot_take_effect(
-    flags: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
-) -> None:
-    code, _, err = _cli([*flags, "--run-dir", str(tmp_path / "run"), "--print-config"], capsys)
-    assert code == 0, err
-
-
 def test_config__sections_or_flat_keys_and_an_absent_sections_default_is_accepted() -> None:
     tables = TrainConfig.from_dict({"vector": {"learners_per_table": 1}, "pool": {"opponents": {"greedy": 1.0}},
                                     "shaping": {"scale": 2.0}, "evaluation": {"every": 0}})
@@ -478,11 +462,10 @@ def test_config__sections_or_flat_keys_and_an_absent_sections_default_is_accepte
     assert "evaluation" not in off.to_dict() and "pool" not in off.to_dict()
     # a default where its section is absent asks for what happens anyway: accepted
     assert TrainConfig.from_dict({"opponent_threads": 1, "shaping_scale": 1.0, "eval_seed": 20_240_601,
-                                  "eval_deals": 0, "snapshot_weight": 0}) == off
+                                  "eval_deals": 0, "snapshot_weight": 0, "snapshot_deterministic": False,
+                                  "privileged_critic": False}) == off
     with pytest.raises(ConfigError, match=r"\[pool\] has no option 'weight'"):
         TrainConfig.from_dict({"pool": {"weight": 1.0}})
-    with pytest.raises(ConfigError, match="applies only to mode single"):
-        TrainConfig.from_dict({"single": {"num_envs": 8}, "mode": "vector"})
 
 
 def test_config__flags_override_the_file_which_overrides_defaults(tmp_path: Path) -> None:
@@ -724,13 +707,8 @@ def test_resume__changed_opponents_and_a_new_checkpoint_interval_take_effect(
 
 REFUSED_ON_RESUME = [
     (["--net-arch", "32,32"], "net_arch: checkpoint has [16]"),
-    (["--activation", "tanh"], "activation: checkpoint has 'relu'"),
     (["--num-players", "3"], "num_players"),
-    (["--rule", "draw=1"], "rules.draw"),
-    (["--privileged-critic"], "privileged_critic: checkpoint has False"),
     (["--mode", "single", "--num-envs", "4"], "sub-envs: checkpoint has 2, the config has 4"),
-    (["--n-steps", "32"], "n_steps: checkpoint has 16"),
-    (["--num-tables", "4"], "sub-envs: checkpoint has 2"),
     (["--num-tables", "1", "--learners-per-table", "2"], "num_tables: checkpoint has 2"),  # the same sub-envs
     (["--seed", "3"], "seed: checkpoint has 1"),
     (["--total-timesteps", "32"], "below the 64 transitions"),
@@ -814,9 +792,6 @@ def test_init_from__copies_the_policy_weights_and_checks_the_network(scratch: di
     assert warm.model.num_timesteps == 0
     with pytest.raises(IncompatibleCheckpointError, match="net_arch"):
         Trainer(_tiny(str(tmp_path), rules=scratch["rules"], init_from=scratch["ckpt"], net_arch=[8]), log=_quiet)
-    with pytest.raises(CheckpointError, match=r"state\.pkl is missing"):
-        Trainer(_tiny(str(tmp_path / "b"), rules=scratch["rules"]), resume=str(scratch["run"] / "policy.zip"),
-                log=_quiet)
 
 
 def test_policy_agent__refuses_other_rules_and_a_zip_without_record_plays_where_its_spaces_fit(
@@ -849,17 +824,17 @@ def test_train__the_timing_line_counts_the_final_evaluation(tmp_path: Path, monk
     import nertz_env.train.trainer as trainer_module
 
     def slow_evaluation(*args: Any, **kwargs: Any) -> list[Any]:
-        time.sleep(1.5)
+        time.sleep(0.5)
         return []
 
     monkeypatch.setattr(trainer_module, "evaluate_checkpoint", slow_evaluation)
     lines: list[str] = []
     report = Trainer(_tiny(str(tmp_path / "run"), total_timesteps=64, eval_deals=1, eval_opponents=["random"]),
                      log=lines.append).train()
-    assert report["boundary_seconds"] >= 1.5 and report["wall_seconds"] >= report["boundary_seconds"]
+    assert report["boundary_seconds"] >= 0.5 and report["wall_seconds"] >= report["boundary_seconds"]
     timing = next(ln for ln in lines[-1].splitlines() if "of it evaluations and checkpoints" in ln)
     wall, boundary = (float(x) for x in re.findall(r"in ([\d.]+) s \(([\d.]+) s of it", timing)[0])
-    assert boundary >= 1.5 and wall >= boundary, timing
+    assert boundary >= 0.5 and wall >= boundary, timing
 
 
 # ---------------------------------------------------------------- a run's checkpoints evaluated and plotted
@@ -966,7 +941,8 @@ def test_evaluate_and_plot__bad_input_is_one_line_and_exit_2(
         pytest.importorskip("matplotlib")
     from nertz_env.train import evaluate, plot
 
-    _policy_file(str(tmp_path / "draw1.zip"), P, draw=1, **scratch["rules"])
+    if "{tmp}/draw1.zip" in argv:
+        _policy_file(str(tmp_path / "draw1.zip"), P, draw=1, **scratch["rules"])
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "eval.csv").write_text("a,b\n1,2\n")
     run = scratch["run"]
@@ -978,15 +954,16 @@ def test_evaluate_and_plot__bad_input_is_one_line_and_exit_2(
 
 
 # ---------------------------------------------------------------- the learning signal
-def _learn_and_evaluate(run_dir: str, steps: int, baseline: str, deals: int) -> Any:
-    cfg = _tiny(run_dir, num_tables=32, n_steps=32, batch_size=1024, n_epochs=4, net_arch=[64, 64], shaping=True,
+def _learn_and_evaluate(run_dir: str, steps: int, baseline: str, deals: int, tables: int = 32) -> Any:
+    cfg = _tiny(run_dir, num_tables=tables, n_steps=32, batch_size=1024, n_epochs=4, net_arch=[64, 64], shaping=True,
                 total_timesteps=steps, eval_every=0, eval_deals=deals, eval_opponents=[baseline])
     (row,) = Trainer(cfg, log=_quiet).train()["eval"]
     return row
 
 
 def test_train__a_short_self_play_run_beats_random(tmp_path: Path) -> None:
-    row = _learn_and_evaluate(str(tmp_path / "run"), 32 * 1024, "random", deals=5)
+    """Four updates of self-play, a smoke test of the learning signal (the long test below beats greedy)."""
+    row = _learn_and_evaluate(str(tmp_path / "run"), 8 * 1024, "random", deals=5, tables=16)
     assert row["diff_low"] > 0, row  # the 95% interval of (policy - random seats) lies above zero
 
 

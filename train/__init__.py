@@ -55,18 +55,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    """The class or function ``name``, imported from its module on first use (torch loads with it)."""
+    if name not in _LAZY:
         raise AttributeError(f"module 'nertz_env.train' has no attribute {name!r}")
-    try:
-        imported = importlib.import_module(module)
-    except ModuleNotFoundError as e:  # torch or Stable-Baselines3 missing: say which extra installs it
-        from nertz_env.extras import missing_extra_message
-
-        message = missing_extra_message(e, f"nertz_env.train.{name}", prefer=("train",))
-        if message is None:
-            raise
-        raise ModuleNotFoundError(message, name=e.name) from None
-    value = getattr(imported, name)
+    value = getattr(importlib.import_module(_LAZY[name]), name)
     globals()[name] = value
     return value

@@ -29,10 +29,8 @@ def state_path(checkpoint: str) -> str:
 
 
 def run_dir_of(checkpoint: str, final: bool = False) -> str | None:
-    """The run folder a checkpoint belongs to: ``RUN`` for ``RUN/checkpoints/step_<N>.zip`` (the layout the
-    trainer writes; the RLlib backend's ``RUN/checkpoints/step_<N>/`` too), and with ``final`` also for
-    ``RUN/final``, the RLlib backend's last checkpoint; spelled as ``checkpoint`` is (relative paths stay
-    relative). ``None`` for a checkpoint outside that layout."""
+    """``RUN`` for ``RUN/checkpoints/step_<N>.zip`` (or the RLlib backend's ``step_<N>/``; with ``final`` also
+    ``RUN/final``), spelled as ``checkpoint`` is; ``None`` for a checkpoint outside that layout."""
     checkpoint = os.path.normpath(checkpoint)  # an RLlib checkpoint is a folder: "RUN/checkpoints/step_64/"
     if final and os.path.basename(os.path.abspath(checkpoint)) == "final":
         return os.path.normpath(os.path.join(checkpoint, os.pardir))
@@ -43,9 +41,7 @@ def run_dir_of(checkpoint: str, final: bool = False) -> str | None:
 
 def resume_run_dir(checkpoint: str, final: bool = False) -> str:
     """Where ``--resume CHECKPOINT`` without ``--run-dir`` writes: the run folder the checkpoint lies in
-    (:func:`run_dir_of`; ``final`` for the RLlib backend), not the ``run_dir`` its record holds (a path relative
-    to the folder that run was started from, and the original's name in a copied run). A checkpoint outside
-    that layout is refused: its run is unknown."""
+    (:func:`run_dir_of`), not the ``run_dir`` its record holds; a checkpoint outside that layout is refused."""
     run_dir = run_dir_of(checkpoint, final)
     if run_dir is None:
         where, writes = (
@@ -61,10 +57,8 @@ def resume_run_dir(checkpoint: str, final: bool = False) -> str:
 
 
 def read_checkpoint(path: str) -> dict[str, Any]:
-    """The record of the training checkpoint ``path``. ``FileNotFoundError`` when it is missing and
-    :class:`CheckpointError` when it cannot be resumed: no nertz-env record, no training config in it (a policy
-    that imitation wrote), or no ``.state.pkl`` beside it (a policy file or a copied zip). Said before anything
-    else about a resume, as no other option can make such a file resumable."""
+    """The record of the training checkpoint ``path``; ``FileNotFoundError``, or :class:`CheckpointError` for a
+    file no option makes resumable (no record, no training config, no ``.state.pkl`` beside it)."""
     meta = read_meta(path)  # FileNotFoundError / CheckpointError
     if not isinstance(meta.get("train_config"), dict):
         raise CheckpointError(f"{path} stores no training config: it is not a training checkpoint")
@@ -77,12 +71,10 @@ def read_checkpoint(path: str) -> dict[str, Any]:
 
 
 def check_resume(cfg: TrainConfig, path: str, meta: dict[str, Any], rllib: bool = False) -> None:
-    """Whether ``cfg`` can continue the checkpoint ``path`` (its record ``meta``): the same rules, table size
-    and env layout, the options a resumed run cannot change (it restores every generator and table), and a
-    ``total_timesteps`` not below what the checkpoint has trained. With ``rllib`` (a checkpoint of the RLlib
-    backend, which restores RLlib's state), the options it cannot change are the learner module's shape
-    (``net_arch``: RLlib's restore fails on another). Raises :class:`IncompatibleCheckpointError` naming every
-    mismatch, or :class:`ConfigError`."""
+    """Whether ``cfg`` can continue the checkpoint ``path`` (its record ``meta``): the same table, the options a
+    resume restores (with ``rllib``, the RLlib backend's: ``net_arch`` only) and a ``total_timesteps`` not below
+    what it has trained. Raises :class:`IncompatibleCheckpointError` naming every mismatch, or
+    :class:`ConfigError`."""
     check_compatible(meta, make_config(num_players=cfg.num_players, **cfg.rules), where=f"checkpoint {path}")
     problems = []
     if not rllib and meta.get("mode") != cfg.mode:
@@ -129,10 +121,8 @@ def check_run(cfg: TrainConfig, resume: str | None = None) -> None:
 
 
 def check_run_dir(run_dir: str, resume: str | None = None, final: bool = False) -> None:
-    """Raise :class:`ConfigError` for a ``run_dir`` that is a file, or that holds another run: a fresh run there,
-    or a resume sent away from the checkpoint's own run folder (:func:`run_dir_of`, ``final`` as there), would
-    mix its checkpoints and eval.csv rows with that run's (and keep_checkpoints would prune the other's). Both
-    backends make this check, before their first file."""
+    """Raise :class:`ConfigError` for a ``run_dir`` that is a file, or that holds another run than the one
+    ``resume`` continues (the two runs' files would mix). Both backends check it before their first file."""
     run_dir = os.path.abspath(run_dir)
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
         raise ConfigError(f"run_dir {run_dir} is a file, not a directory: pass another --run-dir")

@@ -129,28 +129,25 @@ def build_parser(sb3: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
-def _unique(pairs: list[tuple[str, Any]], flag: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ConfigError(f"{flag} {key} is given twice ({out[key]!r} and {value!r}): give it once")
-        out[key] = value
-    return out
+def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None, final: bool = False) -> TrainConfig:
+    """The config: ``base`` (defaults, or a checkpoint's), then ``--config``'s file, then the flags. A resume
+    with no ``run_dir`` in either writes in the checkpoint's run folder (``final``: the RLlib backend's)."""
+    from nertz_env.train.checkpoint import resume_run_dir
 
-
-def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None) -> TrainConfig:
-    """The config: ``base`` (defaults, or a checkpoint's), then ``--config``'s file, then the flags."""
-    cfg = base or TrainConfig()
-    if args.config:
-        cfg = TrainConfig.from_dict(read_config_file(args.config), base=cfg)
+    file = read_config_file(args.config) if args.config else {}
+    cfg = TrainConfig.from_dict(file, base=base or TrainConfig())
     flags: dict[str, Any] = {}
+    if args.resume and args.run_dir is None and "run_dir" not in file:
+        flags["run_dir"] = resume_run_dir(args.resume, final)
     for name, *_ in options():
         if name not in _SPECIAL and getattr(args, name, None) is not None:
             flags[name] = getattr(args, name)
     if args.rule:
         flags["rules"] = {**cfg.rules, **args.rule}
-    if args.opponent:
-        flags["opponents"] = _unique(args.opponent, "--opponent")
+    for spec, weight in args.opponent or []:
+        if spec in flags.setdefault("opponents", {}):
+            raise ConfigError(f"--opponent {spec} is given twice ({flags['opponents'][spec]!r} and {weight!r}): give it once")
+        flags["opponents"][spec] = weight
     for name in ("net_arch", "eval_opponents", "mode"):
         if getattr(args, name, None) is not None:
             flags[name] = getattr(args, name)
@@ -172,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from nertz_env.agents import AgentSpecError
     from nertz_env.agents.meta import CheckpointError
-    from nertz_env.train.checkpoint import check_resume, check_run, read_checkpoint, resume_run_dir
+    from nertz_env.train.checkpoint import check_resume, check_run, read_checkpoint
 
     try:
         base, meta = None, {}
@@ -183,8 +180,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             base = TrainConfig.from_dict(meta["train_config"])
         cfg = config_from_args(args, base)
         if args.resume:
-            if args.run_dir is None and not _file_sets_run_dir(args.config):
-                cfg = TrainConfig.from_dict({"run_dir": resume_run_dir(args.resume)}, base=cfg)
             check_resume(cfg, args.resume, meta)  # what a resume cannot change, as the Trainer checks it
         resolved, notes = cfg.resolve(resume=bool(args.resume))  # before torch loads
         if args.print_config:
@@ -216,10 +211,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"nertz-train: interrupted again: stopped at once{hint}", file=sys.stderr)
         return 130
     return 0
-
-
-def _file_sets_run_dir(path: str | None) -> bool:
-    return path is not None and "run_dir" in read_config_file(path)
 
 
 if __name__ == "__main__":

@@ -1,26 +1,8 @@
-"""The training configuration: typed sections, read from a TOML or JSON file and overridden by flags.
-
-Precedence, lowest first: the defaults, a resumed checkpoint's stored config, the file (``--config``), then
-the flags. A file (TOML)::
-
-    num_players = 4
-    total_timesteps = 5_000_000
-    [vector]                  # mode vector (the default); [single] num_envs = 4 for the single-agent view
-    num_tables = 64
-    learners_per_table = 1    # the other seats are played by the pool
-    [pool]
-    opponents = { heuristic = 1.0, search = 1.0 }
-    [shaping]                 # present: shaping on (or shaping = true)
-    scale = 1.0
-    [evaluation]              # on by default; evaluation = false turns it off
-    every = 250_000
-
-A section exists only where it takes effect: ``[single]`` in mode single, ``[pool]`` when some seats are not
-learners, ``[shaping]`` with shaping on, ``[evaluation]`` with evaluation on. An option of an absent section is
-refused in one line when the same layer (file or flags) gives it a value other than its default; a lower
-layer's section is dropped when a higher one turns it off (``--eval-deals 0`` over a file's ``[evaluation]``).
-Each flag of ``nertz-train`` is also a top-level key (``num_tables = 64``, ``eval_deals = 0``). See
-docs/guides/training-sb3.md.
+"""The training configuration: typed sections (``[vector]``, ``[single]``, ``[pool]``, ``[shaping]``,
+``[evaluation]``), read from a TOML or JSON file and overridden by flags. A section exists only where it takes
+effect; an option of an absent section is refused in one line unless it is at its default. Precedence, lowest
+first: the defaults, a resumed checkpoint's stored config, the file (``--config``), the flags. See
+docs/guides/training-sb3.md ("Config files").
 """
 
 from __future__ import annotations

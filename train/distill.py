@@ -21,27 +21,17 @@ import torch
 from nertz_env._text import plain
 from nertz_env.config import NertzConfig, make_config
 
-#: the options a run is made of (config.json); a resume may change only ``rounds``
-OPTIONS = ("init", "teacher", "rounds", "samples", "epochs", "lr", "anchor", "batch_size", "seed", "players", "rules")
-
 
 def check_options(opts: dict[str, Any], config: NertzConfig) -> str:
     """Every check before any work; returns the starting network's file. Raises ValueError (AgentSpecError)
     or FileNotFoundError naming the bad option."""
     from nertz_env.agents import make_agent
     from nertz_env.agents.registry import shipped_models
+    from nertz_env.train.imitate import check_common
 
-    for name in ("rounds", "samples", "epochs", "batch_size"):
-        if int(opts[name]) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {opts[name]}")
-    if not (np.isfinite(opts["lr"]) and opts["lr"] > 0):
-        raise ValueError(f"--lr must be a finite number > 0, got {opts['lr']}")
+    check_common(config, {k: int(opts[k]) for k in ("rounds", "samples", "epochs", "batch_size")}, opts["lr"], opts["seed"])
     if not (np.isfinite(opts["anchor"]) and opts["anchor"] >= 0):
         raise ValueError(f"--anchor must be a finite number >= 0, got {opts['anchor']}")
-    if opts["seed"] < 0:
-        raise ValueError(f"--seed must be >= 0, got {opts['seed']}")
-    if config.target_score is not None or config.rounds is not None:
-        raise ValueError("distillation records single rounds; use rules without target_score or rounds")
     path = shipped_models().get(opts["init"], opts["init"])
     if not os.path.isfile(path):
         raise FileNotFoundError(f"--init: no network {opts['init']!r} (a .zip policy file or a shipped model's name)")
@@ -50,21 +40,6 @@ def check_options(opts: dict[str, Any], config: NertzConfig) -> str:
     teacher = make_agent(opts["teacher"])  # a bad teacher spec fails here
     teacher.reset(config, 0, 0)
     return path
-
-
-def _save_records(path: str, demos: Any) -> None:
-    tmp = path + ".tmp.npz"
-    np.savez_compressed(tmp, obs=demos.obs, masks=demos.masks, actions=demos.actions, returns=demos.returns,
-                        games=demos.games, seconds=demos.seconds)
-    os.replace(tmp, path)
-
-
-def _load_records(path: str) -> Any:
-    from nertz_env.train.imitate import Demonstrations
-
-    with np.load(path) as z:
-        return Demonstrations(obs=z["obs"], masks=z["masks"], actions=z["actions"], returns=z["returns"],
-                              games=int(z["games"]), seconds=float(z["seconds"]))
 
 
 def _agreement(policy: Any, demos: Any) -> float:
@@ -111,7 +86,7 @@ def distill(
     from nertz_env.agents.forward import NumpyActor
     from nertz_env.agents.meta import make_meta
     from nertz_env.agents.policy import PolicyAgent
-    from nertz_env.train.imitate import collect, fit, load_for_fit
+    from nertz_env.train.imitate import Demonstrations, collect, fit, load_for_fit
     from nertz_env.train.trainer import save_policy
 
     cfg_path = os.path.join(run_dir, "config.json")
@@ -145,7 +120,7 @@ def distill(
         save_policy(start_holder, os.path.join(run_dir, "rounds", "round_00.zip"),
                     make_meta(config, num_timesteps=0, mode="distillation", n_envs=1, distill={**opts, "round": 0}))
     policy, holder = load_for_fit(os.path.join(run_dir, "rounds", f"round_{len(done):02d}.zip") if done else path)
-    records = [_load_records(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz")) for k in range(len(done))]
+    records = [Demonstrations.load(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz")) for k in range(len(done))]
     started = time.perf_counter()
     elapsed0 = float(done[-1]["elapsed_s"]) if done else 0.0
     for k in range(len(done), int(opts["rounds"])):
@@ -154,8 +129,8 @@ def distill(
         student = PolicyAgent(policy, meta, deterministic=True, name="student", actor=NumpyActor.from_policy(policy))
         demos = collect(opts["teacher"], config, int(opts["samples"]), seed=int(opts["seed"]) + 7_919 * (k + 1),
                         progress=progress, student=student, relative_reward=True)
-        _save_records(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz"), demos)
-        records.append(_load_records(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz")))
+        demos.save(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz"))
+        records.append(demos)
         agree = _agreement(policy, demos)
         every = sum(records[1:], records[0])
         torch.manual_seed(int(opts["seed"]) + k)
@@ -185,9 +160,9 @@ def distill(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m nertz_env.train.distill``: exit code 2 with one line on bad input."""
-    from nertz_env.agents import AgentSpecError
     from nertz_env.cli import Parser, add_rule_flag
     from nertz_env.threads import limit_threads
+    from nertz_env.train.resume import run_command
 
     ap = Parser(prog="python -m nertz_env.train.distill", description=plain(__doc__.split("\n")[0]))
     ap.add_argument("--run-dir", help="a new directory for the run (with --resume: the run to continue)")
@@ -204,35 +179,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--players", type=int, help="table size (default 4)")
     add_rule_flag(ap, "a rules option (repeat)")
     args = ap.parse_args(argv)
-    fixed = {"init": args.init, "teacher": args.teacher, "samples": args.samples, "epochs": args.epochs,
-             "lr": args.lr, "anchor": args.anchor, "batch_size": args.batch_size, "seed": args.seed,
-             "players": args.players, "rule": args.rule}
+    names = ("init", "teacher", "samples", "epochs", "lr", "anchor", "batch_size", "seed", "players")
+    given = {k: getattr(args, k) for k in names if getattr(args, k) is not None}  # the rest: distill's defaults
     if args.resume is not None:
-        given = [f"--{k.replace('_', '-')}" for k, v in fixed.items() if v is not None]
-        if args.run_dir is not None:
-            given.insert(0, "--run-dir")
-        if given:
-            ap.error(f"{', '.join(given)} cannot change a run being resumed (its options are in config.json); "
+        flags = [f"--{k.replace('_', '-')}" for k in (["run_dir"] if args.run_dir else []) + [*given]]
+        if args.rule:
+            flags.append("--rule")
+        if flags:
+            ap.error(f"{', '.join(flags)} cannot change a run being resumed (its options are in config.json); "
                      "only --rounds may")
     elif args.run_dir is None:
         ap.error("give --run-dir (a new run) or --resume RUN_DIR")
-    rules: dict[str, Any] = args.rule or {}
     limit_threads(1)
     torch.set_num_threads(1)
-    defaults: dict[str, Any] = {"init": "ppo", "teacher": "best", "samples": 100_000, "epochs": 2, "lr": 5e-5, "anchor": 0.1,
-                "batch_size": 1024, "seed": 0, "players": 4}
-    kw: dict[str, Any] = {k: (v if v is not None else defaults[k]) for k, v in fixed.items() if k != "rule"}
-    rounds = args.rounds
-    try:
-        if args.resume is not None:
-            result = distill(args.resume, rounds=rounds, resume=True, progress=sys.stderr.isatty())
-        else:
-            result = distill(args.run_dir, rounds=rounds, rules=rules, progress=sys.stderr.isatty(), **kw)
-    except (AgentSpecError, FileNotFoundError, ValueError) as e:
-        print(f"{ap.prog}: error: {e}", file=sys.stderr)
-        return 2
-    print(json.dumps({"out": result["out"], "rounds": len(result["rounds"])}))
-    return 0
+    code, result = run_command(ap.prog, argv, lambda: distill(
+        args.resume or args.run_dir, rounds=args.rounds, rules=args.rule, resume=args.resume is not None,
+        progress=sys.stderr.isatty(), **given,
+    ))
+    if code == 0:
+        print(json.dumps({"out": result["out"], "rounds": len(result["rounds"])}))
+    return code
 
 
 if __name__ == "__main__":

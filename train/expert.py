@@ -14,7 +14,6 @@ import sys
 import time
 from typing import Any
 
-import numpy as np
 import torch
 
 from nertz_env._text import plain
@@ -35,30 +34,16 @@ def check_options(
     bad option (FileNotFoundError for a missing network)."""
     from nertz_env.agents import make_agent
     from nertz_env.agents.registry import _split_params, shipped_models
+    from nertz_env.train.imitate import check_common
 
-    if not out.lower().endswith(".zip"):
-        raise ValueError(f"--out must name a .zip file, got {out!r}")
-    if os.path.isdir(out):
-        raise ValueError(f"--out {out!r} is a directory: name a .zip file")
-    if os.path.exists(checkpoint_dir) and not os.path.isdir(checkpoint_dir):
-        raise ValueError(f"--checkpoint-dir {checkpoint_dir!r} is a file, not a directory")
+    counts = {"iterations": iterations, "samples": samples, "epochs": epochs, "window": window,
+              "batch_size": batch_size}
+    check_common(config, counts, lr, seed, teacher_threads, out=out, folder=checkpoint_dir)
     if not resume and os.path.exists(os.path.join(checkpoint_dir, "log.jsonl")):  # networks and logs would mix
         raise ValueError(
             f"--checkpoint-dir {checkpoint_dir!r} holds an earlier run (log.jsonl): name a new directory, or "
             f"continue an interrupted one with --resume {checkpoint_dir}"
         )
-    for name, value in (("iterations", iterations), ("samples", samples), ("epochs", epochs), ("window", window),
-                        ("batch-size", batch_size)):
-        if value < 1:
-            raise ValueError(f"--{name} must be at least 1, got {value}")
-    if not (np.isfinite(lr) and lr > 0):
-        raise ValueError(f"--lr must be a finite number > 0, got {lr}")
-    if seed < 0:
-        raise ValueError(f"--seed must be >= 0, got {seed}")
-    if not 1 <= teacher_threads <= config.num_players:
-        raise ValueError(f"--teacher-threads must be from 1 to the {config.num_players} seats, got {teacher_threads}")
-    if config.target_score is not None or config.rounds is not None:
-        raise ValueError("expert iteration records single rounds; use rules without target_score or rounds")
     path = shipped_models().get(init, init)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"--init: no network {init!r} (a .zip policy file or a shipped model's name)")
@@ -97,7 +82,7 @@ def expert_iteration(
     with the same options continues from there and ends with the network of a run that never stopped.
     """
     from nertz_env.agents.meta import make_meta
-    from nertz_env.train.imitate import collect, load_for_fit
+    from nertz_env.train.imitate import collect, fit, load_for_fit
     from nertz_env.train.trainer import save_policy
 
     config = make_config(num_players=num_players, **dict(rules or {}))
@@ -116,6 +101,7 @@ def expert_iteration(
     started = time.perf_counter()
     torch.manual_seed(seed)
     policy, holder = load_for_fit(path)
+    run = {"init": init, "planner": planner, "samples": samples, "window": window, "epochs": epochs, "seed": seed}
     records: list[Any] = []
     history: list[dict[str, Any]] = []
     current = path
@@ -138,65 +124,41 @@ def expert_iteration(
                 state.mark(step + 1, records, policy, f"iteration {k + 1}'s records (its fit not started)",
                            history=history)
                 continue
-            row = _fit_iteration(k, records, policy, holder, config, checkpoint_dir, current, init, planner,
-                                 samples, window, epochs, batch_size, lr, seed, started, log, iterations)
+            data = sum(records[1:], records[0])
+            t0 = time.perf_counter()
+            stats = fit(policy, data, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed + k, log=log)
+            fit_s = time.perf_counter() - t0
+            saved = os.path.join(checkpoint_dir, f"iter_{k + 1:02d}.zip")
+            save_policy(holder, saved, make_meta(config, num_timesteps=0, mode="expert-iteration", n_envs=1,
+                                                 expert={**run, "iteration": k + 1, **stats}))
+            demos = records[-1]
+            row = {
+                "iteration": k + 1, "teacher": _planner_spec(current, planner), "decisions": len(demos.actions),
+                "rounds": demos.games, "collect_s": round(demos.seconds, 1), "fit_s": round(fit_s, 1),
+                "fitted_on": len(data.actions), "elapsed_s": round(time.perf_counter() - started, 1),
+                "policy": saved, **stats,
+            }
+            with open(os.path.join(checkpoint_dir, "log.jsonl"), "a", encoding="utf-8") as f:
+                f.write(json.dumps(row) + "\n")
+            log(f"iteration {k + 1}/{iterations}: {len(demos.actions):,} planner decisions in {demos.seconds:.0f} s, "
+                f"fit {fit_s:.0f} s, accuracy {stats['accuracy']:.1%}, saved {saved}")
             current = row["policy"]
             history.append(row)
             state.mark(step + 1, records, policy, f"iteration {k + 1} of {iterations}", history=history)
     except KeyboardInterrupt:
         raise Interrupted(state.save(checkpoint_dir) if state.step > 0 else None, state.done) from None
-    save_policy(holder, out, make_meta(
-        config, num_timesteps=0, mode="expert-iteration", n_envs=1,
-        expert={"init": init, "iterations": iterations, "planner": planner, "samples": samples,
-                "window": window, "epochs": epochs, "seed": seed},
-    ))
+    save_policy(holder, out, make_meta(config, num_timesteps=0, mode="expert-iteration", n_envs=1,
+                                       expert={**run, "iterations": iterations}))
     wall = time.perf_counter() - started
     log(f"saved {out} after {iterations} iterations ({wall / 60:.1f} min)")
     return {"out": out, "iterations": history, "wall_s": round(wall, 1)}
 
 
-def _fit_iteration(
-    k: int, records: list[Any], policy: Any, holder: Any, config: NertzConfig, checkpoint_dir: str, current: str,
-    init: str, planner: str, samples: int, window: int, epochs: int, batch_size: int, lr: float, seed: int,
-    started: float, log: Any, iterations: int,
-) -> dict[str, Any]:
-    """Fit the network to the window's records, save it as ``iter_<k+1>.zip`` and log the iteration's row."""
-    from nertz_env.agents.meta import make_meta
-    from nertz_env.train.imitate import fit
-    from nertz_env.train.trainer import save_policy
-
-    demos, teacher = records[-1], _planner_spec(current, planner)
-    data = sum(records[1:], records[0])
-    t0 = time.perf_counter()
-    stats = fit(policy, data, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed + k, log=log)
-    fit_s = time.perf_counter() - t0
-    current = os.path.join(checkpoint_dir, f"iter_{k + 1:02d}.zip")
-    meta = make_meta(
-        config, num_timesteps=0, mode="expert-iteration", n_envs=1,
-        expert={"init": init, "iteration": k + 1, "planner": planner, "samples": samples, "window": window,
-                "epochs": epochs, "seed": seed, **stats},
-    )
-    save_policy(holder, current, meta)
-    row = {
-        "iteration": k + 1, "teacher": teacher, "decisions": len(demos.actions), "rounds": demos.games,
-        "collect_s": round(demos.seconds, 1), "fit_s": round(fit_s, 1), "fitted_on": len(data.actions),
-        "elapsed_s": round(time.perf_counter() - started, 1), "policy": current, **stats,
-    }
-    with open(os.path.join(checkpoint_dir, "log.jsonl"), "a", encoding="utf-8") as f:
-        f.write(json.dumps(row) + "\n")
-    log(
-        f"iteration {k + 1}/{iterations}: {len(demos.actions):,} planner decisions in {demos.seconds:.0f} s, "
-        f"fit {fit_s:.0f} s, accuracy {stats['accuracy']:.1%}, saved {current}"
-    )
-    return row
-
-
 def main(argv: list[str] | None = None) -> int:
     """``python -m nertz_env.train.expert``: exit code 2 with one line on bad input."""
-    from nertz_env.agents import AgentSpecError
     from nertz_env.cli import Parser, add_rule_flag
     from nertz_env.threads import limit_threads
-    from nertz_env.train.resume import Interrupted, interrupted_message
+    from nertz_env.train.resume import run_command
 
     ap = Parser(prog="python -m nertz_env.train.expert", description=plain(__doc__.split("\n")[0]))
     ap.add_argument("--init", default="ppo", help="the network to start from: a .zip policy or a shipped name (default ppo)")
@@ -220,27 +182,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume is not None and os.path.abspath(args.resume) != os.path.abspath(args.checkpoint_dir):
         ap.error(f"--resume {args.resume} continues the run in its --checkpoint-dir: give the same folder "
                  f"(--checkpoint-dir is {args.checkpoint_dir})")
-    rules: dict[str, Any] = args.rule or {}
     limit_threads(1)
     torch.set_num_threads(1)
-    try:
-        result = expert_iteration(
-            init=args.init, out=args.out, checkpoint_dir=args.checkpoint_dir, iterations=args.iterations,
-            samples=args.samples, epochs=args.epochs, window=args.window, lr=args.lr, batch_size=args.batch_size,
-            planner=args.planner, num_players=args.players, rules=rules, seed=args.seed,
-            teacher_threads=args.teacher_threads, progress=sys.stderr.isatty(), resume=args.resume is not None,
-        )
-    except (AgentSpecError, FileNotFoundError, ValueError) as e:
-        print(f"{ap.prog}: error: {e}", file=sys.stderr)
-        return 2
-    except Interrupted as stop:
-        print(interrupted_message(ap.prog, sys.argv[1:] if argv is None else argv, stop), file=sys.stderr)
-        return 130
-    except KeyboardInterrupt:  # a second Ctrl-C while the first one's state was being written
-        print(f"{ap.prog}: interrupted again while saving: stopped at once", file=sys.stderr)
-        return 130
-    print(json.dumps({"out": result["out"], "wall_s": result["wall_s"]}))
-    return 0
+    code, result = run_command(ap.prog, argv, lambda: expert_iteration(
+        init=args.init, out=args.out, checkpoint_dir=args.checkpoint_dir, iterations=args.iterations,
+        samples=args.samples, epochs=args.epochs, window=args.window, lr=args.lr, batch_size=args.batch_size,
+        planner=args.planner, num_players=args.players, rules=args.rule or {}, seed=args.seed,
+        teacher_threads=args.teacher_threads, progress=sys.stderr.isatty(), resume=args.resume is not None,
+    ))
+    if code == 0:
+        print(json.dumps({"out": result["out"], "wall_s": result["wall_s"]}))
+    return code
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ See docs/guides/training-sb3.md.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -46,6 +47,16 @@ class Demonstrations:
             seconds=self.seconds + other.seconds,
         )
 
+    def save(self, path: str) -> None:
+        """Write the records to ``path`` (``.npz``)."""
+        np.savez_compressed(path, obs=self.obs, masks=self.masks, actions=self.actions, returns=self.returns,
+                            games=self.games, seconds=self.seconds)
+
+    @classmethod
+    def load(cls, path: str) -> Demonstrations:
+        with np.load(path) as z:
+            return cls(z["obs"], z["masks"], z["actions"], z["returns"], int(z["games"]), float(z["seconds"]))
+
 
 def _returns(rewards: list[float], counts: list[int], gamma: float, coef: float, scale: float) -> np.ndarray:
     """Discounted returns of one seat's round, with potential shaping Phi = -coef * nertz cards (0 at the end)."""
@@ -74,33 +85,16 @@ def collect(
     relative_reward: bool = False,
     teacher_threads: int = 1,
 ) -> Demonstrations:
-    """Play rounds of ``teacher`` at every seat until ``samples`` decisions are recorded.
+    """Play rounds of ``teacher`` at every seat until ``samples`` decisions are recorded (docs/guides/training-sb3.md).
 
-    With a ``student`` (an agent, e.g. a :class:`~nertz_env.agents.policy.PolicyAgent` of the policy
-    being fitted), one seat of every round (seat ``round % players``) is played by the student while a teacher
-    at that seat still labels every state (DAgger): the records hold the teacher's action for the states the
-    student reaches, and the returns the student's play earned. The teacher is told the move actually made
-    (``played``), so an agent with memory keeps it in step with the table.
-
-    ``relative_reward`` computes the returns from each seat's reward minus the mean reward of the seats on
-    other teams, as training with ``relative_reward = true`` pays it.
-
-    ``teacher_threads`` > 1 lets the seats' teachers decide side by side in Python threads (the scripted
-    agents' kernels release the GIL); every teacher owns its state and random stream, so the records do not
-    depend on it.
-
-    Raises:
-        ValueError: ``samples`` or ``teacher_threads`` below 1, or a bad agent spec (``AgentSpecError``).
+    With a ``student`` agent, seat ``round % players`` of every round is played by it while the teacher there
+    still labels every state (DAgger). ``relative_reward``: returns from each seat's reward minus its rivals'
+    mean. ``teacher_threads``: the seats' teachers decide side by side in threads (the records do not change).
+    The commands check the options first (:func:`check_common`).
     """
     import nertz_env
     from nertz_env.agents import make_agent
 
-    if samples < 1:
-        raise ValueError(f"samples must be at least 1, got {samples}")
-    if teacher_threads < 1:
-        raise ValueError(f"teacher_threads must be at least 1, got {teacher_threads}")
-    if config.target_score is not None or config.rounds is not None:
-        raise ValueError("imitation records single rounds; use rules without target_score or rounds")
     p_count = config.num_players
     rules = config.to_dict()
     env = nertz_env.parallel_env(**rules)
@@ -304,65 +298,34 @@ def fit(
     return stats
 
 
-def check_imitation(
-    out: str,
-    teacher: str,
-    config: NertzConfig,
-    samples: int,
-    net_arch: list[int],
-    activation: str = "relu",
-    epochs: int = 10,
-    batch_size: int = 1024,
-    lr: float = 3e-4,
-    gamma: float = 0.995,
-    dagger_rounds: int = 0,
-    dagger_samples: int = 100_000,
-    dagger_epochs: int = 3,
-    teacher_threads: int = 1,
-    checkpoint_dir: str | None = None,
-    seed: int = 0,
+def check_common(
+    config: NertzConfig, counts: Mapping[str, int], lr: float, seed: int, teacher_threads: int = 1,
+    out: str | None = None, folder: str | None = None,
 ) -> None:
-    """Every check of :func:`imitate`'s options, before any work: raises ``ValueError`` (or
-    ``AgentSpecError``, a ``ValueError``) naming the bad one."""
+    """The checks of the commands that learn from a teacher (imitate, expert, distill), before any work: each
+    of ``counts`` (flag name -> value) at least 1, ``lr`` finite and > 0, ``seed`` >= 0, at most one teacher thread per seat, rules of
+    single rounds, an ``out`` policy file ending in ``.zip`` and a ``folder`` that is not a file. Raises
+    ``ValueError`` naming the flag."""
     import os
 
-    from nertz_env.agents import make_agent
-
-    if not out.lower().endswith(".zip"):
-        raise ValueError(f"the policy file must end in .zip (SB3 adds it otherwise), got {out!r}")
-    if os.path.isdir(out):
-        raise ValueError(f"the policy file {out!r} is a directory: name a .zip file")
-    if checkpoint_dir is not None and os.path.exists(checkpoint_dir) and not os.path.isdir(checkpoint_dir):
-        raise ValueError(f"checkpoint_dir {checkpoint_dir!r} is a file, not a directory")
-    if config.target_score is not None or config.rounds is not None:
-        raise ValueError("imitation records single rounds; use rules without target_score or rounds")
-    for name, value in (("samples", samples), ("epochs", epochs), ("batch_size", batch_size),
-                        ("dagger_samples", dagger_samples), ("dagger_epochs", dagger_epochs)):
+    for name, value in counts.items():
         if value < 1:
-            raise ValueError(f"{name} must be at least 1, got {value}")
-    if dagger_rounds < 0:
-        raise ValueError(f"dagger_rounds must be >= 0, got {dagger_rounds}")
+            raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+    if not (np.isfinite(lr) and lr > 0):
+        raise ValueError(f"--lr must be a finite number > 0, got {lr}")
     if seed < 0:
-        raise ValueError(f"seed must be >= 0, got {seed}")
+        raise ValueError(f"--seed must be >= 0, got {seed}")
     if not 1 <= teacher_threads <= config.num_players:
-        raise ValueError(
-            f"teacher_threads must be from 1 to the {config.num_players} seats (one teacher per seat), "
-            f"got {teacher_threads}"
-        )
-    if not net_arch or any(h < 1 for h in net_arch):
-        raise ValueError(f"net_arch must list positive layer widths such as 256,256, got {net_arch}")
-    if activation not in ("relu", "tanh"):
-        raise ValueError(f"activation must be 'relu' or 'tanh', got {activation!r}")
-    if not (lr > 0 and np.isfinite(lr)):
-        raise ValueError(f"lr must be a finite number > 0, got {lr}")
-    if not 0 < gamma <= 1:
-        raise ValueError(f"gamma must be in (0, 1], got {gamma}")
-    agent = make_agent(teacher)  # a bad spec, or a trained teacher for another table, fails here
-    meta = getattr(agent, "meta", None)
-    if isinstance(meta, dict):
-        from nertz_env.agents.meta import check_compatible
-
-        check_compatible(meta, config, where=f"teacher {teacher}")
+        raise ValueError(f"--teacher-threads must be from 1 to the {config.num_players} seats (one teacher per "
+                         f"seat), got {teacher_threads}")
+    if config.target_score is not None or config.rounds is not None:
+        raise ValueError("learning from a teacher records single rounds; use rules without target_score or rounds")
+    if out is not None and not out.lower().endswith(".zip"):
+        raise ValueError(f"--out must end in .zip (SB3 adds it otherwise), got {out!r}")
+    if out is not None and os.path.isdir(out):
+        raise ValueError(f"--out {out!r} is a directory: name a .zip file")
+    if folder is not None and os.path.exists(folder) and not os.path.isdir(folder):
+        raise ValueError(f"--checkpoint-dir {folder!r} is a file, not a directory")
 
 
 def imitate(
@@ -389,39 +352,38 @@ def imitate(
     teacher_threads: int = 1,
     resume: str | None = None,
 ) -> dict[str, Any]:
-    """Collect ``samples`` decisions of ``teacher``, fit a policy, save it to ``out`` (a policy file).
+    """Collect ``samples`` decisions of ``teacher``, fit a policy, save it to ``out`` (a policy file); with
+    ``dagger_rounds``, then DAgger rounds (docs/guides/training-sb3.md, "Starting from imitation").
 
-    ``teacher_threads``: threads the teachers decide in while collecting (see :func:`collect`).
-
-    Every option is checked (:func:`check_imitation`) before any work or file.
-
-    With ``checkpoint_dir``, the policy after the first fit and after every DAgger round is also saved there
-    (``round_00.zip``, ``round_01.zip``, ...), so the rounds can be evaluated while the run goes on.
-
-    With ``dagger_rounds`` > 0, each round then collects ``dagger_samples`` more decisions with the policy
-    fitted so far playing one seat (deterministically) and the teacher labelling it (see :func:`collect`),
-    adds them to the records and fits ``dagger_epochs`` more epochs on all of them: the policy learns the
-    teacher's answer in the states its own mistakes lead to, which a teacher's own games never show.
-
-    Ctrl-C saves the records and the network as they stood after the last finished step (a recording or a
-    fit) to :func:`resume_folder` and raises :class:`nertz_env.train.resume.Interrupted`; ``resume=FOLDER``
-    with the same options continues from there and ends with the policy of a run that never stopped.
+    Every option is checked before any work or file. ``checkpoint_dir``: the policy after the first fit and after
+    every round is also saved there (``round_NN.zip``). Ctrl-C saves the last finished step (a recording or a
+    fit) to ``checkpoint_dir`` (else ``<out without .zip>_resume``) and raises
+    :class:`nertz_env.train.resume.Interrupted`; ``resume=FOLDER`` with the same options continues from there
+    and ends with the policy of a run that never stopped.
     """
+    from nertz_env.agents import make_agent
     from nertz_env.agents.meta import make_meta
     from nertz_env.agents.policy import PolicyAgent
     from nertz_env.train.trainer import save_policy
 
     started = time.perf_counter()
     config = make_config(num_players=num_players, **dict(rules or {}))
-    check_imitation(
-        out, teacher, config, samples, net_arch=list(net_arch if net_arch is not None else [256, 256]), activation=activation, epochs=epochs,
-        batch_size=batch_size, lr=lr, gamma=gamma, dagger_rounds=dagger_rounds, dagger_samples=dagger_samples,
-        dagger_epochs=dagger_epochs, teacher_threads=teacher_threads, checkpoint_dir=checkpoint_dir,
-        seed=seed,
-    )  # every bad value fails here, before any folder is made
+    arch = list(net_arch if net_arch is not None else [256, 256])
+    # every bad value fails here, before any folder is made
+    counts = {"samples": samples, "epochs": epochs, "batch_size": batch_size, "dagger_samples": dagger_samples,
+              "dagger_epochs": dagger_epochs}
+    check_common(config, counts, lr, seed, teacher_threads, out=out, folder=checkpoint_dir)
+    if dagger_rounds < 0:
+        raise ValueError(f"--dagger-rounds must be >= 0, got {dagger_rounds}")
+    if not arch or any(h < 1 for h in arch):
+        raise ValueError(f"--net-arch must list positive layer widths such as 256,256, got {arch}")
+    if activation not in ("relu", "tanh"):
+        raise ValueError(f"activation must be 'relu' or 'tanh', got {activation!r}")
+    if not 0 < gamma <= 1:
+        raise ValueError(f"--gamma must be in (0, 1], got {gamma}")
+    make_agent(teacher).reset(config, 0, 0)  # a bad spec, or a trained teacher for another table, fails here
     from nertz_env.train.resume import Interrupted, Progress
 
-    arch = list(net_arch if net_arch is not None else [256, 256])
     progress_state = Progress("imitate", {
         "teacher": teacher, "num_players": num_players, "rules": dict(rules or {}), "samples": samples, "seed": seed,
         "net_arch": arch, "activation": activation, "epochs": epochs, "batch_size": batch_size, "lr": lr,
@@ -430,12 +392,8 @@ def imitate(
     })
     if resume is not None:
         progress_state.load(resume)  # ValueError: not such a folder, or other options
-    ckpt = None
     if checkpoint_dir is not None:
-        import pathlib
-
-        ckpt = pathlib.Path(checkpoint_dir)
-        ckpt.mkdir(parents=True, exist_ok=True)
+        os.makedirs(checkpoint_dir, exist_ok=True)
     torch.manual_seed(seed)
     policy, kwargs = build_policy(config, arch, activation, lr)
     demos: Demonstrations | None = None
@@ -461,9 +419,9 @@ def imitate(
         )
 
     def checkpoint(dagger_done: int) -> None:
-        if ckpt is not None:
-            path = ckpt / f"round_{dagger_done:02d}.zip"
-            save_policy(_PolicyHolder(policy, kwargs), str(path), record(dagger_done))
+        if checkpoint_dir is not None:
+            path = os.path.join(checkpoint_dir, f"round_{dagger_done:02d}.zip")
+            save_policy(_PolicyHolder(policy, kwargs), path, record(dagger_done))
             log(f"checkpoint {path} ({time.perf_counter() - started:.0f} s since the start)")
 
     # the steps: 0 records the teacher, 1 fits; then each DAgger round k records (2k + 2) and fits (2k + 3)
@@ -501,9 +459,9 @@ def imitate(
                 done += f" ({len(demos.actions):,} decisions)"
             assert demos is not None
             progress_state.mark(step + 1, [demos], policy, done, stats=stats, fit_s=fit_s)
-    except KeyboardInterrupt:
-        folder = progress_state.save(resume_folder(out, checkpoint_dir)) if progress_state.step > 0 else None
-        raise Interrupted(folder, progress_state.done) from None
+    except KeyboardInterrupt:  # the state goes to checkpoint_dir, else <out without .zip>_resume
+        folder = checkpoint_dir if checkpoint_dir is not None else os.path.splitext(out)[0] + "_resume"
+        raise Interrupted(progress_state.save(folder) if progress_state.step > 0 else None, progress_state.done) from None
     assert demos is not None
 
     holder = _PolicyHolder(policy, kwargs)
@@ -513,23 +471,14 @@ def imitate(
             "collect_s": demos.seconds, "fit_s": fit_s, **stats}
 
 
-def resume_folder(out: str, checkpoint_dir: str | None) -> str:
-    """Where an interrupted run keeps its state: ``checkpoint_dir``, else ``<out without .zip>_resume``."""
-    import os
-
-    return checkpoint_dir if checkpoint_dir is not None else os.path.splitext(out)[0] + "_resume"
-
-
 def main(argv: list[str] | None = None) -> int:
     """``python -m nertz_env.train.imitate``: collect, fit and save; exit code 2 on bad input (one line)."""
     import json
-    import sys
 
-    from nertz_env.agents import AgentSpecError
     from nertz_env.cli import Parser, add_rule_flag
     from nertz_env.threads import limit_threads
     from nertz_env.train.cli import _int_list
-    from nertz_env.train.resume import Interrupted, interrupted_message
+    from nertz_env.train.resume import run_command
 
     ap = Parser(prog="python -m nertz_env.train.imitate", description=plain(__doc__.split("\n")[0]))
     ap.add_argument("--out", required=True, help="the policy file to write (.zip)")
@@ -567,30 +516,20 @@ def main(argv: list[str] | None = None) -> int:
                  if v is not None]
         if given:
             ap.error(f"{given[0]} has no effect without DAgger rounds: pass --dagger-rounds N (N >= 1), or remove it")
-    rules: dict[str, Any] = args.rule or {}
     limit_threads(args.threads)
     torch.set_num_threads(args.threads)
-    try:
-        result = imitate(
-            args.out, args.teacher, args.players, rules, args.samples, args.seed, args.net_arch,
-            epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, gamma=args.gamma,
-            shaping=not args.no_shaping, progress=True, dagger_rounds=args.dagger_rounds,
-            dagger_samples=100_000 if args.dagger_samples is None else args.dagger_samples,
-            dagger_epochs=3 if args.dagger_epochs is None else args.dagger_epochs,
-            relative_reward=args.relative_reward, checkpoint_dir=args.checkpoint_dir,
-            teacher_threads=args.teacher_threads, resume=args.resume,
-        )
-    except (AgentSpecError, FileNotFoundError, ValueError) as e:
-        print(f"{ap.prog}: error: {e}", file=sys.stderr)
-        return 2
-    except Interrupted as stop:
-        print(interrupted_message(ap.prog, sys.argv[1:] if argv is None else argv, stop), file=sys.stderr)
-        return 130
-    except KeyboardInterrupt:  # a second Ctrl-C while the first one's state was being written
-        print(f"{ap.prog}: interrupted again while saving: stopped at once", file=sys.stderr)
-        return 130
-    print(json.dumps(result, indent=2))
-    return 0
+    code, result = run_command(ap.prog, argv, lambda: imitate(
+        args.out, args.teacher, args.players, args.rule or {}, args.samples, args.seed, args.net_arch,
+        epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, gamma=args.gamma,
+        shaping=not args.no_shaping, progress=True, dagger_rounds=args.dagger_rounds,
+        dagger_samples=100_000 if args.dagger_samples is None else args.dagger_samples,
+        dagger_epochs=3 if args.dagger_epochs is None else args.dagger_epochs,
+        relative_reward=args.relative_reward, checkpoint_dir=args.checkpoint_dir,
+        teacher_threads=args.teacher_threads, resume=args.resume,
+    ))
+    if code == 0:
+        print(json.dumps(result, indent=2))
+    return code
 
 
 if __name__ == "__main__":

@@ -65,8 +65,8 @@ def read_training_scores(run_dir: str) -> list[tuple[int, float]]:
     return sorted(points)
 
 
-def plot(run_dir: str, out: str, title: str | None = None, offset: int = 0) -> str:
-    """Draw the curve of ``run_dir`` to ``out``; ``offset`` shifts the x axis (transitions of earlier phases)."""
+def plot(run_dir: str, out: str, title: str | None = None) -> str:
+    """Draw the curve of ``run_dir`` to ``out``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -83,7 +83,7 @@ def plot(run_dir: str, out: str, title: str | None = None, offset: int = 0) -> s
     ax = axes[0]
     for evals, text, style in series:
         for baseline, rows in evals.items():
-            x = [(r["timesteps"] + offset) / 1e6 for r in rows]
+            x = [r["timesteps"] / 1e6 for r in rows]
             ax.plot(x, [r["diff"] for r in rows], style, label=f"vs 3x {baseline}{text}")
             ax.fill_between(x, [r["diff_low"] for r in rows], [r["diff_high"] for r in rows], alpha=0.2)
     ax.axhline(0.0, color="grey", lw=1, label="as strong as the baseline")
@@ -93,7 +93,7 @@ def plot(run_dir: str, out: str, title: str | None = None, offset: int = 0) -> s
     ax.set_title(title or f"learning curve: {run_dir}")
     ax = axes[1]
     if train:
-        xs, ys = [(s + offset) / 1e6 for s, _ in train], [v for _, v in train]
+        xs, ys = [s / 1e6 for s, _ in train], [v for _, v in train]
         ax.plot(xs, ys, lw=0.5, alpha=0.35, label="per rollout")
         k = max(1, len(ys) // 40)  # a running mean over about 1/40 of the run
         if k > 1:

@@ -1,22 +1,4 @@
 """The policy agent and ``.zip`` loader, moved to :mod:`nertz_env.agents.policy`; re-exported here for old
 imports (and for training checkpoints that pickled ``nertz_env.train.policy_agent.PolicyAgent``)."""
 
-from nertz_env.agents.policy import (
-    PolicyAgent,
-    check_spaces,
-    has_record,
-    load_policy,
-    load_policy_agent,
-    policy_probabilities,
-    record_rules,
-)
-
-__all__ = [
-    "PolicyAgent",
-    "check_spaces",
-    "has_record",
-    "load_policy",
-    "load_policy_agent",
-    "policy_probabilities",
-    "record_rules",
-]
+from nertz_env.agents.policy import *  # noqa: F403

@@ -2,7 +2,7 @@
 
 :class:`StopOnSignal` turns the first Ctrl-C or SIGTERM into a request the loop reads; a second stops at once.
 :class:`Progress` keeps the last finished step of ``imitate`` and ``expert`` runs and writes it to a folder
-(``resume.json``, ``records.npz``, ``weights.pt``, ``resume.json`` renamed into place last).
+(``records_<i>.npz``, ``weights.pt``, then ``resume.json``).
 """
 
 from __future__ import annotations
@@ -13,10 +13,8 @@ import shlex
 import signal
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-
-import numpy as np
 
 FORMAT = "nertz-resume/1"
 
@@ -60,10 +58,6 @@ class StopOnSignal:
         self._old = []
 
 
-def _jsonable(options: Mapping[str, Any]) -> dict[str, Any]:
-    return json.loads(json.dumps(dict(options), default=list))
-
-
 class Progress:
     """The last finished step of a run.
 
@@ -74,7 +68,7 @@ class Progress:
 
     def __init__(self, kind: str, options: Mapping[str, Any]) -> None:
         self.kind = kind
-        self.options = _jsonable(options)
+        self.options = json.loads(json.dumps(dict(options), default=list))  # as resume.json reads it back
         self.step = 0  # the next step to run
         self.records: list[Any] = []  # Demonstrations, in the order the command keeps them
         self.weights: dict[str, Any] | None = None
@@ -91,40 +85,22 @@ class Progress:
         self.done = done
 
     def save(self, folder: str) -> str:
-        """Write the state to ``folder``; returns the folder."""
+        """Write the state to ``folder`` (``resume.json`` last: without it the folder is not resumable);
+        returns the folder."""
         import torch
 
         os.makedirs(folder, exist_ok=True)
-        arrays: dict[str, np.ndarray] = {}
+        marker = os.path.join(folder, "resume.json")
+        if os.path.exists(marker):  # an older state: it no longer goes with the new files
+            os.remove(marker)
         for i, d in enumerate(self.records):
-            for name in ("obs", "masks", "actions", "returns"):
-                arrays[f"{i}_{name}"] = getattr(d, name)
-        info = {
-            "format": FORMAT, "kind": self.kind, "options": self.options, "step": self.step, "done": self.done,
-            "figures": self.figures,
-            "records": [{"games": d.games, "seconds": d.seconds} for d in self.records],
-        }
-        final = {name: os.path.join(folder, name) for name in ("records.npz", "weights.pt", "resume.json")}
-        tmp = {name: path + ".tmp" for name, path in final.items()}
-        placed: list[str] = []
-        try:
-            if os.path.exists(final["resume.json"]):  # an older state: it no longer goes with the new files
-                os.remove(final["resume.json"])
-            with open(tmp["records.npz"], "wb") as f:
-                save: Any = np.savez  # numpy's stub reads **arrays as its allow_pickle keyword
-                save(f, **arrays)
-            torch.save(self.weights, tmp["weights.pt"])
-            with open(tmp["resume.json"], "w", encoding="utf-8") as f:
-                json.dump(info, f, indent=1)
-            for name in ("records.npz", "weights.pt"):
-                os.replace(tmp[name], final[name])
-                placed.append(final[name])
-            os.replace(tmp["resume.json"], final["resume.json"])
-            placed = []
-        finally:
-            for path in [*tmp.values(), *placed]:
-                if os.path.exists(path):
-                    os.remove(path)
+            d.save(os.path.join(folder, f"records_{i}.npz"))
+        torch.save(self.weights, os.path.join(folder, "weights.pt"))
+        info = {"format": FORMAT, "kind": self.kind, "options": self.options, "step": self.step, "done": self.done,
+                "figures": self.figures, "records": len(self.records)}
+        with open(marker + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(info, f, indent=1)
+        os.replace(marker + ".tmp", marker)
         return folder
 
     def load(self, folder: str) -> None:
@@ -147,31 +123,15 @@ class Progress:
         if changed:
             raise ValueError(f"--resume {folder} continues a run with other options ({'; '.join(changed)}): "
                              "give the options it was started with")
-        with np.load(os.path.join(folder, "records.npz")) as z:
-            self.records = [
-                Demonstrations(z[f"{i}_obs"], z[f"{i}_masks"], z[f"{i}_actions"], z[f"{i}_returns"],
-                               int(r["games"]), float(r["seconds"]))
-                for i, r in enumerate(info["records"])
-            ]
+        self.records = [Demonstrations.load(os.path.join(folder, f"records_{i}.npz")) for i in range(info["records"])]
         self.weights = torch.load(os.path.join(folder, "weights.pt"), weights_only=True)
         self.step, self.figures, self.done = int(info["step"]), dict(info["figures"]), str(info["done"])
 
 
 def resume_command(prog: str, argv: Sequence[str], folder: str) -> str:
     """The command line that continues: ``argv`` without an earlier ``--resume``, plus ``--resume folder``."""
-    args = list(argv)
-    out: list[str] = []
-    skip = False
-    for a in args:
-        if skip:
-            skip = False
-            continue
-        if a == "--resume":
-            skip = True
-            continue
-        if a.startswith("--resume="):
-            continue
-        out.append(a)
+    out = [a for i, a in enumerate(argv) if not (a == "--resume" or a.startswith("--resume=")
+                                                 or (i and argv[i - 1] == "--resume"))]
     return f"{prog} {shlex.join([*out, '--resume', folder])}"
 
 
@@ -180,3 +140,21 @@ def interrupted_message(prog: str, argv: Sequence[str], stop: Interrupted) -> st
         return f"{prog}: interrupted before its first step finished: nothing to save"
     return (f"{prog}: interrupted; saved {stop.done} in {stop.folder}\n"
             f"resume with: {resume_command(prog, argv, stop.folder)}")
+
+
+def run_command(prog: str, argv: Sequence[str] | None, work: Callable[[], Any]) -> tuple[int, Any]:
+    """``work()`` for a command's ``main``: (0, its result); bad input prints one line (exit 2), a first Ctrl-C
+    where to resume and a second one that it stopped at once (exit 130)."""
+    from nertz_env.agents import AgentSpecError
+
+    try:
+        return 0, work()
+    except (AgentSpecError, FileNotFoundError, ValueError) as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2, None
+    except Interrupted as stop:
+        print(interrupted_message(prog, sys.argv[1:] if argv is None else argv, stop), file=sys.stderr)
+        return 130, None
+    except KeyboardInterrupt:  # a second Ctrl-C while the first one's state was being written
+        print(f"{prog}: interrupted again: stopped at once", file=sys.stderr)
+        return 130, None

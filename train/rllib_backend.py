@@ -9,12 +9,10 @@ error, 2 bad usage, 130 interrupted. See docs/guides/rllib.md.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib.util
 import json
 import os
 import signal
-import socket
 import sys
 import time
 from collections.abc import Sequence
@@ -23,7 +21,7 @@ from typing import Any
 from nertz_env.cli import UsageError
 from nertz_env.extras import install_command
 from nertz_env.train.cli import build_parser, config_from_args
-from nertz_env.train.config import SB3_ONLY, ConfigError, TrainConfig, read_config_file
+from nertz_env.train.config import SB3_ONLY, ConfigError, TrainConfig
 from nertz_env.train.resume import StopOnSignal
 
 TABLES_PER_ENV = 16
@@ -71,43 +69,24 @@ def check_options(cfg: TrainConfig, num_env_runners: int = 0) -> None:
         )
 
 
-def env_and_league(cfg: TrainConfig) -> tuple[dict[str, Any], Any]:
-    """The env config and the League (None for self-play) of a training config."""
-    from nertz_env._rllib_spec import League
+def layout(cfg: TrainConfig, tables_per_env: int | None = None, multi_agent: bool = False) -> tuple[dict[str, Any], Any, int]:
+    """How a training config runs on RLlib, checked without Ray: the env config, the League (None: self-play,
+    RLlib's single-agent route unless ``multi_agent``) and the envs each env runner steps. A ``--tables-per-env``
+    that cannot take effect or does not divide ``num_tables`` raises :class:`UsageError`, and the env config is
+    validated (an unknown rules option, an unknown opponent agent, ... raise ``ValueError`` or
+    ``AgentSpecError``)."""
+    from nertz_env._rllib_spec import League, parse_env_config
 
     env_config: dict[str, Any] = {"num_players": cfg.num_players, **cfg.rules}
-    if cfg.pool is None:
-        return env_config, None
-    league = League(
-        learners_per_table=cfg.learners,
-        opponents=dict(cfg.pool.opponents),
-        snapshot_weight=cfg.pool.snapshot_weight,
-        max_snapshots=cfg.pool.max_snapshots,
-        snapshot_every=cfg.pool.snapshot_every,
-    )
-    return env_config, league
-
-
-@dataclasses.dataclass(frozen=True)
-class Layout:
-    """How a training config runs on RLlib (:func:`layout`): the env config, the League (None: self-play),
-    RLlib's single-agent route or not, and the envs each env runner steps."""
-
-    env_config: dict[str, Any]
-    league: Any
-    single_agent: bool
-    envs: int
-
-
-def layout(
-    cfg: TrainConfig, num_env_runners: int = 0, tables_per_env: int | None = None, multi_agent: bool = False
-) -> Layout:
-    """The :class:`Layout` of a training config, checked without Ray: a ``--tables-per-env`` that cannot take
-    effect or does not divide ``num_tables`` raises :class:`UsageError`, and the env config is validated
-    (an unknown rules option, an unknown opponent agent, ... raise ``ValueError`` or ``AgentSpecError``)."""
-    from nertz_env._rllib_spec import parse_env_config
-
-    env_config, league = env_and_league(cfg)
+    league = None
+    if cfg.pool is not None:
+        league = League(
+            learners_per_table=cfg.learners,
+            opponents=dict(cfg.pool.opponents),
+            snapshot_weight=cfg.pool.snapshot_weight,
+            max_snapshots=cfg.pool.max_snapshots,
+            snapshot_every=cfg.pool.snapshot_every,
+        )
     assert cfg.vector is not None  # the rllib backend has no mode single (SB3_ONLY)
     num_tables = cfg.vector.num_tables
     if league is None and not multi_agent:
@@ -118,7 +97,7 @@ def layout(
             )
         env_config["num_tables"] = num_tables
         parse_env_config(env_config)
-        return Layout(env_config, None, single_agent=True, envs=1)
+        return env_config, None, 1
     if tables_per_env is None:
         tables_per_env = TABLES_PER_ENV
     if tables_per_env < 1:
@@ -132,7 +111,7 @@ def layout(
     if tables_per_env > 1:
         env_config["num_tables"] = tables_per_env
     parse_env_config({**env_config, **(league.env_keys() if league else {})})  # as ppo_config joins them
-    return Layout(env_config, league, single_agent=False, envs=num_tables // tables_per_env)
+    return env_config, league, num_tables // tables_per_env
 
 
 def build_config(
@@ -142,35 +121,17 @@ def build_config(
     single-agent route unless ``multi_agent`` (a resumed checkpoint of the multi-agent env)."""
     from nertz_env.rllib import ppo_config
 
-    plan = layout(cfg, num_env_runners, tables_per_env, multi_agent)
+    env_config, league, envs = layout(cfg, tables_per_env, multi_agent)
+    single_agent = league is None and not multi_agent
     transitions = iteration_transitions(cfg, num_env_runners)
-    if plan.single_agent:
-        return ppo_config(
-            plan.env_config,
-            num_env_runners=num_env_runners,
-            train_batch_size=transitions,  # agent steps on this route
-            minibatch_size=min(cfg.batch_size, transitions),
-            num_epochs=cfg.n_epochs,
-            lr=cfg.learning_rate,
-            gamma=cfg.gamma,
-            lambda_=cfg.gae_lambda,
-            clip_param=cfg.clip_range,
-            entropy_coeff=cfg.ent_coef,
-            vf_loss_coeff=cfg.vf_coef,
-            grad_clip=cfg.max_grad_norm,
-            hidden=cfg.net_arch,
-            seed=cfg.seed,
-            single_agent=True,
-        )
-    # RLlib counts env steps: n_steps ticks of each env per runner (one env of num_tables tables, or
-    # num_tables one-table envs); that is n_steps * num_tables * learners learner transitions per runner
-    train_batch = cfg.n_steps * plan.envs * max(1, num_env_runners)
-    config = ppo_config(
-        plan.env_config,
-        league=plan.league,
+    return ppo_config(
+        env_config,
+        league=league,
         num_env_runners=num_env_runners,
-        num_envs_per_env_runner=plan.envs,
-        train_batch_size=train_batch,
+        num_envs_per_env_runner=envs,
+        # agent steps on the single-agent route; on the multi-agent env RLlib counts env steps: n_steps ticks of
+        # each env per runner (one env of num_tables tables, or num_tables one-table envs)
+        train_batch_size=transitions if single_agent else cfg.n_steps * envs * max(1, num_env_runners),
         minibatch_size=min(cfg.batch_size, transitions),
         num_epochs=cfg.n_epochs,
         lr=cfg.learning_rate,
@@ -182,24 +143,8 @@ def build_config(
         grad_clip=cfg.max_grad_norm,
         hidden=cfg.net_arch,
         seed=cfg.seed,
+        single_agent=single_agent,
     )
-    return config
-
-
-def check_address(address: str, timeout: float = 5.0) -> None:
-    """Raise :class:`UsageError` unless a Ray cluster answers at ``address`` (``host:port``, ``ray://host:port``
-    or ``auto``)."""
-    if address == "auto":
-        return  # ray.init finds the local cluster or says there is none
-    text = address.split("://", 1)[-1]
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise UsageError(f"--address takes host:port (or auto), got {address!r}")
-    try:
-        with socket.create_connection((host, int(port)), timeout=timeout):
-            pass
-    except OSError as e:
-        raise UsageError(f"no Ray cluster at {address}: {e.strerror or e} (start one with: ray start --head)") from None
 
 
 def _read_checkpoint(path: str) -> tuple[TrainConfig, dict[str, Any]]:
@@ -218,12 +163,10 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
     """Every check the run makes before it imports Ray, with neither Ray nor torch, so ``--print-config``
     refuses what the run refuses. Returns the config as it will run, and whether a resumed checkpoint is of the
     multi-agent env."""
-    from nertz_env.train.checkpoint import check_resume, check_run_dir, resume_run_dir
+    from nertz_env.train.checkpoint import check_resume, check_run_dir
 
     base, meta = _read_checkpoint(args.resume) if args.resume else (None, None)
-    cfg = config_from_args(args, base)
-    if args.resume and args.run_dir is None and not (args.config and "run_dir" in read_config_file(args.config)):
-        cfg = dataclasses.replace(cfg, run_dir=resume_run_dir(args.resume, final=True))  # as the SB3 backend does
+    cfg = config_from_args(args, base, final=True)
     if args.num_env_runners < 0:
         raise UsageError(f"--num-env-runners must be >= 0, got {args.num_env_runners}")
     check_options(cfg, args.num_env_runners)
@@ -240,10 +183,12 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
                 "self-play checkpoint (RLlib's single-agent route, module default_policy), whose network a league's "
                 "module would not take; resume it in self-play (leave out learners_per_table), or start a new run"
             )
-    layout(cfg, args.num_env_runners, args.tables_per_env, multi_agent=multi_agent)
+    layout(cfg, args.tables_per_env, multi_agent=multi_agent)
     check_run_dir(cfg.run_dir, args.resume, final=True)
     if args.address:
-        check_address(args.address)
+        from nertz_env.eval.cluster import check_address
+
+        check_address(args.address)  # ClusterError
     if importlib.util.find_spec("ray") is None:
         raise ModuleNotFoundError("No module named 'ray'", name="ray")
     if cfg.tensorboard and importlib.util.find_spec("tensorboardX") is None:  # ray[rllib] installs it
@@ -255,18 +200,10 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = [a for a in (sys.argv[1:] if argv is None else argv)]
-    # the dispatcher in nertz_env.train.cli already chose this backend; drop the flag for the parser
-    for i, a in enumerate(argv):
-        if a == "--backend" and i + 1 < len(argv):
-            del argv[i : i + 2]
-            break
-        if a.startswith("--backend="):
-            del argv[i]
-            break
-    args = build_rllib_parser().parse_args(argv)
+    args = build_rllib_parser().parse_args(argv)  # --backend rllib is one of its flags
     from nertz_env.agents import AgentSpecError
     from nertz_env.agents.meta import CheckpointError
+    from nertz_env.eval.cluster import ClusterError
 
     try:
         cfg, multi_agent = check_before_ray(args)
@@ -278,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"nertz-train: error: the rllib backend needs the rllib extra ({install_command('rllib')}): {e}",
               file=sys.stderr)
         return 2
-    except (UsageError, ConfigError, CheckpointError, AgentSpecError, FileNotFoundError, ValueError) as e:
+    except (UsageError, ClusterError, ConfigError, CheckpointError, AgentSpecError, FileNotFoundError, ValueError) as e:
         print(f"nertz-train: error: {e}", file=sys.stderr)
         return 2
     note = budget_note(cfg, args.num_env_runners)

@@ -207,23 +207,3 @@ class NertzSingleAgentEnv(gymnasium.Env):
         else:
             self._obs = {}
 
-
-def make_env(
-    num_players: int = 4,
-    *,
-    opponents: OpponentPool | Mapping[str, float] | Sequence[str] | None = None,
-    seat: int | None = None,
-    truncation_as_termination: bool = True,
-    render_mode: str | None = None,
-    **rules: Any,
-) -> NertzSingleAgentEnv:
-    """A :class:`NertzSingleAgentEnv` with the rules as keywords: the entry point of the Gymnasium id
-    ``nertz_env/Nertz-v0`` (``gymnasium.make("nertz_env/Nertz-v0", draw=1)``)."""
-    return NertzSingleAgentEnv(
-        num_players=num_players,
-        rules=rules,
-        opponents=opponents,
-        seat=seat,
-        truncation_as_termination=truncation_as_termination,
-        render_mode=render_mode,
-    )

@@ -70,17 +70,6 @@ def save_policy(model: Any, path: str, meta: dict[str, Any]) -> str:
     return path
 
 
-def _activation(name: str) -> type[torch.nn.Module]:
-    return {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[name]
-
-
-def _schedule(cfg: TrainConfig) -> float | Callable[[float], float]:
-    if cfg.lr_schedule == "linear":
-        lr = cfg.learning_rate
-        return lambda progress: lr * progress
-    return cfg.learning_rate
-
-
 class _Hooks(BaseCallback):
     """Calls the trainer at rollout boundaries, keeps the progress bar, and stops ``learn()`` after a
     boundary's checkpoint when a signal asked to stop."""
@@ -251,7 +240,9 @@ class Trainer:
             log(f"note: {note}")
 
     def _make_model(self, cfg: TrainConfig, net: list[int]) -> MaskablePPO:
-        kwargs: dict[str, Any] = {"net_arch": {"pi": net, "vf": net}, "activation_fn": _activation(cfg.activation)}
+        activation = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[cfg.activation]
+        kwargs: dict[str, Any] = {"net_arch": {"pi": net, "vf": net}, "activation_fn": activation}
+        lr = cfg.learning_rate  # lr_schedule linear: falls to 0 at the end (SB3's progress goes from 1 to 0)
         privileged = cfg.vector is not None and cfg.vector.privileged_critic
         if privileged:
             assert isinstance(self.base_env, NertzVecEnv)
@@ -259,7 +250,7 @@ class Trainer:
         return MaskablePPO(
             PrivilegedCriticPolicy if privileged else "MlpPolicy",
             self.timer,
-            learning_rate=_schedule(cfg),
+            learning_rate=(lambda progress: lr * progress) if cfg.lr_schedule == "linear" else lr,
             n_steps=cfg.n_steps,
             batch_size=cfg.batch_size,
             n_epochs=cfg.n_epochs,

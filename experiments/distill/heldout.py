@@ -10,13 +10,13 @@ import time
 import torch
 
 from nertz_env.agents.policy import load_policy
-from nertz_env.train.distill import _agreement, _load_records
-from nertz_env.train.imitate import fit
+from nertz_env.train.distill import _agreement
+from nertz_env.train.imitate import Demonstrations, fit
 
 torch.set_num_threads(1)
 RUN = "runs/distill1"
-r1 = _load_records(f"{RUN}/records/round_01.npz")
-r2 = _load_records(f"{RUN}/records/round_02.npz")
+r1 = Demonstrations.load(f"{RUN}/records/round_01.npz")
+r2 = Demonstrations.load(f"{RUN}/records/round_02.npz")
 start, _ = load_policy(f"{RUN}/rounds/round_00.zip")
 print(json.dumps({"variant": "start (ppo)", "train_agree": _agreement(start, r1),
                   "heldout_agree": _agreement(start, r2)}), flush=True)

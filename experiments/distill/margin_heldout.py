@@ -11,11 +11,12 @@ import torch
 
 torch.set_num_threads(1)
 from nertz_env.agents.policy import load_policy  # noqa: E402
-from nertz_env.train.distill import _agreement, _load_records  # noqa: E402
+from nertz_env.train.distill import _agreement  # noqa: E402
+from nertz_env.train.imitate import Demonstrations  # noqa: E402
 
 run = "runs/distill1"  # the distillation run of ../README (its records are 10 MB, not committed)
-r1 = _load_records(f"{run}/records/round_01.npz")
-r2 = _load_records(f"{run}/records/round_02.npz")
+r1 = Demonstrations.load(f"{run}/records/round_01.npz")
+r2 = Demonstrations.load(f"{run}/records/round_02.npz")
 start, _ = load_policy(f"{run}/rounds/round_00.zip")
 print(json.dumps({"variant": "start (ppo)", "train_agree": _agreement(start, r1), "heldout_agree": _agreement(start, r2)}), flush=True)
 
