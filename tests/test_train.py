@@ -954,17 +954,11 @@ def test_evaluate_and_plot__bad_input_is_one_line_and_exit_2(
 
 
 # ---------------------------------------------------------------- the learning signal
-def _learn_and_evaluate(run_dir: str, steps: int, baseline: str, deals: int, tables: int = 32) -> Any:
-    cfg = _tiny(run_dir, num_tables=tables, n_steps=32, batch_size=1024, n_epochs=4, net_arch=[64, 64], shaping=True,
+def _learn_and_evaluate(run_dir: str, steps: int, baseline: str, deals: int) -> Any:
+    cfg = _tiny(run_dir, num_tables=32, n_steps=32, batch_size=1024, n_epochs=4, net_arch=[64, 64], shaping=True,
                 total_timesteps=steps, eval_every=0, eval_deals=deals, eval_opponents=[baseline])
     (row,) = Trainer(cfg, log=_quiet).train()["eval"]
     return row
-
-
-def test_train__a_short_self_play_run_beats_random(tmp_path: Path) -> None:
-    """Four updates of self-play, a smoke test of the learning signal (the long test below beats greedy)."""
-    row = _learn_and_evaluate(str(tmp_path / "run"), 8 * 1024, "random", deals=5, tables=16)
-    assert row["diff_low"] > 0, row  # the 95% interval of (policy - random seats) lies above zero
 
 
 @pytest.mark.long
