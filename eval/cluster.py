@@ -301,11 +301,6 @@ def _player(job: dict[str, Any]) -> Any:
     player = _Player(plan, lambda spec: make_agent(localize(spec, local)))
     _PLAYERS.clear()
     _PLAYERS[key] = player
-    import sys
-
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.set_num_threads(1)
     return player
 
 
