@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import zipfile
 from collections.abc import Mapping
@@ -34,7 +35,6 @@ from nertz_env.extras import install_command
 from nertz_env.observation import obs_layout
 
 _CACHE: dict[tuple[str, float], tuple[Any, dict[str, Any]]] = {}
-_ACTORS: dict[tuple[str, float], Any] = {}  # numpy actors per file version (None: not a plain MLP)
 _CACHE_SIZE = 16  # policies kept loaded (agents hold their own references; this only saves reloading)
 
 
@@ -138,20 +138,20 @@ def numpy_actor(path: str) -> Any:
     one the numpy forward evaluates (the torch route then plays it). It is read without torch from the array
     file saved beside the zip; a zip without one (saved by an older version, or by SB3's ``model.save``) is
     read once with torch, which writes the file (:func:`write_arrays`)."""
+    return _numpy_actor(os.path.abspath(path), os.path.getmtime(path))
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _numpy_actor(path: str, mtime: float) -> Any:
     from nertz_env.agents.forward import NumpyActor, UnsupportedNetwork
 
-    key = (os.path.abspath(path), os.path.getmtime(path))
-    if key not in _ACTORS:
+    try:
+        return NumpyActor.load(path)
+    except UnsupportedNetwork:
         try:
-            _ACTORS[key] = NumpyActor.load(path)
-        except UnsupportedNetwork:
-            try:
-                _ACTORS[key] = write_arrays(path)
-            except ImportError:  # no torch: the torch route says what to install
-                return None
-        while len(_ACTORS) > _CACHE_SIZE:
-            del _ACTORS[next(iter(_ACTORS))]
-    return _ACTORS[key]
+            return write_arrays(path)
+        except ImportError:  # no torch: the torch route says what to install
+            return None
 
 
 def write_arrays(path: str, policy: Any = None) -> Any:

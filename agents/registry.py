@@ -98,10 +98,6 @@ def _loader_for(path: str) -> Callable[..., Agent] | None:
     return None
 
 
-def _looks_like_path(head: str) -> bool:
-    return os.sep in head or "/" in head or "." in os.path.basename(head)
-
-
 def run_folder_policy(path: str) -> str | None:
     """The policy to play from a ``nertz-train`` run folder: its ``policy.zip`` (the RLlib backend's ``final``),
     else its newest checkpoint (a run stopped early); ``None`` when ``path`` is no run folder."""
@@ -163,7 +159,7 @@ def make_agent(spec: str) -> Agent:
                 )
 
         return load_rllib_agent(head, **_split_params(rest, head))
-    if _looks_like_path(head):
+    if os.sep in head or "/" in head or "." in os.path.basename(head):  # a path, not a name
         if not os.path.exists(head):
             raise FileNotFoundError(f"checkpoint file not found: {head}")
         loader = _loader_for(head)

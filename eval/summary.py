@@ -127,7 +127,6 @@ class Difference:
     b: str
     tables: list[int]
     estimate: Estimate
-    per_deal: dict[int, float]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -339,7 +338,7 @@ def summarize(results: Results) -> Summary:
             est = mean_ci(list(per_deal_diff.values()))
             differences[(results.labels[i], results.labels[j])] = est
             if i < j:
-                pairs.append(Difference(results.labels[i], results.labels[j], shared, est, per_deal_diff))
+                pairs.append(Difference(results.labels[i], results.labels[j], shared, est))
     return Summary(agents=agents, match=match, differences=differences, tables=tables, pairs=pairs)
 
 
