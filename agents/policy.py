@@ -62,6 +62,15 @@ def _spaces_meta(path: str, obs_space: Any, act_space: Any) -> dict[str, Any]:
     return {"format": None, "obs_size": int(shape[0]), "num_actions": int(act_space.n), "outside": True}
 
 
+def _check_network(path: str, obs_shape: tuple[int, ...], n_actions: int, meta: Mapping[str, Any]) -> None:
+    """Raise :class:`CheckpointError` unless the network's spaces are those of its nertz-env record."""
+    if obs_shape != (int(meta["obs_size"]),) or n_actions != int(meta["num_actions"]):
+        raise CheckpointError(
+            f"{path}: the network's spaces (observation {obs_shape}, {n_actions} actions) do not match its "
+            f"nertz-env record (observation ({meta['obs_size']},), {meta['num_actions']} actions)"
+        )
+
+
 def load_policy(path: str, outside: bool = False) -> tuple[Any, dict[str, Any]]:
     """The policy network and the nertz-env record of the checkpoint ``path``, cached per file version: every
     caller shares the network (the pool batches its seats), so copy it before changing it.
@@ -105,12 +114,8 @@ def load_policy(path: str, outside: bool = False) -> tuple[Any, dict[str, Any]]:
     obs_space, act_space = data["observation_space"], data["action_space"]
     if meta is None:
         meta = _spaces_meta(path, obs_space, act_space)
-    elif tuple(obs_space.shape) != (int(meta["obs_size"]),) or int(act_space.n) != int(meta["num_actions"]):
-        raise CheckpointError(
-            f"{path}: the network's spaces (observation {tuple(obs_space.shape)}, {act_space.n} actions) "
-            "do not "
-            f"match its nertz-env record (observation ({meta['obs_size']},), {meta['num_actions']} actions)"
-        )
+    else:
+        _check_network(path, tuple(obs_space.shape), int(act_space.n), meta)
     if not (isinstance(policy_class, type) and issubclass(policy_class, MaskableActorCriticPolicy)):
         raise CheckpointError(
             f"{path}: policy class {getattr(policy_class, '__name__', policy_class)!r} is not a MaskablePPO "
@@ -419,11 +424,7 @@ def load_policy_agent(path: str, config: NertzConfig | None = None, **params: An
     policy: Any = None
     if actor is not None:  # plays in numpy: the record and the network's sizes are checked without torch
         meta = read_meta(path)
-        if (actor.obs_size, actor.n_actions) != (int(meta["obs_size"]), int(meta["num_actions"])):
-            raise CheckpointError(
-                f"{path}: the network's spaces (observation ({actor.obs_size},), {actor.n_actions} actions) do not "
-                f"match its nertz-env record (observation ({meta['obs_size']},), {meta['num_actions']} actions)"
-            )
+        _check_network(path, (actor.obs_size,), actor.n_actions, meta)
     else:
         policy, meta = load_policy(path, outside=True)
     meta = dict(meta, path=os.path.abspath(path))
