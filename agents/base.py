@@ -4,7 +4,7 @@ its own generator, seeded in ``reset``, so it never changes the deal.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -24,3 +24,20 @@ class Agent(Protocol):
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         """An action index with ``action_mask[index] == 1``."""
         ...
+
+
+class AgentSpecError(ValueError):
+    """A spec that names no known agent, or parameters the agent does not take."""
+
+
+def as_bool(value: Any, name: str) -> bool:
+    """A spec parameter as a bool: a bool as it is, or ``1/true/yes/on`` and ``0/false/no/off`` in any case;
+    anything else is a ValueError naming the parameter."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name} must be true or false, got {value!r}")

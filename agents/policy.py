@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import zipfile
 from collections.abc import Mapping
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from nertz_env.actions import action_table
+from nertz_env.agents.base import AgentSpecError, as_bool
 from nertz_env.agents.meta import (
     ZIP_MEMBER,
     CheckpointError,
@@ -28,35 +30,12 @@ from nertz_env.agents.meta import (
     sidecar_path,
     write_meta,
 )
-from nertz_env.agents.registry import as_bool
 from nertz_env.config import NertzConfig
 from nertz_env.extras import install_command
 from nertz_env.observation import obs_layout
-from nertz_env.threads import limit_threads
 
 _CACHE: dict[tuple[str, float], tuple[Any, dict[str, Any]]] = {}
-_ACTORS: dict[tuple[str, float], Any] = {}  # numpy actors per file version (None: not a plain MLP)
 _CACHE_SIZE = 16  # policies kept loaded (agents hold their own references; this only saves reloading)
-
-
-def _torch(path: str) -> Any:
-    """torch, imported on first use; without the ``train`` extra, an ImportError saying what to install."""
-    try:
-        import torch
-    except ImportError:
-        raise ImportError(
-            f"loading the policy {path!r} needs the train extra (torch, stable-baselines3, sb3-contrib): "
-            f"{install_command('train')}"
-        ) from None
-    return torch
-
-
-def _respect_thread_limit(torch: Any) -> None:
-    """Apply a thread cap a process set before torch was imported (a tournament worker's
-    :func:`~nertz_env.threads.limit_threads` sets ``OMP_NUM_THREADS``): torch is capped now that it is loaded."""
-    text = os.environ.get("OMP_NUM_THREADS", "")
-    if text.isdigit() and int(text) >= 1 and torch.get_num_threads() != int(text):
-        limit_threads(int(text))
 
 
 def has_record(path: str) -> bool:
@@ -83,8 +62,18 @@ def _spaces_meta(path: str, obs_space: Any, act_space: Any) -> dict[str, Any]:
     return {"format": None, "obs_size": int(shape[0]), "num_actions": int(act_space.n), "outside": True}
 
 
+def _check_network(path: str, obs_shape: tuple[int, ...], n_actions: int, meta: Mapping[str, Any]) -> None:
+    """Raise :class:`CheckpointError` unless the network's spaces are those of its nertz-env record."""
+    if obs_shape != (int(meta["obs_size"]),) or n_actions != int(meta["num_actions"]):
+        raise CheckpointError(
+            f"{path}: the network's spaces (observation {obs_shape}, {n_actions} actions) do not match its "
+            f"nertz-env record (observation ({meta['obs_size']},), {meta['num_actions']} actions)"
+        )
+
+
 def load_policy(path: str, outside: bool = False) -> tuple[Any, dict[str, Any]]:
-    """The policy network and the nertz-env record of the checkpoint ``path`` (cached per file version).
+    """The policy network and the nertz-env record of the checkpoint ``path``, cached per file version: every
+    caller shares the network (the pool batches its seats), so copy it before changing it.
 
     With ``outside=True`` a MaskablePPO zip without a record (trained outside ``nertz-train``, e.g. on
     :class:`nertz_env.train.single.NertzSingleAgentEnv`) gets a record of its spaces only
@@ -98,16 +87,15 @@ def load_policy(path: str, outside: bool = False) -> tuple[Any, dict[str, Any]]:
     """
     if not os.path.isfile(path):
         raise FileNotFoundError(f"checkpoint file not found: {path}")
-    torch = _torch(path)
     try:
+        import torch
         from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
         from stable_baselines3.common.save_util import load_from_zip_file
     except ImportError:
         raise ImportError(
-            f"loading the policy {path!r} needs the train extra (stable-baselines3, sb3-contrib): {install_command('train')}"
+            f"loading the policy {path!r} needs the train extra (torch, stable-baselines3, sb3-contrib): "
+            f"{install_command('train')}"
         ) from None
-
-    _respect_thread_limit(torch)
     meta = read_meta(path) if has_record(path) or not outside else None
     key = (os.path.abspath(path), os.path.getmtime(path))
     cached = _CACHE.get(key)
@@ -119,20 +107,15 @@ def load_policy(path: str, outside: bool = False) -> tuple[Any, dict[str, Any]]:
         raise CheckpointError(f"{path}: not a Stable-Baselines3 checkpoint ({e})") from None
     if data is None or "policy" not in params or "policy_class" not in data:
         raise CheckpointError(f"{path}: the zip holds no SB3 policy (no data or policy.pth)")
-    policy_class = data["policy_class"]
-    for_play = getattr(policy_class, "for_play", None)  # a training-time network, e.g. a privileged critic's
+    for_play = getattr(data["policy_class"], "for_play", None)  # a training-time network, e.g. a privileged critic's
     if callable(for_play):
         data, params["policy"] = for_play(data, params["policy"])
+    policy_class = data["policy_class"]
     obs_space, act_space = data["observation_space"], data["action_space"]
     if meta is None:
         meta = _spaces_meta(path, obs_space, act_space)
-    elif tuple(obs_space.shape) != (int(meta["obs_size"]),) or int(act_space.n) != int(meta["num_actions"]):
-        raise CheckpointError(
-            f"{path}: the network's spaces (observation {tuple(obs_space.shape)}, {act_space.n} actions) "
-            "do not "
-            f"match its nertz-env record (observation ({meta['obs_size']},), {meta['num_actions']} actions)"
-        )
-    policy_class = data["policy_class"]
+    else:
+        _check_network(path, tuple(obs_space.shape), int(act_space.n), meta)
     if not (isinstance(policy_class, type) and issubclass(policy_class, MaskableActorCriticPolicy)):
         raise CheckpointError(
             f"{path}: policy class {getattr(policy_class, '__name__', policy_class)!r} is not a MaskablePPO "
@@ -160,20 +143,20 @@ def numpy_actor(path: str) -> Any:
     one the numpy forward evaluates (the torch route then plays it). It is read without torch from the array
     file saved beside the zip; a zip without one (saved by an older version, or by SB3's ``model.save``) is
     read once with torch, which writes the file (:func:`write_arrays`)."""
+    return _numpy_actor(os.path.abspath(path), os.path.getmtime(path))
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _numpy_actor(path: str, mtime: float) -> Any:
     from nertz_env.agents.forward import NumpyActor, UnsupportedNetwork
 
-    key = (os.path.abspath(path), os.path.getmtime(path))
-    if key not in _ACTORS:
+    try:
+        return NumpyActor.load(path)
+    except UnsupportedNetwork:
         try:
-            _ACTORS[key] = NumpyActor.load(path)
-        except UnsupportedNetwork:
-            try:
-                _ACTORS[key] = write_arrays(path)
-            except ImportError:  # no torch: the torch route says what to install
-                return None
-        while len(_ACTORS) > _CACHE_SIZE:
-            del _ACTORS[next(iter(_ACTORS))]
-    return _ACTORS[key]
+            return write_arrays(path)
+        except ImportError:  # no torch: the torch route says what to install
+            return None
 
 
 def write_arrays(path: str, policy: Any = None) -> Any:
@@ -240,13 +223,10 @@ def record_rules(path: str, config: NertzConfig, **extra: Any) -> dict[str, Any]
     return record
 
 
-#: how a policy agent picks its action (:attr:`PolicyAgent.play`), by ``deterministic``
-PLAY_NAMES = {True: "most probable", False: "sampled"}
-
-
 def play_name(deterministic: bool) -> str:
-    """``"most probable"`` (the argmax of the legal actions) or ``"sampled"`` (a draw from the policy)."""
-    return PLAY_NAMES[bool(deterministic)]
+    """How a policy agent picks its action, as result tables name it: ``"most probable"`` (the argmax of the
+    legal actions) or ``"sampled"`` (a draw from the policy)."""
+    return "most probable" if deterministic else "sampled"
 
 
 def policy_probabilities(policy: Any, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
@@ -331,10 +311,6 @@ class PolicyAgent:
         if self._policy is None:
             self._policy, _ = load_policy(str(self.meta["path"]), outside=True)
         return self._policy
-
-    @policy.setter
-    def policy(self, value: Any) -> None:
-        self._policy = value
 
     @property
     def table_note(self) -> str | None:
@@ -432,8 +408,6 @@ def load_policy_agent(path: str, config: NertzConfig | None = None, **params: An
         CheckpointError: not a MaskablePPO zip, or its network does not match its record;
             IncompatibleCheckpointError: ``config`` is not the table it was trained for.
     """
-    from nertz_env.agents.registry import AgentSpecError
-
     unknown = sorted(set(params) - {"deterministic", "name"})
     if unknown:
         raise AgentSpecError(
@@ -450,11 +424,7 @@ def load_policy_agent(path: str, config: NertzConfig | None = None, **params: An
     policy: Any = None
     if actor is not None:  # plays in numpy: the record and the network's sizes are checked without torch
         meta = read_meta(path)
-        if (actor.obs_size, actor.n_actions) != (int(meta["obs_size"]), int(meta["num_actions"])):
-            raise CheckpointError(
-                f"{path}: the network's spaces (observation ({actor.obs_size},), {actor.n_actions} actions) do not "
-                f"match its nertz-env record (observation ({meta['obs_size']},), {meta['num_actions']} actions)"
-            )
+        _check_network(path, (actor.obs_size,), actor.n_actions, meta)
     else:
         policy, meta = load_policy(path, outside=True)
     meta = dict(meta, path=os.path.abspath(path))

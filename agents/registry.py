@@ -9,16 +9,16 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from nertz_env.agents.base import Agent
+from nertz_env.agents.base import Agent, AgentSpecError, as_bool
 from nertz_env.agents.expert import BestAgent, ExpertAgent
+from nertz_env.agents.policy import load_policy_agent
+from nertz_env.agents.policy import record_rules as record_rules  # the docs import both from here
 from nertz_env.agents.scripted import GreedyAgent, HeuristicAgent, RandomAgent
 from nertz_env.agents.search import SearchAgent
 from nertz_env.config import NertzConfig
 
 #: the baseline ladder, weakest first
 LADDER = ("random", "greedy", "heuristic", "search")
-#: the strongest agent shipped (the expert planner with its trained network); not a ladder rung
-BEST = "best"
 
 _FACTORIES: dict[str, Any] = {
     "random": RandomAgent,
@@ -29,23 +29,9 @@ _FACTORIES: dict[str, Any] = {
     "best": BestAgent,
 }
 
-
-def _load_zip(path: str, **params: Any) -> Agent:
-    """The ``.zip`` loader: a MaskablePPO checkpoint as a :class:`~nertz_env.agents.policy.PolicyAgent`."""
-    from nertz_env.agents.policy import load_policy_agent as load
-
-    return load(path, **params)
-
-
-_LOADERS: dict[str, Callable[..., Agent]] = {".zip": _load_zip}
-#: loaders chosen by a test of the path (e.g. a checkpoint directory), tried after the suffixes
-_PATH_LOADERS: list[tuple[Callable[[str], bool], Callable[..., Agent]]] = []
+_LOADERS: dict[str, Callable[..., Agent]] = {".zip": load_policy_agent}
 #: trained policies shipped with the package (``models/<name>.zip``), playable by name (``"ppo"``)
 MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
-
-
-class AgentSpecError(ValueError):
-    """A spec that names no known agent, or parameters the agent does not take."""
 
 
 def register_loader(suffix: str, loader: Callable[..., Agent]) -> None:
@@ -53,13 +39,6 @@ def register_loader(suffix: str, loader: Callable[..., Agent]) -> None:
     if not suffix.startswith("."):
         raise ValueError(f"a checkpoint suffix starts with a dot, got {suffix!r}")
     _LOADERS[suffix.lower()] = loader
-
-
-def register_path_loader(matches: Callable[[str], bool], loader: Callable[..., Agent]) -> None:
-    """Make ``make_agent`` load any existing path (file or directory) for which ``matches(path)`` is true with
-    ``loader(path, **params)``: for checkpoints not told apart by a suffix (e.g. a checkpoint directory).
-    Suffix loaders (:func:`register_loader`) are tried first, then these in the order registered."""
-    _PATH_LOADERS.append((matches, loader))
 
 
 def register_agent(name: str, factory: Callable[..., Agent], params: dict[str, type] | None = None) -> None:
@@ -85,19 +64,6 @@ def shipped_models() -> dict[str, str]:
 def known_agents() -> list[str]:
     """Names ``make_agent`` accepts (checkpoint paths aside): scripted agents and shipped models."""
     return sorted(set(_FACTORIES) | set(shipped_models()))
-
-
-def as_bool(value: Any, name: str) -> bool:
-    """A spec parameter as a bool: a bool as it is, or ``1/true/yes/on`` and ``0/false/no/off`` in any case;
-    anything else is a ValueError naming the parameter."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"{name} must be true or false, got {value!r}")
 
 
 def _parse_value(text: str, kind: type, key: str, name: str) -> Any:
@@ -126,39 +92,10 @@ def _split_params(rest: str, name: str) -> dict[str, str]:
 
 
 def _loader_for(path: str) -> Callable[..., Agent] | None:
-    low = path.lower()
-    if os.path.isfile(path):
-        for suffix, loader in _LOADERS.items():
-            if low.endswith(suffix):
-                return loader
-    for matches, loader in _PATH_LOADERS:
-        if matches(path):
+    for suffix, loader in _LOADERS.items():
+        if os.path.isfile(path) and path.lower().endswith(suffix):
             return loader
     return None
-
-
-def _looks_like_path(head: str) -> bool:
-    return os.sep in head or "/" in head or "." in os.path.basename(head)
-
-
-def load_policy_agent(path: str, config: NertzConfig | None = None, **params: Any) -> Agent:
-    """A MaskablePPO zip as an agent, in one call, including one trained outside ``nertz-train`` (e.g. on
-    ``NertzSingleAgentEnv``): ``load_policy_agent("model.zip", config=make_config(num_players=2, draw=1))``
-    checks the network's spaces against that table and makes the agent refuse any other table. Without
-    ``config`` a zip with no nertz-env record plays at any table whose spaces match. ``params``:
-    ``deterministic`` (bool), ``name``. Needs the ``train`` extra (torch, SB3, sb3-contrib)."""
-    from nertz_env.agents.policy import load_policy_agent as load
-
-    return load(path, config=config, **params)
-
-
-def record_rules(path: str, config: NertzConfig) -> dict[str, Any]:
-    """Write the nertz-env record of ``config`` (the table it was trained for) into a MaskablePPO zip trained
-    outside ``nertz-train``, after checking its spaces: from then on it loads by path everywhere (``make_agent``,
-    ``nertz-eval``, training's opponent pools) and refuses other tables. Returns the record."""
-    from nertz_env.agents.policy import record_rules as record
-
-    return record(path, config)
 
 
 def run_folder_policy(path: str) -> str | None:
@@ -222,7 +159,7 @@ def make_agent(spec: str) -> Agent:
                 )
 
         return load_rllib_agent(head, **_split_params(rest, head))
-    if _looks_like_path(head):
+    if os.sep in head or "/" in head or "." in os.path.basename(head):  # a path, not a name
         if not os.path.exists(head):
             raise FileNotFoundError(f"checkpoint file not found: {head}")
         loader = _loader_for(head)
@@ -230,8 +167,7 @@ def make_agent(spec: str) -> Agent:
             suffixes = ", ".join(sorted(_LOADERS)) or "none registered"
             raise AgentSpecError(
                 f"no loader for checkpoint {head!r} (loaders for: {suffixes}); "
-                "call nertz_env.agents.register_loader(suffix, fn) "
-                "(or register_path_loader(test, fn) for a directory)"
+                "call nertz_env.agents.register_loader(suffix, fn)"
             )
         return loader(head, **_split_params(rest, head))
     raise AgentSpecError(

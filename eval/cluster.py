@@ -209,14 +209,11 @@ def ship(specs: list[str], put: Callable[[bytes], Any]) -> dict[str, Shipped]:
     return shipped
 
 
-def _cache_root() -> str:
-    return os.path.join(tempfile.gettempdir(), f"nertz-cluster-{os.getuid() if hasattr(os, 'getuid') else 0}")
-
-
 def materialize(item: Shipped, get: Callable[[Any], bytes]) -> str:
     """The local copy of a shipped path (written once per node into a cache directory keyed by its digest)."""
     base = os.path.basename(os.path.normpath(item.path)) or "checkpoint"
-    target = os.path.join(_cache_root(), item.digest, base)
+    root = os.path.join(tempfile.gettempdir(), f"nertz-cluster-{os.getuid() if hasattr(os, 'getuid') else 0}")
+    target = os.path.join(root, item.digest, base)
     if os.path.exists(target):
         return target
     data = get(item.ref[0])
@@ -301,11 +298,6 @@ def _player(job: dict[str, Any]) -> Any:
     player = _Player(plan, lambda spec: make_agent(localize(spec, local)))
     _PLAYERS.clear()
     _PLAYERS[key] = player
-    import sys
-
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.set_num_threads(1)
     return player
 
 
@@ -416,16 +408,11 @@ class Cluster:
                 for deal, games, replays in finished:
                     if deal in done:  # cannot happen (a task returns once); never count a deal twice
                         continue
-                    self._write_replays(replays)
+                    for name, data in replays.items():  # empty unless the tournament records replays
+                        with open(os.path.join(str(self.replays), name), "wb") as f:
+                            f.write(data)
                     done[deal] = games
                     bar.update(1)
-
-    def _write_replays(self, replays: dict[str, bytes]) -> None:
-        if self.replays is None:
-            return
-        for name, data in replays.items():
-            with open(os.path.join(self.replays, name), "wb") as f:
-                f.write(data)
 
     def close(self) -> None:
         """Stop the deal tasks still in flight (after a Ctrl-C or a failure) and leave the cluster.

@@ -10,8 +10,12 @@ import sys
 from collections.abc import Sequence
 
 from nertz_env._text import plain
-from nertz_env.cli import EXIT_INTERRUPTED, EXIT_USAGE, Parser, at_least
-from nertz_env.extras import install_command
+from nertz_env.agents import LADDER
+from nertz_env.cli import EXIT_INTERRUPTED, Parser, at_least
+from nertz_env.eval.cli import LADDER_DEALS  # needs the eval extra: commands.run says so in one line
+from nertz_env.eval.report import differences_table, table
+from nertz_env.eval.summary import ladder_check, summarize
+from nertz_env.eval.tournament import run_tournament
 
 
 def _show_a_table(seed: int) -> None:
@@ -41,16 +45,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=at_least(0), default=0,
                         help="seed of the table's deal and of the tournament, a non-negative integer (default 0)")
     args = parser.parse_args(argv)
-    try:
-        from nertz_env.agents import LADDER
-        from nertz_env.eval.cli import LADDER_DEALS
-        from nertz_env.eval.report import differences_table, table
-        from nertz_env.eval.summary import ladder_check, summarize
-        from nertz_env.eval.tournament import run_tournament
-    except ImportError as e:
-        print(f"nertz-demo: needs the eval extra ({install_command('eval')}): {e}", file=sys.stderr)
-        return EXIT_USAGE
-
     print("A 4-player table after 25 ticks of greedy play (render_mode='ansi'):\n")
     _show_a_table(args.seed)
     print(f"\nThe scripted ladder, {args.deals} duplicate deals of 4 players (every seat rotation):\n")

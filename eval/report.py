@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from nertz_env.eval.stats import Estimate
-from nertz_env.eval.summary import Summary, ladder_check, table_name
+from nertz_env.eval.summary import RATES, Summary, ladder_check, table_name
 from nertz_env.eval.tournament import Results
 
 _HEADERS = {
@@ -21,7 +21,6 @@ _HEADERS = {
     "lake": "lake/round",
     "match_win": "match win %",
 }
-_PERCENT = {"win", "nertz_out", "match_win"}
 
 
 def _format_rows(header: list[str], rows: list[list[str]], left: int = 1) -> str:
@@ -38,7 +37,7 @@ def _format_rows(header: list[str], rows: list[list[str]], left: int = 1) -> str
 def _metric_cells(metrics: dict[str, Any], names: list[str]) -> list[str]:
     cells = []
     for m in names:
-        scale = 100.0 if m in _PERCENT else 1.0
+        scale = 100.0 if m in RATES else 1.0
         cells.append(metrics[m].text(1 if scale == 100.0 else 2, scale))
     return cells
 
@@ -139,12 +138,6 @@ def differences_table(summary: Summary, order: list[str] | None = None) -> str:
     return title + "\n" + _format_rows(header, rows, left=2)
 
 
-def to_json(results: Results, summary: Summary) -> dict[str, Any]:
-    d = results.to_dict()
-    d["summary"] = summary.to_dict()
-    return d
-
-
 def _csv_value(x: float | None) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return ""
@@ -162,22 +155,13 @@ def _csv_estimate(e: Estimate) -> list[str]:
     ]
 
 
-def save_games(results: Results, out_dir: str) -> str:
-    """Write only ``results.json`` without its summary (when summarising failed); returns its path."""
-    os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, "results.json")
-    with open(path, "w") as f:
-        json.dump(results.to_dict(), f, indent=1)
-    return path
-
-
 def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -> list[str]:
     """Write the files listed in the module docstring into ``out_dir`` (created if needed); returns their paths."""
     os.makedirs(out_dir, exist_ok=True)
     paths = []
     path = os.path.join(out_dir, "results.json")
     with open(path, "w") as f:
-        json.dump(to_json(results, summary), f, indent=1)
+        json.dump({**results.to_dict(), "summary": summary.to_dict()}, f, indent=1)
     paths.append(path)
     metrics = list(summary.agents[0].metrics) if summary.agents else []
     path = os.path.join(out_dir, "summary.csv")

@@ -10,8 +10,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from openskill.models import PlackettLuce
-
 from nertz_env.config import NertzConfig
 from nertz_env.eval.stats import Estimate, mean_ci, ranks_from_scores
 from nertz_env.eval.tournament import GameRecord, Results
@@ -112,12 +110,6 @@ class TableSummary:
             counts[label] = counts.get(label, 0) + 1
         return ", ".join(label if c == 1 else f"{c}×{label}" for label, c in counts.items())
 
-    def agent(self, label: str) -> TableAgent:
-        for a in self.agents:
-            if a.label == label:
-                return a
-        raise KeyError(label)
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "table": self.name,
@@ -135,7 +127,6 @@ class Difference:
     b: str
     tables: list[int]
     estimate: Estimate
-    per_deal: dict[int, float]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -184,8 +175,9 @@ class Summary:
         }
 
 
-def _team_of(config: dict[str, Any]) -> list[int]:
-    return list(NertzConfig.from_dict(config).team_of)
+def _shares(winners: list[int], team: list[int]) -> list[float]:
+    """Each seat's share of a win split between the ``winners`` (teams)."""
+    return [1.0 / len(winners) if t in winners else 0.0 for t in team]
 
 
 def _win_shares(scores: list[int], team: list[int]) -> list[float]:
@@ -193,8 +185,7 @@ def _win_shares(scores: list[int], team: list[int]) -> list[float]:
     for s, v in enumerate(scores):
         totals[team[s]] += v
     best = max(totals.values())
-    winners = [g for g, v in totals.items() if v == best]
-    return [1.0 / len(winners) if team[s] in winners else 0.0 for s in range(len(scores))]
+    return _shares([g for g, v in totals.items() if v == best], team)
 
 
 def match_win_shares(game: GameRecord, team: list[int], target: int | None) -> list[float]:
@@ -212,10 +203,12 @@ def match_win_shares(game: GameRecord, team: list[int], target: int | None) -> l
     else:
         best = max(totals.values())
         winners = [g for g, v in totals.items() if v == best]
-    return [1.0 / len(winners) if team[s] in winners else 0.0 for s in range(len(game.match_scores))]
+    return _shares(winners, team)
 
 
 def _rate(results: Results, team: list[int], match: bool) -> list[Rating]:
+    from openskill.models import PlackettLuce  # the eval extra (nertz-eval imports it at start)
+
     model = PlackettLuce()
     n = len(results.labels)
     ratings = [model.rating() for _ in range(n)]
@@ -247,7 +240,7 @@ def _rate(results: Results, team: list[int], match: bool) -> list[Rating]:
 def summarize(results: Results) -> Summary:
     """Statistics of a tournament's results (docs/guides/evaluation.md)."""
     cfg = results.config
-    team = _team_of(cfg)
+    team = list(NertzConfig.from_dict(cfg).team_of)
     match = cfg.get("target_score") is not None or cfg.get("rounds") is not None
     metrics = METRICS if match else METRICS[:-1]
     n = len(results.labels)
@@ -345,7 +338,7 @@ def summarize(results: Results) -> Summary:
             est = mean_ci(list(per_deal_diff.values()))
             differences[(results.labels[i], results.labels[j])] = est
             if i < j:
-                pairs.append(Difference(results.labels[i], results.labels[j], shared, est, per_deal_diff))
+                pairs.append(Difference(results.labels[i], results.labels[j], shared, est))
     return Summary(agents=agents, match=match, differences=differences, tables=tables, pairs=pairs)
 
 

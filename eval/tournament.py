@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
@@ -39,32 +39,6 @@ def deal_seed(seed: int, deal: int) -> int:
     """The env seed of deal ``deal`` of a tournament seeded ``seed`` (stable: deal i never depends on how
     many deals are played)."""
     return int(np.random.SeedSequence([int(seed), int(deal)]).generate_state(1, np.uint64)[0] >> np.uint64(1))
-
-
-@dataclass(frozen=True)
-class DealSeeds(Sequence[int]):
-    """The env seeds of deals ``0 .. deals - 1`` of a tournament seeded ``seed`` (:func:`deal_seed`), each
-    computed when it is asked for, so any number of deals starts at once."""
-
-    seed: int
-    deals: int
-
-    def __len__(self) -> int:
-        return self.deals
-
-    @overload
-    def __getitem__(self, index: int) -> int: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[int]: ...
-
-    def __getitem__(self, index: int | slice) -> int | list[int]:
-        if isinstance(index, slice):
-            return [deal_seed(self.seed, i) for i in range(*index.indices(self.deals))]
-        i = index + self.deals if index < 0 else index
-        if not 0 <= i < self.deals:
-            raise IndexError(f"deal {index} of a tournament of {self.deals} deal(s)")
-        return deal_seed(self.seed, i)
 
 
 def agent_seed(seed: int, deal: int, lineup: int, rotation: int, seat: int) -> int:
@@ -186,11 +160,6 @@ def _snapshot_hash(env: NertzParallelEnv) -> str:
     return hashlib.sha1(json.dumps(snap, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _nertz_left(env: NertzParallelEnv, info: dict[str, Any], seat: int) -> int:
-    """Cards left in the seat's Nertz pile at the end of the round just finished."""
-    return int(info["nertz_left"])
-
-
 def play_game(
     env: NertzParallelEnv,
     seated: Sequence[Agent],
@@ -226,7 +195,7 @@ def play_game(
         if first["round_end"]:
             scores.append([int(infos[n]["score"]) for n in names])
             lake.append([int(infos[n]["score_lake"]) for n in names])
-            left.append([_nertz_left(env, infos[n], s) for s, n in enumerate(names)])
+            left.append([int(infos[n]["nertz_left"]) for n in names])
             ends.append(ROUND_END_NAMES[first["round_end"]])
             match_scores = [int(infos[n]["match_score"]) for n in names]
             truncated = bool(truncs[names[0]])
@@ -255,9 +224,14 @@ class _Plan:
     env_kwargs: tuple[tuple[str, Any], ...]
     lineups: tuple[tuple[int, ...], ...]
     seatings: tuple[tuple[tuple[int, ...], ...], ...]
-    deal_seeds: tuple[int, ...] | DealSeeds  # DealSeeds: derived from the seed, computed deal by deal
+    deals: int
+    deal_seeds: tuple[int, ...] | None  # None: derived from the seed, deal by deal (any number starts at once)
     seed: int
     replays: str | None = None  # a directory: every game is recorded there as a nertz-replay/1 file
+
+    def env_seed(self, deal: int) -> int:
+        """The env seed of deal ``deal``."""
+        return self.deal_seeds[deal] if self.deal_seeds is not None else deal_seed(self.seed, deal)
 
 
 class _Player:
@@ -297,7 +271,7 @@ class _Player:
                         agents=[labels[k] for k in seating],
                         meta={"deal": deal, "lineup": li, "rotation": r, "seats": list(seating)},
                     )
-                g = play_game(env, seated, plan.deal_seeds[deal], seeds)
+                g = play_game(env, seated, plan.env_seed(deal), seeds)
                 g.deal, g.lineup, g.rotation, g.seats = deal, li, r, list(seating)
                 games.append(g)
         return deal, games
@@ -386,20 +360,19 @@ def plan_tournament(
         lineups = round_robin_lineups(len(specs), num_players)
     else:
         lineups = gauntlet_lineups(len(specs), num_players)
-    seeds: tuple[int, ...] | DealSeeds
-    if deal_seeds is not None:
-        seeds = tuple(int(s) for s in deal_seeds)
+    seeds = None if deal_seeds is None else tuple(int(s) for s in deal_seeds)
+    if seeds is not None:
         if not seeds or any(s < 0 for s in seeds):
             raise ValueError("deal seeds must be a non-empty list of non-negative integers")
-    else:
-        if deals < 1:
-            raise ValueError(f"a tournament needs at least one deal, got deals={deals}")
-        seeds = DealSeeds(int(seed), int(deals))  # lazily: a plan of any size is built at once
+        deals = len(seeds)
+    elif deals < 1:
+        raise ValueError(f"a tournament needs at least one deal, got deals={deals}")
     plan = _Plan(
         agents=tuple(specs),
         env_kwargs=tuple(sorted({"illegal_action": illegal_action, **config.to_dict()}.items())),
         lineups=tuple(lineups),
         seatings=tuple(tuple(seatings(lu, rotate)) for lu in lineups),
+        deals=int(deals),
         deal_seeds=seeds,
         seed=int(seed),
         replays=None if replays is None else os.path.abspath(replays),
@@ -420,7 +393,7 @@ def plan_tournament(
         deal_seeds=[],  # filled in by play_tournament (see Results.deal_seeds)
         lineups=[list(lu) for lu in lineups],
         play=[play[s] for s in specs],
-        deals_planned=len(seeds),
+        deals_planned=int(deals),
     )
     return Tournament(plan, template, agent_factory, tuple(notes))
 
@@ -501,12 +474,14 @@ def play_tournament(
     if tournament.factory is not None and (workers > 1 or cluster is not None):
         raise ValueError("a custom agent_factory only works with workers=1 and no cluster")
     results = dataclasses.replace(tournament.results_template, games=[], deals_done=[])
-    n = len(plan.deal_seeds)
+    n = plan.deals
     workers = max(1, min(int(workers), n))  # work is split by deal: more workers than deals would idle
     results.workers = workers if cluster is None else cluster.cpus
     done: dict[int, list[GameRecord]] = {}
     start = time.perf_counter()
-    bar = _progress_bar(n, progress)
+    from tqdm import tqdm
+
+    bar = tqdm(total=n, unit="deal", desc="deals", dynamic_ncols=True, disable=not progress)
     try:
         with _one_torch_thread():
             if cluster is not None:
@@ -532,10 +507,10 @@ def play_tournament(
     results.elapsed = time.perf_counter() - start
     results.deals_done = sorted(done)
     results.games = [g for d in results.deals_done for g in done[d]]
-    if isinstance(plan.deal_seeds, DealSeeds):  # up to the last deal finished: not 10^10 seeds never played
-        results.deal_seeds = plan.deal_seeds[: results.deals_done[-1] + 1] if done else []
-    else:
-        results.deal_seeds = list(plan.deal_seeds)
+    # seeds given are all kept; derived ones up to the last deal finished, not 10^10 seeds never played
+    last = results.deals_done[-1] + 1 if done else 0
+    results.deal_seeds = list(plan.deal_seeds) if plan.deal_seeds is not None else [
+        deal_seed(plan.seed, d) for d in range(last)]
     return results
 
 
@@ -587,19 +562,3 @@ def run_tournament(
         agent_specs, num_players, deals, seed, rules, mode, deal_seeds, rotate, illegal_action, agent_factory, replays
     )
     return play_tournament(tournament, workers, progress)
-
-
-class _NoBar:
-    def update(self, n: int) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress_bar(total: int, enabled: bool) -> Any:
-    if not enabled:
-        return _NoBar()
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="deal", desc="deals", dynamic_ncols=True)

@@ -332,6 +332,9 @@ def two_nodes(loopback):
     try:
         cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
+        # Ray binds the machine's network address by default: in this namespace it has only 127.0.0.1
+        assert {node.node_ip_address for node in cluster.list_all_nodes()} == {"127.0.0.1"}
+        assert cluster.address.startswith("127.0.0.1:") and [n for _, n in socket.if_nameindex()] == ["lo"]
         ray.shutdown()  # Cluster connected this process: nertz-eval joins it on its own
         CLUSTERS[cluster.address] = cluster
         yield cluster.address
@@ -376,14 +379,6 @@ def test_cluster_gauntlet_equals_the_local_run(two_nodes, tmp_path) -> None:
     assert "2 CPU(s) on 2 node(s)" in remote.stdout
     rows = _games(tmp_path / "cluster")
     assert len(rows) > 1 and rows == _games(tmp_path / "local")
-
-
-@pytest.mark.isolated
-def test_the_two_node_cluster_is_on_loopback_only(two_nodes) -> None:
-    """Ray binds the machine's network address by default: in the test's namespace it has only 127.0.0.1."""
-    assert two_nodes.startswith("127.0.0.1:"), two_nodes
-    assert {node.node_ip_address for node in CLUSTERS[two_nodes].list_all_nodes()} == {"127.0.0.1"}
-    assert [name for _, name in socket.if_nameindex()] == ["lo"]
 
 
 # Deals slow enough (about 0.3 s each, with `search` at the table) that a test polling for a running deal task
