@@ -488,14 +488,11 @@ def test_round_end__after_the_tick_the_nertz_pile_empties_with_every_action_coun
         1: {"nertz": ["KS", "2S"]},
         2: {"stock": ["3C", "4D", "9H"], "filler": "waste"},
     }
-    lake = [suit("H", 1, 4), [["AS", 2]]]
-    env = build({"num_players": 3}, seats, lake, seed=seed)
-    before = env.snapshot()
-    waste2 = before["players"][2]["waste"]
-    t = play(env, {0: "lake:nertz", 1: "lake:nertz", 2: "flip"})
-    assert_table(
+    env = build({"num_players": 3}, seats, [suit("H", 1, 4), [["AS", 2]]], seed=seed)
+    waste2 = env.snapshot()["players"][2]["waste"]
+    t = play(
         env,
-        before,
+        {0: "lake:nertz", 1: "lake:nertz", 2: "flip"},
         {
             0: {"nertz": [], "match_score": 1},
             1: {"nertz": ["KS"], "match_score": 3},
@@ -535,34 +532,46 @@ def test_scoring__lake_cards_penalty_and_call_bonus(penalty: int) -> None:
     assert [i["match_score"] for i in t.infos] == [i["score"] for i in t.infos]
 
 
+SEAT2_LAKE = [[["AD", 2]], [["AS", 2]], suit("C", 2, 5)]  # seat 2, which does not go out: 7 lake cards
+
+
 @pytest.mark.parametrize(
-    ("clubs", "bonus"),
-    [([["AC", 0], ["2C", 0]], [10, 0, 0]), ([["AC", 0], ["2C", 1]], [10, 10, 0])],
-    ids=["more-lake-cards-takes-it", "tie-both-take-it"],
+    ("seats", "hearts", "bonus"),
+    [
+        # seat 0 alone empties its pile: the bonus is its own, though seat 2 has far more cards in the lake
+        ({0: {"nertz": ["2D"]}}, [["AH", 2]], [10, 0, 0]),
+        # seats 0 and 1 empty theirs with one lake card each: tied, both take it; seat 2 is no rival
+        ({0: {"nertz": ["2D"]}, 1: {"nertz": ["2S"]}}, [["AH", 2]], [10, 10, 0]),
+        # seat 1 has two lake cards (AH, 2H) to seat 0's one: seat 1 takes it, seat 2's count does not matter
+        ({0: {"nertz": ["2D"]}, 1: {"nertz": ["2H"]}}, [["AH", 1]], [0, 10, 0]),
+    ],
+    ids=["one-emptier", "two-tied", "two-unequal"],
 )
-def test_scoring__two_piles_empty_in_one_tick(clubs: list, bonus: list) -> None:
-    seats = {0: {"nertz": ["2D"]}, 1: {"nertz": ["2S"]}}
-    lake = [clubs, [["AD", 2]], [["AS", 2]]]
-    env = build({"num_players": 3, "call_bonus": 10}, seats, lake)
-    t = play(env, {0: "lake:nertz", 1: "lake:nertz"})
+def test_call_bonus__most_lake_cards_is_decided_among_the_seats_that_emptied_their_piles_only(
+    seats: dict, hearts: list, bonus: list
+) -> None:
+    """RULES.md: "Two players emptying their piles in the same tick: the one with more cards in the lake takes
+    the bonus; still tied, both do." A seat that did not go out has no claim, however many lake cards it has."""
+    env = build({"num_players": 3, "call_bonus": 10}, seats, [*SEAT2_LAKE, hearts])
+    t = play(env, {p: "lake:nertz" for p in seats})
     assert t.terminations == [True] * 3
-    assert [i["score_bonus"] for i in t.infos] == bonus
-    lake_cards = [i["score_lake"] for i in t.infos]
-    assert lake_cards == [1 + sum(s == 0 for _, s in clubs), 1 + sum(s == 1 for _, s in clubs), 2]
-    assert t.rewards == [1.0 + bonus[0], 1.0 + bonus[1], -4.0]
+    score = [score_of(i) for i in t.infos]
+    assert score[2]["lake"] >= 7 and max(s["lake"] for s in score[:2]) <= 2, score
+    assert [s["nertz_left"] == 0 for s in score] == [p in seats for p in range(3)]
+    assert [s["bonus"] for s in score] == bonus
+    assert [s["total"] for s in score] == [s["lake"] + s["bonus"] - 2 * s["nertz_left"] for s in score]
+    # the reward: this tick's lake card, the bonus, the penalty
+    assert t.rewards == [(p in seats) + s["bonus"] - 2.0 * s["nertz_left"] for p, s in enumerate(score)]
 
 
 def test_call_mode_manual__empty_pile_waits_for_a_call_and_a_false_call_costs_five() -> None:
     rules = {"num_players": 2, "call_mode": "manual", "call_bonus": 10}
     env = build(rules, {0: {"nertz": ["2D"]}, 1: {"nertz": ["KS", "QD", "9C"]}}, [[["AD", 0]]])
-    before = env.snapshot()
     assert "call" in legal(env, 0) and "call" in legal(env, 1)  # a call is always a move (false or not)
-    t = play(env, {0: "lake:nertz"})
+    t = play(env, {0: "lake:nertz"}, {0: {"nertz": []}}, lake=[[["AD", 0], ["2D", 0]]])
     assert not any(t.terminations), "manual mode ended the round without a call"
-    before = assert_table(env, before, {0: {"nertz": []}}, lake=[[["AD", 0], ["2D", 0]]])
-    t = play(env, {1: "call"})  # a false call: cards left
+    t = play(env, {1: "call"}, {1: {"false_calls": 1}})  # a false call: cards left
     assert t.rewards == [0.0, -5.0] and not any(t.terminations) and not t.infos[1]["illegal"]
-    before = assert_table(env, before, {1: {"false_calls": 1}})
     t = play(env, {0: "call"})
     assert t.terminations == [True, True] and [round_end_name(i) for i in t.infos] == ["nertz"] * 2
     assert [score_of(i) for i in t.infos] == [
@@ -570,6 +579,18 @@ def test_call_mode_manual__empty_pile_waits_for_a_call_and_a_false_call_costs_fi
         {"lake": 0, "nertz_penalty": -6, "bonus": 0, "false_calls": -5, "total": -11, "nertz_left": 3},
     ]
     assert t.rewards == [10.0, -6.0]  # seat 1's -5 came with its call: -5 - 6 == its round score
+
+
+def test_call_bonus__in_manual_mode_goes_to_the_caller_even_with_fewer_lake_cards() -> None:
+    env = build(
+        {"num_players": 2, "call_mode": "manual", "call_bonus": 10},
+        {0: {"nertz": []}},
+        [suit("C", 1, 6), [["AD", 0]]],
+    )
+    t = play(env, {0: "call"})
+    assert t.terminations == [True, True]
+    assert [i["score_lake"] for i in t.infos] == [1, 6]
+    assert [i["score_bonus"] for i in t.infos] == [10, 0]
 
 
 @pytest.mark.parametrize("name", ["call", "rotate", "tuck:nertz>0", "joker_lake:nertz:H"])
@@ -580,26 +601,16 @@ def test_actions__of_options_that_are_off_do_not_exist(name: str) -> None:
 
 # ---------------------------------------------------------------------------------------------- stalls and bounds
 def test_stall__waste_under_the_stock_then_top_to_bottom_and_a_second_stall_ends_the_round() -> None:
-    nertz, work = SPADES_ONLY
-    stock, waste = ["AS", "2S", "3S"], ["4S", "5S", "6S", "7S"]
-    seat0 = {"nertz": nertz, "work": work, "stock": stock, "waste": waste, "filler": None}
-    lake = [suit("C", 0), suit("D", 0), suit("H", 0)]
-    env = build({"num_players": 2, "stall_ticks": 2}, {0: seat0}, lake)
-    before = env.snapshot()
-    t = play(env)
-    assert not any(t.terminations)
-    assert_table(env, before)
-    play(env)  # the second tick without progress: the stall rule
-    stock1 = before["players"][1]["stock"]
-    after = assert_table(
-        env,
-        before,
-        {
-            # the waste face down under the stock (its top 7S lowest), then the stock's top 3S to the bottom
-            0: {"stock": ["3S", "7S", "6S", "5S", "4S", "AS", "2S"], "waste": []},
-            1: {"stock": [stock1[-1], *stock1[:-1]]},
-        },
-    )
+    env = spades_only({"stall_ticks": 2}, stock=["AS", "2S", "3S"], waste=["4S", "5S", "6S", "7S"])
+    stock1 = env.snapshot()["players"][1]["stock"]
+    assert not any(play(env, None, {}).terminations)
+    expect = {
+        # the waste face down under the stock (its top 7S lowest), then the stock's top 3S to the bottom
+        0: {"stock": ["3S", "7S", "6S", "5S", "4S", "AS", "2S"], "waste": []},
+        1: {"stock": [stock1[-1], *stock1[:-1]]},
+    }
+    play(env, None, expect)  # the second tick without progress: the stall rule
+    after = env.snapshot()
     assert after["stalls"] == 1 and after["since_progress"] == 0 and after["done"] == "running"
     play(env)
     t = play(env)  # a second stall ends the round, scored as usual
@@ -634,12 +645,10 @@ def test_stall__only_lake_and_nertz_plays_are_progress(move: str, ends: bool) ->
 @pytest.mark.parametrize("tick", [1, 2])
 def test_max_ticks__truncates_and_scores_with_the_penalty(tick: int) -> None:
     env = build({"num_players": 2, "max_ticks": 3}, {0: {"nertz": ["KS", "AH"]}}, tick=tick)
-    before = env.snapshot()
-    t = play(env, {0: "lake:nertz"})
     changes: dict[int, dict[str, Any]] = {0: {"nertz": ["KS"]}}
     if tick == 2:  # the round is scored: the match scores take the round scores
         changes = {0: {"nertz": ["KS"], "match_score": 1 - 2}, 1: {"match_score": -4}}
-    assert_table(env, before, changes, lake=[[["AH", 0]]])
+    t = play(env, {0: "lake:nertz"}, changes, lake=[[["AH", 0]]])
     if tick == 1:
         assert not any(t.truncations) and t.rewards == [1.0, 0.0]
         return
@@ -1085,47 +1094,6 @@ def assert_uniform(stat: float, df: int, what: str) -> float:
     p = chi2_p(stat, df)
     assert p > P_MIN, f"{what}: chi-square {stat:.1f} on {df} degrees of freedom, p = {p:.3g} (not uniform)"
     return p
-
-
-# ---------------------------------------------------------------------------------------------- call bonus
-SEAT2_LAKE = [[["AD", 2]], [["AS", 2]], suit("C", 2, 5)]  # seat 2, which does not go out: 7 lake cards
-
-
-@pytest.mark.parametrize(
-    ("seats", "hearts", "bonus"),
-    [
-        # seat 0 alone empties its pile: the bonus is its own, though seat 2 has far more cards in the lake
-        ({0: {"nertz": ["2D"]}}, [["AH", 2]], [10, 0, 0]),
-        # seats 0 and 1 empty theirs with one lake card each: tied, both take it; seat 2 is no rival
-        ({0: {"nertz": ["2D"]}, 1: {"nertz": ["2S"]}}, [["AH", 2]], [10, 10, 0]),
-        # seat 1 has two lake cards (AH, 2H) to seat 0's one: seat 1 takes it, seat 2's count does not matter
-        ({0: {"nertz": ["2D"]}, 1: {"nertz": ["2H"]}}, [["AH", 1]], [0, 10, 0]),
-    ],
-    ids=["one-emptier", "two-tied", "two-unequal"],
-)
-def test_call_bonus__most_lake_cards_is_decided_among_the_seats_that_emptied_their_piles_only(
-    seats: dict, hearts: list, bonus: list
-) -> None:
-    """RULES.md: "Two players emptying their piles in the same tick: the one with more cards in the lake takes
-    the bonus; still tied, both do." The comparison is among those players: a seat that did not go out has no
-    claim, however many lake cards it has (here seat 2, with AC..5C and the aces the others build on)."""
-    env = build({"num_players": 3, "call_bonus": 10}, seats, [*SEAT2_LAKE, hearts])
-    t = play(env, {p: "lake:nertz" for p in seats})
-    assert t.terminations == [True] * 3
-    score = [score_of(i) for i in t.infos]
-    assert score[2]["lake"] >= 7 and max(s["lake"] for s in score[:2]) <= 2, score
-    assert [s["nertz_left"] == 0 for s in score] == [p in seats for p in range(3)]
-    assert [s["bonus"] for s in score] == bonus
-    assert [s["total"] for s in score] == [s["lake"] + s["bonus"] - 2 * s["nertz_left"] for s in score]
-
-
-def test_call_bonus__in_manual_mode_goes_to_the_caller_even_with_fewer_lake_cards() -> None:
-    rules_ = {"num_players": 2, "call_mode": "manual", "call_bonus": 10}
-    env = build(rules_, {0: {"nertz": []}}, [suit("C", 1, 6), [["AD", 0]]])
-    t = play(env, {0: "call"})
-    assert t.terminations == [True, True]
-    assert [i["score_lake"] for i in t.infos] == [1, 6]
-    assert [i["score_bonus"] for i in t.infos] == [10, 0]
 
 
 # ---------------------------------------------------------------------------------------------- redeals
