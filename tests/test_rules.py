@@ -679,21 +679,21 @@ def test_target_score__round_below_target_deals_the_next_round() -> None:
 
 
 @pytest.mark.parametrize(
-    ("clubs", "match", "done", "round_after"),
+    ("clubs", "match", "max_rounds", "done", "round_after"),
     [
-        ([], [8, 0], "terminated", 0),  # seat 0 reaches 10
-        (
-            [["AC", 0], ["2C", 0]],
-            [7, 9],
-            "terminated",
-            0,
-        ),  # both cross; seat 0's round (4) beats seat 1's (2)
-        ([["AC", 0], ["2C", 1]], [7, 8], "running", 1),  # both cross with equal round scores: one more round
+        # seat 0 reaches 10
+        ([], [8, 0], None, "terminated", 0),
+        # both cross; seat 0's round (4) beats seat 1's (2)
+        ([["AC", 0], ["2C", 0]], [7, 9], None, "terminated", 0),
+        # both cross with equal round scores: one more round
+        ([["AC", 0], ["2C", 1]], [7, 8], None, "running", 1),
+        # the same tie in the last allowed round: the match is truncated
+        ([["AC", 0], ["2C", 1]], [7, 8], 2, "truncated", 1),
     ],
-    ids=["one-crosses", "both-cross-higher-round-wins", "both-cross-tied-plays-on"],
+    ids=["one-crosses", "both-cross-higher-round-wins", "both-cross-tied-plays-on", "tie-in-the-last-round"],
 )
 def test_target_score__ends_when_one_player_crosses_and_ties_play_on(
-    clubs: list, match: list, done: str, round_after: int
+    clubs: list, match: list, max_rounds: int | None, done: str, round_after: int
 ) -> None:
     both = bool(clubs)
     seats = {
@@ -701,20 +701,16 @@ def test_target_score__ends_when_one_player_crosses_and_ties_play_on(
         1: {"nertz": ["2S"] if both else IDLE_NERTZ, "match_score": match[1]},
     }
     lake = [fnd for fnd in (clubs, [["AD", 0]], [["AS", 1]]) if fnd]
-    env = build({"num_players": 2, "target_score": 10}, seats, lake)
+    rules = {"num_players": 2, "target_score": 10}
+    if max_rounds is None:
+        env = build(rules, seats, lake)
+    else:
+        env = build({**rules, "max_rounds": max_rounds}, seats, lake, round=max_rounds - 1)
     t = play(env, {0: "lake:nertz", 1: "lake:nertz"} if both else {0: "lake:nertz"})
     assert [round_end_name(i) for i in t.infos] == ["nertz"] * 2
     snap = env.snapshot()
     assert snap["done"] == done and snap["round"] == round_after
-    assert t.terminations == [done == "terminated"] * 2 and t.truncations == [False, False]
-
-
-def test_target_score__a_tie_in_the_last_allowed_round_truncates_the_match() -> None:
-    seats = {0: {"nertz": ["2D"], "match_score": 7}, 1: {"nertz": ["2S"], "match_score": 8}}
-    lake = [[["AC", 0], ["2C", 1]], [["AD", 0]], [["AS", 1]]]
-    env = build({"num_players": 2, "target_score": 10, "max_rounds": 2}, seats, lake, round=1)
-    t = play(env, {0: "lake:nertz", 1: "lake:nertz"})
-    assert t.truncations == [True, True] and t.terminations == [False, False]
+    assert t.terminations == [done == "terminated"] * 2 and t.truncations == [done == "truncated"] * 2
 
 
 @pytest.mark.parametrize(("round_idx", "over"), [(0, False), (1, True)])
@@ -753,16 +749,11 @@ def test_turn_based__only_the_seat_on_turn_may_act_and_the_turn_rotates() -> Non
     env = build({"num_players": 3, "turn_based": True}, seats)
     assert "lake:nertz" in legal(env, 0)
     assert legal(env, 1) == {"wait"} and legal(env, 2) == {"wait"}
-    before = env.snapshot()
-    t = play(env, {0: "lake:nertz", 1: "lake:nertz"})
+    t = play(env, {0: "lake:nertz", 1: "lake:nertz"}, {0: {"nertz": ["KS"]}}, lake=[[["AD", 0]]])
     assert t.infos[1]["illegal"] and not t.infos[0]["illegal"]
-    assert_table(env, before, {0: {"nertz": ["KS"]}}, lake=[[["AD", 0]]])
     assert legal(env, 0) == {"wait"} and "lake:nertz" in legal(env, 1) and legal(env, 2) == {"wait"}
-    assert [decode(t.obs[agent(p)]["observation"], env.config)["status"]["my_turn"] for p in range(3)] == [
-        0,
-        1,
-        0,
-    ]
+    turn = [decode(t.obs[agent(p)]["observation"], env.config)["status"]["my_turn"] for p in range(3)]
+    assert turn == [0, 1, 0]
     play(env, {1: "lake:nertz"})
     assert "lake:nertz" in legal(env, 2) and legal(env, 0) == {"wait"} and legal(env, 1) == {"wait"}
 
@@ -776,68 +767,55 @@ def test_turn_based__only_the_seat_on_turn_may_act_and_the_turn_rotates() -> Non
 )
 def test_jokers__a_free_joker_is_declared_as_the_chosen_suit(move: str, lake_after: list) -> None:
     env = build({"num_players": 2, "jokers": 1}, {0: {"nertz": ["KS", "**"]}}, [[["AH", 1], ["2H", 1]]])
-    before = env.snapshot()
     assert {f"joker_lake:nertz:{s}" for s in SUITS} <= legal(env, 0)
-    t = play(env, {0: move})
-    assert_table(env, before, {0: {"nertz": ["KS"]}}, lake=lake_after)
+    t = play(env, {0: move}, {0: {"nertz": ["KS"]}}, lake=lake_after)
     assert t.rewards == [1.0, 0.0]
 
 
 def test_jokers__a_real_card_builds_on_a_declared_joker() -> None:
     lake = [[["AH", 1], ["2H", 1], ["*3H", 1]]]
     env = build({"num_players": 2, "jokers": 1}, {0: {"nertz": ["KS", "4H"]}}, lake)
-    before = env.snapshot()
     assert "lake:nertz" in legal(env, 0)
-    play(env, {0: "lake:nertz"})
-    assert_table(env, before, {0: {"nertz": ["KS"]}}, lake=[[*lake[0], ["4H", 0]]])
+    play(env, {0: "lake:nertz"}, {0: {"nertz": ["KS"]}}, lake=[[*lake[0], ["4H", 0]]])
 
 
-def test_jokers__fixed_once_covered_on_a_work_pile_then_only_its_colour_and_rank_reach_the_lake() -> None:
-    lake = [suit("D", 1, 7), suit("C", 1, 7)]  # 7D and 7C on top
-    seat0 = {"nertz": ["KS", "7S"], "waste": ["**"], "work": [["9C"]]}
+@pytest.mark.parametrize("cover", ["7S", "7C"])
+def test_jokers__fixed_once_covered_on_a_work_pile_then_only_its_colour_and_rank_reach_the_lake(
+    cover: str,
+) -> None:
+    """A card covering a wild joker fixes it as the card it stands for: on the 9C, a red 8. With 7D, 7C and 2H
+    on top of the lake, the uncovered joker then goes on the 7D only."""
+    lake = [suit("D", 1, 7), suit("C", 1, 7), suit("H", 1, 2)]
+    seat0 = {"nertz": ["KS", cover], "waste": ["**"], "work": [["9C"]]}
     env = build({"num_players": 2, "jokers": 1}, {0: seat0}, lake)
-    before = env.snapshot()
     assert "to_work:waste>0" in legal(env, 0)
     play(env, {0: "to_work:waste>0"})  # the joker continues the run as a red 8 ...
-    play(env, {0: "to_work:nertz>0"})  # ... and is covered by the 7S
-    play(env, {0: "run:work0>1x1"})  # uncovered again, it stays a red 8
-    before = assert_table(
-        env, before, {0: {"nertz": ["KS"], "waste": [], "work": [["9C", "*8r"], ["7S"], [], []]}}
-    )
+    assert "to_work:nertz>0" in legal(env, 0), "a black 7 goes on a wild joker lying on the 9C"
+    expect = {0: {"nertz": ["KS"], "waste": [], "work": [["9C", "*8r", cover], [], [], []]}}
+    play(env, {0: "to_work:nertz>0"}, expect)  # ... and is covered by the black 7
+    play(
+        env, {0: "run:work0>1x1"}, {0: {"work": [["9C", "*8r"], [cover], [], []]}}
+    )  # uncovered, still a red 8
     jokers = {n for n in legal(env, 0) if n.startswith("joker_lake")}
     assert jokers == {"joker_lake:work0:D"}, f"a joker fixed as a red 8 must go on 7D only, got {jokers}"
-    t = play(env, {0: "joker_lake:work0:D"})
-    assert_table(
-        env, before, {0: {"work": [["9C"], ["7S"], [], []]}}, lake=[[*suit("D", 1, 7), ["*8D", 0]], lake[1]]
-    )
+    lake_after = [[*suit("D", 1, 7), ["*8D", 0]], *lake[1:]]
+    t = play(env, {0: "joker_lake:work0:D"}, {0: {"work": [["9C"], [cover], [], []]}}, lake=lake_after)
     assert t.rewards == [1.0, 0.0]
 
 
 def test_jokers__a_joker_played_on_a_card_stays_wild_and_reaches_the_lake_as_any_suit() -> None:
     seat0 = {"nertz": ["KS", "QD"], "waste": ["**"], "work": [["9C"]]}
     env = build({"num_players": 2, "jokers": 1}, {0: seat0}, [[["AH", 1], ["2H", 1]]])
-    before = env.snapshot()
-    seen = decode(play(env, {0: "to_work:waste>0"}).obs[agent(0)]["observation"], env.config)
-    before = assert_table(env, before, {0: {"waste": [], "work": [["9C", "**"], [], [], []]}})
+    t = play(env, {0: "to_work:waste>0"}, {0: {"waste": [], "work": [["9C", "**"], [], [], []]}})
+    seen = decode(t.obs[agent(0)]["observation"], env.config)
     assert seen["work"][0] == ["9C", "**"] and seen["work_exposed"][0] == "**"
     jokers = {n for n in legal(env, 0) if n.startswith("joker_lake")}
     assert jokers == {f"joker_lake:work0:{s}" for s in SUITS}, f"an uncovered joker is wild, got {jokers}"
-    t = play(env, {0: "joker_lake:work0:H"})  # onto the 2H, not as a red 8
-    assert_table(env, before, {0: {"work": [["9C"], [], [], []]}}, lake=[[["AH", 1], ["2H", 1], ["*3H", 0]]])
+    lake_after = [[["AH", 1], ["2H", 1], ["*3H", 0]]]
+    t = play(
+        env, {0: "joker_lake:work0:H"}, {0: {"work": [["9C"], [], [], []]}}, lake=lake_after
+    )  # not a red 8
     assert t.rewards == [1.0, 0.0]
-
-
-def test_jokers__a_card_covering_a_wild_joker_fixes_it_as_the_card_it_stands_for() -> None:
-    seat0 = {"nertz": ["KS", "7C"], "waste": ["**"], "work": [["9C"]]}
-    env = build({"num_players": 2, "jokers": 1}, {0: seat0}, [suit("D", 1, 7), suit("H", 1, 2)])
-    before = env.snapshot()
-    play(env, {0: "to_work:waste>0"})
-    assert "to_work:nertz>0" in legal(env, 0), "a black 7 goes on a wild joker lying on the 9C"
-    play(env, {0: "to_work:nertz>0"})
-    assert_table(env, before, {0: {"nertz": ["KS"], "waste": [], "work": [["9C", "*8r", "7C"], [], [], []]}})
-    play(env, {0: "run:work0>1x1"})  # uncovered again, it stays a red 8: the 7D takes it, the 2H does not
-    jokers = {n for n in legal(env, 0) if n.startswith("joker_lake")}
-    assert jokers == {"joker_lake:work0:D"}, f"a joker fixed as a red 8 must go on 7D only, got {jokers}"
 
 
 def test_jokers__a_wild_joker_on_a_card_takes_only_cards_that_fit_where_it_lies() -> None:
@@ -854,27 +832,26 @@ def test_jokers__a_wild_joker_on_a_card_takes_only_cards_that_fit_where_it_lies(
 def test_jokers__a_wild_joker_moved_alone_to_another_pile_stays_wild() -> None:
     seat0 = {"nertz": ["KS", "3D"], "work": [["9C", "**"], ["5H"], ["AS"], ["TD"]]}
     env = build({"num_players": 2, "jokers": 1}, {0: seat0}, [[["AH", 1], ["2H", 1]]])
-    before = env.snapshot()
     moves = legal(env, 0)
     assert "run:work0>1x1" in moves, "an uncovered joker moves alone onto any card above an ace"
     assert "run:work0>2x1" not in moves, "nothing is lower than an ace"
     assert "run:work0>3x2" in moves and "run:work0>1x2" not in moves, "the 9C takes its joker along"
-    play(env, {0: "run:work0>1x1"})
-    before = assert_table(env, before, {0: {"work": [["9C"], ["5H", "**"], ["AS"], ["TD"]]}})
+    play(env, {0: "run:work0>1x1"}, {0: {"work": [["9C"], ["5H", "**"], ["AS"], ["TD"]]}})
     moves = legal(env, 0)
     assert {f"joker_lake:work1:{s}" for s in SUITS} <= moves, "the moved joker is still wild"
     assert "to_work:nertz>1" in moves, "on the 5H the joker stands for a black 4, which takes the 3D"
-    play(env, {0: "to_work:nertz>1"})
-    assert_table(env, before, {0: {"nertz": ["KS"], "work": [["9C"], ["5H", "*4b", "3D"], ["AS"], ["TD"]]}})
+    play(
+        env,
+        {0: "to_work:nertz>1"},
+        {0: {"nertz": ["KS"], "work": [["9C"], ["5H", "*4b", "3D"], ["AS"], ["TD"]]}},
+    )
 
 
 def test_jokers__a_wild_joker_tucked_over_a_card_stays_wild() -> None:
     seat0 = {"nertz": ["KS", "5H"], "work": [["**"], ["9C"]]}
     env = build({"num_players": 2, "jokers": 1, "allow_tuck": True}, {0: seat0})
-    before = env.snapshot()
     assert "tuck:nertz>0" in legal(env, 0)
-    play(env, {0: "tuck:nertz>0"})
-    assert_table(env, before, {0: {"nertz": ["KS"], "work": [["5H", "**"], ["9C"], [], []]}})
+    play(env, {0: "tuck:nertz>0"}, {0: {"nertz": ["KS"], "work": [["5H", "**"], ["9C"], [], []]}})
     assert {f"joker_lake:work0:{s}" for s in SUITS} <= legal(env, 0)
 
 
@@ -893,10 +870,8 @@ def test_jokers__a_snapshot_with_a_joker_covered_or_on_an_ace_is_refused(pile: l
 
 def test_jokers__a_card_on_a_lone_joker_fixes_it() -> None:
     env = build({"num_players": 2, "jokers": 2}, {0: {"nertz": ["KS", "7C"], "work": [["**"], ["**"]]}})
-    before = env.snapshot()
     assert {"to_work:nertz>0", "to_work:nertz>1"} <= legal(env, 0)
-    play(env, {0: "to_work:nertz>0"})
-    assert_table(env, before, {0: {"nertz": ["KS"], "work": [["*8r", "7C"], ["**"], [], []]}})
+    play(env, {0: "to_work:nertz>0"}, {0: {"nertz": ["KS"], "work": [["*8r", "7C"], ["**"], [], []]}})
 
 
 # ---------------------------------------------------------------------------------------------- lake races
