@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-import sys
+import runpy
 from collections import Counter
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -1073,14 +1073,14 @@ def assert_uniform(stat: float, df: int, what: str) -> float:
 
 
 # ---------------------------------------------------------------------------------------------- redeals
-def _used_redeal_layout() -> tuple[dict, list]:
-    """Seat 0 about to play its last Nertz card (2D on the AD); both seats have used their one redeal."""
-    return {0: {"nertz": ["2D"], "redeals": 1}, 1: {"redeals": 1}}, [[["AD", 1]]]
+USED_REDEALS = {
+    0: {"nertz": ["2D"], "redeals": 1},
+    1: {"redeals": 1},
+}  # seat 0's last card, 2D, goes on the AD
 
 
 def test_max_redeals__counts_afresh_in_the_next_round() -> None:
-    seats, lake = _used_redeal_layout()
-    env = build({"num_players": 2, "max_redeals": 1, "rounds": 2}, seats, lake)
+    env = build({"num_players": 2, "max_redeals": 1, "rounds": 2}, USED_REDEALS, [[["AD", 1]]])
     assert [pl["redeals"] for pl in env.snapshot()["players"]] == [1, 1]
     t = play(env, {0: "lake:nertz"})
     assert not any(t.terminations) and [round_end_name(i) for i in t.infos] == ["nertz"] * 2
@@ -1103,29 +1103,24 @@ def test_max_redeals__counts_afresh_in_the_next_round() -> None:
     assert "flip" not in legal(env, 0), "max_redeals=1 allowed a second redeal in one round"
 
 
-def test_max_redeals__counts_afresh_in_the_next_episode() -> None:
-    seats, lake = _used_redeal_layout()
-    env = build({"num_players": 2, "max_redeals": 1}, seats, lake)
+def test_max_redeals__counts_afresh_in_the_next_episode_and_after_a_vector_autoreset() -> None:
+    rules = {"num_players": 2, "max_redeals": 1}
+    env = build(rules, USED_REDEALS, [[["AD", 1]]])
+    snap = env.snapshot()
     play(env, {0: "lake:nertz"})
     assert env.agents == []
     obs, _ = env.reset(seed=11)
     assert [pl["redeals"] for pl in env.snapshot()["players"]] == [0, 0]
     assert decode(obs[agent(1)]["observation"], env.config)["status"]["redeals_left"] == 1.0
     # and straight after a restore with the redeals used up (no round played in between)
-    again = build({"num_players": 2, "max_redeals": 1}, seats, lake)
-    again.reset(seed=12)
-    assert [pl["redeals"] for pl in again.snapshot()["players"]] == [0, 0]
-
-
-def test_max_redeals__counts_afresh_after_a_vector_autoreset() -> None:
-    seats, lake = _used_redeal_layout()
-    snap = build({"num_players": 2, "max_redeals": 1}, seats, lake).snapshot()
-    venv = nertz_env.vector_env(2, num_players=2, max_redeals=1)
+    env.reset(options={"snapshot": snap})
+    env.reset(seed=12)
+    assert [pl["redeals"] for pl in env.snapshot()["players"]] == [0, 0]
+    venv = nertz_env.vector_env(2, **rules)
     venv.reset(seed=3, options={"snapshots": {0: snap, 1: snap}})
     acts = np.zeros((2, 2), dtype=np.int64)
     acts[:, 0] = venv.actions.lookup("lake:nertz")
-    _, _, term, _, _ = venv.step(acts)
-    assert term.all()
+    assert venv.step(acts)[2].all()
     venv.step(np.zeros((2, 2), dtype=np.int64))  # the next-step autoreset deals a new episode
     assert (venv._state.redeals == 0).all()
 
@@ -1300,18 +1295,9 @@ def test_mutation_list__every_mutant_still_applies_to_the_source_exactly_once() 
     """``bench/mutate.py`` edits the engine by exact snippets; when the engine's source changes under one, the
     mutant would silently test nothing. Each original snippet must occur exactly once, and each mutant must
     still be valid Python that differs from the source."""
-    import importlib.util
-
     root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("_nertz_mutate", root / "bench" / "mutate.py")
-    assert spec is not None and spec.loader is not None
-    mutate = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mutate  # (dataclasses look their module up there)
-    try:
-        spec.loader.exec_module(mutate)
-    finally:
-        del sys.modules[spec.name]
-    assert len(mutate.MUTANTS) >= 15
-    assert len({m.name for m in mutate.MUTANTS}) == len(mutate.MUTANTS), "two mutants share a name"
-    problems = mutate.check_mutants(root)
+    mutate = runpy.run_path(str(root / "bench" / "mutate.py"), run_name="_nertz_mutate")
+    assert len(mutate["MUTANTS"]) >= 15
+    assert len({m.name for m in mutate["MUTANTS"]}) == len(mutate["MUTANTS"]), "two mutants share a name"
+    problems = mutate["check_mutants"](root)
     assert not problems, "\n".join(problems)
