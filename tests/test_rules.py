@@ -975,16 +975,11 @@ def test_restore__keeps_the_snapshots_generator_whatever_the_reset_seed() -> Non
     tick order. To vary it, the fairness test puts the generator of a deal seeded with s in the snapshot."""
     env = race(4, seed=0)
     snap = env.snapshot()
-    winners, seeded = set(), set()
-    for s in range(12):
-        if s < 6:
-            env.reset(seed=100 + s, options={"snapshot": snap})
-            winners.add(race_winner(play(env, dict.fromkeys(range(4), "lake:nertz"))))
-        env.reset(seed=100 + s)
-        env.reset(options={"snapshot": {**snap, "rng": env.snapshot()["rng"]}})
-        seeded.add(race_winner(play(env, dict.fromkeys(range(4), "lake:nertz"))))
+    winners = set()
+    for s in range(6):
+        env.reset(seed=100 + s, options={"snapshot": snap})
+        winners.add(race_winner(play(env, dict.fromkeys(range(4), "lake:nertz"))))
     assert len(winners) == 1
-    assert len(seeded) > 1, "the race's winner does not depend on the generator state"
 
 
 @pytest.mark.parametrize("n", [2, 4])
@@ -1148,6 +1143,7 @@ def test_deal_shuffle__every_card_is_equally_likely_at_every_deck_position() -> 
     perms = deal_permutations(venv)
     assert perms.shape == (2000, 52)
     assert (np.sort(perms, axis=1) == np.arange(52)).all(), "a deal is not one whole deck"
+    assert len({tuple(r) for r in perms.tolist()}) == len(perms), "two decks (one table or two) are equal"
     stat, df, table = position_chi2(perms)
     assert_uniform(stat, df, "card-by-position table of 2,000 deals")
     # the count of cards dealt where they lay before the shuffle: n * 1/n = 1 per deck on average
@@ -1155,13 +1151,6 @@ def test_deal_shuffle__every_card_is_equally_likely_at_every_deck_position() -> 
     assert 2000 - 5 * 45 < fixed < 2000 + 5 * 45, (
         f"{fixed} fixed points in 2,000 decks (expected about 2,000)"
     )
-
-
-def test_deal_shuffle__decks_of_the_same_table_and_of_neighbour_seeds_differ() -> None:
-    venv = nertz_env.vector_env(64, num_players=8)
-    venv.reset(seed=7)
-    perms = deal_permutations(venv)
-    assert len({tuple(r) for r in perms.tolist()}) == len(perms)
 
 
 # ---------------------------------------------------------------------------------------------- the recycle shuffle
