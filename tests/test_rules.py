@@ -74,9 +74,6 @@ def build(
         spec = dict((seats or {}).get(p, {}))
         filler = spec.pop("filler", "stock")
         work = [list(pile) for pile in spec.pop("work", [])]
-        assert len(work) <= cfg.work_piles, (
-            f"seat {p}: {len(work)} work piles given, the config has {cfg.work_piles}"
-        )
         pl["nertz"] = list(spec.pop("nertz", IDLE_NERTZ))
         pl["work"] = work + [[] for _ in range(cfg.work_piles - len(work))]
         pl["stock"] = list(spec.pop("stock", []))
@@ -88,9 +85,7 @@ def build(
         used = Counter(_deck_card(c) for c in placed)
         used.update(_deck_card(c) for fnd in lake_cells for c, owner in fnd if owner == p)
         rest = list((Counter(deck) - used).elements())  # deck order
-        if filler is None:
-            assert not rest, f"seat {p}: the layout leaves {rest} unplaced (give a filler pile)"
-        else:
+        if filler is not None:  # (with None, the snapshot check refuses a deck left incomplete)
             pl[filler] = rest + pl[filler]
     snap["lake"] = lake_cells
     snap.update(fields)
@@ -138,29 +133,21 @@ def legal(env: nertz_env.NertzParallelEnv, p: int) -> set[str]:
     return {env.actions.name(int(i)) for i in np.flatnonzero(env.action_mask(agent(p)))}
 
 
-def players(snap: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{k: pl[k] for k in PILE_KEYS} for pl in snap["players"]]
-
-
 def assert_table(
     env: nertz_env.NertzParallelEnv,
     before: dict[str, Any],
     changes: dict[int, dict[str, Any]] | None = None,
     lake: list[list[list[Any]]] | None = None,
-) -> dict[str, Any]:
+) -> None:
     """The table now equals ``before`` with ``changes`` applied to those seats (every other seat unchanged) and
-    the lake equal to ``lake`` (unchanged when None). Returns the snapshot now."""
+    the lake equal to ``lake`` (unchanged when None)."""
     after = env.snapshot()
-    want = players(before)
-    for p, ch in (changes or {}).items():
-        want[p] = {**want[p], **ch}
-    got = players(after)
-    for p, (g, w) in enumerate(zip(got, want, strict=True)):
+    for p, (g, w) in enumerate(zip(after["players"], before["players"], strict=True)):
+        w = {**w, **(changes or {}).get(p, {})}
         diff = {k: (g[k], w[k]) for k in PILE_KEYS if g[k] != w[k]}
         assert not diff, f"seat {p}: (got, expected) per field: {diff}"
     want_lake = before["lake"] if lake is None else lake
     assert after["lake"] == want_lake, f"lake: got {after['lake']}, expected {want_lake}"
-    return after
 
 
 def chi2_sf(x: float, df: int) -> float:
