@@ -990,8 +990,7 @@ def test_race_fairness__every_seat_wins_its_share_over_2000_seeds(n: int) -> Non
     counts = np.bincount(winners, minlength=n)
     shares = counts / tables
     assert np.abs(shares - 1 / n).max() <= 0.03, f"win shares per seat {shares.round(3)}, fair is {1 / n:.3f}"
-    expected = tables / n
-    chi2 = float(((counts - expected) ** 2 / expected).sum())
+    chi2 = chi2_of(counts)
     p_value = chi2_sf(chi2, n - 1)
     assert p_value > 0.001, f"win counts {counts.tolist()}: chi-square {chi2:.2f}, p = {p_value:.2g}"
 
@@ -1025,33 +1024,38 @@ def test_chi2__the_exact_tail_and_the_approximation_agree_with_known_quantiles()
     )
 
 
-def permutation_chi2(perms: np.ndarray) -> tuple[float, int, np.ndarray]:
-    """Chi-square of the rows of ``perms`` (samples x n) against the uniform law over all n! permutations;
-    returns the statistic, the degrees of freedom and the counts per permutation (lexicographic order)."""
-    n = perms.shape[1]
-    index = {p: i for i, p in enumerate(itertools.permutations(range(n)))}
+def chi2_of(counts: np.ndarray) -> float:
+    """Chi-square of ``counts`` against the same expected count in every cell."""
+    expected = counts.sum() / counts.size
+    return float(((counts - expected) ** 2 / expected).sum())
+
+
+def assert_uniform(counts: np.ndarray, what: str, df: int | None = None) -> None:
+    """``counts`` fit equal cell probabilities (``df``: cells - 1 unless given), with p > ``P_MIN``."""
+    df = counts.size - 1 if df is None else df
+    stat = chi2_of(counts)
+    p = chi2_p(stat, df)
+    assert p > P_MIN, f"{what}: chi-square {stat:.1f} on {df} degrees of freedom, p = {p:.3g} (not uniform)"
+
+
+def assert_every_order_uniform(perms: np.ndarray, what: str) -> None:
+    """The rows of ``perms`` (samples x n) fit the uniform law over all n! permutations, each seen."""
+    index = {p: i for i, p in enumerate(itertools.permutations(range(perms.shape[1])))}
     counts = np.zeros(len(index), dtype=np.int64)
     for row in perms:
         counts[index[tuple(int(v) for v in row)]] += 1
-    expected = len(perms) / len(index)
-    return float(((counts - expected) ** 2 / expected).sum()), len(index) - 1, counts
+    assert (counts > 0).all(), f"some orders never came up: {counts.tolist()}"
+    assert_uniform(counts, what)
 
 
-def position_chi2(perms: np.ndarray) -> tuple[float, int, np.ndarray]:
-    """Chi-square of the item-by-position table of the rows of ``perms`` (samples x n, each row a permutation
-    of 0..n-1) against n equally likely positions per item; (n - 1)^2 degrees of freedom (every row and every
-    column of the table sums to the number of samples)."""
+def position_table(perms: np.ndarray) -> np.ndarray:
+    """The item-by-position counts of the rows of ``perms`` (samples x n, each row a permutation of 0..n-1);
+    against n equally likely positions per item it has (n - 1)^2 degrees of freedom (every row and every
+    column sums to the number of samples)."""
     samples, n = perms.shape
     table = np.zeros((n, n), dtype=np.int64)
     np.add.at(table, (perms.ravel(), np.tile(np.arange(n), samples)), 1)
-    expected = samples / n
-    return float(((table - expected) ** 2 / expected).sum()), (n - 1) ** 2, table
-
-
-def assert_uniform(stat: float, df: int, what: str) -> float:
-    p = chi2_p(stat, df)
-    assert p > P_MIN, f"{what}: chi-square {stat:.1f} on {df} degrees of freedom, p = {p:.3g} (not uniform)"
-    return p
+    return table
 
 
 # ---------------------------------------------------------------------------------------------- redeals
@@ -1131,8 +1135,8 @@ def test_deal_shuffle__every_card_is_equally_likely_at_every_deck_position() -> 
     assert perms.shape == (2000, 52)
     assert (np.sort(perms, axis=1) == np.arange(52)).all(), "a deal is not one whole deck"
     assert len({tuple(r) for r in perms.tolist()}) == len(perms), "two decks (one table or two) are equal"
-    stat, df, table = position_chi2(perms)
-    assert_uniform(stat, df, "card-by-position table of 2,000 deals")
+    table = position_table(perms)
+    assert_uniform(table, "card-by-position table of 2,000 deals", df=51**2)
     # the count of cards dealt where they lay before the shuffle: n * 1/n = 1 per deck on average
     fixed = int(np.trace(table))
     assert 2000 - 5 * 45 < fixed < 2000 + 5 * 45, (
@@ -1180,11 +1184,8 @@ def test_recycle_shuffle__every_order_of_the_redealt_cards_is_equally_likely() -
     stock goes through: a walk of biased shuffles still visits every order evenly in the long run."""
     perms = recycle_permutations(tables=50, cycles=12, seed=31_337)
     assert perms.shape == (2400, 4)
-    stat, df, counts = permutation_chi2(perms)
-    assert (counts > 0).all(), f"some orders never came up: {counts.tolist()}"
-    assert_uniform(stat, df, "orders of 2,400 shuffled redeals")
-    stat, df, _ = position_chi2(perms)
-    assert_uniform(stat, df, "card-by-position table of 2,400 shuffled redeals")
+    assert_every_order_uniform(perms, "orders of 2,400 shuffled redeals")
+    assert_uniform(position_table(perms), "card-by-position table of 2,400 shuffled redeals", df=9)
 
 
 # ---------------------------------------------------------------------------------------------- the seat order
@@ -1211,9 +1212,7 @@ def test_seat_order__every_order_of_the_seats_is_equally_likely(n: int, tables: 
     reaches 3 of the 6 orders of 3 seats; a Sattolo shuffle makes seat 1 act first on every tick of 2 seats."""
     perms = seat_orders(n, tables, ticks, seed=4_242 + n)
     assert (np.sort(perms, axis=1) == np.arange(n)).all()
-    stat, df, counts = permutation_chi2(perms)
-    assert (counts > 0).all(), f"some orders never came up: {counts.tolist()}"
-    assert_uniform(stat, df, f"orders of {len(perms)} ticks of {n} seats")
+    assert_every_order_uniform(perms, f"orders of {len(perms)} ticks of {n} seats")
 
 
 def test_seat_order__eight_seats_every_position_and_every_neighbour_pair_are_fair() -> None:
@@ -1221,8 +1220,7 @@ def test_seat_order__eight_seats_every_position_and_every_neighbour_pair_are_fai
     seat acts before the next seat (p + 1 mod 8), which is 1/2 for a uniform order and 7/8 for rotations."""
     perms = seat_orders(8, tables=100, ticks=30, seed=808)
     where = np.argsort(perms, axis=1)  # row: each seat's position in the tick's order
-    stat, df, _ = position_chi2(where)
-    assert_uniform(stat, df, "seat-by-position table of 3,000 ticks of 8 seats")
+    assert_uniform(position_table(where), "seat-by-position table of 3,000 ticks of 8 seats", df=7**2)
     before = (where < np.roll(where, -1, axis=1)).sum(axis=0)  # seat p acts before seat p + 1
     z = (before - len(perms) / 2) / math.sqrt(len(perms) / 4)  # each a binomial(3000, 1/2): sd 27.4
     assert np.abs(z).max() < 5, (
@@ -1236,8 +1234,7 @@ def test_seat_order__is_drawn_afresh_every_tick() -> None:
     first = perms[:, :, 0]
     pairs = np.zeros((4, 4), dtype=np.int64)
     np.add.at(pairs, (first[:-1].ravel(), first[1:].ravel()), 1)
-    expected = pairs.sum() / 16
-    assert_uniform(float(((pairs - expected) ** 2 / expected).sum()), 15, "first seats of consecutive ticks")
+    assert_uniform(pairs, "first seats of consecutive ticks")
 
 
 # ---------------------------------------------------------------------------------------------- sample_actions
@@ -1261,9 +1258,7 @@ def test_sample_actions__draws_every_legal_action_equally_often_and_never_an_ill
             f"seat {p}: an illegal action drawn"
         )
         if len(acts) > 1:
-            got = counts[acts]
-            expected = 3000 / len(acts)
-            assert_uniform(float(((got - expected) ** 2 / expected).sum()), len(acts) - 1, f"seat {p}")
+            assert_uniform(counts[acts], f"seat {p}")
 
 
 # ---------------------------------------------------------------------------------------------- the mutation list
