@@ -256,8 +256,7 @@ def test_flip__recycle_shuffle_turns_the_same_cards_in_a_seeded_order() -> None:
         assert_table(env, before, {0: {"stock": stock, "waste": [], "redeals": 1}})
         assert "flip" in legal(env, 0)
         orders.append(stock)
-    assert any(o != WASTE7[::-1] for o in orders), "recycle='shuffle' never shuffled in 4 seeds"
-    assert len({tuple(o) for o in orders}) > 1, "the shuffle does not depend on the seed"
+    assert len({tuple(o) for o in orders}) > 1, "the shuffle does not depend on the seed (or never shuffles)"
     again = spades_only({"recycle": "shuffle"}, seed=0, waste=WASTE7)
     play(again, {0: "flip"})
     assert again.snapshot()["players"][0]["stock"] == orders[0], "same seed, different shuffle"
@@ -900,9 +899,6 @@ def test_race__exactly_one_card_lands_and_the_losers_are_flagged(n: int, seed: i
         if p != w:
             assert "lake:nertz" not in legal(env, p), f"seat {p}: 2C still playable after the 2C landed"
     assert not any(t.terminations)
-    # same snapshot, same generator state: the same seat wins again
-    again = race(n, seed)
-    assert race_winner(play(again, dict.fromkeys(range(n), "lake:nertz"))) == w
 
 
 def test_race__losers_cards_stay_in_every_kind_of_source() -> None:
@@ -958,8 +954,8 @@ def test_race__a_play_made_possible_only_by_an_earlier_action_of_the_tick_is_ill
 
 
 def test_restore__keeps_the_snapshots_generator_whatever_the_reset_seed() -> None:
-    """``reset(seed=s, options={"snapshot": snap})`` restores snap's generator: the seed does not change the
-    tick order. To vary it, the fairness test puts the generator of a deal seeded with s in the snapshot."""
+    """``reset(seed=s, options={"snapshot": snap})`` restores snap's generator: the same seat wins every time.
+    To vary the tick order, the fairness test puts the generator of a deal seeded with s in the snapshot."""
     env = race(4, seed=0)
     snap = env.snapshot()
     winners = set()
