@@ -14,7 +14,6 @@ from pettingzoo.test import api_test, max_cycles_test, parallel_api_test, render
 
 import nertz_env
 from isolated_venv import dist, env_for, run, run_script, venv
-from nertz_env.infos import round_end_name
 
 SCRIPTS = Path(__file__).parent / "clients"
 
@@ -105,25 +104,6 @@ def test_supersuit_concat_vec_envs__worker_processes_step_the_same_games() -> No
 
 
 # ---------------------------------------------------------------- Tianshou
-def test_tianshou_pettingzoo_env__plays_a_game_with_masks_and_sums_to_the_scores() -> None:
-    pytest.importorskip("tianshou")
-    from tianshou.env.pettingzoo_env import PettingZooEnv
-
-    env = PettingZooEnv(nertz_env.env(num_players=3, max_ticks=40))
-    obs, _ = env.reset(seed=0)
-    rng = np.random.default_rng(0)
-    totals = np.zeros(3)
-    for _ in range(3 * 40 + 3):
-        assert obs["agent_id"] in env.agents and len(obs["mask"]) == env.action_space.n
-        obs, rew, term, trunc, info = env.step(_legal(obs["mask"], rng))
-        totals += rew
-        if term or trunc:
-            break
-    assert trunc and round_end_name(info) == "max_ticks"
-    infos = env.env.infos  # the AEC env's last infos: every seat's round score
-    np.testing.assert_array_equal(totals, [infos[a]["score"] for a in env.agents])
-
-
 def test_tianshou_trainer__one_epoch_of_its_multi_agent_recipe() -> None:
     """Tianshou 2.0's multi-agent recipe (its tic-tac-toe example: ``PettingZooEnv`` of the AEC env, a DQN
     learner beside a random masked opponent in ``MultiAgentOffPolicyAlgorithm``, collectors over
