@@ -6,8 +6,9 @@ Agent-steps: one per agent action (a 4-player tick is 4 agent-steps; chance node
 
 ``--compare REV`` times ``parallel_env`` of the git revision REV against this checkout's: REV's ``nertz_env``
 is extracted to a temporary folder, and each measurement runs in a fresh process (``PYTHONPATH`` picks the
-package, each side has its own numba cache), old and new alternating in pairs so both share the machine's load.
-It prints each pair, the medians and the median of the paired ratios.
+package; REV compiles into a numba cache of its own, this checkout into the caller's), old and new
+alternating in pairs so both share the machine's load. It prints each pair, the medians and the median of
+the paired ratios.
 """
 
 from __future__ import annotations
@@ -85,10 +86,10 @@ def compile_times() -> dict:
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _measure_in(package_root: Path, cache: str, seconds: float, seed: int) -> float:
+def _measure_in(package_root: Path, cache: str | None, seconds: float, seed: int) -> float:
     """Agent-steps/s of :func:`nertz_parallel` in a fresh process importing the ``nertz_env`` under
-    ``package_root``."""
-    env = {**os.environ, "PYTHONPATH": str(package_root), "NUMBA_CACHE_DIR": cache}
+    ``package_root``, with ``cache`` as its numba cache (None: the caller's)."""
+    env = {**os.environ, "PYTHONPATH": str(package_root), **({"NUMBA_CACHE_DIR": cache} if cache else {})}
     cmd = [sys.executable, __file__, "--loop-only", "--seconds", str(seconds), "--seed", str(seed)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=package_root)
     lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
@@ -108,7 +109,7 @@ def compare(rev: str, sha: str, seconds: float, pairs: int, seed: int) -> dict:
         old.mkdir()
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", sha, "nertz_env"], capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
-        sides = {"old": (old, tempfile.mkdtemp(dir=tmp)), "new": (ROOT, tempfile.mkdtemp(dir=tmp))}
+        sides = {"old": (old, tempfile.mkdtemp(dir=tmp)), "new": (ROOT, None)}
         for root, cache in sides.values():  # compile into each side's cache, untimed
             _measure_in(root, cache, 0.2, seed)
         rates: dict[str, list[float]] = {"old": [], "new": []}

@@ -28,7 +28,7 @@ def main() -> None:
     parts = []
     started = time.strftime("%Y-%m-%d %H:%M")
     parts.append(bench_env.main(["--seconds", str(args.seconds)])["table"])
-    parts.append(bench_vector.main(["--seconds", str(max(2.0, args.seconds / 2))])["table"])
+    parts.append(bench_vector.main(["--seconds", str(args.seconds / 2)])["table"])
     if not args.skip_agents:
         try:
             import bench_agents

@@ -27,25 +27,21 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO / ".venv" / "isolated"
 TORCH_PIN = "torch==2.13.0"  # the CPU build (.ci/setup installs the same)
-DISK_ENV = "NERTZ_ISOLATED_DISK"
 
 
 def make_room(keep: Path) -> None:
-    """Under ``NERTZ_ISOLATED_DISK=low``: remove every venv beside ``keep`` (about to be built). Any value but
-    unset or 'low' is refused, so that a typo does not silently keep them all."""
-    mode = os.environ.get(DISK_ENV, "")
-    if mode not in ("", "low"):
-        raise ValueError(f"{DISK_ENV}={mode!r}: the only value is 'low' (keep one isolated venv on disk at a time)")
-    if mode != "low" or not keep.parent.is_dir():
-        return
-    for other in keep.parent.iterdir():
-        if other.is_dir() and other != keep:
-            shutil.rmtree(other, ignore_errors=True)
+    """Under ``NERTZ_ISOLATED_DISK=low``: remove every venv beside ``keep`` (about to be built)."""
+    if os.environ.get("NERTZ_ISOLATED_DISK") == "low":
+        for other in keep.parent.iterdir():
+            if other.is_dir() and other != keep:
+                shutil.rmtree(other, ignore_errors=True)
 
 
 def env_for(venv: Path | None = None, **extra: str) -> dict[str, str]:
     """The environment of a command run outside the checkout, in ``venv`` (its bin first on PATH)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "NUMBA_DISABLE_JIT")}
+    # (bytecode is written as modules are first imported: pip installs without compiling everything)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "NUMBA_DISABLE_JIT", "PYTHONDONTWRITEBYTECODE")}
     env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1", PIP_PROGRESS_BAR="off", MPLBACKEND="Agg",
                PYTHONHASHSEED="0")
     if venv is not None:
@@ -96,11 +92,14 @@ def dist() -> dict[str, Path]:
     return {"wheel": wheel, "sdist": sdist}
 
 
+_MADE: set[tuple[Path, Path]] = set()  # (venv, package): built or refreshed in this session (make_room may remove it)
+
+
 def venv(name: str, package: Path, extras: str = "", requirements: Sequence[str] = (), torch: bool = False,
          no_deps: Sequence[str] = (), python: str | None = sys.executable) -> Path:
     """A venv with ``package[extras]``, ``requirements`` (and torch's CPU build with ``torch``) in one resolve,
     then ``no_deps`` without their requirements (a client whose pins would replace torch). Built once and kept;
-    on a rerun only the package is reinstalled. Skips when ``python`` is None (not on this machine)."""
+    a later session only reinstalls the package, once. Skips when ``python`` is None (not on this machine)."""
     import pytest
 
     if python is None:
@@ -108,20 +107,24 @@ def venv(name: str, package: Path, extras: str = "", requirements: Sequence[str]
     blob = json.dumps([os.path.realpath(python), python, extras, list(requirements), torch, list(no_deps),
                        (REPO / "pyproject.toml").read_text()])
     path = ROOT / f"{name}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
-    pip = [path / "bin" / "python", "-m", "pip", "install", "-q"]
+    if (path, package) in _MADE and (path / ".ready").exists():
+        return path
+    pip = [path / "bin" / "python", "-m", "pip", "install", "-q", "--no-compile"]
     ROOT.mkdir(parents=True, exist_ok=True)
     with open(ROOT / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two sessions building the same venv wait for each other
         if (path / ".ready").exists():
             run([*pip, "--no-deps", "--force-reinstall", package], cwd=REPO)
-            return path
-        make_room(path)
-        shutil.rmtree(path, ignore_errors=True)
-        run([python, "-m", "venv", path], cwd=REPO, timeout=300)
-        run([*pip, *([TORCH_PIN] if torch else []), *requirements, f"{package}[{extras}]" if extras else package], cwd=REPO)
-        if no_deps:
-            run([*pip, "--no-deps", *no_deps], cwd=REPO)
-        (path / ".ready").write_text(blob + "\n")
+        else:
+            make_room(path)
+            shutil.rmtree(path, ignore_errors=True)
+            run([python, "-m", "venv", path], cwd=REPO, timeout=300)
+            run([*pip, *([TORCH_PIN] if torch else []), *requirements, f"{package}[{extras}]" if extras else package],
+                cwd=REPO)
+            if no_deps:
+                run([*pip, "--no-deps", *no_deps], cwd=REPO)
+            (path / ".ready").write_text(blob + "\n")
+    _MADE.add((path, package))
     return path
 
 

@@ -102,14 +102,17 @@ SHRINK: dict[str, tuple[str | None, dict[str, str | None]]] = {
     "python bench/bench_sb3_example.py": ("train", {"--timesteps": "64"}),
     "python bench/bench_compile.py": (None, {"--repeats": "1", "--throughput": "0.2", "--tables": "64",
                                             "--no-save": None}),
+    # each route of the table once (a Ray start per row)
     "python bench/bench_rllib.py": ("rllib", {"--tables": "2", "--n-steps": "8", "--minibatch": "64", "--epochs": "1",
-                                            "--iterations": "1"}),
-    "python bench/mutate.py": (None, {"--only": "stack-same-colour", "--out": "mutation.txt"}),
+                                            "--iterations": "1", "--only": "sb3,single1,engine2,vector1"}),
+    "python bench/mutate.py": (None, {"--only": "stack-same-colour", "--out": "mutation.txt", "--tests":
+                                      "tests/test_rules.py::test_to_work__nertz_top_goes_on_one_rank_higher_of_the_other_colour_only"}),
 }
 SERVERS = {"nertz-play": "the table is at http"}  # runs until stopped: the line it prints when it serves
-# Still 20-90 s each when small (cold compiles, a Ray start, a mutant against its tests): CI's long phase.
+# Still 10-60 s each when small (cold compiles, Ray starts): CI's long phase. A long command whose words all
+# appear in another of the same program runs only as that one (bench_compile.py within --checkout OTHER --agents).
 LONG = ("python bench/bench_compile.py", "python bench/run_all.py", "python bench/bench_agents.py",
-        "python bench/bench_rllib.py", "python bench/mutate.py")
+        "python bench/bench_rllib.py", "python bench/mutate.py", "python bench/bench_env.py --compare")
 
 
 def doc_pages() -> list[Path]:
@@ -210,13 +213,25 @@ def shrunk(cmd: Command) -> list[str]:
     return words
 
 
+def _long(cmd: Command) -> bool:
+    return any(cmd.text == k or cmd.text.startswith(k + " ") for k in LONG)
+
+
 def all_commands() -> list[Command]:
-    """The commands of every page in page order, each once (the same small command once too)."""
+    """The commands of every page in page order, each once (the same small command once too; a long one whose
+    words another long one of the same program holds, as that one)."""
     seen: dict[str, Command] = {}
     for page in doc_pages():
         for c in find_commands(page.read_text(), page.relative_to(ROOT).as_posix()):
             seen.setdefault(shlex.join(shrunk(c)) + repr(sorted(c.env.items())), c)
-    return list(seen.values())
+    cmds = list(seen.values())
+    words = {id(c): {PLACEHOLDERS.get(w, w) for w in shrunk(c)} for c in cmds}
+
+    def covered(c: Command) -> bool:
+        return _long(c) and any(_long(o) and o.argv[:2] == c.argv[:2] and o.env == c.env and words[id(c)] < words[id(o)]
+                                for o in cmds)
+
+    return [c for c in cmds if not covered(c)]
 
 
 COMMANDS = all_commands()
@@ -367,8 +382,7 @@ def _serve(argv: list[str], env: dict[str, str], work: Path, ready: str, where: 
 
 
 def _param(cmd: Command) -> object:
-    long = cmd.argv[:2] and " ".join(cmd.argv[:2]) in LONG
-    return pytest.param(cmd, id=cmd.id, marks=[pytest.mark.slow, *([pytest.mark.long] if long else [])])
+    return pytest.param(cmd, id=cmd.id, marks=[pytest.mark.slow, *([pytest.mark.long] if _long(cmd) else [])])
 
 
 @pytest.mark.parametrize("cmd", [_param(c) for c in COMMANDS])

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from isolated_venv import DISK_ENV, dist, env_for, make_room, python_of, run, run_script, venv
+from isolated_venv import dist, env_for, python_of, run, run_script, venv
 from nertz_env.extras import install_command
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,21 +78,6 @@ def test_installed_wheel__holds_agents_train_eval_only_inside_nertz_env() -> Non
     assert (dist.read_text("top_level.txt") or "").split() == ["nertz_env"]
 
 
-def test_readme__shows_the_commands_that_ci_runs() -> None:
-    script = (ROOT / ".ci" / "run").read_text()
-    commands = dict(re.findall(r"^(TEST_CMD|DEMO_CMD)='(.*)'$", script, re.M))
-    assert set(commands) == {"TEST_CMD", "DEMO_CMD"}
-    readme_lines = (ROOT / "README.md").read_text().splitlines()
-    for cmd in commands.values():
-        assert cmd in readme_lines, f"README.md lost the line {cmd!r} that .ci/run runs"
-
-
-def _source_file(module: str) -> Path:
-    """The source file of a module name (``nertz_env.eval.demo`` -> ``nertz_env/eval/demo.py``)."""
-    base = ROOT / Path(*module.split("."))
-    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
-
-
 def test_console_scripts__point_at_functions_of_the_checkout() -> None:
     import ast
 
@@ -104,7 +89,8 @@ def test_console_scripts__point_at_functions_of_the_checkout() -> None:
         # every command runs through nertz_env.commands (a missing extra is one line), which runs COMMANDS' main
         assert target == f"nertz_env.commands:{script.replace('-', '_')}"
         for module, _, func in (target.partition(":"), COMMANDS[script][0].partition(":")):
-            path = _source_file(module)
+            base = ROOT / Path(*module.split("."))  # nertz_env.eval.demo -> nertz_env/eval/demo.py
+            path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
             assert path.is_file(), f"{script} -> {module}: no {path.relative_to(ROOT)}"
             tree = ast.parse(path.read_text())
             names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
@@ -222,17 +208,8 @@ def test_train_classes__a_missing_extra_names_it_on_import(blocked: str, tmp_pat
 
 
 # ---------------------------------------------------------------------------------------------------------
-# README.md's links: in the checkout and in the package's long description (setup.py makes them absolute)
-
-
-def _setup_py():  # type: ignore[no-untyped-def]
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("nertz_setup_py", ROOT / "setup.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # defines the functions; setup() runs only as __main__
-    return module
+# README.md's links in the package's long description (setup.py makes them absolute; tests/test_docs.py checks
+# them in the checkout)
 
 
 def _link_targets(markdown: str) -> list[tuple[str, bool]]:
@@ -245,36 +222,13 @@ def _link_targets(markdown: str) -> list[tuple[str, bool]]:
     return found
 
 
-def _anchors(path: Path) -> set[str]:
-    """GitHub's heading anchors of a Markdown file."""
-    anchors = set()
-    text = re.sub(r"^```.*?^```[^\n]*$", "", path.read_text(), flags=re.M | re.S)
-    for m in re.finditer(r"^#{1,6}\s+(.+?)\s*#*\s*$", text, re.M):
-        anchors.add(re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-"))
-    return anchors
-
-
-def _check_in_checkout(path: str, fragment: str, where: str) -> None:
-    target = ROOT / path
-    assert target.exists(), f"{where}: {path} is not in the repository"
-    if fragment:
-        assert target.suffix == ".md" and fragment in _anchors(target), f"{where}: no heading #{fragment} in {path}"
-
-
-def test_readme_links__resolve_in_the_checkout() -> None:
-    links = _link_targets((ROOT / "README.md").read_text())
-    assert links
-    for target, _ in links:
-        if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):
-            continue
-        path, _, fragment = target.partition("#")
-        _check_in_checkout(path or "README.md", fragment, f"README.md link {target!r}")
-
-
 def test_readme_links__are_absolute_and_resolve_in_the_long_description() -> None:
     # the page a package index shows: relative links (train/README.md, bench/results/*.png, #headings)
     # pointed nowhere there
-    setup_py = _setup_py()
+    spec = importlib.util.spec_from_file_location("nertz_setup_py", ROOT / "setup.py")
+    assert spec and spec.loader
+    setup_py = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(setup_py)  # defines the functions; setup() runs only as __main__
     repo = _pyproject()["project"]["urls"]["Repository"].rstrip("/")
     assert setup_py.repository_url(str(ROOT)) == repo
     text = setup_py.long_description(str(ROOT))
@@ -285,10 +239,9 @@ def test_readme_links__are_absolute_and_resolve_in_the_long_description() -> Non
         if not target.startswith(repo + "/"):
             continue
         kind, ref, rest = target[len(repo) + 1 :].split("/", 2)
-        path, _, fragment = rest.partition("#")
-        assert ref == setup_py.REF
+        path = rest.partition("#")[0]
+        assert ref == setup_py.REF and (ROOT / path).exists(), target
         assert kind == ("raw" if image else "tree" if (ROOT / path).is_dir() else "blob"), target
-        _check_in_checkout(path, fragment, f"long description link {target!r}")
     assert "dynamic" in _pyproject()["project"] and "readme" in _pyproject()["project"]["dynamic"]
     assert "readme" not in _pyproject()["project"]  # the long description comes from setup.py
 
@@ -453,29 +406,6 @@ def test_play_page__its_assets_are_package_data() -> None:
     assert {"static/index.html", "static/play.js", "static/play.css"} <= set(files)
     for name in files:
         assert any(fnmatch.fnmatch(name, pat) for pat in patterns), f"{name} would be left out of the wheel"
-
-
-# ---------------------------------------------------------------- the isolated venvs' disk mode (NERTZ_ISOLATED_DISK)
-@pytest.mark.parametrize(("mode", "keep", "left"), [
-    ("low", "agilerl-b", ["agilerl-b", "agilerl.lock"]),  # building one removes the others, keeps the locks
-    ("low", "wheel-new", ["agilerl.lock"]),  # a venv not yet made: the rest go
-    (None, "agilerl-b", ["agilerl-b", "agilerl.lock", "plain-a"]),  # unset: every venv is kept
-    ("Low", "agilerl-b", None),  # another value is refused and removes nothing
-])
-def test_make_room__low_keeps_one_venv_unset_keeps_all_another_value_is_refused(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str | None, keep: str, left: list[str] | None) -> None:
-    for name in ("plain-a", "agilerl-b"):
-        (tmp_path / name / "bin").mkdir(parents=True)
-    (tmp_path / "agilerl.lock").write_text("")
-    monkeypatch.delenv(DISK_ENV, raising=False) if mode is None else monkeypatch.setenv(DISK_ENV, mode)
-    if left is None:
-        with pytest.raises(ValueError, match="the only value is 'low'"):
-            make_room(tmp_path / keep)
-        left = ["agilerl-b", "agilerl.lock", "plain-a"]
-    else:
-        make_room(tmp_path / keep)
-        make_room(tmp_path / "not-made" / "x")  # a root not yet made is fine
-    assert sorted(p.name for p in tmp_path.iterdir()) == left
 
 
 # ---------------------------------------------------------------- the sdist and the wheel, installed outside the checkout

@@ -2,14 +2,13 @@
 shortened), on ``nertz_env.parallel_env(obs_key=None)``: the bare observation vector, the mask in
 ``infos[agent]["action_mask"]`` (AgileRL refuses a mask inside the observation).
 
-Run by tests/test_clients.py in a venv of its own. ``python agilerl_ippo.py train`` trains a few learn
-steps with the one-line workaround for AgileRL 2.58's own bug and prints a JSON line of what happened;
-``python agilerl_ippo.py bug`` calls ``get_action`` with the infos as they come and prints the error."""
+Run by tests/test_clients.py in a venv of its own: calls ``get_action`` with the infos as they come (AgileRL
+2.58's own bug: the error), then trains a few learn steps with the one-line workaround, and prints a JSON line
+of what happened."""
 
 from __future__ import annotations
 
 import json
-import sys
 
 import numpy as np
 import torch
@@ -32,7 +31,7 @@ def masks(info):
     return {a: {"action_mask": i["action_mask"].ravel().tolist()} for a, i in info.items() if isinstance(i, dict)}
 
 
-def main(mode: str) -> dict:
+def main() -> dict:
     num_envs = 2
     env = AsyncPettingZooVecEnv([make_env for _ in range(num_envs)])
     try:
@@ -46,12 +45,11 @@ def main(mode: str) -> dict:
             net_config={"encoder_config": {"hidden_size": [32]}},
         )
         obs, info = env.reset(seed=0)
-        if mode == "bug":
-            try:
-                agent.get_action(obs=obs, infos=info)
-            except ValueError as e:
-                return {"error": str(e)}
-            return {"error": None}
+        bug = None
+        try:
+            agent.get_action(obs=obs, infos=info)
+        except ValueError as e:
+            bug = str(e)
         before = [p.detach().clone() for p in agent.actors["player"].parameters()]
         illegal = decisions = episodes = learns = 0
         for _ in range(2):  # two learn steps of AgileRL's loop
@@ -76,10 +74,11 @@ def main(mode: str) -> dict:
             agent.learn((states, actions, log_probs, rewards, dones, values, next_obs, done))
             learns += 1
         changed = any(not torch.equal(a, b) for a, b in zip(before, agent.actors["player"].parameters(), strict=True))
-        return {"learns": learns, "decisions": decisions, "illegal": illegal, "episodes": episodes, "changed": changed}
+        return {"bug": bug, "learns": learns, "decisions": decisions, "illegal": illegal, "episodes": episodes,
+                "changed": changed}
     finally:
         env.close()
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1])))
+    print(json.dumps(main()))
