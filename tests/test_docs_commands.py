@@ -109,10 +109,13 @@ SHRINK: dict[str, tuple[str | None, dict[str, str | None]]] = {
                                       "tests/test_rules.py::test_to_work__nertz_top_goes_on_one_rank_higher_of_the_other_colour_only"}),
 }
 SERVERS = {"nertz-play": "the table is at http"}  # runs until stopped: the line it prints when it serves
-# Still 10-60 s each when small (cold compiles, Ray starts): CI's long phase. A long command whose words all
-# appear in another of the same program runs only as that one (bench_compile.py within --checkout OTHER --agents).
-LONG = ("python bench/bench_compile.py", "python bench/run_all.py", "python bench/bench_agents.py",
-        "python bench/bench_rllib.py", "python bench/mutate.py", "python bench/bench_env.py --compare")
+# CI's long phase: the benchmarks and lab scripts, RLlib, and the imitation commands (with the run that starts
+# from imitation), 4-60 s each when small (cold compiles, torch and Ray starts); the quick suite runs the rest.
+# A long command whose words all appear in another of the same program runs only as that one (bench_compile.py
+# within --checkout OTHER --agents).
+LONG = ("python bench/", "python experiments/", "nertz-train --backend rllib", "nertz-eval gauntlet runs/rllib",
+        "python -m nertz_env.train.imitate", "python -m nertz_env.train.expert", "python -m nertz_env.train.distill",
+        "nertz-train --config train/configs/selfplay_from_dagger.toml")
 
 
 def doc_pages() -> list[Path]:
@@ -214,7 +217,7 @@ def shrunk(cmd: Command) -> list[str]:
 
 
 def _long(cmd: Command) -> bool:
-    return any(cmd.text == k or cmd.text.startswith(k + " ") for k in LONG)
+    return cmd.text.startswith(LONG)
 
 
 def all_commands() -> list[Command]:
