@@ -134,6 +134,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         self._actions = np.zeros((1, n), dtype=np.int64)
         self._seeded = False
         self._closed = False
+        self._info_none: list[dict[str, Any]] = []  # each seat's infos with no event (its match score changes)
         self._team = self.config.team_of
         self._live = frozenset(self.possible_agents)  # the live agents whenever any are: all seats play to the end
         self._num_actions = self.actions.n
@@ -173,9 +174,11 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         self._seeded = True
         self.agents = self.possible_agents[:] if self._state.done[0] == DONE_NO else []
         obs, masks = self._observations()
-        ms = self._rows.match_score.tolist()
-        bare = self.obs_key is None  # the mask goes to the infos only when the observation holds none
-        infos = {a: none_per_agent(masks[i] if bare else None, ms[i]) for i, a in enumerate(self.agents)}
+        self._info_none = [none_per_agent(m) for m in self._rows.match_score.tolist()]
+        infos = {a: info.copy() for a, info in zip(self.agents, self._info_none)}  # noqa: B905
+        if self.obs_key is None:  # the mask goes to the infos only when the observation holds none
+            for a, mask in zip(self.agents, masks):  # noqa: B905
+                infos[a]["action_mask"] = mask
         if self.render_mode == "human":
             self.render()
         return obs, infos
@@ -215,9 +218,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         rewards = dict(zip(agents, rows.rewards.tolist()))  # noqa: B905 (one value per seat by construction)
         terminations = dict.fromkeys(agents, term)
         truncations = dict.fromkeys(agents, trunc)
-        infos = step_per_agent(
-            agents, rows.illegal.tolist(), rows.lost_race.tolist(), rows.applied.tolist(), rows.match_score.tolist()
-        )
+        infos = step_per_agent(agents, rows.illegal.tolist(), rows.lost_race.tolist(), rows.applied.tolist(), self._info_none)
         for name in missing:
             infos[name]["missing_action"] = True
         if self.obs_key is None:  # the mask in exactly one place: TorchRL's wrapper fails when it is in both
@@ -272,6 +273,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         S, cfg = self._state, self.config
         totals = [int(v) for v in S.score_round[0]]  # the engine's score of the round (finish_round)
         end = int(S.round_end[0])
+        self._info_none = [none_per_agent(m) for m in self._rows.match_score.tolist()]
         for a, info in infos.items():
             p = self._seat[a]
             info["round_end"] = end
@@ -281,6 +283,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
             info["score_bonus"] = int(S.score_bonus[0, p])
             info["score_false_calls"] = -cfg.false_call_penalty * int(S.score_false[0, p])
             info["nertz_left"] = int(S.score_nertz[0, p])
+            info["match_score"] = self._info_none[p]["match_score"]
             info["team_score"] = sum(totals[q] for q in range(cfg.num_players) if self._team[q] == self._team[p])
 
     def render(self, mode: str | None = None) -> Any:

@@ -133,27 +133,23 @@ SCHEMAS: dict[str, tuple[InfoKey, ...]] = {
 _NONE_PER_AGENT: dict[str, Any] = {k.name: False if k.kind == "bool" else 0 for k in PER_AGENT}
 
 
-def none_per_agent(mask: Any = None, match_score: int = 0) -> dict[str, Any]:
-    """One agent's infos with every key at its "none yet" value (what ``reset`` returns); with ``mask``, an
-    ``action_mask`` entry too (for an env whose observation holds no mask)."""
-    info = _NONE_PER_AGENT | {"match_score": int(match_score)}
-    if mask is not None:
-        info["action_mask"] = mask
-    return info
+def none_per_agent(match_score: int = 0) -> dict[str, Any]:
+    """One agent's infos with every key at its "none yet" value and the match score so far (what ``reset``
+    returns, without the mask of an env whose observation holds none)."""
+    return _NONE_PER_AGENT | {"match_score": int(match_score)}
 
 
 def step_per_agent(
-    agents: list[str], illegal: list[int], lost_race: list[int], applied: list[int], match_score: list[int]
+    agents: list[str], illegal: list[int], lost_race: list[int], applied: list[int], none: list[dict[str, Any]]
 ) -> dict[str, dict[str, Any]]:
-    """``infos`` of a ``parallel_env`` step: each agent's flags from the engine's rows, every round key at its
-    "none yet" value (each dict a copy of one template)."""
+    """``infos`` of a ``parallel_env`` step: each agent's flags from the engine's rows, on a copy of its seat's
+    :func:`none_per_agent` dict in ``none`` (which holds the seat's match score)."""
     infos = {}
-    for a, i, lost, act, ms in zip(agents, illegal, lost_race, applied, match_score):  # noqa: B905
-        info = _NONE_PER_AGENT.copy()
+    for a, i, lost, act, info in zip(agents, illegal, lost_race, applied, none):  # noqa: B905
+        info = info.copy()
         info["illegal"] = i == 1
         info["lost_race"] = lost == 1
         info["action"] = act
-        info["match_score"] = ms
         infos[a] = info
     return infos
 
