@@ -7,6 +7,7 @@ import warnings
 from typing import Any, ClassVar
 
 import numpy as np
+from gymnasium.error import ClosedEnvironmentError
 
 from nertz_env._text import short
 from nertz_env.config import is_int
@@ -35,8 +36,6 @@ class Copyable:
 def check_open(env: Any, method: str) -> None:
     """Raise ``gymnasium.error.ClosedEnvironmentError`` when ``env`` has been closed."""
     if getattr(env, "_closed", False):
-        from gymnasium.error import ClosedEnvironmentError
-
         raise ClosedEnvironmentError(
             f"{type(env).__name__}.{method}() after close(): a closed environment cannot be used; make a new one"
         )

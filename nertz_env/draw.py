@@ -41,6 +41,7 @@ attributes above).
 from __future__ import annotations
 
 import functools
+import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -577,8 +578,6 @@ def svg_to_rgb(svg: str, scale: float = 1.0) -> np.ndarray:
         from PIL import Image
     except ImportError as e:  # pragma: no cover - depends on the installed extras
         raise ImportError(rgb_extra_message()) from e
-    import io
-
     png = resvg_py.svg_to_bytes(svg_string=svg, skip_system_fonts=True, zoom=scale if scale != 1.0 else None)
     with Image.open(io.BytesIO(bytes(png))) as im:
         return np.asarray(im.convert("RGB"))

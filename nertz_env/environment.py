@@ -29,8 +29,6 @@ from nertz_env.infos import none_per_agent, step_per_agent
 from nertz_env.observation import obs_layout
 from nertz_env.snapshot import restore_table, snapshot_table
 
-ENV_NAME = "nertz_v0"
-
 
 def _as_action(agent: str, value: Any) -> int | None:
     """An action value as an int (None stays None); non-integers raise a ValueError naming the agent."""
@@ -76,7 +74,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
 
     metadata = {
         "render_modes": list(_render.RENDER_MODES),
-        "name": ENV_NAME,
+        "name": "nertz_v0",
         "is_parallelizable": True,
         "render_fps": _render.RENDER_FPS,
     }

@@ -1,13 +1,8 @@
 """Nertz for Ray RLlib: a multi-agent env with RLlib's action-mask keys, a PPO config, a league, checkpoints.
 
-Guide and usage: docs/guides/rllib.md. Needs the ``rllib`` extra; ``import nertz_env`` never imports Ray, this
-module does.
-
-**The env** (:class:`NertzRLlibEnv`) is an RLlib ``MultiAgentEnv``. Each agent's observation is
-``{"observations": float32 (O,), "action_mask": float32 (A,)}``, the keys RLlib's ``ActionMaskingTorchRLModule``
-reads. ``infos[agent]`` holds ``illegal``, ``lost_race``, ``round_end`` and ``score`` (:mod:`nertz_env.infos`).
-``env_config`` takes every rules option of RULES.md by its name, ``num_players``, and (anything else is a
-``ValueError``):
+Guide: docs/guides/rllib.md; infos: :data:`nertz_env.infos.RLLIB`. Needs the ``rllib`` extra (``import
+nertz_env`` never imports Ray). :class:`NertzRLlibEnv`'s ``env_config`` takes every rules option of RULES.md by
+its name, ``num_players``, and (anything else is a ``ValueError``):
 
 * ``num_tables`` (default 1): tables stepped together in one compiled call; agents are then named
   ``t{k}_player_{i}``. One episode is one deal on every table; a finished table drops out while the others
@@ -32,12 +27,15 @@ import gymnasium
 import numpy as np
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.connectors.module_to_env import UnBatchToIndividualItems
+from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.env import single_agent_env_runner
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
+from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
 from ray.rllib.utils.spaces.space_utils import unbatch
 
 from nertz_env._rllib_spec import (
-    ENV_KEYS,  # noqa: F401  (re-exported: nertz_env.rllib.ENV_KEYS)
     LEARNER,
     LEARNER_MODULE_DIR,
     META_FILE,
@@ -50,6 +48,7 @@ from nertz_env.agent_vector import NertzAgentVectorEnv
 from nertz_env.config import NertzConfig
 from nertz_env.engine import batch
 from nertz_env.engine.state import DONE_NO
+from nertz_env.render import render_text
 from nertz_env.threads import limit_threads
 from nertz_env.vector import NertzVectorEnv
 
@@ -130,7 +129,8 @@ class NertzRLlibEnv(MultiAgentEnv):
         self._started = True
         self._seat_opponents()
         self._live_tables[:] = self._venv._state.done == DONE_NO
-        self.agents = [a for t in np.flatnonzero(self._live_tables) for a in self._exposed(int(t))]
+        live = np.flatnonzero(self._live_tables)  # RLlib sees the seats no scripted agent plays
+        self.agents = [a for t in live for p, a in enumerate(self._names[t]) if self._scripted[t][p] is None]
         none = {"illegal": False, "lost_race": False, "round_end": 0, "score": 0}  # the info schema's "none yet"
         return self._obs(self.agents), {a: dict(none) for a in self.agents}
 
@@ -194,8 +194,6 @@ class NertzRLlibEnv(MultiAgentEnv):
         """Every table as text (``mode``: ``None`` or ``"ansi"``; RLlib passes one)."""
         if mode not in (None, "ansi"):
             raise ValueError(f"render supports 'ansi' (text) only, got {mode!r}")
-        from nertz_env.render import render_text
-
         if not self._started:
             return "(no deal yet: call reset())"
         return "\n\n".join(
@@ -204,9 +202,6 @@ class NertzRLlibEnv(MultiAgentEnv):
         )
 
     # ------------------------------------------------------------------ helpers
-    def _exposed(self, t: int) -> list[str]:
-        return [a for p, a in enumerate(self._names[t]) if self._scripted[t][p] is None]
-
     def _seat_opponents(self) -> None:
         """Draw each opponent seat's player for this deal: a scripted agent, or None (RLlib's mapping decides)."""
         s = self.spec_
@@ -267,7 +262,6 @@ class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
         tables = spec.num_tables if num_envs is None else int(num_envs) // p
         if num_envs is not None and (int(num_envs) % p or tables < 1):
             raise ValueError(f"num_envs ({num_envs}) must be a positive multiple of num_players ({p}): a sub-env is a seat")
-        self.spec_ = spec
         self.config = spec.config
         self._env = NertzAgentVectorEnv(tables, copy=False, **spec.config.to_dict())
         self.num_envs = self._env.num_envs
@@ -378,10 +372,6 @@ def ppo_config(
     ``single_agent=True`` (self-play only): RLlib's single-agent route over :class:`NertzRLlibVectorEnv`, one
     vector env of every seat of ``num_tables`` tables per env runner (leave ``num_envs_per_env_runner`` at 1).
     The module is RLlib's ``default_policy``; ``train_batch_size`` counts agent steps."""
-    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
-    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-    from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
-
     env_cfg = dict(env_config or {})
     if single_agent and league is not None:
         raise ValueError("single_agent=True is shared-policy self-play: a league needs the multi-agent env")
@@ -523,8 +513,6 @@ def save_checkpoint(algo: Any, path: str, **extra: Any) -> str:
     spec = parse_env_config(algo.config.env_config)
     module = LEARNER_MODULE_DIR
     if not algo.config.is_multi_agent:  # the single-agent route's one module
-        from ray.rllib.core import DEFAULT_MODULE_ID
-
         module = os.path.join("learner_group", "learner", "rl_module", DEFAULT_MODULE_ID)
     with open(os.path.join(path, META_FILE), "w", encoding="utf-8") as f:
         json.dump(checkpoint_meta(spec.config, module, **extra), f, indent=2, sort_keys=True)

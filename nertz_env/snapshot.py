@@ -26,7 +26,7 @@ from nertz_env.cards import (
     to_text,
 )
 from nertz_env.config import NertzConfig, is_int, make_config
-from nertz_env.engine.rules import card_colour, card_rank
+from nertz_env.engine.rules import card_colour, card_rank, observe_table
 from nertz_env.engine.state import DONE_NO, DONE_TERMINATED, DONE_TRUNCATED, MAX_PILE, TableState
 
 FORMAT = "nertz-snapshot/1"
@@ -152,8 +152,6 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
     Raises:
         SnapshotError: naming the malformed field; ``state`` is left unchanged in that case.
     """
-    from nertz_env.engine.rules import observe_table
-
     if not isinstance(snap, dict):
         raise SnapshotError(f"a snapshot is a dict, got {type(snap).__name__}")
     fmt = _field(snap, "format", "snapshot")
