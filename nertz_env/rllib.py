@@ -32,7 +32,6 @@ from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.env import single_agent_env_runner
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
-from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
 from ray.rllib.utils.spaces.space_utils import unbatch
 
 from nertz_env._rllib_spec import (
@@ -372,6 +371,9 @@ def ppo_config(
     ``single_agent=True`` (self-play only): RLlib's single-agent route over :class:`NertzRLlibVectorEnv`, one
     vector env of every seat of ``num_tables`` tables per env runner (leave ``num_envs_per_env_runner`` at 1).
     The module is RLlib's ``default_policy``; ``train_batch_size`` counts agent steps."""
+    # imported here: the module logs an RLlib deprecation warning when imported
+    from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
+
     env_cfg = dict(env_config or {})
     if single_agent and league is not None:
         raise ValueError("single_agent=True is shared-policy self-play: a league needs the multi-agent env")
