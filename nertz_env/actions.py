@@ -106,9 +106,6 @@ class ActionTable:
         self._names = tuple(self._name(a) for a in self.rows)
         self._by_name = {n: i for i, n in enumerate(self._names)}
 
-    def __len__(self) -> int:
-        return len(self.rows)
-
     @property
     def n(self) -> int:
         """Number of actions (the size of the ``Discrete`` space)."""
