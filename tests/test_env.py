@@ -170,14 +170,6 @@ def test_copy__continues_exactly_and_independently_mid_episode(form: str, how: s
     assert_same_play(env, COPIES[how](env), step, 60)
 
 
-@pytest.mark.parametrize("how", COPIES)
-def test_copy__of_a_fresh_parallel_env_plays_the_same_seeded_game_and_reads_its_own_buffers(how: str) -> None:
-    env = nertz_env.parallel_env(**RULES)
-    twin = COPIES[how](env)
-    assert_same_play(env, twin, seeded(5), 40)
-    assert np.shares_memory(twin._rows.obs, twin._state.obs) and not np.shares_memory(twin._state.obs, env._state.obs)
-
-
 @pytest.mark.parametrize("form", FORMS)
 def test_lifecycle__unknown_reset_options_warn_every_time_and_step_and_reset_after_close_raise(form: str) -> None:
     make, step = FORMS[form]
