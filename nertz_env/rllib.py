@@ -251,7 +251,7 @@ class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         limit_threads(1)
-        single_agent_env_runner.unbatch = fast_unbatch  # built inside RLlib's env runner: its per-step unbatching
+        single_agent_env_runner.unbatch = fast_unbatch  # the env runner of this process unbatches each step fast
         cfg = dict(config or {})
         num_envs = cfg.pop("num_envs", None)
         spec = parse_env_config(cfg)
