@@ -1,14 +1,8 @@
-"""nertz-env: Nertz (Nerts, Pounce, Racing Demon) as a PettingZoo environment.
+"""nertz-env: Nertz (Nerts, Pounce, Racing Demon) as a PettingZoo environment (docs/env/nertz.md).
 
-Entry points: :func:`parallel_env` (PettingZoo ``ParallelEnv``), :func:`env` (AEC), :class:`raw_env`,
-:func:`vector_env` (many tables in one call), :func:`agent_vector_env` (one Gymnasium sub-environment per
-seat), :func:`describe_action`, :func:`decode` (observation vector to a
-readable dict), :class:`NertzConfig` (every rules option), :func:`state_layout` (the global state's layout).
-``dir(nertz_env)`` lists exactly this public API (``__all__``). Importing the package registers the Gymnasium
-ids ``nertz_env/Nertz-v0`` and ``nertz_env/NertzAgents-v0`` (:mod:`nertz_env.registration`).
-
-The adapters are imported on first use, so ``import nertz_env.engine`` (the rules) loads neither numba's
-compiled rules nor PettingZoo until a table is made.
+``dir(nertz_env)`` lists the public API (``__all__``). Importing the package registers the Gymnasium ids
+(:mod:`nertz_env.registration`). The adapters are imported on first use, so ``import nertz_env.engine`` (the
+rules) loads neither numba's compiled rules nor PettingZoo until a table is made.
 """
 
 from __future__ import annotations
@@ -16,10 +10,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from nertz_env import registration  # noqa: F401  (registers the Gymnasium ids)
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.observation import ObsLayout, decode, obs_layout
-from nertz_env.registration import register_envs
 
 if TYPE_CHECKING:
     from nertz_env.agent_vector import NertzAgentVectorEnv, agent_vector_env
@@ -28,8 +22,6 @@ if TYPE_CHECKING:
     from nertz_env.vector import NertzVectorEnv, vector_env
 
 __version__ = "0.2.0"
-
-register_envs()
 
 _LAZY = {
     "NertzAgentVectorEnv": "nertz_env.agent_vector",

@@ -7,8 +7,10 @@ import warnings
 from typing import Any, ClassVar
 
 import numpy as np
+from gymnasium.error import ClosedEnvironmentError
 
 from nertz_env._text import short
+from nertz_env.config import is_int
 
 
 class Copyable:
@@ -34,8 +36,6 @@ class Copyable:
 def check_open(env: Any, method: str) -> None:
     """Raise ``gymnasium.error.ClosedEnvironmentError`` when ``env`` has been closed."""
     if getattr(env, "_closed", False):
-        from gymnasium.error import ClosedEnvironmentError
-
         raise ClosedEnvironmentError(
             f"{type(env).__name__}.{method}() after close(): a closed environment cannot be used; make a new one"
         )
@@ -50,18 +50,14 @@ def warn_unknown_options(options: dict[str, Any], known: tuple[str, ...]) -> Non
         warnings.warn(f"reset() ignores unknown option(s) {unknown}; {takes}", stacklevel=3)
 
 
-def _is_seed(s: Any) -> bool:
-    return isinstance(s, (int, np.integer)) and not isinstance(s, bool) and bool(s >= 0)
-
-
 def table_seeds(seed: Any, n: int) -> np.ndarray:
     """The uint64 seeds of ``n`` tables: ``seed + t`` for an int, the given ones for a list of ``n``, fresh
     entropy for None."""
     if seed is None:
         return np.random.SeedSequence().generate_state(n, np.uint64)
-    if _is_seed(seed):
+    if is_int(seed) and seed >= 0:
         return np.arange(n, dtype=np.uint64) + np.uint64(int(seed) % 2**64)
-    if isinstance(seed, (list, tuple, np.ndarray)) and len(seed) == n and all(_is_seed(s) for s in seed):
+    if isinstance(seed, (list, tuple, np.ndarray)) and len(seed) == n and all(is_int(s) and s >= 0 for s in seed):
         return np.array([int(s) % 2**64 for s in seed], dtype=np.uint64)
     one_per_table = f", or {n} of them (one per table)" if n > 1 else ""
     raise ValueError(f"seed must be a non-negative integer or None{one_per_table}, got {short(seed)}")

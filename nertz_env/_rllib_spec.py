@@ -10,9 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from nertz_env.config import OPTION_NAMES, NertzConfig, make_config
+from nertz_env.config import OPTION_NAMES, NertzConfig, is_int, make_config
 
 #: keys of ``env_config`` that are not rules options
 ENV_KEYS = ("num_players", "num_tables", "learners_per_table", "opponents", "module_opponents", "seed")
@@ -51,10 +49,10 @@ def parse_env_config(env_config: Mapping[str, Any] | None) -> EnvSpec:
     env_keys = {k: cfg.pop(k) for k in ENV_KEYS if k in cfg and k != "num_players"}
     config = make_config(**cfg)  # rules and num_players; raises ValueError naming the option
     num_tables = env_keys.get("num_tables", 1)
-    if not _is_int(num_tables) or num_tables < 1:
+    if not is_int(num_tables) or num_tables < 1:
         raise ValueError(f"num_tables must be a positive integer, got {num_tables!r}")
     learners = env_keys.get("learners_per_table")
-    if learners is not None and (not _is_int(learners) or not 1 <= learners <= config.num_players):
+    if learners is not None and (not is_int(learners) or not 1 <= learners <= config.num_players):
         raise ValueError(
             f"learners_per_table must be from 1 to num_players={config.num_players} or None, got {learners!r}"
         )
@@ -68,7 +66,7 @@ def parse_env_config(env_config: Mapping[str, Any] | None) -> EnvSpec:
     if isinstance(module_w, bool) or not isinstance(module_w, (int, float)) or module_w < 0:
         raise ValueError(f"module_opponents must be a weight >= 0, got {module_w!r}")
     seed = env_keys.get("seed")
-    if seed is not None and (not _is_int(seed) or seed < 0):
+    if seed is not None and (not is_int(seed) or seed < 0):
         raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
     has_opponent_seats = learners is not None and learners < config.num_players
     if has_opponent_seats and sum(opponents.values()) + module_w <= 0:
@@ -84,10 +82,6 @@ def parse_env_config(env_config: Mapping[str, Any] | None) -> EnvSpec:
         for spec in opponents:
             make_agent(spec)  # an unknown agent or bad parameter fails here, naming the spec
     return EnvSpec(config, int(num_tables), learners, dict(opponents), float(module_w), seed)
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
 @dataclass

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from nertz_env.cards import SUITS
-from nertz_env.config import NertzConfig
+from nertz_env.config import NertzConfig, is_int
 
 # Action kinds (shared with the engine).
 WAIT, FLIP, LAKE, TO_WORK, RUN, CALL, TUCK, ROTATE, JOKER_LAKE = range(9)
@@ -106,9 +106,6 @@ class ActionTable:
         self._names = tuple(self._name(a) for a in self.rows)
         self._by_name = {n: i for i, n in enumerate(self._names)}
 
-    def __len__(self) -> int:
-        return len(self.rows)
-
     @property
     def n(self) -> int:
         """Number of actions (the size of the ``Discrete`` space)."""
@@ -118,7 +115,7 @@ class ActionTable:
         return self.rows[self._check(index)]
 
     def _check(self, index: int) -> int:
-        if not isinstance(index, (int, np.integer)) or isinstance(index, bool) or not 0 <= index < len(self.rows):
+        if not is_int(index) or not 0 <= index < len(self.rows):
             raise ValueError(f"action index must be an integer from 0 to {len(self.rows) - 1}, got {index!r}")
         return int(index)
 

@@ -18,18 +18,10 @@ from nertz_env.vector import NertzVectorEnv
 
 
 class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
-    """Every seat of ``num_tables`` tables as its own sub-environment of a ``gymnasium.vector.VectorEnv``.
-
-    Sub-environment ``i`` is seat ``i % num_players`` of table ``i // num_players`` (``env_table[i]``,
-    ``env_seat[i]``)::
-
-        obs, infos = envs.reset(seed=0)          # table t is seeded with seed + t, as in vector_env
-        obs["observation"] float32 (N, O)        obs["action_mask"] int8 (N, A)
-        obs, rewards, terminations, truncations, infos = envs.step(actions)    # actions: integers (N,)
-        rewards float32 (N,); terminations, truncations bool (N,)
-
-    The seats of a table step, end and autoreset (``NEXT_STEP``) together. ``infos`` holds arrays of length N
-    (:data:`nertz_env.infos.AGENT_VECTOR`). The arguments are :func:`agent_vector_env`'s.
+    """Every seat of ``num_tables`` tables as its own sub-environment of a ``gymnasium.vector.VectorEnv``:
+    sub-environment ``i`` is seat ``env_seat[i]`` of table ``env_table[i]``, arrays are shaped ``(N, ...)``, infos
+    :data:`nertz_env.infos.AGENT_VECTOR`. Guide: docs/guides/vector-envs.md; the arguments are
+    :func:`agent_vector_env`'s.
     """
 
     metadata = {

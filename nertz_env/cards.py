@@ -8,7 +8,7 @@ Card codes (int8 everywhere in the engine)::
      39 .. 51   AS 2S 3S ... KS      colour: D and H are red (1), C and S are black (0)
      52         JOKER               wild, no value yet (Nertz pile, stock, waste, uncovered on a work pile)
      53 .. 78   fixed joker         a joker fixed once covered on a work pile: 53 + rank * 2 + colour
-     -1         NO_CARD             an empty slot
+     -1         (none)              an empty slot
 
 In the lake a joker is declared as one real card; lake cells hold ``LAKE_JOKER_FLAG + card`` for such a
 joker (64 .. 115) and the plain card code otherwise.
@@ -30,7 +30,6 @@ JOKER = 52
 FIXED_JOKER_BASE = 53
 FIXED_JOKER_END = FIXED_JOKER_BASE + NUM_RANKS * 2  # exclusive
 LAKE_JOKER_FLAG = 64
-NO_CARD = -1
 
 
 def card(rank: int, suit: int) -> int:

@@ -27,7 +27,8 @@ MAX_MATCH_ROUNDS = 2**15 - 1
 MAX_LAST_MOVES = 4
 
 
-def _is_int(v: Any) -> bool:
+def is_int(v: Any) -> bool:
+    """An integer (Python's or numpy's), not a bool."""
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
@@ -78,7 +79,7 @@ class NertzConfig:
             allowed = f"an integer from {lo} to {hi}"
             if optional:
                 allowed += " or None"
-            if not _is_int(v) or not lo <= v <= hi:
+            if not is_int(v) or not lo <= v <= hi:
                 raise bad(name, allowed)
             object.__setattr__(self, name, int(v))
 
@@ -123,7 +124,7 @@ class NertzConfig:
         if isinstance(teams, Sequence) and not isinstance(teams, str):
             groups = []
             for g in teams:
-                if not isinstance(g, Sequence) or isinstance(g, str) or not all(_is_int(s) for s in g):
+                if not isinstance(g, Sequence) or isinstance(g, str) or not all(is_int(s) for s in g):
                     raise ValueError(f"teams must be True, False or a list of seat lists, got {short(teams)}")
                 groups.append(tuple(int(s) for s in g))
             seats = sorted(s for g in groups for s in g)

@@ -41,6 +41,7 @@ attributes above).
 from __future__ import annotations
 
 import functools
+import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -48,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from nertz_env.extras import install_command
+from nertz_env.render import rgb_extra_message
 
 #: One colour per seat: Okabe & Ito's colour-blind-safe set, with grey for its black.
 SEAT_COLOURS = ("#d55e00", "#56b4e9", "#f0e442", "#cc79a7", "#009e73", "#e69f00", "#0072b2", "#bbbbbb")
@@ -576,11 +577,7 @@ def svg_to_rgb(svg: str, scale: float = 1.0) -> np.ndarray:
         import resvg_py
         from PIL import Image
     except ImportError as e:  # pragma: no cover - depends on the installed extras
-        raise ImportError(
-            f"rgb rendering needs resvg-py and pillow: {install_command('render')}"
-        ) from e
-    import io
-
+        raise ImportError(rgb_extra_message()) from e
     png = resvg_py.svg_to_bytes(svg_string=svg, skip_system_fonts=True, zoom=scale if scale != 1.0 else None)
     with Image.open(io.BytesIO(bytes(png))) as im:
         return np.asarray(im.convert("RGB"))

@@ -20,7 +20,7 @@ from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 from nertz_env import render as _render
 from nertz_env._envbase import Copyable, check_open, table_seeds, warn_unknown_options
 from nertz_env.actions import ActionTable, action_table
-from nertz_env.config import NertzConfig, make_config, rules_of
+from nertz_env.config import NertzConfig, is_int, make_config, rules_of
 from nertz_env.engine import batch
 from nertz_env.engine.rules import step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate
@@ -29,15 +29,12 @@ from nertz_env.infos import none_per_agent, step_per_agent
 from nertz_env.observation import obs_layout
 from nertz_env.snapshot import restore_table, snapshot_table
 
-ENV_NAME = "nertz_v0"
-_INT_TYPES = (int, np.integer)
-
 
 def _as_action(agent: str, value: Any) -> int | None:
     """An action value as an int (None stays None); non-integers raise a ValueError naming the agent."""
     if value is None:
         return None
-    if isinstance(value, _INT_TYPES) and not isinstance(value, bool):
+    if is_int(value):
         return int(value)
     if isinstance(value, np.ndarray) and value.size == 1 and np.issubdtype(value.dtype, np.integer):
         return int(value.reshape(()))
@@ -77,7 +74,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
 
     metadata = {
         "render_modes": list(_render.RENDER_MODES),
-        "name": ENV_NAME,
+        "name": "nertz_v0",
         "is_parallelizable": True,
         "render_fps": _render.RENDER_FPS,
     }
@@ -100,7 +97,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
             raise ValueError(f"obs_key must be 'observation', 'observations' or None, got {obs_key!r}")
         self.obs_key = obs_key
         if max_cycles is not None:  # PettingZoo's name for max_ticks, for a one-round episode
-            if not isinstance(max_cycles, _INT_TYPES) or isinstance(max_cycles, bool) or max_cycles < 1:
+            if not is_int(max_cycles) or max_cycles < 1:
                 raise ValueError(f"max_cycles must be a positive integer, got {max_cycles!r}")
             if rules.get("max_ticks") is not None:
                 raise ValueError("give max_cycles or max_ticks, not both (max_cycles is PettingZoo's name for max_ticks)")

@@ -29,13 +29,9 @@ class StateLayout:
         self.locations: tuple[str, ...] = ("nertz", "stock", "waste", *(f"work_{j}" for j in range(w)), "lake")
         self.deck = d
         self.card_width = len(self.locations) + 1  # the location one-hot, then the depth
-        sizes = [("cards", p * d * self.card_width), ("status", p * len(STATUS_FIELDS))]
-        self.slices: dict[str, slice] = {}
-        pos = 0
-        for name, n in sizes:
-            self.slices[name] = slice(pos, pos + n)
-            pos += n
-        self.size = pos
+        cards = p * d * self.card_width
+        self.size = cards + p * len(STATUS_FIELDS)
+        self.slices: dict[str, slice] = {"cards": slice(0, cards), "status": slice(cards, self.size)}
         self._status = obs_layout(config).slices["status"]
 
     def markdown(self) -> str:

@@ -97,22 +97,16 @@ RLLIB: tuple[InfoKey, ...] = (
     InfoKey("score", "int", (), "0", "the finished round's score of the agent, when `round_end` is set"),
 )
 
-#: ``info`` of the single-agent view ``nertz_env.train.single.NertzSingleAgentEnv``: the learner's
-#: ``parallel_env`` infos plus these, at reset and every step
-SINGLE_EXTRA: tuple[InfoKey, ...] = (
-    InfoKey("seat", "int", (), "(always set)", "the learner's seat this episode"),
-    InfoKey("opponents", "dict", (), "(always set)", "the opponents' names by seat"),
-    InfoKey("rivals_reward", "float", (), "0.0", "the mean reward of the seats on other teams this step"),
-    InfoKey("max_ticks", "bool", (), "False", "the round was cut off at `max_ticks` (reported as terminated)"),
-)
-
-#: the single-agent view's whole ``info``: its observation is the bare vector, so the infos carry the
-#: learner's mask (equal to ``action_masks()`` while the episode runs)
+#: ``info`` of the single-agent view ``nertz_env.train.single.NertzSingleAgentEnv``, at reset and every step:
+#: the learner's ``parallel_env`` infos, its mask (the observation is the bare vector) and its own keys
 SINGLE: tuple[InfoKey, ...] = (
     *PER_AGENT[:4],
     InfoKey("action_mask", "array", ("A",), "the mask", "the learner's legal actions (`action_masks()` as int8)"),
     *PER_AGENT[4:],
-    *SINGLE_EXTRA,
+    InfoKey("seat", "int", (), "(always set)", "the learner's seat this episode"),
+    InfoKey("opponents", "dict", (), "(always set)", "the opponents' names by seat"),
+    InfoKey("rivals_reward", "float", (), "0.0", "the mean reward of the seats on other teams this step"),
+    InfoKey("max_ticks", "bool", (), "False", "the round was cut off at `max_ticks` (reported as terminated)"),
 )
 
 #: ``infos[agent]`` of ``parallel_env(obs_key=None)`` and ``env(obs_key=None)``: the observation is the bare

@@ -215,9 +215,5 @@ def decode(obs: np.ndarray, config: NertzConfig) -> dict[str, Any]:
             for i in range(p - 1)
         ],
         "status": dict(zip(STATUS_FIELDS, (float(x) for x in obs[s["status"]]), strict=True)),
-    } | ({"last_moves": _decode_moves(obs[s["last_moves"]], config.last_moves)} if config.last_moves else {})
-
-
-def _decode_moves(cells: np.ndarray, k: int) -> list[int]:
-    """The action indices of the slice last_moves, most recent first (moves not made yet left out)."""
-    return [int(np.argmax(block)) for block in cells.reshape(k, -1) if block.any()]
+    } | ({"last_moves": [int(np.argmax(m)) for m in obs[s["last_moves"]].reshape(config.last_moves, -1) if m.any()]}
+         if config.last_moves else {})

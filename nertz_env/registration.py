@@ -29,10 +29,5 @@ def make_agents_vec(num_envs: int, num_players: int = 4, **kwargs: Any) -> gymna
     return agent_vector_env(num_envs // num_players, num_players=num_players, **kwargs)
 
 
-def register_envs() -> None:
-    """Register the ids (again is harmless: an id already registered is left as it is)."""
-    registry = gymnasium.envs.registration.registry
-    if SINGLE_ID not in registry:
-        gymnasium.register(id=SINGLE_ID, entry_point="nertz_env.train.single:NertzSingleAgentEnv")
-    if AGENTS_ID not in registry:
-        gymnasium.register(id=AGENTS_ID, entry_point=None, vector_entry_point=f"{__name__}:make_agents_vec")
+gymnasium.register(id=SINGLE_ID, entry_point="nertz_env.train.single:NertzSingleAgentEnv")
+gymnasium.register(id=AGENTS_ID, entry_point=None, vector_entry_point=f"{__name__}:make_agents_vec")

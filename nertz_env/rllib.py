@@ -1,13 +1,8 @@
 """Nertz for Ray RLlib: a multi-agent env with RLlib's action-mask keys, a PPO config, a league, checkpoints.
 
-Guide and usage: docs/guides/rllib.md. Needs the ``rllib`` extra; ``import nertz_env`` never imports Ray, this
-module does.
-
-**The env** (:class:`NertzRLlibEnv`) is an RLlib ``MultiAgentEnv``. Each agent's observation is
-``{"observations": float32 (O,), "action_mask": float32 (A,)}``, the keys RLlib's ``ActionMaskingTorchRLModule``
-reads. ``infos[agent]`` holds ``illegal``, ``lost_race``, ``round_end`` and ``score`` (:mod:`nertz_env.infos`).
-``env_config`` takes every rules option of RULES.md by its name, ``num_players``, and (anything else is a
-``ValueError``):
+Guide: docs/guides/rllib.md; infos: :data:`nertz_env.infos.RLLIB`. Needs the ``rllib`` extra (``import
+nertz_env`` never imports Ray). :class:`NertzRLlibEnv`'s ``env_config`` takes every rules option of RULES.md by
+its name, ``num_players``, and (anything else is a ``ValueError``):
 
 * ``num_tables`` (default 1): tables stepped together in one compiled call; agents are then named
   ``t{k}_player_{i}``. One episode is one deal on every table; a finished table drops out while the others
@@ -24,16 +19,22 @@ import json
 import os
 import time
 import zlib
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium
 import numpy as np
 from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.connectors.module_to_env import UnBatchToIndividualItems
+from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.env import single_agent_env_runner
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
+from ray.rllib.utils.spaces.space_utils import unbatch
 
 from nertz_env._rllib_spec import (
-    ENV_KEYS,  # noqa: F401  (re-exported: nertz_env.rllib.ENV_KEYS)
     LEARNER,
     LEARNER_MODULE_DIR,
     META_FILE,
@@ -42,24 +43,16 @@ from nertz_env._rllib_spec import (
     League,
     parse_env_config,
 )
+from nertz_env.agent_vector import NertzAgentVectorEnv
 from nertz_env.config import NertzConfig
 from nertz_env.engine import batch
 from nertz_env.engine.state import DONE_NO
+from nertz_env.render import render_text
 from nertz_env.threads import limit_threads
 from nertz_env.vector import NertzVectorEnv
 
 # the parts without Ray live in _rllib_spec (nertz-train checks options before importing Ray); documented here
 EnvSpec.__module__ = League.__module__ = parse_env_config.__module__ = __name__
-
-
-def agent_name(table: int, seat: int, num_tables: int) -> str:
-    """The agent id of ``seat`` at ``table``: ``player_i`` with one table, ``t{k}_player_{i}`` with more."""
-    return f"player_{seat}" if num_tables == 1 else f"t{table}_player_{seat}"
-
-
-def seat_of(agent_id: str) -> int:
-    """The seat of an agent id of :class:`NertzRLlibEnv`."""
-    return int(str(agent_id).rsplit("_", 1)[1])
 
 
 def _obs_space(size: int, actions: int) -> gymnasium.spaces.Dict:
@@ -93,12 +86,11 @@ class NertzRLlibEnv(MultiAgentEnv):
         self.config = s.config
         self.num_tables = s.num_tables
         n = self.config.num_players
-        self._venv = NertzVectorEnv(s.num_tables, num_players=n, autoreset=False, copy=False, **self._rules())
-        self.obs_size = self._venv.obs_layout.size
-        self.num_actions = self._venv.actions.n
-        obs_space = _obs_space(self.obs_size, self.num_actions)
-        act_space: gymnasium.spaces.Space = gymnasium.spaces.Discrete(self.num_actions)
-        self._names = [[agent_name(t, p, s.num_tables) for p in range(n)] for t in range(s.num_tables)]
+        self._venv = NertzVectorEnv(s.num_tables, autoreset=False, copy=False, **self.config.to_dict())
+        obs_space = _obs_space(self._venv.obs_layout.size, self._venv.actions.n)
+        act_space: gymnasium.spaces.Space = gymnasium.spaces.Discrete(self._venv.actions.n)
+        prefix = [f"t{t}_" if s.num_tables > 1 else "" for t in range(s.num_tables)]  # t{k}_player_{i}, or player_{i}
+        self._names = [[f"{prefix[t]}player_{p}" for p in range(n)] for t in range(s.num_tables)]
         self.possible_agents = [a for row in self._names for a in row]
         self.agents: list[str] = []
         self.observation_spaces = dict.fromkeys(self.possible_agents, obs_space)
@@ -116,11 +108,6 @@ class NertzRLlibEnv(MultiAgentEnv):
         self._live_tables = np.zeros(s.num_tables, dtype=bool)
         #: wall seconds spent inside ``step`` (engine and scripted opponents), for throughput reports
         self.step_seconds = 0.0
-
-    def _rules(self) -> dict[str, Any]:
-        d = self.config.to_dict()
-        d.pop("num_players")
-        return d
 
     # ------------------------------------------------------------------ MultiAgentEnv API
     def reset(
@@ -141,7 +128,8 @@ class NertzRLlibEnv(MultiAgentEnv):
         self._started = True
         self._seat_opponents()
         self._live_tables[:] = self._venv._state.done == DONE_NO
-        self.agents = [a for t in np.flatnonzero(self._live_tables) for a in self._exposed(int(t))]
+        live = np.flatnonzero(self._live_tables)  # RLlib sees the seats no scripted agent plays
+        self.agents = [a for t in live for p, a in enumerate(self._names[t]) if self._scripted[t][p] is None]
         none = {"illegal": False, "lost_race": False, "round_end": 0, "score": 0}  # the info schema's "none yet"
         return self._obs(self.agents), {a: dict(none) for a in self.agents}
 
@@ -205,8 +193,6 @@ class NertzRLlibEnv(MultiAgentEnv):
         """Every table as text (``mode``: ``None`` or ``"ansi"``; RLlib passes one)."""
         if mode not in (None, "ansi"):
             raise ValueError(f"render supports 'ansi' (text) only, got {mode!r}")
-        from nertz_env.render import render_text
-
         if not self._started:
             return "(no deal yet: call reset())"
         return "\n\n".join(
@@ -214,13 +200,7 @@ class NertzRLlibEnv(MultiAgentEnv):
             for t in range(self.num_tables)
         )
 
-    def close(self) -> None:
-        pass
-
     # ------------------------------------------------------------------ helpers
-    def _exposed(self, t: int) -> list[str]:
-        return [a for p, a in enumerate(self._names[t]) if self._scripted[t][p] is None]
-
     def _seat_opponents(self) -> None:
         """Draw each opponent seat's player for this deal: a scripted agent, or None (RLlib's mapping decides)."""
         s = self.spec_
@@ -270,10 +250,8 @@ class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
     metadata = {"autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP}
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
-        from nertz_env.agent_vector import NertzAgentVectorEnv
-
         limit_threads(1)
-        _use_fast_unbatch()  # built inside RLlib's env runner: make its per-step unbatching fast
+        single_agent_env_runner.unbatch = fast_unbatch  # the env runner of this process unbatches each step fast
         cfg = dict(config or {})
         num_envs = cfg.pop("num_envs", None)
         spec = parse_env_config(cfg)
@@ -283,11 +261,8 @@ class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
         tables = spec.num_tables if num_envs is None else int(num_envs) // p
         if num_envs is not None and (int(num_envs) % p or tables < 1):
             raise ValueError(f"num_envs ({num_envs}) must be a positive multiple of num_players ({p}): a sub-env is a seat")
-        rules = spec.config.to_dict()
-        rules.pop("num_players")
-        self.spec_ = spec
         self.config = spec.config
-        self._env = NertzAgentVectorEnv(tables, num_players=p, copy=False, **rules)
+        self._env = NertzAgentVectorEnv(tables, copy=False, **spec.config.to_dict())
         self.num_envs = self._env.num_envs
         o, a = self._env.venv.obs_layout.size, self._env.venv.actions.n
         self.single_observation_space = _obs_space(o, a)
@@ -342,7 +317,7 @@ class league_mapping:
         self.snapshots = list(snapshot_ids)
 
     def __call__(self, agent_id: Any, episode: Any = None, **kwargs: Any) -> str:
-        if seat_of(agent_id) < self.learners or not self.snapshots:
+        if int(str(agent_id).rsplit("_", 1)[1]) < self.learners or not self.snapshots:  # the agent's seat
             return LEARNER
         key = f"{getattr(episode, 'id_', '')}/{agent_id}".encode()
         return self.snapshots[zlib.crc32(key) % len(self.snapshots)]  # the same in every process
@@ -396,8 +371,7 @@ def ppo_config(
     ``single_agent=True`` (self-play only): RLlib's single-agent route over :class:`NertzRLlibVectorEnv`, one
     vector env of every seat of ``num_tables`` tables per env runner (leave ``num_envs_per_env_runner`` at 1).
     The module is RLlib's ``default_policy``; ``train_batch_size`` counts agent steps."""
-    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
-    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    # imported here: the module logs an RLlib deprecation warning when imported
     from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
 
     env_cfg = dict(env_config or {})
@@ -471,11 +445,9 @@ class NertzSingleAgentPPOConfig(PPOConfig):
     def build_module_to_env_connector(self, env: Any = None, spaces: Any = None) -> Any:
         """RLlib's module-to-env pipeline with ``UnBatchToIndividualItems`` replaced by the flat unbatcher."""
         pipeline = super().build_module_to_env_connector(env, spaces)
-        from ray.rllib.connectors.module_to_env import UnBatchToIndividualItems
-
         for i, piece in enumerate(pipeline.connectors):
             if type(piece) is UnBatchToIndividualItems:
-                pipeline.connectors[i] = _flat_unbatch_class()(
+                pipeline.connectors[i] = FlatUnBatchToIndividualItems(
                     piece.input_observation_space, piece.input_action_space
                 )
         return pipeline
@@ -488,50 +460,27 @@ def fast_unbatch(struct: Any) -> Any:
     if isinstance(struct, dict) and struct and all(isinstance(v, np.ndarray) for v in struct.values()):
         keys = list(struct)
         return [dict(zip(keys, row, strict=True)) for row in zip(*(struct[k] for k in keys), strict=True)]
-    from ray.rllib.utils.spaces.space_utils import unbatch
-
     return unbatch(struct)
 
 
-def _use_fast_unbatch() -> None:
-    """Make RLlib's single-agent env runner (in this process) unbatch with :func:`fast_unbatch`."""
-    import ray.rllib.env.single_agent_env_runner as runner_module
+class FlatUnBatchToIndividualItems(UnBatchToIndividualItems):
+    """RLlib's ``UnBatchToIndividualItems`` with a fast path for flat numpy columns (same result)."""
 
-    if getattr(runner_module.unbatch, "__name__", "") != "fast_unbatch":
-        runner_module.unbatch = fast_unbatch
-
-
-_FLAT_UNBATCH: Any = None
-
-
-def _flat_unbatch_class() -> Any:
-    """``UnBatchToIndividualItems`` with a fast path for flat numpy columns (made on first use)."""
-    global _FLAT_UNBATCH
-    if _FLAT_UNBATCH is not None:
-        return _FLAT_UNBATCH
-    from collections import defaultdict
-
-    from ray.rllib.connectors.module_to_env import UnBatchToIndividualItems
-
-    class FlatUnBatchToIndividualItems(UnBatchToIndividualItems):
-        def __call__(self, *, rl_module: Any, batch: Any, episodes: Any, explore: Any = None,
-                     shared_data: Any = None, **kwargs: Any) -> Any:
-            order = (shared_data or {}).get("memorized_map_structure")
-            if not isinstance(order, list) or not all(isinstance(v, np.ndarray) for v in batch.values()):
-                return super().__call__(
-                    rl_module=rl_module, batch=batch, episodes=episodes, explore=explore,
-                    shared_data=shared_data, **kwargs,
-                )
-            for column, data in list(batch.items()):
-                rows = list(data)
-                by_episode: dict[Any, list[Any]] = defaultdict(list)
-                for i, eps_id in enumerate(order):
-                    by_episode[(eps_id,)].append(rows[i])
-                batch[column] = dict(by_episode)
-            return batch
-
-    _FLAT_UNBATCH = FlatUnBatchToIndividualItems
-    return _FLAT_UNBATCH
+    def __call__(self, *, rl_module: Any, batch: Any, episodes: Any, explore: Any = None,
+                 shared_data: Any = None, **kwargs: Any) -> Any:
+        order = (shared_data or {}).get("memorized_map_structure")
+        if not isinstance(order, list) or not all(isinstance(v, np.ndarray) for v in batch.values()):
+            return super().__call__(
+                rl_module=rl_module, batch=batch, episodes=episodes, explore=explore,
+                shared_data=shared_data, **kwargs,
+            )
+        for column, data in list(batch.items()):
+            rows = list(data)
+            by_episode: dict[Any, list[Any]] = defaultdict(list)
+            for i, eps_id in enumerate(order):
+                by_episode[(eps_id,)].append(rows[i])
+            batch[column] = dict(by_episode)
+        return batch
 
 
 def add_snapshot(algo: Any, slot: int) -> str:
@@ -566,8 +515,6 @@ def save_checkpoint(algo: Any, path: str, **extra: Any) -> str:
     spec = parse_env_config(algo.config.env_config)
     module = LEARNER_MODULE_DIR
     if not algo.config.is_multi_agent:  # the single-agent route's one module
-        from ray.rllib.core import DEFAULT_MODULE_ID
-
         module = os.path.join("learner_group", "learner", "rl_module", DEFAULT_MODULE_ID)
     with open(os.path.join(path, META_FILE), "w", encoding="utf-8") as f:
         json.dump(checkpoint_meta(spec.config, module, **extra), f, indent=2, sort_keys=True)

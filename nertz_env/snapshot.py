@@ -25,8 +25,8 @@ from nertz_env.cards import (
     lake_to_text,
     to_text,
 )
-from nertz_env.config import NertzConfig, make_config
-from nertz_env.engine.rules import card_colour, card_rank
+from nertz_env.config import NertzConfig, is_int, make_config
+from nertz_env.engine.rules import card_colour, card_rank, observe_table
 from nertz_env.engine.state import DONE_NO, DONE_TERMINATED, DONE_TRUNCATED, MAX_PILE, TableState
 
 FORMAT = "nertz-snapshot/1"
@@ -101,7 +101,7 @@ _INT32_MAX = 2**31 - 1
 
 
 def _int(v: Any, where: str, lo: int = 0, hi: int | None = None) -> int:
-    if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo or (hi is not None and v > hi):
+    if not is_int(v) or v < lo or (hi is not None and v > hi):
         rng = f"from {lo} to {hi}" if hi is not None else f">= {lo}"
         raise SnapshotError(f"{where} must be an integer {rng}, got {short(v)}")
     return int(v)
@@ -152,8 +152,6 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
     Raises:
         SnapshotError: naming the malformed field; ``state`` is left unchanged in that case.
     """
-    from nertz_env.engine.rules import observe_table
-
     if not isinstance(snap, dict):
         raise SnapshotError(f"a snapshot is a dict, got {type(snap).__name__}")
     fmt = _field(snap, "format", "snapshot")

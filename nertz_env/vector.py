@@ -14,7 +14,7 @@ import numpy as np
 from nertz_env import render as _render
 from nertz_env._envbase import Copyable, check_open, table_seeds, warn_unknown_options
 from nertz_env.actions import ActionTable, action_table
-from nertz_env.config import NertzConfig, make_config, rules_of
+from nertz_env.config import NertzConfig, is_int, make_config, rules_of
 from nertz_env.engine import batch
 from nertz_env.engine.rules import reset_block, reset_seeded_block, sample_block, step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate, nbytes
@@ -25,17 +25,8 @@ from nertz_env.snapshot import restore_table, snapshot_table
 
 class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
     """``num_tables`` Nertz tables stepped together, a ``gymnasium.vector.VectorEnv`` of one table per
-    sub-environment. Arrays are shaped ``(tables, players, ...)``::
-
-        obs, infos = venv.reset(seed=0)               # table t is seeded with seed + t
-        obs["observation"]  float32 (T, P, O)          obs["action_mask"]  int8 (T, P, A)
-        obs, rewards, terminations, truncations, infos = venv.step(actions)   # actions: integers (T, P)
-        rewards float32 (T, P); terminations, truncations bool (T, P)
-
-    ``single_action_space`` is ``MultiDiscrete([A] * P)``; autoreset is Gymnasium's ``NEXT_STEP`` mode (the
-    step after a table ended deals it anew, ignores its actions and returns zero rewards). Unlike Gymnasium,
-    rewards and endings have a seat axis; ``infos`` is a dict of arrays (:data:`nertz_env.infos.VECTOR`). A table
-    steps exactly as ``parallel_env`` with the same seed.
+    sub-environment (``NEXT_STEP`` autoreset). Arrays, rewards and endings are shaped ``(tables, players, ...)``;
+    ``infos`` is a dict of arrays (:data:`nertz_env.infos.VECTOR`). Guide: docs/guides/vector-envs.md.
     """
 
     metadata = {
@@ -236,7 +227,7 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
 
     # ------------------------------------------------------------------ helpers
     def _table_index(self, table: int) -> int:
-        if not isinstance(table, (int, np.integer)) or isinstance(table, bool) or not 0 <= table < self.num_envs:
+        if not is_int(table) or not 0 <= table < self.num_envs:
             raise ValueError(f"table must be an integer from 0 to {self.num_envs - 1}, got {table!r}")
         return int(table)
 

@@ -147,14 +147,11 @@ def test_default_drawing_is_env_render() -> None:
 
 @pytest.mark.parametrize("players", [2, 5, 8])
 def test_rgb_array_env_forms(players: int) -> None:
-    from pettingzoo.test import render_test
-
+    """(PettingZoo's render_test, rgb_array included: test_clients.py.)"""
     from nertz_env.draw import ENV_FAN
-    from nertz_env.environment import env, parallel_env
+    from nertz_env.environment import parallel_env
     from nertz_env.vector import vector_env
 
-    if players == 2:
-        render_test(lambda render_mode=None: env(num_players=2, render_mode=render_mode))
     p = parallel_env(num_players=players, render_mode="rgb_array")
     p.reset(seed=0)
     first = p.render()

@@ -89,10 +89,6 @@ def test_random_rollouts__keep_every_invariant(variant: dict) -> None:
     assert rollout_and_check(variant, 32, seed=1234, rewrite=8) >= 32
 
 
-def test_random_rollouts__single_table_batch() -> None:
-    assert rollout_and_check({}, 1, seed=7, rewrite=1) >= 1
-
-
 @pytest.mark.long
 def test_random_rollouts__large_batch_of_1024_tables() -> None:
     assert rollout_and_check({}, 1024, seed=99, rewrite=0) >= 1024

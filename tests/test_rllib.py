@@ -53,8 +53,6 @@ def test_check_multiagent_environments(env_config: dict) -> None:
 def test_unknown_option_is_one_clear_error() -> None:
     with pytest.raises(ValueError, match=r"unknown env_config option\(s\) \['drwa'\]"):
         env_creator({"drwa": 1})
-    with pytest.raises(ValueError, match="draw"):
-        env_creator({"draw": 7})
     with pytest.raises(ValueError, match="learners_per_table"):
         parse_env_config({"num_players": 2, "learners_per_table": 3})
     with pytest.raises(ValueError, match="unknown agent"):
@@ -229,8 +227,6 @@ def test_single_agent_route_trains_and_its_checkpoint_plays(local_ray, tmp_path)
 
     env = NertzRLlibVectorEnv({**SMALL, "num_tables": 1, "num_envs": 4})  # RLlib passes num_envs
     assert env.num_envs == 4 and set(env.single_observation_space.spaces) == {"observations", "action_mask"}
-    with pytest.raises(ValueError, match="multiple of num_players"):
-        NertzRLlibVectorEnv({**SMALL, "num_envs": 3})
     with pytest.raises(ValueError, match="league needs the multi-agent env"):
         from nertz_env.rllib import League
 
@@ -258,7 +254,7 @@ def test_fast_unbatch_and_flat_connector_give_rllib_s_results() -> None:
     from ray.rllib.connectors.module_to_env import UnBatchToIndividualItems
     from ray.rllib.utils.spaces.space_utils import unbatch
 
-    from nertz_env.rllib import _flat_unbatch_class, fast_unbatch
+    from nertz_env.rllib import FlatUnBatchToIndividualItems, fast_unbatch
 
     rng = np.random.default_rng(0)
     obs = {"observations": rng.random((5, 7), dtype=np.float32), "action_mask": rng.random((5, 3)).round()}
@@ -277,7 +273,7 @@ def test_fast_unbatch_and_flat_connector_give_rllib_s_results() -> None:
     batch = {"actions": np.arange(5), "action_dist_inputs": rng.random((5, 3))}
     args = {"rl_module": None, "episodes": [], "shared_data": {"memorized_map_structure": order}}
     want = UnBatchToIndividualItems(None, None)(batch=dict(batch), **args)
-    got = _flat_unbatch_class()(None, None)(batch=dict(batch), **args)
+    got = FlatUnBatchToIndividualItems(None, None)(batch=dict(batch), **args)
     assert want.keys() == got.keys()
     for column in want:
         assert want[column].keys() == got[column].keys()

@@ -96,7 +96,6 @@ REFUSALS: list[tuple[Callable[[Any], Any], type, str]] = [
     (lambda v: v.reset_tables([3]), ValueError, "table must be"),
     (lambda v: v.reset(options={"reset_mask": np.array([1, 0, 0])}), ValueError, "reset_mask"),
     (lambda v: nertz_env.vector_env(0), ValueError, "num_tables"),
-    (lambda v: nertz_env.vector_env(2.5), ValueError, "num_tables"),
     (lambda v: nertz_env.vector_env(2).step(np.zeros((2, 4), dtype=np.int64)), RuntimeError, "reset"),
 ]
 

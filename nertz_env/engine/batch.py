@@ -13,23 +13,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from nertz_env.engine.rules import step_block
+from nertz_env.engine.rules import _GOLDEN, _MIX1, _MIX2, step_block
 from nertz_env.engine.state import C_P, DONE_TERMINATED, TableState
 
 PARALLEL_MIN_TABLES = 256  # below this a thread hand-off costs more than it saves (bench/bench_vector.py)
 
 
-def _default_workers() -> int:
-    env = os.environ.get("NERTZ_NUM_THREADS")
-    if env:
-        return max(1, int(env))
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
-WORKERS = _default_workers()
+try:
+    _CORES = len(os.sched_getaffinity(0))
+except AttributeError:  # not on Linux
+    _CORES = os.cpu_count() or 1
+WORKERS = max(1, int(os.environ.get("NERTZ_NUM_THREADS") or _CORES))  # threads stepping a large batch
 _pool: ThreadPoolExecutor | None = None
 
 
@@ -68,19 +62,6 @@ def bound(fn: Callable[..., None], *args: object) -> Callable[..., None]:
     return overloads[types].entry_point
 
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-
-
-def seed_tables(state: TableState, seeds: np.ndarray) -> None:
-    """Seed table t's generator from ``seeds[t]``: the engine's ``seed_table`` on whole arrays."""
-    z = np.asarray(seeds).astype(np.uint64) + _GOLDEN
-    z = (z ^ (z >> np.uint64(30))) * _MIX1
-    z = (z ^ (z >> np.uint64(27))) * _MIX2
-    state.rng[: len(z)] = z ^ (z >> np.uint64(31))
-
-
 def _deal(state: TableState, n: int) -> None:
     """Deal every table a new episode from its generator, through ``step_block``'s autoreset (so the first
     reset compiles no second entry point)."""
@@ -89,8 +70,12 @@ def _deal(state: TableState, n: int) -> None:
 
 
 def reset(state: TableState, seeds: np.ndarray) -> None:
-    """Seed table t with ``seeds[t]`` (uint64) and deal each of those tables a new episode."""
-    seed_tables(state, seeds)
+    """Seed table t with ``seeds[t]`` (uint64; the engine's ``seed_table`` on whole arrays) and deal each of those
+    tables a new episode."""
+    z = np.asarray(seeds).astype(np.uint64) + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    state.rng[: len(z)] = z ^ (z >> np.uint64(31))
     _deal(state, len(seeds))
 
 

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from nertz_env.actions import action_table
-from nertz_env.config import NertzConfig
+from nertz_env.config import NertzConfig, is_int
 from nertz_env.observation import obs_layout
 
 MAX_PILE = 13  # a work pile is an ordered run A..K, a Nertz pile holds at most 13 cards
@@ -144,7 +144,7 @@ def config_array(config: NertzConfig) -> np.ndarray:
 
 def allocate(config: NertzConfig, num_tables: int) -> TableState:
     """Zeroed state for ``num_tables`` tables of ``config`` (deal them with ``reset_tables``)."""
-    if not isinstance(num_tables, (int, np.integer)) or isinstance(num_tables, bool) or num_tables < 1:
+    if not is_int(num_tables) or num_tables < 1:
         raise ValueError(f"num_tables must be a positive integer, got {num_tables!r}")
     t = int(num_tables)
     p, w, d = config.num_players, config.work_piles, config.deck_size
