@@ -258,7 +258,7 @@ def test_expert_ctrl_c_saves_the_last_finished_step_and_resume_finishes_the_same
 
 @pytest.mark.long
 def test_sigint_to_a_real_imitation_run_saves_and_resumes_to_the_same_policy(tmp_path: Path) -> None:
-    """About 15 s on 2 cores (two 60-epoch fits), so in CI's long-tests phase."""
+    """Two 60-epoch fits: a long test (CI's long-tests phase)."""
     import nertz_env.train.imitate as imitate
 
     argv = ["--teacher", "greedy", "--players", "2", "--samples", "64", "--epochs", "60", "--batch-size", "16",

@@ -934,6 +934,6 @@ def _learn_and_evaluate(run_dir: str, steps: int, baseline: str, deals: int) -> 
 
 @pytest.mark.long
 def test_train__a_longer_self_play_run_beats_greedy(tmp_path: Path) -> None:
-    """256k transitions of self-play (about 20 s on 2 cores, so in CI's long-tests phase)."""
+    """256k transitions of self-play: a long test (CI's long-tests phase)."""
     row = _learn_and_evaluate(str(tmp_path / "run"), 256 * 1024, "greedy", deals=20)
     assert row["diff_low"] > 0, row
