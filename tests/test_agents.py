@@ -597,11 +597,10 @@ def _save(policy: Any, path: str, kwargs: dict[str, Any] | None = None) -> None:
     import torch
 
     from nertz_env.agents.meta import read_meta
-    from nertz_env.train.imitate import _PolicyHolder
     from nertz_env.train.trainer import save_policy
 
     kwargs = kwargs or {"net_arch": {"pi": [256, 256], "vf": [256, 256]}, "activation_fn": torch.nn.ReLU}
-    save_policy(_PolicyHolder(policy, kwargs), path, read_meta(PPO))
+    save_policy(policy, kwargs, path, read_meta(PPO))
 
 
 def test_numpy_forward__same_choices_as_torch_on_game_and_random_observations_exact_ties_to_the_lowest() -> None:

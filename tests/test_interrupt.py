@@ -15,12 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 pytest.importorskip("sb3_contrib", reason="needs the train extra")
-
-import torch
 
 from conftest import loopback_only, restore_sigint
 from nertz_env.agents.meta import read_meta
@@ -28,8 +25,8 @@ from nertz_env.train import TrainConfig, Trainer
 from nertz_env.train.checkpoint import state_path
 from nertz_env.train.cli import main as train_main
 from nertz_env.train.resume import Interrupted
+from test_train import _assert_same_run, _quiet, _same_weights, _weights
 
-torch.set_num_threads(1)
 ROLLOUT = 16 * 2 * 4  # n_steps x tables x seats
 
 
@@ -41,19 +38,6 @@ def _options(run_dir: Path, **kw: Any) -> dict[str, Any]:
     }
     base.update(kw)
     return base
-
-
-def _quiet(_: str) -> None:
-    pass
-
-
-def _assert_same(a: Trainer, b: Trainer) -> None:
-    pa, pb = a.model.policy.state_dict(), b.model.policy.state_dict()
-    assert all(torch.equal(pa[k], pb[k]) for k in pa)
-    oa, ob = a.model.policy.optimizer.state_dict()["state"], b.model.policy.optimizer.state_dict()["state"]
-    assert all(torch.equal(oa[k]["exp_avg"], ob[k]["exp_avg"]) for k in oa)
-    assert a.model.num_timesteps == b.model.num_timesteps
-    assert np.array_equal(np.asarray(a.model._last_obs), np.asarray(b.model._last_obs))
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +86,7 @@ def test_ctrl_c_saves_at_the_end_of_the_update_and_the_resumed_run_is_the_straig
     assert os.path.isfile(state_path(saved)) and not list((tmp_path / "run" / "checkpoints").glob("tmp_*"))
     resumed = Trainer(TrainConfig.from_dict(_options(tmp_path / "again")), resume=saved, log=_quiet)
     resumed.train()
-    _assert_same(straight, resumed)
+    _assert_same_run(straight, resumed)
 
 
 def test_a_second_ctrl_c_while_saving_stops_at_once_leaving_no_half_checkpoint(
@@ -186,36 +170,32 @@ def test_a_sigterm_to_a_real_nertz_train_saves_and_its_resume_command_finishes_t
     steps = int(read_meta(saved)["num_timesteps"])
     assert steps > 0 and steps % ROLLOUT == 0 and os.path.isfile(state_path(saved))
     assert f"last finished update ({steps:,} transitions)" in err
-    # the printed command, with a budget two rollouts further, finishes the run
-    assert train_main(["--resume", saved, "--total-timesteps", str(steps + 2 * ROLLOUT)]) == 0
-    assert read_meta(str(run / "policy.zip"))["num_timesteps"] == steps + 2 * ROLLOUT
+    # the printed command, with a budget one rollout further, finishes the run
+    assert train_main(["--resume", saved, "--total-timesteps", str(steps + ROLLOUT)]) == 0
+    assert read_meta(str(run / "policy.zip"))["num_timesteps"] == steps + ROLLOUT
 
 
 # ---------------------------------------------------------------- imitation and expert iteration
-def _weights(path: str) -> dict[str, Any]:
-    from stable_baselines3.common.save_util import load_from_zip_file
-
-    _, params, _ = load_from_zip_file(path, device="cpu", load_data=False, print_system_info=False)
-    return params["policy"]
-
-
-def _same_weights(a: str, b: str) -> bool:
-    wa, wb = _weights(a), _weights(b)
-    return wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
-
-
 IMITATE = ["--teacher", "greedy", "--players", "2", "--samples", "64", "--epochs", "2", "--batch-size", "32",
            "--net-arch", "16", "--dagger-rounds", "2", "--dagger-samples", "32", "--dagger-epochs", "1"]
 
 
+@pytest.fixture(scope="module")
+def imitated(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The imitation run that never stopped."""
+    from nertz_env.train.imitate import main
+
+    straight = str(tmp_path_factory.mktemp("imitate") / "straight.zip")
+    assert main([*IMITATE, "--out", straight]) == 0
+    return straight
+
+
 @pytest.mark.parametrize("stop_at", [("fit", 2), ("collect", 3)])  # DAgger round 1's fit; round 2's records
 def test_imitate_ctrl_c_saves_the_last_finished_step_and_resume_finishes_the_same_policy(
-    stop_at: tuple[str, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+    stop_at: tuple[str, int], imitated: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
     import nertz_env.train.imitate as imitate
 
-    straight = str(tmp_path / "straight.zip")
-    assert imitate.main([*IMITATE, "--out", straight]) == 0
     name, call = stop_at
     real = getattr(imitate, name)
     calls = {"n": 0}
@@ -239,7 +219,7 @@ def test_imitate_ctrl_c_saves_the_last_finished_step_and_resume_finishes_the_sam
     import shlex
 
     assert imitate.main(shlex.split(m.group(1))) == 0
-    assert _same_weights(straight, out)
+    assert _same_weights(_weights(imitated), _weights(out))
     # a resume with other options is refused in one line
     assert imitate.main([*argv[:-2], "--out", str(tmp_path / "x.zip"), "--seed", "1", "--resume",
                          str(tmp_path / "cut_resume")]) == 2
@@ -272,13 +252,13 @@ def test_expert_ctrl_c_saves_the_last_finished_step_and_resume_finishes_the_same
     assert f"--resume {folder}" in err
     monkeypatch.setattr(imitate, "fit", real_fit)
     assert expert.main([*base, "--out", out, "--checkpoint-dir", folder, "--resume", folder]) == 0
-    assert _same_weights(straight, out)
+    assert _same_weights(_weights(straight), _weights(out))
     assert [json.loads(x)["iteration"] for x in (tmp_path / "b" / "log.jsonl").read_text().splitlines()] == [1, 2]
 
 
 @pytest.mark.long
 def test_sigint_to_a_real_imitation_run_saves_and_resumes_to_the_same_policy(tmp_path: Path) -> None:
-    """About 15 s on 2 cores (two 60-epoch fits), so in CI's long-tests phase."""
+    """Two 60-epoch fits: a long test (CI's long-tests phase)."""
     import nertz_env.train.imitate as imitate
 
     argv = ["--teacher", "greedy", "--players", "2", "--samples", "64", "--epochs", "60", "--batch-size", "16",
@@ -305,7 +285,7 @@ def test_sigint_to_a_real_imitation_run_saves_and_resumes_to_the_same_policy(tmp
     import shlex
 
     assert imitate.main(shlex.split(m.group(1))) == 0
-    assert _same_weights(straight, out)
+    assert _same_weights(_weights(straight), _weights(out))
 
 
 @pytest.mark.isolated  # starts a local Ray in the subprocess, on loopback only

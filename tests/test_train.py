@@ -25,7 +25,7 @@ import torch
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 from stable_baselines3.common.env_checker import check_env
 from stable_baselines3.common.save_util import load_from_zip_file
-from stable_baselines3.common.vec_env import VecCheckNan, VecEnv, VecMonitor
+from stable_baselines3.common.vec_env import VecCheckNan, VecMonitor
 
 import nertz_env
 from nertz_env.agents import make_agent
@@ -46,8 +46,6 @@ from nertz_env.train.config import ConfigError, options, read_config_file, shipp
 from nertz_env.train.meta import make_meta, read_meta, sidecar_path
 from nertz_env.train.trainer import state_path
 
-torch.set_num_threads(1)
-
 P = 4
 LAYOUT = nertz_env.ObsLayout(nertz_env.make_config(num_players=P))
 NERTZ_COUNT = LAYOUT.slices["nertz_count"].start
@@ -65,11 +63,6 @@ def _nertz_count(obs: np.ndarray) -> np.ndarray:
 def _random_legal(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One uniformly random legal action per row of a (N, A) mask."""
     return np.array([rng.choice(np.flatnonzero(m)) for m in masks])
-
-
-def _vstep(env: VecEnv, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
-    obs, rewards, dones, infos = env.step(actions)
-    return np.asarray(obs), rewards, dones, infos
 
 
 def _tiny(run_dir: str, **kw: Any) -> TrainConfig:
@@ -102,12 +95,11 @@ def _one_line(err: str, prog: str = "nertz-train") -> str:
 
 def _policy_file(path: str, num_players: int, **rules: Any) -> str:
     """A policy file (as imitate writes it) for a table of ``num_players`` seats, without training."""
-    from nertz_env.train.imitate import _PolicyHolder, build_policy
+    from nertz_env.train.imitate import build_policy
     from nertz_env.train.trainer import save_policy
 
     config = nertz_env.make_config(num_players=num_players, **rules)
-    policy, kwargs = build_policy(config, [16])
-    return save_policy(_PolicyHolder(policy, kwargs), path, make_meta(config, num_timesteps=0, mode="imitation"))
+    return save_policy(*build_policy(config, [16]), path, make_meta(config, num_timesteps=0, mode="imitation"))
 
 
 def _weights(path: str) -> dict[str, torch.Tensor]:
@@ -208,7 +200,7 @@ def test_vec_env__only_the_seat_that_plays_is_rewarded_at_its_own_index() -> Non
     actions = np.full(env.num_envs, WAIT)
     actions[slot] = LAKE_NERTZ
     before = env._gather()
-    obs, rewards, dones, _ = _vstep(env, actions)
+    obs, rewards, dones, _ = env.step(actions)
     expected = np.zeros(env.num_envs, dtype=np.float32)
     expected[slot] = 1.0
     assert np.array_equal(rewards, expected)
@@ -224,7 +216,7 @@ def test_vec_env__round_end_pairs_terminal_observations_and_penalties_by_seat() 
     slot = env.slot_of(1, 2)
     actions = np.full(env.num_envs, WAIT)
     actions[slot] = LAKE_NERTZ
-    obs, rewards, dones, infos = _vstep(env, actions)
+    obs, rewards, dones, infos = env.step(actions)
     table1 = np.arange(P, 2 * P)
     assert dones.tolist() == [False] * P + [True] * P  # the whole table, and only it
     assert rewards[slot] == 1.0  # one card to the lake, an empty Nertz pile
@@ -240,7 +232,7 @@ def test_vec_env__round_end_pairs_terminal_observations_and_penalties_by_seat() 
         assert _nertz_count(obs[i]) == 13  # same-step reset: the next deal's first observation
     assert all("terminal_observation" not in infos[i] for i in range(P))
     # the step after the round end is a real tick of the new deal, not an autoreset step
-    obs2, _, dones2, _ = _vstep(env, _random_legal(get_action_masks(env), np.random.default_rng(0)))
+    obs2, _, dones2, _ = env.step(_random_legal(get_action_masks(env), np.random.default_rng(0)))
     tick = LAYOUT.slices["status"].start
     assert not dones2[table1].any() and np.all(obs2[table1, tick] > 0)
 
@@ -257,7 +249,7 @@ def test_vec_env__masks_reach_maskable_ppo_through_wrappers() -> None:
     rng = np.random.default_rng(1)
     ends = 0
     for _ in range(400):
-        obs, _, dones, infos = _vstep(env, _random_legal(get_action_masks(env), rng))
+        obs, _, dones, infos = env.step(_random_legal(get_action_masks(env), rng))
         assert obs.dtype == np.float32 and obs.min() >= 0 and obs.max() <= 1
         per_table = dones.reshape(3, P)
         assert np.all(per_table.all(axis=1) | ~per_table.any(axis=1))  # a table ends for all its seats
@@ -297,8 +289,6 @@ def test_vec_env__opponents_in_threads_play_exactly_as_in_one_thread() -> None:
     assert all(np.array_equal(a, b) for a, b in zip(one, two, strict=True))
     with pytest.raises(ValueError, match="opponent_threads"):
         NertzVecEnv(num_tables=1, num_players=P, learners_per_table=1, opponent_threads=0)
-    with pytest.raises(ConfigError, match="opponent_threads"):
-        TrainConfig.from_dict({"opponent_threads": 0, "learners_per_table": 1})
 
 
 def test_shaping__shaped_return_differs_from_the_score_by_a_constant() -> None:
@@ -380,14 +370,6 @@ def test_relative_reward__single_agent_view_reports_the_rivals_mean() -> None:
     assert mine == totals[me] == info["score"]
     assert rivals == pytest.approx(np.mean([totals[n] for n in env.names if n != me]))
     assert any(totals[n] != 0 for n in env.names if n != me)
-    from stable_baselines3.common.vec_env import DummyVecEnv
-
-    bare = RelativeReward(DummyVecEnv([lambda: NertzSingleAgentEnv(num_players=3)]))
-    size = env.observation_space.shape
-    bare.venv.envs[0].step = lambda a: (np.zeros(size, np.float32), 0.0, False, False, {})  # type: ignore[attr-defined]
-    bare.reset()
-    with pytest.raises(KeyError, match="rivals_reward"):
-        bare.step(np.array([WAIT]))
 
 
 # ---------------------------------------------------------------- the config and the flags of nertz-train
@@ -418,11 +400,6 @@ REFUSED = [
     (["--batch-size", "99999"], "larger than a rollout"),
     (["--gamma", "1.5"], "gamma must be in (0, 1]"),
     (["--rule", "draw=7"], "rules:"),
-    (["--frobnicate"], "unrecognized arguments"),
-    (["--num-tables", "8", "--num-tables", "16"], "--num-tables is given twice"),
-    (["--snapshot-deterministic"], "snapshot_deterministic"),  # an option set away from its off value
-    (["--mode", "single", "--privileged-critic"], "privileged_critic"),
-    (["--mode", "single", "--opponent-threads", "2"], "opponent_threads"),
     # files
     (["--config", "{f}/bad.toml"], "could not be read"),
     (["--config", "{f}/unknown.toml"], "num_tabels"),
@@ -882,10 +859,6 @@ def test_checkpoint_evaluation__plays_every_checkpoint_once_and_feeds_the_plot(
     played: list[str] = []
     evaluate_run(run, ["random"], deals=2, seed=1, log=played.append)
     assert len(Path(out).read_text(encoding="utf-8").splitlines()) == len(kept) and len(played) == 1
-    os.remove(checkpoint_eval_path(run, 2, 1, per_deal=True))  # lost per-deal records are played again,
-    evaluate_run(run, ["random"], deals=2, seed=1, log=_quiet)  # without writing the rows twice
-    assert len(Path(out).read_text(encoding="utf-8").splitlines()) == len(kept)
-    assert read_per_deal(checkpoint_eval_path(run, 2, 1, per_deal=True)) == per_deal
     sampled = checkpoint_eval_path(run, 2, 1, deterministic=False)  # sampled play never mixes with it
     assert sampled != out and "stochastic" in sampled
     assert checkpoint_evals(run) == [(os.path.basename(out), "checkpoints, 2 deals, seed 1")]
@@ -916,13 +889,11 @@ def test_learning_curve_plot__draws_eval_csv(tmp_path: Path) -> None:
 EVALUATE_OR_PLOT_REFUSED = [
     ("evaluate", ["{tmp}/gone"], "run directory not found"),
     ("evaluate", ["{tmp}"], "has no checkpoints"),
-    ("evaluate", ["{run}", "--deals", "0"], "--deals must be at least 1"),
-    ("evaluate", ["{run}", "--workers", "0"], "--workers must be at least 1"),
-    ("evaluate", ["{run}", "--seed", "-1"], "--seed must be >= 0"),
+    ("evaluate", ["{run}", "--deals", "0"], "argument --deals: must be at least 1"),
     ("evaluate", ["{run}", "--baselines", ","], "--baselines must name an agent"),
     ("evaluate", ["{run}", "--baselines", "random,random"], "names an agent twice"),
     ("evaluate", ["{run}", "--baselines", "nobody"], "unknown agent"),
-    ("evaluate", ["{run}", "--baselines", "{tmp}/draw1.zip"], "rules.draw: baseline"),
+    ("evaluate", ["{run}", "--baselines", "{tmp}/draw1.zip"], "rules.draw: policy"),
     ("evaluate", ["{run}", "--no-start"], "--no-start has no effect"),
     ("plot", ["{tmp}/gone"], "run directory not found"),
     ("plot", ["{tmp}"], "eval.csv does not exist"),
@@ -963,6 +934,6 @@ def _learn_and_evaluate(run_dir: str, steps: int, baseline: str, deals: int) -> 
 
 @pytest.mark.long
 def test_train__a_longer_self_play_run_beats_greedy(tmp_path: Path) -> None:
-    """256k transitions of self-play (about 20 s on 2 cores, so in CI's long-tests phase)."""
+    """256k transitions of self-play: a long test (CI's long-tests phase)."""
     row = _learn_and_evaluate(str(tmp_path / "run"), 256 * 1024, "greedy", deals=20)
     assert row["diff_low"] > 0, row

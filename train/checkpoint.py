@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from nertz_env.agents.meta import CheckpointError, IncompatibleCheckpointError, check_compatible, read_meta
-from nertz_env.agents.rllib_policy import META_FILE
+from nertz_env.agents.rllib_policy import META_FILE, read_rllib_meta
 from nertz_env.config import make_config
 from nertz_env.train.config import ConfigError, TrainConfig
 
@@ -56,13 +56,14 @@ def resume_run_dir(checkpoint: str, final: bool = False) -> str:
     return run_dir
 
 
-def read_checkpoint(path: str) -> dict[str, Any]:
-    """The record of the training checkpoint ``path``; ``FileNotFoundError``, or :class:`CheckpointError` for a
-    file no option makes resumable (no record, no training config, no ``.state.pkl`` beside it)."""
-    meta = read_meta(path)  # FileNotFoundError / CheckpointError
+def read_checkpoint(path: str, rllib: bool = False) -> dict[str, Any]:
+    """The record of the training checkpoint ``path`` (``rllib``: the RLlib backend's checkpoint folder);
+    ``FileNotFoundError``, or :class:`CheckpointError` for a file no option makes resumable (no record, no
+    training config, no ``.state.pkl`` beside it)."""
+    meta = read_rllib_meta(path) if rllib else read_meta(path)  # FileNotFoundError / CheckpointError
     if not isinstance(meta.get("train_config"), dict):
         raise CheckpointError(f"{path} stores no training config: it is not a training checkpoint")
-    if not os.path.isfile(state_path(path)):
+    if not rllib and not os.path.isfile(state_path(path)):
         raise CheckpointError(
             f"cannot resume {path}: {state_path(path)} is missing (a policy file or a copied zip holds the "
             "network only; resume needs a checkpoint from checkpoints/ with its .state.pkl)"
@@ -109,15 +110,20 @@ def check_resume(cfg: TrainConfig, path: str, meta: dict[str, Any], rllib: bool 
         )
 
 
-def check_run(cfg: TrainConfig, resume: str | None = None) -> None:
-    """The checks a run makes before its first file besides :meth:`TrainConfig.resolve` and, on resume,
-    :func:`read_checkpoint` and :func:`check_resume`: the tensorboard package when ``tensorboard`` is on, and
-    the run directory (:func:`check_run_dir`)."""
+def check_run(cfg: TrainConfig, resume: str | None = None) -> tuple[TrainConfig, list[str], dict[str, Any]]:
+    """Every check a run makes before its first file, without torch (so ``--print-config`` refuses what the run
+    refuses): the checkpoint it resumes, the config as it will run (:meth:`TrainConfig.resolve`), the tensorboard
+    package and the run directory. Returns that config, its notes and the checkpoint's record."""
+    meta = read_checkpoint(resume) if resume is not None else {}  # FileNotFoundError / CheckpointError
+    if resume is not None:
+        check_resume(cfg, resume, meta)
+    cfg, notes = cfg.resolve(resume=resume is not None)
     if cfg.tensorboard and importlib.util.find_spec("tensorboard") is None:
         raise ConfigError(
             "tensorboard = true needs the tensorboard package: pip install tensorboard, or pass --no-tensorboard"
         )
     check_run_dir(cfg.run_dir, resume)
+    return cfg, notes, meta
 
 
 def check_run_dir(run_dir: str, resume: str | None = None, final: bool = False) -> None:

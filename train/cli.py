@@ -59,12 +59,14 @@ def _opponent(text: str) -> tuple[str, float]:
 
 
 def _int_list(text: str) -> list[int]:
+    """``--net-arch``: layer widths such as ``256,256``."""
     try:
-        return [int(x) for x in text.split(",") if x.strip()]
+        widths = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers such as 256,256, got {text!r}"
-        ) from None
+        widths = []
+    if not widths or min(widths) < 1:
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers such as 256,256, got {text!r}")
+    return widths
 
 
 def _str_list(text: str) -> list[str]:
@@ -139,8 +141,8 @@ def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None, 
     flags: dict[str, Any] = {}
     if args.resume and args.run_dir is None and "run_dir" not in file:
         flags["run_dir"] = resume_run_dir(args.resume, final)
-    for name, *_ in options():
-        if name not in _SPECIAL and getattr(args, name, None) is not None:
+    for name, *_ in options():  # (rules and opponents: the --rule and --opponent flags below)
+        if getattr(args, name, None) is not None:
             flags[name] = getattr(args, name)
     if args.rule:
         flags["rules"] = {**cfg.rules, **args.rule}
@@ -148,9 +150,6 @@ def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None, 
         if spec in flags.setdefault("opponents", {}):
             raise ConfigError(f"--opponent {spec} is given twice ({flags['opponents'][spec]!r} and {weight!r}): give it once")
         flags["opponents"][spec] = weight
-    for name in ("net_arch", "eval_opponents", "mode"):
-        if getattr(args, name, None) is not None:
-            flags[name] = getattr(args, name)
     return TrainConfig.from_dict(flags, base=cfg)
 
 
@@ -167,23 +166,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     limit_threads(1)  # before torch loads; the trainer then sets torch_threads
     parser = build_parser()
     args = parser.parse_args(argv)
-    from nertz_env.agents import AgentSpecError
-    from nertz_env.agents.meta import CheckpointError
-    from nertz_env.train.checkpoint import check_resume, check_run, read_checkpoint
+    from nertz_env.train.checkpoint import check_run, read_checkpoint
 
     try:
-        base, meta = None, {}
-        if args.resume:
-            # a file that cannot be resumed (a policy file, a zip without its .state.pkl) is said first: no
-            # other option can make it resumable
-            meta = read_checkpoint(args.resume)
-            base = TrainConfig.from_dict(meta["train_config"])
+        # a file that cannot be resumed (a policy file, a zip without its .state.pkl) is said first: no other
+        # option can make it resumable
+        base = TrainConfig.from_dict(read_checkpoint(args.resume)["train_config"]) if args.resume else None
         cfg = config_from_args(args, base)
-        if args.resume:
-            check_resume(cfg, args.resume, meta)  # what a resume cannot change, as the Trainer checks it
-        resolved, notes = cfg.resolve(resume=bool(args.resume))  # before torch loads
+        resolved, notes, _ = check_run(cfg, args.resume)  # before torch loads (the Trainer checks it again)
         if args.print_config:
-            check_run(resolved, args.resume)  # and the run directory: --print-config refuses it too
             print(json.dumps(resolved.to_dict(), indent=2))
             for note in notes:
                 print(f"note: {note}", file=sys.stderr)
@@ -194,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         # messages above the progress bar
         trainer = Trainer(cfg, resume=args.resume, log=tqdm.write)
-    except (ConfigError, CheckpointError, AgentSpecError, FileNotFoundError, ValueError) as e:
+    except (FileNotFoundError, ValueError) as e:  # ConfigError, CheckpointError, AgentSpecError
         print(f"nertz-train: error: {e}", file=sys.stderr)
         return 2
     print(f"run dir: {trainer.run_dir}")

@@ -29,7 +29,7 @@ def check_options(opts: dict[str, Any], config: NertzConfig) -> str:
     from nertz_env.agents.registry import shipped_models
     from nertz_env.train.imitate import check_common
 
-    check_common(config, {k: int(opts[k]) for k in ("rounds", "samples", "epochs", "batch_size")}, opts["lr"], opts["seed"])
+    check_common(config, opts["lr"])
     if not (np.isfinite(opts["anchor"]) and opts["anchor"] >= 0):
         raise ValueError(f"--anchor must be a finite number >= 0, got {opts['anchor']}")
     path = shipped_models().get(opts["init"], opts["init"])
@@ -115,11 +115,11 @@ def distill(
         with open(cfg_path, "w", encoding="utf-8") as f:
             json.dump(opts, f, indent=2)
 
-    start, start_holder = load_for_fit(path)  # the anchor: the network the run started from (round_00)
+    start, start_kwargs = load_for_fit(path)  # the anchor: the network the run started from (round_00)
     if not resume:
-        save_policy(start_holder, os.path.join(run_dir, "rounds", "round_00.zip"),
+        save_policy(start, start_kwargs, os.path.join(run_dir, "rounds", "round_00.zip"),
                     make_meta(config, num_timesteps=0, mode="distillation", n_envs=1, distill={**opts, "round": 0}))
-    policy, holder = load_for_fit(os.path.join(run_dir, "rounds", f"round_{len(done):02d}.zip") if done else path)
+    policy, kwargs = load_for_fit(os.path.join(run_dir, "rounds", f"round_{len(done):02d}.zip") if done else path)
     records = [Demonstrations.load(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz")) for k in range(len(done))]
     started = time.perf_counter()
     elapsed0 = float(done[-1]["elapsed_s"]) if done else 0.0
@@ -139,7 +139,7 @@ def distill(
                     seed=int(opts["seed"]) + k, log=log, anchor=start, anchor_coef=float(opts["anchor"]))
         fit_s = time.perf_counter() - t0
         out = os.path.join(run_dir, "rounds", f"round_{k + 1:02d}.zip")
-        save_policy(holder, out, make_meta(config, num_timesteps=0, mode="distillation", n_envs=1,
+        save_policy(policy, kwargs, out, make_meta(config, num_timesteps=0, mode="distillation", n_envs=1,
                                            distill={**opts, "round": k + 1, **stats}))
         row = {"round": k + 1, "decisions": len(demos.actions), "games": demos.games,
                "collect_s": round(demos.seconds, 1), "fit_s": round(fit_s, 1), "fitted_on": len(every.actions),
@@ -151,7 +151,7 @@ def distill(
             f"agreed with {opts['teacher']} on {agree:.2%} before the fit; fit {fit_s:.0f} s, accuracy "
             f"{stats['accuracy']:.2%}; saved {out}")
     final = os.path.join(run_dir, "policy.zip")
-    save_policy(holder, final, make_meta(config, num_timesteps=0, mode="distillation", n_envs=1,
+    save_policy(policy, kwargs, final, make_meta(config, num_timesteps=0, mode="distillation", n_envs=1,
                                          distill={**opts, "round": int(opts["rounds"])}))
     rows = _read_log(run_dir)
     log(f"saved {final} after {len(rows)} rounds ({rows[-1]['elapsed_s'] / 60 if rows else 0:.1f} min of rounds)")
@@ -160,7 +160,7 @@ def distill(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m nertz_env.train.distill``: exit code 2 with one line on bad input."""
-    from nertz_env.cli import Parser, add_rule_flag
+    from nertz_env.cli import Parser, add_rule_flag, at_least
     from nertz_env.threads import limit_threads
     from nertz_env.train.resume import run_command
 
@@ -169,13 +169,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR (only --rounds may change)")
     ap.add_argument("--init", help="the network to start from: a .zip policy or a shipped name (default ppo)")
     ap.add_argument("--teacher", help="the agent spec whose choices are the labels (default best)")
-    ap.add_argument("--rounds", type=int, help="DAgger rounds (default 8; with --resume, the run's own)")
-    ap.add_argument("--samples", type=int, help="decisions recorded per round (whole rounds, so a few more; default 100,000)")
-    ap.add_argument("--epochs", type=int, help="epochs over all the records after each round (default 2)")
+    ap.add_argument("--rounds", type=at_least(1), help="DAgger rounds (default 8; with --resume, the run's own)")
+    ap.add_argument("--samples", type=at_least(1), help="decisions recorded per round (whole rounds, so a few more; default 100,000)")
+    ap.add_argument("--epochs", type=at_least(1), help="epochs over all the records after each round (default 2)")
     ap.add_argument("--lr", type=float, help="Adam learning rate of the fit (default 5e-5)")
     ap.add_argument("--anchor", type=float, help="weight of the KL divergence to the starting network (default 0.1)")
-    ap.add_argument("--batch-size", type=int, help="minibatch size of the fit (default 1024)")
-    ap.add_argument("--seed", type=int, help="seed of the rounds' deals and the fit (default 0)")
+    ap.add_argument("--batch-size", type=at_least(1), help="minibatch size of the fit (default 1024)")
+    ap.add_argument("--seed", type=at_least(0), help="seed of the rounds' deals and the fit (default 0)")
     ap.add_argument("--players", type=int, help="table size (default 4)")
     add_rule_flag(ap, "a rules option (repeat)")
     args = ap.parse_args(argv)
@@ -191,7 +191,6 @@ def main(argv: list[str] | None = None) -> int:
     elif args.run_dir is None:
         ap.error("give --run-dir (a new run) or --resume RUN_DIR")
     limit_threads(1)
-    torch.set_num_threads(1)
     code, result = run_command(ap.prog, argv, lambda: distill(
         args.resume or args.run_dir, rounds=args.rounds, rules=args.rule, resume=args.resume is not None,
         progress=sys.stderr.isatty(), **given,

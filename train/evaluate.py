@@ -176,12 +176,7 @@ def paired_with_start(
 
 def run_checkpoints(run_dir: str, start: bool = True) -> list[tuple[int, str]]:
     """``(timesteps, path)`` of the run's checkpoints in step order; with ``start``, the run's ``init_from``
-    policy first as step 0 when that file exists.
-
-    Raises:
-        FileNotFoundError: ``run_dir`` has no ``checkpoints/step_*.zip``.
-        CheckpointError: a checkpoint without a nertz-env record.
-    """
+    policy first as step 0 when that file exists. ``FileNotFoundError`` for a run without checkpoints."""
     from nertz_env.agents.meta import read_meta
 
     if not os.path.isdir(run_dir):
@@ -207,7 +202,7 @@ def evaluate_run(
     log: Any = print,
 ) -> str:
     """Evaluate every checkpoint of ``run_dir`` against each baseline on the same deals; returns
-    the CSV's path. Checkpoint and baseline pairs already in the CSV and the per-deal file are skipped."""
+    the CSV's path. Checkpoint and baseline pairs already in the CSV are skipped."""
     from nertz_env.agents.meta import read_meta
 
     points = run_checkpoints(run_dir, start=start)
@@ -222,10 +217,9 @@ def evaluate_run(
     if os.path.isfile(out):
         with open(out, newline="", encoding="utf-8") as f:
             done = {(int(r["timesteps"]), r["baseline"]) for r in csv.DictReader(f)}
-    have_deals = set(read_per_deal(deal_path))
     for steps, path in points:
         for baseline in baselines:
-            if (steps, baseline) in done and (steps, baseline) in have_deals:
+            if (steps, baseline) in done:
                 continue
             per_deal: dict[str, dict[int, float]] = {}
             rows = evaluate_checkpoint(
@@ -244,14 +238,13 @@ def evaluate_run(
                 deal_path,
                 [{"timesteps": steps, "baseline": baseline, "deal": d, "diff": x} for d, x in per_deal[baseline].items()],
             )
-            if (steps, baseline) not in done:  # (a row whose per-deal records were lost is not written twice)
-                append_csv(out, rows)
+            append_csv(out, rows)
             log(f"{steps:>12,d} {path}\n{format_rows(rows)}")
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nertz_env.cli import Parser
+    from nertz_env.cli import Parser, at_least
     from nertz_env.threads import limit_threads
 
     limit_threads(1)  # this process and the tournament's worker processes (they inherit the cap)
@@ -260,37 +253,29 @@ def main(argv: list[str] | None = None) -> int:
         description="Evaluate every checkpoint of a training run on the same duplicate deals (a learning curve).",
     )
     ap.add_argument("run_dir")
-    ap.add_argument("--deals", type=int, default=200, help="duplicate deals per checkpoint (default 200)")
-    ap.add_argument("--seed", type=int, default=5, help="seed of the deals (default 5)")
+    ap.add_argument("--deals", type=at_least(1), default=200, help="duplicate deals per checkpoint (default 200)")
+    ap.add_argument("--seed", type=at_least(0), default=5, help="seed of the deals (default 5)")
     ap.add_argument("--baselines", default="search", help="comma-separated agent specs (default search)")
-    ap.add_argument("--workers", type=int, default=1, help="processes (default 1)")
+    ap.add_argument("--workers", type=at_least(1), default=1, help="processes (default 1)")
     ap.add_argument("--stochastic", action="store_true", help="sample actions instead of the most probable")
     ap.add_argument("--no-start", action="store_true", help="skip the run's init_from policy")
     args = ap.parse_args(argv)
     baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
-    if args.deals < 1:
-        ap.error(f"--deals must be at least 1, got {args.deals}")
-    if args.workers < 1:
-        ap.error(f"--workers must be at least 1, got {args.workers}")
-    if args.seed < 0:
-        ap.error(f"--seed must be >= 0, got {args.seed}")
     if not baselines:
         ap.error("--baselines must name an agent, such as search")
     if len(set(baselines)) < len(baselines):
         ap.error(f"--baselines names an agent twice: {args.baselines}")
     from nertz_env.agents import AgentSpecError, make_agent
-    from nertz_env.agents.meta import CheckpointError, check_compatible, meta_config, read_meta
+    from nertz_env.agents.meta import CheckpointError, meta_config, read_meta
+    from nertz_env.agents.registry import IncompatibleAgentError, check_agent
 
     try:
         points = run_checkpoints(args.run_dir, start=False)
         meta = read_meta(points[-1][1])
         if args.no_start and not meta.get("train_config", {}).get("init_from"):
             ap.error(f"--no-start has no effect: {args.run_dir} was not started from an init_from policy")
-        table = meta_config(meta)
-        for b in baselines:
-            agent = make_agent(b)  # a bad spec, or a trained baseline for another table, fails here
-            if isinstance(getattr(agent, "meta", None), dict):
-                check_compatible(agent.meta, table, where=f"baseline {b}")  # type: ignore[attr-defined]
+        for b in baselines:  # a bad spec, or a trained baseline for another table, fails before any deal
+            check_agent(make_agent(b), b, meta_config(meta))
         import torch
 
         torch.set_num_threads(1)
@@ -303,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
             deterministic=not args.stochastic,
             start=not args.no_start,
         )
-    except (FileNotFoundError, CheckpointError, AgentSpecError) as e:
+    except (FileNotFoundError, CheckpointError, AgentSpecError, IncompatibleAgentError) as e:
         print(f"{ap.prog}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -26,8 +26,7 @@ def _planner_spec(policy_path: str, planner: str) -> str:
 
 
 def check_options(
-    init: str, out: str, checkpoint_dir: str, iterations: int, samples: int, epochs: int, window: int,
-    lr: float, planner: str, config: NertzConfig, batch_size: int = 1024, seed: int = 0, teacher_threads: int = 1,
+    init: str, out: str, checkpoint_dir: str, lr: float, planner: str, config: NertzConfig, teacher_threads: int = 1,
     resume: bool = False,
 ) -> str:
     """Every check before any work: returns the path of the initial network; raises ValueError naming the
@@ -36,9 +35,7 @@ def check_options(
     from nertz_env.agents.registry import _split_params, shipped_models
     from nertz_env.train.imitate import check_common
 
-    counts = {"iterations": iterations, "samples": samples, "epochs": epochs, "window": window,
-              "batch_size": batch_size}
-    check_common(config, counts, lr, seed, teacher_threads, out=out, folder=checkpoint_dir)
+    check_common(config, lr, teacher_threads, out=out, folder=checkpoint_dir)
     if not resume and os.path.exists(os.path.join(checkpoint_dir, "log.jsonl")):  # networks and logs would mix
         raise ValueError(
             f"--checkpoint-dir {checkpoint_dir!r} holds an earlier run (log.jsonl): name a new directory, or "
@@ -73,21 +70,15 @@ def expert_iteration(
     log: Any = print,
     resume: bool = False,
 ) -> dict[str, Any]:
-    """Run ``iterations`` rounds of collect-and-fit from the network ``init``; returns the figures of the run.
-
-    ``planner``: extra options of the planner's spec (``"rollouts=16,prior=0.5"``), the same every iteration.
-
-    Ctrl-C saves the window's records and the network as they stood after the last finished step (a recording
-    or a fit) to ``checkpoint_dir`` and raises :class:`nertz_env.train.resume.Interrupted`; ``resume=True``
-    with the same options continues from there and ends with the network of a run that never stopped.
-    """
+    """Run ``iterations`` rounds of collect-and-fit from the network ``init`` (``planner``: options of the
+    planner's spec); returns the run's figures. Ctrl-C saves the last finished step to ``checkpoint_dir`` for
+    ``resume``. See docs/guides/training-sb3.md, "Expert iteration"."""
     from nertz_env.agents.meta import make_meta
     from nertz_env.train.imitate import collect, fit, load_for_fit
     from nertz_env.train.trainer import save_policy
 
     config = make_config(num_players=num_players, **dict(rules or {}))
-    path = check_options(init, out, checkpoint_dir, iterations, samples, epochs, window, lr, planner, config,
-                         batch_size=batch_size, seed=seed, teacher_threads=teacher_threads, resume=resume)
+    path = check_options(init, out, checkpoint_dir, lr, planner, config, teacher_threads, resume)
     from nertz_env.train.resume import Interrupted, Progress
 
     state = Progress("expert", {
@@ -100,7 +91,7 @@ def expert_iteration(
     os.makedirs(checkpoint_dir, exist_ok=True)
     started = time.perf_counter()
     torch.manual_seed(seed)
-    policy, holder = load_for_fit(path)
+    policy, kwargs = load_for_fit(path)
     run = {"init": init, "planner": planner, "samples": samples, "window": window, "epochs": epochs, "seed": seed}
     records: list[Any] = []
     history: list[dict[str, Any]] = []
@@ -129,7 +120,7 @@ def expert_iteration(
             stats = fit(policy, data, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed + k, log=log)
             fit_s = time.perf_counter() - t0
             saved = os.path.join(checkpoint_dir, f"iter_{k + 1:02d}.zip")
-            save_policy(holder, saved, make_meta(config, num_timesteps=0, mode="expert-iteration", n_envs=1,
+            save_policy(policy, kwargs, saved, make_meta(config, num_timesteps=0, mode="expert-iteration", n_envs=1,
                                                  expert={**run, "iteration": k + 1, **stats}))
             demos = records[-1]
             row = {
@@ -147,7 +138,7 @@ def expert_iteration(
             state.mark(step + 1, records, policy, f"iteration {k + 1} of {iterations}", history=history)
     except KeyboardInterrupt:
         raise Interrupted(state.save(checkpoint_dir) if state.step > 0 else None, state.done) from None
-    save_policy(holder, out, make_meta(config, num_timesteps=0, mode="expert-iteration", n_envs=1,
+    save_policy(policy, kwargs, out, make_meta(config, num_timesteps=0, mode="expert-iteration", n_envs=1,
                                        expert={**run, "iterations": iterations}))
     wall = time.perf_counter() - started
     log(f"saved {out} after {iterations} iterations ({wall / 60:.1f} min)")
@@ -156,7 +147,7 @@ def expert_iteration(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m nertz_env.train.expert``: exit code 2 with one line on bad input."""
-    from nertz_env.cli import Parser, add_rule_flag
+    from nertz_env.cli import Parser, add_rule_flag, at_least
     from nertz_env.threads import limit_threads
     from nertz_env.train.resume import run_command
 
@@ -164,17 +155,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--init", default="ppo", help="the network to start from: a .zip policy or a shipped name (default ppo)")
     ap.add_argument("--out", required=True, help="the final network (.zip)")
     ap.add_argument("--checkpoint-dir", required=True, help="each iteration's network (iter_NN.zip) and log.jsonl")
-    ap.add_argument("--iterations", type=int, default=4, help="collect-and-fit rounds (default 4)")
-    ap.add_argument("--samples", type=int, default=100_000, help="planner decisions recorded per iteration (default 100,000)")
-    ap.add_argument("--epochs", type=int, default=2, help="epochs over the window's records per iteration (default 2)")
-    ap.add_argument("--window", type=int, default=3, help="iterations whose records are fitted together (default 3)")
+    ap.add_argument("--iterations", type=at_least(1), default=4, help="collect-and-fit rounds (default 4)")
+    ap.add_argument("--samples", type=at_least(1), default=100_000, help="planner decisions recorded per iteration (default 100,000)")
+    ap.add_argument("--epochs", type=at_least(1), default=2, help="epochs over the window's records per iteration (default 2)")
+    ap.add_argument("--window", type=at_least(1), default=3, help="iterations whose records are fitted together (default 3)")
     ap.add_argument("--lr", type=float, default=1e-4, help="Adam learning rate of the fit (default 1e-4)")
-    ap.add_argument("--batch-size", type=int, default=1024)
+    ap.add_argument("--batch-size", type=at_least(1), default=1024)
     ap.add_argument("--planner", default="", help="options of the planner's spec, e.g. rollouts=16,prior=0.5 (default: expert's defaults)")
     ap.add_argument("--players", type=int, default=4)
     add_rule_flag(ap, "a rules option (repeat)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--teacher-threads", type=int, default=1,
+    ap.add_argument("--seed", type=at_least(0), default=0)
+    ap.add_argument("--teacher-threads", type=at_least(1), default=1,
                     help="threads the planners decide in while collecting (default 1; 2 on a 2-core machine)")
     ap.add_argument("--resume", metavar="FOLDER",
                     help="continue the interrupted run of --checkpoint-dir FOLDER (same options; Ctrl-C prints it)")
@@ -183,7 +174,6 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--resume {args.resume} continues the run in its --checkpoint-dir: give the same folder "
                  f"(--checkpoint-dir is {args.checkpoint_dir})")
     limit_threads(1)
-    torch.set_num_threads(1)
     code, result = run_command(ap.prog, argv, lambda: expert_iteration(
         init=args.init, out=args.out, checkpoint_dir=args.checkpoint_dir, iterations=args.iterations,
         samples=args.samples, epochs=args.epochs, window=args.window, lr=args.lr, batch_size=args.batch_size,

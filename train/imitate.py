@@ -58,7 +58,7 @@ class Demonstrations:
             return cls(z["obs"], z["masks"], z["actions"], z["returns"], int(z["games"]), float(z["seconds"]))
 
 
-def _returns(rewards: list[float], counts: list[int], gamma: float, coef: float, scale: float) -> np.ndarray:
+def _returns(rewards: list[float], counts: list[int], gamma: float, coef: float) -> np.ndarray:
     """Discounted returns of one seat's round, with potential shaping Phi = -coef * nertz cards (0 at the end)."""
     n = len(rewards)
     out = np.zeros(n, dtype=np.float32)
@@ -66,7 +66,7 @@ def _returns(rewards: list[float], counts: list[int], gamma: float, coef: float,
     for t in range(n - 1, -1, -1):
         phi_now = -coef * counts[t]
         phi_next = -coef * counts[t + 1] if t + 1 < n else 0.0
-        g = rewards[t] + scale * (phi_next - phi_now) + gamma * g
+        g = rewards[t] + phi_next - phi_now + gamma * g
         out[t] = g
     return out
 
@@ -78,20 +78,13 @@ def collect(
     seed: int = 0,
     gamma: float = 0.995,
     shaping: bool = True,
-    shaping_coef: float | None = None,
-    shaping_scale: float = 1.0,
     progress: bool = False,
     student: Any = None,
     relative_reward: bool = False,
     teacher_threads: int = 1,
 ) -> Demonstrations:
-    """Play rounds of ``teacher`` at every seat until ``samples`` decisions are recorded (docs/guides/training-sb3.md).
-
-    With a ``student`` agent, seat ``round % players`` of every round is played by it while the teacher there
-    still labels every state (DAgger). ``relative_reward``: returns from each seat's reward minus its rivals'
-    mean. ``teacher_threads``: the seats' teachers decide side by side in threads (the records do not change).
-    The commands check the options first (:func:`check_common`).
-    """
+    """Play rounds of ``teacher`` at every seat until ``samples`` decisions are recorded; a ``student`` plays
+    seat ``round % players`` while the teacher labels it (DAgger). See docs/guides/training-sb3.md."""
     import nertz_env
     from nertz_env.agents import make_agent
 
@@ -101,7 +94,7 @@ def collect(
     agents = [make_agent(teacher) for _ in range(p_count)]
     layout = obs_layout(config)
     ncount = layout.slices["nertz_count"].start
-    coef = float(config.nertz_penalty if shaping_coef is None else shaping_coef) if shaping else 0.0
+    coef = float(config.nertz_penalty) if shaping else 0.0
     obs_l: list[np.ndarray] = []
     mask_l: list[np.ndarray] = []
     act_l: list[int] = []
@@ -166,7 +159,7 @@ def collect(
             if relative_reward:
                 paid = np.asarray(rewards, dtype=np.float64)  # (P, ticks)
                 rewards = (paid - rivals @ paid).tolist()
-            per_seat = [_returns(rewards[s], counts[s], gamma, coef, shaping_scale) for s in range(p_count)]
+            per_seat = [_returns(rewards[s], counts[s], gamma, coef) for s in range(p_count)]
             ret_l.append(np.stack(per_seat, axis=1).reshape(-1))
             added = len(rewards[0]) * p_count
             total += added
@@ -187,20 +180,9 @@ def collect(
     )
 
 
-class _PolicyHolder:
-    """The attributes of an SB3 model that :func:`~nertz_env.train.trainer.save_policy` reads."""
-
-    def __init__(self, policy: Any, policy_kwargs: dict[str, Any]) -> None:
-        self.policy = policy
-        self.policy_class = type(policy)
-        self.policy_kwargs = policy_kwargs
-        self.observation_space = policy.observation_space
-        self.action_space = policy.action_space
-
-
-def load_for_fit(path: str) -> tuple[Any, _PolicyHolder]:
+def load_for_fit(path: str) -> tuple[Any, dict[str, Any]]:
     """A copy of the network of the policy file ``path`` to fit (the loaded one is shared by every agent of
-    that file), and the holder :func:`~nertz_env.train.trainer.save_policy` saves it through."""
+    that file), and its ``policy_kwargs`` for :func:`~nertz_env.train.trainer.save_policy`."""
     import copy
 
     from stable_baselines3.common.save_util import load_from_zip_file
@@ -210,7 +192,7 @@ def load_for_fit(path: str) -> tuple[Any, _PolicyHolder]:
     policy = copy.deepcopy(load_policy(path)[0])
     data, _, _ = load_from_zip_file(path, device="cpu", load_data=True, print_system_info=False)
     kwargs = dict((data or {}).get("policy_kwargs") or {})  # every setting of the network, so the saves load
-    return policy, _PolicyHolder(policy, kwargs or {"net_arch": policy.net_arch, "activation_fn": policy.activation_fn})
+    return policy, kwargs or {"net_arch": policy.net_arch, "activation_fn": policy.activation_fn}
 
 
 def build_policy(
@@ -242,14 +224,9 @@ def fit(
     anchor: Any = None,
     anchor_coef: float = 0.0,
 ) -> dict[str, float]:
-    """Fit ``policy`` to the demonstrations; returns the last epoch's losses and the action accuracy.
-
-    With an ``anchor`` policy (a frozen network) and ``anchor_coef`` > 0 the loss adds ``anchor_coef`` times
-    the KL divergence from the anchor's masked action distribution to the policy's, on every record: the fit
-    moves towards the teacher's choices while keeping the anchor's preferences where the labels do not speak.
-    """
-    if anchor_coef > 0.0 and anchor is None:
-        raise ValueError("anchor_coef > 0 needs an anchor policy")
+    """Fit ``policy`` to the demonstrations; returns the last epoch's losses and the action accuracy. With
+    ``anchor_coef`` > 0 the loss adds that times the KL divergence from the ``anchor`` policy's masked action
+    distribution (docs/guides/training-sb3.md, "Distilling a planner")."""
     gen = torch.Generator().manual_seed(seed)
     obs = torch.as_tensor(demos.obs)
     masks = torch.as_tensor(demos.masks)
@@ -299,22 +276,12 @@ def fit(
 
 
 def check_common(
-    config: NertzConfig, counts: Mapping[str, int], lr: float, seed: int, teacher_threads: int = 1,
-    out: str | None = None, folder: str | None = None,
+    config: NertzConfig, lr: float, teacher_threads: int = 1, out: str | None = None, folder: str | None = None
 ) -> None:
-    """The checks of the commands that learn from a teacher (imitate, expert, distill), before any work: each
-    of ``counts`` (flag name -> value) at least 1, ``lr`` finite and > 0, ``seed`` >= 0, at most one teacher thread per seat, rules of
-    single rounds, an ``out`` policy file ending in ``.zip`` and a ``folder`` that is not a file. Raises
-    ``ValueError`` naming the flag."""
-    import os
-
-    for name, value in counts.items():
-        if value < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+    """The checks of the commands that learn from a teacher (imitate, expert, distill) that argparse cannot
+    make, before any work; raises ``ValueError`` naming the flag."""
     if not (np.isfinite(lr) and lr > 0):
         raise ValueError(f"--lr must be a finite number > 0, got {lr}")
-    if seed < 0:
-        raise ValueError(f"--seed must be >= 0, got {seed}")
     if not 1 <= teacher_threads <= config.num_players:
         raise ValueError(f"--teacher-threads must be from 1 to the {config.num_players} seats (one teacher per "
                          f"seat), got {teacher_threads}")
@@ -352,15 +319,9 @@ def imitate(
     teacher_threads: int = 1,
     resume: str | None = None,
 ) -> dict[str, Any]:
-    """Collect ``samples`` decisions of ``teacher``, fit a policy, save it to ``out`` (a policy file); with
-    ``dagger_rounds``, then DAgger rounds (docs/guides/training-sb3.md, "Starting from imitation").
-
-    Every option is checked before any work or file. ``checkpoint_dir``: the policy after the first fit and after
-    every round is also saved there (``round_NN.zip``). Ctrl-C saves the last finished step (a recording or a
-    fit) to ``checkpoint_dir`` (else ``<out without .zip>_resume``) and raises
-    :class:`nertz_env.train.resume.Interrupted`; ``resume=FOLDER`` with the same options continues from there
-    and ends with the policy of a run that never stopped.
-    """
+    """Collect ``samples`` decisions of ``teacher``, fit a policy, then ``dagger_rounds`` DAgger rounds; save it
+    to ``out``. Ctrl-C saves the last finished step to ``checkpoint_dir`` (else ``<out without .zip>_resume``)
+    for ``resume``. See docs/guides/training-sb3.md, "Starting from imitation"."""
     from nertz_env.agents import make_agent
     from nertz_env.agents.meta import make_meta
     from nertz_env.agents.policy import PolicyAgent
@@ -369,16 +330,8 @@ def imitate(
     started = time.perf_counter()
     config = make_config(num_players=num_players, **dict(rules or {}))
     arch = list(net_arch if net_arch is not None else [256, 256])
-    # every bad value fails here, before any folder is made
-    counts = {"samples": samples, "epochs": epochs, "batch_size": batch_size, "dagger_samples": dagger_samples,
-              "dagger_epochs": dagger_epochs}
-    check_common(config, counts, lr, seed, teacher_threads, out=out, folder=checkpoint_dir)
-    if dagger_rounds < 0:
-        raise ValueError(f"--dagger-rounds must be >= 0, got {dagger_rounds}")
-    if not arch or any(h < 1 for h in arch):
-        raise ValueError(f"--net-arch must list positive layer widths such as 256,256, got {arch}")
-    if activation not in ("relu", "tanh"):
-        raise ValueError(f"activation must be 'relu' or 'tanh', got {activation!r}")
+    # every bad value fails here, before any folder is made (the counts: argparse)
+    check_common(config, lr, teacher_threads, out=out, folder=checkpoint_dir)
     if not 0 < gamma <= 1:
         raise ValueError(f"--gamma must be in (0, 1], got {gamma}")
     make_agent(teacher).reset(config, 0, 0)  # a bad spec, or a trained teacher for another table, fails here
@@ -418,12 +371,6 @@ def imitate(
                        "dagger_epochs": dagger_epochs, "relative_reward": relative_reward, **stats},
         )
 
-    def checkpoint(dagger_done: int) -> None:
-        if checkpoint_dir is not None:
-            path = os.path.join(checkpoint_dir, f"round_{dagger_done:02d}.zip")
-            save_policy(_PolicyHolder(policy, kwargs), path, record(dagger_done))
-            log(f"checkpoint {path} ({time.perf_counter() - started:.0f} s since the start)")
-
     # the steps: 0 records the teacher, 1 fits; then each DAgger round k records (2k + 2) and fits (2k + 3)
     try:
         for step in range(progress_state.step, 2 + 2 * dagger_rounds):
@@ -454,7 +401,10 @@ def imitate(
                 stats = fit(policy, demos, epochs=epochs if step == 1 else dagger_epochs, batch_size=batch_size,
                             lr=lr, seed=seed if step == 1 else seed + k + 1, log=log)
                 fit_s += time.perf_counter() - t0
-                checkpoint(k + 1)
+                if checkpoint_dir is not None:
+                    path = os.path.join(checkpoint_dir, f"round_{k + 1:02d}.zip")
+                    save_policy(policy, kwargs, path, record(k + 1))
+                    log(f"checkpoint {path} ({time.perf_counter() - started:.0f} s since the start)")
                 done = "the first fit" if step == 1 else f"DAgger round {k + 1} of {dagger_rounds}"
                 done += f" ({len(demos.actions):,} decisions)"
             assert demos is not None
@@ -464,8 +414,7 @@ def imitate(
         raise Interrupted(progress_state.save(folder) if progress_state.step > 0 else None, progress_state.done) from None
     assert demos is not None
 
-    holder = _PolicyHolder(policy, kwargs)
-    save_policy(holder, out, record(dagger_rounds))
+    save_policy(policy, kwargs, out, record(dagger_rounds))
     log(f"saved {out} (fit {fit_s:.0f} s)")
     return {"path": out, "samples": len(demos.actions), "rounds": demos.games,
             "collect_s": demos.seconds, "fit_s": fit_s, **stats}
@@ -475,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m nertz_env.train.imitate``: collect, fit and save; exit code 2 on bad input (one line)."""
     import json
 
-    from nertz_env.cli import Parser, add_rule_flag
+    from nertz_env.cli import Parser, add_rule_flag, at_least
     from nertz_env.threads import limit_threads
     from nertz_env.train.cli import _int_list
     from nertz_env.train.resume import run_command
@@ -485,39 +434,36 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--teacher", default="search", help="agent spec to imitate (default search)")
     ap.add_argument("--players", type=int, default=4)
     add_rule_flag(ap, "a rules option of the tables (repeat); the policy is for these rules")
-    ap.add_argument("--samples", type=int, default=200_000, help="decisions to record (default 200,000)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--samples", type=at_least(1), default=200_000, help="decisions to record (default 200,000)")
+    ap.add_argument("--seed", type=at_least(0), default=0)
     ap.add_argument("--net-arch", type=_int_list, default=[256, 256], help="hidden widths (default 256,256)")
-    ap.add_argument("--epochs", type=int, default=10)
-    ap.add_argument("--batch-size", type=int, default=1024)
+    ap.add_argument("--epochs", type=at_least(1), default=10)
+    ap.add_argument("--batch-size", type=at_least(1), default=1024)
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--gamma", type=float, default=0.995)
-    ap.add_argument("--dagger-rounds", type=int, default=0,
+    ap.add_argument("--dagger-rounds", type=at_least(0), default=0,
                     help="DAgger rounds after the first fit: the policy plays a seat, the teacher labels (default 0)")
-    ap.add_argument("--dagger-samples", type=int, default=None,
+    ap.add_argument("--dagger-samples", type=at_least(1), default=None,
                     help="decisions per DAgger round (default 100,000; needs --dagger-rounds)")
-    ap.add_argument("--dagger-epochs", type=int, default=None,
+    ap.add_argument("--dagger-epochs", type=at_least(1), default=None,
                     help="epochs over all records after each DAgger round (default 3; needs --dagger-rounds)")
     ap.add_argument("--relative-reward", action="store_true",
                     help="value targets from the score minus the rivals' mean (as relative_reward = true trains)")
     ap.add_argument("--no-shaping", action="store_true", help="value targets without the Nertz-pile shaping")
     ap.add_argument("--checkpoint-dir", default=None,
                     help="also save the policy after the first fit and after each DAgger round here (round_NN.zip)")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    ap.add_argument("--teacher-threads", type=int, default=1,
+    ap.add_argument("--threads", type=at_least(1), default=1, help="torch threads (default 1)")
+    ap.add_argument("--teacher-threads", type=at_least(1), default=1,
                     help="threads the teachers decide in while collecting (default 1; 2 on a 2-core machine)")
     ap.add_argument("--resume", metavar="FOLDER",
                     help="continue an interrupted run from the folder it printed (same options)")
     args = ap.parse_args(argv)
-    if args.threads < 1:
-        ap.error(f"--threads must be at least 1, got {args.threads}")
     if args.dagger_rounds == 0:
         given = [f for f, v in (("--dagger-samples", args.dagger_samples), ("--dagger-epochs", args.dagger_epochs))
                  if v is not None]
         if given:
             ap.error(f"{given[0]} has no effect without DAgger rounds: pass --dagger-rounds N (N >= 1), or remove it")
     limit_threads(args.threads)
-    torch.set_num_threads(args.threads)
     code, result = run_command(ap.prog, argv, lambda: imitate(
         args.out, args.teacher, args.players, args.rule or {}, args.samples, args.seed, args.net_arch,
         epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, gamma=args.gamma,

@@ -145,11 +145,9 @@ def interrupted_message(prog: str, argv: Sequence[str], stop: Interrupted) -> st
 def run_command(prog: str, argv: Sequence[str] | None, work: Callable[[], Any]) -> tuple[int, Any]:
     """``work()`` for a command's ``main``: (0, its result); bad input prints one line (exit 2), a first Ctrl-C
     where to resume and a second one that it stopped at once (exit 130)."""
-    from nertz_env.agents import AgentSpecError
-
     try:
         return 0, work()
-    except (AgentSpecError, FileNotFoundError, ValueError) as e:
+    except (FileNotFoundError, ValueError) as e:  # AgentSpecError is a ValueError
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2, None
     except Interrupted as stop:

@@ -147,26 +147,14 @@ def build_config(
     )
 
 
-def _read_checkpoint(path: str) -> tuple[TrainConfig, dict[str, Any]]:
-    """The training config and the record of an RLlib checkpoint of this backend."""
-    from nertz_env.agents.meta import CheckpointError
-    from nertz_env.agents.rllib_policy import read_rllib_meta
-
-    meta = read_rllib_meta(path)
-    stored = meta.get("train_config")
-    if not isinstance(stored, dict):
-        raise CheckpointError(f"{path} stores no training config: it is not a training checkpoint")
-    return TrainConfig.from_dict(stored), meta
-
-
 def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
     """Every check the run makes before it imports Ray, with neither Ray nor torch, so ``--print-config``
     refuses what the run refuses. Returns the config as it will run, and whether a resumed checkpoint is of the
     multi-agent env."""
-    from nertz_env.train.checkpoint import check_resume, check_run_dir
+    from nertz_env.train.checkpoint import check_resume, check_run_dir, read_checkpoint
 
-    base, meta = _read_checkpoint(args.resume) if args.resume else (None, None)
-    cfg = config_from_args(args, base, final=True)
+    meta = read_checkpoint(args.resume, rllib=True) if args.resume else None
+    cfg = config_from_args(args, TrainConfig.from_dict(meta["train_config"]) if meta else None, final=True)
     if args.num_env_runners < 0:
         raise UsageError(f"--num-env-runners must be >= 0, got {args.num_env_runners}")
     check_options(cfg, args.num_env_runners)

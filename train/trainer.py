@@ -27,7 +27,6 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor
 from nertz_env.agents.meta import (
     CheckpointError,
     IncompatibleCheckpointError,
-    check_compatible,
     make_meta,
     read_meta,
     write_meta,
@@ -35,7 +34,7 @@ from nertz_env.agents.meta import (
 from nertz_env.agents.policy import write_arrays
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.threads import limit_threads
-from nertz_env.train.checkpoint import check_resume, check_run, read_checkpoint, state_path
+from nertz_env.train.checkpoint import check_run, state_path
 from nertz_env.train.config import TrainConfig
 from nertz_env.train.evaluate import EvalRow, append_csv, evaluate_checkpoint, format_rows
 from nertz_env.train.pool import OpponentPool
@@ -48,25 +47,24 @@ from nertz_env.train.wrappers import PotentialShaping, RelativeReward, VecTimer
 STATE_FORMAT = "nertz-train-state/2"
 
 
-def save_policy(model: Any, path: str, meta: dict[str, Any]) -> str:
-    """Save only the policy network of ``model`` (no optimizer) with the nertz-env record: what the
-    opponent pool, the evaluator and a shipped model need. Loads with
-    :func:`nertz_env.agents.policy.load_policy_agent`."""
+def save_policy(policy: Any, policy_kwargs: dict[str, Any], path: str, meta: dict[str, Any]) -> str:
+    """Save the network ``policy`` alone (no optimizer) with the nertz-env record and the array file beside it:
+    what the opponent pool, the evaluator and a shipped model load (:func:`nertz_env.agents.policy.load_policy_agent`)."""
     from stable_baselines3.common.save_util import save_to_zip_file
 
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     data = {
-        "policy_class": model.policy_class,
-        "policy_kwargs": model.policy_kwargs,
-        "observation_space": model.observation_space,
-        "action_space": model.action_space,
+        "policy_class": type(policy),
+        "policy_kwargs": policy_kwargs,
+        "observation_space": policy.observation_space,
+        "action_space": policy.action_space,
     }
-    weights = model.policy.state_dict()
-    if isinstance(model.policy, PrivilegedCriticPolicy):  # a player gets the policy over the observation alone
+    weights = policy.state_dict()
+    if isinstance(policy, PrivilegedCriticPolicy):  # a player gets the policy over the observation alone
         data, weights = PrivilegedCriticPolicy.for_play(data, weights)
     save_to_zip_file(path, data=data, params={"policy": weights})
     write_meta(path, meta)
-    write_arrays(path, model.policy)  # policy.npz beside policy.zip: the numpy actor plays it without torch
+    write_arrays(path, policy)  # policy.npz beside policy.zip: the numpy actor plays it without torch
     return path
 
 
@@ -163,22 +161,9 @@ def _in_folder(folder: str) -> Iterator[None]:
 
 
 class Trainer:
-    """One training run (docs/guides/training-sb3.md).
-
-    Args:
-        cfg: the configuration.
-        resume: a checkpoint (``.zip`` with its ``.state.pkl``) to continue from; its config must match
-            ``cfg`` in rules, table size and env layout.
-        log: where progress messages go (``print`` by default).
-
-    Every check runs before the first file is written, so bad input leaves no half-made run directory.
-
-    Raises:
-        ConfigError: an option that cannot take effect with the others, or a fresh run into a directory
-            that already holds a run.
-        FileNotFoundError: ``resume`` does not exist, or a pool snapshot it needs is gone.
-        CheckpointError: ``resume`` is not a resumable nertz-env checkpoint.
-        IncompatibleCheckpointError: ``resume`` was trained for other rules, table size or env layout.
+    """One training run of ``cfg``, fresh or continuing the checkpoint ``resume``; ``log`` takes the progress
+    messages. Bad input raises (``ConfigError``, ``CheckpointError``, ``FileNotFoundError``) before the first file
+    is written. See docs/guides/training-sb3.md.
     """
 
     def __init__(
@@ -187,19 +172,12 @@ class Trainer:
         resume: str | None = None,
         log: Callable[[str], None] = print,
     ) -> None:
-        # every check comes before the first file is written: bad input leaves no half-made run directory
-        resume_meta = None
-        if resume is not None:
-            resume_meta = read_checkpoint(resume)  # FileNotFoundError / CheckpointError
-            check_resume(cfg, resume, resume_meta)  # IncompatibleCheckpointError / ConfigError
-        cfg, notes = cfg.resolve(resume=resume is not None)
+        cfg, notes, resume_meta = check_run(cfg, resume)
         self.cfg = cfg
         self.log = log
         threads = cfg.torch_threads or len(os.sched_getaffinity(0))
         limit_threads(threads)
-        torch.set_num_threads(threads)
         self.config: NertzConfig = make_config(num_players=cfg.num_players, **cfg.rules)
-        check_run(cfg, resume)  # tensorboard installed, the run directory
         self.run_dir = os.path.abspath(cfg.run_dir)
         p = cfg.pool
         self.pool = (
@@ -220,7 +198,6 @@ class Trainer:
         with warnings.catch_warnings():  # resolve() says it in one line: SB3 would add a multi-line warning
             warnings.filterwarnings("ignore", message="You have specified a mini-batch size")
             self.model = self._make_model(cfg, net)
-        self.rollout_size = cfg.rollout_size
         self.next_checkpoint = _next_multiple(0, cfg.checkpoint_every)
         self.next_eval = _next_multiple(0, cfg.evaluation.every if cfg.evaluation else 0)
         self.last_boundary = 0
@@ -228,7 +205,6 @@ class Trainer:
         self.checkpoints: list[str] = []
         self.stopped: str | None = None  # the checkpoint saved on a signal ("" when nothing was trained yet)
         if resume is not None:
-            assert resume_meta is not None
             self._load(resume, resume_meta)
         elif cfg.init_from is not None:
             self._init_from(cfg.init_from)
@@ -301,11 +277,6 @@ class Trainer:
         )
 
     # ------------------------------------------------------------------ periodic work
-    @property
-    def iteration(self) -> int:
-        """PPO updates done so far (transitions trained over the rollout size)."""
-        return int(self.model.num_timesteps) // self.rollout_size
-
     def on_boundary(self) -> None:
         """Rollout boundary: snapshot, evaluation and checkpoint when due (called before each rollout).
 
@@ -316,7 +287,8 @@ class Trainer:
             return
         self.last_boundary = steps
         p, e = cfg.pool, cfg.evaluation
-        if p is not None and p.snapshot_every > 0 and p.snapshot_weight > 0 and self.iteration % p.snapshot_every == 0:
+        # (snapshot_every is 0 unless snapshots have weight: TrainConfig resets it)
+        if p is not None and p.snapshot_every > 0 and steps // cfg.rollout_size % p.snapshot_every == 0:
             self._add_snapshot()
         if e is not None and e.every > 0 and steps >= self.next_eval:
             self.evaluate()
@@ -329,7 +301,7 @@ class Trainer:
         assert self.pool is not None
         steps = int(self.model.num_timesteps)
         path = os.path.join(self.run_dir, "pool", f"snapshot_{steps:012d}.zip")
-        save_policy(self.model, path, self.meta())
+        save_policy(self.model.policy, self.model.policy_kwargs, path, self.meta())
         self.pool.add_snapshot(path, name=f"snapshot@{steps}")
 
     def evaluate(self) -> list[EvalRow]:
@@ -338,7 +310,7 @@ class Trainer:
         if e is None:
             return []
         path = os.path.join(self.run_dir, "eval", f"policy_{steps:012d}.zip")
-        save_policy(self.model, path, self.meta())
+        save_policy(self.model.policy, self.model.policy_kwargs, path, self.meta())
         rows = evaluate_checkpoint(
             path, e.opponents, cfg.num_players, cfg.rules, e.deals, e.seed,
             deterministic=e.deterministic, workers=e.workers, timesteps=steps,
@@ -400,7 +372,8 @@ class Trainer:
         cfg, model = self.cfg, self.model
         t0 = time.perf_counter()
         final = self.save_checkpoint(periodic=False)
-        policy = save_policy(model, os.path.join(self.run_dir, "policy.zip"), self.meta(checkpoint=final))
+        policy = save_policy(model.policy, model.policy_kwargs, os.path.join(self.run_dir, "policy.zip"),
+                             self.meta(checkpoint=final))
         if cfg.evaluation is not None and not any(r.timesteps == model.num_timesteps for r in self.eval_rows):
             self.evaluate()
         self.clock.wall_seconds += time.perf_counter() - t0
@@ -441,19 +414,12 @@ class Trainer:
         }
 
     # ------------------------------------------------------------------ checkpoints
-    def save_checkpoint(self, periodic: bool = True) -> str:
-        """Write ``checkpoints/step_<timesteps>.zip`` (+ ``.json``, ``.state.pkl``); returns the zip path."""
-        path = self._write_checkpoint(self._state())
-        if periodic and self.cfg.keep_checkpoints > 0:
-            self._prune_checkpoints()
-        return path
-
     def _checkpoint_path(self, steps: int) -> str:
         return os.path.join(self.run_dir, "checkpoints", f"step_{steps:012d}.zip")
 
-    def _write_checkpoint(self, state: dict[str, Any]) -> str:
-        """Write the model with ``state`` (see :meth:`_state`). Every file is written under a temporary name
-        and renamed, the zip last: a checkpoint is either complete or absent (``step_*.zip`` marks it)."""
+    def save_checkpoint(self, periodic: bool = True) -> str:
+        """Write ``checkpoints/step_<timesteps>.zip`` (+ ``.json``, ``.state.pkl``); returns the zip path. Every
+        file is written under a temporary name and renamed, the zip last: a checkpoint is complete or absent."""
         model = self.model
         path = self._checkpoint_path(int(model.num_timesteps))
         folder, name = os.path.split(path)
@@ -462,7 +428,7 @@ class Trainer:
         placed: list[str] = []
         try:
             with open(tmp_state, "wb") as f:
-                pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump(self._state(), f, protocol=pickle.HIGHEST_PROTOCOL)
             model.save(tmp_zip)
             write_meta(tmp_zip, self.meta())
             for tmp, final in ((tmp_state, state_path(path)), (tmp_json, os.path.splitext(path)[0] + ".json")):
@@ -477,6 +443,8 @@ class Trainer:
         if path not in self.checkpoints:
             self.checkpoints.append(path)
         self.log(f"checkpoint: {path}")
+        if periodic and self.cfg.keep_checkpoints > 0:
+            self._prune_checkpoints()
         return path
 
     def _state(self) -> dict[str, Any]:
@@ -519,8 +487,7 @@ class Trainer:
         """Copy the policy weights of ``path`` into the fresh model (optimizer, counters, env start anew)."""
         from nertz_env.agents.policy import load_policy
 
-        policy, meta = load_policy(path)  # FileNotFoundError / CheckpointError
-        check_compatible(meta, self.config, where=f"init_from {path}")
+        policy, _ = load_policy(path)  # TrainConfig.resolve checked its record against the table
         weights = policy.state_dict()  # always the policy over the observation (load_policy's for_play)
         if isinstance(self.model.policy, PrivilegedCriticPolicy):
             assert isinstance(self.base_env, NertzVecEnv)
@@ -572,7 +539,7 @@ class Trainer:
             pool["snapshots"] = [{**e, "spec": os.path.join(run, e["spec"])} for e in pool["snapshots"]]
             self._load_pool(pool)
         data, _, _ = load_from_zip_file(path, device="cpu", print_system_info=False)
-        assert data is not None  # read_checkpoint found the record in this zip
+        assert data is not None  # check_run found the record in this zip
         model.set_parameters(path, exact_match=True, device="cpu")
         for key in ("num_timesteps", "_n_updates", "_episode_num", "_last_obs", "_last_episode_starts",
                     "ep_info_buffer", "ep_success_buffer"):

@@ -70,31 +70,24 @@ class PotentialShaping(VecEnvWrapper):
 
 
 class RelativeReward(VecEnvWrapper):
-    """Reward minus ``info["rivals_reward"]``, the mean reward of the seats on other teams; a missing key is an
-    error."""
+    """Reward minus ``info["rivals_reward"]``, the mean reward of the seats on other teams (NertzVecEnv and
+    NertzSingleAgentEnv report it)."""
 
     def reset(self) -> VecEnvObs:
         return self.venv.reset()
 
     def step_wait(self) -> VecEnvStepReturn:
         obs, rewards, dones, infos = self.venv.step_wait()
-        try:
-            rivals = np.fromiter((info["rivals_reward"] for info in infos), np.float64, len(infos))
-        except KeyError:
-            raise KeyError(
-                "RelativeReward needs info['rivals_reward'] from the env (NertzVecEnv and NertzSingleAgentEnv "
-                "report it)"
-            ) from None
+        rivals = np.fromiter((info["rivals_reward"] for info in infos), np.float64, len(infos))
         return obs, (rewards - rivals).astype(np.float32), dones, infos
 
 
 class VecTimer(VecEnvWrapper):
-    """Accumulates the wall time spent in the wrapped VecEnv (``seconds``) and counts ``steps``."""
+    """Accumulates the wall time spent in the wrapped VecEnv (``seconds``)."""
 
     def __init__(self, venv: VecEnv) -> None:
         super().__init__(venv)
         self.seconds = 0.0
-        self.steps = 0
 
     def reset(self) -> VecEnvObs:
         t0 = time.perf_counter()
@@ -111,7 +104,6 @@ class VecTimer(VecEnvWrapper):
         t0 = time.perf_counter()
         out = self.venv.step_wait()
         self.seconds += time.perf_counter() - t0
-        self.steps += 1
         return out
 
     def env_method(

@@ -21,7 +21,6 @@ from nertz_env.agents.meta import make_meta  # noqa: E402
 from nertz_env.agents.policy import load_policy, policy_probabilities  # noqa: E402
 from nertz_env.agents.registry import shipped_models  # noqa: E402
 from nertz_env.config import NertzConfig  # noqa: E402
-from nertz_env.train.imitate import _PolicyHolder  # noqa: E402
 from nertz_env.train.trainer import save_policy  # noqa: E402
 
 
@@ -73,7 +72,7 @@ def main() -> None:
                       "train": score(pol, train), "heldout": score(pol, held)}), flush=True)
     data, _, _ = load_from_zip_file(path, device="cpu", load_data=True, print_system_info=False)
     kwargs = dict((data or {}).get("policy_kwargs") or {})
-    save_policy(_PolicyHolder(pol, kwargs), out, make_meta(NertzConfig(num_players=4), num_timesteps=0,
+    save_policy(pol, kwargs, out, make_meta(NertzConfig(num_players=4), num_timesteps=0,
                 mode="distillation", n_envs=1, distill={"lab": "fit_loops", "train": sys.argv[1], "lr": lr,
                                                         "epochs": epochs, "undo_weight": w, "head": head}))
     print(f"saved {out}")
