@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import importlib
-import importlib.util
 import json
 import os
 import signal
