@@ -41,3 +41,15 @@ def as_bool(value: Any, name: str) -> bool:
     if text in ("0", "false", "no", "off"):
         return False
     raise ValueError(f"{name} must be true or false, got {value!r}")
+
+
+def policy_params(what: str, params: dict[str, Any]) -> tuple[bool, Any]:
+    """The ``deterministic`` (default true) and ``name`` parameters of a trained policy's spec; ``what`` names
+    the checkpoint in the one-line errors (:class:`AgentSpecError`)."""
+    unknown = sorted(set(params) - {"deterministic", "name"})
+    if unknown:
+        raise AgentSpecError(f"{what} has no parameter {', '.join(unknown)}; it takes deterministic (bool), name (str)")
+    try:
+        return as_bool(params.get("deterministic", True), "deterministic"), params.get("name")
+    except ValueError as e:
+        raise AgentSpecError(f"{what}: {e}") from None

@@ -15,8 +15,6 @@ from nertz_env.agents.kernels import PRIO_FLIP, PRIO_NERTZ_LAKE, pick_best
 from nertz_env.agents.search import SearchAgent
 from nertz_env.config import NertzConfig
 
-__all__ = ["BestAgent", "ExpertAgent", "NumpyActor"]
-
 _LOG_FLOOR = 1e-6  # probabilities below this count as this in the prior (a log of zero is no score)
 
 

@@ -14,7 +14,6 @@ import threading
 import zipfile
 from typing import Any
 
-import numba
 import numpy as np
 
 from nertz_env.engine._cache import keyed_jit
@@ -196,8 +195,7 @@ class NumpyActor:
 
     def first_choice(self, observation: np.ndarray, mask: np.ndarray) -> int:
         """The most probable legal action (the lowest index among exact ties), as ``argmax`` of the
-        probabilities: one compiled call (:func:`_first_choice`), or the numpy layers under
-        ``NUMBA_DISABLE_JIT=1``."""
+        probabilities, in one compiled call (:func:`_first_choice`)."""
         x, m = observation, mask
         bufs = getattr(self._scratch, "bufs", None)
         if (bufs is not None and type(x) is np.ndarray and type(m) is np.ndarray and x.dtype == np.float32
@@ -209,9 +207,6 @@ class NumpyActor:
         if x.shape != self._x_shape or m.shape != self._m_shape:
             raise ValueError(f"first_choice takes one observation of shape {self._x_shape} and a mask of shape "
                              f"{self._m_shape}, got {x.shape} and {m.shape}")
-        if getattr(numba.config, "DISABLE_JIT", False):
-            logits = self.logits(x)
-            return int(np.argmax(np.where(m.astype(bool), logits, -np.inf)))
         x = np.ascontiguousarray(x, dtype=np.float32)
         m = m.view(np.int8) if m.dtype == np.bool_ else (m != 0).astype(np.int8)
         m = np.ascontiguousarray(m)

@@ -227,12 +227,6 @@ def read_state(obs, params, s):
 
 # ---------------------------------------------------------------- the view
 @_kernel
-def pile_card(s, j, k):
-    """Card ``k`` (from the bottom) of work pile ``j``."""
-    return s[S_WORK + 13 * j + k]
-
-
-@_kernel
 def exposed(s, j):
     """Exposed card of work pile ``j``, -1 when it is empty."""
     n = s[S_WLEN + j]
@@ -257,12 +251,6 @@ def top_of(s, src):
     if src == 1:
         return s[S_WTOP]
     return exposed(s, src - 2)
-
-
-@_kernel
-def lake_playable(s, c):
-    """Would the lake take the real card ``c`` now (the engine's ``lake_takes`` on the view's lake tops)?"""
-    return lake_takes(s, S_LAKE, c)
 
 
 @_kernel
@@ -334,7 +322,7 @@ def _useful_exposure(s, e, w):
         return s[S_NCOUNT] > 0
     if ntop >= 0 and can_stack(ntop, e):
         return True
-    return lake_playable(s, e)
+    return lake_takes(s, S_LAKE, e)
 
 
 @_kernel
@@ -369,7 +357,7 @@ def heuristic_priorities(s, mask, params, columns, waste_policy, banned, prio):
                 p = PRIO_WORK_LAKE
                 j = src - 2
                 n = s[S_WLEN + j]
-                e = pile_card(s, j, n - 2) if n >= 2 else -1
+                e = s[S_WORK + 13 * j + n - 2] if n >= 2 else -1
                 if _useful_exposure(s, e, w):
                     p += PRIO_USEFUL_BONUS
             if kind == JOKER_LAKE:  # prefer declaring a card whose successor we hold face up
@@ -400,7 +388,7 @@ def heuristic_priorities(s, mask, params, columns, waste_policy, banned, prio):
                     elif waste_policy == 3 or (
                         waste_policy == 2
                         and s[S_WCOUNT] > 1
-                        and not lake_playable(s, lower)
+                        and not lake_takes(s, S_LAKE, lower)
                         and not (ntop >= 0 and can_stack(ntop, lower))
                     ):
                         prio[a] = PRIO_WASTE_ANY
@@ -411,7 +399,7 @@ def heuristic_priorities(s, mask, params, columns, waste_policy, banned, prio):
             length = columns[3, a]
             ni = s[S_WLEN + i]
             whole = length == ni
-            e = pile_card(s, i, ni - length - 1) if not whole else -1
+            e = s[S_WORK + 13 * i + ni - length - 1] if not whole else -1
             if s[S_WLEN + dst] == 0:
                 if not whole and _useful_exposure(s, e, w):
                     prio[a] = PRIO_RUN_TO_EMPTY
@@ -420,7 +408,7 @@ def heuristic_priorities(s, mask, params, columns, waste_policy, banned, prio):
                     prio[a] = PRIO_RUN_EMPTIES
             elif ntop >= 0 and can_stack(ntop, e):
                 prio[a] = PRIO_RUN_FREES_NERTZ
-            elif lake_playable(s, e):
+            elif lake_takes(s, S_LAKE, e):
                 prio[a] = PRIO_RUN_EXPOSES_LAKE
 
 
@@ -759,12 +747,6 @@ def others_play(S, t, p, rate, held):
                     break
                 k -= 1
     return played
-
-
-@_kernel
-def rollout(S, t, p, view, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, prio, trace):
-    """:func:`_rollout`, callable from Python (tests replay its ``trace`` on the engine)."""
-    return _rollout(S, t, p, view, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, prio, trace)
 
 
 @_inner

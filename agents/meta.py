@@ -27,12 +27,6 @@ class IncompatibleCheckpointError(CheckpointError):
     """A checkpoint trained for other rules, another table size or another observation/action layout."""
 
 
-def package_version() -> str:
-    from nertz_env import __version__
-
-    return __version__
-
-
 def sidecar_path(checkpoint: str) -> str:
     """``runs/x/model.zip`` -> ``runs/x/model.json``."""
     root, _ = os.path.splitext(checkpoint)
@@ -41,11 +35,13 @@ def sidecar_path(checkpoint: str) -> str:
 
 def make_meta(config: NertzConfig, **extra: Any) -> dict[str, Any]:
     """The record for a policy trained at tables of ``config`` (``extra``: counters, mode, ...)."""
+    from nertz_env import __version__
+
     rules = config.to_dict()
     num_players = rules.pop("num_players")
     return {
         "format": FORMAT,
-        "package_version": package_version(),
+        "package_version": __version__,
         "algorithm": "MaskablePPO",
         "num_players": num_players,
         "rules": rules,

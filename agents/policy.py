@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from nertz_env.actions import action_table
-from nertz_env.agents.base import AgentSpecError, as_bool
+from nertz_env.agents.base import policy_params
 from nertz_env.agents.meta import (
     ZIP_MEMBER,
     CheckpointError,
@@ -72,14 +72,9 @@ def _check_network(path: str, obs_shape: tuple[int, ...], n_actions: int, meta: 
 
 
 def load_policy(path: str, outside: bool = False) -> tuple[Any, dict[str, Any]]:
-    """The policy network and the nertz-env record of the checkpoint ``path``, cached per file version: every
-    caller shares the network (the pool batches its seats), so copy it before changing it.
-
-    With ``outside=True`` a MaskablePPO zip without a record (trained outside ``nertz-train``, e.g. on
-    :class:`nertz_env.train.single.NertzSingleAgentEnv`) gets a record of its spaces only
-    (``"outside": True``, no rules): its agent plays at any table whose spaces match (see
-    :class:`PolicyAgent`), or at the table given to :func:`load_policy_agent`. Without it such a zip raises
-    :class:`CheckpointError` (callers that need the rules: training's ``init_from``).
+    """The policy network and the nertz-env record of the checkpoint ``path``, cached per file version (shared by
+    every caller: copy it before changing it). ``outside=True`` takes a zip without a record (trained outside
+    ``nertz-train``) with a record of its spaces only, ``"outside": True`` (docs/guides/training-sb3.md).
 
     Raises:
         FileNotFoundError: no such file.
@@ -139,10 +134,9 @@ def load_policy(path: str, outside: bool = False) -> tuple[Any, dict[str, Any]]:
 
 
 def numpy_actor(path: str) -> Any:
-    """The numpy actor of the checkpoint ``path`` (cached per file version), or None when its network is not
-    one the numpy forward evaluates (the torch route then plays it). It is read without torch from the array
-    file saved beside the zip; a zip without one (saved by an older version, or by SB3's ``model.save``) is
-    read once with torch, which writes the file (:func:`write_arrays`)."""
+    """The numpy actor of the checkpoint ``path`` (cached per file version), or None when the numpy forward does
+    not evaluate its network. Read from the array file beside the zip; without one, once with torch, which
+    writes it (:func:`write_arrays`)."""
     return _numpy_actor(os.path.abspath(path), os.path.getmtime(path))
 
 
@@ -160,9 +154,8 @@ def _numpy_actor(path: str, mtime: float) -> Any:
 
 
 def write_arrays(path: str, policy: Any = None) -> Any:
-    """Write the numpy actor of the policy zip ``path`` beside it (:meth:`NumpyActor.save
-    <nertz_env.agents.forward.NumpyActor.save>`) and return it: from ``policy`` (the network just saved there),
-    else read from the zip with torch. None, and no file, when the numpy forward does not evaluate the network;
+    """Write the numpy actor of the policy zip ``path`` beside it and return it: from ``policy`` (the network just
+    saved there), else read with torch. None, and no file, when the numpy forward does not evaluate the network;
     a folder that cannot be written keeps the actor in memory."""
     from nertz_env.agents.forward import NumpyActor, UnsupportedNetwork
 
@@ -391,16 +384,10 @@ class PolicyAgent:
 
 
 def load_policy_agent(path: str, config: NertzConfig | None = None, **params: Any) -> PolicyAgent:
-    """The registry loader for ``.zip`` checkpoints: ``make_agent("model.zip")``.
-
-    Parameters: ``deterministic`` (play the most probable legal action; default true, ``false`` samples from
-    the policy) and ``name`` (the agent's ``name``;
-    default the path; tournaments label agents by their spec, so ``nertz-eval`` tables show the spec).
-
-    ``config``: the table a zip without a nertz-env record (any SB3 MaskablePPO zip, e.g. trained on
-    :class:`nertz_env.train.single.NertzSingleAgentEnv`) was trained for; its spaces are checked now and the
-    agent then refuses other tables, like a ``nertz-train`` checkpoint. Without it such a zip plays at any
-    table whose spaces match. For a zip with a record, ``config`` must equal the record's table.
+    """The registry loader for ``.zip`` checkpoints: ``make_agent("model.zip:deterministic=false,name=x")``
+    (defaults: the most probable legal action; the path as the name). ``config``: the table a zip without a
+    nertz-env record was trained for, checked now and then the only one it plays at; a zip with a record must
+    have been trained for it (docs/guides/training-sb3.md).
 
     Raises:
         FileNotFoundError: no such file.
@@ -408,16 +395,7 @@ def load_policy_agent(path: str, config: NertzConfig | None = None, **params: An
         CheckpointError: not a MaskablePPO zip, or its network does not match its record;
             IncompatibleCheckpointError: ``config`` is not the table it was trained for.
     """
-    unknown = sorted(set(params) - {"deterministic", "name"})
-    if unknown:
-        raise AgentSpecError(
-            f"checkpoint {path!r} has no parameter {', '.join(unknown)}; "
-            "it takes deterministic (bool), name (str)"
-        )
-    try:
-        det = as_bool(params.get("deterministic", True), "deterministic")
-    except ValueError as e:
-        raise AgentSpecError(f"checkpoint {path!r}: {e}") from None
+    det, name = policy_params(f"checkpoint {path!r}", params)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"checkpoint file not found: {path}")
     actor = numpy_actor(path) if det and has_record(path) else None
@@ -434,5 +412,4 @@ def load_policy_agent(path: str, config: NertzConfig | None = None, **params: An
             meta = dict(make_meta(config, mode="outside"), path=os.path.abspath(path))
         else:
             check_compatible(meta, config, where=f"policy {path!r}")
-    name = params.get("name")
     return PolicyAgent(policy, meta, deterministic=det, name=str(name) if name is not None else path, actor=actor)

@@ -91,13 +91,6 @@ def _split_params(rest: str, name: str) -> dict[str, str]:
     return params
 
 
-def _loader_for(path: str) -> Callable[..., Agent] | None:
-    for suffix, loader in _LOADERS.items():
-        if os.path.isfile(path) and path.lower().endswith(suffix):
-            return loader
-    return None
-
-
 def run_folder_policy(path: str) -> str | None:
     """The policy to play from a ``nertz-train`` run folder: its ``policy.zip`` (the RLlib backend's ``final``),
     else its newest checkpoint (a run stopped early); ``None`` when ``path`` is no run folder."""
@@ -162,7 +155,7 @@ def make_agent(spec: str) -> Agent:
     if os.sep in head or "/" in head or "." in os.path.basename(head):  # a path, not a name
         if not os.path.exists(head):
             raise FileNotFoundError(f"checkpoint file not found: {head}")
-        loader = _loader_for(head)
+        loader = next((f for suffix, f in _LOADERS.items() if head.lower().endswith(suffix)), None)
         if loader is None:
             suffixes = ", ".join(sorted(_LOADERS)) or "none registered"
             raise AgentSpecError(

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from nertz_env.agents.base import policy_params
 from nertz_env.agents.meta import FORMAT, CheckpointError, check_compatible, meta_config
-from nertz_env.agents.registry import as_bool
 from nertz_env.config import NertzConfig
 from nertz_env.extras import install_command
 
@@ -139,15 +139,7 @@ class RLlibPolicyAgent:
 def load_rllib_agent(path: str, **params: Any) -> RLlibPolicyAgent:
     """The agent of the RLlib checkpoint directory ``path`` (``make_agent`` calls this for such a directory).
     ``params``: ``deterministic`` (default true; false samples) and ``name`` (default: the directory's name)."""
-    from nertz_env.agents.registry import AgentSpecError
-
-    unknown = sorted(set(params) - {"deterministic", "name"})
-    if unknown:
-        raise AgentSpecError(f"RLlib checkpoint {path!r} has no parameter {', '.join(unknown)}; it takes deterministic, name")
-    try:
-        deterministic = as_bool(params.get("deterministic", True), "deterministic")
-    except ValueError as e:
-        raise AgentSpecError(f"RLlib checkpoint {path!r}: {e}") from None
+    deterministic, name = policy_params(f"RLlib checkpoint {path!r}", params)
     module, meta = load_rllib_module(path)
-    name = str(params.get("name") or os.path.basename(os.path.normpath(path)))
+    name = str(name or os.path.basename(os.path.normpath(path)))
     return RLlibPolicyAgent(module, meta, deterministic=deterministic, name=name)

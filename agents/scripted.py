@@ -4,13 +4,13 @@ priority list, scored by compiled kernels). See docs/guides/evaluation.md.
 
 from __future__ import annotations
 
+import functools
 from typing import ClassVar
 
 import numpy as np
 
 from nertz_env.actions import JOKER_LAKE, LAKE, RUN
 from nertz_env.agents.kernels import (
-    P_W,
     STATE_SIZE,
     WASTE_POLICIES,
     heuristic_priorities,
@@ -31,7 +31,6 @@ class TableTools:
         self.is_lake = (kind == LAKE) | (kind == JOKER_LAKE)
         self.n_actions = kind.shape[0]
         # index of the reverse of each run (the same length back from dst to src), -1 for other actions
-        w = config.work_piles
         self.reverse_run = np.full(self.n_actions, -1, dtype=np.int64)
         for a in np.flatnonzero(kind == RUN):
             i, j, n = int(self.columns[1, a]) - 2, int(self.columns[2, a]), int(self.columns[3, a])
@@ -39,18 +38,9 @@ class TableTools:
                 (kind == RUN) & (self.columns[1] == j + 2) & (self.columns[2] == i) & (self.columns[3] == n)
             )
             self.reverse_run[a] = int(hits[0])
-        assert w == self.params[P_W]
 
 
-_TOOLS: dict[NertzConfig, TableTools] = {}
-
-
-def table_tools(config: NertzConfig) -> TableTools:
-    """The (cached) per-config lookups."""
-    t = _TOOLS.get(config)
-    if t is None:
-        t = _TOOLS[config] = TableTools(config)
-    return t
+table_tools = functools.cache(TableTools)  # one per config, shared by every agent at its tables
 
 
 class _Base:

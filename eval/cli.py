@@ -17,10 +17,11 @@ from typing import Any
 import openskill  # noqa: F401  (the eval extra, for the ratings: a missing one is refused before any deal)
 
 from nertz_env.agents import LADDER, AgentSpecError, known_agents
+from nertz_env.agents.registry import IncompatibleAgentError
 from nertz_env.cli import EXIT_INTERRUPTED, EXIT_USAGE, Parser, UsageError, add_rule_flag, advice, at_least
 from nertz_env.eval.report import differences_table, save, table
 from nertz_env.eval.summary import ladder_check, summarize
-from nertz_env.eval.tournament import IncompatibleAgentError, plan_tournament, play_tournament
+from nertz_env.eval.tournament import plan_tournament, play_tournament
 
 # the ladder's deals: enough to confirm search over heuristic with high probability (experiments/engine_port.md)
 LADDER_DEALS = 1200
@@ -40,14 +41,11 @@ def _rules(args: argparse.Namespace) -> dict[str, Any]:
 def _deal_seeds(text: str | None) -> list[int] | None:
     if text is None:
         return None
-    items = text.split(",")
-    if any(not x.strip() for x in items):  # "1,,2" or "1,2,": a seed left out by mistake, not one to skip
-        raise UsageError(f"--deal-seeds has an empty item in {text!r}: give comma-separated non-negative integers")
-    try:
-        seeds = [int(x) for x in items]
+    try:  # "1,,2" and "1,2," too: a seed left out by mistake, not one to skip
+        seeds = [int(x) for x in text.split(",")]
     except ValueError:
-        raise UsageError(f"--deal-seeds takes comma-separated non-negative integers, got {text!r}") from None
-    if any(s < 0 for s in seeds):
+        seeds = [-1]
+    if min(seeds) < 0:
         raise UsageError(f"--deal-seeds takes comma-separated non-negative integers, got {text!r}")
     repeated = sorted(s for s, n in collections.Counter(seeds).items() if n > 1)
     if repeated:

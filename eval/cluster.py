@@ -315,7 +315,7 @@ def check_node(job: dict[str, Any]) -> tuple[str, str | None]:
             f"its nertz-env ({version} at {root}, sources {digest}) is not this machine's ({job['code'][0]}, "
             f"sources {job['code'][1]}): install the same nertz-env on every node"
         )
-    from nertz_env.eval.tournament import IncompatibleAgentError, check_agent
+    from nertz_env.agents.registry import IncompatibleAgentError, check_agent
 
     rules = dict(job["plan"].env_kwargs)
     rules.pop("illegal_action", None)
@@ -406,8 +406,6 @@ class Cluster:
                         f"deal(s) {deals} failed on the cluster after {MAX_RETRIES} retries: {first}"
                     ) from None
                 for deal, games, replays in finished:
-                    if deal in done:  # cannot happen (a task returns once); never count a deal twice
-                        continue
                     for name, data in replays.items():  # empty unless the tournament records replays
                         with open(os.path.join(str(self.replays), name), "wb") as f:
                             f.write(data)
@@ -415,11 +413,9 @@ class Cluster:
                     bar.update(1)
 
     def close(self) -> None:
-        """Stop the deal tasks still in flight (after a Ctrl-C or a failure) and leave the cluster.
-
-        Call it after the finished deals are saved. The cancel is the gentle one (a KeyboardInterrupt in the
-        task): Ray 2.60's ``force=True`` raced replies already on their way and aborted the driver with a
-        "Tried to complete task that was not pending" check failure, losing the finished deals."""
+        """Stop the deal tasks still in flight (after a Ctrl-C or a failure) and leave the cluster; call it after
+        the finished deals are saved. The cancel is the gentle one: ``force=True`` could abort the driver on a
+        reply already on its way, losing the finished deals."""
         for ref in self._pending:
             with contextlib.suppress(Exception):  # a task that just finished or whose node is gone: nothing to stop
                 self.ray.cancel(ref)

@@ -70,9 +70,10 @@ def table(results: Results, summary: Summary) -> str:
         planned = results.deals_planned or len(results.deal_seeds)
         head += f"  [interrupted: {len(results.deals_done)} of {planned} deals]"
     lines = [head]
-    play = results.play_line()
-    if play:
-        lines.append(play)
+    words = {"most probable": "most probable action", "sampled": "sampled from the policy"}
+    play = [f"{label}: {words.get(how, how)}" for label, how in zip(results.labels, results.play, strict=False) if how]
+    if play:  # how each trained policy picked its actions
+        lines.append("policies play: " + "; ".join(play))
     several = len(summary.tables) > 1
     if several:
         lines.append("tables (every table plays every deal):")
@@ -144,15 +145,9 @@ def _csv_value(x: float | None) -> str:
     return f"{x:.6g}"
 
 
-def _csv_estimate(e: Estimate) -> list[str]:
-    """mean, t half-width, interval low and high (empty without an interval)."""
-    no_interval = math.isnan(e.half_width)
-    return [
-        _csv_value(e.mean),
-        _csv_value(e.half_width),
-        "" if no_interval else _csv_value(e.low),
-        "" if no_interval else _csv_value(e.high),
-    ]
+def _csv_estimates(estimates: list[Estimate]) -> list[str]:
+    """Per estimate: mean, t half-width, interval low and high (empty without an interval)."""
+    return [_csv_value(e.to_dict()[k]) for e in estimates for k in ("mean", "ci95", "low", "high")]
 
 
 def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -> list[str]:
@@ -164,19 +159,15 @@ def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -
         json.dump({**results.to_dict(), "summary": summary.to_dict()}, f, indent=1)
     paths.append(path)
     metrics = list(summary.agents[0].metrics) if summary.agents else []
+    columns = [f"{m}_{x}" for m in metrics for x in ("mean", "ci95", "low", "high")]
     path = os.path.join(out_dir, "summary.csv")
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(
-            ["agent", "spec", "play", "tables", "games", "deals"]
-            + [f"{m}_{x}" for m in metrics for x in ("mean", "ci95", "low", "high")]
-            + ["rating_mu", "rating_sigma", "rating_ordinal", "illegal_actions"]
-        )
+        w.writerow(["agent", "spec", "play", "tables", "games", "deals", *columns,
+                    "rating_mu", "rating_sigma", "rating_ordinal", "illegal_actions"])
         for a in summary.agents:
             row = [a.label, a.spec, a.play, " ".join(table_name(t) for t in a.tables), str(a.games), str(a.deals)]
-            for m in metrics:
-                e = a.metrics[m]
-                row += _csv_estimate(e)
+            row += _csv_estimates([a.metrics[m] for m in metrics])
             row += [
                 _csv_value(a.rating.mu),
                 _csv_value(a.rating.sigma),
@@ -188,18 +179,12 @@ def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -
     path = os.path.join(out_dir, "tables.csv")
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(
-            ["table", "lineup", "seats", "agent", "play", "games", "deals"]
-            + [f"{m}_{x}" for m in metrics for x in ("mean", "ci95", "low", "high")]
-        )
+        w.writerow(["table", "lineup", "seats", "agent", "play", "games", "deals", *columns])
         play = dict(zip(results.labels, results.play, strict=False))
         for t in summary.tables:
             for ta in t.agents:
-                row = [t.name, str(t.lineup), " ".join(t.seats), ta.label, play.get(ta.label, ""), str(ta.games)]
-                row.append(str(ta.deals))
-                for m in metrics:
-                    row += _csv_estimate(ta.metrics[m])
-                w.writerow(row)
+                w.writerow([t.name, str(t.lineup), " ".join(t.seats), ta.label, play.get(ta.label, ""), str(ta.games),
+                            str(ta.deals), *_csv_estimates([ta.metrics[m] for m in metrics])])
     paths.append(path)
     path = os.path.join(out_dir, "differences.csv")
     with open(path, "w", newline="") as f:
@@ -207,7 +192,7 @@ def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -
         w.writerow(["a", "b", "tables", "deals", "mean", "ci95", "low", "high"])
         for p in summary.pairs:
             w.writerow([p.a, p.b, " ".join(table_name(t) for t in p.tables), str(p.estimate.n),
-                        *_csv_estimate(p.estimate)])
+                        *_csv_estimates([p.estimate])])
     paths.append(path)
     path = os.path.join(out_dir, "games.csv")
     with open(path, "w", newline="") as f:
@@ -259,10 +244,16 @@ def plot(summary: Summary, out_dir: str) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    def saved(fig: Any, name: str) -> str:
+        fig.tight_layout()
+        path = os.path.join(out_dir, name)
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        return path
+
     data = plot_data(summary)
     series = data["scores"]
     labels = [x["label"] for x in series]
-    paths = []
     fig, ax = plt.subplots(figsize=(max(5.0, 1.4 * len(labels)), 4.0))
     ax.violinplot([x["scores"] or [0.0] for x in series], showmeans=True)
     means = [x["mean"] for x in series]
@@ -275,11 +266,7 @@ def plot(summary: Summary, out_dir: str) -> list[str]:
     ax.set_title("Score distributions" + (" per table" if len(summary.tables) > 1 else ""))
     ax.axhline(0.0, color="grey", lw=0.5)
     ax.legend(loc="best")
-    fig.tight_layout()
-    path = os.path.join(out_dir, "scores.png")
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    paths.append(path)
+    paths = [saved(fig, "scores.png")]
     rat = data["ratings"]
     fig, ax = plt.subplots(figsize=(max(5.0, 1.4 * len(rat)), 4.0))
     ax.errorbar(
@@ -288,9 +275,4 @@ def plot(summary: Summary, out_dir: str) -> list[str]:
     ax.set_xticks(range(len(rat)), [x["label"] for x in rat], rotation=20)
     ax.set_ylabel("openskill Plackett-Luce mu ± 2σ")
     ax.set_title("Ratings")
-    fig.tight_layout()
-    path = os.path.join(out_dir, "ratings.png")
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    paths.append(path)
-    return paths
+    return [*paths, saved(fig, "ratings.png")]

@@ -6,7 +6,7 @@ docs/guides/evaluation.md.
 from __future__ import annotations
 
 import itertools
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,34 +37,6 @@ class Rating:
         return {"mu": self.mu, "sigma": self.sigma, "ordinal": self.ordinal}
 
 
-@dataclass
-class AgentSummary:
-    label: str
-    spec: str
-    games: int
-    deals: int
-    metrics: dict[str, Estimate]
-    per_deal: dict[str, dict[int, float]]
-    rating: Rating
-    illegal: int
-    scores: list[float] = field(default_factory=list)  # per-game mean round score, for plots
-    tables: list[int] = field(default_factory=list)  # the lineups (tables) the means are over
-    play: str = ""  # a trained policy: "most probable" (its argmax) or "sampled"; "" for other agents
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "label": self.label,
-            "spec": self.spec,
-            "play": self.play,
-            "tables": [table_name(t) for t in self.tables],
-            "games": self.games,
-            "deals": self.deals,
-            "illegal_actions": self.illegal,
-            **{m: e.to_dict() for m, e in self.metrics.items()},
-            "rating": self.rating.to_dict(),
-        }
-
-
 def table_name(lineup: int) -> str:
     """``"T1"`` for lineup 0: the name of a table in reports."""
     return f"T{lineup + 1}"
@@ -79,7 +51,7 @@ class TableAgent:
     deals: int
     metrics: dict[str, Estimate]
     per_deal: dict[str, dict[int, float]]
-    scores: list[float] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)  # per-game mean round score, for plots
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -87,6 +59,30 @@ class TableAgent:
             "games": self.games,
             "deals": self.deals,
             **{m: e.to_dict() for m, e in self.metrics.items()},
+        }
+
+
+@dataclass(kw_only=True)
+class AgentSummary(TableAgent):
+    """One agent's statistics over every table it sat at, with its rating."""
+
+    spec: str
+    rating: Rating
+    illegal: int
+    tables: list[int] = field(default_factory=list)  # the lineups (tables) the means are over
+    play: str = ""  # a trained policy: "most probable" (its argmax) or "sampled"; "" for other agents
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "spec": self.spec,
+            "play": self.play,
+            "tables": [table_name(t) for t in self.tables],
+            "games": self.games,
+            "deals": self.deals,
+            "illegal_actions": self.illegal,
+            **{m: e.to_dict() for m, e in self.metrics.items()},
+            "rating": self.rating.to_dict(),
         }
 
 
@@ -105,9 +101,7 @@ class TableSummary:
     @property
     def description(self) -> str:
         """``"ppo, 3×search"``: the agents at the table in seat order, repeats counted."""
-        counts: dict[str, int] = {}
-        for label in self.seats:
-            counts[label] = counts.get(label, 0) + 1
+        counts = Counter(self.seats)  # in seat order
         return ", ".join(label if c == 1 else f"{c}×{label}" for label, c in counts.items())
 
     def to_dict(self) -> dict[str, Any]:

@@ -6,6 +6,7 @@ workers. Ctrl-C returns the deals finished so far, marked ``interrupted``. See d
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import hashlib
@@ -23,9 +24,6 @@ from typing import Any
 import numpy as np
 
 from nertz_env.agents import Agent, make_agent
-
-# re-exported for the tournaments' callers; they live with the agents, so nertz-play (core) uses them too
-from nertz_env.agents.registry import IncompatibleAgentError as IncompatibleAgentError
 from nertz_env.agents.registry import check_agent
 from nertz_env.config import make_config
 from nertz_env.environment import NertzParallelEnv
@@ -132,14 +130,6 @@ class Results:
     #: the deals the run was to play (0 in files written before this field: then ``len(deal_seeds)``)
     deals_planned: int = 0
 
-    def play_line(self) -> str | None:
-        """``"policies play: ppo: most probable action; x.zip:deterministic=false: sampled from the policy"``:
-        how each trained policy picked its actions, for the head of a result table; ``None`` when no agent is
-        a trained policy."""
-        words = {"most probable": "most probable action", "sampled": "sampled from the policy"}
-        parts = [f"{label}: {words.get(how, how)}" for label, how in zip(self.labels, self.play, strict=False) if how]
-        return "policies play: " + "; ".join(parts) if parts else None
-
     def to_dict(self) -> dict[str, Any]:
         """Every game and the tournament's settings as a JSON-ready dict (``results.json``)."""
         d = {k: v for k, v in self.__dict__.items() if k != "games" and not (k == "failure" and v is None)}
@@ -155,11 +145,6 @@ class Results:
 
 
 # ---------------------------------------------------------------- playing
-def _snapshot_hash(env: NertzParallelEnv) -> str:
-    snap = env.snapshot()
-    return hashlib.sha1(json.dumps(snap, sort_keys=True).encode()).hexdigest()[:16]
-
-
 def play_game(
     env: NertzParallelEnv,
     seated: Sequence[Agent],
@@ -170,7 +155,7 @@ def play_game(
     the record are left for the caller."""
     config = env.config
     obs, _ = env.reset(seed=env_seed)
-    deal_hash = _snapshot_hash(env)
+    deal_hash = hashlib.sha1(json.dumps(env.snapshot(), sort_keys=True).encode()).hexdigest()[:16]
     names = env.possible_agents
     for s, agent in enumerate(seated):
         agent.reset(config, s, int(agent_seeds[s]))
@@ -283,27 +268,14 @@ _WORKER: _Player | None = None
 def _init_worker(plan: _Plan) -> None:
     global _WORKER
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
-    # One thread per worker: torch's default of one thread per core in every worker oversubscribes the cores
-    # (bench/bench_workers.py). Set before torch is imported (the
-    # policy loader imports it), and applied at once if the parent's __main__ already imported it.
-    limit_threads(1)
+    limit_threads(1)  # before a policy loader imports torch
     _WORKER = _Player(plan)
 
 
 def _labels(agents: Sequence[str]) -> list[str]:
     """Unique display labels: a spec named twice becomes ``spec#1``, ``spec#2``."""
-    counts: dict[str, int] = {}
-    for a in agents:
-        counts[a] = counts.get(a, 0) + 1
-    seen: dict[str, int] = {}
-    out = []
-    for a in agents:
-        if counts[a] > 1:
-            seen[a] = seen.get(a, 0) + 1
-            out.append(f"{a}#{seen[a]}")
-        else:
-            out.append(a)
-    return out
+    counts = collections.Counter(agents)
+    return [f"{a}#{agents[:k + 1].count(a)}" if counts[a] > 1 else a for k, a in enumerate(agents)]
 
 
 @dataclass(frozen=True)
@@ -507,7 +479,6 @@ def play_tournament(
     results.elapsed = time.perf_counter() - start
     results.deals_done = sorted(done)
     results.games = [g for d in results.deals_done for g in done[d]]
-    # seeds given are all kept; derived ones up to the last deal finished, not 10^10 seeds never played
     last = results.deals_done[-1] + 1 if done else 0
     results.deal_seeds = list(plan.deal_seeds) if plan.deal_seeds is not None else [
         deal_seed(plan.seed, d) for d in range(last)]

@@ -1,24 +1,20 @@
 """The command line: what every command shares (``nertz_env.cli``: one ``--rule`` flag that reads a value the same
-everywhere, refusals of one line with exit 2), each refusal of bad input a command makes (one table), how a
-command ends (``nertz_env.commands.run``: Ctrl-C or SIGTERM is one line and exit 130), and what the commands
-print (how each policy played, same-table differences, a training budget rounded to whole rollouts)."""
+everywhere, refusals of one line with exit 2), how a command ends (``nertz_env.commands.run``: Ctrl-C or SIGTERM
+is one line and exit 130), and what the commands print (how each policy played, a training budget rounded to
+whole rollouts). nertz-eval's refusals are one table in test_eval.py."""
 
 from __future__ import annotations
 
 import csv
 import importlib
-import importlib.util
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from nertz_env import commands
@@ -79,50 +75,6 @@ def test_parser__bad_input_is_one_line_and_exit_2(argv: list[str], error: str, c
 
 
 # ---------------------------------------------------------------- refusals a command makes
-@pytest.fixture(scope="module")
-def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """A nertz-train run folder (an agent spec that is not one) and a MaskablePPO zip trained outside nertz-train."""
-    from nertz_env.agents.registry import shipped_models
-
-    tmp = tmp_path_factory.mktemp("cli")
-    (tmp / "run" / "checkpoints").mkdir(parents=True)
-    shutil.copy(shipped_models()["ppo"], tmp / "run" / "policy.zip")
-    made = {"{run}": str(tmp / "run"), "{outside}": str(tmp / "outside.zip")}
-    if importlib.util.find_spec("sb3_contrib"):
-        from sb3_contrib import MaskablePPO
-
-        from nertz_env.train import NertzSingleAgentEnv
-
-        env = NertzSingleAgentEnv(num_players=4, opponents={"heuristic": 1.0})
-        MaskablePPO("MlpPolicy", env, n_steps=32, batch_size=32, seed=0, policy_kwargs={"net_arch": [16]}).learn(32)\
-            .save(made["{outside}"])
-    return made
-
-
-@pytest.mark.parametrize(
-    ("command", "argv", "said"),
-    [
-        ("nertz-eval", ["gauntlet", "ppo", "heuristic", "--players", "2"], "for the table it was trained for: pass --players 4"),
-        ("nertz-eval", ["gauntlet", "ppo", "heuristic", "--rule", "draw=1"],
-         "the table has 1; for the table it was trained for: drop --rule draw=1"),  # the rule, not the table size
-        ("nertz-eval", ["gauntlet", "{run}", "random"], "nertz-train run folder, not an agent: play its policy with"),
-        ("nertz-eval", ["gauntlet", "{outside}", "heuristic", "--players", "3"], "cannot play at this table"),
-    ],
-    ids=["eval-players", "eval-rule", "eval-run-folder", "eval-outside-zip-players"],
-)
-def test_refusal__one_line_and_exit_2(command: str, argv: list[str], said: str, files: dict[str, str], capsys: Any) -> None:
-    if "{outside}" in argv:
-        pytest.importorskip("sb3_contrib", reason="needs the train extra")
-    module, _, name = commands.COMMANDS[command][0].partition(":")
-    main = getattr(importlib.import_module(module), name)
-    try:
-        code = main([files.get(a, a) for a in argv] + ["--deals", "1", "--no-save", "--no-progress"])
-    except SystemExit as e:
-        code = e.code
-    err = capsys.readouterr().err.strip()
-    assert code == 2 and len(err.splitlines()) == 1 and said in err, err
-
-
 def test_make_agent__a_run_folder_points_to_its_policy(tmp_path: Path) -> None:
     from nertz_env.agents import AgentSpecError, make_agent
 
@@ -207,29 +159,6 @@ def test_nertz_eval__tables_and_files_name_how_each_policy_played(tmp_path: Path
     assert {r["agent"]: r["play"] for r in csv.DictReader((out / "tables.csv").open())}["ppo"] == "most probable"
     saved = json.loads((out / "results.json").read_text())
     assert saved["play"] == [a["play"] for a in saved["summary"]["agents"]] == ["most probable", "sampled", ""]
-
-
-def test_nertz_eval__gauntlet_differences_are_same_table_figures(tmp_path: Path, capsys: Any) -> None:
-    """``heuristic - random`` is heuristic against the random seats at their own table, recomputed from
-    games.csv; two opponents that never sat together get no difference."""
-    from nertz_env.eval.cli import main
-
-    out = tmp_path / "g"
-    argv = ["gauntlet", "heuristic", "random", "greedy", "--deals", "3", "--seed", "1", "--workers", "1"]
-    assert main([*argv, "--no-progress", "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
-    scores: dict[tuple[int, int], dict[bool, list[float]]] = defaultdict(lambda: {True: [], False: []})
-    opponent_of: dict[int, str] = {}
-    for r in csv.DictReader((out / "games.csv").open()):
-        scores[(int(r["lineup"]), int(r["deal"]))][r["agent"] == "heuristic"].append(int(r["score"]) / int(r["rounds"]))
-        if r["agent"] != "heuristic":
-            opponent_of[int(r["lineup"])] = r["agent"]
-    assert sorted(opponent_of.values()) == ["greedy", "random"]
-    for lineup, other in opponent_of.items():
-        diff = np.mean([np.mean(scores[(lineup, d)][True]) - np.mean(scores[(lineup, d)][False]) for d in range(3)])
-        row = [line for line in printed.splitlines() if f" heuristic - {other} " in line]
-        assert len(row) == 1 and f"{diff:.2f}" in row[0].replace("+", ""), (row, diff)
-    assert "random - greedy" not in printed and "greedy - random" not in printed
 
 
 def test_nertz_train__budget_rounds_up_to_whole_rollouts_and_says_so(tmp_path: Path, capsys: Any) -> None:

@@ -29,6 +29,7 @@ from openskill.models import PlackettLuce
 import nertz_env
 from conftest import restore_sigint
 from nertz_env.agents import LADDER, make_agent
+from nertz_env.agents.registry import IncompatibleAgentError
 from nertz_env.eval import (
     Results,
     ladder_check,
@@ -39,11 +40,10 @@ from nertz_env.eval import (
     t_quantile,
 )
 from nertz_env.eval.cli import main
-from nertz_env.eval.report import plot_data, save, table
+from nertz_env.eval.report import plot_data
 from nertz_env.eval.stats import ranks_from_scores
 from nertz_env.eval.tournament import (
     GameRecord,
-    IncompatibleAgentError,
     deal_seed,
     gauntlet_lineups,
     plan_tournament,
@@ -276,22 +276,6 @@ def test_run_tournament__match_to_a_target_score_records_every_round() -> None:
         assert [sum(r[s] for r in g.scores) for s in range(2)] == g.match_scores
     wins = s.by_label("heuristic").metrics["match_win"].mean + s.by_label("greedy").metrics["match_win"].mean
     assert wins == pytest.approx(1.0)
-
-
-def test_report__writes_table_json_csv_and_plots(tmp_path: Any) -> None:
-    res = run_tournament(["heuristic", "random"], num_players=2, deals=3, seed=0)
-    s = summarize(res)
-    text = table(res, s)
-    assert "heuristic" in text and "±" in text
-    paths = save(res, s, str(tmp_path))
-    names = sorted(os.path.basename(p) for p in paths)
-    assert names == ["differences.csv", "games.csv", "ratings.png", "results.json", "scores.png", "summary.csv",
-                     "tables.csv"]
-    data = json.loads((tmp_path / "results.json").read_text())
-    again = Results.from_dict(data)
-    assert summarize(again).to_dict() == s.to_dict()
-    assert (tmp_path / "scores.png").read_bytes()[:4] == b"\x89PNG"
-    assert len((tmp_path / "games.csv").read_text().splitlines()) == 1 + 3 * 2 * 2
 
 
 # ---------------------------------------------------------------- every figure recomputed from games.csv
@@ -531,10 +515,14 @@ def test_round_robin__pairs_are_paired_at_the_tables_where_both_sat(tmp_path: Pa
     assert all(len(shared) == 2 for shared, *_ in rec.pairs().values())
 
 
-def test_single_table__per_agent_table_and_all_pairs(tmp_path: Path, capsys: Any) -> None:
+def test_single_table__per_agent_table_and_all_pairs_and_the_saved_results_load_back(tmp_path: Path, capsys: Any) -> None:
     text, out = _played(tmp_path, ["round-robin", "random", "greedy", "--players", "2", "--deals", "3"], capsys)
     _check_everything(text, out, "round_robin")
     assert "per table" not in text
+    assert sorted(os.listdir(out)) == ["differences.csv", "games.csv", "ratings.png", "results.json", "scores.png",
+                                       "summary.csv", "table.txt", "tables.csv"]
+    data = json.loads((out / "results.json").read_text())
+    assert summarize(Results.from_dict(data)).to_dict() == data["summary"]
 # ---------------------------------------------------------------- nertz-eval: refusals, one line and exit 2
 def _fails(argv: list[str], message: str, capsys: Any, tmp_path: Path) -> None:
     out = tmp_path / "out"
@@ -555,14 +543,15 @@ REFUSED = [
     (["ladder", "--deal-seeds", "1,x"], "--deal-seeds takes"),
     # agents that cannot play at the table, named with the table they were trained for
     (["gauntlet", "ppo", "heuristic", "--players", "2"], "num_players: policy 'ppo' has 4, the table has 2; observation size"),
-    (["gauntlet", "ppo", "heuristic", "--rule", "draw=1"], "rules.draw: policy 'ppo' has 3, the table has 1"),
+    (["gauntlet", "ppo", "heuristic", "--rule", "draw=1"],
+     "rules.draw: policy 'ppo' has 3, the table has 1; for the table it was trained for: drop --rule draw=1"),
     (["gauntlet", "best", "heuristic", "--players", "2", "--no-save"], "--players 4"),
     (["gauntlet", "{bad}", "random", "--players", "2", "--no-save"], "bad.zip"),  # a zip that is not a policy
+    (["gauntlet", "{run}", "random"], "nertz-train run folder, not an agent: play its policy with"),
     # flags that could not take effect
     ([*RR, "--deals", "3", "--deal-seeds", "1,2"], "--deals 3 would be ignored"),
     ([*RR, "--deal-seeds", "4,5,4"], "--deal-seeds repeats 4"),
-    ([*RR, "--deal-seeds", "1,,2"], "--deal-seeds has an empty item"),
-    ([*RR, "--deal-seeds", "1,2,"], "--deal-seeds has an empty item"),
+    ([*RR, "--deal-seeds", "1,2,"], "--deal-seeds takes comma-separated non-negative integers, got '1,2,'"),
     ([*RR, "--deals", "1", "--workers", "2"], "pass --workers 1"),
     ([*RR, "--deals", "1000", "--workers", "3"], "--workers 3 is more than the 2 CPU(s) this process can use"),
     ([*RR, "--deals", "1000", "--workers", "1000000000000"], "pass --workers 2 or fewer"),
@@ -583,7 +572,9 @@ def test_cli__bad_input_exits_2_with_one_clear_line_before_any_deal(
     bad = tmp_path / "bad.zip"
     with zipfile.ZipFile(bad, "w") as zf:
         zf.writestr("hello.txt", "not a model")
-    _fails([a.format(bad=bad) for a in argv], message, capsys, tmp_path)
+    (tmp_path / "run" / "checkpoints").mkdir(parents=True)  # a nertz-train run folder
+    (tmp_path / "run" / "policy.zip").write_bytes(bad.read_bytes())
+    _fails([a.format(bad=bad, run=tmp_path / "run") for a in argv], message, capsys, tmp_path)
 
 
 def test_plan_tournament__an_incompatible_policy_names_the_table_it_was_trained_for() -> None:
@@ -784,7 +775,7 @@ def outside_model(tmp_path_factory: Any) -> Path:
     return path
 
 
-def test_outside_model__plays_in_nertz_eval_at_the_table_given_by_flags(
+def test_outside_model__plays_in_nertz_eval_at_the_table_given_by_flags_and_no_other(
     outside_model: Path, tmp_path: Path, capsys: Any
 ) -> None:
     out = tmp_path / "out"
@@ -795,17 +786,9 @@ def test_outside_model__plays_in_nertz_eval_at_the_table_given_by_flags(
     assert f"{outside_model} - random" in captured.out
     games = json.loads((out / "results.json").read_text())["games"]
     assert len(games) == 2 * 2 and all(sum(g["illegal"]) == 0 for g in games)
-
-
-def test_outside_model__refused_at_a_table_of_other_spaces(
-    outside_model: Path, capsys: Any, tmp_path: Path
-) -> None:
-    _fails(
-        ["gauntlet", str(outside_model), "random", "--players", "3", "--deals", "1", "--no-save"],
-        "its spaces (observation",
-        capsys,
-        tmp_path,
-    )
+    # and refused at a table of other spaces
+    _fails([*argv[:3], "--players", "3", "--deals", "1", "--no-save"], "its spaces (observation", capsys,
+           tmp_path / "refused")
 
 
 def test_outside_model__one_call_each(outside_model: Path, tmp_path: Path) -> None:
@@ -909,25 +892,19 @@ def test_demo__shows_the_table_its_help_promises_and_the_ladder(capsys: Any) -> 
     assert "nertz-eval ladder --deals 1200 --seed 0" in out  # the README's ladder command
 
 
-def test_demo__a_huge_deals_starts_at_once_and_ctrl_c_shows_the_finished(capsys: Any, monkeypatch: Any) -> None:
+@pytest.mark.parametrize(("stop", "said"), [(1, "nertz-demo: interrupted; the tables above cover the 1 of 5 deal(s) finished"),
+                                             (0, "nertz-demo: interrupted before any of the 5 deal(s) finished")])
+def test_demo__ctrl_c_shows_the_finished_deals_and_never_an_empty_table(
+    stop: int, said: str, capsys: Any, monkeypatch: Any
+) -> None:
     from nertz_env.eval.demo import main as demo_main
 
-    _no_seeds_up_front(monkeypatch)
-    _ctrl_c_at_deal(monkeypatch, 1)
-    assert demo_main(["--deals", "10000000000"]) == 130
-    captured = capsys.readouterr()
-    assert "search - heuristic" in captured.out and "[interrupted: 1 of 10000000000 deals]" in captured.out
-    assert "the tables above cover the 1 of 10000000000 deal(s) finished" in captured.err
-
-
-def test_demo__ctrl_c_before_any_deal_finished_shows_no_empty_table(capsys: Any, monkeypatch: Any) -> None:
-    from nertz_env.eval.demo import main as demo_main
-
-    _ctrl_c_at_deal(monkeypatch, 0)
+    _ctrl_c_at_deal(monkeypatch, stop)
     assert demo_main(["--deals", "5"]) == 130
     captured = capsys.readouterr()
-    assert "score difference" not in captured.out and "agent " not in captured.out  # no table of dashes
-    assert captured.err.strip().splitlines()[-1] == "nertz-demo: interrupted before any of the 5 deal(s) finished"
+    assert ("[interrupted: 1 of 5 deals]" in captured.out) == (stop == 1)
+    assert ("agent " in captured.out) == ("search - heuristic" in captured.out) == (stop == 1)  # never a table of dashes
+    assert captured.err.strip().splitlines()[-1] == said
 
 
 # ---------------------------------------------------------------- the ladder
