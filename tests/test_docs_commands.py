@@ -15,8 +15,10 @@ budgets small; ``NOT_RUN`` lists what runs elsewhere, with where.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
+import runpy
 import shlex
 import shutil
 import signal
@@ -24,8 +26,10 @@ import subprocess
 import sys
 import time
 import urllib.request
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
@@ -66,7 +70,7 @@ PLACEHOLDERS = {"FILE": "game.jsonl.gz", "OTHER": str(ROOT), "/work/wt/old": str
 TRAIN = {"--total-timesteps": "64", "--n-steps": "16", "--batch-size": "32", "--num-tables": "2"}
 SHRINK: dict[str, tuple[str | None, dict[str, str | None]]] = {
     "nertz-demo": ("eval", {"--deals": "2"}),
-    "nertz-eval": ("eval", {"--deals": "2", "--no-progress": None}),
+    "nertz-eval": ("eval", {"--deals": "2", "--workers": "1", "--no-progress": None}),
     "nertz-eval gauntlet runs/rllib": ("rllib", {"--deals": "2", "--no-progress": None}),
     "nertz-train": ("train", {**TRAIN, "--checkpoint-every": "64", "--eval-every": "64",
                                     "--eval-deals": "1", "--no-progress-bar": None}),
@@ -140,12 +144,6 @@ class Command:
     @property
     def where(self) -> str:
         return f"{self.page} line {self.line}"
-
-    @property
-    def id(self) -> str:
-        env = "".join(f"{k}={v}_" for k, v in sorted(self.env.items()))
-        page = "" if self.page == "README.md" else Path(self.page).stem + ":"
-        return page + f"L{self.line}-" + re.sub(r"[^A-Za-z0-9_.=/-]+", "_", env + self.text)[:70]
 
 
 def _commands(text: str, line: int, page: str, expect_error: str | None = None) -> list[Command]:
@@ -221,13 +219,18 @@ def _long(cmd: Command) -> bool:
 
 
 def all_commands() -> list[Command]:
-    """The commands of every page in page order, each once (the same small command once too; a long one whose
-    words another long one of the same program holds, as that one)."""
-    seen: dict[str, Command] = {}
+    """The commands of every page in page order, each once: the same small command shown on several pages runs
+    with the last of them, where it appears first; a long one whose words another long one of the same program
+    holds runs as that one."""
+    chosen: dict[str, Command] = {}
     for page in doc_pages():
+        here: dict[str, Command] = {}
         for c in find_commands(page.read_text(), page.relative_to(ROOT).as_posix()):
-            seen.setdefault(shlex.join(shrunk(c)) + repr(sorted(c.env.items())), c)
-    cmds = list(seen.values())
+            here.setdefault(shlex.join(shrunk(c)) + repr(sorted(c.env.items())), c)
+        for key, c in here.items():
+            chosen.pop(key, None)
+            chosen[key] = c
+    cmds = list(chosen.values())
     words = {id(c): {PLACEHOLDERS.get(w, w) for w in shrunk(c)} for c in cmds}
 
     def covered(c: Command) -> bool:
@@ -242,6 +245,13 @@ COMMANDS = all_commands()
 
 def _not_run(cmd: Command) -> str | None:
     return next((why for part, why in NOT_RUN.items() if part in cmd.text), None)
+
+
+# A page's commands, its long ones apart, in page order (a test each; the long ones in CI's long phase).
+PAGES: dict[tuple[str, bool], list[Command]] = {}
+for _c in COMMANDS:
+    if not _not_run(_c):
+        PAGES.setdefault((_c.page, _long(_c)), []).append(_c)
 
 
 def test_pages_run_elsewhere_name_their_tests() -> None:
@@ -302,14 +312,6 @@ def test_no_two_training_runs_the_docs_show_share_a_run_folder() -> None:
     assert len(owner) >= 4
 
 
-def _program(words: list[str]) -> list[str]:
-    if words[0] == "python":  # python -m MODULE, or a script of the checkout (bench/, experiments/)
-        return [sys.executable, *(words[1:3] if words[1] == "-m" else [str(ROOT / words[1])])]
-    script = BIN / words[0]
-    assert script.exists(), f"{words[0]} is not installed beside {sys.executable}"
-    return [str(script)]
-
-
 def _input(word: str, cmd: Command, work: Path) -> str:
     """A word naming a file: a placeholder's stand-in; a checkout file copied into the work folder; the newest
     checkpoint of a run for one the full-size run would write; a file a Python block of the page writes."""
@@ -338,13 +340,13 @@ def _input(word: str, cmd: Command, work: Path) -> str:
     return word
 
 
-@pytest.fixture(scope="session")
-def work(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The user's folder, shared by every command; bench/ scripts write their results into the checkout, so
-    those folders are put back as they were."""
+@pytest.fixture
+def work(tmp_path: Path) -> Iterator[Path]:
+    """The user's folder for one page; bench/ scripts write their results into the checkout, so those folders are
+    put back as they were."""
     folders = [ROOT / "bench" / "results", ROOT / "bench" / "out"]
     saved = {p: p.read_bytes() for d in folders if d.is_dir() for p in d.rglob("*") if p.is_file()}
-    yield tmp_path_factory.mktemp("user")
+    yield tmp_path
     for p in [p for d in folders if d.is_dir() for p in d.rglob("*") if p.is_file() and p not in saved]:
         p.unlink()
     for p, data in saved.items():
@@ -384,32 +386,75 @@ def _serve(argv: list[str], env: dict[str, str], work: Path, ready: str, where: 
             proc.wait()
 
 
-def _param(cmd: Command) -> object:
-    return pytest.param(cmd, id=cmd.id, marks=[pytest.mark.slow, *([pytest.mark.long] if _long(cmd) else [])])
+def _here(words: list[str], env: dict[str, str], work: Path, capfd: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Runs a console script (through its entry point, as the installed script does) or a ``python -m`` module in
+    this process as in a process of its own: its argv, folder and variables; the exit code its ``SystemExit`` or
+    return value gives. Puts back what a command may set for its whole process (variables, torch's threads,
+    logging, warning filters), and fails when it leaves a signal handler behind."""
+    torch = sys.modules.get("torch")
+    threads, handlers = torch and torch.get_num_threads(), logging.getLogger().handlers[:]
+    signals = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)]
+    saved, argv, here = dict(os.environ), sys.argv, os.getcwd()
+    os.environ.update(env)
+    sys.argv = [words[2] if words[0] == "python" else words[0], *words[3 if words[0] == "python" else 1 :]]
+    capfd.readouterr()
+    try:
+        os.chdir(work)
+        with warnings.catch_warnings():
+            # an earlier command imported the module: python -m runs a fresh copy of it, as here
+            warnings.filterwarnings("ignore", "'.*' found in sys.modules", RuntimeWarning)
+            if words[0] == "python":
+                runpy.run_module(words[2], run_name="__main__", alter_sys=True)
+                code: object = 0
+            else:
+                (script,) = entry_points(group="console_scripts", name=words[0])
+                code = script.load()()
+    except SystemExit as e:
+        code = e.code
+    finally:
+        os.chdir(here)
+        sys.argv = argv
+        os.environ.clear()
+        os.environ.update(saved)
+        logging.getLogger().handlers[:] = handlers
+        if torch is not None:
+            torch.set_num_threads(threads)
+    out, err = capfd.readouterr()
+    assert [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)] == signals, f"{words[0]} left a signal handler"
+    return (code if isinstance(code, int) else 0 if code is None else 1), out, err
 
 
-@pytest.mark.parametrize("cmd", [_param(c) for c in COMMANDS])
-def test_command_runs(cmd: Command, work: Path) -> None:
-    if why := _not_run(cmd):
-        pytest.skip(why)
-    key = shrink_rule(cmd)
-    assert key is not None, f"{cmd.where}: add a SHRINK rule for `{cmd.text}`"
-    extra = SHRINK[key][0]
-    for module in EXTRAS.get(extra or "", ()):
-        pytest.importorskip(module, reason=f"needs the {extra} extra")
-    words = [_input(w, cmd, work) for w in shrunk(cmd)]
-    program = 3 if words[:2] == ["python", "-m"] else 2 if words[0] == "python" else 1
-    argv = _program(words) + words[program:]
-    env = {**os.environ, **cmd.env, "PYTHONUNBUFFERED": "1", "CI": os.environ.get("CI", "true"), "MPLBACKEND": "Agg"}
-    where = f"{cmd.where}: `{cmd.text}`\nran as: {shlex.join(argv)}"
-    with loopback_only() if extra == "rllib" else contextlib.nullcontext():  # Ray binds the machine's address
-        if words[0] in SERVERS:
-            return _serve(argv, env, work, SERVERS[words[0]], where)
-        r = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=900,
-                           stdin=subprocess.DEVNULL)
-    tail = f"\nstdout:\n{r.stdout[-3000:]}\nstderr:\n{r.stderr[-3000:]}"
-    if cmd.expect_error:
-        assert r.returncode == 2, f"{where}\nexit {r.returncode}, the page shows a bad-input exit 2{tail}"
-        assert r.stderr.strip().splitlines() == [cmd.expect_error], f"{where}\nthe page shows one line{tail}"
-    else:
-        assert r.returncode == 0, f"{where}\nexit {r.returncode}{tail}"
+@pytest.mark.parametrize("page,long", [
+    pytest.param(page, long, id=page + " long" * long, marks=[pytest.mark.slow, *[pytest.mark.long] * long])
+    for page, long in PAGES
+])
+def test_page_commands_run(page: str, long: bool, work: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Runs the page's commands in page order in one folder, as a user who follows the page: a later command
+    reads what an earlier one wrote (``runs/selfplay``). A server, Ray and the checkout's scripts run in a
+    process of their own; the package's commands run in this one (:func:`_here`)."""
+    for cmd in PAGES[page, long]:
+        key = shrink_rule(cmd)
+        assert key is not None, f"{cmd.where}: add a SHRINK rule for `{cmd.text}`"
+        extra = SHRINK[key][0]
+        for module in EXTRAS.get(extra or "", ()):
+            pytest.importorskip(module, reason=f"{cmd.where} needs the {extra} extra (the page's commands before it ran)")
+        words = [_input(w, cmd, work) for w in shrunk(cmd)]
+        env = {**cmd.env, "PYTHONUNBUFFERED": "1", "CI": os.environ.get("CI", "true"), "MPLBACKEND": "Agg"}
+        where = f"{cmd.where}: `{cmd.text}`\nran as: {shlex.join(words)}"
+        if extra == "rllib" or words[0] in SERVERS or (words[0] == "python" and words[1] != "-m"):
+            argv = [sys.executable, str(ROOT / words[1]), *words[2:]] if words[0] == "python" else [str(BIN / words[0]), *words[1:]]
+            with loopback_only() if extra == "rllib" else contextlib.nullcontext():  # Ray binds the machine's address
+                if words[0] in SERVERS:
+                    _serve(argv, {**os.environ, **env}, work, SERVERS[words[0]], where)
+                    continue
+                r = subprocess.run(argv, cwd=work, env={**os.environ, **env}, capture_output=True, text=True,
+                                   timeout=900, stdin=subprocess.DEVNULL)
+            code, out, err = r.returncode, r.stdout, r.stderr
+        else:
+            code, out, err = _here(words, env, work, capfd)
+        tail = f"\nstdout:\n{out[-3000:]}\nstderr:\n{err[-3000:]}"
+        if cmd.expect_error:
+            assert code == 2, f"{where}\nexit {code}, the page shows a bad-input exit 2{tail}"
+            assert err.strip().splitlines() == [cmd.expect_error], f"{where}\nthe page shows one line{tail}"
+        else:
+            assert code == 0, f"{where}\nexit {code}{tail}"
