@@ -311,8 +311,8 @@ def _long(cmd: Command) -> bool:
 
 def all_commands() -> list[Command]:
     """The commands of every page in page order, each once: the same small command shown on several pages runs
-    with the last of them, where it appears first; a long one whose words another long one of the same program
-    holds runs as that one."""
+    with the last of them, where it appears first (the training guide resumes the run the install page shows);
+    a long one whose words another long one of the same program holds runs as that one."""
     chosen: dict[str, Command] = {}
     for page in doc_pages():
         here: dict[str, Command] = {}
@@ -338,29 +338,24 @@ def _not_run(cmd: Command) -> str | None:
     return next((why for part, why in NOT_RUN.items() if part in cmd.text), None)
 
 
-def page_steps() -> dict[tuple[str, bool], list[Command | Block]]:
-    """Each page's blocks and commands in page order, its long commands apart (a test each; the long ones in CI's
-    long phase)."""
-    steps: dict[tuple[str, bool], list[Command | Block]] = {}
+def page_steps() -> dict[tuple[str, str], list[Command | Block]]:
+    """Each page's blocks and commands in page order, a test each: its long commands apart (in CI's long phase),
+    and each benchmark apart from those (it reads nothing another command wrote)."""
+    steps: dict[tuple[str, str], list[Command | Block]] = {}
     for c in COMMANDS:
         if not _not_run(c):
-            steps.setdefault((c.page, _long(c)), []).append(c)
+            group = ("long " + c.argv[1] if c.text.startswith("python bench/") else "long") if _long(c) else ""
+            steps.setdefault((c.page, group), []).append(c)
     seen: set[str] = set()
     for page in doc_pages():
         rel = page.relative_to(ROOT).as_posix()
         for b in page_blocks(page.read_text(), rel):
             if not (b.code in seen or seen.add(b.code)):
-                steps.setdefault((rel, False), []).append(b)
+                steps.setdefault((rel, ""), []).append(b)
     return {key: sorted(found, key=lambda step: step.line) for key, found in steps.items()}
 
 
 PAGES = page_steps()
-
-
-def test_pages_run_elsewhere_name_their_tests() -> None:
-    for page, where in RUN_ELSEWHERE.items():
-        named = re.findall(r"tests/[\w/]+(?:\.py)?", where)
-        assert named and all((ROOT / name).exists() for name in named), (page, named)
 
 
 def test_every_command_has_a_shrink_rule() -> None:
@@ -380,9 +375,8 @@ def test_no_two_training_runs_the_docs_show_share_a_run_folder() -> None:
     command of the pages (the cluster guide too) trains into belongs to one command."""
     from nertz_env.train.config import read_config_file
 
-    pages = [README, *sorted(p for p in DOCS.rglob("*.md") if p.relative_to(DOCS).parts[0] not in ("_build", "experiments"))]
     owner: dict[str, Command] = {}
-    for page in pages:
+    for page in [*doc_pages(), *(ROOT / p for p in RUN_ELSEWHERE)]:
         for cmd in find_commands(page.read_text(), page.relative_to(ROOT).as_posix()):
             if cmd.argv[0] != "nertz-train" or cmd.expect_error or {"--resume", "--print-config", "--help"} & set(cmd.argv):
                 continue
@@ -489,11 +483,11 @@ def _here(words: list[str], env: dict[str, str], capfd: pytest.CaptureFixture[st
     return (code if isinstance(code, int) else 0 if code is None else 1), out, err
 
 
-@pytest.mark.parametrize("page,long", [
-    pytest.param(page, long, id=page + " long" * long, marks=[pytest.mark.slow, *[pytest.mark.long] * long])
-    for page, long in PAGES
+@pytest.mark.parametrize("page,group", [
+    pytest.param(page, group, id=f"{page} {group}".strip(), marks=[pytest.mark.slow, *[pytest.mark.long] * bool(group)])
+    for page, group in PAGES
 ])
-def test_page_examples_run(page: str, long: bool, work: Path, capfd: pytest.CaptureFixture[str],
+def test_page_examples_run(page: str, group: str, work: Path, capfd: pytest.CaptureFixture[str],
                            monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs the page's steps in order in one folder. A server, Ray and the checkout's scripts run in a process of
     their own; the package's commands run in this one (:func:`_here`)."""
@@ -501,7 +495,7 @@ def test_page_examples_run(page: str, long: bool, work: Path, capfd: pytest.Capt
     for var, value in (("PYTHONUNBUFFERED", "1"), ("CI", os.environ.get("CI", "true")), ("MPLBACKEND", "Agg")):
         monkeypatch.setenv(var, value)
     namespace: dict[str, object] = {"__name__": "__main__"}
-    for cmd in PAGES[page, long]:
+    for cmd in PAGES[page, group]:
         if isinstance(cmd, Block):
             printed = run_block(cmd, namespace)
             if page == "README.md":  # the quick start prints what its comments say
