@@ -1,5 +1,6 @@
-"""The docs agree with the code and the repository: the generated tables and ``--help`` texts
-(``docs/_ext/nertz_docs.py`` at build time, ``python -m nertz_env.docs`` for docs/env/api.md), the copy of the rules
+"""The docs agree with the code and the repository: the generated tables and ``--help`` texts (made by
+``docs/_ext/nertz_docs.py`` at build time, where ``sphinx -W`` fails on any that cannot be made; ``python -m
+nertz_env.docs`` for docs/env/api.md), the copy of the rules
 contract, the option table, the defaults the pages state, the picture, the relative links. The built site in a
 browser: ``tests/test_docs_site.py``."""
 
@@ -16,7 +17,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
-
 
 
 @pytest.fixture(scope="module")
@@ -43,14 +43,6 @@ def _directives(name: str) -> list[tuple[Path, str, str]]:
                 rules = lines[i + 1][len(":rules:"):].strip() if i + 1 < len(lines) and lines[i + 1].startswith(":rules:") else ""
                 found.append((page, line.split("}", 1)[1].strip(), rules))
     return found
-
-
-def test_every_generated_table_of_the_pages_can_be_made(nertz_docs: types.ModuleType) -> None:
-    tables = _directives("nertz-generated")
-    assert len(tables) >= 8, tables
-    for page, name, rules in tables:
-        text = nertz_docs.generated_markdown(name, nertz_docs._parse_rules(rules))
-        assert text.startswith("|"), (page, name, rules)
 
 
 def test_variant_tables_are_the_code_s(nertz_docs: types.ModuleType) -> None:

@@ -1,31 +1,34 @@
-"""Every shell command README.md and the docs pages show runs as a user copies it, in a small form.
+"""Every example README.md and the docs pages show runs as a user copies it, in a small form: each page's Python
+blocks and shell commands in page order, in one folder, as a user who follows the page (a later step reads what
+an earlier one wrote: ``runs/selfplay``, ``ppo_single.zip``). docs/contributing.md says how to mark a block.
 
-The commands are found on the pages (README.md and docs/, not docs/experiments/, the records of past runs, nor
-``RUN_ELSEWHERE``): each line of a ```bash block (continuations joined), each ``$ command`` line of another block
-(when the lines after it show ``prog: error: ...``, the command must exit 2 with exactly that one line), and each
-inline ``nertz-...`` or ``python -m nertz_env...`` span with arguments, or ``python bench/X.py``. ``VAR=1|2 cmd``
-runs once for each value. A command shown on several pages runs once.
-
-They run in the order the pages show them, in one work folder, as a user who follows the pages: a later command
-reads what an earlier one wrote (``runs/selfplay``), so a command run alone may miss its input. A file that a
-Python block of the page writes (``ppo_single.zip``) is made by running the page's blocks. ``SHRINK`` makes the
-budgets small; ``NOT_RUN`` lists what runs elsewhere, with where.
+Pages: README.md and docs/, not docs/experiments/ (the records of past runs) nor ``RUN_ELSEWHERE``. Commands: each
+line of a ```bash block (continuations joined), each ``$ command`` line of another block (when the lines after it
+show ``prog: error: ...``, the command must exit 2 with exactly that one line), and each inline ``nertz-...`` or
+``python -m nertz_env...`` span with arguments, or ``python bench/X.py``. ``VAR=1|2 cmd`` runs once for each
+value. ``SHRINK`` makes the budgets small; ``NOT_RUN`` lists what runs elsewhere, with where. Python blocks of a
+page share one namespace; a block whose code an earlier page shows runs there only.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
+import logging
 import os
 import re
+import runpy
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
-import time
+import threading
 import urllib.request
+import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
@@ -66,7 +69,7 @@ PLACEHOLDERS = {"FILE": "game.jsonl.gz", "OTHER": str(ROOT), "/work/wt/old": str
 TRAIN = {"--total-timesteps": "64", "--n-steps": "16", "--batch-size": "32", "--num-tables": "2"}
 SHRINK: dict[str, tuple[str | None, dict[str, str | None]]] = {
     "nertz-demo": ("eval", {"--deals": "2"}),
-    "nertz-eval": ("eval", {"--deals": "2", "--no-progress": None}),
+    "nertz-eval": ("eval", {"--deals": "2", "--workers": "1", "--no-progress": None}),
     "nertz-eval gauntlet runs/rllib": ("rllib", {"--deals": "2", "--no-progress": None}),
     "nertz-train": ("train", {**TRAIN, "--checkpoint-every": "64", "--eval-every": "64",
                                     "--eval-deals": "1", "--no-progress-bar": None}),
@@ -141,12 +144,6 @@ class Command:
     def where(self) -> str:
         return f"{self.page} line {self.line}"
 
-    @property
-    def id(self) -> str:
-        env = "".join(f"{k}={v}_" for k, v in sorted(self.env.items()))
-        page = "" if self.page == "README.md" else Path(self.page).stem + ":"
-        return page + f"L{self.line}-" + re.sub(r"[^A-Za-z0-9_.=/-]+", "_", env + self.text)[:70]
-
 
 def _commands(text: str, line: int, page: str, expect_error: str | None = None) -> list[Command]:
     words = shlex.split(text, comments=True)
@@ -193,6 +190,98 @@ def find_commands(text: str, page: str = "README.md") -> list[Command]:
     return found
 
 
+@dataclass
+class Block:
+    page: str
+    line: int  # of the opening fence
+    code: str
+    replace: list[tuple[str, str]] = field(default_factory=list)
+    requires: list[str] = field(default_factory=list)
+    output: str | None = None  # the text block the page shows as its printed output
+
+    def source(self) -> str:
+        code = self.code
+        for old, new in self.replace:
+            if old not in code:
+                raise AssertionError(f"{self.page} line {self.line}: `test: replace {old} -> ...` does not occur in the block")
+            code = code.replace(old, new)
+        return code
+
+
+MARKER = re.compile(r"^<!--\s*test:\s*(.*?)\s*-->\s*$")
+
+
+def page_blocks(text: str, page: str) -> list[Block]:
+    lines = text.splitlines()
+    blocks: list[Block] = []
+    markers: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = MARKER.match(lines[i])
+        if m:
+            markers.append(m.group(1))
+            i += 1
+            continue
+        fence = re.match(r"^```(\S*)", lines[i])  # a MyST directive (```{image}) is a fence too
+        if not fence:
+            if lines[i].strip():
+                markers = []
+            i += 1
+            continue
+        j = i + 1
+        while j < len(lines) and not lines[j].startswith("```"):
+            j += 1
+        body = "\n".join(lines[i + 1 : j]) + "\n"
+        lang = fence.group(1)
+        if lang == "python":
+            block = Block(page, i + 1, body)
+            for mk in markers:
+                kind, _, rest = mk.partition(" ")
+                if kind == "replace":
+                    for pair in rest.split(" ; "):
+                        old, sep, new = pair.partition(" -> ")
+                        if not sep:
+                            raise AssertionError(f"{page} line {i}: `test: replace` needs OLD -> NEW, got {pair!r}")
+                        block.replace.append((old.strip(), new.strip()))
+                elif kind == "requires":
+                    block.requires += rest.split()
+                else:
+                    raise AssertionError(f"{page} line {i}: unknown marker `test: {mk}` before a python block")
+            blocks.append(block)
+        elif markers == ["output"]:
+            if not blocks or lang != "text":
+                raise AssertionError(f"{page} line {i + 1}: `test: output` must precede a ```text block after a python block")
+            blocks[-1].output = body
+        elif markers:
+            raise AssertionError(f"{page} line {i + 1}: a `test:` marker before a {lang or 'plain'} block")
+        markers = []
+        i = j + 1
+    return blocks
+
+
+def _matches(shown: str, printed: str) -> bool:
+    """``printed`` equals ``shown``, where a shown line ``...`` matches any number of printed lines."""
+    pattern = "".join(
+        r"(?:.*\n)*?" if line.strip() == "..." else re.escape(line.rstrip()) + r"[ \t]*\n"
+        for line in shown.splitlines()
+    )
+    return re.fullmatch(pattern, printed if printed.endswith("\n") else printed + "\n") is not None
+
+
+def run_block(b: Block, namespace: dict[str, object]) -> str:
+    """Runs a block in the namespace, in the current folder; returns what it printed (checked when the page shows
+    its output)."""
+    for module in b.requires:
+        pytest.importorskip(module, reason=f"{b.page} line {b.line} needs {module} (an optional extra)")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(b.source(), f"{b.page}:{b.line}", "exec"), namespace)
+    printed = out.getvalue()
+    assert b.output is None or _matches(b.output, printed), (
+        f"{b.page} line {b.line}: the page shows this output:\n{b.output}\nthe block printed:\n{printed}")
+    return printed
+
+
 def shrink_rule(cmd: Command) -> str | None:
     """The key of ``SHRINK`` for this command: the longest that starts it."""
     fits = [k for k in SHRINK if cmd.text == k or cmd.text.startswith(k + " ")]
@@ -221,13 +310,18 @@ def _long(cmd: Command) -> bool:
 
 
 def all_commands() -> list[Command]:
-    """The commands of every page in page order, each once (the same small command once too; a long one whose
-    words another long one of the same program holds, as that one)."""
-    seen: dict[str, Command] = {}
+    """The commands of every page in page order, each once: the same small command shown on several pages runs
+    with the last of them, where it appears first (the training guide resumes the run the install page shows);
+    a long one whose words another long one of the same program holds runs as that one."""
+    chosen: dict[str, Command] = {}
     for page in doc_pages():
+        here: dict[str, Command] = {}
         for c in find_commands(page.read_text(), page.relative_to(ROOT).as_posix()):
-            seen.setdefault(shlex.join(shrunk(c)) + repr(sorted(c.env.items())), c)
-    cmds = list(seen.values())
+            here.setdefault(shlex.join(shrunk(c)) + repr(sorted(c.env.items())), c)
+        for key, c in here.items():
+            chosen.pop(key, None)
+            chosen[key] = c
+    cmds = list(chosen.values())
     words = {id(c): {PLACEHOLDERS.get(w, w) for w in shrunk(c)} for c in cmds}
 
     def covered(c: Command) -> bool:
@@ -244,32 +338,24 @@ def _not_run(cmd: Command) -> str | None:
     return next((why for part, why in NOT_RUN.items() if part in cmd.text), None)
 
 
-def test_pages_run_elsewhere_name_their_tests() -> None:
-    for page, where in RUN_ELSEWHERE.items():
-        named = re.findall(r"tests/[\w/]+(?:\.py)?", where)
-        assert named and all((ROOT / name).exists() for name in named), (page, named)
+def page_steps() -> dict[tuple[str, str], list[Command | Block]]:
+    """Each page's blocks and commands in page order, a test each: its long commands apart (in CI's long phase),
+    and each benchmark apart from those (it reads nothing another command wrote)."""
+    steps: dict[tuple[str, str], list[Command | Block]] = {}
+    for c in COMMANDS:
+        if not _not_run(c):
+            group = ("long " + c.argv[1] if c.text.startswith("python bench/") else "long") if _long(c) else ""
+            steps.setdefault((c.page, group), []).append(c)
+    seen: set[str] = set()
+    for page in doc_pages():
+        rel = page.relative_to(ROOT).as_posix()
+        for b in page_blocks(page.read_text(), rel):
+            if not (b.code in seen or seen.add(b.code)):
+                steps.setdefault((rel, ""), []).append(b)
+    return {key: sorted(found, key=lambda step: step.line) for key, found in steps.items()}
 
 
-def test_commands_are_found() -> None:
-    sample = "\n".join([
-        "Run `nertz-eval ladder --deals 1200 --seed 0` or `NERTZ_NUM_THREADS=1|2 python bench/x.py --s 3`;",
-        "`nertz-eval` alone is a name, `python -m nertz_env.train.plot` too, `python bench/run_all.py` runs.",
-        "```bash", "nertz-train --run-dir runs/a \\", "    --total-timesteps 10   # a comment", "```",
-        "```", "$ nertz-train --opponent search=1", "nertz-train: error: opponents has no effect", "```",
-        "```python", "print('nertz-eval gauntlet x')", "```",
-    ])
-    cmds = find_commands(sample)
-    assert [(c.text, c.env, c.line) for c in cmds] == [
-        ("nertz-eval ladder --deals 1200 --seed 0", {}, 1),
-        ("python bench/x.py --s 3", {"NERTZ_NUM_THREADS": "1"}, 1),
-        ("python bench/x.py --s 3", {"NERTZ_NUM_THREADS": "2"}, 1),
-        ("python bench/run_all.py", {}, 2),
-        ("nertz-train --run-dir runs/a --total-timesteps 10", {}, 4),
-        ("nertz-train --opponent search=1", {}, 8),
-    ]
-    assert cmds[-1].expect_error == "nertz-train: error: opponents has no effect"
-    assert shrunk(cmds[4])[-3:] == ["--eval-deals", "1", "--no-progress-bar"]
-    assert shrunk(cmds[4])[:5] == ["nertz-train", "--run-dir", "runs/a", "--total-timesteps", "64"]
+PAGES = page_steps()
 
 
 def test_every_command_has_a_shrink_rule() -> None:
@@ -277,6 +363,7 @@ def test_every_command_has_a_shrink_rule() -> None:
     unknown = sorted({c.text for c in COMMANDS if not _not_run(c) and shrink_rule(c) is None})
     assert not unknown, f"add a SHRINK rule (or a NOT_RUN reason) for: {unknown}"
     assert len(COMMANDS) >= 40, [c.text for c in COMMANDS]
+    assert {"README.md", "docs/guides/vector-envs.md"} <= {page for page, _ in PAGES}, "pages with Python blocks"
 
 
 def _flag(words: list[str], flag: str) -> str | None:
@@ -288,9 +375,8 @@ def test_no_two_training_runs_the_docs_show_share_a_run_folder() -> None:
     command of the pages (the cluster guide too) trains into belongs to one command."""
     from nertz_env.train.config import read_config_file
 
-    pages = [README, *sorted(p for p in DOCS.rglob("*.md") if p.relative_to(DOCS).parts[0] not in ("_build", "experiments"))]
     owner: dict[str, Command] = {}
-    for page in pages:
+    for page in [*doc_pages(), *(ROOT / p for p in RUN_ELSEWHERE)]:
         for cmd in find_commands(page.read_text(), page.relative_to(ROOT).as_posix()):
             if cmd.argv[0] != "nertz-train" or cmd.expect_error or {"--resume", "--print-config", "--help"} & set(cmd.argv):
                 continue
@@ -302,49 +388,29 @@ def test_no_two_training_runs_the_docs_show_share_a_run_folder() -> None:
     assert len(owner) >= 4
 
 
-def _program(words: list[str]) -> list[str]:
-    if words[0] == "python":  # python -m MODULE, or a script of the checkout (bench/, experiments/)
-        return [sys.executable, *(words[1:3] if words[1] == "-m" else [str(ROOT / words[1])])]
-    script = BIN / words[0]
-    assert script.exists(), f"{words[0]} is not installed beside {sys.executable}"
-    return [str(script)]
-
-
-def _input(word: str, cmd: Command, work: Path) -> str:
+def _input(word: str, cmd: Command) -> str:
     """A word naming a file: a placeholder's stand-in; a checkout file copied into the work folder; the newest
-    checkpoint of a run for one the full-size run would write; a file a Python block of the page writes."""
+    checkpoint of a run for one the full-size run would write."""
     word = PLACEHOLDERS.get(word, word)
-    if word.startswith("-") or "." not in word or Path(word).is_absolute() or (work / word).exists():
+    if word.startswith("-") or "." not in word or Path(word).is_absolute() or Path(word).exists():
         return word
     if (ROOT / word).is_file():
-        (work / word).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ROOT / word, work / word)
+        Path(word).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / word, word)
     elif m := re.fullmatch(r"(.+/checkpoints)/step_\d+\.zip", word):
-        saved = sorted((work / m.group(1)).glob("step_*.zip"))
-        assert saved, f"{cmd.where}: no checkpoint in {m.group(1)} (made by an earlier command of the pages)"
+        saved = sorted(Path(m.group(1)).glob("step_*.zip"))
+        assert saved, f"{cmd.where}: no checkpoint in {m.group(1)} (made by an earlier command of the page)"
         return str(saved[-1])
-    elif word.endswith((".zip", ".jsonl.gz")):
-        from test_doc_examples import page_blocks, run_blocks
-
-        blocks = page_blocks((ROOT / cmd.page).read_text(), cmd.page)
-        last = next((n for n, b in enumerate(blocks) if f'"{word}"' in b.code), None)
-        if last is not None:
-            here = os.getcwd()
-            os.chdir(work)
-            try:
-                run_blocks(blocks[: last + 1])
-            finally:
-                os.chdir(here)
     return word
 
 
-@pytest.fixture(scope="session")
-def work(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The user's folder, shared by every command; bench/ scripts write their results into the checkout, so
-    those folders are put back as they were."""
+@pytest.fixture
+def work(tmp_path: Path) -> Iterator[Path]:
+    """The user's folder for one page; bench/ scripts write their results into the checkout, so those folders are
+    put back as they were."""
     folders = [ROOT / "bench" / "results", ROOT / "bench" / "out"]
     saved = {p: p.read_bytes() for d in folders if d.is_dir() for p in d.rglob("*") if p.is_file()}
-    yield tmp_path_factory.mktemp("user")
+    yield tmp_path
     for p in [p for d in folders if d.is_dir() for p in d.rglob("*") if p.is_file() and p not in saved]:
         p.unlink()
     for p, data in saved.items():
@@ -353,29 +419,26 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             p.write_bytes(data)
 
 
-def _serve(argv: list[str], env: dict[str, str], work: Path, ready: str, where: str) -> None:
-    """Starts a server, waits for its address line, fetches that page, then stops it with a Ctrl-C."""
-    proc = subprocess.Popen(argv, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+def _serve(argv: list[str], ready: str, where: str) -> None:
+    """Starts a server, reads its output up to its address line, fetches that page, then stops it with a Ctrl-C."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=restore_sigint)
     assert proc.stdout is not None
-    os.set_blocking(proc.stdout.fileno(), False)
+    timer = threading.Timer(300, proc.kill)  # a server that never says where it is
+    timer.start()
     seen: list[str] = []
-    deadline = time.monotonic() + 300
     try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            line = proc.stdout.readline()
-            seen.append(line.rstrip())
+        for line in proc.stdout:  # ends when the server does
+            seen.append(line)
             if ready in line:
                 url = re.search(r"https?://\S+", line)
                 assert url, f"{where}\nits address line has no URL: {line!r}"
                 with urllib.request.urlopen(url.group(0), timeout=30) as page:
                     assert page.status == 200, f"{where}\n{url.group(0)} answered {page.status}"
                 return
-            if not line:
-                time.sleep(0.1)
-        err = proc.stderr.read() if proc.poll() is not None and proc.stderr else ""
-        pytest.fail(f"{where}\nno {ready!r} line (exit {proc.poll()}):\n" + "\n".join(filter(None, seen)) + err)
+        pytest.fail(f"{where}\nno {ready!r} line (exit {proc.wait()}):\n" + "".join(seen))
     finally:
+        timer.cancel()
         proc.send_signal(signal.SIGINT)  # Ctrl-C, as a user stops it
         try:
             proc.wait(20)
@@ -384,32 +447,89 @@ def _serve(argv: list[str], env: dict[str, str], work: Path, ready: str, where: 
             proc.wait()
 
 
-def _param(cmd: Command) -> object:
-    return pytest.param(cmd, id=cmd.id, marks=[pytest.mark.slow, *([pytest.mark.long] if _long(cmd) else [])])
+def _here(words: list[str], env: dict[str, str], capfd: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Runs a console script (through its entry point, as the installed script does) or a ``python -m`` module in
+    this process as in a process of its own: its argv and variables; the exit code its ``SystemExit`` or
+    return value gives. Puts back what a command may set for its whole process (variables, torch's threads,
+    logging, warning filters), and fails when it leaves a signal handler behind."""
+    torch = sys.modules.get("torch")
+    threads, handlers = torch and torch.get_num_threads(), logging.getLogger().handlers[:]
+    signals = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)]
+    saved, argv = dict(os.environ), sys.argv
+    os.environ.update(env)
+    sys.argv = [words[2] if words[0] == "python" else words[0], *words[3 if words[0] == "python" else 1 :]]
+    capfd.readouterr()
+    try:
+        with warnings.catch_warnings():
+            # an earlier command imported the module: python -m runs a fresh copy of it, as here
+            warnings.filterwarnings("ignore", "'.*' found in sys.modules", RuntimeWarning)
+            if words[0] == "python":
+                runpy.run_module(words[2], run_name="__main__", alter_sys=True)
+                code: object = 0
+            else:
+                (script,) = entry_points(group="console_scripts", name=words[0])
+                code = script.load()()
+    except SystemExit as e:
+        code = e.code
+    finally:
+        sys.argv = argv
+        os.environ.clear()
+        os.environ.update(saved)
+        logging.getLogger().handlers[:] = handlers
+        if torch is not None:
+            torch.set_num_threads(threads)
+    out, err = capfd.readouterr()
+    assert [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)] == signals, f"{words[0]} left a signal handler"
+    return (code if isinstance(code, int) else 0 if code is None else 1), out, err
 
 
-@pytest.mark.parametrize("cmd", [_param(c) for c in COMMANDS])
-def test_command_runs(cmd: Command, work: Path) -> None:
-    if why := _not_run(cmd):
-        pytest.skip(why)
-    key = shrink_rule(cmd)
-    assert key is not None, f"{cmd.where}: add a SHRINK rule for `{cmd.text}`"
-    extra = SHRINK[key][0]
-    for module in EXTRAS.get(extra or "", ()):
-        pytest.importorskip(module, reason=f"needs the {extra} extra")
-    words = [_input(w, cmd, work) for w in shrunk(cmd)]
-    program = 3 if words[:2] == ["python", "-m"] else 2 if words[0] == "python" else 1
-    argv = _program(words) + words[program:]
-    env = {**os.environ, **cmd.env, "PYTHONUNBUFFERED": "1", "CI": os.environ.get("CI", "true"), "MPLBACKEND": "Agg"}
-    where = f"{cmd.where}: `{cmd.text}`\nran as: {shlex.join(argv)}"
-    with loopback_only() if extra == "rllib" else contextlib.nullcontext():  # Ray binds the machine's address
-        if words[0] in SERVERS:
-            return _serve(argv, env, work, SERVERS[words[0]], where)
-        r = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=900,
-                           stdin=subprocess.DEVNULL)
-    tail = f"\nstdout:\n{r.stdout[-3000:]}\nstderr:\n{r.stderr[-3000:]}"
-    if cmd.expect_error:
-        assert r.returncode == 2, f"{where}\nexit {r.returncode}, the page shows a bad-input exit 2{tail}"
-        assert r.stderr.strip().splitlines() == [cmd.expect_error], f"{where}\nthe page shows one line{tail}"
-    else:
-        assert r.returncode == 0, f"{where}\nexit {r.returncode}{tail}"
+@pytest.mark.parametrize("page,group", [
+    pytest.param(page, group, id=f"{page} {group}".strip(), marks=[pytest.mark.slow, *[pytest.mark.long] * bool(group)])
+    for page, group in PAGES
+])
+def test_page_examples_run(page: str, group: str, work: Path, capfd: pytest.CaptureFixture[str],
+                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs the page's steps in order in one folder. A server, Ray and the checkout's scripts run in a process of
+    their own; the package's commands run in this one (:func:`_here`)."""
+    monkeypatch.chdir(work)
+    for var, value in (("PYTHONUNBUFFERED", "1"), ("CI", os.environ.get("CI", "true")), ("MPLBACKEND", "Agg")):
+        monkeypatch.setenv(var, value)
+    namespace: dict[str, object] = {"__name__": "__main__"}
+    for cmd in PAGES[page, group]:
+        if isinstance(cmd, Block):
+            printed = run_block(cmd, namespace)
+            if page == "README.md":  # the quick start prints what its comments say
+                score = re.search(r'print\(infos\["player_0"\]\["score"\]\)\s+# (-?\d+):', cmd.code)
+                action = re.search(r"print\(nertz_env.describe_action\(\d+\)\)\s+# (.*)", cmd.code)
+                assert score and action, "the quick start's checked comments changed: update this test"
+                assert {score.group(1), action.group(1).strip()} <= set(printed.splitlines()), printed
+            continue
+        extra = SHRINK[shrink_rule(cmd) or ""][0]
+        for module in EXTRAS.get(extra or "", ()):
+            pytest.importorskip(module, reason=f"{cmd.where} needs the {extra} extra (the page's steps before it ran)")
+        words = [_input(w, cmd) for w in shrunk(cmd)]
+        where = f"{cmd.where}: `{cmd.text}`\nran as: {shlex.join(words)}"
+        if extra == "rllib" or words[0] in SERVERS or (words[0] == "python" and words[1] != "-m"):
+            argv = [sys.executable, str(ROOT / words[1]), *words[2:]] if words[0] == "python" else [str(BIN / words[0]), *words[1:]]
+            with loopback_only() if extra == "rllib" else contextlib.nullcontext():  # Ray binds the machine's address
+                if words[0] in SERVERS:
+                    _serve(argv, SERVERS[words[0]], where)
+                    continue
+                r = subprocess.run(argv, env={**os.environ, **cmd.env}, capture_output=True, text=True, timeout=900,
+                                   stdin=subprocess.DEVNULL)
+            code, out, err = r.returncode, r.stdout, r.stderr
+        else:
+            code, out, err = _here(words, cmd.env, capfd)
+        tail = f"\nstdout:\n{out[-3000:]}\nstderr:\n{err[-3000:]}"
+        if cmd.expect_error:
+            assert code == 2, f"{where}\nexit {code}, the page shows a bad-input exit 2{tail}"
+            assert err.strip().splitlines() == [cmd.expect_error], f"{where}\nthe page shows one line{tail}"
+        else:
+            assert code == 0, f"{where}\nexit {code}{tail}"
+
+
+def test_output_matching() -> None:
+    assert _matches("a\n...\nz\n", "a\nb\nc\nz\n")
+    assert _matches("(1024, 4, 446)\n", "(1024, 4, 446)\n")
+    assert not _matches("(1024, 4, 446)\n", "(1024, 4, 447)\n")
+    assert not _matches("a\nz\n", "a\nb\nz\n")
