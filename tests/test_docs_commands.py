@@ -13,6 +13,7 @@ page share one namespace; a block whose code an earlier page shows runs there on
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import io
 import logging
 import os
@@ -23,9 +24,11 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import urllib.request
 import warnings
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -405,18 +408,25 @@ def _input(word: str, cmd: Command) -> str:
 
 
 @pytest.fixture
-def work(tmp_path: Path) -> Iterator[Path]:
-    """The user's folder for one page; bench/ scripts write their results into the checkout, so those folders are
-    put back as they were."""
+def work(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """The user's folder for one page. bench/ scripts write their results into the checkout, so a test that runs
+    one holds the checkout's bench lock (one such test at a time across xdist workers) and puts those folders
+    back as they were."""
+    params = request.node.callspec.params
+    if not any(isinstance(c, Command) and "bench/" in c.text for c in PAGES[params["page"], params["group"]]):
+        yield tmp_path
+        return
     folders = [ROOT / "bench" / "results", ROOT / "bench" / "out"]
-    saved = {p: p.read_bytes() for d in folders if d.is_dir() for p in d.rglob("*") if p.is_file()}
-    yield tmp_path
-    for p in [p for d in folders if d.is_dir() for p in d.rglob("*") if p.is_file() and p not in saved]:
-        p.unlink()
-    for p, data in saved.items():
-        if not p.is_file() or p.read_bytes() != data:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_bytes(data)
+    with open(Path(tempfile.gettempdir()) / f"nertz-bench-{zlib.crc32(bytes(ROOT))}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        saved = {p: p.read_bytes() for d in folders if d.is_dir() for p in d.rglob("*") if p.is_file()}
+        yield tmp_path
+        for p in [p for d in folders if d.is_dir() for p in d.rglob("*") if p.is_file() and p not in saved]:
+            p.unlink()
+        for p, data in saved.items():
+            if not p.is_file() or p.read_bytes() != data:
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_bytes(data)
 
 
 def _serve(argv: list[str], ready: str, where: str) -> None:
