@@ -287,8 +287,7 @@ class Hub:
 
     def _abort(self, ws: WebSocket) -> None:
         """End a stuck connection now by aborting uvicorn's transport (a close would wait for the peer to read)."""
-        abort = ws.scope.get(ABORT_KEY)
-        if callable(abort):
+        if abort := ws.scope.get(ABORT_KEY):
             abort()
 
     # ------------------------------------------------------------------ connections
@@ -531,10 +530,9 @@ class Guard:
                                    "address nertz-play printed (http://HOST:PORT/?token=...)")
                 return
         if kind == "websocket":
-            abort = _transport_abort(send)
-            if abort is not None:
-                scope = {**scope, ABORT_KEY: abort}
-            await self.app(scope, receive, send)
+            # uvicorn's protocol, where send is bound to it (not under a test client)
+            transport = getattr(getattr(send, "__self__", None), "transport", None)
+            await self.app({**scope, ABORT_KEY: getattr(transport, "abort", None)}, receive, send)
             return
         extra = [(b"set-cookie", f"{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict".encode())
                  ] if from_address else []
@@ -569,13 +567,6 @@ def _with_headers(send: Send, extra: Sequence[tuple[bytes, bytes]] = ()) -> Send
         await send(message)
 
     return sending
-
-
-def _transport_abort(send: Send) -> Callable[[], None] | None:
-    """The abort of the connection's transport, where ``send`` is bound to uvicorn's protocol; else None."""
-    transport = getattr(getattr(send, "__self__", None), "transport", None)
-    abort = getattr(transport, "abort", None)
-    return abort if callable(abort) else None
 
 
 def create_app(hub: Hub, allowed_hosts: Sequence[str] | None = None, token: str | None = None) -> ASGIApp:
