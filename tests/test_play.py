@@ -955,7 +955,7 @@ def test_server__idle_sockets_beyond_the_file_limit_leave_new_clients_served_and
 
     from nertz_env.replay import verify_replay
 
-    count, window = 300, 2.0
+    count, window = 300, 1.5
     with nertz_play(tmp_path, "--tick-ms", "100", nofile=256) as served:
         port, url, err_path = served.port, served.url, served.err_path
         idle: list[socket.socket] = []
