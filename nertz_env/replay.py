@@ -474,15 +474,6 @@ def _check_tick_count(obj: dict[str, Any], count: int, where: str) -> None:
         raise ReplayError(f"{where}: 'ticks' must be the number of tick lines ({count}), got {short(ticks)}")
 
 
-def _has_lone_surrogate(obj: Any) -> bool:
-    """Whether a parsed line holds a lone UTF-16 surrogate, which no UTF-8 output can hold."""
-    try:
-        json.dumps(obj, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
 def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES) -> Replay:
     """Read a ``nertz-replay/1`` file (plain or gzip). Raises :class:`ReplayError` naming the line and the field.
 
@@ -513,8 +504,11 @@ def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES)
                     raise ReplayError(cut(f"{where}: not JSON ({why})")) from None
                 if not isinstance(obj, dict):
                     raise ReplayError(f"{where}: each line is a JSON object")
-                if b"\\u" in line and _has_lone_surrogate(obj):
-                    raise ReplayError(f"{where}: a \\ud800-\\udfff escape that is no pair: not text (no page can show it)")
+                if b"\\u" in line:  # a lone UTF-16 surrogate is no text: no UTF-8 output (no page) can hold it
+                    try:
+                        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+                    except UnicodeEncodeError:
+                        raise ReplayError(f"{where}: a \\ud800-\\udfff escape that is no pair: not text") from None
                 if rep is None:
                     if obj.get("format") != FORMAT:
                         raise ReplayError(f"{where}: not a {FORMAT} file (format {short(obj.get('format'))})")

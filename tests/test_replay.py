@@ -117,7 +117,7 @@ def test_unfinished_game_and_episodes(tmp_path: Path) -> None:
         (b"not json\n", "not JSON"),
         (b'{"format": "other/1"}\n', "not a nertz-replay/1"),
         (b'{"format": "nertz-replay/1", "agents": []}\n', "no 'config'"),
-        (gzip.compress(b"[1, 2]\n"), "JSON object"),
+        (gzip.compress(b"[1, 2]\n", mtime=0), "JSON object"),  # mtime: the same test id in every xdist worker
         (b"\x1f\x8b\x08garbage", "unreadable"),
         (b"\n\n" + b"x" * (MAX_LINE_BYTES + 10) + b"\n", r"bad:3: a line longer than"),  # refused when reached
     ],
@@ -226,14 +226,10 @@ def test_cli_usage_errors__one_line_exit_2_and_nothing_written(
     assert os.listdir(tmp_path) == []
 
 
-def test_cli_bad_files(tmp_path: Path, short_game: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_a_file_the_engine_does_not_reproduce_is_one_line_naming_the_tick(
+        tmp_path: Path, short_game: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from nertz_env.replay_cli import main
 
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"format": "nope"}\n')
-    assert main([str(bad), "-o", str(tmp_path / "x.html")]) == 2
-    assert capsys.readouterr().err.count("\n") == 1
-    # a file the engine does not reproduce: one line naming the tick
     lines = gzip.decompress(short_game.read_bytes()).decode().splitlines()
     rec = json.loads(lines[3])
     rec["h"] = "00000000"
@@ -243,7 +239,6 @@ def test_cli_bad_files(tmp_path: Path, short_game: Path, capsys: pytest.CaptureF
     assert main([str(forged), "-o", str(tmp_path / "y.html")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"tick {rec['t']}" in err and not (tmp_path / "y.html").exists()
-    assert main([str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "z.html")]) == 2
 
 
 # ------------------------------------------------------------------ a match: the table as each round ended
@@ -384,7 +379,7 @@ def test_partial_on_a_complete_file__drawn_whole_with_a_note_and_exit_0(
     short_game: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # not an error: a game nertz-play is writing may end between typing the command and running it
-    from nertz_env.replay_cli import build_parser, main
+    from nertz_env.replay_cli import main
 
     out = tmp_path / "p.html"
     assert main([str(short_game), "-o", str(out), "--partial"]) == 0
@@ -392,8 +387,6 @@ def test_partial_on_a_complete_file__drawn_whole_with_a_note_and_exit_0(
     assert err.splitlines() == [f"nertz-replay: note: --partial: {short_game} is complete (it has its closing line), "
                                 "so it is drawn whole"]
     assert _page_data(out.read_text())["cut"] is False
-    helptext = " ".join(build_parser().format_help().split())
-    assert "A complete file is drawn whole, with a note and exit 0" in helptext
 
 
 # ------------------------------------------------------------------ hostile files: bounded reading, one line each
@@ -460,17 +453,19 @@ def test_tick_lines_are_kept_as_text__a_crafted_long_game_loads_into_twice_its_t
     env.close()  # a header and its closing line
     head = path.read_text().splitlines()[0]
     line = json.dumps({"t": 1, "a": [0, 0], "h": "00000000"}, separators=(",", ":"))
-    n = 20_000
-    text = head + "\n" + (line + "\n") * n
-    path.write_text(text)
-    tracemalloc.start()
-    try:
-        rep = load_replay(path)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    sizes, peaks = [], []
+    for n in (2000, 4000):  # what each line more costs: the fixed costs of a load aside
+        text = head + "\n" + (line + "\n") * n
+        path.write_text(text)
+        tracemalloc.start()
+        try:
+            rep = load_replay(path)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+        sizes.append(len(text))
     assert len(rep.ticks) == n and rep.cut_off is None and rep.final is None
-    assert peak < 3 * len(text), (peak, len(text))  # parsed records: about 11x
+    assert peaks[1] - peaks[0] < 3 * (sizes[1] - sizes[0]), (peaks, sizes)  # parsed records: about 11x
     assert rep.ticks[-1] == {"t": 1, "a": [0, 0], "h": "00000000"} and rep.last_tick == 1
     # still a sequence of records to its reader: read, iterate, slice
     assert rep.ticks[1:3] == [rep.ticks[0]] * 2 and sum(1 for _ in rep.ticks) == n
@@ -510,12 +505,6 @@ def tiny_game(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines()]
 
 
-def _other_table(players: int) -> dict:
-    env = parallel_env(num_players=players)
-    env.reset(seed=1)
-    return env.snapshot()
-
-
 HUGE = "x" * 600_000  # under the line bound (a 10 MB line is refused as too long), far over any message
 
 
@@ -529,6 +518,8 @@ def _mutations(lines: list[dict]) -> list[tuple[str, int, dict, str]]:
     end = {"end": "nertz", "score": [0, 0], "match": [0, 0]}
     huge_score = json.loads(json.dumps(snap))
     huge_score["players"][0]["match_score"] = 10**30
+    three = parallel_env(num_players=3)
+    three.reset(seed=1)
     cases: list[tuple[str, int, dict, str]] = [
         ("agents ints", 0, {"agents": [1, 2]}, "agents"),
         ("agents text", 0, {"agents": "me, you"}, "agents"),
@@ -541,7 +532,7 @@ def _mutations(lines: list[dict]) -> list[tuple[str, int, dict, str]]:
         ("snapshot text", 0, {"snapshot": "the table"}, "snapshot"),
         ("snapshot empty", 0, {"snapshot": {}}, "snapshot"),
         ("snapshot list", 0, {"snapshot": [1]}, "snapshot"),
-        ("snapshot 3 players", 0, {"snapshot": _other_table(3)}, "snapshot"),
+        ("snapshot 3 players", 0, {"snapshot": three.snapshot()}, "snapshot"),
         ("snapshot duplicate card", 0, {"snapshot": dup}, "snapshot"),
         ("snapshot huge card", 0, {"snapshot": huge_card}, "snapshot"),
         ("meta list", 0, {"meta": [1]}, "meta"),

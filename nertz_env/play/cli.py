@@ -30,10 +30,8 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MAX_FRAME = 1 << 20
 #: seconds the first Ctrl-C waits for open connections before it stops the server anyway
 SHUTDOWN_GRACE = 2
-#: the most connections served at once (see :func:`connection_limit`)
+#: the most connections served at once
 MAX_CONNECTIONS = 256
-#: connections taken from the kernel's queue per turn of the event loop (and that queue's length)
-BACKLOG = 64
 #: seconds a client has to send a request head before its connection is closed
 HEAD_TIMEOUT = 5
 
@@ -118,11 +116,8 @@ def _build(args: argparse.Namespace) -> dict[str, Any]:
         except ImportError as e:
             raise UsageError(f"--opponents: {spec!r} needs a missing package ({e}); {install_command('train')}") from None
         bots.append(bot)
-    replay_dir = args.replay_dir
-    if replay_dir is None:
-        from nertz_env.play.game import default_replay_dir
-
-        replay_dir = default_replay_dir()
+    replay_dir = args.replay_dir or os.path.join(
+        os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share"), "nertz-env", "replays")
     try:
         os.makedirs(replay_dir, exist_ok=True)
     except OSError as e:
@@ -137,40 +132,27 @@ def _build(args: argparse.Namespace) -> dict[str, Any]:
 def _bind(host: str, port: int) -> socket.socket:
     """A listening socket on ``host:port``; :class:`UsageError` when the port is taken or the host unknown."""
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
     except socket.gaierror as e:
         raise UsageError(f"--host: cannot use {host!r}: {e.strerror}") from None
-    family, _, _, _, addr = infos[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(addr)
-        sock.listen(16)
+        return socket.create_server((host, port), family=family, backlog=16, dualstack_ipv6=family == socket.AF_INET6)
     except OSError as e:
-        sock.close()
         raise UsageError(f"--port: cannot listen on {host}:{port}: {e.strerror}") from None
-    sock.set_inheritable(True)
-    return sock
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``--host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
-    import ipaddress
-
-    if host.lower().rstrip(".") == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def access(host: str) -> tuple[list[str] | None, str | None]:
-    """Who may reach a table served on ``host``: ``(allowed Host names, token)``. On loopback: loopback Host
-    names, no token. Beyond it: any Host name, and a new secret token."""
-    if is_loopback(host):
-        return [*LOOPBACK, host.strip("[]")], None
+    """Who may reach a table served on ``host``: ``(allowed Host names, token)``. On loopback (127.0.0.0/8, ::1,
+    localhost): loopback Host names, no token. Beyond it: any Host name, and a new secret token."""
+    import ipaddress
     import secrets
+
+    try:
+        loopback = ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        loopback = host.lower().rstrip(".") == "localhost"
+    if loopback:
+        return [*LOOPBACK, host.strip("[]")], None
 
     return None, secrets.token_urlsafe(24)
 
@@ -194,30 +176,26 @@ def addresses(host: str, port: int, token: str | None) -> tuple[str, str]:
     return f"http://{shown}:{port}/{query}", f"http://{local}:{port}/{query}"
 
 
-def connection_limit() -> int:
-    """:data:`MAX_CONNECTIONS`, or a quarter of the files this process may open when that is fewer."""
-    try:
-        import resource
-    except ImportError:  # not on a Unix
-        return MAX_CONNECTIONS
-    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    return MAX_CONNECTIONS if soft == resource.RLIM_INFINITY else max(4, min(MAX_CONNECTIONS, soft // 4))
-
-
 def server_config(app: Any, **options: Any) -> Any:
     """The uvicorn config ``nertz-play`` serves with: the bounds above and those of
     :mod:`nertz_env.play.limits`."""
+    import resource
+
     import uvicorn
 
     from nertz_env.play.limits import BoundedH11, BoundedWebSocket
     from nertz_env.play.server import SEND_TIMEOUT
 
+    files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]  # a quarter of them when that is fewer
+    limit = MAX_CONNECTIONS if files == resource.RLIM_INFINITY else max(4, min(MAX_CONNECTIONS, files // 4))
     settings: dict[str, Any] = {
         "log_level": "warning",
         "http": BoundedH11,
         "ws": BoundedWebSocket,
-        "limit_concurrency": connection_limit(),
-        "backlog": BACKLOG,
+        "limit_concurrency": limit,
+        # connections taken per turn of the event loop (and the kernel's queue): each turn's are a few turns
+        # from their first callback, where the oldest idle ones are closed, so they must fit beside the limit
+        "backlog": limit // 4,
         "timeout_keep_alive": HEAD_TIMEOUT,
         "ws_ping_timeout": SEND_TIMEOUT,
         "ws_max_size": MAX_FRAME,
@@ -282,21 +260,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"nertz-play: replay: {hub.game.replay_file}", flush=True)
     config = server_config(create_app(hub, hosts, token))
     server = uvicorn.Server(config)
-    if not args.no_browser:
-        def _open() -> None:
-            while not server.started and not server.should_exit:
-                threading.Event().wait(0.05)
-            if server.started:
-                webbrowser.open(local_url)
-
-        threading.Thread(target=_open, daemon=True).start()
+    if not args.no_browser:  # the socket listens already: the page's request waits for the server
+        threading.Thread(target=webbrowser.open, args=(local_url,), daemon=True).start()
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn shuts down (the replay is closed), then re-raises the Ctrl-C
         pass
     finally:
         sock.close()
-    print(f"nertz-play: stopped after tick {hub.game.tick_count}; replay: {hub.game.replay_file}", flush=True)
+    print(f"nertz-play: stopped after tick {hub.game.env.tick}; replay: {hub.game.replay_file}", flush=True)
     return 0
 
 

@@ -45,12 +45,6 @@ class MoveError(ValueError):
     """A move the server refuses; the message is shown to the person as it is."""
 
 
-def default_replay_dir() -> str:
-    """Where games are saved by default: ``$XDG_DATA_HOME/nertz-env/replays`` (or ``~/.local/share/...``)."""
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return os.path.join(base, "nertz-env", "replays")
-
-
 @dataclass
 class SeatMove:
     """What one seat did in one tick."""
@@ -131,7 +125,6 @@ class PlayGame:
         self.history: list[TickResult] = []
         self.done = False
         self.round_scores: list[list[int]] = []
-        self.match_scores = [0] * n
         self._mask = np.zeros(self.table.n, dtype=np.int8)
         self._moves: list[dict[str, Any]] = []
         self.reset()
@@ -150,7 +143,6 @@ class PlayGame:
         self.history = []
         self.done = not self.env.agents
         self.round_scores = []
-        self.match_scores = [0] * self.config.num_players
         self._refresh()
         self.replay_file = self.record_error = None
         if self.replay_dir is not None:
@@ -185,10 +177,6 @@ class PlayGame:
             self.writer = None
         self.record_error = why
         self.record_notes.append(why)
-
-    @property
-    def tick_count(self) -> int:
-        return self.env.tick
 
     # ------------------------------------------------------------------ the person's moves
     def _refresh(self) -> None:
@@ -239,10 +227,6 @@ class PlayGame:
         name, words, ``src`` (``{"zone": "nertz"|"waste"|"work"|"stock", "pile": j or None, "count": cards
         moved}``; None for a call) and ``dst`` (``{"zone": "lake"|"work", "pile": j or None}`` or None)."""
         return list(self._moves)
-
-    def mask(self) -> np.ndarray:
-        """A copy of the person's current action mask."""
-        return self._mask.copy()
 
     def check_action(self, action: Any) -> int:
         """``action`` as a legal action index of the person's seat now, or :class:`MoveError` saying why not."""
@@ -298,7 +282,6 @@ class PlayGame:
             result.round_end = end
             result.scores = [int(infos[i]["score"]) for i in ids]
             self.round_scores.append(result.scores)
-            self.match_scores = [int(infos[i]["match_score"]) for i in ids]
         result.done = not self.env.agents
         self.done = result.done
         me = moves[self.seat]
@@ -343,20 +326,17 @@ class PlayGame:
                     "work": pl["work"],
                     "lake_cards": lake_cards,
                     "round_score": so_far[s],
-                    "match_score": self.match_scores[s],
+                    "match_score": pl["match_score"],
                     "last": last,
                 }
             )
-        lake = [{"top": f[-1][0], "owner": f[-1][1], "height": len(f)} for f in snap["lake"]]
         return {
             "tick": snap["tick"],
             "round": snap["round"],
             "done": self.done,
             "seats": seats,
-            "lake": lake,
             "legal": self.legal_moves() if not self.done else [],
             "round_scores": self.round_scores,
-            "seed": self.seed,
         }
 
 

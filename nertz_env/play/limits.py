@@ -108,9 +108,3 @@ class BoundedWebSocket(WebSocketsSansIOProtocol):
         if not self.disconnected:
             self.logger.warning("nertz-play: a tab read nothing for %g s: dropped", self.ping_timeout or 0.0)
             self.transport.abort()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self.stuck_timer is not None:
-            self.stuck_timer.cancel()
-            self.stuck_timer = None
-        super().connection_lost(exc)

@@ -37,7 +37,7 @@ from starlette.responses import FileResponse, PlainTextResponse
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+from starlette.websockets import WebSocket
 
 from nertz_env._text import short
 from nertz_env.draw import table_svg
@@ -79,32 +79,25 @@ class _Tab:
 
 
 class Hub:
-    """One table and the tabs connected to it (``draw``: send the table's drawing with every state)."""
+    """One table and the tabs connected to it."""
 
     def __init__(
         self,
         game: PlayGame,
         step: bool = False,
         tick_ms: int = 1000,
-        draw: bool = True,
         log: Callable[[str], None] | None = None,
         send_timeout: float = SEND_TIMEOUT,
-        max_queue: int = MAX_QUEUE,
         new_game_interval: float = NEW_GAME_INTERVAL,
     ) -> None:
         self.game = game
         self.step = step
         self.tick_ms = tick_ms
-        self.draw = draw
         self.log = log or (lambda text: print(f"nertz-play: {text}", file=sys.stderr, flush=True))
         self.send_timeout = send_timeout
-        self.max_queue = max_queue
         self.new_game_interval = new_game_interval
         self.dealt_at = -float("inf")  # when the last new game was dealt (loop time)
-        self.player: WebSocket | None = None
-        self.spectators: list[WebSocket] = []
-        self.tabs: dict[WebSocket, _Tab] = {}
-        self.dropped = 0  # tabs dropped for not reading
+        self.tabs: dict[WebSocket, _Tab] = {}  # in the order they connected
         self.pending: int | None = None
         self.paused = False
         self.failure: str | None = None
@@ -112,7 +105,7 @@ class Hub:
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nertz-play-table")
         self._clock: asyncio.Task[None] | None = None
         self._view: dict[str, Any] = {}
-        self._svg: str | None = None
+        self._svg = ""
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -141,12 +134,17 @@ class Hub:
         self._view = self.game.public_view()
         g = self.game
         self._svg = table_svg(g.env.snapshot(), seat_names=g.names, highlight={"seats": banners(g)},
-                              interactive=True) if self.draw else None
+                              interactive=True)
 
     def _tick_and_render(self, action: int | None) -> Any:
         result = self.game.tick(action)
         self._render()
         return result
+
+    @property
+    def player(self) -> WebSocket | None:
+        """The tab that plays the seat: the oldest one open (the others watch)."""
+        return next(iter(self.tabs), None)
 
     # ------------------------------------------------------------------ ticks
     @property
@@ -224,7 +222,7 @@ class Hub:
     # ------------------------------------------------------------------ sending (never awaited by the table)
     def send(self, ws: WebSocket, message: dict[str, Any]) -> None:
         """Queue ``message`` for ``ws``. A ``state`` not sent yet is replaced by the newer one (keeping its
-        events); a tab with more than ``max_queue`` messages waiting is dropped."""
+        events); a tab with more than :data:`MAX_QUEUE` messages waiting is dropped."""
         tab = self.tabs.get(ws)
         if tab is None or tab.gone:
             return
@@ -236,7 +234,7 @@ class Hub:
                     message = {**message, "events": [*old.get("events", []), *message.get("events", [])]}
                     break
         q.append(message)
-        if len(q) > self.max_queue:
+        if len(q) > MAX_QUEUE:
             self._drop(tab, f"{len(q)} messages waiting")
             return
         tab.wake.set()
@@ -250,8 +248,6 @@ class Hub:
                     tab.wake.clear()
                     await tab.wake.wait()
                 message = tab.queue.popleft()
-                if ws.application_state != WebSocketState.CONNECTED:
-                    return
                 tab.sending = True
                 try:
                     await asyncio.wait_for(ws.send_text(json.dumps(message)), self.send_timeout)
@@ -260,15 +256,13 @@ class Hub:
                     return
                 finally:
                     tab.sending = False
-        except asyncio.CancelledError:
-            raise
         except Exception:  # the tab went away mid-send; its receive loop cleans up
             tab.gone = True
 
     def broadcast(self, message: dict[str, Any]) -> None:
-        for ws in [self.player, *self.spectators]:
-            if ws is not None:
-                self.send(ws, {**message, "role": "player" if ws is self.player else "spectator"})
+        player = self.player
+        for ws in list(self.tabs):
+            self.send(ws, {**message, "role": "player" if ws is player else "spectator"})
 
     def error(self, ws: WebSocket, message: str) -> None:
         self.send(ws, {"type": "error", "message": message})
@@ -278,7 +272,6 @@ class Hub:
         if tab.gone:
             return
         was_player = tab.ws is self.player
-        self.dropped += 1
         self._forget(tab)
         self.log(
             f"dropped a {'playing' if was_player else 'watching'} tab that does not read ({why}); the table goes on"
@@ -294,8 +287,7 @@ class Hub:
 
     def _abort(self, ws: WebSocket) -> None:
         """End a stuck connection now by aborting uvicorn's transport (a close would wait for the peer to read)."""
-        abort = ws.scope.get(ABORT_KEY)
-        if callable(abort):
+        if abort := ws.scope.get(ABORT_KEY):
             abort()
 
     # ------------------------------------------------------------------ connections
@@ -315,44 +307,39 @@ class Hub:
     async def connect(self, ws: WebSocket) -> None:
         await ws.accept()
         tab = _Tab(ws)
-        self.tabs[ws] = tab
         tab.task = asyncio.get_running_loop().create_task(self._pump(tab))
         g = self.game
         async with self.lock:  # between ticks: the welcome comes first, then the table as it stands
-            if self.player is None:
-                self.player = ws
+            self.tabs[ws] = tab
+            if ws is self.player:
                 others = ", ".join(n for s, n in enumerate(g.names) if s != g.seat)
                 role, note = "player", f"you play seat {g.seat} against {others}"
             else:
-                self.spectators.append(ws)
                 role, note = "spectator", "this game is already played in another tab: this tab watches (moves from it are refused)"
             self.send(ws, self._welcome(role, note))
             self.send(ws, {**self._state(g.last), "role": role})
 
     def disconnect(self, ws: WebSocket) -> None:
         """``ws`` is gone: forget it; if it played the seat, the oldest watching tab plays on."""
+        was_player = ws is self.player
         tab = self.tabs.pop(ws, None)
-        if tab is not None:
-            self._forget(tab)
-        if ws in self.spectators:
-            self.spectators.remove(ws)
+        if tab is None:
             return
-        if ws is not self.player:
+        self._forget(tab)
+        if not was_player:
             return
-        self.player = None
         self.pending = None
-        if self.spectators:  # the oldest watching tab (a reloaded page, say) plays on
-            heir = self.spectators.pop(0)
-            self.player = heir
-            self.log(f"the player's tab closed at tick {self.game.tick_count}; another open tab plays the seat now")
+        heir = self.player
+        if heir is not None:  # the oldest watching tab (a reloaded page, say) plays on
+            self.log(f"the player's tab closed at tick {self.game.env.tick}; another open tab plays the seat now")
             self.send(heir, self._welcome("player", f"the player's tab closed: this tab plays seat {self.game.seat} now"))
             self.send(heir, {**self._state(self.game.last), "role": "player"})
-            for spec in self.spectators:
+            for spec in list(self.tabs)[1:]:
                 self.send(spec, {"type": "info", "message": "the player's tab closed; another tab plays the seat now"})
             return
         path = self.game.replay_file
         self.log(
-            f"the player's tab closed at tick {self.game.tick_count}; the game waits for a tab to come back"
+            f"the player's tab closed at tick {self.game.env.tick}; the game waits for a tab to come back"
             + (f" (replay so far: {path})" if path else "")
         )
 
@@ -367,8 +354,6 @@ class Hub:
                 if ws not in self.tabs:  # dropped for not reading
                     break
                 await self.handle(ws, msg.get("text"))
-        except WebSocketDisconnect:
-            pass
         finally:
             tab = self.tabs.get(ws)
             stuck = tab is not None and tab.sending
@@ -406,9 +391,6 @@ class Hub:
 
     async def _move(self, ws: WebSocket, msg: dict[str, Any]) -> None:
         g = self.game
-        if "action" not in msg:
-            self.error(ws, "malformed message: a move needs 'action', an action index from the legal moves")
-            return
         seat = msg.get("seat", g.seat)
         is_seat = isinstance(seat, int) and not isinstance(seat, bool)  # false and 0.0 are not seat 0
         if not is_seat or seat != g.seat:
@@ -421,7 +403,7 @@ class Hub:
             return
         async with self.lock:  # a move is checked against the table as it is between ticks
             try:
-                action = g.check_action(msg["action"])
+                action = g.check_action(msg.get("action"))
             except MoveError as e:
                 self.error(ws, str(e))
                 return
@@ -548,10 +530,9 @@ class Guard:
                                    "address nertz-play printed (http://HOST:PORT/?token=...)")
                 return
         if kind == "websocket":
-            abort = _transport_abort(send)
-            if abort is not None:
-                scope = {**scope, ABORT_KEY: abort}
-            await self.app(scope, receive, send)
+            # uvicorn's protocol, where send is bound to it (not under a test client)
+            transport = getattr(getattr(send, "__self__", None), "transport", None)
+            await self.app({**scope, ABORT_KEY: getattr(transport, "abort", None)}, receive, send)
             return
         extra = [(b"set-cookie", f"{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict".encode())
                  ] if from_address else []
@@ -586,13 +567,6 @@ def _with_headers(send: Send, extra: Sequence[tuple[bytes, bytes]] = ()) -> Send
         await send(message)
 
     return sending
-
-
-def _transport_abort(send: Send) -> Callable[[], None] | None:
-    """The abort of the connection's transport, where ``send`` is bound to uvicorn's protocol; else None."""
-    transport = getattr(getattr(send, "__self__", None), "transport", None)
-    abort = getattr(transport, "abort", None)
-    return abort if callable(abort) else None
 
 
 def create_app(hub: Hub, allowed_hosts: Sequence[str] | None = None, token: str | None = None) -> ASGIApp:

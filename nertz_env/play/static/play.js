@@ -99,11 +99,7 @@ function setRole(role) {
 function onState(msg) {
   S.view = msg.view; S.legal = msg.view.legal || []; S.pending = msg.pending; S.paused = msg.paused;
   S.done = msg.view.done;
-  if (msg.svg) {
-    $("table").innerHTML = msg.svg;
-  } else {
-    $("table").textContent = "(this server draws no table: nertz_env.draw is missing)";
-  }
+  $("table").innerHTML = msg.svg;
   if (msg.recording) $("replay").textContent = "not recorded: " + msg.recording;
   else if (msg.replay) $("replay").textContent = "replay: " + msg.replay;
   if (msg.moves) reportMoves(msg.moves);
