@@ -16,9 +16,6 @@ import nertz_env
 from isolated_venv import dist, env_for, run, run_script, venv
 
 SCRIPTS = Path(__file__).parent / "clients"
-# CI's isolated phase (pytest -n 2 --dist loadgroup) runs every test that builds a venv on one worker, in order
-# (tests/isolated_venv.py: one venv on disk at a time)
-pytestmark = pytest.mark.xdist_group("venvs")
 
 
 def _legal(mask: np.ndarray, rng: np.random.Generator) -> int:

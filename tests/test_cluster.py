@@ -33,8 +33,6 @@ from conftest import loopback_only, restore_sigint
 from nertz_env.eval.cli import main
 
 NERTZ_EVAL = os.path.join(os.path.dirname(sys.executable), "nertz-eval")
-# CI's isolated phase (pytest -n 2 --dist loadgroup): the clusters on one worker, beside the venvs on the other
-pytestmark = pytest.mark.xdist_group("ray")
 
 
 def _one_line_exit_2(argv: list[str], message: str, capsys: Any, tmp_path: Path) -> None:
@@ -213,45 +211,35 @@ def loopback():
 
 
 # ------------------------------------------------------------ nertz-train --address on a simulated two-node cluster
-@pytest.mark.long
+@pytest.mark.isolated
 @pytest.mark.rllib
-def test_two_node_cluster_train_then_gauntlet(tmp_path, capsys) -> None:
-    """nertz-train --address joins it, env runners on both nodes, then nertz-eval plays the result (about 11 s on
-    2 cores, so in CI's long-tests phase)."""
+def test_two_node_cluster_train_then_gauntlet(two_nodes, tmp_path, capsys) -> None:
+    """nertz-train --address joins it, env runners on both nodes, then nertz-eval plays the result."""
     pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install '.[rllib]'")
+    import json
+
     import ray
-    from ray.cluster_utils import Cluster
 
     from nertz_env.eval.cli import main as eval_main
     from nertz_env.train.cli import main as train_main
 
-    ray.shutdown()
-    with loopback_only():
-        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
-        try:
-            assert cluster.address.startswith("127.0.0.1:"), cluster.address
-            cluster.add_node(num_cpus=1)
-            cluster.wait_for_nodes()
-            run_dir = tmp_path / "run"
-            code = train_main(
-                [
-                    "--backend", "rllib", "--address", cluster.address, "--num-env-runners", "2",
-                    "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2", "--n-steps", "32",
-                    "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32", "--total-timesteps", "256",
-                    "--checkpoint-every", "0", "--run-dir", str(run_dir),
-                ]
-            )
-            out = capsys.readouterr().out
-            assert code == 0, out
-            assert "2 env runner(s) on 2 node(s)" in out
-            assert "Ray: 2 CPUs, 2 node(s)" in out
-        finally:
-            ray.shutdown()
-            cluster.shutdown()
+    run_dir = tmp_path / "run"
+    try:
+        code = train_main(
+            [
+                "--backend", "rllib", "--address", two_nodes, "--num-env-runners", "2",
+                "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2", "--n-steps", "32",
+                "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32", "--total-timesteps", "256",
+                "--checkpoint-every", "0", "--run-dir", str(run_dir),
+            ]
+        )
+    finally:
+        ray.shutdown()
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "2 env runner(s) on 2 node(s)" in out
+    assert "Ray: 2 CPUs, 2 node(s)" in out
     final = run_dir / "final"
-    assert (final / "nertz_meta.json").is_file()
-    import json
-
     # self-play trained on RLlib's single-agent route (module default_policy), and its steps were counted (the
     # run stopped at its budget)
     assert json.loads((final / "nertz_meta.json").read_text())["learner_module"].endswith("default_policy")

@@ -309,7 +309,6 @@ def test_sigint_to_a_real_imitation_run_saves_and_resumes_to_the_same_policy(tmp
 
 
 @pytest.mark.isolated  # starts a local Ray in the subprocess, on loopback only
-@pytest.mark.xdist_group("ray")  # CI runs it on the worker of the Ray clusters (tests/test_cluster.py)
 @pytest.mark.parametrize(
     ("route", "sig", "returncode"),
     [

@@ -26,7 +26,6 @@ from nertz_env.extras import install_command
 
 ROOT = Path(__file__).resolve().parent.parent
 LINKED = ("agents", "train", "eval")  # top-level folders of the checkout, nertz_env.<name> through a symlink
-pytestmark = pytest.mark.xdist_group("venvs")  # the isolated tests: one worker for every venv (tests/isolated_venv.py)
 
 
 def _pyproject() -> dict:
