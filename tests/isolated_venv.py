@@ -5,7 +5,8 @@ The sdist and the wheel are built once per test session (``dist``) from the file
 disk. A venv is built once under ``.venv/isolated/<name>-<key>`` (the key hashes the Python, the requirements and
 pyproject.toml) with the package and its requirements in one resolve, torch pinned to the CPU build; a rerun
 only reinstalls the package. ``NERTZ_ISOLATED_DISK=low`` (CI) keeps one venv on disk at a time: building one
-removes the others, so the tests that share a venv run one after another.
+removes the others, so the tests that share a venv run one after another, in one pytest run (.ci/run runs the
+isolated tests of tests/test_clients.py and tests/test_packaging.py beside the others, in a run of their own).
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ that holds only loopback (``conftest.loopback_only``), so nothing leaves 127.0.0
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import os
 import shutil
@@ -212,45 +211,35 @@ def loopback():
 
 
 # ------------------------------------------------------------ nertz-train --address on a simulated two-node cluster
-@pytest.mark.long
+@pytest.mark.isolated
 @pytest.mark.rllib
-def test_two_node_cluster_train_then_gauntlet(tmp_path, capsys) -> None:
-    """nertz-train --address joins it, env runners on both nodes, then nertz-eval plays the result (about 11 s on
-    2 cores, so in CI's long-tests phase)."""
+def test_two_node_cluster_train_then_gauntlet(two_nodes, tmp_path, capsys) -> None:
+    """nertz-train --address joins it, env runners on both nodes, then nertz-eval plays the result."""
     pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install '.[rllib]'")
+    import json
+
     import ray
-    from ray.cluster_utils import Cluster
 
     from nertz_env.eval.cli import main as eval_main
     from nertz_env.train.cli import main as train_main
 
-    ray.shutdown()
-    with loopback_only():
-        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
-        try:
-            assert cluster.address.startswith("127.0.0.1:"), cluster.address
-            cluster.add_node(num_cpus=1)
-            cluster.wait_for_nodes()
-            run_dir = tmp_path / "run"
-            code = train_main(
-                [
-                    "--backend", "rllib", "--address", cluster.address, "--num-env-runners", "2",
-                    "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2", "--n-steps", "32",
-                    "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32", "--total-timesteps", "256",
-                    "--checkpoint-every", "0", "--run-dir", str(run_dir),
-                ]
-            )
-            out = capsys.readouterr().out
-            assert code == 0, out
-            assert "2 env runner(s) on 2 node(s)" in out
-            assert "Ray: 2 CPUs, 2 node(s)" in out
-        finally:
-            ray.shutdown()
-            cluster.shutdown()
+    run_dir = tmp_path / "run"
+    try:
+        code = train_main(
+            [
+                "--backend", "rllib", "--address", two_nodes, "--num-env-runners", "2",
+                "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2", "--n-steps", "32",
+                "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32", "--total-timesteps", "256",
+                "--checkpoint-every", "0", "--run-dir", str(run_dir),
+            ]
+        )
+    finally:
+        ray.shutdown()
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "2 env runner(s) on 2 node(s)" in out
+    assert "Ray: 2 CPUs, 2 node(s)" in out
     final = run_dir / "final"
-    assert (final / "nertz_meta.json").is_file()
-    import json
-
     # self-play trained on RLlib's single-agent route (module default_policy), and its steps were counted (the
     # run stopped at its budget)
     assert json.loads((final / "nertz_meta.json").read_text())["learner_module"].endswith("default_policy")
@@ -260,58 +249,6 @@ def test_two_node_cluster_train_then_gauntlet(tmp_path, capsys) -> None:
     )
     out = capsys.readouterr().out
     assert code == 0 and str(final) in out and "heuristic" in out
-
-
-# ------------------------------------------------------------ nertz-train --backend rllib beside a cluster
-@pytest.mark.isolated
-def test_an_rllib_run_without_address_starts_a_ray_of_its_own_beside_a_running_cluster(loopback, tmp_path) -> None:
-    """A cluster that ``ray start --head`` left running on this machine (5 CPUs declared, which this machine
-    does not have) is what a bare ``ray.init()`` joins; ``nertz-train --backend rllib`` without ``--address``
-    runs on a Ray of its own instead: one node, this machine's CPUs."""
-    pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install '.[rllib]'")
-    bindir = os.path.dirname(sys.executable)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    here = tmp_path / "head"
-    here.mkdir()
-    log = open(tmp_path / "head.log", "w")  # noqa: SIM115 (closed below, after the head is stopped)
-    head = subprocess.Popen(
-        [os.path.join(bindir, "ray"), "start", "--head", "--block", "--num-cpus", "5", "--port", str(port),
-         "--include-dashboard=false", "--disable-usage-stats"],
-        cwd=here, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    try:
-        probe = "import ray; ray.init(log_to_driver=False); print('CPUS', ray.cluster_resources().get('CPU'))"
-        deadline, seen = time.monotonic() + 300, ""
-        while "CPUS 5.0" not in seen and time.monotonic() < deadline and head.poll() is None:
-            time.sleep(1.0)
-            seen = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=here, timeout=300).stdout
-        assert "CPUS 5.0" in seen, f"a bare ray.init() did not find the cluster:\n{seen}\n{(tmp_path / 'head.log').read_text()[-3000:]}"
-        run = subprocess.run(
-            [os.path.join(bindir, "nertz-train"), "--backend", "rllib", "--num-players", "2", "--rule", "max_ticks=60",
-             "--num-tables", "2", "--n-steps", "16", "--batch-size", "64", "--n-epochs", "1", "--net-arch", "16",
-             "--checkpoint-every", "0", "--no-tensorboard", "--total-timesteps", "64", "--run-dir", str(tmp_path / "run")],
-            capture_output=True, text=True, cwd=tmp_path, timeout=900, stdin=subprocess.DEVNULL,
-        )
-        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
-        line = next(x for x in run.stdout.splitlines() if x.startswith("run dir:"))
-        assert "1 node(s)" in line and "Ray: 5 CPUs" not in line, line
-        assert (tmp_path / "run" / "final" / "nertz_meta.json").is_file()
-    finally:
-        os.killpg(head.pid, signal.SIGTERM)  # `ray start --block` stops the processes it started
-        try:
-            head.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            os.killpg(head.pid, signal.SIGKILL)
-        log.close()
-        # the file by which a bare ray.init() finds the cluster outlives it (`ray stop` would remove it, and stop
-        # every Ray on the machine): left there, every later bare ray.init() would wait on the dead head
-        from ray._private.utils import get_ray_address_file
-
-        current = Path(get_ray_address_file(None))
-        if current.is_file() and current.read_text().strip().endswith(f":{port}"):
-            current.unlink()
 
 
 # ---------------------------------------------------------------------------------- a two-node cluster
@@ -543,13 +480,15 @@ def _started(proc: subprocess.Popen, log: Path, deadline: float) -> None:
         time.sleep(0.5)
 
 
-@contextlib.contextmanager
-def ray_started(where: Path) -> Iterator[tuple[str, dict[str, str]]]:
+@pytest.fixture(scope="module")
+def ray_started(loopback, tmp_path_factory) -> Iterator[tuple[str, dict[str, str]]]:
     """A cluster started as the cluster guide says: ``ray start --head`` on a machine that has a Ray token (any
     ``ray.init()`` writes one to ``~/.ray/auth_token``; here ``ray get-auth-token --generate``), so Ray turns on
     token authentication, and a worker node given a copy of the token (``RAY_AUTH_MODE=token ray start
     --address=HEAD``). One CPU each. Yields the head's address and the environment of a driver on the head's
-    machine. Ray's folder is a fresh ``RAY_TMPDIR``, so ``auto`` finds this cluster and no other."""
+    machine. Ray's folder is a fresh ``RAY_TMPDIR``, so ``auto`` and a bare ``ray.init()`` find this cluster and
+    no other."""
+    where = tmp_path_factory.mktemp("ray_start")
     tmp = tempfile.mkdtemp(prefix="nr-")  # short: Ray's socket paths live under it
     clean = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     env = {**clean, "HOME": str(where / "head_home"), "RAY_TMPDIR": tmp}
@@ -574,16 +513,18 @@ def ray_started(where: Path) -> Iterator[tuple[str, dict[str, str]]]:
                 nodes.append(subprocess.Popen(cmd, cwd=where, env=node_env, stdout=out, stderr=subprocess.STDOUT,
                                               start_new_session=True))
             _started(nodes[-1], log, deadline)
-        probe = f"import ray; ray.init(address={address!r}); print('NODES', sum(n['Alive'] for n in ray.nodes()))"
+        # a bare ray.init(), as a user's script has it, joins this cluster (nertz-train without --address must not)
+        probe = "import ray; ray.init(); print('NODES', sum(n['Alive'] for n in ray.nodes()))"
         seen = ""
         while "NODES 2" not in seen:
             assert time.monotonic() < deadline, f"the worker node never joined:\n{seen}"
             seen = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=where,
-                                  env={**env, "RAY_AUTH_MODE": "token"}, timeout=300).stdout
+                                  env=env, timeout=300).stdout
         yield address, env
     finally:
-        for node in reversed(nodes):  # `ray start --block` stops the processes it started
+        for node in nodes:  # `ray start --block` stops the processes it started
             os.killpg(node.pid, signal.SIGTERM)
+        for node in nodes:
             try:
                 node.wait(timeout=120)
             except subprocess.TimeoutExpired:
@@ -601,45 +542,59 @@ def _refused(run: subprocess.CompletedProcess, message: str) -> None:
 
 NO_TOKEN = "it asks for a token, and this machine has none: copy the head's ~/.ray/auth_token to ~/.ray/auth_token here"
 WRONG_TOKEN = "it refused this machine's Ray token: copy the head's ~/.ray/auth_token"
+TRAIN = [NERTZ_TRAIN, "--backend", "rllib", "--num-players", "2", "--rule", "max_ticks=60", "--num-tables", "2",
+         "--n-steps", "16", "--batch-size", "64", "--n-epochs", "1", "--net-arch", "16", "--checkpoint-every", "0",
+         "--no-tensorboard"]
 
 
 @pytest.mark.isolated
-def test_a_ray_start_cluster__nertz_eval_joins_by_host_port_and_by_auto__as_the_local_run(loopback, tmp_path) -> None:
+def test_a_ray_start_cluster__nertz_eval_joins_by_host_port_and_by_auto__as_the_local_run(ray_started, tmp_path) -> None:
+    address, env = ray_started
     argv = ["gauntlet", "heuristic", "greedy", "--players", "3", "--deals", "12", "--seed", "4242"]
     local = _eval([*argv, "--workers", "1", "--out", str(tmp_path / "local")], tmp_path)
     assert local.returncode == 0, local.stderr
-    with ray_started(tmp_path) as (address, env):
-        for name, how in [("host_port", address), ("auto", "auto")]:
-            run = _eval([*argv, "--address", how, "--out", str(tmp_path / name)], tmp_path, env)
-            assert run.returncode == 0, f"--address {how}:\n{run.stderr[-3000:]}"
-            assert "2 CPU(s) on 2 node(s)" in run.stdout, run.stdout
-            assert _games(tmp_path / name) == _games(tmp_path / "local")
-        (tmp_path / "empty_home").mkdir()
-        for driver, message in [({"HOME": str(tmp_path / "empty_home")}, NO_TOKEN),
-                                ({"RAY_AUTH_TOKEN": "0" * 32}, WRONG_TOKEN)]:
-            t0 = time.monotonic()
-            run = _eval([*argv, "--address", address, "--out", str(tmp_path / "refused")], tmp_path, {**env, **driver})
-            _refused(run, f"nertz-eval: error: could not join a Ray cluster at {address}: {message}")
-            assert len(run.stderr.strip().splitlines()) == 1, run.stderr
-            assert time.monotonic() - t0 < 60  # not ray.init's retries
-            assert not (tmp_path / "refused").exists()
+    for name, how in [("host_port", address), ("auto", "auto")]:
+        run = _eval([*argv, "--address", how, "--out", str(tmp_path / name)], tmp_path, env)
+        assert run.returncode == 0, f"--address {how}:\n{run.stderr[-3000:]}"
+        assert "2 CPU(s) on 2 node(s)" in run.stdout, run.stdout
+        assert _games(tmp_path / name) == _games(tmp_path / "local")
+    (tmp_path / "empty_home").mkdir()
+    for driver, message in [({"HOME": str(tmp_path / "empty_home")}, NO_TOKEN),
+                            ({"RAY_AUTH_TOKEN": "0" * 32}, WRONG_TOKEN)]:
+        t0 = time.monotonic()
+        run = _eval([*argv, "--address", address, "--out", str(tmp_path / "refused")], tmp_path, {**env, **driver})
+        _refused(run, f"nertz-eval: error: could not join a Ray cluster at {address}: {message}")
+        assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+        assert time.monotonic() - t0 < 60  # not ray.init's retries
+        assert not (tmp_path / "refused").exists()
 
 
 @pytest.mark.isolated
-def test_a_ray_start_cluster__nertz_train_joins_by_host_port(loopback, tmp_path) -> None:
+def test_a_ray_start_cluster__nertz_train_joins_by_host_port(ray_started, tmp_path) -> None:
     pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install 'nertz-env[rllib]'")
-    argv = [NERTZ_TRAIN, "--backend", "rllib", "--num-players", "2", "--rule", "max_ticks=60", "--num-tables", "2",
-            "--n-steps", "16", "--batch-size", "64", "--n-epochs", "1", "--net-arch", "16", "--checkpoint-every", "0",
-            "--no-tensorboard", "--total-timesteps", "128", "--num-env-runners", "2"]
-    with ray_started(tmp_path) as (address, env):
-        (tmp_path / "empty_home").mkdir()
-        refused = subprocess.run([*argv, "--address", address, "--run-dir", str(tmp_path / "refused")],
-                                 capture_output=True, text=True, cwd=tmp_path, timeout=900, stdin=subprocess.DEVNULL,
-                                 env={**env, "HOME": str(tmp_path / "empty_home")})
-        _refused(refused, f"nertz-train: error: could not join Ray at {address}: {NO_TOKEN}")
-        run = subprocess.run([*argv, "--address", address, "--run-dir", str(tmp_path / "run")], capture_output=True,
-                             text=True, cwd=tmp_path, timeout=900, stdin=subprocess.DEVNULL, env=env)
+    address, env = ray_started
+    argv = [*TRAIN, "--total-timesteps", "128", "--num-env-runners", "2", "--address", address]
+    (tmp_path / "empty_home").mkdir()
+    refused = subprocess.run([*argv, "--run-dir", str(tmp_path / "refused")], capture_output=True, text=True,
+                             cwd=tmp_path, timeout=900, stdin=subprocess.DEVNULL,
+                             env={**env, "HOME": str(tmp_path / "empty_home")})
+    _refused(refused, f"nertz-train: error: could not join Ray at {address}: {NO_TOKEN}")
+    run = subprocess.run([*argv, "--run-dir", str(tmp_path / "run")], capture_output=True, text=True, cwd=tmp_path,
+                         timeout=900, stdin=subprocess.DEVNULL, env=env)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     assert "(Ray: 2 CPUs, 2 node(s), 2 env runner(s))" in run.stdout, run.stdout
     assert "2 env runner(s) on 2 node(s)" in run.stdout, run.stdout
+    assert (tmp_path / "run" / "final" / "nertz_meta.json").is_file()
+
+
+@pytest.mark.isolated
+def test_an_rllib_run_without_address_starts_a_ray_of_its_own_beside_a_running_cluster(ray_started, tmp_path) -> None:
+    """Where a bare ``ray.init()`` joins the running cluster (two nodes), ``nertz-train --backend rllib`` without
+    ``--address`` runs on a Ray of its own instead: one node."""
+    pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install '.[rllib]'")
+    run = subprocess.run([*TRAIN, "--total-timesteps", "64", "--run-dir", str(tmp_path / "run")], capture_output=True,
+                         text=True, cwd=tmp_path, timeout=900, stdin=subprocess.DEVNULL, env=ray_started[1])
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    line = next(x for x in run.stdout.splitlines() if x.startswith("run dir:"))
+    assert "1 node(s)" in line, line
     assert (tmp_path / "run" / "final" / "nertz_meta.json").is_file()
