@@ -173,8 +173,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # option can make it resumable
         base = TrainConfig.from_dict(read_checkpoint(args.resume)["train_config"]) if args.resume else None
         cfg = config_from_args(args, base)
-        resolved, notes, _ = check_run(cfg, args.resume)  # before torch loads (the Trainer checks it again)
         if args.print_config:
+            # a run's checks, without torch (a run makes them in the Trainer, once a missing train extra is said)
+            resolved, notes, _ = check_run(cfg, args.resume)
             print(json.dumps(resolved.to_dict(), indent=2))
             for note in notes:
                 print(f"note: {note}", file=sys.stderr)
