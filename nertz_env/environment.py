@@ -42,7 +42,7 @@ def _as_action(agent: str, value: Any) -> int | None:
 
 
 class _Rows(NamedTuple):
-    """Views of table 0's rows of the engine arrays that ``step`` reads."""
+    """Views of table 0's rows of the engine arrays that ``step`` reads (the 0/1 flags as bools)."""
 
     obs: np.ndarray
     mask: np.ndarray
@@ -140,7 +140,8 @@ class NertzParallelEnv(Copyable, ParallelEnv):
     def _bind(self) -> None:
         # the compiled step without numba's per-call type dispatch, and views of table 0's rows
         self._step_table = batch.bound(step_block, self._state, self._actions, False, 0, 1)
-        self._rows = _Rows(*(getattr(self._state, f)[0] for f in _Rows._fields))
+        rows = _Rows(*(getattr(self._state, f)[0] for f in _Rows._fields))
+        self._rows = rows._replace(illegal=rows.illegal.view(np.bool_), lost_race=rows.lost_race.view(np.bool_))
         self._action_row = self._actions[0]
 
     # ------------------------------------------------------------------ PettingZoo API

@@ -134,15 +134,15 @@ def none_per_agent(match_score: int = 0) -> dict[str, Any]:
 
 
 def step_per_agent(
-    agents: list[str], illegal: list[int], lost_race: list[int], applied: list[int], none: list[dict[str, Any]]
+    agents: list[str], illegal: list[bool], lost_race: list[bool], applied: list[int], none: list[dict[str, Any]]
 ) -> dict[str, dict[str, Any]]:
     """``infos`` of a ``parallel_env`` step: each agent's flags from the engine's rows, on a copy of its seat's
     :func:`none_per_agent` dict in ``none`` (which holds the seat's match score)."""
     infos = {}
     for a, i, lost, act, info in zip(agents, illegal, lost_race, applied, none):  # noqa: B905
         info = info.copy()
-        info["illegal"] = i == 1
-        info["lost_race"] = lost == 1
+        info["illegal"] = i
+        info["lost_race"] = lost
         info["action"] = act
         infos[a] = info
     return infos
