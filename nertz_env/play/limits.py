@@ -80,7 +80,7 @@ class BoundedH11(H11Protocol):
 class BoundedWebSocket(WebSocketsSansIOProtocol):
     """uvicorn's websocket protocol with a bound on what a peer may leave unread: while the peer does not read (the
     transport's buffer over its high-water mark) a ping gets no pong, and after ``ws_ping_timeout`` seconds so
-    the connection is aborted."""
+    the connection is aborted, and at once when the server stops."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -102,6 +102,12 @@ class BoundedWebSocket(WebSocketsSansIOProtocol):
         if self.stuck_timer is not None:
             self.stuck_timer.cancel()
             self.stuck_timer = None
+
+    def shutdown(self) -> None:
+        if self.writable.is_set():
+            super().shutdown()
+        else:  # the server stops: a peer that reads nothing would not read a close either
+            self.transport.abort()
 
     def _give_up(self) -> None:
         self.stuck_timer = None

@@ -75,7 +75,6 @@ class _Tab:
         self.wake = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
         self.gone = False
-        self.sending = False  # a send is under way (stuck, when the peer does not read)
 
 
 class Hub:
@@ -248,14 +247,11 @@ class Hub:
                     tab.wake.clear()
                     await tab.wake.wait()
                 message = tab.queue.popleft()
-                tab.sending = True
                 try:
                     await asyncio.wait_for(ws.send_text(json.dumps(message)), self.send_timeout)
                 except asyncio.TimeoutError:
                     self._drop(tab, f"a send took over {self.send_timeout:g} s")
                     return
-                finally:
-                    tab.sending = False
         except Exception:  # the tab went away mid-send; its receive loop cleans up
             tab.gone = True
 
@@ -355,11 +351,7 @@ class Hub:
                     break
                 await self.handle(ws, msg.get("text"))
         finally:
-            tab = self.tabs.get(ws)
-            stuck = tab is not None and tab.sending
             self.disconnect(ws)
-            if stuck:  # the connection ends (the server stops, say) with a send stuck: end it now, not when read
-                self._abort(ws)
 
     # ------------------------------------------------------------------ messages
     async def handle(self, ws: WebSocket, text: str | None) -> None:
