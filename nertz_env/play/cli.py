@@ -179,15 +179,20 @@ def addresses(host: str, port: int, token: str | None) -> tuple[str, str]:
 def server_config(app: Any, **options: Any) -> Any:
     """The uvicorn config ``nertz-play`` serves with: the bounds above and those of
     :mod:`nertz_env.play.limits`."""
-    import resource
-
     import uvicorn
 
     from nertz_env.play.limits import BoundedH11, BoundedWebSocket
     from nertz_env.play.server import SEND_TIMEOUT
 
-    files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]  # a quarter of them when that is fewer
-    limit = MAX_CONNECTIONS if files == resource.RLIM_INFINITY else max(4, min(MAX_CONNECTIONS, files // 4))
+    limit = MAX_CONNECTIONS
+    try:  # a quarter of the files this process may open, when that is fewer
+        import resource
+
+        files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if files != resource.RLIM_INFINITY:
+            limit = max(4, min(MAX_CONNECTIONS, files // 4))
+    except ImportError:  # not on a Unix (Windows has no such limit to read)
+        pass
     settings: dict[str, Any] = {
         "log_level": "warning",
         "http": BoundedH11,
