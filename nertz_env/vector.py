@@ -17,7 +17,7 @@ from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, is_int, make_config, rules_of
 from nertz_env.engine import batch
 from nertz_env.engine.rules import reset_block, reset_seeded_block, sample_block, step_block
-from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate, nbytes
+from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate
 from nertz_env.global_state import state_layout, state_space
 from nertz_env.observation import obs_layout
 from nertz_env.snapshot import restore_table, snapshot_table
@@ -223,7 +223,8 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
 
     def bytes_per_table(self) -> int:
         """Memory of one table's state, observations and masks (the engine's arrays divided by tables)."""
-        return nbytes(self._state) // self.num_envs
+        shared = ("cfg", "team", "act", "obs_off", "scratch")  # the parameters, not per table
+        return sum(int(a.nbytes) for name, a in self._state._asdict().items() if name not in shared) // self.num_envs
 
     # ------------------------------------------------------------------ helpers
     def _table_index(self, table: int) -> int:

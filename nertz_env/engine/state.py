@@ -198,8 +198,3 @@ def allocate(config: NertzConfig, num_tables: int) -> TableState:
         obs=np.zeros((t, p, o), np.float32),
         mask=np.zeros((t, p, a), i8),
     )
-
-
-def nbytes(state: TableState) -> int:
-    """Bytes of all per-table arrays of a state (the parameters excluded)."""
-    return sum(int(a.nbytes) for name, a in zip(state._fields, state, strict=True) if name not in ("cfg", "team", "act", "obs_off", "scratch"))
