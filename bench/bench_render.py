@@ -23,8 +23,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from nertz_env.draw import ENV_FAN, table_rgb, table_svg  # noqa: E402
 from nertz_env.environment import parallel_env  # noqa: E402
+from nertz_env.render.draw import ENV_FAN, table_rgb, table_svg  # noqa: E402
 from nertz_env.replay import RecordReplay  # noqa: E402
 
 
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> dict:
     # bytes per game and page size for tournament games
     from nertz_env.eval.tournament import run_tournament
     from nertz_env.replay import load_replay
-    from nertz_env.replay_cli import page_html
+    from nertz_env.replay.cli import page_html
 
     with tempfile.TemporaryDirectory() as d:
         run_tournament(["heuristic", "search", "greedy", "random"], num_players=4, deals=args.deals, replays=d)

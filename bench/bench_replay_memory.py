@@ -98,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--lines and --repeats must be at least 1")
     checkouts = [ROOT] + [Path(c).resolve() for c in args.checkout]
     for c in checkouts:
-        if not (c / "nertz_env" / "replay.py").is_file():
-            ap.error(f"--checkout {c}: not a nertz-env checkout (no nertz_env/replay.py)")
+        if not (c / "nertz_env" / "__init__.py").is_file():
+            ap.error(f"--checkout {c}: not a nertz-env checkout (no nertz_env/__init__.py)")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "crafted.jsonl.gz"
         text = make_file(path, args.lines)

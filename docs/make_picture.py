@@ -5,7 +5,7 @@
 
 Four scripted agents (two heuristic, greedy, random; no search, whose rollouts would make the picture slow
 to draw) play deal 7 of the default rules for 40 ticks; the
-table is drawn by ``nertz_env.draw.table_svg``, the drawing ``render_mode="rgb_array"``, ``nertz-replay`` and
+table is drawn by ``nertz_env.render.draw.table_svg``, the drawing ``render_mode="rgb_array"``, ``nertz-replay`` and
 ``nertz-play`` use. The picture is deterministic: the same code draws the same bytes.
 """
 
@@ -23,7 +23,7 @@ SEED, TICKS = 7, 40
 def picture() -> str:
     from nertz_env import parallel_env
     from nertz_env.agents import make_agent
-    from nertz_env.draw import table_svg
+    from nertz_env.render.draw import table_svg
 
     env = parallel_env(num_players=4)
     obs, _ = env.reset(seed=SEED)

@@ -247,7 +247,10 @@ def localize(spec: str, local: dict[str, str]) -> str:
 
 # ------------------------------------------------------------------------------------------ on the nodes
 #: nertz-env's packages, as pyproject.toml lists them
-PACKAGES = ("nertz_env", "nertz_env.engine", "nertz_env.agents", "nertz_env.train", "nertz_env.eval", "nertz_env.play")
+PACKAGES = (
+    "nertz_env", "nertz_env.engine", "nertz_env.render", "nertz_env.replay", "nertz_env.cli", "nertz_env.agents",
+    "nertz_env.train", "nertz_env.eval", "nertz_env.play",
+)
 
 
 def code_digest() -> tuple[str, str, str]:

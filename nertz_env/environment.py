@@ -386,7 +386,7 @@ def parallel_env(
 
     Args:
         render_mode: ``None``, ``"ansi"`` (``render()`` returns the table as text), ``"human"`` (prints it) or
-            ``"rgb_array"`` (the drawing of :mod:`nertz_env.draw` as an (H, W, 3) uint8 array; needs the
+            ``"rgb_array"`` (the drawing of :mod:`nertz_env.render.draw` as an (H, W, 3) uint8 array; needs the
             ``render`` extra).
         illegal_action: ``"noop"`` (an illegal action is a flagged wait) or ``"raise"``.
         max_cycles: PettingZoo's name for ``max_ticks`` (a one-round episode's bound on steps).

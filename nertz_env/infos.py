@@ -97,7 +97,7 @@ RLLIB: tuple[InfoKey, ...] = (
     InfoKey("score", "int", (), "0", "the finished round's score of the agent, when `round_end` is set"),
 )
 
-#: ``info`` of the single-agent view ``nertz_env.train.single.NertzSingleAgentEnv``, at reset and every step:
+#: ``info`` of the single-agent view ``nertz_env.single.NertzSingleAgentEnv``, at reset and every step:
 #: the learner's ``parallel_env`` infos, its mask (the observation is the bare vector) and its own keys
 SINGLE: tuple[InfoKey, ...] = (
     *PER_AGENT[:4],
@@ -119,7 +119,7 @@ SCHEMAS: dict[str, tuple[InfoKey, ...]] = {
     "vector_env": VECTOR,
     "agent_vector_env": AGENT_VECTOR,
     "nertz_env.rllib": RLLIB,
-    "single-agent view (nertz_env.train.single)": SINGLE,
+    "single-agent view (nertz_env.single)": SINGLE,
 }
 
 

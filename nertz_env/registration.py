@@ -1,6 +1,6 @@
 """Gymnasium ids of nertz-env, registered when ``nertz_env`` is imported (docs/env/api.md, "Gymnasium ids").
 
-``nertz_env/Nertz-v0`` is the single-agent view (:class:`~nertz_env.train.single.NertzSingleAgentEnv`);
+``nertz_env/Nertz-v0`` is the single-agent view (:class:`~nertz_env.single.NertzSingleAgentEnv`);
 ``nertz_env/NertzAgents-v0`` the per-agent vector env (:func:`nertz_env.agent_vector_env`), with no single-env
 form: ``gymnasium.make_vec("nertz_env/NertzAgents-v0", num_envs=64, num_players=4)``.
 """
@@ -29,5 +29,5 @@ def make_agents_vec(num_envs: int, num_players: int = 4, **kwargs: Any) -> gymna
     return agent_vector_env(num_envs // num_players, num_players=num_players, **kwargs)
 
 
-gymnasium.register(id=SINGLE_ID, entry_point="nertz_env.train.single:NertzSingleAgentEnv")
+gymnasium.register(id=SINGLE_ID, entry_point="nertz_env.single:NertzSingleAgentEnv")
 gymnasium.register(id=AGENTS_ID, entry_point=None, vector_entry_point=f"{__name__}:make_agents_vec")

@@ -25,7 +25,7 @@ import test_replay
 from conftest import chromium, loopback_http
 from nertz_env.environment import parallel_env
 from nertz_env.replay import RecordReplay, load_replay, verify_replay
-from nertz_env.replay_cli import main as replay_main
+from nertz_env.replay.cli import main as replay_main
 from test_replay import play
 
 pytestmark = pytest.mark.browser
@@ -453,7 +453,7 @@ def test_browser_draws_the_svg_as_resvg_does(browser: Any, tmp_path: Path) -> No
 
     from PIL import Image
 
-    from nertz_env.draw import table_rgb, table_svg
+    from nertz_env.render.draw import table_rgb, table_svg
 
     snap = _json.loads((Path(__file__).parent / "golden" / "snap_p4_jokers.json").read_text())
     svg = table_svg(snap)

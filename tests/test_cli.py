@@ -1,5 +1,5 @@
 """The command line: what every command shares (``nertz_env.cli``: one ``--rule`` flag that reads a value the same
-everywhere, refusals of one line with exit 2), how a command ends (``nertz_env.commands.run``: Ctrl-C or SIGTERM
+everywhere, refusals of one line with exit 2), how a command ends (``nertz_env.cli.commands.run``: Ctrl-C or SIGTERM
 is one line and exit 130), and what the commands print (how each policy played, a training budget rounded to
 whole rollouts). nertz-eval's refusals are one table in test_eval.py."""
 
@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from nertz_env import commands
-from nertz_env.cli import Parser, add_rule_flag, at_least, parse_rule, rule_flag
+from nertz_env.cli import Parser, add_rule_flag, at_least, commands, parse_rule, rule_flag
 from nertz_env.config import make_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,7 +117,7 @@ def test_run__a_sigterm_stops_the_command_as_a_ctrl_c_does(monkeypatch: pytest.M
 
 INSTALLED = """
 import multiprocessing as mp, sys
-from nertz_env import commands
+from nertz_env.cli import commands
 
 def main(argv=None):
     global lock

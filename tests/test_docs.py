@@ -1,6 +1,6 @@
 """The docs agree with the code and the repository: the generated tables and ``--help`` texts (made by
 ``docs/_ext/nertz_docs.py`` at build time, where ``sphinx -W`` fails on any that cannot be made; ``python -m
-nertz_env.docs`` for docs/env/api.md), the copy of the rules
+nertz_env.cli.docs`` for docs/env/api.md), the copy of the rules
 contract, the option table, the defaults the pages state, the picture, the relative links. The built site in a
 browser: ``tests/test_docs_site.py``."""
 
@@ -63,7 +63,7 @@ def test_variant_tables_are_the_code_s(nertz_docs: types.ModuleType) -> None:
 def test_the_command_reference_covers_every_console_script(nertz_docs: types.ModuleType) -> None:
     """docs/reference/cli.md renders the --help of every console script, and each program named is one the
     extension can run."""
-    from nertz_env.commands import COMMANDS  # the console scripts (tests/test_packaging.py: pyproject's)
+    from nertz_env.cli.commands import COMMANDS  # the console scripts (tests/test_packaging.py: pyproject's)
 
     shown = {arg for _, arg, _ in _directives("nertz-help")}
     missing = [s for s in COMMANDS if s not in shown]
@@ -217,10 +217,10 @@ def test_readme_is_a_front_page() -> None:
 
 
 def test_api_page__info_schema_and_state_layout_are_the_code_s() -> None:
-    from nertz_env.docs import render
+    from nertz_env.cli.docs import render
 
     text = (DOCS / "env" / "api.md").read_text()
-    assert render(text, required=("infos", "state")) == text, "run `python -m nertz_env.docs docs/env/api.md`"
+    assert render(text, required=("infos", "state")) == text, "run `python -m nertz_env.cli.docs docs/env/api.md`"
     with pytest.raises(ValueError, match="unknown generated block"):
         render("<!-- nope:start -->\nx\n<!-- nope:end -->")
     with pytest.raises(ValueError, match="no <!-- infos:start -->"):

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nertz_env.draw import CH, CW, table_rgb, table_svg
+from nertz_env.render.draw import CH, CW, table_rgb, table_svg
 
 pytest.importorskip("resvg_py", reason="needs the render extra: pip install '.[render]'")
 PIL = pytest.importorskip("PIL.Image", reason="needs the render extra: pip install '.[render]'")
@@ -128,8 +128,8 @@ def test_highlight_and_names() -> None:
 
 def test_default_drawing_is_env_render() -> None:
     """table_rgb(env.snapshot()) is env.render()'s very picture, and the default size is one per config."""
-    from nertz_env.draw import ENV_FAN, longest_pile
     from nertz_env.environment import parallel_env
+    from nertz_env.render.draw import ENV_FAN, longest_pile
 
     env = parallel_env(num_players=2, render_mode="rgb_array")
     env.reset(seed=4)
@@ -148,8 +148,8 @@ def test_default_drawing_is_env_render() -> None:
 @pytest.mark.parametrize("players", [2, 5, 8])
 def test_rgb_array_env_forms(players: int) -> None:
     """(PettingZoo's render_test, rgb_array included: test_clients.py.)"""
-    from nertz_env.draw import ENV_FAN
     from nertz_env.environment import parallel_env
+    from nertz_env.render.draw import ENV_FAN
     from nertz_env.vector import vector_env
 
     p = parallel_env(num_players=players, render_mode="rgb_array")
@@ -188,7 +188,7 @@ def _lab(colour: str) -> tuple[float, float, float]:
 def test_seat_colours_are_far_apart_and_headers_read() -> None:
     import itertools
 
-    from nertz_env.draw import FELT, SEAT_COLOURS, SEAT_INK
+    from nertz_env.render.draw import FELT, SEAT_COLOURS, SEAT_INK
 
     def delta(a: str, b: str) -> float:
         return sum((p - q) ** 2 for p, q in zip(_lab(a), _lab(b), strict=True)) ** 0.5
@@ -209,7 +209,7 @@ def test_seat_colours_are_far_apart_and_headers_read() -> None:
 
 
 def test_redeals_say_used(monkeypatch: pytest.MonkeyPatch) -> None:
-    from nertz_env import draw
+    from nertz_env.render import draw
 
     said: list[str] = []
     real = draw._text

@@ -183,7 +183,7 @@ e = parallel_env(num_players=3); e.reset(seed=1)
 for _ in range(20): e.step({a: 1 for a in e.agents})
 v = vector_env(4); v.reset(seed=0)
 for _ in range(20): v.step(v.sample_actions())
-out["drawing"] = [m for m in ("nertz_env.draw", "resvg_py", "PIL") if m in sys.modules]
+out["drawing"] = [m for m in ("nertz_env.render.draw", "resvg_py", "PIL") if m in sys.modules]
 print(json.dumps(out))
 """
 

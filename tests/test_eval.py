@@ -761,7 +761,7 @@ def outside_model(tmp_path_factory: Any) -> Path:
     import torch
     from sb3_contrib import MaskablePPO
 
-    from nertz_env.train.single import NertzSingleAgentEnv
+    from nertz_env.single import NertzSingleAgentEnv
 
     torch.set_num_threads(1)
     env = NertzSingleAgentEnv(num_players=2, rules={"draw": 1}, opponents="random")

@@ -81,13 +81,13 @@ def test_installed_wheel__holds_agents_train_eval_only_inside_nertz_env() -> Non
 def test_console_scripts__point_at_functions_of_the_checkout() -> None:
     import ast
 
-    from nertz_env.commands import COMMANDS
+    from nertz_env.cli.commands import COMMANDS
 
     scripts = _pyproject()["project"]["scripts"]
     assert set(scripts) == set(COMMANDS)
     for script, target in scripts.items():
-        # every command runs through nertz_env.commands (a missing extra is one line), which runs COMMANDS' main
-        assert target == f"nertz_env.commands:{script.replace('-', '_')}"
+        # every command runs through nertz_env.cli.commands (a missing extra is one line), which runs COMMANDS' main
+        assert target == f"nertz_env.cli.commands:{script.replace('-', '_')}"
         for module, _, func in (target.partition(":"), COMMANDS[script][0].partition(":")):
             base = ROOT / Path(*module.split("."))  # nertz_env.eval.demo -> nertz_env/eval/demo.py
             path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
@@ -111,7 +111,7 @@ def test_extras__the_module_table_matches_pyprojects_extras() -> None:
 
 
 def test_readme__command_list_says_what_each_command_needs() -> None:
-    from nertz_env.commands import COMMANDS
+    from nertz_env.cli.commands import COMMANDS
 
     readme = (ROOT / "README.md").read_text()
     for command, (_, _, needs) in COMMANDS.items():
@@ -185,7 +185,7 @@ def test_commands__a_missing_extra_is_one_line_naming_it(
     # the modules are made unimportable as when their extra is not installed (None in sys.modules)
     code = (
         f"import sys; sys.modules.update(dict.fromkeys({blocked.split(',')!r})); sys.argv[1:] = {argv!r}; "
-        f"from nertz_env.commands import run; sys.exit(run({command!r}))"
+        f"from nertz_env.cli.commands import run; sys.exit(run({command!r}))"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)

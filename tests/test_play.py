@@ -449,7 +449,7 @@ def test_cli__ctrl_c_while_the_first_run_compiles_is_one_line_then_a_sigint_exit
     import sys
 
     root = Path(__file__).resolve().parent.parent
-    code = "import sys; from nertz_env.commands import nertz_play; sys.exit(nertz_play())"  # the installed command
+    code = "import sys; from nertz_env.cli.commands import nertz_play; sys.exit(nertz_play())"  # the installed command
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "--no-browser", "--replay-dir", str(tmp_path / "replays")],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=restore_sigint,

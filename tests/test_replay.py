@@ -158,7 +158,7 @@ def short_game(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_cli_page(short_game: Path, tmp_path: Path) -> None:
-    from nertz_env.replay_cli import main
+    from nertz_env.replay.cli import main
 
     out = tmp_path / "page.html"
     assert main([str(short_game), "-o", str(out), "--title", "A <test> %DATA%"]) == 0
@@ -168,7 +168,7 @@ def test_cli_page(short_game: Path, tmp_path: Path) -> None:
     rep = load_replay(short_game)
     assert len(data["frames"]) == len(rep.ticks) + 1 and data["names"] == ["me", "you"]
     # every frame is the drawing of its replayed table: rebuild the last one and compare with table_svg
-    from nertz_env.draw import table_svg
+    from nertz_env.render.draw import table_svg
 
     *_, last = replay_frames(rep)
     frame = "".join(data["parts"][k] for k in data["frames"][-1]) + "</svg>"
@@ -179,8 +179,8 @@ def test_cli_page(short_game: Path, tmp_path: Path) -> None:
 def test_cli_animations(short_game: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from PIL import Image
 
-    from nertz_env.draw import table_rgb
-    from nertz_env.replay_cli import build_frames, main
+    from nertz_env.render.draw import table_rgb
+    from nertz_env.replay.cli import build_frames, main
 
     gif = tmp_path / "a.gif"
     assert main([str(short_game), "--gif", str(gif), "--scale", "0.5", "--fps", "8"]) == 0
@@ -217,7 +217,7 @@ def test_cli_animations(short_game: Path, tmp_path: Path, capsys: pytest.Capture
 def test_cli_usage_errors__one_line_exit_2_and_nothing_written(
     short_game: Path, tmp_path: Path, args: list[str], match: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from nertz_env.replay_cli import main
+    from nertz_env.replay.cli import main
 
     args = [str(tmp_path / a) if a.startswith("x.") else a for a in args]
     assert main([str(short_game), *args]) == 2
@@ -228,7 +228,7 @@ def test_cli_usage_errors__one_line_exit_2_and_nothing_written(
 
 def test_cli_a_file_the_engine_does_not_reproduce_is_one_line_naming_the_tick(
         tmp_path: Path, short_game: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from nertz_env.replay_cli import main
+    from nertz_env.replay.cli import main
 
     lines = gzip.decompress(short_game.read_bytes()).decode().splitlines()
     rec = json.loads(lines[3])
@@ -253,7 +253,7 @@ def match_game(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def match_page(match_game: Path) -> str:
-    from nertz_env.replay_cli import page_html
+    from nertz_env.replay.cli import page_html
 
     return page_html(load_replay(match_game))
 
@@ -289,8 +289,8 @@ def test_match_keeps_each_round_end(match_game: Path) -> None:
 
 
 def test_page_shows_round_end_then_new_deal_and_readable_chart_labels(match_game: Path, match_page: str) -> None:
-    from nertz_env.draw import table_svg
-    from nertz_env.replay_cli import build_frames
+    from nertz_env.render.draw import table_svg
+    from nertz_env.replay.cli import build_frames
 
     rep = load_replay(match_game)
     _frames, fan = build_frames(rep)
@@ -335,7 +335,7 @@ def test_page_shows_round_scoring_apart_from_the_move(match_game: Path, match_pa
 # ------------------------------------------------------------------ a file cut off while being written
 def test_cut_off_file_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from nertz_env.replay import ReplayIncomplete
-    from nertz_env.replay_cli import main
+    from nertz_env.replay.cli import main
 
     path = tmp_path / "g.jsonl"
     play(RecordReplay(parallel_env(num_players=2), path), seed=6, max_ticks=40)  # no close: still being written
@@ -379,7 +379,7 @@ def test_partial_on_a_complete_file__drawn_whole_with_a_note_and_exit_0(
     short_game: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # not an error: a game nertz-play is writing may end between typing the command and running it
-    from nertz_env.replay_cli import main
+    from nertz_env.replay.cli import main
 
     out = tmp_path / "p.html"
     assert main([str(short_game), "-o", str(out), "--partial"]) == 0
@@ -424,7 +424,7 @@ def test_cli_gzip_bomb_fails_in_one_line_within_bounded_memory(tmp_path: Path) -
     assert bomb.stat().st_size < 2 << 20
     script = (
         "import resource, sys\n"
-        "from nertz_env.replay_cli import main\n"
+        "from nertz_env.replay.cli import main\n"
         "vm = next(int(x.split()[1]) for x in open('/proc/self/status') if x.startswith('VmSize:')) * 1024\n"
         "limit = vm + 300 * 2**20\n"
         "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
@@ -581,7 +581,7 @@ def test_cli_every_malformed_field_is_one_line_naming_it(tiny_game: list[dict], 
     """Fuzz-style: hostile values in every field of the header, a tick line and the closing line; each one is
     exit 2 and one short line naming the field, never a traceback (several were: a TypeError, a SnapshotError,
     a ValueError from the page)."""
-    from nertz_env.replay_cli import main
+    from nertz_env.replay.cli import main
 
     path = tmp_path / "m.jsonl"
     out = tmp_path / "m.html"

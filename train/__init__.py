@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from nertz_env.agents.meta import CheckpointError, IncompatibleCheckpointError
     from nertz_env.agents.policy import PolicyAgent, load_policy_agent
+    from nertz_env.agents.pool import OpponentPool
+    from nertz_env.single import NertzSingleAgentEnv
     from nertz_env.train.config import ConfigError, TrainConfig
-    from nertz_env.train.pool import OpponentPool
-    from nertz_env.train.single import NertzSingleAgentEnv
     from nertz_env.train.trainer import Trainer
     from nertz_env.train.vec import NertzVecEnv
     from nertz_env.train.wrappers import PotentialShaping, RelativeReward, VecTimer
@@ -28,8 +28,8 @@ _LAZY = {
     "IncompatibleCheckpointError": "nertz_env.agents.meta",
     "PolicyAgent": "nertz_env.agents.policy",
     "load_policy_agent": "nertz_env.agents.policy",
-    "OpponentPool": "nertz_env.train.pool",
-    "NertzSingleAgentEnv": "nertz_env.train.single",
+    "OpponentPool": "nertz_env.agents.pool",
+    "NertzSingleAgentEnv": "nertz_env.single",
     "NertzVecEnv": "nertz_env.train.vec",
     "PotentialShaping": "nertz_env.train.wrappers",
     "RelativeReward": "nertz_env.train.wrappers",

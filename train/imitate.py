@@ -104,7 +104,7 @@ def collect(
         from tqdm import tqdm
 
         bar = tqdm(total=samples, unit="decision", desc=f"imitating {teacher}")
-    from nertz_env.train.single import rival_weights
+    from nertz_env.single import rival_weights
 
     rivals = rival_weights(config)  # seat -> mean over the seats of other teams
     executor = ThreadPoolExecutor(teacher_threads) if teacher_threads > 1 else None

@@ -32,15 +32,15 @@ from nertz_env.agents.meta import (
     write_meta,
 )
 from nertz_env.agents.policy import write_arrays
+from nertz_env.agents.pool import OpponentPool
 from nertz_env.config import NertzConfig, make_config
+from nertz_env.single import NertzSingleAgentEnv
 from nertz_env.threads import limit_threads
 from nertz_env.train.checkpoint import check_run, state_path
 from nertz_env.train.config import TrainConfig
 from nertz_env.train.evaluate import EvalRow, append_csv, evaluate_checkpoint, format_rows
-from nertz_env.train.pool import OpponentPool
 from nertz_env.train.privileged import FIRST_VALUE_LAYER, PrivilegedCriticPolicy, widen_critic_state_dict
 from nertz_env.train.resume import Interrupted, StopOnSignal
-from nertz_env.train.single import NertzSingleAgentEnv
 from nertz_env.train.vec import NertzVecEnv
 from nertz_env.train.wrappers import PotentialShaping, RelativeReward, VecTimer
 

@@ -17,9 +17,9 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvO
 from nertz_env._envbase import Copyable, check_open, warn_unknown_options
 from nertz_env.agents import Agent
 from nertz_env.agents.policy import PolicyAgent
+from nertz_env.agents.pool import OpponentPool
 from nertz_env.global_state import state_layout
-from nertz_env.train.pool import OpponentPool
-from nertz_env.train.single import as_pool, rival_weights, table_rules
+from nertz_env.single import as_pool, rival_weights, table_rules
 from nertz_env.vector import NertzVectorEnv
 
 T = TypeVar("T")

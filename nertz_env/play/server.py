@@ -40,8 +40,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from nertz_env._text import short
-from nertz_env.draw import table_svg
 from nertz_env.play.game import MoveError, PlayGame
+from nertz_env.render.draw import table_svg
 
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 MAX_MESSAGE = 4096

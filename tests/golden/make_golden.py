@@ -48,7 +48,7 @@ def svg_hash(svg: str) -> str:
 def main() -> None:
     from PIL import Image
 
-    from nertz_env.draw import table_rgb, table_svg
+    from nertz_env.render.draw import table_rgb, table_svg
 
     hashes = {}
     for name, (kw, seed, ticks) in CASES.items():

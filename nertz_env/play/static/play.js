@@ -1,4 +1,4 @@
-// nertz-play page: draws what the server sends (the table as SVG from nertz_env.draw), turns clicks and drags on
+// nertz-play page: draws what the server sends (the table as SVG from nertz_env.render.draw), turns clicks and drags on
 // the drawing into action indices from the server's list of legal moves, and shows every answer (a queued
 // move, a lost race, a refused click) in the flash bar and the log. Nothing is silent.
 "use strict";

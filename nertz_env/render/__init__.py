@@ -68,12 +68,12 @@ def check_mode(mode: str | None) -> str | None:
 
 def render_snapshot(snap: dict[str, Any], mode: str) -> Any:
     """What ``render()`` returns in ``mode``: the text for ``"ansi"`` (``"human"`` prints it and returns None),
-    the drawing of :mod:`nertz_env.draw` for ``"rgb_array"``."""
+    the drawing of :mod:`nertz_env.render.draw` for ``"rgb_array"``."""
     if mode == "human":
         print(render_text(snap))
         return None
     if mode == "ansi":
         return render_text(snap)
-    from nertz_env.draw import ENV_FAN, table_rgb
+    from nertz_env.render.draw import ENV_FAN, table_rgb
 
     return table_rgb(snap, fan=ENV_FAN)

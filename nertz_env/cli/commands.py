@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...], str]] = {
         "eval (train for a .zip that samples or was trained outside nertz-train; rllib for RLlib checkpoints)",
     ),
     "nertz-play": ("nertz_env.play.cli:main", ("play", "train"), "play (train for a .zip that samples or was trained outside nertz-train)"),
-    "nertz-replay": ("nertz_env.replay_cli:main", ("render",), "nothing for the page; render for --gif and --mp4"),
+    "nertz-replay": ("nertz_env.replay.cli:main", ("render",), "nothing for the page; render for --gif and --mp4"),
 }
 
 

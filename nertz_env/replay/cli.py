@@ -21,8 +21,8 @@ from typing import Any
 from nertz_env.actions import action_table
 from nertz_env.cli import EXIT_USAGE, Parser, UsageError
 from nertz_env.config import make_config
-from nertz_env.draw import FAN_CARDS, SEAT_COLOURS, TableDrawing, draw_table, longest_pile, svg_to_rgb
 from nertz_env.extras import install_command
+from nertz_env.render.draw import FAN_CARDS, SEAT_COLOURS, TableDrawing, draw_table, longest_pile, svg_to_rgb
 from nertz_env.replay import Frame, Replay, ReplayError, ReplayMismatch, load_replay, replay_frames
 from nertz_env.snapshot import round_so_far
 
@@ -201,7 +201,7 @@ def _gif_palette(first: Any, last: Any) -> Any:
     import numpy as np
     from PIL import Image
 
-    from nertz_env.draw import KIND_COLOURS
+    from nertz_env.render.draw import KIND_COLOURS
 
     swatch = [SEAT_COLOURS[p] for p in range(len(SEAT_COLOURS))] + list(KIND_COLOURS.values()) + ["#ffe14d"]
     rgb = np.array([[int(c[i : i + 2], 16) for i in (1, 3, 5)] for c in swatch], dtype=np.uint8)

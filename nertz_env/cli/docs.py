@@ -1,7 +1,7 @@
 """The docs' generated sections (action table, observation slices, info schema, ...): print them or rewrite
 a Markdown file.
 
-``python -m nertz_env.docs docs/env/api.md`` rewrites, in each file, the blocks between
+``python -m nertz_env.cli.docs docs/env/api.md`` rewrites, in each file, the blocks between
 ``<!-- name:start -->`` and ``<!-- name:end -->``; ``tests/test_docs.py`` fails when a file and the code drift
 apart. Each file must hold at least one block, and every block it holds must be a known one.
 """

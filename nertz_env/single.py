@@ -14,9 +14,9 @@ import numpy as np
 from nertz_env import render as _render
 from nertz_env._envbase import check_open, warn_unknown_options
 from nertz_env.agents import Agent
+from nertz_env.agents.pool import OpponentPool
 from nertz_env.config import NertzConfig
 from nertz_env.environment import NertzParallelEnv
-from nertz_env.train.pool import OpponentPool
 
 
 def rival_weights(config: NertzConfig) -> np.ndarray:
