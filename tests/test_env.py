@@ -25,6 +25,7 @@ from nertz_env import render
 from nertz_env.actions import action_table
 from nertz_env.cards import JOKER, from_text
 from nertz_env.global_state import state_layout
+from nertz_env.render import draw
 from nertz_env.snapshot import SnapshotError, round_so_far
 from variants import VARIANTS, variant_id
 
@@ -693,4 +694,4 @@ def test_render__without_the_render_extra_rgb_array_is_not_declared_and_refused_
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == render.rgb_extra_message()  # after render_test's human frames
+    assert out.stdout.strip().splitlines()[-1] == draw.rgb_extra_message()  # after render_test's human frames

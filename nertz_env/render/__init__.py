@@ -10,15 +10,8 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-from nertz_env.extras import install_command
-
 #: frames per second of a rendered episode (``metadata["render_fps"]`` of every env): four ticks a second
 RENDER_FPS = 4
-
-
-def rgb_extra_message() -> str:
-    """Why ``render_mode="rgb_array"`` is refused without the render extra, and the command that installs it."""
-    return f"rgb_array rendering needs the render extra (resvg-py and pillow): {install_command('render')}"
 
 
 def render_text(snap: dict[str, Any]) -> str:
@@ -61,6 +54,8 @@ def check_mode(mode: str | None) -> str | None:
     if mode is None or mode in RENDER_MODES:
         return mode
     if mode == "rgb_array":
+        from nertz_env.render.draw import rgb_extra_message
+
         raise ValueError(rgb_extra_message())
     allowed = "None, " + ", ".join(repr(m) for m in RENDER_MODES)
     raise ValueError(f"render_mode must be one of {allowed}; got {mode!r}")

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from nertz_env.render import rgb_extra_message
+from nertz_env.extras import install_command
 
 #: One colour per seat: Okabe & Ito's colour-blind-safe set, with grey for its black.
 SEAT_COLOURS = ("#d55e00", "#56b4e9", "#f0e442", "#cc79a7", "#009e73", "#e69f00", "#0072b2", "#bbbbbb")
@@ -569,6 +569,11 @@ def table_svg(
             squeeze. ``fan=longest_pile(snap)`` gives room that grows with the longest pile.
     """
     return draw_table(snap, seat_names=seat_names, highlight=highlight, interactive=interactive, fan=fan).svg()
+
+
+def rgb_extra_message() -> str:
+    """Why ``render_mode="rgb_array"`` is refused without the render extra, and the command that installs it."""
+    return f"rgb_array rendering needs the render extra (resvg-py and pillow): {install_command('render')}"
 
 
 def svg_to_rgb(svg: str, scale: float = 1.0) -> np.ndarray:
