@@ -71,7 +71,7 @@ class ExpertAgent(SearchAgent):
             raise ValueError(f"prior must be a finite number >= 0, got {prior}")
         if top < 0:
             raise ValueError(f"top must be >= 0, got {top}")
-        from nertz_env.agents.registry import shipped_models
+        from nertz_env.agents.policy import shipped_models
 
         if not policy:
             raise ValueError("policy must name a .zip policy file or a shipped model (default ppo)")

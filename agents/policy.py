@@ -413,3 +413,18 @@ def load_policy_agent(path: str, config: NertzConfig | None = None, **params: An
         else:
             check_compatible(meta, config, where=f"policy {path!r}")
     return PolicyAgent(policy, meta, deterministic=det, name=str(name) if name is not None else path, actor=actor)
+
+
+#: trained policies shipped with the package (``models/<name>.zip``), playable by name (``"ppo"``)
+MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
+
+
+def shipped_models() -> dict[str, str]:
+    """Trained policies that come with the package: name -> file (they need the ``train`` extra to play)."""
+    if not os.path.isdir(MODELS_DIR):
+        return {}
+    return {
+        os.path.splitext(f)[0]: os.path.join(MODELS_DIR, f)
+        for f in sorted(os.listdir(MODELS_DIR))
+        if f.endswith(".zip")
+    }

@@ -11,7 +11,7 @@ from typing import Any
 
 from nertz_env.agents.base import Agent, AgentSpecError, as_bool
 from nertz_env.agents.expert import BestAgent, ExpertAgent
-from nertz_env.agents.policy import load_policy_agent
+from nertz_env.agents.policy import load_policy_agent, shipped_models
 from nertz_env.agents.policy import record_rules as record_rules  # the docs import both from here
 from nertz_env.agents.scripted import GreedyAgent, HeuristicAgent, RandomAgent
 from nertz_env.agents.search import SearchAgent
@@ -30,8 +30,6 @@ _FACTORIES: dict[str, Any] = {
 }
 
 _LOADERS: dict[str, Callable[..., Agent]] = {".zip": load_policy_agent}
-#: trained policies shipped with the package (``models/<name>.zip``), playable by name (``"ppo"``)
-MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
 
 
 def register_loader(suffix: str, loader: Callable[..., Agent]) -> None:
@@ -48,17 +46,6 @@ def register_agent(name: str, factory: Callable[..., Agent], params: dict[str, t
     if params is not None:
         factory.PARAMS = params  # type: ignore[attr-defined]
     _FACTORIES[name] = factory
-
-
-def shipped_models() -> dict[str, str]:
-    """Trained policies that come with the package: name -> file (they need the ``train`` extra to play)."""
-    if not os.path.isdir(MODELS_DIR):
-        return {}
-    return {
-        os.path.splitext(f)[0]: os.path.join(MODELS_DIR, f)
-        for f in sorted(os.listdir(MODELS_DIR))
-        if f.endswith(".zip")
-    }
 
 
 def known_agents() -> list[str]:
