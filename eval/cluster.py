@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nertz_env.config import NertzConfig
+from nertz_env.eval.tournament import ClusterFailure, Player
 from nertz_env.extras import install_command
 
 #: retries of a deal task whose worker process or node died (Ray's own count; errors raised by the
@@ -36,10 +37,6 @@ CHECK_TIMEOUT = 600.0
 class ClusterError(Exception):
     """The cluster cannot play this tournament (bad or unreachable address, a node that cannot load an
     agent): one line for the user, raised before any deal is played."""
-
-
-class ClusterFailure(Exception):
-    """The cluster failed during the run (a deal's tasks died more than ``MAX_RETRIES`` times)."""
 
 
 # ------------------------------------------------------------------------------------------ connecting
@@ -292,13 +289,12 @@ def _player(job: dict[str, Any]) -> Any:
     import ray
 
     from nertz_env.agents import make_agent
-    from nertz_env.eval.tournament import _Player
 
     local = {path: materialize(item, ray.get) for path, item in job["shipped"].items()}
     plan = job["plan"]
     if plan.replays is not None:  # recorded here, sent back with the deal's results
         plan = dataclasses.replace(plan, replays=tempfile.mkdtemp(prefix="nertz-replays-"))
-    player = _Player(plan, lambda spec: make_agent(localize(spec, local)))
+    player = Player(plan, lambda spec: make_agent(localize(spec, local)))
     _PLAYERS.clear()
     _PLAYERS[key] = player
     return player

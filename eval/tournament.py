@@ -219,8 +219,13 @@ class _Plan:
         return self.deal_seeds[deal] if self.deal_seeds is not None else deal_seed(self.seed, deal)
 
 
-class _Player:
-    """One process's env and agent instances (built once, reused for every deal)."""
+class ClusterFailure(Exception):
+    """The cluster (:mod:`nertz_env.eval.cluster`) failed during the run: the deals finished so far are kept."""
+
+
+class Player:
+    """One process's env and agent instances (built once, reused for every deal): a worker's, or a cluster
+    node's (:mod:`nertz_env.eval.cluster`)."""
 
     def __init__(self, plan: _Plan, agent_factory: Callable[[str], Agent] = make_agent) -> None:
         self.plan = plan
@@ -262,14 +267,14 @@ class _Player:
         return deal, games
 
 
-_WORKER: _Player | None = None
+_WORKER: Player | None = None
 
 
 def _init_worker(plan: _Plan) -> None:
     global _WORKER
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
     limit_threads(1)  # before a policy loader imports torch
-    _WORKER = _Player(plan)
+    _WORKER = Player(plan)
 
 
 def _labels(agents: Sequence[str]) -> list[str]:
@@ -382,7 +387,7 @@ def _play_with_workers(
     this process starts at once (its agents are loaded), the workers join when they have imported."""
     pool = mp.get_context("spawn").Pool(workers - 1, initializer=_init_worker, initargs=(plan,))
     try:
-        player = _Player(plan, make_agent)
+        player = Player(plan, make_agent)
         chunk = max(1, min(4, n // (32 * workers)))  # small: the parent and the workers share the tail
         pending: list[Any] = []
         next_deal = 0
@@ -457,15 +462,13 @@ def play_tournament(
     try:
         with _one_torch_thread():
             if cluster is not None:
-                from nertz_env.eval.cluster import ClusterFailure
-
                 try:
                     cluster.play(n, done, bar)
                 except ClusterFailure as e:
                     results.interrupted = True
                     results.failure = str(e)
             elif workers <= 1:
-                player = _Player(plan, tournament.factory or make_agent)
+                player = Player(plan, tournament.factory or make_agent)
                 for d in range(n):
                     deal, games = player.play_deal(d)
                     done[deal] = games

@@ -656,14 +656,14 @@ def _ctrl_c_at_deal(monkeypatch: Any, stop: int) -> None:
     """Ctrl-C when deal ``stop`` would start (deals ``0 .. stop-1`` finished; one process plays them in order)."""
     import nertz_env.eval.tournament as tournament
 
-    real = tournament._Player.play_deal
+    real = tournament.Player.play_deal
 
     def play_deal(self: Any, deal: int) -> Any:
         if deal == stop:
             raise KeyboardInterrupt
         return real(self, deal)
 
-    monkeypatch.setattr(tournament._Player, "play_deal", play_deal)
+    monkeypatch.setattr(tournament.Player, "play_deal", play_deal)
 
 
 def test_plan_tournament__a_huge_number_of_deals_computes_each_seed_when_dealt(monkeypatch: Any) -> None:
