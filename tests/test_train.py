@@ -41,8 +41,8 @@ from nertz_env.train import (
     Trainer,
 )
 from nertz_env.train import cli as train_cli
-from nertz_env.train.cli import _opponent, build_parser, config_from_args
 from nertz_env.train.config import ConfigError, options, read_config_file, shipped_configs
+from nertz_env.train.flags import _opponent, build_parser, config_from_args
 from nertz_env.train.meta import make_meta, read_meta, sidecar_path
 from nertz_env.train.trainer import state_path
 

@@ -426,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from nertz_env.cli import Parser, add_rule_flag, at_least
     from nertz_env.threads import limit_threads
-    from nertz_env.train.cli import _int_list
+    from nertz_env.train.flags import int_list
     from nertz_env.train.resume import run_command
 
     ap = Parser(prog="python -m nertz_env.train.imitate", description=plain(__doc__.split("\n")[0]))
@@ -436,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
     add_rule_flag(ap, "a rules option of the tables (repeat); the policy is for these rules")
     ap.add_argument("--samples", type=at_least(1), default=200_000, help="decisions to record (default 200,000)")
     ap.add_argument("--seed", type=at_least(0), default=0)
-    ap.add_argument("--net-arch", type=_int_list, default=[256, 256], help="hidden widths (default 256,256)")
+    ap.add_argument("--net-arch", type=int_list, default=[256, 256], help="hidden widths (default 256,256)")
     ap.add_argument("--epochs", type=at_least(1), default=10)
     ap.add_argument("--batch-size", type=at_least(1), default=1024)
     ap.add_argument("--lr", type=float, default=3e-4)

@@ -20,8 +20,8 @@ from typing import Any
 
 from nertz_env.cli import UsageError
 from nertz_env.extras import install_command
-from nertz_env.train.cli import build_parser, config_from_args
 from nertz_env.train.config import SB3_ONLY, ConfigError, TrainConfig
+from nertz_env.train.flags import build_parser, config_from_args
 from nertz_env.train.resume import StopOnSignal
 
 TABLES_PER_ENV = 16

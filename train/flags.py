@@ -1,0 +1,150 @@
+"""``nertz-train``'s flags, which both backends read (:func:`build_parser`, :func:`config_from_args`): train a
+MaskablePPO policy for Nertz.
+
+Examples::
+
+    nertz-train --config train.toml                      # options from a file (TOML or JSON)
+    nertz-train --config long_run --run-dir runs/long    # a config shipped with the package, by name
+    nertz-train --mode vector --num-tables 64 --total-timesteps 2000000 --run-dir runs/selfplay
+    nertz-train --mode vector --learners-per-table 1 --opponent search=1 --opponent heuristic=1 --shaping
+    nertz-train --resume runs/selfplay/checkpoints/step_000001000000.zip --total-timesteps 4000000
+    nertz-train --print-config                           # the effective options, as JSON
+
+Every option of :class:`nertz_env.train.config.TrainConfig` is a flag (its top-level key spelled with dashes);
+flags override the file, which overrides a resumed checkpoint's stored options. An option of a section that
+does not exist with the others (``--opponent`` when every seat learns, ``--num-envs`` in vector mode,
+``--shaping-coef`` without ``--shaping``) is refused before any work, in one line. Exit codes: 0 done, 1
+training error, 2 bad usage, 130 interrupted (after saving).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from nertz_env._text import plain
+from nertz_env.cli import Parser, add_rule_flag
+from nertz_env.train.config import (
+    MODES,
+    SB3_ONLY,
+    ConfigError,
+    TrainConfig,
+    options,
+    read_config_file,
+    shipped_configs,
+)
+
+_SPECIAL = {"rules", "opponents", "net_arch", "eval_opponents", "mode"}
+
+
+def _opponent(text: str) -> tuple[str, float]:
+    """``heuristic`` -> (heuristic, 1), ``search=0.2`` -> (search, 0.2), ``search:rollouts=4`` -> (that spec, 1),
+    ``search:rollouts=4=0.2`` -> (``search:rollouts=4``, 0.2): an agent's parameters keep their ``=``."""
+    text = text.strip()
+    head, colon, params = text.partition(":")
+    last = params.split(",")[-1] if colon else head
+    if last.count("=") < (2 if colon else 1):
+        return text, 1.0
+    spec, _, weight = text.rpartition("=")
+    try:
+        value = float(weight)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--opponent takes SPEC or SPEC=WEIGHT (e.g. search=0.2, search:rollouts=4=0.2), got {text!r}"
+        ) from None
+    return spec.strip(), value
+
+
+def int_list(text: str) -> list[int]:
+    """``--net-arch``: layer widths such as ``256,256``."""
+    try:
+        widths = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        widths = []
+    if not widths or min(widths) < 1:
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers such as 256,256, got {text!r}")
+    return widths
+
+
+def _str_list(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _optional(kind: type) -> Any:
+    def parse(text: str) -> Any:
+        if text.strip().lower() in ("none", "null"):
+            return None
+        return kind(text)
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def build_parser(sb3: bool = True) -> argparse.ArgumentParser:
+    """The flags of ``nertz-train``; without ``sb3`` (``--backend rllib``) those of the options only the SB3
+    backend reads are left out, so argparse refuses them in one line."""
+    parser = Parser(
+        prog="nertz-train",
+        description="Train a MaskablePPO policy for Nertz (self-play vector env or single-agent view).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=plain(__doc__.split("Examples::", 1)[1]) if __doc__ else None,
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("sb3", "rllib"),
+        default="sb3",
+        help="sb3: MaskablePPO (default); rllib: Ray RLlib PPO, adds --num-env-runners and --address "
+        "(nertz-train --backend rllib --help)",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE|NAME",
+        help="a TOML or JSON file of options, or a config shipped with the package by name: "
+        + (", ".join(shipped_configs()) or "none installed")
+        + " (e.g. --config long_run)",
+    )
+    parser.add_argument("--resume", metavar="CHECKPOINT", help="continue the run of RUN/checkpoints/step_N.zip, in RUN (from any folder; --run-dir: elsewhere)")
+    parser.add_argument("--print-config", action="store_true", help="print the effective options and exit")
+    helps = {name: text for name, _, _, text in options()}
+    add_rule_flag(parser, helps["rules"])
+    parser.add_argument("--net-arch", type=int_list, metavar="W,W", help=helps["net_arch"])
+    if sb3:
+        parser.add_argument("--mode", choices=MODES, help=helps["mode"] + " (default vector)")
+        parser.add_argument("--eval-opponents", type=_str_list, metavar="A,B", help=helps["eval_opponents"])
+    parser.add_argument("--opponent", action="append", type=_opponent, metavar="SPEC=WEIGHT", help=helps["opponents"])
+    for name, kind, default, text in options():
+        if name in _SPECIAL or (not sb3 and name in SB3_ONLY):
+            continue
+        flag = "--" + name.replace("_", "-")
+        help_text = f"{text} (default {'none' if default is None else repr(default)})"
+        if kind == "bool":
+            parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=help_text)
+            continue
+        base = {"int": int, "float": float, "str": str}[kind.split("|")[0].strip()]
+        parser.add_argument(
+            flag, dest=name, type=_optional(base) if "None" in kind else base, default=None,
+            metavar=base.__name__.upper(), help=help_text,
+        )
+    return parser
+
+
+def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None, final: bool = False) -> TrainConfig:
+    """The config: ``base`` (defaults, or a checkpoint's), then ``--config``'s file, then the flags. A resume
+    with no ``run_dir`` in either writes in the checkpoint's run folder (``final``: the RLlib backend's)."""
+    from nertz_env.train.checkpoint import resume_run_dir
+
+    file = read_config_file(args.config) if args.config else {}
+    cfg = TrainConfig.from_dict(file, base=base or TrainConfig())
+    flags: dict[str, Any] = {}
+    if args.resume and args.run_dir is None and "run_dir" not in file:
+        flags["run_dir"] = resume_run_dir(args.resume, final)
+    for name, *_ in options():  # (rules and opponents: the --rule and --opponent flags below)
+        if getattr(args, name, None) is not None:
+            flags[name] = getattr(args, name)
+    if args.rule:
+        flags["rules"] = {**cfg.rules, **args.rule}
+    for spec, weight in args.opponent or []:
+        if spec in flags.setdefault("opponents", {}):
+            raise ConfigError(f"--opponent {spec} is given twice ({flags['opponents'][spec]!r} and {weight!r}): give it once")
+        flags["opponents"][spec] = weight
+    return TrainConfig.from_dict(flags, base=cfg)
