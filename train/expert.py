@@ -74,7 +74,7 @@ def expert_iteration(
     planner's spec); returns the run's figures. Ctrl-C saves the last finished step to ``checkpoint_dir`` for
     ``resume``. See docs/guides/training-sb3.md, "Expert iteration"."""
     from nertz_env.agents.meta import make_meta
-    from nertz_env.train.imitate import collect, fit, load_for_fit
+    from nertz_env.train.imitate import Demonstrations, collect, fit, load_for_fit
     from nertz_env.train.trainer import save_policy
 
     config = make_config(num_players=num_players, **dict(rules or {}))
@@ -87,7 +87,7 @@ def expert_iteration(
         "seed": seed,
     })
     if resume:
-        state.load(checkpoint_dir)  # ValueError: no interrupted run there, or other options
+        state.load(checkpoint_dir, Demonstrations.load)  # ValueError: no interrupted run there, or other options
     os.makedirs(checkpoint_dir, exist_ok=True)
     started = time.perf_counter()
     torch.manual_seed(seed)

@@ -344,7 +344,7 @@ def imitate(
         "dagger_epochs": dagger_epochs, "relative_reward": relative_reward,
     })
     if resume is not None:
-        progress_state.load(resume)  # ValueError: not such a folder, or other options
+        progress_state.load(resume, Demonstrations.load)  # ValueError: not such a folder, or other options
     if checkpoint_dir is not None:
         os.makedirs(checkpoint_dir, exist_ok=True)
     torch.manual_seed(seed)

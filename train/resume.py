@@ -103,12 +103,10 @@ class Progress:
         os.replace(marker + ".tmp", marker)
         return folder
 
-    def load(self, folder: str) -> None:
-        """Read the state of ``folder``; ``ValueError`` (one line) when it is not this command's, or was
-        started with other options."""
+    def load(self, folder: str, read_record: Callable[[str], Any]) -> None:
+        """Read the state of ``folder``, each record with ``read_record(path)``; ``ValueError`` (one line) when
+        it is not this command's, or was started with other options."""
         import torch
-
-        from nertz_env.train.imitate import Demonstrations
 
         path = os.path.join(folder, "resume.json")
         if not os.path.isfile(path):
@@ -123,7 +121,7 @@ class Progress:
         if changed:
             raise ValueError(f"--resume {folder} continues a run with other options ({'; '.join(changed)}): "
                              "give the options it was started with")
-        self.records = [Demonstrations.load(os.path.join(folder, f"records_{i}.npz")) for i in range(info["records"])]
+        self.records = [read_record(os.path.join(folder, f"records_{i}.npz")) for i in range(info["records"])]
         self.weights = torch.load(os.path.join(folder, "weights.pt"), weights_only=True)
         self.step, self.figures, self.done = int(info["step"]), dict(info["figures"]), str(info["done"])
 
