@@ -118,27 +118,6 @@ def test_readme__command_list_says_what_each_command_needs() -> None:
         assert f"`{command}`: {needs}" in readme, f"README.md's command list: `{command}`: {needs}"
 
 
-def test_core_package__imports_neither_the_training_nor_the_evaluation_app() -> None:
-    # The core (nertz_env/ in the checkout: the engine, the envs, replay, play, rllib) may use the agents
-    # (opponents) but never nertz_env.train or nertz_env.eval: those are apps built on it.
-    import ast
-
-    offenders = []
-    for path in sorted((ROOT / "nertz_env").rglob("*.py")):
-        if path.relative_to(ROOT / "nertz_env").parts[0] in LINKED:  # an unpacked sdist holds them here
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-            for name in names:
-                if name.split(".")[:2] in (["nertz_env", "train"], ["nertz_env", "eval"]):
-                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {name}")
-    assert not offenders, offenders
-
-
 def test_metadata__classifiers_name_the_tested_pythons_and_urls_point_at_the_repository() -> None:
     project = _pyproject()["project"]
     versions = {
