@@ -547,7 +547,7 @@ def test_cli_a_run_folder_is_refused_in_the_same_line_by_both_backends(tmp_path,
     "name", sorted(f for f in os.listdir(os.path.join(os.path.dirname(__file__), "..", "train", "configs")) if f.startswith("rllib"))
 )
 def test_every_shipped_rllib_config_builds(name: str) -> None:
-    from nertz_env.train.cli import build_parser, config_from_args
+    from nertz_env.train.flags import build_parser, config_from_args
     from nertz_env.train.rllib_backend import build_config, check_options
 
     path = os.path.join(os.path.dirname(__file__), "..", "train", "configs", name)
