@@ -8,10 +8,16 @@ Options that RULES.md names keep exactly its names.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
+
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:
+    from typing_extensions import Unpack
 
 from nertz_env._text import short
 
@@ -199,6 +205,35 @@ class NertzConfig:
 
 OPTION_NAMES = tuple(f.name for f in dataclasses.fields(NertzConfig))
 
+
+class Rules(TypedDict, total=False):
+    """Every option of :class:`NertzConfig` but the table size, as the env factories take them as keywords
+    (``**rules: Unpack[Rules]``): what an IDE completes. Defaults and meanings: :data:`OPTION_DOCS`. A new
+    option goes here, in :class:`NertzConfig` and in :data:`OPTION_DOCS`."""
+
+    nertz_size: int
+    work_piles: int
+    draw: int
+    recycle: str
+    max_redeals: int | None
+    empty_pile_from_nertz_first: bool
+    call_mode: str
+    call_bonus: int
+    false_call_penalty: int
+    nertz_penalty: int
+    stall_ticks: int | None
+    max_ticks: int | None
+    target_score: int | None
+    rounds: int | None
+    max_rounds: int | None
+    teams: bool | Sequence[Sequence[int]]  # the config stores tuples
+    turn_based: bool
+    jokers: int
+    allow_tuck: bool
+    allow_rotate: bool
+    last_moves: int
+
+
 #: Per option: what it allows, what it means, and the value ``None`` stands for (where it stands for one).
 #: The one place the option table is written: docs/env/rules.md renders it.
 OPTION_DOCS: dict[str, tuple[str, str, str]] = {
@@ -243,13 +278,6 @@ OPTION_DOCS: dict[str, tuple[str, str, str]] = {
     ),
 }
 
-#: The type of each option as the env factories' keywords spell it: the field's type, except ``teams``,
-#: which takes any sequence of seat sequences (the config stores tuples).
-OPTION_TYPES: dict[str, str] = {
-    f.name: str(f.type) for f in dataclasses.fields(NertzConfig)
-} | {"teams": "bool | Sequence[Sequence[int]]"}
-
-
 def options_markdown() -> str:
     """The option table (option, default, allowed, meaning) in Markdown, from :class:`NertzConfig` and
     :data:`OPTION_DOCS`."""
@@ -264,15 +292,11 @@ def options_markdown() -> str:
     return "\n".join(lines)
 
 
-def rules_of(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The rules options among ``values`` (an env factory's ``locals()``), by name."""
-    return {name: values[name] for name in OPTION_NAMES}
-
-
-def make_config(**options: Any) -> NertzConfig:
+def make_config(num_players: int = 4, **rules: Unpack[Rules]) -> NertzConfig:
     """Build a validated config; unknown option names raise ``ValueError`` listing the known ones."""
-    unknown = sorted(set(options) - set(OPTION_NAMES))
+    unknown = sorted(set(rules) - set(OPTION_NAMES))
     if unknown:
         shown = short(unknown, 200) if sum(len(k) for k in unknown) > 200 else str(unknown)
         raise ValueError(f"unknown option(s) {shown}; the options are: {', '.join(OPTION_NAMES)}")
-    return NertzConfig(**options)
+    options: dict[str, Any] = dict(rules)  # teams as any seat sequences: the config stores them as tuples
+    return NertzConfig(num_players=num_players, **options)

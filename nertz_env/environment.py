@@ -7,7 +7,7 @@ Actions, observations, infos, ``obs_key`` and the client conventions: docs/env/a
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from typing import Any, NamedTuple
 
 import gymnasium
@@ -20,7 +20,7 @@ from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 from nertz_env import render as _render
 from nertz_env._envbase import Copyable, check_open, table_seeds, warn_unknown_options
 from nertz_env.actions import ActionTable, action_table
-from nertz_env.config import NertzConfig, is_int, make_config, rules_of
+from nertz_env.config import NertzConfig, Rules, Unpack, is_int, make_config
 from nertz_env.engine import batch
 from nertz_env.engine.rules import step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate
@@ -87,7 +87,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         illegal_action: str = "noop",
         max_cycles: int | None = None,
         obs_key: str | None = "observation",
-        **rules: Any,
+        **rules: Unpack[Rules],
     ) -> None:
         """The arguments are :func:`parallel_env`'s."""
         _render.check_mode(render_mode)
@@ -106,7 +106,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
                     "max_cycles bounds an episode's steps, but this episode is a match of several rounds; "
                     "bound each round with max_ticks instead"
                 )
-            rules = {**rules, "max_ticks": int(max_cycles)}
+            rules["max_ticks"] = int(max_cycles)
         self.config: NertzConfig = make_config(num_players=num_players, **rules)
         self.render_mode = render_mode
         self.illegal_action = illegal_action
@@ -352,37 +352,17 @@ class OrderEnforcedEnv(OrderEnforcingWrapper):
 def parallel_env(
     *,
     num_players: int = 4,
-    nertz_size: int = 13,
-    work_piles: int = 4,
-    draw: int = 3,
-    recycle: str = "flip",
-    max_redeals: int | None = None,
-    empty_pile_from_nertz_first: bool = False,
-    call_mode: str = "auto",
-    call_bonus: int = 0,
-    false_call_penalty: int = 5,
-    nertz_penalty: int = 2,
-    stall_ticks: int | None = None,
-    max_ticks: int | None = None,
-    target_score: int | None = None,
-    rounds: int | None = None,
-    max_rounds: int | None = None,
-    teams: bool | Sequence[Sequence[int]] = False,
-    turn_based: bool = False,
-    jokers: int = 0,
-    allow_tuck: bool = False,
-    allow_rotate: bool = False,
-    last_moves: int = 0,
     render_mode: str | None = None,
     illegal_action: str = "noop",
     max_cycles: int | None = None,
     obs_key: str | None = "observation",
-    **unknown: Any,
+    **rules: Unpack[Rules],
 ) -> NertzParallelEnv:
     """Nertz as a PettingZoo ``ParallelEnv``.
 
-    Every rules option (``num_players`` .. ``allow_rotate``) and ``last_moves`` is a keyword with its RULES.md
-    default (docs/env/rules.md); any other keyword raises ``ValueError``.
+    Every option of :class:`~nertz_env.NertzConfig` is a keyword (``num_players`` and the
+    :class:`~nertz_env.Rules`), with its RULES.md default (docs/env/rules.md); any other keyword raises
+    ``ValueError``.
 
     Args:
         render_mode: ``None``, ``"ansi"`` (``render()`` returns the table as text), ``"human"`` (prints it) or
@@ -394,48 +374,27 @@ def parallel_env(
             (RLlib's ``ActionMaskingTorchRLModule``) or ``None`` (the bare vector; the mask in
             ``infos[agent]["action_mask"]`` only, as AgileRL wants it).
     """
-    rules = rules_of(locals()) | unknown
     return NertzParallelEnv(
-        render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, obs_key=obs_key, **rules
+        num_players, render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, obs_key=obs_key,
+        **rules,
     )
 
 
 def env(
     *,
     num_players: int = 4,
-    nertz_size: int = 13,
-    work_piles: int = 4,
-    draw: int = 3,
-    recycle: str = "flip",
-    max_redeals: int | None = None,
-    empty_pile_from_nertz_first: bool = False,
-    call_mode: str = "auto",
-    call_bonus: int = 0,
-    false_call_penalty: int = 5,
-    nertz_penalty: int = 2,
-    stall_ticks: int | None = None,
-    max_ticks: int | None = None,
-    target_score: int | None = None,
-    rounds: int | None = None,
-    max_rounds: int | None = None,
-    teams: bool | Sequence[Sequence[int]] = False,
-    turn_based: bool = False,
-    jokers: int = 0,
-    allow_tuck: bool = False,
-    allow_rotate: bool = False,
-    last_moves: int = 0,
     render_mode: str | None = None,
     illegal_action: str = "noop",
     max_cycles: int | None = None,
     obs_key: str | None = "observation",
-    **unknown: Any,
+    **rules: Unpack[Rules],
 ) -> OrderEnforcedEnv:
     """Nertz as a PettingZoo ``AECEnv`` (``parallel_to_aec`` of :func:`parallel_env`, order-enforced); the
     keywords are :func:`parallel_env`'s."""
-    rules = rules_of(locals()) | unknown
-    return OrderEnforcedEnv(
-        raw_env(render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, obs_key=obs_key, **rules)
-    )
+    return OrderEnforcedEnv(raw_env(
+        num_players=num_players, render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles,
+        obs_key=obs_key, **rules,
+    ))
 
 
 def describe_action(index: int, **rules: Any) -> str:
