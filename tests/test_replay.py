@@ -116,7 +116,7 @@ def test_unfinished_game_and_episodes(tmp_path: Path) -> None:
         (b"", "empty"),
         (b"not json\n", "not JSON"),
         (b'{"format": "other/1"}\n', "not a nertz-replay/1"),
-        (b'{"format": "nertz-replay/1", "agents": []}\n', "no 'config'"),
+        (b'{"format": "nertz-replay/1", "agents": []}\n', "'config' must be"),
         (gzip.compress(b"[1, 2]\n", mtime=0), "JSON object"),  # mtime: the same test id in every xdist worker
         (b"\x1f\x8b\x08garbage", "unreadable"),
         (b"\n\n" + b"x" * (MAX_LINE_BYTES + 10) + b"\n", r"bad:3: a line longer than"),  # refused when reached
@@ -539,6 +539,7 @@ def _mutations(lines: list[dict]) -> list[tuple[str, int, dict, str]]:
         ("t text", 1, {"t": "1"}, "'t'"),
         ("t bool", 1, {"t": True}, "'t'"),
         ("t negative", 1, {"t": -1}, "'t'"),
+        ("t of 4,000 digits", 1, {"t": 10**3999}, "tick"),
         ("a text", 1, {"a": "0 0"}, "'a'"),
         ("a short", 1, {"a": [0]}, "'a'"),
         ("a text item", 1, {"a": [0, "1"]}, "'a'"),
