@@ -11,11 +11,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy import stats
-
 
 def t_quantile(p: float, df: float) -> float:
     """Quantile of Student's t distribution (e.g. ``t_quantile(0.975, 4) = 2.7764...``)."""
+    from scipy import stats  # the eval extra, as openskill: tournaments run without it, their intervals need it
+
     return float(stats.t.ppf(p, df))
 
 

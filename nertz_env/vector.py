@@ -144,25 +144,25 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
             raise ValueError(f"actions must be integers, got dtype {acts.dtype}")
         self._acts[...] = acts  # into the batch's own int64 buffer, the type the bound step expects
         acts = self._acts
-        S = self._state
-        was_done = S.done != DONE_NO if self.autoreset else None
-        batch.run(self._step_fn, (S, acts, self.autoreset), self.num_envs)
-        done = S.done
+        state = self._state
+        was_done = state.done != DONE_NO if self.autoreset else None
+        batch.run(self._step_fn, (state, acts, self.autoreset), self.num_envs)
+        done = state.done
         term = (done != DONE_NO) & (done != DONE_TRUNCATED)
         trunc = done == DONE_TRUNCATED
         p = self.num_players
         obs = self.observations()
         infos = {
-            "illegal": S.illegal.astype(bool),
-            "lost_race": S.lost_race.astype(bool),
-            "round_end": S.round_end.copy(),
-            "score": S.score_round.copy(),
+            "illegal": state.illegal.astype(bool),
+            "lost_race": state.lost_race.astype(bool),
+            "round_end": state.round_end.copy(),
+            "score": state.score_round.copy(),
             "autoreset": was_done if was_done is not None else np.zeros(self.num_envs, bool),
             "action_mask": obs["action_mask"],
         }
         return (
             obs,
-            S.rewards.copy(),
+            state.rewards.copy(),
             np.repeat(term[:, None], p, axis=1),
             np.repeat(trunc[:, None], p, axis=1),
             infos,
@@ -234,10 +234,10 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
 
     def observations(self) -> dict[str, np.ndarray]:
         """The current observations and masks, shaped like ``step``'s (copied when ``copy=True``)."""
-        S = self._state
+        state = self._state
         if self.copy:
-            return {"observation": S.obs.copy(), "action_mask": S.mask.copy()}
-        return {"observation": S.obs, "action_mask": S.mask}
+            return {"observation": state.obs.copy(), "action_mask": state.mask.copy()}
+        return {"observation": state.obs, "action_mask": state.mask}
 
 
 def vector_env(

@@ -102,7 +102,7 @@ def test_make_agent__a_run_folder_points_to_its_policy(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- how a command ends
 def _fake_command(monkeypatch: pytest.MonkeyPatch, main: Any) -> None:
-    monkeypatch.setitem(commands.COMMANDS, "nertz-x", (f"{__name__}:{main.__name__}", (), ""))
+    monkeypatch.setitem(commands.COMMANDS, "nertz-x", commands.Command(f"{__name__}:{main.__name__}", (), ""))
 
 
 def _ctrl_c(argv: Any) -> int:
@@ -138,7 +138,7 @@ def main(argv=None):
     lock = mp.get_context("spawn").Lock()  # a resource the exit handlers release, as a worker pool's queues
     raise KeyboardInterrupt
 
-commands.COMMANDS["nertz-demo"] = ("__main__:main", (), "")
+commands.COMMANDS["nertz-demo"] = commands.Command("__main__:main", (), "")
 sys.exit(commands.nertz_demo())
 """
 
