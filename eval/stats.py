@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 def t_quantile(p: float, df: float) -> float:
     """Quantile of Student's t distribution (e.g. ``t_quantile(0.975, 4) = 2.7764...``)."""
-    from scipy import stats  # the eval extra, as openskill: tournaments run without it, their intervals need it
+    # the eval extra, imported as openskill is: tournaments run without it, their intervals need it
+    from scipy import stats
 
     return float(stats.t.ppf(p, df))
 
