@@ -8,6 +8,9 @@ its checkout (``PYTHONPATH``). Checkouts alternate within each repeat, so old an
 load; the table gives medians over the repeats of wall time and of the process's CPU time (the CPU time is
 what the compile costs; the wall time is what a user waits, which is more on a busy machine).
 
+Results are keyed by each checkout's commit (``2464fae+`` when its tracked files differ from that commit), this
+checkout's first; compare another commit through a worktree (``git worktree add ../old COMMIT``).
+
 ``--throughput S`` also measures, with the warm caches, the agent-steps/s of ``bench/bench_env.py``'s
 ``parallel_env`` loop and of ``bench/bench_vector.py``'s batched loop, checkouts alternating, S seconds each.
 ``--breakdown`` prints where the cold compile of the first checkout goes, per compiled function (exclusive
@@ -69,7 +72,6 @@ obs, _ = env.reset(seed=0)
 obs, *_ = env.step({a: 0 for a in env.agents})
 out["first_step_s"] = time.perf_counter() - w0
 out["first_step_cpu_s"] = time.process_time() - c0
-out["package"] = nertz_env.__file__
 if args.get("agents"):
     from nertz_env.agents import make_agent
 
@@ -126,6 +128,15 @@ def run_child(checkout: Path, cache: str, **args: object) -> dict:
     return json.loads(lines[-1][len("RESULT ") :])
 
 
+def commit_of(checkout: Path) -> str | None:
+    """The checkout's short commit, with ``+`` when its tracked files differ from it; None outside git."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True).stdout.strip()
+
+    head = git("rev-parse", "--short=7", "HEAD")
+    return head + ("+" if git("status", "--porcelain", "--untracked-files=no") else "") if head else None
+
+
 def med(values: list[float]) -> str:
     if not values:
         return "-"
@@ -167,7 +178,12 @@ def main(argv: list[str] | None = None) -> int:
         if not (c / "nertz_env" / "__init__.py").is_file():
             print(f"bench_compile: {c} is not a nertz-env checkout (no nertz_env/__init__.py)", file=sys.stderr)
             return 2
-    names = [str(c) for c in checkouts]
+    commits = [commit_of(c) for c in checkouts]
+    names = [n for n in commits if n]
+    if len(set(names)) < len(checkouts):
+        print(f"bench_compile: each checkout must be a git checkout of its own commit, got {commits}", file=sys.stderr)
+        return 2
+    name_of = dict(zip(checkouts, names, strict=True))
     runs: dict[str, dict[str, list[dict]]] = {n: {"cold": [], "warm": [], "throughput": []} for n in names}
     caches: dict[str, str] = {}
     breakdown: list = []
@@ -185,11 +201,11 @@ def main(argv: list[str] | None = None) -> int:
                 warm = run_child(c, cache, agents=args.agents)
                 if want_breakdown:
                     breakdown = cold["compiles"]
-                runs[str(c)]["cold"].append(cold)
-                runs[str(c)]["warm"].append(warm)
+                runs[name_of[c]]["cold"].append(cold)
+                runs[name_of[c]]["warm"].append(warm)
                 caches[str(c)] = cache
                 print(
-                    f"  repeat {r + 1} {c}: cold {cold['first_step_s']:.1f} s (cpu {cold['first_step_cpu_s']:.1f}), "
+                    f"  repeat {r + 1} {name_of[c]}: cold {cold['first_step_s']:.1f} s (cpu {cold['first_step_cpu_s']:.1f}), "
                     f"warm {warm['first_step_s']:.2f} s",
                     flush=True,
                 )
@@ -198,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
                 order = checkouts if r % 2 == 0 else checkouts[::-1]
                 for c in order:
                     res = run_child(c, caches[str(c)], throughput=args.throughput, tables=args.tables)
-                    runs[str(c)]["throughput"].append(res)
+                    runs[name_of[c]]["throughput"].append(res)
     texts = []
     rows = []
     for n in [] if args.throughput_only else names:
@@ -213,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
             for a in ("heuristic", "search"):
                 row.append(med([x[a + "_s"] for x in cold_runs]) + " / " + med([x[a + "_s"] for x in warm_runs]))
         rows.append(row)
-    header = ["checkout", "cold first step, s (wall)", "cold, s (CPU)", "warm first step, s"]
+    header = ["commit", "cold first step, s (wall)", "cold, s (CPU)", "warm first step, s"]
     if args.agents:
         header += ["first heuristic decision, s (cold / warm)", "first search decision, s (cold / warm)"]
     texts.append(
@@ -238,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             table(
                 f"Agent-steps/s with warm caches, median of {args.repeats}"
                 + (f" (in brackets: against {names[-1]})" if len(names) > 1 else ""),
-                ["checkout", "parallel_env (4 players)"] + [f"vector_env ({t} tables)" for t in args.tables],
+                ["commit", "parallel_env (4 players)"] + [f"vector_env ({t} tables)" for t in args.tables],
                 trows,
             )
         )

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from nertz_env import registration  # noqa: F401  (registers the Gymnasium ids)
 from nertz_env.actions import ActionTable, action_table
-from nertz_env.config import NertzConfig, make_config
+from nertz_env.config import NertzConfig, Rules, make_config
 from nertz_env.observation import ObsLayout, decode, obs_layout
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ __all__ = [
     "NertzParallelEnv",
     "NertzVectorEnv",
     "ObsLayout",
+    "Rules",
     "StateLayout",
     "__version__",
     "action_table",

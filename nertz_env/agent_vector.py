@@ -13,7 +13,7 @@ import numpy as np
 
 from nertz_env import render as _render
 from nertz_env._envbase import check_open, warn_unknown_options
-from nertz_env.config import rules_of
+from nertz_env.config import Rules, Unpack
 from nertz_env.vector import NertzVectorEnv
 
 
@@ -37,7 +37,7 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         copy: bool = True,
         render_mode: str | None = None,
         obs_format: str = "dict",
-        **rules: Any,
+        **rules: Unpack[Rules],
     ) -> None:
         if obs_format not in ("dict", "array"):
             raise ValueError(f"obs_format must be 'dict' or 'array', got {obs_format!r}")
@@ -141,31 +141,10 @@ def agent_vector_env(
     num_tables: int,
     num_players: int = 4,
     *,
-    nertz_size: int = 13,
-    work_piles: int = 4,
-    draw: int = 3,
-    recycle: str = "flip",
-    max_redeals: int | None = None,
-    empty_pile_from_nertz_first: bool = False,
-    call_mode: str = "auto",
-    call_bonus: int = 0,
-    false_call_penalty: int = 5,
-    nertz_penalty: int = 2,
-    stall_ticks: int | None = None,
-    max_ticks: int | None = None,
-    target_score: int | None = None,
-    rounds: int | None = None,
-    max_rounds: int | None = None,
-    teams: bool | Sequence[Sequence[int]] = False,
-    turn_based: bool = False,
-    jokers: int = 0,
-    allow_tuck: bool = False,
-    allow_rotate: bool = False,
-    last_moves: int = 0,
     copy: bool = True,
     render_mode: str | None = None,
     obs_format: str = "dict",
-    **unknown: Any,
+    **rules: Unpack[Rules],
 ) -> NertzAgentVectorEnv:
     """Every seat of ``num_tables`` tables as its own Gymnasium sub-environment (:class:`NertzAgentVectorEnv`).
     The rules options are :func:`nertz_env.parallel_env`'s keywords; any other keyword raises ``ValueError``.
@@ -178,7 +157,6 @@ def agent_vector_env(
             alone, a ``Box``, for the wrappers that need one; the mask is then in ``infos["action_mask"]`` and
             :meth:`~NertzAgentVectorEnv.action_masks`.
     """
-    rules = {k: v for k, v in rules_of(locals()).items() if k != "num_players"} | unknown
     return NertzAgentVectorEnv(
         num_tables, num_players=num_players, copy=copy, render_mode=render_mode, obs_format=obs_format, **rules
     )

@@ -8,10 +8,16 @@ Options that RULES.md names keep exactly its names.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
+
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:
+    from typing_extensions import Unpack
 
 from nertz_env._text import short
 
@@ -199,80 +205,100 @@ class NertzConfig:
 
 OPTION_NAMES = tuple(f.name for f in dataclasses.fields(NertzConfig))
 
-#: Per option: what it allows, what it means, and the value ``None`` stands for (where it stands for one).
+
+class Rules(TypedDict, total=False):
+    """Every option of :class:`NertzConfig` but the table size, as the env factories take them as keywords
+    (``**rules: Unpack[Rules]``): what an IDE completes. Defaults and meanings: :data:`OPTION_DOCS`. A new
+    option goes here, in :class:`NertzConfig` and in :data:`OPTION_DOCS`."""
+
+    nertz_size: int
+    work_piles: int
+    draw: int
+    recycle: str
+    max_redeals: int | None
+    empty_pile_from_nertz_first: bool
+    call_mode: str
+    call_bonus: int
+    false_call_penalty: int
+    nertz_penalty: int
+    stall_ticks: int | None
+    max_ticks: int | None
+    target_score: int | None
+    rounds: int | None
+    max_rounds: int | None
+    teams: bool | Sequence[Sequence[int]]  # the config stores tuples
+    turn_based: bool
+    jokers: int
+    allow_tuck: bool
+    allow_rotate: bool
+    last_moves: int
+
+
+class OptionDoc(NamedTuple):
+    """One row of the option table of docs/env/rules.md."""
+
+    allowed: str  # the values it takes
+    meaning: str
+    none_means: str = ""  # the value ``None`` stands for, where it stands for one
+
+
 #: The one place the option table is written: docs/env/rules.md renders it.
-OPTION_DOCS: dict[str, tuple[str, str, str]] = {
-    "num_players": ("2 to 8", "seats at the table, each with its own 52-card deck", ""),
-    "nertz_size": ("8 to 13", "cards dealt to each Nertz pile", ""),
-    "work_piles": ("4 to 6", "work piles per player (Pounce tables use 5 or 6)", ""),
-    "draw": ("1 to 3", "cards turned per flip, as one packet (the deepest becomes the waste's top)", ""),
-    "recycle": ('`"flip"`, `"shuffle"`', "the empty stock takes the waste turned over, or shuffled", ""),
-    "max_redeals": ("int >= 0 or `None`", "how often the waste may become the stock (`None`: unlimited)", ""),
-    "empty_pile_from_nertz_first": ("bool", "while the Nertz pile has cards an empty work pile takes only its top", ""),
-    "call_mode": ('`"auto"`, `"manual"`', "the round ends when a pile empties, or on a `call` action", ""),
-    "call_bonus": ("int >= 0", "points for the player who ended the round", ""),
-    "false_call_penalty": ("int >= 0", "points lost for a call with cards left (manual mode)", ""),
-    "nertz_penalty": ("int >= 0", "points lost per card left in the own Nertz pile (0: Pounce)", ""),
-    "stall_ticks": (
+OPTION_DOCS: dict[str, OptionDoc] = {
+    "num_players": OptionDoc("2 to 8", "seats at the table, each with its own 52-card deck"),
+    "nertz_size": OptionDoc("8 to 13", "cards dealt to each Nertz pile"),
+    "work_piles": OptionDoc("4 to 6", "work piles per player (Pounce tables use 5 or 6)"),
+    "draw": OptionDoc("1 to 3", "cards turned per flip, as one packet (the deepest becomes the waste's top)"),
+    "recycle": OptionDoc('`"flip"`, `"shuffle"`', "the empty stock takes the waste turned over, or shuffled"),
+    "max_redeals": OptionDoc("int >= 0 or `None`", "how often the waste may become the stock (`None`: unlimited)"),
+    "empty_pile_from_nertz_first": OptionDoc("bool", "while the Nertz pile has cards an empty work pile takes only its top"),
+    "call_mode": OptionDoc('`"auto"`, `"manual"`', "the round ends when a pile empties, or on a `call` action"),
+    "call_bonus": OptionDoc("int >= 0", "points for the player who ended the round"),
+    "false_call_penalty": OptionDoc("int >= 0", "points lost for a call with cards left (manual mode)"),
+    "nertz_penalty": OptionDoc("int >= 0", "points lost per card left in the own Nertz pile (0: Pounce)"),
+    "stall_ticks": OptionDoc(
         "int >= 1",
         "ticks without progress before the stall rule acts (x players when `turn_based`)",
         str(DEFAULT_STALL_TICKS),
     ),
-    "max_ticks": (
+    "max_ticks": OptionDoc(
         "int >= 1",
         "ticks after which a round is truncated and scored (x players when `turn_based`)",
         str(DEFAULT_MAX_TICKS),
     ),
-    "target_score": ("int >= 1", "play a match until a total reaches this", ""),
-    "rounds": ("int >= 1", "play a match of exactly this many rounds (Racing Demon)", ""),
-    "max_rounds": ("int >= 1", "a match to `target_score` is truncated after this many rounds", str(DEFAULT_MAX_ROUNDS)),
-    "teams": (
+    "target_score": OptionDoc("int >= 1", "play a match until a total reaches this"),
+    "rounds": OptionDoc("int >= 1", "play a match of exactly this many rounds (Racing Demon)"),
+    "max_rounds": OptionDoc("int >= 1", "a match to `target_score` is truncated after this many rounds", str(DEFAULT_MAX_ROUNDS)),
+    "teams": OptionDoc(
         "bool or seat groups",
         "`True` pairs seat i with seat i + n/2 (an even `num_players` of at least 4); or e.g. `[[0, 2], [1, 3]]` "
         "(at least two groups)",
-        "",
     ),
-    "turn_based": ("bool", "one seat acts per tick, in rotation", ""),
-    "jokers": ("0 to 2", "wild cards per deck", ""),
-    "allow_tuck": ("bool", "a Nertz or waste card may slide under a work pile's base (while another pile is empty)", ""),
-    "allow_rotate": ("bool", "move the stock's top card to its bottom as a move", ""),
-    "last_moves": (
-        "0 to 4",
-        "not a rule: the seat's own last moves this round join its observation (slice `last_moves`)",
-        "",
-    ),
+    "turn_based": OptionDoc("bool", "one seat acts per tick, in rotation"),
+    "jokers": OptionDoc("0 to 2", "wild cards per deck"),
+    "allow_tuck": OptionDoc("bool", "a Nertz or waste card may slide under a work pile's base (while another pile is empty)"),
+    "allow_rotate": OptionDoc("bool", "move the stock's top card to its bottom as a move"),
+    "last_moves": OptionDoc("0 to 4", "not a rule: the seat's own last moves this round join its observation (slice `last_moves`)"),
 }
-
-#: The type of each option as the env factories' keywords spell it: the field's type, except ``teams``,
-#: which takes any sequence of seat sequences (the config stores tuples).
-OPTION_TYPES: dict[str, str] = {
-    f.name: str(f.type) for f in dataclasses.fields(NertzConfig)
-} | {"teams": "bool | Sequence[Sequence[int]]"}
-
 
 def options_markdown() -> str:
     """The option table (option, default, allowed, meaning) in Markdown, from :class:`NertzConfig` and
     :data:`OPTION_DOCS`."""
     lines = ["| option | default | allowed | meaning |", "|---|---|---|---|"]
     for f in dataclasses.fields(NertzConfig):
-        allowed, meaning, none_means = OPTION_DOCS[f.name]
+        doc = OPTION_DOCS[f.name]
         d = f.default
         default = f"`{d!r}`".replace("'", '"') if d is None or isinstance(d, (bool, str)) else str(d)
-        if none_means:
-            default += f" ({none_means})"
-        lines.append(f"| `{f.name}` | {default} | {allowed} | {meaning} |")
+        if doc.none_means:
+            default += f" ({doc.none_means})"
+        lines.append(f"| `{f.name}` | {default} | {doc.allowed} | {doc.meaning} |")
     return "\n".join(lines)
 
 
-def rules_of(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The rules options among ``values`` (an env factory's ``locals()``), by name."""
-    return {name: values[name] for name in OPTION_NAMES}
-
-
-def make_config(**options: Any) -> NertzConfig:
+def make_config(num_players: int = 4, **rules: Unpack[Rules]) -> NertzConfig:
     """Build a validated config; unknown option names raise ``ValueError`` listing the known ones."""
-    unknown = sorted(set(options) - set(OPTION_NAMES))
+    unknown = sorted(set(rules) - set(OPTION_NAMES))
     if unknown:
         shown = short(unknown, 200) if sum(len(k) for k in unknown) > 200 else str(unknown)
         raise ValueError(f"unknown option(s) {shown}; the options are: {', '.join(OPTION_NAMES)}")
-    return NertzConfig(**options)
+    options: dict[str, Any] = dict(rules)  # teams as any seat sequences: the config stores them as tuples
+    return NertzConfig(num_players=num_players, **options)

@@ -7,7 +7,7 @@ Actions, observations, infos, ``obs_key`` and the client conventions: docs/env/a
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from typing import Any, NamedTuple
 
 import gymnasium
@@ -20,12 +20,12 @@ from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 from nertz_env import render as _render
 from nertz_env._envbase import Copyable, check_open, table_seeds, warn_unknown_options
 from nertz_env.actions import ActionTable, action_table
-from nertz_env.config import NertzConfig, is_int, make_config, rules_of
+from nertz_env.config import NertzConfig, Rules, Unpack, is_int, make_config
 from nertz_env.engine import batch
 from nertz_env.engine.rules import step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate
 from nertz_env.global_state import state_layout, state_space
-from nertz_env.infos import none_per_agent, step_per_agent
+from nertz_env.infos import no_event_infos, step_per_agent
 from nertz_env.observation import obs_layout
 from nertz_env.snapshot import restore_table, snapshot_table
 
@@ -41,8 +41,8 @@ def _as_action(agent: str, value: Any) -> int | None:
     raise ValueError(f"action for {agent!r} must be an integer action index, got {value!r}")
 
 
-class _Rows(NamedTuple):
-    """Views of table 0's rows of the engine arrays that ``step`` reads (the 0/1 flags as bools)."""
+class _TableViews(NamedTuple):
+    """The one table's rows (table 0) of the engine arrays that ``step`` reads, as views (the 0/1 flags as bools)."""
 
     obs: np.ndarray
     mask: np.ndarray
@@ -78,7 +78,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         "is_parallelizable": True,
         "render_fps": _render.RENDER_FPS,
     }
-    _derived = ("_step_table", "_rows", "_action_row")
+    _derived = ("_step_table", "_table", "_action_row")
 
     def __init__(
         self,
@@ -87,7 +87,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         illegal_action: str = "noop",
         max_cycles: int | None = None,
         obs_key: str | None = "observation",
-        **rules: Any,
+        **rules: Unpack[Rules],
     ) -> None:
         """The arguments are :func:`parallel_env`'s."""
         _render.check_mode(render_mode)
@@ -106,7 +106,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
                     "max_cycles bounds an episode's steps, but this episode is a match of several rounds; "
                     "bound each round with max_ticks instead"
                 )
-            rules = {**rules, "max_ticks": int(max_cycles)}
+            rules["max_ticks"] = int(max_cycles)
         self.config: NertzConfig = make_config(num_players=num_players, **rules)
         self.render_mode = render_mode
         self.illegal_action = illegal_action
@@ -131,7 +131,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         self._actions = np.zeros((1, n), dtype=np.int64)
         self._seeded = False
         self._closed = False
-        self._info_none: list[dict[str, Any]] = []  # each seat's infos with no event (its match score changes)
+        self._no_event: list[dict[str, Any]] = []  # each seat's infos with no event (its match score changes)
         self._team = self.config.team_of
         self._live = frozenset(self.possible_agents)  # the live agents whenever any are: all seats play to the end
         self._num_actions = self.actions.n
@@ -140,8 +140,8 @@ class NertzParallelEnv(Copyable, ParallelEnv):
     def _bind(self) -> None:
         # the compiled step without numba's per-call type dispatch, and views of table 0's rows
         self._step_table = batch.bound(step_block, self._state, self._actions, False, 0, 1)
-        rows = _Rows(*(getattr(self._state, f)[0] for f in _Rows._fields))
-        self._rows = rows._replace(illegal=rows.illegal.view(np.bool_), lost_race=rows.lost_race.view(np.bool_))
+        views = _TableViews(*(getattr(self._state, f)[0] for f in _TableViews._fields))
+        self._table = views._replace(illegal=views.illegal.view(np.bool_), lost_race=views.lost_race.view(np.bool_))
         self._action_row = self._actions[0]
 
     # ------------------------------------------------------------------ PettingZoo API
@@ -172,8 +172,8 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         self._seeded = True
         self.agents = self.possible_agents[:] if self._state.done[0] == DONE_NO else []
         obs, masks = self._observations()
-        self._info_none = [none_per_agent(m) for m in self._rows.match_score.tolist()]
-        infos = {a: info.copy() for a, info in zip(self.agents, self._info_none)}  # noqa: B905
+        self._no_event = [no_event_infos(m) for m in self._table.match_score.tolist()]
+        infos = {a: info.copy() for a, info in zip(self.agents, self._no_event)}  # noqa: B905
         if self.obs_key is None:  # the mask goes to the infos only when the observation holds none
             for a, mask in zip(self.agents, masks):  # noqa: B905
                 infos[a]["action_mask"] = mask
@@ -206,23 +206,23 @@ class NertzParallelEnv(Copyable, ParallelEnv):
                 row[seat[agent]] = -1 if a is None or not 0 <= a < n_act else a
         else:
             missing = self._checked_row(actions, row)
-        S = self._state
-        self._step_table(S, self._actions, False, 0, 1)
+        state = self._state
+        self._step_table(state, self._actions, False, 0, 1)
         obs, masks = self._observations()
-        done = S.done.item(0)
+        done = state.done.item(0)
         term = done != DONE_NO and done != DONE_TRUNCATED
         trunc = done == DONE_TRUNCATED
-        rows = self._rows  # every seat is live until the episode ends: agents are the seats in order
-        rewards = dict(zip(agents, rows.rewards.tolist()))  # noqa: B905 (one value per seat by construction)
+        table = self._table  # every seat is live until the episode ends: agents are the seats in order
+        rewards = dict(zip(agents, table.rewards.tolist()))  # noqa: B905 (one value per seat by construction)
         terminations = dict.fromkeys(agents, term)
         truncations = dict.fromkeys(agents, trunc)
-        infos = step_per_agent(agents, rows.illegal.tolist(), rows.lost_race.tolist(), rows.applied.tolist(), self._info_none)
+        infos = step_per_agent(agents, table.illegal.tolist(), table.lost_race.tolist(), table.applied.tolist(), self._no_event)
         for name in missing:
             infos[name]["missing_action"] = True
         if self.obs_key is None:  # the mask in exactly one place: TorchRL's wrapper fails when it is in both
             for name, mask in zip(agents, masks):  # noqa: B905
                 infos[name]["action_mask"] = mask
-        if S.round_end.item(0):
+        if state.round_end.item(0):
             self._add_round_infos(infos)
         if done != DONE_NO:
             self.agents = []
@@ -259,29 +259,29 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         """Each live agent's observation in the ``obs_key`` form, and its mask, copied out of the engine."""
         agents = self.agents
         if not agents:
-            return {}, self._rows.mask[:0]
-        o = self._rows.obs.copy()
-        masks = self._rows.mask.copy()
+            return {}, self._table.mask[:0]
+        o = self._table.obs.copy()
+        masks = self._table.mask.copy()
         key = self.obs_key
         if key is None:
             return dict(zip(agents, o)), masks  # noqa: B905 (one row per seat, every seat live)
         return {a: {key: x, "action_mask": m} for a, x, m in zip(agents, o, masks)}, masks  # noqa: B905
 
     def _add_round_infos(self, infos: dict[str, dict[str, Any]]) -> None:
-        S, cfg = self._state, self.config
-        totals = [int(v) for v in S.score_round[0]]  # the engine's score of the round (finish_round)
-        end = int(S.round_end[0])
-        self._info_none = [none_per_agent(m) for m in self._rows.match_score.tolist()]
+        state, cfg = self._state, self.config
+        totals = [int(v) for v in state.score_round[0]]  # the engine's score of the round (finish_round)
+        end = int(state.round_end[0])
+        self._no_event = [no_event_infos(m) for m in self._table.match_score.tolist()]
         for a, info in infos.items():
             p = self._seat[a]
             info["round_end"] = end
             info["score"] = totals[p]
-            info["score_lake"] = int(S.score_lake[0, p])
-            info["score_nertz_penalty"] = -cfg.nertz_penalty * int(S.score_nertz[0, p])
-            info["score_bonus"] = int(S.score_bonus[0, p])
-            info["score_false_calls"] = -cfg.false_call_penalty * int(S.score_false[0, p])
-            info["nertz_left"] = int(S.score_nertz[0, p])
-            info["match_score"] = self._info_none[p]["match_score"]
+            info["score_lake"] = int(state.score_lake[0, p])
+            info["score_nertz_penalty"] = -cfg.nertz_penalty * int(state.score_nertz[0, p])
+            info["score_bonus"] = int(state.score_bonus[0, p])
+            info["score_false_calls"] = -cfg.false_call_penalty * int(state.score_false[0, p])
+            info["nertz_left"] = int(state.score_nertz[0, p])
+            info["match_score"] = self._no_event[p]["match_score"]
             info["team_score"] = sum(totals[q] for q in range(cfg.num_players) if self._team[q] == self._team[p])
 
     def render(self, mode: str | None = None) -> Any:
@@ -352,37 +352,17 @@ class OrderEnforcedEnv(OrderEnforcingWrapper):
 def parallel_env(
     *,
     num_players: int = 4,
-    nertz_size: int = 13,
-    work_piles: int = 4,
-    draw: int = 3,
-    recycle: str = "flip",
-    max_redeals: int | None = None,
-    empty_pile_from_nertz_first: bool = False,
-    call_mode: str = "auto",
-    call_bonus: int = 0,
-    false_call_penalty: int = 5,
-    nertz_penalty: int = 2,
-    stall_ticks: int | None = None,
-    max_ticks: int | None = None,
-    target_score: int | None = None,
-    rounds: int | None = None,
-    max_rounds: int | None = None,
-    teams: bool | Sequence[Sequence[int]] = False,
-    turn_based: bool = False,
-    jokers: int = 0,
-    allow_tuck: bool = False,
-    allow_rotate: bool = False,
-    last_moves: int = 0,
     render_mode: str | None = None,
     illegal_action: str = "noop",
     max_cycles: int | None = None,
     obs_key: str | None = "observation",
-    **unknown: Any,
+    **rules: Unpack[Rules],
 ) -> NertzParallelEnv:
     """Nertz as a PettingZoo ``ParallelEnv``.
 
-    Every rules option (``num_players`` .. ``allow_rotate``) and ``last_moves`` is a keyword with its RULES.md
-    default (docs/env/rules.md); any other keyword raises ``ValueError``.
+    Every option of :class:`~nertz_env.NertzConfig` is a keyword (``num_players`` and the
+    :class:`~nertz_env.Rules`), with its RULES.md default (docs/env/rules.md); any other keyword raises
+    ``ValueError``.
 
     Args:
         render_mode: ``None``, ``"ansi"`` (``render()`` returns the table as text), ``"human"`` (prints it) or
@@ -394,48 +374,27 @@ def parallel_env(
             (RLlib's ``ActionMaskingTorchRLModule``) or ``None`` (the bare vector; the mask in
             ``infos[agent]["action_mask"]`` only, as AgileRL wants it).
     """
-    rules = rules_of(locals()) | unknown
     return NertzParallelEnv(
-        render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, obs_key=obs_key, **rules
+        num_players, render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, obs_key=obs_key,
+        **rules,
     )
 
 
 def env(
     *,
     num_players: int = 4,
-    nertz_size: int = 13,
-    work_piles: int = 4,
-    draw: int = 3,
-    recycle: str = "flip",
-    max_redeals: int | None = None,
-    empty_pile_from_nertz_first: bool = False,
-    call_mode: str = "auto",
-    call_bonus: int = 0,
-    false_call_penalty: int = 5,
-    nertz_penalty: int = 2,
-    stall_ticks: int | None = None,
-    max_ticks: int | None = None,
-    target_score: int | None = None,
-    rounds: int | None = None,
-    max_rounds: int | None = None,
-    teams: bool | Sequence[Sequence[int]] = False,
-    turn_based: bool = False,
-    jokers: int = 0,
-    allow_tuck: bool = False,
-    allow_rotate: bool = False,
-    last_moves: int = 0,
     render_mode: str | None = None,
     illegal_action: str = "noop",
     max_cycles: int | None = None,
     obs_key: str | None = "observation",
-    **unknown: Any,
+    **rules: Unpack[Rules],
 ) -> OrderEnforcedEnv:
     """Nertz as a PettingZoo ``AECEnv`` (``parallel_to_aec`` of :func:`parallel_env`, order-enforced); the
     keywords are :func:`parallel_env`'s."""
-    rules = rules_of(locals()) | unknown
-    return OrderEnforcedEnv(
-        raw_env(render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, obs_key=obs_key, **rules)
-    )
+    return OrderEnforcedEnv(raw_env(
+        num_players=num_players, render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles,
+        obs_key=obs_key, **rules,
+    ))
 
 
 def describe_action(index: int, **rules: Any) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 # extra -> the top-level modules its requirements install, in pyproject's order
 EXTRAS: dict[str, tuple[str, ...]] = {
     "train": ("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tqdm", "rich"),
-    "eval": ("openskill", "matplotlib", "tqdm"),
+    "eval": ("openskill", "matplotlib", "tqdm", "scipy"),
     "render": ("resvg_py", "PIL", "imageio", "imageio_ffmpeg"),
     "play": ("starlette", "uvicorn", "websockets"),
     "rllib": ("torch", "ray"),

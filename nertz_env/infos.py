@@ -123,23 +123,23 @@ SCHEMAS: dict[str, tuple[InfoKey, ...]] = {
 }
 
 
-#: one agent's infos with every key of :data:`PER_AGENT` at its "none yet" value, in the schema's order
-_NONE_PER_AGENT: dict[str, Any] = {k.name: False if k.kind == "bool" else 0 for k in PER_AGENT}
+#: one agent's infos with every key of :data:`PER_AGENT` at its "none yet" value (no event), in the schema's order
+_NO_EVENT: dict[str, Any] = {k.name: False if k.kind == "bool" else 0 for k in PER_AGENT}
 
 
-def none_per_agent(match_score: int = 0) -> dict[str, Any]:
-    """One agent's infos with every key at its "none yet" value and the match score so far (what ``reset``
-    returns, without the mask of an env whose observation holds none)."""
-    return _NONE_PER_AGENT | {"match_score": int(match_score)}
+def no_event_infos(match_score: int = 0) -> dict[str, Any]:
+    """One agent's infos when nothing happened to it yet: every key at its "none yet" value and the match score
+    so far (what ``reset`` returns, without the mask of an env whose observation holds none)."""
+    return _NO_EVENT | {"match_score": int(match_score)}
 
 
 def step_per_agent(
-    agents: list[str], illegal: list[bool], lost_race: list[bool], applied: list[int], none: list[dict[str, Any]]
+    agents: list[str], illegal: list[bool], lost_race: list[bool], applied: list[int], no_event: list[dict[str, Any]]
 ) -> dict[str, dict[str, Any]]:
     """``infos`` of a ``parallel_env`` step: each agent's flags from the engine's rows, on a copy of its seat's
-    :func:`none_per_agent` dict in ``none`` (which holds the seat's match score)."""
+    :func:`no_event_infos` dict in ``no_event`` (which holds the seat's match score)."""
     infos = {}
-    for a, i, lost, act, info in zip(agents, illegal, lost_race, applied, none):  # noqa: B905
+    for a, i, lost, act, info in zip(agents, illegal, lost_race, applied, no_event):  # noqa: B905
         info = info.copy()
         info["illegal"] = i
         info["lost_race"] = lost

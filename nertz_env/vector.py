@@ -14,7 +14,7 @@ import numpy as np
 from nertz_env import render as _render
 from nertz_env._envbase import Copyable, check_open, table_seeds, warn_unknown_options
 from nertz_env.actions import ActionTable, action_table
-from nertz_env.config import NertzConfig, is_int, make_config, rules_of
+from nertz_env.config import NertzConfig, Rules, Unpack, is_int, make_config
 from nertz_env.engine import batch
 from nertz_env.engine.rules import reset_block, reset_seeded_block, sample_block, step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate
@@ -43,7 +43,7 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         autoreset: bool = True,
         copy: bool = True,
         render_mode: str | None = None,
-        **rules: Any,
+        **rules: Unpack[Rules],
     ) -> None:
         """The arguments are :func:`vector_env`'s."""
         self.render_mode = _render.check_mode(render_mode)
@@ -144,25 +144,25 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
             raise ValueError(f"actions must be integers, got dtype {acts.dtype}")
         self._acts[...] = acts  # into the batch's own int64 buffer, the type the bound step expects
         acts = self._acts
-        S = self._state
-        was_done = S.done != DONE_NO if self.autoreset else None
-        batch.run(self._step_fn, (S, acts, self.autoreset), self.num_envs)
-        done = S.done
+        state = self._state
+        was_done = state.done != DONE_NO if self.autoreset else None
+        batch.run(self._step_fn, (state, acts, self.autoreset), self.num_envs)
+        done = state.done
         term = (done != DONE_NO) & (done != DONE_TRUNCATED)
         trunc = done == DONE_TRUNCATED
         p = self.num_players
         obs = self.observations()
         infos = {
-            "illegal": S.illegal.astype(bool),
-            "lost_race": S.lost_race.astype(bool),
-            "round_end": S.round_end.copy(),
-            "score": S.score_round.copy(),
+            "illegal": state.illegal.astype(bool),
+            "lost_race": state.lost_race.astype(bool),
+            "round_end": state.round_end.copy(),
+            "score": state.score_round.copy(),
             "autoreset": was_done if was_done is not None else np.zeros(self.num_envs, bool),
             "action_mask": obs["action_mask"],
         }
         return (
             obs,
-            S.rewards.copy(),
+            state.rewards.copy(),
             np.repeat(term[:, None], p, axis=1),
             np.repeat(trunc[:, None], p, axis=1),
             infos,
@@ -234,41 +234,20 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
 
     def observations(self) -> dict[str, np.ndarray]:
         """The current observations and masks, shaped like ``step``'s (copied when ``copy=True``)."""
-        S = self._state
+        state = self._state
         if self.copy:
-            return {"observation": S.obs.copy(), "action_mask": S.mask.copy()}
-        return {"observation": S.obs, "action_mask": S.mask}
+            return {"observation": state.obs.copy(), "action_mask": state.mask.copy()}
+        return {"observation": state.obs, "action_mask": state.mask}
 
 
 def vector_env(
     num_tables: int,
     num_players: int = 4,
     *,
-    nertz_size: int = 13,
-    work_piles: int = 4,
-    draw: int = 3,
-    recycle: str = "flip",
-    max_redeals: int | None = None,
-    empty_pile_from_nertz_first: bool = False,
-    call_mode: str = "auto",
-    call_bonus: int = 0,
-    false_call_penalty: int = 5,
-    nertz_penalty: int = 2,
-    stall_ticks: int | None = None,
-    max_ticks: int | None = None,
-    target_score: int | None = None,
-    rounds: int | None = None,
-    max_rounds: int | None = None,
-    teams: bool | Sequence[Sequence[int]] = False,
-    turn_based: bool = False,
-    jokers: int = 0,
-    allow_tuck: bool = False,
-    allow_rotate: bool = False,
-    last_moves: int = 0,
     autoreset: bool = True,
     copy: bool = True,
     render_mode: str | None = None,
-    **unknown: Any,
+    **rules: Unpack[Rules],
 ) -> NertzVectorEnv:
     """``num_tables`` tables of Nertz stepped in one call (:class:`NertzVectorEnv`). The rules options are
     :func:`nertz_env.parallel_env`'s keywords; any other keyword raises ``ValueError``.
@@ -281,7 +260,6 @@ def vector_env(
             needs the ``render`` extra), ``"ansi"`` (a tuple of texts, one per table) or ``"human"`` (prints
             them).
     """
-    rules = {k: v for k, v in rules_of(locals()).items() if k != "num_players"} | unknown
     return NertzVectorEnv(
         num_tables, num_players=num_players, autoreset=autoreset, copy=copy, render_mode=render_mode, **rules
     )

@@ -51,13 +51,25 @@ def test_rule__a_value_means_the_same_in_every_command(command: str, head: list[
 
 
 @pytest.mark.parametrize(
+    ("command", "head", "flag"),
+    [("eval", ["round-robin", "random"], "--players"), ("play", [], "--players"), ("train", [], "--num-players")],
+)
+def test_rule__the_table_size_is_refused_naming_the_commands_own_flag(
+    command: str, head: list[str], flag: str, capsys: Any
+) -> None:
+    with pytest.raises(SystemExit):
+        _parser(command).parse_args([*head, "--rule", "num_players=3"])
+    assert f"argument --rule: give the table size with {flag}, not as a rule" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
     ("argv", "error"),
     [
         (["--rule", "draw"], "argument --rule: takes key=value (e.g. --rule draw=1), got 'draw'"),
-        (["--rule", "num_players=3"], "argument --rule: give the table size with --players, not as a rule"),
         (["--rule", "draw=1", "--rule", "draw=3"], "argument --rule: draw is given twice (1 and 3): give it once"),
         (["--players", "3", "--players", "4"], "--players is given twice (the last would win silently): give it once"),
-        (["--players", "3", "--play", "4"], "--players and --play both set players (the last would win silently): give it once"),
+        (["--players", "3", "--seats", "4"], "--players and --seats both set players (the last would win silently): give it once"),
+        (["--play", "4"], "unrecognized arguments: --play 4"),
         (["--players", "x"], "argument --players: invalid int value: 'x'"),
         (["--deals", "0"], "argument --deals: must be at least 1, got 0"),
     ],
@@ -65,6 +77,7 @@ def test_rule__a_value_means_the_same_in_every_command(command: str, head: list[
 def test_parser__bad_input_is_one_line_and_exit_2(argv: list[str], error: str, capsys: Any) -> None:
     parser = Parser(prog="nertz-x")
     parser.add_argument("--players", type=int)
+    parser.add_argument("--seats", dest="players", type=int)
     parser.add_argument("--deals", type=at_least(1))
     add_rule_flag(parser)
     with pytest.raises(SystemExit) as stop:
@@ -88,7 +101,7 @@ def test_make_agent__a_run_folder_points_to_its_policy(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- how a command ends
 def _fake_command(monkeypatch: pytest.MonkeyPatch, main: Any) -> None:
-    monkeypatch.setitem(commands.COMMANDS, "nertz-x", (f"{__name__}:{main.__name__}", (), ""))
+    monkeypatch.setitem(commands.COMMANDS, "nertz-x", commands.Command(f"{__name__}:{main.__name__}", (), ""))
 
 
 def _ctrl_c(argv: Any) -> int:
@@ -124,7 +137,7 @@ def main(argv=None):
     lock = mp.get_context("spawn").Lock()  # a resource the exit handlers release, as a worker pool's queues
     raise KeyboardInterrupt
 
-commands.COMMANDS["nertz-demo"] = ("__main__:main", (), "")
+commands.COMMANDS["nertz-demo"] = commands.Command("__main__:main", (), "")
 sys.exit(commands.nertz_demo())
 """
 

@@ -118,13 +118,13 @@ def test_memory_figures__are_what_bytes_per_table_returns() -> None:
 
 # ---------------------------------------------------------------- compile time (bench/results/bench_compile.json)
 def _compile_medians() -> dict[str, dict[str, float]]:
-    """Per checkout of the recorded run: the medians of its cold and warm measurements."""
+    """Per commit of the recorded run, the measured checkout's first: the medians of its cold and warm runs."""
     runs = json.loads((RESULTS / "bench_compile.json").read_text())["runs"]
     out = {}
-    for checkout, run in runs.items():
+    for commit, run in runs.items():
         def med(kind: str, key: str, run: dict = run) -> float:
             return statistics.median(m[key] for m in run[kind])
-        out[checkout] = {
+        out[commit] = {
             "cold": med("cold", "first_step_s"), "warm": med("warm", "first_step_s"),
             "heuristic": med("cold", "heuristic_s"), "search": med("cold", "search_s"),
         }
@@ -134,10 +134,10 @@ def _compile_medians() -> dict[str, dict[str, float]]:
 def test_cold_start_figures__match_bench_compile_results() -> None:
     data = json.loads((RESULTS / "bench_compile.json").read_text())
     medians = _compile_medians()
-    this, before = medians["/work/main"], medians[next(k for k in medians if k != "/work/main")]
+    (this_commit, this), (before_commit, before) = medians.items()
     assert f"First environment on an empty compile cache: {this['cold']:.1f} s" in README
     perf = _page("guides/performance.md")
-    for name, m in (("this release", this), ("the commit before", before)):
+    for name, m in ((f"this release ({this_commit})", this), (f"the commit before ({before_commit})", before)):
         row = f"| {name} | **{m['cold']:.1f}** | {m['warm']:.1f} | {m['heuristic']:.1f} | {m['search']:.1f} |"
         assert row.replace("**", "") in perf.replace("**", ""), f"performance.md should have the row {row}"
     assert data["command"] in perf and data["when"][:16] in perf

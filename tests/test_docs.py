@@ -208,14 +208,6 @@ def test_every_relative_link_resolves() -> None:
     assert not bad, "broken links:\n" + "\n".join(bad)
 
 
-def test_readme_is_a_front_page() -> None:
-    lines = README.read_text().splitlines()
-    assert len(lines) <= 250, f"README.md has {len(lines)} lines; move the detail to a docs page"
-    assert "](docs/_static/table.svg)" in README.read_text()
-    pointer = (ROOT / "train" / "README.md").read_text()
-    assert len(pointer.splitlines()) < 20, "train/README.md is a pointer into the docs"
-
-
 def test_api_page__info_schema_and_state_layout_are_the_code_s() -> None:
     from nertz_env.cli.docs import render
 
@@ -243,17 +235,3 @@ def test_pages_give_the_training_defaults_the_code_has() -> None:
                 checked.append(name)
                 assert int(number.replace(",", "").replace("_", "")) == defaults[name], (doc.name, name, defaults[name])
     assert "eval_deals" in checked
-
-
-def test_every_training_example_shows_progress_and_says_how_long_it_takes() -> None:
-    """SB3's ``.learn(total_timesteps=...)`` on a page: with a progress bar, and a time or the benchmark that
-    measures it."""
-    found = 0
-    for doc in _guides():
-        for block in re.finditer(r"```python\n(.*?)```(?=(.{0,800}))", doc.read_text(), re.S):
-            for call in re.findall(r"\.learn\((.*total_timesteps.*)\)", block.group(1)):
-                found += 1
-                assert "progress_bar=True" in call, f"{doc.name}: model.learn({call}) shows no progress"
-                told = re.search(r"takes about [\d.]+ min|python bench/bench_\w+\.py", block.group(1) + block.group(2))
-                assert told, f"{doc.name}: {call}: says nothing of how long it takes"
-    assert found >= 1

@@ -21,9 +21,9 @@ from gymnasium.error import ClosedEnvironmentError
 
 import nertz_env
 from nertz_env import infos as schema
-from nertz_env import render
 from nertz_env.actions import action_table
 from nertz_env.cards import JOKER, from_text
+from nertz_env.config import OPTION_DOCS, OPTION_NAMES, Rules
 from nertz_env.global_state import state_layout
 from nertz_env.render import draw
 from nertz_env.snapshot import SnapshotError, round_so_far
@@ -375,6 +375,39 @@ def test_bad_option__value_error_names_it(rules: dict, match: str) -> None:
         nertz_env.parallel_env(**rules)
 
 
+def test_rules_keywords__reach_the_table_in_every_factory_and_an_unknown_one_is_refused() -> None:
+    assert set(Rules.__annotations__) | {"num_players"} == set(OPTION_NAMES) == set(OPTION_DOCS)
+    e = nertz_env.parallel_env(num_players=3, draw=1, teams=False, jokers=2, max_cycles=50)
+    assert (e.config.num_players, e.config.draw, e.config.jokers, e.config.max_ticks) == (3, 1, 2, 50)
+    v = nertz_env.vector_env(2, 5, work_piles=6, copy=False)
+    assert (v.num_envs, v.config.num_players, v.config.work_piles, v.copy) == (2, 5, 6, False)
+    a = nertz_env.agent_vector_env(2, num_players=2, recycle="shuffle")
+    assert (a.num_envs, a.config.recycle) == (4, "shuffle")
+    aec = nertz_env.env(nertz_size=9, illegal_action="raise")
+    assert aec.unwrapped.config.nertz_size == 9 and aec.unwrapped.illegal_action == "raise"
+    for make in (nertz_env.parallel_env, nertz_env.env, lambda **k: nertz_env.vector_env(1, **k),
+                 lambda **k: nertz_env.agent_vector_env(1, **k)):
+        with pytest.raises(ValueError, match=r"unknown option\(s\) \['drwa'\]; the options are"):
+            make(drwa=1)
+
+
+def test_rules_keywords__the_single_agent_and_sb3_vector_envs_take_them_or_a_rules_dict_not_both() -> None:
+    pytest.importorskip("sb3_contrib", reason="needs the train extra")
+    from nertz_env.train import NertzSingleAgentEnv, NertzVecEnv
+
+    env = NertzSingleAgentEnv(num_players=2, draw=1, opponents=["random"])
+    assert (env.config.draw, env.config.num_players) == (1, 2)
+    assert NertzSingleAgentEnv(2, {"draw": 1}).config == env.config
+    venv = NertzVecEnv(1, 2, draw=1)
+    assert venv.config == env.config
+    venv.close()
+    for make in (NertzSingleAgentEnv, lambda *a, **k: NertzVecEnv(1, *a, **k)):
+        with pytest.raises(ValueError, match=r"not both"):
+            make(2, rules={"draw": 1}, jokers=2)
+    with pytest.raises(ValueError, match=r"unknown option"):
+        NertzSingleAgentEnv(2, drawn=1)
+
+
 @pytest.mark.parametrize("seed", [-1, 1.5, "7", True])
 def test_bad_seed__value_error(seed: object) -> None:
     with pytest.raises(ValueError, match="seed"):
@@ -583,66 +616,22 @@ def test_gym_ids__the_module_colon_id_form_works_from_a_fresh_interpreter_outsid
     assert out.stdout.strip() == "nertz_env/Nertz-v0"
 
 
-# wrapper of gymnasium.wrappers.vector -> (the observation form of agent_vector_env it works on, how to make it)
-WORKS: dict[str, tuple[str, Callable[[Any], Any]]] = {
-    "DictInfoToList": ("dict", lambda e: W.DictInfoToList(e)),
-    "FilterObservation": ("dict", lambda e: W.FilterObservation(e, ["observation"])),
-    "FlattenObservation": ("array", lambda e: W.FlattenObservation(e)),
-    "ReshapeObservation": ("array", lambda e: W.ReshapeObservation(e, (1, e.single_observation_space.shape[0]))),
-    "RescaleObservation": ("array", lambda e: W.RescaleObservation(e, -1.0, 1.0)),
-    "DtypeObservation": ("array", lambda e: W.DtypeObservation(e, np.float64)),
-    "NormalizeObservation": ("array", lambda e: W.NormalizeObservation(e)),
-    "TransformObservation": ("dict", lambda e: W.TransformObservation(e, lambda o: o)),
-    "TransformAction": ("dict", lambda e: W.TransformAction(e, lambda a: a)),
-    "TransformReward": ("dict", lambda e: W.TransformReward(e, lambda r: 2 * r)),
-    "ClipReward": ("dict", lambda e: W.ClipReward(e, -1, 1)),
-    "NormalizeReward": ("dict", lambda e: W.NormalizeReward(e)),
-    "RecordEpisodeStatistics": ("dict", lambda e: W.RecordEpisodeStatistics(e)),
-    "NumpyToTorch": ("dict", lambda e: W.NumpyToTorch(e)),
-    "VectorizeTransformObservation": (
-        "dict",
-        lambda e: W.VectorizeTransformObservation(e, gymnasium.wrappers.FilterObservation, filter_keys=["observation"]),
-    ),
-    "VectorizeTransformReward": (
-        "dict",
-        lambda e: W.VectorizeTransformReward(e, gymnasium.wrappers.ClipReward, min_reward=-1, max_reward=1),
-    ),
-    "VectorizeTransformAction": (
-        "dict",
-        lambda e: W.VectorizeTransformAction(
-            e, gymnasium.wrappers.TransformAction, func=lambda a: a, action_space=e.single_action_space
-        ),
-    ),
-}
-# wrappers that do not apply to a Discrete action and a feature-vector observation (docs/env/api.md says why)
-NOT_APPLICABLE = {"GrayscaleObservation", "ResizeObservation", "ClipAction", "RescaleAction", "JaxToNumpy",
-                  "JaxToTorch", "ArrayConversion", "RecordVideo", "HumanRendering"}
-
-
-def test_gym_wrappers__every_vector_wrapper_is_classified_and_named_in_the_docs() -> None:
-    names = set(W.__all__)
-    assert names == set(WORKS) | NOT_APPLICABLE, sorted(names ^ (set(WORKS) | NOT_APPLICABLE))
-    text = API.read_text()
-    assert not [n for n in sorted(names) if f"`{n}`" not in text], "docs/env/api.md does not name them all"
-
-
-@pytest.mark.parametrize("name", sorted(WORKS))
-def test_gym_wrappers__work_on_the_per_agent_env(name: str) -> None:
-    form, make = WORKS[name]
-    if name == "NumpyToTorch":
-        torch = pytest.importorskip("torch")
-        pytest.importorskip("array_api_compat")
-    env = make(nertz_env.agent_vector_env(2, num_players=2, max_ticks=20, obs_format=form))
-    obs, info = env.reset(seed=0)
-    for _ in range(25):  # across the round's end and the autoreset
-        masks = [i["action_mask"] for i in info] if isinstance(info, list) else info["action_mask"]
-        acts = np.array([int(np.flatnonzero(np.asarray(m))[0]) for m in masks])
-        obs, _, _, _, info = env.step(torch.as_tensor(acts) if name == "NumpyToTorch" else acts)
-    # (normalized or transformed values may leave the Box's [0, 1] bounds by design)
-    if name not in ("NumpyToTorch", "NormalizeObservation", "RescaleObservation", "TransformObservation"):
-        assert env.observation_space.contains(obs if isinstance(obs, dict) else np.asarray(obs))
-    if form == "array":  # the mask stays in the infos
+@pytest.mark.parametrize(("form", "wrapper"), [("dict", W.RecordEpisodeStatistics), ("array", W.NormalizeObservation)])
+def test_gym_wrappers__run_on_the_per_agent_env_across_a_round_end_and_the_autoreset(form: str, wrapper: Any) -> None:
+    """A wrapper that reads the endings, and one that needs the ``Box`` of ``obs_format="array"`` (whose mask
+    stays in the infos). docs/env/api.md says which of Gymnasium's vector wrappers apply."""
+    env = wrapper(nertz_env.agent_vector_env(2, num_players=2, max_ticks=20, obs_format=form))
+    _, info = env.reset(seed=0)
+    lengths = []
+    for _ in range(25):
+        *_, info = env.step(np.array([int(np.flatnonzero(m)[0]) for m in info["action_mask"]]))
+        if "episode" in info:
+            lengths += info["episode"]["l"][info["_episode"]].tolist()
         np.testing.assert_array_equal(env.unwrapped.action_masks(), np.asarray(info["action_mask"]).astype(bool))
+    if form == "dict":
+        assert lengths and max(lengths) <= 20, lengths
+    else:
+        assert env.observation_space.shape == (4, env.unwrapped.single_observation_space.shape[0])
     env.close()
 
 
@@ -666,13 +655,6 @@ def test_render__ansi_shows_every_seat_and_the_lake_and_takes_the_mode_rllib_pas
     aec = nertz_env.env(render_mode="ansi")
     aec.reset(seed=0)
     assert aec.render(None) == aec.render("ansi") == aec.render() == text
-
-
-@pytest.mark.parametrize("form", ["parallel_env", "vector_env", "agent_vector_env", "NertzSingleAgentEnv"])
-def test_render__metadata_declares_render_fps_and_the_modes_that_run(form: str) -> None:
-    meta = FORMS[form][0]().metadata
-    assert meta["render_fps"] == render.RENDER_FPS and meta["render_modes"] == list(render.RENDER_MODES)
-    assert ("rgb_array" in meta["render_modes"]) == render.rgb_available()
 
 
 def test_render__without_the_render_extra_rgb_array_is_not_declared_and_refused_in_one_line() -> None:

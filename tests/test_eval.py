@@ -37,7 +37,6 @@ from nertz_env.eval import (
     paired_difference,
     run_tournament,
     summarize,
-    t_quantile,
 )
 from nertz_env.eval.cli import main
 from nertz_env.eval.report import plot_data
@@ -55,14 +54,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # ---------------------------------------------------------------- statistics
-@pytest.mark.parametrize(
-    ("df", "expected"),
-    [(1, 12.706205), (2, 4.302653), (4, 2.776445), (10, 2.228139), (30, 2.042272), (1e6, 1.959966)],
-)
-def test_t_quantile__matches_published_tables(df: float, expected: float) -> None:
-    assert t_quantile(0.975, df) == pytest.approx(expected, abs=2e-6)
-
-
 def test_mean_ci__known_samples() -> None:
     e = mean_ci([1.0, 2.0, 3.0, 4.0, 5.0])
     assert e.mean == 3.0 and e.n == 5

@@ -88,7 +88,7 @@ def test_console_scripts__point_at_functions_of_the_checkout() -> None:
     for script, target in scripts.items():
         # every command runs through nertz_env.cli.commands (a missing extra is one line), which runs COMMANDS' main
         assert target == f"nertz_env.cli.commands:{script.replace('-', '_')}"
-        for module, _, func in (target.partition(":"), COMMANDS[script][0].partition(":")):
+        for module, _, func in (target.partition(":"), COMMANDS[script].target.partition(":")):
             base = ROOT / Path(*module.split("."))  # nertz_env.eval.demo -> nertz_env/eval/demo.py
             path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
             assert path.is_file(), f"{script} -> {module}: no {path.relative_to(ROOT)}"
@@ -96,7 +96,7 @@ def test_console_scripts__point_at_functions_of_the_checkout() -> None:
             names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
             names += [t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)]
             assert func in names, f"{script}: no {func}"
-    assert COMMANDS["nertz-demo"][0] == "nertz_env.eval.demo:main"
+    assert COMMANDS["nertz-demo"].target == "nertz_env.eval.demo:main"
 
 
 def test_extras__the_module_table_matches_pyprojects_extras() -> None:
@@ -114,8 +114,8 @@ def test_readme__command_list_says_what_each_command_needs() -> None:
     from nertz_env.cli.commands import COMMANDS
 
     readme = (ROOT / "README.md").read_text()
-    for command, (_, _, needs) in COMMANDS.items():
-        assert f"`{command}`: {needs}" in readme, f"README.md's command list: `{command}`: {needs}"
+    for command, spec in COMMANDS.items():
+        assert f"`{command}`: {spec.needs}" in readme, f"README.md's command list: `{command}`: {spec.needs}"
 
 
 def test_metadata__classifiers_name_the_tested_pythons_and_urls_point_at_the_repository() -> None:

@@ -116,7 +116,7 @@ def test_unfinished_game_and_episodes(tmp_path: Path) -> None:
         (b"", "empty"),
         (b"not json\n", "not JSON"),
         (b'{"format": "other/1"}\n', "not a nertz-replay/1"),
-        (b'{"format": "nertz-replay/1", "agents": []}\n', "no 'config'"),
+        (b'{"format": "nertz-replay/1", "agents": []}\n', "'config' must be"),
         (gzip.compress(b"[1, 2]\n", mtime=0), "JSON object"),  # mtime: the same test id in every xdist worker
         (b"\x1f\x8b\x08garbage", "unreadable"),
         (b"\n\n" + b"x" * (MAX_LINE_BYTES + 10) + b"\n", r"bad:3: a line longer than"),  # refused when reached
@@ -305,7 +305,7 @@ def test_page_shows_round_end_then_new_deal_and_readable_chart_labels(match_game
     view_w = float(re.search(r'<svg id="chart" viewBox="0 0 (\d+)', match_page).group(1))
     shown_w = float(re.search(r"#chart\{max-width:(\d+)px\}", match_page).group(1))
     font = float(re.search(r"#chart text\{[^}]*font-size:(\d+)px", match_page).group(1))
-    assert font * shown_w / view_w >= 11  # the axis labels' size on screen, in px (they were about 5)
+    assert font * shown_w / view_w >= 11  # the axis labels' size on screen, in px
     assert f">round 2 tick {rep.final['tick']}</text>" in match_page  # the axis ends at the last table
 
 
@@ -410,7 +410,7 @@ def gzip_bomb() -> bytes:
 
 def test_cli_gzip_bomb_fails_in_one_line_within_bounded_memory(tmp_path: Path) -> None:
     """A 1 MB .jsonl.gz holding 1 GiB of newlines, read by nertz-replay with its address space limited to what it
-    holds at start plus 300 MB: one line, exit 2, in seconds (it took 6.2 GB and a minute)."""
+    holds at start plus 300 MB: one line, exit 2, in seconds."""
     import os
     import subprocess
     import sys
@@ -442,9 +442,9 @@ def test_cli_gzip_bomb_fails_in_one_line_within_bounded_memory(tmp_path: Path) -
 
 
 def test_tick_lines_are_kept_as_text__a_crafted_long_game_loads_into_twice_its_text(tmp_path: Path) -> None:
-    """A header raising max_ticks lifts the tick-count bound; then the 128 MiB text bound is what bounds memory. A
-    record parsed into dicts took ten times its text (bench/bench_replay_memory.py: 4 M of the shortest tick lines,
-    126 MiB, loaded with 1,316 MB); as text, 2.2 times (274 MB)."""
+    """A header raising max_ticks lifts the tick-count bound; then the 128 MiB text bound is what bounds memory.
+    Kept as text, a tick line costs about twice its text; parsed into dicts, about ten times
+    (bench/bench_replay_memory.py)."""
     import tracemalloc
 
     path = tmp_path / "long.jsonl"
@@ -472,7 +472,7 @@ def test_tick_lines_are_kept_as_text__a_crafted_long_game_loads_into_twice_its_t
 
 
 def test_multi_member_gzip_is_read_to_its_end(tmp_path: Path) -> None:
-    """``cat a.gz b.gz`` is one gzip file: every member is read (only the first was: a whole game read as cut off)."""
+    """``cat a.gz b.gz`` is one gzip file: every member is read, not only the first."""
     plain = tmp_path / "g.jsonl"
     env = RecordReplay(parallel_env(num_players=2), plain)
     ticks = play(env, seed=6, max_ticks=30)
@@ -491,7 +491,7 @@ def test_multi_member_gzip_is_read_to_its_end(tmp_path: Path) -> None:
     (tmp_path / "junk.jsonl.gz").write_bytes(packed + b"junk")
     with pytest.raises(ReplayError, match="not a gzip stream"):
         load_replay(tmp_path / "junk.jsonl.gz")
-    (tmp_path / "junk1.jsonl.gz").write_bytes(packed + b"x")  # one stray byte was taken for a cut member
+    (tmp_path / "junk1.jsonl.gz").write_bytes(packed + b"x")  # one stray byte is no cut member
     with pytest.raises(ReplayError, match="not a gzip stream"):
         load_replay(tmp_path / "junk1.jsonl.gz")
 
@@ -539,6 +539,7 @@ def _mutations(lines: list[dict]) -> list[tuple[str, int, dict, str]]:
         ("t text", 1, {"t": "1"}, "'t'"),
         ("t bool", 1, {"t": True}, "'t'"),
         ("t negative", 1, {"t": -1}, "'t'"),
+        ("t of 4,000 digits", 1, {"t": 10**3999}, "tick"),
         ("a text", 1, {"a": "0 0"}, "'a'"),
         ("a short", 1, {"a": [0]}, "'a'"),
         ("a text item", 1, {"a": [0, "1"]}, "'a'"),
@@ -559,7 +560,7 @@ def _mutations(lines: list[dict]) -> list[tuple[str, int, dict, str]]:
         ("h int", 1, {"h": 5}, "'h'"),
         ("h huge", 1, {"h": HUGE}, "'h'"),
         ("final text", -1, {"final": "over"}, "'final'"),
-        # review of issue 26: values the engine's int32/int16 cannot hold, unhashable and non-text values
+        # values the engine's int32/int16 cannot hold, unhashable and non-text values
         ("config huge max_ticks", 0, {"config": {**lines[0]["config"], "max_ticks": 10**30}}, "max_ticks"),
         ("config 2**31 call_bonus", 0, {"config": {**lines[0]["config"], "call_bonus": 2**31}}, "call_bonus"),
         ("config huge rounds", 0, {"config": {**lines[0]["config"], "rounds": 40_000}}, "rounds"),
@@ -579,8 +580,7 @@ def _mutations(lines: list[dict]) -> list[tuple[str, int, dict, str]]:
 def test_cli_every_malformed_field_is_one_line_naming_it(tiny_game: list[dict], tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     """Fuzz-style: hostile values in every field of the header, a tick line and the closing line; each one is
-    exit 2 and one short line naming the field, never a traceback (several were: a TypeError, a SnapshotError,
-    a ValueError from the page)."""
+    exit 2 and one short line naming the field, never a traceback."""
     from nertz_env.replay.cli import main
 
     path = tmp_path / "m.jsonl"
@@ -602,8 +602,8 @@ def test_cli_every_malformed_field_is_one_line_naming_it(tiny_game: list[dict], 
 
 
 def test_a_fifo_is_one_line_at_once_not_a_wait_for_ever(tmp_path: Path) -> None:
-    """``nertz-replay`` and ``load_replay`` on a FIFO waited for a writer with no word: anything that is not a
-    regular file is now one line at once. Bounded: the waits below end by themselves."""
+    """``nertz-replay`` and ``load_replay`` on anything that is not a regular file (a FIFO would wait for a
+    writer): one line at once. Bounded: the waits below end by themselves."""
     import threading
 
     fifo = tmp_path / "game.jsonl"
@@ -619,7 +619,7 @@ def test_a_fifo_is_one_line_at_once_not_a_wait_for_ever(tmp_path: Path) -> None:
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     reader.join(timeout=10)
-    if reader.is_alive():  # the old behaviour: open() waits for a writer; give it one so the thread ends
+    if reader.is_alive():  # open() waits for a writer: give it one so the thread ends
         os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
         reader.join(timeout=10)
         pytest.fail("load_replay waited on a FIFO")

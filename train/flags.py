@@ -106,7 +106,7 @@ def build_parser(sb3: bool = True) -> argparse.ArgumentParser:
     parser.add_argument("--resume", metavar="CHECKPOINT", help="continue the run of RUN/checkpoints/step_N.zip, in RUN (from any folder; --run-dir: elsewhere)")
     parser.add_argument("--print-config", action="store_true", help="print the effective options and exit")
     helps = {name: text for name, _, _, text in options()}
-    add_rule_flag(parser, helps["rules"])
+    add_rule_flag(parser, helps["rules"], size_flag="--num-players")
     parser.add_argument("--net-arch", type=int_list, metavar="W,W", help=helps["net_arch"])
     if sb3:
         parser.add_argument("--mode", choices=MODES, help=helps["mode"] + " (default vector)")

@@ -50,7 +50,7 @@ def _console_scripts() -> dict[str, str]:
         from nertz_env.cli.commands import COMMANDS
     except ImportError:  # an older package without nertz_env.cli.commands
         return {}
-    return {name: target.partition(":")[0] for name, (target, *_rest) in COMMANDS.items()}
+    return {name: spec.target.partition(":")[0] for name, spec in COMMANDS.items()}
 
 
 PROGRAMS = {

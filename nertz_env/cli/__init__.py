@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
@@ -24,36 +23,38 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line (``PROG: error: ...``, exit 2), and that refuses a flag given
-    twice (argparse keeps the last one silently), repeatable ones (``--rule``, ``append``) excepted."""
+    """An argument parser whose errors are one line (``PROG: error: ...``, exit 2), that takes flags only spelled
+    out in full (``--play`` is not ``--players``) and refuses a value given twice (:class:`StoreOnce`)."""
 
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{"allow_abbrev": False, **kwargs})
+        self.register("action", None, StoreOnce)
+        self.register("action", "store", StoreOnce)
+        self.given: dict[str, str] = {}  # destination -> the flag that set it, in the parse under way
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
-        seen: dict[str, str] = {}
-        for token in list(sys.argv[1:] if args is None else args):
-            if token == "--":
-                break
-            if not token.startswith("--"):
-                continue
-            opt = token.split("=", 1)[0]
-            matches = [o for o in self._option_string_actions if o == opt] or [
-                o for o in self._option_string_actions if o.startswith(opt)
-            ]
-            if len(matches) != 1:
-                continue  # unknown or ambiguous: argparse says so
-            action = self._option_string_actions[matches[0]]
-            if isinstance(action, (argparse._AppendAction, Rules)) or action.dest == "help":
-                continue
-            if action.dest in seen:
-                first = seen[action.dest]
-                both = f"{opt} is given twice" if first == opt else f"{first} and {opt} both set {action.dest}"
-                self.error(f"{both} (the last would win silently): give it once")
-            seen[action.dest] = opt
+        self.given = {}
         return super().parse_known_args(args, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+class StoreOnce(argparse.Action):
+    """argparse's ``store`` for a :class:`Parser`, refusing a second value for the same destination: argparse
+    keeps the last one silently. A flag that repeats takes ``action="append"``."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        given = parser.given if isinstance(parser, Parser) else {}
+        if option_string is not None and self.dest in given:
+            first = given[self.dest]
+            both = f"{first} is given twice" if first == option_string else f"{first} and {option_string} both set {self.dest}"
+            parser.error(f"{both} (the last would win silently): give it once")
+        given[self.dest] = option_string or self.dest
+        setattr(namespace, self.dest, values)
 
 
 def at_least(lo: int) -> Callable[[str], int]:
@@ -88,7 +89,11 @@ def parse_rule(text: str) -> tuple[str, Any]:
 
 class Rules(argparse.Action):
     """The ``--rule KEY=VALUE`` flag, repeatable, into one dict (``None`` when not given): a key given twice, or
-    the table size (a flag of its own), is an error."""
+    the table size (``size_flag``, a flag of its own), is an error."""
+
+    def __init__(self, *args: Any, size_flag: str = "--players", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.size_flag = size_flag
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
@@ -98,16 +103,17 @@ class Rules(argparse.Action):
             raise argparse.ArgumentError(self, str(e)) from None
         rules = dict(getattr(namespace, self.dest) or {})
         if key == "num_players":
-            size = "--num-players" if "--num-players" in parser._option_string_actions else "--players"
-            raise argparse.ArgumentError(self, f"give the table size with {size}, not as a rule")
+            raise argparse.ArgumentError(self, f"give the table size with {self.size_flag}, not as a rule")
         if key in rules:
             raise argparse.ArgumentError(self, f"{key} is given twice ({rules[key]!r} and {value!r}): give it once")
         rules[key] = value
         setattr(namespace, self.dest, rules)
 
 
-def add_rule_flag(parser: argparse.ArgumentParser, help: str = "a rules option (e.g. draw=1); repeatable") -> None:
-    parser.add_argument("--rule", action=Rules, metavar="KEY=VALUE", help=help)
+def add_rule_flag(parser: argparse.ArgumentParser, help: str = "a rules option (e.g. draw=1); repeatable",
+                  size_flag: str = "--players") -> None:
+    """Add ``--rule``; ``size_flag``: the command's flag for the table size, which a rule cannot set."""
+    parser.add_argument("--rule", action=Rules, metavar="KEY=VALUE", help=help, size_flag=size_flag)
 
 
 def rule_flag(key: str, value: Any) -> str:

@@ -12,22 +12,30 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from nertz_env.cli import EXIT_INTERRUPTED, EXIT_USAGE
 from nertz_env.extras import missing_extra_message
 
-# command -> (module:function, the extras it needs, first the one it always needs; what the README says)
-COMMANDS: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "nertz-demo": ("nertz_env.eval.demo:main", ("eval",), "eval"),
-    "nertz-train": ("nertz_env.train.cli:main", ("train", "rllib"), "train (rllib for --backend rllib)"),
-    "nertz-eval": (
+
+class Command(NamedTuple):
+    """One installed command."""
+
+    target: str  # "module:function", its main
+    extras: tuple[str, ...]  # the extras it may need, first the one it always needs
+    needs: str  # what the README's command list says it needs
+
+
+COMMANDS: dict[str, Command] = {
+    "nertz-demo": Command("nertz_env.eval.demo:main", ("eval",), "eval"),
+    "nertz-train": Command("nertz_env.train.cli:main", ("train", "rllib"), "train (rllib for --backend rllib)"),
+    "nertz-eval": Command(
         "nertz_env.eval.cli:main",
         ("eval", "train", "rllib"),
         "eval (train for a .zip that samples or was trained outside nertz-train; rllib for RLlib checkpoints)",
     ),
-    "nertz-play": ("nertz_env.play.cli:main", ("play", "train"), "play (train for a .zip that samples or was trained outside nertz-train)"),
-    "nertz-replay": ("nertz_env.replay.cli:main", ("render",), "nothing for the page; render for --gif and --mp4"),
+    "nertz-play": Command("nertz_env.play.cli:main", ("play", "train"), "play (train for a .zip that samples or was trained outside nertz-train)"),
+    "nertz-replay": Command("nertz_env.replay.cli:main", ("render",), "nothing for the page; render for --gif and --mp4"),
 }
 
 
@@ -38,14 +46,14 @@ def _terminate(signum: int, frame: Any) -> None:
 def run(command: str, argv: Sequence[str] | None = None) -> int:
     """Run ``command``'s main and return its exit code. A missing extra is one line and 2; a Ctrl-C or SIGTERM
     the command leaves is one line (the ``KeyboardInterrupt``'s message, else ``interrupted (Ctrl-C)``) and 130."""
-    target, extras, _ = COMMANDS[command]
-    module, _, function = target.partition(":")
+    spec = COMMANDS[command]
+    module, _, function = spec.target.partition(":")
     on_main = threading.current_thread() is threading.main_thread()
     old = signal.signal(signal.SIGTERM, _terminate) if on_main else None
     try:
         return int(getattr(importlib.import_module(module), function)(argv) or 0)
     except ModuleNotFoundError as e:
-        message = missing_extra_message(e, command, prefer=extras)
+        message = missing_extra_message(e, command, prefer=spec.extras)
         if message is None:
             raise
         print(message, file=sys.stderr)

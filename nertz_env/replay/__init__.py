@@ -41,7 +41,7 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
@@ -335,7 +335,7 @@ class Replay:
             return None
         how = f" ({self.cut_off})" if self.cut_off else ""
         return (
-            f"{self.path}: cut off after tick {self.last_tick}, the last complete tick: no closing line{how}; "
+            f"{self.path}: cut off after tick {short(self.last_tick)}, the last complete tick: no closing line{how}; "
             "a game still being written or a writer that crashed (nertz-replay --partial draws it anyway)"
         )
 
@@ -344,134 +344,84 @@ class Replay:
 MAX_LINE_BYTES = 1 << 20
 #: the most a replay may hold, decompressed (the largest game the default ``max_ticks`` allows is smaller)
 MAX_REPLAY_BYTES = 128 << 20
-_CHUNK = 1 << 16
-_NON_BLANK = re.compile(rb"\S")
 
 
-def _lines(path: str, stream: Any, max_bytes: int) -> Iterator[tuple[int, bytes, bool]]:
-    """``(line number, line, whether it ended)`` of each non-blank line of ``stream``, read a chunk at a time
-    within the bounds above; a gzip stream that ends early raises ``EOFError`` after its last line."""
-    buf = bytearray()
-    k = 0  # lines before buf
-    total = 0
-    early: EOFError | None = None
-    while True:
-        try:
-            chunk = stream.read1(_CHUNK)  # one read: a gzip stream gives at most a chunk, whatever the ratio
-        except EOFError as e:
-            early, chunk = e, b""
-        if not chunk:
-            break
-        total += len(chunk)
+def _lines(path: str, stream: Any, max_bytes: int) -> Iterator[tuple[int, bytes]]:
+    """``(line number, line)`` of each non-blank line of ``stream``, within the bounds above; only a last line cut
+    while being written lacks its newline. A gzip stream that ends early raises ``EOFError`` after its last whole
+    line."""
+    k = total = 0
+    while line := stream.readline(MAX_LINE_BYTES + 1):
+        k += 1
+        total += len(line)
+        blank = line.isspace()
+        if blank:  # the blank lines that follow are skipped at once: a flood of them takes no time
+            ahead = stream.peek(1 << 16)
+            run = len(ahead) - len(ahead.lstrip())
+            k += ahead.count(b"\n", 0, run)
+            total += len(stream.read(run))
+        elif len(line.rstrip(b"\n")) > MAX_LINE_BYTES:
+            raise ReplayError(f"{path}:{k}: a line longer than {MAX_LINE_BYTES >> 20} MiB: not a replay line")
         if total > max_bytes:
             raise ReplayError(
-                f"{path}: more than {max_bytes >> 20} MiB (decompressed) by line {k + 1}: larger than any game "
+                f"{path}: more than {max_bytes >> 20} MiB (decompressed) by line {k}: larger than any game "
                 "the rules allow without raising max_ticks (about 60 MB at most)"
             )
-        buf += chunk
-        pos = 0  # the start of a line
-        while (m := _NON_BLANK.search(buf, pos)) is not None:  # blank lines are skipped in one search
-            start = buf.rfind(b"\n", pos, m.start()) + 1 or pos
-            end = buf.find(b"\n", m.start())
-            if end < 0:
-                break
-            k += buf.count(b"\n", pos, start) + 1
-            if end - start > MAX_LINE_BYTES:
-                raise _too_long(path, k)
-            yield k, bytes(buf[start:end]), True
-            pos = end + 1
-        done = max(pos, buf.rfind(b"\n") + 1)
-        k += buf.count(b"\n", pos, done)
-        del buf[:done]
-        if len(buf) > MAX_LINE_BYTES:
-            raise _too_long(path, k + 1)
-    if buf.strip():
-        yield k + 1, bytes(buf), False
-    if early is not None:
-        raise early
+        if not blank:
+            yield k, line
 
 
-def _too_long(path: str, k: int) -> ReplayError:
-    return ReplayError(f"{path}:{k}: a line longer than {MAX_LINE_BYTES >> 20} MiB: not a replay line")
+_HASH = re.compile(r"[0-9a-f]{8}")
 
 
-def _seat_list(value: Any, n: int, kind: type | tuple[type, ...], what: str) -> str | None:
-    """Why ``value`` is not a list of ``n`` values of ``kind`` (never booleans), or None."""
-    if (
-        isinstance(value, list)
-        and len(value) == n
-        and all(isinstance(x, kind) and not isinstance(x, bool) for x in value)
-    ):
-        return None
-    return f"must list {n} {what} (one per seat), got {short(value)}"
+def _is_int(v: Any) -> bool:
+    return type(v) is int  # JSON's types exactly: not a bool
 
 
-def _check_header(obj: dict[str, Any], where: str) -> int:
-    """The header's fields, checked; returns the number of seats."""
-    for key in ("agents", "config", "snapshot"):
-        if key not in obj:
-            raise ReplayError(f"{where}: the header has no {key!r}")
-    config = obj["config"]
-    if not isinstance(config, dict):
-        raise ReplayError(f"{where}: config must be a JSON object of rules options, got {short(config)}")
-    try:
-        n = make_config(**config).num_players
-    except (TypeError, ValueError) as e:
-        raise ReplayError(cut(f"{where}: config: {e}")) from None
-    why = _seat_list(obj["agents"], n, str, "names")
-    if why:
-        raise ReplayError(f"{where}: agents {why}")
-    snap = obj["snapshot"]
-    if not isinstance(snap, dict) or not snap:
-        raise ReplayError(f"{where}: snapshot must be the opening table (a nertz-snapshot/1 object), got {short(snap)}")
-    if not isinstance(obj.get("meta", {}), dict):
-        raise ReplayError(f"{where}: meta must be a JSON object, got {short(obj['meta'])}")
-    return n
+def _seats(n: int, *kinds: type) -> Callable[[Any], bool]:
+    """A list of one value per seat, each of one of ``kinds`` (JSON's types exactly: a bool is no int)."""
+    return lambda v: type(v) is list and len(v) == n and all(type(x) in kinds for x in v)
 
 
-def _check_tick_line(obj: dict[str, Any], n: int, where: str) -> None:
-    """A tick line's fields, checked; unknown fields are left alone."""
-    t = obj.get("t")
-    if not isinstance(t, int) or isinstance(t, bool) or t < 0:
-        raise ReplayError(f"{where}: a tick line needs 't', the tick (an integer >= 0), got {short(t)}")
-    why = _seat_list(obj.get("a"), n, int, "action indices")
-    if why:
-        raise ReplayError(f"{where}: 'a' {why}")
-    if "n" in obj and (why := _seat_list(obj["n"], n, str, "action names")):
-        raise ReplayError(f"{where}: 'n' {why}")
-    for key in ("il", "lr"):
-        if key in obj:
-            v = obj[key]
-            if not (
-                isinstance(v, list)
-                and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < n for x in v)
-                and len(set(v)) == len(v)
-            ):
-                raise ReplayError(f"{where}: {key!r} must list distinct seats from 0 to {n - 1}, got {short(v)}")
-    if "r" in obj and (why := _seat_list(obj["r"], n, (int, float), "rewards")):
-        raise ReplayError(f"{where}: 'r' {why}")
-    if "end" in obj:
-        if obj["end"] not in ROUND_END_NAMES[1:]:
-            raise ReplayError(f"{where}: 'end' must be one of {', '.join(ROUND_END_NAMES[1:])}, got {short(obj['end'])}")
-        for key in ("score", "match"):
-            if why := _seat_list(obj.get(key), n, int, "integers"):
-                raise ReplayError(f"{where}: {key!r} {why}")
-    else:
-        for key in ("score", "match", "end_table"):
-            if key in obj:
-                raise ReplayError(f"{where}: {key!r} on a tick that ends no round (no 'end')")
-    if "end_table" in obj and not isinstance(obj["end_table"], dict):
-        raise ReplayError(f"{where}: 'end_table' must be a table (a nertz-snapshot/1 object), got {short(obj['end_table'])}")
-    h = obj.get("h")
-    if not isinstance(h, str) or not re.fullmatch(r"[0-9a-f]{8}", h):
-        raise ReplayError(f"{where}: 'h' must be the table's hash, 8 hex digits, got {short(h)}")
+def _schema(n: int) -> dict[str, tuple[Callable[[Any], bool], str]]:
+    """Every field of a replay's lines at a table of ``n`` seats: whether a value is good, and what it must be."""
+    def seat_set(v: Any) -> bool:
+        return isinstance(v, list) and all(_is_int(x) and 0 <= x < n for x in v) and len(set(v)) == len(v)
+
+    return {
+        # the header (``config`` is checked by the config itself)
+        "agents": (_seats(n, str), f"{n} names (one per seat)"),
+        "snapshot": (lambda v: isinstance(v, dict) and bool(v), "the opening table (a nertz-snapshot/1 object)"),
+        "meta": (lambda v: isinstance(v, dict), "a JSON object"),
+        # a tick line
+        "t": (lambda v: _is_int(v) and v >= 0, "the tick (an integer >= 0)"),
+        "a": (_seats(n, int), f"{n} action indices (one per seat)"),
+        "n": (_seats(n, str), f"{n} action names (one per seat)"),
+        "il": (seat_set, f"distinct seats from 0 to {n - 1}"),
+        "lr": (seat_set, f"distinct seats from 0 to {n - 1}"),
+        "r": (_seats(n, int, float), f"{n} rewards (one per seat)"),
+        "end": (lambda v: v in ROUND_END_NAMES[1:], f"one of {', '.join(ROUND_END_NAMES[1:])}"),
+        "score": (_seats(n, int), f"{n} integers (one per seat)"),
+        "match": (_seats(n, int), f"{n} integers (one per seat)"),
+        "end_table": (lambda v: isinstance(v, dict), "a table (a nertz-snapshot/1 object)"),
+        "h": (lambda v: type(v) is str and _HASH.fullmatch(v) is not None, "the table's hash, 8 hex digits"),
+        # the closing line
+        "final": (lambda v: isinstance(v, dict), "the closing table"),
+        "stopped": (lambda v: isinstance(v, str), "text (why the game stopped)"),
+    }
 
 
-def _check_tick_count(obj: dict[str, Any], count: int, where: str) -> None:
-    """The closing line's ``ticks``: the number of tick lines before it."""
-    ticks = obj.get("ticks")
-    if not isinstance(ticks, int) or isinstance(ticks, bool) or ticks != count:
-        raise ReplayError(f"{where}: 'ticks' must be the number of tick lines ({count}), got {short(ticks)}")
+def _check(obj: dict[str, Any], schema: dict[str, tuple[Callable[[Any], bool], str]], required: Sequence[str],
+           where: str) -> None:
+    """The fields of one line against the schema (unknown fields are left alone)."""
+    missing = [key for key in required if key not in obj]
+    bad = missing or [key for key, value in obj.items() if key in schema and not schema[key][0](value)]
+    if bad:
+        raise ReplayError(f"{where}: {bad[0]!r} must be {schema[bad[0]][1]}, got {_got(obj, bad[0])}")
+
+
+def _got(obj: dict[str, Any], key: str) -> str:
+    return short(obj[key]) if key in obj else "nothing"
 
 
 def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES) -> Replay:
@@ -487,16 +437,16 @@ def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES)
     except OSError as e:
         raise ReplayError(f"{path}: cannot read: {e.strerror or e}") from None
     rep: Replay | None = None
-    n = max_ticks = 0
-    with f:
-        stream: Any = gzip.GzipFile(fileobj=f) if f.peek(2)[:2] == b"\x1f\x8b" else f
+    schema: dict[str, tuple[Callable[[Any], bool], str]] = {}
+    max_ticks = 0
+    with f, (gzip.open(f) if f.peek(2)[:2] == b"\x1f\x8b" else f) as stream:
         try:
-            for k, line, ended in _lines(path, stream, max_bytes):
+            for k, line in _lines(path, stream, max_bytes):
                 where = f"{path}:{k}"
                 try:
                     obj = json.loads(line)
                 except (ValueError, RecursionError) as e:  # JSON, UTF-8, a number too long, nesting too deep
-                    if rep is not None and not ended:  # the last line, cut while being written
+                    if rep is not None and not line.endswith(b"\n"):  # the last line, cut while being written
                         rep.cut_off = f"line {k} ends in the middle"
                         continue  # the last line: a gzip stream that ends early says so next
                     why = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deeply" if isinstance(
@@ -512,24 +462,28 @@ def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES)
                 if rep is None:
                     if obj.get("format") != FORMAT:
                         raise ReplayError(f"{where}: not a {FORMAT} file (format {short(obj.get('format'))})")
-                    n = _check_header(obj, where)
-                    cfg = make_config(**obj["config"])
+                    if not isinstance(obj.get("config"), dict):
+                        raise ReplayError(f"{where}: 'config' must be a JSON object of rules options, got {_got(obj, 'config')}")
+                    try:
+                        cfg = make_config(**obj["config"])
+                    except (TypeError, ValueError) as e:
+                        raise ReplayError(cut(f"{where}: config: {e}")) from None
+                    schema = _schema(cfg.num_players)
+                    _check(obj, schema, ("agents", "snapshot"), where)
                     max_ticks = cfg.max_ticks_resolved * cfg.max_rounds_resolved
                     rep = Replay(obj["agents"], obj["config"], obj["snapshot"], obj.get("meta", {}), path=path)
                 elif rep.final is not None or rep.stopped:
                     raise ReplayError(f"{where}: a line after the closing line")
-                elif "final" in obj:
-                    if not isinstance(obj["final"], dict):
-                        raise ReplayError(f"{where}: 'final' must be the closing table, got {short(obj['final'])}")
-                    rep.final = obj["final"]
-                    _check_tick_count(obj, len(rep.ticks), where)
-                elif "stopped" in obj:
-                    if not isinstance(obj["stopped"], str):
-                        raise ReplayError(f"{where}: 'stopped' must be text (why the game stopped), got {short(obj['stopped'])}")
-                    _check_tick_count(obj, len(rep.ticks), where)
-                    rep.stopped = True
+                elif "final" in obj or "stopped" in obj:
+                    _check(obj, schema, (), where)
+                    if obj.get("ticks") != len(rep.ticks) or not _is_int(obj["ticks"]):
+                        raise ReplayError(f"{where}: 'ticks' must be the number of tick lines ({len(rep.ticks)}), "
+                                          f"got {_got(obj, 'ticks')}")
+                    rep.final, rep.stopped = obj.get("final"), "final" not in obj
                 else:
-                    _check_tick_line(obj, n, where)
+                    _check(obj, schema, ("t", "a", "h", *(("score", "match") if "end" in obj else ())), where)
+                    if "end" not in obj and (extra := [key for key in ("score", "match", "end_table") if key in obj]):
+                        raise ReplayError(f"{where}: {extra[0]!r} on a tick that ends no round (no 'end')")
                     if len(rep.ticks) >= max_ticks:
                         raise ReplayError(f"{where}: more ticks than these rules allow ({max_ticks})")
                     rep.ticks.lines.append(line)
@@ -597,7 +551,7 @@ def replay_frames(src: Replay | str | os.PathLike[str]) -> Iterator[Frame]:
     names = env.possible_agents
     for rec in rep.ticks:
         if not env.agents:
-            raise ReplayMismatch(f"tick {rec['t']}: the game had already ended")
+            raise ReplayMismatch(f"tick {short(rec['t'])}: the game had already ended")
         _obs, rewards, _, _, infos = env.step({a: rec["a"][p] for p, a in enumerate(names)})
         snap = env.snapshot()
         _check_tick(rec, env, names, rewards, infos, snap)
@@ -605,12 +559,12 @@ def replay_frames(src: Replay | str | os.PathLike[str]) -> Iterator[Frame]:
         if "end" in rec and snap["round"] != before["round"]:
             end_table = round_end_table(before, rec["a"])
             if "end_table" in rec and rec["end_table"] != end_table:
-                raise ReplayMismatch(f"tick {rec['t']}: the round-end table differs from the replayed one")
+                raise ReplayMismatch(f"tick {short(rec['t'])}: the round-end table differs from the replayed one")
             yield Frame("round_end", rec, end_table, ends)
             yield Frame("next_deal", rec, snap)
         else:
             if "end_table" in rec:
-                raise ReplayMismatch(f"tick {rec['t']}: a round-end table on a tick that deals no new round")
+                raise ReplayMismatch(f"tick {short(rec['t'])}: a round-end table on a tick that deals no new round")
             yield Frame("tick", rec, snap, ends)
         before = snap
     if rep.final is not None:
@@ -654,7 +608,7 @@ def _check_tick(
     ]
     for what, recorded, got in replayed:
         if recorded != got:
-            raise ReplayMismatch(f"tick {rec['t']}: {what} recorded {short(recorded)}, replayed {short(got)}")
+            raise ReplayMismatch(f"tick {short(rec['t'])}: {what} recorded {short(recorded)}, replayed {short(got)}")
 
 
 def verify_replay(src: Replay | str | os.PathLike[str], partial: bool = False) -> int:
