@@ -497,7 +497,7 @@ def create_app(server: TableServer, allowed_hosts: Sequence[str] | None = None, 
     middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts, www_redirect=False)]
     if token is not None:
         middleware.append(Middleware(TokenCheck, token=token))
-    app = Starlette(
+    return Starlette(
         routes=[
             Route("/", page),
             Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
@@ -506,5 +506,3 @@ def create_app(server: TableServer, allowed_hosts: Sequence[str] | None = None, 
         middleware=middleware,
         lifespan=lifespan,
     )
-    app.state.server = server
-    return app
