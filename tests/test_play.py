@@ -819,36 +819,11 @@ def test_server__new_games_come_one_a_second_at_most(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ the protocols' bounds, on fake transports
-class Transport:
-    """A transport whose peer reads nothing: it keeps what is written, and closes only when aborted (a close waits
-    for the peer to read)."""
+def connection(loop: asyncio.AbstractEventLoop, protocol_class: Any, **options: Any) -> Any:
+    """A connection made to ``protocol_class`` with nertz-play's settings (and ``options``) on a fake transport
+    whose peer reads nothing: its ``write`` calls keep what was sent, and only an abort ends the connection."""
+    from unittest.mock import Mock
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop, self.protocol, self.written, self.closing, self.aborted = loop, None, b"", False, False
-        self.pause_reading = self.resume_reading = lambda: None
-
-    def write(self, data: bytes) -> None:
-        self.written += data
-
-    def get_write_buffer_size(self) -> int:
-        return len(self.written)
-
-    def abort(self) -> None:
-        self.closing = self.aborted = True
-        self.loop.call_soon(self.protocol.connection_lost, None)  # type: ignore[attr-defined]
-
-    def close(self) -> None:
-        self.closing = True
-
-    def is_closing(self) -> bool:
-        return self.closing
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return default
-
-
-def connection(loop: asyncio.AbstractEventLoop, protocol_class: Any, app: Any = None, **options: Any) -> Any:
-    """A connection made to ``protocol_class`` with nertz-play's settings (and ``options``) on a :class:`Transport`."""
     import uvicorn
 
     async def asgi(scope: Any, receive: Any, send: Any) -> None:  # a request never answered; a websocket read to the end
@@ -860,12 +835,17 @@ def connection(loop: asyncio.AbstractEventLoop, protocol_class: Any, app: Any = 
             pass
 
     state = options.pop("server_state", None) or uvicorn.server.ServerState()
-    config = cli.server_config(app or asgi, lifespan="off", log_config=None, **options)  # the log to caplog
+    config = cli.server_config(asgi, lifespan="off", log_config=None, **options)  # the log to caplog
     protocol = protocol_class(config=config, server_state=state, app_state={}, _loop=loop)
-    transport = Transport(loop)
-    transport.protocol = protocol
+    transport = Mock(**{"get_extra_info.return_value": None, "is_closing.return_value": False,
+                        "get_write_buffer_size.return_value": 0})
+    transport.abort.side_effect = lambda: loop.call_soon(protocol.connection_lost, None)
     protocol.connection_made(transport)
     return protocol
+
+
+def written(protocol: Any) -> bytes:
+    return b"".join(call.args[0] for call in protocol.transport.write.call_args_list)
 
 
 def finish(loop: asyncio.AbstractEventLoop) -> None:
@@ -884,7 +864,7 @@ def upgraded(loop: asyncio.AbstractEventLoop, **options: Any) -> Any:
     ws.data_received(b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                      b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
     loop.run_until_complete(asyncio.sleep(0.01))
-    assert ws.transport.written.startswith(b"HTTP/1.1 101")
+    assert written(ws).startswith(b"HTTP/1.1 101")
     return ws
 
 
@@ -900,11 +880,11 @@ def test_limits__a_ping_flood_from_a_peer_that_reads_nothing_is_not_answered() -
     loop = asyncio.new_event_loop()
     ws = upgraded(loop)
     ws.data_received(masked_frame(0x9, b"p" * 125))
-    assert ws.transport.written.endswith(b"p" * 125)  # a pong while the peer reads
+    assert written(ws).endswith(b"p" * 125)  # a pong while the peer reads
     ws.pause_writing()
-    before = len(ws.transport.written)
+    before = ws.transport.write.call_count
     ws.data_received(masked_frame(0x9, b"p" * 125) * 1000)
-    assert len(ws.transport.written) == before
+    assert ws.transport.write.call_count == before
     finish(loop)
 
 
@@ -914,7 +894,7 @@ def test_limits__a_peer_that_answers_no_ping_is_aborted_and_the_log_says_so(capl
     loop = asyncio.new_event_loop()
     ws = upgraded(loop, ws_ping_interval=0.01, ws_ping_timeout=0.01)
     loop.run_until_complete(asyncio.sleep(0.2))
-    assert ws.transport.aborted and ws.disconnected and not ws.tasks  # the app ended
+    assert ws.transport.abort.called and ws.disconnected and not ws.tasks  # the app ended
     assert "answered no ping within 0.01 s (it reads nothing)" in caplog.text
     finish(loop)
 
@@ -922,12 +902,11 @@ def test_limits__a_peer_that_answers_no_ping_is_aborted_and_the_log_says_so(capl
 def test_limits__a_stopping_server_aborts_a_connection_whose_peer_left_data_unread() -> None:
     loop = asyncio.new_event_loop()
     stuck, idle = upgraded(loop), upgraded(loop)
-    stuck.transport.written += b"x" * 100_000  # not read
-    idle.transport.written = b""
+    stuck.transport.get_write_buffer_size.return_value = 100_000  # not read
     stuck.shutdown()
     idle.shutdown()
-    assert stuck.transport.aborted
-    assert not idle.transport.aborted and idle.transport.closing and idle.transport.written.startswith(b"\x88")
+    assert stuck.transport.abort.called and not idle.transport.abort.called and idle.transport.close.called
+    assert idle.transport.write.call_args.args[0].startswith(b"\x88")  # a close frame
     finish(loop)
 
 
@@ -948,14 +927,13 @@ def test_limits__a_socket_that_sends_no_request_head_is_closed_and_the_oldest_ma
     oldest, busy = connect(), connect()
     busy.data_received(b"GET /nothing HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")  # its request runs: not idle
     trickle = connect()  # the limit: the oldest idle one goes, so a new client's head is not refused with 503
-    assert oldest.transport.closing and not busy.transport.closing and not trickle.transport.closing
     trickle.data_received(b"GET / HTTP/1.1\r\n")  # half a head: still waiting for one
     newer = connect()
-    assert trickle.transport.closing and not newer.transport.closing
-    assert caplog.text.count("closing the oldest that sent no request") == 1
+    closed = [c.transport.close.called for c in (oldest, busy, trickle, newer)]
+    assert closed == [True, False, True, False] and caplog.text.count("closing the oldest that sent no") == 1
     quick = connection(loop, BoundedH11, server_state=state, timeout_keep_alive=0.01)
     loop.run_until_complete(asyncio.sleep(0.1))
-    assert quick.transport.closing  # no head in time
+    assert quick.transport.close.called  # no head in time
     finish(loop)
 
 

@@ -231,16 +231,13 @@ def test_single_agent_route_trains_and_its_checkpoint_plays(local_ray, tmp_path)
         from nertz_env.rllib import League
 
         ppo_config(SMALL, league=League(), single_agent=True)
-    algo = ppo_config(
-        {**SMALL, "num_tables": 2}, single_agent=True, fast_sampling=True, train_batch_size=256, minibatch_size=128,
-        num_epochs=1, hidden=(32,),
-    ).build_algo()
+    algo = ppo_config({**SMALL, "num_tables": 2}, single_agent=True, fast_sampling=True, train_batch_size=256,
+                      minibatch_size=128, num_epochs=1, hidden=(32,)).build_algo()
     try:
-        assert type(algo.env_runner).__name__ == "FastSamplingEnvRunner"
         result = algo.train()
         sampled = result["env_runners"]["num_agent_steps_sampled"]
         assert sum(sampled.values()) >= 256  # agent steps: 4 seats a tick
-        assert algo.env_runner.env.unwrapped.num_envs == 4
+        assert algo.env_runner.env.unwrapped.num_envs == 4 and type(algo.env_runner).__name__ == "FastSamplingEnvRunner"
         module = algo.get_module()
         illegal, decisions = _rollout_illegal(module, SMALL, seed=5)
         assert decisions > 100 and illegal == 0
@@ -262,10 +259,9 @@ def test_fast_unbatch_and_flat_connector_give_rllib_s_results_and_change_no_modu
 
     rllib.NertzRLlibVectorEnv({**SMALL, "num_tables": 1}).close()
     assert single_agent_env_runner.unbatch is unbatch
-    runner = rllib.FastSamplingEnvRunner
-    for method, name in ((runner._sample, "unbatch"), (runner._reset_envs, "unbatch"),
-                         (FlatUnBatchToIndividualItems.__call__, "unbatch_fn")):
-        assert method.__globals__[name] is fast_unbatch, method
+    copies = (rllib.FastSamplingEnvRunner._sample, rllib.FastSamplingEnvRunner._reset_envs,
+              FlatUnBatchToIndividualItems.__call__)
+    assert all(fast_unbatch in m.__globals__.values() for m in copies)
 
     rng = np.random.default_rng(0)
     obs = {"observations": rng.random((5, 7), dtype=np.float32), "action_mask": rng.random((5, 3)).round()}
