@@ -128,6 +128,7 @@ def bench_rllib(args: argparse.Namespace, runners: int, vectorize: str) -> dict[
             num_epochs=args.epochs,
             hidden=HIDDEN,
             single_agent=single,
+            fast_sampling=single,  # as nertz-train samples
         ).build_algo()
 
         # RLlib's own timers are moving averages that still carry the warm-up; time the two phases here
@@ -215,8 +216,8 @@ def bench_interleaved(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
     single = ppo_config(
-        {"num_players": args.players, "num_tables": args.tables}, single_agent=True, train_batch_size=batch,
-        minibatch_size=args.minibatch, hidden=HIDDEN,
+        {"num_players": args.players, "num_tables": args.tables}, single_agent=True, fast_sampling=True,
+        train_batch_size=batch, minibatch_size=args.minibatch, hidden=HIDDEN,
     ).build_algo()
     multi = ppo_config(
         {"num_players": args.players, "num_tables": args.tables}, train_batch_size=args.n_steps,

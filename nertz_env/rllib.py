@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 import os
 import time
+import types
 import zlib
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,8 +30,8 @@ from ray.rllib.connectors.module_to_env import UnBatchToIndividualItems
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-from ray.rllib.env import single_agent_env_runner
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
+from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 from ray.rllib.utils.spaces.space_utils import unbatch
 
 from nertz_env._rllib_spec import (
@@ -45,8 +45,6 @@ from nertz_env._rllib_spec import (
 )
 from nertz_env.agent_vector import NertzAgentVectorEnv
 from nertz_env.config import NertzConfig
-from nertz_env.engine import batch
-from nertz_env.engine.state import DONE_NO
 from nertz_env.render import render_text
 from nertz_env.threads import limit_threads
 from nertz_env.vector import NertzVectorEnv
@@ -78,11 +76,11 @@ class NertzRLlibEnv(MultiAgentEnv):
     def __init__(self, config: Mapping[str, Any] | None = None, render_mode: str | None = None) -> None:
         super().__init__()
         limit_threads(1)  # env runners import torch before building the env: one thread per process
-        self.spec_ = parse_env_config(config)
+        self.env_spec = parse_env_config(config)
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         self.render_mode = render_mode
-        s = self.spec_
+        s = self.env_spec
         self.config = s.config
         self.num_tables = s.num_tables
         n = self.config.num_players
@@ -119,17 +117,17 @@ class NertzRLlibEnv(MultiAgentEnv):
             raise ValueError(f"reset takes no options, got {sorted(options)}")
         if seed is not None:
             self._venv.reset(seed=int(seed))
-            base = self.spec_.seed if self.spec_.seed is not None else 0
+            base = self.env_spec.seed if self.env_spec.seed is not None else 0
             self._rng = np.random.default_rng([int(seed), base])
         elif not self._started:
-            self._venv.reset(seed=None if self.spec_.seed is None else self.spec_.seed)
+            self._venv.reset(seed=self.env_spec.seed)
         else:
-            batch.reset_continue(self._venv._state)
+            self._venv.reset_tables(range(self.num_tables))  # each from its own generator
         self._started = True
         self._seat_opponents()
-        self._live_tables[:] = self._venv._state.done == DONE_NO
-        live = np.flatnonzero(self._live_tables)  # RLlib sees the seats no scripted agent plays
-        self.agents = [a for t in live for p, a in enumerate(self._names[t]) if self._scripted[t][p] is None]
+        self._live_tables[:] = True
+        names, scripted = self._names, self._scripted  # RLlib sees the seats no scripted agent plays
+        self.agents = [a for t, row in enumerate(names) for p, a in enumerate(row) if scripted[t][p] is None]
         none = {"illegal": False, "lost_race": False, "round_end": 0, "score": 0}  # the info schema's "none yet"
         return self._obs(self.agents), {a: dict(none) for a in self.agents}
 
@@ -150,8 +148,8 @@ class NertzRLlibEnv(MultiAgentEnv):
         for agent, a in action_dict.items():
             t, p = index[agent]
             acts[t, p] = int(a)
-        S = self._venv._state
-        obs_all, mask_all = S.obs, S.mask
+        now = self._venv.observations()  # views (copy=False)
+        obs_all, mask_all = now["observation"], now["action_mask"]
         for t in np.flatnonzero(self._live_tables).tolist():
             for p, agent in enumerate(self._scripted[t]):
                 if agent is not None:
@@ -203,7 +201,7 @@ class NertzRLlibEnv(MultiAgentEnv):
     # ------------------------------------------------------------------ helpers
     def _seat_opponents(self) -> None:
         """Draw each opponent seat's player for this deal: a scripted agent, or None (RLlib's mapping decides)."""
-        s = self.spec_
+        s = self.env_spec
         n = self.config.num_players
         if s.learners >= n:
             return
@@ -225,17 +223,9 @@ class NertzRLlibEnv(MultiAgentEnv):
                 self._scripted[t][p] = agent
 
     def _obs(self, agents: Sequence[str]) -> dict[str, dict[str, np.ndarray]]:
-        if not agents:
-            return {}
-        S = self._venv._state
-        o = S.obs.copy()
-        m = S.mask.astype(np.float32)
-        index = self._index
-        out = {}
-        for a in agents:
-            t, p = index[a]
-            out[a] = {"observations": o[t, p], "action_mask": m[t, p]}
-        return out
+        now = self._venv.observations()
+        o, m = now["observation"].copy(), now["action_mask"].astype(np.float32)
+        return {a: {"observations": o[t, p], "action_mask": m[t, p]} for a in agents for t, p in [self._index[a]]}
 
 
 class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
@@ -251,7 +241,6 @@ class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         limit_threads(1)
-        single_agent_env_runner.unbatch = fast_unbatch  # the env runner of this process unbatches each step fast
         cfg = dict(config or {})
         num_envs = cfg.pop("num_envs", None)
         spec = parse_env_config(cfg)
@@ -359,6 +348,7 @@ def ppo_config(
     hidden: Sequence[int] = (256, 256),
     seed: int | None = 0,
     single_agent: bool = False,
+    fast_sampling: bool = False,
 ) -> Any:
     """A ready ``PPOConfig``: the Nertz env, RLlib's ``ActionMaskingTorchRLModule``, shared-policy self-play
     (every seat is ``"learner"``) or, with ``league``, snapshots and scripted opponents. ``env_config`` is
@@ -370,13 +360,18 @@ def ppo_config(
 
     ``single_agent=True`` (self-play only): RLlib's single-agent route over :class:`NertzRLlibVectorEnv`, one
     vector env of every seat of ``num_tables`` tables per env runner (leave ``num_envs_per_env_runner`` at 1).
-    The module is RLlib's ``default_policy``; ``train_batch_size`` counts agent steps."""
+    The module is RLlib's ``default_policy``; ``train_batch_size`` counts agent steps. ``fast_sampling=True``
+    (``nertz-train --backend rllib`` sets it) samples that route faster with the same results
+    (:class:`FastSamplingPPOConfig`; experiments/bench_rllib_notes.md); it builds on RLlib's internals as of
+    Ray 2.60, the version the ``rllib`` extra pins."""
     # imported here: the module logs an RLlib deprecation warning when imported
     from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
 
     env_cfg = dict(env_config or {})
     if single_agent and league is not None:
         raise ValueError("single_agent=True is shared-policy self-play: a league needs the multi-agent env")
+    if fast_sampling and not single_agent:
+        raise ValueError("fast_sampling=True speeds up the single-agent route: pass single_agent=True too")
     if single_agent and num_envs_per_env_runner != 1:
         raise ValueError(
             "single_agent=True: every seat of num_tables tables is a sub-environment already; give num_tables "
@@ -402,7 +397,7 @@ def ppo_config(
         if spec.learners < spec.config.num_players:
             raise ValueError("single_agent=True is shared-policy self-play: leave learners_per_table unset")
         config = (
-            NertzSingleAgentPPOConfig()
+            (FastSamplingPPOConfig() if fast_sampling else PPOConfig())
             .environment(env=NertzRLlibVectorEnv, **env_options)
             .framework("torch")
             .env_runners(num_envs_per_env_runner=spec.num_tables * spec.config.num_players,
@@ -438,21 +433,8 @@ def ppo_config(
     )
 
 
-class NertzSingleAgentPPOConfig(PPOConfig):
-    """RLlib's ``PPOConfig`` for the single-agent route, whose module-to-env pipeline splits flat output
-    columns into rows with ``list(column)`` instead of RLlib's slow ``tree.unflatten_as`` per row."""
-
-    def build_module_to_env_connector(self, env: Any = None, spaces: Any = None) -> Any:
-        """RLlib's module-to-env pipeline with ``UnBatchToIndividualItems`` replaced by the flat unbatcher."""
-        pipeline = super().build_module_to_env_connector(env, spaces)
-        for i, piece in enumerate(pipeline.connectors):
-            if type(piece) is UnBatchToIndividualItems:
-                pipeline.connectors[i] = FlatUnBatchToIndividualItems(
-                    piece.input_observation_space, piece.input_action_space
-                )
-        return pipeline
-
-
+# ---------------------------------------------------------------------------------------------------------
+# fast sampling on the single-agent route: opt in with ppo_config(..., fast_sampling=True)
 def fast_unbatch(struct: Any) -> Any:
     """RLlib's ``space_utils.unbatch`` with fast paths for a flat array and a dict of flat arrays (same result)."""
     if isinstance(struct, np.ndarray):
@@ -463,24 +445,45 @@ def fast_unbatch(struct: Any) -> Any:
     return unbatch(struct)
 
 
-class FlatUnBatchToIndividualItems(UnBatchToIndividualItems):
-    """RLlib's ``UnBatchToIndividualItems`` with a fast path for flat numpy columns (same result)."""
+def _with_fast_unbatch(method: Any, name: str = "unbatch") -> Any:
+    """A copy of RLlib's ``method`` calling :func:`fast_unbatch` where it calls the global ``name`` (RLlib's
+    ``unbatch``, which splits rows with a ``tree.unflatten_as`` each); RLlib's module stays as it is. A Ray whose
+    method calls no such name keeps its method (a test checks the copy is made with the pinned Ray)."""
+    if name not in method.__code__.co_names:
+        return method
+    copy = types.FunctionType(method.__code__, {**method.__globals__, name: fast_unbatch}, method.__name__,
+                              method.__defaults__, method.__closure__)
+    copy.__kwdefaults__, copy.__qualname__ = method.__kwdefaults__, method.__qualname__
+    return copy
 
-    def __call__(self, *, rl_module: Any, batch: Any, episodes: Any, explore: Any = None,
-                 shared_data: Any = None, **kwargs: Any) -> Any:
-        order = (shared_data or {}).get("memorized_map_structure")
-        if not isinstance(order, list) or not all(isinstance(v, np.ndarray) for v in batch.values()):
-            return super().__call__(
-                rl_module=rl_module, batch=batch, episodes=episodes, explore=explore,
-                shared_data=shared_data, **kwargs,
-            )
-        for column, data in list(batch.items()):
-            rows = list(data)
-            by_episode: dict[Any, list[Any]] = defaultdict(list)
-            for i, eps_id in enumerate(order):
-                by_episode[(eps_id,)].append(rows[i])
-            batch[column] = dict(by_episode)
-        return batch
+
+class FastSamplingEnvRunner(SingleAgentEnvRunner):
+    """RLlib's single-agent env runner; its sampling loop and reset split rows with :func:`fast_unbatch`."""
+
+    _sample = _with_fast_unbatch(SingleAgentEnvRunner._sample)
+    _reset_envs = _with_fast_unbatch(SingleAgentEnvRunner._reset_envs)
+
+
+class FlatUnBatchToIndividualItems(UnBatchToIndividualItems):
+    """RLlib's ``UnBatchToIndividualItems``, splitting rows with :func:`fast_unbatch`."""
+
+    __call__ = _with_fast_unbatch(UnBatchToIndividualItems.__call__, "unbatch_fn")
+
+
+class FastSamplingPPOConfig(PPOConfig):
+    """RLlib's ``PPOConfig`` with :class:`FastSamplingEnvRunner` and :class:`FlatUnBatchToIndividualItems`."""
+
+    def __init__(self, algo_class: Any = None) -> None:
+        super().__init__(algo_class)
+        self.env_runner_cls = FastSamplingEnvRunner
+
+    def build_module_to_env_connector(self, env: Any = None, spaces: Any = None) -> Any:
+        pipeline = super().build_module_to_env_connector(env, spaces)
+        for i, piece in enumerate(pipeline.connectors):
+            if type(piece) is UnBatchToIndividualItems:
+                pipeline.connectors[i] = FlatUnBatchToIndividualItems(
+                    piece.input_observation_space, piece.input_action_space)
+        return pipeline
 
 
 def add_snapshot(algo: Any, slot: int) -> str:

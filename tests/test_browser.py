@@ -56,11 +56,11 @@ def serve(tmp_path: Path, specs: list[str], step: bool = True, tick_ms: int = 10
           **rules: Any) -> Any:
     """A nertz-play table (the person at seat 0, ``specs`` at the others) served on a free loopback port."""
     pytest.importorskip("uvicorn", reason="needs the play extra: pip install '.[play]'")
-    from nertz_env.play.server import Hub
+    from nertz_env.play.server import TableServer
     from test_play import Served, make_game
 
     game = make_game(players=len(specs) + 1, seed=SEED, bots=specs, replay_dir=tmp_path, **rules)
-    return Served(Hub(game, step=step, tick_ms=tick_ms, log=lambda text: None), token=token)
+    return Served(TableServer(game, step=step, tick_ms=tick_ms, log=lambda text: None), token=token)
 
 
 @pytest.fixture

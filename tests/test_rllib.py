@@ -102,7 +102,7 @@ def test_league_env_hides_scripted_seats() -> None:
         obs, _, _, _, infos = env.step(_random_legal(obs, rng))
         assert not any(i["illegal"] for i in infos.values())
     # the heuristic seats played cards to the lake inside the env, on both tables
-    assert (env._venv._state.score_lake[:, 1:] > 0).all()
+    assert all({1, 2, 3} <= {owner for f in env._venv.snapshot(t)["lake"] for _, owner in f} for t in range(2))
 
 
 def _scalars(folder) -> dict[str, list[tuple[int, float]]]:
@@ -231,15 +231,13 @@ def test_single_agent_route_trains_and_its_checkpoint_plays(local_ray, tmp_path)
         from nertz_env.rllib import League
 
         ppo_config(SMALL, league=League(), single_agent=True)
-    algo = ppo_config(
-        {**SMALL, "num_tables": 2}, single_agent=True, train_batch_size=256, minibatch_size=128, num_epochs=1,
-        hidden=(32,),
-    ).build_algo()
+    algo = ppo_config({**SMALL, "num_tables": 2}, single_agent=True, fast_sampling=True, train_batch_size=256,
+                      minibatch_size=128, num_epochs=1, hidden=(32,)).build_algo()
     try:
         result = algo.train()
         sampled = result["env_runners"]["num_agent_steps_sampled"]
         assert sum(sampled.values()) >= 256  # agent steps: 4 seats a tick
-        assert algo.env_runner.env.unwrapped.num_envs == 4
+        assert algo.env_runner.env.unwrapped.num_envs == 4 and type(algo.env_runner).__name__ == "FastSamplingEnvRunner"
         module = algo.get_module()
         illegal, decisions = _rollout_illegal(module, SMALL, seed=5)
         assert decisions > 100 and illegal == 0
@@ -249,12 +247,21 @@ def test_single_agent_route_trains_and_its_checkpoint_plays(local_ray, tmp_path)
     _check_loaded_agent(path, module)
 
 
-def test_fast_unbatch_and_flat_connector_give_rllib_s_results() -> None:
-    """The single-agent route's fast paths (rows of flat arrays) return what RLlib's own code returns."""
+def test_fast_unbatch_and_flat_connector_give_rllib_s_results_and_change_no_module_of_rllib() -> None:
+    """The single-agent route's fast paths (rows of flat arrays) return what RLlib's own code returns and are
+    taken with the pinned Ray, where fast_sampling asks for them only: building an env changes no RLlib module."""
     from ray.rllib.connectors.module_to_env import UnBatchToIndividualItems
+    from ray.rllib.env import single_agent_env_runner
     from ray.rllib.utils.spaces.space_utils import unbatch
 
+    from nertz_env import rllib
     from nertz_env.rllib import FlatUnBatchToIndividualItems, fast_unbatch
+
+    rllib.NertzRLlibVectorEnv({**SMALL, "num_tables": 1}).close()
+    assert single_agent_env_runner.unbatch is unbatch
+    copies = (rllib.FastSamplingEnvRunner._sample, rllib.FastSamplingEnvRunner._reset_envs,
+              FlatUnBatchToIndividualItems.__call__)
+    assert all(fast_unbatch in m.__globals__.values() for m in copies)
 
     rng = np.random.default_rng(0)
     obs = {"observations": rng.random((5, 7), dtype=np.float32), "action_mask": rng.random((5, 3)).round()}

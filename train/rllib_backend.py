@@ -144,6 +144,7 @@ def build_config(
         hidden=cfg.net_arch,
         seed=cfg.seed,
         single_agent=single_agent,
+        fast_sampling=single_agent,  # RLlib's sampling loop with nertz-env's fast paths (Ray 2.60's internals)
     )
 
 

@@ -25,7 +25,7 @@ from nertz_env.extras import install_command
 
 DEFAULT_TICK_MS = 1500
 MIN_TICK_MS, MAX_TICK_MS = 50, 60_000
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 #: the largest websocket message the server reads (a bigger one ends the connection, code 1009)
 MAX_FRAME = 1 << 20
 #: seconds the first Ctrl-C waits for open connections before it stops the server anyway
@@ -34,6 +34,18 @@ SHUTDOWN_GRACE = 2
 MAX_CONNECTIONS = 256
 #: seconds a client has to send a request head before its connection is closed
 HEAD_TIMEOUT = 5
+#: seconds between the server's pings to a tab, and for its pong: a tab that answers none is dropped
+PING_SECONDS = 5
+#: the headers of every HTTP answer: no framing, only the page's own script, style and server, no type
+#: guessing, no referrer (the address holds the token), no caching
+PAGE_HEADERS = [
+    ("content-security-policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+    ("x-frame-options", "DENY"),
+    ("x-content-type-options", "nosniff"),
+    ("referrer-policy", "no-referrer"),
+    ("cache-control", "no-store"),
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -136,23 +148,25 @@ def _bind(host: str, port: int) -> socket.socket:
     except socket.gaierror as e:
         raise UsageError(f"--host: cannot use {host!r}: {e.strerror}") from None
     try:
-        return socket.create_server((host, port), family=family, backlog=16, dualstack_ipv6=family == socket.AF_INET6)
+        return socket.create_server((host, port), family=family, backlog=16,
+                                    dualstack_ipv6=family == socket.AF_INET6 and socket.has_dualstack_ipv6())
     except OSError as e:
         raise UsageError(f"--port: cannot listen on {host}:{port}: {e.strerror}") from None
 
 
 def access(host: str) -> tuple[list[str] | None, str | None]:
     """Who may reach a table served on ``host``: ``(allowed Host names, token)``. On loopback (127.0.0.0/8, ::1,
-    localhost): loopback Host names, no token. Beyond it: any Host name, and a new secret token."""
+    localhost): loopback Host names (an IPv6 one in brackets, as a ``Host`` header has it), no token. Beyond it:
+    any Host name, and a new secret token."""
     import ipaddress
     import secrets
 
     try:
-        loopback = ipaddress.ip_address(host.strip("[]")).is_loopback
+        ip = ipaddress.ip_address(host.strip("[]"))
     except ValueError:
-        loopback = host.lower().rstrip(".") == "localhost"
-    if loopback:
-        return [*LOOPBACK, host.strip("[]")], None
+        ip = None
+    if (ip is not None and ip.is_loopback) or host.lower().rstrip(".") == "localhost":
+        return [*LOOPBACK, f"[{ip}]" if ip is not None and ip.version == 6 else host.lower()], None
 
     return None, secrets.token_urlsafe(24)
 
@@ -177,12 +191,11 @@ def addresses(host: str, port: int, token: str | None) -> tuple[str, str]:
 
 
 def server_config(app: Any, **options: Any) -> Any:
-    """The uvicorn config ``nertz-play`` serves with: the bounds above and those of
+    """The uvicorn config ``nertz-play`` serves with: the bounds and headers above, with the protocols of
     :mod:`nertz_env.play.limits`."""
     import uvicorn
 
     from nertz_env.play.limits import BoundedH11, BoundedWebSocket
-    from nertz_env.play.server import SEND_TIMEOUT
 
     limit = MAX_CONNECTIONS
     try:  # a quarter of the files this process may open, when that is fewer
@@ -202,8 +215,10 @@ def server_config(app: Any, **options: Any) -> Any:
         # from their first callback, where the oldest idle ones are closed, so they must fit beside the limit
         "backlog": limit // 4,
         "timeout_keep_alive": HEAD_TIMEOUT,
-        "ws_ping_timeout": SEND_TIMEOUT,
+        "ws_ping_interval": PING_SECONDS,
+        "ws_ping_timeout": PING_SECONDS,
         "ws_max_size": MAX_FRAME,
+        "headers": PAGE_HEADERS,
         "lifespan": "on",
         "timeout_graceful_shutdown": SHUTDOWN_GRACE,
         **options,
@@ -211,18 +226,18 @@ def server_config(app: Any, **options: Any) -> Any:
     return uvicorn.Config(app, **settings)
 
 
-def make_hub(built: dict[str, Any], seat: int, step: bool) -> Any:
+def make_table_server(built: dict[str, Any], seat: int, step: bool) -> Any:
     """The table of a checked command line (see :func:`_build`), with its replay and drawing."""
     import nertz_env
     from nertz_env.play.game import PlayGame
-    from nertz_env.play.server import Hub
+    from nertz_env.play.server import TableServer
 
     env = nertz_env.parallel_env(num_players=built["players"], **built["rules"])
     game = PlayGame(env, built["bots"], built["specs"], seat=seat, seed=built["seed"])
     game.tick(None)  # a throwaway tick: the engine and the bots compile before the page opens
     game.replay_dir = built["replay_dir"]
     game.reset()  # the deal again, and its replay
-    return Hub(game, step=step, tick_ms=built["tick_ms"])
+    return TableServer(game, step=step, tick_ms=built["tick_ms"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -245,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
 
     print("nertz-play: dealing (the first run compiles the rules engine, up to a minute) ...", flush=True)
-    hub = make_hub(built, args.seat, args.step)
+    table = make_table_server(built, args.seat, args.step)
     port = sock.getsockname()[1]
     hosts, token = access(args.host)
     url, local_url = addresses(args.host, port, token)
@@ -262,8 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"nertz-play: the table is at {url}  (Ctrl-C stops)")
     if local_url != url:
         print(f"nertz-play: on this machine: {local_url}")
-    print(f"nertz-play: replay: {hub.game.replay_file}", flush=True)
-    config = server_config(create_app(hub, hosts, token))
+    print(f"nertz-play: replay: {table.game.replay_file}", flush=True)
+    config = server_config(create_app(table, hosts, token))
     server = uvicorn.Server(config)
     if not args.no_browser:  # the socket listens already: the page's request waits for the server
         threading.Thread(target=webbrowser.open, args=(local_url,), daemon=True).start()
@@ -273,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         pass
     finally:
         sock.close()
-    print(f"nertz-play: stopped after tick {hub.game.env.tick}; replay: {hub.game.replay_file}", flush=True)
+    print(f"nertz-play: stopped after tick {table.game.env.tick}; replay: {table.game.replay_file}", flush=True)
     return 0
 
 

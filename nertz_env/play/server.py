@@ -11,7 +11,7 @@ Guide: docs/guides/replays.md (play a seat yourself; what the server promises). 
 The server sends ``{"type": "welcome", "role": "player"|"spectator", ...}`` once, ``{"type": "state", ...}``
 after every tick (the drawing, the public view with the person's legal moves, what every seat did, events),
 ``{"type": "queued" | "info", "message": ...}``, and ``{"type": "error", "message": ...}`` for anything
-refused (an error never ends the connection). Access is checked by :class:`Guard`.
+refused (an error never ends the connection). Who may connect: :func:`create_app`.
 """
 
 from __future__ import annotations
@@ -28,15 +28,15 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any
-from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
-from starlette.datastructures import Headers
-from starlette.requests import Request, cookie_parser
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import FileResponse, PlainTextResponse
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from nertz_env._text import short
@@ -45,14 +45,11 @@ from nertz_env.render.draw import table_svg
 
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 MAX_MESSAGE = 4096
-#: messages waiting for one tab before it is dropped (a state not sent yet is replaced, so these are answers)
+#: messages waiting for one tab before it is dropped: its own answers wait for it to read and a state not sent
+#: yet is replaced, so only news of other tabs' moves piles up for a tab whose connection is stuck
 MAX_QUEUE = 100
-#: seconds one send to a tab may take before the tab is dropped
-SEND_TIMEOUT = 10.0
 #: seconds between two new games at least (each makes a replay file)
 NEW_GAME_INTERVAL = 1.0
-#: the scope key under which :class:`Guard` keeps a way to abort the connection (see :meth:`Hub._abort`)
-ABORT_KEY = "nertz_play.abort"
 
 
 def banners(game: PlayGame) -> dict[int, tuple[str, str]]:
@@ -67,18 +64,20 @@ def banners(game: PlayGame) -> dict[int, tuple[str, str]]:
 
 
 class _Tab:
-    """One connected tab: its websocket, the messages waiting for it, and the task that sends them."""
+    """One connected tab: its websocket and the messages waiting for it, sent in order by
+    :meth:`TableServer._send_loop`."""
 
     def __init__(self, ws: WebSocket) -> None:
         self.ws = ws
         self.queue: deque[dict[str, Any]] = deque()
-        self.wake = asyncio.Event()
-        self.task: asyncio.Task[None] | None = None
+        self.wake = asyncio.Event()  # a message waits, or the tab is gone
+        self.sent = asyncio.Event()  # nothing waits
+        self.sent.set()
         self.gone = False
 
 
-class Hub:
-    """One table and the tabs connected to it."""
+class TableServer:
+    """One table served to the tabs connected to it: the clock, the person's moves, a sender per tab."""
 
     def __init__(
         self,
@@ -86,14 +85,12 @@ class Hub:
         step: bool = False,
         tick_ms: int = 1000,
         log: Callable[[str], None] | None = None,
-        send_timeout: float = SEND_TIMEOUT,
         new_game_interval: float = NEW_GAME_INTERVAL,
     ) -> None:
         self.game = game
         self.step = step
         self.tick_ms = tick_ms
         self.log = log or (lambda text: print(f"nertz-play: {text}", file=sys.stderr, flush=True))
-        self.send_timeout = send_timeout
         self.new_game_interval = new_game_interval
         self.dealt_at = -float("inf")  # when the last new game was dealt (loop time)
         self.tabs: dict[WebSocket, _Tab] = {}  # in the order they connected
@@ -119,7 +116,7 @@ class Hub:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._clock
         for tab in list(self.tabs.values()):
-            self._forget(tab)
+            self._forget(tab)  # its sender ends
         async with self.lock:
             await self._run(self.game.close)
         self._tell_record_notes()
@@ -234,26 +231,26 @@ class Hub:
                     break
         q.append(message)
         if len(q) > MAX_QUEUE:
-            self._drop(tab, f"{len(q)} messages waiting")
+            self._drop(tab, f"{len(q)} messages wait for it")
             return
+        tab.sent.clear()
         tab.wake.set()
 
-    async def _pump(self, tab: _Tab) -> None:
-        """Send ``tab``'s messages in order; drop the tab when a send takes longer than ``send_timeout``."""
-        ws = tab.ws
+    async def _send_loop(self, tab: _Tab) -> None:
+        """Send ``tab``'s messages in order until it is gone. A peer that stops reading stalls only this loop:
+        uvicorn's ping finds it and aborts its connection (:mod:`nertz_env.play.limits`)."""
         try:
-            while True:
-                while not tab.queue:
+            while not tab.gone:
+                if not tab.queue:
+                    tab.sent.set()
                     tab.wake.clear()
                     await tab.wake.wait()
-                message = tab.queue.popleft()
-                try:
-                    await asyncio.wait_for(ws.send_text(json.dumps(message)), self.send_timeout)
-                except asyncio.TimeoutError:
-                    self._drop(tab, f"a send took over {self.send_timeout:g} s")
-                    return
-        except Exception:  # the tab went away mid-send; its receive loop cleans up
-            tab.gone = True
+                    continue
+                await tab.ws.send_text(json.dumps(tab.queue.popleft()))
+        except Exception:  # the connection is gone; the tab's receive loop hears of it too
+            pass
+        finally:
+            self._forget(tab)
 
     def broadcast(self, message: dict[str, Any]) -> None:
         player = self.player
@@ -264,27 +261,19 @@ class Hub:
         self.send(ws, {"type": "error", "message": message})
 
     def _drop(self, tab: _Tab, why: str) -> None:
-        """A tab that does not read: forget it (the next tab plays the seat) and abort its connection."""
-        if tab.gone:
-            return
+        """A tab whose connection does not take what it is sent: forget it (the next tab plays the seat). Its
+        connection ends when it answers no ping (:mod:`nertz_env.play.limits`)."""
         was_player = tab.ws is self.player
         self._forget(tab)
-        self.log(
-            f"dropped a {'playing' if was_player else 'watching'} tab that does not read ({why}); the table goes on"
-        )
+        self.log(f"dropped a {'playing' if was_player else 'watching'} tab that does not read ({why}); the table goes on")
         self.disconnect(tab.ws)
-        self._abort(tab.ws)
 
-    def _forget(self, tab: _Tab) -> None:
+    @staticmethod
+    def _forget(tab: _Tab) -> None:
         tab.gone = True
         tab.queue.clear()
-        if tab.task is not None and tab.task is not asyncio.current_task():
-            tab.task.cancel()
-
-    def _abort(self, ws: WebSocket) -> None:
-        """End a stuck connection now by aborting uvicorn's transport (a close would wait for the peer to read)."""
-        if abort := ws.scope.get(ABORT_KEY):
-            abort()
+        tab.wake.set()
+        tab.sent.set()
 
     # ------------------------------------------------------------------ connections
     def _welcome(self, role: str, note: str) -> dict[str, Any]:
@@ -300,10 +289,9 @@ class Hub:
             "replay": self.game.replay_file,
         }
 
-    async def connect(self, ws: WebSocket) -> None:
+    async def connect(self, ws: WebSocket) -> _Tab:
         await ws.accept()
         tab = _Tab(ws)
-        tab.task = asyncio.get_running_loop().create_task(self._pump(tab))
         g = self.game
         async with self.lock:  # between ticks: the welcome comes first, then the table as it stands
             self.tabs[ws] = tab
@@ -314,6 +302,7 @@ class Hub:
                 role, note = "spectator", "this game is already played in another tab: this tab watches (moves from it are refused)"
             self.send(ws, self._welcome(role, note))
             self.send(ws, {**self._state(g.last), "role": role})
+        return tab
 
     def disconnect(self, ws: WebSocket) -> None:
         """``ws`` is gone: forget it; if it played the seat, the oldest watching tab plays on."""
@@ -340,18 +329,19 @@ class Hub:
         )
 
     async def serve(self, ws: WebSocket) -> None:
-        """The whole life of one tab's websocket (:class:`Guard` has checked its Host, Origin and token)."""
-        await self.connect(ws)
+        """The whole life of one tab's websocket; it ends with the tab's sender, so a closed tab leaves no task."""
+        tab = await self.connect(ws)
+        sender = asyncio.create_task(self._send_loop(tab))
         try:
             while True:
+                await tab.sent.wait()  # one message at a time: a tab that does not read cannot pile up answers
                 msg = await ws.receive()
-                if msg["type"] == "websocket.disconnect":
-                    break
-                if ws not in self.tabs:  # dropped for not reading
+                if msg["type"] == "websocket.disconnect" or tab.gone:
                     break
                 await self.handle(ws, msg.get("text"))
         finally:
-            self.disconnect(ws)
+            self.disconnect(ws)  # forgets the tab: its sender ends
+            await asyncio.wait([sender])
 
     # ------------------------------------------------------------------ messages
     async def handle(self, ws: WebSocket, text: str | None) -> None:
@@ -372,7 +362,7 @@ class Hub:
             return
         handlers = {"move": self._move, "wait": self._wait, "pause": self._pause, "new_game": self._new_game}
         kind = msg.get("type")
-        if kind not in handlers:
+        if not isinstance(kind, str) or kind not in handlers:
             self.error(ws, f"malformed message: 'type' must be one of {', '.join(handlers)}, got {short(kind)}")
         elif ws is not self.player:
             self.error(ws, "this tab is a spectator: the seat is played in another tab")
@@ -454,138 +444,65 @@ class Hub:
 
 
 # ---------------------------------------------------------------------------------------------------------- access
-def host_name(host: str) -> str:
-    """The host of a ``Host`` header without its port: ``"[::1]:8000"`` -> ``"::1"``, ``"Localhost."`` ->
-    ``"localhost"``."""
-    host = host.strip().lower()
-    if host.startswith("["):
-        end = host.find("]")
-        name = host[1:end] if end > 0 else host
-    else:
-        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-    return name.rstrip(".")
-
-
 def token_cookie(token: str) -> str:
     """The cookie's name for ``token`` (two tables on one machine keep theirs apart: cookies ignore ports)."""
     return "nertz_play_" + hashlib.sha256(token.encode()).hexdigest()[:12]
 
 
-class Guard:
-    """Who may reach the table, checked before anything else (ASGI middleware).
+class TokenCheck:
+    """Every request needs ``token``, as ``?token=...`` or as the cookie the page's answer sets; others get 403.
+    (Starlette checks sessions and users, not one shared secret.)"""
 
-    ``allowed_hosts``: other ``Host`` names get 400 (against DNS rebinding). ``token``: every request needs it,
-    as ``?token=...`` (the answer then sets a cookie) or that cookie; others get 403. A websocket's ``Origin``
-    must be this server's own address. Every HTTP answer gets :data:`PAGE_HEADERS`."""
-
-    def __init__(self, app: ASGIApp, allowed_hosts: Sequence[str] | None = None, token: str | None = None) -> None:
-        self.app = app
-        self.allowed = {host_name(h) for h in allowed_hosts} if allowed_hosts is not None else None
-        self.token = token
-        self.cookie = token_cookie(token) if token else ""
-
-    def _token_ok(self, scope: Scope, headers: Headers) -> tuple[bool, bool]:
-        """(whether the request carries the token, whether it came in the address)."""
-        assert self.token is not None
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        for given in query.get("token", []):
-            if hmac.compare_digest(given.encode(), self.token.encode()):
-                return True, True
-        # parsed as browsers do: another application's malformed cookie costs only itself
-        given = cookie_parser(headers.get("cookie", "")).get(self.cookie)
-        if given is not None and hmac.compare_digest(given.encode(), self.token.encode()):
-            return True, False
-        return False, False
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app, self.token, self.cookie = app, token.encode(), token_cookie(token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = scope["type"]
-        if kind not in ("http", "websocket"):
-            await self.app(scope, receive, send)
-            return
-        headers = Headers(scope=scope)
-        host = headers.get("host", "")
-        if self.allowed is not None and host_name(host) not in self.allowed:
-            await self._refuse(scope, receive, send, 400, "nertz-play: this table is served to this machine's "
-                               "own names only (Host refused)")
-            return
-        if kind == "websocket":
-            origin = headers.get("origin")
-            if origin is not None and origin not in (f"http://{host}", f"https://{host}"):
-                # a page from another site must not drive the table (cross-site websocket hijacking)
-                await self._refuse(scope, receive, send, 1008, "nertz-play takes connections from its own page only")
+        if scope["type"] in ("http", "websocket"):
+            conn = HTTPConnection(scope)
+            given = [*conn.query_params.getlist("token"), conn.cookies.get(self.cookie, "")]
+            if not any(hmac.compare_digest(g.encode(), self.token) for g in given):
+                text = "nertz-play: this table needs the token of the address nertz-play printed (http://HOST:PORT/?token=...)"
+                await PlainTextResponse(text, status_code=403)(scope, receive, send)
                 return
-        from_address = False
-        if self.token is not None:
-            ok, from_address = self._token_ok(scope, headers)
-            if not ok:
-                await self._refuse(scope, receive, send, 403, "nertz-play: this table needs the token of the "
-                                   "address nertz-play printed (http://HOST:PORT/?token=...)")
-                return
-        if kind == "websocket":
-            # uvicorn's protocol, where send is bound to it (not under a test client)
-            transport = getattr(getattr(send, "__self__", None), "transport", None)
-            await self.app({**scope, ABORT_KEY: getattr(transport, "abort", None)}, receive, send)
-            return
-        extra = [(b"set-cookie", f"{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict".encode())
-                 ] if from_address else []
-        await self.app(scope, receive, _with_headers(send, extra))
-
-    @staticmethod
-    async def _refuse(scope: Scope, receive: Receive, send: Send, code: int, text: str) -> None:
-        if scope["type"] == "websocket":
-            await WebSocket(scope, receive, send).close(code=code if code >= 1000 else 1008, reason=text)
-        else:
-            await PlainTextResponse(text, status_code=code)(scope, receive, _with_headers(send))
+        await self.app(scope, receive, send)
 
 
-#: the headers of every HTTP answer: no framing, only the page's own script, style and server, no type
-#: guessing, no referrer (the address holds the token), no caching
-PAGE_HEADERS = [
-    (b"content-security-policy", b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-     b"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
-    (b"x-frame-options", b"DENY"),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"cache-control", b"no-store"),
-]
-
-
-def _with_headers(send: Send, extra: Sequence[tuple[bytes, bytes]] = ()) -> Send:
-    """``send`` adding :data:`PAGE_HEADERS` and ``extra`` to the answer's head."""
-
-    async def sending(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            message = {**message, "headers": [*message.get("headers", []), *PAGE_HEADERS, *extra]}
-        await send(message)
-
-    return sending
-
-
-def create_app(hub: Hub, allowed_hosts: Sequence[str] | None = None, token: str | None = None) -> ASGIApp:
-    """The ASGI app of one table: the Starlette app behind a :class:`Guard` (``allowed_hosts`` and ``token``:
-    ``None`` for no check)."""
+def create_app(server: TableServer, allowed_hosts: Sequence[str] | None = None, token: str | None = None) -> ASGIApp:
+    """The ASGI app of one table. ``allowed_hosts``: the ``Host`` names served (others get 400, against DNS
+    rebinding), None for any. ``token``: the secret every request needs (:class:`TokenCheck`), None for none.
+    A websocket is accepted only from the table's own page. The headers of every answer: ``cli.server_config``."""
 
     async def page(request: Request) -> FileResponse:
-        return FileResponse(os.path.join(STATIC_DIR, "index.html"))
+        answer = FileResponse(os.path.join(STATIC_DIR, "index.html"))
+        if token is not None and request.query_params.get("token") == token:  # the printed address: a cookie for the rest
+            answer.set_cookie(token_cookie(token), token, httponly=True, samesite="strict")
+        return answer
 
     async def websocket(ws: WebSocket) -> None:
-        await hub.serve(ws)
+        host = ws.headers.get("host", "")
+        if ws.headers.get("origin", f"http://{host}") not in (f"http://{host}", f"https://{host}"):
+            # a page of another site must not drive the table (cross-site websocket hijacking)
+            await ws.close(code=1008, reason="nertz-play takes connections from its own page only")
+            return
+        await server.serve(ws)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await hub.start()
+        await server.start()
         try:
             yield
         finally:
-            await hub.stop()
+            await server.stop()
 
-    app = Starlette(
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts, www_redirect=False)]
+    if token is not None:
+        middleware.append(Middleware(TokenCheck, token=token))
+    return Starlette(
         routes=[
             Route("/", page),
             Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
             WebSocketRoute("/ws", websocket),
         ],
+        middleware=middleware,
         lifespan=lifespan,
     )
-    app.state.hub = hub
-    return Guard(app, allowed_hosts, token)
