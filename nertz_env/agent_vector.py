@@ -172,7 +172,7 @@ def agent_vector_env(
 
     Args:
         num_tables: tables in the batch (sub-environments: ``num_tables * num_players``).
-        copy: return copies of the observation and mask buffers (False: views the next call overwrites).
+        copy: copies of the observation and mask buffers (False: read-only views the next call overwrites).
         render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (one frame per table).
         obs_format: ``"dict"`` (``{"observation", "action_mask"}``) or ``"array"``: the observation vector
             alone, a ``Box``, for the wrappers that need one; the mask is then in ``infos["action_mask"]`` and

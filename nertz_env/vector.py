@@ -34,7 +34,7 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         "render_modes": list(_render.RENDER_MODES),
         "render_fps": _render.RENDER_FPS,
     }
-    _derived = ("_step_fn", "_sample_fn")
+    _derived = ("_step_fn", "_sample_fn", "_views")
 
     def __init__(
         self,
@@ -80,6 +80,9 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         # the compiled entry points without numba's per-call type dispatch
         self._step_fn = batch.bound(step_block, self._state, self._acts, True, 0, 1)
         self._sample_fn = batch.bound(sample_block, self._state.mask, self._agent_rng, self._sampled, 0, 1)
+        # copy=False hands out views that cannot be made writeable: the engine reads legality from its mask
+        arrays = {"observation": self._state.obs, "action_mask": self._state.mask, "sampled": self._sampled}
+        self._views = {k: np.asarray(memoryview(a).toreadonly()) for k, a in arrays.items()}
 
     # ------------------------------------------------------------------ Gymnasium API
     def reset(
@@ -211,7 +214,7 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
     def sample_actions(self) -> np.ndarray:
         """Uniformly random legal actions for every seat, compiled, from the batch's own agent generator."""
         batch.run(self._sample_fn, (self._state.mask, self._agent_rng, self._sampled), self.num_envs)
-        return self._sampled.copy() if self.copy else self._sampled
+        return self._sampled.copy() if self.copy else self._views["sampled"]
 
     def snapshot(self, table: int) -> dict[str, Any]:
         """Table ``table`` as a ``nertz-snapshot/1`` dict."""
@@ -233,11 +236,11 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         return int(table)
 
     def observations(self) -> dict[str, np.ndarray]:
-        """The current observations and masks, shaped like ``step``'s (copied when ``copy=True``)."""
+        """The current observations and masks, shaped like ``step``'s (read-only views if not ``copy``)."""
         S = self._state
         if self.copy:
             return {"observation": S.obs.copy(), "action_mask": S.mask.copy()}
-        return {"observation": S.obs, "action_mask": S.mask}
+        return {"observation": self._views["observation"], "action_mask": self._views["action_mask"]}
 
 
 def vector_env(
@@ -276,7 +279,7 @@ def vector_env(
     Args:
         num_tables: tables in the batch (1 or more).
         autoreset: deal finished tables anew on the next step (Gymnasium's ``NEXT_STEP`` mode).
-        copy: return copies of the observation and mask buffers (False: views the next call overwrites).
+        copy: copies of the observation and mask buffers (False: read-only views the next call overwrites).
         render_mode: ``None``, ``"rgb_array"`` (``render()`` returns a tuple of (H, W, 3) frames, one per table;
             needs the ``render`` extra), ``"ansi"`` (a tuple of texts, one per table) or ``"human"`` (prints
             them).
