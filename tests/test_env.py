@@ -336,6 +336,19 @@ def test_bad_action__is_refused_naming_the_agent(actions: dict, match: str) -> N
         env.step({**{a: 0 for a in env.agents}, **actions} if "player_0" in actions else actions)
 
 
+@pytest.mark.parametrize(("illegal_action", "bad"), [("noop", 1.5), ("noop", "flip"), ("raise", 10_000), ("raise", -1)])
+def test_aec_bad_action__raises_at_its_own_step_and_changes_nothing(illegal_action: str, bad: object) -> None:
+    env = nertz_env.env(num_players=2, illegal_action=illegal_action)
+    env.reset(seed=0)
+    before = env.unwrapped.snapshot()
+    with pytest.raises(ValueError, match="player_0"):
+        env.step(bad)
+    assert env.agent_selection == "player_0" and env.unwrapped.snapshot() == before
+    env.step(1)
+    env.step(1)  # the tick runs with the good actions
+    assert [env.infos[a]["illegal"] for a in env.agents] == [False, False] and env.unwrapped.tick == 1
+
+
 def test_max_cycles__is_the_tick_bound_of_a_one_round_episode_in_every_pettingzoo_form() -> None:
     for make in (nertz_env.parallel_env, nertz_env.env, nertz_env.raw_env):
         assert make(max_cycles=3, num_players=2).unwrapped.config.max_ticks == 3
