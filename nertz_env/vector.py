@@ -13,6 +13,7 @@ import numpy as np
 
 from nertz_env import render as _render
 from nertz_env._envbase import Copyable, check_open, table_seeds, warn_unknown_options
+from nertz_env._text import short
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, is_int, make_config, rules_of
 from nertz_env.engine import batch
@@ -115,7 +116,7 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
             ss = np.random.SeedSequence([int(seeds[0]), self.num_envs, 0x5A3B])
             self._agent_rng[:] = ss.generate_state(self.num_envs, np.uint64)
         for t, snap in dict(options.get("snapshots", {})).items():
-            self.restore(int(t), snap)
+            restore_table(self._state, self.config, snap, self._table_index(t, "each key of options['snapshots']"))
         self._started = True
         obs = self.observations()
         t, p = self.num_envs, self.num_players
@@ -230,9 +231,9 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         return sum(int(a.nbytes) for name, a in self._state._asdict().items() if name not in shared) // self.num_envs
 
     # ------------------------------------------------------------------ helpers
-    def _table_index(self, table: int) -> int:
+    def _table_index(self, table: int, what: str = "table") -> int:
         if not is_int(table) or not 0 <= table < self.num_envs:
-            raise ValueError(f"table must be an integer from 0 to {self.num_envs - 1}, got {table!r}")
+            raise ValueError(f"{what} must be an integer from 0 to {self.num_envs - 1}, got {short(table)}")
         return int(table)
 
     def observations(self) -> dict[str, np.ndarray]:
