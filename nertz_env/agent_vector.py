@@ -13,6 +13,7 @@ import numpy as np
 
 from nertz_env import render as _render
 from nertz_env._envbase import check_open, warn_unknown_options
+from nertz_env._text import short
 from nertz_env.config import rules_of
 from nertz_env.vector import NertzVectorEnv
 
@@ -40,7 +41,7 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         **rules: Any,
     ) -> None:
         if obs_format not in ("dict", "array"):
-            raise ValueError(f"obs_format must be 'dict' or 'array', got {obs_format!r}")
+            raise ValueError(f"obs_format must be 'dict' or 'array', got {short(obs_format)}")
         self.obs_format = obs_format
         self.venv = NertzVectorEnv(
             num_tables, num_players=num_players, autoreset=True, copy=copy, render_mode=render_mode, **rules

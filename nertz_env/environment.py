@@ -93,13 +93,13 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         """The arguments are :func:`parallel_env`'s."""
         _render.check_mode(render_mode)
         if illegal_action not in ("noop", "raise"):
-            raise ValueError(f"illegal_action must be 'noop' or 'raise', got {illegal_action!r}")
+            raise ValueError(f"illegal_action must be 'noop' or 'raise', got {short(illegal_action)}")
         if not isinstance(obs_key, (str, type(None))) or obs_key not in ("observation", "observations", None):
-            raise ValueError(f"obs_key must be 'observation', 'observations' or None, got {obs_key!r}")
+            raise ValueError(f"obs_key must be 'observation', 'observations' or None, got {short(obs_key)}")
         self.obs_key = obs_key
         if max_cycles is not None:  # PettingZoo's name for max_ticks, for a one-round episode
             if not is_int(max_cycles) or max_cycles < 1:
-                raise ValueError(f"max_cycles must be a positive integer, got {max_cycles!r}")
+                raise ValueError(f"max_cycles must be a positive integer, got {short(max_cycles)}")
             if rules.get("max_ticks") is not None:
                 raise ValueError("give max_cycles or max_ticks, not both (max_cycles is PettingZoo's name for max_ticks)")
             if rules.get("rounds") not in (None, 1) or rules.get("target_score") is not None:
@@ -241,7 +241,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
             p = seat.get(agent)
             if p is None or agent not in missing:
                 why = "unknown agent" if p is None else "agent not live (or named twice)"
-                raise ValueError(f"{why} {agent!r}; the live agents are {self.agents}")
+                raise ValueError(f"{why} {short(agent)}; the live agents are {self.agents}")
             missing.discard(agent)
             values[p] = self._action_of(agent, value)
         if missing and self.illegal_action == "raise":

@@ -387,7 +387,29 @@ def test_bad_option__value_error_names_it(rules: dict, match: str) -> None:
         nertz_env.parallel_env(**rules)
 
 
-@pytest.mark.parametrize("seed", [-1, 1.5, "7", True])
+LONG = "x" * 100_000
+CUT = [
+    lambda: nertz_env.parallel_env(render_mode=LONG),
+    lambda: nertz_env.parallel_env(illegal_action=LONG),
+    lambda: nertz_env.parallel_env(obs_key=LONG),
+    lambda: nertz_env.parallel_env(max_cycles=LONG),
+    lambda: nertz_env.vector_env(LONG),
+    lambda: nertz_env.vector_env(2).snapshot(10**4000),
+    lambda: nertz_env.agent_vector_env(1, obs_format=LONG),
+    lambda: nertz_env.action_table(nertz_env.make_config()).lookup(LONG),
+    lambda: nertz_env.action_table(nertz_env.make_config()).name(10**4000),
+    lambda: (lambda e: (e.reset(seed=0), e.step({LONG: 0})))(nertz_env.parallel_env()),
+]
+
+
+@pytest.mark.parametrize("call", CUT, ids=range(len(CUT)))
+def test_bad_argument__one_line_error_cuts_a_long_value(call: Callable[[], Any]) -> None:
+    with pytest.raises(ValueError) as e:
+        call()
+    assert len(str(e.value)) < 400 and "\n" not in str(e.value), str(e.value)[:400]
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "7", True, 2**64])
 def test_bad_seed__value_error(seed: object) -> None:
     with pytest.raises(ValueError, match="seed"):
         nertz_env.parallel_env().reset(seed=seed)  # type: ignore[arg-type]
