@@ -83,7 +83,7 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         self._sample_fn = batch.bound(sample_block, self._state.mask, self._agent_rng, self._sampled, 0, 1)
         # copy=False hands out views that cannot be made writeable: the engine reads legality from its mask
         arrays = {"observation": self._state.obs, "action_mask": self._state.mask, "sampled": self._sampled}
-        self._views = {k: np.asarray(memoryview(a).toreadonly()) for k, a in arrays.items()}
+        self._views = {k: np.asarray(a.data.toreadonly()) for k, a in arrays.items()}
 
     # ------------------------------------------------------------------ Gymnasium API
     def reset(

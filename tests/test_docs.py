@@ -211,7 +211,7 @@ def test_every_relative_link_resolves() -> None:
 def test_readme_is_a_front_page() -> None:
     lines = README.read_text().splitlines()
     assert len(lines) <= 250, f"README.md has {len(lines)} lines; move the detail to a docs page"
-    assert "](docs/_static/table.svg)" in README.read_text()
+    assert "/docs/_static/table.svg)" in README.read_text()
     pointer = (ROOT / "train" / "README.md").read_text()
     assert len(pointer.splitlines()) < 20, "train/README.md is a pointer into the docs"
 
