@@ -250,8 +250,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         return missing
 
     def _action_of(self, agent: str, value: Any) -> int:
-        """``value`` as the engine's action of live ``agent`` (-1: an illegal one, a flagged wait); a
-        non-integer raises, and so does an illegal action in ``"raise"`` mode."""
+        """Live ``agent``'s action for the engine (-1: illegal, a flagged wait, unless ``"raise"`` mode raises)."""
         a = value if type(value) is int else _as_action(agent, value)  # plain ints skip the checks
         if a is None or not 0 <= a < self._num_actions or not self._state.mask[0, self._seat[agent], a]:
             if self.illegal_action == "raise":

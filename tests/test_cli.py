@@ -142,20 +142,14 @@ def test_installed_command__a_ctrl_c_ends_it_by_sigint_after_one_line(tmp_path: 
 # ---------------------------------------------------------------- outside Linux's defaults
 # macOS and Windows have no os.sched_getaffinity and start worker processes with spawn: a sitecustomize on the
 # path gives this Python, and the workers it starts, both. CI runs the suite on those systems themselves.
-ELSEWHERE = """
-import multiprocessing, os
-del os.sched_getaffinity
-multiprocessing.set_start_method("spawn", force=True)
-"""
+ELSEWHERE = 'import multiprocessing, os\ndel os.sched_getaffinity\nmultiprocessing.set_start_method("spawn", force=True)\n'
 COMMANDS_ELSEWHERE = """
-import os
-import nertz_env
+import os, nertz_env
 from nertz_env.eval.cli import main as nertz_eval
 from nertz_env.train.cli import main as nertz_train
 assert not hasattr(os, "sched_getaffinity")
 v = nertz_env.vector_env(300, 2)  # at least PARALLEL_MIN_TABLES: stepped on the engine's threads
-v.reset(seed=0)
-v.step(v.sample_actions())
+v.reset(seed=0), v.step(v.sample_actions())
 assert nertz_train(["--num-tables=2", "--n-steps=16", "--batch-size=64", "--n-epochs=1", "--net-arch=16",
     "--checkpoint-every=0", "--eval-deals=0", "--no-progress-bar", "--no-tensorboard", "--total-timesteps=128",
     "--run-dir=run"]) == 0
