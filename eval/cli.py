@@ -22,6 +22,7 @@ from nertz_env.cli import EXIT_INTERRUPTED, EXIT_USAGE, Parser, UsageError, add_
 from nertz_env.eval.report import differences_table, save, table
 from nertz_env.eval.summary import ladder_check, summarize
 from nertz_env.eval.tournament import plan_tournament, play_tournament
+from nertz_env.threads import usable_cpus
 
 # the ladder's deals: enough to confirm search over heuristic with high probability (experiments/engine_port.md)
 LADDER_DEALS = 1200
@@ -54,14 +55,6 @@ def _deal_seeds(text: str | None) -> list[int] | None:
             "as if it were an independent sample; give each seed once"
         )
     return seeds
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity where the system tells it, else the machine's)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -339,8 +339,8 @@ def plan_tournament(
         lineups = gauntlet_lineups(len(specs), num_players)
     seeds = None if deal_seeds is None else tuple(int(s) for s in deal_seeds)
     if seeds is not None:
-        if not seeds or any(s < 0 for s in seeds):
-            raise ValueError("deal seeds must be a non-empty list of non-negative integers")
+        if not seeds or any(not 0 <= s < 2**64 for s in seeds):
+            raise ValueError("deal seeds must be a non-empty list of integers from 0 to 2**64 - 1")
         deals = len(seeds)
     elif deals < 1:
         raise ValueError(f"a tournament needs at least one deal, got deals={deals}")

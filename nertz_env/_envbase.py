@@ -55,9 +55,9 @@ def table_seeds(seed: Any, n: int) -> np.ndarray:
     entropy for None."""
     if seed is None:
         return np.random.SeedSequence().generate_state(n, np.uint64)
-    if is_int(seed) and seed >= 0:
-        return np.arange(n, dtype=np.uint64) + np.uint64(int(seed) % 2**64)
-    if isinstance(seed, (list, tuple, np.ndarray)) and len(seed) == n and all(is_int(s) and s >= 0 for s in seed):
-        return np.array([int(s) % 2**64 for s in seed], dtype=np.uint64)
+    if is_int(seed) and 0 <= seed < 2**64:
+        return np.arange(n, dtype=np.uint64) + np.uint64(seed)
+    if isinstance(seed, (list, tuple, np.ndarray)) and len(seed) == n and all(is_int(s) and 0 <= s < 2**64 for s in seed):
+        return np.array(seed, dtype=np.uint64)
     one_per_table = f", or {n} of them (one per table)" if n > 1 else ""
-    raise ValueError(f"seed must be a non-negative integer or None{one_per_table}, got {short(seed)}")
+    raise ValueError(f"seed must be an integer from 0 to 2**64 - 1 or None{one_per_table}, got {short(seed)}")

@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from nertz_env._text import short
 from nertz_env.cards import SUITS
 from nertz_env.config import NertzConfig, is_int
 
@@ -116,7 +117,7 @@ class ActionTable:
 
     def _check(self, index: int) -> int:
         if not is_int(index) or not 0 <= index < len(self.rows):
-            raise ValueError(f"action index must be an integer from 0 to {len(self.rows) - 1}, got {index!r}")
+            raise ValueError(f"action index must be an integer from 0 to {len(self.rows) - 1}, got {short(index)}")
         return int(index)
 
     def index(self, kind: int, src: int = -1, dst: int = -1, length: int = 0, suit: int = -1) -> int:
@@ -138,7 +139,7 @@ class ActionTable:
         try:
             return self._by_name[name]
         except KeyError:
-            raise ValueError(f"no action named {name!r} in this config (e.g. {self._names[:4]})") from None
+            raise ValueError(f"no action named {short(name)} in this config (e.g. {self._names[:4]})") from None
 
     @staticmethod
     def _name(a: Action) -> str:

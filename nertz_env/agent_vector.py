@@ -13,6 +13,7 @@ import numpy as np
 
 from nertz_env import render as _render
 from nertz_env._envbase import check_open, warn_unknown_options
+from nertz_env._text import short
 from nertz_env.config import Rules, Unpack
 from nertz_env.vector import NertzVectorEnv
 
@@ -40,7 +41,7 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         **rules: Unpack[Rules],
     ) -> None:
         if obs_format not in ("dict", "array"):
-            raise ValueError(f"obs_format must be 'dict' or 'array', got {obs_format!r}")
+            raise ValueError(f"obs_format must be 'dict' or 'array', got {short(obs_format)}")
         self.obs_format = obs_format
         self.venv = NertzVectorEnv(
             num_tables, num_players=num_players, autoreset=True, copy=copy, render_mode=render_mode, **rules
@@ -151,7 +152,7 @@ def agent_vector_env(
 
     Args:
         num_tables: tables in the batch (sub-environments: ``num_tables * num_players``).
-        copy: return copies of the observation and mask buffers (False: views the next call overwrites).
+        copy: copies of the observation and mask buffers (False: read-only views the next call overwrites).
         render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (one frame per table).
         obs_format: ``"dict"`` (``{"observation", "action_mask"}``) or ``"array"``: the observation vector
             alone, a ``Box``, for the wrappers that need one; the mask is then in ``infos["action_mask"]`` and

@@ -19,6 +19,7 @@ from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 from nertz_env import render as _render
 from nertz_env._envbase import Copyable, check_open, table_seeds, warn_unknown_options
+from nertz_env._text import short
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, Rules, Unpack, is_int, make_config
 from nertz_env.engine import batch
@@ -38,7 +39,7 @@ def _as_action(agent: str, value: Any) -> int | None:
         return int(value)
     if isinstance(value, np.ndarray) and value.size == 1 and np.issubdtype(value.dtype, np.integer):
         return int(value.reshape(()))
-    raise ValueError(f"action for {agent!r} must be an integer action index, got {value!r}")
+    raise ValueError(f"action for {agent!r} must be an integer action index, got {short(value)}")
 
 
 class _TableViews(NamedTuple):
@@ -92,13 +93,13 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         """The arguments are :func:`parallel_env`'s."""
         _render.check_mode(render_mode)
         if illegal_action not in ("noop", "raise"):
-            raise ValueError(f"illegal_action must be 'noop' or 'raise', got {illegal_action!r}")
+            raise ValueError(f"illegal_action must be 'noop' or 'raise', got {short(illegal_action)}")
         if not isinstance(obs_key, (str, type(None))) or obs_key not in ("observation", "observations", None):
-            raise ValueError(f"obs_key must be 'observation', 'observations' or None, got {obs_key!r}")
+            raise ValueError(f"obs_key must be 'observation', 'observations' or None, got {short(obs_key)}")
         self.obs_key = obs_key
         if max_cycles is not None:  # PettingZoo's name for max_ticks, for a one-round episode
             if not is_int(max_cycles) or max_cycles < 1:
-                raise ValueError(f"max_cycles must be a positive integer, got {max_cycles!r}")
+                raise ValueError(f"max_cycles must be a positive integer, got {short(max_cycles)}")
             if rules.get("max_ticks") is not None:
                 raise ValueError("give max_cycles or max_ticks, not both (max_cycles is PettingZoo's name for max_ticks)")
             if rules.get("rounds") not in (None, 1) or rules.get("target_score") is not None:
@@ -234,26 +235,28 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         """Fill ``row`` from ``actions``, checking names (and legality in ``"raise"`` mode) before anything
         changes. Returns the live agents left out (they wait)."""
         seat = self._seat
-        mask = self._state.mask[0]
-        n_act = self._num_actions
         values = [0] * len(self.possible_agents)  # a live agent left out waits
         missing = set(self.agents)
         for agent, value in actions.items():
             p = seat.get(agent)
             if p is None or agent not in missing:
                 why = "unknown agent" if p is None else "agent not live (or named twice)"
-                raise ValueError(f"{why} {agent!r}; the live agents are {self.agents}")
+                raise ValueError(f"{why} {short(agent)}; the live agents are {self.agents}")
             missing.discard(agent)
-            a = value if type(value) is int else _as_action(agent, value)  # plain ints skip the checks
-            if a is None or not 0 <= a < n_act or not mask[p, a]:
-                if self.illegal_action == "raise":
-                    raise ValueError(f"action {value!r} of {agent!r} is not legal now (see the action_mask)")
-                a = -1
-            values[p] = a
+            values[p] = self._action_of(agent, value)
         if missing and self.illegal_action == "raise":
             raise ValueError(f"no action given for live agent(s) {sorted(missing)}")
         row[:] = values
         return missing
+
+    def _action_of(self, agent: str, value: Any) -> int:
+        """Live ``agent``'s action for the engine (-1: illegal, a flagged wait, unless ``"raise"`` mode raises)."""
+        a = value if type(value) is int else _as_action(agent, value)  # plain ints skip the checks
+        if a is None or not 0 <= a < self._num_actions or not self._state.mask[0, self._seat[agent], a]:
+            if self.illegal_action == "raise":
+                raise ValueError(f"action {short(value)} of {agent!r} is not legal now (see the action_mask)")
+            return -1
+        return a
 
     def _observations(self) -> tuple[dict[str, Any], np.ndarray]:
         """Each live agent's observation in the ``obs_key`` form, and its mask, copied out of the engine."""
@@ -332,6 +335,9 @@ class raw_env(parallel_to_aec_wrapper):
 
     def step(self, action: Any) -> None:
         check_open(self.env, "step")  # the parallel env only steps once every agent has acted
+        agent = self.agent_selection
+        if not (self.terminations[agent] or self.truncations[agent]):
+            self.env._action_of(agent, action)  # a bad action raises now, not at the last agent's step
         super().step(action)
 
     def render(self, mode: str | None = None) -> Any:

@@ -148,8 +148,8 @@ class NertzRLlibEnv(MultiAgentEnv):
         for agent, a in action_dict.items():
             t, p = index[agent]
             acts[t, p] = int(a)
-        now = self._venv.observations()  # views (copy=False)
-        obs_all, mask_all = now["observation"], now["action_mask"]
+        views = self._venv.observations()  # read-only: a scripted agent cannot change the engine's mask
+        obs_all, mask_all = views["observation"], views["action_mask"]
         for t in np.flatnonzero(self._live_tables).tolist():
             for p, agent in enumerate(self._scripted[t]):
                 if agent is not None:

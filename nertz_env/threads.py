@@ -1,4 +1,5 @@
-"""One place that caps the threads of the numeric libraries in a process the project runs or starts.
+"""One place that caps the threads of the numeric libraries in a process the project runs or starts, and
+counts the CPUs it may use.
 
 On a machine with few cores, torch's pool of one thread per core in every worker process oversubscribes the
 cores (``bench/bench_workers.py``), so every process the project starts calls :func:`limit_threads` first.
@@ -10,6 +11,14 @@ import os
 import sys
 
 _ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity where the system reports one (Linux), else the machine's."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS and Windows have no sched_getaffinity
+        return os.cpu_count() or 1
 
 
 def limit_threads(n: int = 1) -> None:

@@ -13,6 +13,7 @@ import numpy as np
 
 from nertz_env import render as _render
 from nertz_env._envbase import Copyable, check_open, table_seeds, warn_unknown_options
+from nertz_env._text import short
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, Rules, Unpack, is_int, make_config
 from nertz_env.engine import batch
@@ -34,7 +35,7 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         "render_modes": list(_render.RENDER_MODES),
         "render_fps": _render.RENDER_FPS,
     }
-    _derived = ("_step_fn", "_sample_fn")
+    _derived = ("_step_fn", "_sample_fn", "_views")
 
     def __init__(
         self,
@@ -80,6 +81,9 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         # the compiled entry points without numba's per-call type dispatch
         self._step_fn = batch.bound(step_block, self._state, self._acts, True, 0, 1)
         self._sample_fn = batch.bound(sample_block, self._state.mask, self._agent_rng, self._sampled, 0, 1)
+        # copy=False hands out views that cannot be made writeable: the engine reads legality from its mask
+        arrays = {"observation": self._state.obs, "action_mask": self._state.mask, "sampled": self._sampled}
+        self._views = {k: np.asarray(a.data.toreadonly()) for k, a in arrays.items()}
 
     # ------------------------------------------------------------------ Gymnasium API
     def reset(
@@ -112,7 +116,7 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
             ss = np.random.SeedSequence([int(seeds[0]), self.num_envs, 0x5A3B])
             self._agent_rng[:] = ss.generate_state(self.num_envs, np.uint64)
         for t, snap in dict(options.get("snapshots", {})).items():
-            self.restore(int(t), snap)
+            restore_table(self._state, self.config, snap, self._table_index(t, "each key of options['snapshots']"))
         self._started = True
         obs = self.observations()
         t, p = self.num_envs, self.num_players
@@ -211,7 +215,7 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
     def sample_actions(self) -> np.ndarray:
         """Uniformly random legal actions for every seat, compiled, from the batch's own agent generator."""
         batch.run(self._sample_fn, (self._state.mask, self._agent_rng, self._sampled), self.num_envs)
-        return self._sampled.copy() if self.copy else self._sampled
+        return self._sampled.copy() if self.copy else self._views["sampled"]
 
     def snapshot(self, table: int) -> dict[str, Any]:
         """Table ``table`` as a ``nertz-snapshot/1`` dict."""
@@ -227,17 +231,17 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         return sum(int(a.nbytes) for name, a in self._state._asdict().items() if name not in shared) // self.num_envs
 
     # ------------------------------------------------------------------ helpers
-    def _table_index(self, table: int) -> int:
+    def _table_index(self, table: int, what: str = "table") -> int:
         if not is_int(table) or not 0 <= table < self.num_envs:
-            raise ValueError(f"table must be an integer from 0 to {self.num_envs - 1}, got {table!r}")
+            raise ValueError(f"{what} must be an integer from 0 to {self.num_envs - 1}, got {short(table)}")
         return int(table)
 
     def observations(self) -> dict[str, np.ndarray]:
-        """The current observations and masks, shaped like ``step``'s (copied when ``copy=True``)."""
+        """The current observations and masks, shaped like ``step``'s (read-only views if not ``copy``)."""
         state = self._state
         if self.copy:
             return {"observation": state.obs.copy(), "action_mask": state.mask.copy()}
-        return {"observation": state.obs, "action_mask": state.mask}
+        return {"observation": self._views["observation"], "action_mask": self._views["action_mask"]}
 
 
 def vector_env(
@@ -255,7 +259,7 @@ def vector_env(
     Args:
         num_tables: tables in the batch (1 or more).
         autoreset: deal finished tables anew on the next step (Gymnasium's ``NEXT_STEP`` mode).
-        copy: return copies of the observation and mask buffers (False: views the next call overwrites).
+        copy: copies of the observation and mask buffers (False: read-only views the next call overwrites).
         render_mode: ``None``, ``"rgb_array"`` (``render()`` returns a tuple of (H, W, 3) frames, one per table;
             needs the ``render`` extra), ``"ansi"`` (a tuple of texts, one per table) or ``"human"`` (prints
             them).

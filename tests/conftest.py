@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import fcntl
 import os
 import socket
 import struct
@@ -103,6 +102,8 @@ def loopback_only() -> Iterator[None]:
     started inside (its nodes, and the drivers a test runs: they inherit the namespace) sends nothing off
     loopback. The thread returns to its own namespace at the end. Needs CAP_SYS_ADMIN (root): without it the
     test is skipped, and fails on CI (CI=true), which must not pass it silently."""
+    import fcntl  # Linux's, as the namespace is: this module must import on Windows too
+
     import pytest
 
     libc = ctypes.CDLL(None, use_errno=True)

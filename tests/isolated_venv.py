@@ -12,7 +12,6 @@ isolated tests of tests/test_clients.py and tests/test_packaging.py beside the o
 from __future__ import annotations
 
 import atexit
-import fcntl
 import functools
 import glob
 import hashlib
@@ -75,18 +74,15 @@ def python_of(version: str) -> str | None:
 @functools.cache
 def dist() -> dict[str, Path]:
     """The sdist and the wheel built from it (``python -m build``), once per session, from a copy of the files
-    git tracks (links stay links): setuptools writes build/ where it builds."""
+    git tracks: setuptools writes build/ where it builds."""
     out = Path(tempfile.mkdtemp(prefix="nertz-dist-"))
     atexit.register(shutil.rmtree, out, ignore_errors=True)
     src = out / "src"
     files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, check=True, capture_output=True, timeout=60).stdout
     for name in filter(None, files.decode().split("\0")):
-        if (REPO / name).is_symlink() or (REPO / name).is_file():
+        if (REPO / name).is_file():
             (src / name).parent.mkdir(parents=True, exist_ok=True)
-            if (REPO / name).is_symlink():  # nertz_env/agents -> ../agents, ...
-                os.symlink(os.readlink(REPO / name), src / name)
-            else:
-                shutil.copy2(REPO / name, src / name)
+            shutil.copy2(REPO / name, src / name)
     run([sys.executable, "-m", "build", "--outdir", out / "dist", src], cwd=out, timeout=900)
     (wheel,) = (out / "dist").glob("nertz_env-*.whl")
     (sdist,) = (out / "dist").glob("nertz_env-*.tar.gz")
@@ -101,6 +97,8 @@ def venv(name: str, package: Path, extras: str = "", requirements: Sequence[str]
     """A venv with ``package[extras]``, ``requirements`` (and torch's CPU build with ``torch``) in one resolve,
     then ``no_deps`` without their requirements (a client whose pins would replace torch). Built once and kept;
     a later session only reinstalls the package, once. Skips when ``python`` is None (not on this machine)."""
+    import fcntl  # (POSIX; imported here so that the modules importing this one collect on Windows too)
+
     import pytest
 
     if python is None:

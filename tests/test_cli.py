@@ -151,6 +151,35 @@ def test_installed_command__a_ctrl_c_ends_it_by_sigint_after_one_line(tmp_path: 
     assert out.stderr == "nertz-demo: interrupted (Ctrl-C)\n"
 
 
+# ---------------------------------------------------------------- outside Linux's defaults
+# macOS and Windows have no os.sched_getaffinity and start worker processes with spawn: a sitecustomize on the
+# path gives this Python, and the workers it starts, both. CI runs the suite on those systems themselves.
+ELSEWHERE = 'import multiprocessing, os\ndel os.sched_getaffinity\nmultiprocessing.set_start_method("spawn", force=True)\n'
+COMMANDS_ELSEWHERE = """
+import os, nertz_env
+from nertz_env.eval.cli import main as nertz_eval
+from nertz_env.train.cli import main as nertz_train
+assert not hasattr(os, "sched_getaffinity")
+v = nertz_env.vector_env(300, 2)  # at least PARALLEL_MIN_TABLES: stepped on the engine's threads
+v.reset(seed=0), v.step(v.sample_actions())
+assert nertz_train(["--num-tables=2", "--n-steps=16", "--batch-size=64", "--n-epochs=1", "--net-arch=16",
+    "--checkpoint-every=0", "--eval-deals=0", "--no-progress-bar", "--no-tensorboard", "--total-timesteps=128",
+    "--run-dir=run"]) == 0
+assert nertz_eval(["round-robin", "random", "greedy", "--deals=2", "--workers=2", "--no-progress", "--out=ev"]) == 0
+"""
+
+
+@pytest.mark.long
+def test_commands__run_without_sched_getaffinity_and_with_spawned_workers(tmp_path: Path) -> None:
+    pytest.importorskip("sb3_contrib", reason="needs the train extra")
+    (tmp_path / "sitecustomize.py").write_text(ELSEWHERE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-c", COMMANDS_ELSEWHERE], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert (tmp_path / "run" / "policy.zip").is_file() and (tmp_path / "ev" / "results.json").is_file()
+
+
 # ---------------------------------------------------------------- what the commands print
 def test_nertz_eval__tables_and_files_name_how_each_policy_played(tmp_path: Path, capsys: Any) -> None:
     """A trained policy plays its most probable action (by name or by path) unless told to sample."""

@@ -337,6 +337,19 @@ def test_bad_action__is_refused_naming_the_agent(actions: dict, match: str) -> N
         env.step({**{a: 0 for a in env.agents}, **actions} if "player_0" in actions else actions)
 
 
+@pytest.mark.parametrize(("illegal_action", "bad"), [("noop", 1.5), ("noop", "flip"), ("raise", 10_000), ("raise", -1)])
+def test_aec_bad_action__raises_at_its_own_step_and_changes_nothing(illegal_action: str, bad: object) -> None:
+    env = nertz_env.env(num_players=2, illegal_action=illegal_action)
+    env.reset(seed=0)
+    before = env.unwrapped.snapshot()
+    with pytest.raises(ValueError, match="player_0"):
+        env.step(bad)
+    assert env.agent_selection == "player_0" and env.unwrapped.snapshot() == before
+    env.step(1)
+    env.step(1)  # the tick runs with the good actions
+    assert [env.infos[a]["illegal"] for a in env.agents] == [False, False] and env.unwrapped.tick == 1
+
+
 def test_max_cycles__is_the_tick_bound_of_a_one_round_episode_in_every_pettingzoo_form() -> None:
     for make in (nertz_env.parallel_env, nertz_env.env, nertz_env.raw_env):
         assert make(max_cycles=3, num_players=2).unwrapped.config.max_ticks == 3
@@ -408,7 +421,29 @@ def test_rules_keywords__the_single_agent_and_sb3_vector_envs_take_them_or_a_rul
         NertzSingleAgentEnv(2, drawn=1)
 
 
-@pytest.mark.parametrize("seed", [-1, 1.5, "7", True])
+LONG = "x" * 100_000
+CUT = [
+    lambda: nertz_env.parallel_env(render_mode=LONG),
+    lambda: nertz_env.parallel_env(illegal_action=LONG),
+    lambda: nertz_env.parallel_env(obs_key=LONG),
+    lambda: nertz_env.parallel_env(max_cycles=LONG),
+    lambda: nertz_env.vector_env(LONG),
+    lambda: nertz_env.vector_env(2).snapshot(10**4000),
+    lambda: nertz_env.agent_vector_env(1, obs_format=LONG),
+    lambda: nertz_env.action_table(nertz_env.make_config()).lookup(LONG),
+    lambda: nertz_env.action_table(nertz_env.make_config()).name(10**4000),
+    lambda: (lambda e: (e.reset(seed=0), e.step({LONG: 0})))(nertz_env.parallel_env()),
+]
+
+
+@pytest.mark.parametrize("call", CUT, ids=range(len(CUT)))
+def test_bad_argument__one_line_error_cuts_a_long_value(call: Callable[[], Any]) -> None:
+    with pytest.raises(ValueError) as e:
+        call()
+    assert len(str(e.value)) < 400 and "\n" not in str(e.value), str(e.value)[:400]
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "7", True, 2**64])
 def test_bad_seed__value_error(seed: object) -> None:
     with pytest.raises(ValueError, match="seed"):
         nertz_env.parallel_env().reset(seed=seed)  # type: ignore[arg-type]

@@ -543,6 +543,7 @@ REFUSED = [
     ([*RR, "--deals", "3", "--deal-seeds", "1,2"], "--deals 3 would be ignored"),
     ([*RR, "--deal-seeds", "4,5,4"], "--deal-seeds repeats 4"),
     ([*RR, "--deal-seeds", "1,2,"], "--deal-seeds takes comma-separated non-negative integers, got '1,2,'"),
+    ([*RR, "--deal-seeds", f"1,{2**64}"], "deal seeds must be a non-empty list of integers from 0 to 2**64 - 1"),
     ([*RR, "--deals", "1", "--workers", "2"], "pass --workers 1"),
     ([*RR, "--deals", "1000", "--workers", "3"], "--workers 3 is more than the 2 CPU(s) this process can use"),
     ([*RR, "--deals", "1000", "--workers", "1000000000000"], "pass --workers 2 or fewer"),

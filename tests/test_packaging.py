@@ -1,6 +1,7 @@
-"""Packaging: the explicit package list, the installed layout, the checkout's symlinks (``nertz_env/agents`` ->
-``../agents``, train, eval), the README's commands and links, the install hints; and, marked ``isolated``, the
-sdist and the wheel installed in venvs of their own (tests/isolated_venv.py) and used outside the checkout:
+"""Packaging: the explicit package list, the installed layout (top-level ``agents/``, ``train/`` and ``eval/`` as
+``nertz_env.agents`` etc., no symlinks), the README's commands and links, the install hints; and, marked
+``isolated``, a wheel built from a clone without symlinks, the sdist and the wheel installed in venvs of their own
+(tests/isolated_venv.py) and used outside the checkout:
 the sdist on Python 3.11 (plain: PettingZoo's five tests, its own tests), the wheel with its extras on the
 oldest and newest Python (3.10, 3.13). The train extra runs on 3.11 beside the clients (tests/test_clients.py)."""
 
@@ -17,6 +18,7 @@ import sys
 import tarfile
 import time
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,7 @@ from isolated_venv import dist, env_for, python_of, run, run_script, venv
 from nertz_env.extras import install_command
 
 ROOT = Path(__file__).resolve().parent.parent
-LINKED = ("agents", "train", "eval")  # top-level folders of the checkout, nertz_env.<name> through a symlink
+MAPPED = ("agents", "train", "eval")  # top-level folders of the checkout, installed as nertz_env.<name>
 
 
 def _pyproject() -> dict:
@@ -37,28 +39,34 @@ def _pyproject() -> dict:
 def _source_packages() -> set[str]:
     """Every package of the source tree that the wheel should hold, by its installed name."""
     found = set()
-    for base in (ROOT / "nertz_env", *(ROOT / "nertz_env" / name for name in LINKED)):
-        for init in base.rglob("__init__.py"):  # rglob does not enter the symlinks: each tree once
+    for base in ("nertz_env", *MAPPED):
+        for init in (ROOT / base).rglob("__init__.py"):
             rel = init.parent.relative_to(ROOT).parts
             if "__pycache__" not in rel:
-                found.add(".".join(rel))
+                found.add(".".join(rel) if base == "nertz_env" else ".".join(("nertz_env", *rel)))
     return found
+
+
+def _source_file(module: str) -> Path:
+    """The checkout's file of ``module`` (``nertz_env.eval.demo`` -> ``eval/demo.py``)."""
+    parts = module.split(".")
+    base = ROOT / Path(*(parts[1:] if parts[1:2] and parts[1] in MAPPED else parts))
+    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
 
 
 def test_pyproject__lists_every_package_and_installs_agents_train_eval_inside_nertz_env() -> None:
     tool = _pyproject()["tool"]["setuptools"]
     assert set(tool["packages"]) == _source_packages(), "add new subpackages to [tool.setuptools] packages"
-    assert "package-dir" not in tool  # one tree: the checkout's nertz_env/ is the installed layout
-    assert not any(p.split(".")[0] in LINKED for p in tool["packages"])
+    assert tool["package-dir"] == {f"nertz_env.{name}": name for name in MAPPED}
+    assert not any(p.split(".")[0] in MAPPED for p in tool["packages"])
 
 
-def test_checkout__reaches_agents_train_eval_through_symlinks_in_nertz_env() -> None:
-    for name in LINKED:
-        link = ROOT / "nertz_env" / name
-        if not link.is_symlink():  # an unpacked sdist holds the folders themselves
-            assert (link / "__init__.py").is_file() and not (ROOT / name / "__init__.py").exists()
-            continue
-        assert os.readlink(link) == f"../{name}" and (link / "__init__.py").is_file()
+def test_checkout__has_no_symlinks() -> None:
+    # a clone with core.symlinks=false (Windows' default) turns each into a small text file
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout (an unpacked sdist)")
+    tracked = subprocess.run(["git", "ls-files", "-s"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert [line.split("\t")[1] for line in tracked.splitlines() if line.startswith("120000")] == []
 
 
 def test_installed_wheel__holds_agents_train_eval_only_inside_nertz_env() -> None:
@@ -89,8 +97,7 @@ def test_console_scripts__point_at_functions_of_the_checkout() -> None:
         # every command runs through nertz_env.cli.commands (a missing extra is one line), which runs COMMANDS' main
         assert target == f"nertz_env.cli.commands:{script.replace('-', '_')}"
         for module, _, func in (target.partition(":"), COMMANDS[script].target.partition(":")):
-            base = ROOT / Path(*module.split("."))  # nertz_env.eval.demo -> nertz_env/eval/demo.py
-            path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+            path = _source_file(module)
             assert path.is_file(), f"{script} -> {module}: no {path.relative_to(ROOT)}"
             tree = ast.parse(path.read_text())
             names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
@@ -133,6 +140,11 @@ def test_metadata__classifiers_name_the_tested_pythons_and_urls_point_at_the_rep
     assert {"Repository", "Issues", "Changelog"} <= set(urls)
     assert all(u.startswith(urls["Repository"]) for u in urls.values())
     assert urls["Changelog"].endswith("/CHANGELOG.md")
+    # the engine uses numba's internals (engine/_abi.py, _cache.py): pinned to the version tested, the one here
+    from packaging.requirements import Requirement
+
+    (numba,) = [Requirement(r) for r in project["dependencies"] if r.startswith("numba")]
+    assert any(s.operator == "<" for s in numba.specifier) and importlib.metadata.version("numba") in numba.specifier
 
 
 def test_changelog__has_a_section_for_the_version_being_released() -> None:
@@ -151,7 +163,7 @@ def test_changelog__has_a_section_for_the_version_being_released() -> None:
         ("nertz-demo", [], "openskill", "eval"),
         ("nertz-train", ["--total-timesteps", "128"], "torch,tensorboard", "train"),
         pytest.param(
-            "nertz-eval", ["gauntlet", str(ROOT / "nertz_env" / "agents" / "models" / "ppo.zip") + ":deterministic=false", "heuristic", "--deals", "1", "--no-save"],
+            "nertz-eval", ["gauntlet", str(ROOT / "agents" / "models" / "ppo.zip") + ":deterministic=false", "heuristic", "--deals", "1", "--no-save"],
             "torch", "train",
             marks=pytest.mark.skipif(importlib.util.find_spec("openskill") is None, reason="needs the eval extra"),
         ),
@@ -166,22 +178,17 @@ def test_commands__a_missing_extra_is_one_line_naming_it(
         f"import sys; sys.modules.update(dict.fromkeys({blocked.split(',')!r})); sys.argv[1:] = {argv!r}; "
         f"from nertz_env.cli.commands import run; sys.exit(run({command!r}))"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     lines = out.stderr.strip().splitlines()
     assert out.returncode == 2, out.stderr[-2000:]
     assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert f"needs the {extra} extra" in lines[0] and install_command(extra) in lines[0], lines[0]
 
 
-# ---------------------------------------------------------------------------------------------------------
-# README.md's links in the package's long description (setup.py makes them absolute; tests/test_docs.py checks
-# them in the checkout)
-
-
+# ---------------------------------------------------------------- README.md: also the page a package index shows
 def _link_targets(markdown: str) -> list[tuple[str, bool]]:
     """(target, is a picture) of every Markdown link, reference definition and HTML src/href outside fenced
-    code blocks: a scan of its own, independent of setup.py's rewriting."""
+    code blocks."""
     prose = re.sub(r"^```.*?^```[^\n]*$", "", markdown, flags=re.M | re.S)
     found = [(m.group(2), m.group(1) == "!") for m in re.finditer(r"(!?)\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^()\s]+)", prose)]
     found += [(m.group(1), False) for m in re.finditer(r"^ {0,3}\[[^\]]+\]:\s*(\S+)", prose, re.M)]
@@ -189,28 +196,22 @@ def _link_targets(markdown: str) -> list[tuple[str, bool]]:
     return found
 
 
-def test_readme_links__are_absolute_and_resolve_in_the_long_description() -> None:
-    # the page a package index shows: relative links (train/README.md, bench/results/*.png, #headings)
-    # pointed nowhere there
-    spec = importlib.util.spec_from_file_location("nertz_setup_py", ROOT / "setup.py")
-    assert spec and spec.loader
-    setup_py = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(setup_py)  # defines the functions; setup() runs only as __main__
+def test_readme_links__are_absolute_and_reach_the_repository() -> None:
+    # pyproject's readme is README.md as it is: a relative link (docs/..., #heading) would point nowhere on an index
+    assert _pyproject()["project"]["readme"] == "README.md"
     repo = _pyproject()["project"]["urls"]["Repository"].rstrip("/")
-    assert setup_py.repository_url(str(ROOT)) == repo
-    text = setup_py.long_description(str(ROOT))
-    links = _link_targets(text)
-    assert len(links) == len(_link_targets((ROOT / "README.md").read_text()))
+    links = _link_targets((ROOT / "README.md").read_text())
+    assert len(links) > 20
     for target, image in links:
-        assert re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I), f"relative link left in the long description: {target}"
+        assert re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I), f"relative link in README.md: {target}"
         if not target.startswith(repo + "/"):
             continue
         kind, ref, rest = target[len(repo) + 1 :].split("/", 2)
-        path = rest.partition("#")[0]
-        assert ref == setup_py.REF and (ROOT / path).exists(), target
+        path, _, anchor = rest.partition("#")
+        assert ref == "main" and (ROOT / path).exists(), target
         assert kind == ("raw" if image else "tree" if (ROOT / path).is_dir() else "blob"), target
-    assert "dynamic" in _pyproject()["project"] and "readme" in _pyproject()["project"]["dynamic"]
-    assert "readme" not in _pyproject()["project"]  # the long description comes from setup.py
+        headings = re.findall(r"^#{1,6} (.+)$", (ROOT / path).read_text(), re.M) if anchor else []
+        assert not anchor or anchor in {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}, target
 
 
 def test_tests__a_module_that_needs_an_extra_skips_naming_it() -> None:
@@ -376,6 +377,23 @@ def test_play_page__its_assets_are_package_data() -> None:
 
 
 # ---------------------------------------------------------------- the sdist and the wheel, installed outside the checkout
+@pytest.mark.isolated
+def test_clone_without_symlinks__builds_a_wheel_of_every_subpackage_that_imports(tmp_path: Path) -> None:
+    """A clone made as Windows' git makes one (core.symlinks=false) builds a wheel holding every subpackage, and
+    nertz_env.agents, train and eval import from where it is installed."""
+    clone, wheels, site = tmp_path / "clone", tmp_path / "wheels", tmp_path / "site"
+    run(["git", "-c", "core.symlinks=false", "clone", "-q", ROOT, clone], cwd=tmp_path)
+    pip = [sys.executable, "-m", "pip", "-q"]
+    run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", wheels, clone], cwd=tmp_path)
+    (wheel,) = wheels.glob("nertz_env-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        assert {f"{p.replace('.', '/')}/__init__.py" for p in _source_packages()} <= set(zf.namelist())
+    run([*pip, "install", "--no-deps", "--target", site, wheel], cwd=tmp_path)
+    code = "import nertz_env.agents, nertz_env.train, nertz_env.eval as e; print(e.__file__)"
+    out = run([sys.executable, "-c", code], cwd=tmp_path, env=env_for(PYTHONPATH=str(site)))
+    assert Path(out.stdout.strip()).is_relative_to(site)
+
+
 def _quick_start(venv_dir: Path, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     """The README's quick start (its first python block), run from ``cwd``; the package must come from the venv."""
     blocks = re.findall(r"^```python\n(.*?)^```", (ROOT / "README.md").read_text(), re.M | re.S)
@@ -406,13 +424,14 @@ def test_sdist__installs_passes_pettingzoos_tests_plain_and_its_own_tests_collec
         tar.extractall(tmp_path, filter="data")
     unpacked = next(tmp_path.glob("nertz_env-*/"))
     py = path / "bin" / "python"
-    out = run([py, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider"], cwd=unpacked, env=env)
+    # -P: the installed package, not the unpacked nertz_env/ (which has agents/, train/, eval/ beside it)
+    out = run([py, "-P", "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider"], cwd=unpacked, env=env)
     assert "error" not in out.stdout.lower().split("collected")[-1], out.stdout[-3000:]
     skips = re.findall(r"^SKIPPED \[\d+\] (tests/\S+): (.*)$", out.stdout, re.M)
     assert skips, "the sdist's venv has no extras: the modules that need one should skip"
     for where, reason in skips:
         assert re.search(r"needs the \w+ extra", reason), f"{where} skips without naming the extra: {reason}"
-    run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_packaging.py"], cwd=unpacked, env=env)
+    run([py, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_packaging.py"], cwd=unpacked, env=env)
 
 
 def _serve_and_fetch(bin_dir: Path, cwd: Path, env: dict[str, str]) -> str:

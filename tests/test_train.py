@@ -29,6 +29,7 @@ from stable_baselines3.common.vec_env import VecCheckNan, VecMonitor
 
 import nertz_env
 from nertz_env.agents import make_agent
+from nertz_env.threads import usable_cpus
 from nertz_env.train import (
     CheckpointError,
     IncompatibleCheckpointError,
@@ -545,7 +546,7 @@ def test_nertz_train__a_budget_of_part_of_a_rollout_is_said_then_trained_whole(
 def test_trainer__takes_the_cpus_it_may_use_unless_told(tmp_path: Path) -> None:
     try:
         Trainer(_tiny(str(tmp_path / "a")), log=_quiet)
-        assert torch.get_num_threads() == len(os.sched_getaffinity(0))
+        assert torch.get_num_threads() == usable_cpus()
         Trainer(_tiny(str(tmp_path / "b"), torch_threads=1), log=_quiet)
         assert torch.get_num_threads() == 1
         assert os.environ.get("OMP_NUM_THREADS")  # set for the processes it starts, unless the user set it

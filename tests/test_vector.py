@@ -88,10 +88,27 @@ def test_batch__out_of_range_actions_are_flagged_waits() -> None:
     assert all(venv.snapshot(t)["players"] == before[t]["players"] for t in range(2))
 
 
+def test_batch__zero_copy_outputs_are_read_only_views_of_the_engine() -> None:
+    venv = nertz_env.vector_env(2, num_players=2, copy=False)
+    obs, info = venv.reset(seed=0)
+    outputs = [obs["observation"], obs["action_mask"], info["action_mask"], venv.sample_actions()]
+    for a in outputs:
+        with pytest.raises(ValueError, match="WRITEABLE"):
+            a.flags.writeable = True  # not even on purpose: the engine reads legality from its mask
+    with pytest.raises(ValueError, match="read-only"):
+        obs["action_mask"][:] = 1
+    before = obs["observation"].copy()
+    venv.step(venv.sample_actions())
+    assert not np.array_equal(obs["observation"], before), "still a view of the engine's buffer"
+
+
 REFUSALS: list[tuple[Callable[[Any], Any], type, str]] = [
     (lambda v: v.step(np.zeros((2, 4), dtype=np.int64)), ValueError, "shape"),
     (lambda v: v.step(np.zeros((3, 4), dtype=np.float32)), ValueError, "integers"),
     (lambda v: v.reset(seed=[1, 2, 3, 4]), ValueError, "seed"),
+    (lambda v: v.reset(seed=[1, 2, 2**64]), ValueError, "seed"),
+    (lambda v: v.reset(seed=0, options={"snapshots": {1.7: v.snapshot(1)}}), ValueError, r"options\['snapshots'\]"),
+    (lambda v: v.reset(seed=0, options={"snapshots": {"x" * 10**5: {}}}), ValueError, r"options\['snapshots'\].{,200}$"),
     (lambda v: v.snapshot(5), ValueError, "table"),
     (lambda v: v.reset_tables([3]), ValueError, "table must be"),
     (lambda v: v.reset(options={"reset_mask": np.array([1, 0, 0])}), ValueError, "reset_mask"),

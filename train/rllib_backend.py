@@ -237,9 +237,9 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
     import torch
 
     from nertz_env.rllib import add_snapshot
-    from nertz_env.threads import limit_threads
+    from nertz_env.threads import limit_threads, usable_cpus
 
-    threads = cfg.torch_threads or len(os.sched_getaffinity(0))
+    threads = cfg.torch_threads or usable_cpus()
     limit_threads(threads)  # the learner, in this process; every env runner runs one thread
     torch.set_num_threads(threads)
     runtime_env = {"env_vars": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}}

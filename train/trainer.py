@@ -35,7 +35,7 @@ from nertz_env.agents.policy import write_arrays
 from nertz_env.agents.pool import OpponentPool
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.single import NertzSingleAgentEnv
-from nertz_env.threads import limit_threads
+from nertz_env.threads import limit_threads, usable_cpus
 from nertz_env.train.checkpoint import check_run, state_path
 from nertz_env.train.config import TrainConfig
 from nertz_env.train.evaluate import EvalRow, append_csv, evaluate_checkpoint, format_rows
@@ -175,7 +175,7 @@ class Trainer:
         cfg, notes, resume_meta = check_run(cfg, resume)
         self.cfg = cfg
         self.log = log
-        threads = cfg.torch_threads or len(os.sched_getaffinity(0))
+        threads = cfg.torch_threads or usable_cpus()
         limit_threads(threads)
         self.config: NertzConfig = make_config(num_players=cfg.num_players, **cfg.rules)
         self.run_dir = os.path.abspath(cfg.run_dir)

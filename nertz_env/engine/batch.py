@@ -15,15 +15,11 @@ import numpy as np
 
 from nertz_env.engine.rules import _GOLDEN, _MIX1, _MIX2, step_block
 from nertz_env.engine.state import C_P, DONE_TERMINATED, TableState
+from nertz_env.threads import usable_cpus
 
 PARALLEL_MIN_TABLES = 256  # below this a thread hand-off costs more than it saves (bench/bench_vector.py)
 
-
-try:
-    _CORES = len(os.sched_getaffinity(0))
-except AttributeError:  # not on Linux
-    _CORES = os.cpu_count() or 1
-WORKERS = max(1, int(os.environ.get("NERTZ_NUM_THREADS") or _CORES))  # threads stepping a large batch
+WORKERS = max(1, int(os.environ.get("NERTZ_NUM_THREADS") or usable_cpus()))  # threads stepping a large batch
 _pool: ThreadPoolExecutor | None = None
 
 

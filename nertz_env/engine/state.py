@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from nertz_env._text import short
 from nertz_env.actions import action_table
 from nertz_env.config import NertzConfig, is_int
 from nertz_env.observation import obs_layout
@@ -149,7 +150,7 @@ def config_array(config: NertzConfig) -> np.ndarray:
 def allocate(config: NertzConfig, num_tables: int) -> TableState:
     """Zeroed state for ``num_tables`` tables of ``config`` (deal them with ``reset_tables``)."""
     if not is_int(num_tables) or num_tables < 1:
-        raise ValueError(f"num_tables must be a positive integer, got {num_tables!r}")
+        raise ValueError(f"num_tables must be a positive integer, got {short(num_tables)}")
     t = int(num_tables)
     p, w, d = config.num_players, config.work_piles, config.deck_size
     f = p * (4 + config.jokers)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
+from nertz_env._text import short
+
 #: frames per second of a rendered episode (``metadata["render_fps"]`` of every env): four ticks a second
 RENDER_FPS = 4
 
@@ -58,7 +60,7 @@ def check_mode(mode: str | None) -> str | None:
 
         raise ValueError(rgb_extra_message())
     allowed = "None, " + ", ".join(repr(m) for m in RENDER_MODES)
-    raise ValueError(f"render_mode must be one of {allowed}; got {mode!r}")
+    raise ValueError(f"render_mode must be one of {allowed}; got {short(mode)}")
 
 
 def render_snapshot(snap: dict[str, Any], mode: str) -> Any:
