@@ -282,7 +282,7 @@ def test_docs__every_install_command_works_as_written() -> None:
     commands = _pip_install_commands()
     for where, args in commands:
         options = [a for a in args if a.startswith("-")]
-        values = {args[i + 1] for i, a in enumerate(args[:-1]) if a in ("--find-links", "-f")}
+        values = {args[i + 1] for i, a in enumerate(args[:-1]) if a in ("--find-links", "-f", "--config-settings")}
         for arg in args:
             if not arg.startswith("-") and arg not in values:
                 problem = _requirement_problem(arg, options)
