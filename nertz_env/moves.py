@@ -1,0 +1,341 @@
+"""Move features: for each action, a short vector that says what the move does, read from the seat's observation
+alone (no hidden card). A move-scoring policy reads them (docs/env/nertz.md, "Move features").
+
+Slices, in order (``W`` work piles; card blocks are the observation's 18 card features)::
+
+    kind         9       one-hot over the action kinds (wait, flip, lake, to_work, run, call, tuck, rotate,
+                         joker_lake)
+    source       3 + W   nertz, waste, work; then the work pile's index
+    dest         2 + W   lake, work; then the work pile's index
+    card         18      the card that moves (a run's bottom card, the one that lands; a joker played to the
+                         lake with its declared suit)
+    red          1       that card is red
+    length       1       cards moved / 13
+    dest_top     18      the destination pile's exposed card (a tuck: its base, the card it goes under)
+    dest_empty   1       the destination pile is empty
+    uncovers     18      the card of the source work pile the move uncovers
+    empties      1       the source pile is empty after the move (the Nertz pile: the seat is out)
+    reveals      1       the move turns up a card the observation does not show (the next Nertz card, the waste
+                         card below, a flip's new waste top)
+    to_lake      1       the uncovered card can go to the lake now
+    frees_nertz  1       the Nertz top can go onto the source work pile after the move
+    frees_waste  1       the waste top can go onto the source work pile after the move
+    blocks_nertz 1       the destination pile takes the Nertz top now, and the move puts another card there
+    recycles     1       a flip that turns the waste over (the stock is empty)
+    undo         1       a run moving straight back the cards the seat's last move moved
+
+The seat's last move comes from the ``last_moves`` slice when the observation has one, else from the
+``last_move`` argument (-1 or None: unknown). Compiled with numba; the policy's numpy forward calls the same
+row function (:func:`write_move`).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from nertz_env.actions import FLIP, JOKER_LAKE, KIND_NAMES, LAKE, RUN, TO_WORK, TUCK, action_table
+from nertz_env.config import NertzConfig
+from nertz_env.engine._cache import keyed_jit
+from nertz_env.observation import (
+    CARD_FEATURES,
+    O_LAKE,
+    O_LAST,
+    O_NCOUNT,
+    O_NTOP,
+    O_SCOUNT,
+    O_WCNT,
+    O_WCOUNT,
+    O_WEXP,
+    O_WORK,
+    O_WTOP,
+    obs_layout,
+)
+
+FLAGS = ("empties", "reveals", "to_lake", "frees_nertz", "frees_waste", "blocks_nertz", "recycles", "undo")
+# Slots of MoveLayout.offsets, the integers the kernel reads.
+M_KIND, M_SRC, M_DST, M_CARD, M_RED, M_LEN, M_DTOP, M_DEMPTY, M_UNCOVER, M_FLAGS, M_SIZE = range(11)
+# Slots of the kernel's parameter array.
+K_W, K_NS, K_DECK, K_FIRST, K_ACTIONS, K_LAST = range(6)
+WILD, EMPTY, NONE = -1, -2, -3  # a stacking value's rank: a wild joker, an empty pile, no card
+
+
+class MoveLayout:
+    """Named slices of a move's feature vector for one config (see the module docstring).
+
+    :func:`move_layout` makes one per config and shares it: ``offsets`` is read-only.
+    """
+
+    def __init__(self, config: NertzConfig) -> None:
+        self.config = config
+        w = config.work_piles
+        sizes = [("kind", len(KIND_NAMES)), ("source", 3 + w), ("dest", 2 + w), ("card", CARD_FEATURES), ("red", 1),
+                 ("length", 1), ("dest_top", CARD_FEATURES), ("dest_empty", 1), ("uncovers", CARD_FEATURES),
+                 *((f, 1) for f in FLAGS)]
+        self.slices: dict[str, slice] = {}
+        pos = 0
+        for name, n in sizes:
+            self.slices[name] = slice(pos, pos + n)
+            pos += n
+        self.size = pos
+        self.offsets = np.array([self.slices[n].start for n, _ in sizes[: M_FLAGS]] + [self.slices["empties"].start, pos],
+                                dtype=np.int64)
+        self.offsets.flags.writeable = False
+        t = action_table(config)
+        cols = t.arrays()
+        self.columns = np.stack([cols[f].astype(np.int64) for f in ("kind", "src", "dst", "length", "suit")], 1)
+        self.columns.flags.writeable = False
+        last = obs_layout(config).offsets[O_LAST] if config.last_moves else -1
+        self.params = np.array([w, config.nertz_size, config.deck_size, config.empty_pile_from_nertz_first, t.n, last],
+                               dtype=np.int64)
+        self.obs_offsets = obs_layout(config).offsets.astype(np.int64)
+        for arr in (self.params, self.obs_offsets):
+            arr.flags.writeable = False
+
+    @property
+    def kernel(self) -> tuple[np.ndarray, ...]:
+        """The arrays :func:`write_move` reads after ``last``: obs offsets, action columns, params, offsets."""
+        return self.obs_offsets, self.columns, self.params, self.offsets
+
+    def markdown(self) -> str:
+        """The slices as a Markdown table (name, index range, width), rendered by the docs (docs/env/nertz.md)."""
+        lines = ["| slice | indices | width |", "|---|---:|---:|"]
+        for name, sl in self.slices.items():
+            lines.append(f"| `{name}` | {sl.start}-{sl.stop - 1} | {sl.stop - sl.start} |")
+        return "\n".join(lines)
+
+
+@functools.cache
+def move_layout(config: NertzConfig) -> MoveLayout:
+    """The move feature layout of a config, built once per config and shared."""
+    return MoveLayout(config)
+
+
+_INLINE = {"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True, "no_cpython_wrapper": True,
+           "forceinline": True}
+_inline = keyed_jit(_INLINE, cache=False)
+
+
+@_inline
+def _copy_card(x, src, out, dst):
+    for i in range(CARD_FEATURES):
+        out[dst + i] = x[src + i]
+
+
+@_inline
+def _value(x, base):
+    """(rank, colour) of the card block at ``x[base:]``: rank NONE for no card, WILD for a joker without value."""
+    r = NONE
+    for i in range(13):
+        if x[base + i] > 0.0:
+            r = i
+    if r == NONE:
+        return (WILD, -1) if x[base + 17] > 0.0 else (NONE, -1)
+    return r, 1 if x[base + 14] + x[base + 15] > 0.0 else 0
+
+
+@_inline
+def _takes(lower, lower_c, upper, upper_c):
+    """May a card of value (upper, upper_c) go onto a pile whose value is (lower, lower_c) (EMPTY: no card;
+    WILD: a joker alone, which takes any card below a king)?"""
+    if upper == NONE or lower == NONE:
+        return False
+    if lower == EMPTY:
+        return True
+    if lower == WILD:
+        return upper != WILD and upper <= 11
+    if upper == WILD:
+        return lower >= 1
+    return upper == lower - 1 and upper_c != lower_c
+
+
+@_inline
+def _pile_top(x, off, j):
+    """Rank the exposed card of work pile ``j`` stands as (a wild joker on a card: one below it), or NONE."""
+    r, _ = _value(x, off[O_WEXP] + j * CARD_FEATURES)
+    if r != WILD:
+        return r
+    base = off[O_WORK] + j * 52
+    for rank in range(13):
+        for u in range(4):
+            if x[base + u * 13 + rank] > 0.0:
+                return rank - 1
+    return WILD
+
+
+@_inline
+def _card_at(x, off, j, n, depth, out, dst):
+    """Write the block of work pile ``j``'s card ``depth`` below its exposed one (``n`` cards) at ``out[dst:]``;
+    False when there is none. The pile is a run, so that card's rank is the exposed one's plus ``depth``."""
+    if depth >= n:
+        return False
+    if depth == 0:
+        _copy_card(x, off[O_WEXP] + j * CARD_FEATURES, out, dst)
+        return True
+    r = _pile_top(x, off, j) + depth
+    if r < 0 or r > 12:
+        return False
+    base = off[O_WORK] + j * 52
+    most = 0.0
+    for u in range(4):
+        v = x[base + u * 13 + r]
+        out[dst + 13 + u] = v
+        most = max(most, v)
+    out[dst + r] = 1.0
+    out[dst + 17] = 1.0 if most < 0.75 else 0.0  # a fixed joker: 0.5 on both suits of its colour
+    return True
+
+
+@_inline
+def _pile_value(x, off, j, n):
+    """Stacking value of work pile ``j`` (``n`` cards): its exposed card's, EMPTY, or WILD for a lone joker."""
+    if n == 0:
+        return EMPTY, -1
+    r, c = _value(x, off[O_WEXP] + j * CARD_FEATURES)
+    if r != WILD:
+        return r, c
+    if n == 1:
+        return WILD, -1
+    r = _pile_top(x, off, j)  # a wild joker on a card: one below it, of the other colour
+    base = off[O_WORK] + j * 52 + r + 1
+    return r, 0 if x[base + 13] + x[base + 26] > 0.0 else 1
+
+
+@_inline
+def _lakeable(x, off, card, dst_rank):
+    """Can the block ``card`` (rank ``dst_rank``) go to the lake now: an ace, or its predecessor tops a
+    foundation of one of its suits."""
+    if dst_rank == WILD:
+        return True
+    for u in range(4):
+        if card[u] > 0.0 and (dst_rank == 0 or x[off[O_LAKE] + u * 13 + dst_rank - 1] > 0.0):
+            return True
+    return False
+
+
+@_inline
+def write_move(x, a, last, off, cols, params, mo, out):
+    """Write action ``a``'s features for the observation ``x`` into ``out`` (zeroed, ``MoveLayout.size``);
+    ``last``: the seat's last move (-1: none or unknown; the ``last_moves`` slice wins when present)."""
+    w = params[K_W]
+    kind, src, dst, length, suit = cols[a, 0], cols[a, 1], cols[a, 2], cols[a, 3], cols[a, 4]
+    out[mo[M_KIND] + kind] = 1.0
+    f = mo[M_FLAGS]
+    if kind == FLIP:
+        stock = x[off[O_SCOUNT]] > 0.0
+        out[f + 1] = 1.0 if stock else 0.0
+        out[f + 6] = 0.0 if stock else 1.0
+        return
+    if src < 0:
+        return
+    ntop, nc = _value(x, off[O_NTOP])
+    n_nertz = int(x[off[O_NCOUNT]] * params[K_NS] + 0.5)
+    # the source: its kind and index, the card that moves, what the move leaves there
+    if src < 2:
+        out[mo[M_SRC] + src] = 1.0
+        _copy_card(x, off[O_NTOP] if src == 0 else off[O_WTOP], out, mo[M_CARD])
+        left = n_nertz if src == 0 else int(x[off[O_WCOUNT]] * params[K_DECK] + 0.5)
+        out[f] = 1.0 if left == 1 else 0.0
+        out[f + 1] = 1.0 if left > 1 else 0.0
+    else:
+        i = src - 2
+        out[mo[M_SRC] + 2] = 1.0
+        out[mo[M_SRC] + 3 + i] = 1.0
+        n = int(x[off[O_WCNT] + i] * 13.0 + 0.5)
+        moved = max(length, 1)
+        _card_at(x, off, i, n, moved - 1, out, mo[M_CARD])
+        u = mo[M_UNCOVER]
+        if _card_at(x, off, i, n, moved, out, u):
+            r, c = _value(out, u)
+            out[f + 2] = 1.0 if _lakeable(x, off, out[u + 13 : u + 17], r) else 0.0
+        else:
+            r, c = EMPTY, -1
+            out[f] = 1.0
+        wtop, wc = _value(x, off[O_WTOP])
+        nertz_first = params[K_FIRST] != 0 and n_nertz > 0
+        out[f + 3] = 1.0 if _takes(r, c, ntop, nc) else 0.0
+        out[f + 4] = 1.0 if _takes(r, c, wtop, wc) and not (nertz_first and r == EMPTY) else 0.0
+    if kind == JOKER_LAKE:
+        out[mo[M_CARD] + 13 + suit] = 1.0
+    card = mo[M_CARD]
+    out[mo[M_RED]] = 1.0 if out[card + 14] + out[card + 15] > 0.0 else 0.0
+    out[mo[M_LEN]] = max(length, 1) / 13.0
+    # the destination
+    if kind == LAKE or kind == JOKER_LAKE:
+        out[mo[M_DST]] = 1.0
+        return
+    out[mo[M_DST] + 1] = 1.0
+    out[mo[M_DST] + 2 + dst] = 1.0
+    nd = int(x[off[O_WCNT] + dst] * 13.0 + 0.5)
+    out[mo[M_DEMPTY]] = 1.0 if nd == 0 else 0.0
+    if kind == TUCK:
+        _card_at(x, off, dst, nd, nd - 1, out, mo[M_DTOP])
+        return
+    _copy_card(x, off[O_WEXP] + dst * CARD_FEATURES, out, mo[M_DTOP])
+    if src != 0:
+        dv, dc = _pile_value(x, off, dst, nd)
+        out[f + 5] = 1.0 if _takes(dv, dc, ntop, nc) else 0.0
+    if kind == RUN:
+        if params[K_LAST] >= 0:
+            last = -1
+            for b in range(params[K_ACTIONS]):
+                if x[params[K_LAST] + b] > 0.0:
+                    last = b
+        if last >= 0 and cols[last, 0] == RUN and cols[last, 1] == dst + 2 and cols[last, 2] == src - 2 and (
+                cols[last, 3] == length):
+            out[f + 7] = 1.0
+
+
+@keyed_jit({"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True})
+def _fill(obs, mask, last, off, cols, params, mo, rows, acts, out):
+    """Features of every action ``mask`` allows, packed: row ``k`` of ``out`` is action ``acts[k]`` of
+    observation ``rows[k]``. Returns how many were written."""
+    k = 0
+    for n in range(obs.shape[0]):
+        for a in range(mask.shape[1]):
+            if mask[n, a] != 0:
+                out[k, :] = 0.0
+                write_move(obs[n], a, last[n], off, cols, params, mo, out[k])
+                rows[k] = n
+                acts[k] = a
+                k += 1
+    return k
+
+
+def legal_moves(observations: np.ndarray, masks: np.ndarray, config: NertzConfig,
+                last_move: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The features of the legal moves of a batch, packed: ``(rows, actions, features)``, one entry per legal
+    action (``rows`` indexes the batch). ``masks``: ``(N, A)``, any dtype; ``last_move``: ``(N,)`` or None."""
+    obs = np.ascontiguousarray(observations, dtype=np.float32).reshape(-1, obs_layout(config).size)
+    m = np.asarray(masks)
+    m = np.ascontiguousarray(m.view(np.int8) if m.dtype == np.bool_ else (m != 0).astype(np.int8)).reshape(len(obs), -1)
+    layout = move_layout(config)
+    if m.shape[1] != layout.columns.shape[0]:
+        raise ValueError(f"masks have {m.shape[1]} actions; this config has {layout.columns.shape[0]}")
+    last = np.full(len(obs), -1, np.int64) if last_move is None else np.asarray(last_move, np.int64).reshape(len(obs))
+    k = int(np.count_nonzero(m))
+    rows, acts = np.empty(k, np.int64), np.empty(k, np.int64)
+    out = np.empty((k, layout.size), np.float32)
+    _fill(obs, m, last, *layout.kernel, rows, acts, out)
+    return rows, acts, out
+
+
+def move_features(observation: np.ndarray, config: NertzConfig, mask: np.ndarray | None = None,
+                  last_move: int | np.ndarray | None = None) -> np.ndarray:
+    """The features of every action (``(A, F)``; ``(N, A, F)`` for a batch of observations), laid out as
+    :func:`move_layout` says. With ``mask``, the rows of masked-out actions are zero. ``last_move``: the seat's
+    last move (an action index, -1 or None: unknown), read only when the observation has no ``last_moves``
+    slice. See docs/env/nertz.md ("Move features")."""
+    obs = np.asarray(observation, dtype=np.float32)
+    size = obs_layout(config).size
+    if obs.shape[-1:] != (size,) or obs.ndim > 2:
+        raise ValueError(f"move_features takes observations of shape ({size},) or (N, {size}), got {obs.shape}")
+    batch = obs.reshape(-1, size)
+    a = move_layout(config).columns.shape[0]
+    m = np.ones((len(batch), a), np.int8) if mask is None else np.asarray(mask).reshape(len(batch), a)
+    last = None if last_move is None else np.broadcast_to(np.asarray(last_move, np.int64), (len(batch),))
+    rows, acts, feats = legal_moves(batch, m, config, last)
+    out = np.zeros((len(batch), a, move_layout(config).size), np.float32)
+    out[rows, acts] = feats
+    return out.reshape(*obs.shape[:-1], a, -1)
