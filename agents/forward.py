@@ -99,9 +99,10 @@ def _first_move(x, mask, flat_w, flat_b, dims, bufs, relu, off, cols, params, mo
     for j in range(m1):
         hz[j] = b_first[j]
     for i in range(w_h.shape[0]):
-        if h[i] != 0.0:
+        hi = h[i]  # (a local: the scratch rows share one array, so LLVM reloads what it cannot keep)
+        if hi != 0.0:
             for j in range(m1):
-                hz[j] += h[i] * w_h[i, j]
+                hz[j] += hi * w_h[i, j]
     phi = bufs[3][: w_phi.shape[0]]
     best = -1
     best_v = np.float32(0.0)
@@ -114,9 +115,10 @@ def _first_move(x, mask, flat_w, flat_b, dims, bufs, relu, off, cols, params, mo
         for j in range(m1):
             z[j] = hz[j]
         for i in range(phi.shape[0]):
-            if phi[i] != 0.0:
+            fi = phi[i]
+            if fi != 0.0:
                 for j in range(m1):
-                    z[j] += phi[i] * w_phi[i, j]
+                    z[j] += fi * w_phi[i, j]
         for j in range(m1):
             z[j] = (z[j] if z[j] > 0.0 else np.float32(0.0)) if relu else math.tanh(z[j])
         v = _layers(z, f_w, f_b, f_dims, bufs[5], bufs[6], relu, True)[0]
