@@ -17,19 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from nertz_env.engine._cache import keyed_jit
 from nertz_env.config import NertzConfig
-from nertz_env.moves import move_features, move_layout, write_move
+from nertz_env.engine._cache import keyed_jit
+from nertz_env.moves import KERNEL, inline, move_features, move_layout, write_move
 
 _ACTIVATIONS = {"ReLU": "relu", "Tanh": "tanh"}
 
 
-_kernel = keyed_jit({"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True})
-_inline = keyed_jit({"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True, "no_cpython_wrapper": True,
-                     "forceinline": True}, cache=False)
+_kernel = keyed_jit(KERNEL)
 
 
-@_inline
+@inline
 def _layers(x, flat_w, flat_b, dims, buf_a, buf_b, relu, linear_last):
     """The dense layers ``dims`` applied to ``x``; returns the last one's output (a view of a buffer). Each layer
     reads only the weight rows of its non-zero inputs (observations are sparse). Sums run in float32 in input
@@ -220,7 +218,8 @@ class NumpyActor:
         if hasattr(policy, "move_arch"):  # nertz_env.train.moves.MovesPolicy
             f_layers, _ = _mlp(policy.action_net.net, "move scorer", linear_last=True)
             return MovesActor(*_arrays(layers), *_arrays(f_layers), policy.rules, activation)
-        return cls(*_arrays(layers), *(a[0] for a in _arrays([policy.action_net])), activation)
+        (w_out,), (b_out,) = _arrays([policy.action_net])
+        return cls(*_arrays(layers), w_out, b_out, activation)
 
     @classmethod
     def load(cls, zip_path: str) -> NumpyActor:

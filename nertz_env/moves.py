@@ -35,7 +35,7 @@ import functools
 
 import numpy as np
 
-from nertz_env.actions import FLIP, JOKER_LAKE, KIND_NAMES, LAKE, RUN, TO_WORK, TUCK, action_table
+from nertz_env.actions import FLIP, JOKER_LAKE, KIND_NAMES, LAKE, RUN, TUCK, action_table
 from nertz_env.config import NertzConfig
 from nertz_env.engine._cache import keyed_jit
 from nertz_env.observation import (
@@ -50,14 +50,16 @@ from nertz_env.observation import (
     O_WEXP,
     O_WORK,
     O_WTOP,
+    named_slices,
     obs_layout,
+    slices_markdown,
 )
 
 FLAGS = ("empties", "reveals", "to_lake", "frees_nertz", "frees_waste", "blocks_nertz", "recycles", "undo")
 # Slots of MoveLayout.offsets, the integers the kernel reads.
 M_KIND, M_SRC, M_DST, M_CARD, M_RED, M_LEN, M_DTOP, M_DEMPTY, M_UNCOVER, M_FLAGS, M_SIZE = range(11)
 # Slots of the kernel's parameter array.
-K_W, K_NS, K_DECK, K_FIRST, K_ACTIONS, K_LAST = range(6)
+K_NS, K_DECK, K_FIRST, K_ACTIONS, K_LAST = range(5)
 WILD, EMPTY, NONE = -1, -2, -3  # a stacking value's rank: a wild joker, an empty pile, no card
 
 
@@ -73,24 +75,17 @@ class MoveLayout:
         sizes = [("kind", len(KIND_NAMES)), ("source", 3 + w), ("dest", 2 + w), ("card", CARD_FEATURES), ("red", 1),
                  ("length", 1), ("dest_top", CARD_FEATURES), ("dest_empty", 1), ("uncovers", CARD_FEATURES),
                  *((f, 1) for f in FLAGS)]
-        self.slices: dict[str, slice] = {}
-        pos = 0
-        for name, n in sizes:
-            self.slices[name] = slice(pos, pos + n)
-            pos += n
-        self.size = pos
-        self.offsets = np.array([self.slices[n].start for n, _ in sizes[: M_FLAGS]] + [self.slices["empties"].start, pos],
-                                dtype=np.int64)
-        self.offsets.flags.writeable = False
-        t = action_table(config)
-        cols = t.arrays()
-        self.columns = np.stack([cols[f].astype(np.int64) for f in ("kind", "src", "dst", "length", "suit")], 1)
-        self.columns.flags.writeable = False
-        last = obs_layout(config).offsets[O_LAST] if config.last_moves else -1
-        self.params = np.array([w, config.nertz_size, config.deck_size, config.empty_pile_from_nertz_first, t.n, last],
-                               dtype=np.int64)
-        self.obs_offsets = obs_layout(config).offsets.astype(np.int64)
-        for arr in (self.params, self.obs_offsets):
+        self.slices = named_slices(sizes)
+        self.size = sum(n for _, n in sizes)
+        # the kernel's arrays: these offsets (M_*; the flags' start), the action table's columns, the
+        # parameters (K_*) and the observation's offsets
+        self.offsets = np.array([sl.start for sl in list(self.slices.values())[: M_FLAGS + 1]] + [self.size], np.int64)
+        t, obs = action_table(config), obs_layout(config)
+        self.columns = np.stack([t.arrays()[f].astype(np.int64) for f in ("kind", "src", "dst", "length", "suit")], 1)
+        last = obs.offsets[O_LAST] if config.last_moves else -1
+        self.params = np.array([config.nertz_size, config.deck_size, config.empty_pile_from_nertz_first, t.n, last], np.int64)
+        self.obs_offsets = obs.offsets.astype(np.int64)
+        for arr in (self.offsets, self.columns, self.params, self.obs_offsets):
             arr.flags.writeable = False
 
     @property
@@ -100,10 +95,7 @@ class MoveLayout:
 
     def markdown(self) -> str:
         """The slices as a Markdown table (name, index range, width), rendered by the docs (docs/env/nertz.md)."""
-        lines = ["| slice | indices | width |", "|---|---:|---:|"]
-        for name, sl in self.slices.items():
-            lines.append(f"| `{name}` | {sl.start}-{sl.stop - 1} | {sl.stop - sl.start} |")
-        return "\n".join(lines)
+        return slices_markdown(self.slices)
 
 
 @functools.cache
@@ -112,18 +104,17 @@ def move_layout(config: NertzConfig) -> MoveLayout:
     return MoveLayout(config)
 
 
-_INLINE = {"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True, "no_cpython_wrapper": True,
-           "forceinline": True}
-_inline = keyed_jit(_INLINE, cache=False)
+KERNEL = {"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True}  # numba's options of a compiled call
+inline = keyed_jit({**KERNEL, "no_cpython_wrapper": True, "forceinline": True}, cache=False)  # and of its helpers
 
 
-@_inline
+@inline
 def _copy_card(x, src, out, dst):
     for i in range(CARD_FEATURES):
         out[dst + i] = x[src + i]
 
 
-@_inline
+@inline
 def _value(x, base):
     """(rank, colour) of the card block at ``x[base:]``: rank NONE for no card, WILD for a joker without value."""
     r = NONE
@@ -135,7 +126,7 @@ def _value(x, base):
     return r, 1 if x[base + 14] + x[base + 15] > 0.0 else 0
 
 
-@_inline
+@inline
 def _takes(lower, lower_c, upper, upper_c):
     """May a card of value (upper, upper_c) go onto a pile whose value is (lower, lower_c) (EMPTY: no card;
     WILD: a joker alone, which takes any card below a king)?"""
@@ -150,7 +141,7 @@ def _takes(lower, lower_c, upper, upper_c):
     return upper == lower - 1 and upper_c != lower_c
 
 
-@_inline
+@inline
 def _pile_top(x, off, j):
     """Rank the exposed card of work pile ``j`` stands as (a wild joker on a card: one below it), or NONE."""
     r, _ = _value(x, off[O_WEXP] + j * CARD_FEATURES)
@@ -164,7 +155,7 @@ def _pile_top(x, off, j):
     return WILD
 
 
-@_inline
+@inline
 def _card_at(x, off, j, n, depth, out, dst):
     """Write the block of work pile ``j``'s card ``depth`` below its exposed one (``n`` cards) at ``out[dst:]``;
     False when there is none. The pile is a run, so that card's rank is the exposed one's plus ``depth``."""
@@ -187,7 +178,7 @@ def _card_at(x, off, j, n, depth, out, dst):
     return True
 
 
-@_inline
+@inline
 def _pile_value(x, off, j, n):
     """Stacking value of work pile ``j`` (``n`` cards): its exposed card's, EMPTY, or WILD for a lone joker."""
     if n == 0:
@@ -202,7 +193,7 @@ def _pile_value(x, off, j, n):
     return r, 0 if x[base + 13] + x[base + 26] > 0.0 else 1
 
 
-@_inline
+@inline
 def _lakeable(x, off, card, dst_rank):
     """Can the block ``card`` (rank ``dst_rank``) go to the lake now: an ace, or its predecessor tops a
     foundation of one of its suits."""
@@ -214,11 +205,10 @@ def _lakeable(x, off, card, dst_rank):
     return False
 
 
-@_inline
+@inline
 def write_move(x, a, last, off, cols, params, mo, out):
     """Write action ``a``'s features for the observation ``x`` into ``out`` (zeroed, ``MoveLayout.size``);
     ``last``: the seat's last move (-1: none or unknown; the ``last_moves`` slice wins when present)."""
-    w = params[K_W]
     kind, src, dst, length, suit = cols[a, 0], cols[a, 1], cols[a, 2], cols[a, 3], cols[a, 4]
     out[mo[M_KIND] + kind] = 1.0
     f = mo[M_FLAGS]
@@ -287,7 +277,7 @@ def write_move(x, a, last, off, cols, params, mo, out):
             out[f + 7] = 1.0
 
 
-@keyed_jit({"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True})
+@keyed_jit(KERNEL)
 def _fill(obs, mask, last, off, cols, params, mo, rows, acts, out):
     """Features of every action ``mask`` allows, packed: row ``k`` of ``out`` is action ``acts[k]`` of
     observation ``rows[k]``. Returns how many were written."""

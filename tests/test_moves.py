@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,12 +13,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_rules import build, play, suit
 
 import nertz_env
 from nertz_env.actions import JOKER_LAKE, KIND_NAMES, LAKE, RUN, TO_WORK, TUCK, action_table
 from nertz_env.moves import FLAGS, move_features, move_layout
 from nertz_env.observation import _decode_card, decode
+from test_rules import build, play, suit
 
 
 def named(f: np.ndarray, config: nertz_env.NertzConfig) -> dict[str, Any]:
@@ -197,9 +196,8 @@ def moves_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def test_moves_policy__a_tiny_run_trains_and_resumes_exactly(moves_run: dict[str, Any], tmp_path: Path) -> None:
-    from test_train import _assert_same_run
-
     from nertz_env.train import MovesPolicy, TrainConfig, Trainer
+    from test_train import _assert_same_run
 
     straight = moves_run["trainer"]
     assert isinstance(straight.model.policy, MovesPolicy)
@@ -213,7 +211,7 @@ def test_moves_policy__a_tiny_run_trains_and_resumes_exactly(moves_run: dict[str
     for options, message in ((flat, "policy: checkpoint has 'moves'"), ({**MOVES, "move_arch": [4]}, "move_arch")):
         with pytest.raises(nertz_env.train.IncompatibleCheckpointError, match=message):
             Trainer(TrainConfig.from_dict({**options, "run_dir": str(tmp_path / "c")}), resume=moves_run["ckpt"])
-    with pytest.raises(nertz_env.train.ConfigError, match="move_arch .* applies only to policy moves"):
+    with pytest.raises(nertz_env.train.ConfigError, match=r"move_arch .* applies only to policy moves"):
         TrainConfig.from_dict({"move_arch": [4]})
 
 

@@ -6,8 +6,9 @@ the legal moves are scored. See docs/guides/training-sb3.md ("The move-scoring p
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -37,7 +38,7 @@ class MoveScorer(nn.Module):
         self.latent = latent
 
     def forward(self, h: torch.Tensor, rows: torch.Tensor, phi: torch.Tensor) -> torch.Tensor:
-        first = self.net[0]
+        first = cast(nn.Linear, self.net[0])
         z = nn.functional.linear(h, first.weight[:, : self.latent])[rows]
         z = z + nn.functional.linear(phi, first.weight[:, self.latent :], first.bias)
         return self.net[1:](z).squeeze(-1)
@@ -55,7 +56,7 @@ class MovesPolicy(MaskableActorCriticPolicy):
         *args, **kwargs: as ``MaskableActorCriticPolicy``.
     """
 
-    def __init__(self, *args: Any, rules: dict[str, Any], move_arch: list[int] = (128,), obs_size: int | None = None,
+    def __init__(self, *args: Any, rules: dict[str, Any], move_arch: Sequence[int] = (128,), obs_size: int | None = None,
                  **kwargs: Any) -> None:
         self.rules, self.move_arch, self.obs_size = dict(rules), list(move_arch), obs_size
         self.config = NertzConfig.from_dict(self.rules)
@@ -75,7 +76,7 @@ class MovesPolicy(MaskableActorCriticPolicy):
         if self.ortho_init:  # SB3's gains: sqrt(2) for hidden layers, 0.01 for the policy's output
             self.action_net.apply(partial(self.init_weights, gain=np.sqrt(2)))
             self.init_weights(self.action_net.net[-1], gain=0.01)
-        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
@@ -101,21 +102,25 @@ class MovesPolicy(MaskableActorCriticPolicy):
             distribution.apply_masking(masks)
         return distribution
 
+    def _latent(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.mlp_extractor(cast(torch.Tensor, self.extract_features(obs)))
+
     def forward(self, obs: torch.Tensor, deterministic: bool = False,
                 action_masks: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        latent_pi, latent_vf = self.mlp_extractor(self.extract_features(obs))
+        latent_pi, latent_vf = self._latent(obs)
         distribution = self._moves(obs, latent_pi, action_masks)
         actions = distribution.get_actions(deterministic=deterministic)
         return actions, self.value_net(latent_vf), distribution.log_prob(actions)
 
     def evaluate_actions(self, obs: torch.Tensor, actions: torch.Tensor,
-                         action_masks: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        latent_pi, latent_vf = self.mlp_extractor(self.extract_features(obs))
+                         action_masks: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        latent_pi, latent_vf = self._latent(obs)
         distribution = self._moves(obs, latent_pi, action_masks)
         return self.value_net(latent_vf), distribution.log_prob(actions), distribution.entropy()
 
-    def get_distribution(self, obs: torch.Tensor, action_masks: np.ndarray | None = None) -> MaskableDistribution:
-        return self._moves(obs, self.mlp_extractor.forward_actor(self.extract_features(obs)), action_masks)
+    def get_distribution(self, obs: Any, action_masks: np.ndarray | None = None) -> MaskableDistribution:
+        return self._moves(obs, self.mlp_extractor.forward_actor(cast(torch.Tensor, self.extract_features(obs))),
+                           action_masks)
 
     @staticmethod
     def for_play(data: dict[str, Any], state: dict[str, torch.Tensor]) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:

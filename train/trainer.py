@@ -36,8 +36,8 @@ from nertz_env.config import NertzConfig, make_config
 from nertz_env.threads import limit_threads
 from nertz_env.train.checkpoint import check_run, state_path
 from nertz_env.train.config import TrainConfig
-from nertz_env.train.moves import MovesPolicy
 from nertz_env.train.evaluate import EvalRow, append_csv, evaluate_checkpoint, format_rows
+from nertz_env.train.moves import MovesPolicy
 from nertz_env.train.pool import OpponentPool
 from nertz_env.train.privileged import FIRST_VALUE_LAYER, PrivilegedCriticPolicy, widen_critic_state_dict
 from nertz_env.train.resume import Interrupted, StopOnSignal
@@ -493,11 +493,11 @@ class Trainer:
 
         policy, _ = load_policy(path)  # TrainConfig.resolve checked its record against the table
         weights = policy.state_dict()  # always the policy over the observation (load_policy's for_play)
-        if isinstance(self.base_env, NertzVecEnv) and self.base_env.privileged_state:
-            # the critic starts as the given one on the observation, with zero weights on the state (a network
-            # of another width is left as it is, for load_state_dict below to refuse)
-            if weights[FIRST_VALUE_LAYER].shape[1] == self.base_env.obs_size:
-                weights = widen_critic_state_dict(weights, self.base_env.obs_size + self.base_env.state_size)
+        env = self.base_env
+        # the critic starts as the given one on the observation, with zero weights on the state (a network of
+        # another width is left as it is, for load_state_dict below to refuse)
+        if isinstance(env, NertzVecEnv) and env.privileged_state and weights[FIRST_VALUE_LAYER].shape[1] == env.obs_size:
+            weights = widen_critic_state_dict(weights, env.obs_size + env.state_size)
         try:
             self.model.policy.load_state_dict(weights)
         except RuntimeError as e:
