@@ -85,23 +85,15 @@ def _first_choice(x, flat_w, flat_b, dims, buf_a, buf_b, w_out_t, b_out, mask, r
 
 
 @_kernel
-def _first_move(x, mask, flat_w, flat_b, dims, bufs, relu, off, cols, params, mo, w_h, w_phi, b_first, f_w, f_b,
-                f_dims):
-    """The most probable legal move of a move-scoring policy, in one call: ``h`` by the hidden layers, its part of
-    ``f``'s first layer once, then for each legal move its features (:func:`~nertz_env.moves.write_move`) and
-    the rest of ``f``. ``bufs``: seven scratch rows (two for ``h``, ``h``'s part, the features, the move's first layer, two for
-    the rest of ``f``)."""
+def _first_move(x, mask, flat_w, flat_b, dims, bufs, relu, off, cols, params, mo, w_h, w_phi, h_dims, phi_dims, b_first,
+                f_w, f_b, f_dims):
+    """The most probable legal move of a move-scoring policy, in one call (:func:`_layers` throughout): ``h``, and
+    its part of ``f``'s first layer once; then for each legal move its features
+    (:func:`~nertz_env.moves.write_move`), their part of that layer (with ``h``'s part as its bias), and the rest
+    of ``f``. ``bufs``: seven scratch rows."""
     h = _layers(x, flat_w, flat_b, dims, bufs[0], bufs[1], relu, False)
-    m1 = w_h.shape[1]
-    hz = bufs[2][:m1]
-    for j in range(m1):
-        hz[j] = b_first[j]
-    for i in range(w_h.shape[0]):
-        hi = h[i]  # (a local: the scratch rows share one array, so LLVM reloads what it cannot keep)
-        if hi != 0.0:
-            for j in range(m1):
-                hz[j] += hi * w_h[i, j]
-    phi = bufs[3][: w_phi.shape[0]]
+    hz = _layers(h, w_h, b_first, h_dims, bufs[2], bufs[2], relu, True)
+    phi = bufs[3][: phi_dims[0]]
     best = -1
     best_v = np.float32(0.0)
     for a in range(mask.shape[0]):
@@ -109,16 +101,7 @@ def _first_move(x, mask, flat_w, flat_b, dims, bufs, relu, off, cols, params, mo
             continue
         phi[:] = 0.0
         write_move(x, a, -1, off, cols, params, mo, phi)
-        z = bufs[4][:m1]
-        for j in range(m1):
-            z[j] = hz[j]
-        for i in range(phi.shape[0]):
-            fi = phi[i]
-            if fi != 0.0:
-                for j in range(m1):
-                    z[j] += fi * w_phi[i, j]
-        for j in range(m1):
-            z[j] = (z[j] if z[j] > 0.0 else np.float32(0.0)) if relu else math.tanh(z[j])
+        z = _layers(phi, w_phi, hz, phi_dims, bufs[4], bufs[4], relu, False)
         v = _layers(z, f_w, f_b, f_dims, bufs[5], bufs[6], relu, True)[0]
         if best < 0 or v > best_v:  # strictly greater: ties go to the lowest index
             best = a
@@ -334,8 +317,10 @@ class MovesActor(NumpyActor):
             raise UnsupportedNetwork("the move scorer must take h and the move's features to one logit through "
                                      "at least one hidden layer")
         self.n_actions = self.layout.columns.shape[0]
+        # the kernel's layout (:func:`_first_move`): f's first layer split into its h and its feature rows
         first, h = self.f_weights[0], self._widths[-1]
-        self._w_h, self._w_phi = np.ascontiguousarray(first[:h]), np.ascontiguousarray(first[h:])
+        self._w_h, self._w_phi = first[:h].ravel(), first[h:].ravel()
+        self._h_dims, self._phi_dims = (np.array([n, first.shape[1]], dtype=np.int64) for n in (h, self.layout.size))
         self._f_w = np.concatenate([w.ravel() for w in self.f_weights[1:]])
         self._f_b = np.concatenate(self.f_biases[1:])
         self._f_dims = np.array([w.shape[0] for w in self.f_weights[1:]] + [1], dtype=np.int64)
@@ -360,4 +345,5 @@ class MovesActor(NumpyActor):
 
     def _choose(self, x: np.ndarray, m: np.ndarray, bufs: np.ndarray) -> int:
         return _first_move(x, m, self._flat_w, self._flat_b, self._dims, bufs, self._relu, *self.layout.kernel,
-                           self._w_h, self._w_phi, self.f_biases[0], self._f_w, self._f_b, self._f_dims)
+                           self._w_h, self._w_phi, self._h_dims, self._phi_dims, self.f_biases[0], self._f_w, self._f_b,
+                           self._f_dims)
