@@ -36,8 +36,20 @@ import functools
 import numpy as np
 
 from nertz_env.actions import FLIP, JOKER_LAKE, KIND_NAMES, LAKE, RUN, TUCK, action_table
+from nertz_env.cards import JOKER
 from nertz_env.config import NertzConfig
 from nertz_env.engine._cache import keyed_jit
+from nertz_env.engine.rules import (
+    can_stack,
+    card_colour,
+    card_rank,
+    exposed_value,
+    fixed_value,
+    joker_rank,
+    lake_takes,
+    suit_is_red,
+    write_card,
+)
 from nertz_env.observation import (
     CARD_FEATURES,
     O_LAKE,
@@ -60,7 +72,6 @@ FLAGS = ("empties", "reveals", "to_lake", "frees_nertz", "frees_waste", "blocks_
 M_KIND, M_SRC, M_DST, M_CARD, M_RED, M_LEN, M_DTOP, M_DEMPTY, M_UNCOVER, M_FLAGS, M_SIZE = range(11)
 # Slots of the kernel's parameter array.
 K_NS, K_DECK, K_FIRST, K_ACTIONS, K_LAST = range(5)
-WILD, EMPTY, NONE = -1, -2, -3  # a stacking value's rank: a wild joker, an empty pile, no card
 
 
 class MoveLayout:
@@ -109,98 +120,67 @@ inline = keyed_jit({**KERNEL, "no_cpython_wrapper": True, "forceinline": True}, 
 
 
 @inline
-def _copy_card(x, src, out, dst):
-    for i in range(CARD_FEATURES):
-        out[dst + i] = x[src + i]
-
-
-@inline
-def _value(x, base):
-    """(rank, colour) of the card block at ``x[base:]``: rank NONE for no card, WILD for a joker without value."""
-    r = NONE
+def _code(x, base):
+    """The card code (:mod:`nertz_env.cards`) of the card block at ``x[base:]``, -1 for none."""
+    r = -1
     for i in range(13):
         if x[base + i] > 0.0:
             r = i
-    if r == NONE:
-        return (WILD, -1) if x[base + 17] > 0.0 else (NONE, -1)
-    return r, 1 if x[base + 14] + x[base + 15] > 0.0 else 0
+    if x[base + 17] > 0.0:  # a joker: wild, or fixed with 0.5 on both suits of its colour (D and H: red)
+        return JOKER if r < 0 else fixed_value(r, 1 if x[base + 14] > 0.0 else 0)
+    for u in range(4):
+        if r >= 0 and x[base + 13 + u] > 0.0:
+            return u * 13 + r
+    return -1
 
 
 @inline
-def _takes(lower, lower_c, upper, upper_c):
-    """May a card of value (upper, upper_c) go onto a pile whose value is (lower, lower_c) (EMPTY: no card;
-    WILD: a joker alone, which takes any card below a king)?"""
-    if upper == NONE or lower == NONE:
-        return False
-    if lower == EMPTY:
-        return True
-    if lower == WILD:
-        return upper != WILD and upper <= 11
-    if upper == WILD:
-        return lower >= 1
-    return upper == lower - 1 and upper_c != lower_c
-
-
-@inline
-def _pile_top(x, off, j):
-    """Rank the exposed card of work pile ``j`` stands as (a wild joker on a card: one below it), or NONE."""
-    r, _ = _value(x, off[O_WEXP] + j * CARD_FEATURES)
-    if r != WILD:
-        return r
-    base = off[O_WORK] + j * 52
-    for rank in range(13):
-        for u in range(4):
-            if x[base + u * 13 + rank] > 0.0:
-                return rank - 1
-    return WILD
-
-
-@inline
-def _card_at(x, off, j, n, depth, out, dst):
-    """Write the block of work pile ``j``'s card ``depth`` below its exposed one (``n`` cards) at ``out[dst:]``;
-    False when there is none. The pile is a run, so that card's rank is the exposed one's plus ``depth``."""
-    if depth >= n:
-        return False
+def _code_at(x, off, j, n, depth):
+    """The code of work pile ``j``'s card ``depth`` below its exposed one (``n`` cards), -1 for none. The pile is
+    a run, so that card's rank is the exposed one's plus ``depth`` (a wild joker on top stands one below the
+    lowest card under it)."""
+    if depth < 0 or depth >= n:
+        return -1
+    top = _code(x, off[O_WEXP] + j * CARD_FEATURES)
     if depth == 0:
-        _copy_card(x, off[O_WEXP] + j * CARD_FEATURES, out, dst)
-        return True
-    r = _pile_top(x, off, j) + depth
-    if r < 0 or r > 12:
-        return False
+        return top
     base = off[O_WORK] + j * 52
-    most = 0.0
+    r = card_rank(top)
+    if r < 0:
+        r = 13
+        for rank in range(12, -1, -1):
+            for u in range(4):
+                if x[base + u * 13 + rank] > 0.0:
+                    r = rank
+        r -= 1
+    r += depth
+    if r > 12:
+        return -1
     for u in range(4):
-        v = x[base + u * 13 + r]
-        out[dst + 13 + u] = v
-        most = max(most, v)
-    out[dst + r] = 1.0
-    out[dst + 17] = 1.0 if most < 0.75 else 0.0  # a fixed joker: 0.5 on both suits of its colour
-    return True
+        if x[base + u * 13 + r] > 0.75:
+            return u * 13 + r
+    return fixed_value(r, 1 if x[base + 13 + r] > 0.0 else 0)
 
 
 @inline
-def _pile_value(x, off, j, n):
-    """Stacking value of work pile ``j`` (``n`` cards): its exposed card's, EMPTY, or WILD for a lone joker."""
-    if n == 0:
-        return EMPTY, -1
-    r, c = _value(x, off[O_WEXP] + j * CARD_FEATURES)
-    if r != WILD:
-        return r, c
-    if n == 1:
-        return WILD, -1
-    r = _pile_top(x, off, j)  # a wild joker on a card: one below it, of the other colour
-    base = off[O_WORK] + j * 52 + r + 1
-    return r, 0 if x[base + 13] + x[base + 26] > 0.0 else 1
+def _put(out, dst, c):
+    """The observation's card block of code ``c`` at ``out[dst:]`` (the engine's encoder, on a row)."""
+    write_card(out.reshape((1, 1, out.shape[0])), 0, 0, dst, c)
 
 
 @inline
-def _lakeable(x, off, card, dst_rank):
-    """Can the block ``card`` (rank ``dst_rank``) go to the lake now: an ace, or its predecessor tops a
-    foundation of one of its suits."""
-    if dst_rank == WILD:
-        return True
+def _takes(value, upper):
+    """May card ``upper`` (-1: none) go onto a work pile of stacking value ``value`` (-1: empty)?"""
+    return upper >= 0 and (value < 0 or can_stack(upper, value))
+
+
+@inline
+def _lakeable(x, off, c):
+    """May card ``c`` (never a wild joker; -1: none) go to the lake now (a fixed joker as a suit of its colour)?"""
+    if c < 52:
+        return lake_takes(x, off[O_LAKE], c)
     for u in range(4):
-        if card[u] > 0.0 and (dst_rank == 0 or x[off[O_LAKE] + u * 13 + dst_rank - 1] > 0.0):
+        if (1 if suit_is_red(u) else 0) == card_colour(c) and joker_rank(x, off[O_LAKE], c, u) >= 0:
             return True
     return False
 
@@ -208,7 +188,8 @@ def _lakeable(x, off, card, dst_rank):
 @inline
 def write_move(x, a, last, off, cols, params, mo, out):
     """Write action ``a``'s features for the observation ``x`` into ``out`` (zeroed, ``MoveLayout.size``);
-    ``last``: the seat's last move (-1: none or unknown; the ``last_moves`` slice wins when present)."""
+    ``last``: the seat's last move (-1: none or unknown; the ``last_moves`` slice wins when present). Stacking
+    and the lake follow the engine's own rules."""
     kind, src, dst, length, suit = cols[a, 0], cols[a, 1], cols[a, 2], cols[a, 3], cols[a, 4]
     out[mo[M_KIND] + kind] = 1.0
     f = mo[M_FLAGS]
@@ -219,12 +200,13 @@ def write_move(x, a, last, off, cols, params, mo, out):
         return
     if src < 0:
         return
-    ntop, nc = _value(x, off[O_NTOP])
+    ntop = _code(x, off[O_NTOP])
     n_nertz = int(x[off[O_NCOUNT]] * params[K_NS] + 0.5)
+    moved = max(length, 1)
     # the source: its kind and index, the card that moves, what the move leaves there
     if src < 2:
         out[mo[M_SRC] + src] = 1.0
-        _copy_card(x, off[O_NTOP] if src == 0 else off[O_WTOP], out, mo[M_CARD])
+        card = ntop if src == 0 else _code(x, off[O_WTOP])
         left = n_nertz if src == 0 else int(x[off[O_WCOUNT]] * params[K_DECK] + 0.5)
         out[f] = 1.0 if left == 1 else 0.0
         out[f + 1] = 1.0 if left > 1 else 0.0
@@ -233,24 +215,19 @@ def write_move(x, a, last, off, cols, params, mo, out):
         out[mo[M_SRC] + 2] = 1.0
         out[mo[M_SRC] + 3 + i] = 1.0
         n = int(x[off[O_WCNT] + i] * 13.0 + 0.5)
-        moved = max(length, 1)
-        _card_at(x, off, i, n, moved - 1, out, mo[M_CARD])
-        u = mo[M_UNCOVER]
-        if _card_at(x, off, i, n, moved, out, u):
-            r, c = _value(out, u)
-            out[f + 2] = 1.0 if _lakeable(x, off, out[u + 13 : u + 17], r) else 0.0
-        else:
-            r, c = EMPTY, -1
-            out[f] = 1.0
-        wtop, wc = _value(x, off[O_WTOP])
+        card = _code_at(x, off, i, n, moved - 1)
+        left = _code_at(x, off, i, n, moved)  # what the pile shows after the move (-1: empty)
+        _put(out, mo[M_UNCOVER], left)
         nertz_first = params[K_FIRST] != 0 and n_nertz > 0
-        out[f + 3] = 1.0 if _takes(r, c, ntop, nc) else 0.0
-        out[f + 4] = 1.0 if _takes(r, c, wtop, wc) and not (nertz_first and r == EMPTY) else 0.0
+        out[f] = 1.0 if left < 0 else 0.0
+        out[f + 2] = 1.0 if left >= 0 and _lakeable(x, off, left) else 0.0
+        out[f + 3] = 1.0 if _takes(left, ntop) else 0.0
+        out[f + 4] = 1.0 if _takes(left, _code(x, off[O_WTOP])) and not (nertz_first and left < 0) else 0.0
+    _put(out, mo[M_CARD], card)
     if kind == JOKER_LAKE:
         out[mo[M_CARD] + 13 + suit] = 1.0
-    card = mo[M_CARD]
-    out[mo[M_RED]] = 1.0 if out[card + 14] + out[card + 15] > 0.0 else 0.0
-    out[mo[M_LEN]] = max(length, 1) / 13.0
+    out[mo[M_RED]] = 1.0 if out[mo[M_CARD] + 14] + out[mo[M_CARD] + 15] > 0.0 else 0.0
+    out[mo[M_LEN]] = moved / 13.0
     # the destination
     if kind == LAKE or kind == JOKER_LAKE:
         out[mo[M_DST]] = 1.0
@@ -259,13 +236,13 @@ def write_move(x, a, last, off, cols, params, mo, out):
     out[mo[M_DST] + 2 + dst] = 1.0
     nd = int(x[off[O_WCNT] + dst] * 13.0 + 0.5)
     out[mo[M_DEMPTY]] = 1.0 if nd == 0 else 0.0
+    top = _code_at(x, off, dst, nd, nd - 1 if kind == TUCK else 0)
+    _put(out, mo[M_DTOP], top)
     if kind == TUCK:
-        _card_at(x, off, dst, nd, nd - 1, out, mo[M_DTOP])
         return
-    _copy_card(x, off[O_WEXP] + dst * CARD_FEATURES, out, mo[M_DTOP])
     if src != 0:
-        dv, dc = _pile_value(x, off, dst, nd)
-        out[f + 5] = 1.0 if _takes(dv, dc, ntop, nc) else 0.0
+        value = exposed_value(top, _code_at(x, off, dst, nd, 1)) if nd > 0 else -1
+        out[f + 5] = 1.0 if _takes(value, ntop) else 0.0
     if kind == RUN:
         if params[K_LAST] >= 0:
             last = -1
