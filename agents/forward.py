@@ -1,4 +1,5 @@
-"""The actor of a MaskablePPO MLP policy in numpy: the forward pass trained agents play with, without torch.
+"""The actor of a MaskablePPO MLP policy in numpy: the forward pass trained agents play with, without torch;
+:class:`MovesActor` is a move-scoring policy's (:mod:`nertz_env.train.moves`).
 
 Saving a policy writes its arrays beside the zip (``policy.npz``); a zip without one is read once with torch,
 which writes it. Its choices are torch's (``tests/test_agents.py``): float32 layers, illegal logits removed
