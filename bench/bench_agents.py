@@ -105,7 +105,10 @@ def networks(games: int, seed: int) -> list[dict]:
     from nertz_env.train.imitate import build_policy
     from nertz_env.train.trainer import save_policy
 
+    import torch
+
     config = nertz_env.make_config(num_players=4)
+    torch.manual_seed(seed)
     rows = [{**per_decision("ppo", games, seed), "network": "ppo (flat, shipped)"}]
     with tempfile.TemporaryDirectory() as tmp:
         for head, move_arch in (("flat", None), ("moves", [128])):
@@ -159,17 +162,19 @@ def feature_costs(n: int, seed: int) -> dict:
         torch.cat([x, x.new_zeros(len(x), 1)], 1)[:, index]
 
     def per_decision_us(fn: object, repeat: int) -> float:
-        """CPU time of this thread (the machine's other load counts less than in wall time)."""
+        """The fastest of ``repeat`` calls, in CPU time of this thread (the machine's other load counts less)."""
         fn()  # type: ignore[operator]
-        t0 = time.thread_time()
+        best = float("inf")
         for _ in range(repeat):
+            t0 = time.thread_time()
             fn()  # type: ignore[operator]
-        return (time.thread_time() - t0) / repeat / n * 1e6
+            best = min(best, time.thread_time() - t0)
+        return best / n * 1e6
 
     return {"observations": n, "legal_per_decision": float(m.sum(1).mean()),
             "packed_us": per_decision_us(lambda: legal_moves(o, m, env.config), 20),
-            "every_action_us": per_decision_us(lambda: move_features(o, env.config), 3),
-            "torch_gather_us": per_decision_us(gather, 3)}
+            "every_action_us": per_decision_us(lambda: move_features(o, env.config), 5),
+            "torch_gather_us": per_decision_us(gather, 5)}
 
 
 def network_tables(args: argparse.Namespace) -> tuple[str, dict]:
