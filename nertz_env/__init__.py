@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from nertz_env.agent_vector import NertzAgentVectorEnv, agent_vector_env
     from nertz_env.environment import NertzParallelEnv, describe_action, env, parallel_env, raw_env
     from nertz_env.global_state import StateLayout, state_layout
+    from nertz_env.moves import MoveLayout, move_features, move_layout
     from nertz_env.vector import NertzVectorEnv, vector_env
 
 __version__ = "0.2.0"
@@ -35,10 +36,14 @@ _LAZY = {
     "vector_env": "nertz_env.vector",
     "StateLayout": "nertz_env.global_state",
     "state_layout": "nertz_env.global_state",
+    "MoveLayout": "nertz_env.moves",
+    "move_features": "nertz_env.moves",
+    "move_layout": "nertz_env.moves",
 }
 
 __all__ = [
     "ActionTable",
+    "MoveLayout",
     "NertzAgentVectorEnv",
     "NertzConfig",
     "NertzParallelEnv",
@@ -53,6 +58,8 @@ __all__ = [
     "describe_action",
     "env",
     "make_config",
+    "move_features",
+    "move_layout",
     "obs_layout",
     "parallel_env",
     "raw_env",

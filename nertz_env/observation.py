@@ -111,30 +111,34 @@ class ObsLayout:
         ]
         if not config.last_moves:  # off: the slice is left out, not empty
             sizes.pop()
-        self.slices: dict[str, slice] = {}
-        offsets = []
-        pos = 0
-        for name, n in sizes:
-            self.slices[name] = slice(pos, pos + n)
-            offsets.append(pos)
-            pos += n
-        if not config.last_moves:
-            offsets.append(pos)  # O_LAST: an empty slice at the end
-        offsets.append(pos)
-        self.size = pos
+        self.slices = named_slices(sizes)
+        self.size = pos = sum(n for _, n in sizes)
+        # O_LAST is an empty slice at the end when last_moves is off
+        offsets = [sl.start for sl in self.slices.values()] + [pos] * (1 if config.last_moves else 2)
         self.offsets = np.array(offsets, dtype=np.int32)
         self.offsets.flags.writeable = False
 
     def markdown(self) -> str:
         """The slices as a Markdown table (name, index range, width), rendered by the docs (docs/env/)."""
-        lines = ["| slice | indices | width |", "|---|---:|---:|"]
-        for name, sl in self.slices.items():
-            lines.append(f"| `{name}` | {sl.start}-{sl.stop - 1} | {sl.stop - sl.start} |")
-        return "\n".join(lines)
+        return slices_markdown(self.slices)
 
     def view(self, obs: np.ndarray, name: str) -> np.ndarray:
         """The named slice of an observation (or of a batch of them, slicing the last axis)."""
         return obs[..., self.slices[name]]
+
+
+def named_slices(sizes: list[tuple[str, int]]) -> dict[str, slice]:
+    """Consecutive slices of one vector, by name, from ``(name, width)`` pairs in order."""
+    ends = np.cumsum([0, *(n for _, n in sizes)]).tolist()
+    return {name: slice(ends[i], ends[i + 1]) for i, (name, _) in enumerate(sizes)}
+
+
+def slices_markdown(slices: dict[str, slice]) -> str:
+    """Named slices as a Markdown table (name, index range, width)."""
+    lines = ["| slice | indices | width |", "|---|---:|---:|"]
+    for name, sl in slices.items():
+        lines.append(f"| `{name}` | {sl.start}-{sl.stop - 1} | {sl.stop - sl.start} |")
+    return "\n".join(lines)
 
 
 @functools.cache

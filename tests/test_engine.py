@@ -254,7 +254,7 @@ def test_a_users_own_njit_that_sees_a_state_first_gets_the_packed_type(fresh: di
 # the engine's sources (_cache.SOURCES) too.
 def test_cache_sources__list_every_module_of_the_package_the_compiled_code_imports(fresh: dict) -> None:
     loaded = list(fresh["rules_imports"])
-    for file in ("agents/kernels.py", "agents/forward.py"):  # their own files are keyed by numba
+    for file in ("agents/kernels.py", "agents/forward.py", "moves.py"):  # their own files are keyed by numba
         text = (_cache.PACKAGE / file).read_text() if (_cache.PACKAGE / file).is_file() else (ROOT / file).read_text()
         loaded += re.findall(r"^from (nertz_env\.[\w.]+) import", text, re.M)
     files = set()

@@ -1,9 +1,9 @@
 """Training of Nertz agents with Stable-Baselines3 (needs the ``train`` extra).
 
 :class:`TrainConfig` (the options), :class:`NertzSingleAgentEnv` and :class:`NertzVecEnv` (the learner envs),
-:class:`OpponentPool`, the reward wrappers and :class:`Trainer` (``nertz-train``). A saved policy as an agent
-lives with the agents (:mod:`nertz_env.agents.policy`). torch and Stable-Baselines3 are imported when a class
-here is first used. See docs/guides/training-sb3.md.
+:class:`OpponentPool`, the reward wrappers, :class:`MovesPolicy` (the move-scoring policy) and :class:`Trainer`
+(``nertz-train``). A saved policy as an agent lives with the agents (:mod:`nertz_env.agents.policy`). torch and
+Stable-Baselines3 are imported when a class here is first used. See docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from nertz_env.agents.pool import OpponentPool
     from nertz_env.single import NertzSingleAgentEnv
     from nertz_env.train.config import ConfigError, TrainConfig
+    from nertz_env.train.moves import MovesPolicy
     from nertz_env.train.trainer import Trainer
     from nertz_env.train.vec import NertzVecEnv
     from nertz_env.train.wrappers import PotentialShaping, RelativeReward, VecTimer
@@ -35,12 +36,14 @@ _LAZY = {
     "RelativeReward": "nertz_env.train.wrappers",
     "VecTimer": "nertz_env.train.wrappers",
     "Trainer": "nertz_env.train.trainer",
+    "MovesPolicy": "nertz_env.train.moves",
 }
 
 __all__ = [
     "CheckpointError",
     "ConfigError",
     "IncompatibleCheckpointError",
+    "MovesPolicy",
     "NertzSingleAgentEnv",
     "NertzVecEnv",
     "OpponentPool",

@@ -87,7 +87,8 @@ def check_resume(cfg: TrainConfig, path: str, meta: dict[str, Any], rllib: bool 
         )
     recorded, now = TrainConfig.from_dict(meta.get("train_config", {})).flat(), cfg.flat()
     # a resumed run restores every generator and the env's tables: these cannot change on resume
-    keys = ["net_arch", "activation", "n_steps", "shaping", "relative_reward", "seed", "privileged_critic"]
+    keys = ["net_arch", "activation", "n_steps", "shaping", "relative_reward", "seed", "privileged_critic", "policy",
+            "move_arch"]
     if rllib:
         keys = ["net_arch"]
     elif cfg.mode == "vector":

@@ -22,6 +22,7 @@ from nertz_env.config import make_config
 MODES = ("vector", "single")
 ACTIVATIONS = ("relu", "tanh")
 LR_SCHEDULES = ("constant", "linear")
+POLICIES = ("flat", "moves")
 
 
 def _opt(default: Any, help: str) -> Any:
@@ -106,7 +107,7 @@ SECTIONS: dict[str, tuple[type, dict[str, str]]] = {
 SB3_ONLY = (
     "mode", "num_envs", "opponent_threads", "privileged_critic", "snapshot_deterministic", "shaping",
     "shaping_scale", "shaping_gamma", "shaping_coef", "relative_reward", "lr_schedule", "activation", "init_from",
-    "keep_checkpoints", "progress_bar", "evaluation", "eval_every", "eval_deals", "eval_opponents", "eval_seed",
+    "keep_checkpoints", "progress_bar", "policy", "move_arch", "evaluation", "eval_every", "eval_deals", "eval_opponents", "eval_seed",
     "eval_deterministic", "eval_workers",
 )
 
@@ -139,6 +140,9 @@ class TrainConfig:
     max_grad_norm: float = _opt(0.5, "gradient norm clip, > 0")
     net_arch: list[int] = field(default_factory=lambda: [256, 256], metadata={"help": "hidden layer widths of the policy and value nets, e.g. 256,256"})
     activation: str = _opt("relu", "activation of the hidden layers: 'relu' or 'tanh'")
+    policy: str = _opt("flat", "'flat': one output per action; 'moves': each legal move scored by one network from "
+                       "its features (nertz_env.move_features)")
+    move_arch: list[int] = field(default_factory=lambda: [128], metadata={"help": "policy moves: hidden layer widths of the network that scores a move, e.g. 128"})
     # -- the run
     init_from: str | None = _opt(
         None, "start from this policy's weights (a policy.zip or checkpoint; not a resume); none: fresh"
@@ -251,6 +255,8 @@ class TrainConfig:
                     "checkpoint): give --checkpoint-every > 0, or remove it"
                 )
             top["keep_checkpoints"] = 0
+        if top["policy"] != "moves" and "move_arch" in given and top["move_arch"] != [128]:
+            raise ConfigError("move_arch (--move-arch) applies only to policy moves: pass --policy moves, or remove it")
         cfg = cls(**top, **sections)
         cfg.validate()
         return cfg
@@ -269,6 +275,8 @@ class TrainConfig:
         """Check every value's range; raises :class:`ConfigError` naming the option."""
         if self.activation not in ACTIVATIONS:
             raise ConfigError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        if self.policy not in POLICIES:
+            raise ConfigError(f"policy must be one of {POLICIES}, got {self.policy!r}")
         if self.lr_schedule not in LR_SCHEDULES:
             raise ConfigError(f"lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
         if "num_players" in self.rules:
@@ -314,8 +322,9 @@ class TrainConfig:
         for name, ok, want in ranges:
             if not ok:
                 raise ConfigError(f"{name} must be {want}, got {flat[name]!r}")
-        if not self.net_arch or any(h < 1 for h in self.net_arch):
-            raise ConfigError(f"net_arch must list positive layer widths, got {self.net_arch}")
+        for name in ("net_arch", "move_arch"):
+            if not flat[name] or any(h < 1 for h in flat[name]):
+                raise ConfigError(f"{name} must list positive layer widths, got {flat[name]}")
         for spec, w in flat["opponents"].items():
             if not (math.isfinite(w) and w >= 0):
                 raise ConfigError(f"opponents: the weight of {spec!r} must be a finite number >= 0, got {w!r}")

@@ -34,7 +34,7 @@ from nertz_env.train.config import (
     shipped_configs,
 )
 
-_SPECIAL = {"rules", "opponents", "net_arch", "eval_opponents", "mode"}
+_SPECIAL = {"rules", "opponents", "eval_opponents", "mode"}
 
 
 def _opponent(text: str) -> tuple[str, float]:
@@ -107,7 +107,6 @@ def build_parser(sb3: bool = True) -> argparse.ArgumentParser:
     parser.add_argument("--print-config", action="store_true", help="print the effective options and exit")
     helps = {name: text for name, _, _, text in options()}
     add_rule_flag(parser, helps["rules"], size_flag="--num-players")
-    parser.add_argument("--net-arch", type=int_list, metavar="W,W", help=helps["net_arch"])
     if sb3:
         parser.add_argument("--mode", choices=MODES, help=helps["mode"] + " (default vector)")
         parser.add_argument("--eval-opponents", type=_str_list, metavar="A,B", help=helps["eval_opponents"])
@@ -119,6 +118,9 @@ def build_parser(sb3: bool = True) -> argparse.ArgumentParser:
         help_text = f"{text} (default {'none' if default is None else repr(default)})"
         if kind == "bool":
             parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=help_text)
+            continue
+        if kind == "list[int]":
+            parser.add_argument(flag, dest=name, type=int_list, metavar="W,W", help=help_text)
             continue
         base = {"int": int, "float": float, "str": str}[kind.split("|")[0].strip()]
         parser.add_argument(

@@ -196,19 +196,24 @@ def load_for_fit(path: str) -> tuple[Any, dict[str, Any]]:
 
 
 def build_policy(
-    config: NertzConfig, net_arch: list[int], activation: str = "relu", lr: float = 3e-4
+    config: NertzConfig, net_arch: list[int], activation: str = "relu", lr: float = 3e-4,
+    move_arch: list[int] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
-    """A fresh ``MaskableActorCriticPolicy`` with the spaces and ``policy_kwargs`` the trainer uses."""
+    """A fresh ``MaskableActorCriticPolicy`` with the spaces and ``policy_kwargs`` the trainer uses; with
+    ``move_arch`` the move-scoring policy (:class:`~nertz_env.train.moves.MovesPolicy`)."""
     import gymnasium
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
     from nertz_env.actions import action_table
+    from nertz_env.train.moves import MovesPolicy
 
     act_fn = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[activation]
     obs_space = gymnasium.spaces.Box(0.0, 1.0, (obs_layout(config).size,), np.float32)
     act_space: gymnasium.spaces.Discrete = gymnasium.spaces.Discrete(action_table(config).n)
     kwargs: dict[str, Any] = {"net_arch": {"pi": list(net_arch), "vf": list(net_arch)}, "activation_fn": act_fn}
-    policy = MaskableActorCriticPolicy(obs_space, act_space, lambda _: lr, **kwargs)
+    if move_arch is not None:
+        kwargs |= {"rules": config.to_dict(), "move_arch": list(move_arch)}
+    policy = (MaskableActorCriticPolicy if move_arch is None else MovesPolicy)(obs_space, act_space, lambda _: lr, **kwargs)
     return policy, kwargs
 
 

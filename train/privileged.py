@@ -65,16 +65,22 @@ class PrivilegedCriticPolicy(MaskableActorCriticPolicy):
     @staticmethod
     def for_play(data: dict[str, Any], state: dict[str, torch.Tensor]) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
         """The SB3 ``data`` and weights of a file of this class as those of the standard policy over the
-        observation alone (:func:`actor_only_state_dict`): what :func:`~nertz_env.train.trainer.save_policy`
-        writes and what :func:`~nertz_env.agents.policy.load_policy` makes of a privileged run's checkpoint."""
-        kwargs = dict(data.get("policy_kwargs") or {})
-        n = int(kwargs.pop("obs_size"))
-        space = data["observation_space"]
-        out = dict(data)
-        out["policy_class"] = MaskableActorCriticPolicy
-        out["policy_kwargs"] = kwargs
-        out["observation_space"] = gymnasium.spaces.Box(space.low[:n], space.high[:n], (n,), space.dtype)
-        return out, actor_only_state_dict(state, n)
+        observation alone (:func:`play_data`): what :func:`~nertz_env.train.trainer.save_policy` writes and what
+        :func:`~nertz_env.agents.policy.load_policy` makes of a privileged run's checkpoint."""
+        return play_data(data, state, MaskableActorCriticPolicy)
+
+
+def play_data(data: dict[str, Any], state: dict[str, torch.Tensor],
+              policy_class: type) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    """The SB3 ``data`` and weights of a privileged policy as those of ``policy_class`` over the observation
+    alone: no ``obs_size``, the observation space cut to it, the critic's state columns dropped
+    (:func:`actor_only_state_dict`)."""
+    kwargs = dict(data.get("policy_kwargs") or {})
+    n = int(kwargs.pop("obs_size"))
+    space = data["observation_space"]
+    out = {**data, "policy_class": policy_class, "policy_kwargs": kwargs,
+           "observation_space": gymnasium.spaces.Box(space.low[:n], space.high[:n], (n,), space.dtype)}
+    return out, actor_only_state_dict(state, n)
 
 
 FIRST_VALUE_LAYER = "mlp_extractor.value_net.0.weight"

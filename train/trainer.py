@@ -39,6 +39,7 @@ from nertz_env.threads import limit_threads, usable_cpus
 from nertz_env.train.checkpoint import check_run, state_path
 from nertz_env.train.config import TrainConfig
 from nertz_env.train.evaluate import EvalRow, append_csv, evaluate_checkpoint, format_rows
+from nertz_env.train.moves import MovesPolicy
 from nertz_env.train.privileged import FIRST_VALUE_LAYER, PrivilegedCriticPolicy, widen_critic_state_dict
 from nertz_env.train.resume import Interrupted, StopOnSignal
 from nertz_env.train.vec import NertzVecEnv
@@ -60,8 +61,9 @@ def save_policy(policy: Any, policy_kwargs: dict[str, Any], path: str, meta: dic
         "action_space": policy.action_space,
     }
     weights = policy.state_dict()
-    if isinstance(policy, PrivilegedCriticPolicy):  # a player gets the policy over the observation alone
-        data, weights = PrivilegedCriticPolicy.for_play(data, weights)
+    for_play = getattr(policy, "for_play", None)
+    if for_play is not None:  # a player gets the policy over the observation alone
+        data, weights = for_play(data, weights)
     save_to_zip_file(path, data=data, params={"policy": weights})
     write_meta(path, meta)
     write_arrays(path, policy)  # policy.npz beside policy.zip: the numpy actor plays it without torch
@@ -223,8 +225,10 @@ class Trainer:
         if privileged:
             assert isinstance(self.base_env, NertzVecEnv)
             kwargs["obs_size"] = self.base_env.obs_size
+        if cfg.policy == "moves":
+            kwargs |= {"rules": self.config.to_dict(), "move_arch": list(cfg.move_arch)}
         return MaskablePPO(
-            PrivilegedCriticPolicy if privileged else "MlpPolicy",
+            MovesPolicy if cfg.policy == "moves" else PrivilegedCriticPolicy if privileged else "MlpPolicy",
             self.timer,
             learning_rate=(lambda progress: lr * progress) if cfg.lr_schedule == "linear" else lr,
             n_steps=cfg.n_steps,
@@ -489,12 +493,11 @@ class Trainer:
 
         policy, _ = load_policy(path)  # TrainConfig.resolve checked its record against the table
         weights = policy.state_dict()  # always the policy over the observation (load_policy's for_play)
-        if isinstance(self.model.policy, PrivilegedCriticPolicy):
-            assert isinstance(self.base_env, NertzVecEnv)
-            # the critic starts as the given one on the observation, with zero weights on the state (a network
-            # of another width is left as it is, for load_state_dict below to refuse)
-            if weights[FIRST_VALUE_LAYER].shape[1] == self.base_env.obs_size:
-                weights = widen_critic_state_dict(weights, self.base_env.obs_size + self.base_env.state_size)
+        env = self.base_env
+        # the critic starts as the given one on the observation, with zero weights on the state (a network of
+        # another width is left as it is, for load_state_dict below to refuse)
+        if isinstance(env, NertzVecEnv) and env.privileged_state and weights[FIRST_VALUE_LAYER].shape[1] == env.obs_size:
+            weights = widen_critic_state_dict(weights, env.obs_size + env.state_size)
         try:
             self.model.policy.load_state_dict(weights)
         except RuntimeError as e:

@@ -16,6 +16,7 @@ from nertz_env import infos
 from nertz_env.actions import action_table
 from nertz_env.config import NertzConfig, options_markdown
 from nertz_env.global_state import state_layout
+from nertz_env.moves import move_layout
 from nertz_env.observation import obs_layout
 
 _BLOCK = re.compile(r"<!-- ([a-z_]+):start -->\n.*?\n<!-- \1:end -->", re.S)
@@ -30,6 +31,7 @@ def sections() -> dict[str, str]:
         "observation": obs_layout(config).markdown(),
         "infos": infos.markdown(),
         "state": state_layout(config).markdown(),
+        "moves": move_layout(config).markdown(),
     }
 
 

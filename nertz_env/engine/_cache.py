@@ -30,6 +30,7 @@ SOURCES = (
     "cards.py",
     "config.py",
     "observation.py",
+    "moves.py",
     "engine/__init__.py",
     "engine/_abi.py",
     "engine/_cache.py",
