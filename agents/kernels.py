@@ -36,6 +36,8 @@ slots), then the observation offsets (``P_OFF + O_*``) and the action table layo
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from nertz_env.actions import (
@@ -416,8 +418,8 @@ def heuristic_priorities(s, mask, params, columns, waste_policy, banned, prio):
 def seat_tables(config: NertzConfig, tables: int = 3) -> TableState:
     """An engine state of ``tables`` tables of ``config`` for an agent's own moves (see the module doc): seat
     ``ME`` holds the agent's layout, the other seats stay empty, and turns are off in its config array (one
-    own move per tick)."""
-    S = allocate(config, tables)
+    own move per tick; no ``memory`` option: a plan needs no record of what the seat saw)."""
+    S = allocate(dataclasses.replace(config, memory=False), tables)
     S.cfg[C_TURN] = 0
     return S
 

@@ -162,6 +162,7 @@ def agent_vector_env(
     allow_tuck: bool = False,
     allow_rotate: bool = False,
     last_moves: int = 0,
+    memory: bool = False,
     copy: bool = True,
     render_mode: str | None = None,
     obs_format: str = "dict",

@@ -41,7 +41,8 @@ class NertzConfig:
     """The rules of one table, with the defaults of RULES.md. Each option's range and meaning is in
     :data:`OPTION_DOCS`, rendered as the option table of docs/env/rules.md.
 
-    ``last_moves`` is not a rule but an observation option: the seat's own last moves join its observation.
+    ``last_moves`` and ``memory`` are not rules but observation options: the seat's own last moves, and what
+    it remembers of its stock and waste, join its observation.
     """
 
     num_players: int = 4
@@ -66,6 +67,7 @@ class NertzConfig:
     allow_tuck: bool = False
     allow_rotate: bool = False
     last_moves: int = 0
+    memory: bool = False
 
     def __post_init__(self) -> None:
         def bad(name: str, allowed: str) -> ValueError:
@@ -102,7 +104,7 @@ class NertzConfig:
             raise bad("recycle", "'flip' or 'shuffle'")
         if self.call_mode not in ("auto", "manual"):
             raise bad("call_mode", "'auto' or 'manual'")
-        for name in ("empty_pile_from_nertz_first", "turn_based", "allow_tuck", "allow_rotate"):
+        for name in ("empty_pile_from_nertz_first", "turn_based", "allow_tuck", "allow_rotate", "memory"):
             if not _is_bool(getattr(self, name)):
                 raise bad(name, "True or False")
             object.__setattr__(self, name, bool(getattr(self, name)))
@@ -183,12 +185,13 @@ class NertzConfig:
         return tuple(team)
 
     def to_dict(self) -> dict[str, Any]:
-        """Every option as JSON-ready values (teams as lists); ``last_moves`` only when on."""
+        """Every option as JSON-ready values (teams as lists); the observation options only when on."""
         d = dataclasses.asdict(self)
         if isinstance(self.teams, tuple):
             d["teams"] = [list(g) for g in self.teams]
-        if not self.last_moves:
-            del d["last_moves"]
+        for name in ("last_moves", "memory"):
+            if not d[name]:
+                del d[name]
         return d
 
     @classmethod
@@ -239,6 +242,12 @@ OPTION_DOCS: dict[str, tuple[str, str, str]] = {
     "last_moves": (
         "0 to 4",
         "not a rule: the seat's own last moves this round join its observation (slice `last_moves`)",
+        "",
+    ),
+    "memory": (
+        "bool",
+        "not a rule: what the seat has seen of its own stock and waste, in order, and its own cards not yet "
+        "seen join its observation (slices `memory_*`)",
         "",
     ),
 }

@@ -373,6 +373,7 @@ def parallel_env(
     allow_tuck: bool = False,
     allow_rotate: bool = False,
     last_moves: int = 0,
+    memory: bool = False,
     render_mode: str | None = None,
     illegal_action: str = "noop",
     max_cycles: int | None = None,
@@ -381,8 +382,8 @@ def parallel_env(
 ) -> NertzParallelEnv:
     """Nertz as a PettingZoo ``ParallelEnv``.
 
-    Every rules option (``num_players`` .. ``allow_rotate``) and ``last_moves`` is a keyword with its RULES.md
-    default (docs/env/rules.md); any other keyword raises ``ValueError``.
+    Every rules option (``num_players`` .. ``allow_rotate``) and the observation options ``last_moves`` and
+    ``memory`` are keywords with their defaults (docs/env/rules.md); any other keyword raises ``ValueError``.
 
     Args:
         render_mode: ``None``, ``"ansi"`` (``render()`` returns the table as text), ``"human"`` (prints it) or
@@ -424,6 +425,7 @@ def env(
     allow_tuck: bool = False,
     allow_rotate: bool = False,
     last_moves: int = 0,
+    memory: bool = False,
     render_mode: str | None = None,
     illegal_action: str = "noop",
     max_cycles: int | None = None,

@@ -265,6 +265,7 @@ def vector_env(
     allow_tuck: bool = False,
     allow_rotate: bool = False,
     last_moves: int = 0,
+    memory: bool = False,
     autoreset: bool = True,
     copy: bool = True,
     render_mode: str | None = None,
