@@ -139,9 +139,10 @@ class ObsLayout:
             self.slices[name] = slice(pos, pos + n)
             pos += n
         self.size = pos
-        # one offset per O_* slot (the first memory slice for O_MEM; the end for a slice left out), then the size
-        slots = [name for name, _ in sizes[:O_MEM]] + ["memory_stock", "last_moves"]
-        self.offsets = np.array([self.slices[n].start if n in self.slices else pos for n in slots] + [pos], np.int32)
+        # one offset per O_* slot, where the slice starts or would start (O_MEM: the memory slices), then the size
+        memory = self.slices["status"].stop
+        starts = [self.slices[name].start for name, _ in sizes[:O_MEM]]
+        self.offsets = np.array([*starts, memory, memory + 4 * d * config.memory, pos], dtype=np.int32)
         self.offsets.flags.writeable = False
 
     def markdown(self) -> str:
