@@ -5,6 +5,8 @@ option plays with it at tables without the option (docs/env/nertz.md).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from nertz_env.actions import JOKER_LAKE, LAKE
@@ -22,6 +24,7 @@ from nertz_env.agents.kernels import (
 )
 from nertz_env.agents.scripted import table_tools
 from nertz_env.config import NertzConfig
+from nertz_env.engine.batch import bound
 from nertz_env.observation import O_STATUS, STATUS_FIELDS
 
 _TICK = STATUS_FIELDS.index("tick_frac")
@@ -52,6 +55,7 @@ class SeatMemory:
         self._before = np.zeros(STATE_SIZE, dtype=np.int64)  # the view the last move was made from
         self._predicted = np.zeros(STATE_SIZE, dtype=np.int64)  # the view after it, as planned
         self._table = seat_tables(config, 1)
+        self._bind()
         self.lake_own = np.zeros(53, dtype=np.int64)  # own cards in the lake (jokers at 52)
         self.seen = np.zeros(52, dtype=np.int64)  # 1 for an own card seen this round (see write)
         self.lake_count = 0  # own cards in the lake, as the status shows them
@@ -59,6 +63,18 @@ class SeatMemory:
         self._stalls = 0.0
         self._pending = -1  # the own card the last move sent to the lake (52 a joker; -1 none)
         self._predicting = False
+
+    def _bind(self) -> None:
+        # the compiled move for these argument types: numba's dispatcher would type the seat table's ~40 arrays
+        # on every call (4 us of the 5 a move took)
+        self._apply = bound(apply_view, self._predicted, 1, self._table, 0, ME)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_apply"}  # (a compiled entry point: bound anew)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._bind()
 
     def observe(self, observation: np.ndarray) -> bool:
         """Bring the memory up to this observation of the seat; True when it starts afresh (a new deal, or the
@@ -93,7 +109,7 @@ class SeatMemory:
         self._before[:] = self.view
         self._predicted[:] = self.view
         if self.remember:  # the engine's move, on the seat table (see agents.kernels)
-            apply_view(self._predicted, action, self._table, 0, ME)
+            self._apply(self._predicted, action, self._table, 0, ME)
         self._predicting = True
 
     def write(self, out: np.ndarray, base: int) -> None:

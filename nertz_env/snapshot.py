@@ -101,8 +101,8 @@ def snapshot_table(state: TableState, config: NertzConfig, t: int = 0) -> dict[s
 def _memory(state: TableState, t: int, p: int) -> dict[str, list[int]]:
     """What seat ``p`` knows of each card of its stock and waste (MEM_*)."""
     return {
-        "stock": state.stock_memory[t, p, : state.stock_len[t, p]].tolist(),
-        "waste": state.waste_memory[t, p, : state.waste_len[t, p]].tolist(),
+        "stock": state.memory[t, p, 0, : state.stock_len[t, p]].tolist(),
+        "waste": state.memory[t, p, 1, : state.waste_len[t, p]].tolist(),
     }
 
 
@@ -296,8 +296,8 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
         state.last_moves[t, p, :] = -1
         state.last_moves[t, p, : len(moves)] = moves
         if config.memory:
-            state.stock_memory[t, p, : len(stock)] = memory["stock"]
-            state.waste_memory[t, p, : len(waste)] = memory["waste"]
+            state.memory[t, p, 0, : len(stock)] = memory["stock"]
+            state.memory[t, p, 1, : len(waste)] = memory["waste"]
         state.nertz[t, p, : len(nertz)] = nertz
         state.nertz_len[t, p] = len(nertz)
         for j, pile in enumerate(work):

@@ -467,7 +467,8 @@ def test_heuristic__never_moves_a_whole_pile_onto_an_empty_pile() -> None:
 def test_own_memory__rebuilds_the_observation_options_at_a_table_without_them(rules: dict[str, Any]) -> None:
     """A policy trained with the memory and last_moves options plays at tables without them: what it keeps
     itself (OwnMemory: its record of its moves, SeatMemory's memory of its stock and waste) gives, after every
-    tick of random games, the very observation the engine writes with them on; and back at a table with them."""
+    tick of random games, the very observation the engine writes with them on; and back at a table with them.
+    Pickled mid-game (as training checkpoints keep opponents), it goes on the same."""
     from nertz_env.agents.policy import OwnMemory
 
     on = nertz_env.parallel_env(max_ticks=150, **rules)
@@ -479,6 +480,8 @@ def test_own_memory__rebuilds_the_observation_options_at_a_table_without_them(ru
         back = {a: OwnMemory(on.config, off.config) for a in off.agents}  # a policy trained without them
         rng = np.random.default_rng(seed)
         while off.agents:
+            if off.tick == 30:
+                memory = pickle.loads(pickle.dumps(memory))
             actions = {}
             for a in off.agents:
                 assert np.array_equal(memory[a].observe(plain[a]["observation"]), seen[a]["observation"])
@@ -492,6 +495,37 @@ def test_own_memory__rebuilds_the_observation_options_at_a_table_without_them(ru
                 back[a].remember(actions[a])
             seen, plain = on.step(actions)[0], off.step(actions)[0]
     assert known > 500 or not on.config.memory
+
+
+def test_policy_agent__trained_with_memory_plays_at_a_table_without_it_as_at_one_with_it(tmp_path: Any) -> None:
+    """A network trained with the memory option, played through make_agent at seat 0 of a table with the option
+    and of one without (the same deal, the same moves of the others): it makes the same choice every tick."""
+    pytest.importorskip("torch")
+    import gymnasium
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    from nertz_env.agents.meta import make_meta
+    from nertz_env.train.trainer import save_policy
+
+    on, off = nertz_env.parallel_env(memory=True, max_ticks=200), nertz_env.parallel_env(max_ticks=200)
+    size, n = on.obs_layout.size, on.actions.n
+    kwargs = {"net_arch": [32]}
+    net = MaskableActorCriticPolicy(gymnasium.spaces.Box(0, 1, (size,)), gymnasium.spaces.Discrete(n), lambda _: 0.0,
+                                    **kwargs)
+    path = str(tmp_path / "memory.zip")
+    save_policy(net, kwargs, path, make_meta(on.config, mode="test"))
+    players = [make_agent(path), make_agent(path)]
+    (seen, _), (plain, _) = on.reset(seed=4), off.reset(seed=4)
+    for agent, env in zip(players, (on, off), strict=True):
+        agent.reset(env.config, 0, 0)
+    assert players[0].memory is None and players[1].memory.seat is not None
+    rng = np.random.default_rng(4)
+    while off.agents:
+        mine = [players[0].act(seen["player_0"]["observation"], seen["player_0"]["action_mask"]),
+                players[1].act(plain["player_0"]["observation"], plain["player_0"]["action_mask"])]
+        assert mine[0] == mine[1]
+        acts = {a: int(rng.choice(np.flatnonzero(o["action_mask"]))) for a, o in plain.items()} | {"player_0": mine[0]}
+        seen, plain = on.step(acts)[0], off.step(acts)[0]
 
 
 # ---------------------------------------------------------------- the learned networks' numpy forward pass

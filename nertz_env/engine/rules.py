@@ -499,24 +499,24 @@ def recycle(S, t, p):
     """Turn the waste over as the new stock (shuffled when recycle="shuffle"; the seat's memory of each card goes
     with it, and a shuffle hides every place)."""
     wl = S.waste_len[t, p]
-    memory = S.stock_memory.shape[2] > 0
+    remembers = S.memory.shape[3] > 0
     for k in range(wl):
         S.stock[t, p, k] = S.waste[t, p, wl - 1 - k]
-        if memory:
-            S.stock_memory[t, p, k] = S.waste_memory[t, p, wl - 1 - k]
+        if remembers:
+            S.memory[t, p, 0, k] = S.memory[t, p, 1, wl - 1 - k]
     if S.cfg[C_SHUFFLE]:
         for k in range(wl - 1, 0, -1):
             x = rng_below(S.rng, t, k + 1)
             tmp = S.stock[t, p, k]
             S.stock[t, p, k] = S.stock[t, p, x]
             S.stock[t, p, x] = tmp
-            if memory:
-                tmp = S.stock_memory[t, p, k]
-                S.stock_memory[t, p, k] = S.stock_memory[t, p, x]
-                S.stock_memory[t, p, x] = tmp
-        if memory:
+            if remembers:
+                tmp = S.memory[t, p, 0, k]
+                S.memory[t, p, 0, k] = S.memory[t, p, 0, x]
+                S.memory[t, p, 0, x] = tmp
+        if remembers:
             for k in range(wl):
-                S.stock_memory[t, p, k] = min(S.stock_memory[t, p, k], MEM_SEEN)
+                S.memory[t, p, 0, k] = min(S.memory[t, p, 0, k], MEM_SEEN)
     S.stock_len[t, p] = wl
     S.waste_len[t, p] = 0
     S.redeals[t, p] += 1
@@ -532,11 +532,11 @@ def rotate_stock(S, t, p):
     for k in range(n - 1, 0, -1):
         S.stock[t, p, k] = S.stock[t, p, k - 1]
     S.stock[t, p, 0] = top
-    if S.stock_memory.shape[2] > 0:
-        top = S.stock_memory[t, p, n - 1]
+    if S.memory.shape[3] > 0:
+        top = S.memory[t, p, 0, n - 1]
         for k in range(n - 1, 0, -1):
-            S.stock_memory[t, p, k] = S.stock_memory[t, p, k - 1]
-        S.stock_memory[t, p, 0] = top
+            S.memory[t, p, 0, k] = S.memory[t, p, 0, k - 1]
+        S.memory[t, p, 0, 0] = top
 
 
 @_jit(ir_inline=True)
@@ -556,9 +556,9 @@ def apply_action(S, t, p, a):
         wl = S.waste_len[t, p]
         for x in range(k):
             S.waste[t, p, wl + x] = S.stock[t, p, n - 1 - x]
-        if S.stock_memory.shape[2] > 0:
+        if S.memory.shape[3] > 0:
             for x in range(k):
-                S.waste_memory[t, p, wl + x] = S.stock_memory[t, p, n - 1 - x]
+                S.memory[t, p, 1, wl + x] = S.memory[t, p, 0, n - 1 - x]
         S.stock_len[t, p] = n - k
         S.waste_len[t, p] = wl + k
         return 0
@@ -665,8 +665,8 @@ def deal_round(S, t):
         for x in range(n):
             S.stock[t, p, x] = deck[t, p, ns + w + x]
         S.stock_len[t, p] = n
-        for x in range(S.stock_memory.shape[2]):
-            S.stock_memory[t, p, x] = MEM_UNSEEN
+        for x in range(S.memory.shape[3]):
+            S.memory[t, p, 0, x] = MEM_UNSEEN
         S.waste_len[t, p] = 0
         S.redeals[t, p] = 0
         S.lake_played[t, p] = 0
@@ -693,11 +693,11 @@ def stall_seat(S, t, p):
         S.stock[t, p, k + wl] = S.stock[t, p, k]
     for k in range(wl):
         S.stock[t, p, k] = S.waste[t, p, wl - 1 - k]
-    if S.stock_memory.shape[2] > 0:
+    if S.memory.shape[3] > 0:
         for k in range(sl - 1, -1, -1):
-            S.stock_memory[t, p, k + wl] = S.stock_memory[t, p, k]
+            S.memory[t, p, 0, k + wl] = S.memory[t, p, 0, k]
         for k in range(wl):
-            S.stock_memory[t, p, k] = S.waste_memory[t, p, wl - 1 - k]
+            S.memory[t, p, 0, k] = S.memory[t, p, 1, wl - 1 - k]
     S.stock_len[t, p] = sl + wl
     S.waste_len[t, p] = 0
     rotate_stock(S, t, p)
@@ -804,7 +804,7 @@ def clear_obs(o, t, p, lo, hi):
 def observe_memory(S, t, p):
     """The seat's memory of its stock and waste (slices memory_*, with the ``memory`` option; layout in
     nertz_env.observation). The seat sees its waste top now, so from now on it knows that card."""
-    d = S.stock_memory.shape[2]
+    d = S.memory.shape[3]
     if d == 0:
         return
     o = S.obs
@@ -814,7 +814,7 @@ def observe_memory(S, t, p):
     draw = S.cfg[C_DRAW]
     n = S.waste_len[t, p]
     if n > 0:
-        S.waste_memory[t, p, n - 1] = MEM_KNOWN
+        S.memory[t, p, 1, n - 1] = MEM_KNOWN
     joker = 52  # the next joker slot: known jokers take them in the order stock top to bottom, waste top to bottom
     hidden_jokers = 0
     for pile in range(2):
@@ -822,7 +822,7 @@ def observe_memory(S, t, p):
         for i in range(n):  # i cards above it
             k = n - 1 - i
             c = S.stock[t, p, k] if pile == 0 else S.waste[t, p, k]
-            m = S.stock_memory[t, p, k] if pile == 0 else S.waste_memory[t, p, k]
+            m = S.memory[t, p, pile, k]
             if m == MEM_KNOWN:
                 slot = c
                 if c >= 52:

@@ -50,8 +50,7 @@ MAX_PILE = 13  # a work pile is an ordered run A..K, a Nertz pile holds at most 
     C_SIZE,
 ) = range(25)
 
-# Values of ``stock_memory`` and ``waste_memory``: the seat never saw the card; saw it, but a shuffled redeal
-# hid its place; knows it.
+# Values of ``memory``: the seat never saw the card; saw it, but a shuffled redeal hid its place; knows it.
 MEM_UNSEEN, MEM_SEEN, MEM_KNOWN = 0, 1, 2
 
 # Values of ``round_end`` (why the last round ended) and ``done`` (why the episode ended).
@@ -79,9 +78,8 @@ class TableState(NamedTuple):
     redeals: np.ndarray  # int16 [T, P]      times the waste became the stock this round
     last_moves: np.ndarray  # int16 [T, P, K] the seat's last K moves this round, most recent first (-1: none;
     #                                          K = config.last_moves, 0 when the observation leaves them out)
-    stock_memory: np.ndarray  # int8 [T, P, M] what the seat knows of each stock card (MEM_*; M = D with the
-    #                                          ``memory`` option, 0 without)
-    waste_memory: np.ndarray  # int8 [T, P, M] what the seat knows of each waste card (MEM_*)
+    memory: np.ndarray  # int8 [T, P, 2, M]  what the seat knows of each card of its stock (0) and waste (1)
+    #                                          (MEM_*; M = D with the ``memory`` option, 0 without)
     # --- the shared lake
     lake: np.ndarray  # int8 [T, F, 13]      foundations in creation order, ace first (lake cell codes)
     lake_owner: np.ndarray  # int8 [T, F, 13] seat whose deck each lake card came from
@@ -176,8 +174,7 @@ def allocate(config: NertzConfig, num_tables: int) -> TableState:
         waste_len=np.zeros((t, p), i8),
         redeals=np.zeros((t, p), i16),
         last_moves=np.full((t, p, config.last_moves), -1, i16),
-        stock_memory=np.zeros((t, p, d * config.memory), i8),
-        waste_memory=np.zeros((t, p, d * config.memory), i8),
+        memory=np.zeros((t, p, 2, d * config.memory), i8),
         lake=np.full((t, f, MAX_PILE), -1, i8),
         lake_owner=np.full((t, f, MAX_PILE), -1, i8),
         lake_len=np.zeros((t, f), i8),
