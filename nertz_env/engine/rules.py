@@ -498,8 +498,8 @@ def place_on_work(S, t, p, j, c):
 def recycle(S, t, p):
     """Turn the waste over as the new stock (shuffled when recycle="shuffle"; the seat's memory of each card goes
     with it, and a shuffle hides every place)."""
-    wl = S.waste_len[t, p]
     remembers = S.memory.shape[3] > 0
+    wl = S.waste_len[t, p]
     for k in range(wl):
         S.stock[t, p, k] = S.waste[t, p, wl - 1 - k]
         if remembers:
