@@ -26,7 +26,8 @@ after the observer)::
                               1 if the observer may act this tick (``turn_based``), redeals left fraction
                               (1 when unlimited), own cards in the lake / deck size, round / rounds in match
     memory_stock     D        only with ``memory``, the four ``memory_*`` slices, one value per own card
-                              (52, then one per joker, ``D`` = deck size): a card whose place in the stock the
+                              (52, then one per joker, ``D`` = deck size; known jokers take their slots from
+                              the stock's top down, then the waste's): a card whose place in the stock the
                               seat knows, (cards above it + 1) / (D - nertz_size - work_piles), else 0
     memory_on_top    D        1 for such a card that a flip turns up as the waste top (the deepest card of its
                               packet of ``draw`` cards), else 0
@@ -39,7 +40,8 @@ after the observer)::
                               A move is a legal action other than ``wait`` that the seat sent (a lake play
                               that lost its race counts), so an agent can keep the same record itself.
 
-Hidden cards (the Nertz pile below its top, the stock, the waste below its top, other layouts) never appear.
+Hidden cards (the Nertz pile below its top, the stock, the waste below its top, other layouts) never appear,
+except, with ``memory``, the seat's own cards it saw before.
 
 The memory is what a person at the table knows: a card is seen once it showed face up in one of the seat's
 observations (its Nertz top, waste top or a work pile), and each move of the own stock and waste (a flip, a

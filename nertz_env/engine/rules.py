@@ -816,7 +816,7 @@ def observe_memory(S, t, p):
     if n > 0:
         S.memory[t, p, 1, n - 1] = MEM_KNOWN
     joker = 52  # the next joker slot: known jokers take them in the order stock top to bottom, waste top to bottom
-    hidden_jokers = 0
+    hidden_jokers = 0  # where the seat does not know them: its deck's less those it sees, knows or played
     for pile in range(2):
         n = S.stock_len[t, p] if pile == 0 else S.waste_len[t, p]
         for i in range(n):  # i cards above it
