@@ -43,13 +43,11 @@ after the observer)::
 Hidden cards (the Nertz pile below its top, the stock, the waste below its top, other layouts) never appear,
 except, with ``memory``, the seat's own cards it saw before.
 
-The memory is what a person at the table knows: a card is seen once it showed face up in one of the seat's
-observations (its Nertz top, waste top or a work pile), and each move of the own stock and waste (a flip, a
-redeal, ``allow_rotate``, the stall rule) carries what is known along, except a shuffled redeal
-(``recycle="shuffle"``), after which no place in the new stock is known. Why per card: a policy that must
-decide in microseconds reads a fixed slot per card (4 * 52 values, not a card encoding per stock slot), the
-places keep the order exactly, and ``memory_on_top`` spares it the arithmetic of packets modulo ``draw``. An
-agent keeps the same memory itself at tables without the option (:class:`nertz_env.agents.memory.SeatMemory`).
+The memory is what a person at the table knows (what counts as seen: docs/env/nertz.md). Why one value per
+card: a policy that decides in microseconds reads a fixed slot per card (4 * 52 values, where a card encoding
+per stock slot takes over a thousand), the places keep the order exactly, and ``memory_on_top`` spares it the
+arithmetic of packets modulo ``draw``. An agent keeps the same memory at tables without the option
+(:class:`nertz_env.agents.memory.SeatMemory`).
 """
 
 from __future__ import annotations
