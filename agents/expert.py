@@ -115,7 +115,7 @@ class ExpertAgent(SearchAgent):
         # a Nertz card to the lake (or a call) at once; and, as search does, the heuristic's choice when the
         # seat lost track of which of its own cards are in the lake (say, it joined mid-round): rollouts
         # would deal its hidden cards from the wrong set
-        if prio[h_best] >= PRIO_NERTZ_LAKE or not self._lake_known:
+        if prio[h_best] >= PRIO_NERTZ_LAKE or not self._seat.lake_known:
             return h_best
         p_order = np.argsort(-probs, kind="stable")
         first = int(p_order[0]) if self.base == "policy" else h_best

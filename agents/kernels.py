@@ -36,6 +36,8 @@ slots), then the observation offsets (``P_OFF + O_*``) and the action table layo
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from nertz_env.actions import (
@@ -416,8 +418,8 @@ def heuristic_priorities(s, mask, params, columns, waste_policy, banned, prio):
 def seat_tables(config: NertzConfig, tables: int = 3) -> TableState:
     """An engine state of ``tables`` tables of ``config`` for an agent's own moves (see the module doc): seat
     ``ME`` holds the agent's layout, the other seats stay empty, and turns are off in its config array (one
-    own move per tick)."""
-    S = allocate(config, tables)
+    own move per tick; no ``memory`` option: a plan needs no record of what the seat saw)."""
+    S = allocate(dataclasses.replace(config, memory=False), tables)
     S.cfg[C_TURN] = 0
     return S
 
@@ -617,6 +619,51 @@ def recall(s, predicted, before):
     if s[S_WCOUNT] > 0:
         s[S_WASTE + s[S_WCOUNT] - 1] = s[S_WTOP]
     return True
+
+
+@_kernel
+def write_memory(s, seen, lake_jokers, params, out, base):
+    """Note the own real cards the view ``s`` shows face up (Nertz top, waste top, work piles) in ``seen`` (call it
+    once for each observation), then
+    write the ``memory`` option's slices into ``out[base:]`` as the engine does (``observe_memory``): the places
+    of the view's known stock and waste cards, the real cards never in ``seen``, and the jokers the seat cannot
+    place (the deck's less ``lake_jokers``, its own in the lake, and those it sees or knows)."""
+    d, w, draw = params[P_D], params[P_W], params[P_DRAW]
+    most = d - params[P_NS] - w  # the cards stock and waste hold at most
+    for k in range(4 * d):
+        out[base + k] = 0.0
+    placed = lake_jokers + (1 if s[S_NTOP] >= 52 else 0)
+    if 0 <= s[S_NTOP] < 52:
+        seen[s[S_NTOP]] = 1
+    for j in range(w):
+        for k in range(s[S_WLEN + j]):
+            c = s[S_WORK + 13 * j + k]
+            if c < 52:
+                seen[c] = 1
+            else:
+                placed += 1
+    joker = 52  # known jokers take the joker slots in the order stock top to bottom, waste top to bottom
+    for pile in range(2):
+        first, n = (S_STOCK, s[S_SCOUNT]) if pile == 0 else (S_WASTE, s[S_WCOUNT])
+        for i in range(n):  # i cards above it
+            c = s[first + n - 1 - i]
+            if c == UNKNOWN:
+                continue
+            slot = c
+            if c < 52:
+                seen[c] = 1  # (the waste top; the others were seen before)
+            else:
+                slot = joker
+                joker += 1
+                placed += 1
+            out[base + 2 * d * pile + slot] = (i + 1) / most
+            if pile == 0 and (i % draw == draw - 1 or i == n - 1):
+                out[base + d + slot] = 1.0
+    for c in range(52):
+        if not seen[c]:
+            out[base + 3 * d + c] = 1.0
+    for x in range(params[P_JOKERS] - placed):
+        out[base + 3 * d + 52 + x] = 1.0
 
 
 @_allocating

@@ -19,6 +19,7 @@ import numpy as np
 
 from nertz_env.actions import action_table
 from nertz_env.agents.base import policy_params
+from nertz_env.agents.memory import SeatMemory
 from nertz_env.agents.meta import (
     ZIP_MEMBER,
     CheckpointError,
@@ -32,7 +33,7 @@ from nertz_env.agents.meta import (
 )
 from nertz_env.config import NertzConfig
 from nertz_env.extras import install_command
-from nertz_env.observation import obs_layout
+from nertz_env.observation import O_MEM, obs_layout
 
 _CACHE: dict[tuple[str, float], tuple[Any, dict[str, Any]]] = {}
 _CACHE_SIZE = 16  # policies kept loaded (agents hold their own references; this only saves reloading)
@@ -234,30 +235,42 @@ def policy_probabilities(policy: Any, observations: np.ndarray, masks: np.ndarra
     return probs
 
 
-class MoveMemory:
-    """The seat's own last moves, kept by a policy agent trained with another ``last_moves`` than its table's.
+class OwnMemory:
+    """The observation options a policy agent was trained with and its table lacks, kept by the agent itself.
 
-    It rebuilds the observation the policy was trained on: the table's vector without its ``last_moves``
-    slice, then the agent's own record of its last ``k`` moves, as the engine writes it (legal actions other
-    than ``wait``, most recent first, forgotten when a round starts: the status' tick fraction is 0 then).
+    It rebuilds the observation the policy was trained on from the table's: the slices before the memory, then
+    (``memory``) the table's memory slices, or its own memory of its stock and waste where the table has none
+    (:class:`~nertz_env.agents.memory.SeatMemory`, equal to the engine's), then (``last_moves``) its own record
+    of its last moves, as the engine writes it (legal actions other than ``wait``, most recent first, forgotten
+    when a round starts: the status' tick fraction is 0 then).
     """
 
-    def __init__(self, table: NertzConfig, k: int) -> None:
-        self.base = obs_layout(dataclasses.replace(table, last_moves=0)).size
-        self.tick = obs_layout(table).slices["status"].start
-        self.k, self.n = k, action_table(table).n
+    def __init__(self, table: NertzConfig, trained: NertzConfig) -> None:
+        layout = obs_layout(table)
+        self.tick = layout.slices["status"].start
+        self.cut = int(layout.offsets[O_MEM])  # where the memory slices start (or would start)
+        self.base = self.cut + (4 * table.deck_size if trained.memory else 0)  # where the last moves start
+        self.seat = SeatMemory(table) if trained.memory and not table.memory else None
+        self.k, self.n = trained.last_moves, action_table(table).n
         self.moves: list[int] = []
 
     def observe(self, observation: np.ndarray) -> np.ndarray:
         if observation[self.tick] == 0:
             self.moves.clear()
         out = np.zeros(self.base + self.k * self.n, dtype=np.float32)
-        out[: self.base] = observation[: self.base]
+        out[: self.cut] = observation[: self.cut]
+        if self.seat is not None:
+            self.seat.observe(observation)
+            self.seat.write(out, self.cut)
+        elif self.base > self.cut:  # the table's own memory slices
+            out[self.cut : self.base] = observation[self.cut : self.base]
         for i, a in enumerate(self.moves):
             out[self.base + i * self.n + a] = 1.0
         return out
 
     def remember(self, action: int) -> None:
+        if self.seat is not None:
+            self.seat.predict(action)
         if action != 0 and self.k:
             self.moves = [action, *self.moves[: self.k - 1]]
 
@@ -291,7 +304,7 @@ class PolicyAgent:
         self.name = name
         self.rng = np.random.default_rng()
         self.seat = 0
-        self.memory: MoveMemory | None = None
+        self.memory: OwnMemory | None = None
 
     @property
     def play(self) -> str:
@@ -320,12 +333,13 @@ class PolicyAgent:
         if self.trained_config is None:
             check_spaces(self.meta, config, where=f"policy {self.name!r}")
         else:
-            # the observation option last_moves may differ: the agent then keeps its own moves (MoveMemory)
-            table = dataclasses.replace(config, last_moves=self.trained_config.last_moves)
-            if table != self.trained_config:
+            # the observation options may differ: the agent then keeps what the table lacks itself (OwnMemory)
+            trained = self.trained_config
+            table = dataclasses.replace(config, last_moves=trained.last_moves, memory=trained.memory)
+            if table != trained:
                 check_compatible(self.meta, table, where=f"policy {self.name!r}")
-            if config.last_moves != table.last_moves:
-                self.memory = MoveMemory(config, table.last_moves)
+            if config != table:
+                self.memory = OwnMemory(config, trained)
         self.seat = seat
         self.rng = np.random.default_rng(seed)
 

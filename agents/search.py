@@ -12,33 +12,22 @@ from typing import ClassVar
 
 import numpy as np
 
-from nertz_env.actions import JOKER_LAKE, LAKE
 from nertz_env.agents.kernels import (
-    ME,
-    P_OFF,
     PRIO_FLIP,
     PRIO_NERTZ_LAKE,
     S_LAKE,
     STATE_SIZE,
     WASTE_POLICIES,
-    apply_view,
     heuristic_priorities,
     hidden_cards,
     pick_best,
-    read_state,
-    recall,
     rollout_values,
     rollout_workspace,
-    stall_view,
-    top_of,
 )
+from nertz_env.agents.memory import SeatMemory
 from nertz_env.agents.scripted import _Base
 from nertz_env.config import NertzConfig
-from nertz_env.observation import O_STATUS, STATUS_FIELDS
 
-_ROUND = STATUS_FIELDS.index("round_frac")
-_STALLS = STATUS_FIELDS.index("stalls")
-_OWN_LAKE = STATUS_FIELDS.index("own_lake_frac")
 _DIG = WASTE_POLICIES.index("dig")
 _PRIOR_TICKS = 10
 
@@ -61,6 +50,7 @@ class SearchAgent(_Base):
     """
 
     name = "search"
+    _seat: SeatMemory  # the seat's memory, made in reset
     PARAMS: ClassVar[dict[str, type]] = {
         "rollouts": int,
         "horizon": int,
@@ -102,27 +92,16 @@ class SearchAgent(_Base):
         self.gamma = float(gamma)
         self.memory = bool(memory)
         self.nertz_value = None if nertz_value is None else float(nertz_value)
-        self._state = np.zeros(STATE_SIZE, dtype=np.int64)
-        self._before = np.zeros(STATE_SIZE, dtype=np.int64)  # memory before the last action
-        self._predicted = np.zeros(STATE_SIZE, dtype=np.int64)  # memory after it, as planned
+        self._state = np.zeros(STATE_SIZE, dtype=np.int64)  # the view of the seat's memory (made in reset)
         self._cards = np.zeros(64, dtype=np.int64)
-        self._lake_own = np.zeros(53, dtype=np.int64)  # own cards in the lake (jokers at 52)
         self._value = np.zeros(2, dtype=np.float64)
         self._prio = np.zeros(0, dtype=np.int64)
         self._work: tuple = ()  # the seat table and rollout scratch space, made in reset
         self._lake_heights = np.tile(np.arange(1, 14, dtype=np.int64), 4)
-        self._status = 0
         self._clear()
 
     def _clear(self) -> None:
-        self._remembering = False
-        self._round = -1.0
-        self._stalls = 0.0
-        self._lake_count = 0
-        self._lake_known = True
-        self._pending = -1
         self._banned = -1
-        self._lake_own[:] = 0
         self._ticks = 0
         self._others_sum = 0
         self._lake_total = 0
@@ -143,14 +122,14 @@ class SearchAgent(_Base):
         tools = self._tools()
         self._prio = np.zeros(tools.n_actions, dtype=np.int64)
         self._work = rollout_workspace(config)
-        self._status = int(tools.params[P_OFF + O_STATUS])
+        self._seat = SeatMemory(config, self.memory)
+        self._state = self._seat.view
         self._value[:] = (config.nertz_penalty if self.nertz_value is None else self.nertz_value, 1.0)
         self._clear()
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         tools = self._tools()
         s = self._state
-        read_state(observation, tools.params, s)
         self._remember(observation, s)
         if self._slow():
             a = 0
@@ -158,60 +137,31 @@ class SearchAgent(_Base):
             heuristic_priorities(s, action_mask, tools.params, tools.columns, _DIG, self._banned, self._prio)
             a = self._choose(s, action_mask)
             self._banned = int(tools.reverse_run[a])
-        self._predict(s, a)
+        self._seat.predict(a)
         return a
 
     def played(self, action: int) -> None:
         """The seat played ``action`` instead of what :meth:`act` returned: predict from that move."""
         self._banned = int(self._tools().reverse_run[action])
-        self._predict(self._before, action)
+        self._seat.predict(action)
 
     def _remember(self, observation: np.ndarray, s: np.ndarray) -> None:
-        """Bring the remembered stock, waste and own lake cards up to this observation."""
-        assert self.config is not None
-        status = observation[self._status : self._status + len(STATUS_FIELDS)]
-        round_now, stalls_now = float(status[_ROUND]), float(status[_STALLS])
-        lake_now = round(float(status[_OWN_LAKE]) * self.config.deck_size)
-        if self._remembering and round_now == self._round:
-            if self.memory:
-                if stalls_now > self._stalls:  # the stall rule acted after the last tick
-                    stall_view(self._predicted, self._work[0], 0, ME)
-                    stall_view(self._before, self._work[0], 0, ME)
-                recall(s, self._predicted, self._before)
-            if lake_now == self._lake_count + 1 and self._pending >= 0:
-                self._lake_own[self._pending] += 1
-            elif lake_now != self._lake_count:
-                self._lake_known = False
-        else:  # the first tick, or a new round of a match (a new deal)
-            self._lake_own[:] = 0
-            self._lake_known = lake_now == 0
+        """Bring the seat's memory up to this observation (its view is ``s``), and count the lake cards the
+        other players added."""
+        seat = self._seat
+        own = seat.lake_count
+        if seat.observe(observation):  # the first tick, or a new deal
             self._ticks = 0
             self._others_sum = 0
         total = int(self._lake_heights @ s[S_LAKE : S_LAKE + 52])  # cards in the lake
         if self._ticks > 0:
-            self._others_sum += max(0, total - self._lake_total - (lake_now - self._lake_count))
+            self._others_sum += max(0, total - self._lake_total - (seat.lake_count - own))
         self._ticks += 1
         self._lake_total = total
-        self._lake_count = lake_now
-        self._round, self._stalls = round_now, stalls_now
-
-    def _predict(self, s: np.ndarray, a: int) -> None:
-        """The own lake card that action ``a`` may add, and (with memory) the stock and waste after it; the
-        next observation checks both."""
-        tools = self._tools()
-        kind = tools.columns[0, a]
-        self._pending = (
-            int(top_of(s, tools.columns[1, a])) if kind == LAKE else (52 if kind == JOKER_LAKE else -1)
-        )
-        self._before[:] = s
-        self._predicted[:] = s
-        if self.memory:  # the engine's move, on the seat table (see agents.kernels)
-            apply_view(self._predicted, a, self._work[0], 0, ME)
-        self._remembering = True
 
     def _choose(self, s: np.ndarray, action_mask: np.ndarray) -> int:
         best = int(pick_best(self._prio, action_mask, self.rng.random()))  # the heuristic's own choice
-        if self.rollouts == 0 or self._prio[best] >= PRIO_NERTZ_LAKE or not self._lake_known:
+        if self.rollouts == 0 or self._prio[best] >= PRIO_NERTZ_LAKE or not self._seat.lake_known:
             return best
         cands = self._candidates(best, action_mask)
         if len(cands) <= 1:
@@ -235,7 +185,7 @@ class SearchAgent(_Base):
         """The rollout value of each candidate action from the state ``s`` (same simulated deals for all of
         them), or None when the hidden cards cannot be worked out (the memory is out of step)."""
         tools = self._tools()
-        n = hidden_cards(s, tools.params, self._lake_own, self._cards)
+        n = hidden_cards(s, tools.params, self._seat.lake_own, self._cards)
         if n < 0:
             return None
         values = np.zeros(len(cands), dtype=np.float64)

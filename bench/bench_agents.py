@@ -100,12 +100,12 @@ def networks(games: int, seed: int) -> list[dict]:
     """Per-decision times of trained networks through ``make_agent`` (their numpy forward, one thread): the
     shipped ``ppo``, and each head of nertz-train's default sizes (net_arch 256,256; move_arch 128) with random
     weights, saved as nertz-train saves a policy."""
+    import torch
+
     import nertz_env
     from nertz_env.agents.meta import make_meta
     from nertz_env.train.imitate import build_policy
     from nertz_env.train.trainer import save_policy
-
-    import torch
 
     config = nertz_env.make_config(num_players=4)
     torch.manual_seed(seed)

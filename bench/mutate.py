@@ -186,11 +186,26 @@ MUTANTS: tuple[Mutant, ...] = (
         "k = rng_below(rng, t, count - 1)",
         "test_rules.py::test_sample_actions__draws_every_legal_action_equally_often_and_never_an_illegal_one",
     ),
+    # ------------------------------------------------------------------ the seat's memory (the memory option)
+    Mutant(
+        "memory-sees-the-whole-packet",
+        "a flip lets the seat know every card of its packet, not only the one that lands on top",
+        "S.memory[t, p, 1, wl + x] = S.memory[t, p, 0, n - 1 - x]",
+        "S.memory[t, p, 1, wl + x] = MEM_KNOWN",
+        "test_rules.py::test_memory__the_seat_knows_the_tops_it_turned_up_until_a_shuffled_redeal",
+    ),
+    Mutant(
+        "memory-survives-a-shuffle",
+        "a shuffled redeal leaves the seat knowing where its cards lie",
+        "S.memory[t, p, 0, k] = min(S.memory[t, p, 0, k], MEM_SEEN)",
+        "S.memory[t, p, 0, k] = S.memory[t, p, 0, k]",
+        "test_rules.py::test_memory__the_seat_knows_the_tops_it_turned_up_until_a_shuffled_redeal",
+    ),
 )
 
 # The subset of the suite each mutant runs against, in order: the direct and uniformity tests (10 s in plain
 # Python), the golden rule tests (20 s, 18 of them the two 2,000-table race fairness tests at the end), the
-# generator, one variant of the incremental-observation check (15 s) and one single-table rollout. Left out,
+# generator and one variant of the incremental-observation check (15 s). Left out,
 # measured in plain Python: the other 17 incremental-observation variants (15 s each), the invariant rollouts
 # (about a minute per variant), and the compiled-against-plain test (it compiles the mutant: a mutant is the
 # same code either way). The mutation-list check is deselected: a mutant's snippet is, by design, no longer
@@ -199,7 +214,6 @@ TESTS = (
     "tests/test_rules.py",
     "tests/test_engine.py::test_table_generator__is_uniform_and_seed_dependent",
     "tests/test_engine.py::test_random_rollouts__keep_every_invariant[default]",
-    "tests/test_engine.py::test_random_rollouts__single_table_batch",
 )
 DESELECT = (
     "tests/test_rules.py::test_mutation_list__every_mutant_still_applies_to_the_source_exactly_once",

@@ -47,7 +47,8 @@ class NertzConfig:
     """The rules of one table, with the defaults of RULES.md. Each option's range and meaning is in
     :data:`OPTION_DOCS`, rendered as the option table of docs/env/rules.md.
 
-    ``last_moves`` is not a rule but an observation option: the seat's own last moves join its observation.
+    ``last_moves`` and ``memory`` are not rules but observation options: the seat's own last moves, and what
+    it remembers of its stock and waste, join its observation.
     """
 
     num_players: int = 4
@@ -72,6 +73,7 @@ class NertzConfig:
     allow_tuck: bool = False
     allow_rotate: bool = False
     last_moves: int = 0
+    memory: bool = False
 
     def __post_init__(self) -> None:
         def bad(name: str, allowed: str) -> ValueError:
@@ -108,7 +110,7 @@ class NertzConfig:
             raise bad("recycle", "'flip' or 'shuffle'")
         if self.call_mode not in ("auto", "manual"):
             raise bad("call_mode", "'auto' or 'manual'")
-        for name in ("empty_pile_from_nertz_first", "turn_based", "allow_tuck", "allow_rotate"):
+        for name in ("empty_pile_from_nertz_first", "turn_based", "allow_tuck", "allow_rotate", "memory"):
             if not _is_bool(getattr(self, name)):
                 raise bad(name, "True or False")
             object.__setattr__(self, name, bool(getattr(self, name)))
@@ -189,12 +191,13 @@ class NertzConfig:
         return tuple(team)
 
     def to_dict(self) -> dict[str, Any]:
-        """Every option as JSON-ready values (teams as lists); ``last_moves`` only when on."""
+        """Every option as JSON-ready values (teams as lists); the observation options only when on."""
         d = dataclasses.asdict(self)
         if isinstance(self.teams, tuple):
             d["teams"] = [list(g) for g in self.teams]
-        if not self.last_moves:
-            del d["last_moves"]
+        for name in ("last_moves", "memory"):
+            if not d[name]:
+                del d[name]
         return d
 
     @classmethod
@@ -232,6 +235,7 @@ class Rules(TypedDict, total=False):
     allow_tuck: bool
     allow_rotate: bool
     last_moves: int
+    memory: bool
 
 
 class OptionDoc(NamedTuple):
@@ -278,6 +282,11 @@ OPTION_DOCS: dict[str, OptionDoc] = {
     "allow_tuck": OptionDoc("bool", "a Nertz or waste card may slide under a work pile's base (while another pile is empty)"),
     "allow_rotate": OptionDoc("bool", "move the stock's top card to its bottom as a move"),
     "last_moves": OptionDoc("0 to 4", "not a rule: the seat's own last moves this round join its observation (slice `last_moves`)"),
+    "memory": OptionDoc(
+        "bool",
+        "not a rule: what the seat has seen of its own stock and waste, in order, and its own cards not yet "
+        "seen join its observation (slices `memory_*`)",
+    ),
 }
 
 def options_markdown() -> str:

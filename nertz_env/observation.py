@@ -25,12 +25,29 @@ after the observer)::
     status           7        tick / max_ticks, ticks since progress / stall_ticks, stalls so far / 2,
                               1 if the observer may act this tick (``turn_based``), redeals left fraction
                               (1 when unlimited), own cards in the lake / deck size, round / rounds in match
+    memory_stock     D        only with ``memory``, the four ``memory_*`` slices, one value per own card
+                              (52, then one per joker, ``D`` = deck size; known jokers take their slots from
+                              the stock's top down, then the waste's): a card whose place in the stock the
+                              seat knows, (cards above it + 1) / (D - nertz_size - work_piles), else 0
+    memory_on_top    D        1 for such a card that a flip turns up as the waste top (the deepest card of its
+                              packet of ``draw`` cards), else 0
+    memory_waste     D        a card whose place in the waste the seat knows (the top included), (cards above
+                              it + 1) / (D - nertz_size - work_piles), else 0
+    memory_unseen    D        1 for an own card the seat has not seen this round; the joker slots count the
+                              jokers it cannot place (jokers look alike), first slot first
     last_moves       K * A    only with ``last_moves`` = K > 0: the seat's own last K moves this round, most
                               recent first, each a one-hot over the A actions (all zero: no such move yet).
                               A move is a legal action other than ``wait`` that the seat sent (a lake play
                               that lost its race counts), so an agent can keep the same record itself.
 
-Hidden cards (the Nertz pile below its top, the stock, the waste below its top, other layouts) never appear.
+Hidden cards (the Nertz pile below its top, the stock, the waste below its top, other layouts) never appear,
+except, with ``memory``, the seat's own cards it saw before.
+
+The memory is what a person at the table knows (what counts as seen: docs/env/nertz.md). Why one value per
+card: a policy that decides in microseconds reads a fixed slot per card (4 * 52 values, where a card encoding
+per stock slot takes over a thousand), the places keep the order exactly, and ``memory_on_top`` spares it the
+arithmetic of packets modulo ``draw``. An agent keeps the same memory at tables without the option
+(:class:`nertz_env.agents.memory.SeatMemory`).
 """
 
 from __future__ import annotations
@@ -77,9 +94,12 @@ STATUS_FIELDS = (
     O_OCOUNT,
     O_OTEAM,
     O_STATUS,
+    O_MEM,
     O_LAST,
     O_SIZE,
-) = range(16)
+) = range(17)
+#: the ``memory`` option's slices, in order, each one value per own card
+MEMORY_SLICES = ("memory_stock", "memory_on_top", "memory_waste", "memory_unseen")
 
 
 class ObsLayout:
@@ -91,7 +111,7 @@ class ObsLayout:
 
     def __init__(self, config: NertzConfig) -> None:
         self.config = config
-        p, w = config.num_players, config.work_piles
+        p, w, d = config.num_players, config.work_piles, config.deck_size
         sizes = [
             ("nertz_top", CARD_FEATURES),
             ("nertz_count", 1),
@@ -107,15 +127,18 @@ class ObsLayout:
             ("opp_nertz_count", p - 1),
             ("opp_teammate", p - 1),
             ("status", len(STATUS_FIELDS)),
-            ("last_moves", config.last_moves * action_table(config).n),
         ]
-        if not config.last_moves:  # off: the slice is left out, not empty
-            sizes.pop()
+        # an observation option that is off leaves its slices out, not empty
+        if config.memory:
+            sizes += [(name, d) for name in MEMORY_SLICES]
+        if config.last_moves:
+            sizes.append(("last_moves", config.last_moves * action_table(config).n))
         self.slices = named_slices(sizes)
         self.size = pos = sum(n for _, n in sizes)
-        # O_LAST is an empty slice at the end when last_moves is off
-        offsets = [sl.start for sl in self.slices.values()] + [pos] * (1 if config.last_moves else 2)
-        self.offsets = np.array(offsets, dtype=np.int32)
+        # one offset per O_* slot, where the slice starts or would start (O_MEM: the memory slices), then the size
+        memory = self.slices["status"].stop
+        starts = [self.slices[name].start for name, _ in sizes[:O_MEM]]
+        self.offsets = np.array([*starts, memory, memory + 4 * d * config.memory, pos], dtype=np.int32)
         self.offsets.flags.writeable = False
 
     def markdown(self) -> str:
@@ -187,9 +210,11 @@ def decode(obs: np.ndarray, config: NertzConfig) -> dict[str, Any]:
     Returns:
         ``{"nertz_top", "nertz_count", "waste_top", "stock_count", "waste_count", "work" (list of piles, each
         a list of card texts bottom to top), "lake_tops" ({card text: foundations}), "opponents" (list of
-        {"nertz_top", "nertz_count", "teammate"}), "status" ({field: value})}``, and with the ``last_moves``
-        option "last_moves" (action indices, most recent first). Card texts as in :mod:`nertz_env.cards`;
-        ``None`` for an empty slot.
+        {"nertz_top", "nertz_count", "teammate"}), "status" ({field: value})}``; with the ``memory`` option
+        "memory" ({"stock", "waste": the pile bottom to top, ``None`` where the seat does not know the card;
+        "unseen": card texts, a ``"**"`` per joker it cannot place}); with the ``last_moves`` option
+        "last_moves" (action indices, most recent first). Card texts as in :mod:`nertz_env.cards`; ``None``
+        for an empty slot.
     """
     layout = obs_layout(config)
     obs = np.asarray(obs, dtype=np.float32)
@@ -205,12 +230,31 @@ def decode(obs: np.ndarray, config: NertzConfig) -> dict[str, Any]:
     opp_top = obs[s["opp_nertz_top"]].reshape(p - 1, CARD_FEATURES)
     opp_count = np.rint(obs[s["opp_nertz_count"]] * config.nertz_size).astype(int)
     opp_team = obs[s["opp_teammate"]]
+    stock_count = round(float(obs[s["stock_count"]][0]) * deck)
+    waste_count = round(float(obs[s["waste_count"]][0]) * deck)
+    most = deck - config.nertz_size - w  # the cards stock and waste hold at most
+
+    def places(name: str, count: int) -> list[str | None]:
+        pile: list[str | None] = [None] * count
+        values = obs[s[name]]
+        for slot in np.flatnonzero(values):
+            pile[count - round(float(values[slot]) * most)] = to_text(min(int(slot), JOKER))
+        return pile
+
+    memory = {}
+    if config.memory:
+        unseen = obs[s["memory_unseen"]]
+        memory["memory"] = {
+            "stock": places("memory_stock", stock_count),
+            "waste": places("memory_waste", waste_count),
+            "unseen": [to_text(c) for c in range(52) if unseen[c] > 0.5] + ["**"] * int(unseen[52:].sum()),
+        }
     return {
         "nertz_top": _decode_card(obs[s["nertz_top"]]),
         "nertz_count": round(float(obs[s["nertz_count"]][0]) * config.nertz_size),
         "waste_top": _decode_card(obs[s["waste_top"]]),
-        "stock_count": round(float(obs[s["stock_count"]][0]) * deck),
-        "waste_count": round(float(obs[s["waste_count"]][0]) * deck),
+        "stock_count": stock_count,
+        "waste_count": waste_count,
         "work": [_decode_pile(work_cards[j], bool(work_joker[j] > 0.5), int(work_count[j])) for j in range(w)],
         "work_exposed": [_decode_card(v) for v in obs[s["work_exposed"]].reshape(w, CARD_FEATURES)],
         "lake_tops": {to_text(c): int(lake[c]) for c in range(52) if lake[c] > 0},
@@ -219,5 +263,5 @@ def decode(obs: np.ndarray, config: NertzConfig) -> dict[str, Any]:
             for i in range(p - 1)
         ],
         "status": dict(zip(STATUS_FIELDS, (float(x) for x in obs[s["status"]]), strict=True)),
-    } | ({"last_moves": [int(np.argmax(m)) for m in obs[s["last_moves"]].reshape(config.last_moves, -1) if m.any()]}
+    } | memory | ({"last_moves": [int(np.argmax(m)) for m in obs[s["last_moves"]].reshape(config.last_moves, -1) if m.any()]}
          if config.last_moves else {})

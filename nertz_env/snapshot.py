@@ -1,7 +1,8 @@
 """``nertz-snapshot/1``: the whole table as a JSON-ready dict, and back into engine state.
 
 The format (piles bottom to top, cards as texts of :mod:`nertz_env.cards`): docs/guides/snapshots.md; with
-the ``last_moves`` option each player also lists ``"last_moves": [action, ...]``, most recent first.
+the ``last_moves`` option each player also lists ``"last_moves": [action, ...]``, most recent first, and with
+the ``memory`` option ``"memory": {"stock": [...], "waste": [...]}``, what the seat knows of each card (MEM_*).
 Restoring checks everything (types, pile order, that every deck's cards are all there exactly once) and raises
 :class:`SnapshotError` naming the field. After a restore the game continues exactly as the original would have.
 """
@@ -27,7 +28,15 @@ from nertz_env.cards import (
 )
 from nertz_env.config import NertzConfig, is_int, make_config
 from nertz_env.engine.rules import card_colour, card_rank, observe_table
-from nertz_env.engine.state import DONE_NO, DONE_TERMINATED, DONE_TRUNCATED, MAX_PILE, TableState
+from nertz_env.engine.state import (
+    DONE_NO,
+    DONE_TERMINATED,
+    DONE_TRUNCATED,
+    MAX_PILE,
+    MEM_KNOWN,
+    MEM_UNSEEN,
+    TableState,
+)
 
 FORMAT = "nertz-snapshot/1"
 RNG_ALGORITHM = "splitmix64"
@@ -69,6 +78,7 @@ def snapshot_table(state: TableState, config: NertzConfig, t: int = 0) -> dict[s
                 "match_score": int(state.match_score[t, p]),
             }
             | ({"last_moves": [int(a) for a in state.last_moves[t, p] if a >= 0]} if config.last_moves else {})
+            | ({"memory": _memory(state, t, p)} if config.memory else {})
         )
     lake = [
         [[lake_to_text(state.lake[t, f, k]), int(state.lake_owner[t, f, k])] for k in range(state.lake_len[t, f])]
@@ -85,6 +95,14 @@ def snapshot_table(state: TableState, config: NertzConfig, t: int = 0) -> dict[s
         "players": players,
         "lake": lake,
         "rng": {"algorithm": RNG_ALGORITHM, "state": hex(int(state.rng[t]))},
+    }
+
+
+def _memory(state: TableState, t: int, p: int) -> dict[str, list[int]]:
+    """What seat ``p`` knows of each card of its stock and waste (MEM_*)."""
+    return {
+        "stock": state.memory[t, p, 0, : state.stock_len[t, p]].tolist(),
+        "waste": state.memory[t, p, 1, : state.waste_len[t, p]].tolist(),
     }
 
 
@@ -214,9 +232,19 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
                 f"{where}.last_moves must list at most last_moves={config.last_moves} action indices from 1 to "
                 f"{n_actions - 1}, got {short(moves)}"
             )
+        memory = pl.get("memory", {"stock": [0] * len(stock), "waste": [0] * len(waste)})
+        for name, pile in (("stock", stock), ("waste", waste)):
+            known = _field(memory, name, f"{where}.memory")
+            if not isinstance(known, list) or len(known) != len(pile) or not all(
+                is_int(m) and MEM_UNSEEN <= m <= MEM_KNOWN for m in known
+            ):
+                raise SnapshotError(
+                    f"{where}.memory.{name} must list one of 0 (never seen), 1 (seen) or 2 (known) per card of the "
+                    f"{name} ({len(pile)}), got {short(known)}"
+                )
         for c in nertz + stock + waste + [c for pile in work for c in pile]:
             owned[p][min(c, JOKER)] += 1
-        parsed.append((nertz, work, stock, waste, redeals, false_calls, match_score, moves))
+        parsed.append((nertz, work, stock, waste, redeals, false_calls, match_score, moves, memory))
 
     lake_raw = _field(snap, "lake", "snapshot")
     max_f = n_players * (4 + config.jokers)
@@ -264,9 +292,12 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
     state.since_progress[t] = since
     state.stalls[t] = stalls
     state.done[t] = _DONE_CODES[done]
-    for p, (nertz, work, stock, waste, redeals, false_calls, match_score, moves) in enumerate(parsed):
+    for p, (nertz, work, stock, waste, redeals, false_calls, match_score, moves, memory) in enumerate(parsed):
         state.last_moves[t, p, :] = -1
         state.last_moves[t, p, : len(moves)] = moves
+        if config.memory:
+            state.memory[t, p, 0, : len(stock)] = memory["stock"]
+            state.memory[t, p, 1, : len(waste)] = memory["waste"]
         state.nertz[t, p, : len(nertz)] = nertz
         state.nertz_len[t, p] = len(nertz)
         for j, pile in enumerate(work):

@@ -265,7 +265,7 @@ def test_search_memory__never_contradicts_the_true_stock_and_waste(rules: dict[s
                         else:
                             hidden.append(card)
                 # the cards it cannot place are exactly the hidden ones (it counted its own lake cards right)
-                n = K.hidden_cards(st, table_tools(env.config).params, agent._lake_own, cards)
+                n = K.hidden_cards(st, table_tools(env.config).params, agent._seat.lake_own, cards)
                 assert sorted(to_text(c) for c in cards[:n]) == sorted(hidden)
             obs, *_ = env.step(acts)
     assert known > 1000
@@ -452,27 +452,80 @@ def test_heuristic__never_moves_a_whole_pile_onto_an_empty_pile() -> None:
     assert prio[env.actions.lookup("to_work:nertz>2")] == K.PRIO_NERTZ_EMPTY
 
 
-@pytest.mark.parametrize(("k", "rules"), [(1, {}), (2, {"rounds": 2, "num_players": 3}),
-                                         (2, {"turn_based": True, "num_players": 3})])
-def test_move_memory__rebuilds_the_last_moves_slice_at_a_table_without_it(rules: dict[str, Any], k: int) -> None:
-    """A policy trained with last_moves=k plays at tables without the option: its own record of its moves
-    (MoveMemory) gives, after every tick of random games, the very observation the engine writes with it on."""
-    from nertz_env.agents.policy import MoveMemory
+@pytest.mark.parametrize(
+    "rules",
+    [
+        {"last_moves": 1},
+        {"memory": True, "last_moves": 2, "rounds": 2, "num_players": 3},
+        {"memory": True, "draw": 1, "stall_ticks": 6},
+        {"memory": True, "recycle": "shuffle", "jokers": 2},
+        {"memory": True, "allow_rotate": True, "jokers": 1, "draw": 2},
+        {"memory": True, "last_moves": 2, "turn_based": True, "num_players": 3},
+    ],
+    ids=variant_id,
+)
+def test_own_memory__rebuilds_the_observation_options_at_a_table_without_them(rules: dict[str, Any]) -> None:
+    """A policy trained with the memory and last_moves options plays at tables without them: what it keeps
+    itself (OwnMemory: its record of its moves, SeatMemory's memory of its stock and waste) gives, after every
+    tick of random games, the very observation the engine writes with them on; and back at a table with them.
+    Pickled mid-game (as training checkpoints keep opponents), it goes on the same."""
+    from nertz_env.agents.policy import OwnMemory
 
-    with_moves = nertz_env.parallel_env(last_moves=k, max_ticks=120, **rules)
-    without = nertz_env.parallel_env(max_ticks=120, **rules)
-    seen, plain = with_moves.reset(seed=3)[0], without.reset(seed=3)[0]
-    memory = {a: MoveMemory(without.config, k) for a in without.agents}
-    rng = np.random.default_rng(0)
-    while without.agents:
-        actions = {}
-        for a in without.agents:
-            assert np.array_equal(memory[a].observe(plain[a]["observation"]), seen[a]["observation"])
-            assert nertz_env.decode(seen[a]["observation"], with_moves.config)["last_moves"] == memory[a].moves
-            legal = np.flatnonzero(plain[a]["action_mask"])
-            actions[a] = int(rng.choice(legal)) if rng.random() < 0.9 else 0
-            memory[a].remember(actions[a])
-        seen, plain = with_moves.step(actions)[0], without.step(actions)[0]
+    on = nertz_env.parallel_env(max_ticks=150, **rules)
+    off = nertz_env.parallel_env(max_ticks=150, **{k: v for k, v in rules.items() if k not in ("memory", "last_moves")})
+    known = 0
+    for seed in range(2):
+        seen, plain = on.reset(seed=seed)[0], off.reset(seed=seed)[0]
+        memory = {a: OwnMemory(off.config, on.config) for a in off.agents}
+        back = {a: OwnMemory(on.config, off.config) for a in off.agents}  # a policy trained without them
+        rng = np.random.default_rng(seed)
+        while off.agents:
+            if off.tick == 30:
+                memory = pickle.loads(pickle.dumps(memory))
+            actions = {}
+            for a in off.agents:
+                assert np.array_equal(memory[a].observe(plain[a]["observation"]), seen[a]["observation"])
+                assert np.array_equal(back[a].observe(seen[a]["observation"]), plain[a]["observation"])
+                if on.config.memory:
+                    d = nertz_env.decode(seen[a]["observation"], on.config)["memory"]
+                    known += sum(c is not None for c in d["stock"] + d["waste"])
+                legal = np.flatnonzero(plain[a]["action_mask"])
+                actions[a] = int(rng.choice(legal)) if rng.random() < 0.9 else 0
+                memory[a].remember(actions[a])
+                back[a].remember(actions[a])
+            seen, plain = on.step(actions)[0], off.step(actions)[0]
+    assert known > 500 or not on.config.memory
+
+
+def test_policy_agent__trained_with_memory_plays_at_a_table_without_it_as_at_one_with_it(tmp_path: Any) -> None:
+    """A network trained with the memory option, played through make_agent at seat 0 of a table with the option
+    and of one without (the same deal, the same moves of the others): it makes the same choice every tick."""
+    pytest.importorskip("torch")
+    import gymnasium
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    from nertz_env.agents.meta import make_meta
+    from nertz_env.train.trainer import save_policy
+
+    on, off = nertz_env.parallel_env(memory=True, max_ticks=200), nertz_env.parallel_env(max_ticks=200)
+    size, n = on.obs_layout.size, on.actions.n
+    kwargs = {"net_arch": [32]}
+    net = MaskableActorCriticPolicy(gymnasium.spaces.Box(0, 1, (size,)), gymnasium.spaces.Discrete(n), lambda _: 0.0,
+                                    **kwargs)
+    path = str(tmp_path / "memory.zip")
+    save_policy(net, kwargs, path, make_meta(on.config, mode="test"))
+    players = [make_agent(path), make_agent(path)]
+    (seen, _), (plain, _) = on.reset(seed=4), off.reset(seed=4)
+    for agent, env in zip(players, (on, off), strict=True):
+        agent.reset(env.config, 0, 0)
+    assert players[0].memory is None and players[1].memory.seat is not None
+    rng = np.random.default_rng(4)
+    while off.agents:
+        mine = [players[0].act(seen["player_0"]["observation"], seen["player_0"]["action_mask"]),
+                players[1].act(plain["player_0"]["observation"], plain["player_0"]["action_mask"])]
+        assert mine[0] == mine[1]
+        acts = {a: int(rng.choice(np.flatnonzero(o["action_mask"]))) for a, o in plain.items()} | {"player_0": mine[0]}
+        seen, plain = on.step(acts)[0], off.step(acts)[0]
 
 
 # ---------------------------------------------------------------- the learned networks' numpy forward pass

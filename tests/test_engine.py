@@ -94,6 +94,45 @@ def test_random_rollouts__large_batch_of_1024_tables() -> None:
     assert rollout_and_check({}, 1024, seed=99, rewrite=0) >= 1024
 
 
+# ---------------------------------------------------------------------------------------------- the seat's memory
+@pytest.mark.parametrize(
+    "rules",
+    [{}, {"draw": 1, "stall_ticks": 12}, {"recycle": "shuffle", "jokers": 2, "draw": 2},
+     {"allow_rotate": True, "jokers": 1, "turn_based": True, "num_players": 3}, {"rounds": 2, "num_players": 2}],
+    ids=variant_id,
+)
+def test_memory__places_only_cards_the_seat_saw_where_they_are(rules: dict) -> None:
+    """Random games with the memory option: every card the memory places in the stock or waste is the card the
+    engine has there, and one an observation of the seat showed face up this round; it calls unseen exactly the
+    own real cards no such observation showed, and the jokers not shown, placed or in the lake."""
+    env = nertz_env.parallel_env(memory=True, max_ticks=300, **rules)
+    obs, _ = env.reset(seed=5)
+    rng = np.random.default_rng(5)
+    deck = {nertz_env.cards.to_text(c) for c in range(52)}
+    shown: list[set[str]] = [set() for _ in env.possible_agents]
+    placed = 0
+    while env.agents:
+        snap = env.snapshot()
+        for p, a in enumerate(env.possible_agents):
+            d = nertz_env.decode(obs[a]["observation"], env.config)
+            if snap["tick"] == 0:
+                shown[p].clear()
+            work = [c for pile in d["work"] for c in pile]
+            shown[p] |= {d["nertz_top"], d["waste_top"], *work} - {None}
+            me, memory = snap["players"][p], d["memory"]
+            for pile in ("stock", "waste"):
+                for mine, true in zip(memory[pile], me[pile], strict=True):
+                    assert mine is None or (mine == true and mine in shown[p]), (p, pile, mine, true)
+                    placed += mine is not None
+            assert set(memory["unseen"]) - {"**"} == deck - shown[p]
+            lake = [c for f in snap["lake"] for c, q in f if q == p]
+            jokers = sum(c.startswith("*") for c in [d["nertz_top"] or "", *work, *lake])
+            known = sum(c == "**" for c in memory["stock"] + memory["waste"])
+            assert memory["unseen"].count("**") == env.config.jokers - jokers - known
+        obs, *_ = env.step({a: int(rng.choice(np.flatnonzero(o["action_mask"]))) for a, o in obs.items()})
+    assert placed > 1000
+
+
 # ---------------------------------------------------------------------------------------------- determinism
 ROLLOUT = """
 import json, sys, warnings
@@ -144,9 +183,9 @@ def test_table_generator__is_uniform_and_seed_dependent() -> None:
         ({"jokers": 1, "allow_tuck": True, "allow_rotate": True, "turn_based": True}, "0d7d0bfe3b01683f"),
     ],
 )
-def test_observations__are_pinned_when_last_moves_is_off(rules: dict, digest: str) -> None:
+def test_observations__are_pinned_when_the_observation_options_are_off(rules: dict, digest: str) -> None:
     """Every observation and mask of a seeded random game, hashed: the digests were taken before the
-    last_moves option existed, so with it off (the default) observations stay bit-identical."""
+    last_moves and memory options existed, so with them off (the default) observations stay bit-identical."""
     env = nertz_env.parallel_env(**rules)
     obs, _ = env.reset(seed=11)
     h = hashlib.sha256()

@@ -9,6 +9,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -589,6 +590,55 @@ def test_state__changes_with_hidden_cards_that_no_observation_shows() -> None:
     seat_width = env.config.deck_size * layout.card_width
     assert changed.size and changed.min() >= cards.start + seat_width and changed.max() < cards.start + 2 * seat_width
     assert all((i - cards.start) % layout.card_width == layout.card_width - 1 for i in changed)
+
+
+def test_memory__reordering_the_cards_a_seat_cannot_place_changes_no_observation() -> None:
+    """With the memory option, the cards whose place a seat does not know (its Nertz pile below the top and the
+    stock and waste cards it never saw; apart, those it saw before a shuffled redeal) may lie in any order:
+    every observation stays as it was."""
+    env = nertz_env.parallel_env(memory=True, recycle="shuffle", draw=1)
+    obs, _ = env.reset(seed=8)
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        obs, *_ = env.step(random_legal(env, rng))
+    snap = env.snapshot()
+    moved = Counter()
+    for pl in snap["players"]:
+        slots = [("nertz", k, 0) for k in range(len(pl["nertz"]) - 1)]
+        slots += [(pile, k, m) for pile in ("stock", "waste") for k, m in enumerate(pl["memory"][pile]) if m < 2]
+        for flag in (0, 1):
+            group = [(pile, k) for pile, k, m in slots if m == flag]
+            cards = [pl[pile][k] for pile, k in group][::-1]
+            for (pile, k), c in zip(group, cards, strict=True):
+                moved[flag] += pl[pile][k] != c
+                pl[pile][k] = c
+    assert moved[0] > 20 and moved[1] > 5, moved  # some seat saw cards before a shuffled redeal
+    other = nertz_env.parallel_env(memory=True, recycle="shuffle", draw=1)
+    obs2, _ = other.reset(options={"snapshot": snap})
+    for agent in obs:
+        np.testing.assert_array_equal(obs[agent]["observation"], obs2[agent]["observation"])
+    bad = copy.deepcopy(snap)
+    bad["players"][0]["memory"]["stock"].append(2)
+    with pytest.raises(SnapshotError, match=r"players\[0\]\.memory\.stock must list one of 0 \(never seen\)"):
+        other.reset(options={"snapshot": bad})
+
+
+def test_memory__every_env_form_takes_the_option() -> None:
+    """memory=True reaches the table in every env form: four slices of one value per own card."""
+    pytest.importorskip("stable_baselines3")
+    from nertz_env.train import NertzVecEnv
+
+    size = nertz_env.obs_layout(nertz_env.make_config()).size + 4 * 52
+    spaces = [
+        nertz_env.parallel_env(memory=True).observation_space("player_0")["observation"],
+        nertz_env.env(memory=True).observation_space("player_0")["observation"],
+        nertz_env.agent_vector_env(1, memory=True).single_observation_space["observation"],
+        gymnasium.make_vec("nertz_env/NertzAgents-v0", num_envs=4, memory=True).single_observation_space["observation"],
+        gymnasium.make("nertz_env/Nertz-v0", memory=True, opponents=["random"]).observation_space,
+        NertzVecEnv(1, 4, memory=True, opponents=["random"]).observation_space,
+    ]
+    assert [s.shape for s in spaces] == [(size,)] * 6
+    assert nertz_env.vector_env(1, memory=True).single_observation_space["observation"].shape == (4, size)
 
 
 def test_state__of_a_batch_is_each_tables_parallel_env_state_and_aec_passes_it_through() -> None:

@@ -78,6 +78,7 @@ def build(
         pl["work"] = work + [[] for _ in range(cfg.work_piles - len(work))]
         pl["stock"] = list(spec.pop("stock", []))
         pl["waste"] = list(spec.pop("waste", []))
+        pl.pop("memory", None)  # (the memory option: a seat remembers nothing of a hand-built layout)
         unknown = set(spec) - set(PILE_KEYS)
         assert not unknown, f"seat {p}: unknown layout keys {sorted(unknown)}"
         pl.update(spec)
@@ -596,6 +597,49 @@ def test_stall__waste_under_the_stock_then_top_to_bottom_and_a_second_stall_ends
     assert_table(env, after, {0: {"match_score": 35}, 1: {"match_score": -4}})  # no second shuffle
     assert [i["score"] for i in t.infos] == [39 - 4, -4]
     assert t.rewards == [-4.0, -4.0]
+
+
+# ---------------------------------------------------------------------------------------------- the seat's memory
+SPADES7 = ["AS", "2S", "3S", "4S", "5S", "6S", "7S"]
+
+
+def memory_of(env: nertz_env.NertzParallelEnv, p: int = 0) -> dict[str, Any]:
+    """Seat p's memory as ``decode`` reads it, with the cards ``memory_on_top`` marks."""
+    obs = env._state.obs[0, p]
+    on_top = obs[env.obs_layout.slices["memory_on_top"]]
+    return decode(obs, env.config)["memory"] | {"on_top": [DECK[c] for c in np.flatnonzero(on_top)]}
+
+
+@pytest.mark.parametrize(("recycle", "stock"), [("flip", ["AS", "2S", None, None, "5S", None, None]),
+                                                ("shuffle", [None] * 7)])
+def test_memory__the_seat_knows_the_tops_it_turned_up_until_a_shuffled_redeal(recycle: str, stock: list) -> None:
+    """Draw 3: a flip shows its packet's deepest card only. Turned over unshuffled, the waste is the stock again
+    in the order the seat saw it, and the cards seen are the ones a flip turns up; shuffled, they are still seen,
+    but no place is known."""
+    env = spades_only({"memory": True, "recycle": recycle}, stock=SPADES7)
+    assert memory_of(env) == {"stock": [None] * 7, "waste": [], "on_top": [],
+                              "unseen": ["AS", "2S", "3S", "4S", "5S", "6S", "7S", "KS"]}  # KS: under the Nertz top
+    play(env, {0: "flip"})
+    assert memory_of(env)["waste"] == [None, None, "5S"]
+    play(env, {0: "flip"})
+    play(env, {0: "flip"})
+    assert memory_of(env)["waste"] == [None, None, "5S", None, None, "2S", "AS"]
+    play(env, {0: "flip"})  # the redeal
+    assert memory_of(env) == {"stock": stock, "waste": [], "on_top": [c for c in stock if c],
+                              "unseen": ["3S", "4S", "6S", "7S", "KS"]}
+
+
+@pytest.mark.parametrize(("stall_ticks", "stock"), [(2, [None, "5S", None, None, None, None, None]), (1, [None] * 7)])
+def test_memory__the_stall_rule_carries_the_known_places_along(stall_ticks: int, stock: list) -> None:
+    """The stall rule puts the waste under the stock and the stock's top at its bottom, and the seat follows.
+    A card turned up in the tick the stall rule acts was never in an observation: the seat has not seen it."""
+    env = spades_only({"memory": True, "stall_ticks": stall_ticks}, stock=SPADES7)
+    for _ in range(stall_ticks):
+        play(env, {0: "flip"} if _ == 0 else None)
+    assert env.snapshot()["stalls"] == 1
+    assert env.snapshot()["players"][0]["stock"] == ["4S", "5S", "6S", "7S", "AS", "2S", "3S"]
+    memory = memory_of(env)
+    assert memory["stock"] == stock and ("5S" in memory["unseen"]) == (stall_ticks == 1)
 
 
 @pytest.mark.parametrize(

@@ -21,9 +21,9 @@ VARIANTS: list[dict[str, Any]] = [
     {"num_players": 6, "teams": [[0, 3], [1, 4], [2, 5]]},
     {"turn_based": True, "num_players": 3},
     {"jokers": 2},
-    {"jokers": 1, "allow_tuck": True, "allow_rotate": True},
+    {"jokers": 1, "allow_tuck": True, "allow_rotate": True, "memory": True},
     {"allow_tuck": True, "draw": 2},
-    {"last_moves": 2, "rounds": 2},
+    {"last_moves": 2, "rounds": 2, "memory": True},
 ]
 
 

@@ -48,10 +48,14 @@ from nertz_env.engine.state import (
     END_NONE,
     END_STALL,
     MAX_PILE,
+    MEM_KNOWN,
+    MEM_SEEN,
+    MEM_UNSEEN,
 )
 from nertz_env.observation import (
     O_LAKE,
     O_LAST,
+    O_MEM,
     O_NCOUNT,
     O_NTOP,
     O_OCOUNT,
@@ -492,16 +496,27 @@ def place_on_work(S, t, p, j, c):
 
 @_jit()
 def recycle(S, t, p):
-    """Turn the waste over as the new stock (shuffled when recycle="shuffle")."""
+    """Turn the waste over as the new stock (shuffled when recycle="shuffle"; the seat's memory of each card goes
+    with it, and a shuffle hides every place)."""
+    remembers = S.memory.shape[3] > 0
     wl = S.waste_len[t, p]
     for k in range(wl):
         S.stock[t, p, k] = S.waste[t, p, wl - 1 - k]
+        if remembers:
+            S.memory[t, p, 0, k] = S.memory[t, p, 1, wl - 1 - k]
     if S.cfg[C_SHUFFLE]:
         for k in range(wl - 1, 0, -1):
             x = rng_below(S.rng, t, k + 1)
             tmp = S.stock[t, p, k]
             S.stock[t, p, k] = S.stock[t, p, x]
             S.stock[t, p, x] = tmp
+            if remembers:
+                tmp = S.memory[t, p, 0, k]
+                S.memory[t, p, 0, k] = S.memory[t, p, 0, x]
+                S.memory[t, p, 0, x] = tmp
+        if remembers:
+            for k in range(wl):
+                S.memory[t, p, 0, k] = min(S.memory[t, p, 0, k], MEM_SEEN)
     S.stock_len[t, p] = wl
     S.waste_len[t, p] = 0
     S.redeals[t, p] += 1
@@ -509,7 +524,7 @@ def recycle(S, t, p):
 
 @_jit(inline=True)
 def rotate_stock(S, t, p):
-    """Move the stock's top card to its bottom."""
+    """Move the stock's top card to its bottom (with the seat's memory of it)."""
     n = S.stock_len[t, p]
     if n < 2:
         return
@@ -517,6 +532,11 @@ def rotate_stock(S, t, p):
     for k in range(n - 1, 0, -1):
         S.stock[t, p, k] = S.stock[t, p, k - 1]
     S.stock[t, p, 0] = top
+    if S.memory.shape[3] > 0:
+        top = S.memory[t, p, 0, n - 1]
+        for k in range(n - 1, 0, -1):
+            S.memory[t, p, 0, k] = S.memory[t, p, 0, k - 1]
+        S.memory[t, p, 0, 0] = top
 
 
 @_jit(ir_inline=True)
@@ -536,6 +556,9 @@ def apply_action(S, t, p, a):
         wl = S.waste_len[t, p]
         for x in range(k):
             S.waste[t, p, wl + x] = S.stock[t, p, n - 1 - x]
+        if S.memory.shape[3] > 0:
+            for x in range(k):
+                S.memory[t, p, 1, wl + x] = S.memory[t, p, 0, n - 1 - x]
         S.stock_len[t, p] = n - k
         S.waste_len[t, p] = wl + k
         return 0
@@ -642,6 +665,8 @@ def deal_round(S, t):
         for x in range(n):
             S.stock[t, p, x] = deck[t, p, ns + w + x]
         S.stock_len[t, p] = n
+        for x in range(S.memory.shape[3]):
+            S.memory[t, p, 0, x] = MEM_UNSEEN
         S.waste_len[t, p] = 0
         S.redeals[t, p] = 0
         S.lake_played[t, p] = 0
@@ -661,13 +686,18 @@ def deal_round(S, t):
 @_jit(inline=True)
 def stall_seat(S, t, p):
     """The stall rule on seat ``p``: the waste goes back under the stock (turned over), then the stock's top
-    card moves to its bottom."""
+    card moves to its bottom (the seat's memory of each card goes with it)."""
     wl = S.waste_len[t, p]
     sl = S.stock_len[t, p]
     for k in range(sl - 1, -1, -1):
         S.stock[t, p, k + wl] = S.stock[t, p, k]
     for k in range(wl):
         S.stock[t, p, k] = S.waste[t, p, wl - 1 - k]
+    if S.memory.shape[3] > 0:
+        for k in range(sl - 1, -1, -1):
+            S.memory[t, p, 0, k + wl] = S.memory[t, p, 0, k]
+        for k in range(wl):
+            S.memory[t, p, 0, k] = S.memory[t, p, 1, wl - 1 - k]
     S.stock_len[t, p] = sl + wl
     S.waste_len[t, p] = 0
     rotate_stock(S, t, p)
@@ -771,8 +801,53 @@ def clear_obs(o, t, p, lo, hi):
 
 
 @_jit(inline=True)
+def observe_memory(S, t, p):
+    """The seat's memory of its stock and waste (slices memory_*, with the ``memory`` option; layout in
+    nertz_env.observation). The seat sees its waste top now, so from now on it knows that card."""
+    d = S.memory.shape[3]
+    if d == 0:
+        return
+    o = S.obs
+    base = S.obs_off[O_MEM]
+    clear_obs(o, t, p, base, base + 4 * d)
+    most = d - S.cfg[C_NS] - S.cfg[C_W]  # the cards stock and waste hold at most
+    draw = S.cfg[C_DRAW]
+    n = S.waste_len[t, p]
+    if n > 0:
+        S.memory[t, p, 1, n - 1] = MEM_KNOWN
+    joker = 52  # the next joker slot: known jokers take them in the order stock top to bottom, waste top to bottom
+    hidden_jokers = 0  # where the seat does not know them: its deck's less those it sees, knows or played
+    for pile in range(2):
+        n = S.stock_len[t, p] if pile == 0 else S.waste_len[t, p]
+        for i in range(n):  # i cards above it
+            k = n - 1 - i
+            c = S.stock[t, p, k] if pile == 0 else S.waste[t, p, k]
+            m = S.memory[t, p, pile, k]
+            if m == MEM_KNOWN:
+                slot = c
+                if c >= 52:
+                    slot = joker
+                    joker += 1
+                o[t, p, base + 2 * d * pile + slot] = (i + 1) / most
+                if pile == 0 and (i % draw == draw - 1 or i == n - 1):
+                    o[t, p, base + d + slot] = 1.0
+            elif c >= 52:
+                hidden_jokers += 1
+            elif m == MEM_UNSEEN:
+                o[t, p, base + 3 * d + c] = 1.0
+    for k in range(S.nertz_len[t, p] - 1):  # the Nertz pile below its top
+        c = S.nertz[t, p, k]
+        if c >= 52:
+            hidden_jokers += 1
+        else:
+            o[t, p, base + 3 * d + c] = 1.0
+    for x in range(hidden_jokers):
+        o[t, p, base + 3 * d + 52 + x] = 1.0
+
+
+@_jit(inline=True)
 def observe_stock_waste(S, t, p):
-    """The waste top, stock count and waste count (slices waste_top, stock_count, waste_count)."""
+    """The waste top, stock count and waste count (slices waste_top, stock_count, waste_count), and the memory."""
     off = S.obs_off
     o = S.obs
     d = S.cfg[C_D]
@@ -782,6 +857,7 @@ def observe_stock_waste(S, t, p):
         write_card(o, t, p, off[O_WTOP], S.waste[t, p, n - 1])
     o[t, p, off[O_SCOUNT]] = S.stock_len[t, p] / d
     o[t, p, off[O_WCOUNT]] = n / d
+    observe_memory(S, t, p)
 
 
 @_jit(inline=True)

@@ -55,6 +55,9 @@ MAX_PILE = 13  # a work pile is an ordered run A..K, a Nertz pile holds at most 
     C_SIZE,
 ) = range(25)
 
+# Values of ``memory``: the seat never saw the card; saw it, but a shuffled redeal hid its place; knows it.
+MEM_UNSEEN, MEM_SEEN, MEM_KNOWN = 0, 1, 2
+
 # Values of ``round_end`` (why the last round ended) and ``done`` (why the episode ended).
 END_NONE, END_NERTZ, END_STALL, END_MAX_TICKS = 0, 1, 2, 3
 DONE_NO, DONE_TERMINATED, DONE_TRUNCATED = 0, 1, 2
@@ -67,7 +70,7 @@ class TableState(NamedTuple):
     cfg: np.ndarray  # int32 [C_SIZE]        the config as integers (slots C_*)
     team: np.ndarray  # int8  [P]            team index of every seat
     act: np.ndarray  # int32 [9]             action table layout (slots actions.L_*)
-    obs_off: np.ndarray  # int32 [16]        observation slice offsets (slots observation.O_*)
+    obs_off: np.ndarray  # int32 [17]        observation slice offsets (slots observation.O_*)
     # --- each player's layout
     nertz: np.ndarray  # int8 [T, P, 13]     Nertz pile, bottom to top
     nertz_len: np.ndarray  # int8 [T, P]     cards in the Nertz pile
@@ -80,6 +83,8 @@ class TableState(NamedTuple):
     redeals: np.ndarray  # int16 [T, P]      times the waste became the stock this round
     last_moves: np.ndarray  # int16 [T, P, K] the seat's last K moves this round, most recent first (-1: none;
     #                                          K = config.last_moves, 0 when the observation leaves them out)
+    memory: np.ndarray  # int8 [T, P, 2, M]  what the seat knows of each card of its stock (0) and waste (1)
+    #                                          (MEM_*; M = D with the ``memory`` option, 0 without)
     # --- the shared lake
     lake: np.ndarray  # int8 [T, F, 13]      foundations in creation order, ace first (lake cell codes)
     lake_owner: np.ndarray  # int8 [T, F, 13] seat whose deck each lake card came from
@@ -174,6 +179,7 @@ def allocate(config: NertzConfig, num_tables: int) -> TableState:
         waste_len=np.zeros((t, p), i8),
         redeals=np.zeros((t, p), i16),
         last_moves=np.full((t, p, config.last_moves), -1, i16),
+        memory=np.zeros((t, p, 2, d * config.memory), i8),
         lake=np.full((t, f, MAX_PILE), -1, i8),
         lake_owner=np.full((t, f, MAX_PILE), -1, i8),
         lake_len=np.zeros((t, f), i8),
