@@ -4,17 +4,21 @@ Ctrl-C stops at once without leaving a half-written checkpoint."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
+import pickle
 import re
 import signal
 import subprocess
 import sys
 import threading
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 pytest.importorskip("sb3_contrib", reason="needs the train extra")
@@ -25,7 +29,7 @@ from nertz_env.train import TrainConfig, Trainer
 from nertz_env.train.checkpoint import state_path
 from nertz_env.train.cli import main as train_main
 from nertz_env.train.resume import Interrupted
-from test_train import _assert_same_run, _quiet, _same_weights, _weights
+from test_train import _quiet, _same_weights, _weights
 
 ROLLOUT = 16 * 2 * 4  # n_steps x tables x seats
 
@@ -40,22 +44,70 @@ def _options(run_dir: Path, **kw: Any) -> dict[str, Any]:
     return base
 
 
+def _saving(run: Path, evaluating: bool) -> TrainConfig:
+    """A run with a checkpoint every 2 rollouts and a progress bar, evaluating every 2 rollouts or not at all."""
+    evaluation = {"eval_every": 2 * ROLLOUT, "eval_deals": 1, "eval_opponents": ["random"]} if evaluating else {}
+    return TrainConfig.from_dict(_options(run, checkpoint_every=2 * ROLLOUT, progress_bar=True, **evaluation))
+
+
+def _wrote(run: Path) -> dict[str, Any]:
+    """Every file a run wrote, as far as it does not depend on the clock: a zip's members but SB3's data (it holds
+    the start time), an array file's arrays, a training state's values, a CSV without its seconds, the
+    throughput report's keys."""
+    out: dict[str, Any] = {}
+    for p in sorted(x for x in run.rglob("*") if x.is_file()):
+        name = p.relative_to(run).as_posix()
+        if p.suffix == ".zip":
+            with zipfile.ZipFile(p) as z:
+                out[name] = {m: z.read(m).replace(str(run).encode(), b"RUN") for m in z.namelist() if m != "data"}
+        elif p.suffix == ".npz":
+            with np.load(p) as arrays:
+                out[name] = {k: arrays[k].tolist() for k in arrays.files}
+        elif p.suffix == ".csv":
+            with open(p, newline="") as f:
+                out[name] = [{k: v.replace(str(run), "RUN") for k, v in r.items() if k != "seconds"}
+                             for r in csv.DictReader(f)]
+        elif name.endswith(".state.pkl"):
+            state = pickle.loads(p.read_bytes())
+            state["rng"]["torch"] = state["rng"]["torch"].numpy().tobytes()  # (a tensor's pickle varies)
+            out[name] = pickle.dumps(state)
+        elif name == "throughput.json":
+            out[name] = sorted(json.loads(p.read_text()))
+        else:
+            out[name] = p.read_bytes().replace(str(run).encode(), b"RUN")
+    return out
+
+
 @pytest.fixture(scope="module")
-def straight(tmp_path_factory: pytest.TempPathFactory) -> Trainer:
-    """The run that never stopped."""
-    run = tmp_path_factory.mktemp("straight") / "run"
-    trainer = Trainer(TrainConfig.from_dict(_options(run)), log=_quiet)
-    trainer.train()
-    return trainer
+def straight(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, dict[str, Any]]:
+    """The files of the runs that never stopped, without and with evaluation."""
+    wrote = {}
+    for evaluating in (False, True):
+        run = tmp_path_factory.mktemp("straight") / "run"
+        Trainer(_saving(run, evaluating), log=_quiet).train()
+        wrote[evaluating] = _wrote(run)
+    return wrote
 
 
-@pytest.mark.parametrize("where", ["rollout", "update"])
-def test_ctrl_c_saves_at_the_end_of_the_update_and_the_resumed_run_is_the_straight_one(
-    where: str, straight: Trainer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("where", "evaluating"), [("rollout", False), ("update", True)])
+def test_ctrl_c_saves_at_the_end_of_the_update_and_the_resumed_run_writes_the_straight_runs_files(
+    where: str, evaluating: bool, straight: dict[bool, dict[str, Any]], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Ctrl-C in the middle of the fourth rollout, or of the fourth update's optimizer steps
-    cfg = TrainConfig.from_dict(_options(tmp_path / "run"))
-    trainer = Trainer(cfg, log=_quiet)
+    # Ctrl-C in the middle of the fourth rollout, or of the fourth update's optimizer steps; the printed
+    # command resumes (the checkpoint's own options: evaluation stays as it was)
+    import tqdm
+
+    bars: list[tuple[int, int]] = []
+
+    class Bar(tqdm.tqdm):  # type: ignore[misc]
+        def close(self) -> None:
+            if not self.disable:  # (tqdm closes again when collected)
+                bars.append((self.initial, self.n))
+            super().close()
+
+    monkeypatch.setattr(tqdm, "tqdm", Bar)
+    trainer = Trainer(_saving(tmp_path / "run", evaluating), log=_quiet)
     if where == "rollout":
         real_step = trainer.timer.step_wait
         calls = {"n": 0}
@@ -84,9 +136,12 @@ def test_ctrl_c_saves_at_the_end_of_the_update_and_the_resumed_run_is_the_straig
     saved = info.value.folder
     assert saved is not None and read_meta(saved)["num_timesteps"] == 4 * ROLLOUT
     assert os.path.isfile(state_path(saved)) and not list((tmp_path / "run" / "checkpoints").glob("tmp_*"))
-    resumed = Trainer(TrainConfig.from_dict(_options(tmp_path / "again")), resume=saved, log=_quiet)
-    resumed.train()
-    _assert_same_run(straight, resumed)
+    assert train_main(["--resume", saved]) == 0
+    assert bars == [(0, 4 * ROLLOUT), (4 * ROLLOUT, 6 * ROLLOUT)]  # the bar stopped at the saved step
+    assert sorted(p.name for p in (tmp_path / "run").iterdir() if p.is_dir()) == ["checkpoints", *["eval"] * evaluating]
+    wrote = _wrote(tmp_path / "run")
+    assert sorted(wrote) == sorted(straight[evaluating])
+    assert wrote == straight[evaluating]
 
 
 def test_a_second_ctrl_c_while_saving_stops_at_once_leaving_no_half_checkpoint(

@@ -108,9 +108,11 @@ class _Hooks(BaseCallback):
         tr.clock.boundary_seconds += self._rollout_t0 - t0
 
     def _on_step(self) -> bool:
+        if self.trainer.stopped is not None:  # this step is past the stop's checkpoint: not kept, not counted
+            return False
         if self.bar is not None:
             self.bar.update(self.training_env.num_envs)
-        return self.trainer.stopped is None
+        return True
 
     def _on_rollout_end(self) -> None:
         tr = self.trainer
@@ -210,8 +212,6 @@ class Trainer:
             self._load(resume, resume_meta)
         elif cfg.init_from is not None:
             self._init_from(cfg.init_from)
-        for sub in ("checkpoints", "pool", "eval"):
-            os.makedirs(os.path.join(self.run_dir, sub), exist_ok=True)
         if resume is None and self.pool is not None and self.pool.snapshot_weight > 0:
             self._add_snapshot()  # the initial policy, so a pool of snapshots only is never empty
         for note in notes:
@@ -427,6 +427,7 @@ class Trainer:
         model = self.model
         path = self._checkpoint_path(int(model.num_timesteps))
         folder, name = os.path.split(path)
+        os.makedirs(folder, exist_ok=True)  # (policy files make their own folders: eval/ and pool/ only when used)
         tmp_zip, tmp_state = os.path.join(folder, f"tmp_{name}"), state_path(path) + ".tmp"
         tmp_json = os.path.splitext(tmp_zip)[0] + ".json"
         placed: list[str] = []
