@@ -5,6 +5,7 @@ table of the rules, size and layout it was trained on. See docs/guides/training-
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import zipfile
@@ -107,31 +108,37 @@ def meta_config(meta: Mapping[str, Any]) -> NertzConfig:
     return make_config(num_players=meta["num_players"], **meta["rules"])
 
 
-def check_compatible(meta: Mapping[str, Any], config: NertzConfig, where: str = "checkpoint") -> None:
+def check_compatible(
+    meta: Mapping[str, Any], config: NertzConfig, where: str = "checkpoint", path: str | None = None
+) -> None:
     """Raise :class:`IncompatibleCheckpointError` unless ``meta`` was trained for exactly ``config``.
 
-    The message lists every difference: table size, each rules option, observation size, action count.
+    The message is one line: every difference (table size, each rules option, observation size, action count)
+    and the file that records the rules it was trained for (``path``'s, else ``meta["path"]``'s: the JSON
+    beside the zip, e.g. ``checkpoints/step_N.json``). An option one side does not record is at its default.
     """
     problems: list[str] = []
     if int(meta["num_players"]) != config.num_players:
         problems.append(f"num_players: {where} has {meta['num_players']}, the table has {config.num_players}")
-    want = config.to_dict()
-    want.pop("num_players")
-    have = dict(meta["rules"])
-    for key in sorted(set(want) | set(have)):
-        if key not in have:
-            problems.append(f"rules.{key}: {where} does not know this option (the table has {want[key]!r})")
-        elif key not in want:
+    want, have = config.to_dict(), dict(meta["rules"])
+    default = {f.name: f.default for f in dataclasses.fields(NertzConfig)}
+    for key in sorted((set(want) | set(have)) - {"num_players"}):
+        if key not in default:
             problems.append(f"rules.{key}: this version does not know the {where}'s option ({have[key]!r})")
-        elif have[key] != want[key]:
-            problems.append(f"rules.{key}: {where} has {have[key]!r}, the table has {want[key]!r}")
+        elif have.get(key, default[key]) != want.get(key, default[key]):
+            problems.append(f"rules.{key}: {where} has {have.get(key, default[key])!r}, the table has "
+                            f"{want.get(key, default[key])!r}")
     obs_size, num_actions = obs_layout(config).size, action_table(config).n
     if int(meta["obs_size"]) != obs_size:
         problems.append(f"observation size: {where} has {meta['obs_size']}, the table has {obs_size}")
     if int(meta["num_actions"]) != num_actions:
         problems.append(f"action count: {where} has {meta['num_actions']}, the table has {num_actions}")
     if problems:
+        record = path or meta.get("path")
+        rules = ""
+        if record:
+            rules = f"; its rules: {sidecar_path(record) if os.path.isfile(sidecar_path(record)) else record}"
         raise IncompatibleCheckpointError(
-            f"incompatible {where} (trained with nertz-env {meta.get('package_version', '?')}): "
+            f"incompatible {where} (trained with nertz-env {meta.get('package_version', '?')}{rules}): "
             + "; ".join(problems)
         )

@@ -210,7 +210,7 @@ def record_rules(path: str, config: NertzConfig, **extra: Any) -> dict[str, Any]
     """
     _, meta = load_policy(path, outside=True)
     if not meta.get("outside"):
-        check_compatible(meta, config, where=f"policy {path!r}")
+        check_compatible(meta, config, where=f"policy {path!r}", path=path)
     check_spaces(meta, config, where=f"policy {path!r}")
     record = make_meta(config, mode="outside", **extra)
     write_meta(path, record)
@@ -401,7 +401,8 @@ def load_policy_agent(path: str, config: NertzConfig | None = None, **params: An
     """The registry loader for ``.zip`` checkpoints: ``make_agent("model.zip:deterministic=false,name=x")``
     (defaults: the most probable legal action; the path as the name). ``config``: the table a zip without a
     nertz-env record was trained for, checked now and then the only one it plays at; a zip with a record must
-    have been trained for it (docs/guides/training-sb3.md).
+    have been trained for it, the observation options ``last_moves`` and ``memory`` aside (the agent keeps its
+    own; docs/guides/training-sb3.md).
 
     Raises:
         FileNotFoundError: no such file.
@@ -420,13 +421,13 @@ def load_policy_agent(path: str, config: NertzConfig | None = None, **params: An
     else:
         policy, meta = load_policy(path, outside=True)
     meta = dict(meta, path=os.path.abspath(path))
+    if config is not None and meta.get("outside"):
+        check_spaces(meta, config, where=f"policy {path!r}")
+        meta = dict(make_meta(config, mode="outside"), path=os.path.abspath(path))
+    agent = PolicyAgent(policy, meta, deterministic=det, name=str(name) if name is not None else path, actor=actor)
     if config is not None:
-        if meta.get("outside"):
-            check_spaces(meta, config, where=f"policy {path!r}")
-            meta = dict(make_meta(config, mode="outside"), path=os.path.abspath(path))
-        else:
-            check_compatible(meta, config, where=f"policy {path!r}")
-    return PolicyAgent(policy, meta, deterministic=det, name=str(name) if name is not None else path, actor=actor)
+        agent.reset(config, 0)  # the check of every table
+    return agent
 
 
 #: trained policies shipped with the package (``models/<name>.zip``), playable by name (``"ppo"``)

@@ -536,6 +536,9 @@ REFUSED = [
     (["gauntlet", "ppo", "heuristic", "--players", "2"], "num_players: policy 'ppo' has 4, the table has 2; observation size"),
     (["gauntlet", "ppo", "heuristic", "--rule", "draw=1"],
      "rules.draw: policy 'ppo' has 3, the table has 1; for the table it was trained for: drop --rule draw=1"),
+    (["gauntlet", "scratch", "heuristic", "--rule", "draw=1"],  # trained with last_moves, which the table may lack
+     "scratch.json): rules.draw: policy 'scratch' has 3, the table has 1; for the table it was trained for: drop "
+     "--rule draw=1, add --rule last_moves=1"),
     (["gauntlet", "best", "heuristic", "--players", "2", "--no-save"], "--players 4"),
     (["gauntlet", "{bad}", "random", "--players", "2", "--no-save"], "bad.zip"),  # a zip that is not a policy
     (["gauntlet", "{run}", "random"], "nertz-train run folder, not an agent: play its policy with"),

@@ -40,6 +40,7 @@ from nertz_env.train import (
     RelativeReward,
     TrainConfig,
     Trainer,
+    load_policy_agent,
 )
 from nertz_env.train import cli as train_cli
 from nertz_env.train.config import ConfigError, options, read_config_file, shipped_configs
@@ -780,8 +781,12 @@ def test_policy_agent__refuses_other_rules_and_a_zip_without_record_plays_where_
     from nertz_env.train.policy_agent import load_policy
 
     ckpt = scratch["ckpt"]
-    with pytest.raises(IncompatibleCheckpointError, match=r"rules.work_piles: .* has 4, the table has 5"):
-        make_agent(ckpt).reset(nertz_env.make_config(num_players=P, work_piles=5, **scratch["rules"]), 0, 0)
+    # one line: each rule that differs, and the file that records the rules the run trained with
+    with pytest.raises(IncompatibleCheckpointError, match=rf"its rules: .*{STEP}\.json\): rules.work_piles: .* has 4, "
+                       "the table has 5; observation size"):
+        load_policy_agent(ckpt, config=nertz_env.make_config(num_players=P, work_piles=5))
+    # another last_moves: the agent keeps its own record of its moves, at every route
+    assert load_policy_agent(ckpt, config=nertz_env.make_config(num_players=P)).memory is not None
     with pytest.raises(AgentSpecError, match="no parameter temperature"):
         make_agent(ckpt + ":temperature=2")
     bare = str(tmp_path / "bare.zip")  # as SB3 saves one trained outside nertz-train

@@ -76,7 +76,7 @@ def check_resume(cfg: TrainConfig, path: str, meta: dict[str, Any], rllib: bool 
     resume restores (with ``rllib``, the RLlib backend's: ``net_arch`` only) and a ``total_timesteps`` not below
     what it has trained. Raises :class:`IncompatibleCheckpointError` naming every mismatch, or
     :class:`ConfigError`."""
-    check_compatible(meta, make_config(num_players=cfg.num_players, **cfg.rules), where=f"checkpoint {path}")
+    check_compatible(meta, make_config(num_players=cfg.num_players, **cfg.rules), where=f"checkpoint {path}", path=path)
     problems = []
     if not rllib and meta.get("mode") != cfg.mode:
         problems.append(f"mode: checkpoint has {meta.get('mode')!r}, the config has {cfg.mode!r}")

@@ -440,6 +440,7 @@ class TrainConfig:
                 read_meta(self.init_from or ""),
                 make_config(num_players=self.num_players, **self.rules),
                 where=f"init_from {self.init_from}",
+                path=self.init_from,
             )
         except (FileNotFoundError, ValueError) as e:
             raise ConfigError(f"init_from (--init-from): {e}") from None

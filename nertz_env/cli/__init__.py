@@ -148,7 +148,7 @@ def advice(error: Any, given: dict[str, Any], target_score_flag: bool = True) ->
     changes = [f"drop {flag(k, v)}" for k, v in sorted(given.items()) if k not in kept]
     rules = dict(kept)
     for key in sorted(want):
-        if key != "num_players" and make_config(num_players=trained.num_players, **rules).to_dict()[key] != want[key]:
+        if key != "num_players" and make_config(num_players=trained.num_players, **rules).to_dict().get(key) != want[key]:
             rules[key] = want[key]
             changes.append(f"add {flag(key, want[key])}")
     if trained.num_players != table.num_players:
