@@ -413,7 +413,7 @@ REFUSED = [
     # a policy for another table, wherever it is named
     (["--init-from", "{f}/three.zip"], "num_players: init_from"),
     (["--learners-per-table", "1", "--opponent", "expert:policy={f}/three.zip"], "num_players"),
-    (["--num-players", "2", "--eval-opponents", "best"], "num_players"),  # best holds the 4-player ppo
+    (["--num-players", "2", "--eval-opponent", "best"], "num_players"),  # best holds the 4-player ppo
 ]
 
 
@@ -455,6 +455,9 @@ def test_config__flags_override_the_file_which_overrides_defaults(tmp_path: Path
         ["--config", str(path), "--n-steps", "16", "--no-shaping", "--rule", "jokers=1"]))
     assert cfg.vector is not None and (cfg.vector.num_tables, cfg.n_steps, cfg.shaping) == (8, 16, None)
     assert cfg.rules == {"draw": 1, "jokers": 1}
+    # a list of agents is a repeated flag, as --opponent (an agent's own parameters hold commas)
+    cfg = config_from_args(build_parser().parse_args(["--eval-opponent", "random", "--eval-opponent", "search:rollouts=4,horizon=8"]))
+    assert cfg.evaluation is not None and cfg.evaluation.opponents == ["random", "search:rollouts=4,horizon=8"]
 
 
 def test_config__every_key_is_a_flag_that_says_what_it_means() -> None:
@@ -873,7 +876,7 @@ def test_checkpoint_evaluation__plays_every_checkpoint_once_and_feeds_the_plot(
     assert plot_main([run, "--out", str(png)]) == 0  # no eval.csv in this run: the checkpoint rows alone
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     capsys.readouterr()
-    assert evaluate_main([run, "--deals", "2", "--seed", "1", "--baselines", "random"]) == 0  # all done
+    assert evaluate_main([run, "--deals", "2", "--seed", "1", "--baseline", "random"]) == 0  # all done
     printed = capsys.readouterr().out
     assert "minus the first point" in printed and printed.strip().endswith(out)
 
@@ -897,10 +900,9 @@ EVALUATE_OR_PLOT_REFUSED = [
     ("evaluate", ["{tmp}/gone"], "run directory not found"),
     ("evaluate", ["{tmp}"], "has no checkpoints"),
     ("evaluate", ["{run}", "--deals", "0"], "argument --deals: must be at least 1"),
-    ("evaluate", ["{run}", "--baselines", ","], "--baselines must name an agent"),
-    ("evaluate", ["{run}", "--baselines", "random,random"], "names an agent twice"),
-    ("evaluate", ["{run}", "--baselines", "nobody"], "unknown agent"),
-    ("evaluate", ["{run}", "--baselines", "{tmp}/draw1.zip"], "rules.draw: policy"),
+    ("evaluate", ["{run}", "--baseline", "random", "--baseline", "random"], "names an agent twice"),
+    ("evaluate", ["{run}", "--baseline", "nobody"], "unknown agent"),
+    ("evaluate", ["{run}", "--baseline", "{tmp}/draw1.zip"], "rules.draw: policy"),
     ("evaluate", ["{run}", "--no-start"], "--no-start has no effect"),
     ("plot", ["{tmp}/gone"], "run directory not found"),
     ("plot", ["{tmp}"], "eval.csv does not exist"),

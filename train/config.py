@@ -87,7 +87,7 @@ class Evaluation:
     deals: int = _opt(
         50, "duplicate deals per baseline (each played from every seat), >= 0 (0: no evaluation)"
     )
-    opponents: list[str] = field(default_factory=lambda: ["random", "heuristic"], metadata={"help": "baseline agent specs to evaluate against, e.g. A,B"})
+    opponents: list[str] = field(default_factory=lambda: ["random", "heuristic"], metadata={"help": "a baseline agent spec to evaluate against (repeat; replaces the default baselines)"})
     seed: int = _opt(20_240_601, "seed of the evaluation deals, 0 to 2**32 - 1")
     deterministic: bool = _opt(True, "the evaluated policy plays its argmax instead of sampling")
     workers: int = _opt(1, "worker processes of an evaluation, >= 1")
@@ -381,7 +381,7 @@ class TrainConfig:
                 self._check_agent(spec, "opponents (--opponent)")
         if self.evaluation is not None:
             for spec in self.evaluation.opponents:
-                self._check_agent(spec, "eval_opponents (--eval-opponents)")
+                self._check_agent(spec, "eval_opponents (--eval-opponent)")
         if self.init_from is not None and not resume:
             self._check_init_from()
         notes: list[str] = []
@@ -477,8 +477,9 @@ def options() -> list[tuple[str, Any, Any, str]]:
 
 
 def flag_of(name: str) -> str:
-    """``snapshot_every`` -> ``--snapshot-every``; ``opponents`` -> ``--opponent``; ``rules`` -> ``--rule``."""
-    return {"opponents": "--opponent", "rules": "--rule"}.get(name, "--" + name.replace("_", "-"))
+    """``snapshot_every`` -> ``--snapshot-every``; a list's flag repeats: ``opponents`` -> ``--opponent``."""
+    lists = {"opponents": "--opponent", "eval_opponents": "--eval-opponent", "rules": "--rule"}
+    return lists.get(name, "--" + name.replace("_", "-"))
 
 
 def _refuse_if_set(section: Any, default: Any, names: Mapping[str, str], why: str, given: set[str]) -> None:

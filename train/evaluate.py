@@ -1,7 +1,7 @@
 """Evaluation of saved policies against the baselines, through the tournament harness: the trainer's
 ``eval.csv`` rows, and a finished run's learning curve::
 
-    python -m nertz_env.train.evaluate RUN_DIR [--deals 200] [--seed 5] [--baselines search] [--workers 2]
+    python -m nertz_env.train.evaluate RUN_DIR [--deals 200] [--seed 5] [--baseline search] [--workers 2]
 
 See docs/guides/training-sb3.md.
 """
@@ -255,16 +255,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("run_dir")
     ap.add_argument("--deals", type=at_least(1), default=200, help="duplicate deals per checkpoint (default 200)")
     ap.add_argument("--seed", type=at_least(0), default=5, help="seed of the deals (default 5)")
-    ap.add_argument("--baselines", default="search", help="comma-separated agent specs (default search)")
+    ap.add_argument("--baseline", action="append", metavar="SPEC",
+                    help="an agent spec to play each checkpoint against (repeat; default search)")
     ap.add_argument("--workers", type=at_least(1), default=1, help="processes (default 1)")
     ap.add_argument("--stochastic", action="store_true", help="sample actions instead of the most probable")
     ap.add_argument("--no-start", action="store_true", help="skip the run's init_from policy")
     args = ap.parse_args(argv)
-    baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
-    if not baselines:
-        ap.error("--baselines must name an agent, such as search")
+    baselines = args.baseline or ["search"]
     if len(set(baselines)) < len(baselines):
-        ap.error(f"--baselines names an agent twice: {args.baselines}")
+        ap.error(f"--baseline names an agent twice: {' '.join(baselines)}")
     from nertz_env.agents import AgentSpecError, make_agent
     from nertz_env.agents.meta import CheckpointError, meta_config, read_meta
     from nertz_env.agents.registry import IncompatibleAgentError, check_agent

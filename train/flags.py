@@ -66,10 +66,6 @@ def int_list(text: str) -> list[int]:
     return widths
 
 
-def _str_list(text: str) -> list[str]:
-    return [x.strip() for x in text.split(",") if x.strip()]
-
-
 def _optional(kind: type) -> Any:
     def parse(text: str) -> Any:
         if text.strip().lower() in ("none", "null"):
@@ -109,7 +105,8 @@ def build_parser(sb3: bool = True) -> argparse.ArgumentParser:
     add_rule_flag(parser, helps["rules"], size_flag="--num-players")
     if sb3:
         parser.add_argument("--mode", choices=MODES, help=helps["mode"] + " (default vector)")
-        parser.add_argument("--eval-opponents", type=_str_list, metavar="A,B", help=helps["eval_opponents"])
+        parser.add_argument("--eval-opponent", dest="eval_opponents", action="append", metavar="SPEC",
+                            help=helps["eval_opponents"])
     parser.add_argument("--opponent", action="append", type=_opponent, metavar="SPEC=WEIGHT", help=helps["opponents"])
     for name, kind, default, text in options():
         if name in _SPECIAL or (not sb3 and name in SB3_ONLY):
