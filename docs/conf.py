@@ -98,6 +98,7 @@ nertz_api_modules = [
     "nertz_env",
     "nertz_env.agents",
     "nertz_env.eval",
+    "nertz_env.eval.report",
     "nertz_env.train",
     "nertz_env.rllib",
 ]

@@ -1,5 +1,5 @@
 """Reports of a tournament: a text table, and the files :func:`save` writes (results.json, summary.csv,
-tables.csv, differences.csv, games.csv, scores.png, ratings.png). See docs/guides/evaluation.md.
+tables.csv, differences.csv, games.csv, scores.png, differences.png, ratings.png). See docs/guides/evaluation.md.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from typing import Any
 from nertz_env.eval.stats import Estimate
 from nertz_env.eval.summary import RATES, Summary, ladder_check, table_name
 from nertz_env.eval.tournament import Results
+
+__all__ = ["differences_table", "plot", "plot_data", "save", "table"]
 
 _HEADERS = {
     "score": "score/round",
@@ -213,8 +215,9 @@ def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -
 
 def plot_data(summary: Summary) -> dict[str, list[dict[str, Any]]]:
     """What the plots draw: ``scores`` (one series per agent, or per table and agent when the tournament has
-    several tables: the per-game mean round scores, their mean and 95% half-width over deals) and
-    ``ratings`` (per agent, mu and 2 sigma)."""
+    several tables: the per-game mean round scores, their mean and 95% half-width over deals),
+    ``differences`` (per pair of :attr:`Summary.pairs`, ``"a - b"`` and its tables: the mean and 95% half-width
+    over deals) and ``ratings`` (per agent, mu and 2 sigma)."""
     scores = []
     if len(summary.tables) > 1:
         for t in summary.tables:
@@ -232,12 +235,15 @@ def plot_data(summary: Summary) -> dict[str, list[dict[str, Any]]]:
         for a in summary.agents:
             e = a.metrics["score"]
             scores.append({"label": a.label, "scores": list(a.scores), "mean": e.mean, "ci95": e.half_width})
+    differences = [{"label": f"{p.a} - {p.b} ({tables_text(p.tables)})", "mean": p.estimate.mean,
+                    "ci95": p.estimate.half_width} for p in summary.pairs]
     ratings = [{"label": a.label, "mu": a.rating.mu, "two_sigma": 2 * a.rating.sigma} for a in summary.agents]
-    return {"scores": scores, "ratings": ratings}
+    return {"scores": scores, "differences": differences, "ratings": ratings}
 
 
 def plot(summary: Summary, out_dir: str) -> list[str]:
-    """``scores.png`` and ``ratings.png`` of :func:`plot_data` (matplotlib with the Agg backend, imported here
+    """``scores.png``, ``differences.png`` (one row per pair, the mean and its 95% interval, a line at zero; when
+    two agents met) and ``ratings.png`` of :func:`plot_data` (matplotlib with the Agg backend, imported here
     only)."""
     import matplotlib
 
@@ -267,6 +273,17 @@ def plot(summary: Summary, out_dir: str) -> list[str]:
     ax.axhline(0.0, color="grey", lw=0.5)
     ax.legend(loc="best")
     paths = [saved(fig, "scores.png")]
+    diffs = data["differences"]
+    if diffs:
+        fig, ax = plt.subplots(figsize=(7.0, 1.5 + 0.4 * len(diffs)))
+        hws = [0.0 if math.isnan(x["ci95"]) else x["ci95"] for x in diffs]
+        ax.errorbar([x["mean"] for x in diffs], range(len(diffs)), xerr=hws, fmt="o", capsize=4)
+        ax.axvline(0.0, color="grey", lw=1)
+        ax.set_yticks(range(len(diffs)), [x["label"] for x in diffs])
+        ax.invert_yaxis()
+        ax.set_xlabel("a - b: score per round, paired by deal (mean ± 95%)")
+        ax.set_title("Paired differences")
+        paths.append(saved(fig, "differences.png"))
     rat = data["ratings"]
     fig, ax = plt.subplots(figsize=(max(5.0, 1.4 * len(rat)), 4.0))
     ax.errorbar(

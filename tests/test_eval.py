@@ -482,6 +482,11 @@ def _check_everything(text: str, out: Path, mode: str) -> Recomputed:
         if several:
             li, label = int(per_table[0][1:]) - 1, per_table[1]
             assert s["mean"] == pytest.approx(rec.at_table("score", li, label)[0])
+    drawn = {d["label"]: d for d in plot_data(again)["differences"]}  # differences.png: a row per pair
+    assert len(drawn) == len(reported)
+    for (a, b), d in reported.items():
+        row = drawn[f"{a} - {b} ({printed_diffs[f'{a} - {b}'][0]})"]
+        assert row["mean"] == pytest.approx(d["mean"]) and row["ci95"] == pytest.approx(d["ci95"])
     return rec
 
 
@@ -510,8 +515,8 @@ def test_single_table__per_agent_table_and_all_pairs_and_the_saved_results_load_
     text, out = _played(tmp_path, ["round-robin", "random", "greedy", "--players", "2", "--deals", "3"], capsys)
     _check_everything(text, out, "round_robin")
     assert "per table" not in text
-    assert sorted(os.listdir(out)) == ["differences.csv", "games.csv", "ratings.png", "results.json", "scores.png",
-                                       "summary.csv", "table.txt", "tables.csv"]
+    assert sorted(os.listdir(out)) == ["differences.csv", "differences.png", "games.csv", "ratings.png", "results.json",
+                                       "scores.png", "summary.csv", "table.txt", "tables.csv"]
     data = json.loads((out / "results.json").read_text())
     assert summarize(Results.from_dict(data)).to_dict() == data["summary"]
 # ---------------------------------------------------------------- nertz-eval: refusals, one line and exit 2
