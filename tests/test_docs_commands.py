@@ -95,6 +95,7 @@ SHRINK: dict[str, tuple[str | None, dict[str, str | None]]] = {
         "--planner": "rollouts=2"}),
     "python experiments/distill_curve.py": ("train", {"--deals": "1", "--workers": "1"}),
     "python experiments/expert_curve.py": ("train", {"--deals": "1", "--workers": "1"}),
+    "python experiments/learning/recompute.py": (None, {}),
     "python bench/bench_expert.py": ("train", {"--games": "1"}),
     "python bench/run_all.py": (None, {"--seconds": "0.1", "--skip-agents": None}),
     "python bench/bench_env.py": (None, {"--seconds": "0.2", "--skip-compile": None, "--pairs": "1"}),
