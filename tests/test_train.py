@@ -905,7 +905,7 @@ EVALUATE_OR_PLOT_REFUSED = [
     ("evaluate", ["{run}", "--baseline", "{tmp}/draw1.zip"], "rules.draw: policy"),
     ("evaluate", ["{run}", "--no-start"], "--no-start has no effect"),
     ("plot", ["{tmp}/gone"], "run directory not found"),
-    ("plot", ["{tmp}"], "eval.csv does not exist"),
+    ("plot", ["{tmp}"], "holds no eval.csv, checkpoint_eval_*.csv or TensorBoard log"),
     ("plot", ["{run}", "--out", "{tmp}/curve.txt"], "must end in .png, .svg or .pdf"),
     ("plot", ["{tmp}/bad"], "not one that nertz-train wrote"),
 ]

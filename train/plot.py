@@ -1,7 +1,8 @@
 """The learning curve of a run: ``python -m nertz_env.train.plot RUN_DIR [--out curve.png]``.
 
-Draws eval.csv, the checkpoint evaluations and the training score. Needs matplotlib. See
-docs/guides/training-sb3.md.
+Draws what RUN_DIR holds: a ``nertz-train`` run's eval.csv and checkpoint evaluations, and the training rounds'
+mean score from any TensorBoard log under it (SB3's ``rollout/ep_rew_mean``, which ``VecMonitor`` records: so
+your own SB3 run's ``tensorboard_log`` folder too). Needs matplotlib. See docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations
@@ -23,8 +24,6 @@ def read_eval(run_dir: str, name: str = "eval.csv") -> dict[str, list[dict[str, 
     """The rows of ``run_dir/name`` (``eval.csv`` or a checkpoint evaluation) grouped by baseline, in
     timestep order."""
     path = os.path.join(run_dir, name)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path} does not exist (was the run evaluated? eval_every > 0)")
     rows: dict[str, list[dict[str, float]]] = defaultdict(list)
     with open(path, newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
@@ -51,13 +50,15 @@ def checkpoint_evals(run_dir: str) -> list[tuple[str, str]]:
 
 
 def read_training_scores(run_dir: str) -> list[tuple[int, float]]:
-    """``rollout/ep_rew_mean`` from the run's TensorBoard logs (empty without tensorboard or logs)."""
+    """``rollout/ep_rew_mean`` from the TensorBoard logs anywhere under ``run_dir`` (empty without tensorboard or
+    logs)."""
     try:
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     except ImportError:
         return []
     points: list[tuple[int, float]] = []
-    for d in sorted(glob.glob(os.path.join(run_dir, "tb", "*"))):
+    logs = glob.glob(os.path.join(glob.escape(run_dir), "**", "events.out.tfevents.*"), recursive=True)
+    for d in sorted({os.path.dirname(p) for p in logs}):
         acc = EventAccumulator(d)
         acc.Reload()
         if "rollout/ep_rew_mean" in acc.Tags().get("scalars", []):
@@ -73,12 +74,17 @@ def plot(run_dir: str, out: str, title: str | None = None) -> str:
     import matplotlib.pyplot as plt
 
     series = [(read_eval(run_dir, name), f" ({text})", "s-") for name, text in checkpoint_evals(run_dir)]
-    if os.path.isfile(os.path.join(run_dir, "eval.csv")) or not series:  # neither: read_eval says so
+    if os.path.isfile(os.path.join(run_dir, "eval.csv")):
         evals = read_eval(run_dir)
         sizes = sorted({int(r["deals"]) for rows in evals.values() for r in rows})
         text = f" (training-time, {'/'.join(map(str, sizes))} deals)" if series and sizes else ""
         series.insert(0, (evals, text, "o-"))
     train = read_training_scores(run_dir)
+    if not series and not train:
+        raise FileNotFoundError(
+            f"{run_dir} holds no eval.csv, checkpoint_eval_*.csv or TensorBoard log of rollout/ep_rew_mean (SB3 "
+            "writes one with tensorboard_log= on a VecMonitor-wrapped env, once a round has ended)"
+        )
     fig, axes = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
     ax = axes[0]
     for evals, text, style in series:
@@ -114,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     from nertz_env.cli import Parser
 
     ap = Parser(prog="python -m nertz_env.train.plot", description=plain(__doc__.split("\n")[0]))
-    ap.add_argument("run_dir")
+    ap.add_argument("run_dir", help="a nertz-train run folder, or your own SB3 run's tensorboard_log folder")
     ap.add_argument("--out", help="image path, .png, .svg or .pdf (default RUN_DIR/learning_curve.png)")
     ap.add_argument("--title")
     args = ap.parse_args(argv)
