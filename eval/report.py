@@ -8,6 +8,7 @@ import csv
 import json
 import math
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from nertz_env.eval.stats import Estimate
@@ -155,59 +156,38 @@ def _csv_estimates(estimates: list[Estimate]) -> list[str]:
 def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -> list[str]:
     """Write the files listed in the module docstring into ``out_dir`` (created if needed); returns their paths."""
     os.makedirs(out_dir, exist_ok=True)
-    paths = []
-    path = os.path.join(out_dir, "results.json")
-    with open(path, "w") as f:
+    paths = [os.path.join(out_dir, "results.json")]
+    with open(paths[0], "w") as f:
         json.dump({**results.to_dict(), "summary": summary.to_dict()}, f, indent=1)
-    paths.append(path)
+
+    def write(name: str, header: list[str], rows: Iterable[list[Any]]) -> None:
+        paths.append(os.path.join(out_dir, name))
+        with open(paths[-1], "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(header)
+            w.writerows(rows)
+
     metrics = list(summary.agents[0].metrics) if summary.agents else []
     columns = [f"{m}_{x}" for m in metrics for x in ("mean", "ci95", "low", "high")]
-    path = os.path.join(out_dir, "summary.csv")
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["agent", "spec", "play", "tables", "games", "deals", *columns,
-                    "rating_mu", "rating_sigma", "rating_ordinal", "illegal_actions"])
-        for a in summary.agents:
-            row = [a.label, a.spec, a.play, " ".join(table_name(t) for t in a.tables), str(a.games), str(a.deals)]
-            row += _csv_estimates([a.metrics[m] for m in metrics])
-            row += [
-                _csv_value(a.rating.mu),
-                _csv_value(a.rating.sigma),
-                _csv_value(a.rating.ordinal),
-                str(a.illegal),
-            ]
-            w.writerow(row)
-    paths.append(path)
-    path = os.path.join(out_dir, "tables.csv")
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["table", "lineup", "seats", "agent", "play", "games", "deals", *columns])
-        play = dict(zip(results.labels, results.play, strict=False))
-        for t in summary.tables:
-            for ta in t.agents:
-                w.writerow([t.name, str(t.lineup), " ".join(t.seats), ta.label, play.get(ta.label, ""), str(ta.games),
-                            str(ta.deals), *_csv_estimates([ta.metrics[m] for m in metrics])])
-    paths.append(path)
-    path = os.path.join(out_dir, "differences.csv")
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["a", "b", "tables", "deals", "mean", "ci95", "low", "high"])
-        for p in summary.pairs:
-            w.writerow([p.a, p.b, " ".join(table_name(t) for t in p.tables), str(p.estimate.n),
-                        *_csv_estimates([p.estimate])])
-    paths.append(path)
-    path = os.path.join(out_dir, "games.csv")
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["deal", "deal_seed", "lineup", "rotation", "seat", "agent", "rounds", "score", "lake",
-                    "nertz_left", "match_score", "ticks", "round_end", "illegal_actions"])
-        for g in results.games:
-            for s, k in enumerate(g.seats):
-                w.writerow([g.deal, results.deal_seeds[g.deal], g.lineup, g.rotation, s, results.labels[k],
-                            len(g.scores), sum(r[s] for r in g.scores), sum(r[s] for r in g.lake),
-                            sum(r[s] for r in g.nertz_left), g.match_scores[s], g.ticks, "/".join(g.ends),
-                            g.illegal[s]])
-    paths.append(path)
+    write("summary.csv", ["agent", "spec", "play", "tables", "games", "deals", *columns, "rating_mu", "rating_sigma",
+                          "rating_ordinal", "illegal_actions"],
+          ([a.label, a.spec, a.play, " ".join(table_name(t) for t in a.tables), a.games, a.deals,
+            *_csv_estimates([a.metrics[m] for m in metrics]),
+            *(_csv_value(x) for x in (a.rating.mu, a.rating.sigma, a.rating.ordinal)), a.illegal]
+           for a in summary.agents))
+    play = dict(zip(results.labels, results.play, strict=False))
+    write("tables.csv", ["table", "lineup", "seats", "agent", "play", "games", "deals", *columns],
+          ([t.name, t.lineup, " ".join(t.seats), ta.label, play.get(ta.label, ""), ta.games, ta.deals,
+            *_csv_estimates([ta.metrics[m] for m in metrics])] for t in summary.tables for ta in t.agents))
+    write("differences.csv", ["a", "b", "tables", "deals", "mean", "ci95", "low", "high"],
+          ([p.a, p.b, " ".join(table_name(t) for t in p.tables), p.estimate.n, *_csv_estimates([p.estimate])]
+           for p in summary.pairs))
+    write("games.csv", ["deal", "deal_seed", "lineup", "rotation", "seat", "agent", "rounds", "score", "lake",
+                        "nertz_left", "match_score", "ticks", "round_end", "illegal_actions"],
+          ([g.deal, results.deal_seeds[g.deal], g.lineup, g.rotation, s, results.labels[k], len(g.scores),
+            sum(r[s] for r in g.scores), sum(r[s] for r in g.lake), sum(r[s] for r in g.nertz_left),
+            g.match_scores[s], g.ticks, "/".join(g.ends), g.illegal[s]]
+           for g in results.games for s, k in enumerate(g.seats)))
     if plots and summary.agents:
         paths += plot(summary, out_dir)
     return paths
@@ -216,8 +196,8 @@ def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -
 def plot_data(summary: Summary) -> dict[str, list[dict[str, Any]]]:
     """What the plots draw: ``scores`` (one series per agent, or per table and agent when the tournament has
     several tables: the per-game mean round scores, their mean and 95% half-width over deals),
-    ``differences`` (per pair of :attr:`Summary.pairs`, ``"a - b"`` and its tables: the mean and 95% half-width
-    over deals) and ``ratings`` (per agent, mu and 2 sigma)."""
+    and the rows of ``differences`` (per pair of :attr:`Summary.pairs`, ``"a - b"`` and its tables: the mean and
+    95% half-width over deals) and ``ratings`` (per agent: mu as the mean, 2 sigma as the half-width)."""
     scores = []
     if len(summary.tables) > 1:
         for t in summary.tables:
@@ -236,8 +216,8 @@ def plot_data(summary: Summary) -> dict[str, list[dict[str, Any]]]:
             e = a.metrics["score"]
             scores.append({"label": a.label, "scores": list(a.scores), "mean": e.mean, "ci95": e.half_width})
     differences = [{"label": f"{p.a} - {p.b} ({tables_text(p.tables)})", "mean": p.estimate.mean,
-                    "ci95": p.estimate.half_width} for p in summary.pairs]
-    ratings = [{"label": a.label, "mu": a.rating.mu, "two_sigma": 2 * a.rating.sigma} for a in summary.agents]
+                    "half_width": p.estimate.half_width} for p in summary.pairs]
+    ratings = [{"label": a.label, "mean": a.rating.mu, "half_width": 2 * a.rating.sigma} for a in summary.agents]
     return {"scores": scores, "differences": differences, "ratings": ratings}
 
 
@@ -273,23 +253,21 @@ def plot(summary: Summary, out_dir: str) -> list[str]:
     ax.axhline(0.0, color="grey", lw=0.5)
     ax.legend(loc="best")
     paths = [saved(fig, "scores.png")]
-    diffs = data["differences"]
-    if diffs:
-        fig, ax = plt.subplots(figsize=(7.0, 1.5 + 0.4 * len(diffs)))
-        hws = [0.0 if math.isnan(x["ci95"]) else x["ci95"] for x in diffs]
-        ax.errorbar([x["mean"] for x in diffs], range(len(diffs)), xerr=hws, fmt="o", capsize=4)
-        ax.axvline(0.0, color="grey", lw=1)
-        ax.set_yticks(range(len(diffs)), [x["label"] for x in diffs])
+
+    def rows(name: str, title: str, items: list[dict[str, Any]], xlabel: str, zero: bool) -> None:
+        """One row per item: its mean and, either side, its half-width."""
+        fig, ax = plt.subplots(figsize=(7.0, 1.5 + 0.4 * len(items)))
+        hws = [0.0 if math.isnan(x["half_width"]) else x["half_width"] for x in items]
+        ax.errorbar([x["mean"] for x in items], range(len(items)), xerr=hws, fmt="o", capsize=4)
+        if zero:
+            ax.axvline(0.0, color="grey", lw=1)
+        ax.set_yticks(range(len(items)), [x["label"] for x in items])
         ax.invert_yaxis()
-        ax.set_xlabel("a - b: score per round, paired by deal (mean ± 95%)")
-        ax.set_title("Paired differences")
-        paths.append(saved(fig, "differences.png"))
-    rat = data["ratings"]
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.4 * len(rat)), 4.0))
-    ax.errorbar(
-        range(len(rat)), [x["mu"] for x in rat], yerr=[x["two_sigma"] for x in rat], fmt="o", capsize=4
-    )
-    ax.set_xticks(range(len(rat)), [x["label"] for x in rat], rotation=20)
-    ax.set_ylabel("openskill Plackett-Luce mu ± 2σ")
-    ax.set_title("Ratings")
-    return [*paths, saved(fig, "ratings.png")]
+        ax.set(xlabel=xlabel, title=title)
+        paths.append(saved(fig, name))
+
+    if data["differences"]:
+        rows("differences.png", "Paired differences", data["differences"],
+             "a - b: score per round, paired by deal (mean ± 95%)", zero=True)
+    rows("ratings.png", "Ratings", data["ratings"], "openskill Plackett-Luce mu ± 2σ", zero=False)
+    return paths

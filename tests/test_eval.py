@@ -486,7 +486,7 @@ def _check_everything(text: str, out: Path, mode: str) -> Recomputed:
     assert len(drawn) == len(reported)
     for (a, b), d in reported.items():
         row = drawn[f"{a} - {b} ({printed_diffs[f'{a} - {b}'][0]})"]
-        assert row["mean"] == pytest.approx(d["mean"]) and row["ci95"] == pytest.approx(d["ci95"])
+        assert row["mean"] == pytest.approx(d["mean"]) and row["half_width"] == pytest.approx(d["ci95"])
     return rec
 
 
