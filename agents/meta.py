@@ -113,10 +113,8 @@ def check_compatible(
 ) -> None:
     """Raise :class:`IncompatibleCheckpointError` unless ``meta`` was trained for exactly ``config``.
 
-    The message is one line: every difference (table size, each rules option, observation size, action count)
-    and the file that records the rules it was trained for (``path``'s, else ``meta["path"]``'s: the JSON
-    beside the zip, e.g. ``checkpoints/step_N.json``). An option one side does not record is at its default.
-    """
+    One line: every difference (an option one side leaves out is at its default) and the JSON beside ``path``
+    (or ``meta["path"]``) that records the rules it was trained for, e.g. ``checkpoints/step_N.json``."""
     problems: list[str] = []
     if int(meta["num_players"]) != config.num_players:
         problems.append(f"num_players: {where} has {meta['num_players']}, the table has {config.num_players}")
@@ -125,19 +123,16 @@ def check_compatible(
     for key in sorted((set(want) | set(have)) - {"num_players"}):
         if key not in default:
             problems.append(f"rules.{key}: this version does not know the {where}'s option ({have[key]!r})")
-        elif have.get(key, default[key]) != want.get(key, default[key]):
-            problems.append(f"rules.{key}: {where} has {have.get(key, default[key])!r}, the table has "
-                            f"{want.get(key, default[key])!r}")
+        elif (theirs := have.get(key, default[key])) != (mine := want.get(key, default[key])):
+            problems.append(f"rules.{key}: {where} has {theirs!r}, the table has {mine!r}")
     obs_size, num_actions = obs_layout(config).size, action_table(config).n
     if int(meta["obs_size"]) != obs_size:
         problems.append(f"observation size: {where} has {meta['obs_size']}, the table has {obs_size}")
     if int(meta["num_actions"]) != num_actions:
         problems.append(f"action count: {where} has {meta['num_actions']}, the table has {num_actions}")
     if problems:
-        record = path or meta.get("path")
-        rules = ""
-        if record:
-            rules = f"; its rules: {sidecar_path(record) if os.path.isfile(sidecar_path(record)) else record}"
+        record = sidecar_path(path or meta.get("path") or "")
+        rules = f"; its rules: {record}" if os.path.isfile(record) else ""
         raise IncompatibleCheckpointError(
             f"incompatible {where} (trained with nertz-env {meta.get('package_version', '?')}{rules}): "
             + "; ".join(problems)

@@ -401,8 +401,7 @@ def load_policy_agent(path: str, config: NertzConfig | None = None, **params: An
     """The registry loader for ``.zip`` checkpoints: ``make_agent("model.zip:deterministic=false,name=x")``
     (defaults: the most probable legal action; the path as the name). ``config``: the table a zip without a
     nertz-env record was trained for, checked now and then the only one it plays at; a zip with a record must
-    have been trained for it, the observation options ``last_moves`` and ``memory`` aside (the agent keeps its
-    own; docs/guides/training-sb3.md).
+    have been trained for it, observation options aside (docs/guides/training-sb3.md).
 
     Raises:
         FileNotFoundError: no such file.

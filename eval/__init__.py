@@ -2,8 +2,7 @@
 
 ``run_tournament(agent_specs, num_players, deals, seed, rules, workers)`` plays a round robin or a gauntlet and
 returns :class:`Results`; ``summarize(results)`` gives per-agent means with 95% intervals over deals (its ratings
-need the ``eval`` extra); :mod:`nertz_env.eval.report` prints and saves them as ``nertz-eval`` does. See
-docs/guides/evaluation.md.
+need the ``eval`` extra); :mod:`nertz_env.eval.report` prints and saves them. See docs/guides/evaluation.md.
 """
 
 from nertz_env.eval.stats import Estimate, mean_ci, paired_difference, t_quantile

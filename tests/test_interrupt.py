@@ -5,6 +5,7 @@ Ctrl-C stops at once without leaving a half-written checkpoint."""
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import pickle
@@ -18,7 +19,6 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 pytest.importorskip("sb3_contrib", reason="needs the train extra")
@@ -51,30 +51,22 @@ def _saving(run: Path, evaluating: bool) -> TrainConfig:
 
 
 def _wrote(run: Path) -> dict[str, Any]:
-    """Every file a run wrote, as far as it does not depend on the clock: a zip's members but SB3's data (it holds
-    the start time), an array file's arrays, a training state's values, a CSV without its seconds, the
-    throughput report's keys."""
+    """Every file a run wrote, as far as it does not depend on the clock: an archive's members (SB3's data holds
+    the start time), a training state's values, a CSV without its seconds, the throughput report's keys."""
     out: dict[str, Any] = {}
     for p in sorted(x for x in run.rglob("*") if x.is_file()):
-        name = p.relative_to(run).as_posix()
-        if p.suffix == ".zip":
+        name, data = p.relative_to(run).as_posix(), p.read_bytes().replace(str(run).encode(), b"RUN")
+        if p.suffix in (".zip", ".npz"):
             with zipfile.ZipFile(p) as z:
                 out[name] = {m: z.read(m).replace(str(run).encode(), b"RUN") for m in z.namelist() if m != "data"}
-        elif p.suffix == ".npz":
-            with np.load(p) as arrays:
-                out[name] = {k: arrays[k].tolist() for k in arrays.files}
         elif p.suffix == ".csv":
-            with open(p, newline="") as f:
-                out[name] = [{k: v.replace(str(run), "RUN") for k, v in r.items() if k != "seconds"}
-                             for r in csv.DictReader(f)]
+            out[name] = [{k: v for k, v in r.items() if k != "seconds"} for r in csv.DictReader(io.StringIO(data.decode()))]
         elif name.endswith(".state.pkl"):
             state = pickle.loads(p.read_bytes())
             state["rng"]["torch"] = state["rng"]["torch"].numpy().tobytes()  # (a tensor's pickle varies)
             out[name] = pickle.dumps(state)
-        elif name == "throughput.json":
-            out[name] = sorted(json.loads(p.read_text()))
         else:
-            out[name] = p.read_bytes().replace(str(run).encode(), b"RUN")
+            out[name] = sorted(json.loads(data)) if name == "throughput.json" else data
     return out
 
 

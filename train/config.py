@@ -262,9 +262,8 @@ class TrainConfig:
         return cfg
 
     def to_dict(self) -> dict[str, Any]:
-        """The options as plain data (what a checkpoint and ``--print-config`` hold; :meth:`from_dict` reads it
-        back to this config whatever the defaults). Shaping and evaluation are written when off too; the other
-        absent sections follow from the mode and ``learners_per_table``."""
+        """The options as plain data, shaping and evaluation when off too (what a checkpoint and ``--print-config``
+        hold; :meth:`from_dict` reads it back whatever the defaults: the other absent sections follow from it)."""
         out = {k: v for k, v in dataclasses.asdict(self).items() if v is not None or k not in SECTIONS}
         return {"shaping": False, "evaluation": {"deals": 0}, **out}
 

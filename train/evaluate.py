@@ -252,8 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m nertz_env.train.evaluate",
         description="Evaluate every checkpoint of a training run on the same duplicate deals (a learning curve).",
     )
-    ap.add_argument("run_dir", help="a folder nertz-train wrote: each of its checkpoints/step_*.zip is played (your "
-                    "own SB3 zips: nertz_env.eval.run_tournament, docs/guides/evaluation.md)")
+    ap.add_argument("run_dir", help="a nertz-train run folder (your own zips: nertz_env.eval.run_tournament)")
     ap.add_argument("--deals", type=at_least(1), default=200, help="duplicate deals per checkpoint (default 200)")
     ap.add_argument("--seed", type=at_least(0), default=5, help="seed of the deals (default 5)")
     ap.add_argument("--baseline", action="append", metavar="SPEC",

@@ -81,10 +81,8 @@ def plot(run_dir: str, out: str, title: str | None = None) -> str:
         series.insert(0, (evals, text, "o-"))
     train = read_training_scores(run_dir)
     if not series and not train:
-        raise FileNotFoundError(
-            f"{run_dir} holds no eval.csv, checkpoint_eval_*.csv or TensorBoard log of rollout/ep_rew_mean (SB3 "
-            "writes one with tensorboard_log= on a VecMonitor-wrapped env, once a round has ended)"
-        )
+        raise FileNotFoundError(f"{run_dir} holds no eval.csv, checkpoint_eval_*.csv or TensorBoard log of "
+                                "rollout/ep_rew_mean (SB3 logs it with tensorboard_log= on a VecMonitor)")
     fig, axes = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
     ax = axes[0]
     for evals, text, style in series:

@@ -108,11 +108,9 @@ class _Hooks(BaseCallback):
         tr.clock.boundary_seconds += self._rollout_t0 - t0
 
     def _on_step(self) -> bool:
-        if self.trainer.stopped is not None:  # this step is past the stop's checkpoint: not kept, not counted
-            return False
-        if self.bar is not None:
+        if self.bar is not None and self.trainer.stopped is None:  # (a step past the stop's checkpoint is not kept)
             self.bar.update(self.training_env.num_envs)
-        return True
+        return self.trainer.stopped is None
 
     def _on_rollout_end(self) -> None:
         tr = self.trainer
