@@ -478,6 +478,7 @@ class FastSamplingPPOConfig(PPOConfig):
         self.env_runner_cls = FastSamplingEnvRunner
 
     def build_module_to_env_connector(self, env: Any = None, spaces: Any = None) -> Any:
+        """RLlib's pipeline with its unbatch piece swapped for :class:`FlatUnBatchToIndividualItems` (same items)."""
         pipeline = super().build_module_to_env_connector(env, spaces)
         for i, piece in enumerate(pipeline.connectors):
             if type(piece) is UnBatchToIndividualItems:

@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = [
     ("helpers", ["nertz_env._text", "nertz_env.threads", "nertz_env.extras"]),
     ("game", ["nertz_env.config", "nertz_env.cards", "nertz_env.actions", "nertz_env.observation",
-              "nertz_env.global_state", "nertz_env.infos", "nertz_env.snapshot", "nertz_env.engine"]),
+              "nertz_env.global_state", "nertz_env.infos", "nertz_env.snapshot", "nertz_env.engine",
+              "nertz_env.moves"]),
     ("drawing", ["nertz_env.render"]),
     ("agents", ["nertz_env.agents"]),
     ("env forms", ["nertz_env.environment", "nertz_env.vector", "nertz_env.agent_vector", "nertz_env.single",

@@ -53,7 +53,8 @@ class MovesPolicy(MaskableActorCriticPolicy):
         move_arch: hidden widths of ``f``.
         obs_size: with a privileged critic, the observation's width: the input's remaining columns are the
             global state, which only the critic reads (:mod:`nertz_env.train.privileged`).
-        *args, **kwargs: as ``MaskableActorCriticPolicy``.
+        *args: as ``MaskableActorCriticPolicy``.
+        **kwargs: as ``MaskableActorCriticPolicy``.
     """
 
     def __init__(self, *args: Any, rules: dict[str, Any], move_arch: Sequence[int] = (128,), obs_size: int | None = None,
