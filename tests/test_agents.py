@@ -630,7 +630,7 @@ def test_shipped_network__plays_through_nertz_eval_and_nertz_play(name: str, tmp
     out = capsys.readouterr().out
     assert name in out and "heuristic" in out
     built = play_cli._build(play_cli.build_parser().parse_args(
-        ["--opponents", name, "--players", "4", "--step", "--seed", "4", "--replay-dir", str(tmp_path)]))
+        ["--opponent", name, "--players", "4", "--step", "--seed", "4", "--replay-dir", str(tmp_path)]))
     game = play_cli.make_table_server(built, seat=0, step=True).game
     assert all(bot.actor is not None for bot in game.bots.values())  # the numpy forward
     moved = 0

@@ -314,7 +314,7 @@ def test_moves_policy__plays_through_make_agent_nertz_eval_and_nertz_play_in_num
                        "--no-progress"]) == 0
     assert "heuristic" in capsys.readouterr().out
     built = play_cli._build(play_cli.build_parser().parse_args(
-        ["--opponents", path, "--players", "4", "--step", "--seed", "4", "--replay-dir", str(tmp_path)]))
+        ["--opponent", path, "--players", "4", "--step", "--seed", "4", "--replay-dir", str(tmp_path)]))
     game = play_cli.make_table_server(built, seat=0, step=True).game
     assert all(isinstance(bot.actor, MovesActor) for bot in game.bots.values())
     moved = 0

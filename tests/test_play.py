@@ -341,19 +341,19 @@ def _run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
-        (["--opponents", "wizard"], "unknown agent 'wizard'"),
+        (["--opponent", "wizard"], "unknown agent 'wizard'"),
         (["--players", "9"], "argument --players: invalid choice: 9"),
-        (["--opponents", *["random"] * 8], "--opponents names 8: a table has 2 to 8 players"),
-        (["--opponents", "heuristic", "search", "--players", "4"], "has 3 opponents, but --opponents names 2"),
+        ([*["--opponent", "random"] * 8], "--opponent is given 8 times: a table has 2 to 8 players"),
+        (["--opponent", "heuristic", "--opponent", "search", "--players", "4"], "has 3 opponents, but --opponent is given 2 times"),
         (["--seat", "4"], "--seat must be from 0 to 3"),
         (["--step", "--tick-ms", "200"], "--step has no clock"),
         (["--tick-ms", "5"], "--tick-ms must be from"),
         (["--rule", "draw=4"], "draw=4 is not allowed"),
         (["--rule", "max_ticks=99999999999"], "max_ticks=99999999999 is not allowed"),  # an OverflowError traceback
-        (["--opponents", "runs/none.zip"], "checkpoint file not found"),
+        (["--opponent", "runs/none.zip"], "checkpoint file not found"),
         (["--port", "70000"], "--port must be from 0 to 65535"),
         (["--seed", "-1"], "argument --seed: must be at least 0, got -1"),
-        (["--opponents", "heuristic:depth=3"], "has no parameter depth"),
+        (["--opponent", "heuristic:depth=3"], "has no parameter depth"),
         (["--host", "no.such.host.invalid"], "--host"),
         (["--port", "{taken}"], "cannot listen on 127.0.0.1:{taken}"),  # a port in use
         (["--replay-dir", "{file}/sub"], "--replay-dir"),  # a folder that cannot be made
@@ -377,12 +377,12 @@ def test_cli__bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str
     ("argv", "words"),
     [
         # one opponent named: a table of 2 by default, not the 4 the shipped policy was trained for
-        (["--opponents", "ppo"], "num_players: policy 'ppo' has 4, the table has 2"),
+        (["--opponent", "ppo"], "num_players: policy 'ppo' has 4, the table has 2"),
         # nertz-play has no --target-score: the rule is named (nertz-eval's advice: tests/test_cli.py)
-        (["--opponents", "ppo", "--players", "4", "--rule", "target_score=50"], "drop --rule target_score=50"),
-        (["--opponents", "{cut}"], "cut.zip is not a checkpoint"),  # cut short: an interrupted download
+        (["--opponent", "ppo", "--players", "4", "--rule", "target_score=50"], "drop --rule target_score=50"),
+        (["--opponent", "{cut}"], "cut.zip is not a checkpoint"),  # cut short: an interrupted download
         # the shipped policy as SB3 saves one trained on NertzSingleAgentEnv: no nertz-env record
-        (["--opponents", "{bare}", "--players", "3"], "its spaces are those of a table of 4 players"),
+        (["--opponent", "{bare}", "--players", "3"], "its spaces are those of a table of 4 players"),
     ],
 )
 def test_cli__an_opponent_that_cannot_play_this_table_is_one_line_saying_what_to_pass(
@@ -402,15 +402,15 @@ def test_cli__an_opponent_that_cannot_play_this_table_is_one_line_saying_what_to
                 dst.writestr(item, src.read(item.filename))
     code, err = _run_cli(capsys, "--replay-dir", str(tmp_path), *[a.format(cut=cut, bare=bare) for a in argv])
     assert code == 2
-    assert len(err.splitlines()) == 1 and err.startswith("nertz-play: error: --opponents:"), err
+    assert len(err.splitlines()) == 1 and err.startswith("nertz-play: error: --opponent:"), err
     assert words in err, err
 
 
 def test_cli__one_opponent_fills_every_seat_and_the_default_table_is_four() -> None:
-    args = cli.build_parser().parse_args(["--opponents", "greedy", "--players", "5"])
+    args = cli.build_parser().parse_args(["--opponent", "greedy", "--players", "5"])
     assert cli._opponents(args) == (5, ["greedy"] * 4)
     assert cli._opponents(cli.build_parser().parse_args([])) == (4, ["heuristic"] * 3)
-    assert cli._opponents(cli.build_parser().parse_args(["--opponents", "search", "greedy"])) == (3, ["search", "greedy"])
+    assert cli._opponents(cli.build_parser().parse_args(["--opponent", "search", "--opponent", "greedy"])) == (3, ["search", "greedy"])
 
 
 # ------------------------------------------------------------------ the replay
@@ -959,7 +959,7 @@ def test_cli__serves_the_table_and_a_first_ctrl_c_stops_it_with_its_replay_close
     from nertz_env.replay import verify_replay
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nertz_env.play.cli", "--no-browser", "--seed", "5", "--players", "2", "--opponents",
+        [sys.executable, "-m", "nertz_env.play.cli", "--no-browser", "--seed", "5", "--players", "2", "--opponent",
          "random", "--tick-ms", "100", "--replay-dir", str(tmp_path)],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=restore_sigint,
         env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -1,8 +1,8 @@
 """``nertz-play``: take a seat at a Nertz table against agents, in your browser.
 
     nertz-play                                          # you and three heuristic bots, real time
-    nertz-play --opponents search heuristic ppo         # three named opponents (a table of 4)
-    nertz-play --opponents search --players 3           # one name fills every other seat
+    nertz-play --opponent search --opponent heuristic --opponent ppo   # three opponents (a table of 4)
+    nertz-play --opponent search --players 3                            # one fills every other seat
     nertz-play --step --seed 7 --rule draw=1            # the table waits for your moves
 
 Guide: docs/guides/replays.md. Bad input prints one line and exits with code 2.
@@ -50,9 +50,9 @@ PAGE_HEADERS = [
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="nertz-play", description=plain((__doc__ or "").split("\n\n")[0]))
-    p.add_argument("--opponents", nargs="+", metavar="AGENT",
-                   help="agent specs of the other seats (random, greedy, heuristic, search, ppo, a checkpoint "
-                        "path, 'heuristic:wait_prob=0.3'); one name fills every seat (default: heuristic)")
+    p.add_argument("--opponent", action="append", dest="opponents", metavar="AGENT",
+                   help="the agent spec of another seat (random, greedy, heuristic, search, ppo, a checkpoint "
+                        "path, 'heuristic:wait_prob=0.3'), once per seat; one fills every seat (default: heuristic)")
     p.add_argument("--players", type=int, choices=range(2, 9), metavar="N",
                    help="seats at the table, 2 to 8 (default: opponents + 1, else 4)")
     p.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
@@ -76,15 +76,15 @@ def _opponents(args: argparse.Namespace) -> tuple[int, list[str]]:
     if players is None:
         players = len(given) + 1 if given else 4
     if not 2 <= players <= 8:  # the number of opponents named
-        raise UsageError(f"--opponents names {len(given)}: a table has 2 to 8 players")
+        raise UsageError(f"--opponent is given {len(given)} times: a table has 2 to 8 players")
     if not given:
         return players, ["heuristic"] * (players - 1)
     if len(given) == 1:
         return players, given * (players - 1)
     if len(given) != players - 1:
         raise UsageError(
-            f"a table of {players} players has {players - 1} opponents, but --opponents names {len(given)} "
-            "(name one to fill every seat)"
+            f"a table of {players} players has {players - 1} opponents, but --opponent is given {len(given)} times "
+            "(give one to fill every seat)"
         )
     return players, list(given)
 
@@ -122,11 +122,11 @@ def _build(args: argparse.Namespace) -> dict[str, Any]:
             # a policy refuses a table it was not trained for when it is reset: here, not deep in the first deal
             check_agent(bot, spec, config)
         except IncompatibleAgentError as e:
-            raise UsageError(f"--opponents: {advice(e, rules, target_score_flag=False)}") from None
+            raise UsageError(f"--opponent: {advice(e, rules, target_score_flag=False)}") from None
         except (ValueError, FileNotFoundError) as e:  # an unknown name, a missing or damaged checkpoint
-            raise UsageError(f"--opponents: {e}") from None
+            raise UsageError(f"--opponent: {e}") from None
         except ImportError as e:
-            raise UsageError(f"--opponents: {spec!r} needs a missing package ({e}); {install_command('train')}") from None
+            raise UsageError(f"--opponent: {spec!r} needs a missing package ({e}); {install_command('train')}") from None
         bots.append(bot)
     replay_dir = args.replay_dir or os.path.join(
         os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share"), "nertz-env", "replays")
