@@ -338,6 +338,26 @@ def test_bad_action__is_refused_naming_the_agent(actions: dict, match: str) -> N
         env.step({**{a: 0 for a in env.agents}, **actions} if "player_0" in actions else actions)
 
 
+@pytest.mark.parametrize(("form", "bad"), [("NertzSingleAgentEnv", 1.5), ("NertzSingleAgentEnv", True),
+                                           ("NertzSingleAgentEnv", "0"), ("NertzSingleAgentEnv", np.array([0, 1])),
+                                           ("NertzVecEnv", np.array([1.5, 1.5])), ("NertzVecEnv", np.array([0]))])
+def test_bad_action__the_training_forms_refuse_it_and_play_on(form: str, bad: object) -> None:
+    """Not read as action 1, 1 or 0, nor one action broadcast to every learner."""
+    make, step = FORMS[form]
+    env = make()
+    _reset(env)
+    with pytest.raises(ValueError, match="action"):
+        env.step(bad)
+    step(env, np.random.default_rng(0))
+
+
+def test_bad_seed__the_sb3_vector_env_refuses_it_at_reset() -> None:
+    env = _sb3_vec()
+    env.seed(1.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="seed"):
+        env.reset()
+
+
 @pytest.mark.parametrize(("illegal_action", "bad"), [("noop", 1.5), ("noop", "flip"), ("raise", 10_000), ("raise", -1),
                                                    pytest.param("raise", 10**5000, id="raise-5000-digits")])
 def test_aec_bad_action__raises_at_its_own_step_and_changes_nothing(illegal_action: str, bad: object) -> None:
