@@ -15,10 +15,11 @@ def short(value: Any, limit: int = SHORT) -> str:
     if isinstance(value, (str, bytes)) and len(value) > 4 * limit:  # no repr of the whole of a huge string
         text = repr(value[: 2 * limit])
         total = len(value)
-    elif isinstance(value, int) and value.bit_length() > 4 * limit:  # Python refuses str() past 4,300 digits
-        return f"an integer of {value.bit_length()} bits"
     else:
-        text = repr(value)
+        try:
+            text = repr(value)
+        except ValueError:  # an integer past Python's limit for int to text (4,300 digits)
+            return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
         total = len(text)
     if len(text) <= limit and total == len(text):
         return text

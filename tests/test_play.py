@@ -353,6 +353,7 @@ def _run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
         (["--opponents", "runs/none.zip"], "checkpoint file not found"),
         (["--port", "70000"], "--port must be from 0 to 65535"),
         (["--seed", "-1"], "argument --seed: must be at least 0, got -1"),
+        (["--seed", str(2**64)], "argument --seed: must be from 0 to 18446744073709551615"),
         (["--opponents", "heuristic:depth=3"], "has no parameter depth"),
         (["--host", "no.such.host.invalid"], "--host"),
         (["--port", "{taken}"], "cannot listen on 127.0.0.1:{taken}"),  # a port in use
@@ -816,6 +817,18 @@ def test_server__new_games_come_one_a_second_at_most(tmp_path: Path) -> None:
         ref.reset(seed=SEED + 1)
         assert hub.game.env.snapshot() == ref.snapshot()
     assert len(list(tmp_path.iterdir())) == 2  # the first game's and the one new game's
+
+
+def test_server__the_game_after_seed_2_64_minus_1_is_seed_0() -> None:
+    """Not seed 2**64, which the env refuses: that stopped the table."""
+    client, hub = make_client(make_game(players=2, seed=2**64 - 1))
+    with client, client.websocket_connect("/ws") as ws:
+        join(ws)
+        ws.send_json({"type": "new_game"})
+        msg = ws.receive_json()
+        while msg["type"] not in ("info", "error"):
+            msg = ws.receive_json()
+        assert msg["message"] == "new game (seed 0)", msg
 
 
 # ------------------------------------------------------------------ the protocols' bounds, on fake transports
