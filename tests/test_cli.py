@@ -86,6 +86,34 @@ def test_parser__bad_input_is_one_line_and_exit_2(argv: list[str], error: str, c
     assert capsys.readouterr().err == f"nertz-x: error: {error} (see --help)\n"
 
 
+LONG = "x" * 5000
+REFUSED_SHORT = [
+    ("eval", ["round-robin", "random", LONG]),
+    ("eval", ["round-robin", "random", "--deals", LONG]),  # argparse's own refusal repeats the value
+    ("play", ["--opponents", LONG]),
+    ("play", ["--host", "x" * 70]),  # a label too long for a host name: a UnicodeError, not a gaierror
+    ("play", ["--seed", str(2**64)]),  # the env refuses it once the server is up
+    ("demo", ["--seed", str(2**64)]),
+    ("replay", [LONG + ".jsonl"]),
+    ("train", ["--config", LONG]),
+    ("train", ["--config", "{deep}"]),  # JSON nested past Python's recursion limit
+]
+
+
+@pytest.mark.parametrize(("command", "argv"), REFUSED_SHORT, ids=[f"{c} {' '.join(a)[:24]}" for c, a in REFUSED_SHORT])
+def test_commands__a_refusal_is_one_short_line_and_exit_2(command: str, argv: list[str], tmp_path: Path,
+                                                         capsys: Any) -> None:
+    (tmp_path / "deep.json").write_text("[" * 100_000)
+    module, _, function = commands.COMMANDS[f"nertz-{command}"].target.partition(":")
+    extra = ["--no-browser", "--replay-dir", str(tmp_path)] if command == "play" else []
+    try:
+        code = getattr(importlib.import_module(module), function)([*extra, *(a.format(deep=tmp_path / "deep.json") for a in argv)])
+    except SystemExit as e:  # argparse's refusals
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and len(err) < 1100, err[:1100]
+
+
 # ---------------------------------------------------------------- refusals a command makes
 def test_make_agent__a_run_folder_points_to_its_policy(tmp_path: Path) -> None:
     from nertz_env.agents import AgentSpecError, make_agent
