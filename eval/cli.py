@@ -256,7 +256,7 @@ def _report(
     if not args.no_save:
         paths = save(results, summary, out_dir, plots=not args.no_plots)
         table_path = os.path.join(out_dir, "table.txt")
-        with open(table_path, "w") as f:
+        with open(table_path, "w", encoding="utf-8") as f:
             f.write(out + "\n")
         print(f"saved: {', '.join([*paths, table_path])}", file=sys.stderr)
     if results.failure is not None:

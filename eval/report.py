@@ -155,13 +155,13 @@ def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -
     os.makedirs(out_dir, exist_ok=True)
     paths = []
     path = os.path.join(out_dir, "results.json")
-    with open(path, "w") as f:
+    with open(path, "w", encoding="utf-8") as f:
         json.dump({**results.to_dict(), "summary": summary.to_dict()}, f, indent=1)
     paths.append(path)
     metrics = list(summary.agents[0].metrics) if summary.agents else []
     columns = [f"{m}_{x}" for m in metrics for x in ("mean", "ci95", "low", "high")]
     path = os.path.join(out_dir, "summary.csv")
-    with open(path, "w", newline="") as f:
+    with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["agent", "spec", "play", "tables", "games", "deals", *columns,
                     "rating_mu", "rating_sigma", "rating_ordinal", "illegal_actions"])
@@ -177,7 +177,7 @@ def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -
             w.writerow(row)
     paths.append(path)
     path = os.path.join(out_dir, "tables.csv")
-    with open(path, "w", newline="") as f:
+    with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["table", "lineup", "seats", "agent", "play", "games", "deals", *columns])
         play = dict(zip(results.labels, results.play, strict=False))
@@ -187,7 +187,7 @@ def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -
                             str(ta.deals), *_csv_estimates([ta.metrics[m] for m in metrics])])
     paths.append(path)
     path = os.path.join(out_dir, "differences.csv")
-    with open(path, "w", newline="") as f:
+    with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["a", "b", "tables", "deals", "mean", "ci95", "low", "high"])
         for p in summary.pairs:
@@ -195,7 +195,7 @@ def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -
                         *_csv_estimates([p.estimate])])
     paths.append(path)
     path = os.path.join(out_dir, "games.csv")
-    with open(path, "w", newline="") as f:
+    with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["deal", "deal_seed", "lineup", "rotation", "seat", "agent", "rounds", "score", "lake",
                     "nertz_left", "match_score", "ticks", "round_end", "illegal_actions"])

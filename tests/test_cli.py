@@ -208,6 +208,18 @@ def test_commands__run_without_sched_getaffinity_and_with_spawned_workers(tmp_pa
     assert (tmp_path / "run" / "policy.zip").is_file() and (tmp_path / "ev" / "results.json").is_file()
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="an ASCII C locale stands in for Windows' code pages")
+def test_nertz_eval__a_stdout_that_cannot_take_its_table_loses_nothing(tmp_path: Path) -> None:
+    """Windows' pipes take the ANSI code page, which has no σ (the ratings' header): the table printed there and
+    the files saved after it."""
+    code = "import sys; from nertz_env.cli.commands import nertz_eval; sys.exit(nertz_eval())"  # the installed command
+    legacy = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    out = subprocess.run([sys.executable, "-c", code, "round-robin", "random", "greedy", "--deals", "1", "--no-progress",
+                          "--no-plots", "--out", "ev"], cwd=tmp_path, env=legacy, capture_output=True, timeout=300)
+    assert out.returncode == 0, out.stderr.decode(errors="replace")[-2000:]
+    assert "rating mu ± 2σ" in (tmp_path / "ev" / "table.txt").read_text(encoding="utf-8")
+
+
 # ---------------------------------------------------------------- what the commands print
 def test_nertz_eval__tables_and_files_name_how_each_policy_played(tmp_path: Path, capsys: Any) -> None:
     """A trained policy plays its most probable action (by name or by path) unless told to sample."""
