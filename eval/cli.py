@@ -18,7 +18,7 @@ import openskill  # noqa: F401  (the eval extra, for the ratings: a missing one 
 
 from nertz_env.agents import LADDER, AgentSpecError, known_agents
 from nertz_env.agents.registry import IncompatibleAgentError
-from nertz_env.cli import EXIT_INTERRUPTED, EXIT_USAGE, Parser, UsageError, add_rule_flag, advice, at_least
+from nertz_env.cli import EXIT_INTERRUPTED, Parser, UsageError, add_rule_flag, advice, at_least, refuse
 from nertz_env.eval.report import differences_table, save, table
 from nertz_env.eval.summary import ladder_check, summarize
 from nertz_env.eval.tournament import plan_tournament, play_tournament
@@ -256,7 +256,7 @@ def _report(
     if not args.no_save:
         paths = save(results, summary, out_dir, plots=not args.no_plots)
         table_path = os.path.join(out_dir, "table.txt")
-        with open(table_path, "w") as f:
+        with open(table_path, "w", encoding="utf-8") as f:
             f.write(out + "\n")
         print(f"saved: {', '.join([*paths, table_path])}", file=sys.stderr)
     if results.failure is not None:
@@ -279,8 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(args)
     except UsageError as e:
-        print(f"nertz-eval: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return refuse("nertz-eval", e)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--deals", type=at_least(1), default=40,
                         help="deals in the tournament, at least 1 (default 40); any number starts at once, and "
                         "Ctrl-C shows the deals finished")
-    parser.add_argument("--seed", type=at_least(0), default=0,
+    parser.add_argument("--seed", type=at_least(0, 2**64 - 1), default=0,
                         help="seed of the table's deal and of the tournament, a non-negative integer (default 0)")
     args = parser.parse_args(argv)
     print("A 4-player table after 25 ticks of greedy play (render_mode='ansi'):\n")

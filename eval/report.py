@@ -157,12 +157,12 @@ def save(results: Results, summary: Summary, out_dir: str, plots: bool = True) -
     """Write the files listed in the module docstring into ``out_dir`` (created if needed); returns their paths."""
     os.makedirs(out_dir, exist_ok=True)
     paths = [os.path.join(out_dir, "results.json")]
-    with open(paths[0], "w") as f:
+    with open(paths[0], "w", encoding="utf-8") as f:
         json.dump({**results.to_dict(), "summary": summary.to_dict()}, f, indent=1)
 
     def write(name: str, header: list[str], rows: Iterable[list[Any]]) -> None:
         paths.append(os.path.join(out_dir, name))
-        with open(paths[-1], "w", newline="") as f:
+        with open(paths[-1], "w", newline="", encoding="utf-8") as f:
             w = csv.writer(f)
             w.writerow(header)
             w.writerows(rows)

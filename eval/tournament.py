@@ -18,6 +18,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent import futures
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -384,8 +385,9 @@ def _play_with_workers(
     plan: _Plan, n: int, workers: int, done: dict[int, list[GameRecord]], bar: Any
 ) -> None:
     """Play the deals with this process and ``workers - 1`` spawned ones, deal by deal as each gets free:
-    this process starts at once (its agents are loaded), the workers join when they have imported."""
-    pool = mp.get_context("spawn").Pool(workers - 1, initializer=_init_worker, initargs=(plan,))
+    this process starts at once (its agents are loaded), the workers join when they have imported. A worker
+    that dies raises here (a ``multiprocessing.Pool`` would replace it for ever)."""
+    pool = futures.ProcessPoolExecutor(workers - 1, mp.get_context("spawn"), initializer=_init_worker, initargs=(plan,))
     try:
         player = Player(plan, make_agent)
         chunk = max(1, min(4, n // (32 * workers)))  # small: the parent and the workers share the tail
@@ -397,14 +399,14 @@ def _play_with_workers(
             if next_deal < n:
                 deals = list(range(next_deal, min(n, next_deal + chunk)))
                 next_deal += len(deals)
-                pending.append(pool.apply_async(_work_many, (deals,)))
+                pending.append(pool.submit(_work_many, deals))
 
         for _ in range(2 * (workers - 1)):  # keep each worker one task ahead
             submit()
         while len(done) < n:
-            for r in [r for r in pending if r.ready()]:
+            for r in [r for r in pending if r.done()]:
                 pending.remove(r)
-                for deal, games in r.get():
+                for deal, games in r.result():
                     done[deal] = games
                     bar.update(1)
                 submit()
@@ -414,13 +416,18 @@ def _play_with_workers(
                 done[deal] = games
                 bar.update(1)
             elif pending:
-                pending[0].wait(0.05)
-        pool.close()
-    except BaseException:
-        pool.terminate()
+                futures.wait(pending, 0.05, futures.FIRST_COMPLETED)
+    except BaseException as e:
+        for p in list(pool._processes.values()):  # stop their deals now (Python 3.14: pool.terminate_workers())
+            p.terminate()
+        if isinstance(e, futures.BrokenExecutor):
+            raise RuntimeError(
+                "a worker process died: killed, out of memory, or started from a script without the "
+                '`if __name__ == "__main__":` guard (a worker imports the script, whose top level plays again)'
+            ) from None
         raise
     finally:
-        pool.join()
+        pool.shutdown(cancel_futures=True)
 
 
 @contextlib.contextmanager

@@ -47,7 +47,7 @@ def warn_unknown_options(options: dict[str, Any], known: tuple[str, ...]) -> Non
     unknown = sorted(map(str, set(options) - set(known)))
     if unknown:
         takes = "the options are " + ", ".join(repr(k) for k in known) if known else "it takes no options"
-        warnings.warn(f"reset() ignores unknown option(s) {unknown}; {takes}", stacklevel=3)
+        warnings.warn(f"reset() ignores unknown option(s) {short(unknown)}; {takes}", stacklevel=3)
 
 
 def table_seeds(seed: Any, n: int) -> np.ndarray:
@@ -55,9 +55,11 @@ def table_seeds(seed: Any, n: int) -> np.ndarray:
     entropy for None."""
     if seed is None:
         return np.random.SeedSequence().generate_state(n, np.uint64)
-    if is_int(seed) and 0 <= seed < 2**64:
+    if is_int(seed) and 0 <= seed <= 2**64 - n:  # the last table's seed + t below 2**64: no wrap onto seed 0's deal
         return np.arange(n, dtype=np.uint64) + np.uint64(seed)
-    if isinstance(seed, (list, tuple, np.ndarray)) and len(seed) == n and all(is_int(s) and 0 <= s < 2**64 for s in seed):
+    one = isinstance(seed, (list, tuple, np.ndarray)) and getattr(seed, "ndim", 1) == 1
+    if one and len(seed) == n and all(is_int(s) and 0 <= s < 2**64 for s in seed):
         return np.array(seed, dtype=np.uint64)
+    highest = f"2**64 - {n}" if n > 1 else "2**64 - 1"
     one_per_table = f", or {n} of them (one per table)" if n > 1 else ""
-    raise ValueError(f"seed must be an integer from 0 to 2**64 - 1 or None{one_per_table}, got {short(seed)}")
+    raise ValueError(f"seed must be an integer from 0 to {highest} or None{one_per_table}, got {short(seed)}")

@@ -16,7 +16,10 @@ def short(value: Any, limit: int = SHORT) -> str:
         text = repr(value[: 2 * limit])
         total = len(value)
     else:
-        text = repr(value)
+        try:
+            text = repr(value)
+        except ValueError:  # an integer past Python's limit for int to text (4,300 digits)
+            return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
         total = len(text)
     if len(text) <= limit and total == len(text):
         return text

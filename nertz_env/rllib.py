@@ -116,7 +116,7 @@ class NertzRLlibEnv(MultiAgentEnv):
         if options:
             raise ValueError(f"reset takes no options, got {sorted(options)}")
         if seed is not None:
-            self._venv.reset(seed=int(seed))
+            self._venv.reset(seed=seed)  # refuses a seed that is not an integer in range
             base = self.env_spec.seed if self.env_spec.seed is not None else 0
             self._rng = np.random.default_rng([int(seed), base])
         elif not self._started:

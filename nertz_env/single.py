@@ -150,12 +150,12 @@ class NertzSingleAgentEnv(gymnasium.Env):
             check_open(self, "step")
             raise RuntimeError("step() after the episode ended: call reset()")
         names, obs = self.names, self._obs
-        actions: dict[str, int] = {names[self.seat]: int(action)}
+        me = names[self.seat]
+        actions = {me: self.env._action_of(me, action)}  # a non-integer raises here, before the opponents act
         for s, agent in self.opponents.items():
             o = obs[names[s]]
             actions[names[s]] = agent.act(o["observation"], o["action_mask"])
         obs, rewards, terms, truncs, infos = self.env.step(actions)
-        me = names[self.seat]
         paid = np.array([rewards[name] for name in names], dtype=np.float64)
         rivals = float(self._rival_weight[self.seat] @ paid)
         terminated, truncated = bool(terms[me]), bool(truncs[me])

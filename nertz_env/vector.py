@@ -5,7 +5,7 @@ Guide: docs/guides/vector-envs.md; the infos schema: docs/env/api.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium
@@ -95,6 +95,10 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         check_open(self, "reset")
         options = dict(options or {})
         warn_unknown_options(options, ("snapshots", "reset_mask"))
+        snaps = options.get("snapshots", {})
+        if not isinstance(snaps, Mapping):
+            raise ValueError(f"options['snapshots'] must be a dict of table number -> snapshot, got {short(snaps)}")
+        snaps = {self._table_index(t, "each key of options['snapshots']"): snap for t, snap in snaps.items()}
         if "reset_mask" in options:
             mask = np.asarray(options["reset_mask"])
             if mask.shape != (self.num_envs,) or mask.dtype != np.bool_ or not mask.any():
@@ -115,8 +119,8 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
             batch.reset(self._state, seeds)
             ss = np.random.SeedSequence([int(seeds[0]), self.num_envs, 0x5A3B])
             self._agent_rng[:] = ss.generate_state(self.num_envs, np.uint64)
-        for t, snap in dict(options.get("snapshots", {})).items():
-            restore_table(self._state, self.config, snap, self._table_index(t, "each key of options['snapshots']"))
+        for t, snap in snaps.items():
+            restore_table(self._state, self.config, snap, t)
         self._started = True
         obs = self.observations()
         t, p = self.num_envs, self.num_players

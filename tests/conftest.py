@@ -102,9 +102,11 @@ def loopback_only() -> Iterator[None]:
     started inside (its nodes, and the drivers a test runs: they inherit the namespace) sends nothing off
     loopback. The thread returns to its own namespace at the end. Needs CAP_SYS_ADMIN (root): without it the
     test is skipped, and fails on CI (CI=true), which must not pass it silently."""
-    import fcntl  # Linux's, as the namespace is: this module must import on Windows too
-
     import pytest
+
+    if sys.platform != "linux":
+        pytest.skip("Ray runs in a network namespace of loopback only, which only Linux has")
+    import fcntl  # Linux's, as the namespace is: this module must import on Windows too
 
     libc = ctypes.CDLL(None, use_errno=True)
     own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)

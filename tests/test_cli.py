@@ -86,6 +86,34 @@ def test_parser__bad_input_is_one_line_and_exit_2(argv: list[str], error: str, c
     assert capsys.readouterr().err == f"nertz-x: error: {error} (see --help)\n"
 
 
+LONG = "x" * 5000
+REFUSED_SHORT = [
+    ("eval", ["round-robin", "random", LONG]),
+    ("eval", ["round-robin", "random", "--deals", LONG]),  # argparse's own refusal repeats the value
+    ("play", ["--opponent", LONG]),
+    ("play", ["--host", "x" * 70]),  # a label too long for a host name: a UnicodeError, not a gaierror
+    ("play", ["--seed", str(2**64)]),  # the env refuses it once the server is up
+    ("demo", ["--seed", str(2**64)]),
+    ("replay", [LONG + ".jsonl"]),
+    ("train", ["--config", LONG]),
+    ("train", ["--config", "{deep}"]),  # JSON nested past Python's recursion limit
+]
+
+
+@pytest.mark.parametrize(("command", "argv"), REFUSED_SHORT, ids=[f"{c} {' '.join(a)[:24]}" for c, a in REFUSED_SHORT])
+def test_commands__a_refusal_is_one_short_line_and_exit_2(command: str, argv: list[str], tmp_path: Path,
+                                                         capsys: Any) -> None:
+    (tmp_path / "deep.json").write_text("[" * 100_000)
+    module, _, function = commands.COMMANDS[f"nertz-{command}"].target.partition(":")
+    extra = ["--no-browser", "--replay-dir", str(tmp_path)] if command == "play" else []
+    try:
+        code = getattr(importlib.import_module(module), function)([*extra, *(a.format(deep=tmp_path / "deep.json") for a in argv)])
+    except SystemExit as e:  # argparse's refusals
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and len(err) < 1100, err[:1100]
+
+
 # ---------------------------------------------------------------- refusals a command makes
 def test_make_agent__a_run_folder_points_to_its_policy(tmp_path: Path) -> None:
     from nertz_env.agents import AgentSpecError, make_agent
@@ -178,6 +206,18 @@ def test_commands__run_without_sched_getaffinity_and_with_spawned_workers(tmp_pa
                          text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert (tmp_path / "run" / "policy.zip").is_file() and (tmp_path / "ev" / "results.json").is_file()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="an ASCII C locale stands in for Windows' code pages")
+def test_nertz_eval__a_stdout_that_cannot_take_its_table_loses_nothing(tmp_path: Path) -> None:
+    """Windows' pipes take the ANSI code page, which has no σ (the ratings' header): the table printed there and
+    the files saved after it."""
+    code = "import sys; from nertz_env.cli.commands import nertz_eval; sys.exit(nertz_eval())"  # the installed command
+    legacy = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    out = subprocess.run([sys.executable, "-c", code, "round-robin", "random", "greedy", "--deals", "1", "--no-progress",
+                          "--no-plots", "--out", "ev"], cwd=tmp_path, env=legacy, capture_output=True, timeout=300)
+    assert out.returncode == 0, out.stderr.decode(errors="replace")[-2000:]
+    assert "rating mu ± 2σ" in (tmp_path / "ev" / "table.txt").read_text(encoding="utf-8")
 
 
 # ---------------------------------------------------------------- what the commands print

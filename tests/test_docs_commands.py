@@ -13,7 +13,6 @@ page share one namespace; a block whose code an earlier page shows runs there on
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import io
 import logging
 import os
@@ -417,6 +416,8 @@ def work(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
     if not any(isinstance(c, Command) and "bench/" in c.text for c in PAGES[params["page"], params["group"]]):
         yield tmp_path
         return
+    import fcntl  # (POSIX; imported here so that the module collects on Windows too)
+
     folders = [ROOT / "bench" / "results", ROOT / "bench" / "out"]
     with open(Path(tempfile.gettempdir()) / f"nertz-bench-{zlib.crc32(bytes(ROOT))}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -494,6 +495,8 @@ def _here(words: list[str], env: dict[str, str], capfd: pytest.CaptureFixture[st
     return (code if isinstance(code, int) else 0 if code is None else 1), out, err
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="the pages' commands are POSIX shell lines: a venv's bin/, "
+                    "servers stopped by SIGINT, a bench lock by fcntl")
 @pytest.mark.parametrize("page,group", [
     pytest.param(page, group, id=f"{page} {group}".strip(), marks=[pytest.mark.slow, *[pytest.mark.long] * bool(group)])
     for page, group in PAGES

@@ -363,6 +363,7 @@ print(json.dumps({"value": value, "warnings": [[w.category.__name__, str(w.messa
 """
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="numba's user-wide cache is under HOME on Linux only (macOS: /Library/Caches, writable by admins; Windows: no HOME), and read-only folders are made with chmod or root's geteuid")
 @needs_jit
 def test_cache__no_writable_folder_compiles_in_memory_with_one_warning(tmp_path: Path) -> None:
     """A read-only install without a writable home: numba finds no folder for its cache (not NUMBA_CACHE_DIR,

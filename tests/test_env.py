@@ -338,7 +338,28 @@ def test_bad_action__is_refused_naming_the_agent(actions: dict, match: str) -> N
         env.step({**{a: 0 for a in env.agents}, **actions} if "player_0" in actions else actions)
 
 
-@pytest.mark.parametrize(("illegal_action", "bad"), [("noop", 1.5), ("noop", "flip"), ("raise", 10_000), ("raise", -1)])
+@pytest.mark.parametrize(("form", "bad"), [("NertzSingleAgentEnv", 1.5), ("NertzSingleAgentEnv", True),
+                                           ("NertzSingleAgentEnv", "0"), ("NertzSingleAgentEnv", np.array([0, 1])),
+                                           ("NertzVecEnv", np.array([1.5, 1.5])), ("NertzVecEnv", np.array([0]))])
+def test_bad_action__the_training_forms_refuse_it_and_play_on(form: str, bad: object) -> None:
+    """Not read as action 1, 1 or 0, nor one action broadcast to every learner."""
+    make, step = FORMS[form]
+    env = make()
+    _reset(env)
+    with pytest.raises(ValueError, match="action"):
+        env.step(bad)
+    step(env, np.random.default_rng(0))
+
+
+def test_bad_seed__the_sb3_vector_env_refuses_it_at_reset() -> None:
+    env = _sb3_vec()
+    env.seed(1.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="seed"):
+        env.reset()
+
+
+@pytest.mark.parametrize(("illegal_action", "bad"), [("noop", 1.5), ("noop", "flip"), ("raise", 10_000), ("raise", -1),
+                                                   pytest.param("raise", 10**5000, id="raise-5000-digits")])
 def test_aec_bad_action__raises_at_its_own_step_and_changes_nothing(illegal_action: str, bad: object) -> None:
     env = nertz_env.env(num_players=2, illegal_action=illegal_action)
     env.reset(seed=0)
@@ -444,7 +465,13 @@ def test_bad_argument__one_line_error_cuts_a_long_value(call: Callable[[], Any])
     assert len(str(e.value)) < 400 and "\n" not in str(e.value), str(e.value)[:400]
 
 
-@pytest.mark.parametrize("seed", [-1, 1.5, "7", True, 2**64])
+def test_unknown_reset_option__a_long_name_is_cut_in_the_warning() -> None:
+    with pytest.warns(UserWarning, match="ignores unknown option") as caught:
+        nertz_env.parallel_env().reset(seed=0, options={LONG: 1})
+    assert len(str(caught[0].message)) < 400
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "7", True, 2**64, np.array(5)])
 def test_bad_seed__value_error(seed: object) -> None:
     with pytest.raises(ValueError, match="seed"):
         nertz_env.parallel_env().reset(seed=seed)  # type: ignore[arg-type]

@@ -258,6 +258,15 @@ def test_run_tournament__same_results_with_one_or_two_workers() -> None:
     assert summarize(one).to_dict() == summarize(two).to_dict()
 
 
+def test_run_tournament__workers_from_a_script_without_the_main_guard_end_in_one_error_not_a_hang(tmp_path: Path) -> None:
+    """A spawned worker imports the script again, whose top level plays again and fails; a pool that replaced such
+    workers for ever hung, printing a traceback a second."""
+    (tmp_path / "mine.py").write_text("from nertz_env.eval import run_tournament\n"
+                                      "run_tournament(['random', 'greedy'], num_players=2, deals=40, workers=2)\n")
+    out = subprocess.run([sys.executable, "mine.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "__main__" in out.stderr.splitlines()[-1], out.stderr[-2000:]
+
+
 def test_run_tournament__match_to_a_target_score_records_every_round() -> None:
     res = run_tournament(["heuristic", "greedy"], num_players=2, deals=2, seed=0, rules={"target_score": 30})
     s = summarize(res)
@@ -738,6 +747,7 @@ def _interrupt_run(
         (2, True, signal.SIGTERM, -signal.SIGINT),  # `kill PID` on the installed command: saved the same, ends as Ctrl-C
     ],
 )
+@pytest.mark.skipif(os.name != "posix", reason="signals a child process and reads its end by signal (preexec_fn, negative exit codes): POSIX")
 def test_cli__ctrl_c_keeps_and_saves_the_finished_deals(
     tmp_path: Any, workers: int, installed: bool, sig: int, returncode: int
 ) -> None:

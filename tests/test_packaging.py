@@ -332,6 +332,7 @@ def _setup_run(venv: Path, log: Path, *args: str) -> str:
     return out.stdout
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason=".ci/setup is the Linux CI's set-up (bash, GNU sha256sum, a venv's bin/)")
 def test_setup__the_demo_installs_only_the_eval_extra_and_a_rerun_installs_nothing(tmp_path: Path) -> None:
     """``bash .ci/setup demo`` (the README's demo command) installs the package with the eval extra only (no
     torch, no browser); run again on the same sources it installs nothing (a reinstall rewrote the package

@@ -57,6 +57,9 @@ def test_unknown_option_is_one_clear_error() -> None:
         parse_env_config({"num_players": 2, "learners_per_table": 3})
     with pytest.raises(ValueError, match="unknown agent"):
         parse_env_config({"num_players": 2, "learners_per_table": 1, "opponents": {"nobody": 1.0}})
+    for seed in (1.5, True, "7"):  # not read as 1, 1 and 7
+        with pytest.raises(ValueError, match="seed"):
+            env_creator({"num_players": 2}).reset(seed=seed)
 
 
 def _random_legal(obs: dict, rng: np.random.Generator) -> dict:

@@ -107,9 +107,14 @@ REFUSALS: list[tuple[Callable[[Any], Any], type, str]] = [
     (lambda v: v.step(np.zeros((3, 4), dtype=np.float32)), ValueError, "integers"),
     (lambda v: v.reset(seed=[1, 2, 3, 4]), ValueError, "seed"),
     (lambda v: v.reset(seed=[1, 2, 2**64]), ValueError, "seed"),
+    (lambda v: v.reset(seed=2**64 - 2), ValueError, "seed"),  # table 2 would get 2**64: seed 0's deal
+    (lambda v: v.reset(seed=np.array(5)), ValueError, "seed"),
+    (lambda v: v.reset(seed=0, options={"snapshots": [v.snapshot(1)]}), ValueError, r"options\['snapshots'\]"),
+    (lambda v: v.reset(seed=0, options={"snapshots": None}), ValueError, r"options\['snapshots'\]"),
     (lambda v: v.reset(seed=0, options={"snapshots": {1.7: v.snapshot(1)}}), ValueError, r"options\['snapshots'\]"),
     (lambda v: v.reset(seed=0, options={"snapshots": {"x" * 10**5: {}}}), ValueError, r"options\['snapshots'\].{,200}$"),
     (lambda v: v.snapshot(5), ValueError, "table"),
+    (lambda v: v.snapshot(10**5000), ValueError, "table must be"),  # beyond Python's limit for int to text
     (lambda v: v.reset_tables([3]), ValueError, "table must be"),
     (lambda v: v.reset(options={"reset_mask": np.array([1, 0, 0])}), ValueError, "reset_mask"),
     (lambda v: nertz_env.vector_env(0), ValueError, "num_tables"),

@@ -8,6 +8,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from nertz_env.cli import refuse
 from nertz_env.train.config import TrainConfig
 from nertz_env.train.flags import build_parser, config_from_args
 
@@ -46,8 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # messages above the progress bar
         trainer = Trainer(cfg, resume=args.resume, log=tqdm.write)
     except (FileNotFoundError, ValueError) as e:  # ConfigError, CheckpointError, AgentSpecError
-        print(f"nertz-train: error: {e}", file=sys.stderr)
-        return 2
+        return refuse("nertz-train", e)
     print(f"run dir: {trainer.run_dir}")
     from nertz_env.train.resume import Interrupted, interrupted_message
 

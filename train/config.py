@@ -586,7 +586,7 @@ def read_config_file(path: str) -> dict[str, Any]:
                 data = json.load(f)
         else:
             raise ConfigError(f"config file {path}: use a .toml or .json file, got {ext or 'no extension'!r}")
-    except (ValueError, OSError) as e:
+    except (ValueError, OSError, RecursionError) as e:  # RecursionError: JSON nested thousands deep
         if isinstance(e, ConfigError):
             raise
         raise ConfigError(f"config file {path} could not be read: {e}") from None

@@ -244,7 +244,7 @@ def evaluate_run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nertz_env.cli import Parser, at_least
+    from nertz_env.cli import Parser, at_least, refuse
     from nertz_env.threads import limit_threads
 
     limit_threads(1)  # this process and the tournament's worker processes (they inherit the cap)
@@ -288,8 +288,7 @@ def main(argv: list[str] | None = None) -> int:
             start=not args.no_start,
         )
     except (FileNotFoundError, CheckpointError, AgentSpecError, IncompatibleAgentError) as e:
-        print(f"{ap.prog}: error: {e}", file=sys.stderr)
-        return 2
+        return refuse(ap.prog, e)
     except KeyboardInterrupt:
         print(f"{ap.prog}: interrupted; the rows written so far are kept, run again to continue", file=sys.stderr)
         return 130

@@ -115,7 +115,7 @@ def plot(run_dir: str, out: str, title: str | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nertz_env.cli import Parser
+    from nertz_env.cli import Parser, refuse
 
     ap = Parser(prog="python -m nertz_env.train.plot", description=plain(__doc__.split("\n")[0]))
     ap.add_argument("run_dir", help="a nertz-train run folder, or your own SB3 run's tensorboard_log folder")
@@ -136,8 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         path = plot(args.run_dir, out, args.title)
     except FileNotFoundError as e:
-        print(f"{ap.prog}: error: {e}", file=sys.stderr)
-        return 2
+        return refuse(ap.prog, e)
     except (KeyError, ValueError) as e:
         print(f"{ap.prog}: error: {args.run_dir}: an evaluation file is not one that nertz-train wrote ({e!r})",
               file=sys.stderr)

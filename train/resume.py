@@ -16,6 +16,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from nertz_env.cli import refuse
+
 FORMAT = "nertz-resume/1"
 
 
@@ -146,8 +148,7 @@ def run_command(prog: str, argv: Sequence[str] | None, work: Callable[[], Any]) 
     try:
         return 0, work()
     except (FileNotFoundError, ValueError) as e:  # AgentSpecError is a ValueError
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return 2, None
+        return refuse(prog, e), None
     except Interrupted as stop:
         print(interrupted_message(prog, sys.argv[1:] if argv is None else argv, stop), file=sys.stderr)
         return 130, None

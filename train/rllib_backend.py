@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from nertz_env.cli import UsageError
+from nertz_env.cli import UsageError, refuse
 from nertz_env.extras import install_command
 from nertz_env.train.config import SB3_ONLY, ConfigError, TrainConfig
 from nertz_env.train.flags import build_parser, config_from_args
@@ -205,8 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     except (UsageError, ClusterError, ConfigError, CheckpointError, AgentSpecError, FileNotFoundError, ValueError) as e:
-        print(f"nertz-train: error: {e}", file=sys.stderr)
-        return 2
+        return refuse("nertz-train", e)
     note = budget_note(cfg, args.num_env_runners)
     if note:
         print(note, file=sys.stderr)

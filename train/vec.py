@@ -99,7 +99,7 @@ class NertzVecEnv(Copyable, VecEnv):
         self._rival_weight = rival_weights(self.config)
         self._pending: np.ndarray | None = None
         self._default_seed = seed
-        self._rng = np.random.default_rng(seed)
+        self._rng = np.random.default_rng()  # drawn from at reset(), which seeds it (and checks the seed)
         self._obs_full: np.ndarray | None = None  # (T, P, O) view of the engine's buffer
         self._mask_full: np.ndarray | None = None  # (T, P, A) view
         self._masks = np.zeros((self.num_envs, self.venv.actions.n), dtype=bool)
@@ -192,9 +192,8 @@ class NertzVecEnv(Copyable, VecEnv):
         seed = self._seeds[0] if self._seeds[0] is not None else self._default_seed
         if seed is None:
             seed = int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
-        seed = int(seed)
+        out, _ = self.venv.reset(seed=seed)  # refuses a seed that is not an integer in range
         self._default_seed = None  # later resets without seed() continue from fresh entropy
-        out, _ = self.venv.reset(seed=seed)
         self._obs_full, self._mask_full = out["observation"], out["action_mask"]
         self._rng = np.random.default_rng([seed, 0x5EA7])
         p = self.num_players
@@ -207,7 +206,10 @@ class NertzVecEnv(Copyable, VecEnv):
 
     def step_async(self, actions: np.ndarray) -> None:
         check_open(self, "step")
-        self._pending = np.asarray(actions).reshape(-1)
+        acts = np.asarray(actions).reshape(-1)
+        if acts.shape != (self.num_envs,) or not np.issubdtype(acts.dtype, np.integer):
+            raise ValueError(f"actions must be {self.num_envs} integers (one per slot), got {acts.dtype} {acts.shape}")
+        self._pending = acts
 
     def step_wait(self) -> VecEnvStepReturn:
         if self._pending is None or self._obs_full is None:

@@ -9,17 +9,28 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
+
+from nertz_env._text import cut, short
 
 #: bad input: one line on stderr
 EXIT_USAGE = 2
 #: stopped by Ctrl-C or SIGTERM (128 + SIGINT, as a shell reports an uncaught Ctrl-C)
 EXIT_INTERRUPTED = 130
+#: the most characters of a refusal: a long path and its advice fit; a 5,000-character argument repeated is cut
+LINE = 1000
 
 
 class UsageError(Exception):
     """Bad command-line input found after parsing: the command prints ``PROG: error: MESSAGE`` and exits 2."""
+
+
+def refuse(prog: str, error: Exception) -> int:
+    """Print ``PROG: error: MESSAGE`` (cut when long: it may repeat a 5,000-character argument) and return 2."""
+    print(f"{prog}: error: {cut(str(error), LINE)}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 class Parser(argparse.ArgumentParser):
@@ -39,7 +50,7 @@ class Parser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {cut(message, LINE)} (see --help)\n")  # argparse repeats values whole
 
 
 class StoreOnce(argparse.Action):
@@ -57,13 +68,16 @@ class StoreOnce(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def at_least(lo: int) -> Callable[[str], int]:
-    """An argparse type: an integer of at least ``lo`` (``--deals 0``: ``argument --deals: must be at least 1, got 0``)."""
+def at_least(lo: int, most: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``lo`` (``--deals 0``: ``argument --deals: must be at least 1, got 0``),
+    and at most ``most`` if given."""
 
     def parse(text: str) -> int:
         value = int(text)  # a ValueError is argparse's own "invalid int value"
         if value < lo:
-            raise argparse.ArgumentTypeError(f"must be at least {lo}, got {value}")
+            raise argparse.ArgumentTypeError(f"must be at least {lo}, got {short(value)}")
+        if most is not None and value > most:
+            raise argparse.ArgumentTypeError(f"must be from {lo} to {most}, got {short(value)}")
         return value
 
     parse.__name__ = "int"

@@ -8,6 +8,7 @@ Each command imports its module only when run, so a missing extra is one line na
 from __future__ import annotations
 
 import importlib
+import io
 import signal
 import sys
 import threading
@@ -49,6 +50,9 @@ def run(command: str, argv: Sequence[str] | None = None) -> int:
     spec = COMMANDS[command]
     module, _, function = spec.target.partition(":")
     on_main = threading.current_thread() is threading.main_thread()
+    for stream in (sys.stdout, sys.stderr):  # a pipe in Windows' code page has no σ: print '?', not a traceback
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="replace")
     old = signal.signal(signal.SIGTERM, _terminate) if on_main else None
     try:
         return int(getattr(importlib.import_module(module), function)(argv) or 0)

@@ -19,8 +19,8 @@ import webbrowser
 from collections.abc import Sequence
 from typing import Any
 
-from nertz_env._text import plain
-from nertz_env.cli import EXIT_USAGE, Parser, UsageError, add_rule_flag, advice, at_least
+from nertz_env._text import plain, short
+from nertz_env.cli import EXIT_USAGE, Parser, UsageError, add_rule_flag, advice, at_least, refuse
 from nertz_env.extras import install_command
 
 DEFAULT_TICK_MS = 1500
@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--players", type=int, choices=range(2, 9), metavar="N",
                    help="seats at the table, 2 to 8 (default: opponents + 1, else 4)")
     p.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
-    p.add_argument("--seed", type=at_least(0), help="the deal's seed (default: a random one, printed)")
+    p.add_argument("--seed", type=at_least(0, 2**64 - 1), help="the deal's seed (default: a random one, printed)")
     add_rule_flag(p)
     p.add_argument("--step", action="store_true", help="step mode: the table waits for each of your moves")
     p.add_argument("--tick-ms", type=int,
@@ -145,8 +145,8 @@ def _bind(host: str, port: int) -> socket.socket:
     """A listening socket on ``host:port``; :class:`UsageError` when the port is taken or the host unknown."""
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-    except socket.gaierror as e:
-        raise UsageError(f"--host: cannot use {host!r}: {e.strerror}") from None
+    except (socket.gaierror, UnicodeError) as e:  # UnicodeError: a label of over 63 characters
+        raise UsageError(f"--host: cannot use {short(host)}: {getattr(e, 'strerror', None) or e}") from None
     try:
         return socket.create_server((host, port), family=family, backlog=16,
                                     dualstack_ipv6=family == socket.AF_INET6 and socket.has_dualstack_ipv6())
@@ -247,8 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         built = _build(args)
         sock = _bind(args.host, args.port)
     except UsageError as e:
-        print(f"nertz-play: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return refuse("nertz-play", e)
     try:
         import uvicorn
         import websockets  # noqa: F401  (uvicorn serves websockets only when a library for them is installed)

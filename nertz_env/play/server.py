@@ -429,7 +429,7 @@ class TableServer:
             old = self.game.replay_file
             self.pending = None
             try:
-                await self._run(self.game.reset, self.game.seed + 1)
+                await self._run(self.game.reset, (self.game.seed + 1) % 2**64)  # seeds end at 2**64 - 1
                 await self._run(self._render)
             except Exception as e:  # the engine or a bot failed to deal: the table stops, the server stays
                 self._stop_table(e)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from nertz_env.actions import action_table
-from nertz_env.cli import EXIT_USAGE, Parser, UsageError
+from nertz_env.cli import Parser, UsageError, refuse
 from nertz_env.config import make_config
 from nertz_env.extras import install_command
 from nertz_env.render.draw import FAN_CARDS, SEAT_COLOURS, TableDrawing, draw_table, longest_pile, svg_to_rgb
@@ -349,8 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run(args)
     except UsageError as e:
-        print(f"nertz-replay: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return refuse("nertz-replay", e)
 
 
 if __name__ == "__main__":
