@@ -180,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     commits = [commit_of(c) for c in checkouts]
     names = [n for n in commits if n]
-    if len(set(names)) < len(checkouts):
+    # saved results are keyed by commit: two checkouts of one commit may only be compared unsaved
+    if len(names) < len(checkouts) or (len(set(names)) < len(names) and not args.no_save):
         print(f"bench_compile: each checkout must be a git checkout of its own commit, got {commits}", file=sys.stderr)
         return 2
     name_of = dict(zip(checkouts, names, strict=True))
