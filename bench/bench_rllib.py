@@ -13,9 +13,9 @@ counted in env steps, and a table whose deal ended drops out of an engine-batche
 has ended, so an iteration holds fewer transitions late in an episode); the best iteration is shown (the
 machine is shared: the fastest is the least disturbed), and the mean of sampling. Columns:
 
-* sampled/s: agent steps sampled per second of sampling (RLlib: the wall time of the parallel sample call
+* sampled/s: agent steps sampled per second of sampling (RLlib: its sampling timer, the parallel sample call
   in the driver; SB3: the rollout's wall time);
-* trained/s: agent steps of the batch per second of the update (RLlib: ``learner_group.update``);
+* trained/s: agent steps of the batch per second of the update (RLlib: its timer of ``learner_group.update``);
 * iteration/s: agent steps per second of a whole iteration (sampling + update + weight sync);
 * env share: the share of the sampling processes' time spent inside the env's ``step`` (engine and its
   bookkeeping); the rest is the policy's forward pass and the library's own per-step work.
@@ -98,8 +98,18 @@ def bench_sb3(args: argparse.Namespace) -> dict[str, Any]:
 def bench_rllib(args: argparse.Namespace, runners: int, vectorize: str) -> dict[str, Any]:
     import numpy as np
     import ray
+    from ray.rllib.utils.metrics import ENV_RUNNER_SAMPLING_TIMER, LEARNER_UPDATE_TIMER, TIMERS
+    from ray.rllib.utils.metrics.metrics_logger import DEFAULT_STATS_CLS_LOOKUP
+    from ray.rllib.utils.metrics.stats.ema import EmaStats
 
     from nertz_env.rllib import ppo_config
+
+    class LatestValue(EmaStats):
+        """RLlib's moving average with coefficient 1: its timers report this iteration's time, not an average
+        that still carries the warm-up (set through ``config.reporting(custom_stats_cls_lookup=...)``)."""
+
+        def __init__(self, ema_coeff: float = 1.0, **kwargs: Any) -> None:
+            super().__init__(ema_coeff=1.0, **kwargs)
 
     env_config: dict[str, Any] = {"num_players": args.players}
     envs = 1
@@ -119,36 +129,21 @@ def bench_rllib(args: argparse.Namespace, runners: int, vectorize: str) -> dict[
         runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}},
     )
     try:
-        algo = ppo_config(
-            env_config,
-            num_env_runners=runners,
-            num_envs_per_env_runner=envs,
-            train_batch_size=env_steps,
-            minibatch_size=args.minibatch,
-            num_epochs=args.epochs,
-            hidden=HIDDEN,
-            single_agent=single,
-            fast_sampling=single,  # as nertz-train samples
-        ).build_algo()
-
-        # RLlib's own timers are moving averages that still carry the warm-up; time the two phases here
-        import ray.rllib.algorithms.ppo.ppo as ppo_module
-
-        clock = {"sample": 0.0, "train": 0.0}
-
-        def timed(fn: Any, key: str) -> Any:
-            def wrapper(*a: Any, **k: Any) -> Any:
-                t = time.perf_counter()
-                try:
-                    return fn(*a, **k)
-                finally:
-                    clock[key] += time.perf_counter() - t
-
-            return wrapper
-
-        sample_fn = ppo_module.synchronous_parallel_sample
-        ppo_module.synchronous_parallel_sample = timed(sample_fn, "sample")
-        algo.learner_group.update = timed(algo.learner_group.update, "train")
+        algo = (
+            ppo_config(
+                env_config,
+                num_env_runners=runners,
+                num_envs_per_env_runner=envs,
+                train_batch_size=env_steps,
+                minibatch_size=args.minibatch,
+                num_epochs=args.epochs,
+                hidden=HIDDEN,
+                single_agent=single,
+                fast_sampling=single,  # as nertz-train samples
+            )
+            .reporting(custom_stats_cls_lookup={**DEFAULT_STATS_CLS_LOOKUP, "ema": LatestValue})
+            .build_algo()
+        )
 
         def env_seconds() -> float:
             if single:
@@ -165,12 +160,11 @@ def bench_rllib(args: argparse.Namespace, runners: int, vectorize: str) -> dict[
         sample, train, whole, share, counts = [], [], [], [], []
         for _ in range(args.iterations):
             e0 = env_seconds()
-            clock["sample"] = clock["train"] = 0.0
             t0 = time.perf_counter()
             result = algo.train()
             whole.append(time.perf_counter() - t0)
-            sample.append(clock["sample"])
-            train.append(clock["train"])
+            sample.append(result[TIMERS][ENV_RUNNER_SAMPLING_TIMER])
+            train.append(result[TIMERS][LEARNER_UPDATE_TIMER])
             share.append((env_seconds() - e0) / (sample[-1] * runners))
             # per-agent counters of agents whose table finished in an earlier chunk are NaN in RLlib 2.60
             sampled = result["env_runners"]["num_agent_steps_sampled"]
@@ -179,7 +173,6 @@ def bench_rllib(args: argparse.Namespace, runners: int, vectorize: str) -> dict[
             else:  # single-agent: one number
                 counts.append(int(sampled))
         algo.stop()
-        ppo_module.synchronous_parallel_sample = sample_fn
     finally:
         ray.shutdown()
     label = f"rllib {vectorize} {runners}"
