@@ -121,7 +121,7 @@ def top_of(page: Any, selector: str) -> Any:
 
 def check_engine(served: Any, ref: Any) -> None:
     """The served table equals ``ref`` stepped with every action the served table played."""
-    game = served.hub.game
+    game = served.table.game
     while ref.tick < game.env.tick:
         moves = game.history[ref.tick].moves
         ref.step({f"player_{m.seat}": m.submitted for m in moves})
@@ -140,7 +140,7 @@ def test_play_by_clicking__the_table_changes_exactly_as_the_engine_says(browser:
 
     ref = parallel_env(num_players=3)
     ref.reset(seed=SEED)
-    game = served.hub.game
+    game = served.table.game
 
     # an illegal click is shown, not silent, and changes nothing
     page.click('#table .hit[data-zone="nertz"][data-seat="1"]')
@@ -219,7 +219,7 @@ def test_second_tab_watches_and_a_closed_tab_keeps_the_replay(browser: Any, serv
     second.keyboard.press("w")
     wait_tick(second, 4)
     second.close()
-    path = served.hub.game.replay_file
+    path = served.table.game.replay_file
     assert path is not None and os.path.exists(path)
     with open(path, encoding="utf-8") as f:
         lines = [json.loads(line) for line in f if line.strip()]
@@ -242,13 +242,13 @@ def test_game_over_is_shown_the_replay_is_closed_and_a_new_game_deals(browser: A
         out = shots_dir(tmp_path)
         page.screenshot(path=str(out / "play_game_over.png"))
         assert_not_blank(out / "play_game_over.png")
-        path = served.hub.game.replay_file
+        path = served.table.game.replay_file
         rep = load_replay(path or "")
         assert rep.final is not None and verify_replay(rep) == 6
         page.keyboard.press("n")
         page.wait_for_function("() => document.querySelector('#over').hidden")
-        assert tick_of(page) == 0 and served.hub.game.seed == SEED + 1
-        assert served.hub.game.replay_file != path
+        assert tick_of(page) == 0 and served.table.game.seed == SEED + 1
+        assert served.table.game.replay_file != path
         page.close()
     finally:
         served.stop()
@@ -260,7 +260,7 @@ def test_real_time__the_table_ticks_by_itself_and_a_key_becomes_the_next_tick_s_
     try:
         page = open_table(browser, served.page)
         wait_tick(page, 2)  # no click: the clock runs and the person waits
-        game = served.hub.game
+        game = served.table.game
         assert [r.moves[0].submitted for r in game.history[:2]] == [0, 0]
         page.keyboard.press("p")
         page.wait_for_function("() => document.querySelector('#status').textContent.includes('PAUSED')")
@@ -337,7 +337,7 @@ def test_token_mode__a_malformed_cookie__the_token_leaves_the_address__another_o
             evil.goto(evil_url)  # returns once the frame is loaded, or refused
             framed = evil.frames[1]
             assert framed.url.startswith("chrome-error:") and framed.query_selector("#table") is None  # refused
-            assert len(s.hub.tabs) == 1, "the framed page connected a tab"
+            assert len(s.table.tabs) == 1, "the framed page connected a tab"
         context.close()
     finally:
         s.stop()

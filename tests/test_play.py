@@ -41,8 +41,8 @@ def make_game(players: int = 3, seed: int = SEED, bots: str | list[str] = "heuri
 
 
 def make_client(game: PlayGame, step: bool = True, tick_ms: int = 1000) -> tuple[TestClient, TableServer]:
-    hub = TableServer(game, step=step, tick_ms=tick_ms, log=lambda text: None)
-    return TestClient(create_app(hub)), hub
+    table = TableServer(game, step=step, tick_ms=tick_ms, log=lambda text: None)
+    return TestClient(create_app(table)), table
 
 
 def receive_until(ws: Any, kind: str, limit: int = 50) -> dict[str, Any]:
@@ -105,7 +105,7 @@ def test_legal_moves__joker_and_tuck_moves_share_a_click_and_the_page_offers_the
 # ------------------------------------------------------------------ the protocol
 def test_server__step_mode_plays_the_clicked_moves_and_matches_the_engine() -> None:
     game = make_game(players=3, seed=SEED)
-    client, hub = make_client(game, step=True)
+    client, table = make_client(game, step=True)
     ref = nertz_env.parallel_env(num_players=3)
     ref.reset(seed=SEED)
     with client, client.websocket_connect("/ws") as ws:
@@ -123,7 +123,7 @@ def test_server__step_mode_plays_the_clicked_moves_and_matches_the_engine() -> N
             assert state["view"]["tick"] == k + 1
             moves = state["moves"]
             ref.step({f"player_{m['seat']}": m["submitted"] for m in moves})
-            assert hub.game.env.snapshot() == ref.snapshot()
+            assert table.game.env.snapshot() == ref.snapshot()
             # the public view is the engine's table as people see it
             snap = ref.snapshot()
             for s, seat in enumerate(state["view"]["seats"]):
@@ -160,10 +160,10 @@ BAD_MESSAGES = [
 
 def test_server__bad_messages_get_a_clear_error_and_change_nothing() -> None:
     game = make_game(players=3, seed=SEED)
-    client, hub = make_client(game, step=True)
+    client, table = make_client(game, step=True)
     with client, client.websocket_connect("/ws") as ws:
         _, state = join(ws)
-        before = hub.game.env.snapshot()
+        before = table.game.env.snapshot()
         for text, words in BAD_MESSAGES:
             ws.send_text(text)
             msg = ws.receive_json()
@@ -173,11 +173,11 @@ def test_server__bad_messages_get_a_clear_error_and_change_nothing() -> None:
         ws.send_bytes(b"\x00\x01")
         msg = ws.receive_json()
         assert msg["type"] == "error" and "binary" in msg["message"]
-        masked = int(np.flatnonzero(hub.game._mask == 0)[0])
+        masked = int(np.flatnonzero(table.game._mask == 0)[0])
         ws.send_json({"type": "move", "action": masked})
         msg = ws.receive_json()
         assert msg["type"] == "error" and msg["message"].startswith("not legal now:")
-        assert hub.game.env.snapshot() == before
+        assert table.game.env.snapshot() == before
         # and the connection still plays
         ws.send_json({"type": "move", "action": pick(state["view"], 0)})
         assert receive_until(ws, "state")["view"]["tick"] == 1
@@ -207,14 +207,14 @@ def test_server__a_closed_tab_leaves_no_task() -> None:
     from unittest.mock import AsyncMock
 
     async def main() -> set[Any]:
-        hub = TableServer(make_game(), step=True, log=lambda text: None)
-        await hub.start()
+        table = TableServer(make_game(), step=True, log=lambda text: None)
+        await table.start()
         tab = AsyncMock()  # a tab that sends one move and closes
         tab.receive.side_effect = [{"type": "websocket.receive", "text": '{"type": "wait"}'},
                                    {"type": "websocket.disconnect"}]
-        await hub.serve(tab)
+        await table.serve(tab)
         left = asyncio.all_tasks() - {asyncio.current_task()}
-        await hub.stop()
+        await table.stop()
         return left
 
     assert asyncio.run(main()) == set()
@@ -259,7 +259,7 @@ def test_server__a_second_tab_watches_and_plays_on_when_the_first_closes() -> No
 
 def test_server__real_time_ticks_on_the_clock_and_plays_the_queued_move_on_the_next_tick() -> None:
     game = make_game(players=3, seed=SEED)
-    client, hub = make_client(game, step=False, tick_ms=60)
+    client, table = make_client(game, step=False, tick_ms=60)
     with client, client.websocket_connect("/ws") as ws:
         welcome, state = join(ws)
         assert welcome["mode"] == "realtime"
@@ -267,10 +267,10 @@ def test_server__real_time_ticks_on_the_clock_and_plays_the_queued_move_on_the_n
         assert state["moves"][0]["submitted"] == WAIT
         ws.send_json({"type": "pause"})
         assert receive_until(ws, "info")["paused"] is True
-        paused_at = hub.game.env.tick
+        paused_at = table.game.env.tick
         time.sleep(0.3)
-        assert hub.game.env.tick == paused_at
-        view = hub.game.public_view()
+        assert table.game.env.tick == paused_at
+        view = table.game.public_view()
         first, second = pick(view, 0), pick(view, 1)
         ws.send_json({"type": "move", "action": first})
         q = receive_until(ws, "queued")
@@ -294,16 +294,16 @@ def test_server__real_time_ticks_on_the_clock_and_plays_the_queued_move_on_the_n
 
 def test_server__the_clock_stops_while_no_tab_plays_the_seat() -> None:
     game = make_game(players=2, seed=SEED)
-    client, hub = make_client(game, step=False, tick_ms=50)
+    client, table = make_client(game, step=False, tick_ms=50)
     with client:
         time.sleep(0.3)
-        assert hub.game.env.tick == 0  # nobody sat down yet
+        assert table.game.env.tick == 0  # nobody sat down yet
         with client.websocket_connect("/ws") as ws:
             join(ws)
             receive_until(ws, "state")
-        stopped = hub.game.env.tick
+        stopped = table.game.env.tick
         time.sleep(0.3)
-        assert hub.game.env.tick <= stopped + 1  # at most the tick in flight when the tab closed
+        assert table.game.env.tick <= stopped + 1  # at most the tick in flight when the tab closed
 
 
 def test_server__a_failing_bot_stops_the_table_with_a_message_and_the_server_keeps_serving() -> None:
@@ -420,7 +420,7 @@ def test_replay__every_tick_is_on_disk_while_the_game_runs_and_a_closed_tab_lose
     from nertz_env.replay import load_replay, verify_replay
 
     game = make_game(players=3, seed=SEED, replay_dir=tmp_path)
-    client, hub = make_client(game, step=True)
+    client, table = make_client(game, step=True)
     with client:
         with client.websocket_connect("/ws") as ws:
             _, state = join(ws)
@@ -434,7 +434,7 @@ def test_replay__every_tick_is_on_disk_while_the_game_runs_and_a_closed_tab_lose
         assert [t["t"] for t in rep.ticks] == list(range(1, 9)) and rep.final is None
         assert rep.agents == ["human", "heuristic", "heuristic"]
         assert rep.meta == {"tool": "nertz-play", "seed": SEED, "human_seat": 0}
-        assert [t["a"] for t in rep.ticks] == [[m.submitted for m in r.moves] for r in hub.game.history]
+        assert [t["a"] for t in rep.ticks] == [[m.submitted for m in r.moves] for r in table.game.history]
         assert verify_replay(path, partial=True) == 8  # still being written: no closing line yet
         with client.websocket_connect("/ws") as ws:  # a new tab plays on, into the same file
             join(ws)
@@ -516,8 +516,8 @@ def test_cli__ctrl_c_while_the_first_run_compiles_is_one_line_then_a_sigint_exit
 def test_server__on_ipv6_loopback_the_bracketed_host_is_served_with_allowed_hosts_from_its_own_page() -> None:
     hosts, token = cli.access("::1")
     assert token is None and "[::1]" in hosts
-    hub = TableServer(make_game(), step=True, log=lambda text: None)
-    client = TestClient(create_app(hub, hosts), base_url="http://[::1]:8123")
+    table = TableServer(make_game(), step=True, log=lambda text: None)
+    client = TestClient(create_app(table, hosts), base_url="http://[::1]:8123")
     with client:
         assert client.get("/", headers={"host": "[::1]:8123"}).status_code == 200
         assert client.get("/", headers={"host": "localhost:8123"}).status_code == 200
@@ -538,8 +538,8 @@ def test_server__beyond_loopback_every_request_needs_the_token_then_its_cookie()
     assert hosts is None and token and len(token) >= 24 and cli.access("0.0.0.0")[1] != token
     shown, local = cli.addresses("0.0.0.0", 8123, token)
     assert shown.endswith(f":8123/?token={token}") and local == f"http://127.0.0.1:8123/?token={token}"
-    hub = TableServer(make_game(), step=True, log=lambda text: None)
-    client = TestClient(create_app(hub, hosts, token), base_url="http://127.0.0.1:8123")
+    table = TableServer(make_game(), step=True, log=lambda text: None)
+    client = TestClient(create_app(table, hosts, token), base_url="http://127.0.0.1:8123")
     with client:
         for host in ("127.0.0.1:8123", "evil.example:8123", "localhost"):  # no token: refused, whatever the Host
             r = client.get("/", headers={"host": host})
@@ -573,13 +573,13 @@ def test_server__beyond_loopback_every_request_needs_the_token_then_its_cookie()
 class Served:
     """A table served by uvicorn with nertz-play's own settings (:func:`cli.server_config`) in a thread."""
 
-    def __init__(self, hub: TableServer, host: str = "127.0.0.1", allowed: Any = None, token: str | None = None,
+    def __init__(self, table: TableServer, host: str = "127.0.0.1", allowed: Any = None, token: str | None = None,
                  **options: Any) -> None:
         import threading
 
         import uvicorn
 
-        self.hub = hub
+        self.table = table
         self.sock = socket.socket()
         # small kernel send buffers (accepted sockets inherit them), so a peer that does not read blocks the
         # server's sends after a few messages instead of a few MB
@@ -589,7 +589,7 @@ class Served:
         self.port = self.sock.getsockname()[1]
         self.url = f"ws://127.0.0.1:{self.port}/ws"
         self.page = f"http://127.0.0.1:{self.port}/"
-        self.server = uvicorn.Server(cli.server_config(create_app(hub, allowed, token), **options))
+        self.server = uvicorn.Server(cli.server_config(create_app(table, allowed, token), **options))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 30
@@ -636,8 +636,8 @@ def test_server__a_client_that_never_reads_costs_only_itself_and_the_server_stop
     """A socket that upgrades and never reads: the playing tab keeps its ticks and answers, a new tab gets its
     welcome, the silent one is dropped when it answers no ping; a first Ctrl-C stops the server promptly."""
     ws_client = pytest.importorskip("websockets.sync.client")
-    hub = TableServer(make_game(players=2, bots="greedy"), step=False, tick_ms=60, log=lambda text: None)
-    served = Served(hub, allowed=cli.access("127.0.0.1")[0], ws_ping_interval=0.2, ws_ping_timeout=0.3)
+    table = TableServer(make_game(players=2, bots="greedy"), step=False, tick_ms=60, log=lambda text: None)
+    served = Served(table, allowed=cli.access("127.0.0.1")[0], ws_ping_interval=0.2, ws_ping_timeout=0.3)
     try:
         with ws_client.connect(served.url, max_queue=None) as ws:  # this client reads all the time
             assert json.loads(ws.recv(timeout=10))["role"] == "player"
@@ -645,8 +645,8 @@ def test_server__a_client_that_never_reads_costs_only_itself_and_the_server_stop
             with silent_socket(served.port):
                 # the table goes on for the playing tab while the silent one is dropped
                 seen, deadline = first, time.monotonic() + 10
-                while seen < first + 8 or len(hub.tabs) > 1:
-                    assert time.monotonic() < deadline, (first, seen, len(hub.tabs))
+                while seen < first + 8 or len(table.tabs) > 1:
+                    assert time.monotonic() < deadline, (first, seen, len(table.tabs))
                     seen = next_state(ws)["view"]["tick"]
             # a_message_over_4096_characters gets an error (uvicorn's limit is 1 MiB), and the connection stays
             ws.send(json.dumps({"type": "wait", "pad": "x" * 100_000}))
@@ -719,15 +719,15 @@ def test_server__a_removed_replay_folder_is_reported_and_the_table_goes_on(tmp_p
     folder.mkdir()
     logged: list[str] = []
     game = make_game(players=2, replay_dir=folder)
-    hub = TableServer(game, step=True, log=logged.append, new_game_interval=0)
-    with TestClient(create_app(hub)) as client, client.websocket_connect("/ws") as ws:
+    table = TableServer(game, step=True, log=logged.append, new_game_interval=0)
+    with TestClient(create_app(table)) as client, client.websocket_connect("/ws") as ws:
         join(ws)
         ws.send_json({"type": "wait"})
         assert receive_until(ws, "state")["view"]["tick"] == 1
         shutil.rmtree(folder)
         ws.send_json({"type": "new_game"})  # the new replay cannot be created: told, and the game is dealt
         state = receive_until(ws, "state")
-        assert state["view"]["tick"] == 0 and hub.game.seed == SEED + 1
+        assert state["view"]["tick"] == 0 and table.game.seed == SEED + 1
         assert state["replay"] is None and "No such file or directory" in state["recording"]
         error = receive_until(ws, "error")
         assert error.get("recording") and "cannot create the replay" in error["message"] and not error.get("fatal")
@@ -770,13 +770,13 @@ def test_server__a_full_disk_is_reported_the_game_goes_on_and_the_file_stays_val
     from nertz_env.replay import load_replay, verify_replay
 
     game = make_game(players=2, replay_dir=tmp_path)
-    hub = TableServer(game, step=True, log=lambda text: None)
-    with TestClient(create_app(hub)) as client, client.websocket_connect("/ws") as ws:
+    table = TableServer(game, step=True, log=lambda text: None)
+    with TestClient(create_app(table)) as client, client.websocket_connect("/ws") as ws:
         join(ws)
         for _ in range(3):
             ws.send_json({"type": "wait"})
             receive_until(ws, "state")
-        path = hub.game.replay_file
+        path = table.game.replay_file
         writer = game.writer
         writer._file = DiskFull(writer._file)
         ws.send_json({"type": "wait"})
@@ -786,7 +786,7 @@ def test_server__a_full_disk_is_reported_the_game_goes_on_and_the_file_stays_val
         assert "No space left on device" in error["message"] and not error.get("fatal")
         ws.send_json({"type": "wait"})  # the game goes on; the failure is told once
         state = receive_until(ws, "state")
-        assert state["view"]["tick"] == 5 and hub.failure is None
+        assert state["view"]["tick"] == 5 and table.failure is None
         # the file holds the three ticks written before the disk filled, and nothing cut in the middle
         rep = load_replay(path)
         assert [t["t"] for t in rep.ticks] == [1, 2, 3] and rep.cut_off is None
@@ -800,8 +800,8 @@ def test_server__a_full_disk_is_reported_the_game_goes_on_and_the_file_stays_val
 def test_server__new_games_come_one_a_second_at_most(tmp_path: Path) -> None:
     """A burst of new_game messages deals one game (one replay file), the others are refused."""
     game = make_game(players=2, replay_dir=tmp_path)
-    hub = TableServer(game, step=True, log=lambda text: None, new_game_interval=60)  # a loaded machine takes seconds
-    with TestClient(create_app(hub)) as client, client.websocket_connect("/ws") as ws:
+    table = TableServer(game, step=True, log=lambda text: None, new_game_interval=60)  # a loaded machine takes seconds
+    with TestClient(create_app(table)) as client, client.websocket_connect("/ws") as ws:
         join(ws)
         for _ in range(5):
             ws.send_json({"type": "new_game"})
@@ -812,10 +812,10 @@ def test_server__new_games_come_one_a_second_at_most(tmp_path: Path) -> None:
                 assert "one at a time" in msg["message"], msg
                 errors += 1
             answers += msg["type"] == "error" or msg.get("message", "").startswith("new game")
-        assert errors == 4 and hub.game.seed == SEED + 1
+        assert errors == 4 and table.game.seed == SEED + 1
         ref = nertz_env.parallel_env(num_players=2)  # the new game deals the next seed
         ref.reset(seed=SEED + 1)
-        assert hub.game.env.snapshot() == ref.snapshot()
+        assert table.game.env.snapshot() == ref.snapshot()
     assert len(list(tmp_path.iterdir())) == 2  # the first game's and the one new game's
 
 
