@@ -1,41 +1,8 @@
-"""The one drawing of a Nertz table: a snapshot as SVG, and the same SVG rasterized to an RGB array.
-
-:func:`table_svg` draws a ``nertz-snapshot/1`` dict: a title bar, the lake (each foundation's top card framed
-in the colour of the seat that played it, a strip of cells under it coloured by who played each card), then a
-panel per seat (name, match score, Nertz pile, stock, waste, work piles fanned downward). :func:`table_rgb`
-rasterizes that very SVG with resvg (the render extra), so ``table_rgb(env.snapshot())`` is ``env.render()``'s
-picture. Letters and suits are SVG paths (a small stroke font below), so no drawing depends on installed fonts.
-
-Interactive drawings (``interactive=True``) mark every element a page may wire to clicks with
-``class="hit"`` and data attributes (all values are decimal integers written as text):
-
-=================================  ==============================================================
-element                            attributes
-=================================  ==============================================================
-a seat's Nertz pile (top card,     ``data-zone="nertz" data-seat=p``
-or its empty place)
-a seat's stock (back or empty)     ``data-zone="stock" data-seat=p``
-a seat's waste (top or empty)      ``data-zone="waste" data-seat=p``
-each card of a work pile           ``data-zone="work" data-seat=p data-pile=j data-depth=d`` where
-                                   ``d`` counts from the top: 1 is the exposed card, ``d`` cards
-                                   from it to the top form the run moved by ``run`` actions of
-                                   length ``d``
-an empty work pile                 ``data-zone="work" data-seat=p data-pile=j data-depth="0"``
-every place of the lake and the    ``data-zone="lake" data-pile=f``: ``f`` is the foundation's index
-top card of the foundation on it   (creation order); places from the number of foundations on are
-                                   empty (playing to the lake picks the foundation itself)
-=================================  ==============================================================
-
-Every drawing, interactive or not, also carries structure a page or test can read: the root ``<svg>`` has
-``data-tick``, ``data-round`` and ``data-done``; each seat's panel is ``<g class="seat" data-seat=p>``; each
-drawn card is a ``<use href="#c-XX">`` whose id names the card in the text of :mod:`nertz_env.cards`, with
-``*`` written ``x`` (``#c-QH``, ``#c-xx`` for a joker with no value, ``#c-x7r`` for a fixed joker); card
-backs are ``#c-back`` (no card text is four letters long).
-
-``highlight`` (optional) marks things on the drawing: ``{"seats": {p: text or (text, kind)}}`` writes a
-banner across seat ``p``'s panel (``kind``: ``"info"``, ``"warn"`` or ``"error"``: white, amber, red), and
-``{"select": {"zone": ..., "seat": p, "pile": j, "depth": d}}`` outlines one element (same values as the data
-attributes above).
+"""The one drawing of a Nertz table: a snapshot as SVG (:func:`table_svg`), and the same SVG rasterized to an
+RGB array with resvg (:func:`table_rgb`, the render extra), so ``table_rgb(env.snapshot())`` is
+``env.render()``'s picture. Letters and suits are SVG paths (a small stroke font below): no drawing depends on
+installed fonts. What a drawing shows, its ``interactive`` data attributes and ``highlight``:
+docs/guides/replays.md ("A picture of any table").
 """
 
 from __future__ import annotations
@@ -557,17 +524,9 @@ def table_svg(
     interactive: bool = False,
     fan: int | None = None,
 ) -> str:
-    """The table of ``snap`` as one self-contained SVG document (the module docstring describes
-    ``interactive`` and ``highlight``).
-
-    Args:
-        snap: what ``env.snapshot()`` returns.
-        seat_names: a name per seat for the panel headers (default ``player_0`` ...).
-        highlight: ``{"seats": {p: text or (text, kind)}, "select": {...}}`` (both optional).
-        interactive: mark clickable elements with ``class="hit"`` and ``data-*`` attributes.
-        fan: cards each work pile has room for (default ``ENV_FAN``, as ``env.render()``); longer piles
-            squeeze. ``fan=longest_pile(snap)`` gives room that grows with the longest pile.
-    """
+    """The table of ``snap`` (``env.snapshot()``) as one SVG document; ``seat_names`` default to ``player_0``...
+    ``fan``: cards each work pile has room for (default ``ENV_FAN``, as ``env.render()``); longer piles squeeze.
+    ``interactive`` and ``highlight``: docs/guides/replays.md."""
     return draw_table(snap, seat_names=seat_names, highlight=highlight, interactive=interactive, fan=fan).svg()
 
 

@@ -1,34 +1,7 @@
 """Replays: ``nertz-replay/1``, a record of one game written while it is played and replayed through the engine.
 
-Guide: docs/guides/replays.md. Record a game by wrapping its ``parallel_env``::
-
-    env = RecordReplay(parallel_env(num_players=4), "game.jsonl.gz", agents=["search", "heuristic", "me", "ppo"])
-    ...                                  # reset and step as usual
-    verify_replay("game.jsonl.gz")       # raises ReplayMismatch on any difference
-
-The format is JSON lines, gzip-compressed when the name ends in ``.gz``. Line 1, the header::
-
-    {"format": "nertz-replay/1", "agents": [name per seat], "config": {...every NertzConfig option...},
-     "snapshot": {...the opening table, nertz-snapshot/1...}, "meta": {...anything JSON...}}
-
-then one line per tick::
-
-    {"t": tick,                       # the table's tick after this step (in a match, counted from each deal)
-     "a": [action index per seat],    # what each seat asked for (-1: None)
-     "n": [action name per seat],     # ActionTable.name of each index ("?" when out of range)
-     "il": [seats],                   # seats whose action was illegal (applied as a wait); absent when none
-     "lr": [seats],                   # seats that lost a race to the lake; absent when none
-     "r": [reward per seat],          # absent when every reward is zero
-     "end": "nertz"|"stall"|"max_ticks", "score": [round total per seat], "match": [match score per seat]
-                                      # only on a tick that ended a round
-     "end_table": {...snapshot...},   # only when a round of a match that goes on ended: the table as it ended
-                                      # (optional; readers recompute it, see round_end_table)
-     "h": "8 hex digits"}             # the start of the SHA-1 of the table's snapshot after the tick
-
-and a closing line: ``{"final": {...closing snapshot...}, "ticks": N}`` when the episode ended, or
-``{"stopped": "before the game's end", "ticks": N}`` when the writer was closed first. A file with neither was
-cut off: :func:`load_replay` reads it and :attr:`Replay.cut_off` says so; :func:`verify_replay` raises
-:class:`ReplayIncomplete` unless ``partial=True``.
+Record a game by wrapping its ``parallel_env``, check it with :func:`verify_replay`. The format, field by
+field, and what a cut-off file means: docs/guides/replays.md ("Record games").
 """
 
 from __future__ import annotations
