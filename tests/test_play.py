@@ -820,7 +820,7 @@ def test_server__new_games_come_one_a_second_at_most(tmp_path: Path) -> None:
 
 
 def test_server__the_game_after_seed_2_64_minus_1_is_seed_0() -> None:
-    """Not seed 2**64, which the env refuses: that stopped the table."""
+    """Seeds wrap at 2**64 (the env refuses 2**64): the table deals on."""
     client, _ = make_client(make_game(players=2, seed=2**64 - 1))
     with client, client.websocket_connect("/ws") as ws:
         join(ws)
