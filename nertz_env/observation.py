@@ -58,14 +58,7 @@ from typing import Any
 import numpy as np
 
 from nertz_env.actions import action_table
-from nertz_env.cards import (
-    JOKER,
-    RANKS,
-    SUITS,
-    card,
-    fixed_joker,
-    to_text,
-)
+from nertz_env.cards import FIXED_JOKER_BASE, JOKER, card, fixed_joker, to_text
 from nertz_env.config import NertzConfig
 
 CARD_FEATURES = 18
@@ -170,17 +163,24 @@ def obs_layout(config: NertzConfig) -> ObsLayout:
     return ObsLayout(config)
 
 
+def read_card(x: np.ndarray, base: int) -> int:
+    """The card code (:mod:`nertz_env.cards`) of the card block at ``x[base:]``, -1 for an empty block. Plain
+    Python for :func:`decode`; :mod:`nertz_env.moves` compiles it for the move features and the agents."""
+    rank = -1
+    for r in range(13):
+        if x[base + r] > 0.5:
+            rank = r
+    if x[base + 17] > 0.5:  # a joker: wild, or fixed with 0.5 on both suits of its colour (D and H: red)
+        return JOKER if rank < 0 else FIXED_JOKER_BASE + rank * 2 + (1 if x[base + 14] > 0.25 else 0)
+    for u in range(4):
+        if rank >= 0 and x[base + 13 + u] > 0.5:
+            return u * 13 + rank
+    return -1
+
+
 def _decode_card(v: np.ndarray) -> str | None:
-    if not v.any():
-        return None
-    joker = v[17] > 0.5
-    rank = int(np.argmax(v[:13])) if v[:13].any() else -1
-    if joker:
-        if rank < 0:
-            return to_text(JOKER)
-        red = v[14] > 0 or v[15] > 0
-        return to_text(fixed_joker(rank, 1 if red else 0))
-    return RANKS[rank] + SUITS[int(np.argmax(v[13:17]))]
+    code = read_card(v, 0)
+    return None if code < 0 else to_text(code)
 
 
 def _decode_pile(cells: np.ndarray, has_joker: bool, count: int) -> list[str]:
@@ -249,19 +249,21 @@ def decode(obs: np.ndarray, config: NertzConfig) -> dict[str, Any]:
             "waste": places("memory_waste", waste_count),
             "unseen": [to_text(c) for c in range(52) if unseen[c] > 0.5] + ["**"] * int(unseen[52:].sum()),
         }
-    return {
+    piles = [_decode_pile(work_cards[j], bool(work_joker[j] > 0.5), int(work_count[j])) for j in range(w)]
+    opponents = [(_decode_card(opp_top[i]), int(opp_count[i]), bool(opp_team[i] > 0.5)) for i in range(p - 1)]
+    out: dict[str, Any] = {
         "nertz_top": _decode_card(obs[s["nertz_top"]]),
         "nertz_count": round(float(obs[s["nertz_count"]][0]) * config.nertz_size),
         "waste_top": _decode_card(obs[s["waste_top"]]),
         "stock_count": stock_count,
         "waste_count": waste_count,
-        "work": [_decode_pile(work_cards[j], bool(work_joker[j] > 0.5), int(work_count[j])) for j in range(w)],
+        "work": piles,
         "work_exposed": [_decode_card(v) for v in obs[s["work_exposed"]].reshape(w, CARD_FEATURES)],
         "lake_tops": {to_text(c): int(lake[c]) for c in range(52) if lake[c] > 0},
-        "opponents": [
-            {"nertz_top": _decode_card(opp_top[i]), "nertz_count": int(opp_count[i]), "teammate": bool(opp_team[i] > 0.5)}
-            for i in range(p - 1)
-        ],
+        "opponents": [dict(zip(("nertz_top", "nertz_count", "teammate"), o, strict=True)) for o in opponents],
         "status": dict(zip(STATUS_FIELDS, (float(x) for x in obs[s["status"]]), strict=True)),
-    } | memory | ({"last_moves": [int(np.argmax(m)) for m in obs[s["last_moves"]].reshape(config.last_moves, -1) if m.any()]}
-         if config.last_moves else {})
+    } | memory
+    if config.last_moves:
+        moves = obs[s["last_moves"]].reshape(config.last_moves, -1)
+        out["last_moves"] = [int(np.argmax(m)) for m in moves if m.any()]
+    return out
