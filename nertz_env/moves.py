@@ -7,22 +7,14 @@ Slices, in order (``W`` work piles; card blocks are the observation's 18 card fe
                          joker_lake)
     source       3 + W   nertz, waste, work; then the work pile's index
     dest         2 + W   lake, work; then the work pile's index
-    card         18      the card that moves (a run's bottom card, the one that lands; a joker played to the
-                         lake with its declared suit)
+    card         18      the card that moves (a run's bottom card; a joker to the lake with its declared suit)
     red          1       that card is red
     length       1       cards moved / 13
-    dest_top     18      the destination pile's exposed card (a tuck: its base, the card it goes under)
+    dest_top     18      the destination pile's exposed card (a tuck: its base)
     dest_empty   1       the destination pile is empty
     uncovers     18      the card of the source work pile the move uncovers
     empties      1       the source pile is empty after the move (the Nertz pile: the seat is out)
-    reveals      1       the move turns up a card the observation does not show (the next Nertz card, the waste
-                         card below, a flip's new waste top)
-    to_lake      1       the uncovered card can go to the lake now
-    frees_nertz  1       the Nertz top can go onto the source work pile after the move
-    frees_waste  1       the waste top can go onto the source work pile after the move
-    blocks_nertz 1       the destination pile takes the Nertz top now, and the move puts another card there
-    recycles     1       a flip that turns the waste over (the stock is empty)
-    undo         1       a run moving straight back the cards the seat's last move moved
+    reveals .. undo      one flag each: what the move allows or undoes (docs/env/nertz.md, "Move features")
 
 The seat's last move comes from the ``last_moves`` slice when the observation has one, else from the
 ``last_move`` argument (-1 or None: unknown). Compiled with numba; the policy's numpy forward calls the same

@@ -25,29 +25,13 @@ after the observer)::
     status           7        tick / max_ticks, ticks since progress / stall_ticks, stalls so far / 2,
                               1 if the observer may act this tick (``turn_based``), redeals left fraction
                               (1 when unlimited), own cards in the lake / deck size, round / rounds in match
-    memory_stock     D        only with ``memory``, the four ``memory_*`` slices, one value per own card
-                              (52, then one per joker, ``D`` = deck size; known jokers take their slots from
-                              the stock's top down, then the waste's): a card whose place in the stock the
-                              seat knows, (cards above it + 1) / (D - nertz_size - work_piles), else 0
-    memory_on_top    D        1 for such a card that a flip turns up as the waste top (the deepest card of its
-                              packet of ``draw`` cards), else 0
-    memory_waste     D        a card whose place in the waste the seat knows (the top included), (cards above
-                              it + 1) / (D - nertz_size - work_piles), else 0
-    memory_unseen    D        1 for an own card the seat has not seen this round; the joker slots count the
-                              jokers it cannot place (jokers look alike), first slot first
+    memory_*         4 * D    only with ``memory``: what the seat knows of its own stock and waste, one value
+                              per own card (``D`` = deck size; docs/env/nertz.md, "The seat's memory")
     last_moves       K * A    only with ``last_moves`` = K > 0: the seat's own last K moves this round, most
-                              recent first, each a one-hot over the A actions (all zero: no such move yet).
-                              A move is a legal action other than ``wait`` that the seat sent (a lake play
-                              that lost its race counts), so an agent can keep the same record itself.
+                              recent first, each a one-hot over the A actions (docs/env/nertz.md)
 
 Hidden cards (the Nertz pile below its top, the stock, the waste below its top, other layouts) never appear,
 except, with ``memory``, the seat's own cards it saw before.
-
-The memory is what a person at the table knows (what counts as seen: docs/env/nertz.md). Why one value per
-card: a policy that decides in microseconds reads a fixed slot per card (4 * 52 values, where a card encoding
-per stock slot takes over a thousand), the places keep the order exactly, and ``memory_on_top`` spares it the
-arithmetic of packets modulo ``draw``. An agent keeps the same memory at tables without the option
-(:class:`nertz_env.agents.memory.SeatMemory`).
 """
 
 from __future__ import annotations
