@@ -166,11 +166,4 @@ def agent_vector_env(
             alone, a ``Box``, for the wrappers that need one; the mask is then in ``infos["action_mask"]`` and
             :meth:`~NertzAgentVectorEnv.action_masks`.
     """
-    return NertzAgentVectorEnv(
-        num_tables,
-        num_players=num_players,
-        copy=copy,
-        render_mode=render_mode,
-        obs_format=obs_format,
-        **rules,
-    )
+    return NertzAgentVectorEnv(num_tables, num_players, copy, render_mode, obs_format, **rules)

@@ -277,6 +277,4 @@ def vector_env(
             needs the ``render`` extra), ``"ansi"`` (a tuple of texts, one per table) or ``"human"`` (prints
             them).
     """
-    return NertzVectorEnv(
-        num_tables, num_players=num_players, autoreset=autoreset, copy=copy, render_mode=render_mode, **rules
-    )
+    return NertzVectorEnv(num_tables, num_players, autoreset, copy, render_mode, **rules)
