@@ -91,6 +91,7 @@ from nertz_env.engine.state import (
     allocate,
     config_array,
 )
+from nertz_env.moves import read_card  # the observation's card decoder, shared with the move features
 from nertz_env.observation import (
     O_LAKE,
     O_NCOUNT,
@@ -155,26 +156,6 @@ def table_params(config: NertzConfig) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ---------------------------------------------------------------- reading the observation
-@_kernel
-def read_card(obs, base):
-    """Card code of an 18-wide card block (see nertz_env.observation); -1 for an empty block."""
-    rank = -1
-    for r in range(13):
-        if obs[base + r] > 0.5:
-            rank = r
-    if obs[base + 17] > 0.5:  # a joker: no rank yet, or fixed on a work pile as a rank and colour
-        if rank < 0:
-            return JOKER
-        red = 1 if obs[base + 14] > 0.25 or obs[base + 15] > 0.25 else 0
-        return 53 + rank * 2 + red
-    if rank < 0:
-        return -1
-    for u in range(4):
-        if obs[base + 13 + u] > 0.5:
-            return u * 13 + rank
-    return -1
-
-
 @_kernel
 def read_state(obs, params, s):
     """Fill state ``s`` from one observation vector of the seat."""

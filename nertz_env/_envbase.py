@@ -55,7 +55,8 @@ def table_seeds(seed: Any, n: int) -> np.ndarray:
     entropy for None."""
     if seed is None:
         return np.random.SeedSequence().generate_state(n, np.uint64)
-    if is_int(seed) and 0 <= seed <= 2**64 - n:  # the last table's seed + t below 2**64: no wrap onto seed 0's deal
+    # the last table's seed + t stays below 2**64: no wrap onto seed 0's deal
+    if is_int(seed) and 0 <= seed <= 2**64 - n:
         return np.arange(n, dtype=np.uint64) + np.uint64(seed)
     one = isinstance(seed, (list, tuple, np.ndarray)) and getattr(seed, "ndim", 1) == 1
     if one and len(seed) == n and all(is_int(s) and 0 <= s < 2**64 for s in seed):

@@ -31,7 +31,9 @@ def cut(message: str, limit: int = 400) -> str:
     return message if len(message) <= limit else f"{message[:limit]}... ({len(message)} characters)"
 
 
-_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|exc|obj|ref|doc|envvar|option|term):`[~!]?([^`<]*?)(?:\s*<[^>]*>)?`")
+_ROLE = re.compile(
+    r":(?:py:)?(?:class|func|meth|mod|attr|data|exc|obj|ref|doc|envvar|option|term):`[~!]?([^`<]*?)(?:\s*<[^>]*>)?`"
+)
 
 
 def plain(text: str) -> str:

@@ -117,7 +117,7 @@ class ActionTable:
 
     def _check(self, index: int) -> int:
         if not is_int(index) or not 0 <= index < len(self.rows):
-            raise ValueError(f"action index must be an integer from 0 to {len(self.rows) - 1}, got {short(index)}")
+            raise ValueError(f"action index must be an integer from 0 to {self.n - 1}, got {short(index)}")
         return int(index)
 
     def index(self, kind: int, src: int = -1, dst: int = -1, length: int = 0, suit: int = -1) -> int:
@@ -139,7 +139,9 @@ class ActionTable:
         try:
             return self._by_name[name]
         except KeyError:
-            raise ValueError(f"no action named {short(name)} in this config (e.g. {self._names[:4]})") from None
+            raise ValueError(
+                f"no action named {short(name)} in this config (e.g. {self._names[:4]})"
+            ) from None
 
     @staticmethod
     def _name(a: Action) -> str:
@@ -174,7 +176,8 @@ class ActionTable:
             return f"tuck {_source_words(a.src)} under work pile {a.dst}'s base"
         if a.kind == ROTATE:
             return "move the stock's top card to its bottom"
-        return f"play a joker from {_source_words(a.src).replace(' top', '')} to the lake as a {SUITS[a.suit]}"
+        source = _source_words(a.src).replace(" top", "")
+        return f"play a joker from {source} to the lake as a {SUITS[a.suit]}"
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Column arrays of the table (kind, src, dst, length, suit), int8, for vectorised use."""
@@ -191,7 +194,8 @@ class ActionTable:
                 span = f"{start}" if i - 1 == start else f"{start}-{i - 1}"
                 first = f"`{self.name(start)}`: {self.describe(start)}"
                 last = "" if i - 1 == start else f"`{self.name(i - 1)}`: {self.describe(i - 1)}"
-                lines.append(f"| {span} | {i - start} | {KIND_NAMES[self.rows[start].kind]} | {first} | {last} |")
+                kind = KIND_NAMES[self.rows[start].kind]
+                lines.append(f"| {span} | {i - start} | {kind} | {first} | {last} |")
                 start = i
         return "\n".join(lines)
 

@@ -56,12 +56,16 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         o, a = self.venv.obs_layout.size, self.venv.actions.n
         vector = gymnasium.spaces.Box(0.0, 1.0, (o,), np.float32)
         self.single_observation_space: gymnasium.spaces.Space = (
-            gymnasium.spaces.Dict({"observation": vector, "action_mask": gymnasium.spaces.Box(0, 1, (a,), np.int8)})
+            gymnasium.spaces.Dict(
+                {"observation": vector, "action_mask": gymnasium.spaces.Box(0, 1, (a,), np.int8)}
+            )
             if obs_format == "dict"
             else vector
         )
         self.single_action_space = gymnasium.spaces.Discrete(a)
-        self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, self.num_envs)
+        self.observation_space = gymnasium.vector.utils.batch_space(
+            self.single_observation_space, self.num_envs
+        )
         self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, self.num_envs)
         #: the global state of one table and of the batch, ``(tables, S)`` (see :meth:`state`)
         self.single_state_space = self.venv.single_state_space
@@ -79,17 +83,19 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         if "reset_mask" in options:
             mask = np.asarray(options["reset_mask"])
             if mask.shape != (self.num_envs,) or mask.dtype != np.bool_:
-                raise ValueError(f"reset_mask must be a bool array of shape ({self.num_envs},), got {mask.shape}")
+                raise ValueError(
+                    f"reset_mask must be a bool array of shape ({self.num_envs},), got {mask.shape}"
+                )
             by_table = mask.reshape(self.num_tables, self.num_players)
             if not (by_table == by_table[:, :1]).all():
-                raise ValueError("reset_mask must be the same for every seat of a table: the seats are dealt together")
+                raise ValueError(
+                    "reset_mask must be the same for every seat of a table: the seats are dealt together"
+                )
             options["reset_mask"] = by_table[:, 0].copy()
         out, info = self.venv.reset(seed=seed, options=options)
         return self._flat_infos(out, info)
 
-    def step(
-        self, actions: Any
-    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """One tick on every table; ``actions``: integers of shape (N,), one per seat."""
         check_open(self, "step")
         acts = np.asarray(actions)
@@ -105,7 +111,10 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
     ) -> tuple[Any, dict[str, np.ndarray]]:
         """The batch's observations and infos, per sub-environment."""
         n, p = self.num_envs, self.num_players
-        obs = {"observation": out["observation"].reshape(n, -1), "action_mask": out["action_mask"].reshape(n, -1)}
+        obs = {
+            "observation": out["observation"].reshape(n, -1),
+            "action_mask": out["action_mask"].reshape(n, -1),
+        }
         infos = {
             "illegal": info["illegal"].reshape(n),
             "lost_race": info["lost_race"].reshape(n),
@@ -137,7 +146,6 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         return self.venv.observations()["action_mask"].reshape(self.num_envs, -1).astype(bool)
 
 
-
 def agent_vector_env(
     num_tables: int,
     num_players: int = 4,
@@ -158,6 +166,4 @@ def agent_vector_env(
             alone, a ``Box``, for the wrappers that need one; the mask is then in ``infos["action_mask"]`` and
             :meth:`~NertzAgentVectorEnv.action_masks`.
     """
-    return NertzAgentVectorEnv(
-        num_tables, num_players=num_players, copy=copy, render_mode=render_mode, obs_format=obs_format, **rules
-    )
+    return NertzAgentVectorEnv(num_tables, num_players, copy, render_mode, obs_format, **rules)

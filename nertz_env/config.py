@@ -115,7 +115,7 @@ class NertzConfig:
                 raise bad(name, "True or False")
             object.__setattr__(self, name, bool(getattr(self, name)))
         if self.target_score is not None and self.rounds is not None:
-            raise ValueError("target_score and rounds are exclusive: a match is played to a score or to a count")
+            raise ValueError("target_score and rounds are exclusive: a match is played to a score or a count")
         if self.max_rounds is not None and self.target_score is None:
             raise ValueError("max_rounds bounds a match to target_score; set target_score as well")
         object.__setattr__(self, "teams", self._validated_teams(self.teams))
@@ -141,7 +141,9 @@ class NertzConfig:
                     f"teams={short(teams)} must split the seats 0..{n - 1} into non-empty groups, each seat once"
                 )
             if len(groups) < 2:
-                raise ValueError(f"teams={short(teams)} must split the seats into at least two teams, got one team")
+                raise ValueError(
+                    f"teams={short(teams)} must split the seats into at least two teams, not one"
+                )
             return tuple(groups)
         raise ValueError(f"teams must be True, False or a list of seat lists, got {short(teams)}")
 
@@ -253,9 +255,13 @@ OPTION_DOCS: dict[str, OptionDoc] = {
     "work_piles": OptionDoc("4 to 6", "work piles per player (Pounce tables use 5 or 6)"),
     "draw": OptionDoc("1 to 3", "cards turned per flip, as one packet (the deepest becomes the waste's top)"),
     "recycle": OptionDoc('`"flip"`, `"shuffle"`', "the empty stock takes the waste turned over, or shuffled"),
-    "max_redeals": OptionDoc("int >= 0 or `None`", "how often the waste may become the stock (`None`: unlimited)"),
-    "empty_pile_from_nertz_first": OptionDoc("bool", "while the Nertz pile has cards an empty work pile takes only its top"),
-    "call_mode": OptionDoc('`"auto"`, `"manual"`', "the round ends when a pile empties, or on a `call` action"),
+    "max_redeals": OptionDoc(
+        "int >= 0 or `None`", "how often the waste may become the stock (`None`: no limit)"
+    ),
+    "empty_pile_from_nertz_first": OptionDoc(
+        "bool", "while the Nertz pile has cards an empty work pile takes only its top"
+    ),
+    "call_mode": OptionDoc('`"auto"`, `"manual"`', "the round ends when a pile empties, or on a `call`"),
     "call_bonus": OptionDoc("int >= 0", "points for the player who ended the round"),
     "false_call_penalty": OptionDoc("int >= 0", "points lost for a call with cards left (manual mode)"),
     "nertz_penalty": OptionDoc("int >= 0", "points lost per card left in the own Nertz pile (0: Pounce)"),
@@ -271,7 +277,9 @@ OPTION_DOCS: dict[str, OptionDoc] = {
     ),
     "target_score": OptionDoc("int >= 1", "play a match until a total reaches this"),
     "rounds": OptionDoc("int >= 1", "play a match of exactly this many rounds (Racing Demon)"),
-    "max_rounds": OptionDoc("int >= 1", "a match to `target_score` is truncated after this many rounds", str(DEFAULT_MAX_ROUNDS)),
+    "max_rounds": OptionDoc(
+        "int >= 1", "a match to `target_score` is truncated after this many rounds", str(DEFAULT_MAX_ROUNDS)
+    ),
     "teams": OptionDoc(
         "bool or seat groups",
         "`True` pairs seat i with seat i + n/2 (an even `num_players` of at least 4); or e.g. `[[0, 2], [1, 3]]` "
@@ -279,15 +287,20 @@ OPTION_DOCS: dict[str, OptionDoc] = {
     ),
     "turn_based": OptionDoc("bool", "one seat acts per tick, in rotation"),
     "jokers": OptionDoc("0 to 2", "wild cards per deck"),
-    "allow_tuck": OptionDoc("bool", "a Nertz or waste card may slide under a work pile's base (while another pile is empty)"),
+    "allow_tuck": OptionDoc(
+        "bool", "a Nertz or waste card may slide under a work pile's base (while another pile is empty)"
+    ),
     "allow_rotate": OptionDoc("bool", "move the stock's top card to its bottom as a move"),
-    "last_moves": OptionDoc("0 to 4", "not a rule: the seat's own last moves this round join its observation (slice `last_moves`)"),
+    "last_moves": OptionDoc(
+        "0 to 4", "not a rule: the seat's own last moves this round join its observation (slice `last_moves`)"
+    ),
     "memory": OptionDoc(
         "bool",
         "not a rule: what the seat has seen of its own stock and waste, in order, and its own cards not yet "
         "seen join its observation (slices `memory_*`)",
     ),
 }
+
 
 def options_markdown() -> str:
     """The option table (option, default, allowed, meaning) in Markdown, from :class:`NertzConfig` and

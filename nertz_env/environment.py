@@ -101,7 +101,9 @@ class NertzParallelEnv(Copyable, ParallelEnv):
             if not is_int(max_cycles) or max_cycles < 1:
                 raise ValueError(f"max_cycles must be a positive integer, got {short(max_cycles)}")
             if rules.get("max_ticks") is not None:
-                raise ValueError("give max_cycles or max_ticks, not both (max_cycles is PettingZoo's name for max_ticks)")
+                raise ValueError(
+                    "give max_cycles or max_ticks, not both (max_cycles is PettingZoo's name for max_ticks)"
+                )
             if rules.get("rounds") not in (None, 1) or rules.get("target_score") is not None:
                 raise ValueError(
                     "max_cycles bounds an episode's steps, but this episode is a match of several rounds; "
@@ -134,7 +136,8 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         self._closed = False
         self._no_event: list[dict[str, Any]] = []  # each seat's infos with no event (its match score changes)
         self._team = self.config.team_of
-        self._live = frozenset(self.possible_agents)  # the live agents whenever any are: all seats play to the end
+        # the live agents whenever any are: all seats play to the end
+        self._live = frozenset(self.possible_agents)
         self._num_actions = self.actions.n
         self._bind()
 
@@ -142,7 +145,9 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         # the compiled step without numba's per-call type dispatch, and views of table 0's rows
         self._step_table = batch.bound(step_block, self._state, self._actions, False, 0, 1)
         views = _TableViews(*(getattr(self._state, f)[0] for f in _TableViews._fields))
-        self._table = views._replace(illegal=views.illegal.view(np.bool_), lost_race=views.lost_race.view(np.bool_))
+        self._table = views._replace(
+            illegal=views.illegal.view(np.bool_), lost_race=views.lost_race.view(np.bool_)
+        )
         self._action_row = self._actions[0]
 
     # ------------------------------------------------------------------ PettingZoo API
@@ -182,20 +187,14 @@ class NertzParallelEnv(Copyable, ParallelEnv):
             self.render()
         return obs, infos
 
-    def step(self, actions: dict[str, Any]) -> tuple[
-        dict[str, Any],
-        dict[str, float],
-        dict[str, bool],
-        dict[str, bool],
-        dict[str, dict[str, Any]],
-    ]:
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict[str, float], dict, dict, dict[str, dict]]:
         """One tick: every live agent's action, applied in this tick's seeded order."""
         agents = self.agents
         if not agents:
             check_open(self, "step")
-            raise RuntimeError("step() called with no live agents: the episode is over (or reset() was not called)")
+            raise RuntimeError("step() with no live agents: the episode is over (or reset() was not called)")
         if not isinstance(actions, dict):
-            raise ValueError(f"actions must be a dict from agent name to action, got {type(actions).__name__}")
+            raise ValueError(f"actions must be a dict of agent name -> action, got {type(actions).__name__}")
         n_act = self._num_actions
         row = self._action_row
         missing: Collection[str] = ()
@@ -217,7 +216,9 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         rewards = dict(zip(agents, table.rewards.tolist()))  # noqa: B905 (one value per seat by construction)
         terminations = dict.fromkeys(agents, term)
         truncations = dict.fromkeys(agents, trunc)
-        infos = step_per_agent(agents, table.illegal.tolist(), table.lost_race.tolist(), table.applied.tolist(), self._no_event)
+        infos = step_per_agent(
+            agents, table.illegal.tolist(), table.lost_race.tolist(), table.applied.tolist(), self._no_event
+        )
         for name in missing:
             infos[name]["missing_action"] = True
         if self.obs_key is None:  # the mask in exactly one place: TorchRL's wrapper fails when it is in both
@@ -285,14 +286,16 @@ class NertzParallelEnv(Copyable, ParallelEnv):
             info["score_false_calls"] = -cfg.false_call_penalty * int(state.score_false[0, p])
             info["nertz_left"] = int(state.score_nertz[0, p])
             info["match_score"] = self._no_event[p]["match_score"]
-            info["team_score"] = sum(totals[q] for q in range(cfg.num_players) if self._team[q] == self._team[p])
+            info["team_score"] = sum(t for q, t in enumerate(totals) if self._team[q] == self._team[p])
 
     def render(self, mode: str | None = None) -> Any:
         """The table in ``mode`` (default: ``render_mode``): text for ``"ansi"``, printed for ``"human"``, an
         (H, W, 3) uint8 picture for ``"rgb_array"``. Without either, a warning and None."""
         mode = _render.check_mode(mode) if mode is not None else self.render_mode
         if mode is None:
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi', 'human' or 'rgb_array'")
+            gymnasium.logger.warn(
+                "render() called without a render_mode; pass render_mode='ansi', 'human' or 'rgb_array'"
+            )
             return None
         return _render.render_snapshot(self.snapshot(), mode)
 
@@ -355,52 +358,41 @@ class OrderEnforcedEnv(OrderEnforcingWrapper):
         return self.env.render(mode)
 
 
-def parallel_env(
-    *,
-    num_players: int = 4,
-    render_mode: str | None = None,
-    illegal_action: str = "noop",
-    max_cycles: int | None = None,
-    obs_key: str | None = "observation",
-    **rules: Unpack[Rules],
-) -> NertzParallelEnv:
+class EnvOptions(Rules, total=False):
+    """The keywords of :func:`parallel_env` and :func:`env`: the table size, the env's own options (defaults
+    and meanings: :func:`parallel_env`) and the :class:`~nertz_env.Rules`."""
+
+    num_players: int
+    render_mode: str | None
+    illegal_action: str
+    max_cycles: int | None
+    obs_key: str | None
+
+
+def parallel_env(**options: Unpack[EnvOptions]) -> NertzParallelEnv:
     """Nertz as a PettingZoo ``ParallelEnv``.
 
-    Every option of :class:`~nertz_env.NertzConfig` is a keyword (``num_players`` and the
+    Every option of :class:`~nertz_env.NertzConfig` is a keyword (``num_players``, default 4, and the
     :class:`~nertz_env.Rules`), with its RULES.md default (docs/env/rules.md); any other keyword raises
     ``ValueError``.
 
     Args:
-        render_mode: ``None``, ``"ansi"`` (``render()`` returns the table as text), ``"human"`` (prints it) or
-            ``"rgb_array"`` (the drawing of :mod:`nertz_env.render.draw` as an (H, W, 3) uint8 array; needs the
-            ``render`` extra).
-        illegal_action: ``"noop"`` (an illegal action is a flagged wait) or ``"raise"``.
+        render_mode: ``None`` (the default), ``"ansi"`` (``render()`` returns the table as text), ``"human"``
+            (prints it) or ``"rgb_array"`` (the drawing of :mod:`nertz_env.render.draw` as an (H, W, 3) uint8
+            array; needs the ``render`` extra).
+        illegal_action: ``"noop"`` (the default: an illegal action is a flagged wait) or ``"raise"``.
         max_cycles: PettingZoo's name for ``max_ticks`` (a one-round episode's bound on steps).
-        obs_key: ``"observation"`` (PettingZoo's ``{"observation", "action_mask"}``), ``"observations"``
-            (RLlib's ``ActionMaskingTorchRLModule``) or ``None`` (the bare vector; the mask in
-            ``infos[agent]["action_mask"]`` only, as AgileRL wants it).
+        obs_key: ``"observation"`` (the default: PettingZoo's ``{"observation", "action_mask"}``),
+            ``"observations"`` (RLlib's ``ActionMaskingTorchRLModule``) or ``None`` (the bare vector; the mask
+            in ``infos[agent]["action_mask"]`` only, as AgileRL wants it).
     """
-    return NertzParallelEnv(
-        num_players, render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles, obs_key=obs_key,
-        **rules,
-    )
+    return NertzParallelEnv(**options)
 
 
-def env(
-    *,
-    num_players: int = 4,
-    render_mode: str | None = None,
-    illegal_action: str = "noop",
-    max_cycles: int | None = None,
-    obs_key: str | None = "observation",
-    **rules: Unpack[Rules],
-) -> OrderEnforcedEnv:
+def env(**options: Unpack[EnvOptions]) -> OrderEnforcedEnv:
     """Nertz as a PettingZoo ``AECEnv`` (``parallel_to_aec`` of :func:`parallel_env`, order-enforced); the
     keywords are :func:`parallel_env`'s."""
-    return OrderEnforcedEnv(raw_env(
-        num_players=num_players, render_mode=render_mode, illegal_action=illegal_action, max_cycles=max_cycles,
-        obs_key=obs_key, **rules,
-    ))
+    return OrderEnforcedEnv(raw_env(**options))
 
 
 def describe_action(index: int, **rules: Any) -> str:

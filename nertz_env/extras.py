@@ -19,7 +19,8 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "render": ("resvg_py", "PIL", "imageio", "imageio_ffmpeg"),
     "play": ("starlette", "uvicorn", "websockets"),
     "rllib": ("torch", "ray"),
-    "test": ("supersuit", "tianshou", "torchrl", "array_api_compat", "skrl"),  # the clients tests/test_clients.py runs
+    # the clients tests/test_clients.py runs
+    "test": ("supersuit", "tianshou", "torchrl", "array_api_compat", "skrl"),
     "browser": ("playwright",),  # the browser tests
 }
 
@@ -32,7 +33,8 @@ def requirements(extra: str) -> list[str]:
     except importlib.metadata.PackageNotFoundError:
         return []
     marker = f'extra == "{extra}"'
-    return [req.split(";")[0].strip() for req in declared if req.partition(";")[2].strip().replace("'", '"') == marker]
+    ours = [req.partition(";") for req in declared]
+    return [name.strip() for name, _, when in ours if when.strip().replace("'", '"') == marker]
 
 
 def install_command(extra: str) -> str:

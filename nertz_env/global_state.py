@@ -26,7 +26,13 @@ class StateLayout:
     def __init__(self, config: NertzConfig) -> None:
         self.config = config
         p, w, d = config.num_players, config.work_piles, config.deck_size
-        self.locations: tuple[str, ...] = ("nertz", "stock", "waste", *(f"work_{j}" for j in range(w)), "lake")
+        self.locations: tuple[str, ...] = (
+            "nertz",
+            "stock",
+            "waste",
+            *(f"work_{j}" for j in range(w)),
+            "lake",
+        )
         self.deck = d
         self.card_width = len(self.locations) + 1  # the location one-hot, then the depth
         cards = p * d * self.card_width
@@ -51,11 +57,13 @@ class StateLayout:
     def cards(self, state: np.ndarray) -> np.ndarray:
         """The ``cards`` slice of a state (or of a batch) as ``(..., P, D, L + 1)``."""
         cfg = self.config
-        return state[..., self.slices["cards"]].reshape(*state.shape[:-1], cfg.num_players, self.deck, self.card_width)
+        return state[..., self.slices["cards"]].reshape(
+            *state.shape[:-1], cfg.num_players, self.deck, self.card_width
+        )
 
-    def fill(self, S: TableState, out: np.ndarray) -> np.ndarray:
-        """Write the state of every table of ``S`` into ``out`` (float32, (T, size)) and return it."""
-        t_n, p_n = S.nertz_len.shape
+    def fill(self, state: TableState, out: np.ndarray) -> np.ndarray:
+        """Write the state of every table of ``state`` into ``out`` (float32, (T, size)) and return it."""
+        t_n, p_n = state.nertz_len.shape
         d, lw = self.deck, self.card_width
         parts: list[tuple[np.ndarray, ...]] = []
 
@@ -65,18 +73,18 @@ class StateLayout:
             depth = (lens[t, p].astype(np.int64) - 1 - i) / cap
             parts.append((t, p, pile[t, p, i].astype(np.int64), np.full(t.size, loc), depth))
 
-        add(S.nertz, S.nertz_len, 0, MAX_PILE)
-        add(S.stock, S.stock_len, 1, d)
-        add(S.waste, S.waste_len, 2, d)
-        w = S.work.shape[2]
+        add(state.nertz, state.nertz_len, 0, MAX_PILE)
+        add(state.stock, state.stock_len, 1, d)
+        add(state.waste, state.waste_len, 2, d)
+        w = state.work.shape[2]
         for j in range(w):
-            add(S.work[:, :, j], S.work_len[:, :, j], 3 + j, MAX_PILE)
-        lake_valid = np.arange(S.lake.shape[-1]) < S.lake_len[..., None]
+            add(state.work[:, :, j], state.work_len[:, :, j], 3 + j, MAX_PILE)
+        lake_valid = np.arange(state.lake.shape[-1]) < state.lake_len[..., None]
         t, f, i = np.nonzero(lake_valid)
-        code = S.lake[t, f, i].astype(np.int64)
+        code = state.lake[t, f, i].astype(np.int64)
         code = np.where(code >= LAKE_JOKER_FLAG, JOKER, code)
-        depth = (S.lake_len[t, f].astype(np.int64) - 1 - i) / MAX_PILE
-        parts.append((t, S.lake_owner[t, f, i].astype(np.int64), code, np.full(t.size, 3 + w), depth))
+        depth = (state.lake_len[t, f].astype(np.int64) - 1 - i) / MAX_PILE
+        parts.append((t, state.lake_owner[t, f, i].astype(np.int64), code, np.full(t.size, 3 + w), depth))
 
         tt, pp, code, loc, depth = (np.concatenate(x) for x in zip(*parts, strict=True))
         card = code.copy()
@@ -94,7 +102,7 @@ class StateLayout:
         cards[tt, pp, card, loc] = 1.0
         cards[tt, pp, card, lw - 1] = depth
         out[:, self.slices["cards"]] = cards.reshape(t_n, -1)
-        out[:, self.slices["status"]] = S.obs[:, :, self._status].reshape(t_n, -1)
+        out[:, self.slices["status"]] = state.obs[:, :, self._status].reshape(t_n, -1)
         return out
 
 

@@ -44,11 +44,14 @@ _MASK_MEANING = (
 )
 
 _END = "why a round ended this step: 1 Nertz (or a call), 2 stall, 3 max_ticks; 0 none"
+_ILLEGAL = "the action was not legal and was applied as a wait"
+_LOST = "a legal lake play lost its slot to an earlier action of the tick"
+_AUTORESET = "the table was dealt anew this step (its actions were ignored)"
 
 #: ``infos[agent]`` of ``parallel_env`` and ``env`` (AEC), at reset and every step
 PER_AGENT: tuple[InfoKey, ...] = (
-    InfoKey("illegal", "bool", (), "False", "the agent's action was not legal and was applied as a wait"),
-    InfoKey("lost_race", "bool", (), "False", "a legal lake play lost its slot to an earlier action of the tick"),
+    InfoKey("illegal", "bool", (), "False", _ILLEGAL),
+    InfoKey("lost_race", "bool", (), "False", _LOST),
     InfoKey("action", "int", (), "0", "the action applied (0, a wait, when flagged illegal or missing)"),
     InfoKey("missing_action", "bool", (), "False", "the agent was left out of the action dict and waited"),
     InfoKey("round_end", "int", (), "0", _END),
@@ -58,7 +61,7 @@ PER_AGENT: tuple[InfoKey, ...] = (
     InfoKey("score_bonus", "int", (), "0", "its part from the call bonus"),
     InfoKey("score_false_calls", "int", (), "0", "its part from false calls (<= 0)"),
     InfoKey("nertz_left", "int", (), "0", "cards left in the agent's Nertz pile when the round ended"),
-    InfoKey("match_score", "int", (), "0", "the agent's match total so far (rounds summed; updated when a round ends)"),
+    InfoKey("match_score", "int", (), "0", "the agent's match total so far (updated when a round ends)"),
     InfoKey(
         "team_score",
         "int",
@@ -70,29 +73,29 @@ PER_AGENT: tuple[InfoKey, ...] = (
 
 #: ``infos`` of ``vector_env`` (a dict of arrays), at reset and every step
 VECTOR: tuple[InfoKey, ...] = (
-    InfoKey("illegal", "bool", ("T", "P"), "False", "the seat's action was not legal and was applied as a wait"),
-    InfoKey("lost_race", "bool", ("T", "P"), "False", "a legal lake play lost its slot to an earlier action"),
+    InfoKey("illegal", "bool", ("T", "P"), "False", _ILLEGAL),
+    InfoKey("lost_race", "bool", ("T", "P"), "False", _LOST),
     InfoKey("round_end", "int8", ("T",), "0", _END),
     InfoKey("score", "int32", ("T", "P"), "0", "the finished round's score, where `round_end > 0`"),
-    InfoKey("autoreset", "bool", ("T",), "False", "the table was dealt anew this step (its actions were ignored)"),
+    InfoKey("autoreset", "bool", ("T",), "False", _AUTORESET),
     InfoKey("action_mask", "int8", ("T", "P", "A"), "the mask", _MASK_MEANING),
 )
 
 #: ``infos`` of ``agent_vector_env`` (arrays over the N = T * P sub-environments), at reset and every step
 AGENT_VECTOR: tuple[InfoKey, ...] = (
-    InfoKey("illegal", "bool", ("N",), "False", "the action was not legal and was applied as a wait"),
-    InfoKey("lost_race", "bool", ("N",), "False", "a legal lake play lost its slot to an earlier action"),
+    InfoKey("illegal", "bool", ("N",), "False", _ILLEGAL),
+    InfoKey("lost_race", "bool", ("N",), "False", _LOST),
     InfoKey("round_end", "int8", ("N",), "0", "the table's: 1 Nertz or call, 2 stall, 3 max_ticks; 0 none"),
     InfoKey("score", "int32", ("N",), "0", "the finished round's score, where `_score`"),
     InfoKey("_score", "bool", ("N",), "False", "Gymnasium's mask of `score`: a round ended there this step"),
-    InfoKey("autoreset", "bool", ("N",), "False", "the table was dealt anew this step (its actions were ignored)"),
+    InfoKey("autoreset", "bool", ("N",), "False", _AUTORESET),
     InfoKey("action_mask", "int8", ("N", "A"), "the mask", _MASK_MEANING),
 )
 
 #: ``infos[agent]`` of ``nertz_env.rllib.NertzRLlibEnv``, at reset and every step
 RLLIB: tuple[InfoKey, ...] = (
-    InfoKey("illegal", "bool", (), "False", "the agent's action was not legal and was applied as a wait"),
-    InfoKey("lost_race", "bool", (), "False", "a legal lake play lost its slot to an earlier action of the tick"),
+    InfoKey("illegal", "bool", (), "False", _ILLEGAL),
+    InfoKey("lost_race", "bool", (), "False", _LOST),
     InfoKey("round_end", "int", (), "0", _END),
     InfoKey("score", "int", (), "0", "the finished round's score of the agent, when `round_end` is set"),
 )
@@ -101,17 +104,17 @@ RLLIB: tuple[InfoKey, ...] = (
 #: the learner's ``parallel_env`` infos, its mask (the observation is the bare vector) and its own keys
 SINGLE: tuple[InfoKey, ...] = (
     *PER_AGENT[:4],
-    InfoKey("action_mask", "array", ("A",), "the mask", "the learner's legal actions (`action_masks()` as int8)"),
+    InfoKey("action_mask", "array", ("A",), "the mask", "the learner's legal actions (int8)"),
     *PER_AGENT[4:],
     InfoKey("seat", "int", (), "(always set)", "the learner's seat this episode"),
     InfoKey("opponents", "dict", (), "(always set)", "the opponents' names by seat"),
     InfoKey("rivals_reward", "float", (), "0.0", "the mean reward of the seats on other teams this step"),
-    InfoKey("max_ticks", "bool", (), "False", "the round was cut off at `max_ticks` (reported as terminated)"),
+    InfoKey("max_ticks", "bool", (), "False", "the round was cut off at `max_ticks` (and terminated)"),
 )
 
 #: ``infos[agent]`` of ``parallel_env(obs_key=None)`` and ``env(obs_key=None)``: the observation is the bare
 #: vector, so the mask is in the infos (only there: TorchRL's wrapper fails on a mask in both places)
-PER_AGENT_BARE: tuple[InfoKey, ...] = (*PER_AGENT, InfoKey("action_mask", "array", ("A",), "the mask", _MASK_MEANING))
+PER_AGENT_BARE = (*PER_AGENT, InfoKey("action_mask", "array", ("A",), "the mask", _MASK_MEANING))
 
 SCHEMAS: dict[str, tuple[InfoKey, ...]] = {
     "parallel_env, env": PER_AGENT,
@@ -134,7 +137,11 @@ def no_event_infos(match_score: int = 0) -> dict[str, Any]:
 
 
 def step_per_agent(
-    agents: list[str], illegal: list[bool], lost_race: list[bool], applied: list[int], no_event: list[dict[str, Any]]
+    agents: list[str],
+    illegal: list[bool],
+    lost_race: list[bool],
+    applied: list[int],
+    no_event: list[dict[str, Any]],
 ) -> dict[str, dict[str, Any]]:
     """``infos`` of a ``parallel_env`` step: each agent's flags from the engine's rows, on a copy of its seat's
     :func:`no_event_infos` dict in ``no_event`` (which holds the seat's match score)."""

@@ -7,22 +7,14 @@ Slices, in order (``W`` work piles; card blocks are the observation's 18 card fe
                          joker_lake)
     source       3 + W   nertz, waste, work; then the work pile's index
     dest         2 + W   lake, work; then the work pile's index
-    card         18      the card that moves (a run's bottom card, the one that lands; a joker played to the
-                         lake with its declared suit)
+    card         18      the card that moves (a run's bottom card; a joker to the lake with its declared suit)
     red          1       that card is red
     length       1       cards moved / 13
-    dest_top     18      the destination pile's exposed card (a tuck: its base, the card it goes under)
+    dest_top     18      the destination pile's exposed card (a tuck: its base)
     dest_empty   1       the destination pile is empty
     uncovers     18      the card of the source work pile the move uncovers
     empties      1       the source pile is empty after the move (the Nertz pile: the seat is out)
-    reveals      1       the move turns up a card the observation does not show (the next Nertz card, the waste
-                         card below, a flip's new waste top)
-    to_lake      1       the uncovered card can go to the lake now
-    frees_nertz  1       the Nertz top can go onto the source work pile after the move
-    frees_waste  1       the waste top can go onto the source work pile after the move
-    blocks_nertz 1       the destination pile takes the Nertz top now, and the move puts another card there
-    recycles     1       a flip that turns the waste over (the stock is empty)
-    undo         1       a run moving straight back the cards the seat's last move moved
+    reveals .. undo      one flag each: what the move allows or undoes (docs/env/nertz.md, "Move features")
 
 The seat's last move comes from the ``last_moves`` slice when the observation has one, else from the
 ``last_move`` argument (-1 or None: unknown). Compiled with numba; the policy's numpy forward calls the same
@@ -35,8 +27,8 @@ import functools
 
 import numpy as np
 
+import nertz_env.observation
 from nertz_env.actions import FLIP, JOKER_LAKE, KIND_NAMES, LAKE, RUN, TUCK, action_table
-from nertz_env.cards import JOKER
 from nertz_env.config import NertzConfig
 from nertz_env.engine._cache import keyed_jit
 from nertz_env.engine.rules import (
@@ -83,18 +75,33 @@ class MoveLayout:
     def __init__(self, config: NertzConfig) -> None:
         self.config = config
         w = config.work_piles
-        sizes = [("kind", len(KIND_NAMES)), ("source", 3 + w), ("dest", 2 + w), ("card", CARD_FEATURES), ("red", 1),
-                 ("length", 1), ("dest_top", CARD_FEATURES), ("dest_empty", 1), ("uncovers", CARD_FEATURES),
-                 *((f, 1) for f in FLAGS)]
+        sizes = [
+            ("kind", len(KIND_NAMES)),
+            ("source", 3 + w),
+            ("dest", 2 + w),
+            ("card", CARD_FEATURES),
+            ("red", 1),
+            ("length", 1),
+            ("dest_top", CARD_FEATURES),
+            ("dest_empty", 1),
+            ("uncovers", CARD_FEATURES),
+            *((f, 1) for f in FLAGS),
+        ]
         self.slices = named_slices(sizes)
         self.size = sum(n for _, n in sizes)
         # the kernel's arrays: these offsets (M_*; the flags' start), the action table's columns, the
         # parameters (K_*) and the observation's offsets
-        self.offsets = np.array([sl.start for sl in list(self.slices.values())[: M_FLAGS + 1]] + [self.size], np.int64)
+        self.offsets = np.array(
+            [sl.start for sl in list(self.slices.values())[: M_FLAGS + 1]] + [self.size], np.int64
+        )
         t, obs = action_table(config), obs_layout(config)
-        self.columns = np.stack([t.arrays()[f].astype(np.int64) for f in ("kind", "src", "dst", "length", "suit")], 1)
+        self.columns = np.stack(
+            [t.arrays()[f].astype(np.int64) for f in ("kind", "src", "dst", "length", "suit")], 1
+        )
         last = obs.offsets[O_LAST] if config.last_moves else -1
-        self.params = np.array([config.nertz_size, config.deck_size, config.empty_pile_from_nertz_first, t.n, last], np.int64)
+        self.params = np.array(
+            [config.nertz_size, config.deck_size, config.empty_pile_from_nertz_first, t.n, last], np.int64
+        )
         self.obs_offsets = obs.offsets.astype(np.int64)
         for arr in (self.offsets, self.columns, self.params, self.obs_offsets):
             arr.flags.writeable = False
@@ -115,23 +122,12 @@ def move_layout(config: NertzConfig) -> MoveLayout:
     return MoveLayout(config)
 
 
-KERNEL = {"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True}  # numba's options of a compiled call
-inline = keyed_jit({**KERNEL, "no_cpython_wrapper": True, "forceinline": True}, cache=False)  # and of its helpers
+# numba's options of a compiled call, and of its helpers
+KERNEL = {"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True}
+inline = keyed_jit({**KERNEL, "no_cpython_wrapper": True, "forceinline": True}, cache=False)
 
 
-@inline
-def _code(x, base):
-    """The card code (:mod:`nertz_env.cards`) of the card block at ``x[base:]``, -1 for none."""
-    r = -1
-    for i in range(13):
-        if x[base + i] > 0.0:
-            r = i
-    if x[base + 17] > 0.0:  # a joker: wild, or fixed with 0.5 on both suits of its colour (D and H: red)
-        return JOKER if r < 0 else fixed_value(r, 1 if x[base + 14] > 0.0 else 0)
-    for u in range(4):
-        if r >= 0 and x[base + 13 + u] > 0.0:
-            return u * 13 + r
-    return -1
+read_card = inline(nertz_env.observation.read_card)  # the observation's card decoder, compiled
 
 
 @inline
@@ -141,7 +137,7 @@ def _code_at(x, off, j, n, depth):
     lowest card under it)."""
     if depth < 0 or depth >= n:
         return -1
-    top = _code(x, off[O_WEXP] + j * CARD_FEATURES)
+    top = read_card(x, off[O_WEXP] + j * CARD_FEATURES)
     if depth == 0:
         return top
     base = off[O_WORK] + j * 52
@@ -200,13 +196,13 @@ def write_move(x, a, last, off, cols, params, mo, out):
         return
     if src < 0:
         return
-    ntop = _code(x, off[O_NTOP])
+    ntop = read_card(x, off[O_NTOP])
     n_nertz = int(x[off[O_NCOUNT]] * params[K_NS] + 0.5)
     moved = max(length, 1)
     # the source: its kind and index, the card that moves, what the move leaves there
     if src < 2:
         out[mo[M_SRC] + src] = 1.0
-        card = ntop if src == 0 else _code(x, off[O_WTOP])
+        card = ntop if src == 0 else read_card(x, off[O_WTOP])
         left = n_nertz if src == 0 else int(x[off[O_WCOUNT]] * params[K_DECK] + 0.5)
         out[f] = 1.0 if left == 1 else 0.0
         out[f + 1] = 1.0 if left > 1 else 0.0
@@ -222,7 +218,8 @@ def write_move(x, a, last, off, cols, params, mo, out):
         out[f] = 1.0 if left < 0 else 0.0
         out[f + 2] = 1.0 if left >= 0 and _lakeable(x, off, left) else 0.0
         out[f + 3] = 1.0 if _takes(left, ntop) else 0.0
-        out[f + 4] = 1.0 if _takes(left, _code(x, off[O_WTOP])) and not (nertz_first and left < 0) else 0.0
+        frees_waste = _takes(left, read_card(x, off[O_WTOP])) and not (nertz_first and left < 0)
+        out[f + 4] = 1.0 if frees_waste else 0.0
     _put(out, mo[M_CARD], card)
     if kind == JOKER_LAKE:
         out[mo[M_CARD] + 13 + suit] = 1.0
@@ -249,8 +246,8 @@ def write_move(x, a, last, off, cols, params, mo, out):
             for b in range(params[K_ACTIONS]):
                 if x[params[K_LAST] + b] > 0.0:
                     last = b
-        if last >= 0 and cols[last, 0] == RUN and cols[last, 1] == dst + 2 and cols[last, 2] == src - 2 and (
-                cols[last, 3] == length):
+        back = cols[last, 1] == dst + 2 and cols[last, 2] == src - 2 and cols[last, 3] == length
+        if last >= 0 and cols[last, 0] == RUN and back:
             out[f + 7] = 1.0
 
 
@@ -270,17 +267,20 @@ def _fill(obs, mask, last, off, cols, params, mo, rows, acts, out):
     return k
 
 
-def legal_moves(observations: np.ndarray, masks: np.ndarray, config: NertzConfig,
-                last_move: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def legal_moves(
+    observations: np.ndarray, masks: np.ndarray, config: NertzConfig, last_move: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The features of the legal moves of a batch, packed: ``(rows, actions, features)``, one entry per legal
     action (``rows`` indexes the batch). ``masks``: ``(N, A)``, any dtype; ``last_move``: ``(N,)`` or None."""
     obs = np.ascontiguousarray(observations, dtype=np.float32).reshape(-1, obs_layout(config).size)
     m = np.asarray(masks)
-    m = np.ascontiguousarray(m.view(np.int8) if m.dtype == np.bool_ else (m != 0).astype(np.int8)).reshape(len(obs), -1)
+    m = m.view(np.int8) if m.dtype == np.bool_ else (m != 0).astype(np.int8)
+    m = np.ascontiguousarray(m).reshape(len(obs), -1)
     layout = move_layout(config)
     if m.shape[1] != layout.columns.shape[0]:
         raise ValueError(f"masks have {m.shape[1]} actions; this config has {layout.columns.shape[0]}")
-    last = np.full(len(obs), -1, np.int64) if last_move is None else np.asarray(last_move, np.int64).reshape(len(obs))
+    last = np.full(len(obs), -1, np.int64) if last_move is None else np.asarray(last_move, np.int64)
+    last = last.reshape(len(obs))
     k = int(np.count_nonzero(m))
     rows, acts = np.empty(k, np.int64), np.empty(k, np.int64)
     out = np.empty((k, layout.size), np.float32)
@@ -288,8 +288,12 @@ def legal_moves(observations: np.ndarray, masks: np.ndarray, config: NertzConfig
     return rows, acts, out
 
 
-def move_features(observation: np.ndarray, config: NertzConfig, mask: np.ndarray | None = None,
-                  last_move: int | np.ndarray | None = None) -> np.ndarray:
+def move_features(
+    observation: np.ndarray,
+    config: NertzConfig,
+    mask: np.ndarray | None = None,
+    last_move: int | np.ndarray | None = None,
+) -> np.ndarray:
     """The features of every action (``(A, F)``; ``(N, A, F)`` for a batch of observations), laid out as
     :func:`move_layout` says. With ``mask``, the rows of masked-out actions are zero. ``last_move``: the seat's
     last move (an action index, -1 or None: unknown), read only when the observation has no ``last_moves``
@@ -297,7 +301,9 @@ def move_features(observation: np.ndarray, config: NertzConfig, mask: np.ndarray
     obs = np.asarray(observation, dtype=np.float32)
     size = obs_layout(config).size
     if obs.shape[-1:] != (size,) or obs.ndim > 2:
-        raise ValueError(f"move_features takes observations of shape ({size},) or (N, {size}), got {obs.shape}")
+        raise ValueError(
+            f"move_features takes observations of shape ({size},) or (N, {size}), not {obs.shape}"
+        )
     batch = obs.reshape(-1, size)
     a = move_layout(config).columns.shape[0]
     m = np.ones((len(batch), a), np.int8) if mask is None else np.asarray(mask).reshape(len(batch), a)

@@ -25,29 +25,13 @@ after the observer)::
     status           7        tick / max_ticks, ticks since progress / stall_ticks, stalls so far / 2,
                               1 if the observer may act this tick (``turn_based``), redeals left fraction
                               (1 when unlimited), own cards in the lake / deck size, round / rounds in match
-    memory_stock     D        only with ``memory``, the four ``memory_*`` slices, one value per own card
-                              (52, then one per joker, ``D`` = deck size; known jokers take their slots from
-                              the stock's top down, then the waste's): a card whose place in the stock the
-                              seat knows, (cards above it + 1) / (D - nertz_size - work_piles), else 0
-    memory_on_top    D        1 for such a card that a flip turns up as the waste top (the deepest card of its
-                              packet of ``draw`` cards), else 0
-    memory_waste     D        a card whose place in the waste the seat knows (the top included), (cards above
-                              it + 1) / (D - nertz_size - work_piles), else 0
-    memory_unseen    D        1 for an own card the seat has not seen this round; the joker slots count the
-                              jokers it cannot place (jokers look alike), first slot first
+    memory_*         4 * D    only with ``memory``: what the seat knows of its own stock and waste, one value
+                              per own card (``D`` = deck size; docs/env/nertz.md, "The seat's memory")
     last_moves       K * A    only with ``last_moves`` = K > 0: the seat's own last K moves this round, most
-                              recent first, each a one-hot over the A actions (all zero: no such move yet).
-                              A move is a legal action other than ``wait`` that the seat sent (a lake play
-                              that lost its race counts), so an agent can keep the same record itself.
+                              recent first, each a one-hot over the A actions (docs/env/nertz.md)
 
 Hidden cards (the Nertz pile below its top, the stock, the waste below its top, other layouts) never appear,
 except, with ``memory``, the seat's own cards it saw before.
-
-The memory is what a person at the table knows (what counts as seen: docs/env/nertz.md). Why one value per
-card: a policy that decides in microseconds reads a fixed slot per card (4 * 52 values, where a card encoding
-per stock slot takes over a thousand), the places keep the order exactly, and ``memory_on_top`` spares it the
-arithmetic of packets modulo ``draw``. An agent keeps the same memory at tables without the option
-(:class:`nertz_env.agents.memory.SeatMemory`).
 """
 
 from __future__ import annotations
@@ -58,14 +42,7 @@ from typing import Any
 import numpy as np
 
 from nertz_env.actions import action_table
-from nertz_env.cards import (
-    JOKER,
-    RANKS,
-    SUITS,
-    card,
-    fixed_joker,
-    to_text,
-)
+from nertz_env.cards import FIXED_JOKER_BASE, JOKER, card, fixed_joker, to_text
 from nertz_env.config import NertzConfig
 
 CARD_FEATURES = 18
@@ -170,17 +147,24 @@ def obs_layout(config: NertzConfig) -> ObsLayout:
     return ObsLayout(config)
 
 
+def read_card(x: np.ndarray, base: int) -> int:
+    """The card code (:mod:`nertz_env.cards`) of the card block at ``x[base:]``, -1 for an empty block. Plain
+    Python for :func:`decode`; :mod:`nertz_env.moves` compiles it for the move features and the agents."""
+    rank = -1
+    for r in range(13):
+        if x[base + r] > 0.5:
+            rank = r
+    if x[base + 17] > 0.5:  # a joker: wild, or fixed with 0.5 on both suits of its colour (D and H: red)
+        return JOKER if rank < 0 else FIXED_JOKER_BASE + rank * 2 + (1 if x[base + 14] > 0.25 else 0)
+    for u in range(4):
+        if rank >= 0 and x[base + 13 + u] > 0.5:
+            return u * 13 + rank
+    return -1
+
+
 def _decode_card(v: np.ndarray) -> str | None:
-    if not v.any():
-        return None
-    joker = v[17] > 0.5
-    rank = int(np.argmax(v[:13])) if v[:13].any() else -1
-    if joker:
-        if rank < 0:
-            return to_text(JOKER)
-        red = v[14] > 0 or v[15] > 0
-        return to_text(fixed_joker(rank, 1 if red else 0))
-    return RANKS[rank] + SUITS[int(np.argmax(v[13:17]))]
+    code = read_card(v, 0)
+    return None if code < 0 else to_text(code)
 
 
 def _decode_pile(cells: np.ndarray, has_joker: bool, count: int) -> list[str]:
@@ -249,19 +233,21 @@ def decode(obs: np.ndarray, config: NertzConfig) -> dict[str, Any]:
             "waste": places("memory_waste", waste_count),
             "unseen": [to_text(c) for c in range(52) if unseen[c] > 0.5] + ["**"] * int(unseen[52:].sum()),
         }
-    return {
+    piles = [_decode_pile(work_cards[j], bool(work_joker[j] > 0.5), int(work_count[j])) for j in range(w)]
+    opponents = [(_decode_card(opp_top[i]), int(opp_count[i]), bool(opp_team[i] > 0.5)) for i in range(p - 1)]
+    out: dict[str, Any] = {
         "nertz_top": _decode_card(obs[s["nertz_top"]]),
         "nertz_count": round(float(obs[s["nertz_count"]][0]) * config.nertz_size),
         "waste_top": _decode_card(obs[s["waste_top"]]),
         "stock_count": stock_count,
         "waste_count": waste_count,
-        "work": [_decode_pile(work_cards[j], bool(work_joker[j] > 0.5), int(work_count[j])) for j in range(w)],
+        "work": piles,
         "work_exposed": [_decode_card(v) for v in obs[s["work_exposed"]].reshape(w, CARD_FEATURES)],
         "lake_tops": {to_text(c): int(lake[c]) for c in range(52) if lake[c] > 0},
-        "opponents": [
-            {"nertz_top": _decode_card(opp_top[i]), "nertz_count": int(opp_count[i]), "teammate": bool(opp_team[i] > 0.5)}
-            for i in range(p - 1)
-        ],
+        "opponents": [dict(zip(("nertz_top", "nertz_count", "teammate"), o, strict=True)) for o in opponents],
         "status": dict(zip(STATUS_FIELDS, (float(x) for x in obs[s["status"]]), strict=True)),
-    } | memory | ({"last_moves": [int(np.argmax(m)) for m in obs[s["last_moves"]].reshape(config.last_moves, -1) if m.any()]}
-         if config.last_moves else {})
+    } | memory
+    if config.last_moves:
+        moves = obs[s["last_moves"]].reshape(config.last_moves, -1)
+        out["last_moves"] = [int(np.argmax(m)) for m in moves if m.any()]
+    return out

@@ -206,4 +206,3 @@ class NertzSingleAgentEnv(gymnasium.Env):
             self._obs, _ = self.env.reset(options={"snapshot": state["snapshot"]})
         else:
             self._obs = {}
-

@@ -77,11 +77,18 @@ def snapshot_table(state: TableState, config: NertzConfig, t: int = 0) -> dict[s
                 "false_calls": int(state.false_calls[t, p]),
                 "match_score": int(state.match_score[t, p]),
             }
-            | ({"last_moves": [int(a) for a in state.last_moves[t, p] if a >= 0]} if config.last_moves else {})
+            | (
+                {"last_moves": [int(a) for a in state.last_moves[t, p] if a >= 0]}
+                if config.last_moves
+                else {}
+            )
             | ({"memory": _memory(state, t, p)} if config.memory else {})
         )
     lake = [
-        [[lake_to_text(state.lake[t, f, k]), int(state.lake_owner[t, f, k])] for k in range(state.lake_len[t, f])]
+        [
+            [lake_to_text(state.lake[t, f, k]), int(state.lake_owner[t, f, k])]
+            for k in range(state.lake_len[t, f])
+        ]
         for f in range(state.lake_n[t])
     ]
     return {
@@ -137,7 +144,9 @@ def _cards(v: Any, where: str, cap: int, free_only: bool) -> list[int]:
         except ValueError as e:
             raise SnapshotError(f"{where}[{k}]: {e}") from None
         if free_only and c > JOKER:
-            raise SnapshotError(f"{where}[{k}]: a joker here has no value yet and is written '**', got {short(x)}")
+            raise SnapshotError(
+                f"{where}[{k}]: a joker here has no value yet and is written '**', got {short(x)}"
+            )
         out.append(c)
     return out
 
@@ -225,8 +234,10 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
         false_calls = _int(_field(pl, "false_calls", where), f"{where}.false_calls", 0, 32767)
         match_score = _int(pl.get("match_score", 0), f"{where}.match_score", -_INT32_MAX - 1, _INT32_MAX)
         moves = pl.get("last_moves", [])
-        if not isinstance(moves, list) or len(moves) > config.last_moves or not all(
-            isinstance(a, int) and not isinstance(a, bool) and 1 <= a < n_actions for a in moves
+        if (
+            not isinstance(moves, list)
+            or len(moves) > config.last_moves
+            or not all(isinstance(a, int) and not isinstance(a, bool) and 1 <= a < n_actions for a in moves)
         ):
             raise SnapshotError(
                 f"{where}.last_moves must list at most last_moves={config.last_moves} action indices from 1 to "
@@ -235,8 +246,10 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
         memory = pl.get("memory", {"stock": [0] * len(stock), "waste": [0] * len(waste)})
         for name, pile in (("stock", stock), ("waste", waste)):
             known = _field(memory, name, f"{where}.memory")
-            if not isinstance(known, list) or len(known) != len(pile) or not all(
-                is_int(m) and MEM_UNSEEN <= m <= MEM_KNOWN for m in known
+            if (
+                not isinstance(known, list)
+                or len(known) != len(pile)
+                or not all(is_int(m) and MEM_UNSEEN <= m <= MEM_KNOWN for m in known)
             ):
                 raise SnapshotError(
                     f"{where}.memory.{name} must list one of 0 (never seen), 1 (seen) or 2 (known) per card of the "

@@ -65,7 +65,9 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
             }
         )
         self.single_action_space = gymnasium.spaces.MultiDiscrete(np.full(p, a, dtype=np.int64))
-        self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, self.num_envs)
+        self.observation_space = gymnasium.vector.utils.batch_space(
+            self.single_observation_space, self.num_envs
+        )
         self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, self.num_envs)
         #: the global state of one table, ``Box(0, 1, (S,), float32)``, and of the batch, ``(tables, S)``
         self.single_state_space = state_space(self.config)
@@ -97,7 +99,9 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         warn_unknown_options(options, ("snapshots", "reset_mask"))
         snaps = options.get("snapshots", {})
         if not isinstance(snaps, Mapping):
-            raise ValueError(f"options['snapshots'] must be a dict of table number -> snapshot, got {short(snaps)}")
+            raise ValueError(
+                f"options['snapshots'] must be a dict of table number -> snapshot, got {short(snaps)}"
+            )
         snaps = {self._table_index(t, "each key of options['snapshots']"): snap for t, snap in snaps.items()}
         if "reset_mask" in options:
             mask = np.asarray(options["reset_mask"])
@@ -190,7 +194,9 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
             raise RuntimeError("call reset() before render()")
         mode = self.render_mode
         if mode is None:
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi', 'human' or 'rgb_array'")
+            gymnasium.logger.warn(
+                "render() called without a render_mode; pass render_mode='ansi', 'human' or 'rgb_array'"
+            )
             return None
         chosen = range(self.num_envs) if tables is None else [self._table_index(t) for t in tables]
         if mode == "human":
@@ -232,7 +238,10 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
     def bytes_per_table(self) -> int:
         """Memory of one table's state, observations and masks (the engine's arrays divided by tables)."""
         shared = ("cfg", "team", "act", "obs_off", "scratch")  # the parameters, not per table
-        return sum(int(a.nbytes) for name, a in self._state._asdict().items() if name not in shared) // self.num_envs
+        return (
+            sum(int(a.nbytes) for name, a in self._state._asdict().items() if name not in shared)
+            // self.num_envs
+        )
 
     # ------------------------------------------------------------------ helpers
     def _table_index(self, table: int, what: str = "table") -> int:
@@ -268,6 +277,4 @@ def vector_env(
             needs the ``render`` extra), ``"ansi"`` (a tuple of texts, one per table) or ``"human"`` (prints
             them).
     """
-    return NertzVectorEnv(
-        num_tables, num_players=num_players, autoreset=autoreset, copy=copy, render_mode=render_mode, **rules
-    )
+    return NertzVectorEnv(num_tables, num_players, autoreset, copy, render_mode, **rules)

@@ -39,7 +39,7 @@ def rollout_and_check(rules_: dict, tables: int, seed: int, rewrite: int, max_st
     match total grew by; at every episode end each seat's rewards add up to its (team's) score."""
     venv = nertz_env.vector_env(tables, copy=False, **rules_)
     venv.reset(seed=seed)
-    cfg, S = venv.config, venv._state
+    cfg, state = venv.config, venv._state
     team = np.array(cfg.team_of)
     want = expected_counts(cfg.jokers)
     wait = venv.actions.lookup("wait")
@@ -51,31 +51,31 @@ def rollout_and_check(rules_: dict, tables: int, seed: int, rewrite: int, max_st
         actions = venv.sample_actions().copy()
         wild = rng.random(actions.shape) < 0.1
         actions[wild] = rng.integers(0, venv.actions.n, size=int(wild.sum()))
-        legal = S.mask[rows, seats, actions] == 1
-        match_before = S.match_score.copy()
+        legal = state.mask[rows, seats, actions] == 1
+        match_before = state.match_score.copy()
         obs, rew, term, trunc, info = venv.step(actions)
         live = ~info["autoreset"]
-        assert (card_counts(S) == want).all(), "a card was lost or duplicated"
+        assert (card_counts(state) == want).all(), "a card was lost or duplicated"
         assert (obs["action_mask"][..., wait] == 1).all()
         assert obs["observation"].min() >= 0.0 and obs["observation"].max() <= 1.0, "outside the declared Box"
         np.testing.assert_array_equal(info["illegal"][live], ~legal[live])
-        fast_obs, fast_mask = S.obs[:rewrite].copy(), S.mask[:rewrite].copy()
+        fast_obs, fast_mask = state.obs[:rewrite].copy(), state.mask[:rewrite].copy()
         for t in range(rewrite):
-            rules.observe_table(S, t)
-        for t, p in zip(*np.nonzero((fast_obs != S.obs[:rewrite]).any(-1) | (fast_mask != S.mask[:rewrite]).any(-1)),
+            rules.observe_table(state, t)
+        for t, p in zip(*np.nonzero((fast_obs != state.obs[:rewrite]).any(-1) | (fast_mask != state.mask[:rewrite]).any(-1)),
                         strict=True):
-            bad_obs = np.flatnonzero(fast_obs[t, p] != S.obs[t, p]).tolist()
-            bad_mask = np.flatnonzero(fast_mask[t, p] != S.mask[t, p]).tolist()
+            bad_obs = np.flatnonzero(fast_obs[t, p] != state.obs[t, p]).tolist()
+            bad_mask = np.flatnonzero(fast_mask[t, p] != state.mask[t, p]).tolist()
             raise AssertionError(f"tick {tick}, table {t}, seat {p}: obs {bad_obs}, mask {bad_mask} differ")
         ended = (info["round_end"] != 0) & live
-        parts = (S.score_lake.astype(np.int64) - cfg.nertz_penalty * S.score_nertz + S.score_bonus
-                 - cfg.false_call_penalty * S.score_false)
+        parts = (state.score_lake.astype(np.int64) - cfg.nertz_penalty * state.score_nertz + state.score_bonus
+                 - cfg.false_call_penalty * state.score_false)
         np.testing.assert_array_equal(info["score"][ended], parts[ended])
-        np.testing.assert_array_equal(S.match_score[ended] - match_before[ended], parts[ended])
+        np.testing.assert_array_equal(state.match_score[ended] - match_before[ended], parts[ended])
         returns[live] += rew[live]
         for t in np.flatnonzero(term[:, 0] | trunc[:, 0]):
             assert info["round_end"][t] in (1, 2, 3)
-            score = S.match_score[t].astype(np.int64)
+            score = state.match_score[t].astype(np.int64)
             np.testing.assert_array_equal(returns[t], [score[team == team[p]].sum() for p in range(cfg.num_players)])
             returns[t] = 0
             finished[t] += 1
@@ -209,7 +209,7 @@ import json, sys, numba
 from nertz_env.config import NertzConfig
 from nertz_env.engine.state import allocate
 out = {"rules_before_njit": "nertz_env.engine.rules" in sys.modules}
-f = numba.njit(lambda S: S.tick[0])
+f = numba.njit(lambda state: state.tick[0])
 f(allocate(NertzConfig(num_players=2), 1))
 out["njit_type"] = type(f.signatures[0][0]).__name__
 import nertz_env.engine.rules
@@ -267,19 +267,19 @@ def test_config_derivations__are_built_once_per_config_and_shared_read_only(monk
 # ---------------------------------------------------------------------------------------------- the packed state
 def test_a_table_state_is_one_argument_of_a_compiled_call() -> None:
     """The state crosses compiled calls as one struct value (``engine._abi``), not flattened to scalars."""
-    S = allocate(NertzConfig(num_players=4), 2)
-    typ = numba.typeof(S)
+    state = allocate(NertzConfig(num_players=4), 2)
+    typ = numba.typeof(state)
     assert isinstance(typ, _abi.PackedNamedTuple)
-    assert typ.fields == type(S)._fields and typ.types == tuple(numba.typeof(a) for a in S)
+    assert typ.fields == type(state)._fields and typ.types == tuple(numba.typeof(a) for a in state)
     assert len(cpu_target.target_context.get_arg_packer([typ, numba.int64]).argument_types) == 2
-    plain = numba.core.types.NamedTuple(typ.types, type(S))
+    plain = numba.core.types.NamedTuple(typ.types, type(state))
     assert len(cpu_target.target_context.get_arg_packer([plain]).argument_types) > 200
     # a short name (it is mangled into every symbol), one type per field types
     assert len(str(typ)) < 40 and numba.typeof(allocate(NertzConfig(num_players=4), 5)) is typ
-    S = allocate(NertzConfig(num_players=3), 2)  # and every entry point type-checks on it
-    rules.reset_seeded_block(S, np.array([1, 2], np.int64), 0, 2)
-    rules.step_block(S, np.zeros((2, 3), np.int64), True, 0, 2)
-    assert int(S.tick.sum()) == 2
+    state = allocate(NertzConfig(num_players=3), 2)  # and every entry point type-checks on it
+    rules.reset_seeded_block(state, np.array([1, 2], np.int64), 0, 2)
+    rules.step_block(state, np.zeros((2, 3), np.int64), True, 0, 2)
+    assert int(state.tick.sum()) == 2
 
 
 def test_a_users_own_njit_that_sees_a_state_first_gets_the_packed_type(fresh: dict) -> None:

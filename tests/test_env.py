@@ -516,9 +516,9 @@ def test_decode__reads_back_the_visible_layout_and_round_so_far_the_running_scor
         assert d["stock_count"] == len(mine["stock"])
         assert d["work"] == mine["work"]
         assert d["opponents"][0]["nertz_count"] == len(snap["players"][(p + 1) % 4]["nertz"])
-    S = env._state
-    assert round_so_far(snap) == [int(S.lake_played[0, p]) - 3 * int(S.nertz_len[0, p]) for p in range(4)]
-    assert S.lake_played.any()
+    state = env._state
+    assert round_so_far(snap) == [int(state.lake_played[0, p]) - 3 * int(state.nertz_len[0, p]) for p in range(4)]
+    assert state.lake_played.any()
 
 
 def test_observation__lake_tops_stay_in_bounds_when_jokers_top_foundations_too() -> None:

@@ -1121,12 +1121,12 @@ def deal_permutations(venv: nertz_env.NertzVectorEnv) -> np.ndarray:
     """Every dealt deck of a freshly reset batch as the permutation the shuffle made: row = one deck, entry
     k = the card dealt at deck position k (Nertz pile, then one card per work pile, then the stock). The deal
     shuffles the ordered deck 0..51 (jokers: none here), so this is the shuffle's permutation itself."""
-    S = venv._state
+    state = venv._state
     cfg = venv.config
     ns, w = cfg.nertz_size, cfg.work_piles
-    nertz = S.nertz[:, :, :ns]
-    work = S.work[:, :, :, 0]
-    stock = S.stock[:, :, : 52 - ns - w]
+    nertz = state.nertz[:, :, :ns]
+    work = state.work[:, :, :, 0]
+    stock = state.stock[:, :, : 52 - ns - w]
     decks = np.concatenate([nertz, work, stock], axis=2).astype(np.int64)
     return decks.reshape(-1, 52)
 
@@ -1164,16 +1164,16 @@ def recycle_permutations(tables: int, cycles: int, seed: int) -> np.ndarray:
     lake = [suit(s, p) for p in range(4) for s in "CDH"]
     rules_: dict[str, Any] = {"num_players": 4, "recycle": "shuffle", "stall_ticks": 1000, "max_ticks": 1000}
     venv = seeded_batch(build(rules_, seats, lake).snapshot(), tables, seed, **rules_)
-    S = venv._state
+    state = venv._state
     flip = np.ones((tables, 4), dtype=np.int64)
     out = []
     for _ in range(cycles):
-        assert (S.stock_len == 0).all() and (S.waste_len == 4).all()
-        plain = S.waste[:, :, 3::-1].astype(np.int64)  # the stock an unshuffled redeal makes, bottom to top
+        assert (state.stock_len == 0).all() and (state.waste_len == 4).all()
+        plain = state.waste[:, :, 3::-1].astype(np.int64)  # the stock an unshuffled redeal makes, bottom to top
         _, _, term, trunc, info = venv.step(flip)
         assert not info["illegal"].any() and not term.any() and not trunc.any()
-        assert (S.redeals > 0).all() and (S.stock_len == 4).all()
-        got = S.stock[:, :, :4].astype(np.int64)
+        assert (state.redeals > 0).all() and (state.stock_len == 4).all()
+        got = state.stock[:, :, :4].astype(np.int64)
         # position in `plain` of each card of `got`
         pos = np.argmax(got[..., :, None] == plain[..., None, :], axis=-1)
         assert (np.sort(pos, axis=-1) == np.arange(4)).all(), "the redeal is not the waste's cards"

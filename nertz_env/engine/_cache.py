@@ -75,8 +75,9 @@ class _Notice(event.Listener):
     def on_start(self, ev: Any) -> None:
         if not self.told and getattr((ev.data or {}).get("dispatcher"), "py_func", None) in _cached:
             self.told = True
-            kept = "no cache can be kept here, so every process compiles" if _warned else (
-                "later processes load them from numba's cache")
+            kept = "later processes load them from numba's cache"
+            if _warned:
+                kept = "no cache can be kept here, so every process compiles"
             LOG.warning(NOTICE.format(kept))
 
     def on_end(self, ev: Any) -> None:

@@ -75,7 +75,7 @@ from nertz_env.observation import (
 def _jit(inline: bool = False, python: bool = False, ir_inline: bool = False):
     """``numba.njit`` for the rules: without the GIL and without reference counting (the rules never allocate).
 
-    ``inline=True``: LLVM inlines the function into its callers (a call passes the whole state ``S``, some 40
+    ``inline=True``: LLVM inlines the function into its callers (a call passes the whole ``state``, some 40
     arrays, which costs as much as the work). ``python=True``: the function is called from Python, so it gets a
     CPython wrapper and is cached on disk. ``ir_inline=True``: numba inlines its IR (for large functions with
     one or two call sites). Why: docs/experiments/design-measurements.md.
@@ -201,79 +201,79 @@ def suit_is_red(u):
 
 # ---------------------------------------------------------------- layout helpers
 @_jit(inline=True)
-def source_top(S, t, p, src):
+def source_top(state, t, p, src):
     """Top card of a source (0 Nertz, 1 waste, 2 + i work pile i), or -1 when it is empty."""
     if src == 0:
-        n = S.nertz_len[t, p]
-        return S.nertz[t, p, n - 1] if n > 0 else -1
+        n = state.nertz_len[t, p]
+        return state.nertz[t, p, n - 1] if n > 0 else -1
     if src == 1:
-        n = S.waste_len[t, p]
-        return S.waste[t, p, n - 1] if n > 0 else -1
+        n = state.waste_len[t, p]
+        return state.waste[t, p, n - 1] if n > 0 else -1
     i = src - 2
-    n = S.work_len[t, p, i]
-    return S.work[t, p, i, n - 1] if n > 0 else -1
+    n = state.work_len[t, p, i]
+    return state.work[t, p, i, n - 1] if n > 0 else -1
 
 
 @_jit(inline=True)
-def pile_value(S, t, p, j):
+def pile_value(state, t, p, j):
     """Stacking value of work pile ``j``'s exposed card (:func:`exposed_value`), or -1 when it is empty."""
-    n = S.work_len[t, p, j]
+    n = state.work_len[t, p, j]
     if n == 0:
         return -1
-    return exposed_value(S.work[t, p, j, n - 1], S.work[t, p, j, n - 2] if n > 1 else -1)
+    return exposed_value(state.work[t, p, j, n - 1], state.work[t, p, j, n - 2] if n > 1 else -1)
 
 
 @_jit(inline=True)
-def pop_source(S, t, p, src):
+def pop_source(state, t, p, src):
     if src == 0:
-        S.nertz_len[t, p] -= 1
+        state.nertz_len[t, p] -= 1
     elif src == 1:
-        S.waste_len[t, p] -= 1
+        state.waste_len[t, p] -= 1
     else:
-        S.work_len[t, p, src - 2] -= 1
+        state.work_len[t, p, src - 2] -= 1
 
 
 @_jit(inline=True)
-def turn_player(S, t):
+def turn_player(state, t):
     """The seat whose turn it is in ``turn_based`` play (rotates every tick, first seat every round)."""
-    return (S.tick[t] + S.round_idx[t]) % S.cfg[C_P]
+    return (state.tick[t] + state.round_idx[t]) % state.cfg[C_P]
 
 
 @_jit(inline=True)
-def has_empty_pile_besides(S, t, p, j):
-    for k in range(S.cfg[C_W]):
-        if k != j and S.work_len[t, p, k] == 0:
+def has_empty_pile_besides(state, t, p, j):
+    for k in range(state.cfg[C_W]):
+        if k != j and state.work_len[t, p, k] == 0:
             return True
     return False
 
 
 # ---------------------------------------------------------------- the lake
 @_jit(inline=True)
-def lake_find(S, t, top):
+def lake_find(state, t, top):
     """A foundation whose top is the real card ``top``, or -1."""
-    if S.lake_tops[t, top] == 0:
+    if state.lake_tops[t, top] == 0:
         return -1
-    for f in range(S.lake_n[t]):
-        n = S.lake_len[t, f]
-        if n > 0 and lake_declared(S.lake[t, f, n - 1]) == top:
+    for f in range(state.lake_n[t]):
+        n = state.lake_len[t, f]
+        if n > 0 and lake_declared(state.lake[t, f, n - 1]) == top:
             return f
     return -1
 
 
 @_jit(inline=True)
-def lake_add(S, t, f, code, owner):
+def lake_add(state, t, f, code, owner):
     """Put lake cell ``code`` from seat ``owner`` on foundation ``f`` (a new one when ``f`` is lake_n)."""
-    if f == S.lake_n[t]:
-        S.lake_n[t] += 1
-    n = S.lake_len[t, f]
+    if f == state.lake_n[t]:
+        state.lake_n[t] += 1
+    n = state.lake_len[t, f]
     if n > 0:
-        S.lake_tops[t, lake_declared(S.lake[t, f, n - 1])] -= 1
-    S.lake[t, f, n] = code
-    S.lake_owner[t, f, n] = owner
-    S.lake_len[t, f] = n + 1
-    S.lake_tops[t, lake_declared(code)] += 1
-    S.lake_played[t, owner] += 1
-    S.rewards[t, owner] += 1.0  # +1 the moment an own card reaches the lake
+        state.lake_tops[t, lake_declared(state.lake[t, f, n - 1])] -= 1
+    state.lake[t, f, n] = code
+    state.lake_owner[t, f, n] = owner
+    state.lake_len[t, f] = n + 1
+    state.lake_tops[t, lake_declared(code)] += 1
+    state.lake_played[t, owner] += 1
+    state.rewards[t, owner] += 1.0  # +1 the moment an own card reaches the lake
 
 
 @_jit(inline=True)
@@ -303,15 +303,15 @@ def joker_rank(tops, base, c, u):
 
 
 @_jit(inline=True)
-def joker_target(S, t, c, u):
+def joker_target(state, t, c, u):
     """Foundation a joker ``c`` played as suit ``u`` lands on (lake_n: a new ace; -1: none), and its rank
     (:func:`joker_rank`; among foundations with the same top, the first started)."""
-    r = joker_rank(S.lake_tops[t], 0, c, u)
+    r = joker_rank(state.lake_tops[t], 0, c, u)
     if r < 0:
         return -1, r
     if r == 0:
-        return S.lake_n[t], 0
-    return lake_find(S, t, u * 13 + r - 1), r
+        return state.lake_n[t], 0
+    return lake_find(state, t, u * 13 + r - 1), r
 
 
 # ---------------------------------------------------------------- legal masks
@@ -320,22 +320,22 @@ def joker_target(S, t, c, u):
 
 
 @_jit(inline=True)
-def mask_flip(S, t, p):
+def mask_flip(state, t, p):
     """The flip bit: a stock to turn, or a waste to turn over while redeals are left."""
-    cfg = S.cfg
-    ok = S.stock_len[t, p] > 0 or (
-        S.waste_len[t, p] > 0 and (cfg[C_MAXREDEALS] < 0 or S.redeals[t, p] < cfg[C_MAXREDEALS])
+    cfg = state.cfg
+    ok = state.stock_len[t, p] > 0 or (
+        state.waste_len[t, p] > 0 and (cfg[C_MAXREDEALS] < 0 or state.redeals[t, p] < cfg[C_MAXREDEALS])
     )
-    S.mask[t, p, 1] = 1 if ok else 0
+    state.mask[t, p, 1] = 1 if ok else 0
 
 
 @_jit(inline=True)
-def mask_lake(S, t, p, src, c):
+def mask_lake(state, t, p, src, c):
     """The lake bits of source ``src`` whose top is ``c`` (-1: empty): its lake bit and, with jokers, its four
     declared-suit bits."""
-    m = S.mask
-    act = S.act
-    m[t, p, act[L_LAKE] + src] = 1 if lake_takes(S.lake_tops[t], 0, c) else 0
+    m = state.mask
+    act = state.act
+    m[t, p, act[L_LAKE] + src] = 1 if lake_takes(state.lake_tops[t], 0, c) else 0
     if act[L_JLAKE] >= 0:
         base = act[L_JLAKE] + src * 4
         for u in range(4):
@@ -343,27 +343,27 @@ def mask_lake(S, t, p, src, c):
             if c == JOKER or (
                 c >= 52
                 and card_colour(c) == (1 if suit_is_red(u) else 0)
-                and joker_rank(S.lake_tops[t], 0, c, u) >= 0
+                and joker_rank(state.lake_tops[t], 0, c, u) >= 0
             ):
                 ok = 1
             m[t, p, base + u] = ok
 
 
 @_jit(inline=True)
-def mask_hand(S, t, p, src, c, nertz_first, any_empty):
+def mask_hand(state, t, p, src, c, nertz_first, any_empty):
     """The bits of the Nertz top (``src`` 0) or waste top (1), ``c`` (-1: empty), onto or under a work pile."""
-    m = S.mask
-    act = S.act
-    w = S.cfg[C_W]
+    m = state.mask
+    act = state.act
+    w = state.cfg[C_W]
     blocked = nertz_first and src != 0  # only the Nertz top may take an empty pile
     first = act[L_TOWORK] + src * w
     for j in range(w):
         ok = 0
         if c >= 0:
-            if S.work_len[t, p, j] == 0:
+            if state.work_len[t, p, j] == 0:
                 if not blocked:
                     ok = 1
-            elif can_stack(c, pile_value(S, t, p, j)):
+            elif can_stack(c, pile_value(state, t, p, j)):
                 ok = 1
         m[t, p, first + j] = ok
     if act[L_TUCK] >= 0:
@@ -371,39 +371,44 @@ def mask_hand(S, t, p, src, c, nertz_first, any_empty):
         tuck = c >= 0 and any_empty and not blocked
         for j in range(w):
             ok = 0
-            n = S.work_len[t, p, j]
-            if tuck and 0 < n < MAX_PILE and has_empty_pile_besides(S, t, p, j) and can_stack(S.work[t, p, j, 0], c):
+            n = state.work_len[t, p, j]
+            if (
+                tuck
+                and 0 < n < MAX_PILE
+                and has_empty_pile_besides(state, t, p, j)
+                and can_stack(state.work[t, p, j, 0], c)
+            ):
                 ok = 1
             m[t, p, first + j] = ok
 
 
 @_jit(inline=True)
-def mask_runs(S, t, p, nertz_first):
+def mask_runs(state, t, p, nertz_first):
     """The run bits between work piles, written over a zeroed run block."""
-    m = S.mask
-    act = S.act
-    w = S.cfg[C_W]
+    m = state.mask
+    act = state.act
+    w = state.cfg[C_W]
     for i in range(w):
-        ni = S.work_len[t, p, i]
+        ni = state.work_len[t, p, i]
         if ni == 0:
             continue
-        base_i = S.work[t, p, i, 0]
-        top_i = S.work[t, p, i, ni - 1]
+        base_i = state.work[t, p, i, 0]
+        top_i = state.work[t, p, i, ni - 1]
         for j in range(w):
             if j == i:
                 continue
             pair = i * (w - 1) + (j if j < i else j - 1)
             first = act[L_RUN] + pair * 13
-            nj = S.work_len[t, p, j]
+            nj = state.work_len[t, p, j]
             if nj == 0:
                 if not nertz_first:
                     for length in range(1, ni + 1):
                         m[t, p, first + length - 1] = 1
                 continue
-            lower = pile_value(S, t, p, j)
+            lower = pile_value(state, t, p, j)
             if lower == JOKER:  # a joker alone on pile j takes the bottom of any run below a king
                 for k in range(ni):
-                    if can_stack(S.work[t, p, i, k], lower):
+                    if can_stack(state.work[t, p, i, k], lower):
                         m[t, p, first + ni - k - 1] = 1
                 continue
             if top_i == JOKER and can_stack(top_i, lower):  # a wild joker on top of pile i moves alone
@@ -411,176 +416,176 @@ def mask_runs(S, t, p, nertz_first):
             if base_i != JOKER:  # (a joker at the bottom is alone on its pile, or fixed)
                 k = card_rank(base_i) - (card_rank(lower) - 1)
                 if 0 <= k < ni:
-                    c = S.work[t, p, i, k]
+                    c = state.work[t, p, i, k]
                     if c != JOKER and card_colour(c) != card_colour(lower):
                         m[t, p, first + ni - k - 1] = 1
 
 
 @_jit(inline=True)
-def nertz_first_rule(S, t, p):
+def nertz_first_rule(state, t, p):
     """Does ``empty_pile_from_nertz_first`` bind now (the option is on and the Nertz pile has cards)?"""
-    return S.cfg[C_NERTZFIRST] != 0 and S.nertz_len[t, p] > 0
+    return state.cfg[C_NERTZFIRST] != 0 and state.nertz_len[t, p] > 0
 
 
 @_jit(inline=True)
-def any_empty_pile(S, t, p):
-    return has_empty_pile_besides(S, t, p, -1)
+def any_empty_pile(state, t, p):
+    return has_empty_pile_besides(state, t, p, -1)
 
 
 @_jit(inline=True)
-def mask_rotate(S, t, p):
-    act = S.act
+def mask_rotate(state, t, p):
+    act = state.act
     if act[L_ROTATE] >= 0:
-        S.mask[t, p, act[L_ROTATE]] = 1 if S.stock_len[t, p] >= 2 else 0
+        state.mask[t, p, act[L_ROTATE]] = 1 if state.stock_len[t, p] >= 2 else 0
 
 
 @_jit(inline=True)
-def compute_mask(S, t, p):
+def compute_mask(state, t, p):
     """Write seat ``p``'s whole legal-action mask (wait is always legal)."""
-    m = S.mask  # indexed in full below: a view would touch the buffer's shared refcount from every thread
+    m = state.mask  # indexed in full below: a view would touch the buffer's shared refcount from every thread
     for a in range(m.shape[2]):
         m[t, p, a] = 0
     m[t, p, 0] = 1
-    cfg = S.cfg
-    act = S.act
-    if cfg[C_TURN] and turn_player(S, t) != p:
+    cfg = state.cfg
+    act = state.act
+    if cfg[C_TURN] and turn_player(state, t) != p:
         return
     w = cfg[C_W]
-    nertz_first = nertz_first_rule(S, t, p)
-    any_empty = any_empty_pile(S, t, p)
-    mask_flip(S, t, p)
+    nertz_first = nertz_first_rule(state, t, p)
+    any_empty = any_empty_pile(state, t, p)
+    mask_flip(state, t, p)
     for src in range(2 + w):
-        c = source_top(S, t, p, src)
+        c = source_top(state, t, p, src)
         if c < 0:
             continue
-        mask_lake(S, t, p, src, c)
+        mask_lake(state, t, p, src, c)
         if src < 2:
-            mask_hand(S, t, p, src, c, nertz_first, any_empty)
-    mask_runs(S, t, p, nertz_first)
+            mask_hand(state, t, p, src, c, nertz_first, any_empty)
+    mask_runs(state, t, p, nertz_first)
     if act[L_CALL] >= 0:
         m[t, p, act[L_CALL]] = 1
-    mask_rotate(S, t, p)
+    mask_rotate(state, t, p)
 
 
 @_jit(inline=True)
-def mask_after_waste_move(S, t, p):
+def mask_after_waste_move(state, t, p):
     """Rewrite the bits a flip, recycle or stock rotation can change: flip, rotate, and the waste top's."""
-    mask_flip(S, t, p)
-    mask_rotate(S, t, p)
+    mask_flip(state, t, p)
+    mask_rotate(state, t, p)
     waste = np.int64(1)  # the source number, typed int64 as in compute_mask's loop (a literal 1 compiled a
     # second copy of each of the three functions below for the type Literal[int](1))
-    c = source_top(S, t, p, waste)
-    mask_lake(S, t, p, waste, c)
-    nertz_first = nertz_first_rule(S, t, p)
-    mask_hand(S, t, p, waste, c, nertz_first, any_empty_pile(S, t, p))
+    c = source_top(state, t, p, waste)
+    mask_lake(state, t, p, waste, c)
+    nertz_first = nertz_first_rule(state, t, p)
+    mask_hand(state, t, p, waste, c, nertz_first, any_empty_pile(state, t, p))
 
 
 @_jit(inline=True)
-def mask_after_lake_change(S, t, p):
+def mask_after_lake_change(state, t, p):
     """Rewrite every source's lake bits (the lake's tops changed, the seat's layout did not)."""
-    for src in range(2 + S.cfg[C_W]):
-        mask_lake(S, t, p, src, source_top(S, t, p, src))
+    for src in range(2 + state.cfg[C_W]):
+        mask_lake(state, t, p, src, source_top(state, t, p, src))
 
 
 # ---------------------------------------------------------------- moves
 @_jit(inline=True)
-def place_on_work(S, t, p, j, c):
+def place_on_work(state, t, p, j, c):
     """Put card ``c`` on work pile ``j`` (stacking rules already checked)."""
-    n = S.work_len[t, p, j]
+    n = state.work_len[t, p, j]
     if n > 0:
-        c, lower = joined(c, pile_value(S, t, p, j))
-        S.work[t, p, j, n - 1] = lower
-    S.work[t, p, j, n] = c
-    S.work_len[t, p, j] = n + 1
+        c, lower = joined(c, pile_value(state, t, p, j))
+        state.work[t, p, j, n - 1] = lower
+    state.work[t, p, j, n] = c
+    state.work_len[t, p, j] = n + 1
 
 
 @_jit()
-def recycle(S, t, p):
+def recycle(state, t, p):
     """Turn the waste over as the new stock (shuffled when recycle="shuffle"; the seat's memory of each card goes
     with it, and a shuffle hides every place)."""
-    remembers = S.memory.shape[3] > 0
-    wl = S.waste_len[t, p]
+    remembers = state.memory.shape[3] > 0
+    wl = state.waste_len[t, p]
     for k in range(wl):
-        S.stock[t, p, k] = S.waste[t, p, wl - 1 - k]
+        state.stock[t, p, k] = state.waste[t, p, wl - 1 - k]
         if remembers:
-            S.memory[t, p, 0, k] = S.memory[t, p, 1, wl - 1 - k]
-    if S.cfg[C_SHUFFLE]:
+            state.memory[t, p, 0, k] = state.memory[t, p, 1, wl - 1 - k]
+    if state.cfg[C_SHUFFLE]:
         for k in range(wl - 1, 0, -1):
-            x = rng_below(S.rng, t, k + 1)
-            tmp = S.stock[t, p, k]
-            S.stock[t, p, k] = S.stock[t, p, x]
-            S.stock[t, p, x] = tmp
+            x = rng_below(state.rng, t, k + 1)
+            tmp = state.stock[t, p, k]
+            state.stock[t, p, k] = state.stock[t, p, x]
+            state.stock[t, p, x] = tmp
             if remembers:
-                tmp = S.memory[t, p, 0, k]
-                S.memory[t, p, 0, k] = S.memory[t, p, 0, x]
-                S.memory[t, p, 0, x] = tmp
+                tmp = state.memory[t, p, 0, k]
+                state.memory[t, p, 0, k] = state.memory[t, p, 0, x]
+                state.memory[t, p, 0, x] = tmp
         if remembers:
             for k in range(wl):
-                S.memory[t, p, 0, k] = min(S.memory[t, p, 0, k], MEM_SEEN)
-    S.stock_len[t, p] = wl
-    S.waste_len[t, p] = 0
-    S.redeals[t, p] += 1
+                state.memory[t, p, 0, k] = min(state.memory[t, p, 0, k], MEM_SEEN)
+    state.stock_len[t, p] = wl
+    state.waste_len[t, p] = 0
+    state.redeals[t, p] += 1
 
 
 @_jit(inline=True)
-def rotate_stock(S, t, p):
+def rotate_stock(state, t, p):
     """Move the stock's top card to its bottom (with the seat's memory of it)."""
-    n = S.stock_len[t, p]
+    n = state.stock_len[t, p]
     if n < 2:
         return
-    top = S.stock[t, p, n - 1]
+    top = state.stock[t, p, n - 1]
     for k in range(n - 1, 0, -1):
-        S.stock[t, p, k] = S.stock[t, p, k - 1]
-    S.stock[t, p, 0] = top
-    if S.memory.shape[3] > 0:
-        top = S.memory[t, p, 0, n - 1]
+        state.stock[t, p, k] = state.stock[t, p, k - 1]
+    state.stock[t, p, 0] = top
+    if state.memory.shape[3] > 0:
+        top = state.memory[t, p, 0, n - 1]
         for k in range(n - 1, 0, -1):
-            S.memory[t, p, 0, k] = S.memory[t, p, 0, k - 1]
-        S.memory[t, p, 0, 0] = top
+            state.memory[t, p, 0, k] = state.memory[t, p, 0, k - 1]
+        state.memory[t, p, 0, 0] = top
 
 
 @_jit(ir_inline=True)
-def apply_action(S, t, p, a):
+def apply_action(state, t, p, a):
     """Apply legal action ``a`` of seat ``p``; returns R_* bits (progress, lost race, call, false call)."""
-    cfg = S.cfg
-    act = S.act
+    cfg = state.cfg
+    act = state.act
     w = cfg[C_W]
     if a == 0:
         return 0
     if a == 1:  # flip
-        n = S.stock_len[t, p]
+        n = state.stock_len[t, p]
         if n == 0:
-            recycle(S, t, p)
+            recycle(state, t, p)
             return 0
         k = min(cfg[C_DRAW], n)
-        wl = S.waste_len[t, p]
+        wl = state.waste_len[t, p]
         for x in range(k):
-            S.waste[t, p, wl + x] = S.stock[t, p, n - 1 - x]
-        if S.memory.shape[3] > 0:
+            state.waste[t, p, wl + x] = state.stock[t, p, n - 1 - x]
+        if state.memory.shape[3] > 0:
             for x in range(k):
-                S.memory[t, p, 1, wl + x] = S.memory[t, p, 0, n - 1 - x]
-        S.stock_len[t, p] = n - k
-        S.waste_len[t, p] = wl + k
+                state.memory[t, p, 1, wl + x] = state.memory[t, p, 0, n - 1 - x]
+        state.stock_len[t, p] = n - k
+        state.waste_len[t, p] = wl + k
         return 0
     if a < act[L_TOWORK]:  # to the lake
         src = a - act[L_LAKE]
-        c = source_top(S, t, p, src)
+        c = source_top(state, t, p, src)
         if c % 13 == 0:
-            f = S.lake_n[t]
+            f = state.lake_n[t]
         else:
-            f = lake_find(S, t, c - 1)
+            f = lake_find(state, t, c - 1)
             if f < 0:
                 return R_LOST
-        lake_add(S, t, f, c, p)
-        pop_source(S, t, p, src)
+        lake_add(state, t, f, c, p)
+        pop_source(state, t, p, src)
         return R_PROGRESS
     if a < act[L_RUN]:  # Nertz or waste top onto a work pile
         k = a - act[L_TOWORK]
         src = k // w
         j = k % w
-        c = source_top(S, t, p, src)
-        pop_source(S, t, p, src)
-        place_on_work(S, t, p, j, c)
+        c = source_top(state, t, p, src)
+        pop_source(state, t, p, src)
+        place_on_work(state, t, p, j, c)
         return R_PROGRESS if src == 0 else 0
     if a < act[L_RUN] + w * (w - 1) * 13:  # a run between work piles
         k = a - act[L_RUN]
@@ -589,161 +594,166 @@ def apply_action(S, t, p, a):
         i = pair // (w - 1)
         jj = pair % (w - 1)
         j = jj if jj < i else jj + 1
-        ni = S.work_len[t, p, i]
-        nj = S.work_len[t, p, j]
+        ni = state.work_len[t, p, i]
+        nj = state.work_len[t, p, j]
         start = ni - length
-        bottom = S.work[t, p, i, start]
+        bottom = state.work[t, p, i, start]
         if nj > 0:
-            bottom, lower = joined(bottom, pile_value(S, t, p, j))
-            S.work[t, p, j, nj - 1] = lower
-        S.work[t, p, j, nj] = bottom
+            bottom, lower = joined(bottom, pile_value(state, t, p, j))
+            state.work[t, p, j, nj - 1] = lower
+        state.work[t, p, j, nj] = bottom
         for x in range(1, length):
-            S.work[t, p, j, nj + x] = S.work[t, p, i, start + x]
-        S.work_len[t, p, j] = nj + length
-        S.work_len[t, p, i] = start
+            state.work[t, p, j, nj + x] = state.work[t, p, i, start + x]
+        state.work_len[t, p, j] = nj + length
+        state.work_len[t, p, i] = start
         return 0
     if a == act[L_CALL]:
-        if S.nertz_len[t, p] == 0:
+        if state.nertz_len[t, p] == 0:
             return R_CALL
-        S.false_calls[t, p] += 1
-        S.rewards[t, p] -= cfg[C_FALSEPEN]
+        state.false_calls[t, p] += 1
+        state.rewards[t, p] -= cfg[C_FALSEPEN]
         return R_FALSE_CALL
     if act[L_TUCK] >= 0 and act[L_TUCK] <= a < act[L_TUCK] + 2 * w:
         k = a - act[L_TUCK]
         src = k // w
         j = k % w
-        c = source_top(S, t, p, src)
-        pop_source(S, t, p, src)
-        n = S.work_len[t, p, j]
-        base, c = joined(S.work[t, p, j, 0], c)
+        c = source_top(state, t, p, src)
+        pop_source(state, t, p, src)
+        n = state.work_len[t, p, j]
+        base, c = joined(state.work[t, p, j, 0], c)
         for x in range(n - 1, 0, -1):
-            S.work[t, p, j, x + 1] = S.work[t, p, j, x]
-        S.work[t, p, j, 1] = base
-        S.work[t, p, j, 0] = c
-        S.work_len[t, p, j] = n + 1
+            state.work[t, p, j, x + 1] = state.work[t, p, j, x]
+        state.work[t, p, j, 1] = base
+        state.work[t, p, j, 0] = c
+        state.work_len[t, p, j] = n + 1
         return R_PROGRESS if src == 0 else 0
     if a == act[L_ROTATE]:
-        rotate_stock(S, t, p)
+        rotate_stock(state, t, p)
         return 0
     # a joker to the lake, declared as suit u
     k = a - act[L_JLAKE]
     src = k // 4
     u = k % 4
-    c = source_top(S, t, p, src)
-    f, r = joker_target(S, t, c, u)
+    c = source_top(state, t, p, src)
+    f, r = joker_target(state, t, c, u)
     if f < 0:
         return R_LOST
-    lake_add(S, t, f, LAKE_JOKER_FLAG + u * 13 + r, p)
-    pop_source(S, t, p, src)
+    lake_add(state, t, f, LAKE_JOKER_FLAG + u * 13 + r, p)
+    pop_source(state, t, p, src)
     return R_PROGRESS
 
 
 # ---------------------------------------------------------------- deal, stall rule, round end
 @_jit()
-def deal_round(S, t):
+def deal_round(state, t):
     """Shuffle every player's deck with the table's generator and deal a fresh round (the lake empties)."""
-    cfg = S.cfg
+    cfg = state.cfg
     np_, w, ns, d = cfg[C_P], cfg[C_W], cfg[C_NS], cfg[C_D]
-    deck = S.stock  # each player's deck is shuffled in place in its stock row, then dealt from there
+    deck = state.stock  # each player's deck is shuffled in place in its stock row, then dealt from there
     for p in range(np_):
         for x in range(52):
             deck[t, p, x] = x
         for x in range(52, d):
             deck[t, p, x] = JOKER
         for x in range(d - 1, 0, -1):
-            y = rng_below(S.rng, t, x + 1)
+            y = rng_below(state.rng, t, x + 1)
             tmp = deck[t, p, x]
             deck[t, p, x] = deck[t, p, y]
             deck[t, p, y] = tmp
         for x in range(ns):
-            S.nertz[t, p, x] = deck[t, p, x]
-        S.nertz_len[t, p] = ns
+            state.nertz[t, p, x] = deck[t, p, x]
+        state.nertz_len[t, p] = ns
         for j in range(w):
-            S.work[t, p, j, 0] = deck[t, p, ns + j]
-            S.work_len[t, p, j] = 1
+            state.work[t, p, j, 0] = deck[t, p, ns + j]
+            state.work_len[t, p, j] = 1
         n = d - ns - w
         for x in range(n):
-            S.stock[t, p, x] = deck[t, p, ns + w + x]
-        S.stock_len[t, p] = n
-        for x in range(S.memory.shape[3]):
-            S.memory[t, p, 0, x] = MEM_UNSEEN
-        S.waste_len[t, p] = 0
-        S.redeals[t, p] = 0
-        S.lake_played[t, p] = 0
-        S.false_calls[t, p] = 0
-        for i in range(S.last_moves.shape[2]):
-            S.last_moves[t, p, i] = -1
-    S.lake_n[t] = 0
-    for f in range(S.lake_len.shape[1]):
-        S.lake_len[t, f] = 0
+            state.stock[t, p, x] = deck[t, p, ns + w + x]
+        state.stock_len[t, p] = n
+        for x in range(state.memory.shape[3]):
+            state.memory[t, p, 0, x] = MEM_UNSEEN
+        state.waste_len[t, p] = 0
+        state.redeals[t, p] = 0
+        state.lake_played[t, p] = 0
+        state.false_calls[t, p] = 0
+        for i in range(state.last_moves.shape[2]):
+            state.last_moves[t, p, i] = -1
+    state.lake_n[t] = 0
+    for f in range(state.lake_len.shape[1]):
+        state.lake_len[t, f] = 0
     for c in range(52):
-        S.lake_tops[t, c] = 0
-    S.tick[t] = 0
-    S.since_progress[t] = 0
-    S.stalls[t] = 0
+        state.lake_tops[t, c] = 0
+    state.tick[t] = 0
+    state.since_progress[t] = 0
+    state.stalls[t] = 0
 
 
 @_jit(inline=True)
-def stall_seat(S, t, p):
+def stall_seat(state, t, p):
     """The stall rule on seat ``p``: the waste goes back under the stock (turned over), then the stock's top
     card moves to its bottom (the seat's memory of each card goes with it)."""
-    wl = S.waste_len[t, p]
-    sl = S.stock_len[t, p]
+    wl = state.waste_len[t, p]
+    sl = state.stock_len[t, p]
     for k in range(sl - 1, -1, -1):
-        S.stock[t, p, k + wl] = S.stock[t, p, k]
+        state.stock[t, p, k + wl] = state.stock[t, p, k]
     for k in range(wl):
-        S.stock[t, p, k] = S.waste[t, p, wl - 1 - k]
-    if S.memory.shape[3] > 0:
+        state.stock[t, p, k] = state.waste[t, p, wl - 1 - k]
+    if state.memory.shape[3] > 0:
         for k in range(sl - 1, -1, -1):
-            S.memory[t, p, 0, k + wl] = S.memory[t, p, 0, k]
+            state.memory[t, p, 0, k + wl] = state.memory[t, p, 0, k]
         for k in range(wl):
-            S.memory[t, p, 0, k] = S.memory[t, p, 1, wl - 1 - k]
-    S.stock_len[t, p] = sl + wl
-    S.waste_len[t, p] = 0
-    rotate_stock(S, t, p)
+            state.memory[t, p, 0, k] = state.memory[t, p, 1, wl - 1 - k]
+    state.stock_len[t, p] = sl + wl
+    state.waste_len[t, p] = 0
+    rotate_stock(state, t, p)
 
 
 @_jit()
-def stall_shuffle(S, t):
+def stall_shuffle(state, t):
     """The stall rule on every seat (:func:`stall_seat`)."""
-    for p in range(S.cfg[C_P]):
-        stall_seat(S, t, p)
+    for p in range(state.cfg[C_P]):
+        stall_seat(state, t, p)
 
 
 @_jit()
-def finish_round(S, t, end, candidates):
+def finish_round(state, t, end, candidates):
     """Score the round (rewards get the Nertz penalty and bonus), then end the match or deal the next round."""
-    cfg = S.cfg
+    cfg = state.cfg
     np_ = cfg[C_P]
     best = -1
     for p in range(np_):
-        if (candidates >> p) & 1 and S.lake_played[t, p] > best:
-            best = S.lake_played[t, p]
-    team_round = S.scratch  # [t, 0, team]: the round's team scores; [t, 1, team]: match totals
+        if (candidates >> p) & 1 and state.lake_played[t, p] > best:
+            best = state.lake_played[t, p]
+    team_round = state.scratch  # [t, 0, team]: the round's team scores; [t, 1, team]: match totals
     for g in range(np_):
         team_round[t, 0, g] = 0
         team_round[t, 1, g] = 0
     for p in range(np_):
-        bonus = cfg[C_BONUS] if ((candidates >> p) & 1 and S.lake_played[t, p] == best) else 0
-        left = S.nertz_len[t, p]
-        S.score_lake[t, p] = S.lake_played[t, p]
-        S.score_nertz[t, p] = left
-        S.score_bonus[t, p] = bonus
-        S.score_false[t, p] = S.false_calls[t, p]
-        score = S.lake_played[t, p] - cfg[C_PENALTY] * left + bonus - cfg[C_FALSEPEN] * S.false_calls[t, p]
-        S.score_round[t, p] = score
-        S.rewards[t, p] += bonus - cfg[C_PENALTY] * left
-        S.match_score[t, p] += score
-        team_round[t, 0, S.team[p]] += score
-    S.round_end[t] = end
-    played = S.round_idx[t] + 1
+        bonus = cfg[C_BONUS] if ((candidates >> p) & 1 and state.lake_played[t, p] == best) else 0
+        left = state.nertz_len[t, p]
+        state.score_lake[t, p] = state.lake_played[t, p]
+        state.score_nertz[t, p] = left
+        state.score_bonus[t, p] = bonus
+        state.score_false[t, p] = state.false_calls[t, p]
+        score = (
+            state.lake_played[t, p]
+            - cfg[C_PENALTY] * left
+            + bonus
+            - cfg[C_FALSEPEN] * state.false_calls[t, p]
+        )
+        state.score_round[t, p] = score
+        state.rewards[t, p] += bonus - cfg[C_PENALTY] * left
+        state.match_score[t, p] += score
+        team_round[t, 0, state.team[p]] += score
+    state.round_end[t] = end
+    played = state.round_idx[t] + 1
     over = False
     truncated = False
     if cfg[C_ROUNDS] > 0:
         over = played >= cfg[C_ROUNDS]
     elif cfg[C_TARGET] > 0:
         for p in range(np_):
-            team_round[t, 1, S.team[p]] += S.match_score[t, p]
+            team_round[t, 1, state.team[p]] += state.match_score[t, p]
         top = -(1 << 40)
         count = 0
         for g in range(np_):
@@ -762,10 +772,10 @@ def finish_round(S, t, end, candidates):
         over = True
         truncated = end == END_MAX_TICKS
     if over:
-        S.done[t] = DONE_TRUNCATED if truncated else DONE_TERMINATED
+        state.done[t] = DONE_TRUNCATED if truncated else DONE_TERMINATED
     else:
-        S.round_idx[t] = played
-        deal_round(S, t)
+        state.round_idx[t] = played
+        deal_round(state, t)
 
 
 # ---------------------------------------------------------------- observations
@@ -801,28 +811,28 @@ def clear_obs(o, t, p, lo, hi):
 
 
 @_jit(inline=True)
-def observe_memory(S, t, p):
+def observe_memory(state, t, p):
     """The seat's memory of its stock and waste (slices memory_*, with the ``memory`` option; layout in
     nertz_env.observation). The seat sees its waste top now, so from now on it knows that card."""
-    d = S.memory.shape[3]
+    d = state.memory.shape[3]
     if d == 0:
         return
-    o = S.obs
-    base = S.obs_off[O_MEM]
+    o = state.obs
+    base = state.obs_off[O_MEM]
     clear_obs(o, t, p, base, base + 4 * d)
-    most = d - S.cfg[C_NS] - S.cfg[C_W]  # the cards stock and waste hold at most
-    draw = S.cfg[C_DRAW]
-    n = S.waste_len[t, p]
+    most = d - state.cfg[C_NS] - state.cfg[C_W]  # the cards stock and waste hold at most
+    draw = state.cfg[C_DRAW]
+    n = state.waste_len[t, p]
     if n > 0:
-        S.memory[t, p, 1, n - 1] = MEM_KNOWN
+        state.memory[t, p, 1, n - 1] = MEM_KNOWN
     joker = 52  # the next joker slot: known jokers take them in the order stock top to bottom, waste top to bottom
     hidden_jokers = 0  # where the seat does not know them: its deck's less those it sees, knows or played
     for pile in range(2):
-        n = S.stock_len[t, p] if pile == 0 else S.waste_len[t, p]
+        n = state.stock_len[t, p] if pile == 0 else state.waste_len[t, p]
         for i in range(n):  # i cards above it
             k = n - 1 - i
-            c = S.stock[t, p, k] if pile == 0 else S.waste[t, p, k]
-            m = S.memory[t, p, pile, k]
+            c = state.stock[t, p, k] if pile == 0 else state.waste[t, p, k]
+            m = state.memory[t, p, pile, k]
             if m == MEM_KNOWN:
                 slot = c
                 if c >= 52:
@@ -835,8 +845,8 @@ def observe_memory(S, t, p):
                 hidden_jokers += 1
             elif m == MEM_UNSEEN:
                 o[t, p, base + 3 * d + c] = 1.0
-    for k in range(S.nertz_len[t, p] - 1):  # the Nertz pile below its top
-        c = S.nertz[t, p, k]
+    for k in range(state.nertz_len[t, p] - 1):  # the Nertz pile below its top
+        c = state.nertz[t, p, k]
         if c >= 52:
             hidden_jokers += 1
         else:
@@ -846,37 +856,37 @@ def observe_memory(S, t, p):
 
 
 @_jit(inline=True)
-def observe_stock_waste(S, t, p):
+def observe_stock_waste(state, t, p):
     """The waste top, stock count and waste count (slices waste_top, stock_count, waste_count), and the memory."""
-    off = S.obs_off
-    o = S.obs
-    d = S.cfg[C_D]
+    off = state.obs_off
+    o = state.obs
+    d = state.cfg[C_D]
     clear_obs(o, t, p, off[O_WTOP], off[O_WTOP] + 18)
-    n = S.waste_len[t, p]
+    n = state.waste_len[t, p]
     if n > 0:
-        write_card(o, t, p, off[O_WTOP], S.waste[t, p, n - 1])
-    o[t, p, off[O_SCOUNT]] = S.stock_len[t, p] / d
+        write_card(o, t, p, off[O_WTOP], state.waste[t, p, n - 1])
+    o[t, p, off[O_SCOUNT]] = state.stock_len[t, p] / d
     o[t, p, off[O_WCOUNT]] = n / d
-    observe_memory(S, t, p)
+    observe_memory(state, t, p)
 
 
 @_jit(inline=True)
-def observe_own(S, t, p):
+def observe_own(state, t, p):
     """The seat's own layout: Nertz top and count, waste and stock, work piles (slices nertz_top .. work_count)."""
-    cfg = S.cfg
-    off = S.obs_off
-    o = S.obs  # indexed in full, as in compute_mask (clear_obs's slice assignment is the one exception)
+    cfg = state.cfg
+    off = state.obs_off
+    o = state.obs  # indexed in full, as in compute_mask (clear_obs's slice assignment is the one exception)
     clear_obs(o, t, p, off[O_NTOP], off[O_LAKE])
-    n = S.nertz_len[t, p]
+    n = state.nertz_len[t, p]
     if n > 0:
-        write_card(o, t, p, off[O_NTOP], S.nertz[t, p, n - 1])
+        write_card(o, t, p, off[O_NTOP], state.nertz[t, p, n - 1])
     o[t, p, off[O_NCOUNT]] = n / cfg[C_NS]
-    observe_stock_waste(S, t, p)
+    observe_stock_waste(state, t, p)
     for j in range(cfg[C_W]):
-        n = S.work_len[t, p, j]
+        n = state.work_len[t, p, j]
         base = off[O_WORK] + j * 52
         for k in range(n):
-            c = S.work[t, p, j, k]
+            c = state.work[t, p, j, k]
             if c < 52:
                 o[t, p, base + c] = 1.0
             else:
@@ -890,247 +900,247 @@ def observe_own(S, t, p):
                         o[t, p, base + r] = 0.5
                         o[t, p, base + 39 + r] = 0.5
         if n > 0:
-            write_card(o, t, p, off[O_WEXP] + j * 18, S.work[t, p, j, n - 1])
+            write_card(o, t, p, off[O_WEXP] + j * 18, state.work[t, p, j, n - 1])
         o[t, p, off[O_WCNT] + j] = n / 13.0
 
 
 @_jit(inline=True)
-def observe_lake(S, t, p):
+def observe_lake(state, t, p):
     """The lake's tops (slice lake_tops): per card, the foundations it tops, over their most, P * (1 + jokers)
     (every deck's copy of the card, and every joker declared as it)."""
-    o = S.obs
-    base = S.obs_off[O_LAKE]
-    most = S.cfg[C_P] * (1 + S.cfg[C_JOKERS])
+    o = state.obs
+    base = state.obs_off[O_LAKE]
+    most = state.cfg[C_P] * (1 + state.cfg[C_JOKERS])
     for c in range(52):
-        o[t, p, base + c] = S.lake_tops[t, c] / most
+        o[t, p, base + c] = state.lake_tops[t, c] / most
 
 
 @_jit(inline=True)
-def observe_opponents(S, t, p):
+def observe_opponents(state, t, p):
     """The other seats' Nertz tops and counts, and who is a partner (slices opp_nertz_top .. opp_teammate)."""
-    cfg = S.cfg
-    off = S.obs_off
-    o = S.obs
+    cfg = state.cfg
+    off = state.obs_off
+    o = state.obs
     np_, ns = cfg[C_P], cfg[C_NS]
     clear_obs(o, t, p, off[O_OTOP], off[O_STATUS])
     for k in range(1, np_):
         q = (p + k) % np_
-        n = S.nertz_len[t, q]
+        n = state.nertz_len[t, q]
         if n > 0:
-            write_card(o, t, p, off[O_OTOP] + (k - 1) * 18, S.nertz[t, q, n - 1])
+            write_card(o, t, p, off[O_OTOP] + (k - 1) * 18, state.nertz[t, q, n - 1])
         o[t, p, off[O_OCOUNT] + k - 1] = n / ns
-        if S.team[q] == S.team[p]:
+        if state.team[q] == state.team[p]:
             o[t, p, off[O_OTEAM] + k - 1] = 1.0
 
 
 @_jit(inline=True)
-def observe_status(S, t, p):
+def observe_status(state, t, p):
     """The status slice: tick, stall and round progress, turn, redeals left, own lake cards."""
-    cfg = S.cfg
-    o = S.obs
-    s = S.obs_off[O_STATUS]
-    o[t, p, s] = S.tick[t] / cfg[C_MAXTICKS]
-    o[t, p, s + 1] = S.since_progress[t] / cfg[C_STALL]
-    o[t, p, s + 2] = S.stalls[t] / 2.0
-    o[t, p, s + 3] = 1.0 if (cfg[C_TURN] == 0 or turn_player(S, t) == p) else 0.0
+    cfg = state.cfg
+    o = state.obs
+    s = state.obs_off[O_STATUS]
+    o[t, p, s] = state.tick[t] / cfg[C_MAXTICKS]
+    o[t, p, s + 1] = state.since_progress[t] / cfg[C_STALL]
+    o[t, p, s + 2] = state.stalls[t] / 2.0
+    o[t, p, s + 3] = 1.0 if (cfg[C_TURN] == 0 or turn_player(state, t) == p) else 0.0
     if cfg[C_MAXREDEALS] < 0:
         o[t, p, s + 4] = 1.0
     elif cfg[C_MAXREDEALS] > 0:
-        o[t, p, s + 4] = (cfg[C_MAXREDEALS] - S.redeals[t, p]) / cfg[C_MAXREDEALS]
+        o[t, p, s + 4] = (cfg[C_MAXREDEALS] - state.redeals[t, p]) / cfg[C_MAXREDEALS]
     else:
         o[t, p, s + 4] = 0.0
-    o[t, p, s + 5] = S.lake_played[t, p] / cfg[C_D]
-    o[t, p, s + 6] = S.round_idx[t] / cfg[C_MAXROUNDS]
+    o[t, p, s + 5] = state.lake_played[t, p] / cfg[C_D]
+    o[t, p, s + 6] = state.round_idx[t] / cfg[C_MAXROUNDS]
 
 
 @_jit(inline=True)
-def observe_last_moves(S, t, p):
+def observe_last_moves(state, t, p):
     """The seat's own last moves (slice last_moves, present with the ``last_moves`` option): a one-hot over
     the actions per move kept, most recent first."""
-    k = S.last_moves.shape[2]
+    k = state.last_moves.shape[2]
     if k == 0:
         return
-    base = S.obs_off[O_LAST]
-    n = S.act[L_NUM]
-    clear_obs(S.obs, t, p, base, base + k * n)
+    base = state.obs_off[O_LAST]
+    n = state.act[L_NUM]
+    clear_obs(state.obs, t, p, base, base + k * n)
     for i in range(k):
-        a = S.last_moves[t, p, i]
+        a = state.last_moves[t, p, i]
         if a >= 0:
-            S.obs[t, p, base + i * n + a] = 1.0
+            state.obs[t, p, base + i * n + a] = 1.0
 
 
 @_jit(inline=True)
-def remember_move(S, t, p, a):
+def remember_move(state, t, p, a):
     """Put move ``a`` first in the seat's last moves (with the ``last_moves`` option)."""
-    k = S.last_moves.shape[2]
+    k = state.last_moves.shape[2]
     for i in range(k - 1, 0, -1):
-        S.last_moves[t, p, i] = S.last_moves[t, p, i - 1]
+        state.last_moves[t, p, i] = state.last_moves[t, p, i - 1]
     if k > 0:
-        S.last_moves[t, p, 0] = a
+        state.last_moves[t, p, 0] = a
 
 
 @_jit(inline=True)
-def observe_player(S, t, p):
+def observe_player(state, t, p):
     """Write seat ``p``'s whole observation vector (layout in nertz_env.observation)."""
-    observe_own(S, t, p)
-    observe_lake(S, t, p)
-    observe_opponents(S, t, p)
-    observe_status(S, t, p)
-    observe_last_moves(S, t, p)
+    observe_own(state, t, p)
+    observe_lake(state, t, p)
+    observe_opponents(state, t, p)
+    observe_status(state, t, p)
+    observe_last_moves(state, t, p)
 
 
 @_jit(python=True)
-def observe_table(S, t):
+def observe_table(state, t):
     """Every seat's observation and mask, from scratch."""
-    for p in range(S.cfg[C_P]):
-        observe_player(S, t, p)
-        compute_mask(S, t, p)
+    for p in range(state.cfg[C_P]):
+        observe_player(state, t, p)
+        compute_mask(state, t, p)
 
 
 @_jit(ir_inline=True)
-def observe_changes(S, t, moved, flipped, progress):
+def observe_changes(state, t, moved, flipped, progress):
     """Update every seat's observation and mask after an ordinary tick, rewriting only what its moves changed:
     the whole view of a seat in ``moved``, the stock and waste of a seat in ``flipped``, the lake and opponents
     of everyone after ``progress``, and everyone's status. Equals ``observe_table`` (tests/test_engine.py)."""
-    for p in range(S.cfg[C_P]):
+    for p in range(state.cfg[C_P]):
         if (moved >> p) & 1:
-            observe_player(S, t, p)
-            compute_mask(S, t, p)
+            observe_player(state, t, p)
+            compute_mask(state, t, p)
             continue
         if (flipped >> p) & 1:
-            observe_stock_waste(S, t, p)
-            mask_after_waste_move(S, t, p)
+            observe_stock_waste(state, t, p)
+            mask_after_waste_move(state, t, p)
         if progress:
-            observe_lake(S, t, p)
-            observe_opponents(S, t, p)
-            mask_after_lake_change(S, t, p)
-        observe_status(S, t, p)
-        observe_last_moves(S, t, p)
+            observe_lake(state, t, p)
+            observe_opponents(state, t, p)
+            mask_after_lake_change(state, t, p)
+        observe_status(state, t, p)
+        observe_last_moves(state, t, p)
 
 
 # ---------------------------------------------------------------- reset and one tick
 @_jit(inline=True)
-def team_rewards(S, t):
+def team_rewards(state, t):
     """With teams, every seat's reward becomes its team's summed reward (a partner's score is its own)."""
-    np_ = S.cfg[C_P]
+    np_ = state.cfg[C_P]
     shared = False
     for p in range(np_):
-        if S.team[p] != p:
+        if state.team[p] != p:
             shared = True
     if not shared:
         return
-    total = S.scratch  # rewards are whole numbers, summed exactly in int64
+    total = state.scratch  # rewards are whole numbers, summed exactly in int64
     for g in range(np_):
         total[t, 0, g] = 0
     for p in range(np_):
-        total[t, 0, S.team[p]] += np.int64(S.rewards[t, p])
+        total[t, 0, state.team[p]] += np.int64(state.rewards[t, p])
     for p in range(np_):
-        S.rewards[t, p] = total[t, 0, S.team[p]]
+        state.rewards[t, p] = total[t, 0, state.team[p]]
 
 
 @_jit(inline=True)
-def clear_outputs(S, t):
-    for p in range(S.cfg[C_P]):
-        S.rewards[t, p] = 0.0
-        S.illegal[t, p] = 0
-        S.lost_race[t, p] = 0
-        S.applied[t, p] = 0
-    S.round_end[t] = END_NONE
+def clear_outputs(state, t):
+    for p in range(state.cfg[C_P]):
+        state.rewards[t, p] = 0.0
+        state.illegal[t, p] = 0
+        state.lost_race[t, p] = 0
+        state.applied[t, p] = 0
+    state.round_end[t] = END_NONE
 
 
 @_jit()
-def reset_table(S, t):
+def reset_table(state, t):
     """Start a new episode on table ``t`` from its generator's current state (seed it first to choose)."""
-    for p in range(S.cfg[C_P]):
-        S.match_score[t, p] = 0
-        S.score_lake[t, p] = 0
-        S.score_nertz[t, p] = 0
-        S.score_bonus[t, p] = 0
-        S.score_false[t, p] = 0
-        S.score_round[t, p] = 0
-        S.order[t, p] = p
-    S.round_idx[t] = 0
-    S.done[t] = DONE_NO
-    clear_outputs(S, t)
-    deal_round(S, t)
-    observe_table(S, t)
+    for p in range(state.cfg[C_P]):
+        state.match_score[t, p] = 0
+        state.score_lake[t, p] = 0
+        state.score_nertz[t, p] = 0
+        state.score_bonus[t, p] = 0
+        state.score_false[t, p] = 0
+        state.score_round[t, p] = 0
+        state.order[t, p] = p
+    state.round_idx[t] = 0
+    state.done[t] = DONE_NO
+    clear_outputs(state, t)
+    deal_round(state, t)
+    observe_table(state, t)
 
 
 @_jit(ir_inline=True)
-def step_table(S, t, actions):
+def step_table(state, t, actions):
     """One tick of table ``t`` with ``actions[t, p]`` for every seat (any integer; illegal ones are waits)."""
-    cfg = S.cfg
+    cfg = state.cfg
     np_ = cfg[C_P]
-    num_actions = S.act[L_NUM]
-    clear_outputs(S, t)
-    if S.done[t] != DONE_NO:
+    num_actions = state.act[L_NUM]
+    clear_outputs(state, t)
+    if state.done[t] != DONE_NO:
         return
     for p in range(np_):
-        S.order[t, p] = p
+        state.order[t, p] = p
     for k in range(np_ - 1, 0, -1):
-        x = rng_below(S.rng, t, k + 1)
-        tmp = S.order[t, k]
-        S.order[t, k] = S.order[t, x]
-        S.order[t, x] = tmp
+        x = rng_below(state.rng, t, k + 1)
+        tmp = state.order[t, k]
+        state.order[t, k] = state.order[t, x]
+        state.order[t, x] = tmp
     # Typed from the start: a plain 0 or False would be a literal type and compile these functions twice.
     progress = np.bool_(False)
     callers = np.int64(0)
     moved = np.int64(0)  # seats whose cards moved between piles or to the lake (bit p)
     flipped = np.int64(0)  # seats that only turned or rotated their stock
-    rotate = S.act[L_ROTATE]
+    rotate = state.act[L_ROTATE]
     for k in range(np_):
-        p = S.order[t, k]
+        p = state.order[t, k]
         a = actions[t, p]
-        if a < 0 or a >= num_actions or S.mask[t, p, a] == 0:
-            S.illegal[t, p] = 1
+        if a < 0 or a >= num_actions or state.mask[t, p, a] == 0:
+            state.illegal[t, p] = 1
             continue
-        S.applied[t, p] = a
+        state.applied[t, p] = a
         if a != 0:
-            remember_move(S, t, p, a)
-        result = apply_action(S, t, p, a)
+            remember_move(state, t, p, a)
+        result = apply_action(state, t, p, a)
         if result & R_PROGRESS:
             progress = np.bool_(True)
         if result & R_LOST:
-            S.lost_race[t, p] = 1
+            state.lost_race[t, p] = 1
         elif a == 1 or a == rotate:
             flipped |= 1 << p
         elif a != 0 and not result & (R_CALL | R_FALSE_CALL):
             moved |= 1 << p
         if result & R_CALL:
             callers |= 1 << p
-    S.tick[t] += 1
+    state.tick[t] += 1
     end = END_NONE
     if cfg[C_MANUAL]:
         if callers:
             end = END_NERTZ
     else:
         for p in range(np_):
-            if S.nertz_len[t, p] == 0:
+            if state.nertz_len[t, p] == 0:
                 callers |= 1 << p
         if callers:
             end = END_NERTZ
     if progress:
-        S.since_progress[t] = 0
-        S.stalls[t] = 0
+        state.since_progress[t] = 0
+        state.stalls[t] = 0
     else:
-        S.since_progress[t] += 1
-        if end == END_NONE and S.since_progress[t] >= cfg[C_STALL]:
-            if S.stalls[t] == 0:
-                stall_shuffle(S, t)
-                S.stalls[t] = 1
-                S.since_progress[t] = 0
+        state.since_progress[t] += 1
+        if end == END_NONE and state.since_progress[t] >= cfg[C_STALL]:
+            if state.stalls[t] == 0:
+                stall_shuffle(state, t)
+                state.stalls[t] = 1
+                state.since_progress[t] = 0
                 moved = -1  # every stock and waste changed
             else:
                 end = END_STALL
-    if end == END_NONE and S.tick[t] >= cfg[C_MAXTICKS]:
+    if end == END_NONE and state.tick[t] >= cfg[C_MAXTICKS]:
         end = END_MAX_TICKS
     if end != END_NONE:
-        finish_round(S, t, end, callers)
-    team_rewards(S, t)
+        finish_round(state, t, end, callers)
+    team_rewards(state, t)
     if end != END_NONE or cfg[C_TURN]:  # a new deal, or every seat's turn bit and mask changed
-        observe_table(S, t)
+        observe_table(state, t)
     else:
-        observe_changes(S, t, moved, flipped, progress)
+        observe_changes(state, t, moved, flipped, progress)
 
 
 # ---------------------------------------------------------------- drivers over a block of tables
@@ -1139,29 +1149,29 @@ def step_table(S, t, actions):
 
 
 @_jit(python=True)
-def reset_seeded_block(S, seeds, lo, hi):
+def reset_seeded_block(state, seeds, lo, hi):
     """Seed tables ``lo..hi-1`` from ``seeds`` and deal each a new episode."""
     for t in range(lo, hi):
-        seed_table(S.rng, t, seeds[t])
-        reset_table(S, t)
+        seed_table(state.rng, t, seeds[t])
+        reset_table(state, t)
 
 
 @_jit(python=True)
-def reset_block(S, lo, hi):
+def reset_block(state, lo, hi):
     """Deal tables ``lo..hi-1`` a new episode from their generators' current state."""
     for t in range(lo, hi):
-        reset_table(S, t)
+        reset_table(state, t)
 
 
 @_jit(python=True)
-def step_block(S, actions, autoreset, lo, hi):
+def step_block(state, actions, autoreset, lo, hi):
     """One tick on tables ``lo..hi-1``. With ``autoreset``, a table that ended on the previous call is dealt
     a new episode instead (its actions are ignored: Gymnasium's "next-step" autoreset)."""
     for t in range(lo, hi):
-        if autoreset and S.done[t] != DONE_NO:
-            reset_table(S, t)
+        if autoreset and state.done[t] != DONE_NO:
+            reset_table(state, t)
         else:
-            step_table(S, t, actions)
+            step_table(state, t, actions)
 
 
 @_jit(python=True)

@@ -6,10 +6,6 @@ foundation slots, ``A`` actions and ``O`` observation values. Piles list cards b
 slot is the top (face-up or playable) card. Card codes are those of :mod:`nertz_env.cards`.
 
 A single table (``parallel_env``) is simply a batch with ``T == 1``: there is one copy of the rules.
-
-The compiled rules (``engine/rules.py``, ``agents/kernels.py``) name the ``TableState`` ``S``: it is in nearly
-every one of their lines, where a short name keeps the array expressions readable, and ``bench/mutate.py``'s
-mutants match that source text. Python outside the kernels calls it ``state``.
 """
 
 from __future__ import annotations
