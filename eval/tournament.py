@@ -18,8 +18,8 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent import futures
 from dataclasses import dataclass, field
+from multiprocessing import connection
 from typing import Any
 
 import numpy as np
@@ -268,14 +268,25 @@ class Player:
         return deal, games
 
 
-_WORKER: Player | None = None
-
-
-def _init_worker(plan: _Plan) -> None:
-    global _WORKER
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
+def _worker_player(plan: _Plan) -> Player:
+    """Set up a worker process and build its player: the parent handles Ctrl-C, torch gets one thread."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     limit_threads(1)  # before a policy loader imports torch
-    _WORKER = Player(plan)
+    return Player(plan)
+
+
+def _serve(plan: _Plan, conn: connection.Connection) -> None:
+    """A worker process: play each list of deals the parent sends on ``conn``, replying with their games or with
+    the exception a deal raised."""
+    player = _worker_player(plan)
+    with contextlib.suppress(EOFError):  # the parent is gone
+        while True:
+            deals = conn.recv()
+            try:
+                reply: Any = [player.play_deal(d) for d in deals]
+            except Exception as e:
+                reply = e
+            conn.send(reply)
 
 
 def _labels(agents: Sequence[str]) -> list[str]:
@@ -376,58 +387,80 @@ def plan_tournament(
     return Tournament(plan, template, agent_factory, tuple(notes))
 
 
-def _work_many(deals: list[int]) -> list[tuple[int, list[GameRecord]]]:
-    assert _WORKER is not None
-    return [_WORKER.play_deal(d) for d in deals]
+_WORKER_DIED = (
+    "a worker process died: killed, out of memory, or started from a script without the "
+    '`if __name__ == "__main__":` guard (a worker imports the script, whose top level plays again)'
+)
+
+
+class _Worker:
+    """A spawned process playing the lists of deals it is sent (:func:`_serve`)."""
+
+    def __init__(self, plan: _Plan) -> None:
+        context = mp.get_context("spawn")
+        self.conn, theirs = context.Pipe()
+        self.process = context.Process(target=_serve, args=(plan, theirs), daemon=True)
+        self.process.start()
+        theirs.close()
+
+    def send(self, deals: list[int]) -> None:
+        try:
+            self.conn.send(deals)
+        except OSError:
+            raise RuntimeError(_WORKER_DIED) from None
+
+    def receive(self) -> list[tuple[int, list[GameRecord]]]:
+        try:
+            reply = self.conn.recv()
+        except (EOFError, OSError):
+            raise RuntimeError(_WORKER_DIED) from None
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
 
 
 def _play_with_workers(
     plan: _Plan, n: int, workers: int, done: dict[int, list[GameRecord]], bar: Any
 ) -> None:
-    """Play the deals with this process and ``workers - 1`` spawned ones, deal by deal as each gets free:
-    this process starts at once (its agents are loaded), the workers join when they have imported. A worker
-    that dies raises here (a ``multiprocessing.Pool`` would replace it for ever)."""
-    pool = futures.ProcessPoolExecutor(workers - 1, mp.get_context("spawn"), initializer=_init_worker, initargs=(plan,))
+    """Play the deals with this process and ``workers - 1`` spawned ones, a few deals at a time as each gets free:
+    this process starts at once (its agents are loaded), the workers join when they have imported. A worker that
+    dies raises here; an error or Ctrl-C terminates the workers at once."""
+    chunk = max(1, min(4, n // (32 * workers)))  # small: the parent and the workers share the tail
+    next_deal = 0
+    pool: list[_Worker] = []
+
+    def send(worker: _Worker) -> None:
+        nonlocal next_deal
+        if next_deal < n:
+            worker.send(list(range(next_deal, min(n, next_deal + chunk))))
+            next_deal = min(n, next_deal + chunk)
+
+    def finished(deal: int, games: list[GameRecord]) -> None:
+        done[deal] = games
+        bar.update(1)
+
     try:
-        player = Player(plan, make_agent)
-        chunk = max(1, min(4, n // (32 * workers)))  # small: the parent and the workers share the tail
-        pending: list[Any] = []
-        next_deal = 0
-
-        def submit() -> None:
-            nonlocal next_deal
-            if next_deal < n:
-                deals = list(range(next_deal, min(n, next_deal + chunk)))
-                next_deal += len(deals)
-                pending.append(pool.submit(_work_many, deals))
-
-        for _ in range(2 * (workers - 1)):  # keep each worker one task ahead
-            submit()
+        for _ in range(workers - 1):
+            pool.append(_Worker(plan))
+            for _ in range(2):  # one list of deals ahead
+                send(pool[-1])
+        player = Player(plan)
         while len(done) < n:
-            for r in [r for r in pending if r.done()]:
-                pending.remove(r)
-                for deal, games in r.result():
-                    done[deal] = games
-                    bar.update(1)
-                submit()
+            if any(w.process.exitcode is not None for w in pool):
+                raise RuntimeError(_WORKER_DIED)
+            ready = connection.wait([w.conn for w in pool], timeout=0 if next_deal < n else 0.1)
+            for w in [w for w in pool if w.conn in ready]:
+                for deal, games in w.receive():
+                    finished(deal, games)
+                send(w)
             if next_deal < n:
-                deal, games = player.play_deal(next_deal)
                 next_deal += 1
-                done[deal] = games
-                bar.update(1)
-            elif pending:
-                futures.wait(pending, 0.05, futures.FIRST_COMPLETED)
-    except BaseException as e:
-        for p in list(pool._processes.values()):  # stop their deals now (Python 3.14: pool.terminate_workers())
-            p.terminate()
-        if isinstance(e, futures.BrokenExecutor):
-            raise RuntimeError(
-                "a worker process died: killed, out of memory, or started from a script without the "
-                '`if __name__ == "__main__":` guard (a worker imports the script, whose top level plays again)'
-            ) from None
-        raise
+                finished(*player.play_deal(next_deal - 1))
     finally:
-        pool.shutdown(cancel_futures=True)
+        for w in pool:
+            w.process.terminate()
+        for w in pool:
+            w.process.join()
 
 
 @contextlib.contextmanager

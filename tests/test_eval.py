@@ -838,7 +838,7 @@ def test_outside_model__one_call_each(outside_model: Path, tmp_path: Path) -> No
 
 # ---------------------------------------------------------------- threads
 def test_workers__each_runs_torch_in_one_thread(monkeypatch: Any) -> None:
-    """A worker's initializer caps torch at one thread: at once when it is loaded, through OMP_NUM_THREADS (which
+    """A worker's set-up caps torch at one thread: at once when it is loaded, through OMP_NUM_THREADS (which
     torch reads when imported) when a policy loads it later. Called here in-process, as a spawned worker runs it."""
     torch = pytest.importorskip("torch", reason="needs the train extra: pip install '.[train]'")
     from nertz_env.eval import tournament
@@ -847,11 +847,10 @@ def test_workers__each_runs_torch_in_one_thread(monkeypatch: Any) -> None:
         monkeypatch.setenv(var, "")  # (restored after the test)
         monkeypatch.delenv(var)
     monkeypatch.setattr(tournament.signal, "signal", lambda *args: None)  # the worker's SIGINT handler
-    monkeypatch.setattr(tournament, "_WORKER", None)
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        tournament._init_worker(plan_tournament(["heuristic", "random"], num_players=2, deals=1).plan)
+        tournament._worker_player(plan_tournament(["heuristic", "random"], num_players=2, deals=1).plan)
         assert torch.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
     finally:
         torch.set_num_threads(before)
