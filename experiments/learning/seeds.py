@@ -3,7 +3,8 @@
   python seeds.py collect RUN_DIR ...   copy each run's eval.csv, with the wall time at which each evaluation
                                         ended (seconds since training started, from its TensorBoard events),
                                         and throughput.json into records/<run folder name>/
-  python seeds.py report NAME ...       from records/NAME/: results/seeds.md (the table) and seeds.png
+  python seeds.py report NAME ...       from records/NAME/: results/seeds.md (the table) and the
+                                        learning page's plot, docs/_static/learning_seeds.png
 
 Names are scratch_<head>_s<seed> (queue.sh's run folders). "Cleared" is the first evaluation whose 95% interval
 of the score minus three `heuristic` seats is above zero (1,000 deals of the evaluation seed 20240601).
@@ -92,7 +93,7 @@ def report(names: list[str]) -> None:
     ax.set_ylabel("score minus 3 heuristic seats\n(per round, 95% interval, 1,000 deals)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(f"{HERE}/results/seeds.png", dpi=110)
+    fig.savefig(f"{HERE}/../../docs/_static/learning_seeds.png", dpi=110)
 
 
 if __name__ == "__main__":
