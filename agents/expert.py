@@ -106,8 +106,14 @@ class ExpertAgent(SearchAgent):
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         assert self._actor is not None
-        self._probs = self._actor.probabilities(observation, action_mask)
-        return super().act(observation, action_mask)
+        # a network trained with observation options the table lacks reads them from its agent's own record
+        memory = self._policy_agent.memory
+        seen = observation if memory is None else memory.observe(observation)
+        self._probs = self._actor.probabilities(seen, action_mask)
+        action = super().act(observation, action_mask)
+        if memory is not None:
+            memory.remember(action)
+        return action
 
     def _choose(self, s: np.ndarray, action_mask: np.ndarray) -> int:
         prio, probs = self._prio, self._probs
@@ -137,8 +143,11 @@ class ExpertAgent(SearchAgent):
 
 
 class BestAgent(ExpertAgent):
-    """The shipped strongest agent, ``best``: the ``expert`` planner with its defaults (the shipped ``ppo``
-    network inside, ``margin`` 0.3, no prior), chosen on screening seeds (``experiments/best/screening.md``;
-    expert iteration's networks did not beat ``ppo`` inside it). It takes the same options as ``expert``."""
+    """The shipped strongest agent, ``best``: the ``expert`` planner with the shipped ``ppo_imitation`` network
+    inside, ``margin`` 0.3 and no prior, chosen on screening seeds (``experiments/best/screening.md``; expert
+    iteration's networks did not beat that network inside it). It takes the same options as ``expert``."""
 
     name = "best"
+
+    def __init__(self, policy: str = "ppo_imitation", **options: Any) -> None:
+        super().__init__(policy=policy, **options)

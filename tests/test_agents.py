@@ -39,7 +39,7 @@ from nertz_env.engine.rules import observe_table, step_block
 from nertz_env.engine.state import C_MAXTICKS, C_STALL
 from variants import VARIANTS, variant_id
 
-PPO = shipped_models()["ppo"]
+PPO = shipped_models()["ppo_imitation"]  # the flat network
 
 
 def state_of(obs: np.ndarray, config: nertz_env.NertzConfig) -> np.ndarray:
@@ -82,7 +82,7 @@ def test_make_agent__builds_every_ladder_rung_by_name_and_parses_parameters() ->
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("heurstic", r"unknown agent 'heurstic'.*greedy, heuristic, ppo, random, scratch, search"),
+        ("heurstic", r"unknown agent 'heurstic'.*greedy, heuristic, ppo, ppo_imitation, random, scratch, search"),
         ("heuristic:speed=2", "has no parameter speed; it takes wait_prob"),
         ("heuristic:wait_prob=fast", "not a valid float"),
         ("heuristic:wait_prob=1.5", r"wait_prob must be in \[0, 1\]"),
@@ -735,10 +735,10 @@ def test_policy_agent__sampled_play_and_pickling_still_reach_torch() -> None:
     pytest.importorskip("torch")
     from nertz_env.agents.policy import PolicyAgent
 
-    agent = make_agent("ppo")
+    agent = make_agent("ppo_imitation")
     assert isinstance(agent, PolicyAgent) and agent.actor is not None and agent._policy is None
     obs, masks = _observations()
-    sampled = make_agent("ppo:deterministic=false")
+    sampled = make_agent("ppo_imitation:deterministic=false")
     assert sampled.actor is None  # draws from torch's probabilities
     sampled.reset(nertz_env.make_config(num_players=4), 0, 0)
     assert masks[0, sampled.act(obs[0], masks[0].astype(np.int8))]

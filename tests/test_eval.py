@@ -541,7 +541,7 @@ def _fails(argv: list[str], message: str, capsys: Any, tmp_path: Path) -> None:
 RR = ["round-robin", "random", "greedy"]
 REFUSED = [
     (["round-robin", "random", "nobody"],
-     "unknown agent 'nobody'; known agents: best, expert, greedy, heuristic, ppo, random, scratch, search"),
+     "unknown agent 'nobody'; known agents: best, expert, greedy, heuristic, ppo, ppo_imitation, random, scratch, search"),
     (["round-robin", "random", "missing/model.zip"], "checkpoint file not found: missing/model.zip"),
     ([*RR, "--players", "9"], "num_players=9 is not allowed"),
     (["round-robin", "random", "--rule", "nonsense=1"], "unknown option"),

@@ -208,7 +208,7 @@ def test_shipped_models__a_zip_in_the_models_folder_plays_by_name_deterministica
 
 
 # ---------------------------------------------------------------- distillation
-DISTILL = {"init": "ppo", "teacher": "heuristic", "samples": 150, "epochs": 1, "lr": 1e-4, "anchor": 0.5,
+DISTILL = {"init": "ppo_imitation", "teacher": "heuristic", "samples": 150, "epochs": 1, "lr": 1e-4, "anchor": 0.5,
            "batch_size": 128, "seed": 3}  # a cheap teacher; the phase's own teacher (best) is the same code path
 
 
@@ -237,6 +237,8 @@ def test_expert__same_decisions_run_to_run_and_the_planner_overrides_its_network
 
     first = _legal_play("expert:policy=ppo", 4, ticks=40, seed=4)
     assert first == _legal_play("expert:policy=ppo", 4, ticks=40, seed=4) and len(first) > 20
+    # scratch was trained with its last move in view, which this table lacks: the network reads its own record
+    _legal_play("expert:policy=scratch,rollouts=4", 4, ticks=20)
 
     class Counting(ExpertAgent):
         overrides = decisions = 0
@@ -273,14 +275,14 @@ def test_expert__bad_specs_and_other_tables_are_refused_and_best_is_the_planner_
             make_agent(spec)
     with pytest.raises(FileNotFoundError, match=r"none\.zip"):  # when built, not at the first deal
         make_agent("expert:policy=runs/none.zip")
-    agent = make_agent("expert:policy=ppo")
+    agent = make_agent("expert:policy=ppo_imitation")
     with pytest.raises(ValueError, match=r"players|rules|table"):
         agent.reset(nertz_env.make_config(num_players=2), 0, 0)
     assert agent.trained_config == nertz_env.make_config(num_players=4)  # what nertz-eval's refusal names
     _legal_play("expert:rollouts=0", 4, ticks=5)  # the network's first choice, every tick
     best = make_agent("best")
     assert isinstance(best, BestAgent) and best.name == "best"
-    assert (best.policy_spec, best.margin, best.prior, best.base) == ("ppo", 0.3, 0.0, "policy")
+    assert (best.policy_spec, best.margin, best.prior, best.base) == ("ppo_imitation", 0.3, 0.0, "policy")
     assert "best" in known_agents() and "expert" in known_agents()
     _legal_play("best", 4, ticks=3)
 
@@ -294,7 +296,7 @@ def test_expert_iteration__a_tiny_run_saves_loads_and_plays_in_nertz_eval(
     from nertz_env.train.expert import main as expert_main
 
     out, ckpt = tmp_path / "best.zip", tmp_path / "iters"
-    assert expert_main(["--init", "ppo", "--iterations", "2", "--samples", "200", "--epochs", "1", "--planner",
+    assert expert_main(["--init", "ppo_imitation", "--iterations", "2", "--samples", "200", "--epochs", "1", "--planner",
                         "rollouts=4", "--out", str(out), "--checkpoint-dir", str(ckpt)]) == 0
     rows = [json.loads(line) for line in (ckpt / "log.jsonl").read_text().splitlines()]
     assert [row["iteration"] for row in rows] == [1, 2]

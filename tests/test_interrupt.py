@@ -280,7 +280,7 @@ def test_expert_ctrl_c_saves_the_last_finished_step_and_resume_finishes_the_same
     import nertz_env.train.expert as expert
     import nertz_env.train.imitate as imitate
 
-    base = ["--init", "ppo", "--iterations", "2", "--samples", "24", "--epochs", "1", "--batch-size", "32",
+    base = ["--init", "ppo_imitation", "--iterations", "2", "--samples", "24", "--epochs", "1", "--batch-size", "32",
             "--planner", "rollouts=2"]
     straight = str(tmp_path / "straight.zip")
     assert expert.main([*base, "--out", straight, "--checkpoint-dir", str(tmp_path / "a")]) == 0
