@@ -26,15 +26,12 @@ def check_options(opts: dict[str, Any], config: NertzConfig) -> str:
     """Every check before any work; returns the starting network's file. Raises ValueError (AgentSpecError)
     or FileNotFoundError naming the bad option."""
     from nertz_env.agents import make_agent
-    from nertz_env.agents.registry import shipped_models
-    from nertz_env.train.imitate import check_common
+    from nertz_env.train.imitate import check_common, network_path
 
     check_common(config, opts["lr"])
     if not (np.isfinite(opts["anchor"]) and opts["anchor"] >= 0):
         raise ValueError(f"--anchor must be a finite number >= 0, got {opts['anchor']}")
-    path = shipped_models().get(opts["init"], opts["init"])
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"--init: no network {opts['init']!r} (a .zip policy file or a shipped model's name)")
+    path = network_path(opts["init"])
     student = make_agent(path)
     student.reset(config, 0, 0)  # a network for another table fails here
     teacher = make_agent(opts["teacher"])  # a bad teacher spec fails here
@@ -86,7 +83,7 @@ def distill(
     from nertz_env.agents.forward import NumpyActor
     from nertz_env.agents.meta import make_meta
     from nertz_env.agents.policy import PolicyAgent
-    from nertz_env.train.imitate import Demonstrations, collect, fit, load_for_fit
+    from nertz_env.train.imitate import Demonstrations, append_row, collect, fit, load_for_fit
     from nertz_env.train.trainer import save_policy
 
     cfg_path = os.path.join(run_dir, "config.json")
@@ -145,8 +142,7 @@ def distill(
                "collect_s": round(demos.seconds, 1), "fit_s": round(fit_s, 1), "fitted_on": len(every.actions),
                "agreement_before_fit": round(agree, 5),
                "elapsed_s": round(elapsed0 + time.perf_counter() - started, 1), "policy": out, **stats}
-        with open(os.path.join(run_dir, "log.jsonl"), "a", encoding="utf-8") as f:
-            f.write(json.dumps(row) + "\n")
+        append_row(run_dir, row)
         log(f"round {k + 1}/{opts['rounds']}: {len(demos.actions):,} decisions in {demos.seconds:.0f} s, the network "
             f"agreed with {opts['teacher']} on {agree:.2%} before the fit; fit {fit_s:.0f} s, accuracy "
             f"{stats['accuracy']:.2%}; saved {out}")
