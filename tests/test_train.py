@@ -310,7 +310,7 @@ def test_shaping__shaped_return_differs_from_the_score_by_a_constant() -> None:
     assert checked >= P
 
 
-def test_pool__draws_by_weight_and_snapshots_share_theirs(tmp_path: object) -> None:
+def test_pool__draws_by_weight_and_refuses_an_unknown_agent_or_an_empty_pool() -> None:
     pool = OpponentPool({"random": 3.0, "greedy": 1.0}, snapshot_weight=0.0)
     rng = np.random.default_rng(0)
     draws = [pool.sample(rng).name for _ in range(4000)]
@@ -446,6 +446,26 @@ def test_config__sections_or_flat_keys_and_an_absent_sections_default_is_accepte
                                   "privileged_critic": False}) == off
     with pytest.raises(ConfigError, match=r"\[pool\] has no option 'weight'"):
         TrainConfig.from_dict({"pool": {"weight": 1.0}})
+
+
+WRONG_TYPES = [
+    ({"num_tables": True}, "num_tables must be an integer, got True"),
+    ({"gamma": "x"}, "gamma must be a number, got 'x'"),
+    ({"net_arch": [64, "a"]}, "net_arch must be a list of integers"),
+    ({"learners_per_table": 1, "opponents": {"heuristic": True}}, "opponents must be a table of agent spec = weight"),
+    ({"rules": []}, "rules must be a table (mapping)"),
+    ({"eval_opponents": "random"}, "eval_opponents must be a list of strings"),
+    ({"activation": 3}, "activation must be one of ('relu', 'tanh'), got 3"),
+    ({"run_dir": None}, "run_dir must not be empty (None)"),
+    ({"shaping": {"coef": "a"}}, "shaping_coef must be a number"),
+]
+
+
+@pytest.mark.parametrize(("options", "message"), WRONG_TYPES, ids=[str(o) for o, _ in WRONG_TYPES])
+def test_config__a_value_of_another_type_is_one_line_naming_the_type(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        TrainConfig.from_dict(options)
+    assert TrainConfig.from_dict({"shaping_coef": None, "torch_threads": None, "gamma": 1}).gamma == 1
 
 
 def test_config__flags_override_the_file_which_overrides_defaults(tmp_path: Path) -> None:
