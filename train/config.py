@@ -285,7 +285,7 @@ class TrainConfig:
                 if name in given and flat[name] != OPTIONS[name].default:
                     raise ConfigError(f"{name} ({flag_of(name)}) {why}")
                 flat[name] = _copy(OPTIONS[name].default)
-        sections = {
+        sections: dict[str, Any] = {
             s: kind(**{o.field: flat[n] for n, o in OPTIONS.items() if o.section == s})
             if present[s]
             else None
@@ -472,7 +472,8 @@ class Option(NamedTuple):
 def _options() -> dict[str, Option]:
     """Every option under its top-level key, in the order of the dataclasses."""
     out = {}
-    for section, (kind, prefix) in {None: (TrainConfig, ""), **SECTIONS}.items():
+    sections: list[tuple[str | None, tuple[type, str]]] = [(None, (TrainConfig, "")), *SECTIONS.items()]
+    for section, (kind, prefix) in sections:
         types, default = get_type_hints(kind), kind()
         for f in dataclasses.fields(kind):
             if f.name not in SECTIONS:

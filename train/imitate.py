@@ -37,16 +37,14 @@ class Demonstrations:
     games: int
     seconds: float
 
-    #: the fields with one row per decision
-    ARRAYS = ("obs", "masks", "actions", "returns")
-
     def __add__(self, other: Demonstrations) -> Demonstrations:
         """Both sets of records (DAgger aggregates every round's records)."""
-        return Demonstrations(
-            *(np.concatenate([getattr(self, k), getattr(other, k)]) for k in self.ARRAYS),
-            self.games + other.games,
-            self.seconds + other.seconds,
-        )
+
+        def join(name: str) -> np.ndarray:
+            return np.concatenate([getattr(self, name), getattr(other, name)])
+
+        games, seconds = self.games + other.games, self.seconds + other.seconds
+        return Demonstrations(join("obs"), join("masks"), join("actions"), join("returns"), games, seconds)
 
     def save(self, path: str) -> None:
         """Write the records to ``path`` (``.npz``)."""
@@ -55,7 +53,7 @@ class Demonstrations:
     @classmethod
     def load(cls, path: str) -> Demonstrations:
         with np.load(path) as z:
-            return cls(*(z[k] for k in cls.ARRAYS), int(z["games"]), float(z["seconds"]))
+            return cls(z["obs"], z["masks"], z["actions"], z["returns"], int(z["games"]), float(z["seconds"]))
 
 
 def _returns(rewards: list[float], counts: list[int], gamma: float, coef: float) -> np.ndarray:
