@@ -170,19 +170,35 @@ def test_a_second_ctrl_c_while_saving_stops_at_once_leaving_no_half_checkpoint(
     assert names == sorted(f"step_{2 * ROLLOUT:012d}{x}" for x in (".zip", ".json", ".state.pkl"))
 
 
-def _read_until(stream: Any, pattern: str, timeout: float, seen: list[str]) -> bool:
-    """Read lines from ``stream`` (in a thread) until ``pattern`` has appeared twice."""
+def _signal_when(
+    argv: list[str], pattern: str, sig: int, timeout: float, stderr: Any = subprocess.PIPE
+) -> tuple[int, str]:
+    """Start ``argv``, send it ``sig`` once ``pattern`` has appeared twice on its stdout, and wait for its end:
+    its exit code and stderr ("" when ``stderr`` is a file)."""
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=stderr, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        preexec_fn=restore_sigint,
+    )
+    seen: list[str] = []
     done = threading.Event()
 
     def reader() -> None:
-        for line in stream:
+        for line in proc.stdout or []:
             seen.append(line)
             if sum(pattern in x for x in seen) >= 2:
                 done.set()
         done.set()
 
     threading.Thread(target=reader, daemon=True).start()
-    return done.wait(timeout)
+    try:
+        assert done.wait(timeout), "".join(seen)
+        time.sleep(0.2)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, err or ""
 
 
 NERTZ_TRAIN = os.path.join(os.path.dirname(sys.executable), "nertz-train")
@@ -195,22 +211,9 @@ def test_a_sigterm_to_a_real_nertz_train_saves_and_its_resume_command_finishes_t
     run = tmp_path / "run"
     config = tmp_path / "train.json"
     config.write_text(json.dumps(_options(run, total_timesteps=10_000_000, verbose=1)))
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(
-        [NERTZ_TRAIN, "--config", str(config)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=restore_sigint,
-    )
-    seen: list[str] = []
-    try:
-        # SB3 prints its table after each rollout, before the update: the second table follows a finished update
-        assert _read_until(proc.stdout, "total_timesteps", 300, seen), "".join(seen)
-        time.sleep(0.2)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == -signal.SIGINT, err
+    # SB3 prints its table after each rollout, before the update: the second table follows a finished update
+    code, err = _signal_when([NERTZ_TRAIN, "--config", str(config)], "total_timesteps", signal.SIGTERM, 300)
+    assert code == -signal.SIGINT, err
     assert "Traceback" not in err, err
     m = re.search(r"resume with: nertz-train .*--resume (\S+)", err)
     assert m, err
@@ -314,20 +317,9 @@ def test_sigint_to_a_real_imitation_run_saves_and_resumes_to_the_same_policy(tmp
     straight = str(tmp_path / "straight.zip")
     assert imitate.main([*argv, "--out", straight]) == 0
     out = str(tmp_path / "cut.zip")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "nertz_env.train.imitate", *argv, "--out", out],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
-        preexec_fn=restore_sigint,
-    )
-    seen: list[str] = []
-    try:
-        assert _read_until(proc.stdout, "epoch", 300, seen), "".join(seen)  # recorded, and fitting
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130 and "Traceback" not in err, err
+    argv = [sys.executable, "-m", "nertz_env.train.imitate", *argv, "--out", out]
+    code, err = _signal_when(argv, "epoch", signal.SIGINT, 300)  # recorded, and fitting
+    assert code == 130 and "Traceback" not in err, err
     m = re.search(r"resume with: python -m nertz_env.train.imitate (.+)", err)
     assert m, err
     import shlex
@@ -356,23 +348,11 @@ def test_a_signal_to_a_real_rllib_run_saves_after_the_iteration_and_resumes(
                 "--checkpoint-every", "0", "--run-dir", str(run)]
         # Ray writes much to stderr: into a file, so a full pipe nobody reads yet cannot stall the run
         err_path = tmp_path / "stderr.txt"
+        command = [NERTZ_TRAIN] if route == "installed" else [sys.executable, "-m", "nertz_env.train.cli"]
         with open(err_path, "w") as err_file:
-            proc = subprocess.Popen(
-                [*([NERTZ_TRAIN] if route == "installed" else [sys.executable, "-m", "nertz_env.train.cli"]), *args,
-                 "--total-timesteps", "100000000"],
-                stdout=subprocess.PIPE, stderr=err_file, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
-                preexec_fn=restore_sigint,
-            )
-        seen: list[str] = []
-        try:
-            assert _read_until(proc.stdout, "iter ", 600, seen), "".join(seen) + err_path.read_text()[-3000:]
-            proc.send_signal(sig)
-            proc.wait(timeout=300)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+            code, _ = _signal_when([*command, *args, "--total-timesteps", "100000000"], "iter ", sig, 600, err_file)
         err = err_path.read_text()
-        assert returncode is None or proc.returncode == returncode, err
+        assert code == returncode, err
         assert "stopping after this iteration to save" in err
         m = re.search(r"resume with: nertz-train --backend rllib --resume (\S+)", err)
         assert m, err

@@ -310,7 +310,7 @@ def test_shaping__shaped_return_differs_from_the_score_by_a_constant() -> None:
     assert checked >= P
 
 
-def test_pool__draws_by_weight_and_snapshots_share_theirs(tmp_path: object) -> None:
+def test_pool__draws_by_weight_and_refuses_an_unknown_agent_or_an_empty_pool() -> None:
     pool = OpponentPool({"random": 3.0, "greedy": 1.0}, snapshot_weight=0.0)
     rng = np.random.default_rng(0)
     draws = [pool.sample(rng).name for _ in range(4000)]
@@ -448,6 +448,26 @@ def test_config__sections_or_flat_keys_and_an_absent_sections_default_is_accepte
         TrainConfig.from_dict({"pool": {"weight": 1.0}})
 
 
+WRONG_TYPES = [
+    ({"num_tables": True}, "num_tables must be an integer, got True"),
+    ({"gamma": "x"}, "gamma must be a number, got 'x'"),
+    ({"net_arch": [64, "a"]}, "net_arch must be a list of integers"),
+    ({"learners_per_table": 1, "opponents": {"heuristic": True}}, "a table of agent spec = weight"),
+    ({"rules": []}, "rules must be a table (mapping)"),
+    ({"eval_opponents": "random"}, "eval_opponents must be a list of strings"),
+    ({"activation": 3}, "activation must be one of ('relu', 'tanh'), got 3"),
+    ({"run_dir": None}, "run_dir must not be empty (None)"),
+    ({"shaping": {"coef": "a"}}, "shaping_coef must be a number"),
+]
+
+
+@pytest.mark.parametrize(("options", "message"), WRONG_TYPES, ids=[str(o) for o, _ in WRONG_TYPES])
+def test_config__a_value_of_another_type_names_the_type(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        TrainConfig.from_dict(options)
+    assert TrainConfig.from_dict({"shaping_coef": None, "torch_threads": None, "gamma": 1}).gamma == 1
+
+
 def test_config__flags_override_the_file_which_overrides_defaults(tmp_path: Path) -> None:
     path = tmp_path / "run.toml"
     path.write_text("n_steps = 32\n[vector]\nnum_tables = 8\n[shaping]\nscale = 1.0\n[rules]\ndraw = 1\n")
@@ -463,7 +483,7 @@ def test_config__flags_override_the_file_which_overrides_defaults(tmp_path: Path
 def test_config__every_key_is_a_flag_that_says_what_it_means() -> None:
     parser = build_parser()
     dests = {a.dest for a in parser._actions} - {"help", "config", "resume", "print_config", "backend"}
-    assert dests - {"rule", "opponent"} == {name for name, *_ in options()} - {"rules", "opponents"}
+    assert dests - {"rule", "opponent"} == set(options()) - {"rules", "opponents"}
     for action in parser._actions:
         help_text = (action.help or "").split(" (default ")[0]
         assert action.dest == "help" or len(help_text) >= 12, (action.option_strings, action.help)
@@ -769,12 +789,14 @@ def test_a_folder_holding_a_run__one_refusal_for_a_fresh_run_and_a_resume(
 def test_init_from__copies_the_policy_weights_and_checks_the_network(scratch: dict[str, Any], tmp_path: Path) -> None:
     from nertz_env.train.policy_agent import load_policy
 
-    warm = Trainer(_tiny(str(tmp_path), rules=scratch["rules"], init_from=scratch["ckpt"]), log=_quiet)
+    # the scratch recipe trains the moves policy: a start from its checkpoint is one too
+    kw = {"rules": scratch["rules"], "policy": "moves", "init_from": scratch["ckpt"]}
+    warm = Trainer(_tiny(str(tmp_path), **kw), log=_quiet)
     p, q = warm.model.policy.state_dict(), load_policy(scratch["ckpt"])[0].state_dict()
     assert all(torch.equal(p[k], q[k]) for k in q)
     assert warm.model.num_timesteps == 0
     with pytest.raises(IncompatibleCheckpointError, match="net_arch"):
-        Trainer(_tiny(str(tmp_path), rules=scratch["rules"], init_from=scratch["ckpt"], net_arch=[8]), log=_quiet)
+        Trainer(_tiny(str(tmp_path), **kw, net_arch=[8]), log=_quiet)
 
 
 def test_policy_agent__refuses_other_rules_and_a_zip_without_record_plays_where_its_spaces_fit(
@@ -841,7 +863,7 @@ def test_checkpoint_evaluation__plays_every_checkpoint_once_and_feeds_the_plot(
     from nertz_env.train.plot import main as plot_main
 
     start, run = scratch["ckpt"], str(tmp_path / "run")
-    Trainer(_tiny(run, rules=scratch["rules"], init_from=start, learners_per_table=1, batch_size=32,
+    Trainer(_tiny(run, rules=scratch["rules"], policy="moves", init_from=start, learners_per_table=1, batch_size=32,
                   total_timesteps=64, checkpoint_every=32), log=_quiet).train()
     points = run_checkpoints(run)
     assert points[0][0] == 0 and os.path.samefile(points[0][1], start)  # the start policy first, as step 0

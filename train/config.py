@@ -13,21 +13,37 @@ import json
 import math
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from types import UnionType
+from typing import Any, Literal, NamedTuple, Union, get_args, get_origin, get_type_hints
 
 from nertz_env.config import make_config
 
-MODES = ("vector", "single")
-ACTIVATIONS = ("relu", "tanh")
-LR_SCHEDULES = ("constant", "linear")
-POLICIES = ("flat", "moves")
+Mode = Literal["vector", "single"]
+MODES: tuple[str, ...] = get_args(Mode)
+
+#: the ranges an option may name: the words its help and its error say -> the test of a value
+RANGES: dict[str, Callable[[Any], bool]] = {
+    ">= 0": lambda v: v >= 0,
+    ">= 1": lambda v: v >= 1,
+    ">= 2": lambda v: v >= 2,
+    "> 0": lambda v: v > 0,
+    "in (0, 1]": lambda v: 0 < v <= 1,
+    "in [0, 1]": lambda v: 0 <= v <= 1,
+    "from 0 to 2**32 - 1": lambda v: 0 <= v < 2**32,
+    "0, 1 or 2": lambda v: v in (0, 1, 2),
+}
 
 
-def _opt(default: Any, help: str) -> Any:
-    """A field with its one-line meaning and allowed values in ``metadata["help"]`` (``nertz-train --help``)."""
-    return field(default=default, metadata={"help": help})
+def _meta(help: str, want: str | None = None) -> dict[str, Any]:
+    """A field's one-line meaning (``nertz-train --help``) and the range its value must be in."""
+    assert want is None or want in RANGES
+    return {"help": f"{help}, {want}" if want else help, "want": want}
+
+
+def _opt(default: Any, help: str, want: str | None = None) -> Any:
+    return field(default=default, metadata=_meta(help, want))
 
 
 class ConfigError(ValueError):
@@ -38,11 +54,11 @@ class ConfigError(ValueError):
 class Vector:
     """``[vector]``: NertzVecEnv over the batched engine."""
 
-    num_tables: int = _opt(64, "tables stepped together, >= 1")
+    num_tables: int = _opt(64, "tables stepped together", ">= 1")
     learners_per_table: int | None = _opt(
         None, "learning seats per table, 1 to num_players; none: every seat learns (self-play)"
     )
-    opponent_threads: int = _opt(1, "threads the scripted opponents decide in, >= 1 (2 on 2 cores)")
+    opponent_threads: int = _opt(1, "threads the scripted opponents decide in (2 on 2 cores)", ">= 1")
     privileged_critic: bool = _opt(
         False,
         "the value net also reads the table's global state (hidden cards included); the policy net never "
@@ -54,17 +70,22 @@ class Vector:
 class Single:
     """``[single]``: the single-agent view, one learning seat among the pool's opponents."""
 
-    num_envs: int = _opt(4, "single-agent envs in a DummyVecEnv, >= 1")
+    num_envs: int = _opt(4, "single-agent envs in a DummyVecEnv", ">= 1")
 
 
 @dataclass
 class Pool:
     """``[pool]``: who plays the seats that do not learn (mode single, or learners_per_table < num_players)."""
 
-    opponents: dict[str, float] = field(default_factory=lambda: {"heuristic": 1.0}, metadata={"help": "a pool opponent, SPEC or SPEC=WEIGHT (repeat; replaces the default pool)"})
-    snapshot_weight: float = _opt(0.0, "total pool weight of the frozen snapshots of the learner, >= 0")
-    snapshot_every: int = _opt(0, "rollouts between snapshots, >= 0 (0: only the starting policy, added once)")
-    max_snapshots: int = _opt(10, "snapshots kept in the pool (oldest dropped), >= 1")
+    opponents: dict[str, float] = field(
+        default_factory=lambda: {"heuristic": 1.0},
+        metadata=_meta("a pool opponent, SPEC or SPEC=WEIGHT (repeat; replaces the default pool)"),
+    )
+    snapshot_weight: float = _opt(0.0, "total pool weight of the frozen snapshots of the learner", ">= 0")
+    snapshot_every: int = _opt(
+        0, "rollouts between snapshots (0: only the starting policy, added once)", ">= 0"
+    )
+    max_snapshots: int = _opt(10, "snapshots kept in the pool (oldest dropped)", ">= 1")
     snapshot_deterministic: bool = _opt(False, "snapshots play their argmax instead of sampling")
 
 
@@ -72,9 +93,11 @@ class Pool:
 class Shaping:
     """``[shaping]``: a potential-based reward for emptying the Nertz pile (train-time only)."""
 
-    scale: float = _opt(1.0, "multiplier of the shaping reward, > 0")
+    scale: float = _opt(1.0, "multiplier of the shaping reward (to train without it: shaping = false)", "> 0")
     gamma: float = _opt(
-        1.0, "discount of the shaping potential, in (0, 1]; 1 keeps the shaped return a constant away from the score"
+        1.0,
+        "discount of the shaping potential (1 keeps the shaped return a constant away from the score)",
+        "in (0, 1]",
     )
     coef: float | None = _opt(None, "shaping potential per Nertz-pile card; none: the rules' nertz_penalty")
 
@@ -83,33 +106,41 @@ class Shaping:
 class Evaluation:
     """``[evaluation]``: the policy played against baselines during training (eval.csv, TensorBoard eval/*)."""
 
-    every: int = _opt(250_000, "timesteps between evaluations, >= 0 (0: only after training)")
+    every: int = _opt(250_000, "timesteps between evaluations (0: only after training)", ">= 0")
     deals: int = _opt(
-        50, "duplicate deals per baseline (each played from every seat), >= 0 (0: no evaluation)"
+        50, "duplicate deals per baseline, each played from every seat (0: no evaluation)", ">= 0"
     )
-    opponents: list[str] = field(default_factory=lambda: ["random", "heuristic"], metadata={"help": "a baseline agent spec to evaluate against (repeat; replaces the default baselines)"})
-    seed: int = _opt(20_240_601, "seed of the evaluation deals, 0 to 2**32 - 1")
+    opponents: list[str] = field(
+        default_factory=lambda: ["random", "heuristic"],
+        metadata=_meta("a baseline agent spec to evaluate against (repeat; replaces the default baselines)"),
+    )
+    seed: int = _opt(20_240_601, "seed of the evaluation deals", "from 0 to 2**32 - 1")
     deterministic: bool = _opt(True, "the evaluated policy plays its argmax instead of sampling")
-    workers: int = _opt(1, "worker processes of an evaluation, >= 1")
+    workers: int = _opt(1, "worker processes of an evaluation", ">= 1")
 
 
-#: the sections and, for each, the top-level key (and flag) of each of its options
-SECTIONS: dict[str, tuple[type, dict[str, str]]] = {
-    "vector": (Vector, {f: f for f in ("num_tables", "learners_per_table", "opponent_threads", "privileged_critic")}),
-    "single": (Single, {"num_envs": "num_envs"}),
-    "pool": (Pool, {f: f for f in ("opponents", "snapshot_weight", "snapshot_every", "max_snapshots",
-                                   "snapshot_deterministic")}),
-    "shaping": (Shaping, {"scale": "shaping_scale", "gamma": "shaping_gamma", "coef": "shaping_coef"}),
-    "evaluation": (Evaluation, {f: f"eval_{f}" for f in ("every", "deals", "opponents", "seed", "deterministic",
-                                                          "workers")}),
+#: the sections and the prefix of their options' top-level keys (and flags): ``[shaping] scale`` is shaping_scale
+SECTIONS: dict[str, tuple[type, str]] = {
+    "vector": (Vector, ""),
+    "single": (Single, ""),
+    "pool": (Pool, ""),
+    "shaping": (Shaping, "shaping_"),
+    "evaluation": (Evaluation, "eval_"),
 }
-#: the options only the SB3 backend reads (``--backend rllib`` has no flag for them and refuses them set)
-SB3_ONLY = (
-    "mode", "num_envs", "opponent_threads", "privileged_critic", "snapshot_deterministic", "shaping",
-    "shaping_scale", "shaping_gamma", "shaping_coef", "relative_reward", "lr_schedule", "activation", "init_from",
-    "keep_checkpoints", "progress_bar", "policy", "move_arch", "evaluation", "eval_every", "eval_deals", "eval_opponents", "eval_seed",
-    "eval_deterministic", "eval_workers",
-)
+#: why an option is refused where what it needs is off: a section, or the option named
+_INERT = {
+    "vector": "applies only to mode vector: pass --mode vector, or remove it",
+    "single": "applies only to mode single: pass --mode single, or remove it",
+    "pool": "has no effect: every seat learns (learners_per_table none), so no opponent is played: pass "
+    "--learners-per-table 1, or remove it",
+    "shaping": "applies only with shaping on: pass --shaping, or remove it",
+    "evaluation": "has no effect with evaluation off (eval_deals 0 or no eval_opponents): remove it, or turn "
+    "evaluation on",
+    "snapshot_weight": "has no effect with snapshot_weight 0: give --snapshot-weight > 0, or remove it",
+    "checkpoint_every": "has no effect with checkpoint_every 0 (only the final checkpoint): give "
+    "--checkpoint-every > 0, or remove it",
+    "policy": "applies only to policy moves: pass --policy moves, or remove it",
+}
 
 
 @dataclass
@@ -118,43 +149,61 @@ class TrainConfig:
     checks it; defaults suit a 2-core CPU."""
 
     num_players: int = _opt(4, "seats at the table, 2 to 8")
-    rules: dict[str, Any] = field(default_factory=dict, metadata={"help": "rules options of NertzConfig (not num_players), e.g. --rule draw=1 (repeat)"})
+    rules: dict[str, Any] = field(
+        default_factory=dict,
+        metadata=_meta("rules options of NertzConfig (not num_players), e.g. --rule draw=1 (repeat)"),
+    )
     vector: Vector | None = field(default_factory=Vector)
     single: Single | None = None
     pool: Pool | None = None
     shaping: Shaping | None = None
     relative_reward: bool = _opt(False, "pay the score minus the rivals' mean score (train-time only)")
     # -- PPO (sb3-contrib MaskablePPO)
-    total_timesteps: int = _opt(1_000_000, "learner transitions (agent steps) in all, >= 1")
-    seed: int = _opt(0, "random seed of the run (deals, opponents, network init), 0 to 2**32 - 1")
-    n_steps: int = _opt(64, "steps per sub-env per rollout, >= 1 (a rollout is n_steps x the sub-envs transitions)")
-    batch_size: int = _opt(1024, "PPO minibatch size in transitions, >= 2")
-    n_epochs: int = _opt(4, "PPO passes over each rollout, >= 1")
-    learning_rate: float = _opt(3e-4, "Adam learning rate, > 0 (the start value with lr_schedule linear)")
-    lr_schedule: str = _opt("constant", "'constant' or 'linear' (falls to 0 at total_timesteps)")
-    gamma: float = _opt(0.995, "discount factor, in (0, 1]")
-    gae_lambda: float = _opt(0.95, "GAE lambda, in [0, 1]")
-    clip_range: float = _opt(0.2, "PPO clipping of the policy ratio, > 0")
-    ent_coef: float = _opt(0.01, "entropy bonus coefficient, >= 0")
-    vf_coef: float = _opt(0.5, "value loss coefficient, >= 0")
-    max_grad_norm: float = _opt(0.5, "gradient norm clip, > 0")
-    net_arch: list[int] = field(default_factory=lambda: [256, 256], metadata={"help": "hidden layer widths of the policy and value nets, e.g. 256,256"})
-    activation: str = _opt("relu", "activation of the hidden layers: 'relu' or 'tanh'")
-    policy: str = _opt("flat", "'flat': one output per action; 'moves': each legal move scored by one network from "
-                       "its features (nertz_env.move_features)")
-    move_arch: list[int] = field(default_factory=lambda: [128], metadata={"help": "policy moves: hidden layer widths of the network that scores a move, e.g. 128"})
+    total_timesteps: int = _opt(1_000_000, "learner transitions (agent steps) in all", ">= 1")
+    seed: int = _opt(0, "random seed of the run (deals, opponents, network init)", "from 0 to 2**32 - 1")
+    n_steps: int = _opt(
+        64, "steps per sub-env per rollout (a rollout is n_steps x the sub-envs transitions)", ">= 1"
+    )
+    batch_size: int = _opt(
+        1024, "PPO minibatch size in transitions (PPO normalizes advantages per minibatch)", ">= 2"
+    )
+    n_epochs: int = _opt(4, "PPO passes over each rollout", ">= 1")
+    learning_rate: float = _opt(3e-4, "Adam learning rate (the start value with lr_schedule linear)", "> 0")
+    lr_schedule: Literal["constant", "linear"] = _opt(
+        "constant", "'constant' or 'linear' (falls to 0 at total_timesteps)"
+    )
+    gamma: float = _opt(0.995, "discount factor", "in (0, 1]")
+    gae_lambda: float = _opt(0.95, "GAE lambda", "in [0, 1]")
+    clip_range: float = _opt(0.2, "PPO clipping of the policy ratio", "> 0")
+    ent_coef: float = _opt(0.01, "entropy bonus coefficient", ">= 0")
+    vf_coef: float = _opt(0.5, "value loss coefficient", ">= 0")
+    max_grad_norm: float = _opt(0.5, "gradient norm clip", "> 0")
+    net_arch: list[int] = field(
+        default_factory=lambda: [256, 256],
+        metadata=_meta("hidden layer widths of the policy and value nets, e.g. 256,256"),
+    )
+    activation: Literal["relu", "tanh"] = _opt("relu", "activation of the hidden layers: 'relu' or 'tanh'")
+    policy: Literal["flat", "moves"] = _opt(
+        "flat",
+        "'flat': one output per action; 'moves': each legal move scored by one network from its features "
+        "(nertz_env.move_features)",
+    )
+    move_arch: list[int] = field(
+        default_factory=lambda: [128],
+        metadata=_meta("policy moves: hidden layer widths of the network that scores a move, e.g. 128"),
+    )
     # -- the run
     init_from: str | None = _opt(
         None, "start from this policy's weights (a policy.zip or checkpoint; not a resume); none: fresh"
     )
     run_dir: str = _opt("runs/nertz", "directory of the run's checkpoints, policy, logs and eval.csv")
-    checkpoint_every: int = _opt(250_000, "timesteps between checkpoints, >= 0 (0: only the final one)")
-    keep_checkpoints: int = _opt(0, "periodic checkpoints kept, >= 0 (0: all)")
+    checkpoint_every: int = _opt(250_000, "timesteps between checkpoints (0: only the final one)", ">= 0")
+    keep_checkpoints: int = _opt(0, "periodic checkpoints kept (0: all)", ">= 0")
     evaluation: Evaluation | None = field(default_factory=Evaluation)
     tensorboard: bool = _opt(True, "write TensorBoard logs under run_dir/tb")
     progress_bar: bool = _opt(True, "show a progress bar of the timesteps")
-    torch_threads: int | None = _opt(None, "torch threads, >= 1; none: the CPUs this process may use")
-    verbose: int = _opt(0, "Stable-Baselines3 verbosity: 0, 1 or 2")
+    torch_threads: int | None = _opt(None, "torch threads; none: the CPUs this process may use", ">= 1")
+    verbose: int = _opt(0, "Stable-Baselines3 verbosity", "0, 1 or 2")
 
     # ------------------------------------------------------------------ building and checking
     @classmethod
@@ -165,99 +214,84 @@ class TrainConfig:
         given: set[str] = set()
         for key, value in data.items():
             if key in SECTIONS and isinstance(value, Mapping):
-                names = SECTIONS[key][1]
+                prefix = SECTIONS[key][1]
+                names = [o.field for o in OPTIONS.values() if o.section == key]
                 for k, v in value.items():
                     if k not in names:
                         raise ConfigError(f"[{key}] has no option {k!r}; it has: {', '.join(names)}")
-                    flat[names[k]] = _copy(v)
-                    given.add(names[k])
-                switch = {"vector": ("mode", "vector"), "single": ("mode", "single")}.get(key, (key, True))
-                if key != "pool":
-                    flat[switch[0]] = switch[1]
+                    flat[prefix + k] = _copy(v)
+                    given.add(prefix + k)
+                if key in MODES:
+                    flat["mode"] = key
+                elif key != "pool":
+                    flat[key] = True
             elif key in flat:
                 flat[key] = _copy(value)
                 given.add(key)
             else:
-                raise ConfigError(f"unknown training option {key!r}; the options are: {', '.join(sorted(flat))}")
+                raise ConfigError(
+                    f"unknown training option {key!r}; the options are: {', '.join(sorted(flat))}"
+                )
         return cls._build(flat, given)
 
     def flat(self) -> dict[str, Any]:
         """Every option under its top-level key (the flag's name), sections' switches included: ``mode``,
-        ``shaping`` and ``evaluation`` (true/false)."""
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            if f.name not in SECTIONS:
-                out[f.name] = _copy(getattr(self, f.name))
-        for name, (kind, names) in SECTIONS.items():
-            section = getattr(self, name) or kind()
-            out.update({flag: _copy(getattr(section, k)) for k, flag in names.items()})
-        out.update(mode=self.mode, shaping=self.shaping is not None, evaluation=self.evaluation is not None)
-        return out
+        ``shaping`` and ``evaluation`` (true/false); an absent section's options at their defaults."""
+        out = {}
+        for name, o in OPTIONS.items():
+            holder = self if o.section is None else getattr(self, o.section)
+            out[name] = _copy(o.default if holder is None else getattr(holder, o.field))
+        return {
+            **out,
+            "mode": self.mode,
+            "shaping": self.shaping is not None,
+            "evaluation": self.evaluation is not None,
+        }
 
     @classmethod
     def _build(cls, flat: dict[str, Any], given: set[str]) -> TrainConfig:
-        """Refuse an inert option given in this layer; drop one a lower layer gave (a flag turning a section
-        off wins over the file's section)."""
-        for name in ("mode", "shaping", "evaluation"):
-            _check_type(name, flat[name], "str" if name == "mode" else "bool")
-        if flat["mode"] not in MODES:
-            raise ConfigError(f"mode must be one of {MODES}, got {flat['mode']!r}")
-        top = {f.name: flat[f.name] for f in dataclasses.fields(cls) if f.name not in SECTIONS}
-        for f in dataclasses.fields(cls):
-            if f.name in top:
-                _check_type(f.name, top[f.name], f.type)
-        sections = {}
-        for name, (kind, names) in SECTIONS.items():
-            for f in dataclasses.fields(kind):
-                _check_type(names[f.name], flat[names[f.name]], f.type)
-            sections[name] = kind(**{k: flat[flag] for k, flag in names.items()})
-        vector = sections["vector"]
-        if flat["mode"] == "vector" and vector.learners_per_table is not None and not (
-            1 <= vector.learners_per_table <= top["num_players"]
-        ):
+        """Check the types; refuse an option that has no effect if this layer gave it, reset it if a lower one
+        did (a flag turning a section off wins over the file's section)."""
+        for name, o in options().items():
+            _check_type(name, flat[name], o.type)
+        mode, players, learners = flat["mode"], flat["num_players"], flat["learners_per_table"]
+        if mode == "vector" and learners is not None and not 1 <= learners <= players:
             raise ConfigError(
-                f"learners_per_table must be from 1 to num_players={top['num_players']} or none, "
-                f"got {vector.learners_per_table}"
+                f"learners_per_table must be from 1 to num_players={players} or none, got {learners}"
             )
-        opponents = flat["mode"] == "single" or (vector.learners_per_table or top["num_players"]) < top["num_players"]
-        evaluation = sections["evaluation"]
-        evaluating = flat["evaluation"] and evaluation.deals > 0 and bool(evaluation.opponents)
-        every_seat = "every seat learns (learners_per_table none), so no opponent is played: pass --learners-per-table 1"
-        on = {
-            "vector": (flat["mode"] == "vector", "applies only to mode vector: pass --mode vector, or remove it"),
-            "single": (flat["mode"] == "single", "applies only to mode single: pass --mode single, or remove it"),
-            "pool": (opponents, f"has no effect: {every_seat}, or remove it"),
-            "shaping": (flat["shaping"], "applies only with shaping on: pass --shaping, or remove it"),
-            "evaluation": (evaluating, "has no effect with evaluation off (eval_deals 0 or no eval_opponents): "
-                                       "remove it, or turn evaluation on"),
+        present = {
+            "vector": mode == "vector",
+            "single": mode == "single",
+            "pool": mode == "single" or (learners or players) < players,
+            "shaping": flat["shaping"],
+            "evaluation": flat["evaluation"] and flat["eval_deals"] > 0 and bool(flat["eval_opponents"]),
         }
-        # an evaluation's own off switches, and every = 0 ("none during training") with it off
-        switches = {"eval_deals", "eval_opponents"} | ({"eval_every"} if evaluation.every == 0 else set())
-        for name, (kind, names) in SECTIONS.items():
-            present, why = on[name]
-            if not present:
-                _refuse_if_set(sections[name], kind(), names, why, given - switches)
-                sections[name] = None
-        if sections["vector"] is not None and not opponents:
-            why = f"has no effect: {every_seat}, or remove it"
-            _refuse_if_set(vector, Vector(), {"opponent_threads": "opponent_threads"}, why, given)
-            vector.opponent_threads = 1
-        pool = sections["pool"]
-        if pool is not None and pool.snapshot_weight == 0:
-            why = "has no effect with snapshot_weight 0: give --snapshot-weight > 0, or remove it"
-            inert = {k: k for k in ("snapshot_every", "max_snapshots", "snapshot_deterministic")}
-            _refuse_if_set(pool, Pool(), inert, why, given)
-            sections["pool"] = dataclasses.replace(Pool(), opponents=pool.opponents)
-        if top["checkpoint_every"] == 0:
-            if top["keep_checkpoints"] != 0 and "keep_checkpoints" in given:
-                raise ConfigError(
-                    "keep_checkpoints (--keep-checkpoints) has no effect with checkpoint_every 0 (only the final "
-                    "checkpoint): give --checkpoint-every > 0, or remove it"
-                )
-            top["keep_checkpoints"] = 0
-        if top["policy"] != "moves" and "move_arch" in given and top["move_arch"] != [128]:
-            raise ConfigError("move_arch (--move-arch) applies only to policy moves: pass --policy moves, or remove it")
-        cfg = cls(**top, **sections)
+        on = present | {
+            "snapshot_weight": flat["snapshot_weight"] > 0,
+            "checkpoint_every": flat["checkpoint_every"] > 0,
+            "policy": flat["policy"] == "moves",
+        }
+        needs = {s: _keys(s) for s in SECTIONS} | {
+            "snapshot_weight": ["snapshot_every", "max_snapshots", "snapshot_deterministic"],
+            "checkpoint_every": ["keep_checkpoints"],
+            "policy": ["move_arch"],
+        }
+        needs["pool"].append("opponent_threads")
+        # deals and opponents turn evaluation off, and every = 0 means none during training: both are allowed
+        allowed = {"eval_deals", "eval_opponents"} | ({"eval_every"} if flat["eval_every"] == 0 else set())
+        needs["evaluation"] = [n for n in needs["evaluation"] if n not in allowed]
+        for key, why in _INERT.items():
+            for name in [] if on[key] else needs[key]:
+                if name in given and flat[name] != OPTIONS[name].default:
+                    raise ConfigError(f"{name} ({flag_of(name)}) {why}")
+                flat[name] = _copy(OPTIONS[name].default)
+        sections: dict[str, Any] = {
+            s: kind(**{o.field: flat[n] for n, o in OPTIONS.items() if o.section == s})
+            if present[s]
+            else None
+            for s, (kind, _) in SECTIONS.items()
+        }
+        cfg = cls(**{o.field: flat[n] for n, o in OPTIONS.items() if o.section is None}, **sections)
         cfg.validate()
         return cfg
 
@@ -274,12 +308,6 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Check every value's range; raises :class:`ConfigError` naming the option."""
-        if self.activation not in ACTIVATIONS:
-            raise ConfigError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
-        if self.policy not in POLICIES:
-            raise ConfigError(f"policy must be one of {POLICIES}, got {self.policy!r}")
-        if self.lr_schedule not in LR_SCHEDULES:
-            raise ConfigError(f"lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
         if "num_players" in self.rules:
             raise ConfigError("give the table size as num_players, not in rules")
         try:
@@ -287,61 +315,34 @@ class TrainConfig:
         except ValueError as e:
             raise ConfigError(f"rules: {e}") from None
         flat = self.flat()
-        for name in ("num_tables", "num_envs", "total_timesteps", "n_steps", "n_epochs", "opponent_threads",
-                     "eval_workers"):
-            if flat[name] < 1:
-                raise ConfigError(f"{name} must be >= 1, got {flat[name]}")
-        if self.torch_threads is not None and self.torch_threads < 1:
-            raise ConfigError(f"torch_threads must be >= 1 or none, got {self.torch_threads}")
-        if self.batch_size < 2:
-            raise ConfigError(
-                f"batch_size must be >= 2 (PPO normalizes advantages per minibatch), got {self.batch_size}"
-            )
-        for name in ("snapshot_every", "checkpoint_every", "keep_checkpoints", "eval_every", "eval_deals"):
-            if flat[name] < 0:
-                raise ConfigError(f"{name} must be >= 0, got {flat[name]}")
-        for name in ("seed", "eval_seed"):
-            if not 0 <= flat[name] < 2**32:
-                raise ConfigError(f"{name} must be from 0 to 2**32 - 1, got {flat[name]}")
-        if not 0 <= self.verbose <= 2:
-            raise ConfigError(f"verbose must be 0, 1 or 2, got {self.verbose}")
-        for name, value in flat.items():
+        for name, o in OPTIONS.items():
+            value = flat[name]
             if isinstance(value, float) and not math.isfinite(value):
                 raise ConfigError(f"{name} must be a finite number, got {value!r}")
-        ranges = (
-            ("learning_rate", flat["learning_rate"] > 0, "> 0"),
-            ("gamma", 0 < flat["gamma"] <= 1, "in (0, 1]"),
-            ("gae_lambda", 0 <= flat["gae_lambda"] <= 1, "in [0, 1]"),
-            ("clip_range", flat["clip_range"] > 0, "> 0"),
-            ("ent_coef", flat["ent_coef"] >= 0, ">= 0"),
-            ("vf_coef", flat["vf_coef"] >= 0, ">= 0"),
-            ("max_grad_norm", flat["max_grad_norm"] > 0, "> 0"),
-            ("shaping_scale", flat["shaping_scale"] > 0, "> 0 (to train without shaping: shaping = false)"),
-            ("shaping_gamma", 0 < flat["shaping_gamma"] <= 1, "in (0, 1]"),
-            ("snapshot_weight", flat["snapshot_weight"] >= 0, ">= 0"),
-        )
-        for name, ok, want in ranges:
-            if not ok:
-                raise ConfigError(f"{name} must be {want}, got {flat[name]!r}")
+            if o.want is not None and value is not None and not RANGES[o.want](value):
+                raise ConfigError(f"{name} must be {o.want}, got {value!r}")
         for name in ("net_arch", "move_arch"):
             if not flat[name] or any(h < 1 for h in flat[name]):
                 raise ConfigError(f"{name} must list positive layer widths, got {flat[name]}")
         for spec, w in flat["opponents"].items():
             if not (math.isfinite(w) and w >= 0):
-                raise ConfigError(f"opponents: the weight of {spec!r} must be a finite number >= 0, got {w!r}")
+                raise ConfigError(
+                    f"opponents: the weight of {spec!r} must be a finite number >= 0, got {w!r}"
+                )
         if any(not s.strip() for s in [*flat["opponents"], *flat["eval_opponents"]]):
             raise ConfigError("opponents and eval_opponents take agent specs such as 'heuristic', got ''")
         twice = sorted({s for s in flat["eval_opponents"] if flat["eval_opponents"].count(s) > 1})
         if twice:
             raise ConfigError(f"eval_opponents names {', '.join(twice)} twice: each baseline is played once")
-        if self.pool is not None:
-            if self.pool.snapshot_weight == 0 and sum(self.pool.opponents.values()) <= 0:
-                raise ConfigError(
-                    "the opponent pool is empty: give an opponent a weight > 0 (--opponent heuristic=1) "
-                    "or the snapshots one (--snapshot-weight 1)"
-                )
-            if self.pool.snapshot_weight > 0 and self.pool.max_snapshots < 1:
-                raise ConfigError("max_snapshots must be >= 1 with snapshot_weight > 0 (0 keeps no snapshot to play)")
+        if (
+            self.pool is not None
+            and self.pool.snapshot_weight == 0
+            and sum(self.pool.opponents.values()) <= 0
+        ):
+            raise ConfigError(
+                "the opponent pool is empty: give an opponent a weight > 0 (--opponent heuristic=1) "
+                "or the snapshots one (--snapshot-weight 1)"
+            )
 
     @property
     def learners(self) -> int:
@@ -457,35 +458,77 @@ class TrainConfig:
             raise ConfigError(f"{where}: {e}") from None
 
 
-def options() -> list[tuple[str, Any, Any, str]]:
-    """Every option as a flag sees it: (top-level key, type, default, help), in the order of the dataclasses."""
-    default = TrainConfig().flat()
-    out: list[tuple[str, Any, Any, str]] = [
-        ("mode", "str", "vector", "'vector': NertzVecEnv over the batched engine; 'single': the single-agent view, "
-         "one learning seat among the pool's opponents"),
-        ("shaping", "bool", False, Shaping.__doc__.split(": ", 1)[1].rstrip(".") if Shaping.__doc__ else ""),
-        ("evaluation", "bool", True, "evaluate the policy during and after training (eval.csv)"),
-    ]
-    for f in dataclasses.fields(TrainConfig):
-        if f.name not in SECTIONS:
-            out.append((f.name, f.type, default[f.name], f.metadata["help"]))
-    for kind, names in SECTIONS.values():
+class Option(NamedTuple):
+    """One option as a flag sees it."""
+
+    section: str | None  # the section that holds it; None: a top-level option (or a section's switch)
+    field: str  # its name there
+    type: Any
+    default: Any
+    help: str
+    want: str | None = None  # a key of RANGES
+
+
+def _options() -> dict[str, Option]:
+    """Every option under its top-level key, in the order of the dataclasses."""
+    out = {}
+    sections: list[tuple[str | None, tuple[type, str]]] = [(None, (TrainConfig, "")), *SECTIONS.items()]
+    for section, (kind, prefix) in sections:
+        types, default = get_type_hints(kind), kind()
         for f in dataclasses.fields(kind):
-            out.append((names[f.name], f.type, default[names[f.name]], f.metadata["help"]))
+            if f.name not in SECTIONS:
+                out[prefix + f.name] = Option(
+                    section,
+                    f.name,
+                    types[f.name],
+                    getattr(default, f.name),
+                    f.metadata["help"],
+                    f.metadata["want"],
+                )
     return out
+
+
+OPTIONS = _options()
+#: the sections' switches: a section table in a file sets them too
+SWITCHES = {
+    "mode": Option(
+        None,
+        "mode",
+        Mode,
+        "vector",
+        "'vector': NertzVecEnv over the batched engine; 'single': the single-agent view, one learning seat among "
+        "the pool's opponents",
+    ),
+    "shaping": Option(
+        None, "shaping", bool, False, "a potential-based reward for emptying the Nertz pile (train-time only)"
+    ),
+    "evaluation": Option(
+        None, "evaluation", bool, True, "evaluate the policy during and after training (eval.csv)"
+    ),
+}
+
+
+def _keys(section: str) -> list[str]:
+    return [name for name, o in OPTIONS.items() if o.section == section]
+
+
+#: the options only the SB3 backend reads (``--backend rllib`` has no flag for them and refuses them set)
+SB3_ONLY = (
+    *("mode", "shaping", "evaluation", *_keys("single"), *_keys("shaping"), *_keys("evaluation")),
+    *("opponent_threads", "privileged_critic", "snapshot_deterministic", "relative_reward", "lr_schedule"),
+    *("activation", "init_from", "keep_checkpoints", "progress_bar", "policy", "move_arch"),
+)
+
+
+def options() -> dict[str, Option]:
+    """Every option as a flag sees it, the switches first."""
+    return SWITCHES | OPTIONS
 
 
 def flag_of(name: str) -> str:
     """``snapshot_every`` -> ``--snapshot-every``; a list's flag repeats: ``opponents`` -> ``--opponent``."""
     lists = {"opponents": "--opponent", "eval_opponents": "--eval-opponent", "rules": "--rule"}
     return lists.get(name, "--" + name.replace("_", "-"))
-
-
-def _refuse_if_set(section: Any, default: Any, names: Mapping[str, str], why: str, given: set[str]) -> None:
-    """Raise :class:`ConfigError` for the first inert option in ``given`` that is not at its default."""
-    for k, flag in names.items():
-        if flag in given and getattr(section, k) != getattr(default, k):
-            raise ConfigError(f"{flag} ({flag_of(flag)}) {why}")
 
 
 def _copy(v: Any) -> Any:
@@ -496,46 +539,44 @@ def _copy(v: Any) -> Any:
     return v
 
 
-def _check_type(name: str, value: Any, annotation: Any) -> None:
-    text = str(annotation)
-    optional = "None" in text
+#: what a value of each type is called in an error
+_WORDS = {
+    bool: "true or false",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    list[int]: "a list of integers",
+    list[str]: "a list of strings",
+    dict[str, float]: "a table of agent spec = weight",
+    dict[str, Any]: "a table (mapping)",
+}
+
+
+def _is(value: Any, kind: Any) -> bool:
+    """Is ``value`` of the type ``kind`` (a field's type; a bool is no number, an int is a float)?"""
+    origin, args = get_origin(kind), get_args(kind)
+    if origin is Literal:
+        return isinstance(value, str) and value in args
+    if origin is list:
+        return isinstance(value, list) and all(_is(x, args[0]) for x in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(_is(k, args[0]) and _is(v, args[1]) for k, v in value.items())
+    if kind is Any or isinstance(value, bool):
+        return kind in (Any, bool)
+    return isinstance(value, (int, float) if kind is float else kind)
+
+
+def _check_type(name: str, value: Any, kind: Any) -> None:
+    """Raise :class:`ConfigError` when ``value`` is not of the type ``kind``; ``X | None`` allows None."""
+    if get_origin(kind) in (Union, UnionType):
+        if value is None:
+            return
+        kind = next(a for a in get_args(kind) if a is not type(None))
     if value is None:
-        if not optional:
-            raise ConfigError(f"{name} must not be empty (None)")
-        return
-    base = text.split("|")[0].strip()
-
-    def bad(kind: str) -> ConfigError:
-        return ConfigError(f"{name} must be {kind}, got {value!r}")
-
-    if base == "bool":
-        if not isinstance(value, bool):
-            raise bad("true or false")
-    elif base == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise bad("an integer")
-    elif base == "float":
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise bad("a number")
-    elif base == "str":
-        if not isinstance(value, str):
-            raise bad("a string")
-    elif base.startswith("dict[str, float]"):
-        if not isinstance(value, dict) or not all(
-            isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
-            for k, v in value.items()
-        ):
-            raise bad("a table of agent spec = weight")
-    elif base.startswith("dict"):
-        if not isinstance(value, dict):
-            raise bad("a table (mapping)")
-    elif base == "list[int]":
-        if not isinstance(value, list) or not all(
-            isinstance(x, int) and not isinstance(x, bool) for x in value
-        ):
-            raise bad("a list of integers")
-    elif base == "list[str]" and (not isinstance(value, list) or not all(isinstance(x, str) for x in value)):
-        raise bad("a list of strings")
+        raise ConfigError(f"{name} must not be empty (None)")
+    if not _is(value, kind):
+        words = f"one of {get_args(kind)}" if get_origin(kind) is Literal else _WORDS[kind]
+        raise ConfigError(f"{name} must be {words}, got {value!r}")
 
 
 def shipped_configs() -> dict[str, str]:

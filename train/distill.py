@@ -26,15 +26,12 @@ def check_options(opts: dict[str, Any], config: NertzConfig) -> str:
     """Every check before any work; returns the starting network's file. Raises ValueError (AgentSpecError)
     or FileNotFoundError naming the bad option."""
     from nertz_env.agents import make_agent
-    from nertz_env.agents.registry import shipped_models
-    from nertz_env.train.imitate import check_common
+    from nertz_env.train.imitate import check_common, network_path
 
     check_common(config, opts["lr"])
     if not (np.isfinite(opts["anchor"]) and opts["anchor"] >= 0):
         raise ValueError(f"--anchor must be a finite number >= 0, got {opts['anchor']}")
-    path = shipped_models().get(opts["init"], opts["init"])
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"--init: no network {opts['init']!r} (a .zip policy file or a shipped model's name)")
+    path = network_path(opts["init"])
     student = make_agent(path)
     student.reset(config, 0, 0)  # a network for another table fails here
     teacher = make_agent(opts["teacher"])  # a bad teacher spec fails here
@@ -86,7 +83,7 @@ def distill(
     from nertz_env.agents.forward import NumpyActor
     from nertz_env.agents.meta import make_meta
     from nertz_env.agents.policy import PolicyAgent
-    from nertz_env.train.imitate import Demonstrations, collect, fit, load_for_fit
+    from nertz_env.train.imitate import Demonstrations, append_row, collect, fit, load_for_fit
     from nertz_env.train.trainer import save_policy
 
     cfg_path = os.path.join(run_dir, "config.json")
@@ -115,18 +112,21 @@ def distill(
         with open(cfg_path, "w", encoding="utf-8") as f:
             json.dump(opts, f, indent=2)
 
+
+    def meta(**figures: Any) -> dict[str, Any]:
+        return make_meta(config, num_timesteps=0, mode="distillation", n_envs=1, distill={**opts, **figures})
+
     start, start_kwargs = load_for_fit(path)  # the anchor: the network the run started from (round_00)
     if not resume:
-        save_policy(start, start_kwargs, os.path.join(run_dir, "rounds", "round_00.zip"),
-                    make_meta(config, num_timesteps=0, mode="distillation", n_envs=1, distill={**opts, "round": 0}))
+        save_policy(start, start_kwargs, os.path.join(run_dir, "rounds", "round_00.zip"), meta(round=0))
     policy, kwargs = load_for_fit(os.path.join(run_dir, "rounds", f"round_{len(done):02d}.zip") if done else path)
     records = [Demonstrations.load(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz")) for k in range(len(done))]
     started = time.perf_counter()
     elapsed0 = float(done[-1]["elapsed_s"]) if done else 0.0
     for k in range(len(done), int(opts["rounds"])):
-        meta = make_meta(config, num_timesteps=0, mode="distillation", n_envs=1, distill={**opts, "round": k})
         # the network does not change while the round is collected: it plays through its numpy forward
-        student = PolicyAgent(policy, meta, deterministic=True, name="student", actor=NumpyActor.from_policy(policy))
+        actor = NumpyActor.from_policy(policy)
+        student = PolicyAgent(policy, meta(round=k), deterministic=True, name="student", actor=actor)
         demos = collect(opts["teacher"], config, int(opts["samples"]), seed=int(opts["seed"]) + 7_919 * (k + 1),
                         progress=progress, student=student, relative_reward=True)
         demos.save(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz"))
@@ -139,20 +139,17 @@ def distill(
                     seed=int(opts["seed"]) + k, log=log, anchor=start, anchor_coef=float(opts["anchor"]))
         fit_s = time.perf_counter() - t0
         out = os.path.join(run_dir, "rounds", f"round_{k + 1:02d}.zip")
-        save_policy(policy, kwargs, out, make_meta(config, num_timesteps=0, mode="distillation", n_envs=1,
-                                           distill={**opts, "round": k + 1, **stats}))
+        save_policy(policy, kwargs, out, meta(round=k + 1, **stats))
         row = {"round": k + 1, "decisions": len(demos.actions), "games": demos.games,
                "collect_s": round(demos.seconds, 1), "fit_s": round(fit_s, 1), "fitted_on": len(every.actions),
                "agreement_before_fit": round(agree, 5),
                "elapsed_s": round(elapsed0 + time.perf_counter() - started, 1), "policy": out, **stats}
-        with open(os.path.join(run_dir, "log.jsonl"), "a", encoding="utf-8") as f:
-            f.write(json.dumps(row) + "\n")
+        append_row(run_dir, row)
         log(f"round {k + 1}/{opts['rounds']}: {len(demos.actions):,} decisions in {demos.seconds:.0f} s, the network "
             f"agreed with {opts['teacher']} on {agree:.2%} before the fit; fit {fit_s:.0f} s, accuracy "
             f"{stats['accuracy']:.2%}; saved {out}")
     final = os.path.join(run_dir, "policy.zip")
-    save_policy(policy, kwargs, final, make_meta(config, num_timesteps=0, mode="distillation", n_envs=1,
-                                         distill={**opts, "round": int(opts["rounds"])}))
+    save_policy(policy, kwargs, final, meta(round=int(opts["rounds"])))
     rows = _read_log(run_dir)
     log(f"saved {final} after {len(rows)} rounds ({rows[-1]['elapsed_s'] / 60 if rows else 0:.1f} min of rounds)")
     return {"out": final, "rounds": rows}

@@ -32,8 +32,8 @@ def check_options(
     """Every check before any work: returns the path of the initial network; raises ValueError naming the
     bad option (FileNotFoundError for a missing network)."""
     from nertz_env.agents import make_agent
-    from nertz_env.agents.registry import _split_params, shipped_models
-    from nertz_env.train.imitate import check_common
+    from nertz_env.agents.registry import _split_params
+    from nertz_env.train.imitate import check_common, network_path
 
     check_common(config, lr, teacher_threads, out=out, folder=checkpoint_dir)
     if not resume and os.path.exists(os.path.join(checkpoint_dir, "log.jsonl")):  # networks and logs would mix
@@ -41,9 +41,7 @@ def check_options(
             f"--checkpoint-dir {checkpoint_dir!r} holds an earlier run (log.jsonl): name a new directory, or "
             f"continue an interrupted one with --resume {checkpoint_dir}"
         )
-    path = shipped_models().get(init, init)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"--init: no network {init!r} (a .zip policy file or a shipped model's name)")
+    path = network_path(init)
     if "policy" in _split_params(planner, "--planner"):
         raise ValueError("--planner sets the planner's search options; the network inside it is --init's, then each iteration's")
     agent = make_agent(_planner_spec(path, planner))  # a bad planner option fails here
@@ -74,7 +72,7 @@ def expert_iteration(
     planner's spec); returns the run's figures. Ctrl-C saves the last finished step to ``checkpoint_dir`` for
     ``resume``. See docs/guides/training-sb3.md, "Expert iteration"."""
     from nertz_env.agents.meta import make_meta
-    from nertz_env.train.imitate import Demonstrations, collect, fit, load_for_fit
+    from nertz_env.train.imitate import Demonstrations, append_row, collect, fit, load_for_fit
     from nertz_env.train.trainer import save_policy
 
     config = make_config(num_players=num_players, **dict(rules or {}))
@@ -129,8 +127,7 @@ def expert_iteration(
                 "fitted_on": len(data.actions), "elapsed_s": round(time.perf_counter() - started, 1),
                 "policy": saved, **stats,
             }
-            with open(os.path.join(checkpoint_dir, "log.jsonl"), "a", encoding="utf-8") as f:
-                f.write(json.dumps(row) + "\n")
+            append_row(checkpoint_dir, row)
             log(f"iteration {k + 1}/{iterations}: {len(demos.actions):,} planner decisions in {demos.seconds:.0f} s, "
                 f"fit {fit_s:.0f} s, accuracy {stats['accuracy']:.1%}, saved {saved}")
             current = row["policy"]

@@ -20,12 +20,12 @@ training error, 2 bad usage, 130 interrupted (after saving).
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from types import UnionType
+from typing import Any, Literal, get_args, get_origin
 
 from nertz_env._text import plain
 from nertz_env.cli import Parser, add_rule_flag
 from nertz_env.train.config import (
-    MODES,
     SB3_ONLY,
     ConfigError,
     TrainConfig,
@@ -33,8 +33,6 @@ from nertz_env.train.config import (
     read_config_file,
     shipped_configs,
 )
-
-_SPECIAL = {"rules", "opponents", "eval_opponents", "mode"}
 
 
 def _opponent(text: str) -> tuple[str, float]:
@@ -66,7 +64,9 @@ def int_list(text: str) -> list[int]:
     return widths
 
 
-def _optional(kind: type) -> Any:
+def _or_none(kind: type) -> Any:
+    """``--torch-threads none``: an option whose type is ``X | None``."""
+
     def parse(text: str) -> Any:
         if text.strip().lower() in ("none", "null"):
             return None
@@ -101,29 +101,29 @@ def build_parser(sb3: bool = True) -> argparse.ArgumentParser:
     )
     parser.add_argument("--resume", metavar="CHECKPOINT", help="continue the run of RUN/checkpoints/step_N.zip, in RUN (from any folder; --run-dir: elsewhere)")
     parser.add_argument("--print-config", action="store_true", help="print the effective options and exit")
-    helps = {name: text for name, _, _, text in options()}
+    helps = {name: o.help for name, o in options().items()}
     add_rule_flag(parser, helps["rules"], size_flag="--num-players")
     if sb3:
-        parser.add_argument("--mode", choices=MODES, help=helps["mode"] + " (default vector)")
         parser.add_argument("--eval-opponent", dest="eval_opponents", action="append", metavar="SPEC",
                             help=helps["eval_opponents"])
     parser.add_argument("--opponent", action="append", type=_opponent, metavar="SPEC=WEIGHT", help=helps["opponents"])
-    for name, kind, default, text in options():
-        if name in _SPECIAL or (not sb3 and name in SB3_ONLY):
+    for name, o in options().items():
+        if name in ("rules", "opponents", "eval_opponents") or (not sb3 and name in SB3_ONLY):
             continue
-        flag = "--" + name.replace("_", "-")
-        help_text = f"{text} (default {'none' if default is None else repr(default)})"
-        if kind == "bool":
-            parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=help_text)
-            continue
-        if kind == "list[int]":
-            parser.add_argument(flag, dest=name, type=int_list, metavar="W,W", help=help_text)
-            continue
-        base = {"int": int, "float": float, "str": str}[kind.split("|")[0].strip()]
-        parser.add_argument(
-            flag, dest=name, type=_optional(base) if "None" in kind else base, default=None,
-            metavar=base.__name__.upper(), help=help_text,
-        )
+        flag, kind = "--" + name.replace("_", "-"), o.type
+        text = f"{o.help} (default {'none' if o.default is None else repr(o.default)})"
+        optional = get_origin(kind) is UnionType
+        if optional:
+            kind = get_args(kind)[0]
+        if kind is bool:
+            parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, help=text)
+        elif kind == list[int]:
+            parser.add_argument(flag, dest=name, type=int_list, metavar="W,W", help=text)
+        elif get_origin(kind) is Literal:
+            parser.add_argument(flag, dest=name, choices=get_args(kind), help=text)
+        else:
+            kind = _or_none(kind) if optional else kind
+            parser.add_argument(flag, dest=name, type=kind, metavar=kind.__name__.upper(), help=text)
     return parser
 
 
@@ -137,7 +137,7 @@ def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None, 
     flags: dict[str, Any] = {}
     if args.resume and args.run_dir is None and "run_dir" not in file:
         flags["run_dir"] = resume_run_dir(args.resume, final)
-    for name, *_ in options():  # (rules and opponents: the --rule and --opponent flags below)
+    for name in options():  # (rules and opponents: the --rule and --opponent flags below)
         if getattr(args, name, None) is not None:
             flags[name] = getattr(args, name)
     if args.rule:

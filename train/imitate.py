@@ -8,6 +8,7 @@ See docs/guides/training-sb3.md.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -38,19 +39,16 @@ class Demonstrations:
 
     def __add__(self, other: Demonstrations) -> Demonstrations:
         """Both sets of records (DAgger aggregates every round's records)."""
-        return Demonstrations(
-            obs=np.concatenate([self.obs, other.obs]),
-            masks=np.concatenate([self.masks, other.masks]),
-            actions=np.concatenate([self.actions, other.actions]),
-            returns=np.concatenate([self.returns, other.returns]),
-            games=self.games + other.games,
-            seconds=self.seconds + other.seconds,
-        )
+
+        def join(name: str) -> np.ndarray:
+            return np.concatenate([getattr(self, name), getattr(other, name)])
+
+        games, seconds = self.games + other.games, self.seconds + other.seconds
+        return Demonstrations(join("obs"), join("masks"), join("actions"), join("returns"), games, seconds)
 
     def save(self, path: str) -> None:
         """Write the records to ``path`` (``.npz``)."""
-        np.savez_compressed(path, obs=self.obs, masks=self.masks, actions=self.actions, returns=self.returns,
-                            games=self.games, seconds=self.seconds)
+        np.savez_compressed(path, **vars(self))
 
     @classmethod
     def load(cls, path: str) -> Demonstrations:
@@ -300,6 +298,22 @@ def check_common(
         raise ValueError(f"--checkpoint-dir {folder!r} is a file, not a directory")
 
 
+def network_path(init: str) -> str:
+    """``--init``'s network: a policy file, or a shipped model's name; ``FileNotFoundError`` otherwise."""
+    from nertz_env.agents.registry import shipped_models
+
+    path = shipped_models().get(init, init)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"--init: no network {init!r} (a .zip policy file or a shipped model's name)")
+    return path
+
+
+def append_row(folder: str, row: dict[str, Any]) -> None:
+    """One more line of a run's ``log.jsonl``."""
+    with open(os.path.join(folder, "log.jsonl"), "a", encoding="utf-8") as f:
+        f.write(json.dumps(row) + "\n")
+
+
 def imitate(
     out: str,
     teacher: str = "search",
@@ -427,8 +441,6 @@ def imitate(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m nertz_env.train.imitate``: collect, fit and save; exit code 2 on bad input (one line)."""
-    import json
-
     from nertz_env.cli import Parser, add_rule_flag, at_least
     from nertz_env.threads import limit_threads
     from nertz_env.train.flags import int_list

@@ -70,9 +70,9 @@ def save_policy(policy: Any, policy_kwargs: dict[str, Any], path: str, meta: dic
     return path
 
 
-class _Hooks(BaseCallback):
-    """Calls the trainer at rollout boundaries, keeps the progress bar, and stops ``learn()`` after a
-    boundary's checkpoint when a signal asked to stop."""
+class _BoundaryCallback(BaseCallback):
+    """The SB3 callback of a run: calls the trainer at rollout boundaries, keeps the progress bar, and stops
+    ``learn()`` after a boundary's checkpoint when a signal asked to stop."""
 
     def __init__(self, trainer: Trainer, stop: StopOnSignal) -> None:
         super().__init__()
@@ -100,17 +100,21 @@ class _Hooks(BaseCallback):
     def _on_rollout_start(self) -> None:
         tr, t0 = self.trainer, time.perf_counter()
         tr.on_boundary()
-        if self.stop.requested and tr.stopped is None:
+        if self.stop.requested and not tr.stopped:
+            tr.stopped = True
             steps = int(self.model.num_timesteps)
-            done = tr._checkpoint_path(steps)  # written at this boundary already, or written now
-            tr.stopped = "" if not steps else done if done in tr.checkpoints else tr.save_checkpoint(periodic=False)
+            if steps:
+                done = tr._checkpoint_path(steps)  # written at this boundary already, or written now
+                tr.stop_checkpoint = done if done in tr.checkpoints else tr.save_checkpoint(periodic=False)
         self._rollout_t0 = time.perf_counter()
         tr.clock.boundary_seconds += self._rollout_t0 - t0
 
     def _on_step(self) -> bool:
-        if self.bar is not None and self.trainer.stopped is None:  # (a step past the stop's checkpoint is not kept)
+        if self.trainer.stopped:  # a step past the stop's checkpoint is not kept
+            return False
+        if self.bar is not None:
             self.bar.update(self.training_env.num_envs)
-        return self.trainer.stopped is None
+        return True
 
     def _on_rollout_end(self) -> None:
         tr = self.trainer
@@ -205,7 +209,8 @@ class Trainer:
         self.last_boundary = 0
         self.eval_rows: list[EvalRow] = []
         self.checkpoints: list[str] = []
-        self.stopped: str | None = None  # the checkpoint saved on a signal ("" when nothing was trained yet)
+        self.stopped = False  # a signal stopped the run at a rollout boundary
+        self.stop_checkpoint: str | None = None  # the checkpoint saved there (None: nothing trained yet)
         if resume is not None:
             self._load(resume, resume_meta)
         elif cfg.init_from is not None:
@@ -355,7 +360,7 @@ class Trainer:
                 try:
                     model.learn(
                         remaining,
-                        callback=_Hooks(self, stop),
+                        callback=_BoundaryCallback(self, stop),
                         reset_num_timesteps=model.num_timesteps == 0 and model._last_obs is None,
                         tb_log_name="ppo",
                         progress_bar=False,
@@ -363,8 +368,8 @@ class Trainer:
                 finally:
                     self.clock.stop(int(model.num_timesteps) - steps0, self.timer.seconds)
                     self.timer.seconds = 0.0
-            if self.stopped is not None:
-                saved = self.stopped or None
+            if self.stopped:
+                saved = self.stop_checkpoint
                 steps = int(read_meta(saved)["num_timesteps"]) if saved else 0
                 raise Interrupted(saved, f"the run at its last finished update ({steps:,} transitions)")
             return self._finish()

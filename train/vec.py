@@ -46,13 +46,10 @@ class NertzVecEnv(Copyable, VecEnv):
         opponents: the pool the opponents come from (a pool, ``{spec: weight}`` or specs; default
             heuristic); unused in pure self-play.
         seed: default seed for the first ``reset`` (SB3 passes its own through ``seed()``).
-        opponent_threads: Python threads the scripted opponents decide in (default 1). Their kernels
-            release the GIL, so 2 on a 2-core machine runs the search opponents' rollouts on both cores
-            while the learner's update, which runs between steps, keeps one torch thread. Every agent
-            owns its state and random stream, so the actions do not depend on the thread count.
-        privileged_state: append to every observation the table's global state (``state()``, hidden
-            cards included) with the seats rotated so the slot's own seat is first: ``(N, O + S)``. For a
-            privileged critic only (:mod:`nertz_env.train.privileged`); a policy must read the first ``O``.
+        opponent_threads: Python threads the scripted opponents decide in (default 1); the actions do not
+            depend on it (every agent owns its state and random stream).
+        privileged_state: append the table's global state, seats rotated to start at the slot's own, to
+            every observation: ``(N, O + S)``, for a privileged critic only (the guide's "A privileged critic").
         **rule_options: rules options by their RULES.md names (``draw=1``).
     """
 
