@@ -58,6 +58,8 @@ REFUSED = [
     ("imitate", ["--teacher", "nobody"], "unknown agent 'nobody'"),
     ("imitate", ["--teacher", "{tmp}/three.zip"], "num_players:"),
     ("expert", ["--init", "runs/missing.zip"], "no network"),
+    ("expert", ["--init", "scratch"], "scores moves or reads last_moves"),  # a moves network, with last_moves
+    ("distill", ["--run-dir", "{tmp}/a", "--init", "ppo"], "such as ppo_imitation"),
     ("expert", ["--planner", "rollouts=-1"], "rollouts"),
     ("expert", ["--planner", "policy =ppo"], "--init"),
     ("expert", ["--rule", "draw=1"], "draw"),

@@ -2,7 +2,7 @@
 
 See docs/guides/training-sb3.md.
 
-    python -m nertz_env.train.distill --init ppo --teacher best --rounds 8 --samples 100000 \
+    python -m nertz_env.train.distill --init ppo_imitation --teacher best --rounds 8 --samples 100000 \
         --run-dir runs/distill
     python -m nertz_env.train.distill --resume runs/distill --rounds 10   # continue exactly, to 10 rounds
 """
@@ -60,7 +60,7 @@ def _read_log(run_dir: str) -> list[dict[str, Any]]:
 
 def distill(
     run_dir: str,
-    init: str = "ppo",
+    init: str = "ppo_imitation",
     teacher: str = "best",
     rounds: int | None = 8,
     samples: int = 100_000,
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = Parser(prog="python -m nertz_env.train.distill", description=plain(__doc__.split("\n")[0]))
     ap.add_argument("--run-dir", help="a new directory for the run (with --resume: the run to continue)")
     ap.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR (only --rounds may change)")
-    ap.add_argument("--init", help="the network to start from: a .zip policy or a shipped name (default ppo)")
+    ap.add_argument("--init", help="the network to start from: a .zip policy or a shipped name (default ppo_imitation)")
     ap.add_argument("--teacher", help="the agent spec whose choices are the labels (default best)")
     ap.add_argument("--rounds", type=at_least(1), help="DAgger rounds (default 8; with --resume, the run's own)")
     ap.add_argument("--samples", type=at_least(1), help="decisions recorded per round (whole rounds, so a few more; default 100,000)")

@@ -2,7 +2,7 @@
 
 See docs/guides/training-sb3.md.
 
-    python -m nertz_env.train.expert --init ppo --iterations 4 --samples 100000 \
+    python -m nertz_env.train.expert --init ppo_imitation --iterations 4 --samples 100000 \
         --checkpoint-dir runs/expert/iters --out runs/expert/best.zip
 """
 
@@ -50,7 +50,7 @@ def check_options(
 
 
 def expert_iteration(
-    init: str = "ppo",
+    init: str = "ppo_imitation",
     out: str = "runs/expert/best.zip",
     checkpoint_dir: str = "runs/expert/iters",
     iterations: int = 4,
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     from nertz_env.train.resume import run_command
 
     ap = Parser(prog="python -m nertz_env.train.expert", description=plain(__doc__.split("\n")[0]))
-    ap.add_argument("--init", default="ppo", help="the network to start from: a .zip policy or a shipped name (default ppo)")
+    ap.add_argument("--init", default="ppo_imitation", help="the network to start from: a .zip policy or a shipped name (default ppo_imitation)")
     ap.add_argument("--out", required=True, help="the final network (.zip)")
     ap.add_argument("--checkpoint-dir", required=True, help="each iteration's network (iter_NN.zip) and log.jsonl")
     ap.add_argument("--iterations", type=at_least(1), default=4, help="collect-and-fit rounds (default 4)")

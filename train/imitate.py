@@ -299,12 +299,22 @@ def check_common(
 
 
 def network_path(init: str) -> str:
-    """``--init``'s network: a policy file, or a shipped model's name; ``FileNotFoundError`` otherwise."""
+    """``--init``'s network: a flat policy over the plain observation, as a file or a shipped model's name;
+    ``FileNotFoundError`` or ``ValueError`` otherwise."""
+    from nertz_env.agents.meta import read_meta
+    from nertz_env.agents.policy import has_record
     from nertz_env.agents.registry import shipped_models
 
     path = shipped_models().get(init, init)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"--init: no network {init!r} (a .zip policy file or a shipped model's name)")
+    meta = read_meta(path) if has_record(path) else {}
+    rules = meta.get("rules", {})
+    if meta.get("train_config", {}).get("policy") == "moves" or rules.get("last_moves") or rules.get("memory"):
+        raise ValueError(
+            f"--init: {init!r} scores moves or reads last_moves/memory; distillation and expert iteration start "
+            "from a flat network over the plain observation, such as ppo_imitation"
+        )
     return path
 
 
