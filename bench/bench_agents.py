@@ -98,7 +98,7 @@ def opponent_threads(threads: int, seconds: float, tables: int = 64, seed: int =
 
 def networks(games: int, seed: int) -> list[dict]:
     """Per-decision times of trained networks through ``make_agent`` (their numpy forward, one thread): the
-    shipped ``ppo``, and each head of nertz-train's default sizes (net_arch 256,256; move_arch 128) with random
+    shipped networks, and each head of nertz-train's default sizes (net_arch 256,256; move_arch 128) with random
     weights, saved as nertz-train saves a policy."""
     import torch
 
@@ -109,7 +109,10 @@ def networks(games: int, seed: int) -> list[dict]:
 
     config = nertz_env.make_config(num_players=4)
     torch.manual_seed(seed)
-    rows = [{**per_decision("ppo", games, seed), "network": "ppo (flat, shipped)"}]
+    rows = [
+        {**per_decision(name, games, seed), "network": f"{name} ({head}, shipped)"}
+        for name, head in (("ppo", "moves"), ("scratch", "moves"), ("ppo_imitation", "flat"))
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         for head, move_arch in (("flat", None), ("moves", [128])):
             policy, kwargs = build_policy(config, [256, 256], move_arch=move_arch)
