@@ -395,7 +395,7 @@ def test_cli__an_opponent_that_cannot_play_this_table_is_one_line_saying_what_to
     from nertz_env.agents.meta import ZIP_MEMBER
     from nertz_env.agents.registry import shipped_models
 
-    shipped = Path(shipped_models()["ppo"])
+    shipped = Path(shipped_models()["ppo_imitation"])  # a flat network over the plain observation
     cut, bare = tmp_path / "cut.zip", tmp_path / "bare.zip"
     cut.write_bytes(shipped.read_bytes()[:1000])
     with zipfile.ZipFile(shipped) as src, zipfile.ZipFile(bare, "w") as dst:
