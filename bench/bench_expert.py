@@ -1,8 +1,8 @@
-"""The learned players' cost: time per decision of the network alone (``ppo``: numpy beside torch, on the
+"""The learned players' cost: time per decision of a flat network alone (``ppo_imitation``: numpy beside torch, on the
 same observations), of ``best`` (and of ``search`` beside it, same games), and what the network would cost
 inside the rollouts (the design the planner did not take).
 
-Run: ``python bench/bench_expert.py [--games 20] [--spec best] [--network ppo]``. Prints three tables, writes
+Run: ``python bench/bench_expert.py [--games 20] [--spec best] [--network ppo_imitation]``. Prints three tables, writes
 ``bench/out/bench_expert.json``. The budgets on this machine: 50 µs a decision for the network alone, 2 ms for
 ``best``.
 
@@ -167,8 +167,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("--games", type=int, default=20, help="games timed (default 20)")
     ap.add_argument("--spec", default="best", help="the agent timed against search (default best)")
-    ap.add_argument("--network", default="ppo",
-                    help="the network agent timed alone, numpy beside torch (default ppo; 'none' skips it)")
+    ap.add_argument("--network", default="ppo_imitation",
+                    help="the flat network timed alone, numpy beside torch (default ppo_imitation; 'none' skips it)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     if args.games < 1:
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> dict:
             ["search", f"{d['search_us_per_act']:.0f}", "1.00x", "under" if d["search_us_per_act"] <= 2000 else "OVER"],
         ],
     )
-    spec_net = getattr(agent, "policy_spec", "ppo")  # the network the timed planner holds (ppo for search)
+    spec_net = getattr(agent, "policy_spec", "ppo_imitation")  # the network the timed planner holds (best's for search)
     net = shipped_models().get(spec_net, spec_net)
     fw = [rollout_forward(net, b, h) for b, h in ((160, 20), (40, 10), (1, 1))]
     table2 = print_table(
