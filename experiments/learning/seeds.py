@@ -81,7 +81,7 @@ def report(names: list[str]) -> None:
     print("\n".join(lines))
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for (head, runs), color in zip(sorted(by_head.items()), ("tab:orange", "tab:blue")):
+    for (head, runs), color in zip(sorted(by_head.items()), ("tab:orange", "tab:blue"), strict=False):
         for i, rows in enumerate(runs):
             x = [int(r["timesteps"]) / 1e6 for r in rows]
             ax.plot(x, [float(r["diff"]) for r in rows], "o-", color=color, ms=3, lw=1,
