@@ -52,7 +52,7 @@ def report(names: list[str]) -> None:
 
     lines = [
         "| head | seed | cleared at (transitions) | wall time to it | end: minus 3 `heuristic` [95%] | "
-        "wall time, whole run | transitions/s |",
+        "wall time, whole run | transitions/s while training |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     by_head: dict[str, list[list[dict]]] = defaultdict(list)
@@ -85,7 +85,7 @@ def report(names: list[str]) -> None:
         for i, rows in enumerate(runs):
             x = [int(r["timesteps"]) / 1e6 for r in rows]
             ax.plot(x, [float(r["diff"]) for r in rows], "o-", color=color, ms=3, lw=1,
-                    label=f"{head} head ({len(runs)} seeds)" if i == 0 else None)
+                    label=f"{head} head ({len(runs)} seed{'s' * (len(runs) > 1)})" if i == 0 else None)
             ax.fill_between(x, [float(r["diff_low"]) for r in rows], [float(r["diff_high"]) for r in rows],
                             color=color, alpha=0.12)
     ax.axhline(0, color="grey", lw=0.8)
