@@ -946,8 +946,8 @@ def test_ladder__every_rung_beats_the_one_below_with_95_percent_confidence() -> 
 @pytest.mark.bench
 def test_ladder__the_readme_command_confirms_every_rung() -> None:
     """The README's ladder table as its command plays it (``nertz-eval ladder --deals 1200 --seed 0``, about
-    80 s on 2 cores): at 1,200 deals the ladder's own table detects search's edge with probability about 0.99
-    (400 deals, the size before 2026-11-25, only about 0.74: seed 0 missed with +0.61 +- 0.62)."""
+    80 s on 2 cores): 1,200 deals detect search's edge over heuristic with probability about 0.99 (400 deals:
+    about 0.74)."""
     res = run_tournament(list(LADDER), num_players=4, deals=1200, seed=0, workers=2)
     checks = ladder_check(summarize(res), list(LADDER))
     assert all(ok for *_, ok in checks), [(lo, up, e.text()) for lo, up, e, _ in checks]
