@@ -1,15 +1,9 @@
 """The rules of Nertz on arrays: deal, legal masks, moves, one tick, scoring, observations.
 
-Everything here is compiled by numba (``NUMBA_DISABLE_JIT=1`` runs the same code as plain Python) and works
-on one table ``t`` of a :class:`~nertz_env.engine.state.TableState`; the drivers in
-:mod:`nertz_env.engine.batch` loop over tables, serially or in parallel. This module imports numpy and numba
-only (plus the integer constants of the pure-Python modules ``cards``, ``actions``, ``observation``).
-
-A tick (``step_table``): every seat's action is checked against the mask that seat was shown, then the
-actions are applied one at a time in an order drawn from the table's own generator (uniform over seats). A
-lake play whose slot an earlier action of the same tick took fails and is flagged (``lost_race``); an action
-that was not legal is applied as a wait and flagged (``illegal``). Then the round-end rules run (a Nertz pile
-emptied or a call; the stall rule; ``max_ticks``), then scoring, then the observations and masks.
+Everything here is compiled by numba (``NUMBA_DISABLE_JIT=1`` runs it as plain Python) and works on one table
+``t`` of a :class:`~nertz_env.engine.state.TableState`; :mod:`nertz_env.engine.batch` loops over tables. It
+imports numpy and numba only (plus the integer constants of ``cards``, ``actions``, ``observation``). A tick
+(``step_table``) in words: docs/env/rules.md, "A tick, in the engine's words".
 """
 
 from __future__ import annotations
@@ -75,11 +69,9 @@ from nertz_env.observation import (
 def _jit(inline: bool = False, python: bool = False, ir_inline: bool = False):
     """``numba.njit`` for the rules: without the GIL and without reference counting (the rules never allocate).
 
-    ``inline=True``: LLVM inlines the function into its callers (a call passes the whole ``state``, some 40
-    arrays, which costs as much as the work). ``python=True``: the function is called from Python, so it gets a
-    CPython wrapper and is cached on disk. ``ir_inline=True``: numba inlines its IR (for large functions with
-    one or two call sites). Why: docs/experiments/design-measurements.md.
-    """
+    ``inline``: LLVM inlines it into its callers; ``ir_inline``: numba inlines its IR (large functions with one
+    or two call sites); ``python``: called from Python, so a CPython wrapper and the disk cache. Why:
+    docs/experiments/design-measurements.md."""
     opts: dict = {"_nrt": False, "nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True}
     if ir_inline:
         opts["inline"] = "always"
@@ -166,11 +158,8 @@ def fixed_value(rank, colour):
 
 @_jit(inline=True)
 def exposed_value(top, below):
-    """Stacking value of a work pile's exposed card ``top`` lying on ``below`` (-1: nothing below).
-
-    A joker that no card covers stays wild (``JOKER`` on the pile, any suit in the lake); lying on a card it
-    continues the run, so cards stack on it as on a card one rank lower and of the other colour than
-    ``below``. Alone on its pile it has no value (``JOKER``)."""
+    """Stacking value of a work pile's exposed card ``top`` lying on ``below`` (-1: nothing below). An uncovered
+    joker on a card continues the run (one rank lower, other colour than ``below``); alone it stays ``JOKER``."""
     if top == JOKER and below >= 0:
         return fixed_value(card_rank(below) - 1, 1 - card_colour(below))
     return top
@@ -178,11 +167,8 @@ def exposed_value(top, below):
 
 @_jit(inline=True)
 def joined(upper, lower):
-    """The two cards after ``upper`` was stacked on a pile of exposed value ``lower`` (:func:`exposed_value`).
-
-    The covered card becomes ``lower``: a wild joker is fixed at the value it had there, and a joker alone
-    on its pile takes the value ``upper`` continues. ``upper`` stays as it is: a joker uncovered on top is
-    still wild."""
+    """The two cards after ``upper`` was stacked on a pile of exposed value ``lower`` (:func:`exposed_value`):
+    a covered joker is fixed (alone on its pile, at the value ``upper`` continues); ``upper`` stays as it is."""
     if lower == JOKER:
         return upper, fixed_value(card_rank(upper) + 1, 1 - card_colour(upper))
     return upper, lower
@@ -279,17 +265,14 @@ def lake_add(state, t, f, code, owner):
 @_jit(inline=True)
 def lake_takes(tops, base, c):
     """May card ``c`` go to the lake: a real card that is an ace, or whose predecessor tops a foundation?
-    ``tops[base + x]`` counts the foundations whose top is the real card ``x`` (the engine passes its
-    ``lake_tops`` row; an agent's own view of the lake passes its copy of the same counts)."""
+    ``tops[base + x]`` counts the foundations whose top is the real card ``x`` (``lake_tops``, or an agent's copy)."""
     return 0 <= c < 52 and (c % 13 == 0 or tops[base + c - 1] > 0)
 
 
 @_jit(inline=True)
 def joker_rank(tops, base, c, u):
     """The rank a joker ``c`` played as suit ``u`` takes in the lake, or -1 when it cannot go there (``tops``
-    and ``base`` as in :func:`lake_takes`). A joker with no value tops the tallest unfinished foundation of
-    the suit, or starts a new ace when there is none; a fixed joker keeps its rank, so it starts a foundation
-    as an ace or needs its predecessor on top of one. (Its colour is the mask's business.)"""
+    and ``base`` as in :func:`lake_takes`; jokers in the lake: docs/env/rules.md). Its colour is not checked."""
     if c == JOKER:
         best = 0
         for r in range(12):  # a foundation topped by rank r < K takes rank r + 1
