@@ -1,10 +1,7 @@
 """``nertz-snapshot/1``: the whole table as a JSON-ready dict, and back into engine state.
 
-The format (piles bottom to top, cards as texts of :mod:`nertz_env.cards`): docs/guides/snapshots.md; with
-the ``last_moves`` option each player also lists ``"last_moves": [action, ...]``, most recent first, and with
-the ``memory`` option ``"memory": {"stock": [...], "waste": [...]}``, what the seat knows of each card (MEM_*).
-Restoring checks everything (types, pile order, that every deck's cards are all there exactly once) and raises
-:class:`SnapshotError` naming the field. After a restore the game continues exactly as the original would have.
+The format: docs/guides/snapshots.md. Restoring checks everything and raises :class:`SnapshotError` naming
+the field; a restored game continues exactly as the original would have.
 """
 
 from __future__ import annotations
@@ -36,6 +33,7 @@ from nertz_env.engine.state import (
     MEM_KNOWN,
     MEM_UNSEEN,
     TableState,
+    allocate,
 )
 
 FORMAT = "nertz-snapshot/1"
@@ -121,6 +119,8 @@ def _field(d: Any, key: str, where: str) -> Any:
     return d[key]
 
 
+#: the state's fields that hold the config, the same for every table (not copied by a restore)
+_PARAMETERS = ("cfg", "team", "act", "obs_off")
 #: the engine keeps ticks and scores as int32: a larger value is refused here, not an OverflowError on writing
 _INT32_MAX = 2**31 - 1
 
@@ -194,13 +194,17 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
         details = ", ".join(f"{k}={theirs[k]!r} in the snapshot but {mine[k]!r} here" for k in diff)
         raise SnapshotError(f"snapshot.config differs from this table's config: {details}")
     n_players, w, d = config.num_players, config.work_piles, config.deck_size
-    tick = _int(_field(snap, "tick", "snapshot"), "snapshot.tick", 0, _INT32_MAX)
-    rnd = _int(_field(snap, "round", "snapshot"), "snapshot.round", 0, config.max_rounds_resolved - 1)
-    since = _int(_field(snap, "since_progress", "snapshot"), "snapshot.since_progress", 0, _INT32_MAX)
-    stalls = _int(_field(snap, "stalls", "snapshot"), "snapshot.stalls", 0, 1)
+    new = allocate(config, 1)  # filled as the fields check out; copied into table t once all have
+    new.tick[0] = _int(_field(snap, "tick", "snapshot"), "snapshot.tick", 0, _INT32_MAX)
+    new.round_idx[0] = _int(_field(snap, "round", "snapshot"), "snapshot.round", 0, config.max_rounds_resolved - 1)
+    new.since_progress[0] = _int(
+        _field(snap, "since_progress", "snapshot"), "snapshot.since_progress", 0, _INT32_MAX
+    )
+    new.stalls[0] = _int(_field(snap, "stalls", "snapshot"), "snapshot.stalls", 0, 1)
     done = _field(snap, "done", "snapshot")
     if not isinstance(done, str) or done not in _DONE_CODES:  # a list or a dict is not hashable
         raise SnapshotError(f"snapshot.done must be one of {sorted(_DONE_CODES)}, got {short(done)}")
+    new.done[0] = _DONE_CODES[done]
     players = _field(snap, "players", "snapshot")
     if not isinstance(players, list) or len(players) != n_players:
         raise SnapshotError(f"snapshot.players must list {n_players} players")
@@ -213,9 +217,9 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
         raise SnapshotError("snapshot.rng.state must be a hex string such as '0x1f'") from None
     if not 0 <= rng_state < 2**64:
         raise SnapshotError("snapshot.rng.state must fit in 64 bits")
+    new.rng[0] = np.uint64(rng_state)
 
     owned: list[Counter[int]] = [Counter() for _ in range(n_players)]
-    parsed = []
     n_actions = action_table(config).n
     for p, pl in enumerate(players):
         where = f"snapshot.players[{p}]"
@@ -227,12 +231,16 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
         for j, pile in enumerate(work_raw):
             cards = _cards(pile, f"{where}.work[{j}]", MAX_PILE, False)
             _check_run(cards, f"{where}.work[{j}]")
-            work.append(cards)
+            new.work[0, p, j, : len(cards)] = cards
+            new.work_len[0, p, j] = len(cards)
+            work += cards
         stock = _cards(_field(pl, "stock", where), f"{where}.stock", d, True)
         waste = _cards(_field(pl, "waste", where), f"{where}.waste", d, True)
-        redeals = _int(_field(pl, "redeals", where), f"{where}.redeals", 0, 32767)
-        false_calls = _int(_field(pl, "false_calls", where), f"{where}.false_calls", 0, 32767)
-        match_score = _int(pl.get("match_score", 0), f"{where}.match_score", -_INT32_MAX - 1, _INT32_MAX)
+        new.redeals[0, p] = _int(_field(pl, "redeals", where), f"{where}.redeals", 0, 32767)
+        new.false_calls[0, p] = _int(_field(pl, "false_calls", where), f"{where}.false_calls", 0, 32767)
+        new.match_score[0, p] = _int(
+            pl.get("match_score", 0), f"{where}.match_score", -_INT32_MAX - 1, _INT32_MAX
+        )
         moves = pl.get("last_moves", [])
         if (
             not isinstance(moves, list)
@@ -243,8 +251,9 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
                 f"{where}.last_moves must list at most last_moves={config.last_moves} action indices from 1 to "
                 f"{n_actions - 1}, got {short(moves)}"
             )
+        new.last_moves[0, p, : len(moves)] = moves
         memory = pl.get("memory", {"stock": [0] * len(stock), "waste": [0] * len(waste)})
-        for name, pile in (("stock", stock), ("waste", waste)):
+        for k, (name, pile) in enumerate((("stock", stock), ("waste", waste))):
             known = _field(memory, name, f"{where}.memory")
             if (
                 not isinstance(known, list)
@@ -255,20 +264,22 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
                     f"{where}.memory.{name} must list one of 0 (never seen), 1 (seen) or 2 (known) per card of the "
                     f"{name} ({len(pile)}), got {short(known)}"
                 )
-        for c in nertz + stock + waste + [c for pile in work for c in pile]:
+            if config.memory:
+                new.memory[0, p, k, : len(pile)] = known
+        for name, cards in (("nertz", nertz), ("stock", stock), ("waste", waste)):
+            getattr(new, name)[0, p, : len(cards)] = cards
+            getattr(new, f"{name}_len")[0, p] = len(cards)
+        for c in nertz + stock + waste + work:
             owned[p][min(c, JOKER)] += 1
-        parsed.append((nertz, work, stock, waste, redeals, false_calls, match_score, moves, memory))
 
     lake_raw = _field(snap, "lake", "snapshot")
     max_f = n_players * (4 + config.jokers)
     if not isinstance(lake_raw, list) or len(lake_raw) > max_f:
         raise SnapshotError(f"snapshot.lake must be a list of at most {max_f} foundations")
-    lake = []
     for f, fnd in enumerate(lake_raw):
         where = f"snapshot.lake[{f}]"
         if not isinstance(fnd, list) or not 1 <= len(fnd) <= 13:
             raise SnapshotError(f"{where} must be a list of 1 to 13 [card, seat] pairs")
-        cells: list[tuple[int, int, int]] = []
         for k, pair in enumerate(fnd):
             if not isinstance(pair, (list, tuple)) or len(pair) != 2:
                 raise SnapshotError(f"{where}[{k}] must be a [card, seat] pair")
@@ -278,13 +289,19 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
                 raise SnapshotError(f"{where}[{k}]: {e}") from None
             seat = _int(pair[1], f"{where}[{k}] seat", 0, n_players - 1)
             real = code - LAKE_JOKER_FLAG if code >= LAKE_JOKER_FLAG else code
-            if real % 13 != k or (k > 0 and real // 13 != cells[0][2] // 13):
+            if k == 0:
+                suit = real // 13
+            if real % 13 != k or real // 13 != suit:
                 raise SnapshotError(
                     f"{where}[{k}]: {pair[0]} does not continue the foundation (ace first, then up by suit)"
                 )
-            cells.append((code, seat, real))
+            new.lake[0, f, k] = code
+            new.lake_owner[0, f, k] = seat
+            new.lake_played[0, seat] += 1
             owned[seat][JOKER if code >= LAKE_JOKER_FLAG else code] += 1
-        lake.append(cells)
+        new.lake_len[0, f] = len(fnd)
+        new.lake_tops[0, real] += 1
+    new.lake_n[0] = len(lake_raw)
 
     deck = Counter(range(NUM_CARDS))
     if config.jokers:
@@ -297,44 +314,7 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
                 f"snapshot.players[{p}]: the deck must hold every card once; missing "
                 f"{[to_text(c) for c in missing]}, extra {[to_text(c) for c in extra]}"
             )
-
-    # All checked: write the table.
-    state.rng[t] = np.uint64(rng_state)
-    state.tick[t] = tick
-    state.round_idx[t] = rnd
-    state.since_progress[t] = since
-    state.stalls[t] = stalls
-    state.done[t] = _DONE_CODES[done]
-    for p, (nertz, work, stock, waste, redeals, false_calls, match_score, moves, memory) in enumerate(parsed):
-        state.last_moves[t, p, :] = -1
-        state.last_moves[t, p, : len(moves)] = moves
-        if config.memory:
-            state.memory[t, p, 0, : len(stock)] = memory["stock"]
-            state.memory[t, p, 1, : len(waste)] = memory["waste"]
-        state.nertz[t, p, : len(nertz)] = nertz
-        state.nertz_len[t, p] = len(nertz)
-        for j, pile in enumerate(work):
-            state.work[t, p, j, : len(pile)] = pile
-            state.work_len[t, p, j] = len(pile)
-        state.stock[t, p, : len(stock)] = stock
-        state.stock_len[t, p] = len(stock)
-        state.waste[t, p, : len(waste)] = waste
-        state.waste_len[t, p] = len(waste)
-        state.redeals[t, p] = redeals
-        state.false_calls[t, p] = false_calls
-        state.match_score[t, p] = match_score
-        state.lake_played[t, p] = 0
-    state.lake_tops[t, :] = 0
-    state.lake_len[t, :] = 0
-    state.lake_n[t] = len(lake)
-    for f, cells in enumerate(lake):
-        for k, (code, seat, _real) in enumerate(cells):
-            state.lake[t, f, k] = code
-            state.lake_owner[t, f, k] = seat
-            state.lake_played[t, seat] += 1
-        state.lake_len[t, f] = len(cells)
-        state.lake_tops[t, cells[-1][2]] += 1
-    for arr in (state.rewards, state.illegal, state.lost_race, state.applied):
-        arr[t] = 0
-    state.round_end[t] = 0
+    for name, arr in new._asdict().items():
+        if name not in _PARAMETERS:
+            getattr(state, name)[t] = arr[0]
     observe_table(state, t)
