@@ -1,24 +1,6 @@
 """Move features: for each action, a short vector that says what the move does, read from the seat's observation
-alone (no hidden card). A move-scoring policy reads them (docs/env/nertz.md, "Move features").
-
-Slices, in order (``W`` work piles; card blocks are the observation's 18 card features)::
-
-    kind         9       one-hot over the action kinds (wait, flip, lake, to_work, run, call, tuck, rotate,
-                         joker_lake)
-    source       3 + W   nertz, waste, work; then the work pile's index
-    dest         2 + W   lake, work; then the work pile's index
-    card         18      the card that moves (a run's bottom card; a joker to the lake with its declared suit)
-    red          1       that card is red
-    length       1       cards moved / 13
-    dest_top     18      the destination pile's exposed card (a tuck: its base)
-    dest_empty   1       the destination pile is empty
-    uncovers     18      the card of the source work pile the move uncovers
-    empties      1       the source pile is empty after the move (the Nertz pile: the seat is out)
-    reveals .. undo      one flag each: what the move allows or undoes (docs/env/nertz.md, "Move features")
-
-The seat's last move comes from the ``last_moves`` slice when the observation has one, else from the
-``last_move`` argument (-1 or None: unknown). Compiled with numba; the policy's numpy forward calls the same
-row function (:func:`write_move`).
+alone (no hidden card), for a move-scoring policy. The slices and what they mean: docs/env/nertz.md, "Move
+features". Compiled with numba; the policy's numpy forward calls the same row function (:func:`write_move`).
 """
 
 from __future__ import annotations
@@ -67,7 +49,7 @@ K_NS, K_DECK, K_FIRST, K_ACTIONS, K_LAST = range(5)
 
 
 class MoveLayout:
-    """Named slices of a move's feature vector for one config (see the module docstring).
+    """Named slices of a move's feature vector for one config (docs/env/nertz.md, "Move features").
 
     :func:`move_layout` makes one per config and shares it: ``offsets`` is read-only.
     """

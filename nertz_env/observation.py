@@ -1,37 +1,8 @@
 """The observation vector: one flat float32 vector per seat with named slices, and ``decode`` back.
 
-Every card feature block is 18 wide: 13 rank one-hot (A..K), 4 suit one-hot (C D H S), 1 joker flag. A joker
-with no value sets only the flag; a joker fixed on a work pile sets its rank and 0.5 on both suits of its
-colour. An empty slot is all zeros. Counts are divided by their maximum so that every value is in [0, 1].
-
-Slices, in order (``P`` players, ``W`` work piles; "opponents" are the other seats in seat order starting
-after the observer)::
-
-    nertz_top        18       own Nertz pile's face-up top card
-    nertz_count      1        cards in the own Nertz pile / nertz_size
-    waste_top        18       own waste's top card (the only playable waste card)
-    stock_count      1        cards in the own stock / deck size
-    waste_count      1        cards in the own waste / deck size
-    work_cards       W * 52   per work pile, the cards it holds (multi-hot over the 52 cards; a pile is an
-                              ordered run, so the set fixes the order)
-    work_joker       W        per work pile, 1 if it holds a joker (a wild one, not in work_cards, is its top)
-    work_exposed     W * 18   per work pile, its exposed (top) card
-    work_count       W        per work pile, cards / 13
-    lake_tops        52       per card, the foundations whose top is that card / (P * (1 + jokers)): at most
-                              every deck's copy of the card and every joker declared as it
-    opp_nertz_top    (P-1)*18 each opponent's Nertz top card
-    opp_nertz_count  P-1      each opponent's Nertz cards / nertz_size
-    opp_teammate     P-1      1 if that seat is the observer's partner (``teams``)
-    status           7        tick / max_ticks, ticks since progress / stall_ticks, stalls so far / 2,
-                              1 if the observer may act this tick (``turn_based``), redeals left fraction
-                              (1 when unlimited), own cards in the lake / deck size, round / rounds in match
-    memory_*         4 * D    only with ``memory``: what the seat knows of its own stock and waste, one value
-                              per own card (``D`` = deck size; docs/env/nertz.md, "The seat's memory")
-    last_moves       K * A    only with ``last_moves`` = K > 0: the seat's own last K moves this round, most
-                              recent first, each a one-hot over the A actions (docs/env/nertz.md)
-
-Hidden cards (the Nertz pile below its top, the stock, the waste below its top, other layouts) never appear,
-except, with ``memory``, the seat's own cards it saw before.
+What each slice holds: docs/env/nertz.md, "Observation space". A card block is 18 values: 13 rank one-hot
+(A..K), 4 suit one-hot (C D H S), 1 joker flag; a joker fixed on a work pile sets its rank and 0.5 on both
+suits of its colour. Hidden cards never appear (with ``memory``, the seat's own cards it saw before do).
 """
 
 from __future__ import annotations
