@@ -1,8 +1,5 @@
-"""Every option of the rules contract (``shared/RULES.md``), validated, with its default.
-
-``NertzConfig`` is the single source of truth for a table's rules. Build one with ``NertzConfig(**options)``
-or ``make_config(**options)``; a bad option raises ``ValueError`` naming the option and the allowed values.
-Options that RULES.md names keep exactly its names.
+"""Every option of the rules contract (``shared/RULES.md``, by its names), validated, with its default: the one
+:class:`NertzConfig` of a table. A bad option raises ``ValueError`` naming the option and the allowed values.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The global state: the whole table as one vector, hidden cards included, for centralized critics.
-
-PettingZoo's ``state()`` (shape ``(S,)``; ``(tables, S)`` for the vector envs) holds every card's exact
-position: per seat and card, a one-hot of its pile and its depth there; then each seat's status fields. It is
-for critics that train with privileged information (MAPPO, QMIX), never for a policy. Layout: docs/env/api.md.
-The two jokers of a deck are interchangeable: they take its joker slots in the order Nertz pile, stock, waste,
-work piles, lake.
+"""The global state: the whole table as one vector, hidden cards included, for centralized critics (PettingZoo's
+``state()``; layout: docs/env/api.md, "The global state"). A deck's jokers take its joker slots in the order
+Nertz pile, stock, waste, work piles, lake.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The info schema: every key each environment puts in its infos, on every step and at reset.
-
-Every env returns the same keys on every ``reset`` and ``step``, each with one type; a key whose event has not
-happened holds a typed "none yet" value (``0``, ``False``), never ``None``. Every value is a number or a numeric
-array, so clients that turn infos into arrays or tensors work (Tianshou, Gymnasium's vector info merge,
-AgileRL, TorchRL). This is the one place the schema is written: docs/env/api.md renders it and
-``tests/test_env.py`` checks every env against it.
+"""The info schema: every key each environment puts in its infos, on every step and at reset, each with one
+type and a "none yet" value, never ``None`` (why: docs/env/api.md, which renders the schema from here;
+``tests/test_env.py`` checks every env against it).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Gymnasium ids of nertz-env, registered when ``nertz_env`` is imported (docs/env/api.md, "Gymnasium ids").
-
-``nertz_env/Nertz-v0`` is the single-agent view (:class:`~nertz_env.single.NertzSingleAgentEnv`);
-``nertz_env/NertzAgents-v0`` the per-agent vector env (:func:`nertz_env.agent_vector_env`), with no single-env
-form: ``gymnasium.make_vec("nertz_env/NertzAgents-v0", num_envs=64, num_players=4)``.
-"""
+"""Gymnasium ids of nertz-env, registered when ``nertz_env`` is imported: the single-agent view and the per-agent
+vector env (docs/env/api.md, "Gymnasium ids")."""
 
 from __future__ import annotations
 

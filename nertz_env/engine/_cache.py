@@ -91,31 +91,27 @@ class CompileCacheWarning(UserWarning):
     """numba's on-disk cache cannot be used, so every process compiles the rules (given once per process)."""
 
 
-def _warn_once(message: str) -> None:
-    global _warned
-    if not _warned:
-        _warned = True
-        warnings.warn(message, CompileCacheWarning, stacklevel=3)
-
-
 def keyed_jit(options: dict[str, Any], cache: bool = True) -> Callable[[Callable[..., Any]], Any]:
     """``numba.njit(**options)``, and with ``cache`` a :class:`SourcesKeyedCache`. Without a writable cache
     folder it compiles in memory, with one :class:`CompileCacheWarning` per process."""
 
     def decorate(fn: Callable[..., Any]) -> Any:
+        global _warned
         dispatcher = numba.njit(**options)(fn)
         if cache and isinstance(dispatcher, Dispatcher):
             _cached.add(fn)
             try:
                 dispatcher._cache = SourcesKeyedCache(fn)  # type: ignore[attr-defined]
             except RuntimeError as e:  # numba: "cannot cache function ...: no locator available for file ..."
-                _warn_once(
-                    "nertz_env: no writable folder for numba's compile cache, so the rules compile in memory in "
-                    f"every process ({e}). To keep the compiled rules, set NUMBA_CACHE_DIR to a writable folder "
-                    "(e.g. export NUMBA_CACHE_DIR=/tmp/numba-cache)."
-                )
-            except (AttributeError, TypeError) as e:  # numba's cache internals changed: compile every time
-                _warn_once(f"nertz_env: numba's on-disk cache is off ({e!r}); every process compiles")
+                if not _warned:
+                    _warned = True
+                    warnings.warn(
+                        "nertz_env: no writable folder for numba's compile cache, so the rules compile in memory "
+                        f"in every process ({e}). To keep the compiled rules, set NUMBA_CACHE_DIR to a writable "
+                        "folder (e.g. export NUMBA_CACHE_DIR=/tmp/numba-cache).",
+                        CompileCacheWarning,
+                        stacklevel=2,
+                    )
         return dispatcher
 
     return decorate
