@@ -156,11 +156,8 @@ def _decode_pile(cells: np.ndarray, has_joker: bool, count: int) -> list[str]:
 
 
 def decode(obs: np.ndarray, config: NertzConfig) -> dict[str, Any]:
-    """Turn one observation vector back into a readable structure.
-
-    Args:
-        obs: a float32 vector of ``ObsLayout(config).size`` values (the ``"observation"`` entry).
-        config: the table's config.
+    """Turn one observation vector (the ``"observation"`` entry) of a table of ``config`` back into a readable
+    structure.
 
     Returns:
         ``{"nertz_top", "nertz_count", "waste_top", "stock_count", "waste_count", "work" (list of piles, each

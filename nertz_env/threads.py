@@ -1,8 +1,6 @@
-"""One place that caps the threads of the numeric libraries in a process the project runs or starts, and
-counts the CPUs it may use.
-
-On a machine with few cores, torch's pool of one thread per core in every worker process oversubscribes the
-cores (``bench/bench_workers.py``), so every process the project starts calls :func:`limit_threads` first.
+"""One place that caps the threads of the numeric libraries in a process the project runs or starts (every one
+calls :func:`limit_threads` first: one torch thread per core in each worker oversubscribes the cores,
+``bench/bench_workers.py``), and counts the CPUs it may use.
 """
 
 from __future__ import annotations
