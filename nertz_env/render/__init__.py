@@ -43,12 +43,9 @@ def render_text(snap: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def rgb_available() -> bool:
-    """Whether ``"rgb_array"`` can run here: resvg-py and pillow are installed (found, not imported)."""
-    return all(importlib.util.find_spec(m) is not None for m in ("resvg_py", "PIL"))
-
-
-RENDER_MODES: tuple[str, ...] = ("ansi", "rgb_array", "human") if rgb_available() else ("ansi", "human")
+#: ``"rgb_array"`` where resvg-py and pillow are installed (found, not imported)
+_RGB = all(importlib.util.find_spec(m) is not None for m in ("resvg_py", "PIL"))
+RENDER_MODES: tuple[str, ...] = ("ansi", "rgb_array", "human") if _RGB else ("ansi", "human")
 
 
 def check_mode(mode: str | None) -> str | None:
