@@ -347,10 +347,6 @@ def _lines(path: str, stream: Any, max_bytes: int) -> Iterator[tuple[int, bytes]
 _HASH = re.compile(r"[0-9a-f]{8}")
 
 
-def _is_int(v: Any) -> bool:
-    return type(v) is int  # JSON's types exactly: not a bool
-
-
 def _seats(n: int, *kinds: type) -> Callable[[Any], bool]:
     """A list of one value per seat, each of one of ``kinds`` (JSON's types exactly: a bool is no int)."""
     return lambda v: type(v) is list and len(v) == n and all(type(x) in kinds for x in v)
@@ -359,7 +355,7 @@ def _seats(n: int, *kinds: type) -> Callable[[Any], bool]:
 def _schema(n: int) -> dict[str, tuple[Callable[[Any], bool], str]]:
     """Every field of a replay's lines at a table of ``n`` seats: whether a value is good, and what it must be."""
     def seat_set(v: Any) -> bool:
-        return isinstance(v, list) and all(_is_int(x) and 0 <= x < n for x in v) and len(set(v)) == len(v)
+        return isinstance(v, list) and all(type(x) is int and 0 <= x < n for x in v) and len(set(v)) == len(v)
 
     return {
         # the header (``config`` is checked by the config itself)
@@ -367,7 +363,7 @@ def _schema(n: int) -> dict[str, tuple[Callable[[Any], bool], str]]:
         "snapshot": (lambda v: isinstance(v, dict) and bool(v), "the opening table (a nertz-snapshot/1 object)"),
         "meta": (lambda v: isinstance(v, dict), "a JSON object"),
         # a tick line
-        "t": (lambda v: _is_int(v) and v >= 0, "the tick (an integer >= 0)"),
+        "t": (lambda v: type(v) is int and v >= 0, "the tick (an integer >= 0)"),
         "a": (_seats(n, int), f"{n} action indices (one per seat)"),
         "n": (_seats(n, str), f"{n} action names (one per seat)"),
         "il": (seat_set, f"distinct seats from 0 to {n - 1}"),
@@ -449,7 +445,7 @@ def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES)
                     raise ReplayError(f"{where}: a line after the closing line")
                 elif "final" in obj or "stopped" in obj:
                     _check(obj, schema, (), where)
-                    if obj.get("ticks") != len(rep.ticks) or not _is_int(obj["ticks"]):
+                    if obj.get("ticks") != len(rep.ticks) or type(obj["ticks"]) is not int:
                         raise ReplayError(f"{where}: 'ticks' must be the number of tick lines ({len(rep.ticks)}), "
                                           f"got {_got(obj, 'ticks')}")
                     rep.final, rep.stopped = obj.get("final"), "final" not in obj

@@ -102,24 +102,11 @@ def _chart(
 def page_html(rep: Replay, title: str | None = None) -> str:
     """The replay page of ``rep``: the SVG parts of every frame, each distinct part stored once, gzip-compressed."""
     fr_list, drawings = _drawings(rep)
-    parts: list[str] = []
-    index: dict[str, int] = {}
-    frames: list[list[int]] = []
-    cards: set[str] = set()
-    back = False
-
-    def part(s: str) -> int:
-        k = index.get(s)
-        if k is None:
-            k = index[s] = len(parts)
-            parts.append(s)
-        return k
-
-    for d in drawings:
-        cards |= d.cards
-        back = back or d.uses_back
-        frames.append([part(d.head)] + [part(b) for b in d.body])
-    defs = TableDrawing(0, 0, "", [], cards, back).defs()
+    index: dict[str, int] = {}  # each distinct part and its place in ``parts``
+    frames = [[index.setdefault(s, len(index)) for s in (d.head, *d.body)] for d in drawings]
+    parts = list(index)
+    cards = set().union(*(d.cards for d in drawings))
+    defs = TableDrawing(0, 0, "", [], cards, any(d.uses_back for d in drawings)).defs()
     table = action_table(make_config(**rep.config))
     words: dict[int, str] = {}
     ticks: list[dict[str, Any]] = []
