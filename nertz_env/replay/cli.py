@@ -44,8 +44,7 @@ def _highlight(rec: dict[str, Any] | None) -> dict[str, Any]:
 def build_frames(rep: Replay) -> tuple[list[Frame], int]:
     """Every frame of the game (replayed and checked) and the work-pile room for the whole game."""
     frames = list(replay_frames(rep))
-    fan = max(FAN_CARDS, *(longest_pile(f.snapshot) for f in frames))
-    return frames, fan
+    return frames, max(FAN_CARDS, *(longest_pile(f.snapshot) for f in frames))
 
 
 def _drawings(rep: Replay) -> tuple[list[Frame], list[TableDrawing]]:
