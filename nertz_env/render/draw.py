@@ -120,8 +120,8 @@ _NARROW = {":": 3.0, ".": 3.0, ",": 3.0, "!": 3.0, "'": 3.0, " ": 3.5, "1": 4.5,
 _ADVANCE = 5.0
 
 
-_STROKES = {
-    ch: [[(float(a), float(b)) for a, b in (p.split(",") for p in part.split())] for part in spec.split("|") if part]
+_STROKES = {  # each glyph's polylines as lists of (x, y)
+    ch: [[tuple(map(float, pt.split(","))) for pt in line.split()] for line in spec.split("|") if line]
     for ch, spec in _GLYPHS.items()
 }
 

@@ -523,7 +523,20 @@ def replay_frames(src: Replay | str | os.PathLike[str]) -> Iterator[Frame]:
             raise ReplayMismatch(f"tick {short(rec['t'])}: the game had already ended")
         _obs, rewards, _, _, infos = env.step({a: rec["a"][p] for p, a in enumerate(names)})
         snap = env.snapshot()
-        _check_tick(rec, env, names, rewards, infos, snap)
+        end = round_end_name(infos[names[0]]) or None
+        replayed = [
+            ("tick", rec["t"], env.tick),
+            ("illegal seats", rec.get("il", []), [p for p, a in enumerate(names) if infos[a]["illegal"]]),
+            ("lost-race seats", rec.get("lr", []), [p for p, a in enumerate(names) if infos[a]["lost_race"]]),
+            ("rewards", rec.get("r", [0.0] * len(names)), [rewards[a] for a in names]),
+            ("round end", rec.get("end"), end),
+            ("round scores", rec.get("score"), [infos[a]["score"] for a in names] if end else None),
+            ("table hash", rec.get("h"), snapshot_hash(snap)),
+        ]
+        for what, recorded, got in replayed:
+            if recorded != got:
+                raise ReplayMismatch(
+                    f"tick {short(rec['t'])}: {what} recorded {short(recorded)}, replayed {short(got)}")
         ends = _round_rewards(env, names, infos) if "end" in rec else None
         if "end" in rec and snap["round"] != before["round"]:
             end_table = round_end_table(before, rec["a"])
@@ -555,29 +568,6 @@ def _round_rewards(env: NertzParallelEnv, names: list[str], infos: dict[str, dic
         }
         for p, a in enumerate(names)
     ]
-
-
-def _check_tick(
-    rec: dict[str, Any],
-    env: NertzParallelEnv,
-    names: list[str],
-    rewards: dict[str, float],
-    infos: dict[str, dict[str, Any]],
-    snap: dict[str, Any],
-) -> None:
-    end = round_end_name(infos[names[0]]) or None
-    replayed = [
-        ("tick", rec["t"], env.tick),
-        ("illegal seats", rec.get("il", []), [p for p, a in enumerate(names) if infos[a]["illegal"]]),
-        ("lost-race seats", rec.get("lr", []), [p for p, a in enumerate(names) if infos[a]["lost_race"]]),
-        ("rewards", rec.get("r", [0.0] * len(names)), [rewards[a] for a in names]),
-        ("round end", rec.get("end"), end),
-        ("round scores", rec.get("score"), [infos[a]["score"] for a in names] if end else None),
-        ("table hash", rec.get("h"), snapshot_hash(snap)),
-    ]
-    for what, recorded, got in replayed:
-        if recorded != got:
-            raise ReplayMismatch(f"tick {short(rec['t'])}: {what} recorded {short(recorded)}, replayed {short(got)}")
 
 
 def verify_replay(src: Replay | str | os.PathLike[str], partial: bool = False) -> int:
