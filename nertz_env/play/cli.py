@@ -1,11 +1,7 @@
 """``nertz-play``: take a seat at a Nertz table against agents, in your browser.
 
-    nertz-play                                          # you and three heuristic bots, real time
-    nertz-play --opponent search --opponent heuristic --opponent ppo   # three opponents (a table of 4)
-    nertz-play --opponent search --players 3                            # one fills every other seat
-    nertz-play --step --seed 7 --rule draw=1            # the table waits for your moves
-
-Guide: docs/guides/replays.md. Bad input prints one line and exits with code 2.
+Guide, with examples: docs/guides/replays.md ("Play a seat yourself"). Bad input prints one line and exits with
+code 2.
 """
 
 from __future__ import annotations
