@@ -144,7 +144,6 @@ def page_html(rep: Replay, title: str | None = None) -> str:
         "words": {str(k): v for k, v in words.items()},
         "names": rep.agents,
         "colours": [SEAT_COLOURS[p % len(SEAT_COLOURS)] for p in range(len(rep.agents))],
-        "series": series,
         "done": last["done"],
         "complete": rep.final is not None,
         "cut": rep.incomplete() is not None,
