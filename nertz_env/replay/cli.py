@@ -212,13 +212,11 @@ def write_animation(rep: Replay, path: str, fps: float, scale: float, kind: str)
     if kind == "gif":
         from PIL import Image
 
-        last = svg_to_rgb(svgs[-1], scale)
-        palette: Any = None
+        first, last = svg_to_rgb(svgs[0], scale), svg_to_rgb(svgs[-1], scale)
+        palette = _gif_palette(first, last)
         images = []
         for k, svg in enumerate(svgs, start=1):
-            img = svg_to_rgb(svg, scale) if k < len(svgs) else last
-            if palette is None:
-                palette = _gif_palette(img, last)
+            img = first if k == 1 else last if k == len(svgs) else svg_to_rgb(svg, scale)
             images.append(Image.fromarray(img).quantize(palette=palette, dither=Image.Dither.NONE))
             _progress(k, len(svgs), what)
         images[0].save(
@@ -232,10 +230,8 @@ def write_animation(rep: Replay, path: str, fps: float, scale: float, kind: str)
     writer = imageio.get_writer(path, fps=fps, codec="libx264", quality=8, macro_block_size=1, pixelformat="yuv420p")
     try:
         for k, svg in enumerate(svgs, start=1):
-            img = svg_to_rgb(svg, scale)
-            if img.shape[0] % 2 or img.shape[1] % 2:  # yuv420p needs even sides
-                img = np.pad(img, ((0, img.shape[0] % 2), (0, img.shape[1] % 2), (0, 0)), mode="edge")
-            writer.append_data(img)
+            img = svg_to_rgb(svg, scale)  # yuv420p needs even sides
+            writer.append_data(np.pad(img, ((0, img.shape[0] % 2), (0, img.shape[1] % 2), (0, 0)), mode="edge"))
             _progress(k, len(svgs), what)
     finally:
         writer.close()
