@@ -66,9 +66,7 @@ def _chart(
     n_t = len(series)
     h, left, right, top, bottom = 160, 40, 8, 8, 26
     lo = min(min(s) for s in series)
-    hi = max(max(s) for s in series)
-    if hi == lo:
-        hi = lo + 1
+    hi = max(lo + 1, *(max(s) for s in series))  # the scores are integers: a span of at least 1
     span_x = max(1, n_t - 1)
 
     def x(t: float) -> float:
