@@ -202,14 +202,10 @@ class NertzRLlibEnv(MultiAgentEnv):
     def _seat_opponents(self) -> None:
         """Draw each opponent seat's player for this deal: a scripted agent, or None (RLlib's mapping decides)."""
         s = self.env_spec
-        n = self.config.num_players
-        if s.learners >= n:
-            return
-        k_module = len(self._specs)
         for t in range(s.num_tables):
-            for p in range(s.learners, n):
+            for p in range(s.learners, self.config.num_players):  # no draw when every seat learns
                 k = int(self._rng.choice(len(self._draw_p), p=self._draw_p))
-                if k == k_module:
+                if k == len(self._specs):  # a frozen module's seat
                     self._scripted[t][p] = None
                     continue
                 spec = self._specs[k]

@@ -1,17 +1,15 @@
 """``nertz-play``: take a seat at a Nertz table against agents, in your browser.
 
-    nertz-play                                          # you and three heuristic bots, real time
-    nertz-play --opponent search --opponent heuristic --opponent ppo   # three opponents (a table of 4)
-    nertz-play --opponent search --players 3                            # one fills every other seat
-    nertz-play --step --seed 7 --rule draw=1            # the table waits for your moves
-
-Guide: docs/guides/replays.md. Bad input prints one line and exits with code 2.
+Guide, with examples: docs/guides/replays.md ("Play a seat yourself"). Bad input prints one line and exits with
+code 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
+import secrets
 import socket
 import sys
 import threading
@@ -158,29 +156,25 @@ def access(host: str) -> tuple[list[str] | None, str | None]:
     """Who may reach a table served on ``host``: ``(allowed Host names, token)``. On loopback (127.0.0.0/8, ::1,
     localhost): loopback Host names (an IPv6 one in brackets, as a ``Host`` header has it), no token. Beyond it:
     any Host name, and a new secret token."""
-    import ipaddress
-    import secrets
-
-    try:
-        ip = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        ip = None
+    ip = _ip(host)
     if (ip is not None and ip.is_loopback) or host.lower().rstrip(".") == "localhost":
         return [*LOOPBACK, f"[{ip}]" if ip is not None and ip.version == 6 else host.lower()], None
-
     return None, secrets.token_urlsafe(24)
+
+
+def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """``host`` as an IP address (brackets stripped), or None for a name."""
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
 
 
 def addresses(host: str, port: int, token: str | None) -> tuple[str, str]:
     """``(address to print, address for a browser on this machine)`` of a table on ``host:port``."""
-    import ipaddress
-
     query = f"?token={token}" if token else ""
     name = host
-    try:
-        ip = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        ip = None
+    ip = _ip(host)
     if ip is not None and ip.is_unspecified:  # 0.0.0.0 or ::: every address of this machine
         name = socket.gethostname() or host
         local = "[::1]" if ip.version == 6 else "127.0.0.1"

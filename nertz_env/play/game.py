@@ -27,8 +27,6 @@ from nertz_env.actions import (
     SRC_NERTZ,
     SRC_WASTE,
     SRC_WORK0,
-    TO_WORK,
-    TUCK,
     WAIT,
 )
 from nertz_env.agents.base import Agent
@@ -195,24 +193,17 @@ class PlayGame:
 
     def _describe(self, a: int) -> dict[str, Any]:
         row = self.table[a]
-        src: dict[str, Any] | None
-        dst: dict[str, Any] | None = None
+        zone = {SRC_NERTZ: "nertz", SRC_WASTE: "waste"}.get(row.src, "work")
+        # the cards that move: a run's length, else one
+        src: dict[str, Any] | None = {"zone": zone, "pile": row.src - SRC_WORK0 if zone == "work" else None,
+                                      "count": row.length if row.kind == RUN else 1}
         if row.kind in (FLIP, ROTATE):
-            src = {"zone": "stock", "pile": None}
+            src = {"zone": "stock", "pile": None, "count": 1}
         elif row.kind == CALL:
             src = None
-        elif row.kind == RUN:
-            src = {"zone": "work", "pile": row.src - SRC_WORK0, "count": row.length}
+        dst: dict[str, Any] | None = {"zone": "lake", "pile": None} if row.kind in (LAKE, JOKER_LAKE) else None
+        if row.dst >= 0:  # a work pile (to_work, tuck, run)
             dst = {"zone": "work", "pile": row.dst}
-        else:
-            zone = {SRC_NERTZ: "nertz", SRC_WASTE: "waste"}.get(row.src, "work")
-            src = {"zone": zone, "pile": row.src - SRC_WORK0 if zone == "work" else None}
-            if row.kind in (LAKE, JOKER_LAKE):
-                dst = {"zone": "lake", "pile": None}
-            elif row.kind in (TO_WORK, TUCK):
-                dst = {"zone": "work", "pile": row.dst}
-        if src is not None:
-            src.setdefault("count", 1)  # cards that move: a run's length, else one
         return {
             "action": a,
             "kind": KIND_NAMES[row.kind],

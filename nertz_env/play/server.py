@@ -264,7 +264,6 @@ class TableServer:
         """A tab whose connection does not take what it is sent: forget it (the next tab plays the seat). Its
         connection ends when it answers no ping (:mod:`nertz_env.play.limits`)."""
         was_player = tab.ws is self.player
-        self._forget(tab)
         self.log(f"dropped a {'playing' if was_player else 'watching'} tab that does not read ({why}); the table goes on")
         self.disconnect(tab.ws)
 

@@ -24,12 +24,7 @@ def render_text(snap: dict[str, Any]) -> str:
         f"Nertz  round {snap['round'] + 1}  tick {snap['tick']}  "
         f"(no progress for {snap['since_progress']} ticks, stalls {snap['stalls']})  {snap['done']}"
     ]
-    lake = snap["lake"]
-    if lake:
-        tops = [f"{f[-1][0]}({len(f)})" for f in lake]
-        lines.append("Lake: " + " ".join(tops))
-    else:
-        lines.append("Lake: (empty)")
+    lines.append("Lake: " + (" ".join(f"{f[-1][0]}({len(f)})" for f in snap["lake"]) or "(empty)"))
     for p, pl in enumerate(snap["players"]):
         nertz = pl["nertz"]
         top = nertz[-1] if nertz else "--"
@@ -43,12 +38,9 @@ def render_text(snap: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def rgb_available() -> bool:
-    """Whether ``"rgb_array"`` can run here: resvg-py and pillow are installed (found, not imported)."""
-    return all(importlib.util.find_spec(m) is not None for m in ("resvg_py", "PIL"))
-
-
-RENDER_MODES: tuple[str, ...] = ("ansi", "rgb_array", "human") if rgb_available() else ("ansi", "human")
+#: ``"rgb_array"`` where resvg-py and pillow are installed (found, not imported)
+_RGB = all(importlib.util.find_spec(m) is not None for m in ("resvg_py", "PIL"))
+RENDER_MODES: tuple[str, ...] = ("ansi", "rgb_array", "human") if _RGB else ("ansi", "human")
 
 
 def check_mode(mode: str | None) -> str | None:

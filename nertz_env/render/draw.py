@@ -120,18 +120,10 @@ _NARROW = {":": 3.0, ".": 3.0, ",": 3.0, "!": 3.0, "'": 3.0, " ": 3.5, "1": 4.5,
 _ADVANCE = 5.0
 
 
-def _parse_glyphs() -> dict[str, list[list[tuple[float, float]]]]:
-    out = {}
-    for ch, spec in _GLYPHS.items():
-        lines = []
-        for part in spec.split("|"):
-            if part:
-                lines.append([(float(a), float(b)) for a, b in (p.split(",") for p in part.split())])
-        out[ch] = lines
-    return out
-
-
-_STROKES = _parse_glyphs()
+_STROKES = {  # each glyph's polylines as lists of (x, y)
+    ch: [[tuple(map(float, pt.split(","))) for pt in line.split()] for line in spec.split("|") if line]
+    for ch, spec in _GLYPHS.items()
+}
 
 
 def _num(v: float) -> str:
@@ -285,14 +277,8 @@ def longest_pile(snap: Mapping[str, Any]) -> int:
 def _attrs(interactive: bool, zone: str, seat: int | None = None, pile: int | None = None, depth: int | None = None) -> str:
     if not interactive:
         return ""
-    s = f' class="hit" data-zone="{zone}"'
-    if seat is not None:
-        s += f' data-seat="{seat}"'
-    if pile is not None:
-        s += f' data-pile="{pile}"'
-    if depth is not None:
-        s += f' data-depth="{depth}"'
-    return s
+    data = {"zone": zone, "seat": seat, "pile": pile, "depth": depth}
+    return ' class="hit"' + "".join(f' data-{k}="{v}"' for k, v in data.items() if v is not None)
 
 
 def _select_rect(x: float, y: float, w: float, h: float) -> str:
@@ -384,19 +370,14 @@ def _seat_panel(
         out.append(f'<g class="pile" data-zone="work" data-pile="{j}">')
         if not pile:
             out.append(_slot(px, y, "", _attrs(interactive, "work", p, j, 0)))
-            if sel_zone == "work" and select is not None and select.get("pile") == j:
-                out.append(_select_rect(px, y, CW, CH))
-        else:
-            n = len(pile)
-            step = FAN if n <= fan else (fan_h - CH) / (n - 1)
-            for k, c in enumerate(pile):
-                cards.add(c)
-                out.append(_use(c, px, y + k * step, _attrs(interactive, "work", p, j, n - k)))
-            if sel_zone == "work" and select is not None and select.get("pile") == j:
-                d = int(select.get("depth", 1) or 1)
-                top_k = max(0, n - d)
-                sy = y + top_k * step
-                out.append(_select_rect(px, sy, CW, (n - 1 - top_k) * step + CH))
+        n = len(pile)
+        step = FAN if n <= fan else (fan_h - CH) / (n - 1)
+        for k, c in enumerate(pile):
+            cards.add(c)
+            out.append(_use(c, px, y + k * step, _attrs(interactive, "work", p, j, n - k)))
+        if sel_zone == "work" and select is not None and select.get("pile") == j:  # the run from depth d up
+            top_k = max(0, n - int(select.get("depth", 1) or 1))
+            out.append(_select_rect(px, y + top_k * step, CW, max(0, n - 1 - top_k) * step + CH))
         out.append("</g>")
     if banner:
         text, kind = banner

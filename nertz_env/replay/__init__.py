@@ -347,10 +347,6 @@ def _lines(path: str, stream: Any, max_bytes: int) -> Iterator[tuple[int, bytes]
 _HASH = re.compile(r"[0-9a-f]{8}")
 
 
-def _is_int(v: Any) -> bool:
-    return type(v) is int  # JSON's types exactly: not a bool
-
-
 def _seats(n: int, *kinds: type) -> Callable[[Any], bool]:
     """A list of one value per seat, each of one of ``kinds`` (JSON's types exactly: a bool is no int)."""
     return lambda v: type(v) is list and len(v) == n and all(type(x) in kinds for x in v)
@@ -359,7 +355,7 @@ def _seats(n: int, *kinds: type) -> Callable[[Any], bool]:
 def _schema(n: int) -> dict[str, tuple[Callable[[Any], bool], str]]:
     """Every field of a replay's lines at a table of ``n`` seats: whether a value is good, and what it must be."""
     def seat_set(v: Any) -> bool:
-        return isinstance(v, list) and all(_is_int(x) and 0 <= x < n for x in v) and len(set(v)) == len(v)
+        return isinstance(v, list) and all(type(x) is int and 0 <= x < n for x in v) and len(set(v)) == len(v)
 
     return {
         # the header (``config`` is checked by the config itself)
@@ -367,7 +363,7 @@ def _schema(n: int) -> dict[str, tuple[Callable[[Any], bool], str]]:
         "snapshot": (lambda v: isinstance(v, dict) and bool(v), "the opening table (a nertz-snapshot/1 object)"),
         "meta": (lambda v: isinstance(v, dict), "a JSON object"),
         # a tick line
-        "t": (lambda v: _is_int(v) and v >= 0, "the tick (an integer >= 0)"),
+        "t": (lambda v: type(v) is int and v >= 0, "the tick (an integer >= 0)"),
         "a": (_seats(n, int), f"{n} action indices (one per seat)"),
         "n": (_seats(n, str), f"{n} action names (one per seat)"),
         "il": (seat_set, f"distinct seats from 0 to {n - 1}"),
@@ -449,7 +445,7 @@ def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES)
                     raise ReplayError(f"{where}: a line after the closing line")
                 elif "final" in obj or "stopped" in obj:
                     _check(obj, schema, (), where)
-                    if obj.get("ticks") != len(rep.ticks) or not _is_int(obj["ticks"]):
+                    if obj.get("ticks") != len(rep.ticks) or type(obj["ticks"]) is not int:
                         raise ReplayError(f"{where}: 'ticks' must be the number of tick lines ({len(rep.ticks)}), "
                                           f"got {_got(obj, 'ticks')}")
                     rep.final, rep.stopped = obj.get("final"), "final" not in obj
@@ -527,7 +523,20 @@ def replay_frames(src: Replay | str | os.PathLike[str]) -> Iterator[Frame]:
             raise ReplayMismatch(f"tick {short(rec['t'])}: the game had already ended")
         _obs, rewards, _, _, infos = env.step({a: rec["a"][p] for p, a in enumerate(names)})
         snap = env.snapshot()
-        _check_tick(rec, env, names, rewards, infos, snap)
+        end = round_end_name(infos[names[0]]) or None
+        replayed = [
+            ("tick", rec["t"], env.tick),
+            ("illegal seats", rec.get("il", []), [p for p, a in enumerate(names) if infos[a]["illegal"]]),
+            ("lost-race seats", rec.get("lr", []), [p for p, a in enumerate(names) if infos[a]["lost_race"]]),
+            ("rewards", rec.get("r", [0.0] * len(names)), [rewards[a] for a in names]),
+            ("round end", rec.get("end"), end),
+            ("round scores", rec.get("score"), [infos[a]["score"] for a in names] if end else None),
+            ("table hash", rec.get("h"), snapshot_hash(snap)),
+        ]
+        for what, recorded, got in replayed:
+            if recorded != got:
+                raise ReplayMismatch(
+                    f"tick {short(rec['t'])}: {what} recorded {short(recorded)}, replayed {short(got)}")
         ends = _round_rewards(env, names, infos) if "end" in rec else None
         if "end" in rec and snap["round"] != before["round"]:
             end_table = round_end_table(before, rec["a"])
@@ -559,29 +568,6 @@ def _round_rewards(env: NertzParallelEnv, names: list[str], infos: dict[str, dic
         }
         for p, a in enumerate(names)
     ]
-
-
-def _check_tick(
-    rec: dict[str, Any],
-    env: NertzParallelEnv,
-    names: list[str],
-    rewards: dict[str, float],
-    infos: dict[str, dict[str, Any]],
-    snap: dict[str, Any],
-) -> None:
-    end = round_end_name(infos[names[0]]) or None
-    replayed = [
-        ("tick", rec["t"], env.tick),
-        ("illegal seats", rec.get("il", []), [p for p, a in enumerate(names) if infos[a]["illegal"]]),
-        ("lost-race seats", rec.get("lr", []), [p for p, a in enumerate(names) if infos[a]["lost_race"]]),
-        ("rewards", rec.get("r", [0.0] * len(names)), [rewards[a] for a in names]),
-        ("round end", rec.get("end"), end),
-        ("round scores", rec.get("score"), [infos[a]["score"] for a in names] if end else None),
-        ("table hash", rec.get("h"), snapshot_hash(snap)),
-    ]
-    for what, recorded, got in replayed:
-        if recorded != got:
-            raise ReplayMismatch(f"tick {short(rec['t'])}: {what} recorded {short(recorded)}, replayed {short(got)}")
 
 
 def verify_replay(src: Replay | str | os.PathLike[str], partial: bool = False) -> int:

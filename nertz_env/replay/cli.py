@@ -44,8 +44,7 @@ def _highlight(rec: dict[str, Any] | None) -> dict[str, Any]:
 def build_frames(rep: Replay) -> tuple[list[Frame], int]:
     """Every frame of the game (replayed and checked) and the work-pile room for the whole game."""
     frames = list(replay_frames(rep))
-    fan = max(FAN_CARDS, *(longest_pile(f.snapshot) for f in frames))
-    return frames, fan
+    return frames, max(FAN_CARDS, *(longest_pile(f.snapshot) for f in frames))
 
 
 def _drawings(rep: Replay) -> tuple[list[Frame], list[TableDrawing]]:
@@ -67,9 +66,7 @@ def _chart(
     n_t = len(series)
     h, left, right, top, bottom = 160, 40, 8, 8, 26
     lo = min(min(s) for s in series)
-    hi = max(max(s) for s in series)
-    if hi == lo:
-        hi = lo + 1
+    hi = max(lo + 1, *(max(s) for s in series))  # the scores are integers: a span of at least 1
     span_x = max(1, n_t - 1)
 
     def x(t: float) -> float:
@@ -102,24 +99,11 @@ def _chart(
 def page_html(rep: Replay, title: str | None = None) -> str:
     """The replay page of ``rep``: the SVG parts of every frame, each distinct part stored once, gzip-compressed."""
     fr_list, drawings = _drawings(rep)
-    parts: list[str] = []
-    index: dict[str, int] = {}
-    frames: list[list[int]] = []
-    cards: set[str] = set()
-    back = False
-
-    def part(s: str) -> int:
-        k = index.get(s)
-        if k is None:
-            k = index[s] = len(parts)
-            parts.append(s)
-        return k
-
-    for d in drawings:
-        cards |= d.cards
-        back = back or d.uses_back
-        frames.append([part(d.head)] + [part(b) for b in d.body])
-    defs = TableDrawing(0, 0, "", [], cards, back).defs()
+    index: dict[str, int] = {}  # each distinct part and its place in ``parts``
+    frames = [[index.setdefault(s, len(index)) for s in (d.head, *d.body)] for d in drawings]
+    parts = list(index)
+    cards = set().union(*(d.cards for d in drawings))
+    defs = TableDrawing(0, 0, "", [], cards, any(d.uses_back for d in drawings)).defs()
     table = action_table(make_config(**rep.config))
     words: dict[int, str] = {}
     ticks: list[dict[str, Any]] = []
@@ -158,7 +142,6 @@ def page_html(rep: Replay, title: str | None = None) -> str:
         "words": {str(k): v for k, v in words.items()},
         "names": rep.agents,
         "colours": [SEAT_COLOURS[p % len(SEAT_COLOURS)] for p in range(len(rep.agents))],
-        "series": series,
         "done": last["done"],
         "complete": rep.final is not None,
         "cut": rep.incomplete() is not None,
@@ -227,13 +210,11 @@ def write_animation(rep: Replay, path: str, fps: float, scale: float, kind: str)
     if kind == "gif":
         from PIL import Image
 
-        last = svg_to_rgb(svgs[-1], scale)
-        palette: Any = None
+        first, last = svg_to_rgb(svgs[0], scale), svg_to_rgb(svgs[-1], scale)
+        palette = _gif_palette(first, last)
         images = []
         for k, svg in enumerate(svgs, start=1):
-            img = svg_to_rgb(svg, scale) if k < len(svgs) else last
-            if palette is None:
-                palette = _gif_palette(img, last)
+            img = first if k == 1 else last if k == len(svgs) else svg_to_rgb(svg, scale)
             images.append(Image.fromarray(img).quantize(palette=palette, dither=Image.Dither.NONE))
             _progress(k, len(svgs), what)
         images[0].save(
@@ -247,10 +228,8 @@ def write_animation(rep: Replay, path: str, fps: float, scale: float, kind: str)
     writer = imageio.get_writer(path, fps=fps, codec="libx264", quality=8, macro_block_size=1, pixelformat="yuv420p")
     try:
         for k, svg in enumerate(svgs, start=1):
-            img = svg_to_rgb(svg, scale)
-            if img.shape[0] % 2 or img.shape[1] % 2:  # yuv420p needs even sides
-                img = np.pad(img, ((0, img.shape[0] % 2), (0, img.shape[1] % 2), (0, 0)), mode="edge")
-            writer.append_data(img)
+            img = svg_to_rgb(svg, scale)  # yuv420p needs even sides
+            writer.append_data(np.pad(img, ((0, img.shape[0] % 2), (0, img.shape[1] % 2), (0, 0)), mode="edge"))
             _progress(k, len(svgs), what)
     finally:
         writer.close()
