@@ -316,6 +316,10 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         layout = state_layout(self.config)
         return layout.fill(self._state, np.empty((1, layout.size), np.float32))[0]
 
+    def describe_action(self, index: int) -> str:
+        """An action index of this config in words."""
+        return self.actions.describe(index)
+
     def action_mask(self, agent: str) -> np.ndarray:
         """A copy of ``agent``'s current legal-action mask (int8)."""
         return self._state.mask[0, self._seat[agent]].copy()
