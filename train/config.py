@@ -612,14 +612,7 @@ def read_config_file(path: str) -> dict[str, Any]:
     ext = os.path.splitext(path)[1].lower()
     try:
         if ext == ".toml":
-            # tomllib is in the standard library from Python 3.11; on 3.10 the tomli package provides it
-            name = "tomllib" if sys.version_info >= (3, 11) else "tomli"
-            try:
-                toml = importlib.import_module(name)
-            except ImportError:
-                raise ConfigError(
-                    f"reading {path} needs Python 3.11+ or `pip install tomli`; or use JSON"
-                ) from None
+            toml = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")  # 3.10: tomli
             with open(path, "rb") as f:
                 data = toml.load(f)
         elif ext == ".json":
