@@ -112,7 +112,6 @@ def distill(
         with open(cfg_path, "w", encoding="utf-8") as f:
             json.dump(opts, f, indent=2)
 
-
     def meta(**figures: Any) -> dict[str, Any]:
         return make_meta(config, num_timesteps=0, mode="distillation", n_envs=1, distill={**opts, **figures})
 

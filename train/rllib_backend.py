@@ -276,8 +276,7 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
         if resume:
             algo.restore_from_path(os.path.abspath(resume))
         steps = int(read_rllib_meta(resume).get("num_timesteps", 0)) if resume else 0
-        league = config.env_config.get("learners_per_table") is not None
-        max_snapshots = cfg.pool.max_snapshots if league and cfg.pool and cfg.pool.snapshot_weight > 0 else 0
+        max_snapshots = cfg.pool.max_snapshots if cfg.pool and cfg.pool.snapshot_weight > 0 else 0
         for slot in range(max_snapshots):  # the league starts with copies of the starting learner
             add_snapshot(algo, slot)
         next_ckpt = steps + cfg.checkpoint_every if cfg.checkpoint_every else None
