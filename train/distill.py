@@ -32,10 +32,8 @@ def check_options(opts: dict[str, Any], config: NertzConfig) -> str:
     if not (np.isfinite(opts["anchor"]) and opts["anchor"] >= 0):
         raise ValueError(f"--anchor must be a finite number >= 0, got {opts['anchor']}")
     path = network_path(opts["init"])
-    student = make_agent(path)
-    student.reset(config, 0, 0)  # a network for another table fails here
-    teacher = make_agent(opts["teacher"])  # a bad teacher spec fails here
-    teacher.reset(config, 0, 0)
+    for spec in (path, opts["teacher"]):  # a network for another table, or a bad teacher spec, fails here
+        make_agent(spec).reset(config, 0, 0)
     return path
 
 
