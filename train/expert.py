@@ -91,15 +91,10 @@ def expert_iteration(
     torch.manual_seed(seed)
     policy, kwargs = load_for_fit(path)
     run = {"init": init, "planner": planner, "samples": samples, "window": window, "epochs": epochs, "seed": seed}
-    records: list[Any] = []
-    history: list[dict[str, Any]] = []
-    current = path
+    records, history = state.records, list(state.figures.get("history", []))  # empty in a new run
+    current = history[-1]["policy"] if history else path
     if state.step > 0:
-        records = state.records
         policy.load_state_dict(state.weights)
-        history = list(state.figures.get("history", []))
-        if history:
-            current = history[-1]["policy"]
         log(f"resumed from {checkpoint_dir}: {state.done}")
     try:
         for step in range(state.step, 2 * iterations):
