@@ -201,9 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         config = build_config(cfg, args.num_env_runners, args.tables_per_env, multi_agent=multi_agent)
     except ImportError as e:
-        print(f"nertz-train: error: the rllib backend needs the rllib extra ({install_command('rllib')}): {e}",
-              file=sys.stderr)
-        return 2
+        need = f"the rllib backend needs the rllib extra ({install_command('rllib')}): {e}"
+        return refuse("nertz-train", ImportError(need))
     except (UsageError, ClusterError, ConfigError, CheckpointError, AgentSpecError, FileNotFoundError, ValueError) as e:
         return refuse("nertz-train", e)
     note = budget_note(cfg, args.num_env_runners)
