@@ -87,11 +87,9 @@ def collect(
     from nertz_env.agents import make_agent
 
     p_count = config.num_players
-    rules = config.to_dict()
-    env = nertz_env.parallel_env(**rules)
+    env = nertz_env.parallel_env(**config.to_dict())
     agents = [make_agent(teacher) for _ in range(p_count)]
-    layout = obs_layout(config)
-    ncount = layout.slices["nertz_count"].start
+    ncount = obs_layout(config).slices["nertz_count"].start
     coef = float(config.nertz_penalty) if shaping else 0.0
     obs_l: list[np.ndarray] = []
     mask_l: list[np.ndarray] = []
