@@ -1,10 +1,6 @@
 """Distil a planner into the network alone: DAgger from a trained network, with a KL anchor to where it started.
 
-See docs/guides/training-sb3.md.
-
-    python -m nertz_env.train.distill --init ppo_imitation --teacher best --rounds 8 --samples 100000 \
-        --run-dir runs/distill
-    python -m nertz_env.train.distill --resume runs/distill --rounds 10   # continue exactly, to 10 rounds
+See docs/guides/training-sb3.md ("Distilling a planner into the network").
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """Expert iteration: train the policy inside the ``expert`` planner on the planner's own choices, and repeat.
 
-See docs/guides/training-sb3.md.
-
-    python -m nertz_env.train.expert --init ppo_imitation --iterations 4 --samples 100000 \
-        --checkpoint-dir runs/expert/iters --out runs/expert/best.zip
+See docs/guides/training-sb3.md ("Expert iteration").
 """
 
 from __future__ import annotations

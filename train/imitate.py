@@ -1,9 +1,6 @@
 """Behaviour cloning: a policy that imitates a scripted agent, as the starting point of PPO (``init_from``).
 
-See docs/guides/training-sb3.md.
-
-    python -m nertz_env.train.imitate --teacher search --samples 200000 --out runs/bc/policy.zip
-    nertz-train --config train/configs/long_run.toml --init-from runs/bc/policy.zip --run-dir runs/ppo
+See docs/guides/training-sb3.md ("Starting from imitation").
 """
 
 from __future__ import annotations
