@@ -476,15 +476,9 @@ def _options() -> dict[str, Option]:
     for section, (kind, prefix) in sections:
         types, default = get_type_hints(kind), kind()
         for f in dataclasses.fields(kind):
-            if f.name not in SECTIONS:
-                out[prefix + f.name] = Option(
-                    section,
-                    f.name,
-                    types[f.name],
-                    getattr(default, f.name),
-                    f.metadata["help"],
-                    f.metadata["want"],
-                )
+            if f.name not in SECTIONS:  # (the metadata: help and want)
+                value = getattr(default, f.name)
+                out[prefix + f.name] = Option(section, f.name, types[f.name], value, **f.metadata)
     return out
 
 
@@ -610,26 +604,17 @@ def read_config_file(path: str) -> dict[str, Any]:
     ``path`` may also name a shipped config (:func:`resolve_config_path`)."""
     path = resolve_config_path(path)
     ext = os.path.splitext(path)[1].lower()
+    if ext not in (".toml", ".json"):
+        raise ConfigError(f"config file {path}: use a .toml or .json file, got {ext or 'no extension'!r}")
     try:
         if ext == ".toml":
-            # tomllib is in the standard library from Python 3.11; on 3.10 the tomli package provides it
-            name = "tomllib" if sys.version_info >= (3, 11) else "tomli"
-            try:
-                toml = importlib.import_module(name)
-            except ImportError:
-                raise ConfigError(
-                    f"reading {path} needs Python 3.11+ or `pip install tomli`; or use JSON"
-                ) from None
+            toml = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")  # 3.10: tomli
             with open(path, "rb") as f:
                 data = toml.load(f)
-        elif ext == ".json":
+        else:
             with open(path, encoding="utf-8") as f:
                 data = json.load(f)
-        else:
-            raise ConfigError(f"config file {path}: use a .toml or .json file, got {ext or 'no extension'!r}")
     except (ValueError, OSError, RecursionError) as e:  # RecursionError: JSON nested thousands deep
-        if isinstance(e, ConfigError):
-            raise
         raise ConfigError(f"config file {path} could not be read: {e}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a table of options")

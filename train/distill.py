@@ -1,10 +1,6 @@
 """Distil a planner into the network alone: DAgger from a trained network, with a KL anchor to where it started.
 
-See docs/guides/training-sb3.md.
-
-    python -m nertz_env.train.distill --init ppo_imitation --teacher best --rounds 8 --samples 100000 \
-        --run-dir runs/distill
-    python -m nertz_env.train.distill --resume runs/distill --rounds 10   # continue exactly, to 10 rounds
+See docs/guides/training-sb3.md ("Distilling a planner into the network").
 """
 
 from __future__ import annotations
@@ -32,10 +28,8 @@ def check_options(opts: dict[str, Any], config: NertzConfig) -> str:
     if not (np.isfinite(opts["anchor"]) and opts["anchor"] >= 0):
         raise ValueError(f"--anchor must be a finite number >= 0, got {opts['anchor']}")
     path = network_path(opts["init"])
-    student = make_agent(path)
-    student.reset(config, 0, 0)  # a network for another table fails here
-    teacher = make_agent(opts["teacher"])  # a bad teacher spec fails here
-    teacher.reset(config, 0, 0)
+    for spec in (path, opts["teacher"]):  # a network for another table, or a bad teacher spec, fails here
+        make_agent(spec).reset(config, 0, 0)
     return path
 
 
@@ -111,7 +105,6 @@ def distill(
     if not resume:
         with open(cfg_path, "w", encoding="utf-8") as f:
             json.dump(opts, f, indent=2)
-
 
     def meta(**figures: Any) -> dict[str, Any]:
         return make_meta(config, num_timesteps=0, mode="distillation", n_envs=1, distill={**opts, **figures})

@@ -1,9 +1,6 @@
 """Evaluation of saved policies against the baselines, through the tournament harness: the trainer's
-``eval.csv`` rows, and a finished run's learning curve::
-
-    python -m nertz_env.train.evaluate RUN_DIR [--deals 200] [--seed 5] [--baseline search] [--workers 2]
-
-See docs/guides/training-sb3.md.
+``eval.csv`` rows, and a finished run's learning curve (``python -m nertz_env.train.evaluate RUN_DIR``). See
+docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations

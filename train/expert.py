@@ -1,9 +1,6 @@
 """Expert iteration: train the policy inside the ``expert`` planner on the planner's own choices, and repeat.
 
-See docs/guides/training-sb3.md.
-
-    python -m nertz_env.train.expert --init ppo_imitation --iterations 4 --samples 100000 \
-        --checkpoint-dir runs/expert/iters --out runs/expert/best.zip
+See docs/guides/training-sb3.md ("Expert iteration").
 """
 
 from __future__ import annotations
@@ -91,15 +88,10 @@ def expert_iteration(
     torch.manual_seed(seed)
     policy, kwargs = load_for_fit(path)
     run = {"init": init, "planner": planner, "samples": samples, "window": window, "epochs": epochs, "seed": seed}
-    records: list[Any] = []
-    history: list[dict[str, Any]] = []
-    current = path
+    records, history = state.records, list(state.figures.get("history", []))  # empty in a new run
+    current = history[-1]["policy"] if history else path
     if state.step > 0:
-        records = state.records
         policy.load_state_dict(state.weights)
-        history = list(state.figures.get("history", []))
-        if history:
-            current = history[-1]["policy"]
         log(f"resumed from {checkpoint_dir}: {state.done}")
     try:
         for step in range(state.step, 2 * iterations):

@@ -1,9 +1,6 @@
 """Behaviour cloning: a policy that imitates a scripted agent, as the starting point of PPO (``init_from``).
 
-See docs/guides/training-sb3.md.
-
-    python -m nertz_env.train.imitate --teacher search --samples 200000 --out runs/bc/policy.zip
-    nertz-train --config train/configs/long_run.toml --init-from runs/bc/policy.zip --run-dir runs/ppo
+See docs/guides/training-sb3.md ("Starting from imitation").
 """
 
 from __future__ import annotations
@@ -87,11 +84,9 @@ def collect(
     from nertz_env.agents import make_agent
 
     p_count = config.num_players
-    rules = config.to_dict()
-    env = nertz_env.parallel_env(**rules)
+    env = nertz_env.parallel_env(**config.to_dict())
     agents = [make_agent(teacher) for _ in range(p_count)]
-    layout = obs_layout(config)
-    ncount = layout.slices["nertz_count"].start
+    ncount = obs_layout(config).slices["nertz_count"].start
     coef = float(config.nertz_penalty) if shaping else 0.0
     obs_l: list[np.ndarray] = []
     mask_l: list[np.ndarray] = []
@@ -378,18 +373,13 @@ def imitate(
         os.makedirs(checkpoint_dir, exist_ok=True)
     torch.manual_seed(seed)
     policy, kwargs = build_policy(config, arch, activation, lr)
-    demos: Demonstrations | None = None
-    stats: dict[str, float] = {}
-    fit_s = 0.0
+    stats: dict[str, float] = dict(progress_state.figures.get("stats", {}))
+    fit_s = float(progress_state.figures.get("fit_s", 0.0))
     if progress_state.step > 0:
-        demos = progress_state.records[0]
         policy.load_state_dict(progress_state.weights)
-        stats = dict(progress_state.figures.get("stats", {}))
-        fit_s = float(progress_state.figures.get("fit_s", 0.0))
         log(f"resumed from {resume}: {progress_state.done}")
 
     def record(dagger_done: int) -> dict[str, Any]:
-        assert demos is not None
         return make_meta(
             config,
             num_timesteps=0,
@@ -402,18 +392,19 @@ def imitate(
 
     # the steps: 0 records the teacher, 1 fits; then each DAgger round k records (2k + 2) and fits (2k + 3)
     try:
+        if progress_state.step == 0:
+            first = collect(
+                teacher, config, samples, seed=seed, gamma=gamma, shaping=shaping, progress=progress,
+                relative_reward=relative_reward, teacher_threads=teacher_threads,
+            )
+            log(f"recorded {len(first.actions):,} decisions of {teacher} in {first.games} rounds "
+                f"({first.seconds:.0f} s)")
+            done = f"the {len(first.actions):,} decisions recorded (the first fit not started)"
+            progress_state.mark(1, [first], policy, done, stats=stats, fit_s=fit_s)
+        demos: Demonstrations = progress_state.records[0]
         for step in range(progress_state.step, 2 + 2 * dagger_rounds):
             k = step // 2 - 1  # the DAgger round of steps 2k + 2 and 2k + 3
-            if step == 0:
-                demos = collect(
-                    teacher, config, samples, seed=seed, gamma=gamma, shaping=shaping, progress=progress,
-                    relative_reward=relative_reward, teacher_threads=teacher_threads,
-                )
-                log(f"recorded {len(demos.actions):,} decisions of {teacher} in {demos.games} rounds "
-                    f"({demos.seconds:.0f} s)")
-                done = f"the {len(demos.actions):,} decisions recorded (the first fit not started)"
-            elif step % 2 == 0:
-                assert demos is not None
+            if step % 2 == 0:
                 student = PolicyAgent(policy, record(k), deterministic=True, name="student")
                 more = collect(
                     teacher, config, dagger_samples, seed=seed + 7_919 * (k + 1) * 1_000, gamma=gamma,
@@ -425,7 +416,6 @@ def imitate(
                     f"({more.seconds:.0f} s), {len(demos.actions):,} in all")
                 done = f"DAgger round {k + 1}'s records ({len(demos.actions):,} decisions in all; its fit not started)"
             else:
-                assert demos is not None
                 t0 = time.perf_counter()
                 stats = fit(policy, demos, epochs=epochs if step == 1 else dagger_epochs, batch_size=batch_size,
                             lr=lr, seed=seed if step == 1 else seed + k + 1, log=log)
@@ -436,12 +426,10 @@ def imitate(
                     log(f"checkpoint {path} ({time.perf_counter() - started:.0f} s since the start)")
                 done = "the first fit" if step == 1 else f"DAgger round {k + 1} of {dagger_rounds}"
                 done += f" ({len(demos.actions):,} decisions)"
-            assert demos is not None
             progress_state.mark(step + 1, [demos], policy, done, stats=stats, fit_s=fit_s)
     except KeyboardInterrupt:  # the state goes to checkpoint_dir, else <out without .zip>_resume
         folder = checkpoint_dir if checkpoint_dir is not None else os.path.splitext(out)[0] + "_resume"
         raise Interrupted(progress_state.save(folder) if progress_state.step > 0 else None, progress_state.done) from None
-    assert demos is not None
 
     save_policy(policy, kwargs, out, record(dagger_rounds))
     log(f"saved {out} (fit {fit_s:.0f} s)")

@@ -11,7 +11,6 @@ import csv
 import glob
 import os
 import re
-import sys
 from collections import defaultdict
 
 from nertz_env._text import plain
@@ -126,21 +125,18 @@ def main(argv: list[str] | None = None) -> int:
     if os.path.splitext(out)[1].lower() not in (".png", ".svg", ".pdf"):
         ap.error(f"--out must end in .png, .svg or .pdf, got {out!r}")
     if not os.path.isdir(args.run_dir):
-        print(f"{ap.prog}: error: run directory not found: {args.run_dir}", file=sys.stderr)
-        return 2
+        return refuse(ap.prog, FileNotFoundError(f"run directory not found: {args.run_dir}"))
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        print(f"{ap.prog}: error: drawing needs matplotlib: {install_command('eval')}", file=sys.stderr)
-        return 2
+        return refuse(ap.prog, ImportError(f"drawing needs matplotlib: {install_command('eval')}"))
     try:
         path = plot(args.run_dir, out, args.title)
     except FileNotFoundError as e:
         return refuse(ap.prog, e)
     except (KeyError, ValueError) as e:
-        print(f"{ap.prog}: error: {args.run_dir}: an evaluation file is not one that nertz-train wrote ({e!r})",
-              file=sys.stderr)
-        return 2
+        why = f"{args.run_dir}: an evaluation file is not one that nertz-train wrote ({e!r})"
+        return refuse(ap.prog, ValueError(why))
     print(path)
     return 0
 

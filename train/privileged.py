@@ -51,8 +51,6 @@ class PrivilegedCriticPolicy(MaskableActorCriticPolicy):
         super().__init__(*args, **kwargs)
 
     def _build_mlp_extractor(self) -> None:
-        if not 0 < self.obs_size < self.features_dim:
-            raise ValueError(f"obs_size must be between 1 and the input width {self.features_dim - 1}, got {self.obs_size}")
         self.mlp_extractor = _SplitExtractor(  # type: ignore[assignment]
             self.obs_size, self.features_dim, self.net_arch, self.activation_fn, self.device
         )

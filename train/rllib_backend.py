@@ -201,9 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         config = build_config(cfg, args.num_env_runners, args.tables_per_env, multi_agent=multi_agent)
     except ImportError as e:
-        print(f"nertz-train: error: the rllib backend needs the rllib extra ({install_command('rllib')}): {e}",
-              file=sys.stderr)
-        return 2
+        need = f"the rllib backend needs the rllib extra ({install_command('rllib')}): {e}"
+        return refuse("nertz-train", ImportError(need))
     except (UsageError, ClusterError, ConfigError, CheckpointError, AgentSpecError, FileNotFoundError, ValueError) as e:
         return refuse("nertz-train", e)
     note = budget_note(cfg, args.num_env_runners)
@@ -235,6 +234,7 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
     import ray
     import torch
 
+    from nertz_env.agents.rllib_policy import read_rllib_meta
     from nertz_env.rllib import add_snapshot
     from nertz_env.threads import limit_threads, usable_cpus
 
@@ -274,13 +274,8 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
             print(f"{len(nodes)} env runner(s) on {len(set(nodes))} node(s)", flush=True)
         if resume:
             algo.restore_from_path(os.path.abspath(resume))
-        state_path = os.path.join(os.path.abspath(resume), "nertz_meta.json") if resume else None
-        steps = 0
-        if state_path:
-            with open(state_path, encoding="utf-8") as f:
-                steps = int(json.load(f).get("num_timesteps", 0))
-        league = config.env_config.get("learners_per_table") is not None
-        max_snapshots = cfg.pool.max_snapshots if league and cfg.pool and cfg.pool.snapshot_weight > 0 else 0
+        steps = int(read_rllib_meta(resume).get("num_timesteps", 0)) if resume else 0
+        max_snapshots = cfg.pool.max_snapshots if cfg.pool and cfg.pool.snapshot_weight > 0 else 0
         for slot in range(max_snapshots):  # the league starts with copies of the starting learner
             add_snapshot(algo, slot)
         next_ckpt = steps + cfg.checkpoint_every if cfg.checkpoint_every else None

@@ -181,8 +181,7 @@ class Trainer:
         cfg, notes, resume_meta = check_run(cfg, resume)
         self.cfg = cfg
         self.log = log
-        threads = cfg.torch_threads or usable_cpus()
-        limit_threads(threads)
+        limit_threads(cfg.torch_threads or usable_cpus())
         self.config: NertzConfig = make_config(num_players=cfg.num_players, **cfg.rules)
         self.run_dir = os.path.abspath(cfg.run_dir)
         p = cfg.pool
