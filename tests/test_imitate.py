@@ -231,6 +231,27 @@ def test_distill__a_resumed_run_ends_with_the_same_network_as_one_that_never_sto
     assert make_agent(str(split / "policy.zip") + ":deterministic=true").actor is not None  # plays in numpy
 
 
+def test_distill__ctrl_c_prints_the_rounds_on_disk_and_the_command_that_continues(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nertz_env.train import distill, imitate
+
+    real, calls = imitate.collect, []
+
+    def collect(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # Ctrl-C while the second round plays
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(imitate, "collect", collect)
+    argv = [f"--{k.replace('_', '-')}={v}" for k, v in DISTILL.items()]
+    assert distill.main(["--run-dir", str(tmp_path / "r"), "--rounds", "3", *argv]) == 130
+    err = capsys.readouterr().err
+    assert f"interrupted; saved 1 of 3 rounds in {tmp_path / 'r'}" in err
+    assert err.strip().endswith(f"--rounds 3 --resume {tmp_path / 'r'}")
+
+
 # ---------------------------------------------------------------- the learned planner and expert iteration
 def test_expert__same_decisions_run_to_run_and_the_planner_overrides_its_network_sometimes() -> None:
     """With rollouts the planner is not its network: some moves differ from the network's first choice (with

@@ -78,6 +78,7 @@ def distill(
     from nertz_env.agents.meta import make_meta
     from nertz_env.agents.policy import PolicyAgent
     from nertz_env.train.imitate import Demonstrations, append_row, collect, fit, load_for_fit
+    from nertz_env.train.resume import Interrupted
     from nertz_env.train.trainer import save_policy
 
     cfg_path = os.path.join(run_dir, "config.json")
@@ -116,31 +117,35 @@ def distill(
     records = [Demonstrations.load(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz")) for k in range(len(done))]
     started = time.perf_counter()
     elapsed0 = float(done[-1]["elapsed_s"]) if done else 0.0
-    for k in range(len(done), int(opts["rounds"])):
-        # the network does not change while the round is collected: it plays through its numpy forward
-        actor = NumpyActor.from_policy(policy)
-        student = PolicyAgent(policy, meta(round=k), deterministic=True, name="student", actor=actor)
-        demos = collect(opts["teacher"], config, int(opts["samples"]), seed=int(opts["seed"]) + 7_919 * (k + 1),
-                        progress=progress, student=student, relative_reward=True)
-        demos.save(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz"))
-        records.append(demos)
-        agree = _agreement(policy, demos)
-        every = sum(records[1:], records[0])
-        torch.manual_seed(int(opts["seed"]) + k)
-        t0 = time.perf_counter()
-        stats = fit(policy, every, epochs=int(opts["epochs"]), batch_size=int(opts["batch_size"]), lr=float(opts["lr"]),
-                    seed=int(opts["seed"]) + k, log=log, anchor=start, anchor_coef=float(opts["anchor"]))
-        fit_s = time.perf_counter() - t0
-        out = os.path.join(run_dir, "rounds", f"round_{k + 1:02d}.zip")
-        save_policy(policy, kwargs, out, meta(round=k + 1, **stats))
-        row = {"round": k + 1, "decisions": len(demos.actions), "games": demos.games,
-               "collect_s": round(demos.seconds, 1), "fit_s": round(fit_s, 1), "fitted_on": len(every.actions),
-               "agreement_before_fit": round(agree, 5),
-               "elapsed_s": round(elapsed0 + time.perf_counter() - started, 1), "policy": out, **stats}
-        append_row(run_dir, row)
-        log(f"round {k + 1}/{opts['rounds']}: {len(demos.actions):,} decisions in {demos.seconds:.0f} s, the network "
-            f"agreed with {opts['teacher']} on {agree:.2%} before the fit; fit {fit_s:.0f} s, accuracy "
-            f"{stats['accuracy']:.2%}; saved {out}")
+    k = len(done)
+    try:
+        for k in range(len(done), int(opts["rounds"])):
+            # the network does not change while the round is collected: it plays through its numpy forward
+            actor = NumpyActor.from_policy(policy)
+            student = PolicyAgent(policy, meta(round=k), deterministic=True, name="student", actor=actor)
+            demos = collect(opts["teacher"], config, int(opts["samples"]), seed=int(opts["seed"]) + 7_919 * (k + 1),
+                            progress=progress, student=student, relative_reward=True)
+            demos.save(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz"))
+            records.append(demos)
+            agree = _agreement(policy, demos)
+            every = sum(records[1:], records[0])
+            torch.manual_seed(int(opts["seed"]) + k)
+            t0 = time.perf_counter()
+            stats = fit(policy, every, epochs=int(opts["epochs"]), batch_size=int(opts["batch_size"]), lr=float(opts["lr"]),
+                        seed=int(opts["seed"]) + k, log=log, anchor=start, anchor_coef=float(opts["anchor"]))
+            fit_s = time.perf_counter() - t0
+            out = os.path.join(run_dir, "rounds", f"round_{k + 1:02d}.zip")
+            save_policy(policy, kwargs, out, meta(round=k + 1, **stats))
+            row = {"round": k + 1, "decisions": len(demos.actions), "games": demos.games,
+                   "collect_s": round(demos.seconds, 1), "fit_s": round(fit_s, 1), "fitted_on": len(every.actions),
+                   "agreement_before_fit": round(agree, 5),
+                   "elapsed_s": round(elapsed0 + time.perf_counter() - started, 1), "policy": out, **stats}
+            append_row(run_dir, row)
+            log(f"round {k + 1}/{opts['rounds']}: {len(demos.actions):,} decisions in {demos.seconds:.0f} s, the network "
+                f"agreed with {opts['teacher']} on {agree:.2%} before the fit; fit {fit_s:.0f} s, accuracy "
+                f"{stats['accuracy']:.2%}; saved {out}")
+    except KeyboardInterrupt:  # every finished round is on disk: --resume continues from the last one
+        raise Interrupted(run_dir, f"{k} of {opts['rounds']} rounds") from None
     final = os.path.join(run_dir, "policy.zip")
     save_policy(policy, kwargs, final, meta(round=int(opts["rounds"])))
     rows = _read_log(run_dir)
@@ -181,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.run_dir is None:
         ap.error("give --run-dir (a new run) or --resume RUN_DIR")
     limit_threads(1)
-    code, result = run_command(ap.prog, argv, lambda: distill(
+    again = [] if args.rounds is None else ["--rounds", str(args.rounds)]  # all a resumed run takes
+    code, result = run_command(ap.prog, again, lambda: distill(
         args.resume or args.run_dir, rounds=args.rounds, rules=args.rule, resume=args.resume is not None,
         progress=sys.stderr.isatty(), **given,
     ))
