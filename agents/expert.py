@@ -106,14 +106,8 @@ class ExpertAgent(SearchAgent):
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         assert self._actor is not None
-        # a network trained with observation options the table lacks reads them from its agent's own record
-        memory = self._policy_agent.memory
-        seen = observation if memory is None else memory.observe(observation)
-        self._probs = self._actor.probabilities(seen, action_mask)
-        action = super().act(observation, action_mask)
-        if memory is not None:
-            memory.remember(action)
-        return action
+        self._probs = self._actor.probabilities(self._policy_agent.view(observation), action_mask)
+        return self._policy_agent.note(super().act(observation, action_mask))
 
     def _choose(self, s: np.ndarray, action_mask: np.ndarray) -> int:
         prio, probs = self._prio, self._probs

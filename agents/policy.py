@@ -358,16 +358,21 @@ class PolicyAgent:
             k = int(np.argmax(probs))
         return k
 
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        if self.memory is not None:
-            observation = self.memory.observe(observation)
-        if self.deterministic and self.actor is not None:
-            action = int(self.actor.first_choice(observation, action_mask))
-        else:
-            action = self.choose(self.probabilities(observation[None, :], action_mask[None, :])[0])
+    def view(self, observation: np.ndarray) -> np.ndarray:
+        """The observation as the policy was trained to see it (:class:`OwnMemory` adds what the table lacks)."""
+        return observation if self.memory is None else self.memory.observe(observation)
+
+    def note(self, action: int) -> int:
+        """Record the seat's ``action`` in the agent's own memory, when it keeps one; returns ``action``."""
         if self.memory is not None:
             self.memory.remember(action)
         return action
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        observation = self.view(observation)
+        if self.deterministic and self.actor is not None:
+            return self.note(int(self.actor.first_choice(observation, action_mask)))
+        return self.note(self.choose(self.probabilities(observation[None, :], action_mask[None, :])[0]))
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickled inside training checkpoints: keep the file and generator, not the network.
