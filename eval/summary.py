@@ -19,10 +19,6 @@ RATES = frozenset({"win", "nertz_out", "match_win"})
 """The metrics that are shares in [0, 1]: their intervals are clipped to [0, 1] (see eval/stats.py)."""
 
 
-def _estimate(metric: str, per_deal: dict[int, float]) -> Estimate:
-    return mean_ci([per_deal[d] for d in sorted(per_deal)], bounds=(0.0, 1.0) if metric in RATES else None)
-
-
 @dataclass
 class Rating:
     mu: float
@@ -272,7 +268,8 @@ def summarize(results: Results) -> Summary:
             "label": results.labels[k],
             "games": sum(sum(counts[key].values()) for key in keys),
             "deals": len(deals),
-            "metrics": {m: _estimate(m, per_deal[m]) for m in metrics},
+            "metrics": {m: mean_ci(list(per_deal[m].values()), bounds=(0.0, 1.0) if m in RATES else None)
+                        for m in metrics},
             "per_deal": per_deal,
             "scores": [x for key in keys for x in per_game_scores[key]],
         }
