@@ -111,11 +111,9 @@ class SearchAgent(_Base):
         per opponent worth ``_PRIOR_TICKS`` ticks."""
         assert self.config is not None
         prior = self.others * (self.config.num_players - 1)
-        return (
-            (self._others_sum + prior * _PRIOR_TICKS) / (self._ticks - 1 + _PRIOR_TICKS)
-            if self._ticks
-            else prior
-        )
+        if not self._ticks:
+            return prior
+        return (self._others_sum + prior * _PRIOR_TICKS) / (self._ticks - 1 + _PRIOR_TICKS)
 
     def reset(self, config: NertzConfig, seat: int, seed: int | None = None) -> None:
         super().reset(config, seat, seed)
