@@ -420,7 +420,8 @@ class _Worker:
 
 
 def _play_with_workers(
-    plan: _Plan, n: int, workers: int, done: dict[int, list[GameRecord]], bar: Any
+    plan: _Plan, n: int, workers: int, done: dict[int, list[GameRecord]], bar: Any,
+    factory: Callable[[str], Agent] = make_agent,
 ) -> None:
     """Play the deals with this process and ``workers - 1`` spawned ones, a few deals at a time as each gets free:
     this process starts at once (its agents are loaded), the workers join when they have imported. A worker that
@@ -444,7 +445,7 @@ def _play_with_workers(
             pool.append(_Worker(plan))
             for _ in range(2):  # one list of deals ahead
                 send(pool[-1])
-        player = Player(plan)
+        player = Player(plan, factory)
         while len(done) < n:
             if any(w.process.exitcode is not None for w in pool):
                 raise RuntimeError(_WORKER_DIED)
@@ -507,14 +508,8 @@ def play_tournament(
                 except ClusterFailure as e:
                     results.interrupted = True
                     results.failure = str(e)
-            elif workers <= 1:
-                player = Player(plan, tournament.factory or make_agent)
-                for d in range(n):
-                    deal, games = player.play_deal(d)
-                    done[deal] = games
-                    bar.update(1)
             else:
-                _play_with_workers(plan, n, workers, done, bar)
+                _play_with_workers(plan, n, workers, done, bar, tournament.factory or make_agent)
     except KeyboardInterrupt:
         results.interrupted = True
     finally:
