@@ -275,7 +275,27 @@ class OwnMemory:
             self.moves = [action, *self.moves[: self.k - 1]]
 
 
-class PolicyAgent:
+class TrainedAgent:
+    """What the agents of trained networks share: the record ``meta``, ``deterministic`` play (else a draw
+    from the agent's own generator), the ``name``, and :attr:`play`."""
+
+    def __init__(self, meta: dict[str, Any], deterministic: bool, name: str) -> None:
+        self.meta = meta
+        self.deterministic = bool(deterministic)
+        self.name = name
+        self.rng = np.random.default_rng()
+        self.seat = 0
+
+    @property
+    def play(self) -> str:
+        """How the agent picks its action, as result tables name it: ``"most probable"`` or ``"sampled"``."""
+        return play_name(self.deterministic)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, deterministic={self.deterministic})"
+
+
+class PolicyAgent(TrainedAgent):
     """A MaskablePPO policy behind the Agent protocol (docs/guides/learned-agents.md).
 
     Args:
@@ -295,21 +315,12 @@ class PolicyAgent:
     ) -> None:
         if policy is None and (actor is None or meta.get("path") is None):
             raise ValueError("a PolicyAgent without a network needs its numpy actor and meta['path']")
+        super().__init__(meta, deterministic, name)
         self._policy = policy
         self.actor = actor
-        self.meta = meta
         # None: a policy trained outside nertz-train, given no rules: it plays at tables of matching spaces
         self.trained_config: NertzConfig | None = None if meta.get("outside") else meta_config(meta)
-        self.deterministic = bool(deterministic)
-        self.name = name
-        self.rng = np.random.default_rng()
-        self.seat = 0
         self.memory: OwnMemory | None = None
-
-    @property
-    def play(self) -> str:
-        """How the agent picks its action, as result tables name it: ``"most probable"`` or ``"sampled"``."""
-        return play_name(self.deterministic)
 
     @property
     def policy(self) -> Any:
@@ -397,9 +408,6 @@ class PolicyAgent:
                 self.actor = numpy_actor(path)
             if self.actor is None:
                 self._policy, _ = load_policy(path, outside=True)
-
-    def __repr__(self) -> str:
-        return f"PolicyAgent({self.name!r}, deterministic={self.deterministic})"
 
 
 def load_policy_agent(path: str, config: NertzConfig | None = None, **params: Any) -> PolicyAgent:
