@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing import connection
 from typing import Any
@@ -345,10 +345,7 @@ def plan_tournament(
         note = getattr(agent, "table_note", None)
         if note:
             notes.append(str(note))
-    if mode == "round_robin":
-        lineups = round_robin_lineups(len(specs), num_players)
-    else:
-        lineups = gauntlet_lineups(len(specs), num_players)
+    lineups = (round_robin_lineups if mode == "round_robin" else gauntlet_lineups)(len(specs), num_players)
     seeds = None if deal_seeds is None else tuple(int(s) for s in deal_seeds)
     if seeds is not None:
         if not seeds or any(not 0 <= s < 2**64 for s in seeds):
@@ -464,22 +461,6 @@ def _play_with_workers(
             w.process.join()
 
 
-@contextlib.contextmanager
-def _one_torch_thread() -> Iterator[None]:
-    """Run torch (when a policy loaded it) in one thread, restoring the caller's setting after: a forward pass
-    at batch size 1 gains nothing from more, and spinning threads slow it on busy cores."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def play_tournament(
     tournament: Tournament, workers: int = 1, progress: bool = False, cluster: Any = None
 ) -> Results:
@@ -500,20 +481,26 @@ def play_tournament(
     from tqdm import tqdm
 
     bar = tqdm(total=n, unit="deal", desc="deals", dynamic_ncols=True, disable=not progress)
+    # torch (when a policy loaded it) plays in one thread, the caller's setting restored after: a forward pass
+    # at batch size 1 gains nothing from more, and spinning threads slow it on busy cores
+    torch = sys.modules.get("torch")
+    threads = torch.get_num_threads() if torch is not None else 1
     try:
-        with _one_torch_thread():
-            if cluster is not None:
-                try:
-                    cluster.play(n, done, bar)
-                except ClusterFailure as e:
-                    results.interrupted = True
-                    results.failure = str(e)
-            else:
-                _play_with_workers(plan, n, workers, done, bar, tournament.factory or make_agent)
+        if torch is not None:
+            torch.set_num_threads(1)
+        if cluster is not None:
+            cluster.play(n, done, bar)
+        else:
+            _play_with_workers(plan, n, workers, done, bar, tournament.factory or make_agent)
+    except ClusterFailure as e:
+        results.interrupted = True
+        results.failure = str(e)
     except KeyboardInterrupt:
         results.interrupted = True
     finally:
         bar.close()
+        if torch is not None:
+            torch.set_num_threads(threads)
     results.elapsed = time.perf_counter() - start
     results.deals_done = sorted(done)
     results.games = [g for d in results.deals_done for g in done[d]]
