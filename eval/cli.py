@@ -130,7 +130,7 @@ def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int
         )
     if args.workers is not None:
         cpus = usable_cpus()
-        if args.workers > cpus:  # each is a spawned process: --workers 1000 started 999 of them, none finished
+        if args.workers > cpus:  # each is a spawned process: more than the CPUs only share them
             raise UsageError(
                 f"--workers {args.workers} is more than the {cpus} CPU(s) this process can use: each worker is "
                 f"a process that loads the agents and plays on a CPU of its own, so more only share the same "
