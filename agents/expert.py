@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from nertz_env.agents.forward import NumpyActor
-from nertz_env.agents.kernels import PRIO_FLIP, PRIO_NERTZ_LAKE, pick_best
+from nertz_env.agents.kernels import PRIO_FLIP
 from nertz_env.agents.search import SearchAgent
 from nertz_env.config import NertzConfig
 
@@ -109,31 +109,23 @@ class ExpertAgent(SearchAgent):
         self._probs = self._actor.probabilities(self._policy_agent.view(observation), action_mask)
         return self._policy_agent.note(super().act(observation, action_mask))
 
-    def _choose(self, s: np.ndarray, action_mask: np.ndarray) -> int:
+    def _candidates(self, best: int, action_mask: np.ndarray) -> list[int]:
+        """The default move (``base``'s first choice), then the heuristic's ``best``, search's candidates and
+        the network's ``top`` most probable actions."""
         prio, probs = self._prio, self._probs
-        h_best = int(pick_best(prio, action_mask, self.rng.random()))
-        # a Nertz card to the lake (or a call) at once; and, as search does, the heuristic's choice when the
-        # seat lost track of which of its own cards are in the lake (say, it joined mid-round): rollouts
-        # would deal its hidden cards from the wrong set
-        if prio[h_best] >= PRIO_NERTZ_LAKE or not self._seat.lake_known:
-            return h_best
         p_order = np.argsort(-probs, kind="stable")
-        first = int(p_order[0]) if self.base == "policy" else h_best
-        if self.rollouts == 0:
-            return first
-        cands = [first]
-        for a in [h_best, *self._candidates(h_best, action_mask)[1:], *(int(x) for x in p_order[: self.top])]:
+        cands = [int(p_order[0]) if self.base == "policy" else best]
+        for a in [best, *super()._candidates(best, action_mask)[1:], *(int(x) for x in p_order[: self.top])]:
             if a not in cands and action_mask[a] and (prio[a] >= PRIO_FLIP or probs[a] > 0.0):
                 cands.append(a)
-        if len(cands) <= 1:
-            return first
-        values = self._values(s, cands)
-        if values is None:
-            return first
-        if self.prior > 0.0:
-            values = values + self.prior * np.log(np.maximum(probs[cands], _LOG_FLOOR))
-        k = int(np.argmax(values))
-        return cands[k] if values[k] > values[0] + self.margin else first
+        return cands
+
+    def _values(self, s: np.ndarray, cands: list[int]) -> np.ndarray | None:
+        """Search's rollout values plus ``prior`` times each candidate's log-probability."""
+        values = super()._values(s, cands)
+        if values is None or self.prior == 0.0:
+            return values
+        return values + self.prior * np.log(np.maximum(self._probs[cands], _LOG_FLOOR))
 
 
 class BestAgent(ExpertAgent):

@@ -143,16 +143,19 @@ class SearchAgent(HeuristicAgent):
 
     def _choose(self, s: np.ndarray, action_mask: np.ndarray) -> int:
         best = super()._choose(s, action_mask)  # the heuristic's own choice
-        if self.rollouts == 0 or self._prio[best] >= PRIO_NERTZ_LAKE or not self._seat.lake_known:
+        # a Nertz card to the lake (or a call) at once; and the heuristic's choice when the seat lost track of
+        # which of its own cards are in the lake (say, it joined mid-round): rollouts would deal its hidden
+        # cards from the wrong set
+        if self._prio[best] >= PRIO_NERTZ_LAKE or not self._seat.lake_known:
             return best
-        cands = self._candidates(best, action_mask)
-        if len(cands) <= 1:
-            return best
+        cands = self._candidates(best, action_mask)  # the default move first
+        if self.rollouts == 0 or len(cands) <= 1:
+            return cands[0]
         values = self._values(s, cands)
-        if values is None:  # the memory is out of step with the table: play the heuristic
-            return best
+        if values is None:  # the memory is out of step with the table
+            return cands[0]
         k = int(np.argmax(values))
-        return cands[k] if values[k] > values[0] + self.margin else best
+        return cands[k] if values[k] > values[0] + self.margin else cands[0]
 
     def _candidates(self, first: int, action_mask: np.ndarray) -> list[int]:
         """``first``, then the heuristic's best other legal actions down to a flip: ``candidates`` in all."""
