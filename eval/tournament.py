@@ -245,11 +245,8 @@ class Player:
         games = []
         for li, rotations in enumerate(plan.seatings):
             for r, seating in enumerate(rotations):
-                copies: dict[int, int] = {}
-                seated = []
-                for k in seating:
-                    seated.append(self._agent(k, copies.get(k, 0)))
-                    copies[k] = copies.get(k, 0) + 1
+                # an agent at several seats: one instance per seat, its copy number the seats it had before
+                seated = [self._agent(k, seating[:s].count(k)) for s, k in enumerate(seating)]
                 seeds = [agent_seed(plan.seed, deal, li, r, s) for s in range(len(seating))]
                 env: Any = self.env
                 if plan.replays is not None:
