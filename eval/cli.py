@@ -247,10 +247,8 @@ def _report(
         ]
     elif len(summary.agents) > 1:
         text += ["", differences_table(summary)]
-    if cluster is not None:
-        text.append(f"({results.elapsed:.1f} s, {cluster.describe()})")
-    else:
-        text.append(f"({results.elapsed:.1f} s, {results.workers} worker(s))")
+    where = cluster.describe() if cluster is not None else f"{results.workers} worker(s)"
+    text.append(f"({results.elapsed:.1f} s, {where})")
     out = "\n".join(text)
     print(out)
     if not args.no_save:
