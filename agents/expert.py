@@ -19,17 +19,9 @@ _LOG_FLOOR = 1e-6  # probabilities below this count as this in the prior (a log 
 
 
 class ExpertAgent(SearchAgent):
-    """Search with a learned policy as its default move and prior (docs/guides/learned-agents.md).
-
-    Args:
-        policy: a MaskablePPO ``.zip`` (or a shipped model's name) whose actor plays inside the planner
-            (default: the shipped ``ppo`` network).
-        prior: weight of the log-probability added to each candidate's rollout value (default 0).
-        top: the policy's most probable actions added to the candidates (default 2).
-        base: ``"policy"`` (default) or ``"heuristic"``: whose first choice is the default move.
-        margin: points a candidate's rollouts must score above the default move's to replace it (default 0.3).
-        Other arguments: as for :class:`~nertz_env.agents.search.SearchAgent`. With ``rollouts=0`` the planner
-        plays its network's first choice, and the options of the rollouts are refused.
+    """Search with a learned policy as its default move and prior. Its options (``policy``, ``prior``, ``top``,
+    ``base``, ``margin`` and :class:`~nertz_env.agents.search.SearchAgent`'s) are the table of the ``expert``
+    spec in docs/guides/learned-agents.md.
 
     Raises:
         FileNotFoundError: no such policy file (a table the network was not trained for fails in ``reset``).
