@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from nertz_env.agents.forward import NumpyActor
-from nertz_env.agents.kernels import PRIO_FLIP, PRIO_NERTZ_LAKE, pick_best
+from nertz_env.agents.kernels import PRIO_FLIP
 from nertz_env.agents.search import SearchAgent
 from nertz_env.config import NertzConfig
 
@@ -19,17 +19,9 @@ _LOG_FLOOR = 1e-6  # probabilities below this count as this in the prior (a log 
 
 
 class ExpertAgent(SearchAgent):
-    """Search with a learned policy as its default move and prior (docs/guides/learned-agents.md).
-
-    Args:
-        policy: a MaskablePPO ``.zip`` (or a shipped model's name) whose actor plays inside the planner
-            (default: the shipped ``ppo`` network).
-        prior: weight of the log-probability added to each candidate's rollout value (default 0).
-        top: the policy's most probable actions added to the candidates (default 2).
-        base: ``"policy"`` (default) or ``"heuristic"``: whose first choice is the default move.
-        margin: points a candidate's rollouts must score above the default move's to replace it (default 0.3).
-        Other arguments: as for :class:`~nertz_env.agents.search.SearchAgent`. With ``rollouts=0`` the planner
-        plays its network's first choice, and the options of the rollouts are refused.
+    """Search with a learned policy as its default move and prior. Its options (``policy``, ``prior``, ``top``,
+    ``base``, ``margin`` and :class:`~nertz_env.agents.search.SearchAgent`'s) are the table of the ``expert``
+    spec in docs/guides/learned-agents.md.
 
     Raises:
         FileNotFoundError: no such policy file (a table the network was not trained for fails in ``reset``).
@@ -106,40 +98,26 @@ class ExpertAgent(SearchAgent):
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         assert self._actor is not None
-        # a network trained with observation options the table lacks reads them from its agent's own record
-        memory = self._policy_agent.memory
-        seen = observation if memory is None else memory.observe(observation)
-        self._probs = self._actor.probabilities(seen, action_mask)
-        action = super().act(observation, action_mask)
-        if memory is not None:
-            memory.remember(action)
-        return action
+        self._probs = self._actor.probabilities(self._policy_agent.view(observation), action_mask)
+        return self._policy_agent.note(super().act(observation, action_mask))
 
-    def _choose(self, s: np.ndarray, action_mask: np.ndarray) -> int:
+    def _candidates(self, best: int, action_mask: np.ndarray) -> list[int]:
+        """The default move (``base``'s first choice), then the heuristic's ``best``, search's candidates and
+        the network's ``top`` most probable actions."""
         prio, probs = self._prio, self._probs
-        h_best = int(pick_best(prio, action_mask, self.rng.random()))
-        # a Nertz card to the lake (or a call) at once; and, as search does, the heuristic's choice when the
-        # seat lost track of which of its own cards are in the lake (say, it joined mid-round): rollouts
-        # would deal its hidden cards from the wrong set
-        if prio[h_best] >= PRIO_NERTZ_LAKE or not self._seat.lake_known:
-            return h_best
         p_order = np.argsort(-probs, kind="stable")
-        first = int(p_order[0]) if self.base == "policy" else h_best
-        if self.rollouts == 0:
-            return first
-        cands = [first]
-        for a in [h_best, *self._candidates(h_best, action_mask)[1:], *(int(x) for x in p_order[: self.top])]:
+        cands = [int(p_order[0]) if self.base == "policy" else best]
+        for a in [best, *super()._candidates(best, action_mask)[1:], *(int(x) for x in p_order[: self.top])]:
             if a not in cands and action_mask[a] and (prio[a] >= PRIO_FLIP or probs[a] > 0.0):
                 cands.append(a)
-        if len(cands) <= 1:
-            return first
-        values = self._values(s, cands)
-        if values is None:
-            return first
-        if self.prior > 0.0:
-            values = values + self.prior * np.log(np.maximum(probs[cands], _LOG_FLOOR))
-        k = int(np.argmax(values))
-        return cands[k] if values[k] > values[0] + self.margin else first
+        return cands
+
+    def _values(self, s: np.ndarray, cands: list[int]) -> np.ndarray | None:
+        """Search's rollout values plus ``prior`` times each candidate's log-probability."""
+        values = super()._values(s, cands)
+        if values is None or self.prior == 0.0:
+            return values
+        return values + self.prior * np.log(np.maximum(self._probs[cands], _LOG_FLOOR))
 
 
 class BestAgent(ExpertAgent):

@@ -2,12 +2,10 @@
 priorities, and the search's rollouts.
 
 :func:`read_state` reads the slices an agent needs from the observation into one small integer array, the
-*state* (below); a card the seat has not seen is ``UNKNOWN``. Every move, a rollout's or the search's
-prediction of its own, is made by the engine's per-seat rule functions (:mod:`nertz_env.engine.rules`) on a
-small engine table of the agent's own (:func:`seat_tables`, :func:`load_seat`, :func:`store_seat`), with turns
-off. A rollout (:func:`rollout_values`) deals the unknown cards at random, simulates the other players' lake
-plays first, and stops when the heuristic would wait or at the horizon, not at an empty Nertz pile (that
-made ``search`` lose most of its edge: experiments/engine_port.md). Cached on disk with the engine's sources.
+*state* (below); a card the seat has not seen is ``UNKNOWN``. Every move, a rollout's (:func:`rollout_values`)
+or the search's prediction of its own, is made by the engine's per-seat rule functions
+(:mod:`nertz_env.engine.rules`) on a small engine table of the agent's own (:func:`seat_tables`), with turns
+off. Cached on disk with the engine's sources.
 
 State vector (int64, ``STATE_SIZE`` values; card codes of :mod:`nertz_env.cards`)::
 
@@ -796,7 +794,7 @@ def _rollout(S, t, p, view, params, columns, reverse_run, horizon, waste_policy,
         compute_mask(S, t, p)
         mask = S.mask[t, p]
         if call >= 0:
-            mask[call] = 0  # a rollout plays on (see the module doc)
+            mask[call] = 0  # a rollout plays on past an empty Nertz pile
         view_piles(S, t, p, view)
         if lake_changed:
             view_lake(S, t, view)

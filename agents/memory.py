@@ -66,7 +66,7 @@ class SeatMemory:
 
     def _bind(self) -> None:
         # the compiled move for these argument types: numba's dispatcher would type the seat table's ~40 arrays
-        # on every call (4 us of the 5 a move took)
+        # on every call, most of a move's time
         self._apply = bound(apply_view, self._predicted, 1, self._table, 0, ME)
 
     def __getstate__(self) -> dict[str, Any]:

@@ -275,7 +275,27 @@ class OwnMemory:
             self.moves = [action, *self.moves[: self.k - 1]]
 
 
-class PolicyAgent:
+class TrainedAgent:
+    """What the agents of trained networks share: the record ``meta``, ``deterministic`` play (else a draw
+    from the agent's own generator), the ``name``, and :attr:`play`."""
+
+    def __init__(self, meta: dict[str, Any], deterministic: bool, name: str) -> None:
+        self.meta = meta
+        self.deterministic = bool(deterministic)
+        self.name = name
+        self.rng = np.random.default_rng()
+        self.seat = 0
+
+    @property
+    def play(self) -> str:
+        """How the agent picks its action, as result tables name it: ``"most probable"`` or ``"sampled"``."""
+        return play_name(self.deterministic)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, deterministic={self.deterministic})"
+
+
+class PolicyAgent(TrainedAgent):
     """A MaskablePPO policy behind the Agent protocol (docs/guides/learned-agents.md).
 
     Args:
@@ -295,21 +315,12 @@ class PolicyAgent:
     ) -> None:
         if policy is None and (actor is None or meta.get("path") is None):
             raise ValueError("a PolicyAgent without a network needs its numpy actor and meta['path']")
+        super().__init__(meta, deterministic, name)
         self._policy = policy
         self.actor = actor
-        self.meta = meta
         # None: a policy trained outside nertz-train, given no rules: it plays at tables of matching spaces
         self.trained_config: NertzConfig | None = None if meta.get("outside") else meta_config(meta)
-        self.deterministic = bool(deterministic)
-        self.name = name
-        self.rng = np.random.default_rng()
-        self.seat = 0
         self.memory: OwnMemory | None = None
-
-    @property
-    def play(self) -> str:
-        """How the agent picks its action, as result tables name it: ``"most probable"`` or ``"sampled"``."""
-        return play_name(self.deterministic)
 
     @property
     def policy(self) -> Any:
@@ -358,16 +369,21 @@ class PolicyAgent:
             k = int(np.argmax(probs))
         return k
 
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        if self.memory is not None:
-            observation = self.memory.observe(observation)
-        if self.deterministic and self.actor is not None:
-            action = int(self.actor.first_choice(observation, action_mask))
-        else:
-            action = self.choose(self.probabilities(observation[None, :], action_mask[None, :])[0])
+    def view(self, observation: np.ndarray) -> np.ndarray:
+        """The observation as the policy was trained to see it (:class:`OwnMemory` adds what the table lacks)."""
+        return observation if self.memory is None else self.memory.observe(observation)
+
+    def note(self, action: int) -> int:
+        """Record the seat's ``action`` in the agent's own memory, when it keeps one; returns ``action``."""
         if self.memory is not None:
             self.memory.remember(action)
         return action
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        observation = self.view(observation)
+        if self.deterministic and self.actor is not None:
+            return self.note(int(self.actor.first_choice(observation, action_mask)))
+        return self.note(self.choose(self.probabilities(observation[None, :], action_mask[None, :])[0]))
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickled inside training checkpoints: keep the file and generator, not the network.
@@ -392,9 +408,6 @@ class PolicyAgent:
                 self.actor = numpy_actor(path)
             if self.actor is None:
                 self._policy, _ = load_policy(path, outside=True)
-
-    def __repr__(self) -> str:
-        return f"PolicyAgent({self.name!r}, deterministic={self.deterministic})"
 
 
 def load_policy_agent(path: str, config: NertzConfig | None = None, **params: Any) -> PolicyAgent:

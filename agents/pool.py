@@ -68,16 +68,19 @@ class OpponentPool:
         share = self.snapshot_weight / len(self.snapshots) if self.snapshots else 0.0
         return self.scripted + [PoolEntry(s.name, s.spec, s.kind, share) for s in self.snapshots]
 
-    def probabilities(self) -> dict[str, float]:
-        """Entry name -> probability of being drawn for a seat now."""
+    def _weights(self) -> tuple[list[PoolEntry], np.ndarray]:
         entries = self.entries
         w = np.array([e.weight for e in entries], dtype=np.float64)
-        total = w.sum()
-        if total <= 0:
+        if w.sum() <= 0:
             raise ValueError(
                 "the opponent pool has no opponent to draw yet (only snapshots have weight, none added yet)"
             )
-        return {e.name: float(x) for e, x in zip(entries, w / total, strict=True)}
+        return entries, w
+
+    def probabilities(self) -> dict[str, float]:
+        """Entry name -> probability of being drawn for a seat now."""
+        entries, w = self._weights()
+        return {e.name: float(x) for e, x in zip(entries, w / w.sum(), strict=True)}
 
     def add_snapshot(self, path: str, name: str | None = None) -> PoolEntry:
         """Add the checkpoint ``path`` as a frozen opponent (dropping the oldest past ``max_snapshots``)."""
@@ -93,12 +96,8 @@ class OpponentPool:
     # ------------------------------------------------------------------ drawing and seating
     def sample(self, rng: np.random.Generator) -> PoolEntry:
         """One entry drawn by weight from ``rng`` (the caller's stream)."""
-        entries = self.entries
-        w = np.array([e.weight for e in entries], dtype=np.float64)
-        total = w.sum()
-        if total <= 0:
-            self.probabilities()  # raises with the explanation
-        k = int(np.searchsorted(np.cumsum(w), rng.random() * total, side="right"))
+        entries, w = self._weights()
+        k = int(np.searchsorted(np.cumsum(w), rng.random() * w.sum(), side="right"))
         k = min(k, len(entries) - 1)
         while w[k] <= 0:  # edge of the cdf: step back to an entry that has weight
             k -= 1

@@ -13,6 +13,7 @@ import numpy as np
 
 from nertz_env.agents.base import policy_params
 from nertz_env.agents.meta import FORMAT, CheckpointError, check_compatible, meta_config
+from nertz_env.agents.policy import TrainedAgent
 from nertz_env.config import NertzConfig
 from nertz_env.extras import install_command
 
@@ -84,24 +85,13 @@ def load_rllib_module(path: str) -> tuple[Any, dict[str, Any]]:
     return module, meta
 
 
-class RLlibPolicyAgent:
+class RLlibPolicyAgent(TrainedAgent):
     """The learner module of an RLlib checkpoint behind the Agent protocol."""
 
     def __init__(self, module: Any, meta: dict[str, Any], deterministic: bool = True, name: str = "rllib") -> None:
+        super().__init__(meta, deterministic, name)
         self.module = module
-        self.meta = meta
         self.trained_config = meta_config(meta)
-        self.deterministic = bool(deterministic)
-        self.name = name
-        self.rng = np.random.default_rng()
-        self.seat = 0
-
-    @property
-    def play(self) -> str:
-        """``"most probable"`` or ``"sampled"``: how the agent picks its action (result tables name it)."""
-        from nertz_env.agents.policy import play_name
-
-        return play_name(self.deterministic)
 
     def reset(self, config: NertzConfig, seat: int, seed: int | None = None) -> None:
         if config != self.trained_config:
@@ -131,9 +121,6 @@ class RLlibPolicyAgent:
         if self.deterministic:
             return int(np.argmax(p))
         return int(self.rng.choice(p.shape[0], p=p / p.sum()))
-
-    def __repr__(self) -> str:
-        return f"RLlibPolicyAgent({self.name!r}, deterministic={self.deterministic})"
 
 
 def load_rllib_agent(path: str, **params: Any) -> RLlibPolicyAgent:

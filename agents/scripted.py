@@ -145,18 +145,19 @@ class HeuristicAgent(_Base):
         if self._slow():
             return 0
         read_state(observation, tools.params, self._state)
-        heuristic_priorities(
-            self._state,
-            action_mask,
-            tools.params,
-            tools.columns,
-            self._policy,
-            self._banned,
-            self._prio,
-        )
-        a = int(pick_best(self._prio, action_mask, self.rng.random()))
+        return self._decide(tools, action_mask)
+
+    def _decide(self, tools: TableTools, action_mask: np.ndarray) -> int:
+        """The priorities of the actions from the view ``self._state``, and :meth:`_choose`'s pick of them."""
+        s = self._state
+        heuristic_priorities(s, action_mask, tools.params, tools.columns, self._policy, self._banned, self._prio)
+        a = self._choose(s, action_mask)
         self._banned = int(tools.reverse_run[a])
         return a
+
+    def _choose(self, s: np.ndarray, action_mask: np.ndarray) -> int:
+        """The heuristic's best legal action (ties broken by the own generator)."""
+        return int(pick_best(self._prio, action_mask, self.rng.random()))
 
     def played(self, action: int) -> None:
         self._banned = int(self._tools().reverse_run[action])

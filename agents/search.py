@@ -16,23 +16,18 @@ from nertz_env.agents.kernels import (
     PRIO_FLIP,
     PRIO_NERTZ_LAKE,
     S_LAKE,
-    STATE_SIZE,
-    WASTE_POLICIES,
-    heuristic_priorities,
     hidden_cards,
-    pick_best,
     rollout_values,
     rollout_workspace,
 )
 from nertz_env.agents.memory import SeatMemory
-from nertz_env.agents.scripted import _Base
+from nertz_env.agents.scripted import HeuristicAgent
 from nertz_env.config import NertzConfig
 
-_DIG = WASTE_POLICIES.index("dig")
 _PRIOR_TICKS = 10
 
 
-class SearchAgent(_Base):
+class SearchAgent(HeuristicAgent):
     """Heuristic rollouts on the own layout with a memory of the own stock.
 
     Args:
@@ -92,16 +87,13 @@ class SearchAgent(_Base):
         self.gamma = float(gamma)
         self.memory = bool(memory)
         self.nertz_value = None if nertz_value is None else float(nertz_value)
-        self._state = np.zeros(STATE_SIZE, dtype=np.int64)  # the view of the seat's memory (made in reset)
         self._cards = np.zeros(64, dtype=np.int64)
         self._value = np.zeros(2, dtype=np.float64)
-        self._prio = np.zeros(0, dtype=np.int64)
         self._work: tuple = ()  # the seat table and rollout scratch space, made in reset
         self._lake_heights = np.tile(np.arange(1, 14, dtype=np.int64), 4)
         self._clear()
 
     def _clear(self) -> None:
-        self._banned = -1
         self._ticks = 0
         self._others_sum = 0
         self._lake_total = 0
@@ -111,38 +103,28 @@ class SearchAgent(_Base):
         per opponent worth ``_PRIOR_TICKS`` ticks."""
         assert self.config is not None
         prior = self.others * (self.config.num_players - 1)
-        return (
-            (self._others_sum + prior * _PRIOR_TICKS) / (self._ticks - 1 + _PRIOR_TICKS)
-            if self._ticks
-            else prior
-        )
+        if not self._ticks:
+            return prior
+        return (self._others_sum + prior * _PRIOR_TICKS) / (self._ticks - 1 + _PRIOR_TICKS)
 
     def reset(self, config: NertzConfig, seat: int, seed: int | None = None) -> None:
         super().reset(config, seat, seed)
-        tools = self._tools()
-        self._prio = np.zeros(tools.n_actions, dtype=np.int64)
         self._work = rollout_workspace(config)
         self._seat = SeatMemory(config, self.memory)
-        self._state = self._seat.view
+        self._state = self._seat.view  # the heuristic reads the seat's memory, not the observation alone
         self._value[:] = (config.nertz_penalty if self.nertz_value is None else self.nertz_value, 1.0)
         self._clear()
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         tools = self._tools()
-        s = self._state
-        self._remember(observation, s)
-        if self._slow():
-            a = 0
-        else:
-            heuristic_priorities(s, action_mask, tools.params, tools.columns, _DIG, self._banned, self._prio)
-            a = self._choose(s, action_mask)
-            self._banned = int(tools.reverse_run[a])
+        self._remember(observation, self._state)
+        a = 0 if self._slow() else self._decide(tools, action_mask)
         self._seat.predict(a)
         return a
 
     def played(self, action: int) -> None:
         """The seat played ``action`` instead of what :meth:`act` returned: predict from that move."""
-        self._banned = int(self._tools().reverse_run[action])
+        super().played(action)
         self._seat.predict(action)
 
     def _remember(self, observation: np.ndarray, s: np.ndarray) -> None:
@@ -160,17 +142,20 @@ class SearchAgent(_Base):
         self._lake_total = total
 
     def _choose(self, s: np.ndarray, action_mask: np.ndarray) -> int:
-        best = int(pick_best(self._prio, action_mask, self.rng.random()))  # the heuristic's own choice
-        if self.rollouts == 0 or self._prio[best] >= PRIO_NERTZ_LAKE or not self._seat.lake_known:
+        best = super()._choose(s, action_mask)  # the heuristic's own choice
+        # a Nertz card to the lake (or a call) at once; and the heuristic's choice when the seat lost track of
+        # which of its own cards are in the lake (say, it joined mid-round): rollouts would deal its hidden
+        # cards from the wrong set
+        if self._prio[best] >= PRIO_NERTZ_LAKE or not self._seat.lake_known:
             return best
-        cands = self._candidates(best, action_mask)
-        if len(cands) <= 1:
-            return best
+        cands = self._candidates(best, action_mask)  # the default move first
+        if self.rollouts == 0 or len(cands) <= 1:
+            return cands[0]
         values = self._values(s, cands)
-        if values is None:  # the memory is out of step with the table: play the heuristic
-            return best
+        if values is None:  # the memory is out of step with the table
+            return cands[0]
         k = int(np.argmax(values))
-        return cands[k] if values[k] > values[0] + self.margin else best
+        return cands[k] if values[k] > values[0] + self.margin else cands[0]
 
     def _candidates(self, first: int, action_mask: np.ndarray) -> list[int]:
         """``first``, then the heuristic's best other legal actions down to a flip: ``candidates`` in all."""
@@ -200,7 +185,7 @@ class SearchAgent(_Base):
             n,
             self.rollouts,
             self.horizon,
-            _DIG,
+            self._policy,
             self.gamma,
             self._value,
             self.others_rate(),

@@ -130,7 +130,7 @@ def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int
         )
     if args.workers is not None:
         cpus = usable_cpus()
-        if args.workers > cpus:  # each is a spawned process: --workers 1000 started 999 of them, none finished
+        if args.workers > cpus:  # each is a spawned process: more than the CPUs only share them
             raise UsageError(
                 f"--workers {args.workers} is more than the {cpus} CPU(s) this process can use: each worker is "
                 f"a process that loads the agents and plays on a CPU of its own, so more only share the same "
@@ -247,10 +247,8 @@ def _report(
         ]
     elif len(summary.agents) > 1:
         text += ["", differences_table(summary)]
-    if cluster is not None:
-        text.append(f"({results.elapsed:.1f} s, {cluster.describe()})")
-    else:
-        text.append(f"({results.elapsed:.1f} s, {results.workers} worker(s))")
+    where = cluster.describe() if cluster is not None else f"{results.workers} worker(s)"
+    text.append(f"({results.elapsed:.1f} s, {where})")
     out = "\n".join(text)
     print(out)
     if not args.no_save:

@@ -45,10 +45,6 @@ def _metric_cells(metrics: dict[str, Any], names: list[str]) -> list[str]:
     return cells
 
 
-def _by_score(items: list[Any]) -> list[Any]:
-    return sorted(items, key=lambda x: -x.metrics["score"].mean if x.metrics["score"].n else 0.0)
-
-
 def tables_text(names: list[int]) -> str:
     """``"T1-T4"`` for a run of tables, else ``"T1,T3"``."""
     if not names:
@@ -94,11 +90,10 @@ def table(results: Results, summary: Summary) -> str:
             "per agent, over all the tables it sat at (agents at different tables are not comparable here;\n"
             "compare them through the paired differences below):"
         )
-        header = ["agent", "tables", "games", *(_HEADERS[m] for m in metrics), "rating mu ± 2σ"]
-    else:
-        header = ["agent", "games", *(_HEADERS[m] for m in metrics), "rating mu ± 2σ"]
+    header = ["agent", *(["tables"] if several else []), "games", *(_HEADERS[m] for m in metrics)]
+    header.append("rating mu ± 2σ")
     rows = []
-    for a in _by_score(list(summary.agents)):
+    for a in sorted(summary.agents, key=lambda x: -x.metrics["score"].mean if x.metrics["score"].n else 0.0):
         cells = [a.label, *([tables_text(a.tables)] if several else []), str(a.games)]
         cells += _metric_cells(a.metrics, metrics)
         cells.append(f"{a.rating.mu:.1f} ± {2 * a.rating.sigma:.1f}")
@@ -198,23 +193,12 @@ def plot_data(summary: Summary) -> dict[str, list[dict[str, Any]]]:
     several tables: the per-game mean round scores, their mean and 95% half-width over deals),
     and the rows of ``differences`` (per pair of :attr:`Summary.pairs`, ``"a - b"`` and its tables: the mean and
     95% half-width over deals) and ``ratings`` (per agent: mu as the mean, 2 sigma as the half-width)."""
-    scores = []
     if len(summary.tables) > 1:
-        for t in summary.tables:
-            for ta in t.agents:
-                e = ta.metrics["score"]
-                scores.append(
-                    {
-                        "label": f"{t.name} {ta.label}",
-                        "scores": list(ta.scores),
-                        "mean": e.mean,
-                        "ci95": e.half_width,
-                    }
-                )
+        series = [(f"{t.name} {ta.label}", ta) for t in summary.tables for ta in t.agents]
     else:
-        for a in summary.agents:
-            e = a.metrics["score"]
-            scores.append({"label": a.label, "scores": list(a.scores), "mean": e.mean, "ci95": e.half_width})
+        series = [(a.label, a) for a in summary.agents]
+    scores = [{"label": label, "scores": list(x.scores), "mean": x.metrics["score"].mean,
+               "ci95": x.metrics["score"].half_width} for label, x in series]
     differences = [{"label": f"{p.a} - {p.b} ({tables_text(p.tables)})", "mean": p.estimate.mean,
                     "half_width": p.estimate.half_width} for p in summary.pairs]
     ratings = [{"label": a.label, "mean": a.rating.mu, "half_width": 2 * a.rating.sigma} for a in summary.agents]

@@ -94,10 +94,9 @@ def mean_ci(
     sd = math.sqrt(var)
     hw = t_quantile(0.5 + level / 2.0, n - 1) * sd / math.sqrt(n)
     if bounds is not None:
-        # near a bound the t interval shrinks with the spread: 0 on every deal (random never wins) gave width 0,
-        # a certainty n deals cannot give, and one deal off the bound a far narrower interval than none. An
-        # interval cut at a bound reaches at least the Clopper-Pearson limit of 0 in n (each deal is at least one
-        # trial; more games a deal only narrow it): 1 - ((1 - level) / 2) ** (1 / n) from that bound
+        # near a bound the t interval shrinks with the spread (to 0 when every deal is at it), a certainty n
+        # deals cannot give: a cut interval reaches at least the Clopper-Pearson limit of 0 in n (a deal is at
+        # least one trial) from that bound
         floor = 1.0 - ((1.0 - level) / 2.0) ** (1.0 / n)
         lo, hi = bounds
         if mean - hw <= lo:

@@ -19,10 +19,6 @@ RATES = frozenset({"win", "nertz_out", "match_win"})
 """The metrics that are shares in [0, 1]: their intervals are clipped to [0, 1] (see eval/stats.py)."""
 
 
-def _estimate(metric: str, per_deal: dict[int, float]) -> Estimate:
-    return mean_ci([per_deal[d] for d in sorted(per_deal)], bounds=(0.0, 1.0) if metric in RATES else None)
-
-
 @dataclass
 class Rating:
     mu: float
@@ -169,35 +165,28 @@ class Summary:
         }
 
 
-def _shares(winners: list[int], team: list[int]) -> list[float]:
-    """Each seat's share of a win split between the ``winners`` (teams)."""
-    return [1.0 / len(winners) if t in winners else 0.0 for t in team]
-
-
-def _win_shares(scores: list[int], team: list[int]) -> list[float]:
+def _team_totals(scores: list[int], team: list[int]) -> dict[int, int]:
     totals: dict[int, int] = defaultdict(int)
     for s, v in enumerate(scores):
         totals[team[s]] += v
+    return totals
+
+
+def _shares(totals: dict[int, int], team: list[int]) -> list[float]:
+    """Each seat's share of a win split between the teams of the highest total."""
     best = max(totals.values())
-    return _shares([g for g, v in totals.items() if v == best], team)
+    winners = [g for g, v in totals.items() if v == best]
+    return [1.0 / len(winners) if t in winners else 0.0 for t in team]
 
 
 def match_win_shares(game: GameRecord, team: list[int], target: int | None) -> list[float]:
     """Share of the match won by each seat, by the engine's rule."""
-    totals: dict[int, int] = defaultdict(int)
-    last: dict[int, int] = defaultdict(int)
-    for s, v in enumerate(game.match_scores):
-        totals[team[s]] += v
-        if game.scores:
-            last[team[s]] += game.scores[-1][s]
+    totals = _team_totals(game.match_scores, team)
     crossing = [g for g, v in totals.items() if target is not None and v >= target]
-    if crossing and not game.truncated:
-        best = max(last[g] for g in crossing)
-        winners = [g for g in crossing if last[g] == best]
-    else:
-        best = max(totals.values())
-        winners = [g for g, v in totals.items() if v == best]
-    return _shares(winners, team)
+    if crossing and not game.truncated:  # the best last round among the teams that crossed the target
+        last = _team_totals(game.scores[-1] if game.scores else [0] * len(team), team)
+        return _shares({g: last[g] for g in crossing}, team)
+    return _shares(totals, team)
 
 
 def _rate(results: Results, team: list[int], match: bool) -> list[Rating]:
@@ -249,7 +238,7 @@ def summarize(results: Results) -> Summary:
         rounds = len(g.scores)
         if rounds == 0:
             continue
-        wins = [_win_shares(r, team) for r in g.scores]
+        wins = [_shares(_team_totals(r, team), team) for r in g.scores]
         mwin = match_win_shares(g, team, cfg.get("target_score")) if match else None
         for s, k in enumerate(g.seats):
             values = {
@@ -268,31 +257,33 @@ def summarize(results: Results) -> Summary:
             per_game_scores[key].append(values["score"])
     ratings = _rate(results, team, match)
 
-    def per_deal_of(keys: list[tuple[int, int]]) -> dict[str, dict[int, float]]:
+    def stats(k: int, keys: list[tuple[int, int]]) -> dict[str, Any]:
+        """Agent ``k``'s statistics over its seats at the (agent, lineup) ``keys``: TableAgent's fields."""
         deals = sorted({d for key in keys for d in counts[key]})
-        out: dict[str, dict[int, float]] = {}
-        for m in metrics:
-            out[m] = {
-                d: sum(sums[key][m][d] for key in keys) / sum(counts[key][d] for key in keys) for d in deals
-            }
-        return out
+        per_deal = {
+            m: {d: sum(sums[key][m][d] for key in keys) / sum(counts[key][d] for key in keys) for d in deals}
+            for m in metrics
+        }
+        return {
+            "label": results.labels[k],
+            "games": sum(sum(counts[key].values()) for key in keys),
+            "deals": len(deals),
+            "metrics": {m: mean_ci(list(per_deal[m].values()), bounds=(0.0, 1.0) if m in RATES else None)
+                        for m in metrics},
+            "per_deal": per_deal,
+            "scores": [x for key in keys for x in per_game_scores[key]],
+        }
 
     lineups = [list(lu) for lu in results.lineups]
     agents = []
     for k in range(n):
         keys = [key for key in sorted(counts) if key[0] == k]
-        per_deal = per_deal_of(keys)
         agents.append(
             AgentSummary(
-                label=results.labels[k],
+                **stats(k, keys),
                 spec=results.agents[k],
-                games=sum(sum(counts[key].values()) for key in keys),
-                deals=len(per_deal["score"]),
-                metrics={m: _estimate(m, per_deal[m]) for m in metrics},
-                per_deal=per_deal,
                 rating=ratings[k],
                 illegal=illegal[k],
-                scores=[x for key in keys for x in per_game_scores[key]],
                 tables=[li for _, li in keys],
                 play=results.play[k] if k < len(results.play) else "",
             )
@@ -302,15 +293,7 @@ def summarize(results: Results) -> Summary:
     for li, lineup in enumerate(lineups):
         members = []
         for k in dict.fromkeys(lineup):
-            per_deal = per_deal_of([(k, li)]) if (k, li) in counts else {m: {} for m in metrics}
-            at[(k, li)] = TableAgent(
-                label=results.labels[k],
-                games=sum(counts[(k, li)].values()) if (k, li) in counts else 0,
-                deals=len(per_deal["score"]),
-                metrics={m: _estimate(m, per_deal[m]) for m in metrics},
-                per_deal=per_deal,
-                scores=list(per_game_scores.get((k, li), [])),
-            )
+            at[(k, li)] = TableAgent(**stats(k, [(k, li)] if (k, li) in counts else []))
             members.append(at[(k, li)])
         tables.append(TableSummary(lineup=li, seats=[results.labels[k] for k in lineup], agents=members))
     differences: dict[tuple[str, str], Estimate] = {}

@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing import connection
 from typing import Any
@@ -245,11 +245,8 @@ class Player:
         games = []
         for li, rotations in enumerate(plan.seatings):
             for r, seating in enumerate(rotations):
-                copies: dict[int, int] = {}
-                seated = []
-                for k in seating:
-                    seated.append(self._agent(k, copies.get(k, 0)))
-                    copies[k] = copies.get(k, 0) + 1
+                # an agent at several seats: one instance per seat, its copy number the seats it had before
+                seated = [self._agent(k, seating[:s].count(k)) for s, k in enumerate(seating)]
                 seeds = [agent_seed(plan.seed, deal, li, r, s) for s in range(len(seating))]
                 env: Any = self.env
                 if plan.replays is not None:
@@ -345,10 +342,7 @@ def plan_tournament(
         note = getattr(agent, "table_note", None)
         if note:
             notes.append(str(note))
-    if mode == "round_robin":
-        lineups = round_robin_lineups(len(specs), num_players)
-    else:
-        lineups = gauntlet_lineups(len(specs), num_players)
+    lineups = (round_robin_lineups if mode == "round_robin" else gauntlet_lineups)(len(specs), num_players)
     seeds = None if deal_seeds is None else tuple(int(s) for s in deal_seeds)
     if seeds is not None:
         if not seeds or any(not 0 <= s < 2**64 for s in seeds):
@@ -420,7 +414,8 @@ class _Worker:
 
 
 def _play_with_workers(
-    plan: _Plan, n: int, workers: int, done: dict[int, list[GameRecord]], bar: Any
+    plan: _Plan, n: int, workers: int, done: dict[int, list[GameRecord]], bar: Any,
+    factory: Callable[[str], Agent] = make_agent,
 ) -> None:
     """Play the deals with this process and ``workers - 1`` spawned ones, a few deals at a time as each gets free:
     this process starts at once (its agents are loaded), the workers join when they have imported. A worker that
@@ -444,7 +439,7 @@ def _play_with_workers(
             pool.append(_Worker(plan))
             for _ in range(2):  # one list of deals ahead
                 send(pool[-1])
-        player = Player(plan)
+        player = Player(plan, factory)
         while len(done) < n:
             if any(w.process.exitcode is not None for w in pool):
                 raise RuntimeError(_WORKER_DIED)
@@ -461,22 +456,6 @@ def _play_with_workers(
             w.process.terminate()
         for w in pool:
             w.process.join()
-
-
-@contextlib.contextmanager
-def _one_torch_thread() -> Iterator[None]:
-    """Run torch (when a policy loaded it) in one thread, restoring the caller's setting after: a forward pass
-    at batch size 1 gains nothing from more, and spinning threads slow it on busy cores."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def play_tournament(
@@ -499,26 +478,26 @@ def play_tournament(
     from tqdm import tqdm
 
     bar = tqdm(total=n, unit="deal", desc="deals", dynamic_ncols=True, disable=not progress)
+    # torch (when a policy loaded it) plays in one thread, the caller's setting restored after: a forward pass
+    # at batch size 1 gains nothing from more, and spinning threads slow it on busy cores
+    torch = sys.modules.get("torch")
+    threads = torch.get_num_threads() if torch is not None else 1
     try:
-        with _one_torch_thread():
-            if cluster is not None:
-                try:
-                    cluster.play(n, done, bar)
-                except ClusterFailure as e:
-                    results.interrupted = True
-                    results.failure = str(e)
-            elif workers <= 1:
-                player = Player(plan, tournament.factory or make_agent)
-                for d in range(n):
-                    deal, games = player.play_deal(d)
-                    done[deal] = games
-                    bar.update(1)
-            else:
-                _play_with_workers(plan, n, workers, done, bar)
+        if torch is not None:
+            torch.set_num_threads(1)
+        if cluster is not None:
+            cluster.play(n, done, bar)
+        else:
+            _play_with_workers(plan, n, workers, done, bar, tournament.factory or make_agent)
+    except ClusterFailure as e:
+        results.interrupted = True
+        results.failure = str(e)
     except KeyboardInterrupt:
         results.interrupted = True
     finally:
         bar.close()
+        if torch is not None:
+            torch.set_num_threads(threads)
     results.elapsed = time.perf_counter() - start
     results.deals_done = sorted(done)
     results.games = [g for d in results.deals_done for g in done[d]]
