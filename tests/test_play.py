@@ -5,29 +5,43 @@ and the command line's bad input (one line, exit 2)."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import errno
+import http.client
 import json
 import os
+import shutil
+import signal
 import socket
+import subprocess
 import sys
+import threading
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
+from unittest.mock import AsyncMock
 
 import numpy as np
 import pytest
 
 pytest.importorskip("starlette", reason="needs the play extra: pip install '.[play]'")
 
+import uvicorn
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
+from websockets.sync.client import connect
 
 import nertz_env
 from conftest import restore_sigint
 from nertz_env.actions import FLIP, JOKER_LAKE, LAKE, RUN, TO_WORK, TUCK, WAIT
 from nertz_env.agents import make_agent
+from nertz_env.agents.meta import ZIP_MEMBER
+from nertz_env.agents.registry import shipped_models
 from nertz_env.play import cli
 from nertz_env.play.game import PlayGame
-from nertz_env.play.server import TableServer, create_app, token_cookie
+from nertz_env.play.server import TableServer, banners, create_app, token_cookie
+from nertz_env.replay import load_replay, verify_replay
 
 SEED = 11
 
@@ -184,10 +198,7 @@ def test_server__bad_messages_get_a_clear_error_and_change_nothing() -> None:
 
 
 def test_server__a_burst_of_messages_from_a_tab_that_reads_gets_every_answer() -> None:
-    """150 messages in one write from a tab that reads: each gets its answer, and the tab keeps its connection and
-    its seat (only a tab that does not read is dropped)."""
-    from websockets.sync.client import connect
-
+    """150 messages in one write from a tab that reads: each is answered, and the tab keeps its seat."""
     logged: list[str] = []
     served = Served(TableServer(make_game(), step=True, log=logged.append))
     try:
@@ -204,8 +215,6 @@ def test_server__a_burst_of_messages_from_a_tab_that_reads_gets_every_answer() -
 
 def test_server__a_closed_tab_leaves_no_task() -> None:
     """When a tab's connection ends, so has its sender: no task is left pending."""
-    from unittest.mock import AsyncMock
-
     async def main() -> set[Any]:
         table = TableServer(make_game(), step=True, log=lambda text: None)
         await table.start()
@@ -390,11 +399,6 @@ def test_cli__bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str
 def test_cli__an_opponent_that_cannot_play_this_table_is_one_line_saying_what_to_pass(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], words: str) -> None:
     pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install '.[train]'")
-    import zipfile
-
-    from nertz_env.agents.meta import ZIP_MEMBER
-    from nertz_env.agents.registry import shipped_models
-
     shipped = Path(shipped_models()["ppo_imitation"])  # a flat network over the plain observation
     cut, bare = tmp_path / "cut.zip", tmp_path / "bare.zip"
     cut.write_bytes(shipped.read_bytes()[:1000])
@@ -417,8 +421,6 @@ def test_cli__one_opponent_fills_every_seat_and_the_default_table_is_four() -> N
 
 # ------------------------------------------------------------------ the replay
 def test_replay__every_tick_is_on_disk_while_the_game_runs_and_a_closed_tab_loses_nothing(tmp_path: Path) -> None:
-    from nertz_env.replay import load_replay, verify_replay
-
     game = make_game(players=3, seed=SEED, replay_dir=tmp_path)
     client, table = make_client(game, step=True)
     with client:
@@ -446,8 +448,6 @@ def test_replay__every_tick_is_on_disk_while_the_game_runs_and_a_closed_tab_lose
 
 
 def test_replay__a_finished_game_has_its_closing_line_and_replays_exactly(tmp_path: Path) -> None:
-    from nertz_env.replay import load_replay, verify_replay
-
     game = make_game(players=2, seed=4, bots="greedy", replay_dir=tmp_path,
                      nertz_size=8, max_ticks=300)
     k = 0
@@ -464,8 +464,6 @@ def test_replay__a_finished_game_has_its_closing_line_and_replays_exactly(tmp_pa
 
 
 def test_events__a_lost_race_and_an_illegal_move_are_reported_to_the_person() -> None:
-    from nertz_env.play.server import banners
-
     game = make_game(players=4, seed=1, bots="greedy")  # seat 0 loses a race at tick 60
     for _ in range(60):
         lake = [m["action"] for m in game.legal_moves() if m["kind"] == "lake"]
@@ -485,10 +483,6 @@ def test_events__a_lost_race_and_an_illegal_move_are_reported_to_the_person() ->
 @pytest.mark.skipif(os.name != "posix", reason="signals a child process and reads its end by signal (preexec_fn, negative exit codes): POSIX")
 def test_cli__ctrl_c_while_the_first_run_compiles_is_one_line_then_a_sigint_exit(tmp_path: Path) -> None:
     """A Ctrl-C while numba compiles the rules (a fresh cache) ended in a traceback from deep inside numba."""
-    import signal
-    import subprocess
-    import sys
-
     root = Path(__file__).resolve().parent.parent
     code = "import sys; from nertz_env.cli.commands import nertz_play; sys.exit(nertz_play())"  # the installed command
     proc = subprocess.Popen(
@@ -575,10 +569,6 @@ class Served:
 
     def __init__(self, table: TableServer, host: str = "127.0.0.1", allowed: Any = None, token: str | None = None,
                  **options: Any) -> None:
-        import threading
-
-        import uvicorn
-
         self.table = table
         self.sock = socket.socket()
         # small kernel send buffers (accepted sockets inherit them), so a peer that does not read blocks the
@@ -608,8 +598,6 @@ class Served:
 
 def silent_socket(port: int) -> socket.socket:
     """A client that completes the websocket upgrade and then never reads (a tiny receive buffer)."""
-    import base64
-
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
     s.connect(("127.0.0.1", port))
@@ -635,11 +623,10 @@ def next_state(ws: Any, timeout: float = 3.0) -> dict[str, Any]:
 def test_server__a_client_that_never_reads_costs_only_itself_and_the_server_stops_promptly() -> None:
     """A socket that upgrades and never reads: the playing tab keeps its ticks and answers, a new tab gets its
     welcome, the silent one is dropped when it answers no ping; a first Ctrl-C stops the server promptly."""
-    ws_client = pytest.importorskip("websockets.sync.client")
     table = TableServer(make_game(players=2, bots="greedy"), step=False, tick_ms=60, log=lambda text: None)
     served = Served(table, allowed=cli.access("127.0.0.1")[0], ws_ping_interval=0.2, ws_ping_timeout=0.3)
     try:
-        with ws_client.connect(served.url, max_queue=None) as ws:  # this client reads all the time
+        with connect(served.url, max_queue=None) as ws:  # this client reads all the time
             assert json.loads(ws.recv(timeout=10))["role"] == "player"
             first = next_state(ws, 10)["view"]["tick"]
             with silent_socket(served.port):
@@ -656,7 +643,7 @@ def test_server__a_client_that_never_reads_costs_only_itself_and_the_server_stop
                 msg = json.loads(ws.recv(timeout=3))
                 answers += [msg] if msg["type"] != "state" else []
             assert "longer than 4096" in answers[0]["message"] and answers[1]["type"] == "queued", answers
-            with ws_client.connect(served.url) as other:  # a new tab is welcomed
+            with connect(served.url) as other:  # a new tab is welcomed
                 welcome = json.loads(other.recv(timeout=3))
                 assert welcome["type"] == "welcome" and welcome["role"] == "spectator"
     finally:
@@ -666,8 +653,6 @@ def test_server__a_client_that_never_reads_costs_only_itself_and_the_server_stop
 
 def http_get(port: int, path: str, host: str, **headers: str) -> Any:
     """A GET to the server on ``port`` of 127.0.0.1 naming ``host``; the answer, its body read as ``text``."""
-    import http.client
-
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     conn.request("GET", path, headers={"Host": host, **headers})
     answer = conn.getresponse()
@@ -677,10 +662,8 @@ def http_get(port: int, path: str, host: str, **headers: str) -> Any:
 
 
 def test_server__on_0_0_0_0_a_foreign_host_needs_the_token_and_every_answer_refuses_framing() -> None:
-    """A server listening on every address, reached on 127.0.0.1 only: a DNS-rebinding request (Host:
-    evil.example, a matching Origin) is refused, page and websocket; the printed address's token opens the page
-    and its cookie the rest. Every answer, a refusal too, says no frame, no cache, no sniffing, no referrer: no
-    page of another site can frame the table."""
+    """Listening on every address: a DNS-rebinding request is refused, page and websocket; the token opens the
+    page, its cookie the rest; every answer, refusals too, forbids framing, caching, sniffing and referrers."""
     allowed, token = cli.access("0.0.0.0")
     served = Served(TableServer(make_game(players=2), step=True, log=lambda text: None), "0.0.0.0", allowed, token)
     port = served.port
@@ -711,10 +694,6 @@ def test_server__on_0_0_0_0_a_foreign_host_needs_the_token_and_every_answer_refu
 
 # ------------------------------------------------------------------ a replay that cannot be written
 def test_server__a_removed_replay_folder_is_reported_and_the_table_goes_on(tmp_path: Path) -> None:
-    import shutil
-
-    from nertz_env.replay import verify_replay
-
     folder = tmp_path / "replays"
     folder.mkdir()
     logged: list[str] = []
@@ -753,9 +732,6 @@ class DiskFull:
         self.real = real
 
     def write(self, data: Any) -> int:
-        import errno
-        import os
-
         self.real.write(bytes(data[:7]))
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
@@ -767,8 +743,6 @@ class DiskFull:
 
 
 def test_server__a_full_disk_is_reported_the_game_goes_on_and_the_file_stays_valid(tmp_path: Path) -> None:
-    from nertz_env.replay import load_replay, verify_replay
-
     game = make_game(players=2, replay_dir=tmp_path)
     table = TableServer(game, step=True, log=lambda text: None)
     with TestClient(create_app(table)) as client, client.websocket_connect("/ws") as ws:
@@ -964,13 +938,6 @@ def test_server_config__the_connection_limit_follows_the_open_files_limit_where_
 @pytest.mark.skipif(os.name != "posix", reason="signals a child process and reads its end by signal (preexec_fn, negative exit codes): POSIX")
 def test_cli__serves_the_table_and_a_first_ctrl_c_stops_it_with_its_replay_closed(tmp_path: Path) -> None:
     """nertz-play itself on loopback, played over a real websocket."""
-    import signal
-    import subprocess
-
-    from websockets.sync.client import connect
-
-    from nertz_env.replay import verify_replay
-
     proc = subprocess.Popen(
         [sys.executable, "-m", "nertz_env.play.cli", "--no-browser", "--seed", "5", "--players", "2", "--opponent",
          "random", "--tick-ms", "100", "--replay-dir", str(tmp_path)],
