@@ -663,7 +663,7 @@ def http_get(port: int, path: str, host: str, **headers: str) -> Any:
 
 def test_server__on_0_0_0_0_a_foreign_host_needs_the_token_and_every_answer_refuses_framing() -> None:
     """Listening on every address: a DNS-rebinding request is refused, page and websocket; the token opens the
-    page, its cookie the rest; every answer, refusals too, forbids framing, caching, sniffing and referrers."""
+    page, its cookie the rest; every answer, refusals too, forbids framing, caching, sniffing, referrers."""
     allowed, token = cli.access("0.0.0.0")
     served = Served(TableServer(make_game(players=2), step=True, log=lambda text: None), "0.0.0.0", allowed, token)
     port = served.port
