@@ -1,12 +1,6 @@
-"""The pages in a real browser: Playwright drives Debian's chromium (``apt-get install -y chromium``; Playwright's
-own browser download is not used), launched once for the module. Run alone with ``pytest -m browser``.
-
-- nertz-play: the page is clicked as a person plays (a card then where it goes, a drag, the stock, keys) against a
-  server on a free loopback port; after every tick the served table equals a ``parallel_env`` stepped with the
-  same seed and actions. Its headers keep other origins from framing it.
-- nertz-replay: the page opened from disk (no server, no network), scrubbed, and the table it shows read back from
-  the drawing and compared with the file. Screenshots are checked not to be blank.
-"""
+"""The pages in Debian's chromium driven by Playwright (``pytest -m browser``): nertz-play clicked as a
+person plays, the served table checked against ``parallel_env`` after every tick; nertz-replay's page opened
+from disk, scrubbed, and the table it draws compared with the file."""
 
 from __future__ import annotations
 
@@ -52,22 +46,26 @@ def open_table(browser: Any, url: str) -> Any:
     return page
 
 
-def serve(tmp_path: Path, specs: list[str], step: bool = True, tick_ms: int = 1000, token: str | None = None,
-          **rules: Any) -> Any:
+@contextlib.contextmanager
+def serving(tmp_path: Path, specs: list[str], step: bool = True, tick_ms: int = 1000,
+            token: str | None = None, **rules: Any) -> Iterator[Any]:
     """A nertz-play table (the person at seat 0, ``specs`` at the others) served on a free loopback port."""
     pytest.importorskip("uvicorn", reason="needs the play extra: pip install '.[play]'")
     from nertz_env.play.server import TableServer
     from test_play import Served, make_game
 
     game = make_game(players=len(specs) + 1, seed=SEED, bots=specs, replay_dir=tmp_path, **rules)
-    return Served(TableServer(game, step=step, tick_ms=tick_ms, log=lambda text: None), token=token)
+    served = Served(TableServer(game, step=step, tick_ms=tick_ms, log=lambda text: None), token=token)
+    try:
+        yield served
+    finally:
+        served.stop()
 
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Any]:
-    s = serve(tmp_path, ["heuristic", "greedy"])
-    yield s
-    s.stop()
+    with serving(tmp_path, ["heuristic", "greedy"]) as s:
+        yield s
 
 
 def shots_dir(tmp_path: Path) -> Path:
@@ -227,8 +225,7 @@ def test_second_tab_watches_and_a_closed_tab_keeps_the_replay(browser: Any, serv
 
 
 def test_game_over_is_shown_the_replay_is_closed_and_a_new_game_deals(browser: Any, tmp_path: Path) -> None:
-    served = serve(tmp_path, ["greedy"], max_ticks=6)
-    try:
+    with serving(tmp_path, ["greedy"], max_ticks=6) as served:
         page = open_table(browser, served.page)
         for k in range(6):
             page.keyboard.press("w")
@@ -250,14 +247,11 @@ def test_game_over_is_shown_the_replay_is_closed_and_a_new_game_deals(browser: A
         assert tick_of(page) == 0 and served.table.game.seed == SEED + 1
         assert served.table.game.replay_file != path
         page.close()
-    finally:
-        served.stop()
 
 
 def test_real_time__the_table_ticks_by_itself_and_a_key_becomes_the_next_tick_s_action(browser: Any,
                                                                                       tmp_path: Path) -> None:
-    served = serve(tmp_path, ["heuristic"], step=False, tick_ms=250)
-    try:
+    with serving(tmp_path, ["heuristic"], step=False, tick_ms=250) as served:
         page = open_table(browser, served.page)
         wait_tick(page, 2)  # no click: the clock runs and the person waits
         game = served.table.game
@@ -279,8 +273,6 @@ def test_real_time__the_table_ticks_by_itself_and_a_key_becomes_the_next_tick_s_
         page.wait_for_function("() => document.querySelector('#status').textContent.includes('PAUSED')")
         check_engine(served, ref)
         page.close()
-    finally:
-        served.stop()
 
 
 # ------------------------------------------------------------------ the page's own headers, in the browser
@@ -308,14 +300,10 @@ def framing_page(target: str) -> Iterator[str]:
 
 def test_token_mode__a_malformed_cookie__the_token_leaves_the_address__another_origin_cannot_frame_the_table(
         browser: Any, tmp_path: Path) -> None:
-    """Another application's malformed cookie on this host locked the player out (403 on the script, the table
-    stuck at "connecting"); the token stayed in the address bar and the history. A page on another port of this
-    host (the token's cookie reaches it: cookies ignore ports) framed the table: its tab watched, and took the
-    seat when the player's tab left. Now the browser refuses the frame (the answer's headers, the same in
-    loopback mode), no tab connects from it, and the page keeps to its own content security policy."""
+    """Another application's malformed cookie costs nothing; the token leaves the address bar; a page on
+    another port (the cookie ignores ports) cannot frame the table; the page keeps to its security policy."""
     token = "t" * 32
-    s = serve(tmp_path, ["greedy"], token=token)
-    try:
+    with serving(tmp_path, ["greedy"], token=token) as s:
         context = browser.new_context()
         context.add_cookies([{"name": "pref", "value": '{"x":1}', "url": s.page},
                              {"name": "a", "value": "b c", "url": s.page}])
@@ -339,8 +327,6 @@ def test_token_mode__a_malformed_cookie__the_token_leaves_the_address__another_o
             assert framed.url.startswith("chrome-error:") and framed.query_selector("#table") is None  # refused
             assert len(s.table.tabs) == 1, "the framed page connected a tab"
         context.close()
-    finally:
-        s.stop()
 
 
 # ------------------------------------------------------------------ the replay page
@@ -449,13 +435,11 @@ def test_replay_page_shows_a_round_end_then_the_new_deal(browser: Any, match_gam
 
 def test_browser_draws_the_svg_as_resvg_does(browser: Any, tmp_path: Path) -> None:
     """One drawing: Chromium's rendering of table_svg and table_rgb's raster agree (fonts play no part)."""
-    import json as _json
-
     from PIL import Image
 
     from nertz_env.render.draw import table_rgb, table_svg
 
-    snap = _json.loads((Path(__file__).parent / "golden" / "snap_p4_jokers.json").read_text())
+    snap = json.loads((Path(__file__).parent / "golden" / "snap_p4_jokers.json").read_text())
     svg = table_svg(snap)
     ref = table_rgb(snap).astype(np.int16)
     h, w = ref.shape[:2]
