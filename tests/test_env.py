@@ -160,9 +160,8 @@ COPIES: dict[str, Callable[[Any], Any]] = {
 @pytest.mark.parametrize("how", COPIES)
 @pytest.mark.parametrize("form", FORMS)
 def test_copy__continues_exactly_and_independently_mid_episode(form: str, how: str) -> None:
-    """The original plays on through round ends, episode ends and unseeded resets, then the copy plays the same
-    stretch: the same returns, generators included. One after the other, not interleaved: a copy that shared a
-    buffer with the original would start where the original stopped."""
+    """The original plays on (round and episode ends, unseeded resets), then the copy: the same returns. Not
+    interleaved: a copy sharing a buffer with the original would start where the original stopped."""
     make, step = FORMS[form]
     env = make()
     _reset(env, 11)
@@ -522,8 +521,7 @@ def test_decode__reads_back_the_visible_layout_and_round_so_far_the_running_scor
 
 
 def test_observation__lake_tops_stay_in_bounds_when_jokers_top_foundations_too() -> None:
-    """More foundations than players can show the same top card (every deck's ace of clubs and a joker
-    declared as one): the observation stays inside its declared Box and decodes the count."""
+    """Three foundations topped by an AC (two decks' and a joker): the observation stays in its Box."""
     env = nertz_env.parallel_env(num_players=2, jokers=1)
     for seed in range(200):  # a deal whose two aces of clubs and seat 0's joker lie outside the work piles
         env.reset(seed=seed)
@@ -592,8 +590,7 @@ def test_state__holds_every_cards_exact_position(rules: dict) -> None:
 
 
 def test_state__changes_with_hidden_cards_that_no_observation_shows() -> None:
-    """Reordering hidden cards (a stock, a Nertz pile below its top, a waste below its top) leaves every seat's
-    observation and mask as they were, and moves only that seat's card depths in the state."""
+    """Reordering a seat's hidden cards changes no observation or mask, only its card depths in the state."""
     env = nertz_env.parallel_env(draw=1)
     obs, _ = env.reset(seed=8)
     rng = np.random.default_rng(0)
@@ -620,9 +617,8 @@ def test_state__changes_with_hidden_cards_that_no_observation_shows() -> None:
 
 
 def test_memory__reordering_the_cards_a_seat_cannot_place_changes_no_observation() -> None:
-    """With the memory option, the cards whose place a seat does not know (its Nertz pile below the top and the
-    stock and waste cards it never saw; apart, those it saw before a shuffled redeal) may lie in any order:
-    every observation stays as it was."""
+    """With memory, the cards a seat cannot place (unseen, or seen before a shuffled redeal) may lie in any
+    order: every observation stays as it was."""
     env = nertz_env.parallel_env(memory=True, recycle="shuffle", draw=1)
     obs, _ = env.reset(seed=8)
     rng = np.random.default_rng(0)
@@ -673,23 +669,19 @@ def test_state__of_a_batch_is_each_tables_parallel_env_state_and_aec_passes_it_t
     envs = nertz_env.agent_vector_env(3, num_players=3, jokers=1)
     venv.reset(seed=5)
     envs.reset(seed=5)
-    tables = [nertz_env.parallel_env(num_players=3, jokers=1) for _ in range(3)]
-    for t, e in enumerate(tables):
-        e.reset(seed=5 + t)
     for _ in range(30):
         acts = venv.sample_actions()
         venv.step(acts)
         envs.step(acts.reshape(-1))
-        for t, e in enumerate(tables):
-            if e.agents:
-                e.step({a: int(acts[t, p]) for p, a in enumerate(e.possible_agents)})
     state = venv.state()
     assert state.shape == venv.state_space.shape == (3, state_layout(venv.config).size)
     assert venv.single_state_space.shape == state.shape[1:]
     np.testing.assert_array_equal(envs.state(), state)
     assert envs.state()[envs.env_table].shape == (9, state.shape[1])
-    for t, e in enumerate(tables):
-        np.testing.assert_array_equal(state[t], e.state())
+    table = nertz_env.parallel_env(num_players=3, jokers=1)
+    for t in range(3):  # (test_vector.py: a batch's table plays as parallel_env does)
+        table.reset(options={"snapshot": venv.snapshot(t)})
+        np.testing.assert_array_equal(state[t], table.state())
     aec, par = nertz_env.env(), nertz_env.parallel_env()
     aec.reset(seed=2)
     par.reset(seed=2)
@@ -730,8 +722,7 @@ def test_gym_ids__the_module_colon_id_form_works_from_a_fresh_interpreter_outsid
 
 @pytest.mark.parametrize(("form", "wrapper"), [("dict", W.RecordEpisodeStatistics), ("array", W.NormalizeObservation)])
 def test_gym_wrappers__run_on_the_per_agent_env_across_a_round_end_and_the_autoreset(form: str, wrapper: Any) -> None:
-    """A wrapper that reads the endings, and one that needs the ``Box`` of ``obs_format="array"`` (whose mask
-    stays in the infos). docs/env/api.md says which of Gymnasium's vector wrappers apply."""
+    """A wrapper that reads the endings, one that needs ``obs_format="array"`` (docs/env/api.md lists them)."""
     env = wrapper(nertz_env.agent_vector_env(2, num_players=2, max_ticks=20, obs_format=form))
     _, info = env.reset(seed=0)
     lengths = []
@@ -754,8 +745,7 @@ def test_obs_format__is_dict_or_array() -> None:
 
 # ---------------------------------------------------------------------------------------------- rendering
 def test_render__ansi_shows_every_seat_and_the_lake_and_takes_the_mode_rllib_passes() -> None:
-    """RLlib's ParallelPettingZooEnv calls ``par_env.render(self.render_mode)`` (its own, often None), and its
-    PettingZooEnv calls ``env.render(self.render_mode)`` on the AEC form."""
+    """RLlib calls ``render(self.render_mode)`` (its own mode, often None) on the parallel and AEC forms."""
     env = nertz_env.parallel_env(render_mode="ansi")
     env.reset(seed=0)
     text = env.render()
