@@ -722,7 +722,7 @@ def test_gym_ids__the_module_colon_id_form_works_from_a_fresh_interpreter_outsid
 
 @pytest.mark.parametrize(("form", "wrapper"), [("dict", W.RecordEpisodeStatistics), ("array", W.NormalizeObservation)])
 def test_gym_wrappers__run_on_the_per_agent_env_across_a_round_end_and_the_autoreset(form: str, wrapper: Any) -> None:
-    """A wrapper that reads the endings, one that needs ``obs_format="array"`` (docs/env/api.md lists them)."""
+    """A wrapper that reads the endings, one that needs ``obs_format="array"`` (docs/env/api.md: which)."""
     env = wrapper(nertz_env.agent_vector_env(2, num_players=2, max_ticks=20, obs_format=form))
     _, info = env.reset(seed=0)
     lengths = []
