@@ -1,9 +1,6 @@
-"""The drawing of the table: stable SVG for fixed snapshots, a raster that shows the cards the SVG places, the
-interactive attributes, and rgb_array rendering on every env form (test_engine.py checks that play without a
-render mode imports none of it).
-
-Golden files live in tests/golden/; after a deliberate change of the drawing regenerate them with
-``python tests/golden/make_golden.py`` and look at the PNGs it writes."""
+"""The drawing: stable SVG for fixed snapshots (tests/golden/; after a deliberate change run
+``python tests/golden/make_golden.py`` and look at its PNGs), a raster showing the cards the SVG places, the
+interactive attributes, and rgb_array rendering on every env form."""
 
 from __future__ import annotations
 
@@ -65,8 +62,7 @@ def _is_red(code: str) -> bool:
 
 @pytest.mark.parametrize("name", CASES)
 def test_raster_shows_the_cards(name: str) -> None:
-    """The raster has the SVG's size, and at every card the SVG places there is a card face (or back) whose
-    corner is red for hearts and diamonds and dark for clubs and spades."""
+    """Where the SVG places a card, the raster (the SVG's size) has a face or back, its corner red or dark."""
     snap = _snap(name)
     svg = table_svg(snap)
     w, h = (int(v) for v in re.search(r'width="(\d+)" height="(\d+)"', svg).groups())
