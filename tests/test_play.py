@@ -20,7 +20,7 @@ import time
 import zipfile
 from pathlib import Path
 from typing import Any
-from unittest.mock import AsyncMock
+from unittest.mock import AsyncMock, Mock
 
 import numpy as np
 import pytest
@@ -138,14 +138,11 @@ def test_server__step_mode_plays_the_clicked_moves_and_matches_the_engine() -> N
             moves = state["moves"]
             ref.step({f"player_{m['seat']}": m["submitted"] for m in moves})
             assert table.game.env.snapshot() == ref.snapshot()
-            # the public view is the engine's table as people see it
-            snap = ref.snapshot()
-            for s, seat in enumerate(state["view"]["seats"]):
-                assert seat["work"] == snap["players"][s]["work"]
-                assert seat["nertz_left"] == len(snap["players"][s]["nertz"])
-                assert seat["stock"] == len(snap["players"][s]["stock"])
-            for s, seat in enumerate(state["view"]["seats"]):  # no hidden card leaks: only face-up cards
-                pl = snap["players"][s]
+            # the public view is the engine's table as people see it, and no hidden card leaks
+            for seat, pl in zip(state["view"]["seats"], ref.snapshot()["players"], strict=True):
+                assert seat["work"] == pl["work"]
+                assert seat["nertz_left"] == len(pl["nertz"])
+                assert seat["stock"] == len(pl["stock"])
                 shown = {seat["nertz_top"], seat["waste_top"]} | {c for pile in seat["work"] for c in pile}
                 visible = {pl["nertz"][-1] if pl["nertz"] else None, pl["waste"][-1] if pl["waste"] else None}
                 assert shown == visible | {c for pile in pl["work"] for c in pile}
@@ -316,17 +313,8 @@ def test_server__the_clock_stops_while_no_tab_plays_the_seat() -> None:
 
 
 def test_server__a_failing_bot_stops_the_table_with_a_message_and_the_server_keeps_serving() -> None:
-    class Broken:
-        name = "broken"
-
-        def reset(self, config: Any, seat: int, seed: int | None = None) -> None:
-            pass
-
-        def act(self, observation: Any, action_mask: Any) -> int:
-            raise RuntimeError("no policy loaded")
-
-    env = nertz_env.parallel_env(num_players=2)
-    game = PlayGame(env, [Broken()], ["broken"], seed=SEED)
+    broken = Mock(**{"act.side_effect": RuntimeError("no policy loaded")})
+    game = PlayGame(nertz_env.parallel_env(num_players=2), [broken], ["broken"], seed=SEED)
     client, _ = make_client(game, step=True)
     with client, client.websocket_connect("/ws") as ws:
         join(ws)
@@ -725,21 +713,14 @@ def test_server__a_removed_replay_folder_is_reported_and_the_table_goes_on(tmp_p
         assert verify_replay(state["replay"], partial=True) == 1
 
 
-class DiskFull:
-    """A replay's file on a disk that fills up: the next write puts a few bytes down, then fails (ENOSPC)."""
+def disk_full(real: Any) -> Mock:
+    """A replay's file ``real`` on a disk that fills up: the next write puts a few bytes down, then fails."""
 
-    def __init__(self, real: Any) -> None:
-        self.real = real
-
-    def write(self, data: Any) -> int:
-        self.real.write(bytes(data[:7]))
+    def write(data: Any) -> int:
+        real.write(bytes(data[:7]))
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    def fileno(self) -> int:
-        return self.real.fileno()
-
-    def close(self) -> None:
-        self.real.close()
+    return Mock(wraps=real, write=write)
 
 
 def test_server__a_full_disk_is_reported_the_game_goes_on_and_the_file_stays_valid(tmp_path: Path) -> None:
@@ -751,8 +732,7 @@ def test_server__a_full_disk_is_reported_the_game_goes_on_and_the_file_stays_val
             ws.send_json({"type": "wait"})
             receive_until(ws, "state")
         path = table.game.replay_file
-        writer = game.writer
-        writer._file = DiskFull(writer._file)
+        game.writer._file = disk_full(game.writer._file)
         ws.send_json({"type": "wait"})
         state = receive_until(ws, "state")
         assert state["view"]["tick"] == 4 and "No space left on device" in state["recording"]
