@@ -68,15 +68,13 @@ def served(tmp_path: Path) -> Iterator[Any]:
         yield s
 
 
-def shots_dir(tmp_path: Path) -> Path:
-    d = Path(os.environ.get("NERTZ_PLAY_SHOTS") or tmp_path)
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-
-def assert_not_blank(path: Path) -> None:
+def assert_screenshot_shows_cards(page: Any, tmp_path: Path, name: str, **options: Any) -> None:
+    """A screenshot of ``page`` (kept in $NERTZ_PLAY_SHOTS when set) shows cards, not a blank page."""
     from PIL import Image
 
+    path = Path(os.environ.get("NERTZ_PLAY_SHOTS") or tmp_path) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(path), **options)
     with Image.open(path) as im:
         px = np.asarray(im.convert("RGB")).astype(np.int32)
     assert px.shape[0] > 300 and px.shape[1] > 600
@@ -128,7 +126,6 @@ def check_engine(served: Any, ref: Any) -> None:
 
 def test_play_by_clicking__the_table_changes_exactly_as_the_engine_says(browser: Any, served: Any,
                                                                          tmp_path: Path) -> None:
-    out = shots_dir(tmp_path)
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -168,13 +165,11 @@ def test_play_by_clicking__the_table_changes_exactly_as_the_engine_says(browser:
                 clicks += 1
             wait_tick(page, tick + 1)
             assert game.history[-1].moves[0].submitted == m["action"], (m, game.history[-1].moves[0])
-        elif flips % 2 == 0:
-            page.keyboard.press("f")
-            wait_tick(page, tick + 1)
-            flips += 1
-            assert game.history[-1].moves[0].name == "flip"
-        else:
-            page.click('#table .hit[data-zone="stock"][data-seat="0"]')
+        else:  # a flip, by key and by a click on the stock in turn
+            if flips % 2 == 0:
+                page.keyboard.press("f")
+            else:
+                page.click('#table .hit[data-zone="stock"][data-seat="0"]')
             wait_tick(page, tick + 1)
             flips += 1
             assert game.history[-1].moves[0].name == "flip"
@@ -196,8 +191,7 @@ def test_play_by_clicking__the_table_changes_exactly_as_the_engine_says(browser:
         cells = rows.nth(s).locator("td")
         assert cells.nth(1).inner_text().split()[0] == str(len(snap["players"][s]["nertz"]))
         assert cells.nth(3).inner_text() == str(len(snap["players"][s]["stock"]))
-    page.screenshot(path=str(out / "play_after_moves.png"))
-    assert_not_blank(out / "play_after_moves.png")
+    assert_screenshot_shows_cards(page, tmp_path, "play_after_moves.png")
     assert not errors, errors
     page.close()
 
@@ -236,9 +230,7 @@ def test_game_over_is_shown_the_replay_is_closed_and_a_new_game_deals(browser: A
         page.wait_for_function("() => document.querySelector('#flash').textContent.includes('the replay is saved in')")
         page.keyboard.press("f")
         assert "game is over" in page.inner_text("#flash")
-        out = shots_dir(tmp_path)
-        page.screenshot(path=str(out / "play_game_over.png"))
-        assert_not_blank(out / "play_game_over.png")
+        assert_screenshot_shows_cards(page, tmp_path, "play_game_over.png")
         path = served.table.game.replay_file
         rep = load_replay(path or "")
         assert rep.final is not None and verify_replay(rep) == 6
@@ -394,8 +386,7 @@ def test_replay_page_scrubs_to_the_end(browser: Any, page_file: tuple[Path, Path
     page.click("#play")
     page.wait_for_function("window.nertzReplay.current() >= 2", timeout=10_000)
     page.click("#play")
-    page.screenshot(path=str(shots_dir(tmp_path) / "replay.png"), full_page=True)
-    assert_not_blank(shots_dir(tmp_path) / "replay.png")
+    assert_screenshot_shows_cards(page, tmp_path, "replay.png", full_page=True)
     assert not errors, errors
     page.close()
 
