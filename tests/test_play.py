@@ -68,6 +68,12 @@ def receive_until(ws: Any, kind: str, limit: int = 50) -> dict[str, Any]:
     raise AssertionError(f"no {kind!r} message in {limit} messages")
 
 
+def ask(ws: Any, kind: str, answer: str = "state", **fields: Any) -> dict[str, Any]:
+    """Send a message of type ``kind``; the next message of type ``answer``."""
+    ws.send_json({"type": kind, **fields})
+    return receive_until(ws, answer)
+
+
 def join(ws: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     return receive_until(ws, "welcome"), receive_until(ws, "state")
 
@@ -130,10 +136,9 @@ def test_server__step_mode_plays_the_clicked_moves_and_matches_the_engine() -> N
         for k in range(12):
             view = state["view"]
             if k % 4 == 3:
-                ws.send_json({"type": "wait"})
+                state = ask(ws, "wait")
             else:
-                ws.send_json({"type": "move", "action": pick(view, k), "seat": 0, "tick": view["tick"]})
-            state = receive_until(ws, "state")
+                state = ask(ws, "move", action=pick(view, k), seat=0, tick=view["tick"])
             assert state["view"]["tick"] == k + 1
             moves = state["moves"]
             ref.step({f"player_{m['seat']}": m["submitted"] for m in moves})
@@ -190,8 +195,7 @@ def test_server__bad_messages_get_a_clear_error_and_change_nothing() -> None:
         assert msg["type"] == "error" and msg["message"].startswith("not legal now:")
         assert table.game.env.snapshot() == before
         # and the connection still plays
-        ws.send_json({"type": "move", "action": pick(state["view"], 0)})
-        assert receive_until(ws, "state")["view"]["tick"] == 1
+        assert ask(ws, "move", action=pick(state["view"], 0))["view"]["tick"] == 1
 
 
 def test_server__a_burst_of_messages_from_a_tab_that_reads_gets_every_answer() -> None:
@@ -242,8 +246,7 @@ def test_server__a_second_tab_watches_and_plays_on_when_the_first_closes() -> No
                 msg = ws2.receive_json()
                 assert msg["type"] == "error" and "spectator" in msg["message"]
             # the player plays; the spectators see the tick
-            ws1.send_json({"type": "move", "action": pick(state["view"], 0)})
-            assert receive_until(ws1, "state")["view"]["tick"] == 1
+            assert ask(ws1, "move", action=pick(state["view"], 0))["view"]["tick"] == 1
             for ws in (ws2, ws3):
                 seen = receive_until(ws, "state")
                 assert seen["view"]["tick"] == 1 and seen["role"] == "spectator"
@@ -253,10 +256,8 @@ def test_server__a_second_tab_watches_and_plays_on_when_the_first_closes() -> No
             assert welcome["role"] == "player" and "this tab plays seat 0 now" in welcome["message"]
             assert receive_until(ws2, "state")["view"]["tick"] == 1
             assert "another tab plays the seat" in receive_until(ws3, "info")["message"]
-            ws2.send_json({"type": "wait"})
-            assert receive_until(ws2, "state")["view"]["tick"] == 2
-            ws3.send_json({"type": "wait"})
-            assert "spectator" in receive_until(ws3, "error")["message"]
+            assert ask(ws2, "wait")["view"]["tick"] == 2
+            assert "spectator" in ask(ws3, "wait", "error")["message"]
         # a new tab after all closed plays the seat again, at the same tick
         with client.websocket_connect("/ws") as ws4:
             welcome, state = join(ws4)
@@ -271,18 +272,15 @@ def test_server__real_time_ticks_on_the_clock_and_plays_the_queued_move_on_the_n
         assert welcome["mode"] == "realtime"
         state = receive_until(ws, "state")  # the clock runs without any click: the person waits
         assert state["moves"][0]["submitted"] == WAIT
-        ws.send_json({"type": "pause"})
-        assert receive_until(ws, "info")["paused"] is True
+        assert ask(ws, "pause", "info")["paused"] is True
         paused_at = table.game.env.tick
         time.sleep(0.3)
         assert table.game.env.tick == paused_at
         view = table.game.public_view()
         first, second = pick(view, 0), pick(view, 1)
-        ws.send_json({"type": "move", "action": first})
-        q = receive_until(ws, "queued")
+        q = ask(ws, "move", "queued", action=first)
         assert q["pending"]["action"] == first
-        ws.send_json({"type": "move", "action": second})
-        q = receive_until(ws, "queued")
+        q = ask(ws, "move", "queued", action=second)
         assert q["pending"]["action"] == second
         if first != second:
             assert "instead of" in q["message"]
@@ -318,11 +316,9 @@ def test_server__a_failing_bot_stops_the_table_with_a_message_and_the_server_kee
     client, _ = make_client(game, step=True)
     with client, client.websocket_connect("/ws") as ws:
         join(ws)
-        ws.send_json({"type": "wait"})
-        msg = receive_until(ws, "error")
+        msg = ask(ws, "wait", "error")
         assert "the table stopped: RuntimeError: no policy loaded" in msg["message"]
-        ws.send_json({"type": "wait"})
-        assert "the table stopped" in receive_until(ws, "error")["message"]
+        assert "the table stopped" in ask(ws, "wait", "error")["message"]
         assert client.get("/").status_code == 200
 
 
@@ -415,8 +411,7 @@ def test_replay__every_tick_is_on_disk_while_the_game_runs_and_a_closed_tab_lose
         with client.websocket_connect("/ws") as ws:
             _, state = join(ws)
             for k in range(8):
-                ws.send_json({"type": "move", "action": pick(state["view"], k)})
-                state = receive_until(ws, "state")
+                state = ask(ws, "move", action=pick(state["view"], k))
             path = state["replay"]
             assert path is not None and path.startswith(str(tmp_path)) and path.endswith(".jsonl")
         # the tab is gone, the server still runs the table: the file already holds every tick, flushed
@@ -428,8 +423,7 @@ def test_replay__every_tick_is_on_disk_while_the_game_runs_and_a_closed_tab_lose
         assert verify_replay(path, partial=True) == 8  # still being written: no closing line yet
         with client.websocket_connect("/ws") as ws:  # a new tab plays on, into the same file
             join(ws)
-            ws.send_json({"type": "wait"})
-            receive_until(ws, "state")
+            ask(ws, "wait")
         assert verify_replay(path, partial=True) == 9
     # the server stopped (Ctrl-C): the file is closed, and still replays
     assert verify_replay(path) == 9
@@ -689,11 +683,9 @@ def test_server__a_removed_replay_folder_is_reported_and_the_table_goes_on(tmp_p
     table = TableServer(game, step=True, log=logged.append, new_game_interval=0)
     with TestClient(create_app(table)) as client, client.websocket_connect("/ws") as ws:
         join(ws)
-        ws.send_json({"type": "wait"})
-        assert receive_until(ws, "state")["view"]["tick"] == 1
+        assert ask(ws, "wait")["view"]["tick"] == 1
         shutil.rmtree(folder)
-        ws.send_json({"type": "new_game"})  # the new replay cannot be created: told, and the game is dealt
-        state = receive_until(ws, "state")
+        state = ask(ws, "new_game")  # the new replay cannot be created: told, and the game is dealt
         assert state["view"]["tick"] == 0 and table.game.seed == SEED + 1
         assert state["replay"] is None and "No such file or directory" in state["recording"]
         error = receive_until(ws, "error")
@@ -702,14 +694,11 @@ def test_server__a_removed_replay_folder_is_reported_and_the_table_goes_on(tmp_p
         # the last game's file went with its folder: the log must not say it is saved there
         assert not any("saved in" in line for line in logged), logged
         assert any("is gone (removed from disk)" in line for line in logged), logged
-        ws.send_json({"type": "wait"})  # the game goes on, unrecorded
-        assert receive_until(ws, "state")["view"]["tick"] == 1
+        assert ask(ws, "wait")["view"]["tick"] == 1  # the game goes on, unrecorded
         folder.mkdir()  # writable again: the next game records
-        ws.send_json({"type": "new_game"})
-        state = receive_until(ws, "state")
+        state = ask(ws, "new_game")
         assert state["recording"] is None and state["replay"].startswith(str(folder))
-        ws.send_json({"type": "wait"})
-        assert receive_until(ws, "state")["view"]["tick"] == 1
+        assert ask(ws, "wait")["view"]["tick"] == 1
         assert verify_replay(state["replay"], partial=True) == 1
 
 
@@ -729,24 +718,20 @@ def test_server__a_full_disk_is_reported_the_game_goes_on_and_the_file_stays_val
     with TestClient(create_app(table)) as client, client.websocket_connect("/ws") as ws:
         join(ws)
         for _ in range(3):
-            ws.send_json({"type": "wait"})
-            receive_until(ws, "state")
+            ask(ws, "wait")
         path = table.game.replay_file
         game.writer._file = disk_full(game.writer._file)
-        ws.send_json({"type": "wait"})
-        state = receive_until(ws, "state")
+        state = ask(ws, "wait")
         assert state["view"]["tick"] == 4 and "No space left on device" in state["recording"]
         error = receive_until(ws, "error")
         assert "No space left on device" in error["message"] and not error.get("fatal")
-        ws.send_json({"type": "wait"})  # the game goes on; the failure is told once
-        state = receive_until(ws, "state")
+        state = ask(ws, "wait")  # the game goes on; the failure is told once
         assert state["view"]["tick"] == 5 and table.failure is None
         # the file holds the three ticks written before the disk filled, and nothing cut in the middle
         rep = load_replay(path)
         assert [t["t"] for t in rep.ticks] == [1, 2, 3] and rep.cut_off is None
         assert verify_replay(path, partial=True) == 3
-        ws.send_json({"type": "new_game"})  # room again: the next game records
-        state = receive_until(ws, "state")
+        state = ask(ws, "new_game")  # room again: the next game records
         assert state["recording"] is None and state["replay"] != path
 
 
