@@ -995,23 +995,15 @@ def test_restore__keeps_the_snapshots_generator_whatever_the_reset_seed() -> Non
 
 @pytest.mark.parametrize("n", [2, 4])
 def test_race_fairness__every_seat_wins_its_share_over_2000_seeds(n: int) -> None:
-    tables, first_seed = 2000, 50_000
-    snap = race(n).snapshot()
-    venv = seeded_batch(snap, tables, first_seed, num_players=n)
+    tables = 2000
+    venv = seeded_batch(race(n).snapshot(), tables, 50_000, num_players=n)
     actions = np.full((tables, n), venv.actions.lookup("lake:nertz"), dtype=np.int64)
     _, rewards, terms, truncs, infos = venv.step(actions)
     lost = infos["lost_race"]
     assert not infos["illegal"].any() and not terms.any() and not truncs.any()
     assert (lost.sum(axis=1) == n - 1).all(), "some table did not have exactly one winner"
     np.testing.assert_array_equal(rewards, (~lost).astype(np.float32))
-    winners = np.argmin(lost, axis=1)
-    # a table of the batch is parallel_env with the same seed: spot-check the first tables
-    env = race(n)
-    for t in range(8):
-        env.reset(seed=first_seed + t)
-        env.reset(options={"snapshot": {**snap, "rng": env.snapshot()["rng"]}})
-        assert race_winner(play(env, dict.fromkeys(range(n), "lake:nertz"))) == winners[t], f"table {t}"
-    counts = np.bincount(winners, minlength=n)
+    counts = np.bincount(np.argmin(lost, axis=1), minlength=n)
     shares = counts / tables
     assert np.abs(shares - 1 / n).max() <= 0.03, f"win shares per seat {shares.round(3)}, fair is {1 / n:.3f}"
     assert_uniform(counts, f"win counts {counts.tolist()}", p_min=0.001)
