@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import nertz_env
+from nertz_env.engine import batch
 from variants import VARIANTS, variant_id
 
 
@@ -161,8 +162,6 @@ def test_reset_mask__deals_only_the_masked_tables() -> None:
 
 def test_batch__threaded_blocks_equal_one_block(monkeypatch: pytest.MonkeyPatch) -> None:
     """A batch split across threads (a block of tables a core) plays as one block on the calling thread."""
-    from nertz_env.engine import batch
-
     tables = batch.PARALLEL_MIN_TABLES + 44
 
     def play(workers: int) -> list[np.ndarray]:
