@@ -701,14 +701,6 @@ def test_gym_make__the_single_agent_view_and_make_vec_the_per_agent_env_with_rul
         gymnasium.make("nertz_env/NertzAgents-v0")  # no single-env form
 
 
-def test_gym_ids__the_module_colon_id_form_works_from_a_fresh_interpreter_outside_the_checkout(tmp_path: Path) -> None:
-    code = 'import gymnasium\nenv = gymnasium.make("nertz_env:nertz_env/Nertz-v0", draw=1)\n' \
-           'assert env.unwrapped.config.draw == 1\nprint(env.spec.id)'
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == "nertz_env/Nertz-v0"
-
-
 def test_gym_wrappers__one_that_needs_a_box_runs_on_the_array_form_across_the_autoreset() -> None:
     """``obs_format="array"``: the mask in the infos (test_clients.py: a wrapper that reads the endings)."""
     env = W.NormalizeObservation(nertz_env.agent_vector_env(2, num_players=2, max_ticks=20,
