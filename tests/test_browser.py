@@ -5,6 +5,8 @@ from disk, scrubbed, and the table it draws compared with the file."""
 from __future__ import annotations
 
 import contextlib
+import functools
+import http.server
 import json
 import os
 import time
@@ -262,28 +264,6 @@ def test_real_time__the_table_ticks_by_itself_and_a_key_becomes_the_next_tick_s_
 
 
 # ------------------------------------------------------------------ the page's own headers, in the browser
-@contextlib.contextmanager
-def framing_page(target: str) -> Iterator[str]:
-    """A page on another port of 127.0.0.1 that frames ``target``; yields its address."""
-    import http.server
-
-    body = f'<iframe src="{target}" width="900" height="600"></iframe>'.encode()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("content-type", "text/html")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    with loopback_http(Handler) as url:
-        yield url
-
-
 def test_token_mode__a_malformed_cookie__the_token_leaves_the_address__another_origin_cannot_frame_the_table(
         browser: Any, tmp_path: Path) -> None:
     """Another application's malformed cookie costs nothing; the token leaves the address bar; a page on
@@ -306,7 +286,11 @@ def test_token_mode__a_malformed_cookie__the_token_leaves_the_address__another_o
         page.keyboard.press("w")
         wait_tick(page, 1)
         assert not violations, violations
-        with framing_page(s.page) as evil_url:
+        site = tmp_path / "evil"  # a page on another port of 127.0.0.1 that frames the table
+        site.mkdir()
+        (site / "index.html").write_text(f'<iframe src="{s.page}" width="900" height="600"></iframe>')
+        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+        with loopback_http(handler) as evil_url:
             evil = context.new_page()
             evil.goto(evil_url)  # returns once the frame is loaded, or refused
             framed = evil.frames[1]
