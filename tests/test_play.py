@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import errno
 import http.client
 import json
@@ -18,6 +19,7 @@ import sys
 import threading
 import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from unittest.mock import AsyncMock, Mock
@@ -57,6 +59,15 @@ def make_game(players: int = 3, seed: int = SEED, bots: str | list[str] = "heuri
 def make_client(game: PlayGame, step: bool = True, tick_ms: int = 1000) -> tuple[TestClient, TableServer]:
     table = TableServer(game, step=step, tick_ms=tick_ms, log=lambda text: None)
     return TestClient(create_app(table)), table
+
+
+@contextlib.contextmanager
+def seated(game: PlayGame, **options: Any) -> Iterator[tuple[Any, TableServer, Any, Any]]:
+    """A tab at ``game``'s table (a TableServer of ``options``, step mode unless told), through a TestClient:
+    its websocket, the table, its welcome and its first state."""
+    table = TableServer(game, **{"step": True, "log": lambda text: None, **options})
+    with TestClient(create_app(table)) as client, client.websocket_connect("/ws") as ws:
+        yield ws, table, *join(ws)
 
 
 def receive_until(ws: Any, kind: str, limit: int = 50) -> dict[str, Any]:
@@ -122,12 +133,9 @@ def test_legal_moves__joker_and_tuck_moves_share_a_click_and_the_page_offers_the
 
 # ------------------------------------------------------------------ the protocol
 def test_server__step_mode_plays_the_clicked_moves_and_matches_the_engine() -> None:
-    game = make_game(players=3, seed=SEED)
-    client, table = make_client(game, step=True)
     ref = nertz_env.parallel_env(num_players=3)
     ref.reset(seed=SEED)
-    with client, client.websocket_connect("/ws") as ws:
-        welcome, state = join(ws)
+    with seated(make_game(players=3, seed=SEED)) as (ws, table, welcome, state):
         assert welcome["role"] == "player" and welcome["seat"] == 0 and welcome["mode"] == "step"
         assert welcome["names"] == ["you", "heuristic 1", "heuristic 2"]  # a repeated spec gets the seat
         assert state["view"]["tick"] == 0
@@ -173,10 +181,7 @@ BAD_MESSAGES = [
 
 
 def test_server__bad_messages_get_a_clear_error_and_change_nothing() -> None:
-    game = make_game(players=3, seed=SEED)
-    client, table = make_client(game, step=True)
-    with client, client.websocket_connect("/ws") as ws:
-        _, state = join(ws)
+    with seated(make_game(players=3, seed=SEED)) as (ws, table, _, state):
         before = table.game.env.snapshot()
         for text, words in BAD_MESSAGES:
             ws.send_text(text)
@@ -263,10 +268,7 @@ def test_server__a_second_tab_watches_and_plays_on_when_the_first_closes() -> No
 
 
 def test_server__real_time_ticks_on_the_clock_and_plays_the_queued_move_on_the_next_tick() -> None:
-    game = make_game(players=3, seed=SEED)
-    client, table = make_client(game, step=False, tick_ms=60)
-    with client, client.websocket_connect("/ws") as ws:
-        welcome, state = join(ws)
+    with seated(make_game(players=3, seed=SEED), step=False, tick_ms=60) as (ws, table, welcome, state):
         assert welcome["mode"] == "realtime"
         state = receive_until(ws, "state")  # the clock runs without any click: the person waits
         assert state["moves"][0]["submitted"] == WAIT
@@ -678,9 +680,7 @@ def test_server__a_removed_replay_folder_is_reported_and_the_table_goes_on(tmp_p
     folder.mkdir()
     logged: list[str] = []
     game = make_game(players=2, replay_dir=folder)
-    table = TableServer(game, step=True, log=logged.append, new_game_interval=0)
-    with TestClient(create_app(table)) as client, client.websocket_connect("/ws") as ws:
-        join(ws)
+    with seated(game, log=logged.append, new_game_interval=0) as (ws, table, _, _):
         assert ask(ws, "wait")["view"]["tick"] == 1
         shutil.rmtree(folder)
         state = ask(ws, "new_game")  # the new replay cannot be created: told, and the game is dealt
@@ -712,9 +712,7 @@ def disk_full(real: Any) -> Mock:
 
 def test_server__a_full_disk_is_reported_the_game_goes_on_and_the_file_stays_valid(tmp_path: Path) -> None:
     game = make_game(players=2, replay_dir=tmp_path)
-    table = TableServer(game, step=True, log=lambda text: None)
-    with TestClient(create_app(table)) as client, client.websocket_connect("/ws") as ws:
-        join(ws)
+    with seated(game) as (ws, table, _, _):
         for _ in range(3):
             ask(ws, "wait")
         path = table.game.replay_file
@@ -737,9 +735,7 @@ def test_server__a_full_disk_is_reported_the_game_goes_on_and_the_file_stays_val
 def test_server__new_games_come_one_a_second_at_most(tmp_path: Path) -> None:
     """A burst of new_game messages deals one game (one replay file), the others are refused."""
     game = make_game(players=2, replay_dir=tmp_path)
-    table = TableServer(game, step=True, log=lambda text: None, new_game_interval=60)  # a loaded machine takes seconds
-    with TestClient(create_app(table)) as client, client.websocket_connect("/ws") as ws:
-        join(ws)
+    with seated(game, new_game_interval=60) as (ws, table, _, _):  # a loaded machine takes seconds
         for _ in range(5):
             ws.send_json({"type": "new_game"})
         answers, errors = 0, 0
@@ -758,9 +754,7 @@ def test_server__new_games_come_one_a_second_at_most(tmp_path: Path) -> None:
 
 def test_server__the_game_after_seed_2_64_minus_1_is_seed_0() -> None:
     """Seeds wrap at 2**64 (the env refuses 2**64): the table deals on."""
-    client, _ = make_client(make_game(players=2, seed=2**64 - 1))
-    with client, client.websocket_connect("/ws") as ws:
-        join(ws)
+    with seated(make_game(players=2, seed=2**64 - 1)) as (ws, _, _, _):
         ws.send_json({"type": "new_game"})
         msg = ws.receive_json()
         while msg["type"] not in ("info", "error"):
