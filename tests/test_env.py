@@ -149,12 +149,13 @@ def test_lifecycle__unknown_reset_options_warn_every_time_and_step_and_reset_aft
     make, step = FORMS[form]
     env = make()
     for _ in range(2):
-        with pytest.warns(UserWarning, match=r"ignores unknown option\(s\) \['colour'\]"):
+        with pytest.warns(UserWarning, match=r"ignores unknown option\(s\) \['xxx") as caught:
             if form == "NertzVecEnv":
-                env.set_options({"colour": 1})
+                env.set_options({LONG: 1})
                 env.reset()
             else:
-                env.reset(seed=0, options={"colour": 1})
+                env.reset(seed=0, options={LONG: 1})
+        assert len(str(caught[0].message)) < 400  # the name cut
     step(env, np.random.default_rng(0))  # and the env is usable
     env.close()
     env.close()  # closing twice is harmless
@@ -437,12 +438,6 @@ def test_bad_argument__one_line_error_cuts_a_long_value(call: Callable[[], Any])
     with pytest.raises(ValueError) as e:
         call()
     assert len(str(e.value)) < 400 and "\n" not in str(e.value), str(e.value)[:400]
-
-
-def test_unknown_reset_option__a_long_name_is_cut_in_the_warning() -> None:
-    with pytest.warns(UserWarning, match="ignores unknown option") as caught:
-        nertz_env.parallel_env().reset(seed=0, options={LONG: 1})
-    assert len(str(caught[0].message)) < 400
 
 
 @pytest.mark.parametrize("seed", [-1, 1.5, "7", True, 2**64, np.array(5)])
