@@ -24,8 +24,7 @@ except ImportError:  # pragma: no cover
 
 
 def card_counts(state) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """(tables, players, 53) counts of every card code each seat's deck has across the table (jokers -> 52),
-    vectorised over the batch."""
+    """(tables, players, 53): how many of each card code (jokers: 52) each seat's deck has on the table."""
     t, p = state.nertz_len.shape
     bins = 53
     idx_parts = []
@@ -95,13 +94,9 @@ IFREQ = "16sH22x"  # struct ifreq: the interface's name, its flags
 
 @contextlib.contextmanager
 def loopback_only() -> Iterator[None]:
-    """This thread, and every process it starts, in a network namespace of its own that holds only loopback
-    (``unshare -n``, then ``ip link set lo up``, without either command).
-
-    Ray binds the machine's network address by default; in here the only address is 127.0.0.1, so a cluster
-    started inside (its nodes, and the drivers a test runs: they inherit the namespace) sends nothing off
-    loopback. The thread returns to its own namespace at the end. Needs CAP_SYS_ADMIN (root): without it the
-    test is skipped, and fails on CI (CI=true), which must not pass it silently."""
+    """This thread and every process it starts in a network namespace holding only loopback (``unshare -n``,
+    ``ip link set lo up``): a Ray cluster started inside sends nothing off 127.0.0.1. Needs CAP_SYS_ADMIN:
+    without it the test is skipped, and fails on CI (CI=true)."""
     import pytest
 
     if sys.platform != "linux":

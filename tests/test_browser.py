@@ -1,16 +1,12 @@
-"""The pages in a real browser: Playwright drives Debian's chromium (``apt-get install -y chromium``; Playwright's
-own browser download is not used), launched once for the module. Run alone with ``pytest -m browser``.
-
-- nertz-play: the page is clicked as a person plays (a card then where it goes, a drag, the stock, keys) against a
-  server on a free loopback port; after every tick the served table equals a ``parallel_env`` stepped with the
-  same seed and actions. Its headers keep other origins from framing it.
-- nertz-replay: the page opened from disk (no server, no network), scrubbed, and the table it shows read back from
-  the drawing and compared with the file. Screenshots are checked not to be blank.
-"""
+"""The pages in Debian's chromium driven by Playwright (``pytest -m browser``): nertz-play clicked as a
+person plays, the served table checked against ``parallel_env`` after every tick; nertz-replay's page opened
+from disk, scrubbed, and the table it draws compared with the file."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import http.server
 import json
 import os
 import time
@@ -24,7 +20,7 @@ import pytest
 import test_replay
 from conftest import chromium, loopback_http
 from nertz_env.environment import parallel_env
-from nertz_env.replay import RecordReplay, load_replay, verify_replay
+from nertz_env.replay import RecordReplay, load_replay
 from nertz_env.replay.cli import main as replay_main
 from test_replay import play
 
@@ -52,33 +48,35 @@ def open_table(browser: Any, url: str) -> Any:
     return page
 
 
-def serve(tmp_path: Path, specs: list[str], step: bool = True, tick_ms: int = 1000, token: str | None = None,
-          **rules: Any) -> Any:
+@contextlib.contextmanager
+def serving(tmp_path: Path, specs: list[str], step: bool = True, tick_ms: int = 1000,
+            token: str | None = None, **rules: Any) -> Iterator[Any]:
     """A nertz-play table (the person at seat 0, ``specs`` at the others) served on a free loopback port."""
     pytest.importorskip("uvicorn", reason="needs the play extra: pip install '.[play]'")
     from nertz_env.play.server import TableServer
     from test_play import Served, make_game
 
     game = make_game(players=len(specs) + 1, seed=SEED, bots=specs, replay_dir=tmp_path, **rules)
-    return Served(TableServer(game, step=step, tick_ms=tick_ms, log=lambda text: None), token=token)
+    served = Served(TableServer(game, step=step, tick_ms=tick_ms, log=lambda text: None), token=token)
+    try:
+        yield served
+    finally:
+        served.stop()
 
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Any]:
-    s = serve(tmp_path, ["heuristic", "greedy"])
-    yield s
-    s.stop()
+    with serving(tmp_path, ["heuristic", "greedy"]) as s:
+        yield s
 
 
-def shots_dir(tmp_path: Path) -> Path:
-    d = Path(os.environ.get("NERTZ_PLAY_SHOTS") or tmp_path)
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-
-def assert_not_blank(path: Path) -> None:
+def assert_screenshot_shows_cards(page: Any, tmp_path: Path, name: str, **options: Any) -> None:
+    """A screenshot of ``page`` (kept in $NERTZ_PLAY_SHOTS when set) shows cards, not a blank page."""
     from PIL import Image
 
+    path = Path(os.environ.get("NERTZ_PLAY_SHOTS") or tmp_path) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(path), **options)
     with Image.open(path) as im:
         px = np.asarray(im.convert("RGB")).astype(np.int32)
     assert px.shape[0] > 300 and px.shape[1] > 600
@@ -130,7 +128,6 @@ def check_engine(served: Any, ref: Any) -> None:
 
 def test_play_by_clicking__the_table_changes_exactly_as_the_engine_says(browser: Any, served: Any,
                                                                          tmp_path: Path) -> None:
-    out = shots_dir(tmp_path)
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -170,13 +167,11 @@ def test_play_by_clicking__the_table_changes_exactly_as_the_engine_says(browser:
                 clicks += 1
             wait_tick(page, tick + 1)
             assert game.history[-1].moves[0].submitted == m["action"], (m, game.history[-1].moves[0])
-        elif flips % 2 == 0:
-            page.keyboard.press("f")
-            wait_tick(page, tick + 1)
-            flips += 1
-            assert game.history[-1].moves[0].name == "flip"
-        else:
-            page.click('#table .hit[data-zone="stock"][data-seat="0"]')
+        else:  # a flip, by key and by a click on the stock in turn
+            if flips % 2 == 0:
+                page.keyboard.press("f")
+            else:
+                page.click('#table .hit[data-zone="stock"][data-seat="0"]')
             wait_tick(page, tick + 1)
             flips += 1
             assert game.history[-1].moves[0].name == "flip"
@@ -198,13 +193,13 @@ def test_play_by_clicking__the_table_changes_exactly_as_the_engine_says(browser:
         cells = rows.nth(s).locator("td")
         assert cells.nth(1).inner_text().split()[0] == str(len(snap["players"][s]["nertz"]))
         assert cells.nth(3).inner_text() == str(len(snap["players"][s]["stock"]))
-    page.screenshot(path=str(out / "play_after_moves.png"))
-    assert_not_blank(out / "play_after_moves.png")
+    assert_screenshot_shows_cards(page, tmp_path, "play_after_moves.png")
     assert not errors, errors
     page.close()
 
 
-def test_second_tab_watches_and_a_closed_tab_keeps_the_replay(browser: Any, served: Any) -> None:
+def test_second_tab_watches_and_plays_on_when_the_first_closes(browser: Any, served: Any) -> None:
+    """The page's side of it (test_play.py: the server's, and the replay a closed tab leaves on disk)."""
     first = open_table(browser, served.page)
     for k in range(3):
         first.keyboard.press("w")
@@ -219,16 +214,10 @@ def test_second_tab_watches_and_a_closed_tab_keeps_the_replay(browser: Any, serv
     second.keyboard.press("w")
     wait_tick(second, 4)
     second.close()
-    path = served.table.game.replay_file
-    assert path is not None and os.path.exists(path)
-    with open(path, encoding="utf-8") as f:
-        lines = [json.loads(line) for line in f if line.strip()]
-    assert len(lines) >= 5  # the header and the four ticks played, all on disk while the game runs
 
 
 def test_game_over_is_shown_the_replay_is_closed_and_a_new_game_deals(browser: Any, tmp_path: Path) -> None:
-    served = serve(tmp_path, ["greedy"], max_ticks=6)
-    try:
+    with serving(tmp_path, ["greedy"], max_ticks=6) as served:
         page = open_table(browser, served.page)
         for k in range(6):
             page.keyboard.press("w")
@@ -239,25 +228,18 @@ def test_game_over_is_shown_the_replay_is_closed_and_a_new_game_deals(browser: A
         page.wait_for_function("() => document.querySelector('#flash').textContent.includes('the replay is saved in')")
         page.keyboard.press("f")
         assert "game is over" in page.inner_text("#flash")
-        out = shots_dir(tmp_path)
-        page.screenshot(path=str(out / "play_game_over.png"))
-        assert_not_blank(out / "play_game_over.png")
-        path = served.table.game.replay_file
-        rep = load_replay(path or "")
-        assert rep.final is not None and verify_replay(rep) == 6
+        assert_screenshot_shows_cards(page, tmp_path, "play_game_over.png")
+        path = served.table.game.replay_file  # (closed with its last line: test_play.py)
         page.keyboard.press("n")
         page.wait_for_function("() => document.querySelector('#over').hidden")
         assert tick_of(page) == 0 and served.table.game.seed == SEED + 1
         assert served.table.game.replay_file != path
         page.close()
-    finally:
-        served.stop()
 
 
 def test_real_time__the_table_ticks_by_itself_and_a_key_becomes_the_next_tick_s_action(browser: Any,
                                                                                       tmp_path: Path) -> None:
-    served = serve(tmp_path, ["heuristic"], step=False, tick_ms=250)
-    try:
+    with serving(tmp_path, ["heuristic"], step=False, tick_ms=250) as served:
         page = open_table(browser, served.page)
         wait_tick(page, 2)  # no click: the clock runs and the person waits
         game = served.table.game
@@ -279,43 +261,15 @@ def test_real_time__the_table_ticks_by_itself_and_a_key_becomes_the_next_tick_s_
         page.wait_for_function("() => document.querySelector('#status').textContent.includes('PAUSED')")
         check_engine(served, ref)
         page.close()
-    finally:
-        served.stop()
 
 
 # ------------------------------------------------------------------ the page's own headers, in the browser
-@contextlib.contextmanager
-def framing_page(target: str) -> Iterator[str]:
-    """A page on another port of 127.0.0.1 that frames ``target``; yields its address."""
-    import http.server
-
-    body = f'<iframe src="{target}" width="900" height="600"></iframe>'.encode()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("content-type", "text/html")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    with loopback_http(Handler) as url:
-        yield url
-
-
 def test_token_mode__a_malformed_cookie__the_token_leaves_the_address__another_origin_cannot_frame_the_table(
         browser: Any, tmp_path: Path) -> None:
-    """Another application's malformed cookie on this host locked the player out (403 on the script, the table
-    stuck at "connecting"); the token stayed in the address bar and the history. A page on another port of this
-    host (the token's cookie reaches it: cookies ignore ports) framed the table: its tab watched, and took the
-    seat when the player's tab left. Now the browser refuses the frame (the answer's headers, the same in
-    loopback mode), no tab connects from it, and the page keeps to its own content security policy."""
+    """Another application's malformed cookie costs nothing; the token leaves the address bar; a page on
+    another port (the cookie ignores ports) cannot frame the table; the page keeps to its security policy."""
     token = "t" * 32
-    s = serve(tmp_path, ["greedy"], token=token)
-    try:
+    with serving(tmp_path, ["greedy"], token=token) as s:
         context = browser.new_context()
         context.add_cookies([{"name": "pref", "value": '{"x":1}', "url": s.page},
                              {"name": "a", "value": "b c", "url": s.page}])
@@ -332,15 +286,17 @@ def test_token_mode__a_malformed_cookie__the_token_leaves_the_address__another_o
         page.keyboard.press("w")
         wait_tick(page, 1)
         assert not violations, violations
-        with framing_page(s.page) as evil_url:
+        site = tmp_path / "evil"  # a page on another port of 127.0.0.1 that frames the table
+        site.mkdir()
+        (site / "index.html").write_text(f'<iframe src="{s.page}" width="900" height="600"></iframe>')
+        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+        with loopback_http(handler) as evil_url:
             evil = context.new_page()
             evil.goto(evil_url)  # returns once the frame is loaded, or refused
             framed = evil.frames[1]
             assert framed.url.startswith("chrome-error:") and framed.query_selector("#table") is None  # refused
             assert len(s.table.tabs) == 1, "the framed page connected a tab"
         context.close()
-    finally:
-        s.stop()
 
 
 # ------------------------------------------------------------------ the replay page
@@ -408,8 +364,7 @@ def test_replay_page_scrubs_to_the_end(browser: Any, page_file: tuple[Path, Path
     page.click("#play")
     page.wait_for_function("window.nertzReplay.current() >= 2", timeout=10_000)
     page.click("#play")
-    page.screenshot(path=str(shots_dir(tmp_path) / "replay.png"), full_page=True)
-    assert_not_blank(shots_dir(tmp_path) / "replay.png")
+    assert_screenshot_shows_cards(page, tmp_path, "replay.png", full_page=True)
     assert not errors, errors
     page.close()
 
@@ -449,13 +404,11 @@ def test_replay_page_shows_a_round_end_then_the_new_deal(browser: Any, match_gam
 
 def test_browser_draws_the_svg_as_resvg_does(browser: Any, tmp_path: Path) -> None:
     """One drawing: Chromium's rendering of table_svg and table_rgb's raster agree (fonts play no part)."""
-    import json as _json
-
     from PIL import Image
 
     from nertz_env.render.draw import table_rgb, table_svg
 
-    snap = _json.loads((Path(__file__).parent / "golden" / "snap_p4_jokers.json").read_text())
+    snap = json.loads((Path(__file__).parent / "golden" / "snap_p4_jokers.json").read_text())
     svg = table_svg(snap)
     ref = table_rgb(snap).astype(np.int16)
     h, w = ref.shape[:2]

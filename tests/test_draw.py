@@ -1,12 +1,10 @@
-"""The drawing of the table: stable SVG for fixed snapshots, a raster that shows the cards the SVG places, the
-interactive attributes, and rgb_array rendering on every env form (test_engine.py checks that play without a
-render mode imports none of it).
-
-Golden files live in tests/golden/; after a deliberate change of the drawing regenerate them with
-``python tests/golden/make_golden.py`` and look at the PNGs it writes."""
+"""The drawing: stable SVG for fixed snapshots (tests/golden/; after a deliberate change run
+``python tests/golden/make_golden.py`` and look at its PNGs), a raster showing the cards the SVG places, the
+interactive attributes, and rgb_array rendering on every env form."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import sys
@@ -15,7 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nertz_env.render.draw import CH, CW, table_rgb, table_svg
+from nertz_env.environment import parallel_env
+from nertz_env.render import draw
+from nertz_env.render.draw import CH, CW, ENV_FAN, FELT, SEAT_COLOURS, SEAT_INK, table_rgb, table_svg
+from nertz_env.vector import vector_env
 
 pytest.importorskip("resvg_py", reason="needs the render extra: pip install '.[render]'")
 PIL = pytest.importorskip("PIL.Image", reason="needs the render extra: pip install '.[render]'")
@@ -65,8 +66,7 @@ def _is_red(code: str) -> bool:
 
 @pytest.mark.parametrize("name", CASES)
 def test_raster_shows_the_cards(name: str) -> None:
-    """The raster has the SVG's size, and at every card the SVG places there is a card face (or back) whose
-    corner is red for hearts and diamonds and dark for clubs and spades."""
+    """Where the SVG places a card, the raster (the SVG's size) has a face or back, its corner red or dark."""
     snap = _snap(name)
     svg = table_svg(snap)
     w, h = (int(v) for v in re.search(r'width="(\d+)" height="(\d+)"', svg).groups())
@@ -128,9 +128,6 @@ def test_highlight_and_names() -> None:
 
 def test_default_drawing_is_env_render() -> None:
     """table_rgb(env.snapshot()) is env.render()'s very picture, and the default size is one per config."""
-    from nertz_env.environment import parallel_env
-    from nertz_env.render.draw import ENV_FAN, longest_pile
-
     env = parallel_env(num_players=2, render_mode="rgb_array")
     env.reset(seed=4)
     for _ in range(30):
@@ -141,17 +138,14 @@ def test_default_drawing_is_env_render() -> None:
         return re.search(r'viewBox="([^"]+)"', svg).group(1)
 
     assert len({size(table_svg(s)) for s in snaps}) == 1  # same config, same size
-    assert size(table_svg(snaps[0], fan=max(ENV_FAN, longest_pile(snaps[0])) + 3)) != size(table_svg(snaps[0]))
+    longer = max(ENV_FAN, draw.longest_pile(snaps[0])) + 3
+    assert size(table_svg(snaps[0], fan=longer)) != size(table_svg(snaps[0]))
     assert table_rgb(snaps[0], fan=13).shape[0] > table_rgb(snaps[0], fan=6).shape[0]  # a longer fan, a taller table
 
 
 @pytest.mark.parametrize("players", [2, 5, 8])
 def test_rgb_array_env_forms(players: int) -> None:
     """(PettingZoo's render_test, rgb_array included: test_clients.py.)"""
-    from nertz_env.environment import parallel_env
-    from nertz_env.render.draw import ENV_FAN
-    from nertz_env.vector import vector_env
-
     p = parallel_env(num_players=players, render_mode="rgb_array")
     p.reset(seed=0)
     first = p.render()
@@ -173,10 +167,15 @@ def _linear(colour: str) -> list[float]:
     return [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
 
 
+def _luminance(colour: str) -> float:
+    lin = _linear(colour)
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
 def _lab(colour: str) -> tuple[float, float, float]:
     lin = _linear(colour)
     x = (0.4124 * lin[0] + 0.3576 * lin[1] + 0.1805 * lin[2]) / 0.95047
-    y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    y = _luminance(colour)
     z = (0.0193 * lin[0] + 0.1192 * lin[1] + 0.9505 * lin[2]) / 1.08883
 
     def f(t: float) -> float:
@@ -186,10 +185,6 @@ def _lab(colour: str) -> tuple[float, float, float]:
 
 
 def test_seat_colours_are_far_apart_and_headers_read() -> None:
-    import itertools
-
-    from nertz_env.render.draw import FELT, SEAT_COLOURS, SEAT_INK
-
     def delta(a: str, b: str) -> float:
         return sum((p - q) ** 2 for p, q in zip(_lab(a), _lab(b), strict=True)) ** 0.5
 
@@ -198,19 +193,12 @@ def test_seat_colours_are_far_apart_and_headers_read() -> None:
     assert min(delta(a, b) for a, b in itertools.combinations(SEAT_COLOURS[:4], 2)) > 45
     assert min(delta(a, b) for a, b in itertools.combinations(SEAT_COLOURS, 2)) > 25
     assert min(delta(c, FELT) for c in SEAT_COLOURS) > 20  # every frame stands out on the felt
-
-    def luminance(c: str) -> float:
-        lin = _linear(c)
-        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
-
     for c, ink in zip(SEAT_COLOURS, SEAT_INK, strict=True):  # header text: WCAG contrast of at least 4.5
-        hi, lo = sorted((luminance(c), luminance(ink)), reverse=True)
+        hi, lo = sorted((_luminance(c), _luminance(ink)), reverse=True)
         assert (hi + 0.05) / (lo + 0.05) >= 4.5, c
 
 
 def test_redeals_say_used(monkeypatch: pytest.MonkeyPatch) -> None:
-    from nertz_env.render import draw
-
     said: list[str] = []
     real = draw._text
 

@@ -31,12 +31,10 @@ needs_jit = pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reaso
 
 # ---------------------------------------------------------------------------------------------- random rollouts
 def rollout_and_check(rules_: dict, tables: int, seed: int, rewrite: int, max_steps: int = 20_000) -> int:
-    """Random play on ``tables`` tables until each has finished an episode; one action in ten is drawn
-    without the mask. After every tick: every card of every deck is somewhere once, every mask allows the
-    wait, observations lie in [0, 1], exactly the actions outside the tick's starting mask are flagged illegal,
-    and the first ``rewrite`` tables' observations and masks equal a full rewrite (``rules.observe_table``,
-    against the incremental ``observe_changes``). At every round end the score is its breakdown and what the
-    match total grew by; at every episode end each seat's rewards add up to its (team's) score."""
+    """Random play (one action in ten unmasked) until every table finished an episode. Every tick: each card
+    once, the wait legal, observations in [0, 1], exactly the unmasked actions illegal, the first ``rewrite``
+    tables' observations and masks those of a full rewrite (``rules.observe_table``). Round ends: the score is
+    its breakdown and the match total's growth; episode ends: the rewards sum to the (team's) score."""
     venv = nertz_env.vector_env(tables, copy=False, **rules_)
     venv.reset(seed=seed)
     cfg, state = venv.config, venv._state
@@ -102,9 +100,8 @@ def test_random_rollouts__large_batch_of_1024_tables() -> None:
     ids=variant_id,
 )
 def test_memory__places_only_cards_the_seat_saw_where_they_are(rules: dict) -> None:
-    """Random games with the memory option: every card the memory places in the stock or waste is the card the
-    engine has there, and one an observation of the seat showed face up this round; it calls unseen exactly the
-    own real cards no such observation showed, and the jokers not shown, placed or in the lake."""
+    """Random games: the memory places only cards the seat saw this round, where they are; unseen are exactly
+    the cards (and jokers) it has not seen."""
     env = nertz_env.parallel_env(memory=True, max_ticks=300, **rules)
     obs, _ = env.reset(seed=5)
     rng = np.random.default_rng(5)
@@ -165,16 +162,6 @@ def test_compiled_rules__equal_the_same_rules_run_as_plain_python() -> None:
         assert a == b, f"diverged at tick {tick}"
 
 
-def test_table_generator__is_uniform_and_seed_dependent() -> None:
-    state = np.zeros(2, dtype=np.uint64)
-    rules.seed_table(state, 0, 1)
-    rules.seed_table(state, 1, 2)
-    assert state[0] != state[1]
-    draws = np.array([rules.rng_below(state, 0, 6) for _ in range(60_000)])
-    counts = np.bincount(draws, minlength=6)
-    assert counts.min() > 9_500 and counts.max() < 10_500  # about 10,000 each; 5 sigma is about 500
-
-
 @pytest.mark.parametrize(
     ("rules", "digest"),
     [
@@ -184,8 +171,7 @@ def test_table_generator__is_uniform_and_seed_dependent() -> None:
     ],
 )
 def test_observations__are_pinned_when_the_observation_options_are_off(rules: dict, digest: str) -> None:
-    """Every observation and mask of a seeded random game, hashed: the digests were taken before the
-    last_moves and memory options existed, so with them off (the default) observations stay bit-identical."""
+    """A seeded game's observations and masks, hashed before the last_moves and memory options existed."""
     env = nertz_env.parallel_env(**rules)
     obs, _ = env.reset(seed=11)
     h = hashlib.sha256()
@@ -283,8 +269,7 @@ def test_a_table_state_is_one_argument_of_a_compiled_call() -> None:
 
 
 def test_a_users_own_njit_that_sees_a_state_first_gets_the_packed_type(fresh: dict) -> None:
-    """numba types a named tuple once per process: had a user's function typed a state before the rules
-    registered the packed type, every later call of the rules would take numba's slow typing path."""
+    """numba types a named tuple once per process: else every call of the rules would be typed slowly."""
     assert not fresh["rules_before_njit"] and fresh["njit_type"] == "PackedNamedTuple"
 
 
@@ -324,9 +309,8 @@ NOTICE = "nertz_env: compiling the rules with numba for their first use; later p
 
 @needs_jit
 def test_cache__editing_a_listed_source_never_runs_the_stale_code_and_a_compile_is_announced_once(tmp_path: Path) -> None:
-    """``g`` returns ``f() + 1`` and ``f`` ``helper() * 10``, ``helper`` a constant two files away; the cache is keyed
-    on a copy of the engine's sources (as if that constant's file were one of them). A process that compiles says
-    so in one line, one that loads from the cache says nothing."""
+    """``g() = f() + 1``, ``f() = helper() * 10``, ``helper`` a constant two files away, keyed on a copy of
+    the engine's sources. A process that compiles says so in one line; one that loads says nothing."""
     for name in _cache.SOURCES:
         (tmp_path / "src" / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(_cache.PACKAGE / name, tmp_path / "src" / name)
@@ -366,9 +350,7 @@ print(json.dumps({"value": value, "warnings": [[w.category.__name__, str(w.messa
 @pytest.mark.skipif(sys.platform != "linux", reason="numba's user-wide cache is under HOME on Linux only (macOS: /Library/Caches, writable by admins; Windows: no HOME), and read-only folders are made with chmod or root's geteuid")
 @needs_jit
 def test_cache__no_writable_folder_compiles_in_memory_with_one_warning(tmp_path: Path) -> None:
-    """A read-only install without a writable home: numba finds no folder for its cache (not NUMBA_CACHE_DIR,
-    not the package's __pycache__, not ~/.cache with HOME=/), so the rules compile in memory, with one
-    warning for the process that names NUMBA_CACHE_DIR."""
+    """No writable NUMBA_CACHE_DIR, __pycache__ or home: the rules compile in memory, one warning."""
     _package(tmp_path, "ropkg", {"fns.py": "from nertz_env.engine._cache import keyed_jit\n\n"
                                            "@keyed_jit({})\ndef f():\n    return 1\n\n"
                                            "@keyed_jit({})\ndef g():\n    return 2\n"})

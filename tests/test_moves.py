@@ -16,6 +16,9 @@ import pytest
 
 import nertz_env
 from nertz_env.actions import JOKER_LAKE, KIND_NAMES, LAKE, RUN, TO_WORK, TUCK, action_table
+from nertz_env.agents import make_agent
+from nertz_env.agents.forward import MovesActor, NumpyActor
+from nertz_env.agents.policy import load_policy, policy_probabilities
 from nertz_env.moves import FLAGS, move_features, move_layout
 from nertz_env.observation import _decode_card, decode
 from test_rules import build, play, suit
@@ -230,7 +233,6 @@ def test_moves_policy__loads_in_plain_sb3_and_its_file_holds_the_policy_over_the
         moves_run: dict[str, Any], tmp_path: Path) -> None:
     import torch
 
-    from nertz_env.agents.policy import load_policy
     from nertz_env.train import MovesPolicy
 
     trainer = moves_run["trainer"]
@@ -254,8 +256,6 @@ def test_moves_policy__loads_in_plain_sb3_and_its_file_holds_the_policy_over_the
 
 def _game_observations(rules: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """Every seat's observation and mask of a heuristic game at a 4-seat table of ``rules``."""
-    from nertz_env.agents import make_agent
-
     env = nertz_env.parallel_env(num_players=4, **rules)
     agents = [make_agent("heuristic") for _ in range(4)]
     obs, _ = env.reset(seed=3)
@@ -272,8 +272,6 @@ def _game_observations(rules: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
 def test_moves_actor__numpy_plays_torchs_choices_with_its_probabilities(activation: str, move_arch: list[int]) -> None:
     """The numpy forward (one compiled call, legal moves only) against the torch policy, on game observations."""
     torch = pytest.importorskip("torch")
-    from nertz_env.agents.forward import MovesActor, NumpyActor
-    from nertz_env.agents.policy import policy_probabilities
     from nertz_env.train.imitate import build_policy
 
     config = nertz_env.make_config(num_players=4)
@@ -291,9 +289,6 @@ def test_moves_actor__numpy_plays_torchs_choices_with_its_probabilities(activati
 
 def test_moves_policy__plays_through_make_agent_nertz_eval_and_nertz_play_in_numpy(
         moves_run: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from nertz_env.agents import make_agent
-    from nertz_env.agents.forward import MovesActor
-    from nertz_env.agents.policy import load_policy, policy_probabilities
     from nertz_env.eval.cli import main as nertz_eval
     from nertz_env.play import cli as play_cli
 

@@ -5,29 +5,45 @@ and the command line's bad input (one line, exit 2)."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
+import errno
+import http.client
 import json
 import os
+import shutil
+import signal
 import socket
+import subprocess
 import sys
+import threading
 import time
+import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest.mock import AsyncMock, Mock
 
 import numpy as np
 import pytest
 
 pytest.importorskip("starlette", reason="needs the play extra: pip install '.[play]'")
 
+import uvicorn
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
+from websockets.sync.client import connect
 
 import nertz_env
 from conftest import restore_sigint
-from nertz_env.actions import FLIP, JOKER_LAKE, LAKE, RUN, TO_WORK, TUCK, WAIT
+from nertz_env.actions import FLIP, LAKE, RUN, TO_WORK, WAIT
 from nertz_env.agents import make_agent
+from nertz_env.agents.meta import ZIP_MEMBER
+from nertz_env.agents.registry import shipped_models
 from nertz_env.play import cli
 from nertz_env.play.game import PlayGame
-from nertz_env.play.server import TableServer, create_app, token_cookie
+from nertz_env.play.server import TableServer, banners, create_app, token_cookie
+from nertz_env.replay import load_replay, verify_replay
 
 SEED = 11
 
@@ -45,6 +61,15 @@ def make_client(game: PlayGame, step: bool = True, tick_ms: int = 1000) -> tuple
     return TestClient(create_app(table)), table
 
 
+@contextlib.contextmanager
+def seated(game: PlayGame, **options: Any) -> Iterator[tuple[Any, TableServer, Any, Any]]:
+    """A tab at ``game``'s table (a TableServer of ``options``, step mode unless told), through a TestClient:
+    its websocket, the table, its welcome and its first state."""
+    table = TableServer(game, **{"step": True, "log": lambda text: None, **options})
+    with TestClient(create_app(table)) as client, client.websocket_connect("/ws") as ws:
+        yield ws, table, *join(ws)
+
+
 def receive_until(ws: Any, kind: str, limit: int = 50) -> dict[str, Any]:
     """The next message of type ``kind`` (other messages in between are skipped)."""
     for _ in range(limit):
@@ -52,6 +77,12 @@ def receive_until(ws: Any, kind: str, limit: int = 50) -> dict[str, Any]:
         if msg["type"] == kind:
             return msg
     raise AssertionError(f"no {kind!r} message in {limit} messages")
+
+
+def ask(ws: Any, kind: str, answer: str = "state", **fields: Any) -> dict[str, Any]:
+    """Send a message of type ``kind``; the next message of type ``answer``."""
+    ws.send_json({"type": kind, **fields})
+    return receive_until(ws, answer)
 
 
 def join(ws: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -92,8 +123,6 @@ def test_legal_moves__are_exactly_the_mask_with_a_click_for_each() -> None:
 
 def test_legal_moves__joker_and_tuck_moves_share_a_click_and_the_page_offers_the_choice() -> None:
     game = make_game(players=2, seed=1, jokers=2, allow_tuck=True)
-    kinds = {game.table[a].kind for a in range(game.table.n)}
-    assert {JOKER_LAKE, TUCK} <= kinds
     # every joker-lake action of a source has the same click as the others of that source: the page's chooser
     # (several matches -> the person picks by the words) is what tells them apart
     descr = [game._describe(a) for a in range(2, game.table.n)]
@@ -104,34 +133,27 @@ def test_legal_moves__joker_and_tuck_moves_share_a_click_and_the_page_offers_the
 
 # ------------------------------------------------------------------ the protocol
 def test_server__step_mode_plays_the_clicked_moves_and_matches_the_engine() -> None:
-    game = make_game(players=3, seed=SEED)
-    client, table = make_client(game, step=True)
     ref = nertz_env.parallel_env(num_players=3)
     ref.reset(seed=SEED)
-    with client, client.websocket_connect("/ws") as ws:
-        welcome, state = join(ws)
+    with seated(make_game(players=3, seed=SEED)) as (ws, table, welcome, state):
         assert welcome["role"] == "player" and welcome["seat"] == 0 and welcome["mode"] == "step"
         assert welcome["names"] == ["you", "heuristic 1", "heuristic 2"]  # a repeated spec gets the seat
         assert state["view"]["tick"] == 0
         for k in range(12):
             view = state["view"]
             if k % 4 == 3:
-                ws.send_json({"type": "wait"})
+                state = ask(ws, "wait")
             else:
-                ws.send_json({"type": "move", "action": pick(view, k), "seat": 0, "tick": view["tick"]})
-            state = receive_until(ws, "state")
+                state = ask(ws, "move", action=pick(view, k), seat=0, tick=view["tick"])
             assert state["view"]["tick"] == k + 1
             moves = state["moves"]
             ref.step({f"player_{m['seat']}": m["submitted"] for m in moves})
             assert table.game.env.snapshot() == ref.snapshot()
-            # the public view is the engine's table as people see it
-            snap = ref.snapshot()
-            for s, seat in enumerate(state["view"]["seats"]):
-                assert seat["work"] == snap["players"][s]["work"]
-                assert seat["nertz_left"] == len(snap["players"][s]["nertz"])
-                assert seat["stock"] == len(snap["players"][s]["stock"])
-            for s, seat in enumerate(state["view"]["seats"]):  # no hidden card leaks: only face-up cards
-                pl = snap["players"][s]
+            # the public view is the engine's table as people see it, and no hidden card leaks
+            for seat, pl in zip(state["view"]["seats"], ref.snapshot()["players"], strict=True):
+                assert seat["work"] == pl["work"]
+                assert seat["nertz_left"] == len(pl["nertz"])
+                assert seat["stock"] == len(pl["stock"])
                 shown = {seat["nertz_top"], seat["waste_top"]} | {c for pile in seat["work"] for c in pile}
                 visible = {pl["nertz"][-1] if pl["nertz"] else None, pl["waste"][-1] if pl["waste"] else None}
                 assert shown == visible | {c for pile in pl["work"] for c in pile}
@@ -159,10 +181,7 @@ BAD_MESSAGES = [
 
 
 def test_server__bad_messages_get_a_clear_error_and_change_nothing() -> None:
-    game = make_game(players=3, seed=SEED)
-    client, table = make_client(game, step=True)
-    with client, client.websocket_connect("/ws") as ws:
-        _, state = join(ws)
+    with seated(make_game(players=3, seed=SEED)) as (ws, table, _, state):
         before = table.game.env.snapshot()
         for text, words in BAD_MESSAGES:
             ws.send_text(text)
@@ -179,15 +198,11 @@ def test_server__bad_messages_get_a_clear_error_and_change_nothing() -> None:
         assert msg["type"] == "error" and msg["message"].startswith("not legal now:")
         assert table.game.env.snapshot() == before
         # and the connection still plays
-        ws.send_json({"type": "move", "action": pick(state["view"], 0)})
-        assert receive_until(ws, "state")["view"]["tick"] == 1
+        assert ask(ws, "move", action=pick(state["view"], 0))["view"]["tick"] == 1
 
 
 def test_server__a_burst_of_messages_from_a_tab_that_reads_gets_every_answer() -> None:
-    """150 messages in one write from a tab that reads: each gets its answer, and the tab keeps its connection and
-    its seat (only a tab that does not read is dropped)."""
-    from websockets.sync.client import connect
-
+    """150 messages in one write from a tab that reads: each is answered, and the tab keeps its seat."""
     logged: list[str] = []
     served = Served(TableServer(make_game(), step=True, log=logged.append))
     try:
@@ -204,8 +219,6 @@ def test_server__a_burst_of_messages_from_a_tab_that_reads_gets_every_answer() -
 
 def test_server__a_closed_tab_leaves_no_task() -> None:
     """When a tab's connection ends, so has its sender: no task is left pending."""
-    from unittest.mock import AsyncMock
-
     async def main() -> set[Any]:
         table = TableServer(make_game(), step=True, log=lambda text: None)
         await table.start()
@@ -236,8 +249,7 @@ def test_server__a_second_tab_watches_and_plays_on_when_the_first_closes() -> No
                 msg = ws2.receive_json()
                 assert msg["type"] == "error" and "spectator" in msg["message"]
             # the player plays; the spectators see the tick
-            ws1.send_json({"type": "move", "action": pick(state["view"], 0)})
-            assert receive_until(ws1, "state")["view"]["tick"] == 1
+            assert ask(ws1, "move", action=pick(state["view"], 0))["view"]["tick"] == 1
             for ws in (ws2, ws3):
                 seen = receive_until(ws, "state")
                 assert seen["view"]["tick"] == 1 and seen["role"] == "spectator"
@@ -247,10 +259,8 @@ def test_server__a_second_tab_watches_and_plays_on_when_the_first_closes() -> No
             assert welcome["role"] == "player" and "this tab plays seat 0 now" in welcome["message"]
             assert receive_until(ws2, "state")["view"]["tick"] == 1
             assert "another tab plays the seat" in receive_until(ws3, "info")["message"]
-            ws2.send_json({"type": "wait"})
-            assert receive_until(ws2, "state")["view"]["tick"] == 2
-            ws3.send_json({"type": "wait"})
-            assert "spectator" in receive_until(ws3, "error")["message"]
+            assert ask(ws2, "wait")["view"]["tick"] == 2
+            assert "spectator" in ask(ws3, "wait", "error")["message"]
         # a new tab after all closed plays the seat again, at the same tick
         with client.websocket_connect("/ws") as ws4:
             welcome, state = join(ws4)
@@ -258,25 +268,19 @@ def test_server__a_second_tab_watches_and_plays_on_when_the_first_closes() -> No
 
 
 def test_server__real_time_ticks_on_the_clock_and_plays_the_queued_move_on_the_next_tick() -> None:
-    game = make_game(players=3, seed=SEED)
-    client, table = make_client(game, step=False, tick_ms=60)
-    with client, client.websocket_connect("/ws") as ws:
-        welcome, state = join(ws)
+    with seated(make_game(players=3, seed=SEED), step=False, tick_ms=60) as (ws, table, welcome, state):
         assert welcome["mode"] == "realtime"
         state = receive_until(ws, "state")  # the clock runs without any click: the person waits
         assert state["moves"][0]["submitted"] == WAIT
-        ws.send_json({"type": "pause"})
-        assert receive_until(ws, "info")["paused"] is True
+        assert ask(ws, "pause", "info")["paused"] is True
         paused_at = table.game.env.tick
         time.sleep(0.3)
         assert table.game.env.tick == paused_at
         view = table.game.public_view()
         first, second = pick(view, 0), pick(view, 1)
-        ws.send_json({"type": "move", "action": first})
-        q = receive_until(ws, "queued")
+        q = ask(ws, "move", "queued", action=first)
         assert q["pending"]["action"] == first
-        ws.send_json({"type": "move", "action": second})
-        q = receive_until(ws, "queued")
+        q = ask(ws, "move", "queued", action=second)
         assert q["pending"]["action"] == second
         if first != second:
             assert "instead of" in q["message"]
@@ -307,25 +311,14 @@ def test_server__the_clock_stops_while_no_tab_plays_the_seat() -> None:
 
 
 def test_server__a_failing_bot_stops_the_table_with_a_message_and_the_server_keeps_serving() -> None:
-    class Broken:
-        name = "broken"
-
-        def reset(self, config: Any, seat: int, seed: int | None = None) -> None:
-            pass
-
-        def act(self, observation: Any, action_mask: Any) -> int:
-            raise RuntimeError("no policy loaded")
-
-    env = nertz_env.parallel_env(num_players=2)
-    game = PlayGame(env, [Broken()], ["broken"], seed=SEED)
+    broken = Mock(**{"act.side_effect": RuntimeError("no policy loaded")})
+    game = PlayGame(nertz_env.parallel_env(num_players=2), [broken], ["broken"], seed=SEED)
     client, _ = make_client(game, step=True)
     with client, client.websocket_connect("/ws") as ws:
         join(ws)
-        ws.send_json({"type": "wait"})
-        msg = receive_until(ws, "error")
+        msg = ask(ws, "wait", "error")
         assert "the table stopped: RuntimeError: no policy loaded" in msg["message"]
-        ws.send_json({"type": "wait"})
-        assert "the table stopped" in receive_until(ws, "error")["message"]
+        assert "the table stopped" in ask(ws, "wait", "error")["message"]
         assert client.get("/").status_code == 200
 
 
@@ -390,11 +383,6 @@ def test_cli__bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str
 def test_cli__an_opponent_that_cannot_play_this_table_is_one_line_saying_what_to_pass(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], words: str) -> None:
     pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install '.[train]'")
-    import zipfile
-
-    from nertz_env.agents.meta import ZIP_MEMBER
-    from nertz_env.agents.registry import shipped_models
-
     shipped = Path(shipped_models()["ppo_imitation"])  # a flat network over the plain observation
     cut, bare = tmp_path / "cut.zip", tmp_path / "bare.zip"
     cut.write_bytes(shipped.read_bytes()[:1000])
@@ -417,16 +405,13 @@ def test_cli__one_opponent_fills_every_seat_and_the_default_table_is_four() -> N
 
 # ------------------------------------------------------------------ the replay
 def test_replay__every_tick_is_on_disk_while_the_game_runs_and_a_closed_tab_loses_nothing(tmp_path: Path) -> None:
-    from nertz_env.replay import load_replay, verify_replay
-
     game = make_game(players=3, seed=SEED, replay_dir=tmp_path)
     client, table = make_client(game, step=True)
     with client:
         with client.websocket_connect("/ws") as ws:
             _, state = join(ws)
             for k in range(8):
-                ws.send_json({"type": "move", "action": pick(state["view"], k)})
-                state = receive_until(ws, "state")
+                state = ask(ws, "move", action=pick(state["view"], k))
             path = state["replay"]
             assert path is not None and path.startswith(str(tmp_path)) and path.endswith(".jsonl")
         # the tab is gone, the server still runs the table: the file already holds every tick, flushed
@@ -438,16 +423,13 @@ def test_replay__every_tick_is_on_disk_while_the_game_runs_and_a_closed_tab_lose
         assert verify_replay(path, partial=True) == 8  # still being written: no closing line yet
         with client.websocket_connect("/ws") as ws:  # a new tab plays on, into the same file
             join(ws)
-            ws.send_json({"type": "wait"})
-            receive_until(ws, "state")
+            ask(ws, "wait")
         assert verify_replay(path, partial=True) == 9
     # the server stopped (Ctrl-C): the file is closed, and still replays
     assert verify_replay(path) == 9
 
 
 def test_replay__a_finished_game_has_its_closing_line_and_replays_exactly(tmp_path: Path) -> None:
-    from nertz_env.replay import load_replay, verify_replay
-
     game = make_game(players=2, seed=4, bots="greedy", replay_dir=tmp_path,
                      nertz_size=8, max_ticks=300)
     k = 0
@@ -464,8 +446,6 @@ def test_replay__a_finished_game_has_its_closing_line_and_replays_exactly(tmp_pa
 
 
 def test_events__a_lost_race_and_an_illegal_move_are_reported_to_the_person() -> None:
-    from nertz_env.play.server import banners
-
     game = make_game(players=4, seed=1, bots="greedy")  # seat 0 loses a race at tick 60
     for _ in range(60):
         lake = [m["action"] for m in game.legal_moves() if m["kind"] == "lake"]
@@ -485,10 +465,6 @@ def test_events__a_lost_race_and_an_illegal_move_are_reported_to_the_person() ->
 @pytest.mark.skipif(os.name != "posix", reason="signals a child process and reads its end by signal (preexec_fn, negative exit codes): POSIX")
 def test_cli__ctrl_c_while_the_first_run_compiles_is_one_line_then_a_sigint_exit(tmp_path: Path) -> None:
     """A Ctrl-C while numba compiles the rules (a fresh cache) ended in a traceback from deep inside numba."""
-    import signal
-    import subprocess
-    import sys
-
     root = Path(__file__).resolve().parent.parent
     code = "import sys; from nertz_env.cli.commands import nertz_play; sys.exit(nertz_play())"  # the installed command
     proc = subprocess.Popen(
@@ -575,10 +551,6 @@ class Served:
 
     def __init__(self, table: TableServer, host: str = "127.0.0.1", allowed: Any = None, token: str | None = None,
                  **options: Any) -> None:
-        import threading
-
-        import uvicorn
-
         self.table = table
         self.sock = socket.socket()
         # small kernel send buffers (accepted sockets inherit them), so a peer that does not read blocks the
@@ -608,8 +580,6 @@ class Served:
 
 def silent_socket(port: int) -> socket.socket:
     """A client that completes the websocket upgrade and then never reads (a tiny receive buffer)."""
-    import base64
-
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
     s.connect(("127.0.0.1", port))
@@ -635,11 +605,10 @@ def next_state(ws: Any, timeout: float = 3.0) -> dict[str, Any]:
 def test_server__a_client_that_never_reads_costs_only_itself_and_the_server_stops_promptly() -> None:
     """A socket that upgrades and never reads: the playing tab keeps its ticks and answers, a new tab gets its
     welcome, the silent one is dropped when it answers no ping; a first Ctrl-C stops the server promptly."""
-    ws_client = pytest.importorskip("websockets.sync.client")
     table = TableServer(make_game(players=2, bots="greedy"), step=False, tick_ms=60, log=lambda text: None)
     served = Served(table, allowed=cli.access("127.0.0.1")[0], ws_ping_interval=0.2, ws_ping_timeout=0.3)
     try:
-        with ws_client.connect(served.url, max_queue=None) as ws:  # this client reads all the time
+        with connect(served.url, max_queue=None) as ws:  # this client reads all the time
             assert json.loads(ws.recv(timeout=10))["role"] == "player"
             first = next_state(ws, 10)["view"]["tick"]
             with silent_socket(served.port):
@@ -656,7 +625,7 @@ def test_server__a_client_that_never_reads_costs_only_itself_and_the_server_stop
                 msg = json.loads(ws.recv(timeout=3))
                 answers += [msg] if msg["type"] != "state" else []
             assert "longer than 4096" in answers[0]["message"] and answers[1]["type"] == "queued", answers
-            with ws_client.connect(served.url) as other:  # a new tab is welcomed
+            with connect(served.url) as other:  # a new tab is welcomed
                 welcome = json.loads(other.recv(timeout=3))
                 assert welcome["type"] == "welcome" and welcome["role"] == "spectator"
     finally:
@@ -666,8 +635,6 @@ def test_server__a_client_that_never_reads_costs_only_itself_and_the_server_stop
 
 def http_get(port: int, path: str, host: str, **headers: str) -> Any:
     """A GET to the server on ``port`` of 127.0.0.1 naming ``host``; the answer, its body read as ``text``."""
-    import http.client
-
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     conn.request("GET", path, headers={"Host": host, **headers})
     answer = conn.getresponse()
@@ -677,10 +644,8 @@ def http_get(port: int, path: str, host: str, **headers: str) -> Any:
 
 
 def test_server__on_0_0_0_0_a_foreign_host_needs_the_token_and_every_answer_refuses_framing() -> None:
-    """A server listening on every address, reached on 127.0.0.1 only: a DNS-rebinding request (Host:
-    evil.example, a matching Origin) is refused, page and websocket; the printed address's token opens the page
-    and its cookie the rest. Every answer, a refusal too, says no frame, no cache, no sniffing, no referrer: no
-    page of another site can frame the table."""
+    """Listening on every address: a DNS-rebinding request is refused, page and websocket; the token opens the
+    page, its cookie the rest; every answer, refusals too, forbids framing, caching, sniffing, referrers."""
     allowed, token = cli.access("0.0.0.0")
     served = Served(TableServer(make_game(players=2), step=True, log=lambda text: None), "0.0.0.0", allowed, token)
     port = served.port
@@ -711,22 +676,14 @@ def test_server__on_0_0_0_0_a_foreign_host_needs_the_token_and_every_answer_refu
 
 # ------------------------------------------------------------------ a replay that cannot be written
 def test_server__a_removed_replay_folder_is_reported_and_the_table_goes_on(tmp_path: Path) -> None:
-    import shutil
-
-    from nertz_env.replay import verify_replay
-
     folder = tmp_path / "replays"
     folder.mkdir()
     logged: list[str] = []
     game = make_game(players=2, replay_dir=folder)
-    table = TableServer(game, step=True, log=logged.append, new_game_interval=0)
-    with TestClient(create_app(table)) as client, client.websocket_connect("/ws") as ws:
-        join(ws)
-        ws.send_json({"type": "wait"})
-        assert receive_until(ws, "state")["view"]["tick"] == 1
+    with seated(game, log=logged.append, new_game_interval=0) as (ws, table, _, _):
+        assert ask(ws, "wait")["view"]["tick"] == 1
         shutil.rmtree(folder)
-        ws.send_json({"type": "new_game"})  # the new replay cannot be created: told, and the game is dealt
-        state = receive_until(ws, "state")
+        state = ask(ws, "new_game")  # the new replay cannot be created: told, and the game is dealt
         assert state["view"]["tick"] == 0 and table.game.seed == SEED + 1
         assert state["replay"] is None and "No such file or directory" in state["recording"]
         error = receive_until(ws, "error")
@@ -735,64 +692,42 @@ def test_server__a_removed_replay_folder_is_reported_and_the_table_goes_on(tmp_p
         # the last game's file went with its folder: the log must not say it is saved there
         assert not any("saved in" in line for line in logged), logged
         assert any("is gone (removed from disk)" in line for line in logged), logged
-        ws.send_json({"type": "wait"})  # the game goes on, unrecorded
-        assert receive_until(ws, "state")["view"]["tick"] == 1
+        assert ask(ws, "wait")["view"]["tick"] == 1  # the game goes on, unrecorded
         folder.mkdir()  # writable again: the next game records
-        ws.send_json({"type": "new_game"})
-        state = receive_until(ws, "state")
+        state = ask(ws, "new_game")
         assert state["recording"] is None and state["replay"].startswith(str(folder))
-        ws.send_json({"type": "wait"})
-        assert receive_until(ws, "state")["view"]["tick"] == 1
+        assert ask(ws, "wait")["view"]["tick"] == 1
         assert verify_replay(state["replay"], partial=True) == 1
 
 
-class DiskFull:
-    """A replay's file on a disk that fills up: the next write puts a few bytes down, then fails (ENOSPC)."""
+def disk_full(real: Any) -> Mock:
+    """A replay's file ``real`` on a disk that fills up: the next write puts a few bytes down, then fails."""
 
-    def __init__(self, real: Any) -> None:
-        self.real = real
-
-    def write(self, data: Any) -> int:
-        import errno
-        import os
-
-        self.real.write(bytes(data[:7]))
+    def write(data: Any) -> int:
+        real.write(bytes(data[:7]))
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    def fileno(self) -> int:
-        return self.real.fileno()
-
-    def close(self) -> None:
-        self.real.close()
+    return Mock(wraps=real, write=write)
 
 
 def test_server__a_full_disk_is_reported_the_game_goes_on_and_the_file_stays_valid(tmp_path: Path) -> None:
-    from nertz_env.replay import load_replay, verify_replay
-
     game = make_game(players=2, replay_dir=tmp_path)
-    table = TableServer(game, step=True, log=lambda text: None)
-    with TestClient(create_app(table)) as client, client.websocket_connect("/ws") as ws:
-        join(ws)
+    with seated(game) as (ws, table, _, _):
         for _ in range(3):
-            ws.send_json({"type": "wait"})
-            receive_until(ws, "state")
+            ask(ws, "wait")
         path = table.game.replay_file
-        writer = game.writer
-        writer._file = DiskFull(writer._file)
-        ws.send_json({"type": "wait"})
-        state = receive_until(ws, "state")
+        game.writer._file = disk_full(game.writer._file)
+        state = ask(ws, "wait")
         assert state["view"]["tick"] == 4 and "No space left on device" in state["recording"]
         error = receive_until(ws, "error")
         assert "No space left on device" in error["message"] and not error.get("fatal")
-        ws.send_json({"type": "wait"})  # the game goes on; the failure is told once
-        state = receive_until(ws, "state")
+        state = ask(ws, "wait")  # the game goes on; the failure is told once
         assert state["view"]["tick"] == 5 and table.failure is None
         # the file holds the three ticks written before the disk filled, and nothing cut in the middle
         rep = load_replay(path)
         assert [t["t"] for t in rep.ticks] == [1, 2, 3] and rep.cut_off is None
         assert verify_replay(path, partial=True) == 3
-        ws.send_json({"type": "new_game"})  # room again: the next game records
-        state = receive_until(ws, "state")
+        state = ask(ws, "new_game")  # room again: the next game records
         assert state["recording"] is None and state["replay"] != path
 
 
@@ -800,9 +735,7 @@ def test_server__a_full_disk_is_reported_the_game_goes_on_and_the_file_stays_val
 def test_server__new_games_come_one_a_second_at_most(tmp_path: Path) -> None:
     """A burst of new_game messages deals one game (one replay file), the others are refused."""
     game = make_game(players=2, replay_dir=tmp_path)
-    table = TableServer(game, step=True, log=lambda text: None, new_game_interval=60)  # a loaded machine takes seconds
-    with TestClient(create_app(table)) as client, client.websocket_connect("/ws") as ws:
-        join(ws)
+    with seated(game, new_game_interval=60) as (ws, table, _, _):  # a loaded machine takes seconds
         for _ in range(5):
             ws.send_json({"type": "new_game"})
         answers, errors = 0, 0
@@ -821,9 +754,7 @@ def test_server__new_games_come_one_a_second_at_most(tmp_path: Path) -> None:
 
 def test_server__the_game_after_seed_2_64_minus_1_is_seed_0() -> None:
     """Seeds wrap at 2**64 (the env refuses 2**64): the table deals on."""
-    client, _ = make_client(make_game(players=2, seed=2**64 - 1))
-    with client, client.websocket_connect("/ws") as ws:
-        join(ws)
+    with seated(make_game(players=2, seed=2**64 - 1)) as (ws, _, _, _):
         ws.send_json({"type": "new_game"})
         msg = ws.receive_json()
         while msg["type"] not in ("info", "error"):
@@ -964,13 +895,6 @@ def test_server_config__the_connection_limit_follows_the_open_files_limit_where_
 @pytest.mark.skipif(os.name != "posix", reason="signals a child process and reads its end by signal (preexec_fn, negative exit codes): POSIX")
 def test_cli__serves_the_table_and_a_first_ctrl_c_stops_it_with_its_replay_closed(tmp_path: Path) -> None:
     """nertz-play itself on loopback, played over a real websocket."""
-    import signal
-    import subprocess
-
-    from websockets.sync.client import connect
-
-    from nertz_env.replay import verify_replay
-
     proc = subprocess.Popen(
         [sys.executable, "-m", "nertz_env.play.cli", "--no-browser", "--seed", "5", "--players", "2", "--opponent",
          "random", "--tick-ms", "100", "--replay-dir", str(tmp_path)],

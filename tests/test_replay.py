@@ -3,27 +3,40 @@ caught at the tick that differs; bad files get one clear error."""
 
 from __future__ import annotations
 
+import base64
 import gzip
 import itertools
 import json
 import os
 import re
+import struct
+import subprocess
+import sys
+import threading
+import time
+import tracemalloc
+import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from nertz_env.environment import parallel_env
+from nertz_env.render.draw import table_rgb, table_svg
 from nertz_env.replay import (
     FORMAT,
     MAX_LINE_BYTES,
     RecordReplay,
     ReplayError,
+    ReplayIncomplete,
     ReplayMismatch,
     load_replay,
     replay_frames,
+    round_end_table,
     verify_replay,
 )
+from nertz_env.replay.cli import build_frames, main, page_html
 from variants import VARIANTS, variant_id
 
 
@@ -43,6 +56,15 @@ def play(env: RecordReplay, seed: int, max_ticks: int | None = None, bad_every: 
         obs, *_ = env.step(acts)
         n += 1
     return n
+
+
+def record(path: Path, seed: int, max_ticks: int | None = None, agents: list[str] | None = None,
+           **rules: Any) -> int:
+    """A game of ``parallel_env(num_players=2, **rules)`` recorded to ``path`` and closed; its ticks."""
+    env = RecordReplay(parallel_env(**{"num_players": 2, **rules}), path, agents=agents)
+    ticks = play(env, seed, max_ticks)
+    env.close()
+    return ticks
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=variant_id)
@@ -67,8 +89,7 @@ def test_round_trip_every_variant(variant: dict, tmp_path: Path) -> None:
 
 def test_format_and_size(tmp_path: Path) -> None:
     path = tmp_path / "g.jsonl"
-    env = RecordReplay(parallel_env(num_players=4), path, agents=["a", "b", "c", "d"])
-    ticks = play(env, seed=1)
+    ticks = record(path, seed=1, agents=["a", "b", "c", "d"], num_players=4)
     lines = path.read_text().splitlines()
     head = json.loads(lines[0])
     assert head["format"] == FORMAT and head["agents"] == ["a", "b", "c", "d"]
@@ -102,7 +123,7 @@ def test_unfinished_game_and_episodes(tmp_path: Path) -> None:
     env.close()
     assert [Path(p).name for p in env.paths] == ["g0.jsonl.gz", "g1.jsonl.gz"]
     first = load_replay(env.paths[0])
-    assert first.final is None and len(first.ticks) == 25
+    assert first.stopped and first.final is None and len(first.ticks) == 25
     assert verify_replay(first) == 25
     single = RecordReplay(parallel_env(num_players=2), tmp_path / "one.jsonl")
     single.reset(seed=0)
@@ -151,15 +172,11 @@ def test_tournament_replays(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def short_game(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("cli") / "short.jsonl.gz"
-    env = RecordReplay(parallel_env(num_players=2), path, agents=["me", "you"])
-    play(env, seed=8, max_ticks=12)
-    env.close()  # an unfinished game: closing completes the gzip file
+    record(path, seed=8, max_ticks=12, agents=["me", "you"])  # unfinished: closing completes the gzip file
     return path
 
 
 def test_cli_page(short_game: Path, tmp_path: Path) -> None:
-    from nertz_env.replay.cli import main
-
     out = tmp_path / "page.html"
     assert main([str(short_game), "-o", str(out), "--title", "A <test> %DATA%"]) == 0
     page = out.read_text()
@@ -168,8 +185,6 @@ def test_cli_page(short_game: Path, tmp_path: Path) -> None:
     rep = load_replay(short_game)
     assert len(data["frames"]) == len(rep.ticks) + 1 and data["names"] == ["me", "you"]
     # every frame is the drawing of its replayed table: rebuild the last one and compare with table_svg
-    from nertz_env.render.draw import table_svg
-
     *_, last = replay_frames(rep)
     frame = "".join(data["parts"][k] for k in data["frames"][-1]) + "</svg>"
     full = table_svg(last.snapshot, seat_names=["me", "you"], fan=6)
@@ -178,9 +193,6 @@ def test_cli_page(short_game: Path, tmp_path: Path) -> None:
 
 def test_cli_animations(short_game: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from PIL import Image
-
-    from nertz_env.render.draw import table_rgb
-    from nertz_env.replay.cli import build_frames, main
 
     gif = tmp_path / "a.gif"
     assert main([str(short_game), "--gif", str(gif), "--scale", "0.5", "--fps", "8"]) == 0
@@ -217,8 +229,6 @@ def test_cli_animations(short_game: Path, tmp_path: Path, capsys: pytest.Capture
 def test_cli_usage_errors__one_line_exit_2_and_nothing_written(
     short_game: Path, tmp_path: Path, args: list[str], match: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from nertz_env.replay.cli import main
-
     args = [str(tmp_path / a) if a.startswith("x.") else a for a in args]
     assert main([str(short_game), *args]) == 2
     err = capsys.readouterr().err.strip()
@@ -228,8 +238,6 @@ def test_cli_usage_errors__one_line_exit_2_and_nothing_written(
 
 def test_cli_a_file_the_engine_does_not_reproduce_is_one_line_naming_the_tick(
         tmp_path: Path, short_game: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from nertz_env.replay.cli import main
-
     lines = gzip.decompress(short_game.read_bytes()).decode().splitlines()
     rec = json.loads(lines[3])
     rec["h"] = "00000000"
@@ -245,22 +253,16 @@ def test_cli_a_file_the_engine_does_not_reproduce_is_one_line_naming_the_tick(
 @pytest.fixture(scope="module")
 def match_game(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("match") / "match.jsonl.gz"
-    env = RecordReplay(parallel_env(num_players=2, rounds=2, nertz_size=8), path, agents=["greedy", "random"])
-    play(env, seed=5)
-    assert not env.agents
+    record(path, seed=5, agents=["greedy", "random"], rounds=2, nertz_size=8)  # to the match's end
     return path
 
 
 @pytest.fixture(scope="module")
 def match_page(match_game: Path) -> str:
-    from nertz_env.replay.cli import page_html
-
     return page_html(load_replay(match_game))
 
 
 def test_match_keeps_each_round_end(match_game: Path) -> None:
-    from nertz_env.replay import round_end_table
-
     rep = load_replay(match_game)
     ends = [t for t in rep.ticks if "end" in t]
     assert len(ends) == 2
@@ -289,9 +291,6 @@ def test_match_keeps_each_round_end(match_game: Path) -> None:
 
 
 def test_page_shows_round_end_then_new_deal_and_readable_chart_labels(match_game: Path, match_page: str) -> None:
-    from nertz_env.render.draw import table_svg
-    from nertz_env.replay.cli import build_frames
-
     rep = load_replay(match_game)
     _frames, fan = build_frames(rep)
     data = _page_data(match_page)
@@ -310,8 +309,6 @@ def test_page_shows_round_end_then_new_deal_and_readable_chart_labels(match_game
 
 
 def _page_data(page: str) -> dict:
-    import base64
-
     blob = re.search(r'type="application/octet-stream">([^<]+)<', page)
     assert blob
     return json.loads(gzip.decompress(base64.b64decode(blob.group(1))))
@@ -334,9 +331,6 @@ def test_page_shows_round_scoring_apart_from_the_move(match_game: Path, match_pa
 
 # ------------------------------------------------------------------ a file cut off while being written
 def test_cut_off_file_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from nertz_env.replay import ReplayIncomplete
-    from nertz_env.replay.cli import main
-
     path = tmp_path / "g.jsonl"
     play(RecordReplay(parallel_env(num_players=2), path), seed=6, max_ticks=40)  # no close: still being written
     whole = path.read_text()
@@ -367,20 +361,12 @@ def test_cut_off_file_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main([str(mid), "-o", str(out), "--partial"]) == 0
     page = out.read_text()
     assert "Cut off: the file ends after tick 39" in page and _page_data(page)["cut"] is True
-    # a writer closed before the end writes a closing line: complete, not cut off
-    closed = tmp_path / "closed.jsonl"
-    env = RecordReplay(parallel_env(num_players=2), closed)
-    play(env, seed=6, max_ticks=10)
-    env.close()
-    assert load_replay(closed).stopped and verify_replay(closed) == 10
 
 
 def test_partial_on_a_complete_file__drawn_whole_with_a_note_and_exit_0(
     short_game: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # not an error: a game nertz-play is writing may end between typing the command and running it
-    from nertz_env.replay.cli import main
-
     out = tmp_path / "p.html"
     assert main([str(short_game), "-o", str(out), "--partial"]) == 0
     err = capsys.readouterr().err
@@ -396,9 +382,6 @@ GIB_NEWLINES_CRC32 = 0xC71C045C  # zlib.crc32 of 2**30 newlines (computed once: 
 def gzip_bomb() -> bytes:
     """One gzip member of about 1 MB that inflates to 1 GiB of newlines, with a valid trailer. Built from one
     compressed MiB repeated: after a full flush deflate's output is byte-aligned and starts afresh."""
-    import struct
-    import zlib
-
     mib = b"\n" * (1 << 20)
     c = zlib.compressobj(9, zlib.DEFLATED, 31)
     first = c.compress(mib) + c.flush(zlib.Z_FULL_FLUSH)
@@ -409,13 +392,7 @@ def gzip_bomb() -> bytes:
 
 
 def test_cli_gzip_bomb_fails_in_one_line_within_bounded_memory(tmp_path: Path) -> None:
-    """A 1 MB .jsonl.gz holding 1 GiB of newlines, read by nertz-replay with its address space limited to what it
-    holds at start plus 300 MB: one line, exit 2, in seconds."""
-    import os
-    import subprocess
-    import sys
-    import time
-
+    """1 GiB of newlines in 1 MB, read with 300 MB more address space: one line, exit 2, in seconds."""
     resource = pytest.importorskip("resource")
     if not os.path.exists("/proc/self/status"):
         pytest.skip("needs /proc to measure the process's address space")
@@ -442,11 +419,7 @@ def test_cli_gzip_bomb_fails_in_one_line_within_bounded_memory(tmp_path: Path) -
 
 
 def test_tick_lines_are_kept_as_text__a_crafted_long_game_loads_into_twice_its_text(tmp_path: Path) -> None:
-    """A header raising max_ticks lifts the tick-count bound; then the 128 MiB text bound is what bounds memory.
-    Kept as text, a tick line costs about twice its text; parsed into dicts, about ten times
-    (bench/bench_replay_memory.py)."""
-    import tracemalloc
-
+    """With max_ticks raised the 128 MiB text bound bounds memory: a tick line costs about twice its text."""
     path = tmp_path / "long.jsonl"
     env = RecordReplay(parallel_env(num_players=2, max_ticks=10**9), path)
     env.reset(seed=1)
@@ -474,9 +447,7 @@ def test_tick_lines_are_kept_as_text__a_crafted_long_game_loads_into_twice_its_t
 def test_multi_member_gzip_is_read_to_its_end(tmp_path: Path) -> None:
     """``cat a.gz b.gz`` is one gzip file: every member is read, not only the first."""
     plain = tmp_path / "g.jsonl"
-    env = RecordReplay(parallel_env(num_players=2), plain)
-    ticks = play(env, seed=6, max_ticks=30)
-    env.close()
+    ticks = record(plain, seed=6, max_ticks=30)
     lines = plain.read_bytes().splitlines(keepends=True)
     half = len(lines) // 2
     both = tmp_path / "g.jsonl.gz"
@@ -499,9 +470,7 @@ def test_multi_member_gzip_is_read_to_its_end(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def tiny_game(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     path = tmp_path_factory.mktemp("tiny") / "tiny.jsonl"
-    env = RecordReplay(parallel_env(num_players=2), path, agents=["me", "you"])
-    play(env, seed=8, max_ticks=3)
-    env.close()
+    record(path, seed=8, max_ticks=3, agents=["me", "you"])
     return [json.loads(x) for x in path.read_text().splitlines()]
 
 
@@ -579,10 +548,7 @@ def _mutations(lines: list[dict]) -> list[tuple[str, int, dict, str]]:
 
 def test_cli_every_malformed_field_is_one_line_naming_it(tiny_game: list[dict], tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    """Fuzz-style: hostile values in every field of the header, a tick line and the closing line; each one is
-    exit 2 and one short line naming the field, never a traceback."""
-    from nertz_env.replay.cli import main
-
+    """A hostile value in any field of the header, a tick or the closing line: exit 2, one line naming it."""
     path = tmp_path / "m.jsonl"
     out = tmp_path / "m.html"
     for case, index, fields, word in _mutations(tiny_game):
@@ -603,10 +569,7 @@ def test_cli_every_malformed_field_is_one_line_naming_it(tiny_game: list[dict], 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX (Windows has none)")
 def test_a_fifo_is_one_line_at_once_not_a_wait_for_ever(tmp_path: Path) -> None:
-    """``nertz-replay`` and ``load_replay`` on anything that is not a regular file (a FIFO would wait for a
-    writer): one line at once. Bounded: the waits below end by themselves."""
-    import threading
-
+    """Not a regular file (a FIFO would wait for a writer): one line at once; the waits below are bounded."""
     fifo = tmp_path / "game.jsonl"
     os.mkfifo(fifo)
     failed: list[ReplayError] = []

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 import nertz_env
+from nertz_env.engine import batch
 from variants import VARIANTS, variant_id
 
 
 @pytest.mark.parametrize("rules", VARIANTS, ids=variant_id)
 def test_batch_table__equals_parallel_env_with_the_same_seed(rules: dict) -> None:
-    """Table t of a batch seeded with s behaves exactly like parallel_env seeded with s + t, across
-    autoresets (parallel_env.reset() without a seed continues the table's generator the same way)."""
+    """Table t of a batch seeded with s is parallel_env seeded with s + t, across autoresets."""
     tables, seed = 2, 100
     venv = nertz_env.vector_env(tables, **rules)
     envs = [nertz_env.parallel_env(**rules) for _ in range(tables)]
@@ -161,10 +161,7 @@ def test_reset_mask__deals_only_the_masked_tables() -> None:
 
 
 def test_batch__threaded_blocks_equal_one_block(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A batch large enough to be split across threads (one block of tables per core) gives exactly what
-    the same batch stepped as one block on the calling thread gives."""
-    from nertz_env.engine import batch
-
+    """A batch split across threads (a block of tables a core) plays as one block on the calling thread."""
     tables = batch.PARALLEL_MIN_TABLES + 44
 
     def play(workers: int) -> list[np.ndarray]:
