@@ -558,13 +558,14 @@ def test_nertz_train__a_budget_of_part_of_a_rollout_is_said_then_trained_whole(
 ) -> None:
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in TINY.items()
              if k not in ("net_arch", "progress_bar", "tensorboard")]
-    code, out, err = _cli([*flags, "--net-arch", "16", "--no-progress-bar", "--no-tensorboard",
+    code, out, err = _cli([*flags, "--net-arch", "16", "--progress-bar", "--no-tensorboard",
                            "--total-timesteps", "100", "--run-dir", str(tmp_path / "run")], capsys)
     assert code == 0, err
     lines = out.splitlines()
     said = lines.index("training to 128 transitions, not total_timesteps 100: PPO trains whole rollouts of "
                        "n_steps 16 x 8 sub-envs = 128")
     assert said < next(i for i, x in enumerate(lines) if x.startswith("checkpoint:"))
+    assert "128/128" in err and "/100" not in err, err[-400:]  # the progress bar ends at the budget trained
     assert read_meta(str(tmp_path / "run" / "policy.zip"))["num_timesteps"] == 128
 
 
