@@ -1,14 +1,6 @@
-"""``nertz-eval --address``: tournaments on a Ray cluster (:mod:`nertz_env.eval.cluster`).
-
-The cluster tests start a simulated two-node cluster (``ray.cluster_utils.Cluster``: two raylets of one CPU
-each) and run ``nertz-eval`` as a user does, in a process of its own: its ``games.csv`` equals a local run's, a
-worker process killed mid-run loses no deal and counts none twice, and an agent the nodes cannot load is
-refused in one line before any deal. Others start a cluster as the cluster guide does (``ray start --head``,
-which turns on Ray's token authentication, and a worker node by ``ray start --address``) and join it by
-host:port and by ``auto``. Every cluster, and every test that tries to join one, runs in a network namespace
-that holds only loopback (``conftest.loopback_only``), so nothing leaves 127.0.0.0/8. The cluster tests are marked
-``isolated`` (CI's isolated phase; the README's command skips them); the bad-address tests need no cluster.
-"""
+"""``nertz-eval --address`` and ``nertz-train --address``: tournaments and training on a Ray cluster, a simulated
+two-node one (``ray.cluster_utils.Cluster``) and one started as the cluster guide does (``ray start``, token
+authentication), all on loopback only (``conftest.loopback_only``) and marked ``isolated``; bad addresses need none."""
 
 from __future__ import annotations
 
@@ -47,25 +39,16 @@ def _one_line_exit_2(argv: list[str], message: str, capsys: Any, tmp_path: Path)
 # ---------------------------------------------------------------------------------- no cluster needed
 @pytest.mark.rllib
 @pytest.mark.parametrize(
-    ("address", "message"),
+    ("flags", "message"),
     [
-        ("nohost", "--address takes host:port of a Ray head node (or auto), got 'nohost'"),
-        ("127.0.0.1:99999", "--address takes host:port"),
-        ("127.0.0.1:1", "no Ray cluster at 127.0.0.1:1"),
+        (["--address", "nohost"], "--address takes host:port of a Ray head node (or auto), got 'nohost'"),
+        (["--address", "127.0.0.1:99999"], "--address takes host:port"),
+        (["--address", "127.0.0.1:1"], "no Ray cluster at 127.0.0.1:1"),
+        (["--workers", "2", "--address", "127.0.0.1:1"], "--workers 2 has no effect with --address"),
     ],
 )
-def test_bad_or_unreachable_address__one_line_exit_2(loopback, address: str, message: str, capsys, tmp_path) -> None:
-    _one_line_exit_2(["gauntlet", "heuristic", "random", "--deals", "2", "--address", address], message, capsys, tmp_path)
-
-
-@pytest.mark.rllib
-def test_workers_with_address_cannot_take_effect(loopback, capsys, tmp_path) -> None:
-    _one_line_exit_2(
-        ["gauntlet", "heuristic", "random", "--deals", "2", "--workers", "2", "--address", "127.0.0.1:1"],
-        "--workers 2 has no effect with --address",
-        capsys,
-        tmp_path,
-    )
+def test_bad_or_unreachable_address__one_line_exit_2(loopback, flags: list[str], message: str, capsys, tmp_path) -> None:
+    _one_line_exit_2(["gauntlet", "heuristic", "random", "--deals", "2", *flags], message, capsys, tmp_path)
 
 
 @pytest.mark.rllib
@@ -225,14 +208,8 @@ def test_two_node_cluster_train_then_gauntlet(two_nodes, tmp_path, capsys) -> No
 
     run_dir = tmp_path / "run"
     try:
-        code = train_main(
-            [
-                "--backend", "rllib", "--address", two_nodes, "--num-env-runners", "2",
-                "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2", "--n-steps", "32",
-                "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32", "--total-timesteps", "256",
-                "--checkpoint-every", "0", "--run-dir", str(run_dir),
-            ]
-        )
+        code = train_main([*TRAIN[1:], "--address", two_nodes, "--num-env-runners", "2", "--total-timesteps", "256",
+                           "--run-dir", str(run_dir)])
     finally:
         ray.shutdown()
     out = capsys.readouterr().out
