@@ -1,7 +1,7 @@
-"""Training (nertz_env.train): the single-agent view, the self-play VecEnv, the reward wrappers and the pool; the
-config and every flag of ``nertz-train`` (taken, said, or refused in one line before any work); the trainer's
-runs, checkpoints and resumes (a resumed or moved run equals the straight one); a run's checkpoints evaluated
-and plotted. Ctrl-C: test_interrupt.py; imitation and expert iteration: test_imitate.py; RLlib: test_rllib.py."""
+"""Training (nertz_env.train): the single-agent view, the self-play VecEnv, the reward wrappers, the pool, the
+privileged critic; the config and every flag of ``nertz-train``; runs, checkpoints and resumes (a resumed or
+moved run equals the straight one); checkpoints evaluated and plotted. Ctrl-C: test_interrupt.py; imitation
+and expert iteration: test_imitate.py; RLlib: test_rllib.py."""
 
 from __future__ import annotations
 
@@ -374,6 +374,125 @@ def test_relative_reward__single_agent_view_reports_the_rivals_mean() -> None:
     assert any(totals[n] != 0 for n in env.names if n != me)
 
 
+# ---------------------------------------------------------------- the privileged critic (train.privileged)
+# The value net reads the table's global state; the policy net and every policy file never do.
+O = LAYOUT.size
+
+
+@pytest.mark.parametrize(("players", "learners"), [(4, 4), (3, 2)])
+def test_privileged_vec_env__appends_each_slots_table_state_with_its_own_seat_first(
+        players: int, learners: int) -> None:
+    from nertz_env.global_state import state_layout
+
+    kw: dict[str, Any] = {"learners_per_table": learners, "opponents": ["greedy"], "seed": 5, "max_ticks": 30}
+    plain = NertzVecEnv(3, players, **kw)
+    priv = NertzVecEnv(3, players, privileged_state=True, **kw)
+    o = plain.observation_space.shape[0]
+    layout = state_layout(priv.config)
+    assert priv.observation_space.shape == (o + layout.size,)
+    rng_a, rng_b = np.random.default_rng(1), np.random.default_rng(1)
+    a, b = plain.reset(), priv.reset()
+    finished = 0
+    for _ in range(75):  # short rounds: tables finish, are dealt anew in the same step and rotate their seats
+        assert np.array_equal(b[:, :o], a)  # the observation part is the plain env's, step for step
+        state = priv.venv.state()  # cards and status, the slot's own seat first
+        cards, status = layout.cards(state), state[:, layout.slices["status"]].reshape(len(state), players, -1)
+        for row, t, s in zip(b[:, o:], priv._table, priv._seat, strict=True):
+            seats = [(int(s) + k) % players for k in range(players)]
+            assert np.array_equal(row, np.concatenate([cards[t, seats].ravel(), status[t, seats].ravel()]))
+        plain.step_async(np.array([rng_a.choice(np.flatnonzero(m)) for m in plain.action_masks()]))
+        priv.step_async(np.array([rng_b.choice(np.flatnonzero(m)) for m in priv.action_masks()]))
+        a, _, done_a, info_a = plain.step_wait()
+        b, _, done_b, info_b = priv.step_wait()
+        assert np.array_equal(done_a, done_b)
+        for i in np.flatnonzero(done_b):  # the final observation keeps the final deal's state, not the new one's
+            final = info_b[i]["terminal_observation"]
+            assert np.array_equal(final[:o], info_a[i]["terminal_observation"])
+            assert final.shape == (o + priv.state_size,) and not np.array_equal(final[o:], b[i, o:])
+            finished += 1
+    assert finished >= 2 * players  # the re-deal path ran
+    one = NertzVecEnv(1, P, seed=2, privileged_state=True)
+    obs = one.reset()
+    st = one.venv._state  # swap the two lowest stock cards of seat 0: hidden from every observation
+    assert st.stock[0, 0, 0] != st.stock[0, 0, 1]
+    st.stock[0, 0, :2] = st.stock[0, 0, 1::-1].copy()
+    again = one._gather()
+    assert np.array_equal(again[:, :O], obs[:, :O]) and not np.array_equal(again[:, O:], obs[:, O:])
+
+
+def test_privileged_policy__actor_ignores_the_state_files_hold_the_actor_alone_and_play_everywhere(
+        tmp_path: Path) -> None:
+    from nertz_env.agents.forward import NumpyActor
+    from nertz_env.agents.policy import load_policy, numpy_actor
+    from nertz_env.train.privileged import PrivilegedCriticPolicy
+
+    trainer = Trainer(_tiny(str(tmp_path / "run"), privileged_critic=True), log=_quiet)
+    policy = trainer.model.policy
+    assert isinstance(policy, PrivilegedCriticPolicy)
+    S = trainer.model.observation_space.shape[0] - O
+    rng = np.random.default_rng(0)
+    with torch.no_grad():  # critic state weights non-zero, as training makes them
+        policy.mlp_extractor.value_net[0].weight.normal_()
+        x = torch.as_tensor(rng.random((8, O + S)), dtype=torch.float32)
+        y = x.clone()
+        y[:, O:] = torch.as_tensor(rng.random((8, S)), dtype=torch.float32)
+        assert torch.equal(policy.get_distribution(x).distribution.logits, policy.get_distribution(y).distribution.logits)
+        assert not torch.equal(policy.predict_values(x), policy.predict_values(y))
+    trainer.train()
+    path = str(tmp_path / "run" / "policy.zip")
+    saved, _ = load_policy(path)
+    assert not isinstance(saved, PrivilegedCriticPolicy) and saved.observation_space.shape == (O,)
+    trained = trainer.model.policy.state_dict()
+    for key, value in saved.state_dict().items():  # the policy part unchanged; the critic cut to O columns
+        assert torch.equal(value, trained[key][:, :O] if key == "mlp_extractor.value_net.0.weight" else trained[key]), key
+    with zipfile.ZipFile(path) as z:
+        assert all(v.shape[-1] != O + S for v in torch.load(z.open("policy.pth"), weights_only=True).values())
+    obs = rng.random((5, O + S)).astype(np.float32)
+    with torch.no_grad():  # torch's logits are log-probabilities
+        want = trainer.model.policy.get_distribution(torch.as_tensor(obs)).distribution.logits.numpy()
+    got = NumpyActor.load(path).logits(obs[:, :O]).astype(np.float64)
+    got -= got.max(axis=1, keepdims=True) + np.log(np.exp(got - got.max(axis=1, keepdims=True)).sum(1, keepdims=True))
+    assert np.allclose(got, want, atol=1e-5)
+    ckpt = trainer.checkpoints[-1]  # the whole privileged network, for resuming: loads as the same actor
+    from_ckpt, _ = load_policy(ckpt)
+    assert not isinstance(from_ckpt, PrivilegedCriticPolicy) and from_ckpt.observation_space.shape == (O,)
+    assert all(torch.equal(v, saved.state_dict()[k]) for k, v in from_ckpt.state_dict().items())
+    assert np.array_equal(numpy_actor(ckpt).logits(obs[:, :O]), NumpyActor.load(path).logits(obs[:, :O]))
+    env = nertz_env.parallel_env(num_players=P)
+    for source in (path, ckpt):
+        agent = make_agent(source)
+        observations, _ = env.reset(seed=0)
+        agent.reset(env.config, 0, 0)
+        first = observations["player_0"]
+        assert first["action_mask"][agent.act(first["observation"], first["action_mask"])]
+
+
+def test_privileged_training__starts_from_a_plain_policys_critic_and_resumes_like_a_straight_run(
+        tmp_path: Path) -> None:
+    from nertz_env.agents.policy import load_policy
+
+    Trainer(_tiny(str(tmp_path / "plain")), log=_quiet).train()
+    plain_path = str(tmp_path / "plain" / "policy.zip")
+    plain, _ = load_policy(plain_path)
+    started = Trainer(_tiny(str(tmp_path / "init"), privileged_critic=True, init_from=plain_path), log=_quiet)
+    x = torch.as_tensor(np.random.default_rng(4).random((6, started.model.observation_space.shape[0])),
+                        dtype=torch.float32)
+    with torch.no_grad():
+        assert torch.allclose(started.model.policy.predict_values(x), plain.predict_values(x[:, :O]))
+        assert torch.equal(started.model.policy.get_distribution(x).distribution.logits,
+                           plain.get_distribution(x[:, :O]).distribution.logits)
+    kw = {"total_timesteps": 256, "checkpoint_every": 128, "shaping": True, "relative_reward": True}
+    straight = Trainer(_tiny(str(tmp_path / "a"), privileged_critic=True, **kw), log=_quiet)
+    straight.train()
+    ckpt = str(tmp_path / "a" / "checkpoints" / "step_000000000128.zip")
+    resumed = Trainer(_tiny(str(tmp_path / "b"), privileged_critic=True, **kw), resume=ckpt, log=_quiet)
+    assert resumed.model.num_timesteps == 128
+    resumed.train()
+    _assert_same_run(straight, resumed)
+    with pytest.raises(IncompatibleCheckpointError, match="privileged_critic"):
+        Trainer(_tiny(str(tmp_path / "c"), **kw), resume=ckpt, log=_quiet)
+
+
 # ---------------------------------------------------------------- the config and the flags of nertz-train
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -401,6 +520,7 @@ REFUSED = [
     (["--checkpoint-every", "0", "--keep-checkpoints", "2"], "checkpoint_every 0"),
     (["--batch-size", "99999"], "larger than a rollout"),
     (["--gamma", "1.5"], "gamma must be in (0, 1]"),
+    (["--mode", "single", "--privileged-critic"], "privileged_critic (--privileged-critic) applies only to mode"),
     (["--rule", "draw=7"], "rules:"),
     # files
     (["--config", "{f}/bad.toml"], "could not be read"),
