@@ -236,33 +236,28 @@ def test_search_memory__never_contradicts_the_true_stock_and_waste(rules: dict[s
     agents = [SearchAgent(rollouts=0) for _ in range(env.config.num_players)]  # the memory without rollouts
     cards = np.zeros(64, dtype=np.int64)
     known = 0
+
+    def check(_obs: dict[str, Any], _acts: dict[str, int]) -> None:  # the agents have acted on this table
+        nonlocal known
+        snap = env.snapshot()
+        for s, agent in enumerate(agents):
+            st, me = agent._state, snap["players"][s]
+            true_stock, true_waste = me["stock"], me["waste"]
+            assert (st[K.S_SCOUNT], st[K.S_WCOUNT]) == (len(true_stock), len(true_waste))
+            hidden = me["nertz"][:-1]
+            for base, pile in ((K.S_STOCK, true_stock), (K.S_WASTE, true_waste)):
+                for k, card in enumerate(pile):
+                    if st[base + k] != K.UNKNOWN:
+                        assert to_text(st[base + k]) == card
+                        known += 1
+                    else:
+                        hidden.append(card)
+            # the cards it cannot place are exactly the hidden ones (it counted its own lake cards right)
+            n = K.hidden_cards(st, table_tools(env.config).params, agent._seat.lake_own, cards)
+            assert sorted(to_text(c) for c in cards[:n]) == sorted(hidden)
+
     for seed in range(2):
-        obs, _ = env.reset(seed=seed)
-        for s, a in enumerate(agents):
-            a.reset(env.config, s, seed)
-        while env.agents:
-            snap = env.snapshot()
-            acts = {
-                n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"])
-                for s, n in enumerate(env.agents)
-            }
-            for s, agent in enumerate(agents):
-                st = agent._state
-                me = snap["players"][s]
-                true_stock, true_waste = me["stock"], me["waste"]
-                assert (st[K.S_SCOUNT], st[K.S_WCOUNT]) == (len(true_stock), len(true_waste))
-                hidden = me["nertz"][:-1]
-                for base, pile in ((K.S_STOCK, true_stock), (K.S_WASTE, true_waste)):
-                    for k, card in enumerate(pile):
-                        if st[base + k] != K.UNKNOWN:
-                            assert to_text(st[base + k]) == card
-                            known += 1
-                        else:
-                            hidden.append(card)
-                # the cards it cannot place are exactly the hidden ones (it counted its own lake cards right)
-                n = K.hidden_cards(st, table_tools(env.config).params, agent._seat.lake_own, cards)
-                assert sorted(to_text(c) for c in cards[:n]) == sorted(hidden)
-            obs, *_ = env.step(acts)
+        play(env, agents, seed, hook=check, agent_seed=seed)
     assert known > 1000
 
 
