@@ -1,7 +1,6 @@
-"""Evaluation (nertz_env.eval): statistics on constructed results, lineups, seat rotation and duplicate deals,
-worker-count independence, ratings, every printed and saved figure recomputed from the game records, the
-``nertz-eval`` command (its refusals as one table, Ctrl-C, huge inputs), models trained outside nertz-train,
-``nertz-demo``, and the ladder's order. Tournaments on a Ray cluster: test_cluster.py."""
+"""Evaluation (nertz_env.eval): statistics, lineups, rotation and duplicate deals, workers, ratings, every
+figure recomputed from the game records, ``nertz-eval`` (refusals, Ctrl-C, huge inputs), outside models,
+``nertz-demo``, the ladder's order. Clusters: test_cluster.py."""
 
 from __future__ import annotations
 
@@ -124,8 +123,7 @@ def test_ranks_from_scores__ties_share_the_better_rank() -> None:
 def constructed_results(
     scores_by_deal: dict[int, list[list[int]]], rules: dict[str, Any] | None = None
 ) -> Results:
-    """Results of two agents at a 2-player table: each deal a list of games, each game the two seats' round
-    scores with agent 0 at seat 0 in even games and at seat 1 in odd ones."""
+    """Two agents, 2 seats: per deal a list of games (the seats' scores), agent 0 at seat 0 in even games."""
     config = nertz_env.make_config(num_players=2, **(rules or {}))
     games = []
     for deal, game_scores in scores_by_deal.items():
@@ -259,8 +257,7 @@ def test_run_tournament__same_results_with_one_or_two_workers() -> None:
 
 
 def test_run_tournament__workers_from_a_script_without_the_main_guard_end_in_one_error_not_a_hang(tmp_path: Path) -> None:
-    """A spawned worker imports the script again, whose top level plays again and fails; a pool that replaced such
-    workers for ever hung, printing a traceback a second."""
+    """A spawned worker re-imports the script, whose top level fails: one error, not a pool that hangs."""
     (tmp_path / "mine.py").write_text("from nertz_env.eval import run_tournament\n"
                                       "run_tournament(['random', 'greedy'], num_players=2, deals=40, workers=2)\n")
     out = subprocess.run([sys.executable, "mine.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
@@ -285,8 +282,8 @@ def _mean_ci(values: list[float], metric: str = "score") -> tuple[float, float]:
 
 
 class Recomputed:
-    """Statistics recomputed from games.csv rows alone (independent of eval/summary.py): a gauntlet plays one
-    table per opponent, and a difference between agents is meaningful only at the tables where both sat."""
+    """Statistics from games.csv rows alone (not eval/summary.py): a difference between agents counts only
+    the tables where both sat."""
 
     def __init__(self, rows: list[dict[str, str]]) -> None:
         # per game: the seats' (agent, score per round); games are (deal, lineup, rotation)
@@ -327,8 +324,7 @@ class Recomputed:
         return _mean_ci(list(self.per_deal(metric, agent, self.tables_of(agent)).values()), metric)
 
     def pairs(self) -> dict[tuple[str, str], tuple[list[int], float, float, int]]:
-        """Every pair of agents that sat together: its tables, the mean and half-width of the per-deal
-        differences (averaged over the shared tables), and the number of deals."""
+        """Each pair that met: its tables, the mean and half-width of its per-deal differences, its deals."""
         agents = sorted({a for s in self.tables.values() for a in s})
         out = {}
         for a in agents:
@@ -647,8 +643,7 @@ def test_cli__default_workers_never_exceed_the_deals_and_every_subcommand_saves_
 
 # ---------------------------------------------------------------- a huge --deals, and Ctrl-C
 def _no_seeds_up_front(monkeypatch: Any) -> None:
-    """Fail at once where the seeds of every deal were built before the first deal (--deals 10000000000 took
-    hours and hundreds of GB with no message)."""
+    """Fail at once if every deal's seed is built before the first deal (``--deals 10000000000``)."""
     import nertz_env.eval.tournament as tournament
 
     real, calls = tournament.deal_seed, [0]
@@ -765,8 +760,7 @@ def test_cli__ctrl_c_keeps_and_saves_the_finished_deals(
 # ---------------------------------------------------------------- a model trained outside nertz-train
 @pytest.fixture(scope="module")
 def outside_model(tmp_path_factory: Any) -> Path:
-    """A MaskablePPO trained for a few hundred steps on NertzSingleAgentEnv (2 players, draw=1) and saved
-    by SB3 itself: no nertz-env record inside or beside it."""
+    """A MaskablePPO trained briefly and saved by SB3 itself: no nertz-env record inside or beside it."""
     pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install '.[train]'")
     import torch
     from sb3_contrib import MaskablePPO
@@ -838,8 +832,7 @@ def test_outside_model__one_call_each(outside_model: Path, tmp_path: Path) -> No
 
 # ---------------------------------------------------------------- threads
 def test_workers__each_runs_torch_in_one_thread(monkeypatch: Any) -> None:
-    """A worker's set-up caps torch at one thread: at once when it is loaded, through OMP_NUM_THREADS (which
-    torch reads when imported) when a policy loads it later. Called here in-process, as a spawned worker runs it."""
+    """A worker's set-up caps torch at one thread, loaded now or later (through OMP_NUM_THREADS)."""
     torch = pytest.importorskip("torch", reason="needs the train extra: pip install '.[train]'")
     from nertz_env.eval import tournament
 
