@@ -170,8 +170,7 @@ sys.exit(commands.nertz_demo())
 
 @pytest.mark.skipif(os.name != "posix", reason="ends by a signal on POSIX only")
 def test_installed_command__a_ctrl_c_ends_it_by_sigint_after_one_line(tmp_path: Path) -> None:
-    """As Python ends on an uncaught Ctrl-C: a shell sees 130 and a shell loop around the command stops, and the
-    exit handlers run (no resource_tracker warning of leaked semaphores)."""
+    """As on an uncaught Ctrl-C: a shell sees 130 (a loop around it stops) and exit handlers run."""
     out = subprocess.run([sys.executable, "-c", INSTALLED], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == -signal.SIGINT, out.stderr
     assert out.stderr == "nertz-demo: interrupted (Ctrl-C)\n"
@@ -208,8 +207,7 @@ def test_commands__run_without_sched_getaffinity_and_with_spawned_workers(tmp_pa
 
 @pytest.mark.skipif(sys.platform != "linux", reason="an ASCII C locale stands in for Windows' code pages")
 def test_nertz_eval__a_stdout_that_cannot_take_its_table_loses_nothing(tmp_path: Path) -> None:
-    """Windows' pipes take the ANSI code page, which has no σ (the ratings' header): the table printed there and
-    the files saved after it."""
+    """A stdout without σ (Windows' ANSI code pages): the table is printed and the files are saved."""
     code = "import sys; from nertz_env.cli.commands import nertz_eval; sys.exit(nertz_eval())"  # the installed command
     legacy = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
     out = subprocess.run([sys.executable, "-c", code, "round-robin", "random", "greedy", "--deals", "1", "--no-progress",

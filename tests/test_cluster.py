@@ -89,8 +89,7 @@ def test_a_port_that_is_not_ray__one_line_exit_2(loopback, capsys, tmp_path) -> 
 
 
 class _FakeRay:
-    """Enough of ``ray`` for :meth:`Cluster.play`: two CPUs, tasks that each finish one deal, and a head that
-    goes away (``ray.wait`` raising) after the first deal came back."""
+    """Enough of ``ray`` for ``Cluster.play``: two CPUs, a deal a task, a head gone after the first deal."""
 
     class _Error(Exception):
         pass
@@ -277,8 +276,7 @@ GAUNTLET = ["gauntlet", "CKPT", "heuristic", "greedy", "--deals", "6", "--seed",
 
 @pytest.mark.isolated
 def test_cluster_gauntlet_equals_the_local_run(two_nodes, tmp_path) -> None:
-    """A checkpoint (a path on this machine only as far as the nodes know: it travels in the object store)
-    against two opponents: the cluster's games.csv is the local run's, row for row."""
+    """A checkpoint (shipped in the object store) against two opponents: games.csv is the local run's."""
     import nertz_env.agents as agents_pkg
 
     ckpt = tmp_path / "ckpt" / "candidate.zip"
@@ -302,8 +300,7 @@ SLOW_DEALS = ["round-robin", "search", "greedy", "random", "--players", "3"]
 
 
 def _task_pids(parent: int | None = None) -> list[int]:
-    """Ray worker processes running a deal task now (Ray titles a busy worker ``ray::<function>``); with
-    ``parent``, only the workers of that raylet."""
+    """Ray workers running a deal task now (``ray::play_deals``); with ``parent``, that raylet's only."""
     pids = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -459,12 +456,9 @@ def _started(proc: subprocess.Popen, log: Path, deadline: float) -> None:
 
 @pytest.fixture(scope="module")
 def ray_started(loopback, tmp_path_factory) -> Iterator[tuple[str, dict[str, str]]]:
-    """A cluster started as the cluster guide says: ``ray start --head`` on a machine that has a Ray token (any
-    ``ray.init()`` writes one to ``~/.ray/auth_token``; here ``ray get-auth-token --generate``), so Ray turns on
-    token authentication, and a worker node given a copy of the token (``RAY_AUTH_MODE=token ray start
-    --address=HEAD``). One CPU each. Yields the head's address and the environment of a driver on the head's
-    machine. Ray's folder is a fresh ``RAY_TMPDIR``, so ``auto`` and a bare ``ray.init()`` find this cluster and
-    no other."""
+    """A cluster as the cluster guide starts it: ``ray start --head`` with a Ray token (token authentication)
+    and a worker given a copy, one CPU each, in a fresh ``RAY_TMPDIR``. Yields the head's address and the
+    environment of a driver on its machine."""
     where = tmp_path_factory.mktemp("ray_start")
     tmp = tempfile.mkdtemp(prefix="nr-")  # short: Ray's socket paths live under it
     clean = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
@@ -510,8 +504,7 @@ def ray_started(loopback, tmp_path_factory) -> Iterator[tuple[str, dict[str, str
 
 
 def _refused(run: subprocess.CompletedProcess, message: str) -> None:
-    """Exit 2, and ``message`` in the last line of stderr, the only one from the command's own refusal (RLlib
-    notes its deprecations before)."""
+    """Exit 2, ``message`` in stderr's last line: the command's own (RLlib notes deprecations before)."""
     assert run.returncode == 2, run.stdout[-2000:] + run.stderr[-3000:]
     lines = run.stderr.strip().splitlines()
     assert message in lines[-1] and "Traceback" not in run.stderr and "Ray cluster" not in "".join(lines[:-1]), run.stderr
@@ -566,8 +559,8 @@ def test_a_ray_start_cluster__nertz_train_joins_by_host_port(ray_started, tmp_pa
 
 @pytest.mark.isolated
 def test_an_rllib_run_without_address_starts_a_ray_of_its_own_beside_a_running_cluster(ray_started, tmp_path) -> None:
-    """Where a bare ``ray.init()`` joins the running cluster (two nodes), ``nertz-train --backend rllib`` without
-    ``--address`` runs on a Ray of its own instead: one node."""
+    """Where a bare ``ray.init()`` joins a running cluster, ``nertz-train --backend rllib`` without
+    ``--address`` starts a Ray of its own."""
     pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install '.[rllib]'")
     run = subprocess.run([*TRAIN, "--total-timesteps", "64", "--run-dir", str(tmp_path / "run")], capture_output=True,
                          text=True, cwd=tmp_path, timeout=900, stdin=subprocess.DEVNULL, env=ray_started[1])

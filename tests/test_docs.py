@@ -1,8 +1,5 @@
-"""The docs agree with the code and the repository: the generated tables and ``--help`` texts (made by
-``docs/_ext/nertz_docs.py`` at build time, where ``sphinx -W`` fails on any that cannot be made; ``python -m
-nertz_env.cli.docs`` for docs/env/api.md), the copy of the rules
-contract, the option table, the defaults the pages state, the picture, the relative links. The built site in a
-browser: ``tests/test_docs_site.py``."""
+"""The docs agree with the code and the repository: generated tables and ``--help`` texts, the rules contract,
+the option table, stated defaults, the picture, relative links. The site in a browser: test_docs_site.py."""
 
 from __future__ import annotations
 
@@ -61,8 +58,7 @@ def test_variant_tables_are_the_code_s(nertz_docs: types.ModuleType) -> None:
 
 
 def test_the_command_reference_covers_every_console_script(nertz_docs: types.ModuleType) -> None:
-    """docs/reference/cli.md renders the --help of every console script, and each program named is one the
-    extension can run."""
+    """docs/reference/cli.md shows every console script's --help, each of a program the extension can run."""
     from nertz_env.cli.commands import COMMANDS  # the console scripts (tests/test_packaging.py: pyproject's)
 
     shown = {arg for _, arg, _ in _directives("nertz-help")}
@@ -151,8 +147,7 @@ def test_rules_page_holds_the_contract() -> None:
 
 
 def test_option_table_is_every_option_with_its_default() -> None:
-    """The rules page's option table is generated (nertz_env.config.OPTION_DOCS) and lists every option of
-    NertzConfig with its default."""
+    """The rules page's option table is generated and lists every NertzConfig option with its default."""
     from nertz_env import NertzConfig
     from nertz_env.config import options_markdown
 
@@ -188,8 +183,7 @@ def _relative_links(page: Path) -> list[str]:
 
 
 def test_every_relative_link_resolves() -> None:
-    """Links of README.md and the docs pages reach files of the repository, and anchors into Markdown pages
-    reach a heading (GitHub's and MyST's slugs: lower case, punctuation dropped, spaces to hyphens)."""
+    """Relative links of README.md and the docs reach a file, and anchors a heading (GitHub's slugs)."""
     bad = []
     for page in [README, *_pages()]:
         for url in _relative_links(page):

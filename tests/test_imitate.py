@@ -233,8 +233,7 @@ def test_distill__a_resumed_run_ends_with_the_same_network_as_one_that_never_sto
 
 # ---------------------------------------------------------------- the learned planner and expert iteration
 def test_expert__same_decisions_run_to_run_and_the_planner_overrides_its_network_sometimes() -> None:
-    """With rollouts the planner is not its network: some moves differ from the network's first choice (with
-    rollouts=0 almost none: a call or a Nertz card to the lake is the exception)."""
+    """With rollouts the planner sometimes overrides its network's first choice; with rollouts=0, hardly."""
     from nertz_env.agents.expert import ExpertAgent
 
     first = _legal_play("expert:policy=ppo", 4, ticks=40, seed=4)
@@ -292,8 +291,7 @@ def test_expert__bad_specs_and_other_tables_are_refused_and_best_is_the_planner_
 def test_expert_iteration__a_tiny_run_saves_loads_and_plays_in_nertz_eval(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    """A few hundred planner decisions, two iterations: the networks are saved with their record, the log's
-    figures are the run's, and the result plays inside the planner through nertz-eval."""
+    """Two tiny iterations: networks saved with their record, the log the run's, the result plays."""
     from nertz_env.eval.cli import main as eval_main
     from nertz_env.train.expert import main as expert_main
 

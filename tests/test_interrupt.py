@@ -1,6 +1,6 @@
-"""Nothing lost on Ctrl-C: ``nertz-train`` stops at the end of the rollout and update under way, saves there and
-prints the ``--resume`` command, and the resumed run continues exactly as one that never stopped; a second
-Ctrl-C stops at once without leaving a half-written checkpoint."""
+"""Nothing lost on Ctrl-C: ``nertz-train``, imitation and expert iteration save at the end of the step under
+way and print the ``--resume`` command; the resumed run equals one that never stopped; a second Ctrl-C
+stops at once, leaving no half-written checkpoint."""
 
 from __future__ import annotations
 
@@ -51,8 +51,7 @@ def _saving(run: Path, evaluating: bool) -> TrainConfig:
 
 
 def _wrote(run: Path) -> dict[str, Any]:
-    """Every file a run wrote, as far as it does not depend on the clock: an archive's members (SB3's data holds
-    the start time), a training state's values, a CSV without its seconds, the throughput report's keys."""
+    """Every file a run wrote, less what depends on the clock (SB3's data, a CSV's seconds, throughput)."""
     out: dict[str, Any] = {}
     for p in sorted(x for x in run.rglob("*") if x.is_file()):
         name, data = p.relative_to(run).as_posix(), p.read_bytes().replace(str(run).encode(), b"RUN")
@@ -173,8 +172,7 @@ def test_a_second_ctrl_c_while_saving_stops_at_once_leaving_no_half_checkpoint(
 def _signal_when(
     argv: list[str], pattern: str, sig: int, timeout: float, stderr: Any = subprocess.PIPE
 ) -> tuple[int, str]:
-    """Start ``argv``, send it ``sig`` once ``pattern`` has appeared twice on its stdout, and wait for its end:
-    its exit code and stderr ("" when ``stderr`` is a file)."""
+    """Start ``argv``, send ``sig`` once ``pattern`` was printed twice: its exit code and its stderr."""
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=stderr, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
         preexec_fn=restore_sigint,
@@ -206,8 +204,7 @@ NERTZ_TRAIN = os.path.join(os.path.dirname(sys.executable), "nertz-train")
 
 @pytest.mark.skipif(os.name != "posix", reason="signals a child process and reads its end by signal (preexec_fn, negative exit codes): POSIX")
 def test_a_sigterm_to_a_real_nertz_train_saves_and_its_resume_command_finishes_the_run(tmp_path: Path) -> None:
-    """``kill PID`` on the installed command saves as a Ctrl-C does (the in-process tests above cover Ctrl-C),
-    then the process ends as Ctrl-C ends it."""
+    """``kill PID`` on the installed command saves as a Ctrl-C does and ends as Ctrl-C ends it."""
     run = tmp_path / "run"
     config = tmp_path / "train.json"
     config.write_text(json.dumps(_options(run, total_timesteps=10_000_000, verbose=1)))

@@ -167,8 +167,7 @@ def _restore(env: NertzVecEnv, table: int, snap: dict) -> None:
 
 
 def _ace_on_top(snap: dict, seat: int, keep: int | None = None) -> dict:
-    """``snap`` with an ace of ``seat``'s deck moved from its stock to the top of its Nertz pile (the old top
-    goes to the stock); with ``keep``, only that many Nertz cards stay (the rest go under the stock)."""
+    """``snap`` with an ace of ``seat``'s stock on its Nertz pile; with ``keep``, that many Nertz cards."""
     snap = copy.deepcopy(snap)
     me = snap["players"][seat]
     ace = next(c for c in me["stock"] if c[0] == "A")
@@ -706,9 +705,8 @@ STEP = "step_000000000064"
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The shipped ``scratch`` recipe shrunk to 4 rollouts of 32 transitions, with snapshots of the learner added
-    to its pool (files in RUN/pool that a moved run must find), started as users do: a relative run_dir from the
-    folder it runs in. Checkpoints at 64 and 128, one evaluation deal at the end."""
+    """The shipped ``scratch`` recipe in 4 rollouts of 32, with learner snapshots in its pool, run from a
+    relative run_dir as users do: checkpoints at 64 and 128, one evaluation deal at the end."""
     folder = tmp_path_factory.mktemp("scratch")
     options = {**read_config_file("scratch"), **TINY, "batch_size": 32, "total_timesteps": 128, "checkpoint_every": 64,
                "eval_every": 0, "eval_deals": 1, "tensorboard": True, "snapshot_weight": 0.5, "snapshot_every": 1,
@@ -889,8 +887,7 @@ def test_resume__print_config_shows_the_checkpoints_run_folder_unless_run_dir_is
 def test_a_folder_holding_a_run__one_refusal_for_a_fresh_run_and_a_resume(
     scratch: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    """A fresh run and a resume sent into a folder that holds another run are refused in one wording, each with
-    its own way out; a fresh run is told the run's last checkpoint to resume."""
+    """A fresh run or a resume into a folder holding another run: one wording, each with its own way out."""
     own, ckpt = str(scratch["run"]), scratch["ckpt"]
     copy = str(tmp_path / "copy")
     shutil.copytree(own, copy)
