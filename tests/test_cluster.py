@@ -53,39 +53,22 @@ def test_bad_or_unreachable_address__one_line_exit_2(loopback, flags: list[str],
 
 @pytest.mark.rllib
 def test_a_port_that_is_not_ray__one_line_exit_2(loopback, capsys, tmp_path) -> None:
-    import socket
+    import socketserver
     import threading
 
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    port = server.getsockname()[1]
-    stop = threading.Event()
-
-    def serve() -> None:  # accept and close: something answers, but not Ray
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-                conn.close()
-            except OSError:
-                pass
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        t0 = time.monotonic()
-        _one_line_exit_2(
-            ["gauntlet", "heuristic", "random", "--deals", "2", "--address", f"127.0.0.1:{port}"],
-            f"could not join a Ray cluster at 127.0.0.1:{port}: something answers there, but not a Ray head",
-            capsys,
-            tmp_path,
-        )
-        assert time.monotonic() - t0 < 120
-    finally:
-        stop.set()
-        thread.join()
-        server.close()
+    # a server that accepts and closes: something answers, but not Ray
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), socketserver.BaseRequestHandler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        port = server.server_address[1]
+        try:
+            t0 = time.monotonic()
+            address = f"127.0.0.1:{port}"
+            said = f"could not join a Ray cluster at {address}: something answers there, but not a Ray head"
+            argv = ["gauntlet", "heuristic", "random", "--deals", "2", "--address", address]
+            _one_line_exit_2(argv, said, capsys, tmp_path)
+            assert time.monotonic() - t0 < 120
+        finally:
+            server.shutdown()
 
 
 class _FakeRay:
@@ -271,6 +254,13 @@ def _games(path: Path) -> list[list[str]]:
         return list(csv.reader(f))
 
 
+def _local_games(argv: list[str], tmp_path: Path) -> list[list[str]]:
+    """games.csv of ``nertz-eval ARGV`` played here in one worker: a cluster run equals it row for row."""
+    local = _eval([*argv, "--workers", "1", "--out", str(tmp_path / "local")], tmp_path)
+    assert local.returncode == 0, local.stderr
+    return _games(tmp_path / "local")
+
+
 GAUNTLET = ["gauntlet", "CKPT", "heuristic", "greedy", "--deals", "6", "--seed", "3"]
 
 
@@ -283,14 +273,13 @@ def test_cluster_gauntlet_equals_the_local_run(two_nodes, tmp_path) -> None:
     ckpt.parent.mkdir()
     shutil.copy(os.path.join(os.path.dirname(agents_pkg.__file__), "models", "ppo.zip"), ckpt)
     argv = [str(ckpt) if a == "CKPT" else a for a in GAUNTLET]
-    local = _eval([*argv, "--workers", "1", "--out", str(tmp_path / "local")], tmp_path)
-    assert local.returncode == 0, local.stderr
+    local = _local_games(argv, tmp_path)
     # from the folder pytest runs in (a checkout): the nodes still play the installed nertz-env
     remote = _eval([*argv, "--address", two_nodes, "--out", str(tmp_path / "cluster")], Path.cwd())
     assert remote.returncode == 0, remote.stderr
     assert "2 CPU(s) on 2 node(s)" in remote.stdout
     rows = _games(tmp_path / "cluster")
-    assert len(rows) > 1 and rows == _games(tmp_path / "local")
+    assert len(rows) > 1 and rows == local
 
 
 # Deals slow enough (about 0.3 s each, with `search` at the table) that a test polling for a running deal task
@@ -353,12 +342,7 @@ def test_a_killed_worker_loses_no_deal_and_counts_none_twice(two_nodes, tmp_path
     out, err = run.communicate(timeout=900)
     assert killed is not None, "no deal task was seen running; nothing was killed"
     assert run.returncode == 0, err
-    local = _eval([*argv, "--workers", "1", "--out", str(tmp_path / "local")], tmp_path)
-    assert local.returncode == 0, local.stderr
-    rows = _games(tmp_path / "cluster")
-    keys = [tuple(r[:5]) for r in rows[1:]]  # deal, deal seed, lineup, rotation, seat
-    assert len(keys) == len(set(keys))  # no game counted twice
-    assert rows == _games(tmp_path / "local")  # none lost, none changed
+    assert _games(tmp_path / "cluster") == _local_games(argv, tmp_path)  # none lost, none twice, none changed
     assert "24 deals" in out
 
 
@@ -402,11 +386,9 @@ def test_ctrl_c_keeps_the_finished_deals(two_nodes, tmp_path, sig) -> None:
     deals = sorted({int(r[0]) for r in rows[1:]})
     assert 0 < len(deals) < 5000
     # the deals kept are whole and are the local run's deals of the same indices
-    local_argv = [*argv[:-3], str(max(deals) + 1), "--seed", "7", "--workers", "1", "--out", str(tmp_path / "local")]
-    local = _eval(local_argv, tmp_path)
-    assert local.returncode == 0, local.stderr
     kept = set(map(str, deals))
-    want = [r for r in _games(tmp_path / "local") if r[0] == "deal" or r[0] in kept]
+    local = _local_games([*argv[:-3], str(max(deals) + 1), "--seed", "7"], tmp_path)
+    want = [r for r in local if r[0] in {"deal", *kept}]
     assert rows == want
 
 
@@ -434,12 +416,7 @@ def test_a_node_lost_mid_run__its_deals_run_elsewhere(two_nodes, tmp_path) -> No
             cluster.remove_node(node)
     assert removed, "the third node never ran a deal task"
     assert run.returncode == 0, err
-    local = _eval([*argv, "--workers", "1", "--out", str(tmp_path / "local")], tmp_path)
-    assert local.returncode == 0, local.stderr
-    rows = _games(tmp_path / "cluster")
-    keys = [tuple(r[:5]) for r in rows[1:]]
-    assert len(keys) == len(set(keys))
-    assert rows == _games(tmp_path / "local")
+    assert _games(tmp_path / "cluster") == _local_games(argv, tmp_path)
 
 
 # ---------------------------------------------------------------------- a cluster started by `ray start`
@@ -521,13 +498,12 @@ TRAIN = [NERTZ_TRAIN, "--backend", "rllib", "--num-players", "2", "--rule", "max
 def test_a_ray_start_cluster__nertz_eval_joins_by_host_port_and_by_auto__as_the_local_run(ray_started, tmp_path) -> None:
     address, env = ray_started
     argv = ["gauntlet", "heuristic", "greedy", "--players", "3", "--deals", "12", "--seed", "4242"]
-    local = _eval([*argv, "--workers", "1", "--out", str(tmp_path / "local")], tmp_path)
-    assert local.returncode == 0, local.stderr
+    local = _local_games(argv, tmp_path)
     for name, how in [("host_port", address), ("auto", "auto")]:
         run = _eval([*argv, "--address", how, "--out", str(tmp_path / name)], tmp_path, env)
         assert run.returncode == 0, f"--address {how}:\n{run.stderr[-3000:]}"
         assert "2 CPU(s) on 2 node(s)" in run.stdout, run.stdout
-        assert _games(tmp_path / name) == _games(tmp_path / "local")
+        assert _games(tmp_path / name) == local
     (tmp_path / "empty_home").mkdir()
     for driver, message in [({"HOME": str(tmp_path / "empty_home")}, NO_TOKEN),
                             ({"RAY_AUTH_TOKEN": "0" * 32}, WRONG_TOKEN)]:
