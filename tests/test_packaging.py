@@ -114,14 +114,6 @@ def test_extras__the_module_table_matches_pyprojects_extras() -> None:
         assert modules == tuple(import_name.get(n.lower(), n.lower().replace("-", "_")) for n in names), extra
 
 
-def test_readme__command_list_says_what_each_command_needs() -> None:
-    from nertz_env.cli.commands import COMMANDS
-
-    readme = (ROOT / "README.md").read_text()
-    for command, spec in COMMANDS.items():
-        assert f"`{command}`: {spec.needs}" in readme, f"README.md's command list: `{command}`: {spec.needs}"
-
-
 def test_metadata__classifiers_name_the_tested_pythons_and_urls_point_at_the_repository() -> None:
     project = _pyproject()["project"]
     versions = {
