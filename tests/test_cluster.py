@@ -22,18 +22,9 @@ import pytest
 pytest.importorskip("ray", reason="needs the rllib extra (Ray): pip install '.[rllib]'")
 
 from conftest import loopback_only, restore_sigint
-from nertz_env.eval.cli import main
+from test_eval import _fails
 
 NERTZ_EVAL = os.path.join(os.path.dirname(sys.executable), "nertz-eval")
-
-
-def _one_line_exit_2(argv: list[str], message: str, capsys: Any, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    assert main([*argv, "--out", str(out), "--no-progress"]) == 2
-    err = capsys.readouterr().err
-    assert message in err, err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    assert not out.exists()
 
 
 # ---------------------------------------------------------------------------------- no cluster needed
@@ -48,7 +39,7 @@ def _one_line_exit_2(argv: list[str], message: str, capsys: Any, tmp_path: Path)
     ],
 )
 def test_bad_or_unreachable_address__one_line_exit_2(loopback, flags: list[str], message: str, capsys, tmp_path) -> None:
-    _one_line_exit_2(["gauntlet", "heuristic", "random", "--deals", "2", *flags], message, capsys, tmp_path)
+    _fails(["gauntlet", "heuristic", "random", "--deals", "2", *flags], message, capsys, tmp_path)
 
 
 @pytest.mark.rllib
@@ -65,7 +56,7 @@ def test_a_port_that_is_not_ray__one_line_exit_2(loopback, capsys, tmp_path) -> 
             address = f"127.0.0.1:{port}"
             said = f"could not join a Ray cluster at {address}: something answers there, but not a Ray head"
             argv = ["gauntlet", "heuristic", "random", "--deals", "2", "--address", address]
-            _one_line_exit_2(argv, said, capsys, tmp_path)
+            _fails(argv, said, capsys, tmp_path)
             assert time.monotonic() - t0 < 120
         finally:
             server.shutdown()
@@ -355,7 +346,7 @@ def test_an_agent_the_nodes_cannot_load__one_line_exit_2(two_nodes, tmp_path, ca
     ckpt.write_text("weights")
     register_loader(".nzagent", lambda path, **params: RandomAgent())
     try:
-        _one_line_exit_2(
+        _fails(
             ["gauntlet", str(ckpt), "heuristic", "--players", "2", "--deals", "2", "--address", two_nodes],
             "of the Ray cluster cannot play this tournament: AgentSpecError: no loader for checkpoint",
             capsys,
