@@ -304,9 +304,8 @@ def _long(cmd: Command) -> bool:
 
 
 def all_commands() -> list[Command]:
-    """The commands of every page in page order, each once: the same small command shown on several pages runs
-    with the last of them, where it appears first (the training guide resumes the run the install page shows);
-    a long one whose words another long one of the same program holds runs as that one."""
+    """Every page's commands, each once: one that several pages show runs at its first place, as the last page
+    has it; a long one whose words another long one of the program holds runs as that one."""
     chosen: dict[str, Command] = {}
     for page in doc_pages():
         here: dict[str, Command] = {}
@@ -333,8 +332,8 @@ def _not_run(cmd: Command) -> str | None:
 
 
 def page_steps() -> dict[tuple[str, str], list[Command | Block]]:
-    """Each page's blocks and commands in page order, a test each: its long commands apart (in CI's long phase),
-    and each benchmark apart from those (it reads nothing another command wrote)."""
+    """Each page's blocks and commands in page order, a test each; its long commands apart (CI's long phase),
+    each benchmark apart from those."""
     steps: dict[tuple[str, str], list[Command | Block]] = {}
     for c in COMMANDS:
         if not _not_run(c):
@@ -382,8 +381,7 @@ def test_no_two_training_runs_the_docs_show_share_a_run_folder() -> None:
 
 
 def _input(word: str, cmd: Command) -> str:
-    """A word naming a file: a placeholder's stand-in; a checkout file copied into the work folder; the newest
-    checkpoint of a run for one the full-size run would write."""
+    """A file word: a placeholder's stand-in, a checkout file copied here, or a run's newest checkpoint."""
     word = PLACEHOLDERS.get(word, word)
     if word.startswith("-") or "." not in word or Path(word).is_absolute() or Path(word).exists():
         return word
@@ -399,9 +397,8 @@ def _input(word: str, cmd: Command) -> str:
 
 @pytest.fixture
 def work(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
-    """The user's folder for one page. bench/ scripts write their results into the checkout, so a test that runs
-    one holds the checkout's bench lock (one such test at a time across xdist workers) and puts those folders
-    back as they were."""
+    """The user's folder for one page. A page running bench/ scripts (they write into the checkout) holds the
+    bench lock, one at a time across xdist workers, and puts those folders back as they were."""
     params = request.node.callspec.params
     if not any(isinstance(c, Command) and "bench/" in c.text for c in PAGES[params["page"], params["group"]]):
         yield tmp_path
@@ -450,10 +447,8 @@ def _serve(argv: list[str], ready: str, where: str) -> None:
 
 
 def _here(words: list[str], env: dict[str, str], capfd: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """Runs a console script (through its entry point, as the installed script does) or a ``python -m`` module in
-    this process as in a process of its own: its argv and variables; the exit code its ``SystemExit`` or
-    return value gives. Puts back what a command may set for its whole process (variables, torch's threads,
-    logging, warning filters), and fails when it leaves a signal handler behind."""
+    """Runs a console script (by its entry point) or a ``python -m`` module here as in a process of its own;
+    puts back what a command may set for its process, and fails when it leaves a signal handler behind."""
     torch = sys.modules.get("torch")
     threads, handlers = torch and torch.get_num_threads(), logging.getLogger().handlers[:]
     signals = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)]
