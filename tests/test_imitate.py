@@ -20,6 +20,9 @@ from nertz_env.train.policy_agent import load_policy
 from test_train import _quiet, _same_weights
 
 WAIT = nertz_env.action_table(nertz_env.make_config(num_players=3)).lookup("wait")
+# a small imitation run with two DAgger rounds (test_interrupt.py stops it and resumes it)
+IMITATE = ["--teacher", "greedy", "--players", "2", "--samples", "64", "--epochs", "2", "--batch-size", "32",
+           "--net-arch", "16", "--dagger-rounds", "2", "--dagger-samples", "32", "--dagger-epochs", "1"]
 
 
 def _legal_play(spec: str, num_players: int, ticks: int, seed: int = 1) -> list[int]:
@@ -182,10 +185,7 @@ def test_dagger__checkpoints_every_round_and_the_last_is_the_saved_policy(tmp_pa
     from nertz_env.train.imitate import main as imitate_main
 
     out, ckpt = tmp_path / "bc.zip", tmp_path / "rounds"
-    args = ["--out", str(out), "--teacher", "greedy", "--players", "2", "--samples", "300", "--net-arch", "16",
-            "--epochs", "1", "--dagger-rounds", "2", "--dagger-samples", "200", "--dagger-epochs", "1",
-            "--checkpoint-dir", str(ckpt)]
-    assert imitate_main(args) == 0
+    assert imitate_main([*IMITATE, "--out", str(out), "--checkpoint-dir", str(ckpt)]) == 0
     assert sorted(p.name for p in ckpt.glob("*.zip")) == ["round_00.zip", "round_01.zip", "round_02.zip"]
     assert [read_meta(str(ckpt / f"round_0{k}.zip"))["imitation"]["dagger_rounds"] for k in range(3)] == [0, 1, 2]
     final = load_policy(str(out))[0].state_dict()

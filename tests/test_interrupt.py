@@ -29,6 +29,7 @@ from nertz_env.train import TrainConfig, Trainer
 from nertz_env.train.checkpoint import state_path
 from nertz_env.train.cli import main as train_main
 from nertz_env.train.resume import Interrupted
+from test_imitate import IMITATE
 from test_train import TINY, _quiet, _same_weights, _weights
 
 ROLLOUT = 16 * 2 * 4  # n_steps x tables x seats
@@ -208,10 +209,6 @@ def test_a_sigterm_to_a_real_nertz_train_saves_and_its_resume_command_finishes_t
 
 
 # ---------------------------------------------------------------- imitation and expert iteration
-IMITATE = ["--teacher", "greedy", "--players", "2", "--samples", "64", "--epochs", "2", "--batch-size", "32",
-           "--net-arch", "16", "--dagger-rounds", "2", "--dagger-samples", "32", "--dagger-epochs", "1"]
-
-
 @pytest.fixture(scope="module")
 def imitated(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The imitation run that never stopped."""
