@@ -16,6 +16,7 @@ import threading
 import time
 import zipfile
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -831,53 +832,45 @@ def test_outside_model__one_call_each(outside_model: Path, tmp_path: Path) -> No
 
 
 # ---------------------------------------------------------------- threads
-def test_workers__each_runs_torch_in_one_thread(monkeypatch: Any) -> None:
-    """A worker's set-up caps torch at one thread, loaded now or later (through OMP_NUM_THREADS)."""
+@pytest.fixture
+def torch_at_two_threads() -> Iterator[Any]:
+    """torch, set to two threads for the test (as a user's process may have it), and put back after."""
     torch = pytest.importorskip("torch", reason="needs the train extra: pip install '.[train]'")
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield torch
+    torch.set_num_threads(before)
+
+
+def test_workers__each_runs_torch_in_one_thread(torch_at_two_threads: Any, monkeypatch: Any) -> None:
+    """A worker's set-up caps torch at one thread, loaded now or later (through OMP_NUM_THREADS)."""
     from nertz_env.eval import tournament
 
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         monkeypatch.setenv(var, "")  # (restored after the test)
         monkeypatch.delenv(var)
     monkeypatch.setattr(tournament.signal, "signal", lambda *args: None)  # the worker's SIGINT handler
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        tournament._worker_player(plan_tournament(["heuristic", "random"], num_players=2, deals=1).plan)
-        assert torch.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
-    finally:
-        torch.set_num_threads(before)
+    tournament._worker_player(plan_tournament(["heuristic", "random"], num_players=2, deals=1).plan)
+    assert torch_at_two_threads.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
 
 
-def test_play_tournament__one_torch_thread_while_playing_then_restored() -> None:
-    torch = pytest.importorskip("torch", reason="needs the train extra: pip install '.[train]'")
+def test_play_tournament__one_torch_thread_while_playing_then_restored(torch_at_two_threads: Any) -> None:
+    from nertz_env.eval.tournament import play_tournament
 
     seen = []
     policy = make_agent("ppo")
     act = policy.act
 
     def spying_act(obs: Any, mask: Any) -> int:
-        seen.append(torch.get_num_threads())
+        seen.append(torch_at_two_threads.get_num_threads())
         return act(obs, mask)
 
     policy.act = spying_act  # type: ignore[method-assign]
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        t = plan_tournament(
-            ["ppo", "heuristic"],
-            num_players=4,
-            deals=1,
-            mode="gauntlet",
-            agent_factory=lambda spec: policy if spec == "ppo" else make_agent(spec),
-        )
-        from nertz_env.eval.tournament import play_tournament
-
-        play_tournament(t, workers=1)
-        assert seen and set(seen) == {1}
-        assert torch.get_num_threads() == 2
-    finally:
-        torch.set_num_threads(before)
+    t = plan_tournament(["ppo", "heuristic"], num_players=4, deals=1, mode="gauntlet",
+                        agent_factory=lambda spec: policy if spec == "ppo" else make_agent(spec))
+    play_tournament(t, workers=1)
+    assert seen and set(seen) == {1}
+    assert torch_at_two_threads.get_num_threads() == 2
 
 
 # ---------------------------------------------------------------- without the train extra, and nertz-demo
