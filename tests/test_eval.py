@@ -797,16 +797,22 @@ def test_outside_model__plays_in_nertz_eval_at_the_table_given_by_flags_and_no_o
 
 
 def test_outside_model__one_call_each(outside_model: Path, tmp_path: Path) -> None:
+    from nertz_env.agents.meta import CheckpointError
+    from nertz_env.agents.policy import load_policy
     from nertz_env.agents.registry import load_policy_agent, record_rules
 
     table = nertz_env.make_config(num_players=2, draw=1)
-    # make_agent: plays at a table of matching spaces
+    # make_agent: plays at a table of matching spaces, and only there
     agent = make_agent(f"{outside_model}:deterministic=true")
+    with pytest.raises(ValueError, match="no nertz-env record"):
+        agent.reset(nertz_env.make_config(num_players=3), 0, 0)
     agent.reset(table, 0, 0)
     env = nertz_env.parallel_env(num_players=2, draw=1)
     obs, _ = env.reset(seed=3)
     a = agent.act(obs["player_0"]["observation"], obs["player_0"]["action_mask"])
     assert obs["player_0"]["action_mask"][a] == 1
+    with pytest.raises(CheckpointError, match="no nertz-env record"):  # training's init_from needs the record
+        load_policy(str(outside_model))
     # load_policy_agent with the rules it was trained for: refuses any other table, even of equal spaces
     pinned = load_policy_agent(str(outside_model), config=table)
     pinned.reset(table, 1, 0)
