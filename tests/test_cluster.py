@@ -111,9 +111,8 @@ class _FakeRay:
 
 
 def test_a_cluster_that_fails_mid_run_keeps_the_finished_deals(caplog: pytest.LogCaptureFixture) -> None:
-    # ray.wait (or ray.nodes, task.remote) raising when the head went away escaped as a raw Ray error, past the
-    # code that saves the finished deals: it must end the run as a ClusterFailure with the deals kept, and
-    # leaving the dead cluster must not raise over the save's exit code
+    # a Ray call raising when the head went away ends the run as a ClusterFailure with the deals kept, and
+    # leaving the dead cluster does not raise over the save's exit code
     from nertz_env.eval.cluster import Cluster, ClusterFailure
 
     ray = _FakeRay()
@@ -274,8 +273,7 @@ def test_cluster_gauntlet_equals_the_local_run(two_nodes, tmp_path) -> None:
 
 
 # Deals slow enough (about 0.3 s each, with `search` at the table) that a test polling for a running deal task
-# sees one before the run ends: deals of heuristic, greedy and random take about 20 ms each once the workers'
-# numba cache is warm, and a whole 24-deal run ended between two polls in CI (the kill tests then failed)
+# sees one before the run ends (cheap agents' deals take about 20 ms: a whole run can end between two polls)
 SLOW_DEALS = ["round-robin", "search", "greedy", "random", "--players", "3"]
 
 
@@ -361,8 +359,7 @@ def test_an_agent_the_nodes_cannot_load__one_line_exit_2(two_nodes, tmp_path, ca
 @pytest.mark.isolated
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])  # kill: Ray's handler replaced
 def test_ctrl_c_keeps_the_finished_deals(two_nodes, tmp_path, sig) -> None:
-    # enough deals that the run is still going 3 s after its first task starts (on a quiet machine 200 deals of
-    # these cheap agents finished before the Ctrl-C arrived)
+    # enough deals that the run is still going 3 s after its first task starts
     argv = ["round-robin", "heuristic", "greedy", "random", "--players", "3", "--deals", "5000", "--seed", "7"]
     run = _start_on_cluster(argv, two_nodes, tmp_path, preexec_fn=restore_sigint)
     deadline = time.monotonic() + 600
