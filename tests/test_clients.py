@@ -62,42 +62,6 @@ def test_pettingzoo_render_test__every_render_mode() -> None:
     render_test(lambda render_mode=None: nertz_env.env(render_mode=render_mode, num_players=2))
 
 
-# ---------------------------------------------------------------- SuperSuit
-def test_supersuit_concat_vec_envs__worker_processes_step_the_same_games() -> None:
-    """SuperSuit's two worker processes play what local envs seeded as SuperSuit seeds them play."""
-    ss = pytest.importorskip("supersuit")
-    rules = {"num_players": 2, "max_ticks": 12}
-    vec = ss.pettingzoo_env_to_vec_env_v1(nertz_env.parallel_env(**rules))
-    envs = ss.concat_vec_envs_v1(vec, 2, num_cpus=2, base_class="gymnasium")
-    try:
-        assert envs.num_envs == 4
-        obs, _ = envs.reset(seed=3)
-        refs = [nertz_env.parallel_env(**rules) for _ in range(2)]
-        ref_obs = [r.reset(seed=3 + i)[0] for i, r in enumerate(refs)]
-        rng = np.random.default_rng(0)
-        ends = 0
-        for _ in range(30):
-            names = refs[0].possible_agents
-            for i in range(2):
-                for j, a in enumerate(names):
-                    np.testing.assert_array_equal(obs["observation"][2 * i + j], ref_obs[i][a]["observation"])
-                    np.testing.assert_array_equal(obs["action_mask"][2 * i + j], ref_obs[i][a]["action_mask"])
-            acts = np.array([_legal(m, rng) for m in obs["action_mask"]])
-            obs, rew, term, trunc, _ = envs.step(acts)
-            for i, r in enumerate(refs):
-                o, rr, tt, tr, _ = r.step({a: int(acts[2 * i + j]) for j, a in enumerate(names)})
-                np.testing.assert_array_equal(rew[2 * i : 2 * i + 2], [rr[a] for a in names])
-                np.testing.assert_array_equal(term[2 * i : 2 * i + 2], [tt[a] for a in names])
-                np.testing.assert_array_equal(trunc[2 * i : 2 * i + 2], [tr[a] for a in names])
-                if not r.agents:
-                    ends += 1
-                    o, _ = r.reset()  # unseeded: the table's own generator, in the worker and here alike
-                ref_obs[i] = o
-        assert ends >= 2
-    finally:
-        envs.close()
-
-
 # ---------------------------------------------------------------- Tianshou
 def test_tianshou_trainer__one_epoch_of_its_multi_agent_recipe() -> None:
     """Tianshou 2.0's multi-agent recipe (its tic-tac-toe example) runs one epoch with gradient steps; its
