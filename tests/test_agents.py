@@ -113,6 +113,21 @@ def test_make_agent__missing_checkpoint_names_the_path_and_loaders_go_by_suffix(
     assert seen == {"path": str(path), "deterministic": "true"}
 
 
+def test_shipped_models__a_policy_in_the_models_folder_plays_by_name_deterministically(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    pytest.importorskip("torch")  # sampled play
+    from nertz_env.agents import policy
+
+    for suffix in (".zip", ".json", ".npz"):  # a policy file, its record and its array file
+        shutil.copy(PPO.replace(".zip", suffix), tmp_path / f"tiny{suffix}")
+    monkeypatch.setattr(policy, "MODELS_DIR", str(tmp_path))
+    assert "tiny" in known_agents()
+    agent = make_agent("tiny")
+    assert agent.name == "tiny" and agent.deterministic
+    assert not make_agent("tiny:deterministic=false").deterministic
+
+
 def test_train_package__registers_nothing_and_old_paths_reexport() -> None:
     pytest.importorskip("sb3_contrib")
     before = dict(registry_module._LOADERS)

@@ -193,22 +193,6 @@ def test_dagger__checkpoints_every_round_and_the_last_is_the_saved_policy(tmp_pa
     assert not _same_weights(load_policy(str(ckpt / "round_00.zip"))[0].state_dict(), final)  # the rounds fit something
 
 
-def test_shipped_models__a_zip_in_the_models_folder_plays_by_name_deterministically(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from nertz_env.agents import policy, registry
-    from nertz_env.train.imitate import imitate
-
-    (tmp_path / "models").mkdir()
-    imitate(str(tmp_path / "models" / "tiny.zip"), teacher="greedy", num_players=2, samples=300, net_arch=[16],
-            epochs=1, log=_quiet)
-    monkeypatch.setattr(policy, "MODELS_DIR", str(tmp_path / "models"))
-    assert "tiny" in registry.known_agents()
-    agent = make_agent("tiny")
-    assert agent.name == "tiny" and agent.deterministic
-    assert not make_agent("tiny:deterministic=false").deterministic
-
-
 # ---------------------------------------------------------------- distillation
 DISTILL = {"init": "ppo_imitation", "teacher": "heuristic", "samples": 150, "epochs": 1, "lr": 1e-4, "anchor": 0.5,
            "batch_size": 128, "seed": 3}  # a cheap teacher; the phase's own teacher (best) is the same code path
