@@ -1059,15 +1059,10 @@ def test_evaluate_and_plot__bad_input_is_one_line_and_exit_2(
 
 
 # ---------------------------------------------------------------- the learning signal
-def _learn_and_evaluate(run_dir: str, steps: int, baseline: str, deals: int) -> Any:
-    cfg = _tiny(run_dir, num_tables=32, n_steps=32, batch_size=1024, n_epochs=4, net_arch=[64, 64], shaping=True,
-                total_timesteps=steps, eval_every=0, eval_deals=deals, eval_opponents=[baseline])
-    (row,) = Trainer(cfg, log=_quiet).train()["eval"]
-    return row
-
-
 @pytest.mark.long
 def test_train__a_longer_self_play_run_beats_greedy(tmp_path: Path) -> None:
     """256k transitions of self-play: a long test (CI's long-tests phase)."""
-    row = _learn_and_evaluate(str(tmp_path / "run"), 256 * 1024, "greedy", deals=20)
+    cfg = _tiny(str(tmp_path / "run"), num_tables=32, n_steps=32, batch_size=1024, n_epochs=4, net_arch=[64, 64],
+                shaping=True, total_timesteps=256 * 1024, eval_every=0, eval_deals=20, eval_opponents=["greedy"])
+    (row,) = Trainer(cfg, log=_quiet).train()["eval"]
     assert row["diff_low"] > 0, row
