@@ -12,8 +12,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
-import time
 import zipfile
 from collections import defaultdict
 from collections.abc import Iterator
@@ -27,7 +25,6 @@ pytest.importorskip("openskill", reason="needs the eval extra: pip install '.[ev
 from openskill.models import PlackettLuce
 
 import nertz_env
-from conftest import restore_sigint
 from nertz_env.agents import LADDER, make_agent
 from nertz_env.agents.registry import IncompatibleAgentError
 from nertz_env.eval import (
@@ -49,6 +46,7 @@ from nertz_env.eval.tournament import (
     round_robin_lineups,
     seatings,
 )
+from procs import signal_when
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -695,44 +693,14 @@ def test_cli__a_huge_deals_starts_at_once_and_ctrl_c_saves_the_finished_deals(
     assert "[interrupted: 3 of 10000000000 deals]" in (out / "table.txt").read_text()
 
 
-def _interrupt_run(
-    tmp_path: Any, workers: int, installed: bool = False, sig: int = signal.SIGINT
-) -> tuple[subprocess.CompletedProcess[str] | Any, str]:
-    out_dir = tmp_path / "out"
+def _interrupt_run(tmp_path: Any, workers: int, installed: bool = False, sig: int = signal.SIGINT) -> tuple[int, str]:
+    """A long round robin, sent ``sig`` once its progress bar shows 3 deals done: its exit code and output."""
     command = ([os.path.join(os.path.dirname(sys.executable), "nertz-eval")] if installed
                else [sys.executable, "-m", "nertz_env.eval.cli"])
-    proc = subprocess.Popen(
-        [*command, "round-robin", "heuristic", "random", "--players", "2", "--deals", "100000", "--workers",
-         str(workers), "--out", str(out_dir), "--no-plots"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=restore_sigint,
-    )
-    err = bytearray()
-
-    def pump() -> None:
-        assert proc.stderr is not None
-        while chunk := proc.stderr.read1(4096):  # type: ignore[attr-defined]
-            err.extend(chunk)
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        found = re.findall(rb"\| *(\d+)/100000", bytes(err))
-        if found and int(found[-1]) >= 3:
-            break
-        time.sleep(0.1)
-    else:
-        proc.kill()
-        pytest.fail("the run never showed progress: " + err.decode(errors="replace")[-500:])
-    proc.send_signal(sig)
-    try:
-        stdout, _ = proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()  # do not leave it running (it would slow every later test)
-        proc.communicate()
-        raise
-    reader.join(timeout=10)
-    return proc, stdout.decode() + "\n" + err.decode(errors="replace")
+    argv = [*command, "round-robin", "heuristic", "random", "--players", "2", "--deals", "100000", "--workers",
+            str(workers), "--out", str(tmp_path / "out"), "--no-plots"]
+    return signal_when(argv, lambda err: any(int(n) >= 3 for n in re.findall(r"\| *(\d+)/100000", err)), sig, 90,
+                       watch="stderr")
 
 
 @pytest.mark.parametrize(
@@ -747,8 +715,8 @@ def _interrupt_run(
 def test_cli__ctrl_c_keeps_and_saves_the_finished_deals(
     tmp_path: Any, workers: int, installed: bool, sig: int, returncode: int
 ) -> None:
-    proc, text = _interrupt_run(tmp_path, workers, installed, sig)
-    assert proc.returncode == returncode, text[-2000:]
+    code, text = _interrupt_run(tmp_path, workers, installed, sig)
+    assert code == returncode, text[-2000:]
     assert "Traceback" not in text
     data = json.loads((tmp_path / "out" / "results.json").read_text())
     assert data["interrupted"] is True

@@ -11,10 +11,7 @@ import os
 import pickle
 import re
 import signal
-import subprocess
 import sys
-import threading
-import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -23,12 +20,13 @@ import pytest
 
 pytest.importorskip("sb3_contrib", reason="needs the train extra")
 
-from conftest import loopback_only, restore_sigint
+from conftest import loopback_only
 from nertz_env.agents.meta import read_meta
 from nertz_env.train import TrainConfig, Trainer
 from nertz_env.train.checkpoint import state_path
 from nertz_env.train.cli import main as train_main
 from nertz_env.train.resume import Interrupted
+from procs import signal_when
 from test_imitate import IMITATE
 from test_train import TINY, _quiet, _same_weights, _weights
 
@@ -154,36 +152,6 @@ def test_a_second_ctrl_c_while_saving_stops_at_once_leaving_no_half_checkpoint(
     assert names == sorted(f"step_{2 * ROLLOUT:012d}{x}" for x in (".zip", ".json", ".state.pkl"))
 
 
-def _signal_when(
-    argv: list[str], pattern: str, sig: int, timeout: float, stderr: Any = subprocess.PIPE
-) -> tuple[int, str]:
-    """Start ``argv``, send ``sig`` once ``pattern`` was printed twice: its exit code and its stderr."""
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=stderr, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
-        preexec_fn=restore_sigint,
-    )
-    seen: list[str] = []
-    done = threading.Event()
-
-    def reader() -> None:
-        for line in proc.stdout or []:
-            seen.append(line)
-            if sum(pattern in x for x in seen) >= 2:
-                done.set()
-        done.set()
-
-    threading.Thread(target=reader, daemon=True).start()
-    try:
-        assert done.wait(timeout), "".join(seen)
-        time.sleep(0.2)
-        proc.send_signal(sig)
-        _, err = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    return proc.returncode, err or ""
-
-
 NERTZ_TRAIN = os.path.join(os.path.dirname(sys.executable), "nertz-train")
 
 
@@ -194,7 +162,8 @@ def test_a_sigterm_to_a_real_nertz_train_saves_and_its_resume_command_finishes_t
     config = tmp_path / "train.json"
     config.write_text(json.dumps(_options(run, total_timesteps=10_000_000, verbose=1)))
     # SB3 prints its table after each rollout, before the update: the second table follows a finished update
-    code, err = _signal_when([NERTZ_TRAIN, "--config", str(config)], "total_timesteps", signal.SIGTERM, 300)
+    code, err = signal_when([NERTZ_TRAIN, "--config", str(config)], lambda out: out.count("total_timesteps") >= 2,
+                            signal.SIGTERM, 300)
     assert code == -signal.SIGINT, err
     assert "Traceback" not in err, err
     m = re.search(r"resume with: nertz-train .*--resume (\S+)", err)
@@ -279,7 +248,7 @@ def test_sigint_to_a_real_imitation_run_saves_and_resumes_to_the_same_policy(tmp
     assert imitate.main([*argv, "--out", straight]) == 0
     out = str(tmp_path / "cut.zip")
     argv = [sys.executable, "-m", "nertz_env.train.imitate", *argv, "--out", out]
-    code, err = _signal_when(argv, "epoch", signal.SIGINT, 300)  # recorded, and fitting
+    code, err = signal_when(argv, lambda out: out.count("epoch") >= 2, signal.SIGINT, 300)  # recorded, and fitting
     assert code == 130 and "Traceback" not in err, err
     m = re.search(r"resume with: python -m nertz_env.train.imitate (.+)", err)
     assert m, err
@@ -311,7 +280,8 @@ def test_a_signal_to_a_real_rllib_run_saves_after_the_iteration_and_resumes(
         err_path = tmp_path / "stderr.txt"
         command = [NERTZ_TRAIN] if route == "installed" else [sys.executable, "-m", "nertz_env.train.cli"]
         with open(err_path, "w") as err_file:
-            code, _ = _signal_when([*command, *args, "--total-timesteps", "100000000"], "iter ", sig, 600, err_file)
+            code, _ = signal_when([*command, *args, "--total-timesteps", "100000000"],
+                                  lambda out: out.count("iter ") >= 2, sig, 600, stderr=err_file)
         err = err_path.read_text()
         assert code == returncode, err
         assert "stopping after this iteration to save" in err

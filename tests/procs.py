@@ -1,0 +1,46 @@
+"""A command the tests start as a user does and stop with a signal once its output shows it is under way (POSIX:
+``preexec_fn``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from conftest import restore_sigint
+
+
+def signal_when(argv: list[Any], ready: Callable[[str], bool], sig: int, timeout: float, watch: str = "stdout",
+                **popen: Any) -> tuple[int, str]:
+    """Start ``argv``, send it ``sig`` once ``ready`` holds for its ``watch`` stream so far (read in chunks: a
+    progress bar's updates count), and wait for its end: its exit code and what it printed on the streams piped
+    (both, unless ``popen`` sends one elsewhere)."""
+    popen = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "env": {**os.environ, "PYTHONUNBUFFERED": "1"},
+             **popen}
+    proc = subprocess.Popen(argv, preexec_fn=restore_sigint, **popen)
+    out = {name: bytearray() for name in ("stdout", "stderr") if popen[name] == subprocess.PIPE}
+
+    def pump(name: str) -> None:
+        while chunk := getattr(proc, name).read1(4096):
+            out[name].extend(chunk)
+
+    threads = [threading.Thread(target=pump, args=(name,), daemon=True) for name in out]
+    for thread in threads:
+        thread.start()
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready(out[watch].decode(errors="replace")):
+            assert proc.poll() is None and time.monotonic() < deadline, out[watch].decode(errors="replace")[-2000:]
+            time.sleep(0.1)
+        proc.send_signal(sig)
+        proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()  # never left running (it would slow every later test)
+            proc.wait()
+    for thread in threads:
+        thread.join(timeout=10)
+    return proc.returncode, "\n".join(text.decode(errors="replace") for text in out.values())
