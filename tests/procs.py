@@ -1,12 +1,15 @@
-"""A command the tests start as a user does and stop with a signal once its output shows it is under way (POSIX:
-``preexec_fn``)."""
+"""Commands the tests start as a user does and stop with a signal: one once its output shows it is under way, a
+server once its page was fetched (POSIX: ``preexec_fn``)."""
 
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -44,3 +47,29 @@ def signal_when(argv: list[Any], ready: Callable[[str], bool], sig: int, timeout
     for thread in threads:
         thread.join(timeout=10)
     return proc.returncode, "\n".join(text.decode(errors="replace") for text in out.values())
+
+
+def serve_and_fetch(argv: list[Any], ready: str, where: str = "", **popen: Any) -> str:
+    """Start a server, read its output up to the line with ``ready`` and an address, fetch that page, then stop
+    the server with a Ctrl-C, as a user does: the page's text."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
+                            start_new_session=True, preexec_fn=restore_sigint, **popen)
+    timer = threading.Timer(600, proc.kill)  # a server that never says where it is
+    timer.start()
+    seen: list[str] = []
+    try:
+        for line in proc.stdout or []:  # ends when the server does
+            seen.append(line)
+            if ready in line and (url := re.search(r"https?://[^\s)]+", line)):
+                with urllib.request.urlopen(url.group(0), timeout=60) as page:
+                    assert page.status == 200, f"{where}\n{url.group(0)} answered {page.status}"
+                    return page.read().decode()
+        raise AssertionError(f"{where}\nno {ready!r} line with an address (exit {proc.wait()}):\n" + "".join(seen))
+    finally:
+        timer.cancel()
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -16,8 +16,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
-import urllib.request
 import warnings
 import zlib
 from collections.abc import Iterator
@@ -27,8 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import loopback_only, restore_sigint
+from conftest import loopback_only
 from nertz_env.extras import EXTRAS
+from procs import serve_and_fetch
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -418,34 +417,6 @@ def work(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
                 p.write_bytes(data)
 
 
-def _serve(argv: list[str], ready: str, where: str) -> None:
-    """Starts a server, reads its output up to its address line, fetches that page, then stops it with a Ctrl-C."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=restore_sigint)
-    assert proc.stdout is not None
-    timer = threading.Timer(300, proc.kill)  # a server that never says where it is
-    timer.start()
-    seen: list[str] = []
-    try:
-        for line in proc.stdout:  # ends when the server does
-            seen.append(line)
-            if ready in line:
-                url = re.search(r"https?://\S+", line)
-                assert url, f"{where}\nits address line has no URL: {line!r}"
-                with urllib.request.urlopen(url.group(0), timeout=30) as page:
-                    assert page.status == 200, f"{where}\n{url.group(0)} answered {page.status}"
-                return
-        pytest.fail(f"{where}\nno {ready!r} line (exit {proc.wait()}):\n" + "".join(seen))
-    finally:
-        timer.cancel()
-        proc.send_signal(signal.SIGINT)  # Ctrl-C, as a user stops it
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def _here(words: list[str], env: dict[str, str], capfd: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     """Runs a console script (by its entry point) or a ``python -m`` module here as in a process of its own;
     puts back what a command may set for its process, and fails when it leaves a signal handler behind."""
@@ -511,7 +482,7 @@ def test_page_examples_run(page: str, group: str, work: Path, capfd: pytest.Capt
             argv = [sys.executable, str(ROOT / words[1]), *words[2:]] if words[0] == "python" else [str(BIN / words[0]), *words[1:]]
             with loopback_only() if extra == "rllib" else contextlib.nullcontext():  # Ray binds the machine's address
                 if words[0] in SERVERS:
-                    _serve(argv, SERVERS[words[0]], where)
+                    serve_and_fetch(argv, SERVERS[words[0]], where)
                     continue
                 r = subprocess.run(argv, env={**os.environ, **cmd.env}, capture_output=True, text=True, timeout=900,
                                    stdin=subprocess.DEVNULL)

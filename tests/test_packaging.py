@@ -13,8 +13,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import time
-import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -22,6 +20,7 @@ import pytest
 
 from isolated_venv import dist, env_for, python_of, run, run_script, venv
 from nertz_env.extras import install_command
+from procs import serve_and_fetch
 
 ROOT = Path(__file__).resolve().parent.parent
 MAPPED = ("agents", "train", "eval")  # top-level folders of the checkout, installed as nertz_env.<name>
@@ -417,24 +416,6 @@ def test_sdist__installs_passes_pettingzoos_tests_plain_and_its_own_tests_collec
     run([py, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_packaging.py"], cwd=unpacked, env=env)
 
 
-def _serve_and_fetch(bin_dir: Path, cwd: Path, env: dict[str, str]) -> str:
-    """nertz-play on a free port; the page it serves."""
-    proc = subprocess.Popen([bin_dir / "nertz-play", "--no-browser", "--players", "2", "--seed", "1", "--step",
-                             "--replay-dir", cwd / "played"], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
-    try:
-        seen, deadline = [], time.monotonic() + 600
-        while proc.stdout and time.monotonic() < deadline and (line := proc.stdout.readline()):
-            seen.append(line)
-            if m := re.search(r"(http://\S+/)", line):
-                with urllib.request.urlopen(m.group(1), timeout=60) as r:
-                    return r.read().decode()
-        raise AssertionError("nertz-play printed no address:\n" + "".join(seen))
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
 @pytest.mark.isolated
 @pytest.mark.parametrize("version", ["3.10", "3.13"])
 def test_wheel__quick_start_and_a_command_of_each_extra_outside_the_checkout(version: str, tmp_path: Path) -> None:
@@ -449,7 +430,9 @@ def test_wheel__quick_start_and_a_command_of_each_extra_outside_the_checkout(ver
     run(["nertz-replay", replay, "-o", "page.html"], cwd=tmp_path, env=env)
     run(["nertz-replay", replay, "--gif", "game.gif", "--fps", "20"], cwd=tmp_path, env=env)
     assert (tmp_path / "page.html").stat().st_size > 0 and (tmp_path / "game.gif").read_bytes()[:3] == b"GIF"
-    assert "<html" in _serve_and_fetch(path / "bin", tmp_path, env).lower()
+    play = [path / "bin" / "nertz-play", "--no-browser", "--players", "2", "--seed", "1", "--step", "--replay-dir",
+            tmp_path / "played"]
+    assert "<html" in serve_and_fetch(play, "the table is at http", cwd=tmp_path, env=env).lower()
     out = subprocess.run(["nertz-train", "--total-timesteps", "64"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert "the train extra" in out.stderr and "-m pip install 'torch>=2.1'" in out.stderr
