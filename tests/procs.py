@@ -1,5 +1,5 @@
-"""Commands the tests start as a user does and stop with a signal: one once its output shows it is under way, a
-server once its page was fetched (POSIX: ``preexec_fn``)."""
+"""Ctrl-C as a user gives it: inside a command at a chosen call, to a command once its output shows it under way,
+to a server once its page was fetched (POSIX: ``preexec_fn``)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,23 @@ from collections.abc import Callable
 from typing import Any
 
 from conftest import restore_sigint
+
+
+def ctrl_c_at(monkeypatch: Any, owner: Any, name: str, call: int, sigint: bool = True) -> Any:
+    """Ctrl-C at call number ``call`` of ``owner.name``: a SIGINT as a terminal sends it, or the
+    KeyboardInterrupt it raises by default. Returns the function replaced."""
+    real, calls = getattr(owner, name), [0]
+
+    def stopping(*a: Any, **k: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == call and sigint:
+            signal.raise_signal(signal.SIGINT)
+        elif calls[0] == call:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(owner, name, stopping)
+    return real
 
 
 def signal_when(argv: list[Any], ready: Callable[[str], bool], sig: int, timeout: float, watch: str = "stdout",

@@ -46,7 +46,7 @@ from nertz_env.eval.tournament import (
     round_robin_lineups,
     seatings,
 )
-from procs import signal_when
+from procs import ctrl_c_at, signal_when
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -657,16 +657,9 @@ def _no_seeds_up_front(monkeypatch: Any) -> None:
 
 def _ctrl_c_at_deal(monkeypatch: Any, stop: int) -> None:
     """Ctrl-C when deal ``stop`` would start (deals ``0 .. stop-1`` finished; one process plays them in order)."""
-    import nertz_env.eval.tournament as tournament
+    from nertz_env.eval import tournament
 
-    real = tournament.Player.play_deal
-
-    def play_deal(self: Any, deal: int) -> Any:
-        if deal == stop:
-            raise KeyboardInterrupt
-        return real(self, deal)
-
-    monkeypatch.setattr(tournament.Player, "play_deal", play_deal)
+    ctrl_c_at(monkeypatch, tournament.Player, "play_deal", stop + 1, sigint=False)
 
 
 def test_plan_tournament__a_huge_number_of_deals_computes_each_seed_when_dealt(monkeypatch: Any) -> None:

@@ -26,7 +26,7 @@ from nertz_env.train import TrainConfig, Trainer
 from nertz_env.train.checkpoint import state_path
 from nertz_env.train.cli import main as train_main
 from nertz_env.train.resume import Interrupted
-from procs import signal_when
+from procs import ctrl_c_at, signal_when
 from test_imitate import IMITATE
 from test_train import TINY, _quiet, _same_weights, _weights
 
@@ -36,23 +36,6 @@ ROLLOUT = 16 * 2 * 4  # n_steps x tables x seats
 def _options(run_dir: Path, **kw: Any) -> dict[str, Any]:
     return {**TINY, "n_epochs": 2, "net_arch": [32, 32], "total_timesteps": 6 * ROLLOUT, "eval_every": 0,
             "run_dir": str(run_dir), "seed": 3, **kw}
-
-
-def _ctrl_c_at(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str, call: int, sigint: bool = True) -> Any:
-    """Ctrl-C at call number ``call`` of ``owner.name``: a SIGINT as a terminal sends it, or the
-    KeyboardInterrupt it raises by default. Returns the function replaced."""
-    real, calls = getattr(owner, name), [0]
-
-    def stopping(*a: Any, **k: Any) -> Any:
-        calls[0] += 1
-        if calls[0] == call and sigint:
-            signal.raise_signal(signal.SIGINT)
-        elif calls[0] == call:
-            raise KeyboardInterrupt
-        return real(*a, **k)
-
-    monkeypatch.setattr(owner, name, stopping)
-    return real
 
 
 def _saving(run: Path, evaluating: bool) -> TrainConfig:
@@ -111,9 +94,9 @@ def test_ctrl_c_saves_at_the_end_of_the_update_and_the_resumed_run_writes_the_st
     monkeypatch.setattr(tqdm, "tqdm", Bar)
     trainer = Trainer(_saving(tmp_path / "run", evaluating), log=_quiet)
     if where == "rollout":
-        _ctrl_c_at(monkeypatch, trainer.timer, "step_wait", 3 * 16 + 5)
+        ctrl_c_at(monkeypatch, trainer.timer, "step_wait", 3 * 16 + 5)
     else:  # 2 epochs of ROLLOUT / 64 optimizer steps an update
-        _ctrl_c_at(monkeypatch, trainer.model.policy.optimizer, "step", 3 * (2 * ROLLOUT // 64) + 1)
+        ctrl_c_at(monkeypatch, trainer.model.policy.optimizer, "step", 3 * (2 * ROLLOUT // 64) + 1)
     with pytest.raises(Interrupted) as info:
         trainer.train()
     saved = info.value.folder
@@ -134,7 +117,7 @@ def test_a_second_ctrl_c_while_saving_stops_at_once_leaving_no_half_checkpoint(
 
     config = tmp_path / "train.json"
     config.write_text(json.dumps(_options(tmp_path / "run", total_timesteps=6 * ROLLOUT, checkpoint_every=2 * ROLLOUT)))
-    _ctrl_c_at(monkeypatch, trainer_module.VecTimer, "step_wait", 2 * 16 + 3)  # the first: in the 3rd rollout
+    ctrl_c_at(monkeypatch, trainer_module.VecTimer, "step_wait", 2 * 16 + 3)  # the first: in the 3rd rollout
     real_write_meta = trainer_module.write_meta
 
     def write_meta(path: str, meta: dict[str, Any]) -> None:  # the second, while the stop's checkpoint is written
@@ -195,7 +178,7 @@ def test_imitate_ctrl_c_saves_the_last_finished_step_and_resume_finishes_the_sam
     import nertz_env.train.imitate as imitate
 
     name, call = stop_at
-    real = _ctrl_c_at(monkeypatch, imitate, name, call, sigint=False)
+    real = ctrl_c_at(monkeypatch, imitate, name, call, sigint=False)
     out = str(tmp_path / "cut.zip")
     argv = [*IMITATE, "--out", out]
     capsys.readouterr()
@@ -225,7 +208,7 @@ def test_expert_ctrl_c_saves_the_last_finished_step_and_resume_finishes_the_same
             "--planner", "rollouts=2"]
     straight = str(tmp_path / "straight.zip")
     assert expert.main([*base, "--out", straight, "--checkpoint-dir", str(tmp_path / "a")]) == 0
-    real_fit = _ctrl_c_at(monkeypatch, imitate, "fit", 2, sigint=False)  # in the second iteration's fit
+    real_fit = ctrl_c_at(monkeypatch, imitate, "fit", 2, sigint=False)  # in the second iteration's fit
     out, folder = str(tmp_path / "cut.zip"), str(tmp_path / "b")
     assert expert.main([*base, "--out", out, "--checkpoint-dir", folder]) == 130
     err = capsys.readouterr().err
