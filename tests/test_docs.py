@@ -125,16 +125,10 @@ def test_undocumented_public_names_are_found(nertz_docs: types.ModuleType, monke
         assert nertz_docs.undocumented(name) == [], name
 
 
-def _shared_rules() -> Path | None:
-    for candidate in (ROOT.parent / "shared" / "RULES.md", Path("/work/shared/RULES.md")):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 def test_rules_page_holds_the_contract() -> None:
     """docs/env/rules.md carries RULES.md (its headings one level down) word for word."""
-    original = _shared_rules()
+    places = (ROOT.parent / "shared" / "RULES.md", Path("/work/shared/RULES.md"))
+    original = next((p for p in places if p.is_file()), None)
     if original is None:
         pytest.skip("the project's RULES.md (shared/) is not beside this checkout")
     page = (DOCS / "env" / "rules.md").read_text()
