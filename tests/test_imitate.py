@@ -15,9 +15,9 @@ pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install '.
 
 import nertz_env
 from nertz_env.agents import AgentSpecError, make_agent
-from nertz_env.train.meta import make_meta, read_meta
+from nertz_env.train.meta import read_meta
 from nertz_env.train.policy_agent import load_policy
-from test_train import _quiet, _same_weights
+from test_train import _cli, _one_line, _policy_file, _quiet, _same_weights
 
 WAIT = nertz_env.action_table(nertz_env.make_config(num_players=3)).lookup("wait")
 # a small imitation run with two DAgger rounds (test_interrupt.py stops it and resumes it)
@@ -92,26 +92,16 @@ def test_bad_input__one_line_exit_2_and_nothing_written(
 ) -> None:
     import importlib
 
-    from nertz_env.train.imitate import build_policy
-    from nertz_env.train.trainer import save_policy
-
     if "{tmp}/three.zip" in flags:
-        three = nertz_env.make_config(num_players=3)
-        save_policy(*build_policy(three, [16]), str(tmp_path / "three.zip"),
-                    make_meta(three, num_timesteps=0, mode="imitation"))
+        _policy_file(str(tmp_path / "three.zip"), 3)
     (tmp_path / "earlier").mkdir()
     (tmp_path / "earlier" / "log.jsonl").write_text('{"iteration": 1}\n')
     (tmp_path / "folder.zip").mkdir()
     before = _files(tmp_path)
     argv = [*flags, *(x for k, v in DEFAULTS[command].items() if k not in flags for x in (k, v))]
-    try:
-        code = importlib.import_module(f"nertz_env.train.{command}").main([a.format(tmp=tmp_path) for a in argv])
-    except SystemExit as e:  # argparse's own one line
-        code = int(e.code or 0)
-    err = capsys.readouterr().err
-    lines = err.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and message in lines[0], err
-    assert lines[0].startswith(f"python -m nertz_env.train.{command}: error:") and "Traceback" not in err
+    main = importlib.import_module(f"nertz_env.train.{command}").main
+    code, _, err = _cli([a.format(tmp=tmp_path) for a in argv], capsys, main)
+    assert code == 2 and message in _one_line(err, f"python -m nertz_env.train.{command}"), err
     assert _files(tmp_path) == before
 
 
