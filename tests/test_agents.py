@@ -195,29 +195,13 @@ def test_apply_view__predicts_the_next_observation_in_turn_based_play(rules: dic
     env = nertz_env.parallel_env(num_players=2, turn_based=True, max_ticks=200, **rules)
     table = K.seat_tables(env.config, 1)
     stalls = env.obs_layout.slices["status"].start + 2  # the stall rule moves the waste under the stock
-    compared = 0
-    for seed in range(2):
-        agents = [make_agent("heuristic"), make_agent("random")]
-        obs, _ = env.reset(seed=seed)
-        for s, a in enumerate(agents):
-            a.reset(env.config, s, seed)
-        while env.agents:
-            acts = {
-                n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"])
-                for s, n in enumerate(env.agents)
-            }
-            before = {n: state_of(obs[n]["observation"], env.config) for n in env.agents}
-            stalls_before = obs["player_0"]["observation"][stalls]
-            obs, _, _, _, infos = env.step(acts)
-            if not env.agents or infos["player_0"]["round_end"]:
-                break
-            if obs["player_0"]["observation"][stalls] != stalls_before:
-                continue
-            for n, action in acts.items():
-                if tools_kind(env, action) in (WAIT, CALL):
-                    continue
-                predicted = before[n].copy()
-                K.apply_view(predicted, action, table, 0, K.ME)
+    compared, pending = 0, None  # the stall counter and the predicted views of the tick before
+
+    def check(obs: dict[str, Any], acts: dict[str, int]) -> None:
+        nonlocal compared, pending
+        stall = obs["player_0"]["observation"][stalls]
+        if pending and pending[0] == stall:
+            for n, (action, predicted) in pending[1].items():
                 actual = state_of(obs[n]["observation"], env.config)
                 for slot in (K.S_NTOP, K.S_WTOP):
                     if predicted[slot] == K.UNKNOWN:
@@ -226,6 +210,14 @@ def test_apply_view__predicts_the_next_observation_in_turn_based_play(rules: dic
                 assert predicted[K.S_WLEN:K.S_STOCK].tolist() == actual[K.S_WLEN:K.S_STOCK].tolist(), name
                 assert predicted[:5].tolist() == actual[:5].tolist(), name
                 compared += 1
+        pending = (stall, {n: (a, state_of(obs[n]["observation"], env.config)) for n, a in acts.items()
+                           if tools_kind(env, a) not in (WAIT, CALL)})
+        for action, view in pending[1].values():
+            K.apply_view(view, action, table, 0, K.ME)
+
+    for seed in range(2):
+        pending = None
+        play(env, ["heuristic", "random"], seed, hook=check)
     assert compared > 100
 
 
