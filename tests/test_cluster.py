@@ -280,22 +280,14 @@ SLOW_DEALS = ["round-robin", "search", "greedy", "random", "--players", "3"]
 def _task_pids(parent: int | None = None) -> list[int]:
     """Ray workers running a deal task now (``ray::play_deals``); with ``parent``, that raylet's only."""
     pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    cmd = f.read()
-            except OSError:
-                continue
-            if cmd.startswith(b"ray::play_deals"):
-                if parent is not None:
-                    try:
-                        with open(f"/proc/{entry}/stat") as f:
-                            if int(f.read().rsplit(")", 1)[1].split()[1]) != parent:
-                                continue
-                    except (OSError, ValueError, IndexError):
-                        continue
-                pids.append(int(entry))
+    for proc in Path("/proc").iterdir():
+        try:
+            busy = proc.name.isdigit() and (proc / "cmdline").read_bytes().startswith(b"ray::play_deals")
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) if busy and parent else parent
+        except (OSError, ValueError, IndexError):  # a process that ended meanwhile
+            continue
+        if busy and ppid == parent:
+            pids.append(int(proc.name))
     return pids
 
 
