@@ -23,6 +23,9 @@ WAIT = nertz_env.action_table(nertz_env.make_config(num_players=3)).lookup("wait
 # a small imitation run with two DAgger rounds (test_interrupt.py stops it and resumes it)
 IMITATE = ["--teacher", "greedy", "--players", "2", "--samples", "64", "--epochs", "2", "--batch-size", "32",
            "--net-arch", "16", "--dagger-rounds", "2", "--dagger-samples", "32", "--dagger-epochs", "1"]
+# a small expert iteration: two iterations of the planner over ppo_imitation (test_interrupt.py stops it too)
+EXPERT = ["--init", "ppo_imitation", "--iterations", "2", "--samples", "24", "--epochs", "1", "--batch-size", "32",
+          "--planner", "rollouts=2"]
 
 
 def _legal_play(spec: str, num_players: int, ticks: int, seed: int = 1) -> list[int]:
@@ -270,11 +273,10 @@ def test_expert_iteration__a_tiny_run_saves_loads_and_plays_in_nertz_eval(
     from nertz_env.train.expert import main as expert_main
 
     out, ckpt = tmp_path / "best.zip", tmp_path / "iters"
-    assert expert_main(["--init", "ppo_imitation", "--iterations", "2", "--samples", "200", "--epochs", "1", "--planner",
-                        "rollouts=4", "--out", str(out), "--checkpoint-dir", str(ckpt)]) == 0
+    assert expert_main([*EXPERT, "--out", str(out), "--checkpoint-dir", str(ckpt)]) == 0
     rows = [json.loads(line) for line in (ckpt / "log.jsonl").read_text().splitlines()]
     assert [row["iteration"] for row in rows] == [1, 2]
-    assert rows[0]["decisions"] >= 200 and rows[1]["fitted_on"] == rows[0]["decisions"] + rows[1]["decisions"]
+    assert rows[0]["decisions"] >= 24 and rows[1]["fitted_on"] == rows[0]["decisions"] + rows[1]["decisions"]
     assert rows[1]["teacher"].startswith(f"expert:policy={ckpt / 'iter_01.zip'}")
     assert (ckpt / "iter_02.zip").is_file() and out.is_file()
     capsys.readouterr()

@@ -27,7 +27,7 @@ from nertz_env.train.checkpoint import state_path
 from nertz_env.train.cli import main as train_main
 from nertz_env.train.resume import Interrupted
 from procs import ctrl_c_at, signal_when
-from test_imitate import IMITATE
+from test_imitate import EXPERT, IMITATE
 from test_train import TINY, _quiet, _same_weights, _weights
 
 ROLLOUT = 16 * 2 * 4  # n_steps x tables x seats
@@ -204,18 +204,16 @@ def test_expert_ctrl_c_saves_the_last_finished_step_and_resume_finishes_the_same
     import nertz_env.train.expert as expert
     import nertz_env.train.imitate as imitate
 
-    base = ["--init", "ppo_imitation", "--iterations", "2", "--samples", "24", "--epochs", "1", "--batch-size", "32",
-            "--planner", "rollouts=2"]
     straight = str(tmp_path / "straight.zip")
-    assert expert.main([*base, "--out", straight, "--checkpoint-dir", str(tmp_path / "a")]) == 0
+    assert expert.main([*EXPERT, "--out", straight, "--checkpoint-dir", str(tmp_path / "a")]) == 0
     real_fit = ctrl_c_at(monkeypatch, imitate, "fit", 2, sigint=False)  # in the second iteration's fit
     out, folder = str(tmp_path / "cut.zip"), str(tmp_path / "b")
-    assert expert.main([*base, "--out", out, "--checkpoint-dir", folder]) == 130
+    assert expert.main([*EXPERT, "--out", out, "--checkpoint-dir", folder]) == 130
     err = capsys.readouterr().err
     assert f"saved iteration 2's records (its fit not started) in {folder}" in err
     assert f"--resume {folder}" in err
     monkeypatch.setattr(imitate, "fit", real_fit)
-    assert expert.main([*base, "--out", out, "--checkpoint-dir", folder, "--resume", folder]) == 0
+    assert expert.main([*EXPERT, "--out", out, "--checkpoint-dir", folder, "--resume", folder]) == 0
     assert _same_weights(_weights(straight), _weights(out))
     assert [json.loads(x)["iteration"] for x in (tmp_path / "b" / "log.jsonl").read_text().splitlines()] == [1, 2]
 
