@@ -149,8 +149,7 @@ _NOT_OWN_MOVES = (WAIT, CALL, ROTATE)
 
 @pytest.mark.parametrize("rules", VARIANTS, ids=variant_id)
 def test_seat_table__the_engine_masks_the_read_view_as_the_env_does(rules: dict[str, Any]) -> None:
-    """The view read from an observation (as ``decode`` reads it), loaded into a seat table, gets the env's
-    own mask from the engine's ``compute_mask``, and reads back unchanged."""
+    """A view read from an observation, in a seat table, gets the env's mask and reads back unchanged."""
     env = nertz_env.parallel_env(**{**rules, "max_ticks": min(rules.get("max_ticks", 80), 120)})
     tools = table_tools(env.config)
     table = K.seat_tables(env.config, 1)
@@ -190,8 +189,7 @@ def test_seat_table__the_engine_masks_the_read_view_as_the_env_does(rules: dict[
 
 @pytest.mark.parametrize("rules", [{}, {"jokers": 2, "allow_tuck": True}, {"allow_rotate": True}], ids=variant_id)
 def test_apply_view__predicts_the_next_observation_in_turn_based_play(rules: dict[str, Any]) -> None:
-    """With turns one seat moves a tick: the engine's move on its view (the search's prediction) is the next
-    observation, but for the cards a move turns up."""
+    """With turns, the engine's move on a seat's view (the search's prediction) is the next observation."""
     env = nertz_env.parallel_env(num_players=2, turn_based=True, max_ticks=200, **rules)
     table = K.seat_tables(env.config, 1)
     stalls = env.obs_layout.slices["status"].start + 2  # the stall rule moves the waste under the stock
@@ -459,8 +457,7 @@ def test_heuristic__never_moves_a_whole_pile_onto_an_empty_pile() -> None:
 )
 def test_own_memory__rebuilds_the_observation_options_at_a_table_without_them(rules: dict[str, Any]) -> None:
     """OwnMemory gives a policy trained with memory and last_moves, at a table without them, the observation
-    the engine writes with them (and back); pickled mid-game, as checkpoints keep opponents, it goes on the
-    same."""
+    the engine writes with them (and back), pickled mid-game or not."""
     from nertz_env.agents.policy import OwnMemory
 
     on = nertz_env.parallel_env(max_ticks=150, **rules)
@@ -609,8 +606,7 @@ def test_numpy_forward__layers_that_do_not_fit_are_refused() -> None:
 
 @pytest.mark.parametrize("name", ["ppo", "scratch"])
 def test_shipped_network__plays_through_nertz_eval_and_nertz_play(name: str, tmp_path: Any, capsys: Any) -> None:
-    """Each shipped network by name, in numpy: a gauntlet, and three seats of a nertz-play table (``scratch``
-    reads its last_moves from its own record)."""
+    """Each shipped network by name, in numpy: a gauntlet and three seats of a nertz-play table."""
     from nertz_env.eval.cli import main as nertz_eval
     from nertz_env.play import cli as play_cli
 

@@ -64,8 +64,7 @@ def test_pettingzoo_render_test__every_render_mode() -> None:
 
 # ---------------------------------------------------------------- Tianshou
 def test_tianshou_trainer__one_epoch_of_its_multi_agent_recipe() -> None:
-    """Tianshou 2.0's multi-agent recipe (its tic-tac-toe example) runs one epoch with gradient steps; its
-    collector needs every info key on every step."""
+    """Tianshou 2.0's multi-agent recipe (its tic-tac-toe example) runs one epoch with gradient steps."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("tianshou")
     from tianshou.algorithm import (

@@ -413,9 +413,8 @@ def _started(proc: subprocess.Popen, log: Path, deadline: float) -> None:
 
 @pytest.fixture(scope="module")
 def ray_started(loopback, tmp_path_factory) -> Iterator[tuple[str, dict[str, str]]]:
-    """A cluster as the cluster guide starts it: ``ray start --head`` with a Ray token (token authentication)
-    and a worker given a copy, one CPU each, in a fresh ``RAY_TMPDIR``. Yields the head's address and the
-    environment of a driver on its machine."""
+    """A cluster as the cluster guide starts it: ``ray start --head`` with a Ray token and a worker given a
+    copy, one CPU each, in a fresh ``RAY_TMPDIR``: the head's address and a driver's environment."""
     where = tmp_path_factory.mktemp("ray_start")
     tmp = tempfile.mkdtemp(prefix="nr-")  # short: Ray's socket paths live under it
     clean = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
@@ -515,8 +514,7 @@ def test_a_ray_start_cluster__nertz_train_joins_by_host_port(ray_started, tmp_pa
 
 @pytest.mark.isolated
 def test_an_rllib_run_without_address_starts_a_ray_of_its_own_beside_a_running_cluster(ray_started, tmp_path) -> None:
-    """Where a bare ``ray.init()`` joins a running cluster, ``nertz-train --backend rllib`` without
-    ``--address`` starts a Ray of its own."""
+    """Where a bare ``ray.init()`` joins a running cluster, an rllib run without --address starts its own."""
     pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install '.[rllib]'")
     run = subprocess.run([*TRAIN, "--total-timesteps", "64", "--run-dir", str(tmp_path / "run")], capture_output=True,
                          text=True, cwd=tmp_path, timeout=900, stdin=subprocess.DEVNULL, env=ray_started[1])

@@ -331,8 +331,7 @@ def _not_run(cmd: Command) -> str | None:
 
 
 def page_steps() -> dict[tuple[str, str], list[Command | Block]]:
-    """Each page's blocks and commands in page order, a test each; its long commands apart (CI's long phase),
-    each benchmark apart from those."""
+    """Each page's blocks and commands in page order, a test each; long commands and benchmarks apart."""
     steps: dict[tuple[str, str], list[Command | Block]] = {}
     for c in COMMANDS:
         if not _not_run(c):

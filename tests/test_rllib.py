@@ -587,8 +587,7 @@ def test_infos__the_schema_keys_at_reset_and_every_step() -> None:
 # ---------------------------------------------------------------------------------------------------------
 # RLlib's own PettingZoo route (docs/clients/index.md): ParallelPettingZooEnv over nertz_env.parallel_env
 def test_parallel_pettingzoo_env_route__one_ppo_iteration_with_rllibs_masking_module(local_ray) -> None:
-    """RLlib's documented PettingZoo recipe with ActionMaskingTorchRLModule and ``obs_key="observations"``:
-    one PPO iteration trains, and the module then plays a whole deal legally."""
+    """RLlib's documented PettingZoo recipe (``obs_key="observations"``): PPO trains, then plays legally."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
