@@ -126,10 +126,6 @@ def test_make_agent__a_run_folder_points_to_its_policy(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- how a command ends
-def _fake_command(monkeypatch: pytest.MonkeyPatch, main: Any) -> None:
-    monkeypatch.setitem(commands.COMMANDS, "nertz-x", commands.Command(f"{__name__}:{main.__name__}", (), ""))
-
-
 def _ctrl_c(argv: Any) -> int:
     raise KeyboardInterrupt
 
@@ -139,18 +135,17 @@ def _kill(argv: Any) -> int:
     return 0  # never reached: the signal raises where it lands
 
 
-def test_run__a_ctrl_c_the_command_leaves_is_one_line_exit_130(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
-    _fake_command(monkeypatch, _ctrl_c)
-    assert commands.run("nertz-x", []) == 130
-    assert capsys.readouterr().err == "nertz-x: interrupted (Ctrl-C)\n"
+POSIX = pytest.mark.skipif(os.name != "posix", reason="SIGTERM to itself")
 
 
-@pytest.mark.skipif(os.name != "posix", reason="SIGTERM to itself")
-def test_run__a_sigterm_stops_the_command_as_a_ctrl_c_does(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+@pytest.mark.parametrize(("main", "said"), [(_ctrl_c, "interrupted (Ctrl-C)"),
+                                            pytest.param(_kill, "terminated (SIGTERM)", marks=POSIX)])
+def test_run__a_ctrl_c_or_sigterm_is_one_line_exit_130(main: Any, said: str, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: Any) -> None:
     before = signal.getsignal(signal.SIGTERM)
-    _fake_command(monkeypatch, _kill)
+    monkeypatch.setitem(commands.COMMANDS, "nertz-x", commands.Command(f"{__name__}:{main.__name__}", (), ""))
     assert commands.run("nertz-x", []) == 130
-    assert capsys.readouterr().err == "nertz-x: terminated (SIGTERM)\n"
+    assert capsys.readouterr().err == f"nertz-x: {said}\n"
     assert signal.getsignal(signal.SIGTERM) is before  # the handler is the command's only
 
 
