@@ -209,7 +209,7 @@ def test_apply_view__predicts_the_next_observation_in_turn_based_play(rules: dic
                 assert predicted[:5].tolist() == actual[:5].tolist(), name
                 compared += 1
         pending = (stall, {n: (a, state_of(obs[n]["observation"], env.config)) for n, a in acts.items()
-                           if tools_kind(env, a) not in (WAIT, CALL)})
+                           if table_tools(env.config).columns[0, a] not in (WAIT, CALL)})
         for action, view in pending[1].values():
             K.apply_view(view, action, table, 0, K.ME)
 
@@ -217,10 +217,6 @@ def test_apply_view__predicts_the_next_observation_in_turn_based_play(rules: dic
         pending = None
         play(env, ["heuristic", "random"], seed, hook=check)
     assert compared > 100
-
-
-def tools_kind(env: nertz_env.NertzParallelEnv, action: int) -> int:
-    return int(table_tools(env.config).columns[0, action])
 
 
 @pytest.mark.parametrize(

@@ -207,17 +207,13 @@ def test_api_page__info_schema_and_state_layout_are_the_code_s() -> None:
         render("no blocks here", required=("infos",))
 
 
-def _guides() -> list[Path]:
-    return [README, ROOT / "train" / "README.md", *_pages()]
-
-
 def test_pages_give_the_training_defaults_the_code_has() -> None:
     from nertz_env.train.config import TrainConfig
 
     defaults = TrainConfig().flat()
     phrases = (r"`(\w+)`,? (\d[\d,_]*) by default", r"`(\w+)` defaults to (\d[\d,_]*)", r"`(\w+)` \(default (\d[\d,_]*)\)")
     checked = []
-    for doc in _guides():
+    for doc in [README, ROOT / "train" / "README.md", *_pages()]:
         for name, number in (m for p in phrases for m in re.findall(p, doc.read_text())):
             if name in defaults:
                 checked.append(name)
