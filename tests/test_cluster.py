@@ -404,13 +404,6 @@ RAY = os.path.join(os.path.dirname(sys.executable), "ray")
 NERTZ_TRAIN = os.path.join(os.path.dirname(sys.executable), "nertz-train")
 
 
-def _started(proc: subprocess.Popen, log: Path, deadline: float) -> None:
-    """Wait until ``ray start --block`` says its node runs."""
-    while "Ray runtime started" not in log.read_text():
-        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-        time.sleep(0.5)
-
-
 @pytest.fixture(scope="module")
 def ray_started(loopback, tmp_path_factory) -> Iterator[tuple[str, dict[str, str]]]:
     """A cluster as the cluster guide starts it: ``ray start --head`` with a Ray token and a worker given a
@@ -439,7 +432,9 @@ def ray_started(loopback, tmp_path_factory) -> Iterator[tuple[str, dict[str, str
             with open(log, "w") as out:  # the node keeps its own copy of the descriptor
                 nodes.append(subprocess.Popen(cmd, cwd=where, env=node_env, stdout=out, stderr=subprocess.STDOUT,
                                               start_new_session=True))
-            _started(nodes[-1], log, deadline)
+            while "Ray runtime started" not in log.read_text():  # `ray start --block` says so once it runs
+                assert nodes[-1].poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+                time.sleep(0.5)
         # a bare ray.init(), as a user's script has it, joins this cluster (nertz-train without --address must not)
         probe = "import ray; ray.init(); print('NODES', sum(n['Alive'] for n in ray.nodes()))"
         seen = ""

@@ -368,10 +368,6 @@ def _check_rate_interval(metric: str, m: float, hw: float, js: dict[str, Any], r
         assert 0.0 <= js["low"] <= js["high"] <= 1.0
 
 
-def _cells(line: str) -> list[str]:
-    return re.split(r"\s{2,}", line.strip())
-
-
 def _section(text: str, title_start: str) -> list[list[str]]:
     """The data rows of the table printed after the line starting with ``title_start``."""
     lines = text.splitlines()
@@ -382,7 +378,7 @@ def _section(text: str, title_start: str) -> list[list[str]]:
     for ln in lines[start + 1 :]:
         if not ln.strip() or ln.startswith("±") or ln.startswith("("):
             break
-        rows.append(_cells(ln))
+        rows.append(re.split(r"\s{2,}", ln.strip()))
     return rows
 
 
@@ -683,29 +679,25 @@ def test_cli__a_huge_deals_starts_at_once_and_ctrl_c_saves_the_finished_deals(
     assert "[interrupted: 3 of 10000000000 deals]" in (out / "table.txt").read_text()
 
 
-def _interrupt_run(tmp_path: Any, workers: int, installed: bool = False, sig: int = signal.SIGINT) -> tuple[int, str]:
-    """A long round robin, sent ``sig`` once its progress bar shows 3 deals done: its exit code and output."""
-    command = ([os.path.join(os.path.dirname(sys.executable), "nertz-eval")] if installed
-               else [sys.executable, "-m", "nertz_env.eval.cli"])
-    argv = [*command, "round-robin", "heuristic", "random", "--players", "2", "--deals", "100000", "--workers",
-            str(workers), "--out", str(tmp_path / "out"), "--no-plots"]
-    return signal_when(argv, lambda err: any(int(n) >= 3 for n in re.findall(r"\| *(\d+)/100000", err)), sig, 90,
-                       watch="stderr")
-
-
 @pytest.mark.parametrize(
-    ("workers", "installed", "sig", "returncode"),
+    ("installed", "sig", "returncode"),
     [
         # a terminal's Ctrl-C reaches the workers too (they ignore it); the in-process test above is its quick form
-        pytest.param(2, False, signal.SIGINT, 130, marks=pytest.mark.long),
-        (2, True, signal.SIGTERM, -signal.SIGINT),  # `kill PID` on the installed command: saved the same, ends as Ctrl-C
+        pytest.param(False, signal.SIGINT, 130, marks=pytest.mark.long),
+        (True, signal.SIGTERM, -signal.SIGINT),  # `kill PID` on the installed command: saved the same, ends as Ctrl-C
     ],
 )
 @pytest.mark.skipif(os.name != "posix", reason="signals a child process and reads its end by signal (preexec_fn, negative exit codes): POSIX")
 def test_cli__ctrl_c_keeps_and_saves_the_finished_deals(
-    tmp_path: Any, workers: int, installed: bool, sig: int, returncode: int
+    tmp_path: Any, installed: bool, sig: int, returncode: int
 ) -> None:
-    code, text = _interrupt_run(tmp_path, workers, installed, sig)
+    """A long round robin in two workers, sent ``sig`` once its progress bar shows 3 deals done."""
+    command = ([os.path.join(os.path.dirname(sys.executable), "nertz-eval")] if installed
+               else [sys.executable, "-m", "nertz_env.eval.cli"])
+    argv = [*command, "round-robin", "heuristic", "random", "--players", "2", "--deals", "100000",
+            "--workers", "2", "--out", str(tmp_path / "out"), "--no-plots"]
+    code, text = signal_when(argv, lambda err: any(int(n) >= 3 for n in re.findall(r"\| *(\d+)/100000", err)),
+                             sig, 90, watch="stderr")
     assert code == returncode, text[-2000:]
     assert "Traceback" not in text
     data = json.loads((tmp_path / "out" / "results.json").read_text())
