@@ -1,6 +1,6 @@
 """Agents: the registry, the scripted ladder (its observation reader and seat tables against the engine, the
 search's rollouts replayed on the engine, legal play in every variant, determinism, choices on set-up layouts),
-the learned networks' numpy forward pass against torch, and the privileged critic."""
+the learned networks' numpy forward pass against torch. The privileged critic: test_train.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pickle
 import shutil
 import subprocess
 import sys
-import zipfile
 from typing import Any
 
 import numpy as np
@@ -50,8 +49,7 @@ def state_of(obs: np.ndarray, config: nertz_env.NertzConfig) -> np.ndarray:
 
 def play(env: nertz_env.NertzParallelEnv, specs: list[Any], seed: int, hook: Any = None,
          agent_seed: int | None = None) -> tuple[list[dict[str, int]], dict[str, Any]]:
-    """One episode with the agents ``specs`` (names or agents, cycled over the seats); returns every tick's
-    actions and the last infos."""
+    """One episode of ``specs`` (names or agents, cycled over the seats): its ticks' actions, last infos."""
     agents = [make_agent(x) if isinstance(x, str) else x for x in (specs[s % len(specs)] for s in range(env.config.num_players))]
     obs, _ = env.reset(seed=seed)
     for s, a in enumerate(agents):
@@ -115,6 +113,21 @@ def test_make_agent__missing_checkpoint_names_the_path_and_loaders_go_by_suffix(
     assert seen == {"path": str(path), "deterministic": "true"}
 
 
+def test_shipped_models__a_policy_in_the_models_folder_plays_by_name_deterministically(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    pytest.importorskip("torch")  # sampled play
+    from nertz_env.agents import policy
+
+    for suffix in (".zip", ".json", ".npz"):  # a policy file, its record and its array file
+        shutil.copy(PPO.replace(".zip", suffix), tmp_path / f"tiny{suffix}")
+    monkeypatch.setattr(policy, "MODELS_DIR", str(tmp_path))
+    assert "tiny" in known_agents()
+    agent = make_agent("tiny")
+    assert agent.name == "tiny" and agent.deterministic
+    assert not make_agent("tiny:deterministic=false").deterministic
+
+
 def test_train_package__registers_nothing_and_old_paths_reexport() -> None:
     pytest.importorskip("sb3_contrib")
     before = dict(registry_module._LOADERS)
@@ -136,9 +149,7 @@ _NOT_OWN_MOVES = (WAIT, CALL, ROTATE)
 
 @pytest.mark.parametrize("rules", VARIANTS, ids=variant_id)
 def test_seat_table__the_engine_masks_the_read_view_as_the_env_does(rules: dict[str, Any]) -> None:
-    """The view read from a seat's observation (``read_state``, which reads what ``decode`` does), loaded into a
-    seat table, gets the env's own mask from the engine's ``compute_mask`` (the lake rebuilt from its tops, the
-    redeals and the piles are all it needs), and reads back unchanged."""
+    """A view read from an observation, in a seat table, gets the env's mask and reads back unchanged."""
     env = nertz_env.parallel_env(**{**rules, "max_ticks": min(rules.get("max_ticks", 80), 120)})
     tools = table_tools(env.config)
     table = K.seat_tables(env.config, 1)
@@ -178,35 +189,17 @@ def test_seat_table__the_engine_masks_the_read_view_as_the_env_does(rules: dict[
 
 @pytest.mark.parametrize("rules", [{}, {"jokers": 2, "allow_tuck": True}, {"allow_rotate": True}], ids=variant_id)
 def test_apply_view__predicts_the_next_observation_in_turn_based_play(rules: dict[str, Any]) -> None:
-    """With turns, only one seat moves per tick, so the engine's move on the seat's view (the search's
-    prediction of its own move) must equal the next observation (except the cards a move turns up, which the
-    view does not know)."""
+    """With turns, the engine's move on a seat's view (the search's prediction) is the next observation."""
     env = nertz_env.parallel_env(num_players=2, turn_based=True, max_ticks=200, **rules)
     table = K.seat_tables(env.config, 1)
     stalls = env.obs_layout.slices["status"].start + 2  # the stall rule moves the waste under the stock
-    compared = 0
-    for seed in range(2):
-        agents = [make_agent("heuristic"), make_agent("random")]
-        obs, _ = env.reset(seed=seed)
-        for s, a in enumerate(agents):
-            a.reset(env.config, s, seed)
-        while env.agents:
-            acts = {
-                n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"])
-                for s, n in enumerate(env.agents)
-            }
-            before = {n: state_of(obs[n]["observation"], env.config) for n in env.agents}
-            stalls_before = obs["player_0"]["observation"][stalls]
-            obs, _, _, _, infos = env.step(acts)
-            if not env.agents or infos["player_0"]["round_end"]:
-                break
-            if obs["player_0"]["observation"][stalls] != stalls_before:
-                continue
-            for n, action in acts.items():
-                if tools_kind(env, action) in (WAIT, CALL):
-                    continue
-                predicted = before[n].copy()
-                K.apply_view(predicted, action, table, 0, K.ME)
+    compared, pending = 0, None  # the stall counter and the predicted views of the tick before
+
+    def check(obs: dict[str, Any], acts: dict[str, int]) -> None:
+        nonlocal compared, pending
+        stall = obs["player_0"]["observation"][stalls]
+        if pending and pending[0] == stall:
+            for n, (action, predicted) in pending[1].items():
                 actual = state_of(obs[n]["observation"], env.config)
                 for slot in (K.S_NTOP, K.S_WTOP):
                     if predicted[slot] == K.UNKNOWN:
@@ -215,11 +208,15 @@ def test_apply_view__predicts_the_next_observation_in_turn_based_play(rules: dic
                 assert predicted[K.S_WLEN:K.S_STOCK].tolist() == actual[K.S_WLEN:K.S_STOCK].tolist(), name
                 assert predicted[:5].tolist() == actual[:5].tolist(), name
                 compared += 1
+        pending = (stall, {n: (a, state_of(obs[n]["observation"], env.config)) for n, a in acts.items()
+                           if table_tools(env.config).columns[0, a] not in (WAIT, CALL)})
+        for action, view in pending[1].values():
+            K.apply_view(view, action, table, 0, K.ME)
+
+    for seed in range(2):
+        pending = None
+        play(env, ["heuristic", "random"], seed, hook=check)
     assert compared > 100
-
-
-def tools_kind(env: nertz_env.NertzParallelEnv, action: int) -> int:
-    return int(table_tools(env.config).columns[0, action])
 
 
 @pytest.mark.parametrize(
@@ -235,39 +232,33 @@ def tools_kind(env: nertz_env.NertzParallelEnv, action: int) -> int:
     ids=variant_id,
 )
 def test_search_memory__never_contradicts_the_true_stock_and_waste(rules: dict[str, Any]) -> None:
-    """What the search agent remembers of its stock and waste (a card or UNKNOWN per slot) matches the
-    engine's piles, and it does come to know cards it cannot see in the observation."""
+    """The search's memory of its stock and waste matches the engine's piles and knows unseen cards."""
     env = nertz_env.parallel_env(num_players=rules.pop("num_players", 3), max_ticks=150, **rules)
     agents = [SearchAgent(rollouts=0) for _ in range(env.config.num_players)]  # the memory without rollouts
     cards = np.zeros(64, dtype=np.int64)
     known = 0
+
+    def check(_obs: dict[str, Any], _acts: dict[str, int]) -> None:  # the agents have acted on this table
+        nonlocal known
+        snap = env.snapshot()
+        for s, agent in enumerate(agents):
+            st, me = agent._state, snap["players"][s]
+            true_stock, true_waste = me["stock"], me["waste"]
+            assert (st[K.S_SCOUNT], st[K.S_WCOUNT]) == (len(true_stock), len(true_waste))
+            hidden = me["nertz"][:-1]
+            for base, pile in ((K.S_STOCK, true_stock), (K.S_WASTE, true_waste)):
+                for k, card in enumerate(pile):
+                    if st[base + k] != K.UNKNOWN:
+                        assert to_text(st[base + k]) == card
+                        known += 1
+                    else:
+                        hidden.append(card)
+            # the cards it cannot place are exactly the hidden ones (it counted its own lake cards right)
+            n = K.hidden_cards(st, table_tools(env.config).params, agent._seat.lake_own, cards)
+            assert sorted(to_text(c) for c in cards[:n]) == sorted(hidden)
+
     for seed in range(2):
-        obs, _ = env.reset(seed=seed)
-        for s, a in enumerate(agents):
-            a.reset(env.config, s, seed)
-        while env.agents:
-            snap = env.snapshot()
-            acts = {
-                n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"])
-                for s, n in enumerate(env.agents)
-            }
-            for s, agent in enumerate(agents):
-                st = agent._state
-                me = snap["players"][s]
-                true_stock, true_waste = me["stock"], me["waste"]
-                assert (st[K.S_SCOUNT], st[K.S_WCOUNT]) == (len(true_stock), len(true_waste))
-                hidden = me["nertz"][:-1]
-                for base, pile in ((K.S_STOCK, true_stock), (K.S_WASTE, true_waste)):
-                    for k, card in enumerate(pile):
-                        if st[base + k] != K.UNKNOWN:
-                            assert to_text(st[base + k]) == card
-                            known += 1
-                        else:
-                            hidden.append(card)
-                # the cards it cannot place are exactly the hidden ones (it counted its own lake cards right)
-                n = K.hidden_cards(st, table_tools(env.config).params, agent._seat.lake_own, cards)
-                assert sorted(to_text(c) for c in cards[:n]) == sorted(hidden)
-            obs, *_ = env.step(acts)
+        play(env, agents, seed, hook=check, agent_seed=seed)
     assert known > 1000
 
 
@@ -277,10 +268,8 @@ def test_search_memory__never_contradicts_the_true_stock_and_waste(rules: dict[s
     ids=variant_id,
 )
 def test_rollouts__are_legal_engine_ticks(rules: dict[str, Any]) -> None:
-    """A rollout (a candidate move, then the heuristic playing on the engine's per-seat rules) replayed tick by
-    tick through the engine's own ``step_block`` from the same table: the engine flags none of its actions
-    illegal, and the seat ends with the rollout's layout. (The other players' simulated lake plays are off
-    here: a replay cannot make them; with them, a move can only lose its lake slot, as in a real tick.)"""
+    """A rollout replayed through the engine's ``step_block`` from the same table: no action illegal, the same
+    layout at the end. (The other seats' simulated lake plays are off: a replay cannot make them.)"""
     env = nertz_env.parallel_env(num_players=rules.pop("num_players", 4), **rules)
     config = env.config
     tools = table_tools(config)
@@ -353,8 +342,7 @@ def test_scripted_agents__play_only_legal_actions(rules: dict[str, Any]) -> None
 
 
 def test_agents__same_seed_same_decisions_and_search_values_another_seed_other_ones() -> None:
-    """Two runs of the same seeded game with seeded agents make the same moves from the same rollout values;
-    other agent seeds change them."""
+    """The same seeds give the same moves from the same rollout values; other agent seeds change them."""
 
     class Recording(SearchAgent):
         def __init__(self) -> None:
@@ -397,8 +385,7 @@ def test_agent__act_before_reset_says_so() -> None:
 
 # ---------------------------------------------------------------- choices on set-up layouts
 def arranged(env: nertz_env.NertzParallelEnv, nertz_top: str, work: list[list[str]]) -> dict[str, Any]:
-    """Player 0 of a fresh deal rearranged: ``nertz_top`` on its Nertz pile, ``work`` as its work piles, the
-    rest of its deck in the Nertz pile and the stock; the waste empty."""
+    """Player 0 of a fresh deal with ``nertz_top`` on its Nertz pile, ``work`` as work piles, no waste."""
     env.reset(seed=0)
     snap = copy.deepcopy(env.snapshot())
     me = snap["players"][0]
@@ -465,10 +452,8 @@ def test_heuristic__never_moves_a_whole_pile_onto_an_empty_pile() -> None:
     ids=variant_id,
 )
 def test_own_memory__rebuilds_the_observation_options_at_a_table_without_them(rules: dict[str, Any]) -> None:
-    """A policy trained with the memory and last_moves options plays at tables without them: what it keeps
-    itself (OwnMemory: its record of its moves, SeatMemory's memory of its stock and waste) gives, after every
-    tick of random games, the very observation the engine writes with them on; and back at a table with them.
-    Pickled mid-game (as training checkpoints keep opponents), it goes on the same."""
+    """OwnMemory gives a policy trained with memory and last_moves, at a table without them, the observation
+    the engine writes with them (and back), pickled mid-game or not."""
     from nertz_env.agents.policy import OwnMemory
 
     on = nertz_env.parallel_env(max_ticks=150, **rules)
@@ -498,8 +483,7 @@ def test_own_memory__rebuilds_the_observation_options_at_a_table_without_them(ru
 
 
 def test_policy_agent__trained_with_memory_plays_at_a_table_without_it_as_at_one_with_it(tmp_path: Any) -> None:
-    """A network trained with the memory option, played through make_agent at seat 0 of a table with the option
-    and of one without (the same deal, the same moves of the others): it makes the same choice every tick."""
+    """A network trained with memory chooses the same every tick at tables with the option and without."""
     pytest.importorskip("torch")
     import gymnasium
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
@@ -574,9 +558,8 @@ def _observations() -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("activation", ["relu", "tanh"])
 @pytest.mark.parametrize("hidden", [[], [64], [96, 64, 32]])
 def test_numpy_forward__the_compiled_first_choice_equals_the_dense_layers(activation: str, hidden: list[int]) -> None:
-    """The one-call kernel (sparse rows, legal actions only) against argmax of the dense numpy logits, for any
-    depth and both activations, on sparse and dense inputs, with the mask as int8, bool or int64 and the
-    observation as float64 or a strided view; a wrong shape raises instead of reading past the arrays."""
+    """The one-call kernel equals argmax of the dense logits for any depth, activation, mask and observation
+    dtype or stride; a wrong shape raises instead of reading past the arrays."""
     rng = np.random.default_rng(len(hidden) * 2 + (activation == "tanh"))
     dims = [40, *hidden]
     actor = NumpyActor([rng.normal(size=(a, b)).astype(np.float32) for a, b in itertools.pairwise(dims)],
@@ -601,8 +584,7 @@ def test_numpy_forward__the_compiled_first_choice_equals_the_dense_layers(activa
 
 
 def test_numpy_forward__layers_that_do_not_fit_are_refused() -> None:
-    """The compiled call reads by the layers' shapes with no bounds checks: a bias or output layer that would
-    only broadcast in numpy is refused when the actor is built."""
+    """The compiled call has no bounds checks: layers that only broadcast in numpy are refused at build."""
     w1, w2 = np.zeros((40, 8), np.float32), np.zeros((8, 6), np.float32)
     b1, b2 = np.zeros(8, np.float32), np.zeros(6, np.float32)
     wo, bo = np.zeros((6, 12), np.float32), np.zeros(12, np.float32)
@@ -620,8 +602,7 @@ def test_numpy_forward__layers_that_do_not_fit_are_refused() -> None:
 
 @pytest.mark.parametrize("name", ["ppo", "scratch"])
 def test_shipped_network__plays_through_nertz_eval_and_nertz_play(name: str, tmp_path: Any, capsys: Any) -> None:
-    """Each shipped network by name: a gauntlet, and three seats of a nertz-play table, in numpy. ``scratch``
-    was trained with last_moves=1 and plays at these tables without it (its own record of its moves)."""
+    """Each shipped network by name, in numpy: a gauntlet and three seats of a nertz-play table."""
     from nertz_env.eval.cli import main as nertz_eval
     from nertz_env.play import cli as play_cli
 
@@ -747,158 +728,3 @@ def test_policy_agent__sampled_play_and_pickling_still_reach_torch() -> None:
     pairs = list(zip(obs[:50], masks[:50].astype(np.int8), strict=True))
     assert [back.act(o, m) for o, m in pairs] == [agent.act(o, m) for o, m in pairs]
     assert agent.policy is not None  # torch on demand (training's opponent pools batch through it)
-
-
-# ---------------------------------------------------------------- the privileged critic (train.privileged)
-# The value net reads the table's global state; the policy net and every policy file never do.
-@pytest.fixture
-def torch_train() -> Any:
-    pytest.importorskip("sb3_contrib")
-    import torch
-
-    from nertz_env import train
-
-    return torch, train
-
-
-def _tiny(run_dir: str, **kw: Any) -> Any:
-    """A tiny training run with the privileged critic unless ``kw`` says otherwise."""
-    from nertz_env.train import TrainConfig
-
-    base = {"num_tables": 2, "n_steps": 16, "batch_size": 64, "n_epochs": 2, "net_arch": [32, 32],
-            "total_timesteps": 256, "checkpoint_every": 0, "eval_every": 0, "eval_deals": 0, "progress_bar": False,
-            "tensorboard": False, "run_dir": run_dir, "privileged_critic": True, **kw}
-    if base.get("mode") == "single":  # num_tables is a vector-mode option
-        del base["num_tables"]
-    return TrainConfig.from_dict(base)
-
-
-def _quiet(_: str) -> None:
-    pass
-
-
-P = 4
-O = nertz_env.ObsLayout(nertz_env.make_config(num_players=P)).size
-
-
-@pytest.mark.parametrize(("players", "learners"), [(4, 4), (3, 2)])
-def test_privileged_vec_env__appends_each_slots_table_state_with_its_own_seat_first(
-        torch_train: Any, players: int, learners: int) -> None:
-    from nertz_env.global_state import state_layout
-
-    train = torch_train[1]
-    kw: dict[str, Any] = {"learners_per_table": learners, "opponents": ["greedy"], "seed": 5, "max_ticks": 30}
-    plain = train.NertzVecEnv(3, players, **kw)
-    priv = train.NertzVecEnv(3, players, privileged_state=True, **kw)
-    o = plain.observation_space.shape[0]
-    layout = state_layout(priv.config)
-    assert priv.observation_space.shape == (o + layout.size,)
-    rng_a, rng_b = np.random.default_rng(1), np.random.default_rng(1)
-    a, b = plain.reset(), priv.reset()
-    finished = 0
-    for _ in range(75):  # short rounds: tables finish, are dealt anew in the same step and rotate their seats
-        assert np.array_equal(b[:, :o], a)  # the observation part is the plain env's, step for step
-        state = priv.venv.state()  # cards and status, the slot's own seat first
-        cards, status = layout.cards(state), state[:, layout.slices["status"]].reshape(len(state), players, -1)
-        for row, t, s in zip(b[:, o:], priv._table, priv._seat, strict=True):
-            seats = [(int(s) + k) % players for k in range(players)]
-            assert np.array_equal(row, np.concatenate([cards[t, seats].ravel(), status[t, seats].ravel()]))
-        plain.step_async(np.array([rng_a.choice(np.flatnonzero(m)) for m in plain.action_masks()]))
-        priv.step_async(np.array([rng_b.choice(np.flatnonzero(m)) for m in priv.action_masks()]))
-        a, _, done_a, info_a = plain.step_wait()
-        b, _, done_b, info_b = priv.step_wait()
-        assert np.array_equal(done_a, done_b)
-        for i in np.flatnonzero(done_b):  # the final observation keeps the final deal's state, not the new one's
-            final = info_b[i]["terminal_observation"]
-            assert np.array_equal(final[:o], info_a[i]["terminal_observation"])
-            assert final.shape == (o + priv.state_size,) and not np.array_equal(final[o:], b[i, o:])
-            finished += 1
-    assert finished >= 2 * players  # the re-deal path ran
-    one = train.NertzVecEnv(1, P, seed=2, privileged_state=True)
-    obs = one.reset()
-    st = one.venv._state  # swap the two lowest stock cards of seat 0: hidden from every observation
-    assert st.stock[0, 0, 0] != st.stock[0, 0, 1]
-    st.stock[0, 0, :2] = st.stock[0, 0, 1::-1].copy()
-    again = one._gather()
-    assert np.array_equal(again[:, :O], obs[:, :O]) and not np.array_equal(again[:, O:], obs[:, O:])
-
-
-def test_privileged_policy__actor_ignores_the_state_files_hold_the_actor_alone_and_play_everywhere(
-        torch_train: Any, tmp_path: Any) -> None:
-    torch, train = torch_train
-    from nertz_env.agents.policy import load_policy, numpy_actor
-    from nertz_env.train.privileged import PrivilegedCriticPolicy
-
-    trainer = train.Trainer(_tiny(str(tmp_path / "run"), total_timesteps=128), log=_quiet)
-    policy = trainer.model.policy
-    assert isinstance(policy, PrivilegedCriticPolicy)
-    S = trainer.model.observation_space.shape[0] - O
-    rng = np.random.default_rng(0)
-    with torch.no_grad():  # critic state weights non-zero, as training makes them
-        policy.mlp_extractor.value_net[0].weight.normal_()
-        x = torch.as_tensor(rng.random((8, O + S)), dtype=torch.float32)
-        y = x.clone()
-        y[:, O:] = torch.as_tensor(rng.random((8, S)), dtype=torch.float32)
-        assert torch.equal(policy.get_distribution(x).distribution.logits, policy.get_distribution(y).distribution.logits)
-        assert not torch.equal(policy.predict_values(x), policy.predict_values(y))
-    trainer.train()
-    path = str(tmp_path / "run" / "policy.zip")
-    saved, _ = load_policy(path)
-    assert not isinstance(saved, PrivilegedCriticPolicy) and saved.observation_space.shape == (O,)
-    trained = trainer.model.policy.state_dict()
-    for key, value in saved.state_dict().items():  # the policy part unchanged; the critic cut to O columns
-        assert torch.equal(value, trained[key][:, :O] if key == "mlp_extractor.value_net.0.weight" else trained[key]), key
-    with zipfile.ZipFile(path) as z:
-        assert all(v.shape[-1] != O + S for v in torch.load(z.open("policy.pth"), weights_only=True).values())
-    obs = rng.random((5, O + S)).astype(np.float32)
-    with torch.no_grad():  # torch's logits are log-probabilities
-        want = trainer.model.policy.get_distribution(torch.as_tensor(obs)).distribution.logits.numpy()
-    got = NumpyActor.load(path).logits(obs[:, :O]).astype(np.float64)
-    got -= got.max(axis=1, keepdims=True) + np.log(np.exp(got - got.max(axis=1, keepdims=True)).sum(1, keepdims=True))
-    assert np.allclose(got, want, atol=1e-5)
-    ckpt = trainer.checkpoints[-1]  # the whole privileged network, for resuming: loads as the same actor
-    from_ckpt, _ = load_policy(ckpt)
-    assert not isinstance(from_ckpt, PrivilegedCriticPolicy) and from_ckpt.observation_space.shape == (O,)
-    assert all(torch.equal(v, saved.state_dict()[k]) for k, v in from_ckpt.state_dict().items())
-    assert np.array_equal(numpy_actor(ckpt).logits(obs[:, :O]), NumpyActor.load(path).logits(obs[:, :O]))
-    env = nertz_env.parallel_env(num_players=P)
-    for source in (path, ckpt):
-        agent = make_agent(source)
-        observations, _ = env.reset(seed=0)
-        agent.reset(env.config, 0, 0)
-        first = observations["player_0"]
-        assert first["action_mask"][agent.act(first["observation"], first["action_mask"])]
-
-
-def test_privileged_training__starts_from_a_plain_policys_critic_and_resumes_like_a_straight_run(
-        torch_train: Any, tmp_path: Any) -> None:
-    torch, train = torch_train
-    from nertz_env.agents.policy import load_policy
-
-    train.Trainer(_tiny(str(tmp_path / "plain"), privileged_critic=False, total_timesteps=64), log=_quiet).train()
-    plain_path = str(tmp_path / "plain" / "policy.zip")
-    plain, _ = load_policy(plain_path)
-    started = train.Trainer(_tiny(str(tmp_path / "init"), init_from=plain_path), log=_quiet)
-    x = torch.as_tensor(np.random.default_rng(4).random((6, started.model.observation_space.shape[0])),
-                        dtype=torch.float32)
-    with torch.no_grad():
-        assert torch.allclose(started.model.policy.predict_values(x), plain.predict_values(x[:, :O]))
-        assert torch.equal(started.model.policy.get_distribution(x).distribution.logits,
-                           plain.get_distribution(x[:, :O]).distribution.logits)
-    kw = {"total_timesteps": 4 * 64, "checkpoint_every": 128, "shaping": True, "relative_reward": True}
-    straight = train.Trainer(_tiny(str(tmp_path / "a"), **kw), log=_quiet)
-    straight.train()
-    ckpt = str(tmp_path / "a" / "checkpoints" / "step_000000000128.zip")
-    resumed = train.Trainer(_tiny(str(tmp_path / "b"), **kw), resume=ckpt, log=_quiet)
-    assert resumed.model.num_timesteps == 128
-    resumed.train()
-    pa, pb = straight.model.policy.state_dict(), resumed.model.policy.state_dict()
-    assert pa.keys() == pb.keys() and all(torch.equal(pa[k], pb[k]) for k in pa)
-    assert np.array_equal(np.asarray(straight.model._last_obs), np.asarray(resumed.model._last_obs))
-    with pytest.raises(train.IncompatibleCheckpointError, match="privileged_critic"):
-        train.Trainer(_tiny(str(tmp_path / "c"), privileged_critic=False, **kw), resume=ckpt, log=_quiet)
-
-
-def test_privileged_critic__in_single_mode_is_refused(torch_train: Any) -> None:
-    with pytest.raises(torch_train[1].ConfigError, match="privileged_critic"):
-        _tiny("unused", mode="single")

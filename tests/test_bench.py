@@ -37,9 +37,7 @@ def headroom() -> ModuleType:
 
 
 def _play(headroom: ModuleType, candidate: Any, seed: int, ticks: int) -> int:
-    """Play up to ``ticks`` ticks with ``candidate`` at seat 0 and heuristic players; returns the ticks played.
-    Asserts that the candidate only plays legal moves and, for the oracle, that its model has no unknown
-    card after the reveal."""
+    """Up to ``ticks`` ticks of ``candidate`` against heuristic: legal moves, nothing unknown in its model."""
     env = nertz_env.parallel_env(num_players=4)
     agents = [candidate] + [make_agent("heuristic") for _ in range(3)]
     candidate.attach(env)

@@ -1,7 +1,5 @@
-"""The command line: what every command shares (``nertz_env.cli``: one ``--rule`` flag that reads a value the same
-everywhere, refusals of one line with exit 2), how a command ends (``nertz_env.cli.commands.run``: Ctrl-C or SIGTERM
-is one line and exit 130), and what the commands print (how each policy played, a training budget rounded to
-whole rollouts). nertz-eval's refusals are one table in test_eval.py."""
+"""The command line: the shared ``--rule`` flag and one-line refusals (``nertz_env.cli``), how a command ends
+(Ctrl-C or SIGTERM: one line, exit 130), and what the commands print. nertz-eval's refusals: test_eval.py."""
 
 from __future__ import annotations
 
@@ -128,10 +126,6 @@ def test_make_agent__a_run_folder_points_to_its_policy(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- how a command ends
-def _fake_command(monkeypatch: pytest.MonkeyPatch, main: Any) -> None:
-    monkeypatch.setitem(commands.COMMANDS, "nertz-x", commands.Command(f"{__name__}:{main.__name__}", (), ""))
-
-
 def _ctrl_c(argv: Any) -> int:
     raise KeyboardInterrupt
 
@@ -141,18 +135,17 @@ def _kill(argv: Any) -> int:
     return 0  # never reached: the signal raises where it lands
 
 
-def test_run__a_ctrl_c_the_command_leaves_is_one_line_exit_130(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
-    _fake_command(monkeypatch, _ctrl_c)
-    assert commands.run("nertz-x", []) == 130
-    assert capsys.readouterr().err == "nertz-x: interrupted (Ctrl-C)\n"
+POSIX = pytest.mark.skipif(os.name != "posix", reason="SIGTERM to itself")
 
 
-@pytest.mark.skipif(os.name != "posix", reason="SIGTERM to itself")
-def test_run__a_sigterm_stops_the_command_as_a_ctrl_c_does(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+@pytest.mark.parametrize(("main", "said"), [(_ctrl_c, "interrupted (Ctrl-C)"),
+                                            pytest.param(_kill, "terminated (SIGTERM)", marks=POSIX)])
+def test_run__a_ctrl_c_or_sigterm_is_one_line_exit_130(main: Any, said: str, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: Any) -> None:
     before = signal.getsignal(signal.SIGTERM)
-    _fake_command(monkeypatch, _kill)
+    monkeypatch.setitem(commands.COMMANDS, "nertz-x", commands.Command(f"{__name__}:{main.__name__}", (), ""))
     assert commands.run("nertz-x", []) == 130
-    assert capsys.readouterr().err == "nertz-x: terminated (SIGTERM)\n"
+    assert capsys.readouterr().err == f"nertz-x: {said}\n"
     assert signal.getsignal(signal.SIGTERM) is before  # the handler is the command's only
 
 
@@ -172,8 +165,7 @@ sys.exit(commands.nertz_demo())
 
 @pytest.mark.skipif(os.name != "posix", reason="ends by a signal on POSIX only")
 def test_installed_command__a_ctrl_c_ends_it_by_sigint_after_one_line(tmp_path: Path) -> None:
-    """As Python ends on an uncaught Ctrl-C: a shell sees 130 and a shell loop around the command stops, and the
-    exit handlers run (no resource_tracker warning of leaked semaphores)."""
+    """As on an uncaught Ctrl-C: a shell sees 130 (a loop around it stops) and exit handlers run."""
     out = subprocess.run([sys.executable, "-c", INSTALLED], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == -signal.SIGINT, out.stderr
     assert out.stderr == "nertz-demo: interrupted (Ctrl-C)\n"
@@ -210,8 +202,7 @@ def test_commands__run_without_sched_getaffinity_and_with_spawned_workers(tmp_pa
 
 @pytest.mark.skipif(sys.platform != "linux", reason="an ASCII C locale stands in for Windows' code pages")
 def test_nertz_eval__a_stdout_that_cannot_take_its_table_loses_nothing(tmp_path: Path) -> None:
-    """Windows' pipes take the ANSI code page, which has no σ (the ratings' header): the table printed there and
-    the files saved after it."""
+    """A stdout without σ (Windows' ANSI code pages): the table is printed and the files are saved."""
     code = "import sys; from nertz_env.cli.commands import nertz_eval; sys.exit(nertz_eval())"  # the installed command
     legacy = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
     out = subprocess.run([sys.executable, "-c", code, "round-robin", "random", "greedy", "--deals", "1", "--no-progress",
@@ -242,25 +233,10 @@ def test_nertz_eval__tables_and_files_name_how_each_policy_played(tmp_path: Path
     assert saved["play"] == [a["play"] for a in saved["summary"]["agents"]] == ["most probable", "sampled", ""]
 
 
-def test_nertz_train__budget_rounds_up_to_whole_rollouts_and_says_so(tmp_path: Path, capsys: Any) -> None:
-    """A budget of 100 trains one rollout of 16 x 2 tables x 4 seats = 128 transitions: the log says so and the
-    progress bar ends at 128; the evaluation rows name how the policy played, the star explained."""
+def test_nertz_train__evaluation_rows_name_how_the_policy_played_and_star_a_gain() -> None:
     pytest.importorskip("sb3_contrib", reason="needs the train extra")
     from nertz_env.agents.registry import shipped_models
-    from nertz_env.train import TrainConfig, Trainer
     from nertz_env.train.evaluate import EvalRow, evaluate_checkpoint, format_rows
-
-    cfg = TrainConfig.from_dict(
-        {"num_tables": 2, "n_steps": 16, "batch_size": 64, "n_epochs": 1, "net_arch": [16],
-         "total_timesteps": 100, "checkpoint_every": 0, "eval_every": 0, "eval_deals": 0,
-         "progress_bar": True, "tensorboard": False, "run_dir": str(tmp_path / "run")}
-    )
-    said: list[str] = []
-    Trainer(cfg, log=said.append).train()
-    assert any("not total_timesteps 100" in s for s in said), said
-    err = capsys.readouterr().err
-    assert "128/128" in err and "/100" not in err, err[-400:]
-    assert (tmp_path / "run" / "policy.zip").is_file()
 
     for deterministic, play in ((True, "most probable"), (False, "sampled")):
         rows = evaluate_checkpoint(shipped_models()["ppo"], ["random"], 4, {}, deals=1, seed=0, deterministic=deterministic)

@@ -1,7 +1,5 @@
-"""Third-party clients researchers plug the envs into, each by its own route on a small table: PettingZoo's
-conformance tests, SuperSuit, Tianshou, Gymnasium's vector wrappers, SB3, a CleanRL-style loop, TorchRL (MAPPO
-with a critic on the global state) and skrl from the ``test`` extra; and, marked ``isolated``, clients whose pins
-conflict with the dev extras, in venvs of their own (tests/isolated_venv.py, scripts in tests/clients/)."""
+"""Client libraries, each by its own route on a small table (docs/clients/index.md); those whose pins conflict
+with the dev extras in venvs of their own (marked ``isolated``: tests/isolated_venv.py, tests/clients/)."""
 
 from __future__ import annotations
 
@@ -29,9 +27,8 @@ def test_pettingzoo_parallel_api_test__passes(obs_key: str | None) -> None:
 
 
 def test_obs_key__picks_the_observations_form_and_the_mask_is_in_one_place() -> None:
-    """``obs_key``: PettingZoo's keys (default), RLlib's ``"observations"``, or the bare vector (None); the
-    same game in each, the mask in the observation or, for the bare vector, in ``infos[agent]["action_mask"]``
-    (never both: TorchRL's PettingZooWrapper fails on that); anything else is one clear error."""
+    """``obs_key``: PettingZoo's dict, RLlib's ``"observations"`` or the bare vector, the same game; the mask
+    in one place (never both: TorchRL's PettingZooWrapper fails on that); any other is one clear error."""
     envs = {k: nertz_env.parallel_env(num_players=2, obs_key=k) for k in ("observation", "observations", None)}
     outs = {k: e.reset(seed=4) for k, e in envs.items()}
     for _ in range(5):
@@ -65,51 +62,9 @@ def test_pettingzoo_render_test__every_render_mode() -> None:
     render_test(lambda render_mode=None: nertz_env.env(render_mode=render_mode, num_players=2))
 
 
-# ---------------------------------------------------------------- SuperSuit
-def test_supersuit_concat_vec_envs__worker_processes_step_the_same_games() -> None:
-    """``pettingzoo_env_to_vec_env_v1`` + ``concat_vec_envs_v1(num_cpus=2)`` pickles the env into two worker
-    processes; their games must equal two local parallel_envs seeded as SuperSuit seeds them (seed + i) and
-    reset unseeded when an episode ends, as its Markov wrapper does."""
-    ss = pytest.importorskip("supersuit")
-    rules = {"num_players": 2, "max_ticks": 12}
-    vec = ss.pettingzoo_env_to_vec_env_v1(nertz_env.parallel_env(**rules))
-    envs = ss.concat_vec_envs_v1(vec, 2, num_cpus=2, base_class="gymnasium")
-    try:
-        assert envs.num_envs == 4
-        obs, _ = envs.reset(seed=3)
-        refs = [nertz_env.parallel_env(**rules) for _ in range(2)]
-        ref_obs = [r.reset(seed=3 + i)[0] for i, r in enumerate(refs)]
-        rng = np.random.default_rng(0)
-        ends = 0
-        for _ in range(30):
-            names = refs[0].possible_agents
-            for i in range(2):
-                for j, a in enumerate(names):
-                    np.testing.assert_array_equal(obs["observation"][2 * i + j], ref_obs[i][a]["observation"])
-                    np.testing.assert_array_equal(obs["action_mask"][2 * i + j], ref_obs[i][a]["action_mask"])
-            acts = np.array([_legal(m, rng) for m in obs["action_mask"]])
-            obs, rew, term, trunc, _ = envs.step(acts)
-            for i, r in enumerate(refs):
-                o, rr, tt, tr, _ = r.step({a: int(acts[2 * i + j]) for j, a in enumerate(names)})
-                np.testing.assert_array_equal(rew[2 * i : 2 * i + 2], [rr[a] for a in names])
-                np.testing.assert_array_equal(term[2 * i : 2 * i + 2], [tt[a] for a in names])
-                np.testing.assert_array_equal(trunc[2 * i : 2 * i + 2], [tr[a] for a in names])
-                if not r.agents:
-                    ends += 1
-                    o, _ = r.reset()  # unseeded: the table's own generator, in the worker and here alike
-                ref_obs[i] = o
-        assert ends >= 2
-    finally:
-        envs.close()
-
-
 # ---------------------------------------------------------------- Tianshou
 def test_tianshou_trainer__one_epoch_of_its_multi_agent_recipe() -> None:
-    """Tianshou 2.0's multi-agent recipe (its tic-tac-toe example: ``PettingZooEnv`` of the AEC env, a DQN
-    learner beside a random masked opponent in ``MultiAgentOffPolicyAlgorithm``, collectors over
-    ``DummyVectorEnv``, ``OffPolicyTrainerParams``) runs one epoch with gradient steps. Before every info key
-    was on every step, its collector stopped with ``MalformedBufferError`` (``None`` padded in for the
-    ``round_end`` of steps without one)."""
+    """Tianshou 2.0's multi-agent recipe (its tic-tac-toe example) runs one epoch with gradient steps."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("tianshou")
     from tianshou.algorithm import (
@@ -177,8 +132,7 @@ def test_tianshou_trainer__one_epoch_of_its_multi_agent_recipe() -> None:
 
 # ---------------------------------------------------------------- Gymnasium's vector wrappers
 def test_gymnasium_record_episode_statistics__returns_equal_the_recomputed_returns() -> None:
-    """RecordEpisodeStatistics over the per-agent view: every finished episode's return equals the sum of the
-    seat's rewards recomputed here and the seat's round score; its length is the table's ticks."""
+    """RecordEpisodeStatistics: each return is the seat's rewards and round score, each length its ticks."""
     from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
     envs = RecordEpisodeStatistics(nertz_env.agent_vector_env(3, num_players=2, max_ticks=60))
@@ -208,8 +162,7 @@ def test_gymnasium_record_episode_statistics__returns_equal_the_recomputed_retur
 
 # ---------------------------------------------------------------- Stable-Baselines3
 def test_sb3_subproc_vec_env__ships_single_agent_envs_to_two_processes() -> None:
-    """Env instances (not constructors) are shipped to the workers, as a runner that pickles an env does; the
-    workers' games equal the same envs stepped locally, and MaskablePPO's masks come back through them."""
+    """Env instances shipped to SubprocVecEnv's workers play as they do locally, masks included."""
     pytest.importorskip("sb3_contrib")
     from sb3_contrib.common.maskable.utils import get_action_masks
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
@@ -245,8 +198,7 @@ def test_sb3_subproc_vec_env__ships_single_agent_envs_to_two_processes() -> None
 
 # ---------------------------------------------------------------- Stable-Baselines3 and SuperSuit
 def test_sb3_check_env__passes_on_the_registered_gymnasium_id() -> None:
-    """SB3's route for a Gymnasium env: ``gymnasium.make`` by id, then ``check_env`` (the class itself is
-    checked in tests/test_train.py::test_single_agent_view__passes_sb3_check_env)."""
+    """SB3's ``check_env`` on ``gymnasium.make`` by id (the class itself: test_train.py)."""
     import gymnasium
 
     pytest.importorskip("stable_baselines3")
@@ -273,9 +225,7 @@ def _shares(a: object, b: object) -> bool:
 
 
 def test_gymnasium_id__every_call_returns_new_observation_and_info_objects() -> None:
-    """Users keep what ``reset`` and ``step`` return (rollout buffers), and Gymnasium 1.4's ``check_env``
-    asserts that no two calls share an object (``check_returned_data_not_reused``): the ``opponents`` dict
-    once did. Checked here on any Gymnasium version, and with Gymnasium's own check where it has one."""
+    """No two calls of ``reset``/``step`` share an object: users keep them (Gymnasium 1.4 checks it)."""
     import gymnasium
     from gymnasium.utils import env_checker
 
@@ -293,9 +243,8 @@ def test_gymnasium_id__every_call_returns_new_observation_and_info_objects() -> 
 
 
 def test_supersuit_concat_vec_envs__sb3s_seed_and_maskableppos_masks_are_supersuits_gaps() -> None:
-    """Pins SuperSuit 3.11's gaps with SB3 (docs/clients/index.md says so and shows NertzVecEnv instead):
-    its vector env has no ``seed`` (``PPO(..., seed=0)`` fails) and no ``has_attr`` (MaskablePPO cannot ask
-    for masks). When SuperSuit fills either, this fails: update the docs."""
+    """Pins SuperSuit 3.11's gaps with SB3 that docs/clients/index.md names (no ``seed``, no ``has_attr``):
+    when SuperSuit fills either, this fails: update the docs."""
     ss = pytest.importorskip("supersuit")
     from sb3_contrib import MaskablePPO
     from stable_baselines3 import PPO
@@ -312,8 +261,7 @@ def test_supersuit_concat_vec_envs__sb3s_seed_and_maskableppos_masks_are_supersu
 
 
 def test_sb3_maskable_ppo__trains_with_masks_on_nertz_vec_env() -> None:
-    """The supported SB3 path (NertzVecEnv, every seat of every table a sub-env): MaskablePPO reads its masks,
-    trains, and never plays an illegal action."""
+    """The supported SB3 route: MaskablePPO on NertzVecEnv trains with masks and plays no illegal action."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO
@@ -332,9 +280,7 @@ def test_sb3_maskable_ppo__trains_with_masks_on_nertz_vec_env() -> None:
 
 # ---------------------------------------------------------------- a CleanRL-style PPO loop
 def test_cleanrl_style_ppo__a_few_updates_on_agent_vector_env_with_masks() -> None:
-    """The shape of CleanRL's ppo.py (rollout storage tensors, GAE, clipped surrogate, minibatch epochs) on
-    ``agent_vector_env`` as its ``envs``, with the masked categorical of its invalid-action-masking variant.
-    Every seat is a sub-env; Gymnasium's RecordEpisodeStatistics reports episodes as CleanRL logs them."""
+    """CleanRL's ppo.py loop, masked, with ``agent_vector_env`` as its ``envs`` (docs/clients/routes.md)."""
     torch = pytest.importorskip("torch")
     from gymnasium.wrappers.vector import RecordEpisodeStatistics
     from torch import nn
@@ -408,9 +354,7 @@ def test_cleanrl_style_ppo__a_few_updates_on_agent_vector_env_with_masks() -> No
 # ---------------------------------------------------------------- TorchRL
 @pytest.mark.parametrize("obs_key", ["observation", None], ids=["mask_in_obs", "mask_in_infos"])
 def test_torchrl_pettingzoo_wrapper__rollout_samples_only_legal_actions(obs_key: str | None) -> None:
-    """TorchRL's ``PettingZooWrapper`` reads the mask from the observation (default) or, with
-    ``obs_key=None``, from ``infos[agent]["action_mask"]``, and puts it in the action spec, so its random
-    rollout plays only legal actions. """
+    """TorchRL's PettingZooWrapper finds the mask in the observation or the infos: its rollout is legal."""
     pytest.importorskip("torchrl")
     from torchrl.envs.libs.pettingzoo import PettingZooWrapper
 
@@ -427,9 +371,7 @@ def test_torchrl_pettingzoo_wrapper__rollout_samples_only_legal_actions(obs_key:
 
 
 def test_torchrl_mappo__trains_with_masks_and_a_critic_on_the_global_state() -> None:
-    """TorchRL's own route with a centralized critic: ``PettingZooWrapper(parallel_env(...), use_mask=True,
-    return_state=True)``, a shared masked policy, a critic on ``state``, TorchRL's collector, GAE and
-    ``ClipPPOLoss``, three iterations. No glue: the env goes in as TorchRL's docs show."""
+    """TorchRL's MAPPO as its docs show it (``use_mask``, ``return_state``): three iterations train."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("torchrl")
     import warnings
@@ -490,8 +432,7 @@ def test_torchrl_mappo__trains_with_masks_and_a_critic_on_the_global_state() -> 
 
 # ---------------------------------------------------------------- skrl (its PettingZoo wrapper, IPPO)
 def _skrl_ippo(fix_cfg: bool, timesteps: int = 32) -> dict:
-    """skrl 2.1's IPPO recipe for a PettingZoo env (docs/clients/routes.md, the same code): the policy reads the
-    mask back from skrl's flat observation with skrl's own ``unflatten_tensorized_space``."""
+    """skrl 2.1's IPPO recipe of docs/clients/routes.md; the policy unflattens the mask with skrl's helper."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("skrl")
     from pettingzoo.utils import BaseParallelWrapper
@@ -554,9 +495,8 @@ def _skrl_ippo(fix_cfg: bool, timesteps: int = 32) -> dict:
 
 
 def test_skrl_ippo__trains_on_its_pettingzoo_wrapper_and_skrls_own_config_bug_is_pinned() -> None:
-    """The route trains, the mask keeping every action legal. skrl 2.1.1's ``IPPO_CFG().expand()`` (MAPPO_CFG's
-    too) refuses its own ``{}`` defaults of the ``*_kwargs`` fields for any env: the route sets them per agent
-    (docs/clients/index.md). When skrl fixes it the ``raises`` fails: drop the workaround from the docs."""
+    """The route trains legally; skrl 2.1.1's ``IPPO_CFG().expand()`` refuses its own ``{}`` defaults (pinned:
+    when it passes, drop the workaround from docs/clients/index.md)."""
     with pytest.raises(ValueError, match=r"Specified keys \(set\(\)\) do not match possible agents"):
         _skrl_ippo(fix_cfg=False)
     out = _skrl_ippo(fix_cfg=True)
@@ -579,9 +519,7 @@ for env_id in ["nertz_env:nertz_env/Nertz-v0", "nertz_env/Nertz-v0"]:
 
 
 def test_sb3_subproc_vec_env__from_python_c_the_id_names_its_module(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """SubprocVecEnv's workers start fresh interpreters (forkserver) that import the script they run, which
-    registers the ids; from ``python -c`` or a notebook there is no script, so the bare id is unknown there
-    (the second line pins that gap). Gymnasium's ``"module:id"`` form imports nertz_env in each worker first."""
+    """From ``python -c`` SubprocVecEnv's workers lack the bare id (pinned); ``"nertz_env:id"`` works."""
     import subprocess
     import sys
 
@@ -619,16 +557,14 @@ def test_wheel_train_extra__nertz_train_finds_its_configs_trains_and_the_policy_
 
 @pytest.mark.isolated
 def test_rl_zoo3_train__ppo_on_the_gymnasium_id_plays_unmasked_with_flagged_waits(tmp_path: Path) -> None:
-    """``python -m rl_zoo3.train --algo ppo --env nertz_env/Nertz-v0 --gym-packages nertz_env`` trains and saves;
-    the zoo has no MaskablePPO, so illegal actions are applied as waits and flagged: the gap the clients page names."""
+    """RL Zoo 3 trains PPO on the id, unmasked: illegal actions are applied as flagged waits."""
     out = run_script(_shared(), SCRIPTS / "rl_zoo3_route.py", cwd=tmp_path)
     assert out["trained"] and out["decisions"] > 0 and 0 < out["illegal"] <= out["decisions"]
 
 
 @pytest.mark.isolated
 def test_benchmarl_custom_task__one_mappo_iteration_with_the_state_critic(tmp_path: Path) -> None:
-    """BenchMARL 1.5.2 with a custom task over TorchRL's PettingZooWrapper: one MAPPO iteration, its critic
-    reading the env's global ``state``."""
+    """BenchMARL 1.5.2, a custom task over PettingZooWrapper: one MAPPO iteration, the critic on ``state``."""
     out = run_script(_shared(), SCRIPTS / "benchmarl_task.py", cwd=tmp_path)
     assert out["iters"] == 1 and out["frames"] >= 100 and out["changed"] and out["has_state_spec"]
     assert ["state"] in out["critic_in_keys"]
@@ -636,8 +572,7 @@ def test_benchmarl_custom_task__one_mappo_iteration_with_the_state_critic(tmp_pa
 
 @pytest.mark.isolated
 def test_pufferlib_pettingzoo_puffer_env__masked_play_with_the_mask_from_the_struct_view(tmp_path: Path) -> None:
-    """``PettingZooPufferEnv`` over ``parallel_env``: the mask read back through
-    ``observations.view(obs_dtype)["action_mask"]`` keeps every action legal, alone and in ``pufferlib.vector``."""
+    """PettingZooPufferEnv: the mask read through the struct view keeps play legal, alone and vectorized."""
     out = run_script(_shared(), SCRIPTS / "pufferlib_route.py", cwd=tmp_path)
     assert out["episodes"] == 3 and out["illegal"] == 0 and out["fields"] == ["action_mask", "observation"]
     assert out["vec_obs_rows"] == 4 and out["vec_steps"] == 40 and out["action_space"] == "Discrete(172)"
@@ -645,9 +580,8 @@ def test_pufferlib_pettingzoo_puffer_env__masked_play_with_the_mask_from_the_str
 
 @pytest.mark.isolated
 def test_agilerl_ippo__trains_on_its_async_vec_env_and_its_own_mask_bug_is_pinned(tmp_path: Path) -> None:
-    """AgileRL's IPPO on its AsyncPettingZooVecEnv over ``parallel_env(obs_key=None)`` trains two learn steps with
-    masks (no illegal action), through the one-line workaround docs/clients/index.md shows for AgileRL 2.58's
-    ``None in group_masks`` (ippo.py:466). When AgileRL fixes it ``bug`` is None: drop the workaround."""
+    """AgileRL's IPPO on AsyncPettingZooVecEnv trains with masks through the docs' workaround for its own bug
+    (pinned: when ``bug`` is None, drop the workaround)."""
     out = run_script(venv("agilerl", dist()["wheel"], requirements=AGILERL, torch=True), SCRIPTS / "agilerl_ippo.py",
                      cwd=tmp_path)
     assert out["bug"] and "truth value of an array with more than one element is ambiguous" in out["bug"]

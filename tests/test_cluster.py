@@ -1,14 +1,6 @@
-"""``nertz-eval --address``: tournaments on a Ray cluster (:mod:`nertz_env.eval.cluster`).
-
-The cluster tests start a simulated two-node cluster (``ray.cluster_utils.Cluster``: two raylets of one CPU
-each) and run ``nertz-eval`` as a user does, in a process of its own: its ``games.csv`` equals a local run's, a
-worker process killed mid-run loses no deal and counts none twice, and an agent the nodes cannot load is
-refused in one line before any deal. Others start a cluster as the cluster guide does (``ray start --head``,
-which turns on Ray's token authentication, and a worker node by ``ray start --address``) and join it by
-host:port and by ``auto``. Every cluster, and every test that tries to join one, runs in a network namespace
-that holds only loopback (``conftest.loopback_only``), so nothing leaves 127.0.0.0/8. The cluster tests are marked
-``isolated`` (CI's isolated phase; the README's command skips them); the bad-address tests need no cluster.
-"""
+"""``nertz-eval --address`` and ``nertz-train --address``: tournaments and training on a Ray cluster, a simulated
+two-node one (``ray.cluster_utils.Cluster``) and one started as the cluster guide does (``ray start``, token
+authentication), all on loopback only (``conftest.loopback_only``) and marked ``isolated``; bad addresses need none."""
 
 from __future__ import annotations
 
@@ -30,84 +22,48 @@ import pytest
 pytest.importorskip("ray", reason="needs the rllib extra (Ray): pip install '.[rllib]'")
 
 from conftest import loopback_only, restore_sigint
-from nertz_env.eval.cli import main
+from test_eval import _fails
 
 NERTZ_EVAL = os.path.join(os.path.dirname(sys.executable), "nertz-eval")
-
-
-def _one_line_exit_2(argv: list[str], message: str, capsys: Any, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    assert main([*argv, "--out", str(out), "--no-progress"]) == 2
-    err = capsys.readouterr().err
-    assert message in err, err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    assert not out.exists()
 
 
 # ---------------------------------------------------------------------------------- no cluster needed
 @pytest.mark.rllib
 @pytest.mark.parametrize(
-    ("address", "message"),
+    ("flags", "message"),
     [
-        ("nohost", "--address takes host:port of a Ray head node (or auto), got 'nohost'"),
-        ("127.0.0.1:99999", "--address takes host:port"),
-        ("127.0.0.1:1", "no Ray cluster at 127.0.0.1:1"),
+        (["--address", "nohost"], "--address takes host:port of a Ray head node (or auto), got 'nohost'"),
+        (["--address", "127.0.0.1:99999"], "--address takes host:port"),
+        (["--address", "127.0.0.1:1"], "no Ray cluster at 127.0.0.1:1"),
+        (["--workers", "2", "--address", "127.0.0.1:1"], "--workers 2 has no effect with --address"),
     ],
 )
-def test_bad_or_unreachable_address__one_line_exit_2(loopback, address: str, message: str, capsys, tmp_path) -> None:
-    _one_line_exit_2(["gauntlet", "heuristic", "random", "--deals", "2", "--address", address], message, capsys, tmp_path)
-
-
-@pytest.mark.rllib
-def test_workers_with_address_cannot_take_effect(loopback, capsys, tmp_path) -> None:
-    _one_line_exit_2(
-        ["gauntlet", "heuristic", "random", "--deals", "2", "--workers", "2", "--address", "127.0.0.1:1"],
-        "--workers 2 has no effect with --address",
-        capsys,
-        tmp_path,
-    )
+def test_bad_or_unreachable_address__one_line_exit_2(loopback, flags: list[str], message: str, capsys, tmp_path) -> None:
+    _fails(["gauntlet", "heuristic", "random", "--deals", "2", *flags], message, capsys, tmp_path)
 
 
 @pytest.mark.rllib
 def test_a_port_that_is_not_ray__one_line_exit_2(loopback, capsys, tmp_path) -> None:
-    import socket
+    import socketserver
     import threading
 
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    port = server.getsockname()[1]
-    stop = threading.Event()
-
-    def serve() -> None:  # accept and close: something answers, but not Ray
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-                conn.close()
-            except OSError:
-                pass
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        t0 = time.monotonic()
-        _one_line_exit_2(
-            ["gauntlet", "heuristic", "random", "--deals", "2", "--address", f"127.0.0.1:{port}"],
-            f"could not join a Ray cluster at 127.0.0.1:{port}: something answers there, but not a Ray head",
-            capsys,
-            tmp_path,
-        )
-        assert time.monotonic() - t0 < 120
-    finally:
-        stop.set()
-        thread.join()
-        server.close()
+    # a server that accepts and closes: something answers, but not Ray
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), socketserver.BaseRequestHandler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        port = server.server_address[1]
+        try:
+            t0 = time.monotonic()
+            address = f"127.0.0.1:{port}"
+            said = f"could not join a Ray cluster at {address}: something answers there, but not a Ray head"
+            argv = ["gauntlet", "heuristic", "random", "--deals", "2", "--address", address]
+            _fails(argv, said, capsys, tmp_path)
+            assert time.monotonic() - t0 < 120
+        finally:
+            server.shutdown()
 
 
 class _FakeRay:
-    """Enough of ``ray`` for :meth:`Cluster.play`: two CPUs, tasks that each finish one deal, and a head that
-    goes away (``ray.wait`` raising) after the first deal came back."""
+    """Enough of ``ray`` for ``Cluster.play``: two CPUs, a deal a task, a head gone after the first deal."""
 
     class _Error(Exception):
         pass
@@ -155,9 +111,8 @@ class _FakeRay:
 
 
 def test_a_cluster_that_fails_mid_run_keeps_the_finished_deals(caplog: pytest.LogCaptureFixture) -> None:
-    # ray.wait (or ray.nodes, task.remote) raising when the head went away escaped as a raw Ray error, past the
-    # code that saves the finished deals: it must end the run as a ClusterFailure with the deals kept, and
-    # leaving the dead cluster must not raise over the save's exit code
+    # a Ray call raising when the head went away ends the run as a ClusterFailure with the deals kept, and
+    # leaving the dead cluster does not raise over the save's exit code
     from nertz_env.eval.cluster import Cluster, ClusterFailure
 
     ray = _FakeRay()
@@ -225,14 +180,8 @@ def test_two_node_cluster_train_then_gauntlet(two_nodes, tmp_path, capsys) -> No
 
     run_dir = tmp_path / "run"
     try:
-        code = train_main(
-            [
-                "--backend", "rllib", "--address", two_nodes, "--num-env-runners", "2",
-                "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2", "--n-steps", "32",
-                "--batch-size", "128", "--n-epochs", "1", "--net-arch", "32", "--total-timesteps", "256",
-                "--checkpoint-every", "0", "--run-dir", str(run_dir),
-            ]
-        )
+        code = train_main([*TRAIN[1:], "--address", two_nodes, "--num-env-runners", "2", "--total-timesteps", "256",
+                           "--run-dir", str(run_dir)])
     finally:
         ray.shutdown()
     out = capsys.readouterr().out
@@ -295,55 +244,50 @@ def _games(path: Path) -> list[list[str]]:
         return list(csv.reader(f))
 
 
+def _local_games(argv: list[str], tmp_path: Path) -> list[list[str]]:
+    """games.csv of ``nertz-eval ARGV`` played here in one worker: a cluster run equals it row for row."""
+    local = _eval([*argv, "--workers", "1", "--out", str(tmp_path / "local")], tmp_path)
+    assert local.returncode == 0, local.stderr
+    return _games(tmp_path / "local")
+
+
 GAUNTLET = ["gauntlet", "CKPT", "heuristic", "greedy", "--deals", "6", "--seed", "3"]
 
 
 @pytest.mark.isolated
 def test_cluster_gauntlet_equals_the_local_run(two_nodes, tmp_path) -> None:
-    """A checkpoint (a path on this machine only as far as the nodes know: it travels in the object store)
-    against two opponents: the cluster's games.csv is the local run's, row for row."""
+    """A checkpoint (shipped in the object store) against two opponents: games.csv is the local run's."""
     import nertz_env.agents as agents_pkg
 
     ckpt = tmp_path / "ckpt" / "candidate.zip"
     ckpt.parent.mkdir()
     shutil.copy(os.path.join(os.path.dirname(agents_pkg.__file__), "models", "ppo.zip"), ckpt)
     argv = [str(ckpt) if a == "CKPT" else a for a in GAUNTLET]
-    local = _eval([*argv, "--workers", "1", "--out", str(tmp_path / "local")], tmp_path)
-    assert local.returncode == 0, local.stderr
+    local = _local_games(argv, tmp_path)
     # from the folder pytest runs in (a checkout): the nodes still play the installed nertz-env
     remote = _eval([*argv, "--address", two_nodes, "--out", str(tmp_path / "cluster")], Path.cwd())
     assert remote.returncode == 0, remote.stderr
     assert "2 CPU(s) on 2 node(s)" in remote.stdout
     rows = _games(tmp_path / "cluster")
-    assert len(rows) > 1 and rows == _games(tmp_path / "local")
+    assert len(rows) > 1 and rows == local
 
 
 # Deals slow enough (about 0.3 s each, with `search` at the table) that a test polling for a running deal task
-# sees one before the run ends: deals of heuristic, greedy and random take about 20 ms each once the workers'
-# numba cache is warm, and a whole 24-deal run ended between two polls in CI (the kill tests then failed)
+# sees one before the run ends (cheap agents' deals take about 20 ms: a whole run can end between two polls)
 SLOW_DEALS = ["round-robin", "search", "greedy", "random", "--players", "3"]
 
 
 def _task_pids(parent: int | None = None) -> list[int]:
-    """Ray worker processes running a deal task now (Ray titles a busy worker ``ray::<function>``); with
-    ``parent``, only the workers of that raylet."""
+    """Ray workers running a deal task now (``ray::play_deals``); with ``parent``, that raylet's only."""
     pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    cmd = f.read()
-            except OSError:
-                continue
-            if cmd.startswith(b"ray::play_deals"):
-                if parent is not None:
-                    try:
-                        with open(f"/proc/{entry}/stat") as f:
-                            if int(f.read().rsplit(")", 1)[1].split()[1]) != parent:
-                                continue
-                    except (OSError, ValueError, IndexError):
-                        continue
-                pids.append(int(entry))
+    for proc in Path("/proc").iterdir():
+        try:
+            busy = proc.name.isdigit() and (proc / "cmdline").read_bytes().startswith(b"ray::play_deals")
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) if busy and parent else parent
+        except (OSError, ValueError, IndexError):  # a process that ended meanwhile
+            continue
+        if busy and ppid == parent:
+            pids.append(int(proc.name))
     return pids
 
 
@@ -379,12 +323,7 @@ def test_a_killed_worker_loses_no_deal_and_counts_none_twice(two_nodes, tmp_path
     out, err = run.communicate(timeout=900)
     assert killed is not None, "no deal task was seen running; nothing was killed"
     assert run.returncode == 0, err
-    local = _eval([*argv, "--workers", "1", "--out", str(tmp_path / "local")], tmp_path)
-    assert local.returncode == 0, local.stderr
-    rows = _games(tmp_path / "cluster")
-    keys = [tuple(r[:5]) for r in rows[1:]]  # deal, deal seed, lineup, rotation, seat
-    assert len(keys) == len(set(keys))  # no game counted twice
-    assert rows == _games(tmp_path / "local")  # none lost, none changed
+    assert _games(tmp_path / "cluster") == _local_games(argv, tmp_path)  # none lost, none twice, none changed
     assert "24 deals" in out
 
 
@@ -397,7 +336,7 @@ def test_an_agent_the_nodes_cannot_load__one_line_exit_2(two_nodes, tmp_path, ca
     ckpt.write_text("weights")
     register_loader(".nzagent", lambda path, **params: RandomAgent())
     try:
-        _one_line_exit_2(
+        _fails(
             ["gauntlet", str(ckpt), "heuristic", "--players", "2", "--deals", "2", "--address", two_nodes],
             "of the Ray cluster cannot play this tournament: AgentSpecError: no loader for checkpoint",
             capsys,
@@ -412,8 +351,7 @@ def test_an_agent_the_nodes_cannot_load__one_line_exit_2(two_nodes, tmp_path, ca
 @pytest.mark.isolated
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])  # kill: Ray's handler replaced
 def test_ctrl_c_keeps_the_finished_deals(two_nodes, tmp_path, sig) -> None:
-    # enough deals that the run is still going 3 s after its first task starts (on a quiet machine 200 deals of
-    # these cheap agents finished before the Ctrl-C arrived)
+    # enough deals that the run is still going 3 s after its first task starts
     argv = ["round-robin", "heuristic", "greedy", "random", "--players", "3", "--deals", "5000", "--seed", "7"]
     run = _start_on_cluster(argv, two_nodes, tmp_path, preexec_fn=restore_sigint)
     deadline = time.monotonic() + 600
@@ -428,11 +366,9 @@ def test_ctrl_c_keeps_the_finished_deals(two_nodes, tmp_path, sig) -> None:
     deals = sorted({int(r[0]) for r in rows[1:]})
     assert 0 < len(deals) < 5000
     # the deals kept are whole and are the local run's deals of the same indices
-    local_argv = [*argv[:-3], str(max(deals) + 1), "--seed", "7", "--workers", "1", "--out", str(tmp_path / "local")]
-    local = _eval(local_argv, tmp_path)
-    assert local.returncode == 0, local.stderr
     kept = set(map(str, deals))
-    want = [r for r in _games(tmp_path / "local") if r[0] == "deal" or r[0] in kept]
+    local = _local_games([*argv[:-3], str(max(deals) + 1), "--seed", "7"], tmp_path)
+    want = [r for r in local if r[0] in {"deal", *kept}]
     assert rows == want
 
 
@@ -460,12 +396,7 @@ def test_a_node_lost_mid_run__its_deals_run_elsewhere(two_nodes, tmp_path) -> No
             cluster.remove_node(node)
     assert removed, "the third node never ran a deal task"
     assert run.returncode == 0, err
-    local = _eval([*argv, "--workers", "1", "--out", str(tmp_path / "local")], tmp_path)
-    assert local.returncode == 0, local.stderr
-    rows = _games(tmp_path / "cluster")
-    keys = [tuple(r[:5]) for r in rows[1:]]
-    assert len(keys) == len(set(keys))
-    assert rows == _games(tmp_path / "local")
+    assert _games(tmp_path / "cluster") == _local_games(argv, tmp_path)
 
 
 # ---------------------------------------------------------------------- a cluster started by `ray start`
@@ -473,21 +404,10 @@ RAY = os.path.join(os.path.dirname(sys.executable), "ray")
 NERTZ_TRAIN = os.path.join(os.path.dirname(sys.executable), "nertz-train")
 
 
-def _started(proc: subprocess.Popen, log: Path, deadline: float) -> None:
-    """Wait until ``ray start --block`` says its node runs."""
-    while "Ray runtime started" not in log.read_text():
-        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-        time.sleep(0.5)
-
-
 @pytest.fixture(scope="module")
 def ray_started(loopback, tmp_path_factory) -> Iterator[tuple[str, dict[str, str]]]:
-    """A cluster started as the cluster guide says: ``ray start --head`` on a machine that has a Ray token (any
-    ``ray.init()`` writes one to ``~/.ray/auth_token``; here ``ray get-auth-token --generate``), so Ray turns on
-    token authentication, and a worker node given a copy of the token (``RAY_AUTH_MODE=token ray start
-    --address=HEAD``). One CPU each. Yields the head's address and the environment of a driver on the head's
-    machine. Ray's folder is a fresh ``RAY_TMPDIR``, so ``auto`` and a bare ``ray.init()`` find this cluster and
-    no other."""
+    """A cluster as the cluster guide starts it: ``ray start --head`` with a Ray token and a worker given a
+    copy, one CPU each, in a fresh ``RAY_TMPDIR``: the head's address and a driver's environment."""
     where = tmp_path_factory.mktemp("ray_start")
     tmp = tempfile.mkdtemp(prefix="nr-")  # short: Ray's socket paths live under it
     clean = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
@@ -512,7 +432,9 @@ def ray_started(loopback, tmp_path_factory) -> Iterator[tuple[str, dict[str, str
             with open(log, "w") as out:  # the node keeps its own copy of the descriptor
                 nodes.append(subprocess.Popen(cmd, cwd=where, env=node_env, stdout=out, stderr=subprocess.STDOUT,
                                               start_new_session=True))
-            _started(nodes[-1], log, deadline)
+            while "Ray runtime started" not in log.read_text():  # `ray start --block` says so once it runs
+                assert nodes[-1].poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+                time.sleep(0.5)
         # a bare ray.init(), as a user's script has it, joins this cluster (nertz-train without --address must not)
         probe = "import ray; ray.init(); print('NODES', sum(n['Alive'] for n in ray.nodes()))"
         seen = ""
@@ -533,8 +455,7 @@ def ray_started(loopback, tmp_path_factory) -> Iterator[tuple[str, dict[str, str
 
 
 def _refused(run: subprocess.CompletedProcess, message: str) -> None:
-    """Exit 2, and ``message`` in the last line of stderr, the only one from the command's own refusal (RLlib
-    notes its deprecations before)."""
+    """Exit 2, ``message`` in stderr's last line: the command's own (RLlib notes deprecations before)."""
     assert run.returncode == 2, run.stdout[-2000:] + run.stderr[-3000:]
     lines = run.stderr.strip().splitlines()
     assert message in lines[-1] and "Traceback" not in run.stderr and "Ray cluster" not in "".join(lines[:-1]), run.stderr
@@ -551,13 +472,12 @@ TRAIN = [NERTZ_TRAIN, "--backend", "rllib", "--num-players", "2", "--rule", "max
 def test_a_ray_start_cluster__nertz_eval_joins_by_host_port_and_by_auto__as_the_local_run(ray_started, tmp_path) -> None:
     address, env = ray_started
     argv = ["gauntlet", "heuristic", "greedy", "--players", "3", "--deals", "12", "--seed", "4242"]
-    local = _eval([*argv, "--workers", "1", "--out", str(tmp_path / "local")], tmp_path)
-    assert local.returncode == 0, local.stderr
+    local = _local_games(argv, tmp_path)
     for name, how in [("host_port", address), ("auto", "auto")]:
         run = _eval([*argv, "--address", how, "--out", str(tmp_path / name)], tmp_path, env)
         assert run.returncode == 0, f"--address {how}:\n{run.stderr[-3000:]}"
         assert "2 CPU(s) on 2 node(s)" in run.stdout, run.stdout
-        assert _games(tmp_path / name) == _games(tmp_path / "local")
+        assert _games(tmp_path / name) == local
     (tmp_path / "empty_home").mkdir()
     for driver, message in [({"HOME": str(tmp_path / "empty_home")}, NO_TOKEN),
                             ({"RAY_AUTH_TOKEN": "0" * 32}, WRONG_TOKEN)]:
@@ -589,8 +509,7 @@ def test_a_ray_start_cluster__nertz_train_joins_by_host_port(ray_started, tmp_pa
 
 @pytest.mark.isolated
 def test_an_rllib_run_without_address_starts_a_ray_of_its_own_beside_a_running_cluster(ray_started, tmp_path) -> None:
-    """Where a bare ``ray.init()`` joins the running cluster (two nodes), ``nertz-train --backend rllib`` without
-    ``--address`` runs on a Ray of its own instead: one node."""
+    """Where a bare ``ray.init()`` joins a running cluster, an rllib run without --address starts its own."""
     pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install '.[rllib]'")
     run = subprocess.run([*TRAIN, "--total-timesteps", "64", "--run-dir", str(tmp_path / "run")], capture_output=True,
                          text=True, cwd=tmp_path, timeout=900, stdin=subprocess.DEVNULL, env=ray_started[1])

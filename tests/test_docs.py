@@ -1,8 +1,5 @@
-"""The docs agree with the code and the repository: the generated tables and ``--help`` texts (made by
-``docs/_ext/nertz_docs.py`` at build time, where ``sphinx -W`` fails on any that cannot be made; ``python -m
-nertz_env.cli.docs`` for docs/env/api.md), the copy of the rules
-contract, the option table, the defaults the pages state, the picture, the relative links. The built site in a
-browser: ``tests/test_docs_site.py``."""
+"""The docs agree with the code and the repository: generated tables and ``--help`` texts, the rules contract,
+the option table, stated defaults, the picture, relative links. The site in a browser: test_docs_site.py."""
 
 from __future__ import annotations
 
@@ -61,8 +58,7 @@ def test_variant_tables_are_the_code_s(nertz_docs: types.ModuleType) -> None:
 
 
 def test_the_command_reference_covers_every_console_script(nertz_docs: types.ModuleType) -> None:
-    """docs/reference/cli.md renders the --help of every console script, and each program named is one the
-    extension can run."""
+    """docs/reference/cli.md shows every console script's --help, each of a program the extension can run."""
     from nertz_env.cli.commands import COMMANDS  # the console scripts (tests/test_packaging.py: pyproject's)
 
     shown = {arg for _, arg, _ in _directives("nertz-help")}
@@ -129,16 +125,10 @@ def test_undocumented_public_names_are_found(nertz_docs: types.ModuleType, monke
         assert nertz_docs.undocumented(name) == [], name
 
 
-def _shared_rules() -> Path | None:
-    for candidate in (ROOT.parent / "shared" / "RULES.md", Path("/work/shared/RULES.md")):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 def test_rules_page_holds_the_contract() -> None:
     """docs/env/rules.md carries RULES.md (its headings one level down) word for word."""
-    original = _shared_rules()
+    places = (ROOT.parent / "shared" / "RULES.md", Path("/work/shared/RULES.md"))
+    original = next((p for p in places if p.is_file()), None)
     if original is None:
         pytest.skip("the project's RULES.md (shared/) is not beside this checkout")
     page = (DOCS / "env" / "rules.md").read_text()
@@ -151,8 +141,7 @@ def test_rules_page_holds_the_contract() -> None:
 
 
 def test_option_table_is_every_option_with_its_default() -> None:
-    """The rules page's option table is generated (nertz_env.config.OPTION_DOCS) and lists every option of
-    NertzConfig with its default."""
+    """The rules page's option table is generated and lists every NertzConfig option with its default."""
     from nertz_env import NertzConfig
     from nertz_env.config import options_markdown
 
@@ -188,8 +177,7 @@ def _relative_links(page: Path) -> list[str]:
 
 
 def test_every_relative_link_resolves() -> None:
-    """Links of README.md and the docs pages reach files of the repository, and anchors into Markdown pages
-    reach a heading (GitHub's and MyST's slugs: lower case, punctuation dropped, spaces to hyphens)."""
+    """Relative links of README.md and the docs reach a file, and anchors a heading (GitHub's slugs)."""
     bad = []
     for page in [README, *_pages()]:
         for url in _relative_links(page):
@@ -219,17 +207,13 @@ def test_api_page__info_schema_and_state_layout_are_the_code_s() -> None:
         render("no blocks here", required=("infos",))
 
 
-def _guides() -> list[Path]:
-    return [README, ROOT / "train" / "README.md", *_pages()]
-
-
 def test_pages_give_the_training_defaults_the_code_has() -> None:
     from nertz_env.train.config import TrainConfig
 
     defaults = TrainConfig().flat()
     phrases = (r"`(\w+)`,? (\d[\d,_]*) by default", r"`(\w+)` defaults to (\d[\d,_]*)", r"`(\w+)` \(default (\d[\d,_]*)\)")
     checked = []
-    for doc in _guides():
+    for doc in [README, ROOT / "train" / "README.md", *_pages()]:
         for name, number in (m for p in phrases for m in re.findall(p, doc.read_text())):
             if name in defaults:
                 checked.append(name)

@@ -1,14 +1,6 @@
-"""Every example README.md and the docs pages show runs as a user copies it, in a small form: each page's Python
-blocks and shell commands in page order, in one folder, as a user who follows the page (a later step reads what
-an earlier one wrote: ``runs/selfplay``, ``ppo_single.zip``). docs/contributing.md says how to mark a block.
-
-Pages: README.md and docs/, not docs/experiments/ (the records of past runs) nor ``RUN_ELSEWHERE``. Commands: each
-line of a ```bash block (continuations joined), each ``$ command`` line of another block (when the lines after it
-show ``prog: error: ...``, the command must exit 2 with exactly that one line), and each inline ``nertz-...`` or
-``python -m nertz_env...`` span with arguments, or ``python bench/X.py``. ``VAR=1|2 cmd`` runs once for each
-value. ``SHRINK`` makes the budgets small; ``NOT_RUN`` lists what runs elsewhere, with where. Python blocks of a
-page share one namespace; a block whose code an earlier page shows runs there only.
-"""
+"""Every example of README.md and the docs pages (not docs/experiments/ nor ``RUN_ELSEWHERE``) runs as a user copies
+it, in a small form, page by page in one folder; docs/contributing.md "Code on a page is run by the tests" says how.
+A ``$ cmd`` line shown with ``prog: error: ...`` must exit 2 with that one line; ``VAR=1|2 cmd`` runs once per value."""
 
 from __future__ import annotations
 
@@ -24,8 +16,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
-import urllib.request
 import warnings
 import zlib
 from collections.abc import Iterator
@@ -35,8 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import loopback_only, restore_sigint
+from conftest import loopback_only
 from nertz_env.extras import EXTRAS
+from procs import serve_and_fetch
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -272,8 +263,7 @@ def _matches(shown: str, printed: str) -> bool:
 
 
 def run_block(b: Block, namespace: dict[str, object]) -> str:
-    """Runs a block in the namespace, in the current folder; returns what it printed (checked when the page shows
-    its output)."""
+    """Runs a block in the namespace; returns what it printed (checked when the page shows its output)."""
     for module in b.requires:
         pytest.importorskip(module, reason=f"{b.page} line {b.line} needs {module} (an optional extra)")
     out = io.StringIO()
@@ -313,9 +303,8 @@ def _long(cmd: Command) -> bool:
 
 
 def all_commands() -> list[Command]:
-    """The commands of every page in page order, each once: the same small command shown on several pages runs
-    with the last of them, where it appears first (the training guide resumes the run the install page shows);
-    a long one whose words another long one of the same program holds runs as that one."""
+    """Every page's commands, each once: one that several pages show runs at its first place, as the last page
+    has it; a long one whose words another long one of the program holds runs as that one."""
     chosen: dict[str, Command] = {}
     for page in doc_pages():
         here: dict[str, Command] = {}
@@ -342,8 +331,7 @@ def _not_run(cmd: Command) -> str | None:
 
 
 def page_steps() -> dict[tuple[str, str], list[Command | Block]]:
-    """Each page's blocks and commands in page order, a test each: its long commands apart (in CI's long phase),
-    and each benchmark apart from those (it reads nothing another command wrote)."""
+    """Each page's blocks and commands in page order, a test each; long commands and benchmarks apart."""
     steps: dict[tuple[str, str], list[Command | Block]] = {}
     for c in COMMANDS:
         if not _not_run(c):
@@ -374,8 +362,7 @@ def _flag(words: list[str], flag: str) -> str | None:
 
 
 def test_no_two_training_runs_the_docs_show_share_a_run_folder() -> None:
-    """nertz-train refuses a fresh run into a folder that holds a run: each folder a fresh ``nertz-train``
-    command of the pages (the cluster guide too) trains into belongs to one command."""
+    """Each folder a fresh ``nertz-train`` command of the pages trains into belongs to one command (it refuses another)."""
     from nertz_env.train.config import read_config_file
 
     owner: dict[str, Command] = {}
@@ -392,8 +379,7 @@ def test_no_two_training_runs_the_docs_show_share_a_run_folder() -> None:
 
 
 def _input(word: str, cmd: Command) -> str:
-    """A word naming a file: a placeholder's stand-in; a checkout file copied into the work folder; the newest
-    checkpoint of a run for one the full-size run would write."""
+    """A file word: a placeholder's stand-in, a checkout file copied here, or a run's newest checkpoint."""
     word = PLACEHOLDERS.get(word, word)
     if word.startswith("-") or "." not in word or Path(word).is_absolute() or Path(word).exists():
         return word
@@ -409,9 +395,8 @@ def _input(word: str, cmd: Command) -> str:
 
 @pytest.fixture
 def work(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
-    """The user's folder for one page. bench/ scripts write their results into the checkout, so a test that runs
-    one holds the checkout's bench lock (one such test at a time across xdist workers) and puts those folders
-    back as they were."""
+    """The user's folder for one page. A page running bench/ scripts (they write into the checkout) holds the
+    bench lock, one at a time across xdist workers, and puts those folders back as they were."""
     params = request.node.callspec.params
     if not any(isinstance(c, Command) and "bench/" in c.text for c in PAGES[params["page"], params["group"]]):
         yield tmp_path
@@ -431,39 +416,9 @@ def work(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
                 p.write_bytes(data)
 
 
-def _serve(argv: list[str], ready: str, where: str) -> None:
-    """Starts a server, reads its output up to its address line, fetches that page, then stops it with a Ctrl-C."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=restore_sigint)
-    assert proc.stdout is not None
-    timer = threading.Timer(300, proc.kill)  # a server that never says where it is
-    timer.start()
-    seen: list[str] = []
-    try:
-        for line in proc.stdout:  # ends when the server does
-            seen.append(line)
-            if ready in line:
-                url = re.search(r"https?://\S+", line)
-                assert url, f"{where}\nits address line has no URL: {line!r}"
-                with urllib.request.urlopen(url.group(0), timeout=30) as page:
-                    assert page.status == 200, f"{where}\n{url.group(0)} answered {page.status}"
-                return
-        pytest.fail(f"{where}\nno {ready!r} line (exit {proc.wait()}):\n" + "".join(seen))
-    finally:
-        timer.cancel()
-        proc.send_signal(signal.SIGINT)  # Ctrl-C, as a user stops it
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def _here(words: list[str], env: dict[str, str], capfd: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """Runs a console script (through its entry point, as the installed script does) or a ``python -m`` module in
-    this process as in a process of its own: its argv and variables; the exit code its ``SystemExit`` or
-    return value gives. Puts back what a command may set for its whole process (variables, torch's threads,
-    logging, warning filters), and fails when it leaves a signal handler behind."""
+    """Runs a console script (by its entry point) or a ``python -m`` module here as in a process of its own;
+    puts back what a command may set for its process, and fails when it leaves a signal handler behind."""
     torch = sys.modules.get("torch")
     threads, handlers = torch and torch.get_num_threads(), logging.getLogger().handlers[:]
     signals = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)]
@@ -503,8 +458,7 @@ def _here(words: list[str], env: dict[str, str], capfd: pytest.CaptureFixture[st
 ])
 def test_page_examples_run(page: str, group: str, work: Path, capfd: pytest.CaptureFixture[str],
                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """Runs the page's steps in order in one folder. A server, Ray and the checkout's scripts run in a process of
-    their own; the package's commands run in this one (:func:`_here`)."""
+    """The page's steps in order in one folder; servers, Ray and the checkout's scripts in processes of their own."""
     monkeypatch.chdir(work)
     for var, value in (("PYTHONUNBUFFERED", "1"), ("CI", os.environ.get("CI", "true")), ("MPLBACKEND", "Agg")):
         monkeypatch.setenv(var, value)
@@ -527,7 +481,7 @@ def test_page_examples_run(page: str, group: str, work: Path, capfd: pytest.Capt
             argv = [sys.executable, str(ROOT / words[1]), *words[2:]] if words[0] == "python" else [str(BIN / words[0]), *words[1:]]
             with loopback_only() if extra == "rllib" else contextlib.nullcontext():  # Ray binds the machine's address
                 if words[0] in SERVERS:
-                    _serve(argv, SERVERS[words[0]], where)
+                    serve_and_fetch(argv, SERVERS[words[0]], where)
                     continue
                 r = subprocess.run(argv, env={**os.environ, **cmd.env}, capture_output=True, text=True, timeout=900,
                                    stdin=subprocess.DEVNULL)
@@ -540,10 +494,3 @@ def test_page_examples_run(page: str, group: str, work: Path, capfd: pytest.Capt
             assert err.strip().splitlines() == [cmd.expect_error], f"{where}\nthe page shows one line{tail}"
         else:
             assert code == 0, f"{where}\nexit {code}{tail}"
-
-
-def test_output_matching() -> None:
-    assert _matches("a\n...\nz\n", "a\nb\nc\nz\n")
-    assert _matches("(1024, 4, 446)\n", "(1024, 4, 446)\n")
-    assert not _matches("(1024, 4, 446)\n", "(1024, 4, 447)\n")
-    assert not _matches("a\nz\n", "a\nb\nz\n")

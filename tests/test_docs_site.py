@@ -1,11 +1,6 @@
-"""The built docs site in a real browser: its front page and a guide open, the navigation leads between pages,
-and search finds a page, all offline (Playwright driving Debian's chromium, as tests/test_browser.py).
-
-Needs the built site: ``python -m sphinx -W --keep-going -b html docs docs/_build/html`` (CI's "docs" phase
-builds it, then runs this file). Skipped when the site is not built (``NERTZ_DOCS_HTML`` names another build
-folder), or when Playwright or chromium is missing. The site is served from 127.0.0.1 by a server in this
-process; any request to another host fails the test, and search is also checked from disk (file://).
-"""
+"""The built docs site in a real browser, offline: pages, navigation and search (Playwright and Debian's
+chromium). Needs the site built (``python -m sphinx -W --keep-going -b html docs docs/_build/html``, or
+``NERTZ_DOCS_HTML``); served from 127.0.0.1, and any request elsewhere fails the test."""
 
 from __future__ import annotations
 

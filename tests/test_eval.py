@@ -1,7 +1,6 @@
-"""Evaluation (nertz_env.eval): statistics on constructed results, lineups, seat rotation and duplicate deals,
-worker-count independence, ratings, every printed and saved figure recomputed from the game records, the
-``nertz-eval`` command (its refusals as one table, Ctrl-C, huge inputs), models trained outside nertz-train,
-``nertz-demo``, and the ladder's order. Tournaments on a Ray cluster: test_cluster.py."""
+"""Evaluation (nertz_env.eval): statistics, lineups, rotation and duplicate deals, workers, ratings, every
+figure recomputed from the game records, ``nertz-eval`` (refusals, Ctrl-C, huge inputs), outside models,
+``nertz-demo``, the ladder's order. Clusters: test_cluster.py."""
 
 from __future__ import annotations
 
@@ -13,10 +12,9 @@ import re
 import signal
 import subprocess
 import sys
-import threading
-import time
 import zipfile
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,6 @@ pytest.importorskip("openskill", reason="needs the eval extra: pip install '.[ev
 from openskill.models import PlackettLuce
 
 import nertz_env
-from conftest import restore_sigint
 from nertz_env.agents import LADDER, make_agent
 from nertz_env.agents.registry import IncompatibleAgentError
 from nertz_env.eval import (
@@ -49,6 +46,7 @@ from nertz_env.eval.tournament import (
     round_robin_lineups,
     seatings,
 )
+from procs import ctrl_c_at, signal_when
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -124,8 +122,7 @@ def test_ranks_from_scores__ties_share_the_better_rank() -> None:
 def constructed_results(
     scores_by_deal: dict[int, list[list[int]]], rules: dict[str, Any] | None = None
 ) -> Results:
-    """Results of two agents at a 2-player table: each deal a list of games, each game the two seats' round
-    scores with agent 0 at seat 0 in even games and at seat 1 in odd ones."""
+    """Two agents, 2 seats: per deal a list of games (the seats' scores), agent 0 at seat 0 in even games."""
     config = nertz_env.make_config(num_players=2, **(rules or {}))
     games = []
     for deal, game_scores in scores_by_deal.items():
@@ -259,8 +256,7 @@ def test_run_tournament__same_results_with_one_or_two_workers() -> None:
 
 
 def test_run_tournament__workers_from_a_script_without_the_main_guard_end_in_one_error_not_a_hang(tmp_path: Path) -> None:
-    """A spawned worker imports the script again, whose top level plays again and fails; a pool that replaced such
-    workers for ever hung, printing a traceback a second."""
+    """A spawned worker re-imports the script, whose top level fails: one error, not a pool that hangs."""
     (tmp_path / "mine.py").write_text("from nertz_env.eval import run_tournament\n"
                                       "run_tournament(['random', 'greedy'], num_players=2, deals=40, workers=2)\n")
     out = subprocess.run([sys.executable, "mine.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
@@ -285,8 +281,8 @@ def _mean_ci(values: list[float], metric: str = "score") -> tuple[float, float]:
 
 
 class Recomputed:
-    """Statistics recomputed from games.csv rows alone (independent of eval/summary.py): a gauntlet plays one
-    table per opponent, and a difference between agents is meaningful only at the tables where both sat."""
+    """Statistics from games.csv rows alone (not eval/summary.py): a difference between agents counts only
+    the tables where both sat."""
 
     def __init__(self, rows: list[dict[str, str]]) -> None:
         # per game: the seats' (agent, score per round); games are (deal, lineup, rotation)
@@ -327,8 +323,7 @@ class Recomputed:
         return _mean_ci(list(self.per_deal(metric, agent, self.tables_of(agent)).values()), metric)
 
     def pairs(self) -> dict[tuple[str, str], tuple[list[int], float, float, int]]:
-        """Every pair of agents that sat together: its tables, the mean and half-width of the per-deal
-        differences (averaged over the shared tables), and the number of deals."""
+        """Each pair that met: its tables, the mean and half-width of its per-deal differences, its deals."""
         agents = sorted({a for s in self.tables.values() for a in s})
         out = {}
         for a in agents:
@@ -373,10 +368,6 @@ def _check_rate_interval(metric: str, m: float, hw: float, js: dict[str, Any], r
         assert 0.0 <= js["low"] <= js["high"] <= 1.0
 
 
-def _cells(line: str) -> list[str]:
-    return re.split(r"\s{2,}", line.strip())
-
-
 def _section(text: str, title_start: str) -> list[list[str]]:
     """The data rows of the table printed after the line starting with ``title_start``."""
     lines = text.splitlines()
@@ -387,7 +378,7 @@ def _section(text: str, title_start: str) -> list[list[str]]:
     for ln in lines[start + 1 :]:
         if not ln.strip() or ln.startswith("±") or ln.startswith("("):
             break
-        rows.append(_cells(ln))
+        rows.append(re.split(r"\s{2,}", ln.strip()))
     return rows
 
 
@@ -632,23 +623,19 @@ def test_cli__round_robin_prints_the_table_and_saves_only_when_the_run_is_taken(
 
 
 def test_cli__default_workers_never_exceed_the_deals_and_every_subcommand_saves_under_eval_out(capsys: Any) -> None:
-    import argparse
-
     from nertz_env.eval.cli import build_parser
 
     for deals in (["--deals", "1"], ["--deal-seeds", "7"]):
         assert main([*RR, "--players", "2", *deals, "--no-save"]) == 0
         assert capsys.readouterr().out.rstrip().endswith("1 worker(s))")
     # one documented place for nertz-eval's files, relative to where it runs
-    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    for name, p in sub.choices.items():
-        assert p.get_default("default_out") == f"eval_out/{name}", name
+    for command in (RR, ["gauntlet", "random", "greedy"], ["ladder"]):
+        assert build_parser().parse_args(command).default_out == f"eval_out/{command[0]}"
 
 
 # ---------------------------------------------------------------- a huge --deals, and Ctrl-C
 def _no_seeds_up_front(monkeypatch: Any) -> None:
-    """Fail at once where the seeds of every deal were built before the first deal (--deals 10000000000 took
-    hours and hundreds of GB with no message)."""
+    """Fail at once if every deal's seed is built before the first deal (``--deals 10000000000``)."""
     import nertz_env.eval.tournament as tournament
 
     real, calls = tournament.deal_seed, [0]
@@ -663,16 +650,9 @@ def _no_seeds_up_front(monkeypatch: Any) -> None:
 
 def _ctrl_c_at_deal(monkeypatch: Any, stop: int) -> None:
     """Ctrl-C when deal ``stop`` would start (deals ``0 .. stop-1`` finished; one process plays them in order)."""
-    import nertz_env.eval.tournament as tournament
+    from nertz_env.eval import tournament
 
-    real = tournament.Player.play_deal
-
-    def play_deal(self: Any, deal: int) -> Any:
-        if deal == stop:
-            raise KeyboardInterrupt
-        return real(self, deal)
-
-    monkeypatch.setattr(tournament.Player, "play_deal", play_deal)
+    ctrl_c_at(monkeypatch, tournament.Player, "play_deal", stop + 1, sigint=False)
 
 
 def test_plan_tournament__a_huge_number_of_deals_computes_each_seed_when_dealt(monkeypatch: Any) -> None:
@@ -699,60 +679,26 @@ def test_cli__a_huge_deals_starts_at_once_and_ctrl_c_saves_the_finished_deals(
     assert "[interrupted: 3 of 10000000000 deals]" in (out / "table.txt").read_text()
 
 
-def _interrupt_run(
-    tmp_path: Any, workers: int, installed: bool = False, sig: int = signal.SIGINT
-) -> tuple[subprocess.CompletedProcess[str] | Any, str]:
-    out_dir = tmp_path / "out"
-    command = ([os.path.join(os.path.dirname(sys.executable), "nertz-eval")] if installed
-               else [sys.executable, "-m", "nertz_env.eval.cli"])
-    proc = subprocess.Popen(
-        [*command, "round-robin", "heuristic", "random", "--players", "2", "--deals", "100000", "--workers",
-         str(workers), "--out", str(out_dir), "--no-plots"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=restore_sigint,
-    )
-    err = bytearray()
-
-    def pump() -> None:
-        assert proc.stderr is not None
-        while chunk := proc.stderr.read1(4096):  # type: ignore[attr-defined]
-            err.extend(chunk)
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        found = re.findall(rb"\| *(\d+)/100000", bytes(err))
-        if found and int(found[-1]) >= 3:
-            break
-        time.sleep(0.1)
-    else:
-        proc.kill()
-        pytest.fail("the run never showed progress: " + err.decode(errors="replace")[-500:])
-    proc.send_signal(sig)
-    try:
-        stdout, _ = proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()  # do not leave it running (it would slow every later test)
-        proc.communicate()
-        raise
-    reader.join(timeout=10)
-    return proc, stdout.decode() + "\n" + err.decode(errors="replace")
-
-
 @pytest.mark.parametrize(
-    ("workers", "installed", "sig", "returncode"),
+    ("installed", "sig", "returncode"),
     [
         # a terminal's Ctrl-C reaches the workers too (they ignore it); the in-process test above is its quick form
-        pytest.param(2, False, signal.SIGINT, 130, marks=pytest.mark.long),
-        (2, True, signal.SIGTERM, -signal.SIGINT),  # `kill PID` on the installed command: saved the same, ends as Ctrl-C
+        pytest.param(False, signal.SIGINT, 130, marks=pytest.mark.long),
+        (True, signal.SIGTERM, -signal.SIGINT),  # `kill PID` on the installed command: saved the same, ends as Ctrl-C
     ],
 )
 @pytest.mark.skipif(os.name != "posix", reason="signals a child process and reads its end by signal (preexec_fn, negative exit codes): POSIX")
 def test_cli__ctrl_c_keeps_and_saves_the_finished_deals(
-    tmp_path: Any, workers: int, installed: bool, sig: int, returncode: int
+    tmp_path: Any, installed: bool, sig: int, returncode: int
 ) -> None:
-    proc, text = _interrupt_run(tmp_path, workers, installed, sig)
-    assert proc.returncode == returncode, text[-2000:]
+    """A long round robin in two workers, sent ``sig`` once its progress bar shows 3 deals done."""
+    command = ([os.path.join(os.path.dirname(sys.executable), "nertz-eval")] if installed
+               else [sys.executable, "-m", "nertz_env.eval.cli"])
+    argv = [*command, "round-robin", "heuristic", "random", "--players", "2", "--deals", "100000",
+            "--workers", "2", "--out", str(tmp_path / "out"), "--no-plots"]
+    code, text = signal_when(argv, lambda err: any(int(n) >= 3 for n in re.findall(r"\| *(\d+)/100000", err)),
+                             sig, 90, watch="stderr")
+    assert code == returncode, text[-2000:]
     assert "Traceback" not in text
     data = json.loads((tmp_path / "out" / "results.json").read_text())
     assert data["interrupted"] is True
@@ -765,8 +711,7 @@ def test_cli__ctrl_c_keeps_and_saves_the_finished_deals(
 # ---------------------------------------------------------------- a model trained outside nertz-train
 @pytest.fixture(scope="module")
 def outside_model(tmp_path_factory: Any) -> Path:
-    """A MaskablePPO trained for a few hundred steps on NertzSingleAgentEnv (2 players, draw=1) and saved
-    by SB3 itself: no nertz-env record inside or beside it."""
+    """A MaskablePPO trained briefly and saved by SB3 itself: no nertz-env record inside or beside it."""
     pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install '.[train]'")
     import torch
     from sb3_contrib import MaskablePPO
@@ -802,16 +747,22 @@ def test_outside_model__plays_in_nertz_eval_at_the_table_given_by_flags_and_no_o
 
 
 def test_outside_model__one_call_each(outside_model: Path, tmp_path: Path) -> None:
+    from nertz_env.agents.meta import CheckpointError
+    from nertz_env.agents.policy import load_policy
     from nertz_env.agents.registry import load_policy_agent, record_rules
 
     table = nertz_env.make_config(num_players=2, draw=1)
-    # make_agent: plays at a table of matching spaces
+    # make_agent: plays at a table of matching spaces, and only there
     agent = make_agent(f"{outside_model}:deterministic=true")
+    with pytest.raises(ValueError, match="no nertz-env record"):
+        agent.reset(nertz_env.make_config(num_players=3), 0, 0)
     agent.reset(table, 0, 0)
     env = nertz_env.parallel_env(num_players=2, draw=1)
     obs, _ = env.reset(seed=3)
     a = agent.act(obs["player_0"]["observation"], obs["player_0"]["action_mask"])
     assert obs["player_0"]["action_mask"][a] == 1
+    with pytest.raises(CheckpointError, match="no nertz-env record"):  # training's init_from needs the record
+        load_policy(str(outside_model))
     # load_policy_agent with the rules it was trained for: refuses any other table, even of equal spaces
     pinned = load_policy_agent(str(outside_model), config=table)
     pinned.reset(table, 1, 0)
@@ -837,54 +788,45 @@ def test_outside_model__one_call_each(outside_model: Path, tmp_path: Path) -> No
 
 
 # ---------------------------------------------------------------- threads
-def test_workers__each_runs_torch_in_one_thread(monkeypatch: Any) -> None:
-    """A worker's set-up caps torch at one thread: at once when it is loaded, through OMP_NUM_THREADS (which
-    torch reads when imported) when a policy loads it later. Called here in-process, as a spawned worker runs it."""
+@pytest.fixture
+def torch_at_two_threads() -> Iterator[Any]:
+    """torch, set to two threads for the test (as a user's process may have it), and put back after."""
     torch = pytest.importorskip("torch", reason="needs the train extra: pip install '.[train]'")
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield torch
+    torch.set_num_threads(before)
+
+
+def test_workers__each_runs_torch_in_one_thread(torch_at_two_threads: Any, monkeypatch: Any) -> None:
+    """A worker's set-up caps torch at one thread, loaded now or later (through OMP_NUM_THREADS)."""
     from nertz_env.eval import tournament
 
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         monkeypatch.setenv(var, "")  # (restored after the test)
         monkeypatch.delenv(var)
     monkeypatch.setattr(tournament.signal, "signal", lambda *args: None)  # the worker's SIGINT handler
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        tournament._worker_player(plan_tournament(["heuristic", "random"], num_players=2, deals=1).plan)
-        assert torch.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
-    finally:
-        torch.set_num_threads(before)
+    tournament._worker_player(plan_tournament(["heuristic", "random"], num_players=2, deals=1).plan)
+    assert torch_at_two_threads.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
 
 
-def test_play_tournament__one_torch_thread_while_playing_then_restored() -> None:
-    torch = pytest.importorskip("torch", reason="needs the train extra: pip install '.[train]'")
+def test_play_tournament__one_torch_thread_while_playing_then_restored(torch_at_two_threads: Any) -> None:
+    from nertz_env.eval.tournament import play_tournament
 
     seen = []
     policy = make_agent("ppo")
     act = policy.act
 
     def spying_act(obs: Any, mask: Any) -> int:
-        seen.append(torch.get_num_threads())
+        seen.append(torch_at_two_threads.get_num_threads())
         return act(obs, mask)
 
     policy.act = spying_act  # type: ignore[method-assign]
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        t = plan_tournament(
-            ["ppo", "heuristic"],
-            num_players=4,
-            deals=1,
-            mode="gauntlet",
-            agent_factory=lambda spec: policy if spec == "ppo" else make_agent(spec),
-        )
-        from nertz_env.eval.tournament import play_tournament
-
-        play_tournament(t, workers=1)
-        assert seen and set(seen) == {1}
-        assert torch.get_num_threads() == 2
-    finally:
-        torch.set_num_threads(before)
+    t = plan_tournament(["ppo", "heuristic"], num_players=4, deals=1, mode="gauntlet",
+                        agent_factory=lambda spec: policy if spec == "ppo" else make_agent(spec))
+    play_tournament(t, workers=1)
+    assert seen and set(seen) == {1}
+    assert torch_at_two_threads.get_num_threads() == 2
 
 
 # ---------------------------------------------------------------- without the train extra, and nertz-demo

@@ -1,6 +1,6 @@
-"""Nothing lost on Ctrl-C: ``nertz-train`` stops at the end of the rollout and update under way, saves there and
-prints the ``--resume`` command, and the resumed run continues exactly as one that never stopped; a second
-Ctrl-C stops at once without leaving a half-written checkpoint."""
+"""Nothing lost on Ctrl-C: ``nertz-train``, imitation and expert iteration save at the end of the step under
+way and print the ``--resume`` command; the resumed run equals one that never stopped; a second Ctrl-C
+stops at once, leaving no half-written checkpoint."""
 
 from __future__ import annotations
 
@@ -11,10 +11,7 @@ import os
 import pickle
 import re
 import signal
-import subprocess
 import sys
-import threading
-import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -23,25 +20,22 @@ import pytest
 
 pytest.importorskip("sb3_contrib", reason="needs the train extra")
 
-from conftest import loopback_only, restore_sigint
+from conftest import loopback_only
 from nertz_env.agents.meta import read_meta
 from nertz_env.train import TrainConfig, Trainer
 from nertz_env.train.checkpoint import state_path
 from nertz_env.train.cli import main as train_main
 from nertz_env.train.resume import Interrupted
-from test_train import _quiet, _same_weights, _weights
+from procs import ctrl_c_at, signal_when
+from test_imitate import EXPERT, IMITATE
+from test_train import TINY, _quiet, _same_weights, _weights
 
 ROLLOUT = 16 * 2 * 4  # n_steps x tables x seats
 
 
 def _options(run_dir: Path, **kw: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "num_tables": 2, "n_steps": 16, "batch_size": 64, "n_epochs": 2, "net_arch": [32, 32],
-        "total_timesteps": 6 * ROLLOUT, "checkpoint_every": 0, "eval_every": 0, "eval_deals": 0,
-        "progress_bar": False, "tensorboard": False, "run_dir": str(run_dir), "seed": 3,
-    }
-    base.update(kw)
-    return base
+    return {**TINY, "n_epochs": 2, "net_arch": [32, 32], "total_timesteps": 6 * ROLLOUT, "eval_every": 0,
+            "run_dir": str(run_dir), "seed": 3, **kw}
 
 
 def _saving(run: Path, evaluating: bool) -> TrainConfig:
@@ -51,8 +45,7 @@ def _saving(run: Path, evaluating: bool) -> TrainConfig:
 
 
 def _wrote(run: Path) -> dict[str, Any]:
-    """Every file a run wrote, as far as it does not depend on the clock: an archive's members (SB3's data holds
-    the start time), a training state's values, a CSV without its seconds, the throughput report's keys."""
+    """Every file a run wrote, less what depends on the clock (SB3's data, a CSV's seconds, throughput)."""
     out: dict[str, Any] = {}
     for p in sorted(x for x in run.rglob("*") if x.is_file()):
         name, data = p.relative_to(run).as_posix(), p.read_bytes().replace(str(run).encode(), b"RUN")
@@ -101,28 +94,9 @@ def test_ctrl_c_saves_at_the_end_of_the_update_and_the_resumed_run_writes_the_st
     monkeypatch.setattr(tqdm, "tqdm", Bar)
     trainer = Trainer(_saving(tmp_path / "run", evaluating), log=_quiet)
     if where == "rollout":
-        real_step = trainer.timer.step_wait
-        calls = {"n": 0}
-
-        def step_wait() -> Any:
-            calls["n"] += 1
-            if calls["n"] == 3 * 16 + 5:
-                signal.raise_signal(signal.SIGINT)
-            return real_step()
-
-        monkeypatch.setattr(trainer.timer, "step_wait", step_wait)
-    else:
-        optimizer = trainer.model.policy.optimizer
-        real_opt_step, steps_per_update = optimizer.step, 2 * ROLLOUT // 64
-        count = {"n": 0}
-
-        def opt_step(*a: Any, **k: Any) -> Any:
-            count["n"] += 1
-            if count["n"] == 3 * steps_per_update + 1:
-                signal.raise_signal(signal.SIGINT)
-            return real_opt_step(*a, **k)
-
-        monkeypatch.setattr(optimizer, "step", opt_step)
+        ctrl_c_at(monkeypatch, trainer.timer, "step_wait", 3 * 16 + 5)
+    else:  # 2 epochs of ROLLOUT / 64 optimizer steps an update
+        ctrl_c_at(monkeypatch, trainer.model.policy.optimizer, "step", 3 * (2 * ROLLOUT // 64) + 1)
     with pytest.raises(Interrupted) as info:
         trainer.train()
     saved = info.value.folder
@@ -143,15 +117,7 @@ def test_a_second_ctrl_c_while_saving_stops_at_once_leaving_no_half_checkpoint(
 
     config = tmp_path / "train.json"
     config.write_text(json.dumps(_options(tmp_path / "run", total_timesteps=6 * ROLLOUT, checkpoint_every=2 * ROLLOUT)))
-    real_step = trainer_module.VecTimer.step_wait
-    calls = {"n": 0}
-
-    def step_wait(self: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 2 * 16 + 3:  # the first Ctrl-C, in the third rollout
-            signal.raise_signal(signal.SIGINT)
-        return real_step(self)
-
+    ctrl_c_at(monkeypatch, trainer_module.VecTimer, "step_wait", 2 * 16 + 3)  # the first: in the 3rd rollout
     real_write_meta = trainer_module.write_meta
 
     def write_meta(path: str, meta: dict[str, Any]) -> None:  # the second, while the stop's checkpoint is written
@@ -159,7 +125,6 @@ def test_a_second_ctrl_c_while_saving_stops_at_once_leaving_no_half_checkpoint(
             signal.raise_signal(signal.SIGINT)
         real_write_meta(path, meta)
 
-    monkeypatch.setattr(trainer_module.VecTimer, "step_wait", step_wait)
     monkeypatch.setattr(trainer_module, "write_meta", write_meta)
     assert train_main(["--config", str(config)]) == 130
     err = capsys.readouterr().err
@@ -170,49 +135,18 @@ def test_a_second_ctrl_c_while_saving_stops_at_once_leaving_no_half_checkpoint(
     assert names == sorted(f"step_{2 * ROLLOUT:012d}{x}" for x in (".zip", ".json", ".state.pkl"))
 
 
-def _signal_when(
-    argv: list[str], pattern: str, sig: int, timeout: float, stderr: Any = subprocess.PIPE
-) -> tuple[int, str]:
-    """Start ``argv``, send it ``sig`` once ``pattern`` has appeared twice on its stdout, and wait for its end:
-    its exit code and stderr ("" when ``stderr`` is a file)."""
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=stderr, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
-        preexec_fn=restore_sigint,
-    )
-    seen: list[str] = []
-    done = threading.Event()
-
-    def reader() -> None:
-        for line in proc.stdout or []:
-            seen.append(line)
-            if sum(pattern in x for x in seen) >= 2:
-                done.set()
-        done.set()
-
-    threading.Thread(target=reader, daemon=True).start()
-    try:
-        assert done.wait(timeout), "".join(seen)
-        time.sleep(0.2)
-        proc.send_signal(sig)
-        _, err = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    return proc.returncode, err or ""
-
-
 NERTZ_TRAIN = os.path.join(os.path.dirname(sys.executable), "nertz-train")
 
 
 @pytest.mark.skipif(os.name != "posix", reason="signals a child process and reads its end by signal (preexec_fn, negative exit codes): POSIX")
 def test_a_sigterm_to_a_real_nertz_train_saves_and_its_resume_command_finishes_the_run(tmp_path: Path) -> None:
-    """``kill PID`` on the installed command saves as a Ctrl-C does (the in-process tests above cover Ctrl-C),
-    then the process ends as Ctrl-C ends it."""
+    """``kill PID`` on the installed command saves as a Ctrl-C does and ends as Ctrl-C ends it."""
     run = tmp_path / "run"
     config = tmp_path / "train.json"
     config.write_text(json.dumps(_options(run, total_timesteps=10_000_000, verbose=1)))
     # SB3 prints its table after each rollout, before the update: the second table follows a finished update
-    code, err = _signal_when([NERTZ_TRAIN, "--config", str(config)], "total_timesteps", signal.SIGTERM, 300)
+    code, err = signal_when([NERTZ_TRAIN, "--config", str(config)], lambda out: out.count("total_timesteps") >= 2,
+                            signal.SIGTERM, 300)
     assert code == -signal.SIGINT, err
     assert "Traceback" not in err, err
     m = re.search(r"resume with: nertz-train .*--resume (\S+)", err)
@@ -227,10 +161,6 @@ def test_a_sigterm_to_a_real_nertz_train_saves_and_its_resume_command_finishes_t
 
 
 # ---------------------------------------------------------------- imitation and expert iteration
-IMITATE = ["--teacher", "greedy", "--players", "2", "--samples", "64", "--epochs", "2", "--batch-size", "32",
-           "--net-arch", "16", "--dagger-rounds", "2", "--dagger-samples", "32", "--dagger-epochs", "1"]
-
-
 @pytest.fixture(scope="module")
 def imitated(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The imitation run that never stopped."""
@@ -248,16 +178,7 @@ def test_imitate_ctrl_c_saves_the_last_finished_step_and_resume_finishes_the_sam
     import nertz_env.train.imitate as imitate
 
     name, call = stop_at
-    real = getattr(imitate, name)
-    calls = {"n": 0}
-
-    def stopping(*a: Any, **k: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == call:
-            raise KeyboardInterrupt
-        return real(*a, **k)
-
-    monkeypatch.setattr(imitate, name, stopping)
+    real = ctrl_c_at(monkeypatch, imitate, name, call, sigint=False)
     out = str(tmp_path / "cut.zip")
     argv = [*IMITATE, "--out", out]
     capsys.readouterr()
@@ -283,26 +204,16 @@ def test_expert_ctrl_c_saves_the_last_finished_step_and_resume_finishes_the_same
     import nertz_env.train.expert as expert
     import nertz_env.train.imitate as imitate
 
-    base = ["--init", "ppo_imitation", "--iterations", "2", "--samples", "24", "--epochs", "1", "--batch-size", "32",
-            "--planner", "rollouts=2"]
     straight = str(tmp_path / "straight.zip")
-    assert expert.main([*base, "--out", straight, "--checkpoint-dir", str(tmp_path / "a")]) == 0
-    real_fit, calls = imitate.fit, {"n": 0}
-
-    def fit(*a: Any, **k: Any) -> Any:  # Ctrl-C in the second iteration's fit
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        return real_fit(*a, **k)
-
-    monkeypatch.setattr(imitate, "fit", fit)
+    assert expert.main([*EXPERT, "--out", straight, "--checkpoint-dir", str(tmp_path / "a")]) == 0
+    real_fit = ctrl_c_at(monkeypatch, imitate, "fit", 2, sigint=False)  # in the second iteration's fit
     out, folder = str(tmp_path / "cut.zip"), str(tmp_path / "b")
-    assert expert.main([*base, "--out", out, "--checkpoint-dir", folder]) == 130
+    assert expert.main([*EXPERT, "--out", out, "--checkpoint-dir", folder]) == 130
     err = capsys.readouterr().err
     assert f"saved iteration 2's records (its fit not started) in {folder}" in err
     assert f"--resume {folder}" in err
     monkeypatch.setattr(imitate, "fit", real_fit)
-    assert expert.main([*base, "--out", out, "--checkpoint-dir", folder, "--resume", folder]) == 0
+    assert expert.main([*EXPERT, "--out", out, "--checkpoint-dir", folder, "--resume", folder]) == 0
     assert _same_weights(_weights(straight), _weights(out))
     assert [json.loads(x)["iteration"] for x in (tmp_path / "b" / "log.jsonl").read_text().splitlines()] == [1, 2]
 
@@ -318,7 +229,7 @@ def test_sigint_to_a_real_imitation_run_saves_and_resumes_to_the_same_policy(tmp
     assert imitate.main([*argv, "--out", straight]) == 0
     out = str(tmp_path / "cut.zip")
     argv = [sys.executable, "-m", "nertz_env.train.imitate", *argv, "--out", out]
-    code, err = _signal_when(argv, "epoch", signal.SIGINT, 300)  # recorded, and fitting
+    code, err = signal_when(argv, lambda out: out.count("epoch") >= 2, signal.SIGINT, 300)  # recorded, and fitting
     assert code == 130 and "Traceback" not in err, err
     m = re.search(r"resume with: python -m nertz_env.train.imitate (.+)", err)
     assert m, err
@@ -350,7 +261,8 @@ def test_a_signal_to_a_real_rllib_run_saves_after_the_iteration_and_resumes(
         err_path = tmp_path / "stderr.txt"
         command = [NERTZ_TRAIN] if route == "installed" else [sys.executable, "-m", "nertz_env.train.cli"]
         with open(err_path, "w") as err_file:
-            code, _ = _signal_when([*command, *args, "--total-timesteps", "100000000"], "iter ", sig, 600, err_file)
+            code, _ = signal_when([*command, *args, "--total-timesteps", "100000000"],
+                                  lambda out: out.count("iter ") >= 2, sig, 600, stderr=err_file)
         err = err_path.read_text()
         assert code == returncode, err
         assert "stopping after this iteration to save" in err

@@ -1,9 +1,6 @@
-"""Packaging: the explicit package list, the installed layout (top-level ``agents/``, ``train/`` and ``eval/`` as
-``nertz_env.agents`` etc., no symlinks), the README's commands and links, the install hints; and, marked
-``isolated``, a wheel built from a clone without symlinks, the sdist and the wheel installed in venvs of their own
-(tests/isolated_venv.py) and used outside the checkout:
-the sdist on Python 3.11 (plain: PettingZoo's five tests, its own tests), the wheel with its extras on the
-oldest and newest Python (3.10, 3.13). The train extra runs on 3.11 beside the clients (tests/test_clients.py)."""
+"""Packaging: the package list, the installed layout (top-level folders as ``nertz_env.agents`` etc., no
+symlinks), the README's commands and links, install hints; marked ``isolated``, a wheel from a clone
+without symlinks, the sdist (3.12) and the wheel (3.10, 3.13) in venvs of their own."""
 
 from __future__ import annotations
 
@@ -16,8 +13,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import time
-import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -25,6 +20,7 @@ import pytest
 
 from isolated_venv import dist, env_for, python_of, run, run_script, venv
 from nertz_env.extras import install_command
+from procs import serve_and_fetch
 
 ROOT = Path(__file__).resolve().parent.parent
 MAPPED = ("agents", "train", "eval")  # top-level folders of the checkout, installed as nertz_env.<name>
@@ -117,14 +113,6 @@ def test_extras__the_module_table_matches_pyprojects_extras() -> None:
         assert modules == tuple(import_name.get(n.lower(), n.lower().replace("-", "_")) for n in names), extra
 
 
-def test_readme__command_list_says_what_each_command_needs() -> None:
-    from nertz_env.cli.commands import COMMANDS
-
-    readme = (ROOT / "README.md").read_text()
-    for command, spec in COMMANDS.items():
-        assert f"`{command}`: {spec.needs}" in readme, f"README.md's command list: `{command}`: {spec.needs}"
-
-
 def test_metadata__classifiers_name_the_tested_pythons_and_urls_point_at_the_repository() -> None:
     project = _pyproject()["project"]
     versions = {
@@ -187,8 +175,7 @@ def test_commands__a_missing_extra_is_one_line_naming_it(
 
 # ---------------------------------------------------------------- README.md: also the page a package index shows
 def _link_targets(markdown: str) -> list[tuple[str, bool]]:
-    """(target, is a picture) of every Markdown link, reference definition and HTML src/href outside fenced
-    code blocks."""
+    """(target, is a picture) of every Markdown link, reference and HTML src/href outside code fences."""
     prose = re.sub(r"^```.*?^```[^\n]*$", "", markdown, flags=re.M | re.S)
     found = [(m.group(2), m.group(1) == "!") for m in re.finditer(r"(!?)\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^()\s]+)", prose)]
     found += [(m.group(1), False) for m in re.finditer(r"^ {0,3}\[[^\]]+\]:\s*(\S+)", prose, re.M)]
@@ -293,8 +280,7 @@ def test_docs__every_install_command_works_as_written() -> None:
 
 @pytest.mark.parametrize("extra", ["train", "eval", "render", "play", "rllib", "test", "browser"])
 def test_missing_extra_hint__installs_the_extra_into_this_python(extra: str) -> None:
-    """The hint a command prints for a missing extra is this Python's pip, installing the extra's packages
-    as the installed nertz-env declares them (each satisfied here, where every extra is installed)."""
+    """The hint for a missing extra is this Python's pip installing the packages nertz-env declares for it."""
     import shlex
 
     packaging = pytest.importorskip("packaging.requirements")
@@ -334,10 +320,8 @@ def _setup_run(venv: Path, log: Path, *args: str) -> str:
 
 @pytest.mark.skipif(sys.platform != "linux", reason=".ci/setup is the Linux CI's set-up (bash, GNU sha256sum, a venv's bin/)")
 def test_setup__the_demo_installs_only_the_eval_extra_and_a_rerun_installs_nothing(tmp_path: Path) -> None:
-    """``bash .ci/setup demo`` (the README's demo command) installs the package with the eval extra only (no
-    torch, no browser); run again on the same sources it installs nothing (a reinstall rewrote the package
-    and so recompiled the rules: 1 min 46 s for nothing); ``bash .ci/setup`` after it installs the dev
-    extras, and a change to the sources installs again. The venv's python here records each pip call."""
+    """``bash .ci/setup demo`` installs only the eval extra and, rerun on the same sources, nothing (a
+    reinstall recompiles the rules); then ``bash .ci/setup`` installs the dev extras (pip calls logged)."""
     venv, log = tmp_path / "venv", tmp_path / "pip.log"
     (venv / "bin").mkdir(parents=True)
     python = venv / "bin" / "python"
@@ -380,8 +364,7 @@ def test_play_page__its_assets_are_package_data() -> None:
 # ---------------------------------------------------------------- the sdist and the wheel, installed outside the checkout
 @pytest.mark.isolated
 def test_clone_without_symlinks__builds_a_wheel_of_every_subpackage_that_imports(tmp_path: Path) -> None:
-    """A clone made as Windows' git makes one (core.symlinks=false) builds a wheel holding every subpackage, and
-    nertz_env.agents, train and eval import from where it is installed."""
+    """A clone as Windows' git makes it (core.symlinks=false) builds a wheel of every subpackage."""
     clone, wheels, site = tmp_path / "clone", tmp_path / "wheels", tmp_path / "site"
     run(["git", "-c", "core.symlinks=false", "clone", "-q", ROOT, clone], cwd=tmp_path)
     pip = [sys.executable, "-m", "pip", "-q"]
@@ -407,10 +390,8 @@ def _quick_start(venv_dir: Path, cwd: Path, env: dict[str, str]) -> subprocess.C
 
 @pytest.mark.isolated
 def test_sdist__installs_passes_pettingzoos_tests_plain_and_its_own_tests_collect_and_pass(tmp_path: Path) -> None:
-    """The sdist on Python 3.12 with no extra: it builds and installs, the quick start runs, PettingZoo's five
-    tests pass on that plain install (render_test failed there while rgb_array was declared without the render
-    extra), it ships no lab records, and from the unpacked sdist every test module collects (those needing an
-    extra skip naming it) and tests/test_packaging.py passes."""
+    """The sdist on Python 3.12, no extra: the quick start runs, PettingZoo's five tests pass, no lab records
+    ship, every test module collects (skipping with the extra it needs) and test_packaging.py passes."""
     sdist = dist()["sdist"]
     path = venv("sdist", sdist, requirements=["pytest>=8"], python=python_of("3.12"))
     env = env_for(path)
@@ -435,29 +416,10 @@ def test_sdist__installs_passes_pettingzoos_tests_plain_and_its_own_tests_collec
     run([py, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_packaging.py"], cwd=unpacked, env=env)
 
 
-def _serve_and_fetch(bin_dir: Path, cwd: Path, env: dict[str, str]) -> str:
-    """nertz-play on a free port; the page it serves."""
-    proc = subprocess.Popen([bin_dir / "nertz-play", "--no-browser", "--players", "2", "--seed", "1", "--step",
-                             "--replay-dir", cwd / "played"], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
-    try:
-        seen, deadline = [], time.monotonic() + 600
-        while proc.stdout and time.monotonic() < deadline and (line := proc.stdout.readline()):
-            seen.append(line)
-            if m := re.search(r"(http://\S+/)", line):
-                with urllib.request.urlopen(m.group(1), timeout=60) as r:
-                    return r.read().decode()
-        raise AssertionError("nertz-play printed no address:\n" + "".join(seen))
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
 @pytest.mark.isolated
 @pytest.mark.parametrize("version", ["3.10", "3.13"])
 def test_wheel__quick_start_and_a_command_of_each_extra_outside_the_checkout(version: str, tmp_path: Path) -> None:
-    """The wheel with its eval, render and play extras: the quick start, a tournament recording replays, the replay
-    page and a GIF of it, nertz-play's page served; nertz-train without the train extra is one line naming it."""
+    """The wheel with its eval, render and play extras: a command of each; nertz-train names its extra."""
     path = venv("wheel", dist()["wheel"], "eval,render,play", python=python_of(version))
     env = env_for(path)
     _quick_start(path, tmp_path, env)
@@ -468,7 +430,9 @@ def test_wheel__quick_start_and_a_command_of_each_extra_outside_the_checkout(ver
     run(["nertz-replay", replay, "-o", "page.html"], cwd=tmp_path, env=env)
     run(["nertz-replay", replay, "--gif", "game.gif", "--fps", "20"], cwd=tmp_path, env=env)
     assert (tmp_path / "page.html").stat().st_size > 0 and (tmp_path / "game.gif").read_bytes()[:3] == b"GIF"
-    assert "<html" in _serve_and_fetch(path / "bin", tmp_path, env).lower()
+    play = [path / "bin" / "nertz-play", "--no-browser", "--players", "2", "--seed", "1", "--step", "--replay-dir",
+            tmp_path / "played"]
+    assert "<html" in serve_and_fetch(play, "the table is at http", cwd=tmp_path, env=env).lower()
     out = subprocess.run(["nertz-train", "--total-timesteps", "64"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert "the train extra" in out.stderr and "-m pip install 'torch>=2.1'" in out.stderr
@@ -476,8 +440,7 @@ def test_wheel__quick_start_and_a_command_of_each_extra_outside_the_checkout(ver
 
 @pytest.mark.isolated
 def test_read_only_install_without_a_home__compiles_in_memory_with_one_warning(tmp_path: Path) -> None:
-    """The package alone (pip --target) where nothing can be written, no home: the quick start compiles in memory
-    with one warning naming NUMBA_CACHE_DIR and one line saying the rules are compiling."""
+    """Where nothing can be written and no home: compiles in memory with one warning and one line."""
     path = venv("wheel", dist()["wheel"], "eval,render,play", python=python_of("3.13"))  # the last test's venv
     site, blocker, readonly_cache = tmp_path / "site", tmp_path / "blocker", tmp_path / "readonly-cache"
     run([path / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", "--target", site, dist()["wheel"]], cwd=tmp_path)

@@ -1,8 +1,5 @@
 """Ray RLlib: the multi-agent env, PPO self-play, the league, checkpoints, ``nertz-train --backend rllib``.
-
-Every test is marked ``rllib`` and needs the ``rllib`` extra. Ray runs on loopback only (conftest.loopback_only):
-one Ray of the module's own, 2 CPUs, shut down at the end. Clusters: test_cluster.py.
-"""
+Marked ``rllib``; one Ray of the module's own (2 CPUs, loopback only). Clusters: test_cluster.py."""
 
 from __future__ import annotations
 
@@ -119,8 +116,7 @@ def _scalars(folder) -> dict[str, list[tuple[int, float]]]:
 
 @pytest.mark.long
 def test_cli_a_run_writes_tensorboard_logs_that_match_its_lines(tmp_path, capsys) -> None:
-    """A real run (about 10 s: Ray, 4 iterations) writes one point per iteration of each scalar, at the steps
-    and with the steps/s and agent return its iteration lines print."""
+    """A real run (about 10 s) logs one point per iteration of each scalar, as its lines print them."""
     import re
 
     from nertz_env.train.cli import main
@@ -151,8 +147,7 @@ def test_cli_a_run_writes_tensorboard_logs_that_match_its_lines(tmp_path, capsys
 # PPO on a local Ray (2 CPUs)
 @pytest.fixture(scope="module")
 def local_ray():
-    """A Ray of the module's own (address "local": never a cluster left running on the machine), 2 CPUs, in a
-    network namespace of loopback only (conftest.loopback_only) until the module ends."""
+    """A Ray of the module's own (address "local"), 2 CPUs, on loopback only until the module ends."""
     import ray
 
     with loopback_only():
@@ -208,8 +203,7 @@ def test_ppo_two_iterations_no_illegal_action(local_ray, tmp_path) -> None:
 
 
 def test_vector_env__a_refused_config_leaves_nothing_to_fail_at_garbage_collection(monkeypatch) -> None:
-    """Gymnasium's ``VectorEnv.__del__`` closes the env; after ``__init__`` refused its config there is no
-    table to close, and closing must not raise (it did: an unraisable AttributeError at collection)."""
+    """A config refused in ``__init__`` leaves nothing for Gymnasium's ``VectorEnv.__del__`` to fail on."""
     import gc
     import sys
 
@@ -224,8 +218,7 @@ def test_vector_env__a_refused_config_leaves_nothing_to_fail_at_garbage_collecti
 
 
 def test_single_agent_route_trains_and_its_checkpoint_plays(local_ray, tmp_path) -> None:
-    """ppo_config(single_agent=True): every seat of 2 tables is a sub-env of one vector env; PPO trains on a
-    batch of agent steps, plays no illegal action, and its checkpoint (module default_policy) loads by path."""
+    """ppo_config(single_agent=True): PPO trains, plays legally, and its checkpoint loads by path."""
     from nertz_env.rllib import NertzRLlibVectorEnv, ppo_config, save_checkpoint
 
     env = NertzRLlibVectorEnv({**SMALL, "num_tables": 1, "num_envs": 4})  # RLlib passes num_envs
@@ -315,8 +308,7 @@ def _check_loaded_agent(path: str, module) -> None:
 
 
 def test_league_one_iteration(local_ray) -> None:
-    """Learner seat 0 of 3; the other seats drawn per deal from heuristic (inside the env) and a frozen
-    snapshot of the learner (an RLlib module the policy mapping picks)."""
+    """Learner seat 0 of 3; the others heuristic (in the env) or a frozen snapshot module, per deal."""
     import torch
 
     from nertz_env.rllib import League, add_snapshot, ppo_config
@@ -349,9 +341,8 @@ def test_league_one_iteration(local_ray) -> None:
 
 
 def _fake_run(run, num_players: int = 2, module: str | None = None) -> str:
-    """``run`` laid out as a finished run of this backend (``checkpoints/step_<N>/`` and ``final/``), each
-    checkpoint holding its record only: enough for every check made before Ray. ``module``: the learner module's
-    folder (default: the multi-agent env's). Returns its step checkpoint."""
+    """``run`` as a finished run of this backend, each checkpoint holding only its record (enough for the
+    checks before Ray); ``module``: the learner module's folder. Returns its step checkpoint."""
     import json
 
     from nertz_env.config import make_config
@@ -415,9 +406,7 @@ CASES = [(flags, message, None) for flags, message in REFUSED_BEFORE_RAY] + [([]
 
 @pytest.mark.parametrize(("flags", "message", "missing"), CASES, ids=[" ".join(f) or f"no {m}" for f, _, m in CASES])
 def test_cli_print_config_refuses_what_the_run_refuses(flags, message, missing, tmp_path, capsys, monkeypatch) -> None:
-    """--print-config makes every check the run makes before Ray (no Ray, no torch): the same line, exit 2. The
-    run directory is checked as the SB3 backend checks it: a fresh run, or a resume sent away from the
-    checkpoint's own run folder, into a folder holding another run (this backend's or SB3's) is refused."""
+    """--print-config refuses what the run refuses before Ray (no Ray, no torch), in the same line."""
     import importlib.util
 
     find_spec = importlib.util.find_spec
@@ -445,9 +434,7 @@ def test_cli_print_config_refuses_what_the_run_refuses(flags, message, missing, 
 def test_cli_an_sb3_only_option_set_in_a_file_is_refused_and_one_at_what_the_backend_does_passes(
     tmp_path, capsys, monkeypatch
 ) -> None:
-    """The SB3-only options have no flag here (argparse refuses them); a file shared with the SB3 backend that sets
-    one away from its default is refused in one line, by the run and by --print-config alike, before Ray; one that
-    asks for what this backend does anyway (no shaping, no evaluation) passes, as does the shipped league."""
+    """An SB3-only option set in a shared file is refused before Ray; one at what this backend does passes."""
     import json
 
     path = tmp_path / "run.json"
@@ -468,9 +455,7 @@ def test_cli_an_sb3_only_option_set_in_a_file_is_refused_and_one_at_what_the_bac
 
 
 def test_tensorboard_log_writes_each_iterations_scalars(tmp_path) -> None:
-    """tensorboard = true: each PPO iteration's line (agent return, steps/s) and the learner module's losses as
-    RLlib reports them go to run_dir/tb/RLlibPPO_<n> at the learner transitions trained; a NaN (no deal finished)
-    is left out; a resume in the folder writes the next n (as SB3 numbers MaskablePPO_<n>)."""
+    """Each iteration's scalars go to run_dir/tb/RLlibPPO_<n> (a NaN left out); a resume writes the next n."""
     from nertz_env.train.rllib_backend import TensorBoardLog, iteration_scalars
 
     result = {
@@ -540,8 +525,7 @@ def test_cli_print_config_imports_neither_ray_nor_torch(tmp_path) -> None:
 
 
 def test_cli_a_run_folder_is_refused_in_the_same_line_by_both_backends(tmp_path, capsys, monkeypatch) -> None:
-    """One message in one place: a fresh run into a folder holding a run is refused by the SB3 and the RLlib
-    backend in the same line, naming the run's last checkpoint to resume."""
+    """A fresh run into a folder holding a run: the same line from the SB3 and the RLlib backend."""
     from nertz_env.train.cli import main
 
     run = tmp_path / "rl"
@@ -603,10 +587,7 @@ def test_infos__the_schema_keys_at_reset_and_every_step() -> None:
 # ---------------------------------------------------------------------------------------------------------
 # RLlib's own PettingZoo route (docs/clients/index.md): ParallelPettingZooEnv over nertz_env.parallel_env
 def test_parallel_pettingzoo_env_route__one_ppo_iteration_with_rllibs_masking_module(local_ray) -> None:
-    """RLlib's documented PettingZoo recipe (register_env + ParallelPettingZooEnv, one shared policy) with its
-    documented action-masking module, ``ActionMaskingTorchRLModule``; the one argument on our side is
-    ``obs_key="observations"`` (the key that module reads). One PPO iteration trains, and the trained module
-    then plays a whole deal without one illegal action."""
+    """RLlib's documented PettingZoo recipe (``obs_key="observations"``): PPO trains, then plays legally."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -646,9 +627,7 @@ def test_parallel_pettingzoo_env_route__one_ppo_iteration_with_rllibs_masking_mo
 
 
 def test_parallel_pettingzoo_env_route__without_obs_key_the_masking_module_names_the_way_out() -> None:
-    """Without ``obs_key="observations"``, building RLlib's ActionMaskingTorchRLModule on the env's space
-    (what ``build_algo`` does) fails in one line that names the argument and nertz_env.rllib.env_creator, not
-    with a bare ``KeyError: 'observations'``."""
+    """Without ``obs_key="observations"`` the masking module fails in one line that names the way out."""
     from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
     from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
 

@@ -1,7 +1,7 @@
-"""Training (nertz_env.train): the single-agent view, the self-play VecEnv, the reward wrappers and the pool; the
-config and every flag of ``nertz-train`` (taken, said, or refused in one line before any work); the trainer's
-runs, checkpoints and resumes (a resumed or moved run equals the straight one); a run's checkpoints evaluated
-and plotted. Ctrl-C: test_interrupt.py; imitation and expert iteration: test_imitate.py; RLlib: test_rllib.py."""
+"""Training (nertz_env.train): the single-agent view, the self-play VecEnv, the reward wrappers, the pool, the
+privileged critic; the config and every flag of ``nertz-train``; runs, checkpoints and resumes (a resumed or
+moved run equals the straight one); checkpoints evaluated and plotted. Ctrl-C: test_interrupt.py; imitation
+and expert iteration: test_imitate.py; RLlib: test_rllib.py."""
 
 from __future__ import annotations
 
@@ -31,7 +31,6 @@ import nertz_env
 from nertz_env.agents import make_agent
 from nertz_env.threads import usable_cpus
 from nertz_env.train import (
-    CheckpointError,
     IncompatibleCheckpointError,
     NertzSingleAgentEnv,
     NertzVecEnv,
@@ -167,8 +166,7 @@ def _restore(env: NertzVecEnv, table: int, snap: dict) -> None:
 
 
 def _ace_on_top(snap: dict, seat: int, keep: int | None = None) -> dict:
-    """``snap`` with an ace of ``seat``'s deck moved from its stock to the top of its Nertz pile (the old top
-    goes to the stock); with ``keep``, only that many Nertz cards stay (the rest go under the stock)."""
+    """``snap`` with an ace of ``seat``'s stock on its Nertz pile; with ``keep``, that many Nertz cards."""
     snap = copy.deepcopy(snap)
     me = snap["players"][seat]
     ace = next(c for c in me["stock"] if c[0] == "A")
@@ -374,6 +372,122 @@ def test_relative_reward__single_agent_view_reports_the_rivals_mean() -> None:
     assert any(totals[n] != 0 for n in env.names if n != me)
 
 
+# ---------------------------------------------------------------- the privileged critic (train.privileged)
+# The value net reads the table's global state; the policy net and every policy file never do.
+O = LAYOUT.size
+
+
+@pytest.mark.parametrize(("players", "learners"), [(4, 4), (3, 2)])
+def test_privileged_vec_env__appends_each_slots_table_state_with_its_own_seat_first(
+        players: int, learners: int) -> None:
+    from nertz_env.global_state import state_layout
+
+    kw: dict[str, Any] = {"learners_per_table": learners, "opponents": ["greedy"], "seed": 5, "max_ticks": 30}
+    plain = NertzVecEnv(3, players, **kw)
+    priv = NertzVecEnv(3, players, privileged_state=True, **kw)
+    o = plain.observation_space.shape[0]
+    layout = state_layout(priv.config)
+    assert priv.observation_space.shape == (o + layout.size,)
+    rng_a, rng_b = np.random.default_rng(1), np.random.default_rng(1)
+    a, b = plain.reset(), priv.reset()
+    finished = 0
+    for _ in range(75):  # short rounds: tables finish, are dealt anew in the same step and rotate their seats
+        assert np.array_equal(b[:, :o], a)  # the observation part is the plain env's, step for step
+        state = priv.venv.state()  # cards and status, the slot's own seat first
+        cards, status = layout.cards(state), state[:, layout.slices["status"]].reshape(len(state), players, -1)
+        for row, t, s in zip(b[:, o:], priv._table, priv._seat, strict=True):
+            seats = [(int(s) + k) % players for k in range(players)]
+            assert np.array_equal(row, np.concatenate([cards[t, seats].ravel(), status[t, seats].ravel()]))
+        a, _, done_a, info_a = plain.step(_random_legal(plain.action_masks(), rng_a))
+        b, _, done_b, info_b = priv.step(_random_legal(priv.action_masks(), rng_b))
+        assert np.array_equal(done_a, done_b)
+        for i in np.flatnonzero(done_b):  # the final observation keeps the final deal's state, not the new one's
+            final = info_b[i]["terminal_observation"]
+            assert np.array_equal(final[:o], info_a[i]["terminal_observation"])
+            assert final.shape == (o + priv.state_size,) and not np.array_equal(final[o:], b[i, o:])
+            finished += 1
+    assert finished >= 2 * players  # the re-deal path ran
+    one = NertzVecEnv(1, P, seed=2, privileged_state=True)
+    obs = one.reset()
+    st = one.venv._state  # swap the two lowest stock cards of seat 0: hidden from every observation
+    assert st.stock[0, 0, 0] != st.stock[0, 0, 1]
+    st.stock[0, 0, :2] = st.stock[0, 0, 1::-1].copy()
+    again = one._gather()
+    assert np.array_equal(again[:, :O], obs[:, :O]) and not np.array_equal(again[:, O:], obs[:, O:])
+
+
+def test_privileged_policy__actor_ignores_the_state_files_hold_the_actor_alone_and_play_everywhere(
+        tmp_path: Path) -> None:
+    from nertz_env.agents.forward import NumpyActor
+    from nertz_env.agents.policy import load_policy, numpy_actor
+    from nertz_env.train.privileged import PrivilegedCriticPolicy
+
+    trainer = Trainer(_tiny(str(tmp_path / "run"), privileged_critic=True), log=_quiet)
+    policy = trainer.model.policy
+    assert isinstance(policy, PrivilegedCriticPolicy)
+    S = trainer.model.observation_space.shape[0] - O
+    rng = np.random.default_rng(0)
+    with torch.no_grad():  # critic state weights non-zero, as training makes them
+        policy.mlp_extractor.value_net[0].weight.normal_()
+        x = torch.as_tensor(rng.random((8, O + S)), dtype=torch.float32)
+        y = x.clone()
+        y[:, O:] = torch.as_tensor(rng.random((8, S)), dtype=torch.float32)
+        assert torch.equal(policy.get_distribution(x).distribution.logits, policy.get_distribution(y).distribution.logits)
+        assert not torch.equal(policy.predict_values(x), policy.predict_values(y))
+    trainer.train()
+    path = str(tmp_path / "run" / "policy.zip")
+    saved, _ = load_policy(path)
+    assert not isinstance(saved, PrivilegedCriticPolicy) and saved.observation_space.shape == (O,)
+    trained = trainer.model.policy.state_dict()
+    for key, value in saved.state_dict().items():  # the policy part unchanged; the critic cut to O columns
+        assert torch.equal(value, trained[key][:, :O] if key == "mlp_extractor.value_net.0.weight" else trained[key]), key
+    with zipfile.ZipFile(path) as z:
+        assert all(v.shape[-1] != O + S for v in torch.load(z.open("policy.pth"), weights_only=True).values())
+    obs = rng.random((5, O + S)).astype(np.float32)
+    with torch.no_grad():  # torch's logits are log-probabilities
+        want = trainer.model.policy.get_distribution(torch.as_tensor(obs)).distribution.logits.numpy()
+    got = torch.log_softmax(torch.as_tensor(NumpyActor.load(path).logits(obs[:, :O]), dtype=torch.float64), dim=1)
+    assert np.allclose(got.numpy(), want, atol=1e-5)
+    ckpt = trainer.checkpoints[-1]  # the whole privileged network, for resuming: loads as the same actor
+    from_ckpt, _ = load_policy(ckpt)
+    assert not isinstance(from_ckpt, PrivilegedCriticPolicy) and from_ckpt.observation_space.shape == (O,)
+    assert all(torch.equal(v, saved.state_dict()[k]) for k, v in from_ckpt.state_dict().items())
+    assert np.array_equal(numpy_actor(ckpt).logits(obs[:, :O]), NumpyActor.load(path).logits(obs[:, :O]))
+    env = nertz_env.parallel_env(num_players=P)
+    for source in (path, ckpt):
+        agent = make_agent(source)
+        observations, _ = env.reset(seed=0)
+        agent.reset(env.config, 0, 0)
+        first = observations["player_0"]
+        assert first["action_mask"][agent.act(first["observation"], first["action_mask"])]
+
+
+def test_privileged_training__starts_from_a_plain_policys_critic_and_resumes_like_a_straight_run(
+        tmp_path: Path) -> None:
+    from nertz_env.agents.policy import load_policy
+
+    Trainer(_tiny(str(tmp_path / "plain")), log=_quiet).train()
+    plain_path = str(tmp_path / "plain" / "policy.zip")
+    plain, _ = load_policy(plain_path)
+    started = Trainer(_tiny(str(tmp_path / "init"), privileged_critic=True, init_from=plain_path), log=_quiet)
+    x = torch.as_tensor(np.random.default_rng(4).random((6, started.model.observation_space.shape[0])),
+                        dtype=torch.float32)
+    with torch.no_grad():
+        assert torch.allclose(started.model.policy.predict_values(x), plain.predict_values(x[:, :O]))
+        assert torch.equal(started.model.policy.get_distribution(x).distribution.logits,
+                           plain.get_distribution(x[:, :O]).distribution.logits)
+    kw = {"total_timesteps": 256, "checkpoint_every": 128, "shaping": True, "relative_reward": True}
+    straight = Trainer(_tiny(str(tmp_path / "a"), privileged_critic=True, **kw), log=_quiet)
+    straight.train()
+    ckpt = str(tmp_path / "a" / "checkpoints" / "step_000000000128.zip")
+    resumed = Trainer(_tiny(str(tmp_path / "b"), privileged_critic=True, **kw), resume=ckpt, log=_quiet)
+    assert resumed.model.num_timesteps == 128
+    resumed.train()
+    _assert_same_run(straight, resumed)
+    with pytest.raises(IncompatibleCheckpointError, match="privileged_critic"):
+        Trainer(_tiny(str(tmp_path / "c"), **kw), resume=ckpt, log=_quiet)
+
+
 # ---------------------------------------------------------------- the config and the flags of nertz-train
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -401,6 +515,7 @@ REFUSED = [
     (["--checkpoint-every", "0", "--keep-checkpoints", "2"], "checkpoint_every 0"),
     (["--batch-size", "99999"], "larger than a rollout"),
     (["--gamma", "1.5"], "gamma must be in (0, 1]"),
+    (["--mode", "single", "--privileged-critic"], "privileged_critic (--privileged-critic) applies only to mode"),
     (["--rule", "draw=7"], "rules:"),
     # files
     (["--config", "{f}/bad.toml"], "could not be read"),
@@ -558,13 +673,14 @@ def test_nertz_train__a_budget_of_part_of_a_rollout_is_said_then_trained_whole(
 ) -> None:
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in TINY.items()
              if k not in ("net_arch", "progress_bar", "tensorboard")]
-    code, out, err = _cli([*flags, "--net-arch", "16", "--no-progress-bar", "--no-tensorboard",
+    code, out, err = _cli([*flags, "--net-arch", "16", "--progress-bar", "--no-tensorboard",
                            "--total-timesteps", "100", "--run-dir", str(tmp_path / "run")], capsys)
     assert code == 0, err
     lines = out.splitlines()
     said = lines.index("training to 128 transitions, not total_timesteps 100: PPO trains whole rollouts of "
                        "n_steps 16 x 8 sub-envs = 128")
     assert said < next(i for i, x in enumerate(lines) if x.startswith("checkpoint:"))
+    assert "128/128" in err and "/100" not in err, err[-400:]  # the progress bar ends at the budget trained
     assert read_meta(str(tmp_path / "run" / "policy.zip"))["num_timesteps"] == 128
 
 
@@ -585,9 +701,8 @@ STEP = "step_000000000064"
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The shipped ``scratch`` recipe shrunk to 4 rollouts of 32 transitions, with snapshots of the learner added
-    to its pool (files in RUN/pool that a moved run must find), started as users do: a relative run_dir from the
-    folder it runs in. Checkpoints at 64 and 128, one evaluation deal at the end."""
+    """The shipped ``scratch`` recipe in 4 rollouts of 32, with learner snapshots in its pool, run from a
+    relative run_dir as users do: checkpoints at 64 and 128, one evaluation deal at the end."""
     folder = tmp_path_factory.mktemp("scratch")
     options = {**read_config_file("scratch"), **TINY, "batch_size": 32, "total_timesteps": 128, "checkpoint_every": 64,
                "eval_every": 0, "eval_deals": 1, "tensorboard": True, "snapshot_weight": 0.5, "snapshot_every": 1,
@@ -768,8 +883,7 @@ def test_resume__print_config_shows_the_checkpoints_run_folder_unless_run_dir_is
 def test_a_folder_holding_a_run__one_refusal_for_a_fresh_run_and_a_resume(
     scratch: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    """A fresh run and a resume sent into a folder that holds another run are refused in one wording, each with
-    its own way out; a fresh run is told the run's last checkpoint to resume."""
+    """A fresh run or a resume into a folder holding another run: one wording, each with its own way out."""
     own, ckpt = str(scratch["run"]), scratch["ckpt"]
     copy = str(tmp_path / "copy")
     shutil.copytree(own, copy)
@@ -799,11 +913,8 @@ def test_init_from__copies_the_policy_weights_and_checks_the_network(scratch: di
         Trainer(_tiny(str(tmp_path), **kw, net_arch=[8]), log=_quiet)
 
 
-def test_policy_agent__refuses_other_rules_and_a_zip_without_record_plays_where_its_spaces_fit(
-    scratch: dict[str, Any], tmp_path: Path
-) -> None:
+def test_policy_agent__refuses_other_rules_in_one_line_naming_its_record(scratch: dict[str, Any]) -> None:
     from nertz_env.agents import AgentSpecError
-    from nertz_env.train.policy_agent import load_policy
 
     ckpt = scratch["ckpt"]
     # one line: each rule that differs, and the file that records the rules the run trained with
@@ -814,17 +925,6 @@ def test_policy_agent__refuses_other_rules_and_a_zip_without_record_plays_where_
     assert load_policy_agent(ckpt, config=nertz_env.make_config(num_players=P)).memory is not None
     with pytest.raises(AgentSpecError, match="no parameter temperature"):
         make_agent(ckpt + ":temperature=2")
-    bare = str(tmp_path / "bare.zip")  # as SB3 saves one trained outside nertz-train
-    with zipfile.ZipFile(ckpt) as src, zipfile.ZipFile(bare, "w") as dst:
-        for name in src.namelist():
-            if name != "nertz_meta.json":
-                dst.writestr(name, src.read(name))
-    agent = make_agent(bare)
-    agent.reset(nertz_env.make_config(num_players=P, **scratch["rules"]), 0, 0)
-    with pytest.raises(IncompatibleCheckpointError, match="no nertz-env record"):
-        agent.reset(nertz_env.make_config(num_players=P + 1), 0, 0)
-    with pytest.raises(CheckpointError, match="no nertz-env record"):  # training's init_from needs the record
-        load_policy(bare)
 
 
 def test_train__the_timing_line_counts_the_final_evaluation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -956,15 +1056,10 @@ def test_evaluate_and_plot__bad_input_is_one_line_and_exit_2(
 
 
 # ---------------------------------------------------------------- the learning signal
-def _learn_and_evaluate(run_dir: str, steps: int, baseline: str, deals: int) -> Any:
-    cfg = _tiny(run_dir, num_tables=32, n_steps=32, batch_size=1024, n_epochs=4, net_arch=[64, 64], shaping=True,
-                total_timesteps=steps, eval_every=0, eval_deals=deals, eval_opponents=[baseline])
-    (row,) = Trainer(cfg, log=_quiet).train()["eval"]
-    return row
-
-
 @pytest.mark.long
 def test_train__a_longer_self_play_run_beats_greedy(tmp_path: Path) -> None:
     """256k transitions of self-play: a long test (CI's long-tests phase)."""
-    row = _learn_and_evaluate(str(tmp_path / "run"), 256 * 1024, "greedy", deals=20)
+    cfg = _tiny(str(tmp_path / "run"), num_tables=32, n_steps=32, batch_size=1024, n_epochs=4, net_arch=[64, 64],
+                shaping=True, total_timesteps=256 * 1024, eval_every=0, eval_deals=20, eval_opponents=["greedy"])
+    (row,) = Trainer(cfg, log=_quiet).train()["eval"]
     assert row["diff_low"] > 0, row

@@ -1,10 +1,6 @@
-"""AgileRL's IPPO on its AsyncPettingZooVecEnv, as AgileRL's IPPO page shows it (its example training loop,
-shortened), on ``nertz_env.parallel_env(obs_key=None)``: the bare observation vector, the mask in
-``infos[agent]["action_mask"]`` (AgileRL refuses a mask inside the observation).
-
-Run by tests/test_clients.py in a venv of its own: calls ``get_action`` with the infos as they come (AgileRL
-2.58's own bug: the error), then trains a few learn steps with the one-line workaround, and prints a JSON line
-of what happened."""
+"""AgileRL's IPPO on its AsyncPettingZooVecEnv over ``parallel_env(obs_key=None)`` (the mask in the infos), as
+its IPPO page's training loop shows it, shortened. Run by tests/test_clients.py in a venv of its own: pins
+AgileRL 2.58's own bug, trains a few learn steps with the one-line workaround, prints a JSON line."""
 
 from __future__ import annotations
 
@@ -25,9 +21,8 @@ def make_env():  # a module-level function: AsyncPettingZooVecEnv pickles it int
 
 
 def masks(info):
-    """The workaround for AgileRL 2.58 (ippo.py:466 tests ``None in group_masks``, ambiguous on the arrays
-    its own vector env stacks): each agent's masks as one flat list of ints. (The vector env's infos also hold
-    ``_player_0``-style arrays beside the agents' dicts; they are left out.)"""
+    """The workaround for AgileRL 2.58 (ippo.py:466 tests ``None in group_masks``, ambiguous on its arrays):
+    each agent's mask as a flat list of ints, the infos' ``_player_0``-style arrays left out."""
     return {a: {"action_mask": i["action_mask"].ravel().tolist()} for a, i in info.items() if isinstance(i, dict)}
 
 

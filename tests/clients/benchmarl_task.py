@@ -1,8 +1,5 @@
-"""BenchMARL 1.5 with a custom task, as its docs add one (examples/extending/task: a ``Task`` enum and its
-``TaskClass``), over TorchRL's ``PettingZooWrapper`` of ``nertz_env.parallel_env``; MAPPO (its critic on the
-env's global ``state``) for one iteration.
-
-Run by tests/test_clients.py in a venv of its own (BenchMARL pins TorchRL 0.11). Prints a JSON line."""
+"""BenchMARL 1.5 with a custom task (a ``Task`` enum and its ``TaskClass``) over TorchRL's PettingZooWrapper:
+MAPPO, its critic on the env's ``state``, one iteration. Run by tests/test_clients.py in a venv of its own."""
 
 from __future__ import annotations
 

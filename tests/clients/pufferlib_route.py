@@ -1,6 +1,5 @@
-"""pufferlib-core's PettingZoo route (docs/clients/routes.md): ``PettingZooPufferEnv`` over ``parallel_env``,
-the mask read back through ``observations.view(obs_dtype)["action_mask"]``, masked play in one env and in
-``pufferlib.vector`` (Serial). Run by tests/test_clients.py; prints a JSON line."""
+"""pufferlib-core's PettingZoo route (docs/clients/routes.md): masked play, the mask read through the struct
+view, alone and in ``pufferlib.vector``. Run by tests/test_clients.py; prints a JSON line."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""RL Zoo 3's own command on nertz-env's Gymnasium id (docs/clients/routes.md): ``python -m rl_zoo3.train --algo
-ppo --env nertz_env/Nertz-v0 --gym-packages nertz_env`` trains and saves; the zoo has no MaskablePPO, so the
-saved PPO plays unmasked and its illegal actions are applied as waits, flagged in the infos. Run by
-tests/test_clients.py from an empty folder; prints a JSON line."""
+"""RL Zoo 3's own command on the Gymnasium id (docs/clients/routes.md) trains and saves a PPO, which plays
+unmasked: illegal actions are applied as flagged waits. Run by tests/test_clients.py; prints a JSON line."""
 
 from __future__ import annotations
 
