@@ -600,28 +600,34 @@ def test_numpy_forward__layers_that_do_not_fit_are_refused() -> None:
             NumpyActor(weights, biases, w_out, b_out)
 
 
-@pytest.mark.parametrize("name", ["ppo", "scratch"])
-def test_shipped_network__plays_through_nertz_eval_and_nertz_play(name: str, tmp_path: Any, capsys: Any) -> None:
-    """Each shipped network by name, in numpy: a gauntlet and three seats of a nertz-play table."""
+def plays_through_nertz_eval_and_nertz_play(spec: str, tmp_path: Any, capsys: Any) -> list[Any]:
+    """A gauntlet of ``spec`` against heuristic, then 40 ticks of a nertz-play table where its three seats move;
+    returns the table's bots."""
     from nertz_env.eval.cli import main as nertz_eval
     from nertz_env.play import cli as play_cli
 
-    assert nertz_eval(["gauntlet", name, "heuristic", "--players", "4", "--deals", "1", "--seed", "3", "--no-save",
+    assert nertz_eval(["gauntlet", spec, "heuristic", "--players", "4", "--deals", "1", "--seed", "3", "--no-save",
                        "--no-progress"]) == 0
-    out = capsys.readouterr().out
-    assert name in out and "heuristic" in out
+    assert "heuristic" in capsys.readouterr().out
     built = play_cli._build(play_cli.build_parser().parse_args(
-        ["--opponent", name, "--players", "4", "--step", "--seed", "4", "--replay-dir", str(tmp_path)]))
+        ["--opponent", spec, "--players", "4", "--step", "--seed", "4", "--replay-dir", str(tmp_path)]))
     game = play_cli.make_table_server(built, seat=0, step=True).game
-    assert all(bot.actor is not None for bot in game.bots.values())  # the numpy forward
     moved = 0
     for _ in range(40):
         if game.done:
             break
-        result = game.tick(None)  # the person waits; the three network seats play
+        result = game.tick(None)  # the person waits; the three bot seats play
         moved += sum(1 for m in result.moves if m.seat != 0 and m.applied != 0 and not m.illegal)
-    assert moved > 0
     game.close()
+    assert moved > 0
+    return list(game.bots.values())
+
+
+@pytest.mark.parametrize("name", ["ppo", "scratch"])
+def test_shipped_network__plays_through_nertz_eval_and_nertz_play(name: str, tmp_path: Any, capsys: Any) -> None:
+    """Each shipped network by name, in numpy: a gauntlet and three seats of a nertz-play table."""
+    bots = plays_through_nertz_eval_and_nertz_play(name, tmp_path, capsys)
+    assert all(bot.actor is not None for bot in bots)  # the numpy forward
 
 
 def _save(policy: Any, path: str, kwargs: dict[str, Any] | None = None) -> None:

@@ -21,6 +21,7 @@ from nertz_env.agents.forward import MovesActor, NumpyActor
 from nertz_env.agents.policy import load_policy, policy_probabilities
 from nertz_env.moves import FLAGS, move_features, move_layout
 from nertz_env.observation import _decode_card, decode
+from test_agents import plays_through_nertz_eval_and_nertz_play
 from test_rules import build, play, suit
 
 
@@ -289,9 +290,6 @@ def test_moves_actor__numpy_plays_torchs_choices_with_its_probabilities(activati
 
 def test_moves_policy__plays_through_make_agent_nertz_eval_and_nertz_play_in_numpy(
         moves_run: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from nertz_env.eval.cli import main as nertz_eval
-    from nertz_env.play import cli as play_cli
-
     path = moves_run["policy"]
     agent = make_agent(path)
     assert isinstance(agent.actor, MovesActor) and agent._policy is None  # read from policy.npz, no torch
@@ -305,17 +303,5 @@ def test_moves_policy__plays_through_make_agent_nertz_eval_and_nertz_play_in_num
         a.reset(plain, 0, 0)
         o, m = _game_observations({})
         assert all(m[i, a.act(o[i], m[i])] for i in range(40))
-    assert nertz_eval(["gauntlet", path, "heuristic", "--players", "4", "--deals", "1", "--seed", "3", "--no-save",
-                       "--no-progress"]) == 0
-    assert "heuristic" in capsys.readouterr().out
-    built = play_cli._build(play_cli.build_parser().parse_args(
-        ["--opponent", path, "--players", "4", "--step", "--seed", "4", "--replay-dir", str(tmp_path)]))
-    game = play_cli.make_table_server(built, seat=0, step=True).game
-    assert all(isinstance(bot.actor, MovesActor) for bot in game.bots.values())
-    moved = 0
-    for _ in range(40):
-        if game.done:
-            break
-        moved += sum(1 for m in game.tick(None).moves if m.seat != 0 and m.applied != 0 and not m.illegal)
-    assert moved > 0
-    game.close()
+    bots = plays_through_nertz_eval_and_nertz_play(path, tmp_path, capsys)
+    assert all(isinstance(bot.actor, MovesActor) for bot in bots)
