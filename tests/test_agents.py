@@ -541,9 +541,11 @@ def test_ppo__loads_and_plays_through_make_agent_without_torch_or_the_training_p
 
 
 @functools.cache
-def _observations() -> tuple[np.ndarray, np.ndarray]:
-    """Every seat's observation and mask of a game of ppo against heuristic (shared: do not change them)."""
-    env = nertz_env.parallel_env(num_players=4)
+def _observations(specs: tuple[str, ...] = ("ppo", "heuristic"), agent_seed: int | None = None,
+                  **rules: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Every seat's observation and mask of a game of ``specs`` at a 4-seat table of ``rules`` (shared: do not
+    change them)."""
+    env = nertz_env.parallel_env(num_players=4, **rules)
     obs_l, mask_l = [], []
 
     def keep(obs: dict[str, Any], _acts: dict[str, int]) -> None:
@@ -551,7 +553,7 @@ def _observations() -> tuple[np.ndarray, np.ndarray]:
             obs_l.append(o["observation"])
             mask_l.append(o["action_mask"].astype(bool))
 
-    play(env, ["ppo", "heuristic"], seed=3, hook=keep)
+    play(env, list(specs), seed=3, hook=keep, agent_seed=agent_seed)
     return np.asarray(obs_l, dtype=np.float32), np.asarray(mask_l)
 
 
@@ -601,8 +603,8 @@ def test_numpy_forward__layers_that_do_not_fit_are_refused() -> None:
 
 
 def plays_through_nertz_eval_and_nertz_play(spec: str, tmp_path: Any, capsys: Any) -> list[Any]:
-    """A gauntlet of ``spec`` against heuristic, then 40 ticks of a nertz-play table where its three seats move;
-    returns the table's bots."""
+    """A gauntlet of ``spec`` against heuristic, then 40 ticks of a nertz-play table where its three seats
+    move; returns the table's bots."""
     from nertz_env.eval.cli import main as nertz_eval
     from nertz_env.play import cli as play_cli
 

@@ -854,9 +854,9 @@ def test_ladder__lower_rungs_in_order_on_a_few_deals() -> None:
 
 @pytest.mark.long
 def test_ladder__every_rung_beats_the_one_below_with_95_percent_confidence() -> None:
-    """The ladder's order in CI's small form (about 30 s): the lower rungs at the ladder's table over 100 deals,
-    search against three heuristic seats (the table that measures it with the least noise) over 400 deals, which
-    detect its edge with probability 0.98 or more by experiments/engine_port.md's spreads."""
+    """The ladder's order in CI's small form (about 30 s): the lower rungs at the ladder's table over 100
+    deals, search against three heuristic seats (the table that measures it with the least noise) over 400
+    deals, which detect its edge with probability 0.98 or more by experiments/engine_port.md's spreads."""
     rr = summarize(run_tournament(list(LADDER), num_players=4, deals=100, seed=0, workers=2))
     checks = ladder_check(rr, list(LADDER[:3]))
     assert all(ok for *_, ok in checks), [(lo, up, e.text()) for lo, up, e, _ in checks]
