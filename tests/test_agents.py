@@ -48,14 +48,15 @@ def state_of(obs: np.ndarray, config: nertz_env.NertzConfig) -> np.ndarray:
 
 
 def play(env: nertz_env.NertzParallelEnv, specs: list[Any], seed: int, hook: Any = None,
-         agent_seed: int | None = None) -> tuple[list[dict[str, int]], dict[str, Any]]:
-    """One episode of ``specs`` (names or agents, cycled over the seats): its ticks' actions, last infos."""
+         agent_seed: int | None = None, ticks: int | None = None) -> tuple[list[dict[str, int]], dict]:
+    """One episode of ``specs`` (names or agents, cycled over the seats), or its first ``ticks`` ticks: its
+    ticks' actions, last infos."""
     agents = [make_agent(x) if isinstance(x, str) else x for x in (specs[s % len(specs)] for s in range(env.config.num_players))]
     obs, _ = env.reset(seed=seed)
     for s, a in enumerate(agents):
         a.reset(env.config, s, (seed * 100 if agent_seed is None else agent_seed) + s)
     moves, infos = [], {}
-    while env.agents:
+    while env.agents and (ticks is None or len(moves) < ticks):
         acts = {n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"]) for s, n in enumerate(env.agents)}
         if hook is not None:
             hook(obs, acts)

@@ -38,7 +38,7 @@ def headroom() -> ModuleType:
 
 def _play(headroom: ModuleType, candidate: Any, seed: int, ticks: int) -> int:
     """Up to ``ticks`` ticks of ``candidate`` against heuristic: legal moves, nothing unknown in its model."""
-    env = nertz_env.parallel_env(num_players=4, max_ticks=ticks, illegal_action="raise")
+    env = nertz_env.parallel_env(num_players=4, illegal_action="raise")
     candidate.attach(env)
 
     def known(_obs: Any, _acts: Any) -> None:
@@ -46,7 +46,7 @@ def _play(headroom: ModuleType, candidate: Any, seed: int, ticks: int) -> int:
         for base, n in ((S_STOCK, S_SCOUNT), (S_WASTE, S_WCOUNT), (S_NERTZ, S_NCOUNT)):
             assert not np.any(s[base : base + s[n]] == UNKNOWN)
 
-    moves, _ = play(env, [candidate, "heuristic", "heuristic", "heuristic"], seed, hook=known, agent_seed=seed)
+    moves, _ = play(env, [candidate, "heuristic", "heuristic", "heuristic"], seed, known, seed, ticks)
     return len(moves)
 
 
