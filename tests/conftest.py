@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -122,11 +123,15 @@ def loopback_only() -> Iterator[None]:
         os.close(own)
 
 
-@contextlib.contextmanager
-def chromium(path: str) -> Iterator[object]:
-    """Debian's Chromium through Playwright, with no network of its own (no background requests, no updates)."""
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """The browser tests' Chromium (NERTZ_CHROMIUM, else Debian's) through Playwright, one a module, with no
+    network of its own (no background requests, no updates)."""
     from playwright import sync_api
 
+    path = os.environ.get("NERTZ_CHROMIUM", "/usr/bin/chromium")
+    if not os.path.exists(path):
+        pytest.skip(f"no chromium at {path} (apt-get install -y chromium, or set NERTZ_CHROMIUM)")
     args = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
             "--disable-component-update"]
     with sync_api.sync_playwright() as p:

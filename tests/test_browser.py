@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import test_replay
-from conftest import chromium, loopback_http
+from conftest import loopback_http
 from nertz_env.environment import parallel_env
 from nertz_env.replay import RecordReplay, load_replay
 from nertz_env.replay.cli import main as replay_main
@@ -26,18 +26,8 @@ from test_replay import play
 
 pytestmark = pytest.mark.browser
 sync_api = pytest.importorskip("playwright.sync_api", reason="needs the browser extra: pip install '.[browser]'")
-CHROMIUM = os.environ.get("NERTZ_CHROMIUM", "/usr/bin/chromium")
-if not os.path.exists(CHROMIUM):
-    pytest.skip(f"no chromium at {CHROMIUM} (apt-get install -y chromium, or set NERTZ_CHROMIUM)", allow_module_level=True)
 SEED = 11  # two flips (a key, then a click on the stock) before three moves
 match_game, match_page = test_replay.match_game, test_replay.match_page  # test_replay's recorded match and its page
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """The one Chromium of this module (no network of its own: no background requests, no updates)."""
-    with chromium(CHROMIUM) as b:
-        yield b
 
 
 def open_table(browser: Any, url: str) -> Any:
