@@ -143,12 +143,17 @@ def browser() -> Iterator[object]:
 
 
 @contextlib.contextmanager
-def loopback_http(handler: object) -> Iterator[str]:
-    """A threaded HTTP server of ``handler`` on a free port of 127.0.0.1; yields its address."""
+def loopback_http(directory: str) -> Iterator[str]:
+    """``directory`` served quietly (from a thread) on a free port of 127.0.0.1; yields its address."""
+    import functools
     import http.server
     import threading
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)  # type: ignore[arg-type]
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=directory))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/"

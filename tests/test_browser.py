@@ -5,8 +5,6 @@ from disk, scrubbed, and the table it draws compared with the file."""
 from __future__ import annotations
 
 import contextlib
-import functools
-import http.server
 import json
 import os
 import time
@@ -279,8 +277,7 @@ def test_token_mode__a_malformed_cookie__the_token_leaves_the_address__another_o
         site = tmp_path / "evil"  # a page on another port of 127.0.0.1 that frames the table
         site.mkdir()
         (site / "index.html").write_text(f'<iframe src="{s.page}" width="900" height="600"></iframe>')
-        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
-        with loopback_http(handler) as evil_url:
+        with loopback_http(str(site)) as evil_url:
             evil = context.new_page()
             evil.goto(evil_url)  # returns once the frame is loaded, or refused
             framed = evil.frames[1]

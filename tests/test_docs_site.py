@@ -4,8 +4,6 @@ chromium). Needs the site built (``python -m sphinx -W --keep-going -b html docs
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,14 +22,9 @@ if not (SITE / "index.html").is_file():
                 "docs/_build/html)", allow_module_level=True)
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def site_url() -> Iterator[str]:
-    with loopback_http(functools.partial(_Quiet, directory=str(SITE))) as url:
+    with loopback_http(str(SITE)) as url:
         yield url
 
 
