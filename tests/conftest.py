@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -122,11 +123,15 @@ def loopback_only() -> Iterator[None]:
         os.close(own)
 
 
-@contextlib.contextmanager
-def chromium(path: str) -> Iterator[object]:
-    """Debian's Chromium through Playwright, with no network of its own (no background requests, no updates)."""
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """The browser tests' Chromium (NERTZ_CHROMIUM, else Debian's) through Playwright, one a module, with no
+    network of its own (no background requests, no updates)."""
     from playwright import sync_api
 
+    path = os.environ.get("NERTZ_CHROMIUM", "/usr/bin/chromium")
+    if not os.path.exists(path):
+        pytest.skip(f"no chromium at {path} (apt-get install -y chromium, or set NERTZ_CHROMIUM)")
     args = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
             "--disable-component-update"]
     with sync_api.sync_playwright() as p:
@@ -138,12 +143,17 @@ def chromium(path: str) -> Iterator[object]:
 
 
 @contextlib.contextmanager
-def loopback_http(handler: object) -> Iterator[str]:
-    """A threaded HTTP server of ``handler`` on a free port of 127.0.0.1; yields its address."""
+def loopback_http(directory: str) -> Iterator[str]:
+    """``directory`` served quietly (from a thread) on a free port of 127.0.0.1; yields its address."""
+    import functools
     import http.server
     import threading
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)  # type: ignore[arg-type]
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=directory))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/"

@@ -48,14 +48,15 @@ def state_of(obs: np.ndarray, config: nertz_env.NertzConfig) -> np.ndarray:
 
 
 def play(env: nertz_env.NertzParallelEnv, specs: list[Any], seed: int, hook: Any = None,
-         agent_seed: int | None = None) -> tuple[list[dict[str, int]], dict[str, Any]]:
-    """One episode of ``specs`` (names or agents, cycled over the seats): its ticks' actions, last infos."""
+         agent_seed: int | None = None, ticks: int | None = None) -> tuple[list[dict[str, int]], dict]:
+    """One episode of ``specs`` (names or agents, cycled over the seats), or its first ``ticks`` ticks: its
+    ticks' actions, last infos."""
     agents = [make_agent(x) if isinstance(x, str) else x for x in (specs[s % len(specs)] for s in range(env.config.num_players))]
     obs, _ = env.reset(seed=seed)
     for s, a in enumerate(agents):
         a.reset(env.config, s, (seed * 100 if agent_seed is None else agent_seed) + s)
     moves, infos = [], {}
-    while env.agents:
+    while env.agents and (ticks is None or len(moves) < ticks):
         acts = {n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"]) for s, n in enumerate(env.agents)}
         if hook is not None:
             hook(obs, acts)
@@ -541,9 +542,11 @@ def test_ppo__loads_and_plays_through_make_agent_without_torch_or_the_training_p
 
 
 @functools.cache
-def _observations() -> tuple[np.ndarray, np.ndarray]:
-    """Every seat's observation and mask of a game of ppo against heuristic (shared: do not change them)."""
-    env = nertz_env.parallel_env(num_players=4)
+def _observations(specs: tuple[str, ...] = ("ppo", "heuristic"), agent_seed: int | None = None,
+                  **rules: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Every seat's observation and mask of a game of ``specs`` at a 4-seat table of ``rules`` (shared: do not
+    change them)."""
+    env = nertz_env.parallel_env(num_players=4, **rules)
     obs_l, mask_l = [], []
 
     def keep(obs: dict[str, Any], _acts: dict[str, int]) -> None:
@@ -551,7 +554,7 @@ def _observations() -> tuple[np.ndarray, np.ndarray]:
             obs_l.append(o["observation"])
             mask_l.append(o["action_mask"].astype(bool))
 
-    play(env, ["ppo", "heuristic"], seed=3, hook=keep)
+    play(env, list(specs), seed=3, hook=keep, agent_seed=agent_seed)
     return np.asarray(obs_l, dtype=np.float32), np.asarray(mask_l)
 
 
@@ -600,28 +603,34 @@ def test_numpy_forward__layers_that_do_not_fit_are_refused() -> None:
             NumpyActor(weights, biases, w_out, b_out)
 
 
-@pytest.mark.parametrize("name", ["ppo", "scratch"])
-def test_shipped_network__plays_through_nertz_eval_and_nertz_play(name: str, tmp_path: Any, capsys: Any) -> None:
-    """Each shipped network by name, in numpy: a gauntlet and three seats of a nertz-play table."""
+def plays_through_nertz_eval_and_nertz_play(spec: str, tmp_path: Any, capsys: Any) -> list[Any]:
+    """A gauntlet of ``spec`` against heuristic, then 40 ticks of a nertz-play table where its three seats
+    move; returns the table's bots."""
     from nertz_env.eval.cli import main as nertz_eval
     from nertz_env.play import cli as play_cli
 
-    assert nertz_eval(["gauntlet", name, "heuristic", "--players", "4", "--deals", "1", "--seed", "3", "--no-save",
+    assert nertz_eval(["gauntlet", spec, "heuristic", "--players", "4", "--deals", "1", "--seed", "3", "--no-save",
                        "--no-progress"]) == 0
-    out = capsys.readouterr().out
-    assert name in out and "heuristic" in out
+    assert "heuristic" in capsys.readouterr().out
     built = play_cli._build(play_cli.build_parser().parse_args(
-        ["--opponent", name, "--players", "4", "--step", "--seed", "4", "--replay-dir", str(tmp_path)]))
+        ["--opponent", spec, "--players", "4", "--step", "--seed", "4", "--replay-dir", str(tmp_path)]))
     game = play_cli.make_table_server(built, seat=0, step=True).game
-    assert all(bot.actor is not None for bot in game.bots.values())  # the numpy forward
     moved = 0
     for _ in range(40):
         if game.done:
             break
-        result = game.tick(None)  # the person waits; the three network seats play
+        result = game.tick(None)  # the person waits; the three bot seats play
         moved += sum(1 for m in result.moves if m.seat != 0 and m.applied != 0 and not m.illegal)
-    assert moved > 0
     game.close()
+    assert moved > 0
+    return list(game.bots.values())
+
+
+@pytest.mark.parametrize("name", ["ppo", "scratch"])
+def test_shipped_network__plays_through_nertz_eval_and_nertz_play(name: str, tmp_path: Any, capsys: Any) -> None:
+    """Each shipped network by name, in numpy: a gauntlet and three seats of a nertz-play table."""
+    bots = plays_through_nertz_eval_and_nertz_play(name, tmp_path, capsys)
+    assert all(bot.actor is not None for bot in bots)  # the numpy forward
 
 
 def _save(policy: Any, path: str, kwargs: dict[str, Any] | None = None) -> None:

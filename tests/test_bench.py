@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import nertz_env
-from nertz_env.agents import make_agent
 from nertz_env.agents.kernels import S_NCOUNT, S_NERTZ, S_SCOUNT, S_STOCK, S_WASTE, S_WCOUNT, UNKNOWN
+from test_agents import play
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
@@ -38,27 +38,16 @@ def headroom() -> ModuleType:
 
 def _play(headroom: ModuleType, candidate: Any, seed: int, ticks: int) -> int:
     """Up to ``ticks`` ticks of ``candidate`` against heuristic: legal moves, nothing unknown in its model."""
-    env = nertz_env.parallel_env(num_players=4)
-    agents = [candidate] + [make_agent("heuristic") for _ in range(3)]
+    env = nertz_env.parallel_env(num_players=4, illegal_action="raise")
     candidate.attach(env)
-    obs, _ = env.reset(seed=seed)
-    for s, a in enumerate(agents):
-        a.reset(env.config, s, seed + s)
-    played = 0
-    while env.agents and played < ticks:
-        mask = obs["player_0"]["action_mask"]
-        acts = {
-            n: a.act(obs[n]["observation"], obs[n]["action_mask"])
-            for n, a in zip(env.agents, agents, strict=True)
-        }
-        assert mask[acts["player_0"]] == 1
+
+    def known(_obs: Any, _acts: Any) -> None:
         s = candidate._state
         for base, n in ((S_STOCK, S_SCOUNT), (S_WASTE, S_WCOUNT), (S_NERTZ, S_NCOUNT)):
             assert not np.any(s[base : base + s[n]] == UNKNOWN)
-        obs, _, _, _, infos = env.step(acts)
-        assert not infos["player_0"]["illegal"]
-        played += 1
-    return played
+
+    moves, _ = play(env, [candidate, "heuristic", "heuristic", "heuristic"], seed, known, seed, ticks)
+    return len(moves)
 
 
 def test_oracle_search_sees_every_own_card_and_plays_legally(headroom: ModuleType) -> None:

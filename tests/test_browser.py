@@ -5,8 +5,6 @@ from disk, scrubbed, and the table it draws compared with the file."""
 from __future__ import annotations
 
 import contextlib
-import functools
-import http.server
 import json
 import os
 import time
@@ -18,7 +16,7 @@ import numpy as np
 import pytest
 
 import test_replay
-from conftest import chromium, loopback_http
+from conftest import loopback_http
 from nertz_env.environment import parallel_env
 from nertz_env.replay import RecordReplay, load_replay
 from nertz_env.replay.cli import main as replay_main
@@ -26,18 +24,8 @@ from test_replay import play
 
 pytestmark = pytest.mark.browser
 sync_api = pytest.importorskip("playwright.sync_api", reason="needs the browser extra: pip install '.[browser]'")
-CHROMIUM = os.environ.get("NERTZ_CHROMIUM", "/usr/bin/chromium")
-if not os.path.exists(CHROMIUM):
-    pytest.skip(f"no chromium at {CHROMIUM} (apt-get install -y chromium, or set NERTZ_CHROMIUM)", allow_module_level=True)
 SEED = 11  # two flips (a key, then a click on the stock) before three moves
 match_game, match_page = test_replay.match_game, test_replay.match_page  # test_replay's recorded match and its page
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """The one Chromium of this module (no network of its own: no background requests, no updates)."""
-    with chromium(CHROMIUM) as b:
-        yield b
 
 
 def open_table(browser: Any, url: str) -> Any:
@@ -289,8 +277,7 @@ def test_token_mode__a_malformed_cookie__the_token_leaves_the_address__another_o
         site = tmp_path / "evil"  # a page on another port of 127.0.0.1 that frames the table
         site.mkdir()
         (site / "index.html").write_text(f'<iframe src="{s.page}" width="900" height="600"></iframe>')
-        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
-        with loopback_http(handler) as evil_url:
+        with loopback_http(str(site)) as evil_url:
             evil = context.new_page()
             evil.goto(evil_url)  # returns once the frame is loaded, or refused
             framed = evil.frames[1]

@@ -198,7 +198,7 @@ def test_sb3_subproc_vec_env__ships_single_agent_envs_to_two_processes() -> None
 
 # ---------------------------------------------------------------- Stable-Baselines3 and SuperSuit
 def test_sb3_check_env__passes_on_the_registered_gymnasium_id() -> None:
-    """SB3's ``check_env`` on ``gymnasium.make`` by id (the class itself: test_train.py)."""
+    """SB3's ``check_env`` on ``gymnasium.make`` by id and on the class it makes."""
     import gymnasium
 
     pytest.importorskip("stable_baselines3")

@@ -4,15 +4,13 @@ chromium). Needs the site built (``python -m sphinx -W --keep-going -b html docs
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from conftest import chromium, loopback_http
+from conftest import loopback_http
 
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,26 +20,12 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="needs the browser 
 if not (SITE / "index.html").is_file():
     pytest.skip(f"the docs site is not built at {SITE} (python -m sphinx -W --keep-going -b html docs "
                 "docs/_build/html)", allow_module_level=True)
-CHROMIUM = os.environ.get("NERTZ_CHROMIUM", "/usr/bin/chromium")
-if not os.path.exists(CHROMIUM):
-    pytest.skip(f"no chromium at {CHROMIUM} (apt-get install -y chromium, or set NERTZ_CHROMIUM)", allow_module_level=True)
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass
 
 
 @pytest.fixture(scope="module")
 def site_url() -> Iterator[str]:
-    with loopback_http(functools.partial(_Quiet, directory=str(SITE))) as url:
+    with loopback_http(str(SITE)) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with chromium(CHROMIUM) as b:
-        yield b
 
 
 def _page(browser, allowed: tuple[str, ...]):  # type: ignore[no-untyped-def]

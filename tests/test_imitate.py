@@ -17,6 +17,7 @@ import nertz_env
 from nertz_env.agents import AgentSpecError, make_agent
 from nertz_env.train.meta import read_meta
 from nertz_env.train.policy_agent import load_policy
+from test_agents import play
 from test_train import _cli, _one_line, _policy_file, _quiet, _same_weights
 
 WAIT = nertz_env.action_table(nertz_env.make_config(num_players=3)).lookup("wait")
@@ -29,21 +30,10 @@ EXPERT = ["--init", "ppo_imitation", "--iterations", "2", "--samples", "24", "--
 
 
 def _legal_play(spec: str, num_players: int, ticks: int, seed: int = 1) -> list[int]:
-    """The actions seat 0 (``spec``) takes over ``ticks`` ticks against heuristic seats; each is legal."""
-    env = nertz_env.parallel_env(num_players=num_players)
-    obs, _ = env.reset(seed=seed)
-    agents = [make_agent(spec)] + [make_agent("heuristic") for _ in range(num_players - 1)]
-    for s, a in enumerate(agents):
-        a.reset(env.config, s, seed=100 + s)
-    taken = []
-    for _ in range(ticks):
-        if not env.agents:
-            break
-        acts = {n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"]) for s, n in enumerate(env.agents)}
-        assert obs["player_0"]["action_mask"][acts["player_0"]] == 1
-        taken.append(acts["player_0"])
-        obs, *_ = env.step(acts)
-    return taken
+    """Seat 0's (``spec``) actions over ``ticks`` ticks against heuristic seats (an illegal one raises)."""
+    env = nertz_env.parallel_env(num_players=num_players, illegal_action="raise")
+    moves, _ = play(env, [spec] + ["heuristic"] * (num_players - 1), seed, agent_seed=100, ticks=ticks)
+    return [m["player_0"] for m in moves]
 
 
 # ---------------------------------------------------------------- bad input: one line, exit 2, nothing written
@@ -251,13 +241,7 @@ def test_expert__same_decisions_run_to_run_and_the_planner_overrides_its_network
     env = nertz_env.parallel_env(num_players=4)
     for rollouts in (16, 0):
         Counting.overrides = Counting.decisions = 0
-        obs, _ = env.reset(seed=0)
-        agents = [Counting(policy="ppo", rollouts=rollouts) for _ in range(4)]
-        for s, a in enumerate(agents):
-            a.reset(env.config, s, seed=s)
-        while env.agents:
-            obs, *_ = env.step({n: agents[s].act(obs[n]["observation"], obs[n]["action_mask"])
-                                for s, n in enumerate(env.agents)})
+        play(env, [Counting(policy="ppo", rollouts=rollouts) for _ in range(4)], seed=0, agent_seed=0)
         assert Counting.overrides > 0 if rollouts else Counting.overrides <= Counting.decisions * 0.05
 
 

@@ -21,6 +21,7 @@ from nertz_env.agents.forward import MovesActor, NumpyActor
 from nertz_env.agents.policy import load_policy, policy_probabilities
 from nertz_env.moves import FLAGS, move_features, move_layout
 from nertz_env.observation import _decode_card, decode
+from test_agents import _observations, plays_through_nertz_eval_and_nertz_play
 from test_rules import build, play, suit
 
 
@@ -254,20 +255,6 @@ def test_moves_policy__loads_in_plain_sb3_and_its_file_holds_the_policy_over_the
         assert torch.allclose(saved.get_distribution(x[:, :o], masks).distribution.probs, want)
 
 
-def _game_observations(rules: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-    """Every seat's observation and mask of a heuristic game at a 4-seat table of ``rules``."""
-    env = nertz_env.parallel_env(num_players=4, **rules)
-    agents = [make_agent("heuristic") for _ in range(4)]
-    obs, _ = env.reset(seed=3)
-    for s, a in enumerate(agents):
-        a.reset(env.config, s, s)
-    keep: list[tuple[np.ndarray, np.ndarray]] = []
-    while env.agents and len(keep) < 600:
-        keep += [(v["observation"], v["action_mask"]) for v in obs.values()]
-        obs, *_ = env.step({k: agents[s].act(v["observation"], v["action_mask"]) for s, (k, v) in enumerate(obs.items())})
-    return np.array([o for o, _ in keep]), np.array([m for _, m in keep])
-
-
 @pytest.mark.parametrize(("activation", "move_arch"), [("relu", [8]), ("tanh", [12, 6])])
 def test_moves_actor__numpy_plays_torchs_choices_with_its_probabilities(activation: str, move_arch: list[int]) -> None:
     """The numpy forward (one compiled call, legal moves only) against the torch policy, on game observations."""
@@ -281,41 +268,26 @@ def test_moves_actor__numpy_plays_torchs_choices_with_its_probabilities(activati
         policy.action_net.net[-1].weight.normal_()
     actor = NumpyActor.from_policy(policy)
     assert isinstance(actor, MovesActor)
-    obs, masks = _game_observations({})
-    want = policy_probabilities(policy, obs, masks.astype(bool))
+    obs, masks = _observations(("heuristic",), 0)
+    want = policy_probabilities(policy, obs, masks)
     assert [actor.first_choice(o, m) for o, m in zip(obs, masks, strict=True)] == np.argmax(want, axis=1).tolist()
     np.testing.assert_allclose(actor.probabilities(obs[5], masks[5]), want[5], atol=1e-5)
 
 
 def test_moves_policy__plays_through_make_agent_nertz_eval_and_nertz_play_in_numpy(
         moves_run: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from nertz_env.eval.cli import main as nertz_eval
-    from nertz_env.play import cli as play_cli
-
     path = moves_run["policy"]
     agent = make_agent(path)
     assert isinstance(agent.actor, MovesActor) and agent._policy is None  # read from policy.npz, no torch
-    obs, masks = _game_observations({"last_moves": 1})  # the table it was trained at
+    obs, masks = _observations(("heuristic",), 0, last_moves=1)  # the table it was trained at
     policy, _ = load_policy(path)
-    want = np.argmax(policy_probabilities(policy, obs, masks.astype(bool)), axis=1)
+    want = np.argmax(policy_probabilities(policy, obs, masks), axis=1)
     assert [agent.actor.first_choice(o, m) for o, m in zip(obs, masks, strict=True)] == want.tolist()
     sampled = make_agent(path + ":deterministic=false")  # torch's distribution
     plain = nertz_env.make_config(num_players=4)  # a table without last_moves: the agents keep their own record
     for a in (agent, sampled):
         a.reset(plain, 0, 0)
-        o, m = _game_observations({})
-        assert all(m[i, a.act(o[i], m[i])] for i in range(40))
-    assert nertz_eval(["gauntlet", path, "heuristic", "--players", "4", "--deals", "1", "--seed", "3", "--no-save",
-                       "--no-progress"]) == 0
-    assert "heuristic" in capsys.readouterr().out
-    built = play_cli._build(play_cli.build_parser().parse_args(
-        ["--opponent", path, "--players", "4", "--step", "--seed", "4", "--replay-dir", str(tmp_path)]))
-    game = play_cli.make_table_server(built, seat=0, step=True).game
-    assert all(isinstance(bot.actor, MovesActor) for bot in game.bots.values())
-    moved = 0
-    for _ in range(40):
-        if game.done:
-            break
-        moved += sum(1 for m in game.tick(None).moves if m.seat != 0 and m.applied != 0 and not m.illegal)
-    assert moved > 0
-    game.close()
+        o, m = _observations(("heuristic",), 0)
+        assert all(m[i, a.act(o[i], m[i].astype(np.int8))] for i in range(40))  # the env's int8 mask
+    bots = plays_through_nertz_eval_and_nertz_play(path, tmp_path, capsys)
+    assert all(isinstance(bot.actor, MovesActor) for bot in bots)

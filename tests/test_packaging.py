@@ -201,23 +201,6 @@ def test_readme_links__are_absolute_and_reach_the_repository() -> None:
         assert not anchor or anchor in {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}, target
 
 
-def test_tests__a_module_that_needs_an_extra_skips_naming_it() -> None:
-    # pytest from an unpacked sdist with only some extras installed: a module needing a missing extra skips
-    # with the extra's name (test_sdist__... below collects the sdist's tests without the extras)
-    import ast
-
-    extras = set(_pyproject()["project"]["optional-dependencies"])
-    for path in sorted((ROOT / "tests").glob("test_*.py")):
-        for node in ast.parse(path.read_text()).body:
-            call = node.value if isinstance(node, (ast.Expr, ast.Assign)) else None
-            if not (isinstance(call, ast.Call) and ast.unparse(call.func) == "pytest.importorskip"):
-                continue
-            reason = next((k.value for k in call.keywords if k.arg == "reason"), None)
-            text = reason.value if isinstance(reason, ast.Constant) else ""
-            m = re.search(r"needs the (\w+) extra", text)
-            assert m and m.group(1) in extras, f"{path.name}:{node.lineno}: importorskip without the extra's name"
-
-
 # ---------------------------------------------------------------- install commands: each works as written
 # No package index has nertz-env: it installs from a checkout (".", ".[eval]") or from a wheel built there
 # (--find-links dist "nertz-env[eval]"). Any other package a command names is one this venv has at a version

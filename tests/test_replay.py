@@ -40,7 +40,7 @@ from nertz_env.replay.cli import build_frames, main, page_html
 from variants import VARIANTS, variant_id
 
 
-def play(env: RecordReplay, seed: int, max_ticks: int | None = None, bad_every: int = 0) -> int:
+def play(env: Any, seed: int, max_ticks: int | None = None, bad_every: int = 0, p_move: float = 0.7) -> int:
     """Random legal play (mostly moves, sometimes an out-of-range action); returns the ticks played."""
     rng = np.random.default_rng(seed)
     obs, _ = env.reset(seed=seed)
@@ -50,7 +50,8 @@ def play(env: RecordReplay, seed: int, max_ticks: int | None = None, bad_every: 
         for a in env.agents:
             legal = np.flatnonzero(obs[a]["action_mask"])
             moves = legal[legal > 1]
-            acts[a] = int(rng.choice(moves)) if len(moves) and rng.random() < 0.7 else int(rng.choice(legal))
+            move = len(moves) and rng.random() < p_move
+            acts[a] = int(rng.choice(moves if move else legal))
         if bad_every and n % bad_every == 0:
             acts[env.agents[0]] = 10_000
         obs, *_ = env.step(acts)

@@ -23,7 +23,6 @@ pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install '.
 
 import torch
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
-from stable_baselines3.common.env_checker import check_env
 from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import VecCheckNan, VecMonitor
 
@@ -120,14 +119,6 @@ def _assert_same_run(a: Trainer, b: Trainer) -> None:
 
 
 # ---------------------------------------------------------------- the single-agent view
-def test_single_agent_view__passes_sb3_check_env() -> None:
-    env = NertzSingleAgentEnv(num_players=P, opponents=["random"])
-    check_env(env, warn=True)
-    obs, _ = env.reset(seed=3)
-    assert env.observation_space.contains(obs)
-    assert env.action_masks().dtype == bool and env.action_masks().any()
-
-
 def test_single_agent_view__rewards_sum_to_the_learners_score_and_the_seat_rotates() -> None:
     env = NertzSingleAgentEnv(num_players=P, opponents=["greedy"])
     rng = np.random.default_rng(0)

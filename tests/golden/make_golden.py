@@ -11,9 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
-
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # test_replay's random play
 # name: (env keywords, seed, ticks of random legal play)
 CASES = {
     "p2": ({"num_players": 2}, 11, 140),
@@ -25,19 +24,10 @@ SCALE = 0.5  # reference PNGs are stored at half size
 
 def make_snapshot(kw: dict, seed: int, ticks: int) -> dict:
     from nertz_env.environment import parallel_env
+    from test_replay import play
 
     env = parallel_env(**kw)
-    obs, _ = env.reset(seed=seed)
-    rng = np.random.default_rng(seed)
-    for _ in range(ticks):
-        if not env.agents:
-            break
-        acts = {}
-        for a in env.agents:
-            legal = np.flatnonzero(obs[a]["action_mask"])
-            moves = legal[legal > 1]
-            acts[a] = int(rng.choice(moves)) if len(moves) and rng.random() < 0.8 else int(rng.choice(legal))
-        obs, *_ = env.step(acts)
+    play(env, seed, ticks, p_move=0.8)
     return env.snapshot()
 
 
