@@ -193,7 +193,7 @@ def test_two_node_cluster_train_then_gauntlet(two_nodes, tmp_path, capsys) -> No
     # run stopped at its budget)
     assert json.loads((final / "nertz_meta.json").read_text())["learner_module"].endswith("default_policy")
     code = eval_main(
-        ["gauntlet", str(final), "heuristic", "--players", "2", "--deals", "1", "--rule", "max_ticks=120",
+        ["gauntlet", str(final), "heuristic", "--players", "2", "--deals", "1", "--rule", "max_ticks=60",
          "--workers", "1", "--no-save", "--no-progress"]
     )
     out = capsys.readouterr().out
