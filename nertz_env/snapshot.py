@@ -32,6 +32,7 @@ from nertz_env.engine.state import (
     MAX_PILE,
     MEM_KNOWN,
     MEM_UNSEEN,
+    PARAMETERS,
     TableState,
     allocate,
 )
@@ -119,8 +120,6 @@ def _field(d: Any, key: str, where: str) -> Any:
     return d[key]
 
 
-#: the state's fields that hold the config, the same for every table (not copied by a restore)
-_PARAMETERS = ("cfg", "team", "act", "obs_off")
 #: the engine keeps ticks and scores as int32: a larger value is refused here, not an OverflowError on writing
 _INT32_MAX = 2**31 - 1
 
@@ -315,6 +314,6 @@ def restore_table(state: TableState, config: NertzConfig, snap: Any, t: int = 0)
                 f"{[to_text(c) for c in missing]}, extra {[to_text(c) for c in extra]}"
             )
     for name, arr in new._asdict().items():
-        if name not in _PARAMETERS:
+        if name not in PARAMETERS:  # the config's arrays are this table's already
             getattr(state, name)[t] = arr[0]
     observe_table(state, t)

@@ -18,7 +18,7 @@ from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, Rules, Unpack, is_int, make_config
 from nertz_env.engine import batch
 from nertz_env.engine.rules import reset_block, reset_seeded_block, sample_block, step_block
-from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate
+from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, PARAMETERS, allocate
 from nertz_env.global_state import state_layout, state_space
 from nertz_env.observation import obs_layout
 from nertz_env.snapshot import restore_table, snapshot_table
@@ -237,7 +237,7 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
 
     def bytes_per_table(self) -> int:
         """Memory of one table's state, observations and masks (the engine's arrays divided by tables)."""
-        shared = ("cfg", "team", "act", "obs_off", "scratch")  # the parameters, not per table
+        shared = (*PARAMETERS, "scratch")  # the config's arrays and the rules' work space
         return (
             sum(int(a.nbytes) for name, a in self._state._asdict().items() if name not in shared)
             // self.num_envs

@@ -148,6 +148,10 @@ def config_array(config: NertzConfig) -> np.ndarray:
     return c
 
 
+#: the fields that hold the config, one array shared by every table (the rest have a table axis first)
+PARAMETERS = ("cfg", "team", "act", "obs_off")
+
+
 def allocate(config: NertzConfig, num_tables: int) -> TableState:
     """Zeroed state for ``num_tables`` tables of ``config`` (deal them with ``reset_tables``)."""
     if not is_int(num_tables) or num_tables < 1:
