@@ -17,6 +17,7 @@ import nertz_env
 from nertz_env.agents import AgentSpecError, make_agent
 from nertz_env.train.meta import read_meta
 from nertz_env.train.policy_agent import load_policy
+from procs import ctrl_c_at
 from test_agents import play
 from test_train import _cli, _one_line, _policy_file, _quiet, _same_weights
 
@@ -203,15 +204,7 @@ def test_distill__ctrl_c_prints_the_rounds_on_disk_and_the_command_that_continue
 ) -> None:
     from nertz_env.train import distill, imitate
 
-    real, calls = imitate.collect, []
-
-    def collect(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt  # Ctrl-C while the second round plays
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(imitate, "collect", collect)
+    ctrl_c_at(monkeypatch, imitate, "collect", 2, sigint=False)  # while the second round plays
     argv = [f"--{k.replace('_', '-')}={v}" for k, v in DISTILL.items()]
     assert distill.main(["--run-dir", str(tmp_path / "r"), "--rounds", "3", *argv]) == 130
     err = capsys.readouterr().err
