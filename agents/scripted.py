@@ -113,14 +113,8 @@ class GreedyAgent(_Base):
 
 
 class HeuristicAgent(_Base):
-    """The seeds' strategy as a priority list (docs/guides/evaluation.md).
-
-    Args:
-        wait_prob: probability of sitting out a tick (a slower player).
-        waste: when to play the waste top onto a non-empty work pile: ``"dig"`` (default: when the Nertz
-            top then fits on it, or to turn up the waste card below without covering a card the lake or
-            the Nertz top wants), ``"nertz"`` (only when the Nertz top then fits), ``"always"``, ``"never"``.
-    """
+    """The seeds' strategy as a priority list; ``wait_prob`` and ``waste`` (when to play the waste top onto a
+    work pile) are in the options table of docs/guides/evaluation.md."""
 
     name = "heuristic"
     PARAMS: ClassVar[dict[str, type]] = {"wait_prob": float, "waste": str}

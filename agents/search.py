@@ -1,9 +1,5 @@
 """The top scripted rung, ``search``: the heuristic improved by rollouts on the engine's own rules, with a
-memory of the own stock and waste.
-
-The heuristic's best ``candidates`` are each scored by ``rollouts`` simulations over random deals of the
-unseen own cards (the same deals for every candidate); the best replaces the heuristic's choice only when it
-scores ``margin`` more. See docs/guides/evaluation.md.
+memory of the own stock and waste. See docs/guides/evaluation.md.
 """
 
 from __future__ import annotations
@@ -28,21 +24,9 @@ _PRIOR_TICKS = 10
 
 
 class SearchAgent(HeuristicAgent):
-    """Heuristic rollouts on the own layout with a memory of the own stock.
-
-    Args:
-        rollouts: simulations per candidate action (default 32; 0 plays the heuristic with memory).
-        horizon: ticks per simulation (default 20).
-        candidates: the heuristic's best actions compared (default 5).
-        others: prior for the lake cards each opponent adds per tick (default 0.3; the simulations use the
-            rate seen this round, weighted against this prior as if seen for 10 ticks).
-        margin: points a candidate must gain over the heuristic's choice to replace it (default 0.15).
-        gamma: discount per simulated tick (default 0.9).
-        memory: remember the stock and waste (default True; False leaves unseen cards unknown).
-        nertz_value: points a simulation credits for each card leaving the Nertz pile (default None: the
-            rules' ``nertz_penalty``, the penalty avoided).
-        wait_prob: probability of sitting out a tick (a slower player).
-    """
+    """Heuristic rollouts on the own layout with a memory of the own stock; its options (``rollouts``,
+    ``horizon``, ``candidates``, ``others``, ``margin``, ``gamma``, ``memory``, ``nertz_value``,
+    ``wait_prob``) are in the options table of docs/guides/evaluation.md."""
 
     name = "search"
     _seat: SeatMemory  # the seat's memory, made in reset
@@ -91,12 +75,7 @@ class SearchAgent(HeuristicAgent):
         self._value = np.zeros(2, dtype=np.float64)
         self._work: tuple = ()  # the seat table and rollout scratch space, made in reset
         self._lake_heights = np.tile(np.arange(1, 14, dtype=np.int64), 4)
-        self._clear()
-
-    def _clear(self) -> None:
-        self._ticks = 0
-        self._others_sum = 0
-        self._lake_total = 0
+        self._ticks = self._others_sum = self._lake_total = 0  # the lake cards seen this round (_remember)
 
     def others_rate(self) -> float:
         """Lake cards the other players add per tick: the ones seen this round, after a prior of ``others``
@@ -113,7 +92,6 @@ class SearchAgent(HeuristicAgent):
         self._seat = SeatMemory(config, self.memory)
         self._state = self._seat.view  # the heuristic reads the seat's memory, not the observation alone
         self._value[:] = (config.nertz_penalty if self.nertz_value is None else self.nertz_value, 1.0)
-        self._clear()
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         tools = self._tools()
