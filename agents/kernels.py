@@ -1,35 +1,8 @@
-"""The compiled kernels of the scripted agents: the own layout read from the observation, the heuristic's
-priorities, and the search's rollouts.
-
-:func:`read_state` reads the slices an agent needs from the observation into one small integer array, the
-*state* (below); a card the seat has not seen is ``UNKNOWN``. Every move, a rollout's (:func:`rollout_values`)
-or the search's prediction of its own, is made by the engine's per-seat rule functions
+"""The compiled kernels of the scripted agents: the own layout read from the observation into the *state*
+(:func:`read_state`; its slots ``S_*`` below), the heuristic's priorities, and the search's rollouts. Every
+move, a rollout's or a predicted one, is made by the engine's per-seat rule functions
 (:mod:`nertz_env.engine.rules`) on a small engine table of the agent's own (:func:`seat_tables`), with turns
 off. Cached on disk with the engine's sources.
-
-State vector (int64, ``STATE_SIZE`` values; card codes of :mod:`nertz_env.cards`)::
-
-    S_NTOP        Nertz pile's top card (-1 empty, UNKNOWN when a predicted move uncovered an unseen card)
-    S_NCOUNT      cards in the Nertz pile
-    S_WTOP        waste's top card (-1 empty, UNKNOWN when a predicted flip turned up an unseen card)
-    S_WCOUNT      cards in the waste
-    S_SCOUNT      cards in the stock
-    S_NPLAYED     Nertz cards the seat's predicted moves played (:func:`apply_view`)
-    S_LPLAYED     own cards the predicted moves played to the lake
-    S_WPLAYED     waste cards the predicted moves played (to the lake or a work pile)
-    S_RECYCLE     1 if a flip on an empty stock may turn the waste over (redeals left)
-    S_WLEN + j    cards in work pile j (MAX_W slots, the unused ones stay 0)
-    S_WORK + 13j  work pile j, bottom (highest rank) to top (exposed card); -1 beyond its length
-    S_LAKE + c    foundations whose top is the real card c (0 .. 51)
-    S_STOCK + k   the stock, bottom to top (S_SCOUNT cards; the last is the next flipped), UNKNOWN if unseen
-    S_WASTE + k   the waste, bottom to top (S_WCOUNT cards; the last is S_WTOP), UNKNOWN if unseen
-    S_NERTZ + k   the Nertz pile, bottom to top (S_NCOUNT cards; the last is S_NTOP), UNKNOWN below the top
-    S_REDEALS     times the waste was turned over this round
-
-Parameter vector ``params`` (int64, ``P_SIZE``; built once per config by :func:`table_params`): the engine's
-config array (:func:`nertz_env.engine.state.config_array`; ``P_W`` and the other ``P_*`` names are its
-slots), then the observation offsets (``P_OFF + O_*``) and the action table layout (``P_ACT + L_*``).
-``columns`` (int64, 5 x actions) is the action table as kind / src / dst / length / suit rows.
 """
 
 from __future__ import annotations
@@ -116,20 +89,28 @@ _allocating = keyed_jit({"no_cfunc_wrapper": True})  # hidden_cards: one small c
 # cached callers carry their code). ``_move`` is the one kernel that inlines the engine's ``apply_action``.
 _inner = keyed_jit({**_KERNEL_OPTIONS, "forceinline": True, "no_cpython_wrapper": True}, cache=False)
 
-UNKNOWN = -2
+UNKNOWN = -2  # a card the seat has not seen
 MAX_W = 6
 MAX_DECK = 54
-S_NTOP, S_NCOUNT, S_WTOP, S_WCOUNT, S_SCOUNT, S_NPLAYED, S_LPLAYED, S_WPLAYED, S_RECYCLE = range(9)
-S_WLEN = 9
-S_WORK = S_WLEN + MAX_W
-S_LAKE = S_WORK + MAX_W * 13
-S_STOCK = S_LAKE + 52
-S_WASTE = S_STOCK + MAX_DECK
-S_NERTZ = S_WASTE + MAX_DECK
-S_REDEALS = S_NERTZ + 13
+# The state: int64, ``STATE_SIZE`` values, card codes of nertz_env.cards. Piles run bottom to top.
+S_NTOP = 0  # the Nertz top (-1 empty, UNKNOWN when a predicted move uncovered an unseen card)
+S_NCOUNT = 1  # cards in the Nertz pile
+S_WTOP = 2  # the waste top (-1 empty, UNKNOWN when a predicted flip turned up an unseen card)
+S_WCOUNT, S_SCOUNT = 3, 4  # cards in the waste, in the stock
+S_NPLAYED, S_LPLAYED = 5, 6  # Nertz cards, own lake cards the seat's predicted moves played (apply_view)
+S_WPLAYED = 7  # waste cards the predicted moves played (to the lake or a work pile)
+S_RECYCLE = 8  # 1 if a flip on an empty stock may turn the waste over (redeals left)
+S_WLEN = 9  # + j: cards in work pile j (MAX_W slots, the unused ones stay 0)
+S_WORK = S_WLEN + MAX_W  # + 13 j + k: work pile j, highest rank to exposed card; -1 beyond its length
+S_LAKE = S_WORK + MAX_W * 13  # + c: foundations whose top is the real card c (0 .. 51)
+S_STOCK = S_LAKE + 52  # + k: the stock (S_SCOUNT cards; the last is the next flipped), UNKNOWN if unseen
+S_WASTE = S_STOCK + MAX_DECK  # + k: the waste (S_WCOUNT cards; the last is S_WTOP), UNKNOWN if unseen
+S_NERTZ = S_WASTE + MAX_DECK  # + k: the Nertz pile (S_NCOUNT cards, the last S_NTOP), UNKNOWN below the top
+S_REDEALS = S_NERTZ + 13  # times the waste was turned over this round
 STATE_SIZE = S_REDEALS + 1
 
-# Slots of ``params``: the engine's config array first (the same slots), then the offsets and the layout.
+# Slots of ``params`` (int64, P_SIZE; table_params): the engine's config array first (config_array, the same
+# slots), then the observation offsets (P_OFF + O_*) and the action table's layout (P_ACT + L_*).
 P_W, P_P, P_NS, P_D, P_DRAW, P_SHUFFLE, P_MAXREDEALS = C_W, C_P, C_NS, C_D, C_DRAW, C_SHUFFLE, C_MAXREDEALS
 P_NERTZFIRST, P_TUCK, P_JOKERS, P_MANUAL = C_NERTZFIRST, C_TUCK, C_JOKERS, C_MANUAL
 P_OFF = C_SIZE
@@ -142,7 +123,8 @@ ME = np.int32(0)
 
 
 def table_params(config: NertzConfig) -> tuple[np.ndarray, np.ndarray]:
-    """The ``params`` vector and the ``columns`` of the action table of ``config`` (see the module doc)."""
+    """The ``params`` vector of ``config`` and its action table's ``columns`` (int64 rows: kind, src, dst,
+    length, suit)."""
     table = action_table(config)
     params = np.zeros(P_SIZE, dtype=np.int64)
     params[:C_SIZE] = config_array(config)
@@ -708,26 +690,22 @@ def determinize(S, t, p, cards, n):
 
 
 @_inner
+def _aces(pile, n):
+    """Bit ``u`` set when the first ``n`` cards of ``pile`` hold the real ace of suit ``u``."""
+    held = 0
+    for k in range(n):
+        if 0 <= pile[k] < 52 and pile[k] % 13 == 0:
+            held |= 1 << (pile[k] // 13)
+    return held
+
+
+@_inner
 def _own_aces(S, t, p):
     """Bit ``u`` set when seat ``p`` still holds its own ace of suit ``u`` (in any of its piles)."""
-    held = 0
-    for k in range(S.nertz_len[t, p]):
-        c = S.nertz[t, p, k]
-        if 0 <= c < 52 and c % 13 == 0:
-            held |= 1 << (c // 13)
+    held = _aces(S.nertz[t, p], S.nertz_len[t, p]) | _aces(S.stock[t, p], S.stock_len[t, p])
+    held |= _aces(S.waste[t, p], S.waste_len[t, p])
     for j in range(S.cfg[C_W]):
-        for k in range(S.work_len[t, p, j]):
-            c = S.work[t, p, j, k]
-            if 0 <= c < 52 and c % 13 == 0:
-                held |= 1 << (c // 13)
-    for k in range(S.stock_len[t, p]):
-        c = S.stock[t, p, k]
-        if 0 <= c < 52 and c % 13 == 0:
-            held |= 1 << (c // 13)
-    for k in range(S.waste_len[t, p]):
-        c = S.waste[t, p, k]
-        if 0 <= c < 52 and c % 13 == 0:
-            held |= 1 << (c // 13)
+        held |= _aces(S.work[t, p, j], S.work_len[t, p, j])
     return held
 
 
