@@ -73,14 +73,9 @@ def _check_network(path: str, obs_shape: tuple[int, ...], n_actions: int, meta: 
 
 
 def load_policy(path: str, outside: bool = False) -> tuple[Any, dict[str, Any]]:
-    """The policy network and the nertz-env record of the checkpoint ``path``, cached per file version (shared by
-    every caller: copy it before changing it). ``outside=True`` takes a zip without a record (trained outside
-    ``nertz-train``) with a record of its spaces only, ``"outside": True`` (docs/guides/training-sb3.md).
-
-    Raises:
-        FileNotFoundError: no such file.
-        CheckpointError: not a zip of an SB3 MaskablePPO policy, or its record does not match the network.
-    """
+    """The policy network and the nertz-env record of the checkpoint ``path``, cached per file version
+    (shared: copy it before changing it). ``outside=True`` takes a zip without a record with a record of its
+    spaces only, ``"outside": True``. Raises FileNotFoundError or CheckpointError in one line."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"checkpoint file not found: {path}")
     try:
@@ -202,12 +197,7 @@ def check_spaces(meta: Mapping[str, Any], config: NertzConfig, where: str) -> No
 
 def record_rules(path: str, config: NertzConfig, **extra: Any) -> dict[str, Any]:
     """Write the nertz-env record of ``config`` into the MaskablePPO zip ``path`` (and its sidecar JSON), after
-    checking the network's spaces against the table: the zip then plays like a ``nertz-train`` checkpoint
-    (refusing other tables, usable in training's opponent pools). Returns the record.
-
-    Raises:
-        CheckpointError: not a MaskablePPO zip; IncompatibleCheckpointError: spaces of another table.
-    """
+    checking the network's spaces against the table (docs/guides/training-sb3.md); returns the record."""
     _, meta = load_policy(path, outside=True)
     if not meta.get("outside"):
         check_compatible(meta, config, where=f"policy {path!r}", path=path)
@@ -236,14 +226,9 @@ def policy_probabilities(policy: Any, observations: np.ndarray, masks: np.ndarra
 
 
 class OwnMemory:
-    """The observation options a policy agent was trained with and its table lacks, kept by the agent itself.
-
-    It rebuilds the observation the policy was trained on from the table's: the slices before the memory, then
-    (``memory``) the table's memory slices, or its own memory of its stock and waste where the table has none
-    (:class:`~nertz_env.agents.memory.SeatMemory`, equal to the engine's), then (``last_moves``) its own record
-    of its last moves, as the engine writes it (legal actions other than ``wait``, most recent first, forgotten
-    when a round starts: the status' tick fraction is 0 then).
-    """
+    """The observation options a policy agent was trained with and its table lacks (``memory``: a
+    :class:`~nertz_env.agents.memory.SeatMemory`; ``last_moves``: its own record), kept by the agent as the
+    engine writes them (docs/env/nertz.md)."""
 
     def __init__(self, table: NertzConfig, trained: NertzConfig) -> None:
         layout = obs_layout(table)
@@ -296,25 +281,14 @@ class TrainedAgent:
 
 
 class PolicyAgent(TrainedAgent):
-    """A MaskablePPO policy behind the Agent protocol (docs/guides/learned-agents.md).
-
-    Args:
-        policy: a ``MaskableActorCriticPolicy`` (shared between agents of the same snapshot), or None to load
-            it from ``meta["path"]`` when first needed.
-        meta: the checkpoint's nertz-env record; ``reset`` refuses tables of other rules.
-        deterministic: play the most probable legal action (the default); false samples from the policy.
-        name: the agent's ``name`` (``repr``, the opponent pool's logs; tournaments label agents by their spec).
-        actor: the network's numpy forward (:class:`~nertz_env.agents.forward.NumpyActor`); a deterministic
-            agent plays with it (the same choices as the torch network's, without torch). Give it only for a
-            network that does not change (a file); a network being trained plays through torch.
-    """
+    """A MaskablePPO ``policy`` (None: loaded from ``meta["path"]`` when first needed) with its nertz-env
+    record ``meta`` behind the Agent protocol (docs/guides/learned-agents.md). A deterministic agent plays
+    with the numpy ``actor`` when given one: only for a network that does not change (a file)."""
 
     def __init__(
         self, policy: Any, meta: dict[str, Any], deterministic: bool = True, name: str = "policy",
         actor: Any = None,
     ) -> None:
-        if policy is None and (actor is None or meta.get("path") is None):
-            raise ValueError("a PolicyAgent without a network needs its numpy actor and meta['path']")
         super().__init__(meta, deterministic, name)
         self._policy = policy
         self.actor = actor
@@ -411,17 +385,9 @@ class PolicyAgent(TrainedAgent):
 
 
 def load_policy_agent(path: str, config: NertzConfig | None = None, **params: Any) -> PolicyAgent:
-    """The registry loader for ``.zip`` checkpoints: ``make_agent("model.zip:deterministic=false,name=x")``
-    (defaults: the most probable legal action; the path as the name). ``config``: the table a zip without a
-    nertz-env record was trained for, checked now and then the only one it plays at; a zip with a record must
-    have been trained for it, observation options aside (docs/guides/training-sb3.md).
-
-    Raises:
-        FileNotFoundError: no such file.
-        AgentSpecError: a parameter other than ``deterministic`` and ``name``, or a bad value.
-        CheckpointError: not a MaskablePPO zip, or its network does not match its record;
-            IncompatibleCheckpointError: ``config`` is not the table it was trained for.
-    """
+    """The registry loader for ``.zip`` checkpoints (``params``: ``deterministic``, ``name``). ``config``: the
+    table a zip without a nertz-env record was trained for, then the only one it plays at
+    (docs/guides/training-sb3.md). Raises FileNotFoundError, AgentSpecError or CheckpointError in one line."""
     det, name = policy_params(f"checkpoint {path!r}", params)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"checkpoint file not found: {path}")
