@@ -159,12 +159,9 @@ def _arrays(layers: list[Any]) -> tuple[list[np.ndarray], list[np.ndarray]]:
 
 
 class NumpyActor:
-    """Observation -> masked action probabilities, and the most probable legal action, for an MLP actor.
-
-    Built from a loaded SB3 policy (:meth:`from_policy`, torch), or read without torch from the array file
-    saved beside its ``.zip`` (:meth:`save`, :meth:`load`); both hold the same float32 arrays. A move-scoring
-    policy's actor is a :class:`MovesActor`.
-    """
+    """Observation -> masked action probabilities, and the most probable legal action, for an MLP actor: from
+    a loaded SB3 policy (:meth:`from_policy`, torch), or without torch from the array file beside its ``.zip``
+    (:meth:`load`)."""
 
     def __init__(self, weights: list[np.ndarray], biases: list[np.ndarray], w_out: np.ndarray, b_out: np.ndarray,
                  activation: str = "relu") -> None:
@@ -297,13 +294,8 @@ class NumpyActor:
 
 class MovesActor(NumpyActor):
     """The numpy forward of a move-scoring policy (:class:`nertz_env.train.moves.MovesPolicy`): ``h`` by the
-    hidden layers, then ``f`` over ``[h, phi(move)]`` for each legal move (features: :mod:`nertz_env.moves`).
-
-    Args:
-        weights, biases: the hidden layers of ``h``, ``(in, out)``.
-        f_weights, f_biases: ``f``'s layers; the first takes ``h`` then the features, the last gives one logit.
-        rules: the table's config (:meth:`~nertz_env.config.NertzConfig.to_dict`) the features are read for.
-    """
+    hidden layers (``weights``, ``biases``), then ``f`` (``f_weights``, ``f_biases``) over ``[h, phi(move)]``
+    for each legal move, its features read for the table of ``rules`` (:mod:`nertz_env.moves`)."""
 
     def __init__(self, weights: list[np.ndarray], biases: list[np.ndarray], f_weights: list[np.ndarray],
                  f_biases: list[np.ndarray], rules: dict[str, Any], activation: str = "relu") -> None:

@@ -33,17 +33,10 @@ _OWN_LAKE = STATUS_FIELDS.index("own_lake_frac")
 
 
 class SeatMemory:
-    """A seat's memory of its own stock and waste, in the kernels' view (:mod:`nertz_env.agents.kernels`).
-
-    Each tick, :meth:`observe` reads the observation into :attr:`view` and completes it from what the seat's
-    last move, as :meth:`predict` made it with the engine's rules, left in the stock and waste (or, when the
-    move failed, from before it); the stall rule is applied as the status shows it acted. A new deal (tick 0)
-    forgets everything. It also counts the own cards in the lake (:attr:`lake_own`) and notes the cards seen.
-
-    Args:
-        config: the table's rules.
-        remember: keep the stock and waste (False: only what the observation shows).
-    """
+    """A seat's memory of its own stock and waste in the kernels' view (:attr:`view`), completed each tick
+    (:meth:`observe`) from what its last move (:meth:`predict`, the engine's rules) left there; also its own
+    cards in the lake (:attr:`lake_own`) and the cards seen. ``remember=False`` keeps only what the
+    observation shows."""
 
     def __init__(self, config: NertzConfig, remember: bool = True) -> None:
         self.params = table_tools(config).params

@@ -26,14 +26,9 @@ class PoolEntry:
 
 
 class OpponentPool:
-    """Scripted agents with weights plus up to ``max_snapshots`` frozen policies sharing ``snapshot_weight``.
-
-    Args:
-        scripted: agent spec -> weight (weights need not sum to 1; 0 keeps an entry out of sampling).
-        snapshot_weight: the total weight of all snapshots together (split equally among them).
-        max_snapshots: snapshots kept; the oldest goes first.
-        snapshot_deterministic: snapshots play their most probable action instead of sampling.
-    """
+    """Scripted agents by spec -> weight (0 keeps one out of sampling) plus up to ``max_snapshots`` frozen
+    policies (the oldest dropped first) sharing ``snapshot_weight`` equally; ``snapshot_deterministic``: they
+    play their most probable action instead of sampling."""
 
     def __init__(
         self,
