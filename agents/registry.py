@@ -120,9 +120,7 @@ def make_agent(spec: str) -> Agent:
         return agent
     shipped = shipped_models().get(head)
     if shipped is not None:  # a shipped model is a .zip named by its name
-        params = {"name": head, **_split_params(rest, head)}
-        rest = ",".join(f"{k}={v}" for k, v in params.items())
-        head = shipped
+        return _LOADERS[".zip"](shipped, **{"name": head, **_split_params(rest, head)})
     if os.path.isdir(head):  # an RLlib checkpoint is a directory (nertz_env.agents.rllib_policy)
         from nertz_env.agents.rllib_policy import is_rllib_checkpoint, load_rllib_agent
 
