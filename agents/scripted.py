@@ -9,7 +9,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from nertz_env.actions import JOKER_LAKE, LAKE, RUN
+from nertz_env.actions import JOKER_LAKE, LAKE, RUN, action_table
 from nertz_env.agents.kernels import (
     STATE_SIZE,
     WASTE_POLICIES,
@@ -31,13 +31,11 @@ class TableTools:
         self.is_lake = (kind == LAKE) | (kind == JOKER_LAKE)
         self.n_actions = kind.shape[0]
         # index of the reverse of each run (the same length back from dst to src), -1 for other actions
-        self.reverse_run = np.full(self.n_actions, -1, dtype=np.int64)
-        for a in np.flatnonzero(kind == RUN):
-            i, j, n = int(self.columns[1, a]) - 2, int(self.columns[2, a]), int(self.columns[3, a])
-            hits = np.flatnonzero(
-                (kind == RUN) & (self.columns[1] == j + 2) & (self.columns[2] == i) & (self.columns[3] == n)
-            )
-            self.reverse_run[a] = int(hits[0])
+        table = action_table(config)
+        self.reverse_run = np.array(
+            [table.index(RUN, a.dst + 2, a.src - 2, a.length) if a.kind == RUN else -1 for a in table.rows],
+            dtype=np.int64,
+        )
 
 
 table_tools = functools.cache(TableTools)  # one per config, shared by every agent at its tables
