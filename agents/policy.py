@@ -19,6 +19,7 @@ import numpy as np
 
 from nertz_env.actions import action_table
 from nertz_env.agents.base import policy_params
+from nertz_env.agents.forward import NumpyActor, UnsupportedNetwork
 from nertz_env.agents.memory import SeatMemory
 from nertz_env.agents.meta import (
     ZIP_MEMBER,
@@ -138,8 +139,6 @@ def numpy_actor(path: str) -> Any:
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
 def _numpy_actor(path: str, mtime: float) -> Any:
-    from nertz_env.agents.forward import NumpyActor, UnsupportedNetwork
-
     try:
         return NumpyActor.load(path)
     except UnsupportedNetwork:
@@ -153,8 +152,6 @@ def write_arrays(path: str, policy: Any = None) -> Any:
     """Write the numpy actor of the policy zip ``path`` beside it and return it: from ``policy`` (the network just
     saved there), else read with torch. None, and no file, when the numpy forward does not evaluate the network;
     a folder that cannot be written keeps the actor in memory."""
-    from nertz_env.agents.forward import NumpyActor, UnsupportedNetwork
-
     if policy is None:
         policy, _ = load_policy(path, outside=True)
     try:
@@ -372,14 +369,11 @@ class PolicyAgent(TrainedAgent):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        path = self.meta.get("path")
-        if path is not None:
-            path = os.path.abspath(path)
+        had_actor, self.actor = self.actor, None
+        if self.meta.get("path") is not None:
+            path = os.path.abspath(self.meta["path"])
             self.meta = {**self.meta, "path": path}
-        had_actor, self.actor = bool(self.actor), None
-        if path is not None:
-            if had_actor:
-                self.actor = numpy_actor(path)
+            self.actor = numpy_actor(path) if had_actor else None
             if self.actor is None:
                 self._policy, _ = load_policy(path, outside=True)
 
