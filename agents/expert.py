@@ -12,6 +12,7 @@ import numpy as np
 
 from nertz_env.agents.forward import NumpyActor
 from nertz_env.agents.kernels import PRIO_FLIP
+from nertz_env.agents.policy import load_policy_agent, shipped_models
 from nertz_env.agents.search import SearchAgent
 from nertz_env.config import NertzConfig
 
@@ -63,8 +64,6 @@ class ExpertAgent(SearchAgent):
             raise ValueError(f"prior must be a finite number >= 0, got {prior}")
         if top < 0:
             raise ValueError(f"top must be >= 0, got {top}")
-        from nertz_env.agents.policy import shipped_models
-
         if not policy:
             raise ValueError("policy must name a .zip policy file or a shipped model (default ppo)")
         self._policy_path = shipped_models().get(policy, policy)
@@ -80,8 +79,6 @@ class ExpertAgent(SearchAgent):
 
     def _load(self) -> Any:
         if self._policy_agent is None:
-            from nertz_env.agents.policy import load_policy_agent
-
             agent = load_policy_agent(self._policy_path, deterministic=True, name=self.policy_spec)
             self._actor = agent.actor if agent.actor is not None else NumpyActor.from_policy(agent.policy)
             self._policy_agent = agent

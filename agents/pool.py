@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from nertz_env.agents import Agent, make_agent
+from nertz_env.agents.policy import load_policy_agent
 
 
 @dataclass(frozen=True)
@@ -101,8 +102,6 @@ class OpponentPool:
     def new_agent(self, entry: PoolEntry) -> Agent:
         """A fresh agent for ``entry`` (snapshots share their loaded network)."""
         if entry.kind == "snapshot":
-            from nertz_env.agents.policy import load_policy_agent
-
             return load_policy_agent(entry.spec, deterministic=self.snapshot_deterministic, name=entry.name)
         return make_agent(entry.spec)
 

@@ -5,6 +5,7 @@ meant for people. See docs/guides/evaluation.md.
 
 from __future__ import annotations
 
+import glob
 import os
 from collections.abc import Callable
 from typing import Any
@@ -13,6 +14,7 @@ from nertz_env.agents.base import Agent, AgentSpecError, as_bool
 from nertz_env.agents.expert import BestAgent, ExpertAgent
 from nertz_env.agents.policy import load_policy_agent, shipped_models
 from nertz_env.agents.policy import record_rules as record_rules  # the docs import both from here
+from nertz_env.agents.rllib_policy import is_rllib_checkpoint, load_rllib_agent
 from nertz_env.agents.scripted import GreedyAgent, HeuristicAgent, RandomAgent
 from nertz_env.agents.search import SearchAgent
 from nertz_env.config import NertzConfig
@@ -81,8 +83,6 @@ def _split_params(rest: str, name: str) -> dict[str, str]:
 def run_folder_policy(path: str) -> str | None:
     """The policy to play from a ``nertz-train`` run folder: its ``policy.zip`` (the RLlib backend's ``final``),
     else its newest checkpoint (a run stopped early); ``None`` when ``path`` is no run folder."""
-    import glob
-
     for name in ("policy.zip", "final"):
         if os.path.exists(os.path.join(path, name)):
             return os.path.join(path, name)
@@ -122,8 +122,6 @@ def make_agent(spec: str) -> Agent:
     if shipped is not None:  # a shipped model is a .zip named by its name
         return _LOADERS[".zip"](shipped, **{"name": head, **_split_params(rest, head)})
     if os.path.isdir(head):  # an RLlib checkpoint is a directory (nertz_env.agents.rllib_policy)
-        from nertz_env.agents.rllib_policy import is_rllib_checkpoint, load_rllib_agent
-
         if not is_rllib_checkpoint(head):
             policy = run_folder_policy(head)
             if policy is not None:
