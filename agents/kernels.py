@@ -47,14 +47,11 @@ from nertz_env.engine.state import (
     C_D,
     C_DRAW,
     C_JOKERS,
-    C_MANUAL,
     C_MAXREDEALS,
-    C_NERTZFIRST,
     C_NS,
     C_P,
     C_SHUFFLE,
     C_SIZE,
-    C_TUCK,
     C_TURN,
     C_W,
     MAX_PILE,
@@ -109,10 +106,8 @@ S_NERTZ = S_WASTE + MAX_DECK  # + k: the Nertz pile (S_NCOUNT cards, the last S_
 S_REDEALS = S_NERTZ + 13  # times the waste was turned over this round
 STATE_SIZE = S_REDEALS + 1
 
-# Slots of ``params`` (int64, P_SIZE; table_params): the engine's config array first (config_array, the same
-# slots), then the observation offsets (P_OFF + O_*) and the action table's layout (P_ACT + L_*).
-P_W, P_P, P_NS, P_D, P_DRAW, P_SHUFFLE, P_MAXREDEALS = C_W, C_P, C_NS, C_D, C_DRAW, C_SHUFFLE, C_MAXREDEALS
-P_NERTZFIRST, P_TUCK, P_JOKERS, P_MANUAL = C_NERTZFIRST, C_TUCK, C_JOKERS, C_MANUAL
+# Slots of ``params`` (int64, P_SIZE; table_params): the engine's config array first (config_array, read by
+# its C_* slots), then the observation offsets (P_OFF + O_*) and the action table's layout (P_ACT + L_*).
 P_OFF = C_SIZE
 P_ACT = P_OFF + O_SIZE + 1  # the offsets array: one slot per slice, then the size
 P_SIZE = P_ACT + 9
@@ -141,7 +136,7 @@ def read_state(obs, params, s):
     """Fill state ``s`` from one observation vector of the seat."""
     for k in range(s.shape[0]):
         s[k] = 0
-    w, np_, ns, d = params[P_W], params[P_P], params[P_NS], params[P_D]
+    w, np_, ns, d = params[C_W], params[C_P], params[C_NS], params[C_D]
     off = params[P_OFF:P_ACT]
     s[S_NTOP] = read_card(obs, off[O_NTOP])
     s[S_NCOUNT] = np.int64(obs[off[O_NCOUNT]] * ns + 0.5)
@@ -150,7 +145,7 @@ def read_state(obs, params, s):
     s[S_SCOUNT] = np.int64(obs[off[O_SCOUNT]] * d + 0.5)
     left = obs[off[O_STATUS] + 4]  # redeals left, as a fraction of the limit (1.0 when unlimited)
     s[S_RECYCLE] = 1 if left > 0.0 else 0
-    most = params[P_MAXREDEALS]
+    most = params[C_MAXREDEALS]
     s[S_REDEALS] = most - np.int64(left * most + 0.5) if most > 0 else 0
     for k in range(s[S_SCOUNT]):
         s[S_STOCK + k] = UNKNOWN
@@ -185,7 +180,7 @@ def read_state(obs, params, s):
             k += 1
         s[S_WLEN + j] = k
     for c in range(52):
-        s[S_LAKE + c] = np.int64(obs[off[O_LAKE] + c] * (np_ * (1 + params[P_JOKERS])) + 0.5)
+        s[S_LAKE + c] = np.int64(obs[off[O_LAKE] + c] * (np_ * (1 + params[C_JOKERS])) + 0.5)
 
 
 # ---------------------------------------------------------------- the view
@@ -217,16 +212,12 @@ def top_of(s, src):
 
 
 @_kernel
-def fits_somewhere(s, c, w, nertz_first_src):
+def fits_somewhere(s, c, w):
     """Can card ``c`` (known) go onto one of the work piles (stacking, or an empty pile)?"""
     if c < 0:
         return False
     for j in range(w):
-        n = s[S_WLEN + j]
-        if n == 0:
-            if nertz_first_src:
-                return True
-        elif can_stack(c, stack_value(s, j)):
+        if s[S_WLEN + j] == 0 or can_stack(c, stack_value(s, j)):
             return True
     return False
 
@@ -277,7 +268,7 @@ def pick_best(values, mask, u):
 
 
 @_kernel
-def _useful_exposure(s, e, w):
+def _useful_exposure(s, e):
     """Is ``e`` (a newly exposed card, -1 for a pile just emptied) useful: the Nertz top fits on it or an
     empty pile, or the lake takes it?"""
     ntop = s[S_NTOP]
@@ -290,11 +281,11 @@ def _useful_exposure(s, e, w):
 
 @_kernel
 def heuristic_priorities(s, mask, params, columns, waste_policy, banned, prio):
-    """Priority of every action (see the module doc); ``NEVER`` for illegal and avoided ones."""
-    w = params[P_W]
+    """Priority of every action (the ``PRIO_*`` above); ``NEVER`` for illegal and avoided ones."""
+    w = params[C_W]
     ntop = s[S_NTOP]
     ncount = s[S_NCOUNT]
-    nertz_fits = fits_somewhere(s, ntop, w, True)
+    nertz_fits = fits_somewhere(s, ntop, w)
     for a in range(mask.shape[0]):
         prio[a] = NEVER
         if not mask[a]:
@@ -321,7 +312,7 @@ def heuristic_priorities(s, mask, params, columns, waste_policy, banned, prio):
                 j = src - 2
                 n = s[S_WLEN + j]
                 e = s[S_WORK + 13 * j + n - 2] if n >= 2 else -1
-                if _useful_exposure(s, e, w):
+                if _useful_exposure(s, e):
                     p += PRIO_USEFUL_BONUS
             if kind == JOKER_LAKE:  # prefer declaring a card whose successor we hold face up
                 u = columns[4, a]
@@ -364,7 +355,7 @@ def heuristic_priorities(s, mask, params, columns, waste_policy, banned, prio):
             whole = length == ni
             e = s[S_WORK + 13 * i + ni - length - 1] if not whole else -1
             if s[S_WLEN + dst] == 0:
-                if not whole and _useful_exposure(s, e, w):
+                if not whole and _useful_exposure(s, e):
                     prio[a] = PRIO_RUN_TO_EMPTY
             elif whole:
                 if ncount > 0:
@@ -589,8 +580,8 @@ def write_memory(s, seen, lake_jokers, params, out, base):
     write the ``memory`` option's slices into ``out[base:]`` as the engine does (``observe_memory``): the places
     of the view's known stock and waste cards, the real cards never in ``seen``, and the jokers the seat cannot
     place (the deck's less ``lake_jokers``, its own in the lake, and those it sees or knows)."""
-    d, w, draw = params[P_D], params[P_W], params[P_DRAW]
-    most = d - params[P_NS] - w  # the cards stock and waste hold at most
+    d, w, draw = params[C_D], params[C_W], params[C_DRAW]
+    most = d - params[C_NS] - w  # the cards stock and waste hold at most
     for k in range(4 * d):
         out[base + k] = 0.0
     placed = lake_jokers + (1 if s[S_NTOP] >= 52 else 0)
@@ -623,7 +614,7 @@ def write_memory(s, seen, lake_jokers, params, out, base):
     for c in range(52):
         if not seen[c]:
             out[base + 3 * d + c] = 1.0
-    for x in range(params[P_JOKERS] - placed):
+    for x in range(params[C_JOKERS] - placed):
         out[base + 3 * d + 52 + x] = 1.0
 
 
@@ -632,13 +623,9 @@ def hidden_cards(s, params, lake_own, out):
     """The seat's own cards it cannot place (deck minus the lake cards it played, its work piles, and every
     known card of its Nertz pile, stock and waste) into ``out``; returns how many, or -1 when that does not
     match the number of unknown slots (the memory is out of step)."""
-    count = np.zeros(53, np.int64)
-    for c in range(52):
-        count[c] = 1
-    count[52] = params[P_JOKERS]
-    for c in range(53):
-        count[c] -= lake_own[c]
-    for j in range(params[P_W]):
+    count = np.ones(53, np.int64) - lake_own
+    count[52] += params[C_JOKERS] - 1  # one of each real card, the deck's jokers
+    for j in range(params[C_W]):
         for k in range(s[S_WLEN + j]):
             c = s[S_WORK + 13 * j + k]
             count[c if c < 52 else 52] -= 1
