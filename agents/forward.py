@@ -1,9 +1,7 @@
-"""The actor of a MaskablePPO MLP policy in numpy: the forward pass trained agents play with, without torch;
-:class:`MovesActor` is a move-scoring policy's (:mod:`nertz_env.train.moves`).
-
-Saving a policy writes its arrays beside the zip (``policy.npz``); a zip without one is read once with torch,
-which writes it. Its choices are torch's (``tests/test_agents.py``): float32 layers, illegal logits removed
-before a float64 softmax, ties to the lowest action index. See docs/guides/learned-agents.md.
+"""The actor of a MaskablePPO MLP policy in numpy (:class:`MovesActor`: a move-scoring policy's), as trained
+agents play without torch, from the arrays saved beside the zip (``policy.npz``). Its choices are torch's:
+float32 layers, illegal logits removed before a float64 softmax, ties to the lowest action index. See
+docs/guides/learned-agents.md.
 """
 
 from __future__ import annotations

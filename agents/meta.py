@@ -71,12 +71,8 @@ def write_meta(checkpoint: str, meta: Mapping[str, Any]) -> None:
 
 
 def read_meta(checkpoint: str) -> dict[str, Any]:
-    """The record of ``checkpoint`` (from the zip, else from the sidecar).
-
-    Raises:
-        FileNotFoundError: no such file.
-        CheckpointError: not a zip, or neither the zip nor a sidecar holds a nertz-env record.
-    """
+    """The record of ``checkpoint`` (from the zip, else from the sidecar). Raises FileNotFoundError, or
+    CheckpointError when it is not a zip or neither the zip nor a sidecar holds a nertz-env record."""
     if not os.path.isfile(checkpoint):
         raise FileNotFoundError(f"checkpoint file not found: {checkpoint}")
     try:

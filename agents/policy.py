@@ -1,8 +1,6 @@
-"""A trained MaskablePPO policy as an :class:`~nertz_env.agents.Agent`, and the ``.zip`` loader.
-
-A policy plays its most probable legal action unless asked to sample (``deterministic=false``); the
-deterministic route runs the numpy forward pass (:mod:`nertz_env.agents.forward`) without torch. The agent
-samples from its own generator, never torch's. See docs/guides/learned-agents.md.
+"""A trained MaskablePPO policy as an :class:`~nertz_env.agents.Agent`, and the ``.zip`` loader: its most
+probable legal action through the numpy forward (:mod:`nertz_env.agents.forward`), or a sample from its own
+generator (``deterministic=false``). See docs/guides/learned-agents.md.
 """
 
 from __future__ import annotations

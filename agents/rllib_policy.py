@@ -27,12 +27,8 @@ def is_rllib_checkpoint(path: str) -> bool:
 
 
 def read_rllib_meta(path: str) -> dict[str, Any]:
-    """The nertz-env record of the RLlib checkpoint directory ``path``.
-
-    Raises:
-        FileNotFoundError: no such directory.
-        CheckpointError: a directory without a valid record (not written by nertz-env's RLlib backend).
-    """
+    """The nertz-env record of the RLlib checkpoint directory ``path``. Raises FileNotFoundError, or
+    CheckpointError for a directory without a valid record (not written by nertz-env's RLlib backend)."""
     if not os.path.isdir(path):
         raise FileNotFoundError(f"checkpoint directory not found: {path}")
     meta_path = os.path.join(path, META_FILE)

@@ -25,7 +25,6 @@ class TableTools:
     """Per-config lookups shared by every agent at tables of that config."""
 
     def __init__(self, config: NertzConfig) -> None:
-        self.config = config
         self.params, self.columns = table_params(config)
         kind = self.columns[0]
         self.is_lake = (kind == LAKE) | (kind == JOKER_LAKE)
