@@ -164,24 +164,19 @@ def write_arrays(path: str, policy: Any = None) -> Any:
 def check_spaces(meta: Mapping[str, Any], config: NertzConfig, where: str) -> None:
     """Raise :class:`IncompatibleCheckpointError` unless the policy's spaces are those of a ``config`` table."""
 
-    def spaces(c: NertzConfig) -> tuple[int, int]:
-        return obs_layout(c).size, action_table(c).n
+    def spaces(n: int) -> tuple[int, int] | None:  # those of a table of n players with these rules
+        try:
+            other = NertzConfig.from_dict({**config.to_dict(), "num_players": n})
+        except ValueError:  # rules that need another size (teams)
+            return None
+        return obs_layout(other).size, action_table(other).n
 
-    obs_size, num_actions = spaces(config)
+    obs_size, num_actions = obs_layout(config).size, action_table(config).n
     theirs = (int(meta["obs_size"]), int(meta["num_actions"]))
     if theirs != (obs_size, num_actions):
         # the table sizes whose spaces, with these rules, are the policy's: most often the fix is the size
-        fits = []
-        for n in range(2, 9):
-            try:
-                other = NertzConfig.from_dict({**config.to_dict(), "num_players": n})
-            except ValueError:  # rules that need another size (teams)
-                continue
-            if spaces(other) == theirs:
-                fits.append(n)
-        hint = ""
-        if fits:
-            hint = f"; with these rules its spaces are those of a table of {' or '.join(map(str, fits))} players"
+        fits = " or ".join(str(n) for n in range(2, 9) if spaces(n) == theirs)
+        hint = f"; with these rules its spaces are those of a table of {fits} players" if fits else ""
         raise IncompatibleCheckpointError(
             f"{where} has no nertz-env record, and its spaces (observation {meta['obs_size']}, "
             f"{meta['num_actions']} actions) are not this table's (observation {obs_size}, {num_actions} "
