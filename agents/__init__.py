@@ -1,8 +1,6 @@
 """Agents for nertz-env: the agent protocol, the scripted ladder (``random``, ``greedy``, ``heuristic``,
-``search``), the planners holding a trained network (``expert``, ``best``) and the registry.
-
-``make_agent("heuristic:wait_prob=0.2")`` builds one by spec; a MaskablePPO ``.zip`` path loads as a policy
-agent, and ``register_loader`` adds loaders for other checkpoint files. See docs/guides/evaluation.md and
+``search``), the planners holding a trained network (``expert``, ``best``) and the registry: ``make_agent``
+builds one by spec (``"heuristic:wait_prob=0.2"``, a policy ``.zip``). See docs/guides/evaluation.md and
 docs/guides/learned-agents.md.
 """
 

@@ -62,7 +62,7 @@ def _spaces_meta(path: str, obs_space: Any, act_space: Any) -> dict[str, Any]:
     return {"format": None, "obs_size": int(shape[0]), "num_actions": int(act_space.n), "outside": True}
 
 
-def _check_network(path: str, obs_shape: tuple[int, ...], n_actions: int, meta: Mapping[str, Any]) -> None:
+def check_network(path: str, obs_shape: tuple[int, ...], n_actions: int, meta: Mapping[str, Any]) -> None:
     """Raise :class:`CheckpointError` unless the network's spaces are those of its nertz-env record."""
     if obs_shape != (int(meta["obs_size"]),) or n_actions != int(meta["num_actions"]):
         raise CheckpointError(
@@ -105,7 +105,7 @@ def load_policy(path: str, outside: bool = False) -> tuple[Any, dict[str, Any]]:
     if meta is None:
         meta = _spaces_meta(path, obs_space, act_space)
     else:
-        _check_network(path, tuple(obs_space.shape), int(act_space.n), meta)
+        check_network(path, tuple(obs_space.shape), int(act_space.n), meta)
     if not (isinstance(policy_class, type) and issubclass(policy_class, MaskableActorCriticPolicy)):
         raise CheckpointError(
             f"{path}: policy class {getattr(policy_class, '__name__', policy_class)!r} is not a MaskablePPO "
@@ -382,7 +382,7 @@ def load_policy_agent(path: str, config: NertzConfig | None = None, **params: An
     policy: Any = None
     if actor is not None:  # plays in numpy: the record and the network's sizes are checked without torch
         meta = read_meta(path)
-        _check_network(path, (actor.obs_size,), actor.n_actions, meta)
+        check_network(path, (actor.obs_size,), actor.n_actions, meta)
     else:
         policy, meta = load_policy(path, outside=True)
     meta = dict(meta, path=os.path.abspath(path))

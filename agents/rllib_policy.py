@@ -13,7 +13,7 @@ import numpy as np
 
 from nertz_env.agents.base import policy_params
 from nertz_env.agents.meta import FORMAT, CheckpointError, check_compatible, meta_config
-from nertz_env.agents.policy import TrainedAgent
+from nertz_env.agents.policy import TrainedAgent, check_network
 from nertz_env.config import NertzConfig
 from nertz_env.extras import install_command
 
@@ -71,12 +71,9 @@ def load_rllib_module(path: str) -> tuple[Any, dict[str, Any]]:
     with torch.random.fork_rng(devices=[]):  # building the module must not move torch's global generator
         module = RLModule.from_checkpoint(module_dir)
     module.eval()
-    space = module.observation_space_with_mask if hasattr(module, "observation_space_with_mask") else None
-    if space is not None and (
-        tuple(space["observations"].shape) != (int(meta["obs_size"]),)
-        or int(module.action_space.n) != int(meta["num_actions"])
-    ):
-        raise CheckpointError(f"{path}: the module's spaces do not match its nertz-env record")
+    space = getattr(module, "observation_space_with_mask", None)
+    if space is not None:
+        check_network(path, tuple(space["observations"].shape), int(module.action_space.n), meta)
     _CACHE[key] = (module, meta)
     return module, meta
 
