@@ -1,6 +1,5 @@
 """``expert``: the search planner with a trained policy as its default move and prior (the agent behind
-``best``). Candidates are scored by search's rollouts plus ``prior`` times their log-probability; one replaces
-the policy's choice only when it scores ``margin`` more. See docs/guides/learned-agents.md.
+``best``). See docs/guides/learned-agents.md.
 """
 
 from __future__ import annotations
@@ -22,11 +21,8 @@ _LOG_FLOOR = 1e-6  # probabilities below this count as this in the prior (a log 
 class ExpertAgent(SearchAgent):
     """Search with a learned policy as its default move and prior. Its options (``policy``, ``prior``, ``top``,
     ``base``, ``margin`` and :class:`~nertz_env.agents.search.SearchAgent`'s) are the table of the ``expert``
-    spec in docs/guides/learned-agents.md.
-
-    Raises:
-        FileNotFoundError: no such policy file (a table the network was not trained for fails in ``reset``).
-    """
+    spec in docs/guides/learned-agents.md. Raises FileNotFoundError for no such policy file (a table the
+    network was not trained for fails in ``reset``)."""
 
     name = "expert"
     PARAMS: ClassVar[dict[str, type]] = {

@@ -92,12 +92,9 @@ def run_folder_policy(path: str) -> str | None:
 
 
 def make_agent(spec: str) -> Agent:
-    """Build an agent from a spec.
-
-    Raises:
-        AgentSpecError: unknown name, unknown parameter or bad value, no loader for a checkpoint's suffix.
-        FileNotFoundError: a checkpoint path that does not exist.
-    """
+    """Build an agent from a spec (docs/guides/evaluation.md). Raises AgentSpecError for an unknown name, an
+    unknown parameter or bad value, or no loader for a checkpoint's suffix; FileNotFoundError for a checkpoint
+    path that does not exist."""
     if not isinstance(spec, str) or not spec.strip():
         raise AgentSpecError(f"an agent spec is a non-empty string such as 'heuristic', got {spec!r}")
     spec = spec.strip()
