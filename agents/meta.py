@@ -30,8 +30,7 @@ class IncompatibleCheckpointError(CheckpointError):
 
 def sidecar_path(checkpoint: str) -> str:
     """``runs/x/model.zip`` -> ``runs/x/model.json``."""
-    root, _ = os.path.splitext(checkpoint)
-    return root + ".json"
+    return os.path.splitext(checkpoint)[0] + ".json"
 
 
 def make_meta(config: NertzConfig, **extra: Any) -> dict[str, Any]:
