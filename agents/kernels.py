@@ -371,172 +371,172 @@ def seat_tables(config: NertzConfig, tables: int = 3) -> TableState:
     """An engine state of ``tables`` tables of ``config`` for an agent's own moves (see the module doc): seat
     ``ME`` holds the agent's layout, the other seats stay empty, and turns are off in its config array (one
     own move per tick; no ``memory`` option: a plan needs no record of what the seat saw)."""
-    S = allocate(dataclasses.replace(config, memory=False), tables)
-    S.cfg[C_TURN] = 0
-    return S
+    table = allocate(dataclasses.replace(config, memory=False), tables)
+    table.cfg[C_TURN] = 0
+    return table
 
 
 @_kernel
-def load_seat(s, S, t, p):
+def load_seat(s, table, t, p):
     """Seat ``p`` of table ``t`` gets the view's piles (unknown cards stay ``UNKNOWN``) and redeals; the table's
     lake gets one foundation per lake top of the view, filled from the ace up in the top's suit (the rules read
     only the tops and the foundations' lengths; the owners are unknown, -1). The seat's lake count starts at
     0, so after moves it counts the seat's own lake plays."""
     n = s[S_NCOUNT]
     for k in range(n):
-        S.nertz[t, p, k] = s[S_NERTZ + k]
-    S.nertz_len[t, p] = n
-    for j in range(S.cfg[C_W]):
+        table.nertz[t, p, k] = s[S_NERTZ + k]
+    table.nertz_len[t, p] = n
+    for j in range(table.cfg[C_W]):
         n = s[S_WLEN + j]
         for k in range(n):
-            S.work[t, p, j, k] = s[S_WORK + 13 * j + k]
-        S.work_len[t, p, j] = n
+            table.work[t, p, j, k] = s[S_WORK + 13 * j + k]
+        table.work_len[t, p, j] = n
     n = s[S_SCOUNT]
     for k in range(n):
-        S.stock[t, p, k] = s[S_STOCK + k]
-    S.stock_len[t, p] = n
+        table.stock[t, p, k] = s[S_STOCK + k]
+    table.stock_len[t, p] = n
     n = s[S_WCOUNT]
     for k in range(n):
-        S.waste[t, p, k] = s[S_WASTE + k]
-    S.waste_len[t, p] = n
-    S.redeals[t, p] = s[S_REDEALS]
-    S.lake_played[t, p] = 0
+        table.waste[t, p, k] = s[S_WASTE + k]
+    table.waste_len[t, p] = n
+    table.redeals[t, p] = s[S_REDEALS]
+    table.lake_played[t, p] = 0
     f = 0
-    cap = S.lake_len.shape[1]
+    cap = table.lake_len.shape[1]
     for c in range(52):
         m = s[S_LAKE + c]
-        S.lake_tops[t, c] = m
+        table.lake_tops[t, c] = m
         for _ in range(m):
             if f < cap:
                 base = c - c % 13
                 for x in range(c % 13 + 1):
-                    S.lake[t, f, x] = base + x
-                    S.lake_owner[t, f, x] = -1
-                S.lake_len[t, f] = c % 13 + 1
+                    table.lake[t, f, x] = base + x
+                    table.lake_owner[t, f, x] = -1
+                table.lake_len[t, f] = c % 13 + 1
                 f += 1
-    S.lake_n[t] = f
+    table.lake_n[t] = f
     for g in range(f, cap):
-        S.lake_len[t, g] = 0
+        table.lake_len[t, g] = 0
 
 
 @_inner
-def view_piles(S, t, p, s):
+def view_piles(table, t, p, s):
     """Write what the heuristic reads of seat ``p``'s piles on table ``t`` into the view ``s``: the Nertz and
     waste tops and counts, the stock count and the work piles (their cards beyond their lengths are left as
     they were)."""
-    n = S.nertz_len[t, p]
+    n = table.nertz_len[t, p]
     s[S_NCOUNT] = n
-    s[S_NTOP] = S.nertz[t, p, n - 1] if n > 0 else -1
-    n = S.waste_len[t, p]
+    s[S_NTOP] = table.nertz[t, p, n - 1] if n > 0 else -1
+    n = table.waste_len[t, p]
     s[S_WCOUNT] = n
-    s[S_WTOP] = S.waste[t, p, n - 1] if n > 0 else -1
-    s[S_SCOUNT] = S.stock_len[t, p]
-    for j in range(S.cfg[C_W]):
-        n = S.work_len[t, p, j]
+    s[S_WTOP] = table.waste[t, p, n - 1] if n > 0 else -1
+    s[S_SCOUNT] = table.stock_len[t, p]
+    for j in range(table.cfg[C_W]):
+        n = table.work_len[t, p, j]
         s[S_WLEN + j] = n
         for k in range(n):
-            s[S_WORK + 13 * j + k] = S.work[t, p, j, k]
+            s[S_WORK + 13 * j + k] = table.work[t, p, j, k]
 
 
 @_inner
-def view_lake(S, t, s):
+def view_lake(table, t, s):
     """Write table ``t``'s lake tops into the view ``s``."""
     for c in range(52):
-        s[S_LAKE + c] = S.lake_tops[t, c]
+        s[S_LAKE + c] = table.lake_tops[t, c]
 
 
 @_kernel
-def store_seat(S, t, p, s):
+def store_seat(table, t, p, s):
     """Read seat ``p`` of table ``t`` back into the view ``s`` (the inverse of :func:`load_seat`; the played
     counters ``S_NPLAYED``, ``S_LPLAYED``, ``S_WPLAYED`` are left as they are)."""
-    view_piles(S, t, p, s)
-    for j in range(S.cfg[C_W]):
-        for k in range(S.work_len[t, p, j], 13):
+    view_piles(table, t, p, s)
+    for j in range(table.cfg[C_W]):
+        for k in range(table.work_len[t, p, j], 13):
             s[S_WORK + 13 * j + k] = -1
-    view_lake(S, t, s)
-    for k in range(S.nertz_len[t, p]):
-        s[S_NERTZ + k] = S.nertz[t, p, k]
-    for k in range(S.stock_len[t, p]):
-        s[S_STOCK + k] = S.stock[t, p, k]
-    for k in range(S.waste_len[t, p]):
-        s[S_WASTE + k] = S.waste[t, p, k]
-    s[S_REDEALS] = S.redeals[t, p]
-    most = S.cfg[C_MAXREDEALS]
-    s[S_RECYCLE] = 1 if most < 0 or S.redeals[t, p] < most else 0
+    view_lake(table, t, s)
+    for k in range(table.nertz_len[t, p]):
+        s[S_NERTZ + k] = table.nertz[t, p, k]
+    for k in range(table.stock_len[t, p]):
+        s[S_STOCK + k] = table.stock[t, p, k]
+    for k in range(table.waste_len[t, p]):
+        s[S_WASTE + k] = table.waste[t, p, k]
+    s[S_REDEALS] = table.redeals[t, p]
+    most = table.cfg[C_MAXREDEALS]
+    s[S_RECYCLE] = 1 if most < 0 or table.redeals[t, p] < most else 0
 
 
 @_inner
-def copy_table(S, a, b, p):
+def copy_table(table, a, b, p):
     """Table ``b`` becomes a copy of table ``a``'s seat ``p`` and lake (what a rollout reads and moves)."""
-    S.nertz_len[b, p] = S.nertz_len[a, p]
-    for k in range(S.nertz_len[a, p]):
-        S.nertz[b, p, k] = S.nertz[a, p, k]
-    for j in range(S.cfg[C_W]):
-        n = S.work_len[a, p, j]
-        S.work_len[b, p, j] = n
+    table.nertz_len[b, p] = table.nertz_len[a, p]
+    for k in range(table.nertz_len[a, p]):
+        table.nertz[b, p, k] = table.nertz[a, p, k]
+    for j in range(table.cfg[C_W]):
+        n = table.work_len[a, p, j]
+        table.work_len[b, p, j] = n
         for k in range(n):
-            S.work[b, p, j, k] = S.work[a, p, j, k]
-    S.stock_len[b, p] = S.stock_len[a, p]
-    for k in range(S.stock_len[a, p]):
-        S.stock[b, p, k] = S.stock[a, p, k]
-    S.waste_len[b, p] = S.waste_len[a, p]
-    for k in range(S.waste_len[a, p]):
-        S.waste[b, p, k] = S.waste[a, p, k]
-    S.redeals[b, p] = S.redeals[a, p]
-    S.lake_played[b, p] = S.lake_played[a, p]
-    S.lake_n[b] = S.lake_n[a]
-    for f in range(S.lake_len.shape[1]):
-        S.lake_len[b, f] = S.lake_len[a, f]
-    for f in range(S.lake_n[a]):
+            table.work[b, p, j, k] = table.work[a, p, j, k]
+    table.stock_len[b, p] = table.stock_len[a, p]
+    for k in range(table.stock_len[a, p]):
+        table.stock[b, p, k] = table.stock[a, p, k]
+    table.waste_len[b, p] = table.waste_len[a, p]
+    for k in range(table.waste_len[a, p]):
+        table.waste[b, p, k] = table.waste[a, p, k]
+    table.redeals[b, p] = table.redeals[a, p]
+    table.lake_played[b, p] = table.lake_played[a, p]
+    table.lake_n[b] = table.lake_n[a]
+    for f in range(table.lake_len.shape[1]):
+        table.lake_len[b, f] = table.lake_len[a, f]
+    for f in range(table.lake_n[a]):
         for x in range(MAX_PILE):  # whole rows: a fixed count copies faster than the foundation's length
-            S.lake[b, f, x] = S.lake[a, f, x]
-            S.lake_owner[b, f, x] = S.lake_owner[a, f, x]
+            table.lake[b, f, x] = table.lake[a, f, x]
+            table.lake_owner[b, f, x] = table.lake_owner[a, f, x]
     for c in range(52):
-        S.lake_tops[b, c] = S.lake_tops[a, c]
+        table.lake_tops[b, c] = table.lake_tops[a, c]
 
 
 @_inner
-def _move(S, t, p, a):
+def _move(table, t, p, a):
     """The engine's ``apply_action`` of seat ``p``'s legal action ``a`` on table ``t`` (its R_* bits)."""
-    return apply_action(S, t, p, a)
+    return apply_action(table, t, p, a)
 
 
 @_kernel
-def apply_view(s, a, S, t, p):
+def apply_view(s, a, table, t, p):
     """Apply the seat's legal action ``a`` to the view ``s`` with the engine's rules: ``s`` is loaded into seat
     ``p`` of table ``t``, moved there, and read back, with the played counters updated. A shuffled redeal
     (recycle="shuffle") leaves the new stock's order unknown. Returns ``apply_action``'s R_* bits."""
     ncount, wcount, scount = s[S_NCOUNT], s[S_WCOUNT], s[S_SCOUNT]
-    load_seat(s, S, t, p)
-    result = _move(S, t, p, a)
-    store_seat(S, t, p, s)
+    load_seat(s, table, t, p)
+    result = _move(table, t, p, a)
+    store_seat(table, t, p, s)
     s[S_NPLAYED] += ncount - s[S_NCOUNT]
-    s[S_LPLAYED] += S.lake_played[t, p]
+    s[S_LPLAYED] += table.lake_played[t, p]
     if a != 1:  # a flip only moves cards between the stock and the waste
         s[S_WPLAYED] += wcount - s[S_WCOUNT]
-    elif scount == 0 and S.cfg[C_SHUFFLE]:
+    elif scount == 0 and table.cfg[C_SHUFFLE]:
         for k in range(s[S_SCOUNT]):
             s[S_STOCK + k] = UNKNOWN
     return result
 
 
 @_kernel
-def stall_view(s, S, t, p):
+def stall_view(s, table, t, p):
     """The engine's stall rule (``stall_seat``) on the view's stock and waste."""
-    load_seat(s, S, t, p)
-    stall_seat(S, t, p)
-    store_seat(S, t, p, s)
+    load_seat(s, table, t, p)
+    stall_seat(table, t, p)
+    store_seat(table, t, p, s)
 
 
 @_kernel
-def own_moves(s, S, t, p, out):
+def own_moves(s, table, t, p, out):
     """The actions the seat may take on the view ``s`` by the engine's mask (loaded into seat ``p`` of table
     ``t``), without wait, call and rotate, into ``out``; returns how many."""
-    load_seat(s, S, t, p)
-    compute_mask(S, t, p)
+    load_seat(s, table, t, p)
+    compute_mask(table, t, p)
     n = 0
-    for a in range(1, S.mask.shape[2]):
-        if S.mask[t, p, a] and a != S.act[L_CALL] and a != S.act[L_ROTATE]:
+    for a in range(1, table.mask.shape[2]):
+        if table.mask[t, p, a] and a != table.act[L_CALL] and a != table.act[L_ROTATE]:
             out[n] = a
             n += 1
     return n
@@ -655,24 +655,24 @@ def _uniform(rng, t):
 
 
 @_inner
-def determinize(S, t, p, cards, n):
+def determinize(table, t, p, cards, n):
     """Deal the ``n`` hidden ``cards`` at random (table ``t``'s generator) into the ``UNKNOWN`` slots of seat
     ``p``'s Nertz pile, stock and waste, in that order."""
     for k in range(n - 1, 0, -1):
-        x = rng_below(S.rng, t, k + 1)
+        x = rng_below(table.rng, t, k + 1)
         cards[k], cards[x] = cards[x], cards[k]
     i = 0
-    for k in range(S.nertz_len[t, p]):
-        if S.nertz[t, p, k] == UNKNOWN:
-            S.nertz[t, p, k] = cards[i]
+    for k in range(table.nertz_len[t, p]):
+        if table.nertz[t, p, k] == UNKNOWN:
+            table.nertz[t, p, k] = cards[i]
             i += 1
-    for k in range(S.stock_len[t, p]):
-        if S.stock[t, p, k] == UNKNOWN:
-            S.stock[t, p, k] = cards[i]
+    for k in range(table.stock_len[t, p]):
+        if table.stock[t, p, k] == UNKNOWN:
+            table.stock[t, p, k] = cards[i]
             i += 1
-    for k in range(S.waste_len[t, p]):
-        if S.waste[t, p, k] == UNKNOWN:
-            S.waste[t, p, k] = cards[i]
+    for k in range(table.waste_len[t, p]):
+        if table.waste[t, p, k] == UNKNOWN:
+            table.waste[t, p, k] = cards[i]
             i += 1
 
 
@@ -687,53 +687,54 @@ def _aces(pile, n):
 
 
 @_inner
-def _own_aces(S, t, p):
+def _own_aces(table, t, p):
     """Bit ``u`` set when seat ``p`` still holds its own ace of suit ``u`` (in any of its piles)."""
-    held = _aces(S.nertz[t, p], S.nertz_len[t, p]) | _aces(S.stock[t, p], S.stock_len[t, p])
-    held |= _aces(S.waste[t, p], S.waste_len[t, p])
-    for j in range(S.cfg[C_W]):
-        held |= _aces(S.work[t, p, j], S.work_len[t, p, j])
+    held = _aces(table.nertz[t, p], table.nertz_len[t, p]) | _aces(table.stock[t, p], table.stock_len[t, p])
+    held |= _aces(table.waste[t, p], table.waste_len[t, p])
+    for j in range(table.cfg[C_W]):
+        held |= _aces(table.work[t, p, j], table.work_len[t, p, j])
     return held
 
 
 @_inner
-def _opens(S, t, c, held):
+def _opens(table, t, c, held):
     """May another player put the real card ``c`` on the lake: the next card of a foundation, or an ace
     while its suit has fewer foundations than the other players have aces of it (one per deck; ``held``:
     :func:`_own_aces` of the seat)?"""
     if c % 13 > 0:
-        return S.lake_tops[t, c - 1] > 0
+        return table.lake_tops[t, c - 1] > 0
     n = 0
     for r in range(13):
-        n += S.lake_tops[t, c + r]
-    return n < S.cfg[C_P] - ((held >> (c // 13)) & 1)
+        n += table.lake_tops[t, c + r]
+    return n < table.cfg[C_P] - ((held >> (c // 13)) & 1)
 
 
 @_inner
-def others_play(S, t, p, rate, held):
+def others_play(table, t, p, rate, held):
     """The other players' lake plays during one tick of a rollout on table ``t``: about ``rate`` cards (a
     binomial over the opponents), each a random card the lake takes from them (:func:`_opens`; ``held``:
     :func:`_own_aces` of seat ``p``), put there by the engine's ``lake_add`` as another seat's. Returns how
     many cards they played."""
-    np_ = S.cfg[C_P]
+    np_ = table.cfg[C_P]
     opponents = np_ - 1
     chance = rate / opponents if opponents > 0 else 0.0
     other = (p + 1) % np_
     played = 0
     for _ in range(opponents):
-        if _uniform(S.rng, t) >= chance:
+        if _uniform(table.rng, t) >= chance:
             continue
         n = 0
         for c in range(52):
-            if _opens(S, t, c, held):
+            if _opens(table, t, c, held):
                 n += 1
         if n == 0:
             break
-        k = rng_below(S.rng, t, n)
+        k = rng_below(table.rng, t, n)
         for c in range(52):
-            if _opens(S, t, c, held):
+            if _opens(table, t, c, held):
                 if k == 0:
-                    lake_add(S, t, S.lake_n[t] if c % 13 == 0 else lake_find(S, t, c - 1), c, other)
+                    f = table.lake_n[t] if c % 13 == 0 else lake_find(table, t, c - 1)
+                    lake_add(table, t, f, c, other)
                     played += 1
                     break
                 k -= 1
@@ -741,7 +742,9 @@ def others_play(S, t, p, rate, held):
 
 
 @_inner
-def _rollout(S, t, p, view, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, prio, trace):
+def _rollout(
+    table, t, p, view, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, prio, trace
+):
     """Play the heuristic for seat ``p`` of table ``t`` on the engine's rules for up to ``horizon`` ticks, the
     other players adding about ``rate`` cards a tick to the lake first (so they win the races), and return
     the discounted points: ``value[0]`` per card leaving the Nertz pile and ``value[1]`` per own lake card.
@@ -752,33 +755,33 @@ def _rollout(S, t, p, view, params, columns, reverse_run, horizon, waste_policy,
     f = 1.0
     for k in range(trace.shape[0]):
         trace[k] = 0
-    call = S.act[L_CALL]
-    held = _own_aces(S, t, p)
+    call = table.act[L_CALL]
+    held = _own_aces(table, t, p)
     lake_changed = True
     for k in range(horizon):
-        compute_mask(S, t, p)
-        mask = S.mask[t, p]
+        compute_mask(table, t, p)
+        mask = table.mask[t, p]
         if call >= 0:
             mask[call] = 0  # a rollout plays on past an empty Nertz pile
-        view_piles(S, t, p, view)
+        view_piles(table, t, p, view)
         if lake_changed:
-            view_lake(S, t, view)
+            view_lake(table, t, view)
             lake_changed = False
         heuristic_priorities(view, mask, params, columns, waste_policy, banned, prio)
-        a = pick_best(prio, mask, _uniform(S.rng, t))
+        a = pick_best(prio, mask, _uniform(table.rng, t))
         if a == 0:
             break
-        if rate > 0.0 and others_play(S, t, p, rate, held) > 0:
+        if rate > 0.0 and others_play(table, t, p, rate, held) > 0:
             lake_changed = True
         if k < trace.shape[0]:
             trace[k] = a
-        nertz, lake = S.nertz_len[t, p], S.lake_played[t, p]
-        if _move(S, t, p, a) & R_LOST:
+        nertz, lake = table.nertz_len[t, p], table.lake_played[t, p]
+        if _move(table, t, p, a) & R_LOST:
             continue
-        if S.lake_played[t, p] != lake:
+        if table.lake_played[t, p] != lake:
             lake_changed = True
-            held = _own_aces(S, t, p)
-        total += f * (value[0] * (nertz - S.nertz_len[t, p]) + value[1] * (S.lake_played[t, p] - lake))
+            held = _own_aces(table, t, p)
+        total += f * (value[0] * (nertz - table.nertz_len[t, p]) + value[1] * (table.lake_played[t, p] - lake))
         f *= discount
         banned = reverse_run[a]
     return total
@@ -815,7 +818,7 @@ def rollout_values(
     rate,
     seed,
     values,
-    S,
+    table,
     view,
     prio,
     trace,
@@ -826,23 +829,23 @@ def rollout_values(
     # Typed table and seat numbers (a literal 0, 1 or 2 would have numba compile every callee once more for
     # each literal, the engine's mask and move code included).
     here, world, child, me = np.int64(0), np.int64(1), np.int64(2), np.int32(ME)
-    S.rng[here] = seed
-    load_seat(s, S, here, me)
+    table.rng[here] = seed
+    load_seat(s, table, here, me)
     for c in range(nc):
         values[c] = 0.0
     for _ in range(samples):
-        copy_table(S, here, world, me)
-        S.rng[world] = rng_next(S.rng, here)
-        determinize(S, world, me, cards, ncards)
-        start = rng_next(S.rng, here)
+        copy_table(table, here, world, me)
+        table.rng[world] = rng_next(table.rng, here)
+        determinize(table, world, me, cards, ncards)
+        start = rng_next(table.rng, here)
         for c in range(nc):
-            copy_table(S, world, child, me)
-            S.rng[child] = start
-            nertz, lake = S.nertz_len[child, me], S.lake_played[child, me]
-            _move(S, child, me, candidates[c])
-            g = value[0] * (nertz - S.nertz_len[child, me]) + value[1] * (S.lake_played[child, me] - lake)
+            copy_table(table, world, child, me)
+            table.rng[child] = start
+            nertz, lake = table.nertz_len[child, me], table.lake_played[child, me]
+            _move(table, child, me, candidates[c])
+            g = value[0] * (nertz - table.nertz_len[child, me]) + value[1] * (table.lake_played[child, me] - lake)
             values[c] += g + discount * _rollout(
-                S, child, me, view, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, prio,
+                table, child, me, view, params, columns, reverse_run, horizon, waste_policy, discount, value, rate, prio,
                 trace,
             )
     for c in range(nc):
