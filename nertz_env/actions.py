@@ -184,21 +184,6 @@ class ActionTable:
         cols = np.array(self.rows, dtype=np.int16).reshape(len(self.rows), 5)
         return {f: cols[:, i].astype(np.int8) for i, f in enumerate(Action._fields)}
 
-    def markdown(self) -> str:
-        """The table as Markdown, one row per block of actions (index range, count, first and last); the
-        docs render it for every variant they show (docs/env/nertz.md, docs/env/rules.md)."""
-        lines = ["| indices | count | kind | first | last |", "|---:|---:|---|---|---|"]
-        start = 0
-        for i in range(1, len(self.rows) + 1):
-            if i == len(self.rows) or self.rows[i].kind != self.rows[start].kind:
-                span = f"{start}" if i - 1 == start else f"{start}-{i - 1}"
-                first = f"`{self.name(start)}`: {self.describe(start)}"
-                last = "" if i - 1 == start else f"`{self.name(i - 1)}`: {self.describe(i - 1)}"
-                kind = KIND_NAMES[self.rows[start].kind]
-                lines.append(f"| {span} | {i - start} | {kind} | {first} | {last} |")
-                start = i
-        return "\n".join(lines)
-
 
 @functools.cache
 def action_table(config: NertzConfig) -> ActionTable:

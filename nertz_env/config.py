@@ -299,20 +299,6 @@ OPTION_DOCS: dict[str, OptionDoc] = {
 }
 
 
-def options_markdown() -> str:
-    """The option table (option, default, allowed, meaning) in Markdown, from :class:`NertzConfig` and
-    :data:`OPTION_DOCS`."""
-    lines = ["| option | default | allowed | meaning |", "|---|---|---|---|"]
-    for f in dataclasses.fields(NertzConfig):
-        doc = OPTION_DOCS[f.name]
-        d = f.default
-        default = f"`{d!r}`".replace("'", '"') if d is None or isinstance(d, (bool, str)) else str(d)
-        if doc.none_means:
-            default += f" ({doc.none_means})"
-        lines.append(f"| `{f.name}` | {default} | {doc.allowed} | {doc.meaning} |")
-    return "\n".join(lines)
-
-
 def make_config(num_players: int = 4, **rules: Unpack[Rules]) -> NertzConfig:
     """Build a validated config; unknown option names raise ``ValueError`` listing the known ones."""
     unknown = sorted(set(rules) - set(OPTION_NAMES))

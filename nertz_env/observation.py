@@ -89,10 +89,6 @@ class ObsLayout:
         self.offsets = np.array([*starts, memory, memory + 4 * d * config.memory, pos], dtype=np.int32)
         self.offsets.flags.writeable = False
 
-    def markdown(self) -> str:
-        """The slices as a Markdown table (name, index range, width), rendered by the docs (docs/env/)."""
-        return slices_markdown(self.slices)
-
     def view(self, obs: np.ndarray, name: str) -> np.ndarray:
         """The named slice of an observation (or of a batch of them, slicing the last axis)."""
         return obs[..., self.slices[name]]
@@ -102,14 +98,6 @@ def named_slices(sizes: list[tuple[str, int]]) -> dict[str, slice]:
     """Consecutive slices of one vector, by name, from ``(name, width)`` pairs in order."""
     ends = np.cumsum([0, *(n for _, n in sizes)]).tolist()
     return {name: slice(ends[i], ends[i + 1]) for i, (name, _) in enumerate(sizes)}
-
-
-def slices_markdown(slices: dict[str, slice]) -> str:
-    """Named slices as a Markdown table (name, index range, width)."""
-    lines = ["| slice | indices | width |", "|---|---:|---:|"]
-    for name, sl in slices.items():
-        lines.append(f"| `{name}` | {sl.start}-{sl.stop - 1} | {sl.stop - sl.start} |")
-    return "\n".join(lines)
 
 
 @functools.cache
