@@ -144,18 +144,8 @@ def _decode_pile(cells: np.ndarray, has_joker: bool, count: int) -> list[str]:
 
 
 def decode(obs: np.ndarray, config: NertzConfig) -> dict[str, Any]:
-    """Turn one observation vector (the ``"observation"`` entry) of a table of ``config`` back into a readable
-    structure.
-
-    Returns:
-        ``{"nertz_top", "nertz_count", "waste_top", "stock_count", "waste_count", "work" (list of piles, each
-        a list of card texts bottom to top), "lake_tops" ({card text: foundations}), "opponents" (list of
-        {"nertz_top", "nertz_count", "teammate"}), "status" ({field: value})}``; with the ``memory`` option
-        "memory" ({"stock", "waste": the pile bottom to top, ``None`` where the seat does not know the card;
-        "unseen": card texts, a ``"**"`` per joker it cannot place}); with the ``last_moves`` option
-        "last_moves" (action indices, most recent first). Card texts as in :mod:`nertz_env.cards`; ``None``
-        for an empty slot.
-    """
+    """One observation vector (the ``"observation"`` entry) of a table of ``config`` as a readable dict: cards
+    as text (None for an empty slot), counts as integers; the fields: docs/env/nertz.md, "Observation space"."""
     layout = obs_layout(config)
     obs = np.asarray(obs, dtype=np.float32)
     if obs.shape != (layout.size,):

@@ -28,6 +28,13 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
     """``num_tables`` Nertz tables stepped together, a ``gymnasium.vector.VectorEnv`` of one table per
     sub-environment (``NEXT_STEP`` autoreset). Arrays, rewards and endings are shaped ``(tables, players, ...)``;
     ``infos`` is a dict of arrays (:data:`nertz_env.infos.VECTOR`). Guide: docs/guides/vector-envs.md.
+
+    Args:
+        num_tables: tables in the batch (1 or more); ``num_players`` and the rules are
+            :func:`nertz_env.parallel_env`'s.
+        autoreset: deal finished tables anew on the next step (Gymnasium's ``NEXT_STEP`` mode).
+        copy: copies of the observation and mask buffers (False: read-only views the next call overwrites).
+        render_mode: ``None``, ``"rgb_array"``, ``"ansi"`` or ``"human"``: one frame per table (:meth:`render`).
     """
 
     metadata = {
@@ -41,12 +48,12 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         self,
         num_tables: int,
         num_players: int = 4,
+        *,
         autoreset: bool = True,
         copy: bool = True,
         render_mode: str | None = None,
         **rules: Unpack[Rules],
     ) -> None:
-        """The arguments are :func:`vector_env`'s."""
         self.render_mode = _render.check_mode(render_mode)
         self.config: NertzConfig = make_config(num_players=num_players, **rules)
         self._state = allocate(self.config, num_tables)  # refuses a bad num_tables
@@ -257,24 +264,4 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         return {"observation": self._views["observation"], "action_mask": self._views["action_mask"]}
 
 
-def vector_env(
-    num_tables: int,
-    num_players: int = 4,
-    *,
-    autoreset: bool = True,
-    copy: bool = True,
-    render_mode: str | None = None,
-    **rules: Unpack[Rules],
-) -> NertzVectorEnv:
-    """``num_tables`` tables of Nertz stepped in one call (:class:`NertzVectorEnv`). The rules options are
-    :func:`nertz_env.parallel_env`'s keywords; any other keyword raises ``ValueError``.
-
-    Args:
-        num_tables: tables in the batch (1 or more).
-        autoreset: deal finished tables anew on the next step (Gymnasium's ``NEXT_STEP`` mode).
-        copy: copies of the observation and mask buffers (False: read-only views the next call overwrites).
-        render_mode: ``None``, ``"rgb_array"`` (``render()`` returns a tuple of (H, W, 3) frames, one per table;
-            needs the ``render`` extra), ``"ansi"`` (a tuple of texts, one per table) or ``"human"`` (prints
-            them).
-    """
-    return NertzVectorEnv(num_tables, num_players, autoreset, copy, render_mode, **rules)
+vector_env = NertzVectorEnv  # the factory, named as parallel_env is
