@@ -18,7 +18,6 @@ to ``nertz_repo_url`` (set in conf.py) when the file exists, and warn when it do
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import importlib
 import inspect
 import io
@@ -39,7 +38,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 from nertz_env.actions import KIND_NAMES, action_table
-from nertz_env.config import OPTION_DOCS, NertzConfig, make_config
+from nertz_env.config import NertzConfig, make_config
 from nertz_env.global_state import state_layout
 from nertz_env.infos import SCHEMAS
 from nertz_env.moves import move_layout
@@ -95,19 +94,6 @@ def slices_markdown(slices: dict[str, slice], shapes: dict[str, str] | None = No
     return "\n".join(lines)
 
 
-def options_markdown(config: NertzConfig) -> str:
-    """The option table (option, default, allowed, meaning), from NertzConfig's fields and OPTION_DOCS."""
-    lines = ["| option | default | allowed | meaning |", "|---|---|---|---|"]
-    for f in dataclasses.fields(NertzConfig):
-        doc = OPTION_DOCS[f.name]
-        d = f.default
-        default = f"`{d!r}`".replace("'", '"') if d is None or isinstance(d, (bool, str)) else str(d)
-        if doc.none_means:
-            default += f" ({doc.none_means})"
-        lines.append(f"| `{f.name}` | {default} | {doc.allowed} | {doc.meaning} |")
-    return "\n".join(lines)
-
-
 def actions_markdown(config: NertzConfig) -> str:
     """The action table, one row per block of actions of one kind (index range, count, first and last)."""
     t = action_table(config)
@@ -146,7 +132,6 @@ def state_markdown(config: NertzConfig) -> str:
 
 # section name -> its Markdown for a config (``card`` reads a live env instead)
 SECTIONS = {
-    "options": options_markdown,
     "actions": actions_markdown,
     "observation": lambda config: slices_markdown(obs_layout(config).slices),
     "moves": lambda config: slices_markdown(move_layout(config).slices),
