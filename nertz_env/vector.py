@@ -17,7 +17,7 @@ from nertz_env._text import short
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, Rules, Unpack, is_int, make_config
 from nertz_env.engine import batch
-from nertz_env.engine.rules import reset_block, reset_seeded_block, sample_block, step_block
+from nertz_env.engine.rules import reset_block, sample_block, step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, PARAMETERS, allocate
 from nertz_env.global_state import state_layout, state_space
 from nertz_env.observation import obs_layout
@@ -119,12 +119,10 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
                 )
             if not self._started and not mask.all():
                 raise ValueError("reset_mask: the first reset() must deal every table")
-            seeds = None if seed is None else table_seeds(seed, self.num_envs)
+            if seed is not None:
+                batch.seed(self._state, table_seeds(seed, self.num_envs), mask)
             for t in np.flatnonzero(mask).tolist():
-                if seeds is None:
-                    reset_block(self._state, t, t + 1)
-                else:
-                    reset_seeded_block(self._state, seeds, t, t + 1)
+                reset_block(self._state, t, t + 1)
         else:
             seeds = table_seeds(seed, self.num_envs)
             batch.reset(self._state, seeds)
