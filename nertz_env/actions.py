@@ -50,20 +50,11 @@ class Action(NamedTuple):
     suit: int = -1
 
 
-def source_name(src: int) -> str:
-    if src == SRC_NERTZ:
-        return "nertz"
-    if src == SRC_WASTE:
-        return "waste"
-    return f"work{src - SRC_WORK0}"
-
-
-def _source_words(src: int) -> str:
-    if src == SRC_NERTZ:
-        return "the Nertz pile's top"
-    if src == SRC_WASTE:
-        return "the waste's top"
-    return f"work pile {src - SRC_WORK0}'s exposed card"
+def _source(src: int, words: bool = False) -> str:
+    """A source's short name (``"work2"``), or with ``words`` its top card in words."""
+    if src >= SRC_WORK0:
+        return f"work pile {src - SRC_WORK0}'s exposed card" if words else f"work{src - SRC_WORK0}"
+    return ("the Nertz pile's top", "the waste's top")[src] if words else ("nertz", "waste")[src]
 
 
 class ActionTable:
@@ -149,12 +140,12 @@ class ActionTable:
         if a.kind in (WAIT, FLIP, CALL, ROTATE):
             return k
         if a.kind == LAKE:
-            return f"lake:{source_name(a.src)}"
+            return f"lake:{_source(a.src)}"
         if a.kind == JOKER_LAKE:
-            return f"joker_lake:{source_name(a.src)}:{SUITS[a.suit]}"
+            return f"joker_lake:{_source(a.src)}:{SUITS[a.suit]}"
         if a.kind == RUN:
-            return f"run:{source_name(a.src)}>{a.dst}x{a.length}"
-        return f"{k}:{source_name(a.src)}>{a.dst}"
+            return f"run:{_source(a.src)}>{a.dst}x{a.length}"
+        return f"{k}:{_source(a.src)}>{a.dst}"
 
     def describe(self, index: int) -> str:
         """The action in words."""
@@ -164,40 +155,25 @@ class ActionTable:
         if a.kind == FLIP:
             return f"flip {self.config.draw} from the stock (or turn the waste over when the stock is empty)"
         if a.kind == LAKE:
-            return f"play {_source_words(a.src)} to the lake"
+            return f"play {_source(a.src, True)} to the lake"
         if a.kind == TO_WORK:
-            return f"play {_source_words(a.src)} onto work pile {a.dst}"
+            return f"play {_source(a.src, True)} onto work pile {a.dst}"
         if a.kind == RUN:
             cards = "card" if a.length == 1 else "cards"
             return f"move the top {a.length} {cards} of work pile {a.src - SRC_WORK0} onto work pile {a.dst}"
         if a.kind == CALL:
             return "call Nertz"
         if a.kind == TUCK:
-            return f"tuck {_source_words(a.src)} under work pile {a.dst}'s base"
+            return f"tuck {_source(a.src, True)} under work pile {a.dst}'s base"
         if a.kind == ROTATE:
             return "move the stock's top card to its bottom"
-        source = _source_words(a.src).replace(" top", "")
+        source = _source(a.src, True).replace(" top", "")
         return f"play a joker from {source} to the lake as a {SUITS[a.suit]}"
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Column arrays of the table (kind, src, dst, length, suit), int8, for vectorised use."""
         cols = np.array(self.rows, dtype=np.int16).reshape(len(self.rows), 5)
         return {f: cols[:, i].astype(np.int8) for i, f in enumerate(Action._fields)}
-
-    def markdown(self) -> str:
-        """The table as Markdown, one row per block of actions (index range, count, first and last); the
-        docs render it for every variant they show (docs/env/nertz.md, docs/env/rules.md)."""
-        lines = ["| indices | count | kind | first | last |", "|---:|---:|---|---|---|"]
-        start = 0
-        for i in range(1, len(self.rows) + 1):
-            if i == len(self.rows) or self.rows[i].kind != self.rows[start].kind:
-                span = f"{start}" if i - 1 == start else f"{start}-{i - 1}"
-                first = f"`{self.name(start)}`: {self.describe(start)}"
-                last = "" if i - 1 == start else f"`{self.name(i - 1)}`: {self.describe(i - 1)}"
-                kind = KIND_NAMES[self.rows[start].kind]
-                lines.append(f"| {span} | {i - start} | {kind} | {first} | {last} |")
-                start = i
-        return "\n".join(lines)
 
 
 @functools.cache

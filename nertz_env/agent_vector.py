@@ -21,8 +21,12 @@ from nertz_env.vector import NertzVectorEnv
 class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
     """Every seat of ``num_tables`` tables as its own sub-environment of a ``gymnasium.vector.VectorEnv``:
     sub-environment ``i`` is seat ``env_seat[i]`` of table ``env_table[i]``, arrays are shaped ``(N, ...)``, infos
-    :data:`nertz_env.infos.AGENT_VECTOR`. Guide: docs/guides/vector-envs.md; the arguments are
-    :func:`agent_vector_env`'s.
+    :data:`nertz_env.infos.AGENT_VECTOR`. Guide: docs/guides/vector-envs.md. The arguments are
+    :class:`NertzVectorEnv`'s (but ``autoreset``, always on), and:
+
+    Args:
+        obs_format: ``"dict"`` (``{"observation", "action_mask"}``) or ``"array"``: the observation vector
+            alone, a ``Box``; the mask is then in ``infos["action_mask"]`` and :meth:`action_masks`.
     """
 
     metadata = {
@@ -35,6 +39,7 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         self,
         num_tables: int,
         num_players: int = 4,
+        *,
         copy: bool = True,
         render_mode: str | None = None,
         obs_format: str = "dict",
@@ -146,24 +151,4 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         return self.venv.observations()["action_mask"].reshape(self.num_envs, -1).astype(bool)
 
 
-def agent_vector_env(
-    num_tables: int,
-    num_players: int = 4,
-    *,
-    copy: bool = True,
-    render_mode: str | None = None,
-    obs_format: str = "dict",
-    **rules: Unpack[Rules],
-) -> NertzAgentVectorEnv:
-    """Every seat of ``num_tables`` tables as its own Gymnasium sub-environment (:class:`NertzAgentVectorEnv`).
-    The rules options are :func:`nertz_env.parallel_env`'s keywords; any other keyword raises ``ValueError``.
-
-    Args:
-        num_tables: tables in the batch (sub-environments: ``num_tables * num_players``).
-        copy: copies of the observation and mask buffers (False: read-only views the next call overwrites).
-        render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (one frame per table).
-        obs_format: ``"dict"`` (``{"observation", "action_mask"}``) or ``"array"``: the observation vector
-            alone, a ``Box``, for the wrappers that need one; the mask is then in ``infos["action_mask"]`` and
-            :meth:`~NertzAgentVectorEnv.action_masks`.
-    """
-    return NertzAgentVectorEnv(num_tables, num_players, copy, render_mode, obs_format, **rules)
+agent_vector_env = NertzAgentVectorEnv  # the factory, named as parallel_env is

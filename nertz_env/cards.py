@@ -13,9 +13,8 @@ Card codes (int8 everywhere in the engine)::
 In the lake a joker is declared as one real card; lake cells hold ``LAKE_JOKER_FLAG + card`` for such a
 joker (64 .. 115) and the plain card code otherwise.
 
-Text: rank ``A 2 3 4 5 6 7 8 9 T J Q K`` plus suit ``C D H S`` (``"TD"`` is the ten of diamonds). Jokers:
-``"**"`` (no value yet), ``"*7r"`` / ``"*7b"`` (fixed on a work pile as a red or black seven) and ``"*7H"``
-(declared in the lake as the seven of hearts).
+Text: rank and suit, ``"TD"``; jokers ``"**"``, ``"*7r"`` (fixed as a red seven), ``"*7H"`` (declared in the
+lake): docs/guides/snapshots.md.
 """
 
 from __future__ import annotations

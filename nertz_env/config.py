@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -41,8 +41,8 @@ def _is_bool(v: Any) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class NertzConfig:
-    """The rules of one table, with the defaults of RULES.md. Each option's range and meaning is in
-    :data:`OPTION_DOCS`, rendered as the option table of docs/env/rules.md.
+    """The rules of one table, with the defaults of RULES.md. Each option's range and meaning: the option table
+    of docs/env/rules.md.
 
     ``last_moves`` and ``memory`` are not rules but observation options: the seat's own last moves, and what
     it remembers of its stock and waste, join its observation.
@@ -210,8 +210,8 @@ OPTION_NAMES = tuple(f.name for f in dataclasses.fields(NertzConfig))
 
 class Rules(TypedDict, total=False):
     """Every option of :class:`NertzConfig` but the table size, as the env factories take them as keywords
-    (``**rules: Unpack[Rules]``): what an IDE completes. Defaults and meanings: :data:`OPTION_DOCS`. A new
-    option goes here, in :class:`NertzConfig` and in :data:`OPTION_DOCS`."""
+    (``**rules: Unpack[Rules]``): what an IDE completes. Defaults and meanings: docs/env/rules.md, "Options". A
+    new option goes here, in :class:`NertzConfig` and in that page's table."""
 
     nertz_size: int
     work_piles: int
@@ -235,82 +235,6 @@ class Rules(TypedDict, total=False):
     allow_rotate: bool
     last_moves: int
     memory: bool
-
-
-class OptionDoc(NamedTuple):
-    """One row of the option table of docs/env/rules.md."""
-
-    allowed: str  # the values it takes
-    meaning: str
-    none_means: str = ""  # the value ``None`` stands for, where it stands for one
-
-
-#: The one place the option table is written: docs/env/rules.md renders it.
-OPTION_DOCS: dict[str, OptionDoc] = {
-    "num_players": OptionDoc("2 to 8", "seats at the table, each with its own 52-card deck"),
-    "nertz_size": OptionDoc("8 to 13", "cards dealt to each Nertz pile"),
-    "work_piles": OptionDoc("4 to 6", "work piles per player (Pounce tables use 5 or 6)"),
-    "draw": OptionDoc("1 to 3", "cards turned per flip, as one packet (the deepest becomes the waste's top)"),
-    "recycle": OptionDoc('`"flip"`, `"shuffle"`', "the empty stock takes the waste turned over, or shuffled"),
-    "max_redeals": OptionDoc(
-        "int >= 0 or `None`", "how often the waste may become the stock (`None`: no limit)"
-    ),
-    "empty_pile_from_nertz_first": OptionDoc(
-        "bool", "while the Nertz pile has cards an empty work pile takes only its top"
-    ),
-    "call_mode": OptionDoc('`"auto"`, `"manual"`', "the round ends when a pile empties, or on a `call`"),
-    "call_bonus": OptionDoc("int >= 0", "points for the player who ended the round"),
-    "false_call_penalty": OptionDoc("int >= 0", "points lost for a call with cards left (manual mode)"),
-    "nertz_penalty": OptionDoc("int >= 0", "points lost per card left in the own Nertz pile (0: Pounce)"),
-    "stall_ticks": OptionDoc(
-        "int >= 1",
-        "ticks without progress before the stall rule acts (x players when `turn_based`)",
-        str(DEFAULT_STALL_TICKS),
-    ),
-    "max_ticks": OptionDoc(
-        "int >= 1",
-        "ticks after which a round is truncated and scored (x players when `turn_based`)",
-        str(DEFAULT_MAX_TICKS),
-    ),
-    "target_score": OptionDoc("int >= 1", "play a match until a total reaches this"),
-    "rounds": OptionDoc("int >= 1", "play a match of exactly this many rounds (Racing Demon)"),
-    "max_rounds": OptionDoc(
-        "int >= 1", "a match to `target_score` is truncated after this many rounds", str(DEFAULT_MAX_ROUNDS)
-    ),
-    "teams": OptionDoc(
-        "bool or seat groups",
-        "`True` pairs seat i with seat i + n/2 (an even `num_players` of at least 4); or e.g. `[[0, 2], [1, 3]]` "
-        "(at least two groups)",
-    ),
-    "turn_based": OptionDoc("bool", "one seat acts per tick, in rotation"),
-    "jokers": OptionDoc("0 to 2", "wild cards per deck"),
-    "allow_tuck": OptionDoc(
-        "bool", "a Nertz or waste card may slide under a work pile's base (while another pile is empty)"
-    ),
-    "allow_rotate": OptionDoc("bool", "move the stock's top card to its bottom as a move"),
-    "last_moves": OptionDoc(
-        "0 to 4", "not a rule: the seat's own last moves this round join its observation (slice `last_moves`)"
-    ),
-    "memory": OptionDoc(
-        "bool",
-        "not a rule: what the seat has seen of its own stock and waste, in order, and its own cards not yet "
-        "seen join its observation (slices `memory_*`)",
-    ),
-}
-
-
-def options_markdown() -> str:
-    """The option table (option, default, allowed, meaning) in Markdown, from :class:`NertzConfig` and
-    :data:`OPTION_DOCS`."""
-    lines = ["| option | default | allowed | meaning |", "|---|---|---|---|"]
-    for f in dataclasses.fields(NertzConfig):
-        doc = OPTION_DOCS[f.name]
-        d = f.default
-        default = f"`{d!r}`".replace("'", '"') if d is None or isinstance(d, (bool, str)) else str(d)
-        if doc.none_means:
-            default += f" ({doc.none_means})"
-        lines.append(f"| `{f.name}` | {default} | {doc.allowed} | {doc.meaning} |")
-    return "\n".join(lines)
 
 
 def make_config(num_players: int = 4, **rules: Unpack[Rules]) -> NertzConfig:

@@ -71,7 +71,12 @@ class ObsSpace(gymnasium.spaces.Dict):
 
 
 class NertzParallelEnv(Copyable, ParallelEnv):
-    """Nertz for 2 to 8 players, all acting every tick (docs/env/nertz.md)."""
+    """Nertz for 2 to 8 players, all acting every tick, as a PettingZoo ``ParallelEnv`` (docs/env/nertz.md).
+
+    The keywords (docs/env/nertz.md, "Arguments"): ``num_players`` (default 4), ``render_mode``,
+    ``illegal_action`` (``"noop"``, a flagged wait, or ``"raise"``), ``max_cycles`` (PettingZoo's ``max_ticks``),
+    ``obs_key`` (where the mask goes) and every option of :class:`~nertz_env.Rules`; any other raises ``ValueError``.
+    """
 
     metadata = {
         "render_modes": list(_render.RENDER_MODES),
@@ -90,7 +95,6 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         obs_key: str | None = "observation",
         **rules: Unpack[Rules],
     ) -> None:
-        """The arguments are :func:`parallel_env`'s."""
         _render.check_mode(render_mode)
         if illegal_action not in ("noop", "raise"):
             raise ValueError(f"illegal_action must be 'noop' or 'raise', got {short(illegal_action)}")
@@ -360,7 +364,7 @@ class OrderEnforcedEnv(OrderEnforcingWrapper):
 
 class EnvOptions(Rules, total=False):
     """The keywords of :func:`parallel_env` and :func:`env`: the table size, the env's own options (defaults
-    and meanings: :func:`parallel_env`) and the :class:`~nertz_env.Rules`."""
+    and meanings: :class:`NertzParallelEnv`) and the :class:`~nertz_env.Rules`."""
 
     num_players: int
     render_mode: str | None
@@ -369,24 +373,7 @@ class EnvOptions(Rules, total=False):
     obs_key: str | None
 
 
-def parallel_env(**options: Unpack[EnvOptions]) -> NertzParallelEnv:
-    """Nertz as a PettingZoo ``ParallelEnv``.
-
-    Every option of :class:`~nertz_env.NertzConfig` is a keyword (``num_players``, default 4, and the
-    :class:`~nertz_env.Rules`), with its RULES.md default (docs/env/rules.md); any other keyword raises
-    ``ValueError``.
-
-    Args:
-        render_mode: ``None`` (the default), ``"ansi"`` (``render()`` returns the table as text), ``"human"``
-            (prints it) or ``"rgb_array"`` (the drawing of :mod:`nertz_env.render.draw` as an (H, W, 3) uint8
-            array; needs the ``render`` extra).
-        illegal_action: ``"noop"`` (the default: an illegal action is a flagged wait) or ``"raise"``.
-        max_cycles: PettingZoo's name for ``max_ticks`` (a one-round episode's bound on steps).
-        obs_key: ``"observation"`` (the default: PettingZoo's ``{"observation", "action_mask"}``),
-            ``"observations"`` (RLlib's ``ActionMaskingTorchRLModule``) or ``None`` (the bare vector; the mask
-            in ``infos[agent]["action_mask"]`` only, as AgileRL wants it).
-    """
-    return NertzParallelEnv(**options)
+parallel_env = NertzParallelEnv  # the factory, named as PettingZoo's environments name it
 
 
 def env(**options: Unpack[EnvOptions]) -> OrderEnforcedEnv:

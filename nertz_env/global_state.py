@@ -36,20 +36,6 @@ class StateLayout:
         self.slices: dict[str, slice] = {"cards": slice(0, cards), "status": slice(cards, self.size)}
         self._status = obs_layout(config).slices["status"]
 
-    def markdown(self) -> str:
-        """The slices as a Markdown table (name, index range, width, shape), for the docs."""
-        cfg = self.config
-        shapes = {
-            "cards": f"{cfg.num_players} seats x {self.deck} cards x {self.card_width}",
-            "status": f"{cfg.num_players} seats x {len(STATUS_FIELDS)}",
-        }
-        lines = ["| slice | indices | width | shape |", "|---|---:|---:|---|"]
-        for name, sl in self.slices.items():
-            lines.append(f"| `{name}` | {sl.start}-{sl.stop - 1} | {sl.stop - sl.start} | {shapes[name]} |")
-        lines.append("")
-        lines.append("Per card: " + ", ".join(f"`{loc}`" for loc in self.locations) + ", then `depth`.")
-        return "\n".join(lines)
-
     def cards(self, state: np.ndarray) -> np.ndarray:
         """The ``cards`` slice of a state (or of a batch) as ``(..., P, D, L + 1)``."""
         cfg = self.config

@@ -160,16 +160,3 @@ def score_of(info: dict[str, Any]) -> dict[str, int]:
 def round_end_name(info: dict[str, Any]) -> str:
     """``"nertz"``, ``"stall"`` or ``"max_ticks"`` for a step that ended a round, else ``""``."""
     return ROUND_END_NAMES[int(info["round_end"])]
-
-
-def markdown() -> str:
-    """Every schema as Markdown tables (one per env), for the docs."""
-    out: list[str] = []
-    for env, keys in SCHEMAS.items():
-        out += [f"**{env}**", "", "| key | type | none yet | meaning |", "|---|---|---|---|"]
-        for k in keys:
-            shape = f" ({', '.join(k.shape)}{',' if len(k.shape) == 1 else ''})" if k.shape else ""
-            kind = ("int8 array" if k.kind == "array" else k.kind) + shape
-            out.append(f"| `{k.name}` | {kind} | {k.none} | {k.meaning} |")
-        out.append("")
-    return "\n".join(out).rstrip("\n")

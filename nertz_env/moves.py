@@ -38,7 +38,6 @@ from nertz_env.observation import (
     O_WTOP,
     named_slices,
     obs_layout,
-    slices_markdown,
 )
 
 FLAGS = ("empties", "reveals", "to_lake", "frees_nertz", "frees_waste", "blocks_nertz", "recycles", "undo")
@@ -92,10 +91,6 @@ class MoveLayout:
     def kernel(self) -> tuple[np.ndarray, ...]:
         """The arrays :func:`write_move` reads after ``last``: obs offsets, action columns, params, offsets."""
         return self.obs_offsets, self.columns, self.params, self.offsets
-
-    def markdown(self) -> str:
-        """The slices as a Markdown table (name, index range, width), rendered by the docs (docs/env/nertz.md)."""
-        return slices_markdown(self.slices)
 
 
 @functools.cache

@@ -89,10 +89,6 @@ class ObsLayout:
         self.offsets = np.array([*starts, memory, memory + 4 * d * config.memory, pos], dtype=np.int32)
         self.offsets.flags.writeable = False
 
-    def markdown(self) -> str:
-        """The slices as a Markdown table (name, index range, width), rendered by the docs (docs/env/)."""
-        return slices_markdown(self.slices)
-
     def view(self, obs: np.ndarray, name: str) -> np.ndarray:
         """The named slice of an observation (or of a batch of them, slicing the last axis)."""
         return obs[..., self.slices[name]]
@@ -102,14 +98,6 @@ def named_slices(sizes: list[tuple[str, int]]) -> dict[str, slice]:
     """Consecutive slices of one vector, by name, from ``(name, width)`` pairs in order."""
     ends = np.cumsum([0, *(n for _, n in sizes)]).tolist()
     return {name: slice(ends[i], ends[i + 1]) for i, (name, _) in enumerate(sizes)}
-
-
-def slices_markdown(slices: dict[str, slice]) -> str:
-    """Named slices as a Markdown table (name, index range, width)."""
-    lines = ["| slice | indices | width |", "|---|---:|---:|"]
-    for name, sl in slices.items():
-        lines.append(f"| `{name}` | {sl.start}-{sl.stop - 1} | {sl.stop - sl.start} |")
-    return "\n".join(lines)
 
 
 @functools.cache
@@ -156,18 +144,8 @@ def _decode_pile(cells: np.ndarray, has_joker: bool, count: int) -> list[str]:
 
 
 def decode(obs: np.ndarray, config: NertzConfig) -> dict[str, Any]:
-    """Turn one observation vector (the ``"observation"`` entry) of a table of ``config`` back into a readable
-    structure.
-
-    Returns:
-        ``{"nertz_top", "nertz_count", "waste_top", "stock_count", "waste_count", "work" (list of piles, each
-        a list of card texts bottom to top), "lake_tops" ({card text: foundations}), "opponents" (list of
-        {"nertz_top", "nertz_count", "teammate"}), "status" ({field: value})}``; with the ``memory`` option
-        "memory" ({"stock", "waste": the pile bottom to top, ``None`` where the seat does not know the card;
-        "unseen": card texts, a ``"**"`` per joker it cannot place}); with the ``last_moves`` option
-        "last_moves" (action indices, most recent first). Card texts as in :mod:`nertz_env.cards`; ``None``
-        for an empty slot.
-    """
+    """One observation vector (the ``"observation"`` entry) of a table of ``config`` as a readable dict: cards
+    as text (None for an empty slot), counts as integers; the fields: docs/env/nertz.md, "Observation space"."""
     layout = obs_layout(config)
     obs = np.asarray(obs, dtype=np.float32)
     if obs.shape != (layout.size,):

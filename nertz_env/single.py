@@ -57,19 +57,10 @@ def as_pool(opponents: OpponentPool | Mapping[str, float] | Sequence[str] | None
 
 
 class NertzSingleAgentEnv(gymnasium.Env):
-    """One learner against opponents from a pool (docs/guides/training-sb3.md).
-
-    Args:
-        num_players: seats, 2 to 8.
-        rules: rules options of :class:`~nertz_env.config.NertzConfig` as a mapping (``rules={"draw": 1}``);
-            or give them as keywords, like every other env of the package (``NertzSingleAgentEnv(draw=1)``),
-            not both.
-        opponents: an :class:`OpponentPool`, ``{spec: weight}`` or a list of specs (default: heuristic).
-        seat: pin the learner to this seat; ``None`` rotates it every episode.
-        truncation_as_termination: report a round cut off at ``max_ticks`` as terminated (it is over and its
-            tick is observed, so PPO does not bootstrap past it).
-        render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"`` (with the ``render`` extra).
-        **rule_options: rules options by their RULES.md names (``draw=1``, ``jokers=2``).
+    """One learner against opponents from a pool, a ``gymnasium.Env`` (docs/guides/training-sb3.md, "The
+    single-agent view"). The rules are keywords (``draw=1``) or one mapping ``rules={...}``, not both;
+    ``opponents`` is an :class:`OpponentPool`, ``{spec: weight}`` or a list of specs (default: heuristic);
+    ``seat`` pins the learner (None rotates it).
     """
 
     metadata = {"render_modes": list(_render.RENDER_MODES), "render_fps": _render.RENDER_FPS}

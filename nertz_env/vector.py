@@ -17,7 +17,7 @@ from nertz_env._text import short
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, Rules, Unpack, is_int, make_config
 from nertz_env.engine import batch
-from nertz_env.engine.rules import reset_block, reset_seeded_block, sample_block, step_block
+from nertz_env.engine.rules import reset_block, sample_block, step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, PARAMETERS, allocate
 from nertz_env.global_state import state_layout, state_space
 from nertz_env.observation import obs_layout
@@ -28,6 +28,13 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
     """``num_tables`` Nertz tables stepped together, a ``gymnasium.vector.VectorEnv`` of one table per
     sub-environment (``NEXT_STEP`` autoreset). Arrays, rewards and endings are shaped ``(tables, players, ...)``;
     ``infos`` is a dict of arrays (:data:`nertz_env.infos.VECTOR`). Guide: docs/guides/vector-envs.md.
+
+    Args:
+        num_tables: tables in the batch (1 or more); ``num_players`` and the rules are
+            :func:`nertz_env.parallel_env`'s.
+        autoreset: deal finished tables anew on the next step (Gymnasium's ``NEXT_STEP`` mode).
+        copy: copies of the observation and mask buffers (False: read-only views the next call overwrites).
+        render_mode: ``None``, ``"rgb_array"``, ``"ansi"`` or ``"human"``: one frame per table (:meth:`render`).
     """
 
     metadata = {
@@ -41,12 +48,12 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         self,
         num_tables: int,
         num_players: int = 4,
+        *,
         autoreset: bool = True,
         copy: bool = True,
         render_mode: str | None = None,
         **rules: Unpack[Rules],
     ) -> None:
-        """The arguments are :func:`vector_env`'s."""
         self.render_mode = _render.check_mode(render_mode)
         self.config: NertzConfig = make_config(num_players=num_players, **rules)
         self._state = allocate(self.config, num_tables)  # refuses a bad num_tables
@@ -112,12 +119,10 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
                 )
             if not self._started and not mask.all():
                 raise ValueError("reset_mask: the first reset() must deal every table")
-            seeds = None if seed is None else table_seeds(seed, self.num_envs)
+            if seed is not None:
+                batch.seed(self._state, table_seeds(seed, self.num_envs), mask)
             for t in np.flatnonzero(mask).tolist():
-                if seeds is None:
-                    reset_block(self._state, t, t + 1)
-                else:
-                    reset_seeded_block(self._state, seeds, t, t + 1)
+                reset_block(self._state, t, t + 1)
         else:
             seeds = table_seeds(seed, self.num_envs)
             batch.reset(self._state, seeds)
@@ -257,24 +262,4 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         return {"observation": self._views["observation"], "action_mask": self._views["action_mask"]}
 
 
-def vector_env(
-    num_tables: int,
-    num_players: int = 4,
-    *,
-    autoreset: bool = True,
-    copy: bool = True,
-    render_mode: str | None = None,
-    **rules: Unpack[Rules],
-) -> NertzVectorEnv:
-    """``num_tables`` tables of Nertz stepped in one call (:class:`NertzVectorEnv`). The rules options are
-    :func:`nertz_env.parallel_env`'s keywords; any other keyword raises ``ValueError``.
-
-    Args:
-        num_tables: tables in the batch (1 or more).
-        autoreset: deal finished tables anew on the next step (Gymnasium's ``NEXT_STEP`` mode).
-        copy: copies of the observation and mask buffers (False: read-only views the next call overwrites).
-        render_mode: ``None``, ``"rgb_array"`` (``render()`` returns a tuple of (H, W, 3) frames, one per table;
-            needs the ``render`` extra), ``"ansi"`` (a tuple of texts, one per table) or ``"human"`` (prints
-            them).
-    """
-    return NertzVectorEnv(num_tables, num_players, autoreset, copy, render_mode, **rules)
+vector_env = NertzVectorEnv  # the factory, named as parallel_env is

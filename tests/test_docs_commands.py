@@ -71,7 +71,6 @@ SHRINK: dict[str, tuple[str | None, dict[str, str | None]]] = {
     "nertz-replay": (None, {}),
     "nertz-replay game.jsonl.gz --gif": ("render", {"--scale": "0.25"}),
     "nertz-play": ("play", {"--port": "0", "--no-browser": None}),
-    "python -m nertz_env.cli.docs": (None, {}),
     "python -m nertz_env.train.imitate": ("train", {
         "--samples": "64", "--epochs": "1", "--batch-size": "32", "--dagger-rounds": "1", "--dagger-samples": "32",
         "--dagger-epochs": "1"}),

@@ -263,7 +263,7 @@ def test_a_table_state_is_one_argument_of_a_compiled_call() -> None:
     # a short name (it is mangled into every symbol), one type per field types
     assert len(str(typ)) < 40 and numba.typeof(allocate(NertzConfig(num_players=4), 5)) is typ
     state = allocate(NertzConfig(num_players=3), 2)  # and every entry point type-checks on it
-    rules.reset_seeded_block(state, np.array([1, 2], np.int64), 0, 2)
+    rules.reset_block(state, 0, 2)
     rules.step_block(state, np.zeros((2, 3), np.int64), True, 0, 2)
     assert int(state.tick.sum()) == 2
 

@@ -25,7 +25,7 @@ LAYERS = [
     ("agents", ["nertz_env.agents"]),
     ("env forms", ["nertz_env.environment", "nertz_env.vector", "nertz_env.agent_vector", "nertz_env.single",
                    "nertz_env._envbase", "nertz_env.registration", "nertz_env"]),
-    ("parser", ["nertz_env.cli", "nertz_env.cli.docs"]),
+    ("parser", ["nertz_env.cli"]),
     ("faces", ["nertz_env.replay", "nertz_env.play", "nertz_env.rllib", "nertz_env._rllib_spec"]),
     ("eval", ["nertz_env.eval"]),
     ("train", ["nertz_env.train"]),

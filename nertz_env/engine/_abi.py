@@ -1,10 +1,7 @@
-"""How numba passes a :class:`~nertz_env.engine.state.TableState` from one compiled function to another.
-
-numba flattens a tuple argument into its scalars: the state's ~40 arrays become some 400 arguments, which every
-call site builds and LLVM then optimises away again, at a real cost in compile time
-(docs/experiments/compile-notes.md). Here a ``TableState`` is typed as :class:`PackedNamedTuple`, the same
-named tuple to numba except that it crosses a call as one LLVM struct value. Imported by ``nertz_env.engine``
-itself, so the type is registered before any compiled function first sees a state.
+"""How numba passes a :class:`~nertz_env.engine.state.TableState` between compiled functions: typed as a
+:class:`PackedNamedTuple`, it crosses a call as one LLVM struct value, not flattened into some 400 scalar
+arguments that cost compile time (docs/experiments/compile-notes.md). ``nertz_env.engine`` imports this module,
+so the type is registered before any compiled function first sees a state.
 """
 
 from __future__ import annotations

@@ -65,13 +65,18 @@ def _deal(state: TableState, n: int) -> None:
     run(step_block, (state, np.zeros((n, state.cfg[C_P]), np.int64), True), n)
 
 
-def reset(state: TableState, seeds: np.ndarray) -> None:
-    """Seed table t with ``seeds[t]`` (uint64; the engine's ``seed_table`` on whole arrays) and deal each of those
-    tables a new episode."""
-    z = np.asarray(seeds).astype(np.uint64) + _GOLDEN
+def seed(state: TableState, seeds: np.ndarray, tables: np.ndarray | slice = slice(None)) -> None:
+    """Seed each of ``tables`` (default all): table t's generator starts at ``seeds[t]`` mixed once by
+    splitmix64 (as ``rules.rng_next`` mixes), so nearby seeds differ."""
+    z = np.asarray(seeds).astype(np.uint64)[tables] + _GOLDEN
     z = (z ^ (z >> np.uint64(30))) * _MIX1
     z = (z ^ (z >> np.uint64(27))) * _MIX2
-    state.rng[: len(z)] = z ^ (z >> np.uint64(31))
+    state.rng[tables] = z ^ (z >> np.uint64(31))
+
+
+def reset(state: TableState, seeds: np.ndarray) -> None:
+    """Seed table t with ``seeds[t]`` and deal every table a new episode."""
+    seed(state, seeds)
     _deal(state, len(seeds))
 
 

@@ -109,13 +109,6 @@ def rng_below(rng, t, n):
     return np.int64((x * np.uint64(n)) >> _S32)
 
 
-@_jit(python=True)
-def seed_table(rng, t, seed):
-    """Seed table ``t``'s generator from a 64-bit seed (the seed is mixed once, so nearby seeds differ)."""
-    rng[t] = np.uint64(seed)
-    rng[t] = rng_next(rng, t)
-
-
 # ---------------------------------------------------------------- cards (see nertz_env.cards)
 @_jit(inline=True, python=True)
 def card_rank(c):
@@ -1129,14 +1122,6 @@ def step_table(state, t, actions):
 # ---------------------------------------------------------------- drivers over a block of tables
 # The entry points called from Python, the only functions cached on disk. Each runs tables lo..hi-1 without
 # the GIL; nertz_env.engine.batch gives each thread one block.
-
-
-@_jit(python=True)
-def reset_seeded_block(state, seeds, lo, hi):
-    """Seed tables ``lo..hi-1`` from ``seeds`` and deal each a new episode."""
-    for t in range(lo, hi):
-        seed_table(state.rng, t, seeds[t])
-        reset_table(state, t)
 
 
 @_jit(python=True)

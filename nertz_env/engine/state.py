@@ -3,9 +3,8 @@
 One ``TableState`` (a NamedTuple, so numba passes it as one argument) holds every table of a batch. Shapes use
 ``T`` tables, ``P`` players, ``W`` work piles, ``D`` = deck size (52 + jokers), ``F`` = P * (4 + jokers)
 foundation slots, ``A`` actions and ``O`` observation values. Piles list cards bottom to top: the last used
-slot is the top (face-up or playable) card. Card codes are those of :mod:`nertz_env.cards`.
-
-A single table (``parallel_env``) is simply a batch with ``T == 1``: there is one copy of the rules.
+slot is the top (face-up or playable) card. Card codes are those of :mod:`nertz_env.cards`. A single table
+(``parallel_env``) is a batch with ``T == 1``.
 """
 
 from __future__ import annotations
