@@ -378,11 +378,11 @@ def _train(argv, capsys, monkeypatch) -> tuple[int, str, str]:
 REFUSED_BEFORE_RAY = [
     (["--rule", "drwa=1"], "unknown option(s) ['drwa']"),
     (["--shaping"], "unrecognized arguments: --shaping"),  # an SB3-only option has no flag here
-    (["--num-env-runners", "-1"], "--num-env-runners must be >= 0"),
+    (["--num-env-runners", "-1"], "argument --num-env-runners: must be at least 0, got -1"),
     (["--tables-per-env", "4"], "--tables-per-env has no effect in self-play"),
     (["--num-tables", "24", "--tables-per-env", "16", "--learners-per-table", "1", "--opponent", "heuristic=1"],
      "not a multiple of --tables-per-env 16"),
-    (["--learners-per-table", "1", "--tables-per-env", "0"], "--tables-per-env must be >= 1"),
+    (["--learners-per-table", "1", "--tables-per-env", "0"], "argument --tables-per-env: must be at least 1, got 0"),
     (["--address", "127.0.0.1:1"], "no Ray cluster at 127.0.0.1:1"),  # eval.cluster's check, as nertz-eval's
     (["--resume", "{run}/final", "--num-players", "4"], "num_players: checkpoint {run}/final has 2, the table has 4"),
     (["--resume", "{run}/final", "--net-arch", "32"], "net_arch: checkpoint has [256, 256], the config has [32]"),

@@ -1,9 +1,6 @@
 """``nertz-train --backend rllib``: PPO self-play (or a league) on Ray RLlib, on one machine or a Ray cluster.
-
-The options are the SB3 backend's (:mod:`nertz_env.train.config`) plus ``--num-env-runners``, ``--address``
-and ``--tables-per-env``; the options only SB3 reads have no flag here. Every check before Ray starts needs
-neither Ray nor torch, so ``--print-config`` refuses what the run refuses. Exit codes: 0 done, 1 training
-error, 2 bad usage, 130 interrupted. See docs/guides/rllib.md.
+Its options are the SB3 backend's but those only SB3 reads, plus its own flags; every check is made before Ray
+starts. See docs/guides/rllib.md.
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from nertz_env.cli import UsageError, refuse
+from nertz_env.cli import UsageError, at_least, refuse
 from nertz_env.extras import install_command
 from nertz_env.train.config import SB3_ONLY, ConfigError, TrainConfig
 from nertz_env.train.flags import build_parser, config_from_args
@@ -33,7 +30,7 @@ def build_rllib_parser() -> argparse.ArgumentParser:
     parser = build_parser(sb3=False)
     parser.prog = "nertz-train --backend rllib"
     parser.description = "Train a PPO policy for Nertz on Ray RLlib (a laptop or a Ray cluster)."
-    parser.add_argument("--num-env-runners", type=int, default=0, metavar="N", help="RLlib env runners (default 0)")
+    parser.add_argument("--num-env-runners", type=at_least(0), default=0, metavar="N", help="RLlib env runners (default 0)")
     parser.add_argument(
         "--address",
         metavar="ADDR",
@@ -42,7 +39,7 @@ def build_rllib_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--tables-per-env",
-        type=int,
+        type=at_least(1),
         metavar="K",
         help="a league's tables per env (default 16; at most num_tables); not with self-play",
     )
@@ -100,8 +97,6 @@ def layout(cfg: TrainConfig, tables_per_env: int | None = None, multi_agent: boo
         return env_config, None, 1
     if tables_per_env is None:
         tables_per_env = TABLES_PER_ENV
-    if tables_per_env < 1:
-        raise UsageError(f"--tables-per-env must be >= 1, got {tables_per_env}")
     tables_per_env = min(tables_per_env, num_tables)
     if num_tables % tables_per_env:
         raise UsageError(
@@ -156,8 +151,6 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
 
     meta = read_checkpoint(args.resume, rllib=True) if args.resume else None
     cfg = config_from_args(args, TrainConfig.from_dict(meta["train_config"]) if meta else None, final=True)
-    if args.num_env_runners < 0:
-        raise UsageError(f"--num-env-runners must be >= 0, got {args.num_env_runners}")
     check_options(cfg, args.num_env_runners)
     multi_agent = False
     if meta is not None:
