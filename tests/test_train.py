@@ -802,11 +802,13 @@ def test_resume__changed_opponents_and_a_new_checkpoint_interval_take_effect(
 ) -> None:
     lines: list[str] = []
     cfg = TrainConfig.from_dict({**scratch["options"], "run_dir": str(tmp_path), "opponents": {"greedy": 1.0},
-                                 "total_timesteps": 512, "checkpoint_every": 48})
+                                 "total_timesteps": 160, "checkpoint_every": 48})
     trainer = Trainer(cfg, resume=scratch["ckpt"], log=lines.append)
     assert trainer.pool is not None and [e.spec for e in trainer.pool.scripted] == ["greedy"]
     assert any("the opponent pool is now" in x and "scripted" in x for x in lines)
-    assert trainer.next_checkpoint == 96  # counted from the resume point at 64, not the old schedule's
+    trainer.train()  # boundaries at 96, 128 and 160: the multiples of 48 from the resume point at 64, and the end
+    assert sorted(os.listdir(tmp_path / "checkpoints")) == [f"step_{n:012d}{x}" for n in (96, 160)
+                                                          for x in (".json", ".state.pkl", ".zip")]
     lines.clear()
     same = Trainer(TrainConfig.from_dict({**scratch["options"], "run_dir": str(tmp_path / "b")}),
                    resume=scratch["ckpt"], log=lines.append)

@@ -203,8 +203,6 @@ class Trainer:
         with warnings.catch_warnings():  # resolve() says it in one line: SB3 would add a multi-line warning
             warnings.filterwarnings("ignore", message="You have specified a mini-batch size")
             self.model = self._make_model(cfg, net)
-        self.next_checkpoint = _next_multiple(0, cfg.checkpoint_every)
-        self.next_eval = _next_multiple(0, cfg.evaluation.every if cfg.evaluation else 0)
         self.last_boundary = 0
         self.eval_rows: list[EvalRow] = []
         self.checkpoints: list[str] = []
@@ -291,16 +289,18 @@ class Trainer:
         cfg, steps = self.cfg, int(self.model.num_timesteps)
         if steps == 0 or steps == self.last_boundary:
             return
-        self.last_boundary = steps
+        last, self.last_boundary = self.last_boundary, steps
+
+        def due(every: int) -> bool:  # a multiple of ``every`` passed since the last boundary
+            return every > 0 and steps // every > last // every
+
         p, e = cfg.pool, cfg.evaluation
         # (snapshot_every is 0 unless snapshots have weight: TrainConfig resets it)
         if p is not None and p.snapshot_every > 0 and steps // cfg.rollout_size % p.snapshot_every == 0:
             self._add_snapshot()
-        if e is not None and e.every > 0 and steps >= self.next_eval:
+        if e is not None and due(e.every):
             self.evaluate()
-            self.next_eval = _next_multiple(steps, e.every)
-        if cfg.checkpoint_every > 0 and steps >= self.next_checkpoint:
-            self.next_checkpoint = _next_multiple(steps, cfg.checkpoint_every)
+        if due(cfg.checkpoint_every):
             self.save_checkpoint(periodic=True)
 
     def _add_snapshot(self) -> None:
@@ -563,23 +563,13 @@ class Trainer:
         self.monitor.episode_count = state["monitor"]["episode_count"]
         if self.shaping is not None:
             self.shaping.load_state_dict(state["shaping"])
-        steps = int(model.num_timesteps)  # the checkpoint's boundary: its periodic work is done
-        self.last_boundary = steps
-        self.next_checkpoint = _next_multiple(steps, self.cfg.checkpoint_every)
-        self.next_eval = _next_multiple(steps, self.cfg.evaluation.every if self.cfg.evaluation else 0)
+        self.last_boundary = int(model.num_timesteps)  # the checkpoint's boundary: its periodic work is done
         self.checkpoints.append(path)
         # generators last: building the model and loading snapshots above may have drawn from them
         torch.set_rng_state(state["rng"]["torch"])
         np.random.set_state(state["rng"]["numpy"])  # noqa: NPY002 (SB3 shuffles minibatches with it)
         random.setstate(state["rng"]["python"])
         self.log(f"resumed from {path} at {model.num_timesteps} steps")
-
-
-def _next_multiple(steps: int, every: int) -> int:
-    """The first multiple of ``every`` above ``steps`` (a huge number when ``every`` is 0)."""
-    if every <= 0:
-        return 2**62
-    return (steps // every + 1) * every
 
 
 def format_report(report: dict[str, Any]) -> str:
