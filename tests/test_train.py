@@ -806,7 +806,7 @@ def test_resume__changed_opponents_and_a_new_checkpoint_interval_take_effect(
     trainer = Trainer(cfg, resume=scratch["ckpt"], log=lines.append)
     assert trainer.pool is not None and [e.spec for e in trainer.pool.scripted] == ["greedy"]
     assert any("the opponent pool is now" in x and "scripted" in x for x in lines)
-    trainer.train()  # boundaries at 96, 128 and 160: the multiples of 48 from the resume point at 64, and the end
+    trainer.train()  # boundaries at 96, 128 and 160: the multiples of 48 past the resume point at 64, the end
     assert sorted(os.listdir(tmp_path / "checkpoints")) == [f"step_{n:012d}{x}" for n in (96, 160)
                                                           for x in (".json", ".state.pkl", ".zip")]
     lines.clear()

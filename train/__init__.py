@@ -1,6 +1,6 @@
-"""Training of Nertz agents with Stable-Baselines3 (needs the ``train`` extra): the config, the learner envs, the
-opponent pool, the reward wrappers, the move-scoring policy and :class:`Trainer` (``nertz-train``). torch and
-Stable-Baselines3 load when a class here is first used. See docs/guides/training-sb3.md.
+"""Training of Nertz agents with Stable-Baselines3 (needs the ``train`` extra): the config, the learner envs,
+the opponent pool, the reward wrappers, the move-scoring policy and :class:`Trainer` (``nertz-train``). torch
+and Stable-Baselines3 load when a class here is first used. See docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations

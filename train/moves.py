@@ -45,10 +45,11 @@ class MoveScorer(nn.Module):
 
 class MovesPolicy(PrivilegedCriticPolicy):
     """MaskablePPO policy whose actor scores each legal move: ``h`` is the policy net over the observation
-    (``net_arch["pi"]``), ``f`` a :class:`MoveScorer` (``move_arch``) kept as ``action_net``. ``rules`` is the
-    table's ``NertzConfig.to_dict()``; ``obs_size`` gives it a privileged critic. See docs/guides/training-sb3.md."""
+    (``net_arch["pi"]``), ``f`` a :class:`MoveScorer` (``move_arch``) kept as ``action_net``. ``rules`` is
+    the table's ``NertzConfig.to_dict()``; ``obs_size`` adds a privileged critic. See the module docstring."""
 
-    def __init__(self, *args: Any, rules: dict[str, Any], move_arch: Sequence[int] = (128,), **kwargs: Any) -> None:
+    def __init__(self, *args: Any, rules: dict[str, Any], move_arch: Sequence[int] = (128,),
+                 **kwargs: Any) -> None:
         self.rules, self.move_arch = dict(rules), list(move_arch)
         self.config = NertzConfig.from_dict(self.rules)
         super().__init__(*args, **kwargs)

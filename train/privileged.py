@@ -41,9 +41,9 @@ class _SplitExtractor(nn.Module):
 
 
 class PrivilegedCriticPolicy(MaskableActorCriticPolicy):
-    """MaskablePPO policy whose actor reads ``obs[..., :obs_size]`` and whose critic reads the whole input (the
-    remaining columns are the global state); without ``obs_size``, the standard policy. The other arguments are
-    ``MaskableActorCriticPolicy``'s. The move-scoring policy is a subclass."""
+    """MaskablePPO policy whose actor reads ``obs[..., :obs_size]`` and whose critic reads the whole input
+    (the remaining columns are the global state); without ``obs_size``, the standard policy. The other
+    arguments are ``MaskableActorCriticPolicy``'s. The move-scoring policy is a subclass."""
 
     def __init__(self, *args: Any, obs_size: int | None = None, **kwargs: Any) -> None:
         self.obs_size = None if obs_size is None else int(obs_size)
@@ -66,9 +66,9 @@ class PrivilegedCriticPolicy(MaskableActorCriticPolicy):
     def for_play(
         cls, data: dict[str, Any], state: dict[str, torch.Tensor]
     ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-        """The SB3 ``data`` and weights of a file of this class as those of the same policy over the observation
-        alone: no ``obs_size``, the observation space cut to it, the critic's state columns dropped (a flat policy
-        becomes the standard one). What :func:`~nertz_env.train.trainer.save_policy` writes and what
+        """The SB3 ``data`` and weights of a file of this class as those of the same policy over the
+        observation alone: no ``obs_size``, the observation space cut to it, the critic's state columns
+        dropped (a flat policy becomes the standard one): what a saved policy file holds, and what
         :func:`~nertz_env.agents.policy.load_policy` makes of a privileged run's checkpoint."""
         kwargs = dict(data.get("policy_kwargs") or {})
         if "obs_size" not in kwargs:

@@ -30,7 +30,8 @@ def build_rllib_parser() -> argparse.ArgumentParser:
     parser = build_parser(sb3=False)
     parser.prog = "nertz-train --backend rllib"
     parser.description = "Train a PPO policy for Nertz on Ray RLlib (a laptop or a Ray cluster)."
-    parser.add_argument("--num-env-runners", type=at_least(0), default=0, metavar="N", help="RLlib env runners (default 0)")
+    parser.add_argument("--num-env-runners", type=at_least(0), default=0, metavar="N",
+                        help="RLlib env runners (default 0)")
     parser.add_argument(
         "--address",
         metavar="ADDR",
@@ -274,7 +275,7 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
         next_ckpt = steps + cfg.checkpoint_every if cfg.checkpoint_every else None
         it, slot, last = 0, 0, None
         t0, s0 = time.perf_counter(), steps
-        tb = TensorBoardLog(run_dir) if cfg.tensorboard else None
+        tb = tensorboard_writer(run_dir) if cfg.tensorboard else None
         stop = StopOnSignal("nertz-train", "this iteration")
         # the whole loop, not only algo.train(): a Ctrl-C landing between two iterations (the line, the TensorBoard
         # points, a snapshot, a checkpoint) also stops after the iteration with a checkpoint, not at once
@@ -294,7 +295,10 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
                 print(f"iter {it:4d}  steps {steps:10d}  agent return {mean_ret}  {rate:8.0f} steps/s", flush=True)
                 if tb is not None:
                     module = "learner" if "learner" in sampled else "default_policy"
-                    tb.write(steps, iteration_scalars(result, module, sum(values) / len(values) if values else None, rate))
+                    mean = sum(values) / len(values) if values else None
+                    for tag, value in iteration_scalars(result, module, mean, rate).items():
+                        tb.add_scalar(tag, value, steps)
+                    tb.flush()  # a run stopped at once keeps every finished iteration's points
                 every = cfg.pool.snapshot_every if cfg.pool else 0
                 if max_snapshots and every and it % every == 0:
                     add_snapshot(algo, slot)
@@ -348,29 +352,16 @@ def iteration_scalars(result: dict[str, Any], module: str, agent_return: float |
     return {tag: float(v) for tag, v in scalars.items() if float(v) == float(v)}
 
 
-class TensorBoardLog:
-    """``tensorboard = true``: event files in ``run_dir/tb/RLlibPPO_<n>`` (a new ``n`` for each run or resume),
-    one point per iteration, with tensorboardX (RLlib's own logger is a Ray Tune callback, unused here)."""
+def tensorboard_writer(run_dir: str) -> Any:
+    """``tensorboard = true``: a tensorboardX writer of event files in ``run_dir/tb/RLlibPPO_<n>`` (a new ``n``
+    for each run or resume); RLlib's own logger is a Ray Tune callback, unused here."""
+    from tensorboardX import SummaryWriter
 
-    PREFIX = "RLlibPPO_"
-
-    def __init__(self, run_dir: str) -> None:
-        from tensorboardX import SummaryWriter
-
-        folder = os.path.join(run_dir, "tb")
-        taken = [name[len(self.PREFIX):] for name in (os.listdir(folder) if os.path.isdir(folder) else [])
-                 if name.startswith(self.PREFIX)]
-        n = 1 + max((int(t) for t in taken if t.isdigit()), default=0)
-        self.path = os.path.join(folder, f"{self.PREFIX}{n}")
-        self._writer = SummaryWriter(self.path)
-
-    def write(self, steps: int, scalars: dict[str, float]) -> None:
-        for tag, value in scalars.items():
-            self._writer.add_scalar(tag, value, steps)
-        self._writer.flush()  # a run stopped at once keeps every finished iteration's points
-
-    def close(self) -> None:
-        self._writer.close()
+    folder = os.path.join(run_dir, "tb")
+    taken = [name[len("RLlibPPO_"):] for name in (os.listdir(folder) if os.path.isdir(folder) else [])
+             if name.startswith("RLlibPPO_")]
+    n = 1 + max((int(t) for t in taken if t.isdigit()), default=0)
+    return SummaryWriter(os.path.join(folder, f"RLlibPPO_{n}"))
 
 
 def _save(algo: Any, cfg: TrainConfig, steps: int, path: str) -> str:

@@ -468,11 +468,8 @@ class Trainer:
         return {
             "format": STATE_FORMAT,
             "env": env_blob,
-            "monitor": {
-                "episode_returns": self.monitor.episode_returns.copy(),
-                "episode_lengths": self.monitor.episode_lengths.copy(),
-                "episode_count": self.monitor.episode_count,
-            },
+            "monitor": {k: getattr(self.monitor, k) for k in ("episode_returns", "episode_lengths",
+                                                              "episode_count")},
             "shaping": self.shaping.state_dict() if self.shaping is not None else None,
             "pool": pool,
             "rng": {
@@ -558,9 +555,8 @@ class Trainer:
                 assert isinstance(self.base_env, DummyVecEnv)
                 for e, s in zip(self.base_env.envs, env_state, strict=True):
                     e.load_state_dict(s)  # type: ignore[attr-defined]
-        self.monitor.episode_returns = state["monitor"]["episode_returns"].copy()
-        self.monitor.episode_lengths = state["monitor"]["episode_lengths"].copy()
-        self.monitor.episode_count = state["monitor"]["episode_count"]
+        for key, value in state["monitor"].items():  # VecMonitor's accumulators of the rounds under way
+            setattr(self.monitor, key, value)
         if self.shaping is not None:
             self.shaping.load_state_dict(state["shaping"])
         self.last_boundary = int(model.num_timesteps)  # the checkpoint's boundary: its periodic work is done

@@ -35,9 +35,9 @@ def run_interleaved(
 
 
 class NertzVecEnv(Copyable, VecEnv):
-    """Learning seats of ``num_tables`` tables as one SB3 ``VecEnv``: every seat learns, or ``learners_per_table``
-    of them against ``opponents`` (a pool, ``{spec: weight}`` or specs); rules as a mapping or as keywords. Every
-    argument: docs/guides/training-sb3.md ("The two training environments").
+    """Learning seats of ``num_tables`` tables as one SB3 ``VecEnv``: every seat learns, or
+    ``learners_per_table`` of them against ``opponents`` (a pool, ``{spec: weight}`` or specs); rules as a
+    mapping or as keywords. Every argument: docs/guides/training-sb3.md ("The two training environments").
     """
 
     _derived = ("_executor",)
