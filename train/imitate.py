@@ -36,12 +36,9 @@ class Demonstrations:
 
     def __add__(self, other: Demonstrations) -> Demonstrations:
         """Both sets of records (DAgger aggregates every round's records)."""
-
-        def join(name: str) -> np.ndarray:
-            return np.concatenate([getattr(self, name), getattr(other, name)])
-
-        games, seconds = self.games + other.games, self.seconds + other.seconds
-        return Demonstrations(join("obs"), join("masks"), join("actions"), join("returns"), games, seconds)
+        arrays = {k: np.concatenate([getattr(self, k), getattr(other, k)])
+                  for k in ("obs", "masks", "actions", "returns")}
+        return Demonstrations(**arrays, games=self.games + other.games, seconds=self.seconds + other.seconds)
 
     def save(self, path: str) -> None:
         """Write the records to ``path`` (``.npz``)."""

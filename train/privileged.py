@@ -82,11 +82,3 @@ class PrivilegedCriticPolicy(MaskableActorCriticPolicy):
         weights[FIRST_VALUE_LAYER] = state[FIRST_VALUE_LAYER][:, :n].clone()
         return out, weights
 
-
-def widen_critic_state_dict(state: dict[str, torch.Tensor], width: int) -> dict[str, torch.Tensor]:
-    """A standard policy's weights for a privileged one with ``width`` inputs: the value net's first layer gets
-    zero weights on the state's columns, so the critic starts as the given one (and learns to read the state)."""
-    out = dict(state)
-    w = state[FIRST_VALUE_LAYER]
-    out[FIRST_VALUE_LAYER] = torch.cat([w, w.new_zeros(w.shape[0], width - w.shape[1])], dim=1)
-    return out

@@ -61,12 +61,8 @@ class StopOnSignal:
 
 
 class Progress:
-    """The last finished step of a run.
-
-    Args:
-        kind: the command (``"imitate"``, ``"expert"``): a resume folder of another command is refused.
-        options: every option that decides the run's result; a resume must give the same.
-    """
+    """The last finished step of a run of the command ``kind`` (``"imitate"``, ``"expert"``) with ``options``,
+    every option that decides its result: a resume must be of the same command, with the same options."""
 
     def __init__(self, kind: str, options: Mapping[str, Any]) -> None:
         self.kind = kind

@@ -353,8 +353,8 @@ def iteration_scalars(result: dict[str, Any], module: str, agent_return: float |
 
 
 def tensorboard_writer(run_dir: str) -> Any:
-    """``tensorboard = true``: a tensorboardX writer of event files in ``run_dir/tb/RLlibPPO_<n>`` (a new ``n``
-    for each run or resume); RLlib's own logger is a Ray Tune callback, unused here."""
+    """``tensorboard = true``: a tensorboardX writer of event files in ``run_dir/tb/RLlibPPO_<n>`` (a new
+    ``n`` for each run or resume); RLlib's own logger is a Ray Tune callback, unused here."""
     from tensorboardX import SummaryWriter
 
     folder = os.path.join(run_dir, "tb")

@@ -40,7 +40,7 @@ from nertz_env.train.checkpoint import check_run, state_path
 from nertz_env.train.config import TrainConfig
 from nertz_env.train.evaluate import EvalRow, append_csv, evaluate_checkpoint, format_rows
 from nertz_env.train.moves import MovesPolicy
-from nertz_env.train.privileged import FIRST_VALUE_LAYER, PrivilegedCriticPolicy, widen_critic_state_dict
+from nertz_env.train.privileged import FIRST_VALUE_LAYER, PrivilegedCriticPolicy
 from nertz_env.train.resume import Interrupted, StopOnSignal
 from nertz_env.train.vec import NertzVecEnv
 from nertz_env.train.wrappers import PotentialShaping, RelativeReward, VecTimer
@@ -326,14 +326,12 @@ class Trainer:
         # evaluation goes to eval.csv and the log only
         logger = getattr(self.model, "_logger", None)
         if logger is not None:
+            tags = {"score": "score", "baseline_score": "baseline_score", "score_diff": "diff",
+                    "score_diff_low": "diff_low", "win": "win", "nertz_out": "nertz_out"}
             for r in rows:
                 key = f"eval/{r.baseline.replace(':', '_').replace('/', '_')}"
-                logger.record(f"{key}/score", r.score)
-                logger.record(f"{key}/baseline_score", r.baseline_score)
-                logger.record(f"{key}/score_diff", r.diff)
-                logger.record(f"{key}/score_diff_low", r.diff_low)
-                logger.record(f"{key}/win", r.win)
-                logger.record(f"{key}/nertz_out", r.nertz_out)
+                for tag, field in tags.items():
+                    logger.record(f"{key}/{tag}", getattr(r, field))
             logger.dump(steps)
         self.eval_rows.extend(rows)
         self.log(f"evaluation at {steps} steps ({path}):\n{format_rows(rows)}")
@@ -497,7 +495,8 @@ class Trainer:
         # the critic starts as the given one on the observation, with zero weights on the state (a network of
         # another width is left as it is, for load_state_dict below to refuse)
         if isinstance(env, NertzVecEnv) and env.privileged_state and weights[FIRST_VALUE_LAYER].shape[1] == env.obs_size:
-            weights = widen_critic_state_dict(weights, env.obs_size + env.state_size)
+            w = weights[FIRST_VALUE_LAYER]
+            weights[FIRST_VALUE_LAYER] = torch.cat([w, w.new_zeros(len(w), env.state_size)], dim=1)
         try:
             self.model.policy.load_state_dict(weights)
         except RuntimeError as e:
