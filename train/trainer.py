@@ -85,17 +85,17 @@ class _BoundaryCallback(BaseCallback):
         tr = self.trainer
         tr.timer.seconds = 0.0  # the first reset (and numba's cache load) is not training
         tr.clock.start()
-        if tr.cfg.progress_bar:
-            from tqdm import tqdm
+        from tqdm import tqdm
 
-            # the transitions the run trains to: total_timesteps rounded up to whole rollouts
-            self.bar = tqdm(
-                total=tr.cfg.planned_timesteps(int(self.model.num_timesteps)),
-                initial=self.model.num_timesteps,
-                unit="step",
-                dynamic_ncols=True,
-                smoothing=0.1,
-            )
+        # the transitions the run trains to: total_timesteps rounded up to whole rollouts
+        self.bar = tqdm(
+            total=tr.cfg.planned_timesteps(int(self.model.num_timesteps)),
+            initial=self.model.num_timesteps,
+            unit="step",
+            dynamic_ncols=True,
+            smoothing=0.1,
+            disable=not tr.cfg.progress_bar,
+        )
 
     def _on_rollout_start(self) -> None:
         tr, t0 = self.trainer, time.perf_counter()
@@ -112,8 +112,7 @@ class _BoundaryCallback(BaseCallback):
     def _on_step(self) -> bool:
         if self.trainer.stopped:  # a step past the stop's checkpoint is not kept
             return False
-        if self.bar is not None:
-            self.bar.update(self.training_env.num_envs)
+        self.bar.update(self.training_env.num_envs)
         return True
 
     def _on_rollout_end(self) -> None:
@@ -122,9 +121,7 @@ class _BoundaryCallback(BaseCallback):
         tr.clock.record(self.logger, tr.timer.seconds)
 
     def _on_training_end(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
+        self.bar.close()
 
 
 class Clock:
