@@ -184,8 +184,7 @@ def _table_with_stock_ace(env: NertzVecEnv, table: int, seat: int) -> dict:
 def test_vec_env__only_the_seat_that_plays_is_rewarded_at_its_own_index() -> None:
     env = NertzVecEnv(num_tables=2, num_players=P)
     _restore(env, 1, _ace_on_top(_table_with_stock_ace(env, 1, 2), seat=2))
-    slot = env.slot_of(1, 2)
-    assert slot == 1 * P + 2
+    slot = 1 * P + 2  # in self-play, slot t * P + p is seat p of table t
     masks = get_action_masks(env)
     assert masks[slot, LAKE_NERTZ]
     actions = np.full(env.num_envs, WAIT)
@@ -204,7 +203,7 @@ def test_vec_env__only_the_seat_that_plays_is_rewarded_at_its_own_index() -> Non
 def test_vec_env__round_end_pairs_terminal_observations_and_penalties_by_seat() -> None:
     env = NertzVecEnv(num_tables=2, num_players=P)
     _restore(env, 1, _ace_on_top(_table_with_stock_ace(env, 1, 2), seat=2, keep=1))
-    slot = env.slot_of(1, 2)
+    slot = 1 * P + 2
     actions = np.full(env.num_envs, WAIT)
     actions[slot] = LAKE_NERTZ
     obs, rewards, dones, infos = env.step(actions)

@@ -270,13 +270,7 @@ class NertzVecEnv(Copyable, VecEnv):
     ) -> list[bool]:
         return [False for _ in self._get_indices(indices)]
 
-    # ------------------------------------------------------------------ introspection and checkpoints
-    def slot_of(self, table: int, seat: int) -> int | None:
-        """The sub-env index that holds ``seat`` of ``table`` now (None for an opponent seat)."""
-        lo = table * self.learners_per_table
-        hits = np.flatnonzero(self._seat[lo : lo + self.learners_per_table] == seat)
-        return lo + int(hits[0]) if hits.size else None
-
+    # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue exactly: every table (as snapshots), seats, opponents, generator."""
         if self._obs_full is None:
