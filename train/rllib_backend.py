@@ -69,10 +69,8 @@ def check_options(cfg: TrainConfig, num_env_runners: int = 0) -> None:
 
 def layout(cfg: TrainConfig, tables_per_env: int | None = None, multi_agent: bool = False) -> tuple[dict[str, Any], Any, int]:
     """How a training config runs on RLlib, checked without Ray: the env config, the League (None: self-play,
-    RLlib's single-agent route unless ``multi_agent``) and the envs each env runner steps. A ``--tables-per-env``
-    that cannot take effect or does not divide ``num_tables`` raises :class:`UsageError`, and the env config is
-    validated (an unknown rules option, an unknown opponent agent, ... raise ``ValueError`` or
-    ``AgentSpecError``)."""
+    RLlib's single-agent route unless ``multi_agent``) and the envs each env runner steps. Raises
+    :class:`UsageError` for a ``--tables-per-env`` that cannot take effect, ``ValueError`` for a bad env config."""
     from nertz_env._rllib_spec import League, parse_env_config
 
     env_config: dict[str, Any] = {"num_players": cfg.num_players, **cfg.rules}
