@@ -82,11 +82,11 @@ class _BoundaryCallback(BaseCallback):
         self._rollout_t0 = 0.0
 
     def _on_training_start(self) -> None:
+        from tqdm import tqdm
+
         tr = self.trainer
         tr.timer.seconds = 0.0  # the first reset (and numba's cache load) is not training
         tr.clock.start()
-        from tqdm import tqdm
-
         # the transitions the run trains to: total_timesteps rounded up to whole rollouts
         self.bar = tqdm(
             total=tr.cfg.planned_timesteps(int(self.model.num_timesteps)),
