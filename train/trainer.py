@@ -16,6 +16,7 @@ import random
 import time
 import warnings
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -86,7 +87,7 @@ class _BoundaryCallback(BaseCallback):
 
         tr = self.trainer
         tr.timer.seconds = 0.0  # the first reset (and numba's cache load) is not training
-        tr.clock.start()
+        tr.clock.t0 = time.perf_counter()
         # the transitions the run trains to: total_timesteps rounded up to whole rollouts
         self.bar = tqdm(
             total=tr.cfg.planned_timesteps(int(self.model.num_timesteps)),
@@ -116,39 +117,28 @@ class _BoundaryCallback(BaseCallback):
         return True
 
     def _on_rollout_end(self) -> None:
-        tr = self.trainer
-        tr.clock.rollout_seconds += time.perf_counter() - self._rollout_t0
-        tr.clock.record(self.logger, tr.timer.seconds)
+        c = self.trainer.clock
+        c.rollout_seconds += time.perf_counter() - self._rollout_t0
+        wall = time.perf_counter() - c.t0 - c.boundary_seconds
+        if wall > 0:
+            self.logger.record("time/env_share", self.trainer.timer.seconds / wall)
+            self.logger.record("time/rollout_share", c.rollout_seconds / wall)
 
     def _on_training_end(self) -> None:
         self.bar.close()
 
 
+@dataclass
 class Clock:
-    """Wall, rollout and boundary (evaluations and checkpoints) time of this session, for the throughput
-    report."""
+    """Wall, rollout, boundary (evaluations and checkpoints) and env time of this session, and its
+    transitions, for the throughput report; ``t0``: when training started."""
 
-    def __init__(self) -> None:
-        self.wall_seconds = 0.0
-        self.rollout_seconds = 0.0
-        self.boundary_seconds = 0.0
-        self.env_seconds = 0.0
-        self.timesteps = 0
-        self._t0 = 0.0
-
-    def start(self) -> None:
-        self._t0 = time.perf_counter()
-
-    def stop(self, timesteps: int, env_seconds: float) -> None:
-        self.wall_seconds += time.perf_counter() - self._t0
-        self.timesteps += timesteps
-        self.env_seconds += env_seconds
-
-    def record(self, logger: Any, env_seconds: float) -> None:
-        wall = time.perf_counter() - self._t0 - self.boundary_seconds
-        if wall > 0:
-            logger.record("time/env_share", env_seconds / wall)
-            logger.record("time/rollout_share", self.rollout_seconds / wall)
+    wall_seconds: float = 0.0
+    rollout_seconds: float = 0.0
+    boundary_seconds: float = 0.0
+    env_seconds: float = 0.0
+    timesteps: int = 0
+    t0: float = 0.0
 
 
 @contextlib.contextmanager
@@ -360,7 +350,9 @@ class Trainer:
                         progress_bar=False,
                     )
                 finally:
-                    self.clock.stop(int(model.num_timesteps) - steps0, self.timer.seconds)
+                    self.clock.wall_seconds += time.perf_counter() - self.clock.t0
+                    self.clock.timesteps += int(model.num_timesteps) - steps0
+                    self.clock.env_seconds += self.timer.seconds
                     self.timer.seconds = 0.0
             if self.stopped:
                 saved = self.stop_checkpoint
