@@ -143,8 +143,8 @@ def check_run_dir(run_dir: str, resume: str | None = None, final: bool = False) 
         return
     if resume is None:  # the newest checkpoint: the RLlib backend's final, else the highest step
         steps = [p for p in found if os.path.basename(os.path.dirname(p)) == "checkpoints"]
-        final = os.path.join(run_dir, "final")
-        last = final if final in found else steps[-1] if steps else None
+        rllib_final = os.path.join(run_dir, "final")
+        last = rllib_final if rllib_final in found else steps[-1] if steps else None
         backend = "--backend rllib " if last and os.path.isdir(last) else ""  # an RLlib checkpoint is a folder
         way = "pass a new --run-dir" + (f", or continue that run with {backend}--resume {last}" if last else "")
         whose = ""
