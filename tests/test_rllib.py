@@ -378,11 +378,11 @@ def _train(argv, capsys, monkeypatch) -> tuple[int, str, str]:
 REFUSED_BEFORE_RAY = [
     (["--rule", "drwa=1"], "unknown option(s) ['drwa']"),
     (["--shaping"], "unrecognized arguments: --shaping"),  # an SB3-only option has no flag here
-    (["--num-env-runners", "-1"], "--num-env-runners must be >= 0"),
+    (["--num-env-runners", "-1"], "argument --num-env-runners: must be at least 0, got -1"),
     (["--tables-per-env", "4"], "--tables-per-env has no effect in self-play"),
     (["--num-tables", "24", "--tables-per-env", "16", "--learners-per-table", "1", "--opponent", "heuristic=1"],
      "not a multiple of --tables-per-env 16"),
-    (["--learners-per-table", "1", "--tables-per-env", "0"], "--tables-per-env must be >= 1"),
+    (["--learners-per-table", "1", "--tables-per-env", "0"], "--tables-per-env: must be at least 1, got 0"),
     (["--address", "127.0.0.1:1"], "no Ray cluster at 127.0.0.1:1"),  # eval.cluster's check, as nertz-eval's
     (["--resume", "{run}/final", "--num-players", "4"], "num_players: checkpoint {run}/final has 2, the table has 4"),
     (["--resume", "{run}/final", "--net-arch", "32"], "net_arch: checkpoint has [256, 256], the config has [32]"),
@@ -456,7 +456,7 @@ def test_cli_an_sb3_only_option_set_in_a_file_is_refused_and_one_at_what_the_bac
 
 def test_tensorboard_log_writes_each_iterations_scalars(tmp_path) -> None:
     """Each iteration's scalars go to run_dir/tb/RLlibPPO_<n> (a NaN left out); a resume writes the next n."""
-    from nertz_env.train.rllib_backend import TensorBoardLog, iteration_scalars
+    from nertz_env.train.rllib_backend import iteration_scalars, tensorboard_writer
 
     result = {
         "learners": {
@@ -470,18 +470,19 @@ def test_tensorboard_log_writes_each_iterations_scalars(tmp_path) -> None:
                        "train/approx_kl": 0.0625, "train/learning_rate": 3e-4, "time/fps": 1210.5,
                        "rollout/agent_return_mean": -13.75}
     assert "rollout/agent_return_mean" not in iteration_scalars(result, "learner", None, 1.0)
-    log = TensorBoardLog(str(tmp_path))
-    log.write(128, scalars)
-    log.write(256, {"time/fps": 1300.0})
+    log = tensorboard_writer(str(tmp_path))
+    for steps, points in ((128, scalars), (256, {"time/fps": 1300.0})):
+        for tag, value in points.items():
+            log.add_scalar(tag, value, steps)
     log.close()
-    assert log.path == str(tmp_path / "tb" / "RLlibPPO_1")
-    written = _scalars(log.path)
+    assert log.logdir == str(tmp_path / "tb" / "RLlibPPO_1")
+    written = _scalars(log.logdir)
     assert written["time/fps"] == [(128, 1210.5), (256, 1300.0)]
     assert written["rollout/agent_return_mean"] == [(128, -13.75)]
     assert set(written) == set(scalars)
-    again = TensorBoardLog(str(tmp_path))
+    again = tensorboard_writer(str(tmp_path))
     again.close()
-    assert again.path == str(tmp_path / "tb" / "RLlibPPO_2")
+    assert again.logdir == str(tmp_path / "tb" / "RLlibPPO_2")
 
 
 def test_cli_print_config_takes_what_the_run_takes(tmp_path, capsys, monkeypatch) -> None:

@@ -184,8 +184,7 @@ def _table_with_stock_ace(env: NertzVecEnv, table: int, seat: int) -> dict:
 def test_vec_env__only_the_seat_that_plays_is_rewarded_at_its_own_index() -> None:
     env = NertzVecEnv(num_tables=2, num_players=P)
     _restore(env, 1, _ace_on_top(_table_with_stock_ace(env, 1, 2), seat=2))
-    slot = env.slot_of(1, 2)
-    assert slot == 1 * P + 2
+    slot = 1 * P + 2  # in self-play, slot t * P + p is seat p of table t
     masks = get_action_masks(env)
     assert masks[slot, LAKE_NERTZ]
     actions = np.full(env.num_envs, WAIT)
@@ -204,7 +203,7 @@ def test_vec_env__only_the_seat_that_plays_is_rewarded_at_its_own_index() -> Non
 def test_vec_env__round_end_pairs_terminal_observations_and_penalties_by_seat() -> None:
     env = NertzVecEnv(num_tables=2, num_players=P)
     _restore(env, 1, _ace_on_top(_table_with_stock_ace(env, 1, 2), seat=2, keep=1))
-    slot = env.slot_of(1, 2)
+    slot = 1 * P + 2
     actions = np.full(env.num_envs, WAIT)
     actions[slot] = LAKE_NERTZ
     obs, rewards, dones, infos = env.step(actions)
@@ -802,11 +801,13 @@ def test_resume__changed_opponents_and_a_new_checkpoint_interval_take_effect(
 ) -> None:
     lines: list[str] = []
     cfg = TrainConfig.from_dict({**scratch["options"], "run_dir": str(tmp_path), "opponents": {"greedy": 1.0},
-                                 "total_timesteps": 512, "checkpoint_every": 48})
+                                 "total_timesteps": 160, "checkpoint_every": 48})
     trainer = Trainer(cfg, resume=scratch["ckpt"], log=lines.append)
     assert trainer.pool is not None and [e.spec for e in trainer.pool.scripted] == ["greedy"]
     assert any("the opponent pool is now" in x and "scripted" in x for x in lines)
-    assert trainer.next_checkpoint == 96  # counted from the resume point at 64, not the old schedule's
+    trainer.train()  # boundaries at 96, 128 and 160: the multiples of 48 past the resume point at 64, the end
+    assert sorted(os.listdir(tmp_path / "checkpoints")) == [f"step_{n:012d}{x}" for n in (96, 160)
+                                                          for x in (".json", ".state.pkl", ".zip")]
     lines.clear()
     same = Trainer(TrainConfig.from_dict({**scratch["options"], "run_dir": str(tmp_path / "b")}),
                    resume=scratch["ckpt"], log=lines.append)

@@ -1,9 +1,6 @@
-"""Training of Nertz agents with Stable-Baselines3 (needs the ``train`` extra).
-
-:class:`TrainConfig` (the options), :class:`NertzSingleAgentEnv` and :class:`NertzVecEnv` (the learner envs),
-:class:`OpponentPool`, the reward wrappers, :class:`MovesPolicy` (the move-scoring policy) and :class:`Trainer`
-(``nertz-train``). A saved policy as an agent lives with the agents (:mod:`nertz_env.agents.policy`). torch and
-Stable-Baselines3 are imported when a class here is first used. See docs/guides/training-sb3.md.
+"""Training of Nertz agents with Stable-Baselines3 (needs the ``train`` extra): the config, the learner envs,
+the opponent pool, the reward wrappers, the move-scoring policy and :class:`Trainer` (``nertz-train``). torch
+and Stable-Baselines3 load when a class here is first used. See docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations

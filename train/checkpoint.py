@@ -136,11 +136,15 @@ def check_run_dir(run_dir: str, resume: str | None = None, final: bool = False) 
     own = run_dir_of(resume, final) if resume is not None else None
     if own is not None and os.path.abspath(own) == run_dir:
         return  # a resume continuing its own run
-    found = _run_files(run_dir)
+    # the files that mark a run (an RLlib checkpoint as its folder), sorted: the step numbers are zero-padded
+    found = sorted(os.path.dirname(p) if os.path.basename(p) == META_FILE else p
+                   for pattern in RUN_FILES for p in glob.glob(os.path.join(run_dir, pattern)))
     if not found:
         return
-    if resume is None:
-        last = _last_checkpoint(run_dir)
+    if resume is None:  # the newest checkpoint: the RLlib backend's final, else the highest step
+        steps = [p for p in found if os.path.basename(os.path.dirname(p)) == "checkpoints"]
+        rllib_final = os.path.join(run_dir, "final")
+        last = rllib_final if rllib_final in found else steps[-1] if steps else None
         backend = "--backend rllib " if last and os.path.isdir(last) else ""  # an RLlib checkpoint is a folder
         way = "pass a new --run-dir" + (f", or continue that run with {backend}--resume {last}" if last else "")
         whose = ""
@@ -154,22 +158,3 @@ def check_run_dir(run_dir: str, resume: str | None = None, final: bool = False) 
         f"checkpoints and eval.csv rows would mix; {way}"
     )
 
-
-def _run_files(run_dir: str) -> list[str]:
-    """The files of ``run_dir`` that mark a run there (either backend's; an RLlib checkpoint as its folder), sorted
-    (none: no run)."""
-    found = (p for pattern in RUN_FILES for p in glob.glob(os.path.join(run_dir, pattern)))
-    return sorted(os.path.dirname(p) if os.path.basename(p) == META_FILE else p for p in found)
-
-
-def _last_checkpoint(run_dir: str) -> str | None:
-    """The newest checkpoint of the run in ``run_dir`` (the RLlib backend's ``final``, else the highest
-    ``checkpoints/step_<N>``: the names are zero-padded), or ``None``."""
-    final = os.path.join(run_dir, "final")
-    if os.path.isfile(os.path.join(final, META_FILE)):
-        return final
-    steps = sorted(
-        glob.glob(os.path.join(run_dir, "checkpoints", "step_*.zip"))
-        + [os.path.dirname(p) for p in glob.glob(os.path.join(run_dir, "checkpoints", "step_*", META_FILE))]
-    )
-    return steps[-1] if steps else None

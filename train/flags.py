@@ -10,11 +10,10 @@ Examples::
     nertz-train --resume runs/selfplay/checkpoints/step_000001000000.zip --total-timesteps 4000000
     nertz-train --print-config                           # the effective options, as JSON
 
-Every option of :class:`nertz_env.train.config.TrainConfig` is a flag (its top-level key spelled with dashes);
-flags override the file, which overrides a resumed checkpoint's stored options. An option of a section that
-does not exist with the others (``--opponent`` when every seat learns, ``--num-envs`` in vector mode,
-``--shaping-coef`` without ``--shaping``) is refused before any work, in one line. Exit codes: 0 done, 1
-training error, 2 bad usage, 130 interrupted (after saving).
+Every option of :class:`nertz_env.train.config.TrainConfig` is a flag; flags override the file, which
+overrides a resumed checkpoint's options. An option that cannot take effect (``--opponent`` when every seat
+learns) is refused before any work, in one line. Exit codes: 0 done, 1 training error, 2 bad usage, 130
+interrupted (after saving).
 """
 
 from __future__ import annotations

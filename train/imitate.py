@@ -36,12 +36,9 @@ class Demonstrations:
 
     def __add__(self, other: Demonstrations) -> Demonstrations:
         """Both sets of records (DAgger aggregates every round's records)."""
-
-        def join(name: str) -> np.ndarray:
-            return np.concatenate([getattr(self, name), getattr(other, name)])
-
-        games, seconds = self.games + other.games, self.seconds + other.seconds
-        return Demonstrations(join("obs"), join("masks"), join("actions"), join("returns"), games, seconds)
+        arrays = {k: np.concatenate([getattr(self, k), getattr(other, k)])
+                  for k in ("obs", "masks", "actions", "returns")}
+        return Demonstrations(**arrays, games=self.games + other.games, seconds=self.seconds + other.seconds)
 
     def save(self, path: str) -> None:
         """Write the records to ``path`` (``.npz``)."""
@@ -92,12 +89,11 @@ def collect(
     mask_l: list[np.ndarray] = []
     act_l: list[int] = []
     ret_l: list[np.ndarray] = []
-    bar = None
-    if progress:
-        from tqdm import tqdm
+    from tqdm import tqdm
 
-        bar = tqdm(total=samples, unit="decision", desc=f"imitating {teacher}")
     from nertz_env.single import rival_weights
+
+    bar = tqdm(total=samples, unit="decision", desc=f"imitating {teacher}", disable=not progress)
 
     rivals = rival_weights(config)  # seat -> mean over the seats of other teams
     executor = ThreadPoolExecutor(teacher_threads) if teacher_threads > 1 else None
@@ -156,13 +152,11 @@ def collect(
             ret_l.append(np.stack(per_seat, axis=1).reshape(-1))
             added = len(rewards[0]) * p_count
             total += added
-            if bar is not None:
-                bar.update(added)
+            bar.update(added)
     finally:
         if executor is not None:
             executor.shutdown()
-    if bar is not None:
-        bar.close()
+    bar.close()
     return Demonstrations(
         obs=np.asarray(obs_l, dtype=np.float32),
         masks=np.asarray(mask_l, dtype=bool),
@@ -226,10 +220,7 @@ def fit(
     ``anchor_coef`` > 0 the loss adds that times the KL divergence from the ``anchor`` policy's masked action
     distribution (docs/guides/training-sb3.md, "Distilling a planner")."""
     gen = torch.Generator().manual_seed(seed)
-    obs = torch.as_tensor(demos.obs)
-    masks = torch.as_tensor(demos.masks)
-    acts = torch.as_tensor(demos.actions)
-    rets = torch.as_tensor(demos.returns)
+    obs, masks, acts, rets = map(torch.as_tensor, (demos.obs, demos.masks, demos.actions, demos.returns))
     n = obs.shape[0]
     opt = torch.optim.Adam(policy.parameters(), lr=lr)
     policy.set_training_mode(True)

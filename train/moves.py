@@ -13,13 +13,12 @@ from typing import Any, cast
 import numpy as np
 import torch
 from sb3_contrib.common.maskable.distributions import MaskableDistribution
-from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
 
 from nertz_env.config import NertzConfig
 from nertz_env.moves import legal_moves, move_layout
 from nertz_env.observation import obs_layout
-from nertz_env.train.privileged import _SplitExtractor, play_data
+from nertz_env.train.privileged import PrivilegedCriticPolicy
 
 
 class MoveScorer(nn.Module):
@@ -44,31 +43,16 @@ class MoveScorer(nn.Module):
         return self.net[1:](z).squeeze(-1)
 
 
-class MovesPolicy(MaskableActorCriticPolicy):
+class MovesPolicy(PrivilegedCriticPolicy):
     """MaskablePPO policy whose actor scores each legal move: ``h`` is the policy net over the observation
-    (``net_arch["pi"]``), ``f`` a :class:`MoveScorer` (``move_arch``) kept as ``action_net``.
+    (``net_arch["pi"]``), ``f`` a :class:`MoveScorer` (``move_arch``) kept as ``action_net``. ``rules`` is
+    the table's ``NertzConfig.to_dict()``; ``obs_size`` adds a privileged critic. See the module docstring."""
 
-    Args:
-        rules: the table's :meth:`~nertz_env.config.NertzConfig.to_dict` (the features read its observation).
-        move_arch: hidden widths of ``f``.
-        obs_size: with a privileged critic, the observation's width: the input's remaining columns are the
-            global state, which only the critic reads (:mod:`nertz_env.train.privileged`).
-        *args: as ``MaskableActorCriticPolicy``.
-        **kwargs: as ``MaskableActorCriticPolicy``.
-    """
-
-    def __init__(self, *args: Any, rules: dict[str, Any], move_arch: Sequence[int] = (128,), obs_size: int | None = None,
+    def __init__(self, *args: Any, rules: dict[str, Any], move_arch: Sequence[int] = (128,),
                  **kwargs: Any) -> None:
-        self.rules, self.move_arch, self.obs_size = dict(rules), list(move_arch), obs_size
+        self.rules, self.move_arch = dict(rules), list(move_arch)
         self.config = NertzConfig.from_dict(self.rules)
         super().__init__(*args, **kwargs)
-
-    def _build_mlp_extractor(self) -> None:
-        if self.obs_size is None:
-            return super()._build_mlp_extractor()
-        self.mlp_extractor = _SplitExtractor(  # type: ignore[assignment]
-            self.obs_size, self.features_dim, self.net_arch, self.activation_fn, self.device
-        )
 
     def _build(self, lr_schedule: Any) -> None:
         super()._build(lr_schedule)
@@ -80,11 +64,7 @@ class MovesPolicy(MaskableActorCriticPolicy):
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
-        data = super()._get_constructor_parameters()
-        data.update(rules=self.rules, move_arch=self.move_arch)
-        if self.obs_size is not None:
-            data["obs_size"] = self.obs_size
-        return data
+        return {**super()._get_constructor_parameters(), "rules": self.rules, "move_arch": self.move_arch}
 
     def _moves(self, obs: torch.Tensor, latent_pi: torch.Tensor, action_masks: Any) -> MaskableDistribution:
         """The masked distribution: the legal moves scored by ``f``, the rest masked out (every action is scored
@@ -122,10 +102,3 @@ class MovesPolicy(MaskableActorCriticPolicy):
     def get_distribution(self, obs: Any, action_masks: np.ndarray | None = None) -> MaskableDistribution:
         return self._moves(obs, self.mlp_extractor.forward_actor(cast(torch.Tensor, self.extract_features(obs))),
                            action_masks)
-
-    @staticmethod
-    def for_play(data: dict[str, Any], state: dict[str, torch.Tensor]) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-        """A privileged run's file as the same policy over the observation alone (:func:`play_data`)."""
-        if "obs_size" not in (data.get("policy_kwargs") or {}):
-            return data, state
-        return play_data(data, state, MovesPolicy)

@@ -13,6 +13,8 @@ from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.torch_layers import MlpExtractor
 from torch import nn
 
+FIRST_VALUE_LAYER = "mlp_extractor.value_net.0.weight"
+
 
 class _SplitExtractor(nn.Module):
     """``MlpExtractor``'s interface with a policy net over the first ``obs_size`` features and a value net over
@@ -39,63 +41,44 @@ class _SplitExtractor(nn.Module):
 
 
 class PrivilegedCriticPolicy(MaskableActorCriticPolicy):
-    """MaskablePPO policy whose actor reads ``obs[..., :obs_size]`` and whose critic reads the whole input.
+    """MaskablePPO policy whose actor reads ``obs[..., :obs_size]`` and whose critic reads the whole input
+    (the remaining columns are the global state); without ``obs_size``, the standard policy. The other
+    arguments are ``MaskableActorCriticPolicy``'s. The move-scoring policy is a subclass."""
 
-    Args:
-        obs_size: the observation's width ``O``; the input's remaining columns are the global state.
-        *args, **kwargs: as ``MaskableActorCriticPolicy`` (``net_arch``, ``activation_fn``, ...).
-    """
-
-    def __init__(self, *args: Any, obs_size: int, **kwargs: Any) -> None:
-        self.obs_size = int(obs_size)
+    def __init__(self, *args: Any, obs_size: int | None = None, **kwargs: Any) -> None:
+        self.obs_size = None if obs_size is None else int(obs_size)
         super().__init__(*args, **kwargs)
 
     def _build_mlp_extractor(self) -> None:
+        if self.obs_size is None:
+            return super()._build_mlp_extractor()
         self.mlp_extractor = _SplitExtractor(  # type: ignore[assignment]
             self.obs_size, self.features_dim, self.net_arch, self.activation_fn, self.device
         )
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
-        data["obs_size"] = self.obs_size
+        if self.obs_size is not None:
+            data["obs_size"] = self.obs_size
         return data
 
-    @staticmethod
-    def for_play(data: dict[str, Any], state: dict[str, torch.Tensor]) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-        """The SB3 ``data`` and weights of a file of this class as those of the standard policy over the
-        observation alone (:func:`play_data`): what :func:`~nertz_env.train.trainer.save_policy` writes and what
+    @classmethod
+    def for_play(
+        cls, data: dict[str, Any], state: dict[str, torch.Tensor]
+    ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        """The SB3 ``data`` and weights of a file of this class as those of the same policy over the
+        observation alone: no ``obs_size``, the observation space cut to it, the critic's state columns
+        dropped (a flat policy becomes the standard one): what a saved policy file holds, and what
         :func:`~nertz_env.agents.policy.load_policy` makes of a privileged run's checkpoint."""
-        return play_data(data, state, MaskableActorCriticPolicy)
+        kwargs = dict(data.get("policy_kwargs") or {})
+        if "obs_size" not in kwargs:
+            return data, state
+        n = int(kwargs.pop("obs_size"))
+        space = data["observation_space"]
+        out = {**data, "policy_class": MaskableActorCriticPolicy if cls is PrivilegedCriticPolicy else cls,
+               "policy_kwargs": kwargs,
+               "observation_space": gymnasium.spaces.Box(space.low[:n], space.high[:n], (n,), space.dtype)}
+        weights = dict(state)
+        weights[FIRST_VALUE_LAYER] = state[FIRST_VALUE_LAYER][:, :n].clone()
+        return out, weights
 
-
-def play_data(data: dict[str, Any], state: dict[str, torch.Tensor],
-              policy_class: type) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-    """The SB3 ``data`` and weights of a privileged policy as those of ``policy_class`` over the observation
-    alone: no ``obs_size``, the observation space cut to it, the critic's state columns dropped
-    (:func:`actor_only_state_dict`)."""
-    kwargs = dict(data.get("policy_kwargs") or {})
-    n = int(kwargs.pop("obs_size"))
-    space = data["observation_space"]
-    out = {**data, "policy_class": policy_class, "policy_kwargs": kwargs,
-           "observation_space": gymnasium.spaces.Box(space.low[:n], space.high[:n], (n,), space.dtype)}
-    return out, actor_only_state_dict(state, n)
-
-
-FIRST_VALUE_LAYER = "mlp_extractor.value_net.0.weight"
-
-
-def actor_only_state_dict(state: dict[str, torch.Tensor], obs_size: int) -> dict[str, torch.Tensor]:
-    """A privileged policy's weights as a standard policy over the observation alone: the value net's first
-    layer keeps only the observation's ``obs_size`` columns; every other tensor is unchanged."""
-    out = dict(state)
-    out[FIRST_VALUE_LAYER] = state[FIRST_VALUE_LAYER][:, :obs_size].clone()
-    return out
-
-
-def widen_critic_state_dict(state: dict[str, torch.Tensor], width: int) -> dict[str, torch.Tensor]:
-    """A standard policy's weights for a privileged one with ``width`` inputs: the value net's first layer gets
-    zero weights on the state's columns, so the critic starts as the given one (and learns to read the state)."""
-    out = dict(state)
-    w = state[FIRST_VALUE_LAYER]
-    out[FIRST_VALUE_LAYER] = torch.cat([w, w.new_zeros(w.shape[0], width - w.shape[1])], dim=1)
-    return out

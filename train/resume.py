@@ -61,12 +61,8 @@ class StopOnSignal:
 
 
 class Progress:
-    """The last finished step of a run.
-
-    Args:
-        kind: the command (``"imitate"``, ``"expert"``): a resume folder of another command is refused.
-        options: every option that decides the run's result; a resume must give the same.
-    """
+    """The last finished step of a run of the command ``kind`` (``"imitate"``, ``"expert"``) with ``options``,
+    every option that decides its result: a resume must be of the same command, with the same options."""
 
     def __init__(self, kind: str, options: Mapping[str, Any]) -> None:
         self.kind = kind
@@ -128,18 +124,14 @@ class Progress:
         self.step, self.figures, self.done = int(info["step"]), dict(info["figures"]), str(info["done"])
 
 
-def resume_command(prog: str, argv: Sequence[str], folder: str) -> str:
-    """The command line that continues: ``argv`` without an earlier ``--resume``, plus ``--resume folder``."""
-    out = [a for i, a in enumerate(argv) if not (a == "--resume" or a.startswith("--resume=")
-                                                 or (i and argv[i - 1] == "--resume"))]
-    return f"{prog} {shlex.join([*out, '--resume', folder])}"
-
-
 def interrupted_message(prog: str, argv: Sequence[str], stop: Interrupted) -> str:
+    """Where the state went, and the command that continues: ``argv`` with ``--resume`` the folder."""
     if stop.folder is None:
         return f"{prog}: interrupted before its first step finished: nothing to save"
+    kept = [a for i, a in enumerate(argv) if not (a == "--resume" or a.startswith("--resume=")
+                                                  or (i and argv[i - 1] == "--resume"))]
     return (f"{prog}: interrupted; saved {stop.done} in {stop.folder}\n"
-            f"resume with: {resume_command(prog, argv, stop.folder)}")
+            f"resume with: {prog} {shlex.join([*kept, '--resume', stop.folder])}")
 
 
 def run_command(prog: str, argv: Sequence[str] | None, work: Callable[[], Any]) -> tuple[int, Any]:

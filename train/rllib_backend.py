@@ -1,9 +1,6 @@
 """``nertz-train --backend rllib``: PPO self-play (or a league) on Ray RLlib, on one machine or a Ray cluster.
-
-The options are the SB3 backend's (:mod:`nertz_env.train.config`) plus ``--num-env-runners``, ``--address``
-and ``--tables-per-env``; the options only SB3 reads have no flag here. Every check before Ray starts needs
-neither Ray nor torch, so ``--print-config`` refuses what the run refuses. Exit codes: 0 done, 1 training
-error, 2 bad usage, 130 interrupted. See docs/guides/rllib.md.
+Its options are the SB3 backend's but those only SB3 reads, plus its own flags; every check is made before Ray
+starts. See docs/guides/rllib.md.
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from nertz_env.cli import UsageError, refuse
+from nertz_env.cli import UsageError, at_least, refuse
 from nertz_env.extras import install_command
 from nertz_env.train.config import SB3_ONLY, ConfigError, TrainConfig
 from nertz_env.train.flags import build_parser, config_from_args
@@ -33,7 +30,8 @@ def build_rllib_parser() -> argparse.ArgumentParser:
     parser = build_parser(sb3=False)
     parser.prog = "nertz-train --backend rllib"
     parser.description = "Train a PPO policy for Nertz on Ray RLlib (a laptop or a Ray cluster)."
-    parser.add_argument("--num-env-runners", type=int, default=0, metavar="N", help="RLlib env runners (default 0)")
+    parser.add_argument("--num-env-runners", type=at_least(0), default=0, metavar="N",
+                        help="RLlib env runners (default 0)")
     parser.add_argument(
         "--address",
         metavar="ADDR",
@@ -42,7 +40,7 @@ def build_rllib_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--tables-per-env",
-        type=int,
+        type=at_least(1),
         metavar="K",
         help="a league's tables per env (default 16; at most num_tables); not with self-play",
     )
@@ -71,10 +69,8 @@ def check_options(cfg: TrainConfig, num_env_runners: int = 0) -> None:
 
 def layout(cfg: TrainConfig, tables_per_env: int | None = None, multi_agent: bool = False) -> tuple[dict[str, Any], Any, int]:
     """How a training config runs on RLlib, checked without Ray: the env config, the League (None: self-play,
-    RLlib's single-agent route unless ``multi_agent``) and the envs each env runner steps. A ``--tables-per-env``
-    that cannot take effect or does not divide ``num_tables`` raises :class:`UsageError`, and the env config is
-    validated (an unknown rules option, an unknown opponent agent, ... raise ``ValueError`` or
-    ``AgentSpecError``)."""
+    RLlib's single-agent route unless ``multi_agent``) and the envs each env runner steps. Raises
+    :class:`UsageError` for a ``--tables-per-env`` that cannot take effect, ``ValueError`` for a bad env config."""
     from nertz_env._rllib_spec import League, parse_env_config
 
     env_config: dict[str, Any] = {"num_players": cfg.num_players, **cfg.rules}
@@ -100,8 +96,6 @@ def layout(cfg: TrainConfig, tables_per_env: int | None = None, multi_agent: boo
         return env_config, None, 1
     if tables_per_env is None:
         tables_per_env = TABLES_PER_ENV
-    if tables_per_env < 1:
-        raise UsageError(f"--tables-per-env must be >= 1, got {tables_per_env}")
     tables_per_env = min(tables_per_env, num_tables)
     if num_tables % tables_per_env:
         raise UsageError(
@@ -156,8 +150,6 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
 
     meta = read_checkpoint(args.resume, rllib=True) if args.resume else None
     cfg = config_from_args(args, TrainConfig.from_dict(meta["train_config"]) if meta else None, final=True)
-    if args.num_env_runners < 0:
-        raise UsageError(f"--num-env-runners must be >= 0, got {args.num_env_runners}")
     check_options(cfg, args.num_env_runners)
     multi_agent = False
     if meta is not None:
@@ -281,7 +273,7 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
         next_ckpt = steps + cfg.checkpoint_every if cfg.checkpoint_every else None
         it, slot, last = 0, 0, None
         t0, s0 = time.perf_counter(), steps
-        tb = TensorBoardLog(run_dir) if cfg.tensorboard else None
+        tb = tensorboard_writer(run_dir) if cfg.tensorboard else None
         stop = StopOnSignal("nertz-train", "this iteration")
         # the whole loop, not only algo.train(): a Ctrl-C landing between two iterations (the line, the TensorBoard
         # points, a snapshot, a checkpoint) also stops after the iteration with a checkpoint, not at once
@@ -301,7 +293,10 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
                 print(f"iter {it:4d}  steps {steps:10d}  agent return {mean_ret}  {rate:8.0f} steps/s", flush=True)
                 if tb is not None:
                     module = "learner" if "learner" in sampled else "default_policy"
-                    tb.write(steps, iteration_scalars(result, module, sum(values) / len(values) if values else None, rate))
+                    mean = sum(values) / len(values) if values else None
+                    for tag, value in iteration_scalars(result, module, mean, rate).items():
+                        tb.add_scalar(tag, value, steps)
+                    tb.flush()  # a run stopped at once keeps every finished iteration's points
                 every = cfg.pool.snapshot_every if cfg.pool else 0
                 if max_snapshots and every and it % every == 0:
                     add_snapshot(algo, slot)
@@ -355,29 +350,16 @@ def iteration_scalars(result: dict[str, Any], module: str, agent_return: float |
     return {tag: float(v) for tag, v in scalars.items() if float(v) == float(v)}
 
 
-class TensorBoardLog:
-    """``tensorboard = true``: event files in ``run_dir/tb/RLlibPPO_<n>`` (a new ``n`` for each run or resume),
-    one point per iteration, with tensorboardX (RLlib's own logger is a Ray Tune callback, unused here)."""
+def tensorboard_writer(run_dir: str) -> Any:
+    """``tensorboard = true``: a tensorboardX writer of event files in ``run_dir/tb/RLlibPPO_<n>`` (a new
+    ``n`` for each run or resume); RLlib's own logger is a Ray Tune callback, unused here."""
+    from tensorboardX import SummaryWriter
 
-    PREFIX = "RLlibPPO_"
-
-    def __init__(self, run_dir: str) -> None:
-        from tensorboardX import SummaryWriter
-
-        folder = os.path.join(run_dir, "tb")
-        taken = [name[len(self.PREFIX):] for name in (os.listdir(folder) if os.path.isdir(folder) else [])
-                 if name.startswith(self.PREFIX)]
-        n = 1 + max((int(t) for t in taken if t.isdigit()), default=0)
-        self.path = os.path.join(folder, f"{self.PREFIX}{n}")
-        self._writer = SummaryWriter(self.path)
-
-    def write(self, steps: int, scalars: dict[str, float]) -> None:
-        for tag, value in scalars.items():
-            self._writer.add_scalar(tag, value, steps)
-        self._writer.flush()  # a run stopped at once keeps every finished iteration's points
-
-    def close(self) -> None:
-        self._writer.close()
+    folder = os.path.join(run_dir, "tb")
+    taken = [name[len("RLlibPPO_"):] for name in (os.listdir(folder) if os.path.isdir(folder) else [])
+             if name.startswith("RLlibPPO_")]
+    n = 1 + max((int(t) for t in taken if t.isdigit()), default=0)
+    return SummaryWriter(os.path.join(folder, f"RLlibPPO_{n}"))
 
 
 def _save(algo: Any, cfg: TrainConfig, steps: int, path: str) -> str:

@@ -16,6 +16,7 @@ import random
 import time
 import warnings
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,7 @@ from nertz_env.train.checkpoint import check_run, state_path
 from nertz_env.train.config import TrainConfig
 from nertz_env.train.evaluate import EvalRow, append_csv, evaluate_checkpoint, format_rows
 from nertz_env.train.moves import MovesPolicy
-from nertz_env.train.privileged import FIRST_VALUE_LAYER, PrivilegedCriticPolicy, widen_critic_state_dict
+from nertz_env.train.privileged import FIRST_VALUE_LAYER, PrivilegedCriticPolicy
 from nertz_env.train.resume import Interrupted, StopOnSignal
 from nertz_env.train.vec import NertzVecEnv
 from nertz_env.train.wrappers import PotentialShaping, RelativeReward, VecTimer
@@ -82,20 +83,20 @@ class _BoundaryCallback(BaseCallback):
         self._rollout_t0 = 0.0
 
     def _on_training_start(self) -> None:
+        from tqdm import tqdm
+
         tr = self.trainer
         tr.timer.seconds = 0.0  # the first reset (and numba's cache load) is not training
-        tr.clock.start()
-        if tr.cfg.progress_bar:
-            from tqdm import tqdm
-
-            # the transitions the run trains to: total_timesteps rounded up to whole rollouts
-            self.bar = tqdm(
-                total=tr.cfg.planned_timesteps(int(self.model.num_timesteps)),
-                initial=self.model.num_timesteps,
-                unit="step",
-                dynamic_ncols=True,
-                smoothing=0.1,
-            )
+        tr.clock.t0 = time.perf_counter()
+        # the transitions the run trains to: total_timesteps rounded up to whole rollouts
+        self.bar = tqdm(
+            total=tr.cfg.planned_timesteps(int(self.model.num_timesteps)),
+            initial=self.model.num_timesteps,
+            unit="step",
+            dynamic_ncols=True,
+            smoothing=0.1,
+            disable=not tr.cfg.progress_bar,
+        )
 
     def _on_rollout_start(self) -> None:
         tr, t0 = self.trainer, time.perf_counter()
@@ -112,46 +113,32 @@ class _BoundaryCallback(BaseCallback):
     def _on_step(self) -> bool:
         if self.trainer.stopped:  # a step past the stop's checkpoint is not kept
             return False
-        if self.bar is not None:
-            self.bar.update(self.training_env.num_envs)
+        self.bar.update(self.training_env.num_envs)
         return True
 
     def _on_rollout_end(self) -> None:
-        tr = self.trainer
-        tr.clock.rollout_seconds += time.perf_counter() - self._rollout_t0
-        tr.clock.record(self.logger, tr.timer.seconds)
+        c = self.trainer.clock
+        c.rollout_seconds += time.perf_counter() - self._rollout_t0
+        wall = time.perf_counter() - c.t0 - c.boundary_seconds
+        if wall > 0:
+            self.logger.record("time/env_share", self.trainer.timer.seconds / wall)
+            self.logger.record("time/rollout_share", c.rollout_seconds / wall)
 
     def _on_training_end(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
+        self.bar.close()
 
 
+@dataclass
 class Clock:
-    """Wall, rollout and boundary (evaluations and checkpoints) time of this session, for the throughput
-    report."""
+    """Wall, rollout, boundary (evaluations and checkpoints) and env time of this session, and its
+    transitions, for the throughput report; ``t0``: when training started."""
 
-    def __init__(self) -> None:
-        self.wall_seconds = 0.0
-        self.rollout_seconds = 0.0
-        self.boundary_seconds = 0.0
-        self.env_seconds = 0.0
-        self.timesteps = 0
-        self._t0 = 0.0
-
-    def start(self) -> None:
-        self._t0 = time.perf_counter()
-
-    def stop(self, timesteps: int, env_seconds: float) -> None:
-        self.wall_seconds += time.perf_counter() - self._t0
-        self.timesteps += timesteps
-        self.env_seconds += env_seconds
-
-    def record(self, logger: Any, env_seconds: float) -> None:
-        wall = time.perf_counter() - self._t0 - self.boundary_seconds
-        if wall > 0:
-            logger.record("time/env_share", env_seconds / wall)
-            logger.record("time/rollout_share", self.rollout_seconds / wall)
+    wall_seconds: float = 0.0
+    rollout_seconds: float = 0.0
+    boundary_seconds: float = 0.0
+    env_seconds: float = 0.0
+    timesteps: int = 0
+    t0: float = 0.0
 
 
 @contextlib.contextmanager
@@ -203,8 +190,6 @@ class Trainer:
         with warnings.catch_warnings():  # resolve() says it in one line: SB3 would add a multi-line warning
             warnings.filterwarnings("ignore", message="You have specified a mini-batch size")
             self.model = self._make_model(cfg, net)
-        self.next_checkpoint = _next_multiple(0, cfg.checkpoint_every)
-        self.next_eval = _next_multiple(0, cfg.evaluation.every if cfg.evaluation else 0)
         self.last_boundary = 0
         self.eval_rows: list[EvalRow] = []
         self.checkpoints: list[str] = []
@@ -291,16 +276,18 @@ class Trainer:
         cfg, steps = self.cfg, int(self.model.num_timesteps)
         if steps == 0 or steps == self.last_boundary:
             return
-        self.last_boundary = steps
+        last, self.last_boundary = self.last_boundary, steps
+
+        def due(every: int) -> bool:  # a multiple of ``every`` passed since the last boundary
+            return every > 0 and steps // every > last // every
+
         p, e = cfg.pool, cfg.evaluation
         # (snapshot_every is 0 unless snapshots have weight: TrainConfig resets it)
         if p is not None and p.snapshot_every > 0 and steps // cfg.rollout_size % p.snapshot_every == 0:
             self._add_snapshot()
-        if e is not None and e.every > 0 and steps >= self.next_eval:
+        if e is not None and due(e.every):
             self.evaluate()
-            self.next_eval = _next_multiple(steps, e.every)
-        if cfg.checkpoint_every > 0 and steps >= self.next_checkpoint:
-            self.next_checkpoint = _next_multiple(steps, cfg.checkpoint_every)
+        if due(cfg.checkpoint_every):
             self.save_checkpoint(periodic=True)
 
     def _add_snapshot(self) -> None:
@@ -326,14 +313,12 @@ class Trainer:
         # evaluation goes to eval.csv and the log only
         logger = getattr(self.model, "_logger", None)
         if logger is not None:
+            tags = {"score": "score", "baseline_score": "baseline_score", "score_diff": "diff",
+                    "score_diff_low": "diff_low", "win": "win", "nertz_out": "nertz_out"}
             for r in rows:
                 key = f"eval/{r.baseline.replace(':', '_').replace('/', '_')}"
-                logger.record(f"{key}/score", r.score)
-                logger.record(f"{key}/baseline_score", r.baseline_score)
-                logger.record(f"{key}/score_diff", r.diff)
-                logger.record(f"{key}/score_diff_low", r.diff_low)
-                logger.record(f"{key}/win", r.win)
-                logger.record(f"{key}/nertz_out", r.nertz_out)
+                for tag, field in tags.items():
+                    logger.record(f"{key}/{tag}", getattr(r, field))
             logger.dump(steps)
         self.eval_rows.extend(rows)
         self.log(f"evaluation at {steps} steps ({path}):\n{format_rows(rows)}")
@@ -365,7 +350,9 @@ class Trainer:
                         progress_bar=False,
                     )
                 finally:
-                    self.clock.stop(int(model.num_timesteps) - steps0, self.timer.seconds)
+                    self.clock.wall_seconds += time.perf_counter() - self.clock.t0
+                    self.clock.timesteps += int(model.num_timesteps) - steps0
+                    self.clock.env_seconds += self.timer.seconds
                     self.timer.seconds = 0.0
             if self.stopped:
                 saved = self.stop_checkpoint
@@ -468,11 +455,8 @@ class Trainer:
         return {
             "format": STATE_FORMAT,
             "env": env_blob,
-            "monitor": {
-                "episode_returns": self.monitor.episode_returns.copy(),
-                "episode_lengths": self.monitor.episode_lengths.copy(),
-                "episode_count": self.monitor.episode_count,
-            },
+            "monitor": {k: getattr(self.monitor, k) for k in ("episode_returns", "episode_lengths",
+                                                              "episode_count")},
             "shaping": self.shaping.state_dict() if self.shaping is not None else None,
             "pool": pool,
             "rng": {
@@ -500,7 +484,8 @@ class Trainer:
         # the critic starts as the given one on the observation, with zero weights on the state (a network of
         # another width is left as it is, for load_state_dict below to refuse)
         if isinstance(env, NertzVecEnv) and env.privileged_state and weights[FIRST_VALUE_LAYER].shape[1] == env.obs_size:
-            weights = widen_critic_state_dict(weights, env.obs_size + env.state_size)
+            w = weights[FIRST_VALUE_LAYER]
+            weights[FIRST_VALUE_LAYER] = torch.cat([w, w.new_zeros(len(w), env.state_size)], dim=1)
         try:
             self.model.policy.load_state_dict(weights)
         except RuntimeError as e:
@@ -558,28 +543,17 @@ class Trainer:
                 assert isinstance(self.base_env, DummyVecEnv)
                 for e, s in zip(self.base_env.envs, env_state, strict=True):
                     e.load_state_dict(s)  # type: ignore[attr-defined]
-        self.monitor.episode_returns = state["monitor"]["episode_returns"].copy()
-        self.monitor.episode_lengths = state["monitor"]["episode_lengths"].copy()
-        self.monitor.episode_count = state["monitor"]["episode_count"]
+        for key, value in state["monitor"].items():  # VecMonitor's accumulators of the rounds under way
+            setattr(self.monitor, key, value)
         if self.shaping is not None:
             self.shaping.load_state_dict(state["shaping"])
-        steps = int(model.num_timesteps)  # the checkpoint's boundary: its periodic work is done
-        self.last_boundary = steps
-        self.next_checkpoint = _next_multiple(steps, self.cfg.checkpoint_every)
-        self.next_eval = _next_multiple(steps, self.cfg.evaluation.every if self.cfg.evaluation else 0)
+        self.last_boundary = int(model.num_timesteps)  # the checkpoint's boundary: its periodic work is done
         self.checkpoints.append(path)
         # generators last: building the model and loading snapshots above may have drawn from them
         torch.set_rng_state(state["rng"]["torch"])
         np.random.set_state(state["rng"]["numpy"])  # noqa: NPY002 (SB3 shuffles minibatches with it)
         random.setstate(state["rng"]["python"])
         self.log(f"resumed from {path} at {model.num_timesteps} steps")
-
-
-def _next_multiple(steps: int, every: int) -> int:
-    """The first multiple of ``every`` above ``steps`` (a huge number when ``every`` is 0)."""
-    if every <= 0:
-        return 2**62
-    return (steps // every + 1) * every
 
 
 def format_report(report: dict[str, Any]) -> str:

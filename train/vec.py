@@ -35,22 +35,9 @@ def run_interleaved(
 
 
 class NertzVecEnv(Copyable, VecEnv):
-    """Learning seats of ``num_tables`` tables as one SB3 ``VecEnv`` (docs/guides/training-sb3.md).
-
-    Args:
-        num_tables: tables stepped together.
-        num_players: seats per table, 2 to 8.
-        rules: rules options of :class:`~nertz_env.config.NertzConfig` as a mapping; or give them as keywords
-            (``NertzVecEnv(8, draw=1)``), not both.
-        learners_per_table: learning seats per table (default all: self-play); the rest are opponents.
-        opponents: the pool the opponents come from (a pool, ``{spec: weight}`` or specs; default
-            heuristic); unused in pure self-play.
-        seed: default seed for the first ``reset`` (SB3 passes its own through ``seed()``).
-        opponent_threads: Python threads the scripted opponents decide in (default 1); the actions do not
-            depend on it (every agent owns its state and random stream).
-        privileged_state: append the table's global state, seats rotated to start at the slot's own, to
-            every observation: ``(N, O + S)``, for a privileged critic only (the guide's "A privileged critic").
-        **rule_options: rules options by their RULES.md names (``draw=1``).
+    """Learning seats of ``num_tables`` tables as one SB3 ``VecEnv``: every seat learns, or
+    ``learners_per_table`` of them against ``opponents`` (a pool, ``{spec: weight}`` or specs); rules as a
+    mapping or as keywords. Every argument: docs/guides/training-sb3.md ("The two training environments").
     """
 
     _derived = ("_executor",)
@@ -283,13 +270,7 @@ class NertzVecEnv(Copyable, VecEnv):
     ) -> list[bool]:
         return [False for _ in self._get_indices(indices)]
 
-    # ------------------------------------------------------------------ introspection and checkpoints
-    def slot_of(self, table: int, seat: int) -> int | None:
-        """The sub-env index that holds ``seat`` of ``table`` now (None for an opponent seat)."""
-        lo = table * self.learners_per_table
-        hits = np.flatnonzero(self._seat[lo : lo + self.learners_per_table] == seat)
-        return lo + int(hits[0]) if hits.size else None
-
+    # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue exactly: every table (as snapshots), seats, opponents, generator."""
         if self._obs_full is None:

@@ -17,16 +17,9 @@ from nertz_env.observation import obs_layout
 
 
 class PotentialShaping(VecEnvWrapper):
-    """Potential-based shaping on the Nertz pile: ``r' = r + scale * (gamma * Phi(s') - Phi(s))`` with
-    ``Phi(s) = -coef * nertz_count(s)`` and ``Phi(terminal) = 0`` (docs/guides/training-sb3.md).
-
-    Args:
-        venv: a VecEnv whose observations are learner observation vectors of ``config``.
-        config: the table's rules.
-        scale: multiplies the shaping term.
-        gamma: the potential's discount; 1 keeps the shaped return a constant away from the score.
-        coef: the potential per Nertz card (default ``config.nertz_penalty``).
-    """
+    """Potential-based shaping on the Nertz pile: ``r' = r + scale * (gamma * Phi(s') - Phi(s))``, ``Phi(s) =
+    -coef * nertz_count(s)`` (``coef`` default: ``config.nertz_penalty``), ``Phi(terminal) = 0``. See
+    docs/guides/training-sb3.md ("Reward shaping")."""
 
     def __init__(
         self,
