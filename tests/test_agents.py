@@ -322,17 +322,6 @@ def test_rollouts__are_legal_engine_ticks(rules: dict[str, Any]) -> None:
     assert replays > 20 and compared >= 2
 
 
-def test_agents_rules__are_the_engines() -> None:
-    """The agents' kernels move cards with the engine's own functions."""
-    from nertz_env.agents import kernels
-    from nertz_env.engine import rules as engine_rules
-
-    shared = ("apply_action", "compute_mask", "stall_seat", "lake_add", "lake_find", "lake_takes", "joker_rank",
-              "can_stack", "exposed_value", "rng_next", "rng_below")
-    for name in shared:
-        assert getattr(kernels, name) is getattr(engine_rules, name), name
-
-
 # ---------------------------------------------------------------- legal play, determinism, style
 @pytest.mark.parametrize("rules", VARIANTS, ids=variant_id)
 def test_scripted_agents__play_only_legal_actions(rules: dict[str, Any]) -> None:
