@@ -10,6 +10,7 @@ import socket
 import struct
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -77,6 +78,23 @@ def pytest_collection_modifyitems(config, items) -> None:  # type: ignore[no-unt
             for item in items:
                 if marker in item.keywords:
                     item.add_marker(pytest.mark.skip(reason=f"{marker}: {reason}"))
+
+
+def run_main(main: Any, argv: list[str], capsys: Any) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of a command's ``main`` (argparse's errors exit through SystemExit)."""
+    try:
+        code = main(argv)
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line(err: str, prog: str) -> str:
+    """``err`` is one line of ``prog``'s error and no traceback: that line."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{prog}: error:") and "Traceback" not in err, err
+    return lines[0]
 
 
 def restore_sigint() -> None:

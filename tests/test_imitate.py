@@ -14,12 +14,13 @@ import pytest
 pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install '.[train]'")
 
 import nertz_env
+from conftest import one_line, run_main
 from nertz_env.agents import AgentSpecError, make_agent
 from nertz_env.train.meta import read_meta
 from nertz_env.train.policy_agent import load_policy
 from procs import ctrl_c_at
 from test_agents import play
-from test_train import _cli, _one_line, _policy_file, _quiet, _same_weights
+from test_train import _policy_file, _quiet, _same_weights
 
 WAIT = nertz_env.action_table(nertz_env.make_config(num_players=3)).lookup("wait")
 # a small imitation run with two DAgger rounds (test_interrupt.py stops it and resumes it)
@@ -94,8 +95,8 @@ def test_bad_input__one_line_exit_2_and_nothing_written(
     before = _files(tmp_path)
     argv = [*flags, *(x for k, v in DEFAULTS[command].items() if k not in flags for x in (k, v))]
     main = importlib.import_module(f"nertz_env.train.{command}").main
-    code, _, err = _cli([a.format(tmp=tmp_path) for a in argv], capsys, main)
-    assert code == 2 and message in _one_line(err, f"python -m nertz_env.train.{command}"), err
+    code, _, err = run_main(main, [a.format(tmp=tmp_path) for a in argv], capsys)
+    assert code == 2 and message in one_line(err, f"python -m nertz_env.train.{command}"), err
     assert _files(tmp_path) == before
 
 

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install '.[rllib]'")
 
-from conftest import loopback_only
+from conftest import loopback_only, one_line, run_main
 from nertz_env.extras import install_command
 from nertz_env.rllib import NertzRLlibEnv, env_creator, parse_env_config
 from variants import VARIANTS, variant_id
@@ -366,11 +366,7 @@ def _train(argv, capsys, monkeypatch) -> tuple[int, str, str]:
     from nertz_env.train.cli import main
 
     monkeypatch.setattr(ray, "init", lambda *a, **k: pytest.fail("Ray was started"))
-    try:
-        code = main(["--backend", "rllib", *argv])
-    except SystemExit as e:  # argparse's own refusals (an unknown flag) exit from the parser
-        code = e.code
-    out, err = capsys.readouterr()
+    code, out, err = run_main(main, ["--backend", "rllib", *argv], capsys)
     return code, out, err.strip()
 
 
@@ -446,7 +442,7 @@ def test_cli_an_sb3_only_option_set_in_a_file_is_refused_and_one_at_what_the_bac
                                     *extra], capsys, monkeypatch)
             assert got == code, err
             if code:
-                assert err.startswith("nertz-train: error:") and "SB3 backend only" in err and len(err.splitlines()) == 1
+                assert "SB3 backend only" in one_line(err, "nertz-train")
     assert not (tmp_path / "run").exists()
     config = os.path.join(os.path.dirname(__file__), "..", "train", "configs", "rllib_league.toml")
     code, out, err = _train(["--config", config, "--run-dir", str(tmp_path / "b"), "--print-config"], capsys, monkeypatch)

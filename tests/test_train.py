@@ -27,6 +27,7 @@ from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import VecCheckNan, VecMonitor
 
 import nertz_env
+from conftest import one_line, run_main
 from nertz_env.agents import make_agent
 from nertz_env.threads import usable_cpus
 from nertz_env.train import (
@@ -40,7 +41,7 @@ from nertz_env.train import (
     Trainer,
     load_policy_agent,
 )
-from nertz_env.train import cli as train_cli
+from nertz_env.train.cli import main as train_main
 from nertz_env.train.config import ConfigError, options, read_config_file, shipped_configs
 from nertz_env.train.flags import _opponent, build_parser, config_from_args
 from nertz_env.train.meta import make_meta, read_meta, sidecar_path
@@ -75,22 +76,6 @@ def _tiny(run_dir: str, **kw: Any) -> TrainConfig:
 
 def _quiet(_: str) -> None:
     pass
-
-
-def _cli(argv: list[str], capsys: pytest.CaptureFixture, main: Any = train_cli.main) -> tuple[int, str, str]:
-    """Exit code, stdout and stderr of a command's ``main`` (argparse's own errors exit through SystemExit)."""
-    try:
-        code = main(argv)
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _one_line(err: str, prog: str = "nertz-train") -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"{prog}: error:") and "Traceback" not in err, err
-    return lines[0]
 
 
 def _policy_file(path: str, num_players: int, **rules: Any) -> str:
@@ -530,8 +515,8 @@ def test_nertz_train__an_option_that_cannot_take_effect_is_one_line_and_exit_2(
     flags = [f.format(f=files) for f in flags]
     run_dir = [] if "--run-dir" in flags else ["--run-dir", str(tmp_path / "run")]
     for extra in (["--print-config"], []):  # --print-config refuses what the run refuses, in the same line
-        code, out, err = _cli([*flags, *run_dir, "--total-timesteps", "128", *extra], capsys)
-        assert code == 2 and out == "" and message in _one_line(err), (extra, err)
+        code, out, err = run_main(train_main, [*flags, *run_dir, "--total-timesteps", "128", *extra], capsys)
+        assert code == 2 and out == "" and message in one_line(err, "nertz-train"), (extra, err)
     assert not (tmp_path / "run").exists()  # nothing half-written
 
 
@@ -630,7 +615,7 @@ def test_config__a_shipped_config_by_name_from_any_folder_unless_a_file_there_ha
     expected = read_config_file(shipped["long_run"])
     for spelling in ("long_run", "long_run.toml", "train/configs/long_run.toml"):
         assert read_config_file(spelling) == expected, spelling
-    code, out, _ = _cli(["--config", "long_run", "--print-config"], capsys)
+    code, out, _ = run_main(train_main, ["--config", "long_run", "--print-config"], capsys)
     assert code == 0 and json.loads(out)["total_timesteps"] == expected["total_timesteps"]
     (tmp_path / "long_run.toml").write_text("num_tables = 3\n")
     assert read_config_file("long_run.toml") == {"num_tables": 3}
@@ -664,8 +649,8 @@ def test_nertz_train__a_budget_of_part_of_a_rollout_is_said_then_trained_whole(
 ) -> None:
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in TINY.items()
              if k not in ("net_arch", "progress_bar", "tensorboard")]
-    code, out, err = _cli([*flags, "--net-arch", "16", "--progress-bar", "--no-tensorboard",
-                           "--total-timesteps", "100", "--run-dir", str(tmp_path / "run")], capsys)
+    flags += ["--net-arch", "16", "--progress-bar", "--no-tensorboard", "--total-timesteps", "100"]
+    code, out, err = run_main(train_main, [*flags, "--run-dir", str(tmp_path / "run")], capsys)
     assert code == 0, err
     lines = out.splitlines()
     said = lines.index("training to 128 transitions, not total_timesteps 100: PPO trains whole rollouts of "
@@ -762,8 +747,9 @@ def test_resume__a_moved_run_continues_in_its_own_folder_from_anywhere_as_the_st
     os.rename(original, away)  # the copy must not need the folder it was trained in
     try:
         monkeypatch.chdir(tmp_path / "other")
-        code, out, err = _cli(["--resume", os.path.join("..", "runs", "moved", "checkpoints", f"{STEP}.zip"),
-                               "--total-timesteps", "128", "--eval-deals", "0"], capsys)
+        resume = os.path.join("..", "runs", "moved", "checkpoints", f"{STEP}.zip")
+        argv = ["--resume", resume, "--total-timesteps", "128", "--eval-deals", "0"]
+        code, out, err = run_main(train_main, argv, capsys)
     finally:
         os.rename(away, original)
     assert code == 0, err
@@ -848,8 +834,8 @@ def test_resume__what_a_resume_cannot_change_is_one_line_and_exit_2(
     flags = [f.format(ckpt=ckpt, other=tmp_path / "other", run=scratch["run"], tmp=tmp_path) for f in flags]
     resume = [] if "--resume" in flags else ["--resume", ckpt]
     for extra in extras:
-        code, out, err = _cli([*resume, *flags, *extra], capsys)
-        assert code == 2 and out == "" and message in _one_line(err), (extra, err)
+        code, out, err = run_main(train_main, [*resume, *flags, *extra], capsys)
+        assert code == 2 and out == "" and message in one_line(err, "nertz-train"), (extra, err)
     assert sorted(os.listdir(tmp_path)) == before
 
 
@@ -861,7 +847,7 @@ def test_resume__print_config_shows_the_checkpoints_run_folder_unless_run_dir_is
     monkeypatch.chdir(tmp_path)
     for flags, run_dir in [([], str(scratch["run"])), (["--run-dir", "elsewhere"], "elsewhere"),
                            (["--run-dir", str(scratch["run"])], str(scratch["run"]))]:
-        code, out, err = _cli(["--resume", scratch["ckpt"], *flags, "--print-config"], capsys)
+        code, out, err = run_main(train_main, ["--resume", scratch["ckpt"], *flags, "--print-config"], capsys)
         assert code == 0 and json.loads(out)["run_dir"] == run_dir, err
     assert run_dir_of("runs/x/checkpoints/step_1.zip") == os.path.normpath("runs/x")
     assert run_dir_of("../runs/x/checkpoints/step_1.zip") == os.path.normpath("../runs/x")
@@ -880,11 +866,11 @@ def test_a_folder_holding_a_run__one_refusal_for_a_fresh_run_and_a_resume(
     shutil.copytree(own, copy)
     head = f"nertz-train: error: run_dir {copy} already holds a run (checkpoints/{STEP}.zip)"
     why = ": the two runs' checkpoints and eval.csv rows would mix; "
-    code, _, err = _cli(["--run-dir", copy], capsys)
-    assert code == 2 and _one_line(err) == (
+    code, _, err = run_main(train_main, ["--run-dir", copy], capsys)
+    assert code == 2 and one_line(err, "nertz-train") == (
         head + why + f"pass a new --run-dir, or continue that run with --resume {copy}/checkpoints/step_000000000128.zip")
-    code, _, err = _cli(["--resume", ckpt, "--run-dir", copy], capsys)
-    assert code == 2 and _one_line(err) == (
+    code, _, err = run_main(train_main, ["--resume", ckpt, "--run-dir", copy], capsys)
+    assert code == 2 and one_line(err, "nertz-train") == (
         head + f" and is not the folder of {ckpt}" + why
         + f"leave out --run-dir to continue in {own}, the run {ckpt} belongs to, or pass a new --run-dir")
     with pytest.raises(ConfigError, match="already holds a run"):
@@ -1041,8 +1027,8 @@ def test_evaluate_and_plot__bad_input_is_one_line_and_exit_2(
     run = scratch["run"]
     before = sorted(os.listdir(run))
     argv = [a.format(tmp=tmp_path, run=run) for a in argv]
-    code, _, err = _cli(argv, capsys, main={"evaluate": evaluate, "plot": plot}[command].main)
-    assert code == 2 and message in _one_line(err, f"python -m nertz_env.train.{command}"), err
+    code, _, err = run_main({"evaluate": evaluate, "plot": plot}[command].main, argv, capsys)
+    assert code == 2 and message in one_line(err, f"python -m nertz_env.train.{command}"), err
     assert sorted(os.listdir(run)) == before  # no evaluation file was started
 
 
