@@ -26,7 +26,6 @@ from openskill.models import PlackettLuce
 
 import nertz_env
 from nertz_env.agents import LADDER, make_agent
-from nertz_env.agents.registry import IncompatibleAgentError
 from nertz_env.eval import (
     Results,
     ladder_check,
@@ -562,13 +561,6 @@ def test_cli__bad_input_exits_2_with_one_clear_line_before_any_deal(
     (tmp_path / "run" / "checkpoints").mkdir(parents=True)  # a nertz-train run folder
     (tmp_path / "run" / "policy.zip").write_bytes(bad.read_bytes())
     _fails([a.format(bad=bad, run=tmp_path / "run") for a in argv], message, capsys, tmp_path)
-
-
-def test_plan_tournament__an_incompatible_policy_names_the_table_it_was_trained_for() -> None:
-    # (nertz-eval's one line for it, with two workers, is in REFUSED above)
-    with pytest.raises(IncompatibleAgentError, match=r"rules\.draw") as info:
-        plan_tournament(["heuristic", "ppo"], num_players=4, deals=1, rules={"draw": 1})
-    assert info.value.spec == "ppo" and info.value.trained is not None and info.value.trained.num_players == 4
 
 
 @pytest.mark.parametrize("command", [RR, ["gauntlet", "heuristic", "random"], ["ladder"]])
