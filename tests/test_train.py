@@ -5,7 +5,6 @@ and expert iteration: test_imitate.py; RLlib: test_rllib.py."""
 
 from __future__ import annotations
 
-import copy
 import csv
 import itertools
 import json
@@ -46,6 +45,7 @@ from nertz_env.train.config import ConfigError, options, read_config_file, shipp
 from nertz_env.train.flags import _opponent, build_parser, config_from_args
 from nertz_env.train.meta import make_meta, read_meta, sidecar_path
 from nertz_env.train.trainer import state_path
+from test_rules import build
 
 P = 4
 LAYOUT = nertz_env.ObsLayout(nertz_env.make_config(num_players=P))
@@ -136,39 +136,15 @@ def test_single_agent_view__seeded_reset_fixes_seat_deal_and_opponents() -> None
 
 # ---------------------------------------------------------------- the self-play VecEnv
 def _restore(env: NertzVecEnv, table: int, snap: dict) -> None:
+    env.reset()
     env.venv.restore(table, snap)
     env._obs_full, env._mask_full = env.venv._state.obs, env.venv._state.mask
     env._gather()
 
 
-def _ace_on_top(snap: dict, seat: int, keep: int | None = None) -> dict:
-    """``snap`` with an ace of ``seat``'s stock on its Nertz pile; with ``keep``, that many Nertz cards."""
-    snap = copy.deepcopy(snap)
-    me = snap["players"][seat]
-    ace = next(c for c in me["stock"] if c[0] == "A")
-    me["stock"].remove(ace)
-    if keep is None:
-        me["stock"].insert(0, me["nertz"].pop())
-    else:
-        me["stock"] = me["nertz"][: len(me["nertz"]) - (keep - 1)] + me["stock"]
-        me["nertz"] = me["nertz"][len(me["nertz"]) - (keep - 1) :]
-    me["nertz"].append(ace)
-    return snap
-
-
-def _table_with_stock_ace(env: NertzVecEnv, table: int, seat: int) -> dict:
-    for seed in range(50):
-        env.seed(seed)
-        env.reset()
-        snap = env.venv.snapshot(table)
-        if any(c[0] == "A" for c in snap["players"][seat]["stock"]):
-            return snap
-    raise AssertionError("no deal with an ace in the stock")
-
-
 def test_vec_env__only_the_seat_that_plays_is_rewarded_at_its_own_index() -> None:
     env = NertzVecEnv(num_tables=2, num_players=P)
-    _restore(env, 1, _ace_on_top(_table_with_stock_ace(env, 1, 2), seat=2))
+    _restore(env, 1, build({"num_players": P}, {2: {"nertz": ["KS", "AH"]}}).snapshot())  # seat 2: an ace
     slot = env.slot_of(1, 2)
     assert slot == 1 * P + 2
     masks = get_action_masks(env)
@@ -188,7 +164,7 @@ def test_vec_env__only_the_seat_that_plays_is_rewarded_at_its_own_index() -> Non
 
 def test_vec_env__round_end_pairs_terminal_observations_and_penalties_by_seat() -> None:
     env = NertzVecEnv(num_tables=2, num_players=P)
-    _restore(env, 1, _ace_on_top(_table_with_stock_ace(env, 1, 2), seat=2, keep=1))
+    _restore(env, 1, build({"num_players": P}, {2: {"nertz": ["AH"]}}).snapshot())  # the others hold 2
     slot = env.slot_of(1, 2)
     actions = np.full(env.num_envs, WAIT)
     actions[slot] = LAKE_NERTZ
@@ -201,10 +177,10 @@ def test_vec_env__round_end_pairs_terminal_observations_and_penalties_by_seat() 
         assert info["seat"] == i - P
         assert info["TimeLimit.truncated"] is False
         if i != slot:
-            assert rewards[i] == -2 * 13  # 13 Nertz cards left, nothing in the lake
+            assert rewards[i] == -2 * 2  # 2 Nertz cards left, nothing in the lake
         assert info["round_score"] == rewards[i]
         terminal = info["terminal_observation"]
-        assert _nertz_count(terminal) == (0 if i == slot else 13)
+        assert _nertz_count(terminal) == (0 if i == slot else 2)
         assert _nertz_count(obs[i]) == 13  # same-step reset: the next deal's first observation
     assert all("terminal_observation" not in infos[i] for i in range(P))
     # the step after the round end is a real tick of the new deal, not an autoreset step
