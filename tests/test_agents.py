@@ -36,6 +36,7 @@ from nertz_env.agents.scripted import table_tools
 from nertz_env.cards import to_text
 from nertz_env.engine.rules import observe_table, step_block
 from nertz_env.engine.state import C_MAXTICKS, C_STALL
+from test_rules import DECK, build
 from variants import VARIANTS, variant_id
 
 PPO = shipped_models()["ppo_imitation"]  # the flat network
@@ -374,20 +375,12 @@ def test_agent__act_before_reset_says_so() -> None:
 
 
 # ---------------------------------------------------------------- choices on set-up layouts
-def arranged(env: nertz_env.NertzParallelEnv, nertz_top: str, work: list[list[str]]) -> dict[str, Any]:
-    """Player 0 of a fresh deal with ``nertz_top`` on its Nertz pile, ``work`` as work piles, no waste."""
-    env.reset(seed=0)
-    snap = copy.deepcopy(env.snapshot())
-    me = snap["players"][0]
-    deck = me["nertz"] + [c for pile in me["work"] for c in pile] + me["stock"] + me["waste"]
-    used = {nertz_top, *(c for pile in work for c in pile)}
-    rest = [c for c in deck if c not in used]
-    n = env.config.nertz_size
-    me["nertz"] = [*rest[: n - 1], nertz_top]
-    me["work"] = work
-    me["stock"] = rest[n - 1 :]
-    me["waste"] = []
-    return snap
+def arranged(nertz_top: str, work: list[list[str]]) -> tuple[nertz_env.NertzParallelEnv, dict[str, Any]]:
+    """A table where seat 0 has ``nertz_top`` on a Nertz pile of 13 and ``work`` as work piles; its observation."""
+    under = [c for c in DECK if c not in {nertz_top, *(c for pile in work for c in pile)}][:12]
+    env = build({}, {0: {"nertz": [*under, nertz_top], "work": work}})
+    obs, _ = env.reset(options={"snapshot": env.snapshot()})
+    return env, obs["player_0"]
 
 
 SCENARIOS = [
@@ -407,18 +400,14 @@ SCENARIOS = [
 def test_choice__on_set_up_layouts(
     agent_name: str, nertz_top: str, work: list[list[str]], choice: str
 ) -> None:
-    env = nertz_env.parallel_env()
-    obs, _ = env.reset(options={"snapshot": arranged(env, nertz_top, work)})
+    env, o = arranged(nertz_top, work)
     agent = make_agent(agent_name)
     agent.reset(env.config, 0, 0)
-    o = obs["player_0"]
     assert env.actions.name(agent.act(o["observation"], o["action_mask"])) == choice
 
 
 def test_heuristic__never_moves_a_whole_pile_onto_an_empty_pile() -> None:
-    env = nertz_env.parallel_env()
-    obs, _ = env.reset(options={"snapshot": arranged(env, "KD", [["9S"], ["8H"], [], ["3D"]])})
-    o = obs["player_0"]
+    env, o = arranged("KD", [["9S"], ["8H"], [], ["3D"]])
     tools = table_tools(env.config)
     prio = np.zeros(tools.n_actions, dtype=np.int64)
     s = state_of(o["observation"], env.config)

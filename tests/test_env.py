@@ -29,6 +29,7 @@ from nertz_env.config import OPTION_DOCS, OPTION_NAMES, Rules
 from nertz_env.global_state import state_layout
 from nertz_env.render import draw
 from nertz_env.snapshot import SnapshotError, round_so_far
+from test_rules import build
 from variants import VARIANTS, variant_id
 
 API = Path(__file__).resolve().parent.parent / "docs" / "env" / "api.md"
@@ -484,19 +485,8 @@ def test_decode__reads_back_the_visible_layout_and_round_so_far_the_running_scor
 
 def test_observation__lake_tops_stay_in_bounds_when_jokers_top_foundations_too() -> None:
     """Three foundations topped by an AC (two decks' and a joker): the observation stays in its Box."""
-    env = nertz_env.parallel_env(num_players=2, jokers=1)
-    for seed in range(200):  # a deal whose two aces of clubs and seat 0's joker lie outside the work piles
-        env.reset(seed=seed)
-        snap = env.snapshot()
-        players = snap["players"]
-        in_work = [{c for pile in pl["work"] for c in pile} for pl in players]
-        if "AC" not in in_work[0] | in_work[1] and "**" not in in_work[0]:
-            break
-    for seat, card in ((0, "AC"), (1, "AC"), (0, "**")):
-        pile = next(name for name in ("nertz", "stock", "waste") if card in players[seat][name])
-        players[seat][pile].remove(card)
-    snap["lake"] = [[["AC", 0]], [["AC", 1]], [["*AC", 0]]]
-    obs, _ = env.reset(options={"snapshot": snap})
+    env = build({"num_players": 2, "jokers": 1}, lake=[[["AC", 0]], [["AC", 1]], [["*AC", 0]]])
+    obs, _ = env.reset(options={"snapshot": env.snapshot()})
     assert all(env.observation_space(a).contains(obs[a]) for a in env.agents)
     assert nertz_env.decode(obs["player_0"]["observation"], env.config)["lake_tops"]["AC"] == 3
 
