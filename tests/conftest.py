@@ -160,6 +160,19 @@ def browser() -> Iterator[object]:
             b.close()
 
 
+def watched_page(browser: Any, width: int, height: int,
+                 allowed: tuple[str, ...] | None = None) -> tuple[Any, list[str]]:
+    """A new tab of ``browser`` and the problems it meets: script errors and, with ``allowed`` (URL prefixes),
+    requests elsewhere and requests that failed."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    problems: list[str] = []
+    page.on("pageerror", lambda e: problems.append(f"script error: {e}"))
+    if allowed is not None:
+        page.on("request", lambda r: r.url.startswith(allowed) or problems.append(f"left the site: {r.url}"))
+        page.on("requestfailed", lambda r: problems.append(f"failed: {r.url}"))
+    return page, problems
+
+
 @contextlib.contextmanager
 def loopback_http(directory: str) -> Iterator[str]:
     """``directory`` served quietly (from a thread) on a free port of 127.0.0.1; yields its address."""
