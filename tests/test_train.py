@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,12 @@ from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import VecCheckNan, VecMonitor
 
 import nertz_env
+import nertz_env.train.trainer as trainer_module
 from conftest import one_line, run_main
-from nertz_env.agents import make_agent
+from nertz_env.agents import AgentSpecError, make_agent
+from nertz_env.agents.forward import NumpyActor
+from nertz_env.agents.policy import load_policy, numpy_actor
+from nertz_env.global_state import state_layout
 from nertz_env.threads import usable_cpus
 from nertz_env.train import (
     IncompatibleCheckpointError,
@@ -38,13 +43,27 @@ from nertz_env.train import (
     RelativeReward,
     TrainConfig,
     Trainer,
+    evaluate,
     load_policy_agent,
+    plot,
 )
+from nertz_env.train.checkpoint import run_dir_of
 from nertz_env.train.cli import main as train_main
 from nertz_env.train.config import ConfigError, options, read_config_file, shipped_configs
+from nertz_env.train.evaluate import (
+    EvalRow,
+    append_csv,
+    checkpoint_eval_path,
+    evaluate_run,
+    paired_with_start,
+    read_per_deal,
+    run_checkpoints,
+)
 from nertz_env.train.flags import _opponent, build_parser, config_from_args
+from nertz_env.train.imitate import build_policy
 from nertz_env.train.meta import make_meta, read_meta, sidecar_path
-from nertz_env.train.trainer import state_path
+from nertz_env.train.privileged import PrivilegedCriticPolicy
+from nertz_env.train.trainer import save_policy, state_path
 from test_rules import build
 
 P = 4
@@ -80,9 +99,6 @@ def _quiet(_: str) -> None:
 
 def _policy_file(path: str, num_players: int, **rules: Any) -> str:
     """A policy file (as imitate writes it) for a table of ``num_players`` seats, without training."""
-    from nertz_env.train.imitate import build_policy
-    from nertz_env.train.trainer import save_policy
-
     config = nertz_env.make_config(num_players=num_players, **rules)
     return save_policy(*build_policy(config, [16]), path, make_meta(config, num_timesteps=0, mode="imitation"))
 
@@ -332,8 +348,6 @@ O = LAYOUT.size
 @pytest.mark.parametrize(("players", "learners"), [(4, 4), (3, 2)])
 def test_privileged_vec_env__appends_each_slots_table_state_with_its_own_seat_first(
         players: int, learners: int) -> None:
-    from nertz_env.global_state import state_layout
-
     kw: dict[str, Any] = {"learners_per_table": learners, "opponents": ["greedy"], "seed": 5, "max_ticks": 30}
     plain = NertzVecEnv(3, players, **kw)
     priv = NertzVecEnv(3, players, privileged_state=True, **kw)
@@ -370,10 +384,6 @@ def test_privileged_vec_env__appends_each_slots_table_state_with_its_own_seat_fi
 
 def test_privileged_policy__actor_ignores_the_state_files_hold_the_actor_alone_and_play_everywhere(
         tmp_path: Path) -> None:
-    from nertz_env.agents.forward import NumpyActor
-    from nertz_env.agents.policy import load_policy, numpy_actor
-    from nertz_env.train.privileged import PrivilegedCriticPolicy
-
     trainer = Trainer(_tiny(str(tmp_path / "run"), privileged_critic=True), log=_quiet)
     policy = trainer.model.policy
     assert isinstance(policy, PrivilegedCriticPolicy)
@@ -416,8 +426,6 @@ def test_privileged_policy__actor_ignores_the_state_files_hold_the_actor_alone_a
 
 def test_privileged_training__starts_from_a_plain_policys_critic_and_resumes_like_a_straight_run(
         tmp_path: Path) -> None:
-    from nertz_env.agents.policy import load_policy
-
     Trainer(_tiny(str(tmp_path / "plain")), log=_quiet).train()
     plain_path = str(tmp_path / "plain" / "policy.zip")
     plain, _ = load_policy(plain_path)
@@ -818,8 +826,6 @@ def test_resume__what_a_resume_cannot_change_is_one_line_and_exit_2(
 def test_resume__print_config_shows_the_checkpoints_run_folder_unless_run_dir_is_given(
     scratch: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from nertz_env.train.checkpoint import run_dir_of
-
     monkeypatch.chdir(tmp_path)
     for flags, run_dir in [([], str(scratch["run"])), (["--run-dir", "elsewhere"], "elsewhere"),
                            (["--run-dir", str(scratch["run"])], str(scratch["run"]))]:
@@ -854,8 +860,6 @@ def test_a_folder_holding_a_run__one_refusal_for_a_fresh_run_and_a_resume(
 
 
 def test_init_from__copies_the_policy_weights_and_checks_the_network(scratch: dict[str, Any], tmp_path: Path) -> None:
-    from nertz_env.train.policy_agent import load_policy
-
     # the scratch recipe trains the moves policy: a start from its checkpoint is one too
     kw = {"rules": scratch["rules"], "policy": "moves", "init_from": scratch["ckpt"]}
     warm = Trainer(_tiny(str(tmp_path), **kw), log=_quiet)
@@ -867,8 +871,6 @@ def test_init_from__copies_the_policy_weights_and_checks_the_network(scratch: di
 
 
 def test_policy_agent__refuses_other_rules_in_one_line_naming_its_record(scratch: dict[str, Any]) -> None:
-    from nertz_env.agents import AgentSpecError
-
     ckpt = scratch["ckpt"]
     # one line: each rule that differs, and the file that records the rules the run trained with
     with pytest.raises(IncompatibleCheckpointError, match=rf"its rules: .*{STEP}\.json\): rules.work_piles: .* has 4, "
@@ -881,10 +883,6 @@ def test_policy_agent__refuses_other_rules_in_one_line_naming_its_record(scratch
 
 
 def test_train__the_timing_line_counts_the_final_evaluation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import time
-
-    import nertz_env.train.trainer as trainer_module
-
     def slow_evaluation(*args: Any, **kwargs: Any) -> list[Any]:
         time.sleep(0.5)
         return []
@@ -904,17 +902,6 @@ def test_checkpoint_evaluation__plays_every_checkpoint_once_and_feeds_the_plot(
     scratch: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     pytest.importorskip("matplotlib")
-    from nertz_env.train.evaluate import (
-        checkpoint_eval_path,
-        evaluate_run,
-        paired_with_start,
-        read_per_deal,
-        run_checkpoints,
-    )
-    from nertz_env.train.evaluate import main as evaluate_main
-    from nertz_env.train.plot import checkpoint_evals
-    from nertz_env.train.plot import main as plot_main
-
     start, run = scratch["ckpt"], str(tmp_path / "run")
     Trainer(_tiny(run, rules=scratch["rules"], policy="moves", init_from=start, learners_per_table=1, batch_size=32,
                   total_timesteps=64, checkpoint_every=32), log=_quiet).train()
@@ -946,28 +933,24 @@ def test_checkpoint_evaluation__plays_every_checkpoint_once_and_feeds_the_plot(
     assert len(Path(out).read_text(encoding="utf-8").splitlines()) == len(kept) and len(played) == 1
     sampled = checkpoint_eval_path(run, 2, 1, deterministic=False)  # sampled play never mixes with it
     assert sampled != out and "stochastic" in sampled
-    assert checkpoint_evals(run) == [(os.path.basename(out), "checkpoints, 2 deals, seed 1")]
+    assert plot.checkpoint_evals(run) == [(os.path.basename(out), "checkpoints, 2 deals, seed 1")]
     png = tmp_path / "curve.png"
-    assert plot_main([run, "--out", str(png)]) == 0  # no eval.csv in this run: the checkpoint rows alone
+    assert plot.main([run, "--out", str(png)]) == 0  # no eval.csv in this run: the checkpoint rows alone
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     capsys.readouterr()
-    assert evaluate_main([run, "--deals", "2", "--seed", "1", "--baseline", "random"]) == 0  # all done
+    assert evaluate.main([run, "--deals", "2", "--seed", "1", "--baseline", "random"]) == 0  # all done
     printed = capsys.readouterr().out
     assert "minus the first point" in printed and printed.strip().endswith(out)
 
 
 def test_learning_curve_plot__draws_eval_csv(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    from nertz_env.train.evaluate import EvalRow, append_csv
-    from nertz_env.train.plot import main as plot_main
-    from nertz_env.train.plot import read_eval
-
     rows = [EvalRow(t, b, 10, 40, 1.0, 0.5, 2.0, d, d - 1, d + 1, 0.2, 0.3, 0, 1.0, "x.zip")
             for t, d in ((100, -2.0), (200, 0.5)) for b in ("heuristic", "search")]
     append_csv(str(tmp_path / "eval.csv"), rows)
-    assert [r["diff"] for r in read_eval(str(tmp_path))["search"]] == [-2.0, 0.5]
+    assert [r["diff"] for r in plot.read_eval(str(tmp_path))["search"]] == [-2.0, 0.5]
     out = tmp_path / "curve.png"
-    assert plot_main([str(tmp_path), "--out", str(out)]) == 0
+    assert plot.main([str(tmp_path), "--out", str(out)]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -994,8 +977,6 @@ def test_evaluate_and_plot__bad_input_is_one_line_and_exit_2(
 ) -> None:
     if command == "plot":
         pytest.importorskip("matplotlib")
-    from nertz_env.train import evaluate, plot
-
     if "{tmp}/draw1.zip" in argv:
         _policy_file(str(tmp_path / "draw1.zip"), P, draw=1, **scratch["rules"])
     (tmp_path / "bad").mkdir()
