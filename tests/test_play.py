@@ -756,10 +756,6 @@ def test_server__the_game_after_seed_2_64_minus_1_is_seed_0() -> None:
 def connection(loop: asyncio.AbstractEventLoop, protocol_class: Any, **options: Any) -> Any:
     """A connection made to ``protocol_class`` with nertz-play's settings (and ``options``) on a fake transport
     whose peer reads nothing: its ``write`` calls keep what was sent, and only an abort ends the connection."""
-    from unittest.mock import Mock
-
-    import uvicorn
-
     async def asgi(scope: Any, receive: Any, send: Any) -> None:  # a request never answered; a websocket read to the end
         await receive()
         if scope["type"] == "http":
@@ -848,8 +844,6 @@ def test_limits__a_socket_that_sends_no_request_head_is_closed_and_the_oldest_ma
         caplog: pytest.LogCaptureFixture) -> None:
     """Sockets that send nothing cannot hold every file: each has timeout_keep_alive seconds for its head, and a
     new connection at the limit closes the oldest that sent none, said once."""
-    import uvicorn
-
     from nertz_env.play.limits import BoundedH11
 
     loop = asyncio.new_event_loop()
