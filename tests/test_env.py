@@ -29,6 +29,7 @@ from nertz_env.config import OPTION_DOCS, OPTION_NAMES, Rules
 from nertz_env.global_state import state_layout
 from nertz_env.render import draw
 from nertz_env.snapshot import SnapshotError, round_so_far
+from nertz_env.train import NertzSingleAgentEnv
 from test_rules import build
 from variants import VARIANTS, variant_id
 
@@ -47,12 +48,7 @@ def random_legal(env: nertz_env.NertzParallelEnv, rng: np.random.Generator) -> d
 # Short rounds of a two-round match: a few dozen steps cross round ends and the episode's end.
 RULES = {"num_players": 3, "max_ticks": 8, "rounds": 2}
 TRAIN_RULES = {"max_ticks": 8, "rounds": 2}
-
-
-def _single() -> Any:
-    from nertz_env.train import NertzSingleAgentEnv
-
-    return NertzSingleAgentEnv(num_players=3, rules=TRAIN_RULES, opponents={"random": 1.0, "greedy": 1.0})
+MIXED = {"random": 1.0, "greedy": 1.0}  # the training forms' opponents
 
 
 def _sb3_vec() -> Any:
@@ -60,7 +56,7 @@ def _sb3_vec() -> Any:
     from nertz_env.train import NertzVecEnv
 
     return NertzVecEnv(num_tables=2, num_players=3, rules=TRAIN_RULES, learners_per_table=1,
-                       opponents={"random": 1.0, "greedy": 1.0}, seed=9, opponent_threads=2)
+                       opponents=MIXED, seed=9, opponent_threads=2)
 
 
 def _step_parallel(env: Any, rng: np.random.Generator) -> Any:
@@ -91,7 +87,8 @@ FORMS: dict[str, tuple[Callable[[], Any], Callable[[Any, np.random.Generator], A
         lambda: nertz_env.agent_vector_env(2, **RULES),
         lambda env, rng: env.step(np.array([legal_choice(m, rng) for m in env.action_masks()])),
     ),
-    "NertzSingleAgentEnv": (_single, _step_single),
+    "NertzSingleAgentEnv": (lambda: NertzSingleAgentEnv(num_players=3, rules=TRAIN_RULES, opponents=MIXED),
+                            _step_single),
     "NertzVecEnv": (
         _sb3_vec,
         lambda env, rng: (*env.step(np.array([legal_choice(m, rng) for m in env.action_masks()])), env.action_masks()),
@@ -233,8 +230,6 @@ def test_infos__aec_single_agent_and_vector_forms_every_key_at_reset_and_every_s
     for _ in aec.agent_iter():
         check_info(aec.last()[-1], schema.PER_AGENT, aec.unwrapped.actions.n)
         _step_aec(aec, rng)
-    from nertz_env.train import NertzSingleAgentEnv
-
     single = NertzSingleAgentEnv(num_players=3, rules={"max_ticks": 8}, opponents=["random"])
     _, info = single.reset(seed=0)
     check_info(info, schema.SINGLE, single.action_space.n)
@@ -381,7 +376,7 @@ def test_rules_keywords__reach_the_table_in_every_factory_and_an_unknown_one_is_
 
 def test_rules_keywords__the_single_agent_and_sb3_vector_envs_take_them_or_a_rules_dict_not_both() -> None:
     pytest.importorskip("sb3_contrib", reason="needs the train extra")
-    from nertz_env.train import NertzSingleAgentEnv, NertzVecEnv
+    from nertz_env.train import NertzVecEnv
 
     env = NertzSingleAgentEnv(num_players=2, draw=1, opponents=["random"])
     assert (env.config.draw, env.config.num_players) == (1, 2)
