@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
+import http.server
 import os
+import signal
 import socket
 import struct
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -71,8 +75,6 @@ def pytest_addoption(parser) -> None:  # type: ignore[no-untyped-def]
 
 
 def pytest_collection_modifyitems(config, items) -> None:  # type: ignore[no-untyped-def]
-    import pytest
-
     for marker, reason in SKIPPED_UNLESS.items():
         if not config.getoption(f"--{marker}"):
             for item in items:
@@ -100,8 +102,6 @@ def one_line(err: str, prog: str) -> str:
 def restore_sigint() -> None:
     """``preexec_fn`` for a child process a test sends SIGINT to: a suite started in the background (``cmd &``)
     has SIGINT ignored, and an ignored signal stays ignored across exec; a terminal gives it the default."""
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
@@ -116,8 +116,6 @@ def loopback_only() -> Iterator[None]:
     """This thread and every process it starts in a network namespace holding only loopback (``unshare -n``,
     ``ip link set lo up``): a Ray cluster started inside sends nothing off 127.0.0.1. Needs CAP_SYS_ADMIN:
     without it the test is skipped, and fails on CI (CI=true)."""
-    import pytest
-
     if sys.platform != "linux":
         pytest.skip("Ray runs in a network namespace of loopback only, which only Linux has")
     import fcntl  # Linux's, as the namespace is: this module must import on Windows too
@@ -176,10 +174,6 @@ def watched_page(browser: Any, width: int, height: int,
 @contextlib.contextmanager
 def loopback_http(directory: str) -> Iterator[str]:
     """``directory`` served quietly (from a thread) on a free port of 127.0.0.1; yields its address."""
-    import functools
-    import http.server
-    import threading
-
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, format: str, *args: object) -> None:
             pass
