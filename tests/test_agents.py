@@ -384,7 +384,7 @@ def test_agent__act_before_reset_says_so() -> None:
 
 # ---------------------------------------------------------------- choices on set-up layouts
 def arranged(nertz_top: str, work: list[list[str]]) -> tuple[nertz_env.NertzParallelEnv, dict[str, Any]]:
-    """A table where seat 0 has ``nertz_top`` on a Nertz pile of 13 and ``work`` as work piles; its observation."""
+    """A table where seat 0 has ``nertz_top`` on a Nertz pile of 13 and ``work`` as work piles; its view."""
     under = [c for c in DECK if c not in {nertz_top, *(c for pile in work for c in pile)}][:12]
     env = build({}, {0: {"nertz": [*under, nertz_top], "work": work}})
     obs, _ = env.reset(options={"snapshot": env.snapshot()})
