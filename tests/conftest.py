@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
+import http.server
 import os
+import signal
 import socket
 import struct
 import sys
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -70,8 +75,6 @@ def pytest_addoption(parser) -> None:  # type: ignore[no-untyped-def]
 
 
 def pytest_collection_modifyitems(config, items) -> None:  # type: ignore[no-untyped-def]
-    import pytest
-
     for marker, reason in SKIPPED_UNLESS.items():
         if not config.getoption(f"--{marker}"):
             for item in items:
@@ -79,11 +82,26 @@ def pytest_collection_modifyitems(config, items) -> None:  # type: ignore[no-unt
                     item.add_marker(pytest.mark.skip(reason=f"{marker}: {reason}"))
 
 
+def run_main(main: Any, argv: list[str], capsys: Any) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of a command's ``main`` (argparse's errors exit through SystemExit)."""
+    try:
+        code = main(argv)
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line(err: str, prog: str) -> str:
+    """``err`` is one line of ``prog``'s error and no traceback: that line."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{prog}: error:") and "Traceback" not in err, err
+    return lines[0]
+
+
 def restore_sigint() -> None:
     """``preexec_fn`` for a child process a test sends SIGINT to: a suite started in the background (``cmd &``)
     has SIGINT ignored, and an ignored signal stays ignored across exec; a terminal gives it the default."""
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
@@ -98,8 +116,6 @@ def loopback_only() -> Iterator[None]:
     """This thread and every process it starts in a network namespace holding only loopback (``unshare -n``,
     ``ip link set lo up``): a Ray cluster started inside sends nothing off 127.0.0.1. Needs CAP_SYS_ADMIN:
     without it the test is skipped, and fails on CI (CI=true)."""
-    import pytest
-
     if sys.platform != "linux":
         pytest.skip("Ray runs in a network namespace of loopback only, which only Linux has")
     import fcntl  # Linux's, as the namespace is: this module must import on Windows too
@@ -142,13 +158,22 @@ def browser() -> Iterator[object]:
             b.close()
 
 
+def watched_page(browser: Any, width: int, height: int,
+                 allowed: tuple[str, ...] | None = None) -> tuple[Any, list[str]]:
+    """A new tab of ``browser`` and the problems it meets: script errors and, with ``allowed`` (URL prefixes),
+    requests elsewhere and requests that failed."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    problems: list[str] = []
+    page.on("pageerror", lambda e: problems.append(f"script error: {e}"))
+    if allowed is not None:
+        page.on("request", lambda r: r.url.startswith(allowed) or problems.append(f"left the site: {r.url}"))
+        page.on("requestfailed", lambda r: problems.append(f"failed: {r.url}"))
+    return page, problems
+
+
 @contextlib.contextmanager
 def loopback_http(directory: str) -> Iterator[str]:
     """``directory`` served quietly (from a thread) on a free port of 127.0.0.1; yields its address."""
-    import functools
-    import http.server
-    import threading
-
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, format: str, *args: object) -> None:
             pass

@@ -29,13 +29,24 @@ from nertz_env.agents import (
     register_loader,
 )
 from nertz_env.agents import kernels as K
+from nertz_env.agents import policy as policy_module
 from nertz_env.agents import registry as registry_module
-from nertz_env.agents.forward import NumpyActor, UnsupportedNetwork
+from nertz_env.agents.forward import NumpyActor, UnsupportedNetwork, arrays_path
+from nertz_env.agents.meta import make_meta, read_meta
+from nertz_env.agents.policy import (
+    OwnMemory,
+    PolicyAgent,
+    load_policy,
+    load_policy_agent,
+    numpy_actor,
+    policy_probabilities,
+)
 from nertz_env.agents.registry import shipped_models
 from nertz_env.agents.scripted import table_tools
 from nertz_env.cards import to_text
 from nertz_env.engine.rules import observe_table, step_block
 from nertz_env.engine.state import C_MAXTICKS, C_STALL
+from test_rules import DECK, build
 from variants import VARIANTS, variant_id
 
 PPO = shipped_models()["ppo_imitation"]  # the flat network
@@ -118,11 +129,9 @@ def test_shipped_models__a_policy_in_the_models_folder_plays_by_name_determinist
     tmp_path: Any, monkeypatch: Any
 ) -> None:
     pytest.importorskip("torch")  # sampled play
-    from nertz_env.agents import policy
-
     for suffix in (".zip", ".json", ".npz"):  # a policy file, its record and its array file
         shutil.copy(PPO.replace(".zip", suffix), tmp_path / f"tiny{suffix}")
-    monkeypatch.setattr(policy, "MODELS_DIR", str(tmp_path))
+    monkeypatch.setattr(policy_module, "MODELS_DIR", str(tmp_path))
     assert "tiny" in known_agents()
     agent = make_agent("tiny")
     assert agent.name == "tiny" and agent.deterministic
@@ -322,17 +331,6 @@ def test_rollouts__are_legal_engine_ticks(rules: dict[str, Any]) -> None:
     assert replays > 20 and compared >= 2
 
 
-def test_agents_rules__are_the_engines() -> None:
-    """The agents' kernels move cards with the engine's own functions."""
-    from nertz_env.agents import kernels
-    from nertz_env.engine import rules as engine_rules
-
-    shared = ("apply_action", "compute_mask", "stall_seat", "lake_add", "lake_find", "lake_takes", "joker_rank",
-              "can_stack", "exposed_value", "rng_next", "rng_below")
-    for name in shared:
-        assert getattr(kernels, name) is getattr(engine_rules, name), name
-
-
 # ---------------------------------------------------------------- legal play, determinism, style
 @pytest.mark.parametrize("rules", VARIANTS, ids=variant_id)
 def test_scripted_agents__play_only_legal_actions(rules: dict[str, Any]) -> None:
@@ -385,20 +383,12 @@ def test_agent__act_before_reset_says_so() -> None:
 
 
 # ---------------------------------------------------------------- choices on set-up layouts
-def arranged(env: nertz_env.NertzParallelEnv, nertz_top: str, work: list[list[str]]) -> dict[str, Any]:
-    """Player 0 of a fresh deal with ``nertz_top`` on its Nertz pile, ``work`` as work piles, no waste."""
-    env.reset(seed=0)
-    snap = copy.deepcopy(env.snapshot())
-    me = snap["players"][0]
-    deck = me["nertz"] + [c for pile in me["work"] for c in pile] + me["stock"] + me["waste"]
-    used = {nertz_top, *(c for pile in work for c in pile)}
-    rest = [c for c in deck if c not in used]
-    n = env.config.nertz_size
-    me["nertz"] = [*rest[: n - 1], nertz_top]
-    me["work"] = work
-    me["stock"] = rest[n - 1 :]
-    me["waste"] = []
-    return snap
+def arranged(nertz_top: str, work: list[list[str]]) -> tuple[nertz_env.NertzParallelEnv, dict[str, Any]]:
+    """A table where seat 0 has ``nertz_top`` on a Nertz pile of 13 and ``work`` as work piles; its view."""
+    under = [c for c in DECK if c not in {nertz_top, *(c for pile in work for c in pile)}][:12]
+    env = build({}, {0: {"nertz": [*under, nertz_top], "work": work}})
+    obs, _ = env.reset(options={"snapshot": env.snapshot()})
+    return env, obs["player_0"]
 
 
 SCENARIOS = [
@@ -418,18 +408,14 @@ SCENARIOS = [
 def test_choice__on_set_up_layouts(
     agent_name: str, nertz_top: str, work: list[list[str]], choice: str
 ) -> None:
-    env = nertz_env.parallel_env()
-    obs, _ = env.reset(options={"snapshot": arranged(env, nertz_top, work)})
+    env, o = arranged(nertz_top, work)
     agent = make_agent(agent_name)
     agent.reset(env.config, 0, 0)
-    o = obs["player_0"]
     assert env.actions.name(agent.act(o["observation"], o["action_mask"])) == choice
 
 
 def test_heuristic__never_moves_a_whole_pile_onto_an_empty_pile() -> None:
-    env = nertz_env.parallel_env()
-    obs, _ = env.reset(options={"snapshot": arranged(env, "KD", [["9S"], ["8H"], [], ["3D"]])})
-    o = obs["player_0"]
+    env, o = arranged("KD", [["9S"], ["8H"], [], ["3D"]])
     tools = table_tools(env.config)
     prio = np.zeros(tools.n_actions, dtype=np.int64)
     s = state_of(o["observation"], env.config)
@@ -455,8 +441,6 @@ def test_heuristic__never_moves_a_whole_pile_onto_an_empty_pile() -> None:
 def test_own_memory__rebuilds_the_observation_options_at_a_table_without_them(rules: dict[str, Any]) -> None:
     """OwnMemory gives a policy trained with memory and last_moves, at a table without them, the observation
     the engine writes with them (and back), pickled mid-game or not."""
-    from nertz_env.agents.policy import OwnMemory
-
     on = nertz_env.parallel_env(max_ticks=150, **rules)
     off = nertz_env.parallel_env(max_ticks=150, **{k: v for k, v in rules.items() if k not in ("memory", "last_moves")})
     known = 0
@@ -489,7 +473,6 @@ def test_policy_agent__trained_with_memory_plays_at_a_table_without_it_as_at_one
     import gymnasium
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
-    from nertz_env.agents.meta import make_meta
     from nertz_env.train.trainer import save_policy
 
     on, off = nertz_env.parallel_env(memory=True, max_ticks=200), nertz_env.parallel_env(max_ticks=200)
@@ -637,7 +620,6 @@ def _save(policy: Any, path: str, kwargs: dict[str, Any] | None = None) -> None:
     """Save ``policy`` as a policy file with ppo's record (writes the array file beside it when numpy can run it)."""
     import torch
 
-    from nertz_env.agents.meta import read_meta
     from nertz_env.train.trainer import save_policy
 
     kwargs = kwargs or {"net_arch": {"pi": [256, 256], "vf": [256, 256]}, "activation_fn": torch.nn.ReLU}
@@ -646,8 +628,6 @@ def _save(policy: Any, path: str, kwargs: dict[str, Any] | None = None) -> None:
 
 def test_numpy_forward__same_choices_as_torch_on_game_and_random_observations_exact_ties_to_the_lowest() -> None:
     torch = pytest.importorskip("torch")
-    from nertz_env.agents.policy import load_policy, policy_probabilities
-
     obs, masks = _observations()
     rng = np.random.default_rng(0)  # and random inputs with random legal sets, off the game's manifold
     r_masks = rng.random((5000, masks.shape[1])) < 0.1
@@ -679,9 +659,6 @@ def test_numpy_forward__same_choices_as_torch_on_game_and_random_observations_ex
 def test_array_file__written_beside_each_saved_policy_read_once_with_torch_when_missing_never_stale(tmp_path: Any) -> None:
     torch = pytest.importorskip("torch")
     pytest.importorskip("sb3_contrib")
-    from nertz_env.agents.forward import arrays_path
-    from nertz_env.agents.policy import load_policy, load_policy_agent, numpy_actor
-
     shipped = NumpyActor.load(PPO)
     old = str(tmp_path / "old.zip")  # a zip saved before the array files: read once with torch, which writes one
     shutil.copy(PPO, old)
@@ -723,8 +700,6 @@ def test_array_file__written_beside_each_saved_policy_read_once_with_torch_when_
 
 def test_policy_agent__sampled_play_and_pickling_still_reach_torch() -> None:
     pytest.importorskip("torch")
-    from nertz_env.agents.policy import PolicyAgent
-
     agent = make_agent("ppo_imitation")
     assert isinstance(agent, PolicyAgent) and agent.actor is not None and agent._policy is None
     obs, masks = _observations()

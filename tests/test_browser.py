@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import test_replay
-from conftest import loopback_http
+from conftest import loopback_http, watched_page
 from nertz_env.environment import parallel_env
 from nertz_env.replay import RecordReplay, load_replay
 from nertz_env.replay.cli import main as replay_main
@@ -116,9 +116,7 @@ def check_engine(served: Any, ref: Any) -> None:
 
 def test_play_by_clicking__the_table_changes_exactly_as_the_engine_says(browser: Any, served: Any,
                                                                          tmp_path: Path) -> None:
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    page, errors = watched_page(browser, 1400, 900)
     page.goto(served.page)
     page.wait_for_selector("#table svg .hit")
     assert page.inner_text("#role") == "you play seat 0"
@@ -319,10 +317,7 @@ def test_replay_page_scrubs_to_the_end(browser: Any, page_file: tuple[Path, Path
     rep = load_replay(rep_path)
     final = rep.final
     assert final is not None
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("request", lambda r: None if r.url.startswith(("file:", "data:")) else errors.append(r.url))
+    page, errors = watched_page(browser, 1280, 900, allowed=("file:", "data:"))
     page.goto(html.as_uri())
     page.wait_for_function("window.nertzReplay !== undefined")
     n = page.evaluate("window.nertzReplay.frames")
@@ -363,9 +358,7 @@ def test_replay_page_shows_a_round_end_then_the_new_deal(browser: Any, match_gam
     html = tmp_path / "match.html"
     html.write_text(match_page, encoding="utf-8")
     end_table = next(t for t in load_replay(match_game).ticks if "end" in t)["end_table"]
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    page, errors = watched_page(browser, 1280, 900)
     page.goto(html.as_uri())
     page.wait_for_function("window.nertzReplay !== undefined")
     k = page.evaluate("window.nertzReplay.data.kinds.findIndex(x => x[0] === 'round_end')")

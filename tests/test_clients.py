@@ -4,14 +4,21 @@ with the dev extras in venvs of their own (marked ``isolated``: tests/isolated_v
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import warnings
 from pathlib import Path
 
+import gymnasium
 import numpy as np
 import pytest
+from gymnasium.utils import env_checker
+from gymnasium.wrappers.vector import RecordEpisodeStatistics
 from pettingzoo.test import api_test, max_cycles_test, parallel_api_test, render_test, seed_test
 
 import nertz_env
 from isolated_venv import dist, env_for, run, run_script, venv
+from nertz_env.train import NertzSingleAgentEnv
 
 SCRIPTS = Path(__file__).parent / "clients"
 
@@ -133,8 +140,6 @@ def test_tianshou_trainer__one_epoch_of_its_multi_agent_recipe() -> None:
 # ---------------------------------------------------------------- Gymnasium's vector wrappers
 def test_gymnasium_record_episode_statistics__returns_equal_the_recomputed_returns() -> None:
     """RecordEpisodeStatistics: each return is the seat's rewards and round score, each length its ticks."""
-    from gymnasium.wrappers.vector import RecordEpisodeStatistics
-
     envs = RecordEpisodeStatistics(nertz_env.agent_vector_env(3, num_players=2, max_ticks=60))
     obs, _ = envs.reset(seed=1)
     n = envs.num_envs
@@ -167,8 +172,6 @@ def test_sb3_subproc_vec_env__ships_single_agent_envs_to_two_processes() -> None
     from sb3_contrib.common.maskable.utils import get_action_masks
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    from nertz_env.train import NertzSingleAgentEnv
-
     def make(seat: int) -> NertzSingleAgentEnv:
         env = NertzSingleAgentEnv(num_players=2, rules={"max_ticks": 15}, opponents=["greedy"], seat=seat)
         env.reset(seed=seat)  # mid-episode when shipped
@@ -199,8 +202,6 @@ def test_sb3_subproc_vec_env__ships_single_agent_envs_to_two_processes() -> None
 # ---------------------------------------------------------------- Stable-Baselines3 and SuperSuit
 def test_sb3_check_env__passes_on_the_registered_gymnasium_id() -> None:
     """SB3's ``check_env`` on ``gymnasium.make`` by id and on the class it makes."""
-    import gymnasium
-
     pytest.importorskip("stable_baselines3")
     from stable_baselines3.common.env_checker import check_env
 
@@ -226,9 +227,6 @@ def _shares(a: object, b: object) -> bool:
 
 def test_gymnasium_id__every_call_returns_new_observation_and_info_objects() -> None:
     """No two calls of ``reset``/``step`` share an object: users keep them (Gymnasium 1.4 checks it)."""
-    import gymnasium
-    from gymnasium.utils import env_checker
-
     env = gymnasium.make("nertz_env/Nertz-v0", num_players=3, max_ticks=30).unwrapped
     calls = [env.reset(seed=3)]
     for _ in range(3):
@@ -282,7 +280,6 @@ def test_sb3_maskable_ppo__trains_with_masks_on_nertz_vec_env() -> None:
 def test_cleanrl_style_ppo__a_few_updates_on_agent_vector_env_with_masks() -> None:
     """CleanRL's ppo.py loop, masked, with ``agent_vector_env`` as its ``envs`` (docs/clients/routes.md)."""
     torch = pytest.importorskip("torch")
-    from gymnasium.wrappers.vector import RecordEpisodeStatistics
     from torch import nn
 
     torch.manual_seed(0)
@@ -374,8 +371,6 @@ def test_torchrl_mappo__trains_with_masks_and_a_critic_on_the_global_state() -> 
     """TorchRL's MAPPO as its docs show it (``use_mask``, ``return_state``): three iterations train."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("torchrl")
-    import warnings
-
     from tensordict.nn import TensorDictModule
     from torch import nn
     from torchrl.collectors import Collector
@@ -520,9 +515,6 @@ for env_id in ["nertz_env:nertz_env/Nertz-v0", "nertz_env/Nertz-v0"]:
 
 def test_sb3_subproc_vec_env__from_python_c_the_id_names_its_module(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """From ``python -c`` SubprocVecEnv's workers lack the bare id (pinned); ``"nertz_env:id"`` works."""
-    import subprocess
-    import sys
-
     pytest.importorskip("stable_baselines3")
     out = subprocess.run([sys.executable, "-c", SUBPROC], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]

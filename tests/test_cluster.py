@@ -5,13 +5,16 @@ authentication), all on loopback only (``conftest.loopback_only``) and marked ``
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import signal
 import socket
+import socketserver
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +24,15 @@ import pytest
 
 pytest.importorskip("ray", reason="needs the rllib extra (Ray): pip install '.[rllib]'")
 
+import ray
+from ray.cluster_utils import Cluster as RayCluster
+
+import nertz_env.agents as agents
 from conftest import loopback_only, restore_sigint
+from nertz_env.agents import RandomAgent, register_loader, registry
+from nertz_env.eval.cli import main as eval_main
+from nertz_env.eval.cluster import Cluster, ClusterFailure, _pack, localize, materialize, ship
+from nertz_env.train.cli import main as train_main
 from test_eval import _fails
 
 NERTZ_EVAL = os.path.join(os.path.dirname(sys.executable), "nertz-eval")
@@ -44,9 +55,6 @@ def test_bad_or_unreachable_address__one_line_exit_2(loopback, flags: list[str],
 
 @pytest.mark.rllib
 def test_a_port_that_is_not_ray__one_line_exit_2(loopback, capsys, tmp_path) -> None:
-    import socketserver
-    import threading
-
     # a server that accepts and closes: something answers, but not Ray
     with socketserver.ThreadingTCPServer(("127.0.0.1", 0), socketserver.BaseRequestHandler) as server:
         threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -113,8 +121,6 @@ class _FakeRay:
 def test_a_cluster_that_fails_mid_run_keeps_the_finished_deals(caplog: pytest.LogCaptureFixture) -> None:
     # a Ray call raising when the head went away ends the run as a ClusterFailure with the deals kept, and
     # leaving the dead cluster does not raise over the save's exit code
-    from nertz_env.eval.cluster import Cluster, ClusterFailure
-
     ray = _FakeRay()
     cluster = Cluster(ray, "10.0.0.1:6379", job_ref=None, replays=None)
     done: dict[int, list[Any]] = {}
@@ -132,8 +138,6 @@ def test_a_cluster_that_fails_mid_run_keeps_the_finished_deals(caplog: pytest.Lo
 
 
 def test_spec_paths_are_shipped_and_localized(tmp_path) -> None:
-    from nertz_env.eval.cluster import _pack, localize, materialize, ship
-
     ckpt = tmp_path / "run" / "final"
     (ckpt / "sub").mkdir(parents=True)
     (ckpt / "nertz_meta.json").write_text("{}")
@@ -171,13 +175,6 @@ def loopback():
 def test_two_node_cluster_train_then_gauntlet(two_nodes, tmp_path, capsys) -> None:
     """nertz-train --address joins it, env runners on both nodes, then nertz-eval plays the result."""
     pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install '.[rllib]'")
-    import json
-
-    import ray
-
-    from nertz_env.eval.cli import main as eval_main
-    from nertz_env.train.cli import main as train_main
-
     run_dir = tmp_path / "run"
     try:
         code = train_main([*TRAIN[1:], "--address", two_nodes, "--num-env-runners", "2", "--total-timesteps", "256",
@@ -203,16 +200,13 @@ def test_two_node_cluster_train_then_gauntlet(two_nodes, tmp_path, capsys) -> No
 # ---------------------------------------------------------------------------------- a two-node cluster
 @pytest.fixture(scope="module")
 def two_nodes(loopback):
-    import ray
-    from ray.cluster_utils import Cluster
-
     ray.shutdown()
     here = os.getcwd()
     # the nodes' workers start in the folder the cluster was started from, and put it first on their path: from
     # the checkout they would import its nertz_env/ instead of the installed package (nertz-eval refuses that)
     os.chdir(tempfile.mkdtemp(prefix="nertz-cluster-test-"))
     try:
-        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+        cluster = RayCluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     finally:
         os.chdir(here)
     try:
@@ -257,11 +251,9 @@ GAUNTLET = ["gauntlet", "CKPT", "heuristic", "greedy", "--deals", "6", "--seed",
 @pytest.mark.isolated
 def test_cluster_gauntlet_equals_the_local_run(two_nodes, tmp_path) -> None:
     """A checkpoint (shipped in the object store) against two opponents: games.csv is the local run's."""
-    import nertz_env.agents as agents_pkg
-
     ckpt = tmp_path / "ckpt" / "candidate.zip"
     ckpt.parent.mkdir()
-    shutil.copy(os.path.join(os.path.dirname(agents_pkg.__file__), "models", "ppo.zip"), ckpt)
+    shutil.copy(os.path.join(os.path.dirname(agents.__file__), "models", "ppo.zip"), ckpt)
     argv = [str(ckpt) if a == "CKPT" else a for a in GAUNTLET]
     local = _local_games(argv, tmp_path)
     # from the folder pytest runs in (a checkout): the nodes still play the installed nertz-env
@@ -330,8 +322,6 @@ def test_a_killed_worker_loses_no_deal_and_counts_none_twice(two_nodes, tmp_path
 @pytest.mark.isolated
 def test_an_agent_the_nodes_cannot_load__one_line_exit_2(two_nodes, tmp_path, capsys) -> None:
     """A loader registered in this process only: the driver builds the agent, no node can."""
-    from nertz_env.agents import RandomAgent, register_loader
-
     ckpt = tmp_path / "mine.nzagent"
     ckpt.write_text("weights")
     register_loader(".nzagent", lambda path, **params: RandomAgent())
@@ -343,8 +333,6 @@ def test_an_agent_the_nodes_cannot_load__one_line_exit_2(two_nodes, tmp_path, ca
             tmp_path,
         )
     finally:
-        from nertz_env.agents import registry
-
         registry._LOADERS.pop(".nzagent", None)
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+import nertz_env
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 README = (ROOT / "README.md").read_text()
@@ -34,7 +36,6 @@ LADDER = ROOT / "experiments" / "ladder"
 def _ladder_recomputed() -> str:
     """The ladder's table and differences as today's nertz-eval prints them from the recorded games.csv.gz."""
     pytest.importorskip("openskill", reason="needs the eval extra: pip install '.[eval]'")
-    from nertz_env import make_config
     from nertz_env.eval.report import differences_table, table
     from nertz_env.eval.summary import summarize
     from nertz_env.eval.tournament import GameRecord, Results
@@ -58,9 +59,9 @@ def _ladder_recomputed() -> str:
             deal_hash="",
         ))
     results = Results(
-        agents=agents, labels=agents, num_players=4, rules={}, config=make_config(num_players=4).to_dict(),
-        mode="round_robin", seed=0, deal_seeds=[seeds[d] for d in sorted(seeds)], lineups=[[0, 1, 2, 3]],
-        games=games, deals_done=sorted(seeds),
+        agents=agents, labels=agents, num_players=4, rules={}, mode="round_robin", seed=0,
+        config=nertz_env.make_config(num_players=4).to_dict(), deal_seeds=[seeds[d] for d in sorted(seeds)],
+        lineups=[[0, 1, 2, 3]], games=games, deals_done=sorted(seeds),
     )
     summary = summarize(results)
     return table(results, summary) + "\n\n" + differences_table(summary, agents)
@@ -100,8 +101,6 @@ def test_readme_ladder_table__matches_the_ladder_file() -> None:
 
 # ---------------------------------------------------------------- memory: the code is the source
 def test_memory_figures__are_what_bytes_per_table_returns() -> None:
-    import nertz_env
-
     per_table = nertz_env.vector_env(num_tables=2, num_players=4).bytes_per_table()
     total_mb = f"{per_table * 1024 / 1e6:.1f} MB"
     assert f"Memory: {per_table:,} bytes a 4-player table" in README

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import loopback_http
+from conftest import loopback_http, watched_page
 
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent
 SITE = Path(os.environ.get("NERTZ_DOCS_HTML", ROOT / "docs" / "_build" / "html"))
+WIDE = (1600, 900)  # Furo shows both sidebars
 # the extra first: an install without it (an unpacked sdist, tests/test_packaging.py) skips naming it
 sync_api = pytest.importorskip("playwright.sync_api", reason="needs the browser extra (pip install '.[browser]')")
 if not (SITE / "index.html").is_file():
@@ -28,17 +29,8 @@ def site_url() -> Iterator[str]:
         yield url
 
 
-def _page(browser, allowed: tuple[str, ...]):  # type: ignore[no-untyped-def]
-    page = browser.new_page(viewport={"width": 1600, "height": 900})  # wide: Furo shows both sidebars
-    problems: list[str] = []
-    page.on("pageerror", lambda e: problems.append(f"script error: {e}"))
-    page.on("request", lambda r: None if r.url.startswith(allowed) else problems.append(f"left the site: {r.url}"))
-    page.on("requestfailed", lambda r: problems.append(f"failed: {r.url}"))
-    return page, problems
-
-
 def test_front_page_and_navigation(browser, site_url: str) -> None:  # type: ignore[no-untyped-def]
-    page, problems = _page(browser, (site_url, "data:", "about:"))
+    page, problems = watched_page(browser, *WIDE, (site_url, "data:", "about:"))
     page.goto(site_url + "index.html")
     assert page.title().startswith("nertz-env"), page.title()
     # the picture of a game is drawn (an SVG the browser loaded, not a broken image)
@@ -66,7 +58,7 @@ def test_front_page_and_navigation(browser, site_url: str) -> None:  # type: ign
 
 
 def test_a_guide_opens_with_its_code(browser, site_url: str) -> None:  # type: ignore[no-untyped-def]
-    page, problems = _page(browser, (site_url, "data:", "about:"))
+    page, problems = watched_page(browser, *WIDE, (site_url, "data:", "about:"))
     page.goto(site_url + "guides/training-sb3.html")
     assert page.locator("article h1").first.inner_text().startswith("Training with Stable-Baselines3")
     code = page.locator("article div.highlight-python pre").first.inner_text()
@@ -81,7 +73,8 @@ def test_a_guide_opens_with_its_code(browser, site_url: str) -> None:  # type: i
 @pytest.mark.parametrize("served", [True, False], ids=["http", "file"])
 def test_search_finds_a_page_offline(browser, site_url: str, served: bool) -> None:  # type: ignore[no-untyped-def]
     base = site_url if served else SITE.resolve().as_uri() + "/"
-    page, problems = _page(browser, (base, "data:", "about:") if served else ("file:", "data:", "about:"))
+    allowed = (base, "data:", "about:") if served else ("file:", "data:", "about:")
+    page, problems = watched_page(browser, *WIDE, allowed)
     page.goto(base + "index.html")
     box = page.locator("input[name=q]").first
     box.fill("agent_vector_env")

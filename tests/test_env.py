@@ -4,6 +4,7 @@ and pickles of every env form, the Gymnasium ids and wrappers, and the render mo
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import pickle
 import subprocess
@@ -28,6 +29,8 @@ from nertz_env.config import OPTION_NAMES, Rules
 from nertz_env.global_state import state_layout
 from nertz_env.render import draw
 from nertz_env.snapshot import SnapshotError, round_so_far
+from nertz_env.train import NertzSingleAgentEnv
+from test_rules import build
 from variants import VARIANTS, variant_id
 
 API = Path(__file__).resolve().parent.parent / "docs" / "env" / "api.md"
@@ -45,12 +48,7 @@ def random_legal(env: nertz_env.NertzParallelEnv, rng: np.random.Generator) -> d
 # Short rounds of a two-round match: a few dozen steps cross round ends and the episode's end.
 RULES = {"num_players": 3, "max_ticks": 8, "rounds": 2}
 TRAIN_RULES = {"max_ticks": 8, "rounds": 2}
-
-
-def _single() -> Any:
-    from nertz_env.train import NertzSingleAgentEnv
-
-    return NertzSingleAgentEnv(num_players=3, rules=TRAIN_RULES, opponents={"random": 1.0, "greedy": 1.0})
+MIXED = {"random": 1.0, "greedy": 1.0}  # the training forms' opponents
 
 
 def _sb3_vec() -> Any:
@@ -58,7 +56,7 @@ def _sb3_vec() -> Any:
     from nertz_env.train import NertzVecEnv
 
     return NertzVecEnv(num_tables=2, num_players=3, rules=TRAIN_RULES, learners_per_table=1,
-                       opponents={"random": 1.0, "greedy": 1.0}, seed=9, opponent_threads=2)
+                       opponents=MIXED, seed=9, opponent_threads=2)
 
 
 def _step_parallel(env: Any, rng: np.random.Generator) -> Any:
@@ -89,7 +87,8 @@ FORMS: dict[str, tuple[Callable[[], Any], Callable[[Any, np.random.Generator], A
         lambda: nertz_env.agent_vector_env(2, **RULES),
         lambda env, rng: env.step(np.array([legal_choice(m, rng) for m in env.action_masks()])),
     ),
-    "NertzSingleAgentEnv": (_single, _step_single),
+    "NertzSingleAgentEnv": (lambda: NertzSingleAgentEnv(num_players=3, rules=TRAIN_RULES, opponents=MIXED),
+                            _step_single),
     "NertzVecEnv": (
         _sb3_vec,
         lambda env, rng: (*env.step(np.array([legal_choice(m, rng) for m in env.action_masks()])), env.action_masks()),
@@ -231,8 +230,6 @@ def test_infos__aec_single_agent_and_vector_forms_every_key_at_reset_and_every_s
     for _ in aec.agent_iter():
         check_info(aec.last()[-1], schema.PER_AGENT, aec.unwrapped.actions.n)
         _step_aec(aec, rng)
-    from nertz_env.train import NertzSingleAgentEnv
-
     single = NertzSingleAgentEnv(num_players=3, rules={"max_ticks": 8}, opponents=["random"])
     _, info = single.reset(seed=0)
     check_info(info, schema.SINGLE, single.action_space.n)
@@ -361,30 +358,6 @@ def test_max_cycles__is_the_tick_bound_of_a_one_round_episode_in_every_pettingzo
         env.step({"player_0": 0})
 
 
-@pytest.mark.parametrize(
-    ("rules", "match"),
-    [
-        ({"num_players": 9}, "num_players=9 is not allowed: num_players must be an integer from 2 to 8"),
-        ({"draw": 1.0}, "draw"),
-        ({"recycle": "riffle"}, "recycle"),
-        ({"teams": [[0, 1], [1, 2, 3]]}, "teams"),
-        ({"teams": [[0, 1], "23"]}, "list of seat lists"),
-        ({"teams": True, "num_players": 2}, "teams=True .* at least 4"),
-        ({"teams": [[0, 1, 2, 3]]}, "teams=.* at least two teams"),
-        ({"allow_tuck": 1}, "allow_tuck"),
-        ({"target_score": 50, "rounds": 3}, "exclusive"),
-        ({"max_cycles": 3, "max_ticks": 4}, "not both"),
-        ({"max_cycles": 3, "rounds": 2}, "several rounds"),
-        ({"max_cycles": 0}, "max_cycles"),
-        ({"render_mode": "video"}, "render_mode"),
-        ({"illegal_action": "ignore"}, "illegal_action"),
-    ],
-)
-def test_bad_option__value_error_names_it(rules: dict, match: str) -> None:
-    with pytest.raises(ValueError, match=match):
-        nertz_env.parallel_env(**rules)
-
-
 def test_rules_keywords__reach_the_table_in_every_factory_and_an_unknown_one_is_refused() -> None:
     assert set(Rules.__annotations__) | {"num_players"} == set(OPTION_NAMES)
     e = nertz_env.parallel_env(num_players=3, draw=1, teams=False, jokers=2, max_cycles=50)
@@ -403,7 +376,7 @@ def test_rules_keywords__reach_the_table_in_every_factory_and_an_unknown_one_is_
 
 def test_rules_keywords__the_single_agent_and_sb3_vector_envs_take_them_or_a_rules_dict_not_both() -> None:
     pytest.importorskip("sb3_contrib", reason="needs the train extra")
-    from nertz_env.train import NertzSingleAgentEnv, NertzVecEnv
+    from nertz_env.train import NertzVecEnv
 
     env = NertzSingleAgentEnv(num_players=2, draw=1, opponents=["random"])
     assert (env.config.draw, env.config.num_players) == (1, 2)
@@ -418,24 +391,45 @@ def test_rules_keywords__the_single_agent_and_sb3_vector_envs_take_them_or_a_rul
         NertzSingleAgentEnv(2, drawn=1)
 
 
+BAD_OPTIONS = [
+    ({"num_players": 9}, "num_players=9 is not allowed: num_players must be an integer from 2 to 8"),
+    ({"draw": 1.0}, "draw"),
+    ({"recycle": "riffle"}, "recycle"),
+    ({"teams": [[0, 1], [1, 2, 3]]}, "teams"),
+    ({"teams": [[0, 1], "23"]}, "list of seat lists"),
+    ({"teams": True, "num_players": 2}, "teams=True .* at least 4"),
+    ({"teams": [[0, 1, 2, 3]]}, "teams=.* at least two teams"),
+    ({"allow_tuck": 1}, "allow_tuck"),
+    ({"target_score": 50, "rounds": 3}, "exclusive"),
+    ({"max_cycles": 3, "max_ticks": 4}, "not both"),
+    ({"max_cycles": 3, "rounds": 2}, "several rounds"),
+    ({"max_cycles": 0}, "max_cycles"),
+    ({"render_mode": "video"}, "render_mode"),
+    ({"illegal_action": "ignore"}, "illegal_action"),
+]
 LONG = "x" * 100_000
-CUT = [
-    lambda: nertz_env.parallel_env(render_mode=LONG),
-    lambda: nertz_env.parallel_env(illegal_action=LONG),
-    lambda: nertz_env.parallel_env(obs_key=LONG),
-    lambda: nertz_env.parallel_env(max_cycles=LONG),
-    lambda: nertz_env.vector_env(LONG),
-    lambda: nertz_env.vector_env(2).snapshot(10**4000),
-    lambda: nertz_env.agent_vector_env(1, obs_format=LONG),
-    lambda: nertz_env.action_table(nertz_env.make_config()).lookup(LONG),
-    lambda: nertz_env.action_table(nertz_env.make_config()).name(10**4000),
-    lambda: (lambda e: (e.reset(seed=0), e.step({LONG: 0})))(nertz_env.parallel_env()),
+REFUSED = [(functools.partial(nertz_env.parallel_env, **rules), match) for rules, match in BAD_OPTIONS] + [
+    (lambda: nertz_env.parallel_env().reset(options={"snapshot": nertz_env.parallel_env(draw=1).snapshot()}),
+     "draw=1 in the snapshot but 3 here"),
+    (lambda: nertz_env.agent_vector_env(1, obs_format="box"), "obs_format must be 'dict' or 'array'"),
+    # a long value is cut
+    (lambda: nertz_env.parallel_env(render_mode=LONG), "render_mode"),
+    (lambda: nertz_env.parallel_env(illegal_action=LONG), "illegal_action"),
+    (lambda: nertz_env.parallel_env(obs_key=LONG), "obs_key"),
+    (lambda: nertz_env.parallel_env(max_cycles=LONG), "max_cycles"),
+    (lambda: nertz_env.vector_env(LONG), ""),
+    (lambda: nertz_env.vector_env(2).snapshot(10**4000), "table must be"),  # past Python's int-to-text limit
+    (lambda: nertz_env.agent_vector_env(1, obs_format=LONG), "obs_format"),
+    (lambda: nertz_env.action_table(nertz_env.make_config()).lookup(LONG), ""),
+    (lambda: nertz_env.action_table(nertz_env.make_config()).name(10**4000), ""),
+    (lambda: (lambda e: (e.reset(seed=0), e.step({LONG: 0})))(nertz_env.parallel_env()), ""),
 ]
 
 
-@pytest.mark.parametrize("call", CUT, ids=range(len(CUT)))
-def test_bad_argument__one_line_error_cuts_a_long_value(call: Callable[[], Any]) -> None:
-    with pytest.raises(ValueError) as e:
+@pytest.mark.parametrize(("call", "match"), REFUSED, ids=range(len(REFUSED)))
+def test_bad_argument__one_line_value_error_naming_it_and_cutting_a_long_value(call: Callable[[], Any],
+                                                                                match: str) -> None:
+    with pytest.raises(ValueError, match=match) as e:
         call()
     assert len(str(e.value)) < 400 and "\n" not in str(e.value), str(e.value)[:400]
 
@@ -463,12 +457,6 @@ def test_snapshot__round_trips_through_json_and_continues_identically(rules: dic
     assert env.snapshot() == twin.snapshot()
 
 
-def test_snapshot__of_another_config_is_refused_naming_the_option() -> None:
-    snap = nertz_env.parallel_env(draw=1).snapshot()
-    with pytest.raises(SnapshotError, match="draw=1 in the snapshot but 3 here"):
-        nertz_env.parallel_env().reset(options={"snapshot": snap})
-
-
 def test_decode__reads_back_the_visible_layout_and_round_so_far_the_running_score() -> None:
     env = nertz_env.parallel_env(jokers=2, nertz_penalty=3)
     obs, _ = env.reset(seed=2)
@@ -492,19 +480,8 @@ def test_decode__reads_back_the_visible_layout_and_round_so_far_the_running_scor
 
 def test_observation__lake_tops_stay_in_bounds_when_jokers_top_foundations_too() -> None:
     """Three foundations topped by an AC (two decks' and a joker): the observation stays in its Box."""
-    env = nertz_env.parallel_env(num_players=2, jokers=1)
-    for seed in range(200):  # a deal whose two aces of clubs and seat 0's joker lie outside the work piles
-        env.reset(seed=seed)
-        snap = env.snapshot()
-        players = snap["players"]
-        in_work = [{c for pile in pl["work"] for c in pile} for pl in players]
-        if "AC" not in in_work[0] | in_work[1] and "**" not in in_work[0]:
-            break
-    for seat, card in ((0, "AC"), (1, "AC"), (0, "**")):
-        pile = next(name for name in ("nertz", "stock", "waste") if card in players[seat][name])
-        players[seat][pile].remove(card)
-    snap["lake"] = [[["AC", 0]], [["AC", 1]], [["*AC", 0]]]
-    obs, _ = env.reset(options={"snapshot": snap})
+    env = build({"num_players": 2, "jokers": 1}, lake=[[["AC", 0]], [["AC", 1]], [["*AC", 0]]])
+    obs, _ = env.reset(options={"snapshot": env.snapshot()})
     assert all(env.observation_space(a).contains(obs[a]) for a in env.agents)
     assert nertz_env.decode(obs["player_0"]["observation"], env.config)["lake_tops"]["AC"] == 3
 
@@ -692,11 +669,6 @@ def test_gym_wrappers__one_that_needs_a_box_runs_on_the_array_form_across_the_au
         np.testing.assert_array_equal(env.unwrapped.action_masks(), np.asarray(info["action_mask"]).astype(bool))
     assert env.observation_space.shape == (4, env.unwrapped.single_observation_space.shape[0])
     env.close()
-
-
-def test_obs_format__is_dict_or_array() -> None:
-    with pytest.raises(ValueError, match="obs_format must be 'dict' or 'array'"):
-        nertz_env.agent_vector_env(1, obs_format="box")
 
 
 # ---------------------------------------------------------------------------------------------- rendering

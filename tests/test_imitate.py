@@ -14,12 +14,15 @@ import pytest
 pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install '.[train]'")
 
 import nertz_env
-from nertz_env.agents import AgentSpecError, make_agent
+from conftest import one_line, run_main
+from nertz_env.agents import AgentSpecError, BestAgent, known_agents, make_agent
+from nertz_env.agents.expert import ExpertAgent
+from nertz_env.train import distill, expert, imitate
 from nertz_env.train.meta import read_meta
 from nertz_env.train.policy_agent import load_policy
 from procs import ctrl_c_at
 from test_agents import play
-from test_train import _cli, _one_line, _policy_file, _quiet, _same_weights
+from test_train import _policy_file, _quiet, _same_weights
 
 WAIT = nertz_env.action_table(nertz_env.make_config(num_players=3)).lookup("wait")
 # a small imitation run with two DAgger rounds (test_interrupt.py stops it and resumes it)
@@ -84,8 +87,6 @@ def _files(folder: Path) -> list[str]:
 def test_bad_input__one_line_exit_2_and_nothing_written(
     command: str, flags: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    import importlib
-
     if "{tmp}/three.zip" in flags:
         _policy_file(str(tmp_path / "three.zip"), 3)
     (tmp_path / "earlier").mkdir()
@@ -93,29 +94,26 @@ def test_bad_input__one_line_exit_2_and_nothing_written(
     (tmp_path / "folder.zip").mkdir()
     before = _files(tmp_path)
     argv = [*flags, *(x for k, v in DEFAULTS[command].items() if k not in flags for x in (k, v))]
-    main = importlib.import_module(f"nertz_env.train.{command}").main
-    code, _, err = _cli([a.format(tmp=tmp_path) for a in argv], capsys, main)
-    assert code == 2 and message in _one_line(err, f"python -m nertz_env.train.{command}"), err
+    main = {"imitate": imitate, "expert": expert, "distill": distill}[command].main
+    code, _, err = run_main(main, [a.format(tmp=tmp_path) for a in argv], capsys)
+    assert code == 2 and message in one_line(err, f"python -m nertz_env.train.{command}"), err
     assert _files(tmp_path) == before
 
 
 # ---------------------------------------------------------------- behaviour cloning and DAgger
 def test_imitation_returns__discount_the_shaped_rewards_backwards() -> None:
-    from nertz_env.train.imitate import _returns
-
     # 3 steps: the Nertz pile goes 3 -> 2 -> 2, rewards 1, 0, -4 (the round's end penalty for 2 cards)
-    got = _returns([1.0, 0.0, -4.0], [3, 2, 2], gamma=0.5, coef=2.0)
+    got = imitate._returns([1.0, 0.0, -4.0], [3, 2, 2], gamma=0.5, coef=2.0)
     # shaped: r0 = 1 + (-4 - -6) = 3; r1 = 0 + (-4 - -4) = 0; r2 = -4 + (0 - -4) = 0
     np.testing.assert_allclose(got, [3.0, 0.0, 0.0])
-    np.testing.assert_allclose(_returns([1.0, 0.0, -4.0], [3, 2, 2], gamma=1.0, coef=0.0),
+    np.testing.assert_allclose(imitate._returns([1.0, 0.0, -4.0], [3, 2, 2], gamma=1.0, coef=0.0),
                                [-3.0, -4.0, -4.0])
 
 
 def test_imitation__fits_the_teacher_and_writes_a_policy_that_plays(tmp_path: Path) -> None:
-    from nertz_env.train.imitate import imitate
-
     out = str(tmp_path / "bc.zip")
-    res = imitate(out, teacher="heuristic", num_players=3, samples=3000, seed=3, net_arch=[64], epochs=10, log=_quiet)
+    res = imitate.imitate(out, teacher="heuristic", num_players=3, samples=3000, seed=3, net_arch=[64],
+                          epochs=10, log=_quiet)
     assert res["samples"] >= 3000 and res["accuracy"] > 0.6, res
     meta = read_meta(out)
     assert meta["num_players"] == 3 and meta["mode"] == "imitation"
@@ -123,19 +121,17 @@ def test_imitation__fits_the_teacher_and_writes_a_policy_that_plays(tmp_path: Pa
 
 
 def test_imitation__relative_returns_are_the_score_minus_the_rivals_mean() -> None:
-    from nertz_env.train.imitate import collect
-
     config = nertz_env.make_config(num_players=3)
-    plain = collect("heuristic", config, 10, seed=5, gamma=1.0, shaping=False)  # one round, same deal twice
-    relative = collect("heuristic", config, 10, seed=5, gamma=1.0, shaping=False, relative_reward=True)
+    # one round, the same deal twice
+    plain = imitate.collect("heuristic", config, 10, seed=5, gamma=1.0, shaping=False)
+    relative = imitate.collect("heuristic", config, 10, seed=5, gamma=1.0, shaping=False,
+                               relative_reward=True)
     scores = plain.returns[:3]  # every seat's first record: with gamma 1 and no shaping, its round score
     assert len(set(scores.tolist())) > 1
     np.testing.assert_allclose(relative.returns[:3], scores - (scores.sum() - scores) / 2, atol=1e-5)
 
 
 def test_dagger__the_student_drives_one_seat_and_the_teacher_labels_it() -> None:
-    from nertz_env.train.imitate import collect
-
     class Waiter:  # a student that always waits: the teacher's labels must still be its own moves
         name = "waiter"
 
@@ -146,8 +142,8 @@ def test_dagger__the_student_drives_one_seat_and_the_teacher_labels_it() -> None
             return WAIT
 
     config = nertz_env.make_config(num_players=3)
-    teacher_only = collect("heuristic", config, 600, seed=2)
-    dagger = collect("heuristic", config, 600, seed=2, student=Waiter())
+    teacher_only = imitate.collect("heuristic", config, 600, seed=2)
+    dagger = imitate.collect("heuristic", config, 600, seed=2, student=Waiter())
     # seat 0 of the first round waits all the time, so that round is not the teacher-only round ...
     assert not np.array_equal(dagger.obs[:600], teacher_only.obs[:600])
     # ... but every label is a legal teacher move, and the driven seat's labels are not all waits
@@ -156,20 +152,16 @@ def test_dagger__the_student_drives_one_seat_and_the_teacher_labels_it() -> None
 
 
 def test_imitation__teachers_in_threads_record_exactly_what_one_thread_records() -> None:
-    from nertz_env.train.imitate import collect
-
     config = nertz_env.make_config(num_players=3)
-    one = collect("search", config, 150, seed=9)
-    two = collect("search", config, 150, seed=9, teacher_threads=2)
+    one = imitate.collect("search", config, 150, seed=9)
+    two = imitate.collect("search", config, 150, seed=9, teacher_threads=2)
     for field in ("obs", "masks", "actions", "returns"):
         assert np.array_equal(getattr(one, field), getattr(two, field)), field
 
 
 def test_dagger__checkpoints_every_round_and_the_last_is_the_saved_policy(tmp_path: Path) -> None:
-    from nertz_env.train.imitate import main as imitate_main
-
     out, ckpt = tmp_path / "bc.zip", tmp_path / "rounds"
-    assert imitate_main([*IMITATE, "--out", str(out), "--checkpoint-dir", str(ckpt)]) == 0
+    assert imitate.main([*IMITATE, "--out", str(out), "--checkpoint-dir", str(ckpt)]) == 0
     assert sorted(p.name for p in ckpt.glob("*.zip")) == ["round_00.zip", "round_01.zip", "round_02.zip"]
     assert [read_meta(str(ckpt / f"round_0{k}.zip"))["imitation"]["dagger_rounds"] for k in range(3)] == [0, 1, 2]
     final = load_policy(str(out))[0].state_dict()
@@ -183,12 +175,10 @@ DISTILL = {"init": "ppo_imitation", "teacher": "heuristic", "samples": 150, "epo
 
 
 def test_distill__a_resumed_run_ends_with_the_same_network_as_one_that_never_stopped(tmp_path: Path) -> None:
-    from nertz_env.train.distill import distill
-
     whole, split = tmp_path / "whole", tmp_path / "split"
-    distill(str(whole), rounds=2, log=_quiet, **DISTILL)
-    distill(str(split), rounds=1, log=_quiet, **DISTILL)
-    distill(str(split), rounds=2, resume=True, log=_quiet)
+    distill.distill(str(whole), rounds=2, log=_quiet, **DISTILL)
+    distill.distill(str(split), rounds=1, log=_quiet, **DISTILL)
+    distill.distill(str(split), rounds=2, resume=True, log=_quiet)
     final = load_policy(str(whole / "policy.zip"))[0].state_dict()
     assert _same_weights(final, load_policy(str(split / "policy.zip"))[0].state_dict())
     assert not _same_weights(final, load_policy(str(whole / "rounds" / "round_00.zip"))[0].state_dict())  # the fit moved it
@@ -202,8 +192,6 @@ def test_distill__a_resumed_run_ends_with_the_same_network_as_one_that_never_sto
 def test_distill__ctrl_c_prints_the_rounds_on_disk_and_the_command_that_continues(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from nertz_env.train import distill, imitate
-
     ctrl_c_at(monkeypatch, imitate, "collect", 2, sigint=False)  # while the second round plays
     argv = [f"--{k.replace('_', '-')}={v}" for k, v in DISTILL.items()]
     assert distill.main(["--run-dir", str(tmp_path / "r"), "--rounds", "3", *argv]) == 130
@@ -215,8 +203,6 @@ def test_distill__ctrl_c_prints_the_rounds_on_disk_and_the_command_that_continue
 # ---------------------------------------------------------------- the learned planner and expert iteration
 def test_expert__same_decisions_run_to_run_and_the_planner_overrides_its_network_sometimes() -> None:
     """With rollouts the planner sometimes overrides its network's first choice; with rollouts=0, hardly."""
-    from nertz_env.agents.expert import ExpertAgent
-
     first = _legal_play("expert:policy=ppo", 4, ticks=40, seed=4)
     assert first == _legal_play("expert:policy=ppo", 4, ticks=40, seed=4) and len(first) > 20
     # scratch was trained with its last move in view, which this table lacks: the network reads its own record
@@ -239,8 +225,6 @@ def test_expert__same_decisions_run_to_run_and_the_planner_overrides_its_network
 
 
 def test_expert__bad_specs_and_other_tables_are_refused_and_best_is_the_planner_with_ppo() -> None:
-    from nertz_env.agents import BestAgent, known_agents
-
     for spec, says in (("expert:base=oracle", "base"), ("expert:prior=-1", "prior"),
                        ("expert:policy=ppo,policy=runs/none.zip", "given twice"), ("expert:margin=nan", "margin"),
                        ("search:margin=nan", "margin"), ("best:margin=-1", ">= 0"), ("expert:top=-1", "top must be"),
@@ -268,10 +252,9 @@ def test_expert_iteration__a_tiny_run_saves_loads_and_plays_in_nertz_eval(
 ) -> None:
     """Two tiny iterations: networks saved with their record, the log the run's, the result plays."""
     from nertz_env.eval.cli import main as eval_main
-    from nertz_env.train.expert import main as expert_main
 
     out, ckpt = tmp_path / "best.zip", tmp_path / "iters"
-    assert expert_main([*EXPERT, "--out", str(out), "--checkpoint-dir", str(ckpt)]) == 0
+    assert expert.main([*EXPERT, "--out", str(out), "--checkpoint-dir", str(ckpt)]) == 0
     rows = [json.loads(line) for line in (ckpt / "log.jsonl").read_text().splitlines()]
     assert [row["iteration"] for row in rows] == [1, 2]
     assert rows[0]["decisions"] >= 24 and rows[1]["fitted_on"] == rows[0]["decisions"] + rows[1]["decisions"]

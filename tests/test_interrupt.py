@@ -10,6 +10,7 @@ import json
 import os
 import pickle
 import re
+import shlex
 import signal
 import sys
 import zipfile
@@ -20,9 +21,10 @@ import pytest
 
 pytest.importorskip("sb3_contrib", reason="needs the train extra")
 
+import nertz_env.train.trainer as trainer_module
 from conftest import loopback_only
 from nertz_env.agents.meta import read_meta
-from nertz_env.train import TrainConfig, Trainer
+from nertz_env.train import TrainConfig, Trainer, expert, imitate
 from nertz_env.train.checkpoint import state_path
 from nertz_env.train.cli import main as train_main
 from nertz_env.train.resume import Interrupted
@@ -113,8 +115,6 @@ def test_ctrl_c_saves_at_the_end_of_the_update_and_the_resumed_run_writes_the_st
 def test_a_second_ctrl_c_while_saving_stops_at_once_leaving_no_half_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
-    import nertz_env.train.trainer as trainer_module
-
     config = tmp_path / "train.json"
     config.write_text(json.dumps(_options(tmp_path / "run", total_timesteps=6 * ROLLOUT, checkpoint_every=2 * ROLLOUT)))
     ctrl_c_at(monkeypatch, trainer_module.VecTimer, "step_wait", 2 * 16 + 3)  # the first: in the 3rd rollout
@@ -164,10 +164,8 @@ def test_a_sigterm_to_a_real_nertz_train_saves_and_its_resume_command_finishes_t
 @pytest.fixture(scope="module")
 def imitated(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The imitation run that never stopped."""
-    from nertz_env.train.imitate import main
-
     straight = str(tmp_path_factory.mktemp("imitate") / "straight.zip")
-    assert main([*IMITATE, "--out", straight]) == 0
+    assert imitate.main([*IMITATE, "--out", straight]) == 0
     return straight
 
 
@@ -175,8 +173,6 @@ def imitated(tmp_path_factory: pytest.TempPathFactory) -> str:
 def test_imitate_ctrl_c_saves_the_last_finished_step_and_resume_finishes_the_same_policy(
     stop_at: tuple[str, int], imitated: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
-    import nertz_env.train.imitate as imitate
-
     name, call = stop_at
     real = ctrl_c_at(monkeypatch, imitate, name, call, sigint=False)
     out = str(tmp_path / "cut.zip")
@@ -188,8 +184,6 @@ def test_imitate_ctrl_c_saves_the_last_finished_step_and_resume_finishes_the_sam
     assert m, err
     assert not os.path.exists(out)
     monkeypatch.setattr(imitate, name, real)
-    import shlex
-
     assert imitate.main(shlex.split(m.group(1))) == 0
     assert _same_weights(_weights(imitated), _weights(out))
     # a resume with other options is refused in one line
@@ -201,9 +195,6 @@ def test_imitate_ctrl_c_saves_the_last_finished_step_and_resume_finishes_the_sam
 def test_expert_ctrl_c_saves_the_last_finished_step_and_resume_finishes_the_same_network(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
-    import nertz_env.train.expert as expert
-    import nertz_env.train.imitate as imitate
-
     straight = str(tmp_path / "straight.zip")
     assert expert.main([*EXPERT, "--out", straight, "--checkpoint-dir", str(tmp_path / "a")]) == 0
     real_fit = ctrl_c_at(monkeypatch, imitate, "fit", 2, sigint=False)  # in the second iteration's fit
@@ -221,8 +212,6 @@ def test_expert_ctrl_c_saves_the_last_finished_step_and_resume_finishes_the_same
 @pytest.mark.long
 def test_sigint_to_a_real_imitation_run_saves_and_resumes_to_the_same_policy(tmp_path: Path) -> None:
     """Two 60-epoch fits: a long test (CI's long-tests phase)."""
-    import nertz_env.train.imitate as imitate
-
     argv = ["--teacher", "greedy", "--players", "2", "--samples", "64", "--epochs", "60", "--batch-size", "16",
             "--net-arch", "16"]
     straight = str(tmp_path / "straight.zip")
@@ -233,8 +222,6 @@ def test_sigint_to_a_real_imitation_run_saves_and_resumes_to_the_same_policy(tmp
     assert code == 130 and "Traceback" not in err, err
     m = re.search(r"resume with: python -m nertz_env.train.imitate (.+)", err)
     assert m, err
-    import shlex
-
     assert imitate.main(shlex.split(m.group(1))) == 0
     assert _same_weights(_weights(straight), _weights(out))
 

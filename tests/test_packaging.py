@@ -4,11 +4,14 @@ without symlinks, the sdist (3.12) and the wheel (3.10, 3.13) in venvs of their 
 
 from __future__ import annotations
 
+import ast
+import fnmatch
 import importlib.metadata
 import importlib.util
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -18,8 +21,10 @@ from pathlib import Path
 
 import pytest
 
+import nertz_env
 from isolated_venv import dist, env_for, python_of, run, run_script, venv
-from nertz_env.extras import install_command
+from nertz_env.cli.commands import COMMANDS
+from nertz_env.extras import EXTRAS, install_command
 from procs import serve_and_fetch
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,10 +88,6 @@ def test_installed_wheel__holds_agents_train_eval_only_inside_nertz_env() -> Non
 
 
 def test_console_scripts__point_at_functions_of_the_checkout() -> None:
-    import ast
-
-    from nertz_env.cli.commands import COMMANDS
-
     scripts = _pyproject()["project"]["scripts"]
     assert set(scripts) == set(COMMANDS)
     for script, target in scripts.items():
@@ -103,8 +104,6 @@ def test_console_scripts__point_at_functions_of_the_checkout() -> None:
 
 
 def test_extras__the_module_table_matches_pyprojects_extras() -> None:
-    from nertz_env.extras import EXTRAS
-
     # import names of the distributions whose import name differs from their name
     import_name = {"pillow": "PIL", "ray": "ray"}
     extras = _pyproject()["project"]["optional-dependencies"]
@@ -136,8 +135,6 @@ def test_metadata__classifiers_name_the_tested_pythons_and_urls_point_at_the_rep
 
 
 def test_changelog__has_a_section_for_the_version_being_released() -> None:
-    import nertz_env
-
     text = (ROOT / "CHANGELOG.md").read_text()
     headings = re.findall(r"^## (\d+\.\d+\.\d+)\b", text, re.M)
     assert headings and headings[0] == nertz_env.__version__, "CHANGELOG.md's newest section is not this version"
@@ -206,8 +203,6 @@ def test_readme_links__are_absolute_and_reach_the_repository() -> None:
 # (--find-links dist "nertz-env[eval]"). Any other package a command names is one this venv has at a version
 # the command accepts, or a client pinned where tests/ builds its venv.
 def _pip_install_commands() -> list[tuple[str, list[str]]]:
-    import shlex
-
     pages = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").rglob("*.md") if "_build" not in p.parts)]
     found = []
     for page in pages:
@@ -264,8 +259,6 @@ def test_docs__every_install_command_works_as_written() -> None:
 @pytest.mark.parametrize("extra", ["train", "eval", "render", "play", "rllib", "test", "browser"])
 def test_missing_extra_hint__installs_the_extra_into_this_python(extra: str) -> None:
     """The hint for a missing extra is this Python's pip installing the packages nertz-env declares for it."""
-    import shlex
-
     packaging = pytest.importorskip("packaging.requirements")
     argv = shlex.split(install_command(extra))
     assert argv[:4] == [sys.executable, "-m", "pip", "install"], argv
@@ -334,8 +327,6 @@ def test_setup__the_demo_installs_only_the_eval_extra_and_a_rerun_installs_nothi
 
 
 def test_play_page__its_assets_are_package_data() -> None:
-    import fnmatch
-
     patterns = _pyproject()["tool"]["setuptools"]["package-data"]["nertz_env.play"]
     static = ROOT / "nertz_env" / "play" / "static"
     files = sorted(p.relative_to(static.parent).as_posix() for p in static.iterdir())

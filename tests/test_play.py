@@ -35,7 +35,7 @@ from starlette.websockets import WebSocketDisconnect
 from websockets.sync.client import connect
 
 import nertz_env
-from conftest import restore_sigint
+from conftest import one_line, restore_sigint, run_main
 from nertz_env.actions import FLIP, LAKE, RUN, TO_WORK, WAIT
 from nertz_env.agents import make_agent
 from nertz_env.agents.meta import ZIP_MEMBER
@@ -323,15 +323,6 @@ def test_server__a_failing_bot_stops_the_table_with_a_message_and_the_server_kee
 
 
 # ------------------------------------------------------------------ the command line
-def _run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
-    try:
-        code = cli.main(["--no-browser", *argv])
-    except SystemExit as e:  # argparse's own refusals
-        code = int(e.code or 0)
-    err = capsys.readouterr().err.strip()
-    return code, err
-
-
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
@@ -362,10 +353,9 @@ def test_cli__bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str
         taken.listen(1)
         fill = {"taken": taken.getsockname()[1], "file": tmp_path / "file"}
         argv = [a.format(**fill) for a in argv]
-        code, err = _run_cli(capsys, *([] if "--replay-dir" in argv else ["--replay-dir", str(tmp_path)]), *argv)
-    assert code == 2
-    assert len(err.splitlines()) == 1 and err.startswith("nertz-play: error:"), err
-    assert words.format(**fill) in err
+        replay_dir = [] if "--replay-dir" in argv else ["--replay-dir", str(tmp_path)]
+        code, _, err = run_main(cli.main, ["--no-browser", *replay_dir, *argv], capsys)
+    assert code == 2 and words.format(**fill) in one_line(err, "nertz-play")
 
 
 @pytest.mark.parametrize(
@@ -390,10 +380,10 @@ def test_cli__an_opponent_that_cannot_play_this_table_is_one_line_saying_what_to
         for item in src.infolist():
             if item.filename != ZIP_MEMBER:
                 dst.writestr(item, src.read(item.filename))
-    code, err = _run_cli(capsys, "--replay-dir", str(tmp_path), *[a.format(cut=cut, bare=bare) for a in argv])
-    assert code == 2
-    assert len(err.splitlines()) == 1 and err.startswith("nertz-play: error: --opponent:"), err
-    assert words in err, err
+    argv = ["--no-browser", "--replay-dir", str(tmp_path), *[a.format(cut=cut, bare=bare) for a in argv]]
+    code, _, err = run_main(cli.main, argv, capsys)
+    assert code == 2 and words in err
+    assert one_line(err, "nertz-play").startswith("nertz-play: error: --opponent:")
 
 
 def test_cli__one_opponent_fills_every_seat_and_the_default_table_is_four() -> None:
@@ -766,10 +756,6 @@ def test_server__the_game_after_seed_2_64_minus_1_is_seed_0() -> None:
 def connection(loop: asyncio.AbstractEventLoop, protocol_class: Any, **options: Any) -> Any:
     """A connection made to ``protocol_class`` with nertz-play's settings (and ``options``) on a fake transport
     whose peer reads nothing: its ``write`` calls keep what was sent, and only an abort ends the connection."""
-    from unittest.mock import Mock
-
-    import uvicorn
-
     async def asgi(scope: Any, receive: Any, send: Any) -> None:  # a request never answered; a websocket read to the end
         await receive()
         if scope["type"] == "http":
@@ -858,8 +844,6 @@ def test_limits__a_socket_that_sends_no_request_head_is_closed_and_the_oldest_ma
         caplog: pytest.LogCaptureFixture) -> None:
     """Sockets that send nothing cannot hold every file: each has timeout_keep_alive seconds for its head, and a
     new connection at the limit closes the oldest that sent none, said once."""
-    import uvicorn
-
     from nertz_env.play.limits import BoundedH11
 
     loop = asyncio.new_event_loop()

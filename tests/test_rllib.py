@@ -3,17 +3,65 @@ Marked ``rllib``; one Ray of the module's own (2 CPUs, loopback only). Clusters:
 
 from __future__ import annotations
 
+import gc
+import importlib.util
+import json
 import os
+import re
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install '.[rllib]'")
 
-from conftest import loopback_only
+import ray
+import torch
+from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.connectors.module_to_env import UnBatchToIndividualItems
+from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.env import single_agent_env_runner
+from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
+from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
+from ray.rllib.utils.pre_checks.env import check_multiagent_environments
+from ray.rllib.utils.spaces.space_utils import unbatch
+from ray.tune.registry import register_env
+
+import nertz_env
+from conftest import loopback_only, one_line, run_main
+from nertz_env import rllib
+from nertz_env.agents import make_agent
+from nertz_env.config import make_config
 from nertz_env.extras import install_command
-from nertz_env.rllib import NertzRLlibEnv, env_creator, parse_env_config
+from nertz_env.infos import RLLIB, ROUND_END_NAMES
+from nertz_env.rllib import (
+    LEARNER_MODULE_DIR,
+    FlatUnBatchToIndividualItems,
+    League,
+    NertzRLlibEnv,
+    NertzRLlibVectorEnv,
+    add_snapshot,
+    checkpoint_meta,
+    env_creator,
+    fast_unbatch,
+    parse_env_config,
+    ppo_config,
+    save_checkpoint,
+)
+from nertz_env.train.cli import main
+from nertz_env.train.config import TrainConfig
+from nertz_env.train.flags import build_parser, config_from_args
+from nertz_env.train.meta import IncompatibleCheckpointError
+from nertz_env.train.rllib_backend import (
+    budget_note,
+    build_config,
+    check_options,
+    iteration_scalars,
+    tensorboard_writer,
+)
 from variants import VARIANTS, variant_id
 
 pytestmark = pytest.mark.rllib
@@ -33,8 +81,6 @@ def _cases() -> list[dict]:
 
 @pytest.mark.parametrize("env_config", _cases(), ids=variant_id)
 def test_check_multiagent_environments(env_config: dict) -> None:
-    from ray.rllib.utils.pre_checks.env import check_multiagent_environments
-
     env = env_creator(env_config)
     check_multiagent_environments(env)
     space = env.observation_spaces["player_0"]
@@ -117,10 +163,6 @@ def _scalars(folder) -> dict[str, list[tuple[int, float]]]:
 @pytest.mark.long
 def test_cli_a_run_writes_tensorboard_logs_that_match_its_lines(tmp_path, capsys) -> None:
     """A real run (about 10 s) logs one point per iteration of each scalar, as its lines print them."""
-    import re
-
-    from nertz_env.train.cli import main
-
     run = tmp_path / "run"
     with loopback_only():  # nertz-train starts a Ray of its own: this test runs before the module's Ray starts
         code = main(["--backend", "rllib", "--num-players", "2", "--rule", "max_ticks=120", "--num-tables", "2",
@@ -148,8 +190,6 @@ def test_cli_a_run_writes_tensorboard_logs_that_match_its_lines(tmp_path, capsys
 @pytest.fixture(scope="module")
 def local_ray():
     """A Ray of the module's own (address "local"), 2 CPUs, on loopback only until the module ends."""
-    import ray
-
     with loopback_only():
         ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
         try:
@@ -160,8 +200,6 @@ def local_ray():
 
 def _rollout_illegal(module, env_config: dict, seed: int) -> tuple[int, int]:
     """Play one deal of ``env_config`` with ``module`` sampling every exposed seat; (illegal, decisions)."""
-    import torch
-
     env = NertzRLlibEnv(env_config)
     obs, _ = env.reset(seed=seed)
     illegal = decisions = 0
@@ -183,10 +221,6 @@ def _rollout_illegal(module, env_config: dict, seed: int) -> tuple[int, int]:
 
 
 def test_ppo_two_iterations_no_illegal_action(local_ray, tmp_path) -> None:
-    from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
-
-    from nertz_env.rllib import ppo_config, save_checkpoint
-
     algo = ppo_config(SMALL, train_batch_size=256, minibatch_size=128, num_epochs=1, hidden=(32,)).build_algo()
     try:
         for _ in range(2):
@@ -204,11 +238,6 @@ def test_ppo_two_iterations_no_illegal_action(local_ray, tmp_path) -> None:
 
 def test_vector_env__a_refused_config_leaves_nothing_to_fail_at_garbage_collection(monkeypatch) -> None:
     """A config refused in ``__init__`` leaves nothing for Gymnasium's ``VectorEnv.__del__`` to fail on."""
-    import gc
-    import sys
-
-    from nertz_env.rllib import NertzRLlibVectorEnv
-
     seen: list[BaseException | None] = []
     monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(u.exc_value))
     with pytest.raises(ValueError, match="multiple of num_players"):
@@ -219,13 +248,9 @@ def test_vector_env__a_refused_config_leaves_nothing_to_fail_at_garbage_collecti
 
 def test_single_agent_route_trains_and_its_checkpoint_plays(local_ray, tmp_path) -> None:
     """ppo_config(single_agent=True): PPO trains, plays legally, and its checkpoint loads by path."""
-    from nertz_env.rllib import NertzRLlibVectorEnv, ppo_config, save_checkpoint
-
     env = NertzRLlibVectorEnv({**SMALL, "num_tables": 1, "num_envs": 4})  # RLlib passes num_envs
     assert env.num_envs == 4 and set(env.single_observation_space.spaces) == {"observations", "action_mask"}
     with pytest.raises(ValueError, match="league needs the multi-agent env"):
-        from nertz_env.rllib import League
-
         ppo_config(SMALL, league=League(), single_agent=True)
     algo = ppo_config({**SMALL, "num_tables": 2}, single_agent=True, fast_sampling=True, train_batch_size=256,
                       minibatch_size=128, num_epochs=1, hidden=(32,)).build_algo()
@@ -246,13 +271,6 @@ def test_single_agent_route_trains_and_its_checkpoint_plays(local_ray, tmp_path)
 def test_fast_unbatch_and_flat_connector_give_rllib_s_results_and_change_no_module_of_rllib() -> None:
     """The single-agent route's fast paths (rows of flat arrays) return what RLlib's own code returns and are
     taken with the pinned Ray, where fast_sampling asks for them only: building an env changes no RLlib module."""
-    from ray.rllib.connectors.module_to_env import UnBatchToIndividualItems
-    from ray.rllib.env import single_agent_env_runner
-    from ray.rllib.utils.spaces.space_utils import unbatch
-
-    from nertz_env import rllib
-    from nertz_env.rllib import FlatUnBatchToIndividualItems, fast_unbatch
-
     rllib.NertzRLlibVectorEnv({**SMALL, "num_tables": 1}).close()
     assert single_agent_env_runner.unbatch is unbatch
     copies = (rllib.FastSamplingEnvRunner._sample, rllib.FastSamplingEnvRunner._reset_envs,
@@ -286,12 +304,6 @@ def test_fast_unbatch_and_flat_connector_give_rllib_s_results_and_change_no_modu
 
 def _check_loaded_agent(path: str, module) -> None:
     """make_agent loads the checkpoint directory, plays like the trained module, refuses other tables."""
-    import torch
-
-    from nertz_env.agents import make_agent
-    from nertz_env.config import make_config
-    from nertz_env.train.meta import IncompatibleCheckpointError
-
     agent = make_agent(f"{path}:deterministic=true")
     agent.reset(make_config(**SMALL), seat=1, seed=0)
     env = NertzRLlibEnv(SMALL)
@@ -309,10 +321,6 @@ def _check_loaded_agent(path: str, module) -> None:
 
 def test_league_one_iteration(local_ray) -> None:
     """Learner seat 0 of 3; the others heuristic (in the env) or a frozen snapshot module, per deal."""
-    import torch
-
-    from nertz_env.rllib import League, add_snapshot, ppo_config
-
     league = League(learners_per_table=1, opponents={"heuristic": 1.0}, snapshot_weight=1.0, max_snapshots=1)
     cfg = {"num_players": 3, "max_ticks": 120, "num_tables": 2}
     algo = ppo_config(cfg, league=league, train_batch_size=64, minibatch_size=128, num_epochs=1, hidden=(32,)).build_algo()
@@ -343,12 +351,6 @@ def test_league_one_iteration(local_ray) -> None:
 def _fake_run(run, num_players: int = 2, module: str | None = None) -> str:
     """``run`` as a finished run of this backend, each checkpoint holding only its record (enough for the
     checks before Ray); ``module``: the learner module's folder. Returns its step checkpoint."""
-    import json
-
-    from nertz_env.config import make_config
-    from nertz_env.rllib import LEARNER_MODULE_DIR, checkpoint_meta
-    from nertz_env.train.config import TrainConfig
-
     meta = checkpoint_meta(make_config(num_players=num_players), module or LEARNER_MODULE_DIR, num_timesteps=64,
                            mode="rllib",
                            train_config={**TrainConfig(num_players=num_players).to_dict(), "run_dir": "somewhere"})
@@ -361,16 +363,8 @@ def _fake_run(run, num_players: int = 2, module: str | None = None) -> str:
 
 def _train(argv, capsys, monkeypatch) -> tuple[int, str, str]:
     """``nertz-train --backend rllib ARGV`` with ray.init refusing to start (nothing here may start Ray)."""
-    import ray
-
-    from nertz_env.train.cli import main
-
     monkeypatch.setattr(ray, "init", lambda *a, **k: pytest.fail("Ray was started"))
-    try:
-        code = main(["--backend", "rllib", *argv])
-    except SystemExit as e:  # argparse's own refusals (an unknown flag) exit from the parser
-        code = e.code
-    out, err = capsys.readouterr()
+    code, out, err = run_main(main, ["--backend", "rllib", *argv], capsys)
     return code, out, err.strip()
 
 
@@ -407,8 +401,6 @@ CASES = [(flags, message, None) for flags, message in REFUSED_BEFORE_RAY] + [([]
 @pytest.mark.parametrize(("flags", "message", "missing"), CASES, ids=[" ".join(f) or f"no {m}" for f, _, m in CASES])
 def test_cli_print_config_refuses_what_the_run_refuses(flags, message, missing, tmp_path, capsys, monkeypatch) -> None:
     """--print-config refuses what the run refuses before Ray (no Ray, no torch), in the same line."""
-    import importlib.util
-
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == missing else find_spec(n, *a))
     run, other, sp = tmp_path / "runs" / "rl", tmp_path / "runs" / "sb3", tmp_path / "runs" / "sp"
@@ -435,8 +427,6 @@ def test_cli_an_sb3_only_option_set_in_a_file_is_refused_and_one_at_what_the_bac
     tmp_path, capsys, monkeypatch
 ) -> None:
     """An SB3-only option set in a shared file is refused before Ray; one at what this backend does passes."""
-    import json
-
     path = tmp_path / "run.json"
     for options, code in (({"shaping": True}, 2), ({"mode": "single"}, 2), ({"eval_every": 0}, 2),
                           ({"shaping": False, "eval_deals": 0, "mode": "vector", "lr_schedule": "constant"}, 0)):
@@ -446,7 +436,7 @@ def test_cli_an_sb3_only_option_set_in_a_file_is_refused_and_one_at_what_the_bac
                                     *extra], capsys, monkeypatch)
             assert got == code, err
             if code:
-                assert err.startswith("nertz-train: error:") and "SB3 backend only" in err and len(err.splitlines()) == 1
+                assert "SB3 backend only" in one_line(err, "nertz-train")
     assert not (tmp_path / "run").exists()
     config = os.path.join(os.path.dirname(__file__), "..", "train", "configs", "rllib_league.toml")
     code, out, err = _train(["--config", config, "--run-dir", str(tmp_path / "b"), "--print-config"], capsys, monkeypatch)
@@ -456,8 +446,6 @@ def test_cli_an_sb3_only_option_set_in_a_file_is_refused_and_one_at_what_the_bac
 
 def test_tensorboard_log_writes_each_iterations_scalars(tmp_path) -> None:
     """Each iteration's scalars go to run_dir/tb/RLlibPPO_<n> (a NaN left out); a resume writes the next n."""
-    from nertz_env.train.rllib_backend import iteration_scalars, tensorboard_writer
-
     result = {
         "learners": {
             "learner": {"policy_loss": 0.25, "vf_loss": 1.5, "entropy": 1.125, "mean_kl_loss": 0.0625,
@@ -487,8 +475,6 @@ def test_tensorboard_log_writes_each_iterations_scalars(tmp_path) -> None:
 
 def test_cli_print_config_takes_what_the_run_takes(tmp_path, capsys, monkeypatch) -> None:
     """A resume in the checkpoint's own run folder (named or not), a new folder, a folder without a run: passed."""
-    import json
-
     run, sp = tmp_path / "rl", tmp_path / "sp"
     step = _fake_run(run)
     _fake_run(sp, module=os.path.join("learner_group", "learner", "rl_module", "default_policy"))
@@ -509,9 +495,6 @@ def test_cli_print_config_takes_what_the_run_takes(tmp_path, capsys, monkeypatch
 
 def test_cli_print_config_imports_neither_ray_nor_torch(tmp_path) -> None:
     """The checks --print-config makes (the run's, before Ray) need neither Ray nor torch: a second at most."""
-    import subprocess
-    import sys
-
     run = tmp_path / "rl"
     _fake_run(run)
     code = (
@@ -527,8 +510,6 @@ def test_cli_print_config_imports_neither_ray_nor_torch(tmp_path) -> None:
 
 def test_cli_a_run_folder_is_refused_in_the_same_line_by_both_backends(tmp_path, capsys, monkeypatch) -> None:
     """A fresh run into a folder holding a run: the same line from the SB3 and the RLlib backend."""
-    from nertz_env.train.cli import main
-
     run = tmp_path / "rl"
     _fake_run(run)
     code, _, rllib = _train(["--num-players", "2", "--run-dir", str(run), "--print-config"], capsys, monkeypatch)
@@ -542,9 +523,6 @@ def test_cli_a_run_folder_is_refused_in_the_same_line_by_both_backends(tmp_path,
     "name", sorted(f for f in os.listdir(os.path.join(os.path.dirname(__file__), "..", "train", "configs")) if f.startswith("rllib"))
 )
 def test_every_shipped_rllib_config_builds(name: str) -> None:
-    from nertz_env.train.flags import build_parser, config_from_args
-    from nertz_env.train.rllib_backend import build_config, check_options
-
     path = os.path.join(os.path.dirname(__file__), "..", "train", "configs", name)
     cfg = config_from_args(build_parser().parse_args(["--config", path]))
     check_options(cfg)
@@ -553,9 +531,6 @@ def test_every_shipped_rllib_config_builds(name: str) -> None:
 
 
 def test_a_rounded_budget_is_said() -> None:
-    from nertz_env.train.config import TrainConfig
-    from nertz_env.train.rllib_backend import budget_note
-
     cfg = TrainConfig.from_dict(dict(num_tables=16, n_steps=64, learners_per_table=1, total_timesteps=2000))
     note = budget_note(cfg, num_env_runners=2)  # 64 ticks x 16 tables x 1 learner x 2 runners = 2,048
     assert note is not None and "2,048" in note and "2,000" in note
@@ -565,8 +540,6 @@ def test_a_rounded_budget_is_said() -> None:
 
 def test_infos__the_schema_keys_at_reset_and_every_step() -> None:
     """Every agent's infos hold nertz_env.infos.RLLIB's keys, typed, at reset and on every step."""
-    from nertz_env.infos import RLLIB, ROUND_END_NAMES
-
     types = {"bool": bool, "int": int}
     env = env_creator({"num_players": 2, "num_tables": 2, "max_ticks": 20})
     obs, infos = env.reset(seed=0)
@@ -589,15 +562,6 @@ def test_infos__the_schema_keys_at_reset_and_every_step() -> None:
 # RLlib's own PettingZoo route (docs/clients/index.md): ParallelPettingZooEnv over nertz_env.parallel_env
 def test_parallel_pettingzoo_env_route__one_ppo_iteration_with_rllibs_masking_module(local_ray) -> None:
     """RLlib's documented PettingZoo recipe (``obs_key="observations"``): PPO trains, then plays legally."""
-    from ray.rllib.algorithms.ppo import PPOConfig
-    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
-    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-    from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
-    from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
-    from ray.tune.registry import register_env
-
-    import nertz_env
-
     register_env("nertz_pz", lambda config: ParallelPettingZooEnv(nertz_env.parallel_env(**config)))
     config = (
         PPOConfig()
@@ -629,11 +593,6 @@ def test_parallel_pettingzoo_env_route__one_ppo_iteration_with_rllibs_masking_mo
 
 def test_parallel_pettingzoo_env_route__without_obs_key_the_masking_module_names_the_way_out() -> None:
     """Without ``obs_key="observations"`` the masking module fails in one line that names the way out."""
-    from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
-    from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
-
-    import nertz_env
-
     env = ParallelPettingZooEnv(nertz_env.parallel_env(**SMALL))
     with pytest.raises(KeyError, match=r"obs_key='observations'\), or use nertz_env\.rllib\.env_creator"):
         ActionMaskingTorchRLModule(

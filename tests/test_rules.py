@@ -15,7 +15,6 @@ import pytest
 
 import nertz_env
 from nertz_env.cards import RANKS, SUITS
-from nertz_env.config import OPTION_NAMES
 from nertz_env.engine.rules import sample_block
 from nertz_env.infos import round_end_name, score_of
 from nertz_env.observation import decode
@@ -141,19 +140,6 @@ def assert_table(
         assert not diff, f"seat {p}: (got, expected) per field: {diff}"
     want_lake = before["lake"] if lake is None else lake
     assert after["lake"] == want_lake, f"lake: got {after['lake']}, expected {want_lake}"
-
-
-# ---------------------------------------------------------------------------------------------- options
-RULES_MD_OPTIONS = (
-    "nertz_size", "work_piles", "draw", "recycle", "max_redeals", "empty_pile_from_nertz_first", "call_mode",
-    "allow_tuck", "stall_ticks", "max_ticks", "nertz_penalty", "call_bonus", "target_score", "rounds", "teams",
-    "turn_based", "jokers", "allow_rotate",
-)  # fmt: skip
-
-
-def test_every_option_named_in_rules_md__exists_under_that_name() -> None:
-    missing = sorted(set(RULES_MD_OPTIONS) - set(OPTION_NAMES))
-    assert not missing, f"RULES.md options missing from NertzConfig: {missing}"
 
 
 # ---------------------------------------------------------------------------------------------- the deal

@@ -5,13 +5,13 @@ and expert iteration: test_imitate.py; RLlib: test_rllib.py."""
 
 from __future__ import annotations
 
-import copy
 import csv
 import itertools
 import json
 import os
 import re
 import shutil
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,12 @@ from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import VecCheckNan, VecMonitor
 
 import nertz_env
-from nertz_env.agents import make_agent
+import nertz_env.train.trainer as trainer_module
+from conftest import one_line, run_main
+from nertz_env.agents import AgentSpecError, make_agent
+from nertz_env.agents.forward import NumpyActor
+from nertz_env.agents.policy import load_policy, numpy_actor
+from nertz_env.global_state import state_layout
 from nertz_env.threads import usable_cpus
 from nertz_env.train import (
     IncompatibleCheckpointError,
@@ -38,13 +43,28 @@ from nertz_env.train import (
     RelativeReward,
     TrainConfig,
     Trainer,
+    evaluate,
     load_policy_agent,
+    plot,
 )
-from nertz_env.train import cli as train_cli
+from nertz_env.train.checkpoint import run_dir_of
+from nertz_env.train.cli import main as train_main
 from nertz_env.train.config import ConfigError, options, read_config_file, shipped_configs
+from nertz_env.train.evaluate import (
+    EvalRow,
+    append_csv,
+    checkpoint_eval_path,
+    evaluate_run,
+    paired_with_start,
+    read_per_deal,
+    run_checkpoints,
+)
 from nertz_env.train.flags import _opponent, build_parser, config_from_args
+from nertz_env.train.imitate import build_policy
 from nertz_env.train.meta import make_meta, read_meta, sidecar_path
-from nertz_env.train.trainer import state_path
+from nertz_env.train.privileged import PrivilegedCriticPolicy
+from nertz_env.train.trainer import save_policy, state_path
+from test_rules import build
 
 P = 4
 LAYOUT = nertz_env.ObsLayout(nertz_env.make_config(num_players=P))
@@ -77,27 +97,8 @@ def _quiet(_: str) -> None:
     pass
 
 
-def _cli(argv: list[str], capsys: pytest.CaptureFixture, main: Any = train_cli.main) -> tuple[int, str, str]:
-    """Exit code, stdout and stderr of a command's ``main`` (argparse's own errors exit through SystemExit)."""
-    try:
-        code = main(argv)
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _one_line(err: str, prog: str = "nertz-train") -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"{prog}: error:") and "Traceback" not in err, err
-    return lines[0]
-
-
 def _policy_file(path: str, num_players: int, **rules: Any) -> str:
     """A policy file (as imitate writes it) for a table of ``num_players`` seats, without training."""
-    from nertz_env.train.imitate import build_policy
-    from nertz_env.train.trainer import save_policy
-
     config = nertz_env.make_config(num_players=num_players, **rules)
     return save_policy(*build_policy(config, [16]), path, make_meta(config, num_timesteps=0, mode="imitation"))
 
@@ -151,39 +152,15 @@ def test_single_agent_view__seeded_reset_fixes_seat_deal_and_opponents() -> None
 
 # ---------------------------------------------------------------- the self-play VecEnv
 def _restore(env: NertzVecEnv, table: int, snap: dict) -> None:
+    env.reset()
     env.venv.restore(table, snap)
     env._obs_full, env._mask_full = env.venv._state.obs, env.venv._state.mask
     env._gather()
 
 
-def _ace_on_top(snap: dict, seat: int, keep: int | None = None) -> dict:
-    """``snap`` with an ace of ``seat``'s stock on its Nertz pile; with ``keep``, that many Nertz cards."""
-    snap = copy.deepcopy(snap)
-    me = snap["players"][seat]
-    ace = next(c for c in me["stock"] if c[0] == "A")
-    me["stock"].remove(ace)
-    if keep is None:
-        me["stock"].insert(0, me["nertz"].pop())
-    else:
-        me["stock"] = me["nertz"][: len(me["nertz"]) - (keep - 1)] + me["stock"]
-        me["nertz"] = me["nertz"][len(me["nertz"]) - (keep - 1) :]
-    me["nertz"].append(ace)
-    return snap
-
-
-def _table_with_stock_ace(env: NertzVecEnv, table: int, seat: int) -> dict:
-    for seed in range(50):
-        env.seed(seed)
-        env.reset()
-        snap = env.venv.snapshot(table)
-        if any(c[0] == "A" for c in snap["players"][seat]["stock"]):
-            return snap
-    raise AssertionError("no deal with an ace in the stock")
-
-
 def test_vec_env__only_the_seat_that_plays_is_rewarded_at_its_own_index() -> None:
     env = NertzVecEnv(num_tables=2, num_players=P)
-    _restore(env, 1, _ace_on_top(_table_with_stock_ace(env, 1, 2), seat=2))
+    _restore(env, 1, build({"num_players": P}, {2: {"nertz": ["KS", "AH"]}}).snapshot())  # seat 2: an ace
     slot = 1 * P + 2  # in self-play, slot t * P + p is seat p of table t
     masks = get_action_masks(env)
     assert masks[slot, LAKE_NERTZ]
@@ -202,7 +179,7 @@ def test_vec_env__only_the_seat_that_plays_is_rewarded_at_its_own_index() -> Non
 
 def test_vec_env__round_end_pairs_terminal_observations_and_penalties_by_seat() -> None:
     env = NertzVecEnv(num_tables=2, num_players=P)
-    _restore(env, 1, _ace_on_top(_table_with_stock_ace(env, 1, 2), seat=2, keep=1))
+    _restore(env, 1, build({"num_players": P}, {2: {"nertz": ["AH"]}}).snapshot())  # the others hold 2
     slot = 1 * P + 2
     actions = np.full(env.num_envs, WAIT)
     actions[slot] = LAKE_NERTZ
@@ -215,10 +192,10 @@ def test_vec_env__round_end_pairs_terminal_observations_and_penalties_by_seat() 
         assert info["seat"] == i - P
         assert info["TimeLimit.truncated"] is False
         if i != slot:
-            assert rewards[i] == -2 * 13  # 13 Nertz cards left, nothing in the lake
+            assert rewards[i] == -2 * 2  # 2 Nertz cards left, nothing in the lake
         assert info["round_score"] == rewards[i]
         terminal = info["terminal_observation"]
-        assert _nertz_count(terminal) == (0 if i == slot else 13)
+        assert _nertz_count(terminal) == (0 if i == slot else 2)
         assert _nertz_count(obs[i]) == 13  # same-step reset: the next deal's first observation
     assert all("terminal_observation" not in infos[i] for i in range(P))
     # the step after the round end is a real tick of the new deal, not an autoreset step
@@ -370,8 +347,6 @@ O = LAYOUT.size
 @pytest.mark.parametrize(("players", "learners"), [(4, 4), (3, 2)])
 def test_privileged_vec_env__appends_each_slots_table_state_with_its_own_seat_first(
         players: int, learners: int) -> None:
-    from nertz_env.global_state import state_layout
-
     kw: dict[str, Any] = {"learners_per_table": learners, "opponents": ["greedy"], "seed": 5, "max_ticks": 30}
     plain = NertzVecEnv(3, players, **kw)
     priv = NertzVecEnv(3, players, privileged_state=True, **kw)
@@ -408,10 +383,6 @@ def test_privileged_vec_env__appends_each_slots_table_state_with_its_own_seat_fi
 
 def test_privileged_policy__actor_ignores_the_state_files_hold_the_actor_alone_and_play_everywhere(
         tmp_path: Path) -> None:
-    from nertz_env.agents.forward import NumpyActor
-    from nertz_env.agents.policy import load_policy, numpy_actor
-    from nertz_env.train.privileged import PrivilegedCriticPolicy
-
     trainer = Trainer(_tiny(str(tmp_path / "run"), privileged_critic=True), log=_quiet)
     policy = trainer.model.policy
     assert isinstance(policy, PrivilegedCriticPolicy)
@@ -454,8 +425,6 @@ def test_privileged_policy__actor_ignores_the_state_files_hold_the_actor_alone_a
 
 def test_privileged_training__starts_from_a_plain_policys_critic_and_resumes_like_a_straight_run(
         tmp_path: Path) -> None:
-    from nertz_env.agents.policy import load_policy
-
     Trainer(_tiny(str(tmp_path / "plain")), log=_quiet).train()
     plain_path = str(tmp_path / "plain" / "policy.zip")
     plain, _ = load_policy(plain_path)
@@ -529,8 +498,8 @@ def test_nertz_train__an_option_that_cannot_take_effect_is_one_line_and_exit_2(
     flags = [f.format(f=files) for f in flags]
     run_dir = [] if "--run-dir" in flags else ["--run-dir", str(tmp_path / "run")]
     for extra in (["--print-config"], []):  # --print-config refuses what the run refuses, in the same line
-        code, out, err = _cli([*flags, *run_dir, "--total-timesteps", "128", *extra], capsys)
-        assert code == 2 and out == "" and message in _one_line(err), (extra, err)
+        code, out, err = run_main(train_main, [*flags, *run_dir, "--total-timesteps", "128", *extra], capsys)
+        assert code == 2 and out == "" and message in one_line(err, "nertz-train"), (extra, err)
     assert not (tmp_path / "run").exists()  # nothing half-written
 
 
@@ -629,7 +598,7 @@ def test_config__a_shipped_config_by_name_from_any_folder_unless_a_file_there_ha
     expected = read_config_file(shipped["long_run"])
     for spelling in ("long_run", "long_run.toml", "train/configs/long_run.toml"):
         assert read_config_file(spelling) == expected, spelling
-    code, out, _ = _cli(["--config", "long_run", "--print-config"], capsys)
+    code, out, _ = run_main(train_main, ["--config", "long_run", "--print-config"], capsys)
     assert code == 0 and json.loads(out)["total_timesteps"] == expected["total_timesteps"]
     (tmp_path / "long_run.toml").write_text("num_tables = 3\n")
     assert read_config_file("long_run.toml") == {"num_tables": 3}
@@ -663,8 +632,8 @@ def test_nertz_train__a_budget_of_part_of_a_rollout_is_said_then_trained_whole(
 ) -> None:
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in TINY.items()
              if k not in ("net_arch", "progress_bar", "tensorboard")]
-    code, out, err = _cli([*flags, "--net-arch", "16", "--progress-bar", "--no-tensorboard",
-                           "--total-timesteps", "100", "--run-dir", str(tmp_path / "run")], capsys)
+    flags += ["--net-arch", "16", "--progress-bar", "--no-tensorboard", "--total-timesteps", "100"]
+    code, out, err = run_main(train_main, [*flags, "--run-dir", str(tmp_path / "run")], capsys)
     assert code == 0, err
     lines = out.splitlines()
     said = lines.index("training to 128 transitions, not total_timesteps 100: PPO trains whole rollouts of "
@@ -761,8 +730,9 @@ def test_resume__a_moved_run_continues_in_its_own_folder_from_anywhere_as_the_st
     os.rename(original, away)  # the copy must not need the folder it was trained in
     try:
         monkeypatch.chdir(tmp_path / "other")
-        code, out, err = _cli(["--resume", os.path.join("..", "runs", "moved", "checkpoints", f"{STEP}.zip"),
-                               "--total-timesteps", "128", "--eval-deals", "0"], capsys)
+        resume = os.path.join("..", "runs", "moved", "checkpoints", f"{STEP}.zip")
+        argv = ["--resume", resume, "--total-timesteps", "128", "--eval-deals", "0"]
+        code, out, err = run_main(train_main, argv, capsys)
     finally:
         os.rename(away, original)
     assert code == 0, err
@@ -849,20 +819,18 @@ def test_resume__what_a_resume_cannot_change_is_one_line_and_exit_2(
     flags = [f.format(ckpt=ckpt, other=tmp_path / "other", run=scratch["run"], tmp=tmp_path) for f in flags]
     resume = [] if "--resume" in flags else ["--resume", ckpt]
     for extra in extras:
-        code, out, err = _cli([*resume, *flags, *extra], capsys)
-        assert code == 2 and out == "" and message in _one_line(err), (extra, err)
+        code, out, err = run_main(train_main, [*resume, *flags, *extra], capsys)
+        assert code == 2 and out == "" and message in one_line(err, "nertz-train"), (extra, err)
     assert sorted(os.listdir(tmp_path)) == before
 
 
 def test_resume__print_config_shows_the_checkpoints_run_folder_unless_run_dir_is_given(
     scratch: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from nertz_env.train.checkpoint import run_dir_of
-
     monkeypatch.chdir(tmp_path)
     for flags, run_dir in [([], str(scratch["run"])), (["--run-dir", "elsewhere"], "elsewhere"),
                            (["--run-dir", str(scratch["run"])], str(scratch["run"]))]:
-        code, out, err = _cli(["--resume", scratch["ckpt"], *flags, "--print-config"], capsys)
+        code, out, err = run_main(train_main, ["--resume", scratch["ckpt"], *flags, "--print-config"], capsys)
         assert code == 0 and json.loads(out)["run_dir"] == run_dir, err
     assert run_dir_of("runs/x/checkpoints/step_1.zip") == os.path.normpath("runs/x")
     assert run_dir_of("../runs/x/checkpoints/step_1.zip") == os.path.normpath("../runs/x")
@@ -881,11 +849,11 @@ def test_a_folder_holding_a_run__one_refusal_for_a_fresh_run_and_a_resume(
     shutil.copytree(own, copy)
     head = f"nertz-train: error: run_dir {copy} already holds a run (checkpoints/{STEP}.zip)"
     why = ": the two runs' checkpoints and eval.csv rows would mix; "
-    code, _, err = _cli(["--run-dir", copy], capsys)
-    assert code == 2 and _one_line(err) == (
+    code, _, err = run_main(train_main, ["--run-dir", copy], capsys)
+    assert code == 2 and one_line(err, "nertz-train") == (
         head + why + f"pass a new --run-dir, or continue that run with --resume {copy}/checkpoints/step_000000000128.zip")
-    code, _, err = _cli(["--resume", ckpt, "--run-dir", copy], capsys)
-    assert code == 2 and _one_line(err) == (
+    code, _, err = run_main(train_main, ["--resume", ckpt, "--run-dir", copy], capsys)
+    assert code == 2 and one_line(err, "nertz-train") == (
         head + f" and is not the folder of {ckpt}" + why
         + f"leave out --run-dir to continue in {own}, the run {ckpt} belongs to, or pass a new --run-dir")
     with pytest.raises(ConfigError, match="already holds a run"):
@@ -893,8 +861,6 @@ def test_a_folder_holding_a_run__one_refusal_for_a_fresh_run_and_a_resume(
 
 
 def test_init_from__copies_the_policy_weights_and_checks_the_network(scratch: dict[str, Any], tmp_path: Path) -> None:
-    from nertz_env.train.policy_agent import load_policy
-
     # the scratch recipe trains the moves policy: a start from its checkpoint is one too
     kw = {"rules": scratch["rules"], "policy": "moves", "init_from": scratch["ckpt"]}
     warm = Trainer(_tiny(str(tmp_path), **kw), log=_quiet)
@@ -906,8 +872,6 @@ def test_init_from__copies_the_policy_weights_and_checks_the_network(scratch: di
 
 
 def test_policy_agent__refuses_other_rules_in_one_line_naming_its_record(scratch: dict[str, Any]) -> None:
-    from nertz_env.agents import AgentSpecError
-
     ckpt = scratch["ckpt"]
     # one line: each rule that differs, and the file that records the rules the run trained with
     with pytest.raises(IncompatibleCheckpointError, match=rf"its rules: .*{STEP}\.json\): rules.work_piles: .* has 4, "
@@ -920,10 +884,6 @@ def test_policy_agent__refuses_other_rules_in_one_line_naming_its_record(scratch
 
 
 def test_train__the_timing_line_counts_the_final_evaluation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import time
-
-    import nertz_env.train.trainer as trainer_module
-
     def slow_evaluation(*args: Any, **kwargs: Any) -> list[Any]:
         time.sleep(0.5)
         return []
@@ -943,17 +903,6 @@ def test_checkpoint_evaluation__plays_every_checkpoint_once_and_feeds_the_plot(
     scratch: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     pytest.importorskip("matplotlib")
-    from nertz_env.train.evaluate import (
-        checkpoint_eval_path,
-        evaluate_run,
-        paired_with_start,
-        read_per_deal,
-        run_checkpoints,
-    )
-    from nertz_env.train.evaluate import main as evaluate_main
-    from nertz_env.train.plot import checkpoint_evals
-    from nertz_env.train.plot import main as plot_main
-
     start, run = scratch["ckpt"], str(tmp_path / "run")
     Trainer(_tiny(run, rules=scratch["rules"], policy="moves", init_from=start, learners_per_table=1, batch_size=32,
                   total_timesteps=64, checkpoint_every=32), log=_quiet).train()
@@ -985,28 +934,24 @@ def test_checkpoint_evaluation__plays_every_checkpoint_once_and_feeds_the_plot(
     assert len(Path(out).read_text(encoding="utf-8").splitlines()) == len(kept) and len(played) == 1
     sampled = checkpoint_eval_path(run, 2, 1, deterministic=False)  # sampled play never mixes with it
     assert sampled != out and "stochastic" in sampled
-    assert checkpoint_evals(run) == [(os.path.basename(out), "checkpoints, 2 deals, seed 1")]
+    assert plot.checkpoint_evals(run) == [(os.path.basename(out), "checkpoints, 2 deals, seed 1")]
     png = tmp_path / "curve.png"
-    assert plot_main([run, "--out", str(png)]) == 0  # no eval.csv in this run: the checkpoint rows alone
+    assert plot.main([run, "--out", str(png)]) == 0  # no eval.csv in this run: the checkpoint rows alone
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     capsys.readouterr()
-    assert evaluate_main([run, "--deals", "2", "--seed", "1", "--baseline", "random"]) == 0  # all done
+    assert evaluate.main([run, "--deals", "2", "--seed", "1", "--baseline", "random"]) == 0  # all done
     printed = capsys.readouterr().out
     assert "minus the first point" in printed and printed.strip().endswith(out)
 
 
 def test_learning_curve_plot__draws_eval_csv(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    from nertz_env.train.evaluate import EvalRow, append_csv
-    from nertz_env.train.plot import main as plot_main
-    from nertz_env.train.plot import read_eval
-
     rows = [EvalRow(t, b, 10, 40, 1.0, 0.5, 2.0, d, d - 1, d + 1, 0.2, 0.3, 0, 1.0, "x.zip")
             for t, d in ((100, -2.0), (200, 0.5)) for b in ("heuristic", "search")]
     append_csv(str(tmp_path / "eval.csv"), rows)
-    assert [r["diff"] for r in read_eval(str(tmp_path))["search"]] == [-2.0, 0.5]
+    assert [r["diff"] for r in plot.read_eval(str(tmp_path))["search"]] == [-2.0, 0.5]
     out = tmp_path / "curve.png"
-    assert plot_main([str(tmp_path), "--out", str(out)]) == 0
+    assert plot.main([str(tmp_path), "--out", str(out)]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -1033,8 +978,6 @@ def test_evaluate_and_plot__bad_input_is_one_line_and_exit_2(
 ) -> None:
     if command == "plot":
         pytest.importorskip("matplotlib")
-    from nertz_env.train import evaluate, plot
-
     if "{tmp}/draw1.zip" in argv:
         _policy_file(str(tmp_path / "draw1.zip"), P, draw=1, **scratch["rules"])
     (tmp_path / "bad").mkdir()
@@ -1042,8 +985,8 @@ def test_evaluate_and_plot__bad_input_is_one_line_and_exit_2(
     run = scratch["run"]
     before = sorted(os.listdir(run))
     argv = [a.format(tmp=tmp_path, run=run) for a in argv]
-    code, _, err = _cli(argv, capsys, main={"evaluate": evaluate, "plot": plot}[command].main)
-    assert code == 2 and message in _one_line(err, f"python -m nertz_env.train.{command}"), err
+    code, _, err = run_main({"evaluate": evaluate, "plot": plot}[command].main, argv, capsys)
+    assert code == 2 and message in one_line(err, f"python -m nertz_env.train.{command}"), err
     assert sorted(os.listdir(run)) == before  # no evaluation file was started
 
 

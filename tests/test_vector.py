@@ -61,7 +61,6 @@ def test_batch__obeys_gymnasium_vector_shapes_and_dtypes() -> None:
     obs, rew, term, trunc, _ = venv.step(venv.sample_actions())
     assert rew.shape == term.shape == trunc.shape == (3, 5)
     assert rew.dtype == np.float32 and term.dtype == bool
-    assert 2_000 < venv.bytes_per_table() < 20_000
 
 
 def test_batch__seeds_per_table_copies_by_default_and_restores_per_table_snapshots() -> None:
@@ -114,7 +113,6 @@ REFUSALS: list[tuple[Callable[[Any], Any], type, str]] = [
     (lambda v: v.reset(seed=0, options={"snapshots": {1.7: v.snapshot(1)}}), ValueError, r"options\['snapshots'\]"),
     (lambda v: v.reset(seed=0, options={"snapshots": {"x" * 10**5: {}}}), ValueError, r"options\['snapshots'\].{,200}$"),
     (lambda v: v.snapshot(5), ValueError, "table"),
-    (lambda v: v.snapshot(10**5000), ValueError, "table must be"),  # beyond Python's limit for int to text
     (lambda v: v.reset_tables([3]), ValueError, "table must be"),
     (lambda v: v.reset(options={"reset_mask": np.array([1, 0, 0])}), ValueError, "reset_mask"),
     (lambda v: nertz_env.vector_env(0), ValueError, "num_tables"),
