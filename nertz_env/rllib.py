@@ -1,18 +1,8 @@
 """Nertz for Ray RLlib: a multi-agent env with RLlib's action-mask keys, a PPO config, a league, checkpoints.
 
-Guide: docs/guides/rllib.md; infos: :data:`nertz_env.infos.RLLIB`. Needs the ``rllib`` extra (``import
-nertz_env`` never imports Ray). :class:`NertzRLlibEnv`'s ``env_config`` takes every rules option of RULES.md by
-its name, ``num_players``, and (anything else is a ``ValueError``):
-
-* ``num_tables`` (default 1): tables stepped together in one compiled call; agents are then named
-  ``t{k}_player_{i}``. One episode is one deal on every table; a finished table drops out while the others
-  play on.
-* ``learners_per_table`` (default: every seat): seats ``0 .. L-1`` are learners; the others are drawn per
-  table and deal from ``opponents`` (:func:`nertz_env.agents.make_agent` specs with weights, played inside the
-  env) and ``module_opponents`` (the weight of a frozen snapshot chosen by :func:`league_mapping`).
-* ``seed`` (default None): seeds the opponent draws and the scripted agents.
+Guide, with every ``env_config`` key and what :func:`ppo_config`'s batch sizes count: docs/guides/rllib.md;
+infos: :data:`nertz_env.infos.RLLIB`. Needs the ``rllib`` extra (``import nertz_env`` never imports Ray).
 """
-
 from __future__ import annotations
 
 import json
@@ -64,7 +54,7 @@ def _obs_space(size: int, actions: int) -> gymnasium.spaces.Dict:
 
 
 class NertzRLlibEnv(MultiAgentEnv):
-    """Nertz as an RLlib ``MultiAgentEnv`` over ``num_tables`` batched tables (see the module doc).
+    """Nertz as an RLlib ``MultiAgentEnv`` over ``num_tables`` batched tables (``env_config``: docs/guides/rllib.md).
 
     Args:
         config: the ``env_config`` (RLlib passes an ``EnvContext``, a dict with ``worker_index`` etc.).
@@ -225,13 +215,8 @@ class NertzRLlibEnv(MultiAgentEnv):
 
 
 class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
-    """Shared-policy self-play for RLlib's *single-agent* env runner: every seat of ``num_tables`` tables is one
-    sub-environment of a Gymnasium vector env (:func:`nertz_env.agent_vector_env`).
-
-    RLlib builds it with ``gym_env_vectorize_mode="vector_entry_point"`` and ``num_envs`` =
-    ``num_tables * num_players``. Observations carry RLlib's action-mask keys; ``infos`` is empty. Self-play
-    only: for scripted opponents use :class:`NertzRLlibEnv`.
-    """
+    """Shared-policy self-play for RLlib's single-agent env runner: every seat of ``num_tables`` tables is one
+    sub-environment of a Gymnasium vector env (``ppo_config(..., single_agent=True)``; docs/guides/rllib.md)."""
 
     metadata = {"autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP}
 
@@ -348,18 +333,8 @@ def ppo_config(
 ) -> Any:
     """A ready ``PPOConfig``: the Nertz env, RLlib's ``ActionMaskingTorchRLModule``, shared-policy self-play
     (every seat is ``"learner"``) or, with ``league``, snapshots and scripted opponents. ``env_config`` is
-    validated now (an unknown option raises ``ValueError`` before Ray starts).
-
-    ``train_batch_size`` counts env steps: one step is a tick of all of an env's tables, so a batch holds
-    ``train_batch_size * num_tables * (agents RLlib sees per table)`` transitions. ``minibatch_size`` counts
-    transitions.
-
-    ``single_agent=True`` (self-play only): RLlib's single-agent route over :class:`NertzRLlibVectorEnv`, one
-    vector env of every seat of ``num_tables`` tables per env runner (leave ``num_envs_per_env_runner`` at 1).
-    The module is RLlib's ``default_policy``; ``train_batch_size`` counts agent steps. ``fast_sampling=True``
-    (``nertz-train --backend rllib`` sets it) samples that route faster with the same results
-    (:class:`FastSamplingPPOConfig`; experiments/bench_rllib_notes.md); it builds on RLlib's internals as of
-    Ray 2.60, the version the ``rllib`` extra pins."""
+    checked now (``ValueError`` before Ray starts). What the batch sizes count, ``single_agent`` (RLlib's
+    single-agent route) and ``fast_sampling``: docs/guides/rllib.md."""
     # imported here: the module logs an RLlib deprecation warning when imported
     from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
 

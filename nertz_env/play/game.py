@@ -70,19 +70,10 @@ class TickResult:
 
 
 class PlayGame:
-    """A person at ``seat`` and ``bots`` at the other seats (in seat order), one episode of ``env``.
-
-    Args:
-        env: a fresh :class:`~nertz_env.environment.NertzParallelEnv`.
-        bots: one agent per other seat, in seat order.
-        bot_names: their specs, shown on the table and written into the replay.
-        seat: the person's seat.
-        seed: the deal's seed; the bots' own generators are seeded from it too.
-        replay_dir: the folder of the games' replay files (one per game), or None to save nothing.
-
-    A replay that cannot be written (any ``OSError``) never stops the game: the file keeps its complete lines,
-    :attr:`record_error` says why and :attr:`record_notes` gets a message for the server to tell.
-    """
+    """A person at ``seat`` and ``bots`` at the other seats (in seat order, shown and recorded as ``bot_names``),
+    one episode of a fresh ``env`` dealt from ``seed`` (which seeds the bots too), each game's replay in
+    ``replay_dir`` (None: none). A replay that cannot be written never stops the game: :attr:`record_error`
+    says why and :attr:`record_notes` gets a message for the server to tell (docs/guides/replays.md)."""
 
     def __init__(
         self,

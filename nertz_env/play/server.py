@@ -1,17 +1,7 @@
 """The web side of ``nertz-play``: a Starlette app serving one table to a browser over a websocket.
 
-Guide: docs/guides/replays.md (play a seat yourself; what the server promises). Routes: ``/`` the page,
-``/static/*`` its script and style, ``/ws`` the websocket. The page sends JSON text messages::
-
-    {"type": "move", "action": 17, "seat": 0, "tick": 12}   # seat and tick optional; action from "legal"
-    {"type": "wait"}        # step mode: play a wait tick; real time: drop the queued move
-    {"type": "pause"}       # real time: stop or restart the clock
-    {"type": "new_game"}    # deal the next game (seed + 1), a new replay file (one a second at most)
-
-The server sends ``{"type": "welcome", "role": "player"|"spectator", ...}`` once, ``{"type": "state", ...}``
-after every tick (the drawing, the public view with the person's legal moves, what every seat did, events),
-``{"type": "queued" | "info", "message": ...}``, and ``{"type": "error", "message": ...}`` for anything
-refused (an error never ends the connection). Who may connect: :func:`create_app`.
+Its routes, the messages the page and the server send, and what the server promises: docs/guides/replays.md
+("Play a seat yourself"). Who may connect: :func:`create_app`.
 """
 
 from __future__ import annotations

@@ -180,16 +180,10 @@ class ReplayWriter:
 
 
 class RecordReplay:
-    """A ``parallel_env`` that records every episode it plays as a ``nertz-replay/1`` file.
-
-    Args:
-        env: the env to record (a :class:`~nertz_env.environment.NertzParallelEnv`).
-        path: the file of the first episode; put ``{episode}`` in it (``"games/g{episode:04d}.jsonl.gz"``) to
-            record every episode to its own file (without it a second ``reset`` raises ``ValueError``).
-        agents: a name per seat for the header (default the env's agent names).
-        meta: anything JSON-ready to keep in the header.
-
-    Every other attribute is the wrapped env's."""
+    """A ``parallel_env`` that records every episode it plays as a ``nertz-replay/1`` file at ``path``; a path
+    with ``{episode}`` gives each episode its own file (docs/guides/replays.md). ``agents``: a name per seat for
+    the header (default the env's agent names); ``meta``: anything JSON-ready for it. Every other attribute is
+    the wrapped env's."""
 
     def __init__(
         self,
@@ -494,12 +488,10 @@ def round_end_table(before: dict[str, Any], actions: Sequence[int]) -> dict[str,
 
 @dataclass
 class Frame:
-    """One picture of a replayed game.
-
-    ``kind``: ``"deal"`` (the opening, ``rec`` None), ``"tick"`` (the table after tick ``rec``),
-    ``"round_end"`` (the table as a round of a match that goes on ended) then ``"next_deal"`` (the next deal,
-    same tick). On a round's end, ``round_end`` holds per seat the round's scoring part of the reward:
-    ``{"reward": bonus - penalty x cards left (per team with teams), "left": Nertz cards left, "bonus": ...}``."""
+    """One picture of a replayed game: ``kind`` ``"deal"`` (the opening, ``rec`` None), ``"tick"`` (the table
+    after tick ``rec``), or ``"round_end"`` (a round of a match that goes on, as it ended) then ``"next_deal"``.
+    On a round's end, ``round_end`` holds per seat the round's scoring part of the reward: ``{"reward": bonus -
+    penalty x cards left (per team with teams), "left": Nertz cards left, "bonus": ...}``."""
 
     kind: str
     rec: dict[str, Any] | None
@@ -571,14 +563,9 @@ def _round_rewards(env: NertzParallelEnv, names: list[str], infos: dict[str, dic
 
 
 def verify_replay(src: Replay | str | os.PathLike[str], partial: bool = False) -> int:
-    """Replay a file through the engine and check every tick exactly; returns the number of ticks.
-    ``partial=True`` accepts a file without its closing line.
-
-    Raises:
-        ReplayMismatch: at the first tick that differs, naming it and the field.
-        ReplayIncomplete: every tick checked, but the file has no closing line (cut off).
-        ReplayError: the file is not a readable replay.
-    """
+    """Replay a file through the engine and check every tick exactly; returns the number of ticks. Raises
+    :class:`ReplayMismatch` at the first tick that differs, :class:`ReplayIncomplete` for a file without its
+    closing line (unless ``partial=True``) and :class:`ReplayError` for a file that is not a replay."""
     rep = src if isinstance(src, Replay) else load_replay(src)
     count = sum(fr.kind in ("tick", "next_deal") for fr in replay_frames(rep))
     why = rep.incomplete()
