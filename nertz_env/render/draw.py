@@ -21,19 +21,9 @@ from nertz_env.extras import install_command
 #: One colour per seat: Okabe & Ito's colour-blind-safe set, with grey for its black.
 SEAT_COLOURS = ("#d55e00", "#56b4e9", "#f0e442", "#cc79a7", "#009e73", "#e69f00", "#0072b2", "#bbbbbb")
 
-
-def _ink(colour: str) -> str:
-    """White or near-black, whichever reads better on ``colour`` (WCAG contrast)."""
-    lin = []
-    for i in (1, 3, 5):
-        c = int(colour[i : i + 2], 16) / 255
-        lin.append(c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4)
-    lum = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
-    return "#ffffff" if (1.05 / (lum + 0.05)) >= ((lum + 0.05) / 0.05) else "#111111"
-
-
-#: The text colour on each seat's colour (its panel header).
-SEAT_INK = tuple(_ink(c) for c in SEAT_COLOURS)
+#: The text colour on each seat's colour (its panel header): white or near-black, whichever has the higher WCAG
+#: contrast on it.
+SEAT_INK = ("#111111", "#111111", "#111111", "#111111", "#111111", "#111111", "#ffffff", "#111111")
 
 # Card and layout sizes, in SVG units (one unit is one pixel of the raster at scale 1).
 CW, CH = 40, 56  # a card
@@ -128,10 +118,7 @@ _STROKES = {  # each glyph's polylines as lists of (x, y)
 
 def _num(v: float) -> str:
     """A coordinate, short: at most one decimal, no trailing zeros."""
-    r = round(v, 1)
-    if r == int(r):
-        return str(int(r))
-    return f"{r:.1f}"
+    return f"{round(v, 1) + 0.0:g}"  # + 0.0: -0.0 is written 0
 
 
 def text_width(s: str, size: float) -> float:
@@ -497,18 +484,11 @@ def draw_table(
     return TableDrawing(width, height, head, body, cards, any_back)
 
 
-def table_svg(
-    snap: Mapping[str, Any],
-    *,
-    seat_names: Sequence[str] | None = None,
-    highlight: Mapping[str, Any] | None = None,
-    interactive: bool = False,
-    fan: int | None = None,
-) -> str:
-    """The table of ``snap`` (``env.snapshot()``) as one SVG document; ``seat_names`` default to ``player_0``...
-    ``fan``: cards each work pile has room for (default ``ENV_FAN``, as ``env.render()``); longer piles squeeze.
-    ``interactive`` and ``highlight``: docs/guides/replays.md."""
-    return draw_table(snap, seat_names=seat_names, highlight=highlight, interactive=interactive, fan=fan).svg()
+def table_svg(snap: Mapping[str, Any], **options: Any) -> str:
+    """The table of ``snap`` (``env.snapshot()``) as one SVG document; ``options``: :func:`draw_table`'s
+    (``seat_names``, default ``player_0``...; ``fan``, cards each work pile has room for, default ``ENV_FAN`` as
+    ``env.render()``, longer piles squeeze; ``interactive`` and ``highlight``: docs/guides/replays.md)."""
+    return draw_table(snap, **options).svg()
 
 
 def rgb_extra_message() -> str:
@@ -528,15 +508,7 @@ def svg_to_rgb(svg: str, scale: float = 1.0) -> np.ndarray:
         return np.asarray(im.convert("RGB"))
 
 
-def table_rgb(
-    snap: Mapping[str, Any],
-    *,
-    seat_names: Sequence[str] | None = None,
-    highlight: Mapping[str, Any] | None = None,
-    fan: int | None = None,
-    scale: float = 1.0,
-) -> np.ndarray:
+def table_rgb(snap: Mapping[str, Any], *, scale: float = 1.0, **options: Any) -> np.ndarray:
     """The drawing of :func:`table_svg`, rasterized: an (H, W, 3) uint8 array (``scale`` multiplies the size).
-
     With the default ``fan`` (``ENV_FAN``) this is exactly ``env.render()``'s picture of ``snap``."""
-    return svg_to_rgb(table_svg(snap, seat_names=seat_names, highlight=highlight, fan=fan), scale)
+    return svg_to_rgb(table_svg(snap, **options), scale)
