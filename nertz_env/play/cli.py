@@ -57,12 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=at_least(0, 2**64 - 1), help="the deal's seed (default: a random one, printed)")
     add_rule_flag(p)
     p.add_argument("--step", action="store_true", help="step mode: the table waits for each of your moves")
-    p.add_argument("--tick-ms", type=int,
+    p.add_argument("--tick-ms", type=at_least(MIN_TICK_MS, MAX_TICK_MS),
                    help=f"real time: milliseconds per tick, {MIN_TICK_MS} to {MAX_TICK_MS} (default {DEFAULT_TICK_MS})")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to serve on (default 127.0.0.1: this machine only); another address (0.0.0.0: "
                         "every network) lets other machines in, each with the secret token in the printed address")
-    p.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
+    p.add_argument("--port", type=at_least(0, 65535), default=0, help="port (default 0: any free port)")
     p.add_argument("--no-browser", action="store_true", help="print the address instead of opening a browser")
     p.add_argument("--replay-dir", help="folder for the replay files (default: $XDG_DATA_HOME/nertz-env/replays)")
     return p
@@ -96,10 +96,6 @@ def _build(args: argparse.Namespace) -> dict[str, Any]:
     if args.step and args.tick_ms is not None:
         raise UsageError("--tick-ms sets the clock of real time play; --step has no clock")
     tick_ms = DEFAULT_TICK_MS if args.tick_ms is None else args.tick_ms
-    if not MIN_TICK_MS <= tick_ms <= MAX_TICK_MS:
-        raise UsageError(f"--tick-ms must be from {MIN_TICK_MS} to {MAX_TICK_MS}, got {tick_ms}")
-    if not 0 <= args.port <= 65535:
-        raise UsageError(f"--port must be from 0 to 65535, got {args.port}")
 
     from nertz_env.config import make_config
 
