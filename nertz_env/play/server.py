@@ -135,13 +135,7 @@ class TableServer:
     # ------------------------------------------------------------------ ticks
     @property
     def clock_running(self) -> bool:
-        return (
-            not self.step
-            and self.player is not None
-            and not self.paused
-            and not self.game.done
-            and self.failure is None
-        )
+        return not (self.step or self.paused or self.game.done or self.failure) and self.player is not None
 
     async def _clock_loop(self) -> None:
         loop = asyncio.get_running_loop()
@@ -265,32 +259,26 @@ class TableServer:
         tab.sent.set()
 
     # ------------------------------------------------------------------ connections
-    def _welcome(self, role: str, note: str) -> dict[str, Any]:
+    def _greet(self, ws: WebSocket, role: str, note: str) -> None:
+        """The welcome, then the table as it stands."""
         g = self.game
-        return {
-            "type": "welcome",
-            "role": role,
-            "message": note,
-            "seat": g.seat,
-            "names": g.names,
-            "mode": "step" if self.step else "realtime",
-            "tick_ms": self.tick_ms,
-            "replay": self.game.replay_file,
-        }
+        mode = "step" if self.step else "realtime"
+        self.send(ws, {"type": "welcome", "role": role, "message": note, "seat": g.seat, "names": g.names,
+                       "mode": mode, "tick_ms": self.tick_ms, "replay": g.replay_file})
+        self.send(ws, {**self._state(g.last), "role": role})
 
     async def connect(self, ws: WebSocket) -> _Tab:
         await ws.accept()
         tab = _Tab(ws)
         g = self.game
-        async with self.lock:  # between ticks: the welcome comes first, then the table as it stands
+        async with self.lock:  # between ticks
             self.tabs[ws] = tab
             if ws is self.player:
                 others = ", ".join(n for s, n in enumerate(g.names) if s != g.seat)
                 role, note = "player", f"you play seat {g.seat} against {others}"
             else:
                 role, note = "spectator", "this game is already played in another tab: this tab watches (moves from it are refused)"
-            self.send(ws, self._welcome(role, note))
-            self.send(ws, {**self._state(g.last), "role": role})
+            self._greet(ws, role, note)
         return tab
 
     def disconnect(self, ws: WebSocket) -> None:
@@ -306,8 +294,7 @@ class TableServer:
         heir = self.player
         if heir is not None:  # the oldest watching tab (a reloaded page, say) plays on
             self.log(f"the player's tab closed at tick {self.game.env.tick}; another open tab plays the seat now")
-            self.send(heir, self._welcome("player", f"the player's tab closed: this tab plays seat {self.game.seat} now"))
-            self.send(heir, {**self._state(self.game.last), "role": "player"})
+            self._greet(heir, "player", f"the player's tab closed: this tab plays seat {self.game.seat} now")
             for spec in list(self.tabs)[1:]:
                 self.send(spec, {"type": "info", "message": "the player's tab closed; another tab plays the seat now"})
             return
