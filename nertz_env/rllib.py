@@ -149,25 +149,12 @@ class NertzRLlibEnv(MultiAgentEnv):
         ends = infos["round_end"].tolist()
         was_live = self.agents
         obs = self._obs(was_live)
-        rew: dict[str, float] = {}
-        terms: dict[str, bool] = {}
-        truncs: dict[str, bool] = {}
-        info: dict[str, dict[str, Any]] = {}
-        ended = []
-        for a in was_live:
-            t, p = index[a]
-            rew[a] = float(rewards[t, p])
-            terms[a] = bool(term[t, p])
-            truncs[a] = bool(trunc[t, p])
-            end = ends[t]
-            info[a] = {
-                "illegal": bool(illegal[t, p]),
-                "lost_race": bool(lost[t, p]),
-                "round_end": end,
-                "score": int(score[t, p]) if end else 0,
-            }
-            if terms[a] or truncs[a]:
-                ended.append(t)
+        rew = {a: float(rewards[index[a]]) for a in was_live}
+        terms = {a: bool(term[index[a]]) for a in was_live}
+        truncs = {a: bool(trunc[index[a]]) for a in was_live}
+        info = {a: {"illegal": bool(illegal[t, p]), "lost_race": bool(lost[t, p]), "round_end": ends[t],
+                    "score": int(score[t, p]) if ends[t] else 0} for a in was_live for t, p in [index[a]]}
+        ended = [index[a][0] for a in was_live if terms[a] or truncs[a]]
         if ended:
             self._live_tables[ended] = False
             self.agents = [a for a in was_live if self._live_tables[index[a][0]]]
