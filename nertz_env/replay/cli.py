@@ -108,9 +108,11 @@ def page_html(rep: Replay, title: str | None = None) -> str:
     words: dict[int, str] = {}
     ticks: list[dict[str, Any]] = []
     kinds: list[list[Any]] = []  # per frame: [kind, index into ticks (-1: the opening), round, table's tick]
-    for f in fr_list:
-        rec = f.rec
-        if rec is not None and f.kind != "next_deal":
+    series: list[list[int]] = []  # per frame: every seat's running score
+    marks: list[tuple[int, str]] = []  # frames with an illegal action or a lost race
+    for i, f in enumerate(fr_list):
+        rec = f.rec if f.kind != "next_deal" else None
+        if rec is not None:
             for a in rec["a"]:
                 if a not in words:
                     words[a] = table.describe(a) if 0 <= a < table.n else f"no valid action ({a}): waits"
@@ -118,21 +120,14 @@ def page_html(rep: Replay, title: str | None = None) -> str:
             if f.round_end is not None:  # the round's scoring, shown apart from the moves' own rewards
                 tick["re"] = f.round_end
             ticks.append(tick)
+            if rec.get("il") or rec.get("lr"):
+                marks.append((i, "error" if rec.get("il") else "warn"))
         kinds.append([f.kind, len(ticks) - 1, int(f.snapshot["round"]), int(f.snapshot["tick"])])
+        snap = f.snapshot  # on a round's last frame the match score says it all
+        series.append([int(x) for x in rec["match"]] if rec is not None and "match" in rec else
+                      [int(pl["match_score"]) + r for pl, r in zip(snap["players"], round_so_far(snap), strict=True)])
     last = fr_list[-1].snapshot
     rounds = int(last["round"]) + 1
-    # on a round's last frame the match score says it all
-    series = [
-        [int(x) for x in f.rec["match"]]
-        if f.rec is not None and "match" in f.rec and f.kind != "next_deal"
-        else [int(pl["match_score"]) + r for pl, r in zip(f.snapshot["players"], round_so_far(f.snapshot), strict=True)]
-        for f in fr_list
-    ]
-    marks = [
-        (i, "error" if f.rec.get("il") else "warn")
-        for i, f in enumerate(fr_list)
-        if f.rec is not None and f.kind != "next_deal" and (f.rec.get("il") or f.rec.get("lr"))
-    ]
     data = {
         "parts": parts,
         "frames": frames,
