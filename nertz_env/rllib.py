@@ -54,12 +54,8 @@ def _obs_space(size: int, actions: int) -> gymnasium.spaces.Dict:
 
 
 class NertzRLlibEnv(MultiAgentEnv):
-    """Nertz as an RLlib ``MultiAgentEnv`` over ``num_tables`` batched tables (``env_config``: docs/guides/rllib.md).
-
-    Args:
-        config: the ``env_config`` (RLlib passes an ``EnvContext``, a dict with ``worker_index`` etc.).
-        render_mode: ``None`` or ``"ansi"`` (``render()`` returns every table as text).
-    """
+    """Nertz as an RLlib ``MultiAgentEnv`` over ``num_tables`` batched tables. ``config``: the ``env_config``
+    (docs/guides/rllib.md; RLlib passes an ``EnvContext``); ``render_mode="ansi"``: ``render()`` gives the text."""
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
@@ -296,6 +292,11 @@ class NertzPPOConfig(PPOConfig):
             self.minibatch_size = minibatch
 
 
+#: nertz-env's values of ``PPOConfig.training``'s options in :func:`ppo_config` (its keywords override them)
+TRAINING: dict[str, Any] = {"minibatch_size": 512, "num_epochs": 4, "lr": 3e-4, "gamma": 0.995, "lambda_": 0.95,
+                            "clip_param": 0.2, "entropy_coeff": 0.01, "vf_loss_coeff": 0.5, "grad_clip": 0.5}
+
+
 def ppo_config(
     env_config: Mapping[str, Any] | None = None,
     *,
@@ -304,24 +305,16 @@ def ppo_config(
     num_envs_per_env_runner: int = 1,
     rollout_fragment_length: int | str = "auto",
     train_batch_size: int = 4000,
-    minibatch_size: int = 512,
-    num_epochs: int = 4,
-    lr: float = 3e-4,
-    gamma: float = 0.995,
-    lambda_: float = 0.95,
-    clip_param: float = 0.2,
-    entropy_coeff: float = 0.01,
-    vf_loss_coeff: float = 0.5,
-    grad_clip: float | None = 0.5,
     hidden: Sequence[int] = (256, 256),
     seed: int | None = 0,
     single_agent: bool = False,
     fast_sampling: bool = False,
+    **training: Any,
 ) -> Any:
     """A ready ``PPOConfig``: the Nertz env, RLlib's ``ActionMaskingTorchRLModule``, shared-policy self-play
     (every seat is ``"learner"``) or, with ``league``, snapshots and scripted opponents. ``env_config`` is
-    checked now (``ValueError`` before Ray starts). What the batch sizes count, ``single_agent`` (RLlib's
-    single-agent route) and ``fast_sampling``: docs/guides/rllib.md."""
+    checked now (``ValueError`` before Ray starts); ``training``: ``PPOConfig.training``'s options over
+    :data:`TRAINING`. What the batch sizes count, ``single_agent`` and ``fast_sampling``: docs/guides/rllib.md."""
     # imported here: the module logs an RLlib deprecation warning when imported
     from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
 
@@ -375,18 +368,7 @@ def ppo_config(
         )
     return (
         config.learners(num_learners=0)
-        .training(
-            train_batch_size_per_learner=train_batch_size,
-            minibatch_size=minibatch_size,
-            num_epochs=num_epochs,
-            lr=lr,
-            gamma=gamma,
-            lambda_=lambda_,
-            clip_param=clip_param,
-            entropy_coeff=entropy_coeff,
-            vf_loss_coeff=vf_loss_coeff,
-            grad_clip=grad_clip,
-        )
+        .training(train_batch_size_per_learner=train_batch_size, **{**TRAINING, **training})
         .debugging(seed=seed)
     )
 
