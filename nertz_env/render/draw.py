@@ -182,17 +182,11 @@ def card_id(text: str) -> str:
 def card_symbol(text: str) -> str:
     """The ``<symbol>`` drawing the face of the card ``text`` (any text of :mod:`nertz_env.cards`; cached)."""
     joker = text.startswith("*")
-    if text == "**":
-        rank, suit, colour = "", "*", JOKER_INK
-    elif joker:  # "*7r" / "*7b" (fixed on a work pile) or "*7H" (declared in the lake)
-        rank, tail = text[1], text[2]
-        if tail in "rb":
-            suit, colour = "*", RED if tail == "r" else INK
-        else:
-            suit, colour = tail, RED if tail in "DH" else INK
-    else:
-        rank, suit = text[0], text[1]
-        colour = RED if suit in "DH" else INK
+    # a card "QH"; a joker "**", fixed on a work pile "*7r" / "*7b", or declared in the lake "*7H"
+    rank, tail = text[joker:][0].strip("*"), text[joker:][1:]  # "*7r": "7", "r"; "**": "", ""
+    suit = tail if tail in ("C", "D", "H", "S") else "*"
+    colour = INK if tail in ("b", "C", "S") else RED if tail in ("r", "D", "H") else JOKER_INK
+    suit_colour = colour if suit != "*" else JOKER_INK
     label = "10" if rank == "T" else rank
     parts = [
         f'<g id="{card_id(text)}">',
@@ -201,13 +195,13 @@ def card_symbol(text: str) -> str:
     ]
     corner = label or "JK"
     parts.append(_text(corner, 3, 3, 9, colour, weight=0.2))
-    parts.append(_suit(suit, 3 + text_width(corner, 9) + 2.5, 2.5, 10, colour if suit != "*" else JOKER_INK))
+    parts.append(_suit(suit, 3 + text_width(corner, 9) + 2.5, 2.5, 10, suit_colour))
     # the middle: a large suit (a star for a joker), or a large letter for a court card
     if rank in "JQK" and rank:
         parts.append(_text(rank, CW / 2, 22, 20, colour, anchor="middle", weight=0.12))
-        parts.append(_suit(suit, CW / 2 - 5, 44, 10, colour if suit != "*" else JOKER_INK))
+        parts.append(_suit(suit, CW / 2 - 5, 44, 10, suit_colour))
     else:
-        parts.append(_suit(suit, CW / 2 - 10, 24, 20, colour if suit != "*" else JOKER_INK))
+        parts.append(_suit(suit, CW / 2 - 10, 24, 20, suit_colour))
     if joker and text != "**":
         parts.append(_suit("*", CW - 12, CH - 12, 9, JOKER_INK))
     parts.append("</g>")
