@@ -180,7 +180,9 @@ def card_id(text: str) -> str:
 
 @functools.cache
 def card_symbol(text: str) -> str:
-    """The ``<symbol>`` drawing the face of the card ``text`` (any text of :mod:`nertz_env.cards`; cached)."""
+    """The ``<symbol>`` drawing the card ``text`` (any text of :mod:`nertz_env.cards`; ``"back"`` its back)."""
+    if text == "back":
+        return _BACK
     joker = text.startswith("*")
     # a card "QH"; a joker "**", fixed on a work pile "*7r" / "*7b", or declared in the lake "*7H"
     rank, tail = text[joker:][0].strip("*"), text[joker:][1:]  # "*7r": "7", "r"; "**": "", ""
@@ -220,20 +222,16 @@ _BACK = (
 @dataclass
 class TableDrawing:
     """A drawing in parts: ``head`` (the ``<svg>`` tag), ``body`` (title, lake, seats, in order), the card
-    texts used (their symbols go in ``<defs>``) and the size. The replay page stores each distinct part once."""
+    texts used (``"back"`` too; their symbols go in ``<defs>``) and the size. The replay page stores each distinct part once."""
 
     width: int
     height: int
     head: str
     body: list[str]
     cards: set[str]
-    uses_back: bool
 
     def defs(self) -> str:
-        syms = [card_symbol(c) for c in sorted(self.cards)]
-        if self.uses_back:
-            syms.append(_BACK)
-        return "<defs>" + "".join(syms) + "</defs>"
+        return "<defs>" + "".join(card_symbol(c) for c in sorted(self.cards)) + "</defs>"
 
     def svg(self) -> str:
         return self.head + self.defs() + "".join(self.body) + "</svg>"
@@ -296,7 +294,7 @@ def _seat_panel(
     banner: tuple[str, str] | None,
     select: Mapping[str, Any] | None,
     fan: int,
-) -> tuple[str, str, bool]:
+) -> tuple[str, str]:
     """Seat ``p``'s panel as two strings: what stays the same all game (frame, name, labels) and the rest."""
     _cols, panel_w, panel_h, fan_h, _w = _layout(cfg, fan)
     colour = SEAT_COLOURS[p % len(SEAT_COLOURS)]
@@ -311,7 +309,6 @@ def _seat_panel(
     ]
     out = [_text(str(pl["match_score"]), x0 + panel_w - PAD - 29, y0 + 5, 9, ink, weight=0.17)]
     sel_zone = select.get("zone") if select and select.get("seat") == p else None
-    back = False
     y = y0 + HEAD + 4
     label_y = y + CH + 6
 
@@ -323,12 +320,10 @@ def _seat_panel(
     x = x0 + PAD
     for zone, label, empty in (("nertz", "NERTZ", "OUT"), ("stock", "STOCK", ""), ("waste", "WASTE", "")):
         pile = pl[zone]
-        if pile and zone == "stock":
-            back = True
-            out.append(f'<use href="#c-back" x="{_num(x)}" y="{_num(y)}"{_attrs(interactive, zone, p)}/>')
-        elif pile:
-            cards.add(pile[-1])
-            out.append(_use(pile[-1], x, y, _attrs(interactive, zone, p)))
+        if pile:
+            top = "back" if zone == "stock" else pile[-1]
+            cards.add(top)
+            out.append(_use(top, x, y, _attrs(interactive, zone, p)))
         else:
             out.append(_slot(x, y, empty, _attrs(interactive, zone, p)))
         small_label(label, len(pile), x)
@@ -370,7 +365,7 @@ def _seat_panel(
         )
         out.append(_text(text, x0 + panel_w / 2, by + 4, 8, KIND_COLOURS.get(kind, "#ffffff"), anchor="middle"))
     out.append("</g>")
-    return "".join(static), "".join(out), back
+    return "".join(static), "".join(out)
 
 
 def _banner(v: Any) -> tuple[str, str]:
@@ -467,15 +462,13 @@ def draw_table(
         lk.append(_select_rect(*places[int(select["pile"])], CW, CH))
     lk.append("</g>")
     body.append("".join(lk))
-    any_back = False
     for p, pl in enumerate(players):
         r, c = divmod(p, cols)
         x0 = PAD + c * (panel_w + PAD)
         y0 = seats_y + r * (panel_h + PAD)
-        static, panel, back = _seat_panel(p, pl, cfg, x0, y0, names[p], cards, interactive, banners.get(p), select, fan)
-        any_back = any_back or back
+        static, panel = _seat_panel(p, pl, cfg, x0, y0, names[p], cards, interactive, banners.get(p), select, fan)
         body += [static, panel]
-    return TableDrawing(width, height, head, body, cards, any_back)
+    return TableDrawing(width, height, head, body, cards)
 
 
 def table_svg(snap: Mapping[str, Any], **options: Any) -> str:
