@@ -69,14 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _opponents(args: argparse.Namespace) -> tuple[int, list[str]]:
-    given = args.opponents
-    players = args.players
-    if players is None:
-        players = len(given) + 1 if given else 4
+    given = args.opponents or ["heuristic"]
+    players = args.players or (len(given) + 1 if args.opponents else 4)
     if not 2 <= players <= 8:  # the number of opponents named
         raise UsageError(f"--opponent is given {len(given)} times: a table has 2 to 8 players")
-    if not given:
-        return players, ["heuristic"] * (players - 1)
     if len(given) == 1:
         return players, given * (players - 1)
     if len(given) != players - 1:
