@@ -446,10 +446,7 @@ def checkpoint_meta(config: NertzConfig, learner_module: str = LEARNER_MODULE_DI
     """The nertz-env record of an RLlib checkpoint; ``learner_module``: the learner module's directory in it."""
     from nertz_env.agents.meta import make_meta
 
-    meta = make_meta(config, **extra)
-    meta["algorithm"] = "RLlib PPO"
-    meta["learner_module"] = learner_module
-    return meta
+    return {**make_meta(config, **extra), "algorithm": "RLlib PPO", "learner_module": learner_module}
 
 
 def save_checkpoint(algo: Any, path: str, **extra: Any) -> str:
