@@ -55,7 +55,7 @@ def _obs_space(size: int, actions: int) -> gymnasium.spaces.Dict:
 
 class NertzRLlibEnv(MultiAgentEnv):
     """Nertz as an RLlib ``MultiAgentEnv`` over ``num_tables`` batched tables. ``config``: the ``env_config``
-    (docs/guides/rllib.md; RLlib passes an ``EnvContext``); ``render_mode="ansi"``: ``render()`` gives the text."""
+    (docs/guides/rllib.md; RLlib passes an ``EnvContext``). ``render_mode="ansi"``: ``render()`` is text."""
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
@@ -198,8 +198,8 @@ class NertzRLlibEnv(MultiAgentEnv):
 
 
 class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
-    """Shared-policy self-play for RLlib's single-agent env runner: every seat of ``num_tables`` tables is one
-    sub-environment of a Gymnasium vector env (``ppo_config(..., single_agent=True)``; docs/guides/rllib.md)."""
+    """Shared-policy self-play for RLlib's single-agent env runner: every seat of ``num_tables`` tables is
+    one sub-environment of a Gymnasium vector env (``ppo_config(..., single_agent=True)``; the guide)."""
 
     metadata = {"autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP}
 
@@ -293,8 +293,9 @@ class NertzPPOConfig(PPOConfig):
 
 
 #: nertz-env's values of ``PPOConfig.training``'s options in :func:`ppo_config` (its keywords override them)
-TRAINING: dict[str, Any] = {"minibatch_size": 512, "num_epochs": 4, "lr": 3e-4, "gamma": 0.995, "lambda_": 0.95,
-                            "clip_param": 0.2, "entropy_coeff": 0.01, "vf_loss_coeff": 0.5, "grad_clip": 0.5}
+TRAINING: dict[str, Any] = {"minibatch_size": 512, "num_epochs": 4, "lr": 3e-4, "gamma": 0.995,
+                            "lambda_": 0.95, "clip_param": 0.2, "entropy_coeff": 0.01, "vf_loss_coeff": 0.5,
+                            "grad_clip": 0.5}
 
 
 def ppo_config(
@@ -314,7 +315,7 @@ def ppo_config(
     """A ready ``PPOConfig``: the Nertz env, RLlib's ``ActionMaskingTorchRLModule``, shared-policy self-play
     (every seat is ``"learner"``) or, with ``league``, snapshots and scripted opponents. ``env_config`` is
     checked now (``ValueError`` before Ray starts); ``training``: ``PPOConfig.training``'s options over
-    :data:`TRAINING`. What the batch sizes count, ``single_agent`` and ``fast_sampling``: docs/guides/rllib.md."""
+    :data:`TRAINING`. The batch sizes' units, ``single_agent``, ``fast_sampling``: docs/guides/rllib.md."""
     # imported here: the module logs an RLlib deprecation warning when imported
     from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
 

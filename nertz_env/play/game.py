@@ -70,10 +70,10 @@ class TickResult:
 
 
 class PlayGame:
-    """A person at ``seat`` and ``bots`` at the other seats (in seat order, shown and recorded as ``bot_names``),
-    one episode of a fresh ``env`` dealt from ``seed`` (which seeds the bots too), each game's replay in
-    ``replay_dir`` (None: none). A replay that cannot be written never stops the game: :attr:`record_error`
-    says why and :attr:`record_notes` gets a message for the server to tell (docs/guides/replays.md)."""
+    """A person at ``seat`` and ``bots`` at the other seats (in seat order, shown and recorded as
+    ``bot_names``), one episode of a fresh ``env`` dealt from ``seed`` (which seeds the bots too), each game's
+    replay in ``replay_dir`` (None: none). A replay that cannot be written never stops the game:
+    :attr:`record_error` says why, :attr:`record_notes` a message for the server (docs/guides/replays.md)."""
 
     def __init__(
         self,

@@ -21,8 +21,8 @@ from nertz_env.extras import install_command
 #: One colour per seat: Okabe & Ito's colour-blind-safe set, with grey for its black.
 SEAT_COLOURS = ("#d55e00", "#56b4e9", "#f0e442", "#cc79a7", "#009e73", "#e69f00", "#0072b2", "#bbbbbb")
 
-#: The text colour on each seat's colour (its panel header): white or near-black, whichever has the higher WCAG
-#: contrast on it.
+#: The text colour on each seat's colour (its panel header): white or near-black, whichever has the higher
+#: WCAG contrast on it.
 SEAT_INK = ("#111111", "#111111", "#111111", "#111111", "#111111", "#111111", "#ffffff", "#111111")
 
 # Card and layout sizes, in SVG units (one unit is one pixel of the raster at scale 1).
@@ -180,7 +180,7 @@ def card_id(text: str) -> str:
 
 @functools.cache
 def card_symbol(text: str) -> str:
-    """The ``<symbol>`` drawing the card ``text`` (any text of :mod:`nertz_env.cards`; ``"back"`` its back)."""
+    """The ``<symbol>`` drawing the card ``text`` (a text of :mod:`nertz_env.cards`; ``"back"`` its back)."""
     if text == "back":
         return _BACK
     joker = text.startswith("*")
@@ -222,7 +222,8 @@ _BACK = (
 @dataclass
 class TableDrawing:
     """A drawing in parts: ``head`` (the ``<svg>`` tag), ``body`` (title, lake, seats, in order), the card
-    texts used (``"back"`` too; their symbols go in ``<defs>``) and the size. The replay page stores each distinct part once."""
+    texts used (``"back"`` too; their symbols go in ``<defs>``) and the size. The replay page stores each
+    distinct part once."""
 
     width: int
     height: int
@@ -473,8 +474,8 @@ def draw_table(
 
 def table_svg(snap: Mapping[str, Any], **options: Any) -> str:
     """The table of ``snap`` (``env.snapshot()``) as one SVG document; ``options``: :func:`draw_table`'s
-    (``seat_names``, default ``player_0``...; ``fan``, cards each work pile has room for, default ``ENV_FAN`` as
-    ``env.render()``, longer piles squeeze; ``interactive`` and ``highlight``: docs/guides/replays.md)."""
+    (``seat_names``, default ``player_0``...; ``fan``, cards each work pile has room for, default ``ENV_FAN``
+    as ``env.render()``, longer piles squeeze; ``interactive`` and ``highlight``: docs/guides/replays.md)."""
     return draw_table(snap, **options).svg()
 
 

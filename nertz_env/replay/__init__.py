@@ -180,10 +180,10 @@ class ReplayWriter:
 
 
 class RecordReplay:
-    """A ``parallel_env`` that records every episode it plays as a ``nertz-replay/1`` file at ``path``; a path
-    with ``{episode}`` gives each episode its own file (docs/guides/replays.md). ``agents``: a name per seat for
-    the header (default the env's agent names); ``meta``: anything JSON-ready for it. Every other attribute is
-    the wrapped env's."""
+    """A ``parallel_env`` that records every episode it plays as a ``nertz-replay/1`` file at ``path``; a
+    path with ``{episode}`` gives each episode its own file (docs/guides/replays.md). ``agents``: a name per
+    seat for the header (default the env's agent names); ``meta``: anything JSON-ready for it. Every other
+    attribute is the wrapped env's."""
 
     def __init__(
         self,
@@ -212,14 +212,12 @@ class RecordReplay:
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
         if self.writer is not None:
             self.writer.close()
-        if "{episode" in self.path_pattern:
-            path = self.path_pattern.format(episode=self.episode)
-        elif self.episode > 0:
+        numbered = "{episode" in self.path_pattern
+        if not numbered and self.episode > 0:
             raise ValueError(
                 f"RecordReplay path {self.path_pattern!r} has no {{episode}} field: one file records one episode"
             )
-        else:
-            path = self.path_pattern
+        path = self.path_pattern.format(episode=self.episode) if numbered else self.path_pattern
         out = self.env.reset(seed=seed, options=options)
         meta = dict(self.meta)
         if seed is not None:
@@ -271,9 +269,6 @@ class TickLines(Sequence[dict[str, Any]]):
 
     def __len__(self) -> int:
         return len(self.lines)
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return (json.loads(x) for x in self.lines)
 
 
 @dataclass
@@ -488,10 +483,10 @@ def round_end_table(before: dict[str, Any], actions: Sequence[int]) -> dict[str,
 
 @dataclass
 class Frame:
-    """One picture of a replayed game: ``kind`` ``"deal"`` (the opening, ``rec`` None), ``"tick"`` (the table
-    after tick ``rec``), or ``"round_end"`` (a round of a match that goes on, as it ended) then ``"next_deal"``.
-    On a round's end, ``round_end`` holds per seat the round's scoring part of the reward: ``{"reward": bonus -
-    penalty x cards left (per team with teams), "left": Nertz cards left, "bonus": ...}``."""
+    """One picture of a replayed game: ``kind`` ``"deal"`` (the opening, ``rec`` None), ``"tick"`` (the
+    table after tick ``rec``), or ``"round_end"`` (a round of a match that goes on, as it ended) then
+    ``"next_deal"``. On a round's end, ``round_end`` holds per seat the round's scoring part of the reward:
+    ``{"reward": bonus - penalty x cards left (per team with teams), "left": Nertz cards left, "bonus": ...}``."""
 
     kind: str
     rec: dict[str, Any] | None

@@ -122,10 +122,11 @@ def page_html(rep: Replay, title: str | None = None) -> str:
             ticks.append(tick)
             if rec.get("il") or rec.get("lr"):
                 marks.append((i, "error" if rec.get("il") else "warn"))
-        kinds.append([f.kind, len(ticks) - 1, int(f.snapshot["round"]), int(f.snapshot["tick"])])
-        snap = f.snapshot  # on a round's last frame the match score says it all
-        series.append([int(x) for x in rec["match"]] if rec is not None and "match" in rec else
-                      [int(pl["match_score"]) + r for pl, r in zip(snap["players"], round_so_far(snap), strict=True)])
+        snap = f.snapshot
+        kinds.append([f.kind, len(ticks) - 1, int(snap["round"]), int(snap["tick"])])
+        scores = [int(p["match_score"]) + r for p, r in zip(snap["players"], round_so_far(snap), strict=True)]
+        # on a round's last frame the match score says it all
+        series.append([int(x) for x in rec["match"]] if rec is not None and "match" in rec else scores)
     last = fr_list[-1].snapshot
     rounds = int(last["round"]) + 1
     data = {
