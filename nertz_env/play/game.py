@@ -40,7 +40,7 @@ HUMAN_REPLAY_NAME = "human"
 
 
 class MoveError(ValueError):
-    """A move the server refuses; the message is shown to the person as it is."""
+    """A move or message the server refuses; the message is shown to the person as it is."""
 
 
 @dataclass

@@ -321,31 +321,32 @@ class TableServer:
 
     # ------------------------------------------------------------------ messages
     async def handle(self, ws: WebSocket, text: str | None) -> None:
-        """One message from a tab; anything refused gets an error message, never an exception."""
-        if text is None:
-            self.error(ws, "malformed message: send JSON text, not binary data")
-            return
-        if len(text) > MAX_MESSAGE:
-            self.error(ws, f"malformed message: longer than {MAX_MESSAGE} characters")
-            return
-        try:
-            msg = json.loads(text)
-        except (ValueError, RecursionError):
-            self.error(ws, "malformed message: not JSON (send e.g. {\"type\": \"move\", \"action\": 1})")
-            return
-        if not isinstance(msg, dict):
-            self.error(ws, "malformed message: send a JSON object such as {\"type\": \"wait\"}")
-            return
+        """One message from a tab; anything refused (a :class:`MoveError`) gets an error message, never an
+        exception."""
         handlers = {"move": self._move, "wait": self._wait, "pause": self._pause, "new_game": self._new_game}
-        kind = msg.get("type")
-        if not isinstance(kind, str) or kind not in handlers:
-            self.error(ws, f"malformed message: 'type' must be one of {', '.join(handlers)}, got {short(kind)}")
-        elif ws is not self.player:
-            self.error(ws, "this tab is a spectator: the seat is played in another tab")
-        elif self.failure is not None:
-            self.error(ws, self.failure)
-        else:
+        try:
+            if text is None:
+                raise MoveError("malformed message: send JSON text, not binary data")
+            if len(text) > MAX_MESSAGE:
+                raise MoveError(f"malformed message: longer than {MAX_MESSAGE} characters")
+            try:
+                msg = json.loads(text)
+            except (ValueError, RecursionError):
+                example = '{"type": "move", "action": 1}'
+                raise MoveError(f"malformed message: not JSON (send e.g. {example})") from None
+            if not isinstance(msg, dict):
+                raise MoveError("malformed message: send a JSON object such as {\"type\": \"wait\"}")
+            kind = msg.get("type")
+            if not isinstance(kind, str) or kind not in handlers:
+                kinds = ", ".join(handlers)
+                raise MoveError(f"malformed message: 'type' must be one of {kinds}, got {short(kind)}")
+            if ws is not self.player:
+                raise MoveError("this tab is a spectator: the seat is played in another tab")
+            if self.failure is not None:
+                raise MoveError(self.failure)
             await handlers[kind](ws, msg)
+        except MoveError as e:
+            self.error(ws, str(e))
 
     async def _move(self, ws: WebSocket, msg: dict[str, Any]) -> None:
         g = self.game
@@ -357,14 +358,9 @@ class TableServer:
                 if is_seat and 0 <= seat < len(g.names)
                 else f"there is no seat {short(seat)}"
             )
-            self.error(ws, f"{who}; you play seat {g.seat}")
-            return
+            raise MoveError(f"{who}; you play seat {g.seat}")
         async with self.lock:  # a move is checked against the table as it is between ticks
-            try:
-                action = g.check_action(msg.get("action"))
-            except MoveError as e:
-                self.error(ws, str(e))
-                return
+            action = g.check_action(msg.get("action"))
             if self.step:
                 await self._tick_locked(action)
                 return
@@ -377,8 +373,7 @@ class TableServer:
     async def _wait(self, ws: WebSocket, msg: dict[str, Any]) -> None:
         async with self.lock:
             if self.game.done:
-                self.error(ws, "the game is over; start a new game to play again")
-                return
+                raise MoveError("the game is over; start a new game to play again")
             if self.step:
                 await self._tick_locked(None)
                 return
@@ -388,8 +383,7 @@ class TableServer:
 
     async def _pause(self, ws: WebSocket, msg: dict[str, Any]) -> None:
         if self.step:
-            self.error(ws, "step mode has no clock to pause: the table waits for your moves")
-            return
+            raise MoveError("step mode has no clock to pause: the table waits for your moves")
         async with self.lock:  # a tick in flight ends before the pause is told
             self.paused = not self.paused
         self.broadcast({"type": "info", "message": "paused" if self.paused else "the clock runs again",
@@ -398,8 +392,7 @@ class TableServer:
     async def _new_game(self, ws: WebSocket, msg: dict[str, Any]) -> None:
         now = asyncio.get_running_loop().time()
         if now - self.dealt_at < self.new_game_interval:
-            self.error(ws, f"a new game was dealt less than {self.new_game_interval:g} s ago: one at a time")
-            return
+            raise MoveError(f"a new game was dealt less than {self.new_game_interval:g} s ago: one at a time")
         self.dealt_at = now
         async with self.lock:
             old = self.game.replay_file
