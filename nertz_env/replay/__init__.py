@@ -16,7 +16,7 @@ import stat
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any
 
 from nertz_env._text import cut, short
 from nertz_env.actions import action_table
@@ -258,14 +258,8 @@ class TickLines(Sequence[dict[str, Any]]):
     def __init__(self) -> None:
         self.lines: list[bytes] = []
 
-    @overload
-    def __getitem__(self, i: int) -> dict[str, Any]: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
-    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        if isinstance(i, slice):
-            return [json.loads(x) for x in self.lines[i]]
-        return json.loads(self.lines[i])
+    def __getitem__(self, i: Any) -> Any:  # a record, or a list of them for a slice
+        return [json.loads(x) for x in self.lines[i]] if isinstance(i, slice) else json.loads(self.lines[i])
 
     def __len__(self) -> int:
         return len(self.lines)
