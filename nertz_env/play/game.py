@@ -34,10 +34,6 @@ from nertz_env.infos import round_end_name
 from nertz_env.replay import ReplayWriter
 from nertz_env.snapshot import round_so_far
 
-HUMAN_NAME = "you"
-#: the person's seat in the replay's header
-HUMAN_REPLAY_NAME = "human"
-
 
 class MoveError(ValueError):
     """A move or message the server refuses; the message is shown to the person as it is."""
@@ -93,12 +89,11 @@ class PlayGame:
         others = [s for s in range(n) if s != seat]
         self.bots: dict[int, Agent] = dict(zip(others, bots, strict=True))
         names = dict(zip(others, bot_names, strict=True))
-        #: per seat: the agent spec (``HUMAN_NAME`` for the person), as the replay's header keeps it
-        self.specs = [str(names.get(s, HUMAN_NAME)) for s in range(n)]
-        #: per seat: the name on the table (a spec that sits at several seats gets the seat's number)
-        self.names = [
-            f"{spec} {s}" if s != seat and self.specs.count(spec) > 1 else spec for s, spec in enumerate(self.specs)
-        ]
+        #: per seat: the agent spec (``"human"`` for the person), as the replay's header keeps it
+        self.specs = [str(names.get(s, "human")) for s in range(n)]
+        #: per seat: the name on the table: "you" for the person, a spec at several seats with its seat number
+        self.names = ["you" if s == seat else f"{spec} {s}" if self.specs.count(spec) > 1 else spec
+                      for s, spec in enumerate(self.specs)]
         self.agent_ids = list(env.possible_agents)
         self.replay_dir = replay_dir
         self.writer: ReplayWriter | None = None
@@ -134,10 +129,9 @@ class PlayGame:
         self.replay_file = self.record_error = None
         if self.replay_dir is not None:
             path = replay_path(self.replay_dir, self.seed)
-            names = [HUMAN_REPLAY_NAME if s == self.seat else n for s, n in enumerate(self.specs)]
             meta = {"tool": "nertz-play", "seed": self.seed, "human_seat": self.seat}
             try:
-                self.writer = ReplayWriter(path, self.config.to_dict(), self.env.snapshot(), names, meta)
+                self.writer = ReplayWriter(path, self.config.to_dict(), self.env.snapshot(), self.specs, meta)
                 self.replay_file = path
             except OSError as e:
                 self._record_failed(f"cannot create the replay of this game: {_os_error(e)}; the game is not "
