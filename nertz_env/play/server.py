@@ -195,9 +195,8 @@ class TableServer:
         }
 
     def _pending_move(self) -> dict[str, Any] | None:
-        if self.pending is None:
-            return None
-        return {"action": self.pending, "words": self.game.table.describe(self.pending)}
+        a = self.pending
+        return None if a is None else {"action": a, "words": self.game.table.describe(a)}
 
     # ------------------------------------------------------------------ sending (never awaited by the table)
     def send(self, ws: WebSocket, message: dict[str, Any]) -> None:
@@ -214,8 +213,10 @@ class TableServer:
                     message = {**message, "events": [*old.get("events", []), *message.get("events", [])]}
                     break
         q.append(message)
-        if len(q) > MAX_QUEUE:
-            self._drop(tab, f"{len(q)} messages wait for it")
+        if len(q) > MAX_QUEUE:  # it does not take what it is sent: forget it (its connection ends at a ping)
+            who = "playing" if ws is self.player else "watching"
+            self.log(f"dropped a {who} tab that does not read ({len(q)} messages wait); the table goes on")
+            self.disconnect(ws)
             return
         tab.sent.clear()
         tab.wake.set()
@@ -243,13 +244,6 @@ class TableServer:
 
     def error(self, ws: WebSocket, message: str) -> None:
         self.send(ws, {"type": "error", "message": message})
-
-    def _drop(self, tab: _Tab, why: str) -> None:
-        """A tab whose connection does not take what it is sent: forget it (the next tab plays the seat). Its
-        connection ends when it answers no ping (:mod:`nertz_env.play.limits`)."""
-        was_player = tab.ws is self.player
-        self.log(f"dropped a {'playing' if was_player else 'watching'} tab that does not read ({why}); the table goes on")
-        self.disconnect(tab.ws)
 
     @staticmethod
     def _forget(tab: _Tab) -> None:
