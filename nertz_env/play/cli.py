@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from nertz_env._text import plain, short
-from nertz_env.cli import EXIT_USAGE, Parser, UsageError, add_rule_flag, advice, at_least, refuse
+from nertz_env.cli import Parser, UsageError, add_rule_flag, advice, at_least, refuse
 from nertz_env.extras import install_command
 
 DEFAULT_TICK_MS = 1500
@@ -234,15 +234,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sock = _bind(args.host, args.port)
     except UsageError as e:
         return refuse("nertz-play", e)
-    try:
-        import uvicorn
-        import websockets  # noqa: F401  (uvicorn serves websockets only when a library for them is installed)
+    # a missing play extra is the command's one line (commands.run)
+    import uvicorn
+    import websockets  # noqa: F401  (uvicorn serves websockets only when a library for them is installed)
 
-        from nertz_env.play.server import create_app
-    except ImportError as e:
-        sock.close()
-        print(f"nertz-play: error: needs the play extra (no module named {e.name!r}): {install_command('play')}", file=sys.stderr)
-        return EXIT_USAGE
+    from nertz_env.play.server import create_app
 
     print("nertz-play: dealing (the first run compiles the rules engine, up to a minute) ...", flush=True)
     table = make_table_server(built, args.seat, args.step)
