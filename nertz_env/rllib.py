@@ -74,12 +74,11 @@ class NertzRLlibEnv(MultiAgentEnv):
         obs_space = _obs_space(self._venv.obs_layout.size, self._venv.actions.n)
         act_space: gymnasium.spaces.Space = gymnasium.spaces.Discrete(self._venv.actions.n)
         prefix = [f"t{t}_" if s.num_tables > 1 else "" for t in range(s.num_tables)]  # t{k}_player_{i}, or player_{i}
-        self._names = [[f"{prefix[t]}player_{p}" for p in range(n)] for t in range(s.num_tables)]
-        self.possible_agents = [a for row in self._names for a in row]
+        self._index = {f"{prefix[t]}player_{p}": (t, p) for t in range(s.num_tables) for p in range(n)}
+        self.possible_agents = list(self._index)
         self.agents: list[str] = []
         self.observation_spaces = dict.fromkeys(self.possible_agents, obs_space)
         self.action_spaces = dict.fromkeys(self.possible_agents, act_space)
-        self._index = {a: (t, p) for t, row in enumerate(self._names) for p, a in enumerate(row)}
         # the league: per table and seat, None (exposed to RLlib) or a scripted agent playing inside
         self._specs = list(s.opponents)
         w = np.array([s.opponents[k] for k in self._specs] + [s.module_opponents], dtype=np.float64)
@@ -112,8 +111,8 @@ class NertzRLlibEnv(MultiAgentEnv):
         self._started = True
         self._seat_opponents()
         self._live_tables[:] = True
-        names, scripted = self._names, self._scripted  # RLlib sees the seats no scripted agent plays
-        self.agents = [a for t, row in enumerate(names) for p, a in enumerate(row) if scripted[t][p] is None]
+        # RLlib sees the seats no scripted agent plays
+        self.agents = [a for a, (t, p) in self._index.items() if self._scripted[t][p] is None]
         none = {"illegal": False, "lost_race": False, "round_end": 0, "score": 0}  # the info schema's "none yet"
         return self._obs(self.agents), {a: dict(none) for a in self.agents}
 
