@@ -31,14 +31,11 @@ DEFAULT_SCALE = 1.0
 
 
 def _highlight(rec: dict[str, Any] | None) -> dict[str, Any]:
-    if rec is None:
-        return {}
-    seats: dict[int, tuple[str, str]] = {}
-    for p in rec.get("lr", []):
-        seats[p] = ("lost race", "warn")
-    for p in rec.get("il", []):
-        seats[p] = ("illegal action", "error")
-    return {"seats": seats} if seats else {}
+    """A tick's banners: lost races, and illegal actions over them."""
+    rec = rec or {}
+    seats = dict.fromkeys(rec.get("lr", []), ("lost race", "warn"))
+    seats.update(dict.fromkeys(rec.get("il", []), ("illegal action", "error")))
+    return {"seats": seats}
 
 
 def build_frames(rep: Replay) -> tuple[list[Frame], int]:
@@ -304,8 +301,7 @@ def run(args: argparse.Namespace) -> int:
             )
         if args.output:
             page = page_html(rep, args.title)
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(page)
+            Path(args.output).write_text(page, encoding="utf-8")
             print(f"nertz-replay: wrote {args.output} ({len(rep.ticks)} ticks, {len(page.encode()) / 1024:.0f} KB)")
         for path, kind in ((args.gif, "gif"), (args.mp4, "mp4")):
             if path:
