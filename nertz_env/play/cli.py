@@ -7,6 +7,7 @@ code 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import os
 import secrets
@@ -259,16 +260,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if local_url != url:
         print(f"nertz-play: on this machine: {local_url}")
     print(f"nertz-play: replay: {table.game.replay_file}", flush=True)
-    config = server_config(create_app(table, hosts, token))
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(server_config(create_app(table, hosts, token)))
     if not args.no_browser:  # the socket listens already: the page's request waits for the server
         threading.Thread(target=webbrowser.open, args=(local_url,), daemon=True).start()
-    try:
+    # a Ctrl-C: uvicorn shuts down (the replay is closed), then re-raises it
+    with sock, contextlib.suppress(KeyboardInterrupt):
         server.run(sockets=[sock])
-    except KeyboardInterrupt:  # uvicorn shuts down (the replay is closed), then re-raises the Ctrl-C
-        pass
-    finally:
-        sock.close()
     print(f"nertz-play: stopped after tick {table.game.env.tick}; replay: {table.game.replay_file}", flush=True)
     return 0
 
