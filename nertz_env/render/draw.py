@@ -1,8 +1,6 @@
-"""The one drawing of a Nertz table: a snapshot as SVG (:func:`table_svg`), and the same SVG rasterized to an
-RGB array with resvg (:func:`table_rgb`, the render extra), so ``table_rgb(env.snapshot())`` is
-``env.render()``'s picture. Letters and suits are SVG paths (a small stroke font below): no drawing depends on
-installed fonts. What a drawing shows, its ``interactive`` data attributes and ``highlight``:
-docs/guides/replays.md ("A picture of any table").
+"""The one drawing of a Nertz table: a snapshot as SVG (:func:`table_svg`), rasterized with resvg by
+:func:`table_rgb` (``env.render()``'s picture); letters and suits are SVG paths (the stroke font below).
+What it shows, ``interactive`` and ``highlight``: docs/guides/replays.md ("A picture of any table").
 """
 
 from __future__ import annotations
