@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from nertz_env.actions import action_table
 from nertz_env.cli import Parser, UsageError, refuse
 from nertz_env.config import make_config
@@ -174,12 +176,11 @@ def _progress(k: int, total: int, what: str) -> None:
 
 def _gif_palette(first: Any, last: Any) -> Any:
     """One 256-colour palette for the whole GIF, from the first and last frames and the seat and banner colours."""
-    import numpy as np
     from PIL import Image
 
     from nertz_env.render.draw import KIND_COLOURS
 
-    swatch = [SEAT_COLOURS[p] for p in range(len(SEAT_COLOURS))] + list(KIND_COLOURS.values()) + ["#ffe14d"]
+    swatch = [*SEAT_COLOURS, *KIND_COLOURS.values(), "#ffe14d"]
     rgb = np.array([[int(c[i : i + 2], 16) for i in (1, 3, 5)] for c in swatch], dtype=np.uint8)
     strip = np.repeat(rgb[None, :, :], 8, axis=0).repeat(8, axis=1)
     w = max(first.shape[1], strip.shape[1])
@@ -195,7 +196,6 @@ def write_animation(rep: Replay, path: str, fps: float, scale: float, kind: str)
     """Write a GIF or MP4 of every frame (progress on stderr); returns the number of frames."""
     try:
         import imageio.v2 as imageio
-        import numpy as np
     except ImportError:
         raise UsageError(f"animations need imageio: {install_command('render')}") from None
     svgs = [d.svg() for d in _drawings(rep)[1]]
