@@ -102,14 +102,7 @@ class PlayGame:
         self.record_error: str | None = None
         #: recording problems not told yet (the server takes them after each tick and each new game)
         self.record_notes: list[str] = []
-        self.obs: dict[str, dict[str, np.ndarray]] = {}
-        self.last: TickResult | None = None
-        self.history: list[TickResult] = []
-        self.done = False
-        self.round_scores: list[list[int]] = []
-        self._mask = np.zeros(self.table.n, dtype=np.int8)
-        self._moves: list[dict[str, Any]] = []
-        self.reset()
+        self.reset()  # the deal and the state of the game: observations, the last tick, the history, scores
 
     # ------------------------------------------------------------------ lifecycle
     def reset(self, seed: int | None = None) -> None:
@@ -117,14 +110,14 @@ class PlayGame:
         self.close()
         if seed is not None:
             self.seed = int(seed)
-        self.obs, _ = self.env.reset(seed=self.seed)
+        self.obs: dict[str, dict[str, np.ndarray]] = self.env.reset(seed=self.seed)[0]
         bot_seeds = np.random.SeedSequence(self.seed).generate_state(self.config.num_players, np.uint32)
         for s, bot in self.bots.items():
             bot.reset(self.config, s, int(bot_seeds[s]))
-        self.last = None
-        self.history = []
+        self.last: TickResult | None = None
+        self.history: list[TickResult] = []
         self.done = not self.env.agents
-        self.round_scores = []
+        self.round_scores: list[list[int]] = []
         self._refresh()
         self.replay_file = self.record_error = None
         if self.replay_dir is not None:
@@ -162,11 +155,9 @@ class PlayGame:
     # ------------------------------------------------------------------ the person's moves
     def _refresh(self) -> None:
         me = self.agent_ids[self.seat]
-        if me in self.obs:
-            self._mask = self.obs[me]["action_mask"].copy()
-        else:
-            self._mask = np.zeros(self.table.n, dtype=np.int8)
-        self._moves = [self._describe(int(a)) for a in np.flatnonzero(self._mask) if a != WAIT]
+        self._mask = self.obs[me]["action_mask"].copy() if me in self.obs else np.zeros(self.table.n, np.int8)
+        legal = np.flatnonzero(self._mask)
+        self._moves: list[dict[str, Any]] = [self._describe(int(a)) for a in legal if a != WAIT]
         if any(m["kind"] == "flip" for m in self._moves):  # say which of the two a flip does now
             stock = len(self.env.snapshot()["players"][self.seat]["stock"])
             words = f"flip {self.config.draw} from the stock" if stock else "turn the waste over as the stock"
