@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nertz_env._text import cut, short
-from nertz_env.actions import action_table
 from nertz_env.config import make_config
 from nertz_env.environment import NertzParallelEnv
 from nertz_env.infos import ROUND_END_NAMES, round_end_name
@@ -81,7 +80,6 @@ class ReplayWriter:
     ) -> None:
         self.path = os.fspath(path)
         self._gz = self.path.endswith(".gz")
-        self.table = action_table(make_config(**config))
         # a plain file unbuffered (each line is on disk when step returns); a gzip file through a buffer
         self._raw: Any = open(self.path, "wb", buffering=-1 if self._gz else 0)  # noqa: SIM115
         self._file: Any = gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=9) if self._gz else self._raw
@@ -131,10 +129,10 @@ class ReplayWriter:
         """One step of ``env``, from what each seat asked for (-1: None) and the step's rewards and infos; the
         closing line too when the step ended the game."""
         names = env.possible_agents
-        n = self.table.n
+        table = env.actions
         snap = env.snapshot()
         rec: dict[str, Any] = {"t": int(env.tick), "a": list(asked),
-                               "n": [self.table.name(a) if 0 <= a < n else "?" for a in asked]}
+                               "n": [table.name(a) if 0 <= a < table.n else "?" for a in asked]}
         for key, flag in (("il", "illegal"), ("lr", "lost_race")):
             if seats := [p for p, a in enumerate(names) if infos[a][flag]]:
                 rec[key] = seats
