@@ -258,14 +258,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _check_out(path: str, flag: str, suffix: str) -> None:
-    if not path.lower().endswith(suffix):
-        raise UsageError(f"{flag} must name a {suffix} file, got {path!r}")
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d):
-        raise UsageError(f"{flag}: the directory {d!r} does not exist")
-
-
 def run(args: argparse.Namespace) -> int:
     if not (args.output or args.gif or args.mp4):
         raise UsageError("nothing to write: give -o PAGE.html, --gif OUT.gif or --mp4 OUT.mp4")
@@ -286,8 +278,10 @@ def run(args: argparse.Namespace) -> int:
     if not 0.1 <= args.scale <= 4:
         raise UsageError(f"--scale must be from 0.1 to 4, got {args.scale}")
     for path, flag, suffix in ((args.output, "-o", ".html"), (args.gif, "--gif", ".gif"), (args.mp4, "--mp4", ".mp4")):
-        if path:
-            _check_out(path, flag, suffix)
+        if path and not path.lower().endswith(suffix):
+            raise UsageError(f"{flag} must name a {suffix} file, got {path!r}")
+        if path and not os.path.isdir(folder := os.path.dirname(os.path.abspath(path))):
+            raise UsageError(f"{flag}: the directory {folder!r} does not exist")
     try:
         rep = load_replay(args.file)
         cut = rep.incomplete()
