@@ -261,20 +261,6 @@ class TableServer:
                        "mode": mode, "tick_ms": self.tick_ms, "replay": g.replay_file})
         self.send(ws, {**self._state(g.last), "role": role})
 
-    async def connect(self, ws: WebSocket) -> _Tab:
-        await ws.accept()
-        tab = _Tab(ws)
-        g = self.game
-        async with self.lock:  # between ticks
-            self.tabs[ws] = tab
-            if ws is self.player:
-                others = ", ".join(n for s, n in enumerate(g.names) if s != g.seat)
-                role, note = "player", f"you play seat {g.seat} against {others}"
-            else:
-                role, note = "spectator", "this game is already played in another tab: this tab watches (moves from it are refused)"
-            self._greet(ws, role, note)
-        return tab
-
     def disconnect(self, ws: WebSocket) -> None:
         """``ws`` is gone: forget it; if it played the seat, the oldest watching tab plays on."""
         was_player = ws is self.player
@@ -300,7 +286,17 @@ class TableServer:
 
     async def serve(self, ws: WebSocket) -> None:
         """The whole life of one tab's websocket; it ends with the tab's sender, so a closed tab leaves no task."""
-        tab = await self.connect(ws)
+        await ws.accept()
+        tab = _Tab(ws)
+        g = self.game
+        async with self.lock:  # between ticks
+            self.tabs[ws] = tab
+            if ws is self.player:
+                others = ", ".join(n for s, n in enumerate(g.names) if s != g.seat)
+                role, note = "player", f"you play seat {g.seat} against {others}"
+            else:
+                role, note = "spectator", "this game is already played in another tab: this tab watches (moves from it are refused)"
+            self._greet(ws, role, note)
         sender = asyncio.create_task(self._send_loop(tab))
         try:
             while True:
