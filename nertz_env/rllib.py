@@ -34,6 +34,7 @@ from nertz_env._rllib_spec import (
     parse_env_config,
 )
 from nertz_env.agent_vector import NertzAgentVectorEnv
+from nertz_env.agents import make_agent
 from nertz_env.config import NertzConfig
 from nertz_env.render import render_text
 from nertz_env.threads import limit_threads
@@ -180,13 +181,10 @@ class NertzRLlibEnv(MultiAgentEnv):
                 if k == len(self._specs):  # a frozen module's seat
                     self._scripted[t][p] = None
                     continue
-                spec = self._specs[k]
-                key = (t, p, spec)
-                agent = self._agents_cache.get(key)
-                if agent is None:
-                    from nertz_env.agents import make_agent
-
-                    agent = self._agents_cache[key] = make_agent(spec)
+                key = (t, p, self._specs[k])
+                if key not in self._agents_cache:
+                    self._agents_cache[key] = make_agent(key[2])
+                agent = self._agents_cache[key]
                 agent.reset(self.config, p, seed=int(self._rng.integers(2**63)))
                 self._scripted[t][p] = agent
 
