@@ -452,9 +452,8 @@ def save_checkpoint(algo: Any, path: str, **extra: Any) -> str:
     path = os.path.abspath(path)
     algo.save_to_path(path)
     spec = parse_env_config(algo.config.env_config)
-    module = LEARNER_MODULE_DIR
-    if not algo.config.is_multi_agent:  # the single-agent route's one module
-        module = os.path.join("learner_group", "learner", "rl_module", DEFAULT_MODULE_ID)
+    single = os.path.join("learner_group", "learner", "rl_module", DEFAULT_MODULE_ID)  # single-agent route
+    module = LEARNER_MODULE_DIR if algo.config.is_multi_agent else single
     with open(os.path.join(path, META_FILE), "w", encoding="utf-8") as f:
         json.dump(checkpoint_meta(spec.config, module, **extra), f, indent=2, sort_keys=True)
         f.write("\n")

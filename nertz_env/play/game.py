@@ -247,8 +247,7 @@ class PlayGame:
             result.round_end = end
             result.scores = [int(infos[i]["score"]) for i in ids]
             self.round_scores.append(result.scores)
-        result.done = not self.env.agents
-        self.done = result.done
+        self.done = result.done = not self.env.agents
         me = moves[self.seat]
         if me.illegal:
             result.events.append(f"your move was not legal when the tick came: {me.words} (you waited)")
