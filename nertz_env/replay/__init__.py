@@ -325,9 +325,6 @@ def _lines(path: str, stream: Any, max_bytes: int) -> Iterator[tuple[int, bytes]
             yield k, line
 
 
-_HASH = re.compile(r"[0-9a-f]{8}")
-
-
 def _seats(n: int, *kinds: type) -> Callable[[Any], bool]:
     """A list of one value per seat, each of one of ``kinds`` (JSON's types exactly: a bool is no int)."""
     return lambda v: type(v) is list and len(v) == n and all(type(x) in kinds for x in v)
@@ -354,7 +351,8 @@ def _schema(n: int) -> dict[str, tuple[Callable[[Any], bool], str]]:
         "score": (_seats(n, int), f"{n} integers (one per seat)"),
         "match": (_seats(n, int), f"{n} integers (one per seat)"),
         "end_table": (lambda v: isinstance(v, dict), "a table (a nertz-snapshot/1 object)"),
-        "h": (lambda v: type(v) is str and _HASH.fullmatch(v) is not None, "the table's hash, 8 hex digits"),
+        "h": (lambda v: type(v) is str and re.fullmatch("[0-9a-f]{8}", v) is not None,
+              "the table's hash, 8 hex digits"),
         # the closing line
         "final": (lambda v: isinstance(v, dict), "the closing table"),
         "stopped": (lambda v: isinstance(v, str), "text (why the game stopped)"),
