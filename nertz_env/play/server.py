@@ -242,9 +242,6 @@ class TableServer:
         for ws in list(self.tabs):
             self.send(ws, {**message, "role": "player" if ws is player else "spectator"})
 
-    def error(self, ws: WebSocket, message: str) -> None:
-        self.send(ws, {"type": "error", "message": message})
-
     @staticmethod
     def _forget(tab: _Tab) -> None:
         tab.gone = True
@@ -336,7 +333,7 @@ class TableServer:
                 raise MoveError(self.failure)
             await handlers[kind](ws, msg)
         except MoveError as e:
-            self.error(ws, str(e))
+            self.send(ws, {"type": "error", "message": str(e)})
 
     async def _move(self, ws: WebSocket, msg: dict[str, Any]) -> None:
         g = self.game
