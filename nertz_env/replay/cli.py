@@ -1,4 +1,5 @@
-"""``nertz-replay``: a recorded game (``nertz-replay/1``) as a self-contained HTML page, a GIF or an MP4.
+"""``nertz-replay``: a recorded game (``nertz-replay/1``, from ``nertz-eval --replays`` or
+:class:`nertz_env.replay.RecordReplay`) as a self-contained HTML page that opens from disk, a GIF or an MP4.
 
 Guide: docs/guides/replays.md. The file is first replayed through the engine (every tick checked), so what is
 drawn is what the engine does with the recorded actions.
@@ -20,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from nertz_env._text import plain
 from nertz_env.actions import action_table
 from nertz_env.cli import Parser, UsageError, refuse
 from nertz_env.config import make_config
@@ -230,11 +232,7 @@ def write_animation(rep: Replay, path: str, fps: float, scale: float, kind: str)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(
-        prog="nertz-replay",
-        description="Turn a recorded Nertz game (nertz-replay/1, from nertz-eval --replays or "
-        "nertz_env.replay.RecordReplay) into a page that opens from disk, a GIF or an MP4.",
-    )
+    p = Parser(prog="nertz-replay", description=plain((__doc__ or "").split("\n\n")[0]))
     p.add_argument("file", help="a nertz-replay/1 file (.jsonl or .jsonl.gz)")
     p.add_argument("-o", "--output", metavar="PAGE.html", help="write the HTML page here")
     p.add_argument(
