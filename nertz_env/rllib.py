@@ -214,8 +214,7 @@ class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
         self.config = spec.config
         self._env = NertzAgentVectorEnv(tables, copy=False, **spec.config.to_dict())
         self.num_envs = self._env.num_envs
-        o, a = self._env.venv.obs_layout.size, self._env.venv.actions.n
-        self.single_observation_space = _obs_space(o, a)
+        self.single_observation_space = _obs_space(self._env.venv.obs_layout.size, self._env.venv.actions.n)
         self.single_action_space = self._env.single_action_space
         self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, self.num_envs)
         self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, self.num_envs)
