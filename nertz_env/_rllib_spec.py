@@ -38,7 +38,7 @@ class EnvSpec:
 
 
 def parse_env_config(env_config: Mapping[str, Any] | None) -> EnvSpec:
-    """Validate ``env_config`` (see the module doc); every problem is one ``ValueError`` with one line."""
+    """Validate ``env_config`` (docs/guides/rllib.md); every problem is one ``ValueError`` with one line."""
     cfg = dict(env_config or {})
     unknown = sorted(set(cfg) - set(OPTION_NAMES) - set(ENV_KEYS))
     if unknown:

@@ -1,18 +1,8 @@
 """Nertz for Ray RLlib: a multi-agent env with RLlib's action-mask keys, a PPO config, a league, checkpoints.
 
-Guide: docs/guides/rllib.md; infos: :data:`nertz_env.infos.RLLIB`. Needs the ``rllib`` extra (``import
-nertz_env`` never imports Ray). :class:`NertzRLlibEnv`'s ``env_config`` takes every rules option of RULES.md by
-its name, ``num_players``, and (anything else is a ``ValueError``):
-
-* ``num_tables`` (default 1): tables stepped together in one compiled call; agents are then named
-  ``t{k}_player_{i}``. One episode is one deal on every table; a finished table drops out while the others
-  play on.
-* ``learners_per_table`` (default: every seat): seats ``0 .. L-1`` are learners; the others are drawn per
-  table and deal from ``opponents`` (:func:`nertz_env.agents.make_agent` specs with weights, played inside the
-  env) and ``module_opponents`` (the weight of a frozen snapshot chosen by :func:`league_mapping`).
-* ``seed`` (default None): seeds the opponent draws and the scripted agents.
+Guide, with every ``env_config`` key and what :func:`ppo_config`'s batch sizes count: docs/guides/rllib.md;
+infos: :data:`nertz_env.infos.RLLIB`. Needs the ``rllib`` extra (``import nertz_env`` never imports Ray).
 """
-
 from __future__ import annotations
 
 import json
@@ -44,6 +34,7 @@ from nertz_env._rllib_spec import (
     parse_env_config,
 )
 from nertz_env.agent_vector import NertzAgentVectorEnv
+from nertz_env.agents import make_agent
 from nertz_env.config import NertzConfig
 from nertz_env.render import render_text
 from nertz_env.threads import limit_threads
@@ -64,12 +55,8 @@ def _obs_space(size: int, actions: int) -> gymnasium.spaces.Dict:
 
 
 class NertzRLlibEnv(MultiAgentEnv):
-    """Nertz as an RLlib ``MultiAgentEnv`` over ``num_tables`` batched tables (see the module doc).
-
-    Args:
-        config: the ``env_config`` (RLlib passes an ``EnvContext``, a dict with ``worker_index`` etc.).
-        render_mode: ``None`` or ``"ansi"`` (``render()`` returns every table as text).
-    """
+    """Nertz as an RLlib ``MultiAgentEnv`` over ``num_tables`` batched tables. ``config``: the ``env_config``
+    (docs/guides/rllib.md; RLlib passes an ``EnvContext``). ``render_mode="ansi"``: ``render()`` is text."""
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
@@ -88,12 +75,11 @@ class NertzRLlibEnv(MultiAgentEnv):
         obs_space = _obs_space(self._venv.obs_layout.size, self._venv.actions.n)
         act_space: gymnasium.spaces.Space = gymnasium.spaces.Discrete(self._venv.actions.n)
         prefix = [f"t{t}_" if s.num_tables > 1 else "" for t in range(s.num_tables)]  # t{k}_player_{i}, or player_{i}
-        self._names = [[f"{prefix[t]}player_{p}" for p in range(n)] for t in range(s.num_tables)]
-        self.possible_agents = [a for row in self._names for a in row]
+        self._index = {f"{prefix[t]}player_{p}": (t, p) for t in range(s.num_tables) for p in range(n)}
+        self.possible_agents = list(self._index)
         self.agents: list[str] = []
         self.observation_spaces = dict.fromkeys(self.possible_agents, obs_space)
         self.action_spaces = dict.fromkeys(self.possible_agents, act_space)
-        self._index = {a: (t, p) for t, row in enumerate(self._names) for p, a in enumerate(row)}
         # the league: per table and seat, None (exposed to RLlib) or a scripted agent playing inside
         self._specs = list(s.opponents)
         w = np.array([s.opponents[k] for k in self._specs] + [s.module_opponents], dtype=np.float64)
@@ -126,8 +112,8 @@ class NertzRLlibEnv(MultiAgentEnv):
         self._started = True
         self._seat_opponents()
         self._live_tables[:] = True
-        names, scripted = self._names, self._scripted  # RLlib sees the seats no scripted agent plays
-        self.agents = [a for t, row in enumerate(names) for p, a in enumerate(row) if scripted[t][p] is None]
+        # RLlib sees the seats no scripted agent plays
+        self.agents = [a for a, (t, p) in self._index.items() if self._scripted[t][p] is None]
         none = {"illegal": False, "lost_race": False, "round_end": 0, "score": 0}  # the info schema's "none yet"
         return self._obs(self.agents), {a: dict(none) for a in self.agents}
 
@@ -159,25 +145,12 @@ class NertzRLlibEnv(MultiAgentEnv):
         ends = infos["round_end"].tolist()
         was_live = self.agents
         obs = self._obs(was_live)
-        rew: dict[str, float] = {}
-        terms: dict[str, bool] = {}
-        truncs: dict[str, bool] = {}
-        info: dict[str, dict[str, Any]] = {}
-        ended = []
-        for a in was_live:
-            t, p = index[a]
-            rew[a] = float(rewards[t, p])
-            terms[a] = bool(term[t, p])
-            truncs[a] = bool(trunc[t, p])
-            end = ends[t]
-            info[a] = {
-                "illegal": bool(illegal[t, p]),
-                "lost_race": bool(lost[t, p]),
-                "round_end": end,
-                "score": int(score[t, p]) if end else 0,
-            }
-            if terms[a] or truncs[a]:
-                ended.append(t)
+        rew = {a: float(rewards[index[a]]) for a in was_live}
+        terms = {a: bool(term[index[a]]) for a in was_live}
+        truncs = {a: bool(trunc[index[a]]) for a in was_live}
+        info = {a: {"illegal": bool(illegal[t, p]), "lost_race": bool(lost[t, p]), "round_end": ends[t],
+                    "score": int(score[t, p]) if ends[t] else 0} for a in was_live for t, p in [index[a]]}
+        ended = [index[a][0] for a in was_live if terms[a] or truncs[a]]
         if ended:
             self._live_tables[ended] = False
             self.agents = [a for a in was_live if self._live_tables[index[a][0]]]
@@ -208,13 +181,10 @@ class NertzRLlibEnv(MultiAgentEnv):
                 if k == len(self._specs):  # a frozen module's seat
                     self._scripted[t][p] = None
                     continue
-                spec = self._specs[k]
-                key = (t, p, spec)
-                agent = self._agents_cache.get(key)
-                if agent is None:
-                    from nertz_env.agents import make_agent
-
-                    agent = self._agents_cache[key] = make_agent(spec)
+                key = (t, p, self._specs[k])
+                if key not in self._agents_cache:
+                    self._agents_cache[key] = make_agent(key[2])
+                agent = self._agents_cache[key]
                 agent.reset(self.config, p, seed=int(self._rng.integers(2**63)))
                 self._scripted[t][p] = agent
 
@@ -225,13 +195,8 @@ class NertzRLlibEnv(MultiAgentEnv):
 
 
 class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
-    """Shared-policy self-play for RLlib's *single-agent* env runner: every seat of ``num_tables`` tables is one
-    sub-environment of a Gymnasium vector env (:func:`nertz_env.agent_vector_env`).
-
-    RLlib builds it with ``gym_env_vectorize_mode="vector_entry_point"`` and ``num_envs`` =
-    ``num_tables * num_players``. Observations carry RLlib's action-mask keys; ``infos`` is empty. Self-play
-    only: for scripted opponents use :class:`NertzRLlibEnv`.
-    """
+    """Shared-policy self-play for RLlib's single-agent env runner: every seat of ``num_tables`` tables is
+    one sub-environment of a Gymnasium vector env (``ppo_config(..., single_agent=True)``; the guide)."""
 
     metadata = {"autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP}
 
@@ -249,8 +214,7 @@ class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
         self.config = spec.config
         self._env = NertzAgentVectorEnv(tables, copy=False, **spec.config.to_dict())
         self.num_envs = self._env.num_envs
-        o, a = self._env.venv.obs_layout.size, self._env.venv.actions.n
-        self.single_observation_space = _obs_space(o, a)
+        self.single_observation_space = _obs_space(self._env.venv.obs_layout.size, self._env.venv.actions.n)
         self.single_action_space = self._env.single_action_space
         self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, self.num_envs)
         self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, self.num_envs)
@@ -324,6 +288,12 @@ class NertzPPOConfig(PPOConfig):
             self.minibatch_size = minibatch
 
 
+#: nertz-env's values of ``PPOConfig.training``'s options in :func:`ppo_config` (its keywords override them)
+TRAINING: dict[str, Any] = {"minibatch_size": 512, "num_epochs": 4, "lr": 3e-4, "gamma": 0.995,
+                            "lambda_": 0.95, "clip_param": 0.2, "entropy_coeff": 0.01, "vf_loss_coeff": 0.5,
+                            "grad_clip": 0.5}
+
+
 def ppo_config(
     env_config: Mapping[str, Any] | None = None,
     *,
@@ -332,34 +302,16 @@ def ppo_config(
     num_envs_per_env_runner: int = 1,
     rollout_fragment_length: int | str = "auto",
     train_batch_size: int = 4000,
-    minibatch_size: int = 512,
-    num_epochs: int = 4,
-    lr: float = 3e-4,
-    gamma: float = 0.995,
-    lambda_: float = 0.95,
-    clip_param: float = 0.2,
-    entropy_coeff: float = 0.01,
-    vf_loss_coeff: float = 0.5,
-    grad_clip: float | None = 0.5,
     hidden: Sequence[int] = (256, 256),
     seed: int | None = 0,
     single_agent: bool = False,
     fast_sampling: bool = False,
+    **training: Any,
 ) -> Any:
     """A ready ``PPOConfig``: the Nertz env, RLlib's ``ActionMaskingTorchRLModule``, shared-policy self-play
     (every seat is ``"learner"``) or, with ``league``, snapshots and scripted opponents. ``env_config`` is
-    validated now (an unknown option raises ``ValueError`` before Ray starts).
-
-    ``train_batch_size`` counts env steps: one step is a tick of all of an env's tables, so a batch holds
-    ``train_batch_size * num_tables * (agents RLlib sees per table)`` transitions. ``minibatch_size`` counts
-    transitions.
-
-    ``single_agent=True`` (self-play only): RLlib's single-agent route over :class:`NertzRLlibVectorEnv`, one
-    vector env of every seat of ``num_tables`` tables per env runner (leave ``num_envs_per_env_runner`` at 1).
-    The module is RLlib's ``default_policy``; ``train_batch_size`` counts agent steps. ``fast_sampling=True``
-    (``nertz-train --backend rllib`` sets it) samples that route faster with the same results
-    (:class:`FastSamplingPPOConfig`; experiments/bench_rllib_notes.md); it builds on RLlib's internals as of
-    Ray 2.60, the version the ``rllib`` extra pins."""
+    checked now (``ValueError`` before Ray starts); ``training``: ``PPOConfig.training``'s options over
+    :data:`TRAINING`. The batch sizes' units, ``single_agent``, ``fast_sampling``: docs/guides/rllib.md."""
     # imported here: the module logs an RLlib deprecation warning when imported
     from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
 
@@ -413,18 +365,7 @@ def ppo_config(
         )
     return (
         config.learners(num_learners=0)
-        .training(
-            train_batch_size_per_learner=train_batch_size,
-            minibatch_size=minibatch_size,
-            num_epochs=num_epochs,
-            lr=lr,
-            gamma=gamma,
-            lambda_=lambda_,
-            clip_param=clip_param,
-            entropy_coeff=entropy_coeff,
-            vf_loss_coeff=vf_loss_coeff,
-            grad_clip=grad_clip,
-        )
+        .training(train_batch_size_per_learner=train_batch_size, **{**TRAINING, **training})
         .debugging(seed=seed)
     )
 
@@ -502,10 +443,7 @@ def checkpoint_meta(config: NertzConfig, learner_module: str = LEARNER_MODULE_DI
     """The nertz-env record of an RLlib checkpoint; ``learner_module``: the learner module's directory in it."""
     from nertz_env.agents.meta import make_meta
 
-    meta = make_meta(config, **extra)
-    meta["algorithm"] = "RLlib PPO"
-    meta["learner_module"] = learner_module
-    return meta
+    return {**make_meta(config, **extra), "algorithm": "RLlib PPO", "learner_module": learner_module}
 
 
 def save_checkpoint(algo: Any, path: str, **extra: Any) -> str:
@@ -513,9 +451,8 @@ def save_checkpoint(algo: Any, path: str, **extra: Any) -> str:
     path = os.path.abspath(path)
     algo.save_to_path(path)
     spec = parse_env_config(algo.config.env_config)
-    module = LEARNER_MODULE_DIR
-    if not algo.config.is_multi_agent:  # the single-agent route's one module
-        module = os.path.join("learner_group", "learner", "rl_module", DEFAULT_MODULE_ID)
+    single = os.path.join("learner_group", "learner", "rl_module", DEFAULT_MODULE_ID)  # single-agent route
+    module = LEARNER_MODULE_DIR if algo.config.is_multi_agent else single
     with open(os.path.join(path, META_FILE), "w", encoding="utf-8") as f:
         json.dump(checkpoint_meta(spec.config, module, **extra), f, indent=2, sort_keys=True)
         f.write("\n")

@@ -332,11 +332,11 @@ def test_server__a_failing_bot_stops_the_table_with_a_message_and_the_server_kee
         (["--opponent", "heuristic", "--opponent", "search", "--players", "4"], "has 3 opponents, but --opponent is given 2 times"),
         (["--seat", "4"], "--seat must be from 0 to 3"),
         (["--step", "--tick-ms", "200"], "--step has no clock"),
-        (["--tick-ms", "5"], "--tick-ms must be from"),
+        (["--tick-ms", "5"], "argument --tick-ms: must be at least 50, got 5"),
         (["--rule", "draw=4"], "draw=4 is not allowed"),
         (["--rule", "max_ticks=99999999999"], "max_ticks=99999999999 is not allowed"),  # an OverflowError traceback
         (["--opponent", "runs/none.zip"], "checkpoint file not found"),
-        (["--port", "70000"], "--port must be from 0 to 65535"),
+        (["--port", "70000"], "argument --port: must be from 0 to 65535"),
         (["--seed", "-1"], "argument --seed: must be at least 0, got -1"),
         (["--seed", str(2**64)], "argument --seed: must be from 0 to 18446744073709551615"),
         (["--opponent", "heuristic:depth=3"], "has no parameter depth"),

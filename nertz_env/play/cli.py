@@ -7,6 +7,7 @@ code 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import os
 import secrets
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from nertz_env._text import plain, short
-from nertz_env.cli import EXIT_USAGE, Parser, UsageError, add_rule_flag, advice, at_least, refuse
+from nertz_env.cli import Parser, UsageError, add_rule_flag, advice, at_least, refuse
 from nertz_env.extras import install_command
 
 DEFAULT_TICK_MS = 1500
@@ -57,26 +58,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=at_least(0, 2**64 - 1), help="the deal's seed (default: a random one, printed)")
     add_rule_flag(p)
     p.add_argument("--step", action="store_true", help="step mode: the table waits for each of your moves")
-    p.add_argument("--tick-ms", type=int,
+    p.add_argument("--tick-ms", type=at_least(MIN_TICK_MS, MAX_TICK_MS),
                    help=f"real time: milliseconds per tick, {MIN_TICK_MS} to {MAX_TICK_MS} (default {DEFAULT_TICK_MS})")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to serve on (default 127.0.0.1: this machine only); another address (0.0.0.0: "
                         "every network) lets other machines in, each with the secret token in the printed address")
-    p.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
+    p.add_argument("--port", type=at_least(0, 65535), default=0, help="port (default 0: any free port)")
     p.add_argument("--no-browser", action="store_true", help="print the address instead of opening a browser")
     p.add_argument("--replay-dir", help="folder for the replay files (default: $XDG_DATA_HOME/nertz-env/replays)")
     return p
 
 
 def _opponents(args: argparse.Namespace) -> tuple[int, list[str]]:
-    given = args.opponents
-    players = args.players
-    if players is None:
-        players = len(given) + 1 if given else 4
+    given = args.opponents or ["heuristic"]
+    players = args.players or (len(given) + 1 if args.opponents else 4)
     if not 2 <= players <= 8:  # the number of opponents named
         raise UsageError(f"--opponent is given {len(given)} times: a table has 2 to 8 players")
-    if not given:
-        return players, ["heuristic"] * (players - 1)
     if len(given) == 1:
         return players, given * (players - 1)
     if len(given) != players - 1:
@@ -96,10 +93,6 @@ def _build(args: argparse.Namespace) -> dict[str, Any]:
     if args.step and args.tick_ms is not None:
         raise UsageError("--tick-ms sets the clock of real time play; --step has no clock")
     tick_ms = DEFAULT_TICK_MS if args.tick_ms is None else args.tick_ms
-    if not MIN_TICK_MS <= tick_ms <= MAX_TICK_MS:
-        raise UsageError(f"--tick-ms must be from {MIN_TICK_MS} to {MAX_TICK_MS}, got {tick_ms}")
-    if not 0 <= args.port <= 65535:
-        raise UsageError(f"--port must be from 0 to 65535, got {args.port}")
 
     from nertz_env.config import make_config
 
@@ -242,15 +235,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sock = _bind(args.host, args.port)
     except UsageError as e:
         return refuse("nertz-play", e)
-    try:
-        import uvicorn
-        import websockets  # noqa: F401  (uvicorn serves websockets only when a library for them is installed)
+    # a missing play extra is the command's one line (commands.run)
+    import uvicorn
+    import websockets  # noqa: F401  (uvicorn serves websockets only when a library for them is installed)
 
-        from nertz_env.play.server import create_app
-    except ImportError as e:
-        sock.close()
-        print(f"nertz-play: error: needs the play extra (no module named {e.name!r}): {install_command('play')}", file=sys.stderr)
-        return EXIT_USAGE
+    from nertz_env.play.server import create_app
 
     print("nertz-play: dealing (the first run compiles the rules engine, up to a minute) ...", flush=True)
     table = make_table_server(built, args.seat, args.step)
@@ -271,16 +260,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if local_url != url:
         print(f"nertz-play: on this machine: {local_url}")
     print(f"nertz-play: replay: {table.game.replay_file}", flush=True)
-    config = server_config(create_app(table, hosts, token))
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(server_config(create_app(table, hosts, token)))
     if not args.no_browser:  # the socket listens already: the page's request waits for the server
         threading.Thread(target=webbrowser.open, args=(local_url,), daemon=True).start()
-    try:
+    # a Ctrl-C: uvicorn shuts down (the replay is closed), then re-raises it
+    with sock, contextlib.suppress(KeyboardInterrupt):
         server.run(sockets=[sock])
-    except KeyboardInterrupt:  # uvicorn shuts down (the replay is closed), then re-raises the Ctrl-C
-        pass
-    finally:
-        sock.close()
     print(f"nertz-play: stopped after tick {table.game.env.tick}; replay: {table.game.replay_file}", flush=True)
     return 0
 

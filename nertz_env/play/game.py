@@ -34,13 +34,9 @@ from nertz_env.infos import round_end_name
 from nertz_env.replay import ReplayWriter
 from nertz_env.snapshot import round_so_far
 
-HUMAN_NAME = "you"
-#: the person's seat in the replay's header
-HUMAN_REPLAY_NAME = "human"
-
 
 class MoveError(ValueError):
-    """A move the server refuses; the message is shown to the person as it is."""
+    """A move or message the server refuses; the message is shown to the person as it is."""
 
 
 @dataclass
@@ -70,19 +66,10 @@ class TickResult:
 
 
 class PlayGame:
-    """A person at ``seat`` and ``bots`` at the other seats (in seat order), one episode of ``env``.
-
-    Args:
-        env: a fresh :class:`~nertz_env.environment.NertzParallelEnv`.
-        bots: one agent per other seat, in seat order.
-        bot_names: their specs, shown on the table and written into the replay.
-        seat: the person's seat.
-        seed: the deal's seed; the bots' own generators are seeded from it too.
-        replay_dir: the folder of the games' replay files (one per game), or None to save nothing.
-
-    A replay that cannot be written (any ``OSError``) never stops the game: the file keeps its complete lines,
-    :attr:`record_error` says why and :attr:`record_notes` gets a message for the server to tell.
-    """
+    """A person at ``seat`` and ``bots`` at the other seats (in seat order, shown and recorded as
+    ``bot_names``), one episode of a fresh ``env`` dealt from ``seed`` (which seeds the bots too), each game's
+    replay in ``replay_dir`` (None: none). A replay that cannot be written never stops the game:
+    :attr:`record_error` says why, :attr:`record_notes` a message for the server (docs/guides/replays.md)."""
 
     def __init__(
         self,
@@ -94,8 +81,6 @@ class PlayGame:
         replay_dir: str | None = None,
     ) -> None:
         n = env.config.num_players
-        if not 0 <= seat < n:
-            raise ValueError(f"seat must be from 0 to {n - 1}, got {seat}")
         self.env = env
         self.config = env.config
         self.table = env.actions
@@ -104,12 +89,11 @@ class PlayGame:
         others = [s for s in range(n) if s != seat]
         self.bots: dict[int, Agent] = dict(zip(others, bots, strict=True))
         names = dict(zip(others, bot_names, strict=True))
-        #: per seat: the agent spec (``HUMAN_NAME`` for the person), as the replay's header keeps it
-        self.specs = [str(names.get(s, HUMAN_NAME)) for s in range(n)]
-        #: per seat: the name on the table (a spec that sits at several seats gets the seat's number)
-        self.names = [
-            f"{spec} {s}" if s != seat and self.specs.count(spec) > 1 else spec for s, spec in enumerate(self.specs)
-        ]
+        #: per seat: the agent spec (``"human"`` for the person), as the replay's header keeps it
+        self.specs = [str(names.get(s, "human")) for s in range(n)]
+        #: per seat: the name on the table: "you" for the person, a spec at several seats with its seat number
+        self.names = ["you" if s == seat else f"{spec} {s}" if self.specs.count(spec) > 1 else spec
+                      for s, spec in enumerate(self.specs)]
         self.agent_ids = list(env.possible_agents)
         self.replay_dir = replay_dir
         self.writer: ReplayWriter | None = None
@@ -118,14 +102,7 @@ class PlayGame:
         self.record_error: str | None = None
         #: recording problems not told yet (the server takes them after each tick and each new game)
         self.record_notes: list[str] = []
-        self.obs: dict[str, dict[str, np.ndarray]] = {}
-        self.last: TickResult | None = None
-        self.history: list[TickResult] = []
-        self.done = False
-        self.round_scores: list[list[int]] = []
-        self._mask = np.zeros(self.table.n, dtype=np.int8)
-        self._moves: list[dict[str, Any]] = []
-        self.reset()
+        self.reset()  # the deal and the state of the game: observations, the last tick, the history, scores
 
     # ------------------------------------------------------------------ lifecycle
     def reset(self, seed: int | None = None) -> None:
@@ -133,22 +110,21 @@ class PlayGame:
         self.close()
         if seed is not None:
             self.seed = int(seed)
-        self.obs, _ = self.env.reset(seed=self.seed)
+        self.obs: dict[str, dict[str, np.ndarray]] = self.env.reset(seed=self.seed)[0]
         bot_seeds = np.random.SeedSequence(self.seed).generate_state(self.config.num_players, np.uint32)
         for s, bot in self.bots.items():
             bot.reset(self.config, s, int(bot_seeds[s]))
-        self.last = None
-        self.history = []
+        self.last: TickResult | None = None
+        self.history: list[TickResult] = []
         self.done = not self.env.agents
-        self.round_scores = []
+        self.round_scores: list[list[int]] = []
         self._refresh()
         self.replay_file = self.record_error = None
         if self.replay_dir is not None:
             path = replay_path(self.replay_dir, self.seed)
-            names = [HUMAN_REPLAY_NAME if s == self.seat else n for s, n in enumerate(self.specs)]
             meta = {"tool": "nertz-play", "seed": self.seed, "human_seat": self.seat}
             try:
-                self.writer = ReplayWriter(path, self.config.to_dict(), self.env.snapshot(), names, meta)
+                self.writer = ReplayWriter(path, self.config.to_dict(), self.env.snapshot(), self.specs, meta)
                 self.replay_file = path
             except OSError as e:
                 self._record_failed(f"cannot create the replay of this game: {_os_error(e)}; the game is not "
@@ -179,11 +155,9 @@ class PlayGame:
     # ------------------------------------------------------------------ the person's moves
     def _refresh(self) -> None:
         me = self.agent_ids[self.seat]
-        if me in self.obs:
-            self._mask = self.obs[me]["action_mask"].copy()
-        else:
-            self._mask = np.zeros(self.table.n, dtype=np.int8)
-        self._moves = [self._describe(int(a)) for a in np.flatnonzero(self._mask) if a != WAIT]
+        self._mask = self.obs[me]["action_mask"].copy() if me in self.obs else np.zeros(self.table.n, np.int8)
+        legal = np.flatnonzero(self._mask)
+        self._moves: list[dict[str, Any]] = [self._describe(int(a)) for a in legal if a != WAIT]
         if any(m["kind"] == "flip" for m in self._moves):  # say which of the two a flip does now
             stock = len(self.env.snapshot()["players"][self.seat]["stock"])
             words = f"flip {self.config.draw} from the stock" if stock else "turn the waste over as the stock"
@@ -273,8 +247,7 @@ class PlayGame:
             result.round_end = end
             result.scores = [int(infos[i]["score"]) for i in ids]
             self.round_scores.append(result.scores)
-        result.done = not self.env.agents
-        self.done = result.done
+        self.done = result.done = not self.env.agents
         me = moves[self.seat]
         if me.illegal:
             result.events.append(f"your move was not legal when the tick came: {me.words} (you waited)")

@@ -1,17 +1,7 @@
 """The web side of ``nertz-play``: a Starlette app serving one table to a browser over a websocket.
 
-Guide: docs/guides/replays.md (play a seat yourself; what the server promises). Routes: ``/`` the page,
-``/static/*`` its script and style, ``/ws`` the websocket. The page sends JSON text messages::
-
-    {"type": "move", "action": 17, "seat": 0, "tick": 12}   # seat and tick optional; action from "legal"
-    {"type": "wait"}        # step mode: play a wait tick; real time: drop the queued move
-    {"type": "pause"}       # real time: stop or restart the clock
-    {"type": "new_game"}    # deal the next game (seed + 1), a new replay file (one a second at most)
-
-The server sends ``{"type": "welcome", "role": "player"|"spectator", ...}`` once, ``{"type": "state", ...}``
-after every tick (the drawing, the public view with the person's legal moves, what every seat did, events),
-``{"type": "queued" | "info", "message": ...}``, and ``{"type": "error", "message": ...}`` for anything
-refused (an error never ends the connection). Who may connect: :func:`create_app`.
+Its routes, the messages the page and the server send, and what the server promises: docs/guides/replays.md
+("Play a seat yourself"). Who may connect: :func:`create_app`.
 """
 
 from __future__ import annotations
@@ -145,13 +135,7 @@ class TableServer:
     # ------------------------------------------------------------------ ticks
     @property
     def clock_running(self) -> bool:
-        return (
-            not self.step
-            and self.player is not None
-            and not self.paused
-            and not self.game.done
-            and self.failure is None
-        )
+        return not (self.step or self.paused or self.game.done or self.failure) and self.player is not None
 
     async def _clock_loop(self) -> None:
         loop = asyncio.get_running_loop()
@@ -211,9 +195,8 @@ class TableServer:
         }
 
     def _pending_move(self) -> dict[str, Any] | None:
-        if self.pending is None:
-            return None
-        return {"action": self.pending, "words": self.game.table.describe(self.pending)}
+        a = self.pending
+        return None if a is None else {"action": a, "words": self.game.table.describe(a)}
 
     # ------------------------------------------------------------------ sending (never awaited by the table)
     def send(self, ws: WebSocket, message: dict[str, Any]) -> None:
@@ -230,8 +213,10 @@ class TableServer:
                     message = {**message, "events": [*old.get("events", []), *message.get("events", [])]}
                     break
         q.append(message)
-        if len(q) > MAX_QUEUE:
-            self._drop(tab, f"{len(q)} messages wait for it")
+        if len(q) > MAX_QUEUE:  # it does not take what it is sent: forget it (its connection ends at a ping)
+            who = "playing" if ws is self.player else "watching"
+            self.log(f"dropped a {who} tab that does not read ({len(q)} messages wait); the table goes on")
+            self.disconnect(ws)
             return
         tab.sent.clear()
         tab.wake.set()
@@ -257,16 +242,6 @@ class TableServer:
         for ws in list(self.tabs):
             self.send(ws, {**message, "role": "player" if ws is player else "spectator"})
 
-    def error(self, ws: WebSocket, message: str) -> None:
-        self.send(ws, {"type": "error", "message": message})
-
-    def _drop(self, tab: _Tab, why: str) -> None:
-        """A tab whose connection does not take what it is sent: forget it (the next tab plays the seat). Its
-        connection ends when it answers no ping (:mod:`nertz_env.play.limits`)."""
-        was_player = tab.ws is self.player
-        self.log(f"dropped a {'playing' if was_player else 'watching'} tab that does not read ({why}); the table goes on")
-        self.disconnect(tab.ws)
-
     @staticmethod
     def _forget(tab: _Tab) -> None:
         tab.gone = True
@@ -275,33 +250,13 @@ class TableServer:
         tab.sent.set()
 
     # ------------------------------------------------------------------ connections
-    def _welcome(self, role: str, note: str) -> dict[str, Any]:
+    def _greet(self, ws: WebSocket, role: str, note: str) -> None:
+        """The welcome, then the table as it stands."""
         g = self.game
-        return {
-            "type": "welcome",
-            "role": role,
-            "message": note,
-            "seat": g.seat,
-            "names": g.names,
-            "mode": "step" if self.step else "realtime",
-            "tick_ms": self.tick_ms,
-            "replay": self.game.replay_file,
-        }
-
-    async def connect(self, ws: WebSocket) -> _Tab:
-        await ws.accept()
-        tab = _Tab(ws)
-        g = self.game
-        async with self.lock:  # between ticks: the welcome comes first, then the table as it stands
-            self.tabs[ws] = tab
-            if ws is self.player:
-                others = ", ".join(n for s, n in enumerate(g.names) if s != g.seat)
-                role, note = "player", f"you play seat {g.seat} against {others}"
-            else:
-                role, note = "spectator", "this game is already played in another tab: this tab watches (moves from it are refused)"
-            self.send(ws, self._welcome(role, note))
-            self.send(ws, {**self._state(g.last), "role": role})
-        return tab
+        mode = "step" if self.step else "realtime"
+        self.send(ws, {"type": "welcome", "role": role, "message": note, "seat": g.seat, "names": g.names,
+                       "mode": mode, "tick_ms": self.tick_ms, "replay": g.replay_file})
+        self.send(ws, {**self._state(g.last), "role": role})
 
     def disconnect(self, ws: WebSocket) -> None:
         """``ws`` is gone: forget it; if it played the seat, the oldest watching tab plays on."""
@@ -316,8 +271,7 @@ class TableServer:
         heir = self.player
         if heir is not None:  # the oldest watching tab (a reloaded page, say) plays on
             self.log(f"the player's tab closed at tick {self.game.env.tick}; another open tab plays the seat now")
-            self.send(heir, self._welcome("player", f"the player's tab closed: this tab plays seat {self.game.seat} now"))
-            self.send(heir, {**self._state(self.game.last), "role": "player"})
+            self._greet(heir, "player", f"the player's tab closed: this tab plays seat {self.game.seat} now")
             for spec in list(self.tabs)[1:]:
                 self.send(spec, {"type": "info", "message": "the player's tab closed; another tab plays the seat now"})
             return
@@ -329,7 +283,17 @@ class TableServer:
 
     async def serve(self, ws: WebSocket) -> None:
         """The whole life of one tab's websocket; it ends with the tab's sender, so a closed tab leaves no task."""
-        tab = await self.connect(ws)
+        await ws.accept()
+        tab = _Tab(ws)
+        g = self.game
+        async with self.lock:  # between ticks
+            self.tabs[ws] = tab
+            if ws is self.player:
+                others = ", ".join(n for s, n in enumerate(g.names) if s != g.seat)
+                role, note = "player", f"you play seat {g.seat} against {others}"
+            else:
+                role, note = "spectator", "this game is already played in another tab: this tab watches (moves from it are refused)"
+            self._greet(ws, role, note)
         sender = asyncio.create_task(self._send_loop(tab))
         try:
             while True:
@@ -344,31 +308,32 @@ class TableServer:
 
     # ------------------------------------------------------------------ messages
     async def handle(self, ws: WebSocket, text: str | None) -> None:
-        """One message from a tab; anything refused gets an error message, never an exception."""
-        if text is None:
-            self.error(ws, "malformed message: send JSON text, not binary data")
-            return
-        if len(text) > MAX_MESSAGE:
-            self.error(ws, f"malformed message: longer than {MAX_MESSAGE} characters")
-            return
-        try:
-            msg = json.loads(text)
-        except (ValueError, RecursionError):
-            self.error(ws, "malformed message: not JSON (send e.g. {\"type\": \"move\", \"action\": 1})")
-            return
-        if not isinstance(msg, dict):
-            self.error(ws, "malformed message: send a JSON object such as {\"type\": \"wait\"}")
-            return
+        """One message from a tab; anything refused (a :class:`MoveError`) gets an error message, never an
+        exception."""
         handlers = {"move": self._move, "wait": self._wait, "pause": self._pause, "new_game": self._new_game}
-        kind = msg.get("type")
-        if not isinstance(kind, str) or kind not in handlers:
-            self.error(ws, f"malformed message: 'type' must be one of {', '.join(handlers)}, got {short(kind)}")
-        elif ws is not self.player:
-            self.error(ws, "this tab is a spectator: the seat is played in another tab")
-        elif self.failure is not None:
-            self.error(ws, self.failure)
-        else:
+        try:
+            if text is None:
+                raise MoveError("malformed message: send JSON text, not binary data")
+            if len(text) > MAX_MESSAGE:
+                raise MoveError(f"malformed message: longer than {MAX_MESSAGE} characters")
+            try:
+                msg = json.loads(text)
+            except (ValueError, RecursionError):
+                example = '{"type": "move", "action": 1}'
+                raise MoveError(f"malformed message: not JSON (send e.g. {example})") from None
+            if not isinstance(msg, dict):
+                raise MoveError("malformed message: send a JSON object such as {\"type\": \"wait\"}")
+            kind = msg.get("type")
+            if not isinstance(kind, str) or kind not in handlers:
+                kinds = ", ".join(handlers)
+                raise MoveError(f"malformed message: 'type' must be one of {kinds}, got {short(kind)}")
+            if ws is not self.player:
+                raise MoveError("this tab is a spectator: the seat is played in another tab")
+            if self.failure is not None:
+                raise MoveError(self.failure)
             await handlers[kind](ws, msg)
+        except MoveError as e:
+            self.send(ws, {"type": "error", "message": str(e)})
 
     async def _move(self, ws: WebSocket, msg: dict[str, Any]) -> None:
         g = self.game
@@ -380,14 +345,9 @@ class TableServer:
                 if is_seat and 0 <= seat < len(g.names)
                 else f"there is no seat {short(seat)}"
             )
-            self.error(ws, f"{who}; you play seat {g.seat}")
-            return
+            raise MoveError(f"{who}; you play seat {g.seat}")
         async with self.lock:  # a move is checked against the table as it is between ticks
-            try:
-                action = g.check_action(msg.get("action"))
-            except MoveError as e:
-                self.error(ws, str(e))
-                return
+            action = g.check_action(msg.get("action"))
             if self.step:
                 await self._tick_locked(action)
                 return
@@ -400,8 +360,7 @@ class TableServer:
     async def _wait(self, ws: WebSocket, msg: dict[str, Any]) -> None:
         async with self.lock:
             if self.game.done:
-                self.error(ws, "the game is over; start a new game to play again")
-                return
+                raise MoveError("the game is over; start a new game to play again")
             if self.step:
                 await self._tick_locked(None)
                 return
@@ -411,8 +370,7 @@ class TableServer:
 
     async def _pause(self, ws: WebSocket, msg: dict[str, Any]) -> None:
         if self.step:
-            self.error(ws, "step mode has no clock to pause: the table waits for your moves")
-            return
+            raise MoveError("step mode has no clock to pause: the table waits for your moves")
         async with self.lock:  # a tick in flight ends before the pause is told
             self.paused = not self.paused
         self.broadcast({"type": "info", "message": "paused" if self.paused else "the clock runs again",
@@ -421,8 +379,7 @@ class TableServer:
     async def _new_game(self, ws: WebSocket, msg: dict[str, Any]) -> None:
         now = asyncio.get_running_loop().time()
         if now - self.dealt_at < self.new_game_interval:
-            self.error(ws, f"a new game was dealt less than {self.new_game_interval:g} s ago: one at a time")
-            return
+            raise MoveError(f"a new game was dealt less than {self.new_game_interval:g} s ago: one at a time")
         self.dealt_at = now
         async with self.lock:
             old = self.game.replay_file

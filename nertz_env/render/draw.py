@@ -1,8 +1,6 @@
-"""The one drawing of a Nertz table: a snapshot as SVG (:func:`table_svg`), and the same SVG rasterized to an
-RGB array with resvg (:func:`table_rgb`, the render extra), so ``table_rgb(env.snapshot())`` is
-``env.render()``'s picture. Letters and suits are SVG paths (a small stroke font below): no drawing depends on
-installed fonts. What a drawing shows, its ``interactive`` data attributes and ``highlight``:
-docs/guides/replays.md ("A picture of any table").
+"""The one drawing of a Nertz table: a snapshot as SVG (:func:`table_svg`), rasterized with resvg by
+:func:`table_rgb` (``env.render()``'s picture); letters and suits are SVG paths (the stroke font below).
+What it shows, ``interactive`` and ``highlight``: docs/guides/replays.md ("A picture of any table").
 """
 
 from __future__ import annotations
@@ -21,19 +19,9 @@ from nertz_env.extras import install_command
 #: One colour per seat: Okabe & Ito's colour-blind-safe set, with grey for its black.
 SEAT_COLOURS = ("#d55e00", "#56b4e9", "#f0e442", "#cc79a7", "#009e73", "#e69f00", "#0072b2", "#bbbbbb")
 
-
-def _ink(colour: str) -> str:
-    """White or near-black, whichever reads better on ``colour`` (WCAG contrast)."""
-    lin = []
-    for i in (1, 3, 5):
-        c = int(colour[i : i + 2], 16) / 255
-        lin.append(c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4)
-    lum = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
-    return "#ffffff" if (1.05 / (lum + 0.05)) >= ((lum + 0.05) / 0.05) else "#111111"
-
-
-#: The text colour on each seat's colour (its panel header).
-SEAT_INK = tuple(_ink(c) for c in SEAT_COLOURS)
+#: The text colour on each seat's colour (its panel header): white or near-black, whichever has the higher
+#: WCAG contrast on it.
+SEAT_INK = ("#111111", "#111111", "#111111", "#111111", "#111111", "#111111", "#ffffff", "#111111")
 
 # Card and layout sizes, in SVG units (one unit is one pixel of the raster at scale 1).
 CW, CH = 40, 56  # a card
@@ -128,10 +116,7 @@ _STROKES = {  # each glyph's polylines as lists of (x, y)
 
 def _num(v: float) -> str:
     """A coordinate, short: at most one decimal, no trailing zeros."""
-    r = round(v, 1)
-    if r == int(r):
-        return str(int(r))
-    return f"{r:.1f}"
+    return f"{round(v, 1) + 0.0:g}"  # + 0.0: -0.0 is written 0
 
 
 def text_width(s: str, size: float) -> float:
@@ -193,19 +178,15 @@ def card_id(text: str) -> str:
 
 @functools.cache
 def card_symbol(text: str) -> str:
-    """The ``<symbol>`` drawing the face of the card ``text`` (any text of :mod:`nertz_env.cards`; cached)."""
+    """The ``<symbol>`` drawing the card ``text`` (a text of :mod:`nertz_env.cards`; ``"back"`` its back)."""
+    if text == "back":
+        return _BACK
     joker = text.startswith("*")
-    if text == "**":
-        rank, suit, colour = "", "*", JOKER_INK
-    elif joker:  # "*7r" / "*7b" (fixed on a work pile) or "*7H" (declared in the lake)
-        rank, tail = text[1], text[2]
-        if tail in "rb":
-            suit, colour = "*", RED if tail == "r" else INK
-        else:
-            suit, colour = tail, RED if tail in "DH" else INK
-    else:
-        rank, suit = text[0], text[1]
-        colour = RED if suit in "DH" else INK
+    # a card "QH"; a joker "**", fixed on a work pile "*7r" / "*7b", or declared in the lake "*7H"
+    rank, tail = text[joker:][0].strip("*"), text[joker:][1:]  # "*7r": "7", "r"; "**": "", ""
+    suit = tail if tail in ("C", "D", "H", "S") else "*"
+    colour = INK if tail in ("b", "C", "S") else RED if tail in ("r", "D", "H") else JOKER_INK
+    suit_colour = colour if suit != "*" else JOKER_INK
     label = "10" if rank == "T" else rank
     parts = [
         f'<g id="{card_id(text)}">',
@@ -214,13 +195,13 @@ def card_symbol(text: str) -> str:
     ]
     corner = label or "JK"
     parts.append(_text(corner, 3, 3, 9, colour, weight=0.2))
-    parts.append(_suit(suit, 3 + text_width(corner, 9) + 2.5, 2.5, 10, colour if suit != "*" else JOKER_INK))
+    parts.append(_suit(suit, 3 + text_width(corner, 9) + 2.5, 2.5, 10, suit_colour))
     # the middle: a large suit (a star for a joker), or a large letter for a court card
     if rank in "JQK" and rank:
         parts.append(_text(rank, CW / 2, 22, 20, colour, anchor="middle", weight=0.12))
-        parts.append(_suit(suit, CW / 2 - 5, 44, 10, colour if suit != "*" else JOKER_INK))
+        parts.append(_suit(suit, CW / 2 - 5, 44, 10, suit_colour))
     else:
-        parts.append(_suit(suit, CW / 2 - 10, 24, 20, colour if suit != "*" else JOKER_INK))
+        parts.append(_suit(suit, CW / 2 - 10, 24, 20, suit_colour))
     if joker and text != "**":
         parts.append(_suit("*", CW - 12, CH - 12, 9, JOKER_INK))
     parts.append("</g>")
@@ -239,20 +220,17 @@ _BACK = (
 @dataclass
 class TableDrawing:
     """A drawing in parts: ``head`` (the ``<svg>`` tag), ``body`` (title, lake, seats, in order), the card
-    texts used (their symbols go in ``<defs>``) and the size. The replay page stores each distinct part once."""
+    texts used (``"back"`` too; their symbols go in ``<defs>``) and the size. The replay page stores each
+    distinct part once."""
 
     width: int
     height: int
     head: str
     body: list[str]
     cards: set[str]
-    uses_back: bool
 
     def defs(self) -> str:
-        syms = [card_symbol(c) for c in sorted(self.cards)]
-        if self.uses_back:
-            syms.append(_BACK)
-        return "<defs>" + "".join(syms) + "</defs>"
+        return "<defs>" + "".join(card_symbol(c) for c in sorted(self.cards)) + "</defs>"
 
     def svg(self) -> str:
         return self.head + self.defs() + "".join(self.body) + "</svg>"
@@ -315,7 +293,7 @@ def _seat_panel(
     banner: tuple[str, str] | None,
     select: Mapping[str, Any] | None,
     fan: int,
-) -> tuple[str, str, bool]:
+) -> tuple[str, str]:
     """Seat ``p``'s panel as two strings: what stays the same all game (frame, name, labels) and the rest."""
     _cols, panel_w, panel_h, fan_h, _w = _layout(cfg, fan)
     colour = SEAT_COLOURS[p % len(SEAT_COLOURS)]
@@ -330,7 +308,6 @@ def _seat_panel(
     ]
     out = [_text(str(pl["match_score"]), x0 + panel_w - PAD - 29, y0 + 5, 9, ink, weight=0.17)]
     sel_zone = select.get("zone") if select and select.get("seat") == p else None
-    back = False
     y = y0 + HEAD + 4
     label_y = y + CH + 6
 
@@ -342,12 +319,10 @@ def _seat_panel(
     x = x0 + PAD
     for zone, label, empty in (("nertz", "NERTZ", "OUT"), ("stock", "STOCK", ""), ("waste", "WASTE", "")):
         pile = pl[zone]
-        if pile and zone == "stock":
-            back = True
-            out.append(f'<use href="#c-back" x="{_num(x)}" y="{_num(y)}"{_attrs(interactive, zone, p)}/>')
-        elif pile:
-            cards.add(pile[-1])
-            out.append(_use(pile[-1], x, y, _attrs(interactive, zone, p)))
+        if pile:
+            top = "back" if zone == "stock" else pile[-1]
+            cards.add(top)
+            out.append(_use(top, x, y, _attrs(interactive, zone, p)))
         else:
             out.append(_slot(x, y, empty, _attrs(interactive, zone, p)))
         small_label(label, len(pile), x)
@@ -389,7 +364,7 @@ def _seat_panel(
         )
         out.append(_text(text, x0 + panel_w / 2, by + 4, 8, KIND_COLOURS.get(kind, "#ffffff"), anchor="middle"))
     out.append("</g>")
-    return "".join(static), "".join(out), back
+    return "".join(static), "".join(out)
 
 
 def _banner(v: Any) -> tuple[str, str]:
@@ -486,29 +461,20 @@ def draw_table(
         lk.append(_select_rect(*places[int(select["pile"])], CW, CH))
     lk.append("</g>")
     body.append("".join(lk))
-    any_back = False
     for p, pl in enumerate(players):
         r, c = divmod(p, cols)
         x0 = PAD + c * (panel_w + PAD)
         y0 = seats_y + r * (panel_h + PAD)
-        static, panel, back = _seat_panel(p, pl, cfg, x0, y0, names[p], cards, interactive, banners.get(p), select, fan)
-        any_back = any_back or back
+        static, panel = _seat_panel(p, pl, cfg, x0, y0, names[p], cards, interactive, banners.get(p), select, fan)
         body += [static, panel]
-    return TableDrawing(width, height, head, body, cards, any_back)
+    return TableDrawing(width, height, head, body, cards)
 
 
-def table_svg(
-    snap: Mapping[str, Any],
-    *,
-    seat_names: Sequence[str] | None = None,
-    highlight: Mapping[str, Any] | None = None,
-    interactive: bool = False,
-    fan: int | None = None,
-) -> str:
-    """The table of ``snap`` (``env.snapshot()``) as one SVG document; ``seat_names`` default to ``player_0``...
-    ``fan``: cards each work pile has room for (default ``ENV_FAN``, as ``env.render()``); longer piles squeeze.
-    ``interactive`` and ``highlight``: docs/guides/replays.md."""
-    return draw_table(snap, seat_names=seat_names, highlight=highlight, interactive=interactive, fan=fan).svg()
+def table_svg(snap: Mapping[str, Any], **options: Any) -> str:
+    """The table of ``snap`` (``env.snapshot()``) as one SVG document; ``options``: :func:`draw_table`'s
+    (``seat_names``, default ``player_0``...; ``fan``, cards each work pile has room for, default ``ENV_FAN``
+    as ``env.render()``, longer piles squeeze; ``interactive`` and ``highlight``: docs/guides/replays.md)."""
+    return draw_table(snap, **options).svg()
 
 
 def rgb_extra_message() -> str:
@@ -528,15 +494,7 @@ def svg_to_rgb(svg: str, scale: float = 1.0) -> np.ndarray:
         return np.asarray(im.convert("RGB"))
 
 
-def table_rgb(
-    snap: Mapping[str, Any],
-    *,
-    seat_names: Sequence[str] | None = None,
-    highlight: Mapping[str, Any] | None = None,
-    fan: int | None = None,
-    scale: float = 1.0,
-) -> np.ndarray:
+def table_rgb(snap: Mapping[str, Any], *, scale: float = 1.0, **options: Any) -> np.ndarray:
     """The drawing of :func:`table_svg`, rasterized: an (H, W, 3) uint8 array (``scale`` multiplies the size).
-
     With the default ``fan`` (``ENV_FAN``) this is exactly ``env.render()``'s picture of ``snap``."""
-    return svg_to_rgb(table_svg(snap, seat_names=seat_names, highlight=highlight, fan=fan), scale)
+    return svg_to_rgb(table_svg(snap, **options), scale)

@@ -16,10 +16,9 @@ import stat
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any
 
 from nertz_env._text import cut, short
-from nertz_env.actions import action_table
 from nertz_env.config import make_config
 from nertz_env.environment import NertzParallelEnv
 from nertz_env.infos import ROUND_END_NAMES, round_end_name
@@ -81,7 +80,6 @@ class ReplayWriter:
     ) -> None:
         self.path = os.fspath(path)
         self._gz = self.path.endswith(".gz")
-        self.table = action_table(make_config(**config))
         # a plain file unbuffered (each line is on disk when step returns); a gzip file through a buffer
         self._raw: Any = open(self.path, "wb", buffering=-1 if self._gz else 0)  # noqa: SIM115
         self._file: Any = gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=9) if self._gz else self._raw
@@ -131,10 +129,10 @@ class ReplayWriter:
         """One step of ``env``, from what each seat asked for (-1: None) and the step's rewards and infos; the
         closing line too when the step ended the game."""
         names = env.possible_agents
-        n = self.table.n
+        table = env.actions
         snap = env.snapshot()
         rec: dict[str, Any] = {"t": int(env.tick), "a": list(asked),
-                               "n": [self.table.name(a) if 0 <= a < n else "?" for a in asked]}
+                               "n": [table.name(a) if 0 <= a < table.n else "?" for a in asked]}
         for key, flag in (("il", "illegal"), ("lr", "lost_race")):
             if seats := [p for p, a in enumerate(names) if infos[a][flag]]:
                 rec[key] = seats
@@ -180,16 +178,10 @@ class ReplayWriter:
 
 
 class RecordReplay:
-    """A ``parallel_env`` that records every episode it plays as a ``nertz-replay/1`` file.
-
-    Args:
-        env: the env to record (a :class:`~nertz_env.environment.NertzParallelEnv`).
-        path: the file of the first episode; put ``{episode}`` in it (``"games/g{episode:04d}.jsonl.gz"``) to
-            record every episode to its own file (without it a second ``reset`` raises ``ValueError``).
-        agents: a name per seat for the header (default the env's agent names).
-        meta: anything JSON-ready to keep in the header.
-
-    Every other attribute is the wrapped env's."""
+    """A ``parallel_env`` that records every episode it plays as a ``nertz-replay/1`` file at ``path``; a
+    path with ``{episode}`` gives each episode its own file (docs/guides/replays.md). ``agents``: a name per
+    seat for the header (default the env's agent names); ``meta``: anything JSON-ready for it. Every other
+    attribute is the wrapped env's."""
 
     def __init__(
         self,
@@ -218,14 +210,12 @@ class RecordReplay:
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
         if self.writer is not None:
             self.writer.close()
-        if "{episode" in self.path_pattern:
-            path = self.path_pattern.format(episode=self.episode)
-        elif self.episode > 0:
+        numbered = "{episode" in self.path_pattern
+        if not numbered and self.episode > 0:
             raise ValueError(
                 f"RecordReplay path {self.path_pattern!r} has no {{episode}} field: one file records one episode"
             )
-        else:
-            path = self.path_pattern
+        path = self.path_pattern.format(episode=self.episode) if numbered else self.path_pattern
         out = self.env.reset(seed=seed, options=options)
         meta = dict(self.meta)
         if seed is not None:
@@ -266,20 +256,11 @@ class TickLines(Sequence[dict[str, Any]]):
     def __init__(self) -> None:
         self.lines: list[bytes] = []
 
-    @overload
-    def __getitem__(self, i: int) -> dict[str, Any]: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
-    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        if isinstance(i, slice):
-            return [json.loads(x) for x in self.lines[i]]
-        return json.loads(self.lines[i])
+    def __getitem__(self, i: Any) -> Any:  # a record, or a list of them for a slice
+        return [json.loads(x) for x in self.lines[i]] if isinstance(i, slice) else json.loads(self.lines[i])
 
     def __len__(self) -> int:
         return len(self.lines)
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return (json.loads(x) for x in self.lines)
 
 
 @dataclass
@@ -344,9 +325,6 @@ def _lines(path: str, stream: Any, max_bytes: int) -> Iterator[tuple[int, bytes]
             yield k, line
 
 
-_HASH = re.compile(r"[0-9a-f]{8}")
-
-
 def _seats(n: int, *kinds: type) -> Callable[[Any], bool]:
     """A list of one value per seat, each of one of ``kinds`` (JSON's types exactly: a bool is no int)."""
     return lambda v: type(v) is list and len(v) == n and all(type(x) in kinds for x in v)
@@ -373,7 +351,8 @@ def _schema(n: int) -> dict[str, tuple[Callable[[Any], bool], str]]:
         "score": (_seats(n, int), f"{n} integers (one per seat)"),
         "match": (_seats(n, int), f"{n} integers (one per seat)"),
         "end_table": (lambda v: isinstance(v, dict), "a table (a nertz-snapshot/1 object)"),
-        "h": (lambda v: type(v) is str and _HASH.fullmatch(v) is not None, "the table's hash, 8 hex digits"),
+        "h": (lambda v: type(v) is str and re.fullmatch("[0-9a-f]{8}", v) is not None,
+              "the table's hash, 8 hex digits"),
         # the closing line
         "final": (lambda v: isinstance(v, dict), "the closing table"),
         "stopped": (lambda v: isinstance(v, str), "text (why the game stopped)"),
@@ -494,11 +473,9 @@ def round_end_table(before: dict[str, Any], actions: Sequence[int]) -> dict[str,
 
 @dataclass
 class Frame:
-    """One picture of a replayed game.
-
-    ``kind``: ``"deal"`` (the opening, ``rec`` None), ``"tick"`` (the table after tick ``rec``),
-    ``"round_end"`` (the table as a round of a match that goes on ended) then ``"next_deal"`` (the next deal,
-    same tick). On a round's end, ``round_end`` holds per seat the round's scoring part of the reward:
+    """One picture of a replayed game: ``kind`` ``"deal"`` (the opening, ``rec`` None), ``"tick"`` (the
+    table after tick ``rec``), or ``"round_end"`` (a round of a match that goes on, as it ended) then
+    ``"next_deal"``. On a round's end, ``round_end`` holds per seat the round's scoring part of the reward:
     ``{"reward": bonus - penalty x cards left (per team with teams), "left": Nertz cards left, "bonus": ...}``."""
 
     kind: str
@@ -571,14 +548,9 @@ def _round_rewards(env: NertzParallelEnv, names: list[str], infos: dict[str, dic
 
 
 def verify_replay(src: Replay | str | os.PathLike[str], partial: bool = False) -> int:
-    """Replay a file through the engine and check every tick exactly; returns the number of ticks.
-    ``partial=True`` accepts a file without its closing line.
-
-    Raises:
-        ReplayMismatch: at the first tick that differs, naming it and the field.
-        ReplayIncomplete: every tick checked, but the file has no closing line (cut off).
-        ReplayError: the file is not a readable replay.
-    """
+    """Replay a file through the engine and check every tick exactly; returns the number of ticks. Raises
+    :class:`ReplayMismatch` at the first tick that differs, :class:`ReplayIncomplete` for a file without its
+    closing line (unless ``partial=True``) and :class:`ReplayError` for a file that is not a replay."""
     rep = src if isinstance(src, Replay) else load_replay(src)
     count = sum(fr.kind in ("tick", "next_deal") for fr in replay_frames(rep))
     why = rep.incomplete()

@@ -1,4 +1,5 @@
-"""``nertz-replay``: a recorded game (``nertz-replay/1``) as a self-contained HTML page, a GIF or an MP4.
+"""``nertz-replay``: a recorded game (``nertz-replay/1``, from ``nertz-eval --replays`` or
+:class:`nertz_env.replay.RecordReplay`) as a self-contained HTML page that opens from disk, a GIF or an MP4.
 
 Guide: docs/guides/replays.md. The file is first replayed through the engine (every tick checked), so what is
 drawn is what the engine does with the recorded actions.
@@ -18,6 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from nertz_env._text import plain
 from nertz_env.actions import action_table
 from nertz_env.cli import Parser, UsageError, refuse
 from nertz_env.config import make_config
@@ -31,14 +35,11 @@ DEFAULT_SCALE = 1.0
 
 
 def _highlight(rec: dict[str, Any] | None) -> dict[str, Any]:
-    if rec is None:
-        return {}
-    seats: dict[int, tuple[str, str]] = {}
-    for p in rec.get("lr", []):
-        seats[p] = ("lost race", "warn")
-    for p in rec.get("il", []):
-        seats[p] = ("illegal action", "error")
-    return {"seats": seats} if seats else {}
+    """A tick's banners: lost races, and illegal actions over them."""
+    rec = rec or {}
+    seats = dict.fromkeys(rec.get("lr", []), ("lost race", "warn"))
+    seats.update(dict.fromkeys(rec.get("il", []), ("illegal action", "error")))
+    return {"seats": seats}
 
 
 def build_frames(rep: Replay) -> tuple[list[Frame], int]:
@@ -103,14 +104,16 @@ def page_html(rep: Replay, title: str | None = None) -> str:
     frames = [[index.setdefault(s, len(index)) for s in (d.head, *d.body)] for d in drawings]
     parts = list(index)
     cards = set().union(*(d.cards for d in drawings))
-    defs = TableDrawing(0, 0, "", [], cards, any(d.uses_back for d in drawings)).defs()
+    defs = TableDrawing(0, 0, "", [], cards).defs()
     table = action_table(make_config(**rep.config))
     words: dict[int, str] = {}
     ticks: list[dict[str, Any]] = []
     kinds: list[list[Any]] = []  # per frame: [kind, index into ticks (-1: the opening), round, table's tick]
-    for f in fr_list:
-        rec = f.rec
-        if rec is not None and f.kind != "next_deal":
+    series: list[list[int]] = []  # per frame: every seat's running score
+    marks: list[tuple[int, str]] = []  # frames with an illegal action or a lost race
+    for i, f in enumerate(fr_list):
+        rec = f.rec if f.kind != "next_deal" else None
+        if rec is not None:
             for a in rec["a"]:
                 if a not in words:
                     words[a] = table.describe(a) if 0 <= a < table.n else f"no valid action ({a}): waits"
@@ -118,21 +121,15 @@ def page_html(rep: Replay, title: str | None = None) -> str:
             if f.round_end is not None:  # the round's scoring, shown apart from the moves' own rewards
                 tick["re"] = f.round_end
             ticks.append(tick)
-        kinds.append([f.kind, len(ticks) - 1, int(f.snapshot["round"]), int(f.snapshot["tick"])])
+            if rec.get("il") or rec.get("lr"):
+                marks.append((i, "error" if rec.get("il") else "warn"))
+        snap = f.snapshot
+        kinds.append([f.kind, len(ticks) - 1, int(snap["round"]), int(snap["tick"])])
+        scores = [int(p["match_score"]) + r for p, r in zip(snap["players"], round_so_far(snap), strict=True)]
+        # on a round's last frame the match score says it all
+        series.append([int(x) for x in rec["match"]] if rec is not None and "match" in rec else scores)
     last = fr_list[-1].snapshot
     rounds = int(last["round"]) + 1
-    # on a round's last frame the match score says it all
-    series = [
-        [int(x) for x in f.rec["match"]]
-        if f.rec is not None and "match" in f.rec and f.kind != "next_deal"
-        else [int(pl["match_score"]) + r for pl, r in zip(f.snapshot["players"], round_so_far(f.snapshot), strict=True)]
-        for f in fr_list
-    ]
-    marks = [
-        (i, "error" if f.rec.get("il") else "warn")
-        for i, f in enumerate(fr_list)
-        if f.rec is not None and f.kind != "next_deal" and (f.rec.get("il") or f.rec.get("lr"))
-    ]
     data = {
         "parts": parts,
         "frames": frames,
@@ -181,12 +178,11 @@ def _progress(k: int, total: int, what: str) -> None:
 
 def _gif_palette(first: Any, last: Any) -> Any:
     """One 256-colour palette for the whole GIF, from the first and last frames and the seat and banner colours."""
-    import numpy as np
     from PIL import Image
 
     from nertz_env.render.draw import KIND_COLOURS
 
-    swatch = [SEAT_COLOURS[p] for p in range(len(SEAT_COLOURS))] + list(KIND_COLOURS.values()) + ["#ffe14d"]
+    swatch = [*SEAT_COLOURS, *KIND_COLOURS.values(), "#ffe14d"]
     rgb = np.array([[int(c[i : i + 2], 16) for i in (1, 3, 5)] for c in swatch], dtype=np.uint8)
     strip = np.repeat(rgb[None, :, :], 8, axis=0).repeat(8, axis=1)
     w = max(first.shape[1], strip.shape[1])
@@ -202,7 +198,6 @@ def write_animation(rep: Replay, path: str, fps: float, scale: float, kind: str)
     """Write a GIF or MP4 of every frame (progress on stderr); returns the number of frames."""
     try:
         import imageio.v2 as imageio
-        import numpy as np
     except ImportError:
         raise UsageError(f"animations need imageio: {install_command('render')}") from None
     svgs = [d.svg() for d in _drawings(rep)[1]]
@@ -237,11 +232,7 @@ def write_animation(rep: Replay, path: str, fps: float, scale: float, kind: str)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(
-        prog="nertz-replay",
-        description="Turn a recorded Nertz game (nertz-replay/1, from nertz-eval --replays or "
-        "nertz_env.replay.RecordReplay) into a page that opens from disk, a GIF or an MP4.",
-    )
+    p = Parser(prog="nertz-replay", description=plain((__doc__ or "").split("\n\n")[0]))
     p.add_argument("file", help="a nertz-replay/1 file (.jsonl or .jsonl.gz)")
     p.add_argument("-o", "--output", metavar="PAGE.html", help="write the HTML page here")
     p.add_argument(
@@ -265,14 +256,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _check_out(path: str, flag: str, suffix: str) -> None:
-    if not path.lower().endswith(suffix):
-        raise UsageError(f"{flag} must name a {suffix} file, got {path!r}")
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d):
-        raise UsageError(f"{flag}: the directory {d!r} does not exist")
-
-
 def run(args: argparse.Namespace) -> int:
     if not (args.output or args.gif or args.mp4):
         raise UsageError("nothing to write: give -o PAGE.html, --gif OUT.gif or --mp4 OUT.mp4")
@@ -293,8 +276,10 @@ def run(args: argparse.Namespace) -> int:
     if not 0.1 <= args.scale <= 4:
         raise UsageError(f"--scale must be from 0.1 to 4, got {args.scale}")
     for path, flag, suffix in ((args.output, "-o", ".html"), (args.gif, "--gif", ".gif"), (args.mp4, "--mp4", ".mp4")):
-        if path:
-            _check_out(path, flag, suffix)
+        if path and not path.lower().endswith(suffix):
+            raise UsageError(f"{flag} must name a {suffix} file, got {path!r}")
+        if path and not os.path.isdir(folder := os.path.dirname(os.path.abspath(path))):
+            raise UsageError(f"{flag}: the directory {folder!r} does not exist")
     try:
         rep = load_replay(args.file)
         cut = rep.incomplete()
@@ -308,8 +293,7 @@ def run(args: argparse.Namespace) -> int:
             )
         if args.output:
             page = page_html(rep, args.title)
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(page)
+            Path(args.output).write_text(page, encoding="utf-8")
             print(f"nertz-replay: wrote {args.output} ({len(rep.ticks)} ticks, {len(page.encode()) / 1024:.0f} KB)")
         for path, kind in ((args.gif, "gif"), (args.mp4, "mp4")):
             if path:
