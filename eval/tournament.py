@@ -315,13 +315,8 @@ def plan_tournament(
     agent_factory: Callable[[str], Agent] | None = None,
     replays: str | None = None,
 ) -> Tournament:
-    """Check everything about a tournament before anything is played (arguments as :func:`run_tournament`).
-
-    Raises:
-        ValueError: bad rules, table size, mode, seeds or agent spec (``AgentSpecError``), or an agent that
-            cannot play at the table (:class:`IncompatibleAgentError`).
-        FileNotFoundError: a checkpoint that does not exist.
-    """
+    """Check everything about a tournament before anything is played (docs/guides/evaluation.md). Raises
+    ``ValueError`` (bad rules, table, mode, seeds or agent, or one that cannot play here) or ``FileNotFoundError``."""
     rules = dict(rules or {})
     if "num_players" in rules:
         raise ValueError("give the table size as num_players, not as a rule")
@@ -514,44 +509,11 @@ def run_tournament(
     seed: int = 0,
     rules: dict[str, Any] | None = None,
     workers: int = 1,
-    mode: str = "round_robin",
-    deal_seeds: Iterable[int] | None = None,
-    rotate: bool = True,
     progress: bool = False,
-    illegal_action: str = "noop",
-    agent_factory: Callable[[str], Agent] | None = None,
-    replays: str | None = None,
+    **options: Any,
 ) -> Results:
-    """Play a tournament and return its results (statistics: :func:`nertz_env.eval.summarize`).
-
-    Args:
-        agent_specs: agent specs for :func:`nertz_env.agents.make_agent` (``"heuristic"``,
-            ``"search:depth=2"``, ``"runs/ppo.zip"``); in a gauntlet the first is the candidate.
-        num_players: seats at the table, 2 to 8.
-        deals: number of deals (ignored when ``deal_seeds`` is given).
-        seed: the tournament seed; deal seeds and agent seeds derive from it.
-        rules: rules options of :class:`~nertz_env.config.NertzConfig` (``{"draw": 1, "jokers": 2}``).
-        workers: processes; 1 plays in this process. The results do not depend on it. Workers start with
-            ``spawn``, so a script that passes ``workers > 1`` must call this under
-            ``if __name__ == "__main__":``.
-        mode: ``"round_robin"`` or ``"gauntlet"``.
-        deal_seeds: explicit env seeds, one per deal.
-        rotate: play every seat rotation of each lineup on each deal (duplicate deals); False plays one.
-        progress: show a tqdm progress bar (on stderr).
-        illegal_action: the env's handling of illegal actions (``"noop"`` counts them, ``"raise"`` fails).
-        agent_factory: builds an agent from a spec (default ``make_agent``); only with ``workers=1``.
-        replays: a directory to record every game in, one ``nertz-replay/1`` file each
-            (``deal0003_lineup01_rot2.jsonl.gz``; see :mod:`nertz_env.replay`).
-
-    Returns:
-        The results; on Ctrl-C the deals finished so far, with ``interrupted=True`` (check it when a
-        Ctrl-C should stop the caller too).
-
-    Raises:
-        ValueError: bad rules, table size, mode or agent spec (``AgentSpecError``).
-        FileNotFoundError: a checkpoint that does not exist.
-    """
-    tournament = plan_tournament(
-        agent_specs, num_players, deals, seed, rules, mode, deal_seeds, rotate, illegal_action, agent_factory, replays
-    )
+    """Plan (:func:`plan_tournament`, which takes ``options``: ``mode``, ``deal_seeds``, ...) and play a
+    tournament in ``workers`` processes; on Ctrl-C the deals finished so far, marked ``interrupted``. The
+    arguments: docs/guides/evaluation.md. Statistics: :func:`nertz_env.eval.summarize`."""
+    tournament = plan_tournament(agent_specs, num_players, deals, seed, rules, **options)
     return play_tournament(tournament, workers, progress)
