@@ -12,14 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 
-def t_quantile(p: float, df: float) -> float:
-    """Quantile of Student's t distribution (e.g. ``t_quantile(0.975, 4) = 2.7764...``)."""
-    # the eval extra, imported as openskill is: tournaments run without it, their intervals need it
-    from scipy import stats
-
-    return float(stats.t.ppf(p, df))
-
-
 @dataclass(frozen=True)
 class Estimate:
     """A mean over ``n`` samples with the half-width of its confidence interval (``nan`` when n < 2)."""
@@ -92,7 +84,9 @@ def mean_ci(
         return Estimate(mean, math.nan, n, math.nan, bounds)
     var = math.fsum((x - mean) ** 2 for x in samples) / (n - 1)
     sd = math.sqrt(var)
-    hw = t_quantile(0.5 + level / 2.0, n - 1) * sd / math.sqrt(n)
+    from scipy import stats  # the eval extra: tournaments run without it, their intervals need it
+
+    hw = float(stats.t.ppf(0.5 + level / 2.0, n - 1)) * sd / math.sqrt(n)
     if bounds is not None:
         # near a bound the t interval shrinks with the spread (to 0 when every deal is at it), a certainty n
         # deals cannot give: a cut interval reaches at least the Clopper-Pearson limit of 0 in n (a deal is at
