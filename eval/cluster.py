@@ -73,14 +73,9 @@ def check_address(address: str, timeout: float = 5.0) -> None:
 
 
 def authenticate(address: str, timeout: float = 10.0) -> None:
-    """Send this machine's Ray token to the cluster at ``address`` when it asks for one, as ``ray.init`` does for
-    ``auto`` (it sends none to a host:port unless ``RAY_AUTH_MODE=token``). One call to the head's GCS asks;
-    if it wants a token and ``RAY_AUTH_MODE`` is unset, it becomes ``token`` for the rest of the process. A
-    cluster without authentication gets none. See docs/guides/cluster.md.
-
-    Raises:
-        ConnectionError: one line, when the head refuses this machine's token or asks for one it lacks.
-    """
+    """Send this machine's Ray token to the head at ``address`` if it asks for one, as ``ray.init`` does for
+    ``auto`` only (docs/guides/cluster.md). Raises ``ConnectionError`` (one line) when the head refuses the token
+    or this machine has none."""
     if address == "auto" or "://" in address:
         return  # auto: ray.init finds the address and the token; ray://: Ray Client, another port
     import grpc  # type: ignore[import-untyped]  # Ray's dependency, without types
