@@ -74,8 +74,8 @@ def check_address(address: str, timeout: float = 5.0) -> None:
 
 def authenticate(address: str, timeout: float = 10.0) -> None:
     """Send this machine's Ray token to the head at ``address`` if it asks for one, as ``ray.init`` does for
-    ``auto`` only (docs/guides/cluster.md). Raises ``ConnectionError`` (one line) when the head refuses the token
-    or this machine has none."""
+    ``auto`` only (docs/guides/cluster.md). Raises ``ConnectionError`` (one line) when the head refuses the
+    token or this machine has none."""
     if address == "auto" or "://" in address:
         return  # auto: ray.init finds the address and the token; ray://: Ray Client, another port
     import grpc  # type: ignore[import-untyped]  # Ray's dependency, without types

@@ -316,7 +316,7 @@ def plan_tournament(
     replays: str | None = None,
 ) -> Tournament:
     """Check everything about a tournament before anything is played (docs/guides/evaluation.md). Raises
-    ``ValueError`` (bad rules, table, mode, seeds or agent, or one that cannot play here) or ``FileNotFoundError``."""
+    ``ValueError`` (bad rules, table, seeds, or an agent unknown or unfit here) or ``FileNotFoundError``."""
     rules = dict(rules or {})
     if "num_players" in rules:
         raise ValueError("give the table size as num_players, not as a rule")
