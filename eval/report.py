@@ -37,12 +37,9 @@ def _format_rows(header: list[str], rows: list[list[str]], left: int = 1) -> str
     return "\n".join([line(header), sep, *(line(r) for r in rows)])
 
 
-def _metric_cells(metrics: dict[str, Any], names: list[str]) -> list[str]:
-    cells = []
-    for m in names:
-        scale = 100.0 if m in RATES else 1.0
-        cells.append(metrics[m].text(1 if scale == 100.0 else 2, scale))
-    return cells
+def _metric_cells(metrics: dict[str, Estimate], names: list[str]) -> list[str]:
+    """Each metric's text: rates in percent with one decimal, the others with two."""
+    return [metrics[m].text(1, 100.0) if m in RATES else metrics[m].text(2) for m in names]
 
 
 def tables_text(names: list[int]) -> str:
@@ -114,22 +111,12 @@ def differences_table(summary: Summary, order: list[str] | None = None) -> str:
     """Paired score differences (per deal, 95% interval) for adjacent agents of ``order``, or for every pair
     of agents that sat at the same table (a gauntlet: the candidate minus each table's opponents), each
     paired at the tables where both sat. Pairs that never met get no row."""
-    rows = []
     if order is not None:
-        for lower, upper, e, ok in ladder_check(summary, order):
-            rows.append([f"{upper} - {lower}", e.text(2), str(e.n), "yes" if ok else "NO"])
+        rows = [[f"{upper} - {lower}", e.text(2), str(e.n), "yes" if ok else "NO"]
+                for lower, upper, e, ok in ladder_check(summary, order)]
         return _format_rows(["score difference", "mean ± 95%", "deals", "above 0"], rows)
-    for p in summary.pairs:
-        e = p.estimate
-        rows.append(
-            [
-                tables_text(p.tables),
-                f"{p.a} - {p.b}",
-                e.text(2),
-                str(e.n),
-                "yes" if e.excludes_zero() else "no",
-            ]
-        )
+    rows = [[tables_text(p.tables), f"{p.a} - {p.b}", p.estimate.text(2), str(p.estimate.n),
+             "yes" if p.estimate.excludes_zero() else "no"] for p in summary.pairs]
     title = "paired score differences at the same table (per deal, then over deals):"
     if not rows:
         return title + " none (no two agents sat at the same table)"

@@ -104,8 +104,3 @@ def paired_difference(a: dict[int, float], b: dict[int, float], level: float = 0
     """Mean of ``a[d] - b[d]`` over the deals ``d`` both have, with its interval (per-deal pairing)."""
     common = sorted(set(a) & set(b))
     return mean_ci([a[d] - b[d] for d in common], level)
-
-
-def ranks_from_scores(scores: Sequence[float]) -> list[int]:
-    """Competition ranks, 1 = best (highest score); equal scores share a rank (1, 1, 3)."""
-    return [1 + sum(1 for o in scores if o > s) for s in scores]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nertz_env.config import NertzConfig
-from nertz_env.eval.stats import Estimate, mean_ci, ranks_from_scores
+from nertz_env.eval.stats import Estimate, mean_ci
 from nertz_env.eval.tournament import GameRecord, Results
 
 METRICS = ("score", "win", "nertz_out", "lake", "match_win")
@@ -191,6 +191,7 @@ def match_win_shares(game: GameRecord, team: list[int], target: int | None) -> l
 
 def _rate(results: Results, team: list[int], match: bool) -> list[Rating]:
     from openskill.models import PlackettLuce  # the eval extra (nertz-eval imports it at start)
+    from scipy.stats import rankdata
 
     model = PlackettLuce()
     n = len(results.labels)
@@ -206,7 +207,7 @@ def _rate(results: Results, team: list[int], match: bool) -> list[Rating]:
         team_scores = [sum(seat_scores[s] for s in teams[t]) for t in order]
         rated = model.rate(
             [[ratings[g.seats[s]] for s in teams[t]] for t in order],
-            ranks=[float(r) for r in ranks_from_scores(team_scores)],
+            ranks=[float(r) for r in rankdata([-x for x in team_scores], method="min")],  # ties share a rank
         )
         moves: dict[int, list[tuple[float, float]]] = defaultdict(list)
         for t_i, t in enumerate(order):
@@ -298,24 +299,20 @@ def summarize(results: Results) -> Summary:
         tables.append(TableSummary(lineup=li, seats=[results.labels[k] for k in lineup], agents=members))
     differences: dict[tuple[str, str], Estimate] = {}
     pairs: list[Difference] = []
-    for i in range(n):
-        for j in range(n):
-            if i == j:
-                continue
-            shared = [li for li, lu in enumerate(lineups) if i in lu and j in lu]
-            if not shared:
-                continue  # never at the same table: no paired difference
-            diffs: dict[int, list[float]] = defaultdict(list)
-            for li in shared:
-                a_deal = at[(i, li)].per_deal["score"]
-                b_deal = at[(j, li)].per_deal["score"]
-                for d in sorted(set(a_deal) & set(b_deal)):
-                    diffs[d].append(a_deal[d] - b_deal[d])
-            per_deal_diff = {d: sum(v) / len(v) for d, v in sorted(diffs.items())}
-            est = mean_ci(list(per_deal_diff.values()))
-            differences[(results.labels[i], results.labels[j])] = est
-            if i < j:
-                pairs.append(Difference(results.labels[i], results.labels[j], shared, est))
+    for i, j in itertools.permutations(range(n), 2):
+        shared = [li for li, lu in enumerate(lineups) if i in lu and j in lu]
+        if not shared:
+            continue  # never at the same table: no paired difference
+        diffs: dict[int, list[float]] = defaultdict(list)
+        for li in shared:
+            a_deal = at[(i, li)].per_deal["score"]
+            b_deal = at[(j, li)].per_deal["score"]
+            for d in sorted(set(a_deal) & set(b_deal)):
+                diffs[d].append(a_deal[d] - b_deal[d])
+        est = mean_ci([sum(v) / len(v) for _, v in sorted(diffs.items())])
+        differences[(results.labels[i], results.labels[j])] = est
+        if i < j:
+            pairs.append(Difference(results.labels[i], results.labels[j], shared, est))
     return Summary(agents=agents, match=match, differences=differences, tables=tables, pairs=pairs)
 
 
