@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import importlib.util
 import io
 import logging
 import os
@@ -23,9 +24,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import nertz_env
+from nertz_env.agents import make_agent
+from nertz_env.agents.registry import IncompatibleAgentError, check_agent
 from nertz_env.config import NertzConfig
 from nertz_env.eval.tournament import ClusterFailure, Player
 from nertz_env.extras import install_command
+from nertz_env.threads import limit_threads
 
 #: retries of a deal task whose worker process or node died (Ray's own count; errors raised by the
 #: game itself are not retried: they would fail again)
@@ -60,11 +65,8 @@ def check_address(address: str, timeout: float = 5.0) -> None:
     head = b""
     with conn, contextlib.suppress(OSError):
         conn.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")
-        while len(head) < 9:
-            more = conn.recv(9 - len(head))
-            if not more:
-                break
-            head += more
+        with conn.makefile("rb") as reply:
+            head = reply.read(9)  # the first frame's header, or what came before the end
     if len(head) < 9 or head[3] != 0x04:
         raise ClusterError(
             f"could not join a Ray cluster at {address}: something answers there, but not a Ray head node "
@@ -164,13 +166,8 @@ class Shipped:
 def _spec_paths(spec: str) -> list[str]:
     """The paths of this machine a spec names: its head (a checkpoint) and parameter values that exist."""
     head, _, rest = spec.strip().partition(":")
-    out = [head] if os.path.exists(head) else []
-    for part in filter(None, rest.split(",")):
-        _, sep, value = part.partition("=")
-        value = value.strip()
-        if sep and value and os.path.exists(value) and value not in out:
-            out.append(value)
-    return out
+    values = [part.partition("=")[2].strip() for part in rest.split(",") if "=" in part]
+    return [path for path in dict.fromkeys([head, *values]) if path and os.path.exists(path)]
 
 
 def _pack(path: str) -> tuple[str, bytes]:
@@ -249,10 +246,6 @@ def code_digest() -> tuple[str, str, str]:
     """(nertz-env's version, a digest of its sources, where it is): two nodes with equal digests play the
     same games. Each package's ``.py`` files are read where Python finds them, so an installed copy and a
     source checkout (``agents/`` beside ``nertz_env/``) of the same sources agree."""
-    import importlib.util
-
-    import nertz_env
-
     h = hashlib.sha256()
     for name in PACKAGES:
         spec = importlib.util.find_spec(name)
@@ -278,12 +271,8 @@ def _player(job: dict[str, Any]) -> Any:
     player = _PLAYERS.get(key)
     if player is not None:
         return player
-    from nertz_env.threads import limit_threads
-
     limit_threads(1)
     import ray
-
-    from nertz_env.agents import make_agent
 
     local = {path: materialize(item, ray.get) for path, item in job["shipped"].items()}
     plan = job["plan"]
@@ -300,17 +289,12 @@ def check_node(job: dict[str, Any]) -> tuple[str, str | None]:
     import ray
 
     where = ray.util.get_node_ip_address()
-    try:
-        version, digest, root = code_digest()
-    except ImportError:
-        return where, "nertz-env is not installed there"
+    version, digest, root = code_digest()
     if (version, digest) != tuple(job["code"][:2]):
         return where, (
             f"its nertz-env ({version} at {root}, sources {digest}) is not this machine's ({job['code'][0]}, "
             f"sources {job['code'][1]}): install the same nertz-env on every node"
         )
-    from nertz_env.agents.registry import IncompatibleAgentError, check_agent
-
     rules = dict(job["plan"].env_kwargs)
     rules.pop("illegal_action", None)
     config = NertzConfig.from_dict(rules)
@@ -422,11 +406,8 @@ class Cluster:
 
 def prepare(address: str, plan: Any) -> Cluster:
     """Join the cluster at ``address``, ship the tournament's checkpoints and check every node can play it.
-
-    Raises:
-        ClusterError: one line: a bad or unreachable address, a cluster without CPUs, a node that cannot
-            play an agent (with the node's address and the reason).
-    """
+    Raises :class:`ClusterError` (one line) for a bad or unreachable address, a cluster without CPUs, or a
+    node that cannot play an agent (naming the node and why)."""
     ray = connect(address)
     try:
         shipped = ship(list(dict.fromkeys(plan.agents)), ray.put)
