@@ -77,10 +77,8 @@ def table(results: Results, summary: Summary) -> str:
         lines.append("")
         lines.append("per table (means ± 95% over deals, of the agent's seats at that table only):")
         header = ["table", "agent", "games", *(_HEADERS[m] for m in metrics)]
-        rows = []
-        for t in summary.tables:
-            for a in t.agents:  # in seat order: a gauntlet candidate first
-                rows.append([t.name, a.label, str(a.games), *_metric_cells(a.metrics, metrics)])
+        rows = [[t.name, a.label, str(a.games), *_metric_cells(a.metrics, metrics)]
+                for t in summary.tables for a in t.agents]  # in seat order: a gauntlet candidate first
         lines.append(_format_rows(header, rows, left=2))
         lines.append("")
         lines.append(
@@ -89,12 +87,10 @@ def table(results: Results, summary: Summary) -> str:
         )
     header = ["agent", *(["tables"] if several else []), "games", *(_HEADERS[m] for m in metrics)]
     header.append("rating mu ± 2σ")
-    rows = []
-    for a in sorted(summary.agents, key=lambda x: -x.metrics["score"].mean if x.metrics["score"].n else 0.0):
-        cells = [a.label, *([tables_text(a.tables)] if several else []), str(a.games)]
-        cells += _metric_cells(a.metrics, metrics)
-        cells.append(f"{a.rating.mu:.1f} ± {2 * a.rating.sigma:.1f}")
-        rows.append(cells)
+    by_score = sorted(summary.agents, key=lambda x: -x.metrics["score"].mean if x.metrics["score"].n else 0.0)
+    rows = [[a.label, *([tables_text(a.tables)] if several else []), str(a.games),
+             *_metric_cells(a.metrics, metrics), f"{a.rating.mu:.1f} ± {2 * a.rating.sigma:.1f}"]
+            for a in by_score]
     lines.append(_format_rows(header, rows))
     illegal = sum(a.illegal for a in summary.agents)
     foot = "± is the 95% interval over deals (a deal's duplicate set is one sample)."

@@ -289,14 +289,11 @@ def summarize(results: Results) -> Summary:
                 play=results.play[k] if k < len(results.play) else "",
             )
         )
-    tables = []
-    at: dict[tuple[int, int], TableAgent] = {}
-    for li, lineup in enumerate(lineups):
-        members = []
-        for k in dict.fromkeys(lineup):
-            at[(k, li)] = TableAgent(**stats(k, [(k, li)] if (k, li) in counts else []))
-            members.append(at[(k, li)])
-        tables.append(TableSummary(lineup=li, seats=[results.labels[k] for k in lineup], agents=members))
+    at = {(k, li): TableAgent(**stats(k, [(k, li)] if (k, li) in counts else []))
+          for li, lineup in enumerate(lineups) for k in dict.fromkeys(lineup)}
+    tables = [TableSummary(lineup=li, seats=[results.labels[k] for k in lineup],
+                           agents=[at[(k, li)] for k in dict.fromkeys(lineup)])
+              for li, lineup in enumerate(lineups)]
     differences: dict[tuple[str, str], Estimate] = {}
     pairs: list[Difference] = []
     for i, j in itertools.permutations(range(n), 2):

@@ -29,6 +29,7 @@ from nertz_env.agents.registry import check_agent
 from nertz_env.config import make_config
 from nertz_env.environment import NertzParallelEnv
 from nertz_env.infos import ROUND_END_NAMES
+from nertz_env.replay import RecordReplay
 from nertz_env.threads import limit_threads
 
 MODES = ("round_robin", "gauntlet")
@@ -69,12 +70,8 @@ def seatings(lineup: Sequence[int], rotate: bool = True) -> list[tuple[int, ...]
     """The seat rotations of a lineup: rotation r seats ``lineup[(s + r) % P]`` at seat s. Rotations that
     give the same seating (repeated agents) are played once."""
     p = len(lineup)
-    out: list[tuple[int, ...]] = []
-    for r in range(p if rotate else 1):
-        seating = tuple(lineup[(s + r) % p] for s in range(p))
-        if seating not in out:
-            out.append(seating)
-    return out
+    rotations = (tuple(lineup[(s + r) % p] for s in range(p)) for r in range(p if rotate else 1))
+    return list(dict.fromkeys(rotations))
 
 
 @dataclass
@@ -250,8 +247,6 @@ class Player:
                 seeds = [agent_seed(plan.seed, deal, li, r, s) for s in range(len(seating))]
                 env: Any = self.env
                 if plan.replays is not None:
-                    from nertz_env.replay import RecordReplay
-
                     labels = _labels(plan.agents)
                     env = RecordReplay(
                         self.env,
