@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import nertz_env
@@ -128,8 +129,7 @@ def connect(address: str) -> Any:
     # run from a checkout of nertz-env, the nodes would import its nertz_env/ folder, not the installed
     # package. An empty working_dir (one small file) keeps the workers on what is installed.
     workdir = tempfile.mkdtemp(prefix="nertz-eval-job-")
-    with open(os.path.join(workdir, "README"), "w") as f:
-        f.write("the working folder of a nertz-eval job on a Ray cluster (empty on purpose)\n")
+    Path(workdir, "README").write_text("the working folder of a nertz-eval job, empty on purpose\n")
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
         authenticate(address)
@@ -183,8 +183,7 @@ def _pack(path: str) -> tuple[str, bytes]:
                     with open(full, "rb") as f:
                         tar.addfile(info, f)
         return "dir", buf.getvalue()
-    with open(path, "rb") as f:
-        return "file", f.read()
+    return "file", Path(path).read_bytes()
 
 
 def ship(specs: list[str], put: Callable[[bytes], Any]) -> dict[str, Shipped]:
@@ -216,8 +215,7 @@ def materialize(item: Shipped, get: Callable[[Any], bytes]) -> str:
             else:  # pragma: no cover
                 tar.extractall(staged)
     else:
-        with open(staged, "wb") as f:
-            f.write(data)
+        Path(staged).write_bytes(data)
     with contextlib.suppress(OSError):  # another worker of this node wrote it first: keep that one
         os.rename(staged, target)
     return target
@@ -256,8 +254,7 @@ def code_digest() -> tuple[str, str, str]:
         for file in sorted(os.listdir(folder)):
             if file.endswith(".py"):
                 h.update(f"{name}/{file}".encode())
-                with open(os.path.join(folder, file), "rb") as f:
-                    h.update(f.read())
+                h.update(Path(folder, file).read_bytes())
     root = os.path.dirname(os.path.abspath(nertz_env.__file__))
     return str(getattr(nertz_env, "__version__", "?")), h.hexdigest()[:16], root
 
@@ -320,13 +317,9 @@ def play_deals(job: dict[str, Any], deals: list[int]) -> list[tuple[int, list[An
         replays: dict[str, bytes] = {}
         folder = player.plan.replays
         if folder is not None:
-            prefix = f"deal{deal:04d}_"
-            for name in sorted(os.listdir(folder)):
-                if name.startswith(prefix):
-                    full = os.path.join(folder, name)
-                    with open(full, "rb") as f:
-                        replays[name] = f.read()
-                    os.remove(full)
+            for path in sorted(Path(folder).glob(f"deal{deal:04d}_*")):
+                replays[path.name] = path.read_bytes()
+                path.unlink()
         out.append((deal, games, replays))
     return out
 
@@ -385,8 +378,7 @@ class Cluster:
                     ) from None
                 for deal, games, replays in finished:
                     for name, data in replays.items():  # empty unless the tournament records replays
-                        with open(os.path.join(str(self.replays), name), "wb") as f:
-                            f.write(data)
+                        Path(str(self.replays), name).write_bytes(data)
                     done[deal] = games
                     bar.update(1)
 
