@@ -12,6 +12,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import openskill  # noqa: F401  (the eval extra, for the ratings: a missing one is refused before any deal)
@@ -110,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(ga, "eval_out/gauntlet", 100)
     la = sub.add_parser("ladder", help=f"the baseline ladder ({', '.join(LADDER)}) at one table")
     common(la, "eval_out/ladder", LADDER_DEALS)
+    la.set_defaults(agents=list(LADDER))
     la.add_argument("--check", action="store_true", help="exit 1 unless every rung beats the one below")
     return parser
 
@@ -178,12 +180,8 @@ def _run(args: argparse.Namespace) -> int:
     out_dir = args.out if args.out is not None else args.default_out
     if not args.no_save:
         check_out_dir(out_dir)
-    if args.command == "round-robin":
-        specs, mode = list(args.agents), "round_robin"
-    elif args.command == "gauntlet":
-        specs, mode = [args.candidate, *args.opponents], "gauntlet"
-    else:
-        specs, mode = list(LADDER), "round_robin"
+    gauntlet = args.command == "gauntlet"
+    specs = [args.candidate, *args.opponents] if gauntlet else list(args.agents)
     try:
         tournament = plan_tournament(
             specs,
@@ -191,7 +189,7 @@ def _run(args: argparse.Namespace) -> int:
             deals=deals,
             seed=args.seed,
             rules=rules,
-            mode=mode,
+            mode="gauntlet" if gauntlet else "round_robin",
             deal_seeds=seeds,
             rotate=not args.no_rotate,
             replays=args.replays,
@@ -254,8 +252,7 @@ def _report(
     if not args.no_save:
         paths = save(results, summary, out_dir, plots=not args.no_plots)
         table_path = os.path.join(out_dir, "table.txt")
-        with open(table_path, "w", encoding="utf-8") as f:
-            f.write(out + "\n")
+        Path(table_path).write_text(out + "\n", encoding="utf-8")
         print(f"saved: {', '.join([*paths, table_path])}", file=sys.stderr)
     if results.failure is not None:
         print(
