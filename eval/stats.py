@@ -1,9 +1,5 @@
-"""Statistics of tournaments: means with Student-t 95% intervals over deals, and paired differences.
-
-The deal is the sample (duplicate deals share the cards). A rate's interval is clipped to [0, 1] and, at a
-bound, widened to the Clopper-Pearson limit of one trial per deal (quantiles from ``scipy.stats``, the eval
-extra). See docs/guides/evaluation.md.
-"""
+"""Statistics of tournaments: means with Student-t 95% intervals over deals (the deal is the sample; a rate's
+interval is clipped to [0, 1]), and paired differences. See docs/guides/evaluation.md."""
 
 from __future__ import annotations
 

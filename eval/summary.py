@@ -166,10 +166,8 @@ class Summary:
 
 
 def _team_totals(scores: list[int], team: list[int]) -> dict[int, int]:
-    totals: dict[int, int] = defaultdict(int)
-    for s, v in enumerate(scores):
-        totals[team[s]] += v
-    return totals
+    """Each team's total of the seats' ``scores`` (the teams in seat order)."""
+    return {g: sum(v for v, t in zip(scores, team, strict=True) if t == g) for g in dict.fromkeys(team)}
 
 
 def _shares(totals: dict[int, int], team: list[int]) -> list[float]:

@@ -112,9 +112,8 @@ class Results:
     config: dict[str, Any]
     mode: str
     seed: int
-    #: the env seed of each deal, by deal index. Seeds given explicitly (``deal_seeds=``) are all kept; seeds
-    #: derived from ``seed`` are kept up to the last deal finished (``deal_seed(seed, i)`` gives any other), so
-    #: an interrupted run of a huge number of deals does not list seeds it never played
+    #: the env seed of each deal by index: every seed given (``deal_seeds=``), else those up to the last deal
+    #: finished, so that a run stopped early lists no seed it never played (``deal_seed(seed, i)`` gives any)
     deal_seeds: list[int]
     lineups: list[list[int]]
     games: list[GameRecord] = field(default_factory=list)
@@ -171,9 +170,7 @@ def play_game(
         actions = {n: a.act(obs[n]["observation"], obs[n]["action_mask"]) for n, a in pairs}
         obs, _, _, truncs, infos = env.step(actions)
         ticks += 1
-        for s, n in enumerate(names):
-            if infos[n]["illegal"]:
-                illegal[s] += 1
+        illegal = [c + bool(infos[n]["illegal"]) for c, n in zip(illegal, names, strict=True)]
         first = infos[names[0]]
         if first["round_end"]:
             scores.append([int(infos[n]["score"]) for n in names])
