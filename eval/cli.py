@@ -215,15 +215,13 @@ def _run(args: argparse.Namespace) -> int:
         print(f"nertz-eval: playing on the {cluster.describe()}", file=sys.stderr)
     try:
         results = play_tournament(tournament, workers=workers, progress=not args.no_progress, cluster=cluster)
-        return _report(args, results, deals, seeds, out_dir, cluster)  # saved before the cluster is left
+        return _report(args, results, out_dir, cluster)  # saved before the cluster is left
     finally:
         if cluster is not None:
             cluster.close()
 
 
-def _report(
-    args: argparse.Namespace, results: Any, deals: int, seeds: list[int] | None, out_dir: str, cluster: Any
-) -> int:
+def _report(args: argparse.Namespace, results: Any, out_dir: str, cluster: Any) -> int:
     if not results.games:
         if results.failure is not None:
             print(f"nertz-eval: error: {results.failure}; no deal finished, nothing to save", file=sys.stderr)
@@ -236,7 +234,7 @@ def _report(
     if args.command == "ladder":
         checks = ladder_check(summary, list(LADDER))
         verdict_ok = all(ok for *_, ok in checks)
-        deals_flag = f"--deal-seeds {args.deal_seeds}" if seeds is not None else f"--deals {deals}"
+        deals_flag = f"--deal-seeds {args.deal_seeds}" if args.deal_seeds else f"--deals {results.deals_planned}"
         text += [
             "",
             differences_table(summary, list(LADDER)),

@@ -292,9 +292,7 @@ def check_node(job: dict[str, Any]) -> tuple[str, str | None]:
             f"its nertz-env ({version} at {root}, sources {digest}) is not this machine's ({job['code'][0]}, "
             f"sources {job['code'][1]}): install the same nertz-env on every node"
         )
-    rules = dict(job["plan"].env_kwargs)
-    rules.pop("illegal_action", None)
-    config = NertzConfig.from_dict(rules)
+    config = NertzConfig.from_dict({k: v for k, v in job["plan"].env_kwargs if k != "illegal_action"})
     try:
         player = _player(job)
         for spec in dict.fromkeys(job["plan"].agents):
