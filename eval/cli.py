@@ -130,6 +130,7 @@ def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int
             f"--workers {args.workers} has no effect with --address: the deals run on every free CPU of the "
             "Ray cluster; drop one of them"
         )
+    workers = args.workers if args.workers is not None else min(2, usable_cpus(), deals)
     if args.workers is not None:
         cpus = usable_cpus()
         if args.workers > cpus:  # each is a spawned process: more than the CPUs only share them
@@ -143,9 +144,6 @@ def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int
                 f"--workers {args.workers} with {deals} deal(s): work is split by deal, so at most "
                 f"{deals} worker(s) can play; pass --workers {deals} or more deals"
             )
-        workers = args.workers
-    else:
-        workers = min(2, usable_cpus(), deals)
     if args.no_save:
         for flag, given in (("--out", args.out is not None), ("--no-plots", args.no_plots)):
             if given:
@@ -156,9 +154,8 @@ def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int
 
 
 def check_out_dir(path: str, flag: str = "--out") -> None:
-    """Refuse an output folder that could not be written, before any deal is played: a file of that name (or
-    on its path), or a place no folder can be made in. Creates nothing (a probe folder is made where the first
-    missing folder would go, and removed at once); the results are written into it after the games."""
+    """Refuse an ``--out`` no folder can be made at (docs/guides/evaluation.md), creating nothing: a probe
+    folder is made where the first missing folder would go, and removed at once."""
     where = os.path.abspath(path)
     probe = where
     while not os.path.lexists(probe) and os.path.dirname(probe) != probe:

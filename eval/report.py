@@ -52,9 +52,8 @@ def tables_text(names: list[int]) -> str:
 
 
 def table(results: Results, summary: Summary) -> str:
-    """The tournament's header line, the tables (lineups) with each agent's means at each table when there
-    are several, the per-agent table (means ± 95% half-widths over deals, over the tables the agent sat
-    at) and a footnote."""
+    """The text ``nertz-eval`` prints: a header line, the tables and each agent's means at each when there are
+    several, each agent's means ± 95% over deals, and a footnote (docs/guides/evaluation.md)."""
     metrics = [m for m in _HEADERS if m in summary.agents[0].metrics] if summary.agents else []
     rules = ", ".join(f"{k}={v}" for k, v in sorted(results.rules.items())) or "default rules"
     head = (

@@ -130,10 +130,7 @@ class Difference:
 @dataclass
 class Summary:
     """Per-agent statistics (over the tables each agent sat at), per-table statistics, and the paired score
-    differences of the agents that sat together.
-
-    ``differences[(a, b)]`` holds the estimate for every ordered pair that met (both orders); ``pairs`` the
-    reported ones, each pair once (in a gauntlet: the candidate minus each table's opponent)."""
+    differences of the agents that sat together: ``pairs`` once each, ``differences`` in both orders."""
 
     agents: list[AgentSummary]
     match: bool
