@@ -334,12 +334,12 @@ class Cluster:
         self.cpus, self.nodes = self._size()
         self._pending: dict[Any, list[int]] = {}
 
-    def _size(self) -> tuple[int, int]:
+    def _size(self) -> tuple[int, list[dict[str, Any]]]:
         nodes = [n for n in self.ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
-        return int(sum(n["Resources"]["CPU"] for n in nodes)), len(nodes)
+        return int(sum(n["Resources"]["CPU"] for n in nodes)), nodes
 
     def describe(self) -> str:
-        return f"Ray cluster {self.address}: {self.cpus} CPU(s) on {self.nodes} node(s)"
+        return f"Ray cluster {self.address}: {self.cpus} CPU(s) on {len(self.nodes)} node(s)"
 
     def play(self, n: int, done: dict[int, list[Any]], bar: Any) -> None:
         """Play deals ``0 .. n-1`` on the cluster into ``done`` (deal -> games), updating ``bar`` per deal.
@@ -407,7 +407,6 @@ def prepare(address: str, plan: Any) -> Cluster:
         cluster = Cluster(ray, address, job_ref, plan.replays)
         if cluster.cpus < 1:
             raise ClusterError(f"the Ray cluster at {address} has no node with a CPU to play on")
-        nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         check = ray.remote(check_node)
@@ -415,7 +414,7 @@ def prepare(address: str, plan: Any) -> Cluster:
             check.options(
                 num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
             ).remote(job_ref)
-            for node in nodes
+            for node in cluster.nodes
         ]
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=CHECK_TIMEOUT)
         if len(ready) < len(refs):

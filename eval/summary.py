@@ -189,25 +189,21 @@ def _rate(results: Results, team: list[int], match: bool) -> list[Rating]:
     from scipy.stats import rankdata
 
     model = PlackettLuce()
-    n = len(results.labels)
-    ratings = [model.rating() for _ in range(n)]
+    ratings = [model.rating() for _ in results.labels]
+    teams = [[s for s, t in enumerate(team) if t == k] for k in sorted(set(team))]  # the seats of each team
     for g in results.games:
         if not g.scores:
             continue
         seat_scores = g.match_scores if match else g.scores[-1]
-        teams: dict[int, list[int]] = defaultdict(list)
-        for s in range(len(g.seats)):
-            teams[team[s]].append(s)
-        order = sorted(teams)
-        team_scores = [sum(seat_scores[s] for s in teams[t]) for t in order]
+        team_scores = [sum(seat_scores[s] for s in seats) for seats in teams]
         rated = model.rate(
-            [[ratings[g.seats[s]] for s in teams[t]] for t in order],
+            [[ratings[g.seats[s]] for s in seats] for seats in teams],
             ranks=[float(r) for r in rankdata([-x for x in team_scores], method="min")],  # ties share a rank
         )
         moves: dict[int, list[tuple[float, float]]] = defaultdict(list)
-        for t_i, t in enumerate(order):
-            for m_i, s in enumerate(teams[t]):
-                moves[g.seats[s]].append((rated[t_i][m_i].mu, rated[t_i][m_i].sigma))
+        for seats, new in zip(teams, rated, strict=True):
+            for s, r in zip(seats, new, strict=True):
+                moves[g.seats[s]].append((r.mu, r.sigma))
         for k, mv in moves.items():
             old = ratings[k]
             mu = old.mu + sum(m - old.mu for m, _ in mv) / len(mv)
@@ -311,8 +307,5 @@ def summarize(results: Results) -> Summary:
 def ladder_check(summary: Summary, order: list[str]) -> list[tuple[str, str, Estimate, bool]]:
     """For each adjacent pair of ``order`` (weakest first): the score difference (upper minus lower) over
     the deals both played, and whether its 95% interval lies above zero."""
-    out = []
-    for lower, upper in itertools.pairwise(order):
-        e = summary.difference(upper, lower)
-        out.append((lower, upper, e, e.n >= 2 and e.low > 0.0))
-    return out
+    diffs = [(lower, upper, summary.difference(upper, lower)) for lower, upper in itertools.pairwise(order)]
+    return [(lower, upper, e, e.n >= 2 and e.low > 0.0) for lower, upper, e in diffs]

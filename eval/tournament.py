@@ -129,16 +129,13 @@ class Results:
 
     def to_dict(self) -> dict[str, Any]:
         """Every game and the tournament's settings as a JSON-ready dict (``results.json``)."""
-        d = {k: v for k, v in self.__dict__.items() if k != "games" and not (k == "failure" and v is None)}
-        d["games"] = [g.to_dict() for g in self.games]
-        return d
+        kept = {k: v for k, v in self.__dict__.items() if k != "games" and not (k == "failure" and v is None)}
+        return {**kept, "games": [g.to_dict() for g in self.games]}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Results:
-        d = dict(d)
-        games = [GameRecord(**g) for g in d.pop("games", [])]
-        d.pop("summary", None)
-        return cls(games=games, **d)
+        games = [GameRecord(**g) for g in d.get("games", [])]
+        return cls(games=games, **{k: v for k, v in d.items() if k not in ("games", "summary")})
 
 
 # ---------------------------------------------------------------- playing
