@@ -144,12 +144,9 @@ def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int
                 f"--workers {args.workers} with {deals} deal(s): work is split by deal, so at most "
                 f"{deals} worker(s) can play; pass --workers {deals} or more deals"
             )
-    if args.no_save:
-        for flag, given in (("--out", args.out is not None), ("--no-plots", args.no_plots)):
-            if given:
-                raise UsageError(
-                    f"{flag} has no effect with --no-save (nothing is written); drop one of them"
-                )
+    given = [flag for flag, on in (("--out", args.out is not None), ("--no-plots", args.no_plots)) if on]
+    if args.no_save and given:
+        raise UsageError(f"{given[0]} has no effect with --no-save (nothing is written); drop one of them")
     return deals, workers
 
 

@@ -98,5 +98,4 @@ def mean_ci(
 
 def paired_difference(a: dict[int, float], b: dict[int, float], level: float = 0.95) -> Estimate:
     """Mean of ``a[d] - b[d]`` over the deals ``d`` both have, with its interval (per-deal pairing)."""
-    common = sorted(set(a) & set(b))
-    return mean_ci([a[d] - b[d] for d in common], level)
+    return mean_ci([a[d] - b[d] for d in sorted(set(a) & set(b))], level)

@@ -266,7 +266,6 @@ def summarize(results: Results) -> Summary:
             "scores": [x for key in keys for x in per_game_scores[key]],
         }
 
-    lineups = [list(lu) for lu in results.lineups]
     agents = []
     for k in range(n):
         keys = [key for key in sorted(counts) if key[0] == k]
@@ -281,14 +280,14 @@ def summarize(results: Results) -> Summary:
             )
         )
     at = {(k, li): TableAgent(**stats(k, [(k, li)] if (k, li) in counts else []))
-          for li, lineup in enumerate(lineups) for k in dict.fromkeys(lineup)}
+          for li, lineup in enumerate(results.lineups) for k in dict.fromkeys(lineup)}
     tables = [TableSummary(lineup=li, seats=[results.labels[k] for k in lineup],
                            agents=[at[(k, li)] for k in dict.fromkeys(lineup)])
-              for li, lineup in enumerate(lineups)]
+              for li, lineup in enumerate(results.lineups)]
     differences: dict[tuple[str, str], Estimate] = {}
     pairs: list[Difference] = []
     for i, j in itertools.permutations(range(n), 2):
-        shared = [li for li, lu in enumerate(lineups) if i in lu and j in lu]
+        shared = [li for li, lu in enumerate(results.lineups) if i in lu and j in lu]
         if not shared:
             continue  # never at the same table: no paired difference
         diffs: dict[int, list[float]] = defaultdict(list)
