@@ -265,9 +265,8 @@ _PLAYERS: dict[str, Any] = {}  # per worker process: the player of the tournamen
 def _player(job: dict[str, Any]) -> Any:
     """This process's player of the tournament ``job`` (built on first use, kept for the next tasks)."""
     key = job["key"]
-    player = _PLAYERS.get(key)
-    if player is not None:
-        return player
+    if key in _PLAYERS:
+        return _PLAYERS[key]
     limit_threads(1)
     import ray
 

@@ -78,8 +78,7 @@ def mean_ci(
     mean = math.fsum(samples) / n
     if n < 2:
         return Estimate(mean, math.nan, n, math.nan, bounds)
-    var = math.fsum((x - mean) ** 2 for x in samples) / (n - 1)
-    sd = math.sqrt(var)
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in samples) / (n - 1))
     from scipy import stats  # the eval extra: tournaments run without it, their intervals need it
 
     hw = float(stats.t.ppf(0.5 + level / 2.0, n - 1)) * sd / math.sqrt(n)
