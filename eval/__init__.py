@@ -5,7 +5,7 @@ returns :class:`Results`; ``summarize(results)`` gives per-agent means with 95% 
 need the ``eval`` extra); :mod:`nertz_env.eval.report` prints and saves them. See docs/guides/evaluation.md.
 """
 
-from nertz_env.eval.stats import Estimate, mean_ci, paired_difference, t_quantile
+from nertz_env.eval.stats import Estimate, mean_ci, paired_difference
 from nertz_env.eval.summary import Summary, ladder_check, summarize
 from nertz_env.eval.tournament import (
     GameRecord,
@@ -29,5 +29,4 @@ __all__ = [
     "play_tournament",
     "run_tournament",
     "summarize",
-    "t_quantile",
 ]

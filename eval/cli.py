@@ -12,6 +12,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import openskill  # noqa: F401  (the eval extra, for the ratings: a missing one is refused before any deal)
@@ -110,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(ga, "eval_out/gauntlet", 100)
     la = sub.add_parser("ladder", help=f"the baseline ladder ({', '.join(LADDER)}) at one table")
     common(la, "eval_out/ladder", LADDER_DEALS)
+    la.set_defaults(agents=list(LADDER))
     la.add_argument("--check", action="store_true", help="exit 1 unless every rung beats the one below")
     return parser
 
@@ -128,6 +130,7 @@ def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int
             f"--workers {args.workers} has no effect with --address: the deals run on every free CPU of the "
             "Ray cluster; drop one of them"
         )
+    workers = args.workers if args.workers is not None else min(2, usable_cpus(), deals)
     if args.workers is not None:
         cpus = usable_cpus()
         if args.workers > cpus:  # each is a spawned process: more than the CPUs only share them
@@ -141,22 +144,15 @@ def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int
                 f"--workers {args.workers} with {deals} deal(s): work is split by deal, so at most "
                 f"{deals} worker(s) can play; pass --workers {deals} or more deals"
             )
-        workers = args.workers
-    else:
-        workers = min(2, usable_cpus(), deals)
-    if args.no_save:
-        for flag, given in (("--out", args.out is not None), ("--no-plots", args.no_plots)):
-            if given:
-                raise UsageError(
-                    f"{flag} has no effect with --no-save (nothing is written); drop one of them"
-                )
+    given = [flag for flag, on in (("--out", args.out is not None), ("--no-plots", args.no_plots)) if on]
+    if args.no_save and given:
+        raise UsageError(f"{given[0]} has no effect with --no-save (nothing is written); drop one of them")
     return deals, workers
 
 
 def check_out_dir(path: str, flag: str = "--out") -> None:
-    """Refuse an output folder that could not be written, before any deal is played: a file of that name (or
-    on its path), or a place no folder can be made in. Creates nothing (a probe folder is made where the first
-    missing folder would go, and removed at once); the results are written into it after the games."""
+    """Refuse an ``--out`` no folder can be made at (docs/guides/evaluation.md), creating nothing: a probe
+    folder is made where the first missing folder would go, and removed at once."""
     where = os.path.abspath(path)
     probe = where
     while not os.path.lexists(probe) and os.path.dirname(probe) != probe:
@@ -178,12 +174,8 @@ def _run(args: argparse.Namespace) -> int:
     out_dir = args.out if args.out is not None else args.default_out
     if not args.no_save:
         check_out_dir(out_dir)
-    if args.command == "round-robin":
-        specs, mode = list(args.agents), "round_robin"
-    elif args.command == "gauntlet":
-        specs, mode = [args.candidate, *args.opponents], "gauntlet"
-    else:
-        specs, mode = list(LADDER), "round_robin"
+    gauntlet = args.command == "gauntlet"
+    specs = [args.candidate, *args.opponents] if gauntlet else list(args.agents)
     try:
         tournament = plan_tournament(
             specs,
@@ -191,7 +183,7 @@ def _run(args: argparse.Namespace) -> int:
             deals=deals,
             seed=args.seed,
             rules=rules,
-            mode=mode,
+            mode="gauntlet" if gauntlet else "round_robin",
             deal_seeds=seeds,
             rotate=not args.no_rotate,
             replays=args.replays,
@@ -217,15 +209,13 @@ def _run(args: argparse.Namespace) -> int:
         print(f"nertz-eval: playing on the {cluster.describe()}", file=sys.stderr)
     try:
         results = play_tournament(tournament, workers=workers, progress=not args.no_progress, cluster=cluster)
-        return _report(args, results, deals, seeds, out_dir, cluster)  # saved before the cluster is left
+        return _report(args, results, out_dir, cluster)  # saved before the cluster is left
     finally:
         if cluster is not None:
             cluster.close()
 
 
-def _report(
-    args: argparse.Namespace, results: Any, deals: int, seeds: list[int] | None, out_dir: str, cluster: Any
-) -> int:
+def _report(args: argparse.Namespace, results: Any, out_dir: str, cluster: Any) -> int:
     if not results.games:
         if results.failure is not None:
             print(f"nertz-eval: error: {results.failure}; no deal finished, nothing to save", file=sys.stderr)
@@ -238,7 +228,7 @@ def _report(
     if args.command == "ladder":
         checks = ladder_check(summary, list(LADDER))
         verdict_ok = all(ok for *_, ok in checks)
-        deals_flag = f"--deal-seeds {args.deal_seeds}" if seeds is not None else f"--deals {deals}"
+        deals_flag = f"--deal-seeds {args.deal_seeds}" if args.deal_seeds else f"--deals {results.deals_planned}"
         text += [
             "",
             differences_table(summary, list(LADDER)),
@@ -254,8 +244,7 @@ def _report(
     if not args.no_save:
         paths = save(results, summary, out_dir, plots=not args.no_plots)
         table_path = os.path.join(out_dir, "table.txt")
-        with open(table_path, "w", encoding="utf-8") as f:
-            f.write(out + "\n")
+        Path(table_path).write_text(out + "\n", encoding="utf-8")
         print(f"saved: {', '.join([*paths, table_path])}", file=sys.stderr)
     if results.failure is not None:
         print(

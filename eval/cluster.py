@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import importlib.util
 import io
 import logging
 import os
@@ -21,11 +22,16 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import nertz_env
+from nertz_env.agents import make_agent
+from nertz_env.agents.registry import IncompatibleAgentError, check_agent
 from nertz_env.config import NertzConfig
 from nertz_env.eval.tournament import ClusterFailure, Player
 from nertz_env.extras import install_command
+from nertz_env.threads import limit_threads
 
 #: retries of a deal task whose worker process or node died (Ray's own count; errors raised by the
 #: game itself are not retried: they would fail again)
@@ -60,11 +66,8 @@ def check_address(address: str, timeout: float = 5.0) -> None:
     head = b""
     with conn, contextlib.suppress(OSError):
         conn.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")
-        while len(head) < 9:
-            more = conn.recv(9 - len(head))
-            if not more:
-                break
-            head += more
+        with conn.makefile("rb") as reply:
+            head = reply.read(9)  # the first frame's header, or what came before the end
     if len(head) < 9 or head[3] != 0x04:
         raise ClusterError(
             f"could not join a Ray cluster at {address}: something answers there, but not a Ray head node "
@@ -73,14 +76,9 @@ def check_address(address: str, timeout: float = 5.0) -> None:
 
 
 def authenticate(address: str, timeout: float = 10.0) -> None:
-    """Send this machine's Ray token to the cluster at ``address`` when it asks for one, as ``ray.init`` does for
-    ``auto`` (it sends none to a host:port unless ``RAY_AUTH_MODE=token``). One call to the head's GCS asks;
-    if it wants a token and ``RAY_AUTH_MODE`` is unset, it becomes ``token`` for the rest of the process. A
-    cluster without authentication gets none. See docs/guides/cluster.md.
-
-    Raises:
-        ConnectionError: one line, when the head refuses this machine's token or asks for one it lacks.
-    """
+    """Send this machine's Ray token to the head at ``address`` if it asks for one, as ``ray.init`` does for
+    ``auto`` only (docs/guides/cluster.md). Raises ``ConnectionError`` (one line) when the head refuses the
+    token or this machine has none."""
     if address == "auto" or "://" in address:
         return  # auto: ray.init finds the address and the token; ray://: Ray Client, another port
     import grpc  # type: ignore[import-untyped]  # Ray's dependency, without types
@@ -131,8 +129,7 @@ def connect(address: str) -> Any:
     # run from a checkout of nertz-env, the nodes would import its nertz_env/ folder, not the installed
     # package. An empty working_dir (one small file) keeps the workers on what is installed.
     workdir = tempfile.mkdtemp(prefix="nertz-eval-job-")
-    with open(os.path.join(workdir, "README"), "w") as f:
-        f.write("the working folder of a nertz-eval job on a Ray cluster (empty on purpose)\n")
+    Path(workdir, "README").write_text("the working folder of a nertz-eval job, empty on purpose\n")
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
         authenticate(address)
@@ -169,13 +166,8 @@ class Shipped:
 def _spec_paths(spec: str) -> list[str]:
     """The paths of this machine a spec names: its head (a checkpoint) and parameter values that exist."""
     head, _, rest = spec.strip().partition(":")
-    out = [head] if os.path.exists(head) else []
-    for part in filter(None, rest.split(",")):
-        _, sep, value = part.partition("=")
-        value = value.strip()
-        if sep and value and os.path.exists(value) and value not in out:
-            out.append(value)
-    return out
+    values = [part.partition("=")[2].strip() for part in rest.split(",") if "=" in part]
+    return [path for path in dict.fromkeys([head, *values]) if path and os.path.exists(path)]
 
 
 def _pack(path: str) -> tuple[str, bytes]:
@@ -191,8 +183,7 @@ def _pack(path: str) -> tuple[str, bytes]:
                     with open(full, "rb") as f:
                         tar.addfile(info, f)
         return "dir", buf.getvalue()
-    with open(path, "rb") as f:
-        return "file", f.read()
+    return "file", Path(path).read_bytes()
 
 
 def ship(specs: list[str], put: Callable[[bytes], Any]) -> dict[str, Shipped]:
@@ -224,8 +215,7 @@ def materialize(item: Shipped, get: Callable[[Any], bytes]) -> str:
             else:  # pragma: no cover
                 tar.extractall(staged)
     else:
-        with open(staged, "wb") as f:
-            f.write(data)
+        Path(staged).write_bytes(data)
     with contextlib.suppress(OSError):  # another worker of this node wrote it first: keep that one
         os.rename(staged, target)
     return target
@@ -254,10 +244,6 @@ def code_digest() -> tuple[str, str, str]:
     """(nertz-env's version, a digest of its sources, where it is): two nodes with equal digests play the
     same games. Each package's ``.py`` files are read where Python finds them, so an installed copy and a
     source checkout (``agents/`` beside ``nertz_env/``) of the same sources agree."""
-    import importlib.util
-
-    import nertz_env
-
     h = hashlib.sha256()
     for name in PACKAGES:
         spec = importlib.util.find_spec(name)
@@ -268,8 +254,7 @@ def code_digest() -> tuple[str, str, str]:
         for file in sorted(os.listdir(folder)):
             if file.endswith(".py"):
                 h.update(f"{name}/{file}".encode())
-                with open(os.path.join(folder, file), "rb") as f:
-                    h.update(f.read())
+                h.update(Path(folder, file).read_bytes())
     root = os.path.dirname(os.path.abspath(nertz_env.__file__))
     return str(getattr(nertz_env, "__version__", "?")), h.hexdigest()[:16], root
 
@@ -280,15 +265,10 @@ _PLAYERS: dict[str, Any] = {}  # per worker process: the player of the tournamen
 def _player(job: dict[str, Any]) -> Any:
     """This process's player of the tournament ``job`` (built on first use, kept for the next tasks)."""
     key = job["key"]
-    player = _PLAYERS.get(key)
-    if player is not None:
-        return player
-    from nertz_env.threads import limit_threads
-
+    if key in _PLAYERS:
+        return _PLAYERS[key]
     limit_threads(1)
     import ray
-
-    from nertz_env.agents import make_agent
 
     local = {path: materialize(item, ray.get) for path, item in job["shipped"].items()}
     plan = job["plan"]
@@ -305,20 +285,13 @@ def check_node(job: dict[str, Any]) -> tuple[str, str | None]:
     import ray
 
     where = ray.util.get_node_ip_address()
-    try:
-        version, digest, root = code_digest()
-    except ImportError:
-        return where, "nertz-env is not installed there"
+    version, digest, root = code_digest()
     if (version, digest) != tuple(job["code"][:2]):
         return where, (
             f"its nertz-env ({version} at {root}, sources {digest}) is not this machine's ({job['code'][0]}, "
             f"sources {job['code'][1]}): install the same nertz-env on every node"
         )
-    from nertz_env.agents.registry import IncompatibleAgentError, check_agent
-
-    rules = dict(job["plan"].env_kwargs)
-    rules.pop("illegal_action", None)
-    config = NertzConfig.from_dict(rules)
+    config = NertzConfig.from_dict({k: v for k, v in job["plan"].env_kwargs if k != "illegal_action"})
     try:
         player = _player(job)
         for spec in dict.fromkeys(job["plan"].agents):
@@ -341,13 +314,9 @@ def play_deals(job: dict[str, Any], deals: list[int]) -> list[tuple[int, list[An
         replays: dict[str, bytes] = {}
         folder = player.plan.replays
         if folder is not None:
-            prefix = f"deal{deal:04d}_"
-            for name in sorted(os.listdir(folder)):
-                if name.startswith(prefix):
-                    full = os.path.join(folder, name)
-                    with open(full, "rb") as f:
-                        replays[name] = f.read()
-                    os.remove(full)
+            for path in sorted(Path(folder).glob(f"deal{deal:04d}_*")):
+                replays[path.name] = path.read_bytes()
+                path.unlink()
         out.append((deal, games, replays))
     return out
 
@@ -364,12 +333,12 @@ class Cluster:
         self.cpus, self.nodes = self._size()
         self._pending: dict[Any, list[int]] = {}
 
-    def _size(self) -> tuple[int, int]:
+    def _size(self) -> tuple[int, list[dict[str, Any]]]:
         nodes = [n for n in self.ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
-        return int(sum(n["Resources"]["CPU"] for n in nodes)), len(nodes)
+        return int(sum(n["Resources"]["CPU"] for n in nodes)), nodes
 
     def describe(self) -> str:
-        return f"Ray cluster {self.address}: {self.cpus} CPU(s) on {self.nodes} node(s)"
+        return f"Ray cluster {self.address}: {self.cpus} CPU(s) on {len(self.nodes)} node(s)"
 
     def play(self, n: int, done: dict[int, list[Any]], bar: Any) -> None:
         """Play deals ``0 .. n-1`` on the cluster into ``done`` (deal -> games), updating ``bar`` per deal.
@@ -406,8 +375,7 @@ class Cluster:
                     ) from None
                 for deal, games, replays in finished:
                     for name, data in replays.items():  # empty unless the tournament records replays
-                        with open(os.path.join(str(self.replays), name), "wb") as f:
-                            f.write(data)
+                        Path(str(self.replays), name).write_bytes(data)
                     done[deal] = games
                     bar.update(1)
 
@@ -427,11 +395,8 @@ class Cluster:
 
 def prepare(address: str, plan: Any) -> Cluster:
     """Join the cluster at ``address``, ship the tournament's checkpoints and check every node can play it.
-
-    Raises:
-        ClusterError: one line: a bad or unreachable address, a cluster without CPUs, a node that cannot
-            play an agent (with the node's address and the reason).
-    """
+    Raises :class:`ClusterError` (one line) for a bad or unreachable address, a cluster without CPUs, or a
+    node that cannot play an agent (naming the node and why)."""
     ray = connect(address)
     try:
         shipped = ship(list(dict.fromkeys(plan.agents)), ray.put)
@@ -441,7 +406,6 @@ def prepare(address: str, plan: Any) -> Cluster:
         cluster = Cluster(ray, address, job_ref, plan.replays)
         if cluster.cpus < 1:
             raise ClusterError(f"the Ray cluster at {address} has no node with a CPU to play on")
-        nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         check = ray.remote(check_node)
@@ -449,7 +413,7 @@ def prepare(address: str, plan: Any) -> Cluster:
             check.options(
                 num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
             ).remote(job_ref)
-            for node in nodes
+            for node in cluster.nodes
         ]
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=CHECK_TIMEOUT)
         if len(ready) < len(refs):

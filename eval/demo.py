@@ -23,8 +23,7 @@ def _show_a_table(seed: int) -> None:
 
     env = nertz_env.parallel_env(num_players=4, render_mode="ansi")
     obs, _ = env.reset(seed=seed)
-    names = [env.actions.name(i) for i in range(env.actions.n)]
-    lake_actions = [i for i, n in enumerate(names) if n.startswith("lake:")]
+    lake_actions = [i for i in range(env.actions.n) if env.actions.name(i).startswith("lake:")]
     for _ in range(25):  # a few ticks of greedy play, so the lake is not empty
         actions = {}
         for agent in env.agents:

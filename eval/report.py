@@ -37,12 +37,9 @@ def _format_rows(header: list[str], rows: list[list[str]], left: int = 1) -> str
     return "\n".join([line(header), sep, *(line(r) for r in rows)])
 
 
-def _metric_cells(metrics: dict[str, Any], names: list[str]) -> list[str]:
-    cells = []
-    for m in names:
-        scale = 100.0 if m in RATES else 1.0
-        cells.append(metrics[m].text(1 if scale == 100.0 else 2, scale))
-    return cells
+def _metric_cells(metrics: dict[str, Estimate], names: list[str]) -> list[str]:
+    """Each metric's text: rates in percent with one decimal, the others with two."""
+    return [metrics[m].text(1, 100.0) if m in RATES else metrics[m].text(2) for m in names]
 
 
 def tables_text(names: list[int]) -> str:
@@ -55,9 +52,8 @@ def tables_text(names: list[int]) -> str:
 
 
 def table(results: Results, summary: Summary) -> str:
-    """The tournament's header line, the tables (lineups) with each agent's means at each table when there
-    are several, the per-agent table (means ± 95% half-widths over deals, over the tables the agent sat
-    at) and a footnote."""
+    """The text ``nertz-eval`` prints: a header line, the tables and each agent's means at each when there are
+    several, each agent's means ± 95% over deals, and a footnote (docs/guides/evaluation.md)."""
     metrics = [m for m in _HEADERS if m in summary.agents[0].metrics] if summary.agents else []
     rules = ", ".join(f"{k}={v}" for k, v in sorted(results.rules.items())) or "default rules"
     head = (
@@ -80,10 +76,8 @@ def table(results: Results, summary: Summary) -> str:
         lines.append("")
         lines.append("per table (means ± 95% over deals, of the agent's seats at that table only):")
         header = ["table", "agent", "games", *(_HEADERS[m] for m in metrics)]
-        rows = []
-        for t in summary.tables:
-            for a in t.agents:  # in seat order: a gauntlet candidate first
-                rows.append([t.name, a.label, str(a.games), *_metric_cells(a.metrics, metrics)])
+        rows = [[t.name, a.label, str(a.games), *_metric_cells(a.metrics, metrics)]
+                for t in summary.tables for a in t.agents]  # in seat order: a gauntlet candidate first
         lines.append(_format_rows(header, rows, left=2))
         lines.append("")
         lines.append(
@@ -92,12 +86,10 @@ def table(results: Results, summary: Summary) -> str:
         )
     header = ["agent", *(["tables"] if several else []), "games", *(_HEADERS[m] for m in metrics)]
     header.append("rating mu ± 2σ")
-    rows = []
-    for a in sorted(summary.agents, key=lambda x: -x.metrics["score"].mean if x.metrics["score"].n else 0.0):
-        cells = [a.label, *([tables_text(a.tables)] if several else []), str(a.games)]
-        cells += _metric_cells(a.metrics, metrics)
-        cells.append(f"{a.rating.mu:.1f} ± {2 * a.rating.sigma:.1f}")
-        rows.append(cells)
+    by_score = sorted(summary.agents, key=lambda x: -x.metrics["score"].mean if x.metrics["score"].n else 0.0)
+    rows = [[a.label, *([tables_text(a.tables)] if several else []), str(a.games),
+             *_metric_cells(a.metrics, metrics), f"{a.rating.mu:.1f} ± {2 * a.rating.sigma:.1f}"]
+            for a in by_score]
     lines.append(_format_rows(header, rows))
     illegal = sum(a.illegal for a in summary.agents)
     foot = "± is the 95% interval over deals (a deal's duplicate set is one sample)."
@@ -114,22 +106,12 @@ def differences_table(summary: Summary, order: list[str] | None = None) -> str:
     """Paired score differences (per deal, 95% interval) for adjacent agents of ``order``, or for every pair
     of agents that sat at the same table (a gauntlet: the candidate minus each table's opponents), each
     paired at the tables where both sat. Pairs that never met get no row."""
-    rows = []
     if order is not None:
-        for lower, upper, e, ok in ladder_check(summary, order):
-            rows.append([f"{upper} - {lower}", e.text(2), str(e.n), "yes" if ok else "NO"])
+        rows = [[f"{upper} - {lower}", e.text(2), str(e.n), "yes" if ok else "NO"]
+                for lower, upper, e, ok in ladder_check(summary, order)]
         return _format_rows(["score difference", "mean ± 95%", "deals", "above 0"], rows)
-    for p in summary.pairs:
-        e = p.estimate
-        rows.append(
-            [
-                tables_text(p.tables),
-                f"{p.a} - {p.b}",
-                e.text(2),
-                str(e.n),
-                "yes" if e.excludes_zero() else "no",
-            ]
-        )
+    rows = [[tables_text(p.tables), f"{p.a} - {p.b}", p.estimate.text(2), str(p.estimate.n),
+             "yes" if p.estimate.excludes_zero() else "no"] for p in summary.pairs]
     title = "paired score differences at the same table (per deal, then over deals):"
     if not rows:
         return title + " none (no two agents sat at the same table)"

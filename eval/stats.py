@@ -1,23 +1,11 @@
-"""Statistics of tournaments: means with Student-t 95% intervals over deals, and paired differences.
-
-The deal is the sample (duplicate deals share the cards). A rate's interval is clipped to [0, 1] and, at a
-bound, widened to the Clopper-Pearson limit of one trial per deal (quantiles from ``scipy.stats``, the eval
-extra). See docs/guides/evaluation.md.
-"""
+"""Statistics of tournaments: means with Student-t 95% intervals over deals (the deal is the sample; a rate's
+interval is clipped to [0, 1]), and paired differences. See docs/guides/evaluation.md."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-
-def t_quantile(p: float, df: float) -> float:
-    """Quantile of Student's t distribution (e.g. ``t_quantile(0.975, 4) = 2.7764...``)."""
-    # the eval extra, imported as openskill is: tournaments run without it, their intervals need it
-    from scipy import stats
-
-    return float(stats.t.ppf(p, df))
 
 
 @dataclass(frozen=True)
@@ -90,9 +78,10 @@ def mean_ci(
     mean = math.fsum(samples) / n
     if n < 2:
         return Estimate(mean, math.nan, n, math.nan, bounds)
-    var = math.fsum((x - mean) ** 2 for x in samples) / (n - 1)
-    sd = math.sqrt(var)
-    hw = t_quantile(0.5 + level / 2.0, n - 1) * sd / math.sqrt(n)
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in samples) / (n - 1))
+    from scipy import stats  # the eval extra: tournaments run without it, their intervals need it
+
+    hw = float(stats.t.ppf(0.5 + level / 2.0, n - 1)) * sd / math.sqrt(n)
     if bounds is not None:
         # near a bound the t interval shrinks with the spread (to 0 when every deal is at it), a certainty n
         # deals cannot give: a cut interval reaches at least the Clopper-Pearson limit of 0 in n (a deal is at
@@ -108,10 +97,4 @@ def mean_ci(
 
 def paired_difference(a: dict[int, float], b: dict[int, float], level: float = 0.95) -> Estimate:
     """Mean of ``a[d] - b[d]`` over the deals ``d`` both have, with its interval (per-deal pairing)."""
-    common = sorted(set(a) & set(b))
-    return mean_ci([a[d] - b[d] for d in common], level)
-
-
-def ranks_from_scores(scores: Sequence[float]) -> list[int]:
-    """Competition ranks, 1 = best (highest score); equal scores share a rank (1, 1, 3)."""
-    return [1 + sum(1 for o in scores if o > s) for s in scores]
+    return mean_ci([a[d] - b[d] for d in sorted(set(a) & set(b))], level)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nertz_env.config import NertzConfig
-from nertz_env.eval.stats import Estimate, mean_ci, ranks_from_scores
+from nertz_env.eval.stats import Estimate, mean_ci
 from nertz_env.eval.tournament import GameRecord, Results
 
 METRICS = ("score", "win", "nertz_out", "lake", "match_win")
@@ -130,10 +130,7 @@ class Difference:
 @dataclass
 class Summary:
     """Per-agent statistics (over the tables each agent sat at), per-table statistics, and the paired score
-    differences of the agents that sat together.
-
-    ``differences[(a, b)]`` holds the estimate for every ordered pair that met (both orders); ``pairs`` the
-    reported ones, each pair once (in a gauntlet: the candidate minus each table's opponent)."""
+    differences of the agents that sat together: ``pairs`` once each, ``differences`` in both orders."""
 
     agents: list[AgentSummary]
     match: bool
@@ -166,10 +163,8 @@ class Summary:
 
 
 def _team_totals(scores: list[int], team: list[int]) -> dict[int, int]:
-    totals: dict[int, int] = defaultdict(int)
-    for s, v in enumerate(scores):
-        totals[team[s]] += v
-    return totals
+    """Each team's total of the seats' ``scores`` (the teams in seat order)."""
+    return {g: sum(v for v, t in zip(scores, team, strict=True) if t == g) for g in dict.fromkeys(team)}
 
 
 def _shares(totals: dict[int, int], team: list[int]) -> list[float]:
@@ -191,27 +186,24 @@ def match_win_shares(game: GameRecord, team: list[int], target: int | None) -> l
 
 def _rate(results: Results, team: list[int], match: bool) -> list[Rating]:
     from openskill.models import PlackettLuce  # the eval extra (nertz-eval imports it at start)
+    from scipy.stats import rankdata
 
     model = PlackettLuce()
-    n = len(results.labels)
-    ratings = [model.rating() for _ in range(n)]
+    ratings = [model.rating() for _ in results.labels]
+    teams = [[s for s, t in enumerate(team) if t == k] for k in sorted(set(team))]  # the seats of each team
     for g in results.games:
         if not g.scores:
             continue
         seat_scores = g.match_scores if match else g.scores[-1]
-        teams: dict[int, list[int]] = defaultdict(list)
-        for s in range(len(g.seats)):
-            teams[team[s]].append(s)
-        order = sorted(teams)
-        team_scores = [sum(seat_scores[s] for s in teams[t]) for t in order]
+        team_scores = [sum(seat_scores[s] for s in seats) for seats in teams]
         rated = model.rate(
-            [[ratings[g.seats[s]] for s in teams[t]] for t in order],
-            ranks=[float(r) for r in ranks_from_scores(team_scores)],
+            [[ratings[g.seats[s]] for s in seats] for seats in teams],
+            ranks=[float(r) for r in rankdata([-x for x in team_scores], method="min")],  # ties share a rank
         )
         moves: dict[int, list[tuple[float, float]]] = defaultdict(list)
-        for t_i, t in enumerate(order):
-            for m_i, s in enumerate(teams[t]):
-                moves[g.seats[s]].append((rated[t_i][m_i].mu, rated[t_i][m_i].sigma))
+        for seats, new in zip(teams, rated, strict=True):
+            for s, r in zip(seats, new, strict=True):
+                moves[g.seats[s]].append((r.mu, r.sigma))
         for k, mv in moves.items():
             old = ratings[k]
             mu = old.mu + sum(m - old.mu for m, _ in mv) / len(mv)
@@ -274,7 +266,6 @@ def summarize(results: Results) -> Summary:
             "scores": [x for key in keys for x in per_game_scores[key]],
         }
 
-    lineups = [list(lu) for lu in results.lineups]
     agents = []
     for k in range(n):
         keys = [key for key in sorted(counts) if key[0] == k]
@@ -288,42 +279,32 @@ def summarize(results: Results) -> Summary:
                 play=results.play[k] if k < len(results.play) else "",
             )
         )
-    tables = []
-    at: dict[tuple[int, int], TableAgent] = {}
-    for li, lineup in enumerate(lineups):
-        members = []
-        for k in dict.fromkeys(lineup):
-            at[(k, li)] = TableAgent(**stats(k, [(k, li)] if (k, li) in counts else []))
-            members.append(at[(k, li)])
-        tables.append(TableSummary(lineup=li, seats=[results.labels[k] for k in lineup], agents=members))
+    at = {(k, li): TableAgent(**stats(k, [(k, li)] if (k, li) in counts else []))
+          for li, lineup in enumerate(results.lineups) for k in dict.fromkeys(lineup)}
+    tables = [TableSummary(lineup=li, seats=[results.labels[k] for k in lineup],
+                           agents=[at[(k, li)] for k in dict.fromkeys(lineup)])
+              for li, lineup in enumerate(results.lineups)]
     differences: dict[tuple[str, str], Estimate] = {}
     pairs: list[Difference] = []
-    for i in range(n):
-        for j in range(n):
-            if i == j:
-                continue
-            shared = [li for li, lu in enumerate(lineups) if i in lu and j in lu]
-            if not shared:
-                continue  # never at the same table: no paired difference
-            diffs: dict[int, list[float]] = defaultdict(list)
-            for li in shared:
-                a_deal = at[(i, li)].per_deal["score"]
-                b_deal = at[(j, li)].per_deal["score"]
-                for d in sorted(set(a_deal) & set(b_deal)):
-                    diffs[d].append(a_deal[d] - b_deal[d])
-            per_deal_diff = {d: sum(v) / len(v) for d, v in sorted(diffs.items())}
-            est = mean_ci(list(per_deal_diff.values()))
-            differences[(results.labels[i], results.labels[j])] = est
-            if i < j:
-                pairs.append(Difference(results.labels[i], results.labels[j], shared, est))
+    for i, j in itertools.permutations(range(n), 2):
+        shared = [li for li, lu in enumerate(results.lineups) if i in lu and j in lu]
+        if not shared:
+            continue  # never at the same table: no paired difference
+        diffs: dict[int, list[float]] = defaultdict(list)
+        for li in shared:
+            a_deal = at[(i, li)].per_deal["score"]
+            b_deal = at[(j, li)].per_deal["score"]
+            for d in sorted(set(a_deal) & set(b_deal)):
+                diffs[d].append(a_deal[d] - b_deal[d])
+        est = mean_ci([sum(v) / len(v) for _, v in sorted(diffs.items())])
+        differences[(results.labels[i], results.labels[j])] = est
+        if i < j:
+            pairs.append(Difference(results.labels[i], results.labels[j], shared, est))
     return Summary(agents=agents, match=match, differences=differences, tables=tables, pairs=pairs)
 
 
 def ladder_check(summary: Summary, order: list[str]) -> list[tuple[str, str, Estimate, bool]]:
     """For each adjacent pair of ``order`` (weakest first): the score difference (upper minus lower) over
     the deals both played, and whether its 95% interval lies above zero."""
-    out = []
-    for lower, upper in itertools.pairwise(order):
-        e = summary.difference(upper, lower)
-        out.append((lower, upper, e, e.n >= 2 and e.low > 0.0))
-    return out
+    diffs = [(lower, upper, summary.difference(upper, lower)) for lower, upper in itertools.pairwise(order)]
+    return [(lower, upper, e, e.n >= 2 and e.low > 0.0) for lower, upper, e in diffs]

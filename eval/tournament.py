@@ -29,6 +29,7 @@ from nertz_env.agents.registry import check_agent
 from nertz_env.config import make_config
 from nertz_env.environment import NertzParallelEnv
 from nertz_env.infos import ROUND_END_NAMES
+from nertz_env.replay import RecordReplay
 from nertz_env.threads import limit_threads
 
 MODES = ("round_robin", "gauntlet")
@@ -69,12 +70,8 @@ def seatings(lineup: Sequence[int], rotate: bool = True) -> list[tuple[int, ...]
     """The seat rotations of a lineup: rotation r seats ``lineup[(s + r) % P]`` at seat s. Rotations that
     give the same seating (repeated agents) are played once."""
     p = len(lineup)
-    out: list[tuple[int, ...]] = []
-    for r in range(p if rotate else 1):
-        seating = tuple(lineup[(s + r) % p] for s in range(p))
-        if seating not in out:
-            out.append(seating)
-    return out
+    rotations = (tuple(lineup[(s + r) % p] for s in range(p)) for r in range(p if rotate else 1))
+    return list(dict.fromkeys(rotations))
 
 
 @dataclass
@@ -115,9 +112,8 @@ class Results:
     config: dict[str, Any]
     mode: str
     seed: int
-    #: the env seed of each deal, by deal index. Seeds given explicitly (``deal_seeds=``) are all kept; seeds
-    #: derived from ``seed`` are kept up to the last deal finished (``deal_seed(seed, i)`` gives any other), so
-    #: an interrupted run of a huge number of deals does not list seeds it never played
+    #: the env seed of each deal by index: every seed given (``deal_seeds=``), else those up to the last deal
+    #: finished, so that a run stopped early lists no seed it never played (``deal_seed(seed, i)`` gives any)
     deal_seeds: list[int]
     lineups: list[list[int]]
     games: list[GameRecord] = field(default_factory=list)
@@ -133,16 +129,13 @@ class Results:
 
     def to_dict(self) -> dict[str, Any]:
         """Every game and the tournament's settings as a JSON-ready dict (``results.json``)."""
-        d = {k: v for k, v in self.__dict__.items() if k != "games" and not (k == "failure" and v is None)}
-        d["games"] = [g.to_dict() for g in self.games]
-        return d
+        kept = {k: v for k, v in self.__dict__.items() if k != "games" and not (k == "failure" and v is None)}
+        return {**kept, "games": [g.to_dict() for g in self.games]}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Results:
-        d = dict(d)
-        games = [GameRecord(**g) for g in d.pop("games", [])]
-        d.pop("summary", None)
-        return cls(games=games, **d)
+        games = [GameRecord(**g) for g in d.get("games", [])]
+        return cls(games=games, **{k: v for k, v in d.items() if k not in ("games", "summary")})
 
 
 # ---------------------------------------------------------------- playing
@@ -174,9 +167,7 @@ def play_game(
         actions = {n: a.act(obs[n]["observation"], obs[n]["action_mask"]) for n, a in pairs}
         obs, _, _, truncs, infos = env.step(actions)
         ticks += 1
-        for s, n in enumerate(names):
-            if infos[n]["illegal"]:
-                illegal[s] += 1
+        illegal = [c + bool(infos[n]["illegal"]) for c, n in zip(illegal, names, strict=True)]
         first = infos[names[0]]
         if first["round_end"]:
             scores.append([int(infos[n]["score"]) for n in names])
@@ -250,8 +241,6 @@ class Player:
                 seeds = [agent_seed(plan.seed, deal, li, r, s) for s in range(len(seating))]
                 env: Any = self.env
                 if plan.replays is not None:
-                    from nertz_env.replay import RecordReplay
-
                     labels = _labels(plan.agents)
                     env = RecordReplay(
                         self.env,
@@ -315,13 +304,8 @@ def plan_tournament(
     agent_factory: Callable[[str], Agent] | None = None,
     replays: str | None = None,
 ) -> Tournament:
-    """Check everything about a tournament before anything is played (arguments as :func:`run_tournament`).
-
-    Raises:
-        ValueError: bad rules, table size, mode, seeds or agent spec (``AgentSpecError``), or an agent that
-            cannot play at the table (:class:`IncompatibleAgentError`).
-        FileNotFoundError: a checkpoint that does not exist.
-    """
+    """Check everything about a tournament before anything is played (docs/guides/evaluation.md). Raises
+    ``ValueError`` (bad rules, table, seeds, or an agent unknown or unfit here) or ``FileNotFoundError``."""
     rules = dict(rules or {})
     if "num_players" in rules:
         raise ValueError("give the table size as num_players, not as a rule")
@@ -514,44 +498,11 @@ def run_tournament(
     seed: int = 0,
     rules: dict[str, Any] | None = None,
     workers: int = 1,
-    mode: str = "round_robin",
-    deal_seeds: Iterable[int] | None = None,
-    rotate: bool = True,
     progress: bool = False,
-    illegal_action: str = "noop",
-    agent_factory: Callable[[str], Agent] | None = None,
-    replays: str | None = None,
+    **options: Any,
 ) -> Results:
-    """Play a tournament and return its results (statistics: :func:`nertz_env.eval.summarize`).
-
-    Args:
-        agent_specs: agent specs for :func:`nertz_env.agents.make_agent` (``"heuristic"``,
-            ``"search:depth=2"``, ``"runs/ppo.zip"``); in a gauntlet the first is the candidate.
-        num_players: seats at the table, 2 to 8.
-        deals: number of deals (ignored when ``deal_seeds`` is given).
-        seed: the tournament seed; deal seeds and agent seeds derive from it.
-        rules: rules options of :class:`~nertz_env.config.NertzConfig` (``{"draw": 1, "jokers": 2}``).
-        workers: processes; 1 plays in this process. The results do not depend on it. Workers start with
-            ``spawn``, so a script that passes ``workers > 1`` must call this under
-            ``if __name__ == "__main__":``.
-        mode: ``"round_robin"`` or ``"gauntlet"``.
-        deal_seeds: explicit env seeds, one per deal.
-        rotate: play every seat rotation of each lineup on each deal (duplicate deals); False plays one.
-        progress: show a tqdm progress bar (on stderr).
-        illegal_action: the env's handling of illegal actions (``"noop"`` counts them, ``"raise"`` fails).
-        agent_factory: builds an agent from a spec (default ``make_agent``); only with ``workers=1``.
-        replays: a directory to record every game in, one ``nertz-replay/1`` file each
-            (``deal0003_lineup01_rot2.jsonl.gz``; see :mod:`nertz_env.replay`).
-
-    Returns:
-        The results; on Ctrl-C the deals finished so far, with ``interrupted=True`` (check it when a
-        Ctrl-C should stop the caller too).
-
-    Raises:
-        ValueError: bad rules, table size, mode or agent spec (``AgentSpecError``).
-        FileNotFoundError: a checkpoint that does not exist.
-    """
-    tournament = plan_tournament(
-        agent_specs, num_players, deals, seed, rules, mode, deal_seeds, rotate, illegal_action, agent_factory, replays
-    )
+    """Plan (:func:`plan_tournament`, which takes ``options``: ``mode``, ``deal_seeds``, ...) and play a
+    tournament in ``workers`` processes; on Ctrl-C the deals finished so far, marked ``interrupted``. The
+    arguments: docs/guides/evaluation.md. Statistics: :func:`nertz_env.eval.summarize`."""
+    tournament = plan_tournament(agent_specs, num_players, deals, seed, rules, **options)
     return play_tournament(tournament, workers, progress)

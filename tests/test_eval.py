@@ -44,7 +44,6 @@ from nertz_env.eval import (
 from nertz_env.eval.cli import build_parser, main
 from nertz_env.eval.demo import main as demo_main
 from nertz_env.eval.report import plot_data
-from nertz_env.eval.stats import ranks_from_scores
 from nertz_env.eval.tournament import (
     GameRecord,
     deal_seed,
@@ -109,10 +108,6 @@ def test_paired_difference__uses_only_common_deals_and_cancels_the_deal_effect()
     e = paired_difference(a, b)
     assert e.n == 3 and e.mean == pytest.approx(4.0 / 3.0)
     assert e.half_width < 2.0  # the unpaired spread (about 10) would give a far wider interval
-
-
-def test_ranks_from_scores__ties_share_the_better_rank() -> None:
-    assert ranks_from_scores([5, 9, 5, -1]) == [2, 1, 2, 4]
 
 
 def constructed_results(
