@@ -498,11 +498,18 @@ def run_tournament(
     seed: int = 0,
     rules: dict[str, Any] | None = None,
     workers: int = 1,
+    mode: str = "round_robin",
+    deal_seeds: Iterable[int] | None = None,
+    rotate: bool = True,
     progress: bool = False,
-    **options: Any,
+    illegal_action: str = "noop",
+    agent_factory: Callable[[str], Agent] | None = None,
+    replays: str | None = None,
 ) -> Results:
-    """Plan (:func:`plan_tournament`, which takes ``options``: ``mode``, ``deal_seeds``, ...) and play a
-    tournament in ``workers`` processes; on Ctrl-C the deals finished so far, marked ``interrupted``. The
-    arguments: docs/guides/evaluation.md. Statistics: :func:`nertz_env.eval.summarize`."""
-    tournament = plan_tournament(agent_specs, num_players, deals, seed, rules, **options)
+    """Plan (:func:`plan_tournament`) and play a tournament in ``workers`` processes; on Ctrl-C the deals
+    finished so far, marked ``interrupted``. The arguments: docs/guides/evaluation.md. Statistics:
+    :func:`nertz_env.eval.summarize`."""
+    tournament = plan_tournament(
+        agent_specs, num_players, deals, seed, rules, mode, deal_seeds, rotate, illegal_action, agent_factory, replays
+    )
     return play_tournament(tournament, workers, progress)
