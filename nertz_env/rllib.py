@@ -18,7 +18,6 @@ import numpy as np
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.connectors.module_to_env import UnBatchToIndividualItems
 from ray.rllib.core import DEFAULT_MODULE_ID
-from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
@@ -316,8 +315,6 @@ def ppo_config(
     from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
 
     env_cfg = dict(env_config or {})
-    if single_agent and league is not None:
-        raise ValueError("single_agent=True is shared-policy self-play: a league needs the multi-agent env")
     if fast_sampling and not single_agent:
         raise ValueError("fast_sampling=True speeds up the single-agent route: pass single_agent=True too")
     if single_agent and num_envs_per_env_runner != 1:
@@ -331,40 +328,33 @@ def ppo_config(
             raise ValueError(f"give {clash} through the League, not env_config")
         env_cfg.update(league.env_keys())
     spec = parse_env_config(env_cfg)
-    model_config = {"fcnet_hiddens": list(hidden), "fcnet_activation": "relu", "head_fcnet_hiddens": []}
-
-    def module() -> Any:
-        return RLModuleSpec(module_class=ActionMaskingTorchRLModule, model_config=model_config)
-
-    # Discrete actions: RLlib's action normalizing and clipping would only cost time
-    env_options = {"env_config": env_cfg, "disable_env_checking": True, "normalize_actions": False,
-                   "clip_actions": False}
-    runners = {"num_env_runners": num_env_runners, "num_cpus_per_env_runner": 1,
-               "rollout_fragment_length": rollout_fragment_length}
     if single_agent:
         if spec.learners < spec.config.num_players:
-            raise ValueError("single_agent=True is shared-policy self-play: leave learners_per_table unset")
+            raise ValueError("single_agent=True is shared-policy self-play: a league, or learners_per_table, needs "
+                             "the multi-agent env")
         config = (
             (FastSamplingPPOConfig() if fast_sampling else PPOConfig())
-            .environment(env=NertzRLlibVectorEnv, **env_options)
-            .framework("torch")
+            .environment(env=NertzRLlibVectorEnv)
             .env_runners(num_envs_per_env_runner=spec.num_tables * spec.config.num_players,
-                         gym_env_vectorize_mode="vector_entry_point", **runners)
-            .rl_module(rl_module_spec=module())
+                         gym_env_vectorize_mode="vector_entry_point")
         )
     else:
         module_ids = [LEARNER] + (league.snapshot_ids if league else [])
         mapping = league_mapping(league.learners_per_table, league.snapshot_ids) if league else self_play_mapping
         config = (
             NertzPPOConfig()
-            .environment(env=NertzRLlibEnv, **env_options)
-            .framework("torch")
-            .env_runners(num_envs_per_env_runner=num_envs_per_env_runner, **runners)
+            .environment(env=NertzRLlibEnv)
+            .env_runners(num_envs_per_env_runner=num_envs_per_env_runner)
             .multi_agent(policies=set(module_ids), policy_mapping_fn=mapping, policies_to_train=[LEARNER])
-            .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={m: module() for m in module_ids}))
         )
+    model_config = {"fcnet_hiddens": list(hidden), "fcnet_activation": "relu", "head_fcnet_hiddens": []}
     return (
-        config.learners(num_learners=0)
+        # Discrete actions: RLlib's action normalizing would only cost time
+        config.environment(env_config=env_cfg, disable_env_checking=True, normalize_actions=False)
+        .env_runners(num_env_runners=num_env_runners, rollout_fragment_length=rollout_fragment_length)
+        # one spec: on the multi-agent env RLlib builds every module id's module from it
+        .rl_module(rl_module_spec=RLModuleSpec(module_class=ActionMaskingTorchRLModule, model_config=model_config))
+        .learners(num_learners=0)
         .training(train_batch_size_per_learner=train_batch_size, **{**TRAINING, **training})
         .debugging(seed=seed)
     )
