@@ -193,11 +193,9 @@ class NertzRLlibEnv(MultiAgentEnv):
         return {a: {"observations": o[t, p], "action_mask": m[t, p]} for a in agents for t, p in [self._index[a]]}
 
 
-class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
+class NertzRLlibVectorEnv(NertzAgentVectorEnv):
     """Shared-policy self-play for RLlib's single-agent env runner: every seat of ``num_tables`` tables is
     one sub-environment of a Gymnasium vector env (``ppo_config(..., single_agent=True)``; the guide)."""
-
-    metadata = {"autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP}
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         limit_threads(1)
@@ -210,38 +208,30 @@ class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
         tables = spec.num_tables if num_envs is None else int(num_envs) // p
         if num_envs is not None and (int(num_envs) % p or tables < 1):
             raise ValueError(f"num_envs ({num_envs}) must be a positive multiple of num_players ({p}): a sub-env is a seat")
-        self.config = spec.config
-        self._env = NertzAgentVectorEnv(tables, copy=False, **spec.config.to_dict())
-        self.num_envs = self._env.num_envs
-        self.single_observation_space = _obs_space(self._env.venv.obs_layout.size, self._env.venv.actions.n)
-        self.single_action_space = self._env.single_action_space
+        super().__init__(tables, copy=False, **spec.config.to_dict())
+        self.single_observation_space = _obs_space(self.venv.obs_layout.size, self.venv.actions.n)
         self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, self.num_envs)
-        self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, self.num_envs)
         self._seed = spec.seed
         #: wall seconds spent inside ``step`` (the engine), for throughput reports
         self.step_seconds = 0.0
 
-    def _obs(self, out: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return {"observations": out["observation"].copy(), "action_mask": out["action_mask"].astype(np.float32)}
+    def _flat_infos(self, out: dict[str, np.ndarray], info: dict[str, np.ndarray]) -> tuple[Any, dict[str, Any]]:
+        """Each seat's observation under RLlib's action-mask keys; no infos (the single-agent route reads none)."""
+        obs, _ = super()._flat_infos(out, info)
+        return {"observations": obs["observation"].copy(), "action_mask": obs["action_mask"].astype(np.float32)}, {}
 
     def reset(
         self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        out, _ = self._env.reset(seed=self._seed if seed is None else seed, options=options)
+    ) -> tuple[Any, dict[str, Any]]:
+        out = super().reset(seed=self._seed if seed is None else seed, options=options)
         self._seed = None  # later resets without a seed continue the tables' own generators
-        return self._obs(out), {}
+        return out
 
-    def step(self, actions: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         t0 = time.perf_counter()
-        out, rew, term, trunc, _ = self._env.step(actions)
-        obs = self._obs(out)
+        out = super().step(actions)
         self.step_seconds += time.perf_counter() - t0
-        return obs, rew, term, trunc, {}
-
-    def close_extras(self, **kwargs: Any) -> None:
-        env = getattr(self, "_env", None)  # absent when __init__ refused its config
-        if env is not None:
-            env.close()
+        return out
 
 
 def env_creator(env_config: Mapping[str, Any] | None = None) -> NertzRLlibEnv:
