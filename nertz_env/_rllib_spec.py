@@ -16,7 +16,6 @@ from nertz_env.config import OPTION_NAMES, NertzConfig, is_int, make_config
 ENV_KEYS = ("num_players", "num_tables", "learners_per_table", "opponents", "module_opponents", "seed")
 LEARNER = "learner"
 SNAPSHOT_PREFIX = "snapshot_"
-META_FILE = "nertz_meta.json"
 LEARNER_MODULE_DIR = os.path.join("learner_group", "learner", "rl_module", LEARNER)
 
 

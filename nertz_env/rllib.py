@@ -26,7 +26,6 @@ from ray.rllib.utils.spaces.space_utils import unbatch
 from nertz_env._rllib_spec import (
     LEARNER,
     LEARNER_MODULE_DIR,
-    META_FILE,
     SNAPSHOT_PREFIX,
     EnvSpec,
     League,
@@ -34,6 +33,8 @@ from nertz_env._rllib_spec import (
 )
 from nertz_env.agent_vector import NertzAgentVectorEnv
 from nertz_env.agents import make_agent
+from nertz_env.agents.meta import make_meta
+from nertz_env.agents.rllib_policy import META_FILE
 from nertz_env.config import NertzConfig
 from nertz_env.render import render_text
 from nertz_env.threads import limit_threads
@@ -421,8 +422,6 @@ def add_snapshot(algo: Any, slot: int) -> str:
 # checkpoints
 def checkpoint_meta(config: NertzConfig, learner_module: str = LEARNER_MODULE_DIR, **extra: Any) -> dict[str, Any]:
     """The nertz-env record of an RLlib checkpoint; ``learner_module``: the learner module's directory in it."""
-    from nertz_env.agents.meta import make_meta
-
     return {**make_meta(config, **extra), "algorithm": "RLlib PPO", "learner_module": learner_module}
 
 
