@@ -16,8 +16,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from nertz_env._rllib_spec import LEARNER_MODULE_DIR, League, parse_env_config
 from nertz_env.cli import UsageError, at_least, refuse
+from nertz_env.eval.cluster import ClusterError, authenticate, check_address
 from nertz_env.extras import install_command
+from nertz_env.train.checkpoint import check_resume, check_run_dir, read_checkpoint
 from nertz_env.train.config import SB3_ONLY, ConfigError, TrainConfig
 from nertz_env.train.flags import build_parser, config_from_args
 from nertz_env.train.resume import StopOnSignal
@@ -72,8 +75,6 @@ def layout(cfg: TrainConfig, tables_per_env: int | None = None, multi_agent: boo
     """How a training config runs on RLlib, checked without Ray: the env config, the League (None: self-play,
     RLlib's single-agent route unless ``multi_agent``) and the envs each env runner steps. Raises
     :class:`UsageError` for a ``--tables-per-env`` that cannot take effect, ``ValueError`` for a bad env config."""
-    from nertz_env._rllib_spec import League, parse_env_config
-
     env_config: dict[str, Any] = {"num_players": cfg.num_players, **cfg.rules}
     league = None
     if cfg.pool is not None:  # the pool's options but snapshot_deterministic, which only the SB3 backend reads
@@ -141,15 +142,11 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
     """Every check the run makes before it imports Ray, with neither Ray nor torch, so ``--print-config``
     refuses what the run refuses. Returns the config as it will run, and whether a resumed checkpoint is of the
     multi-agent env."""
-    from nertz_env.train.checkpoint import check_resume, check_run_dir, read_checkpoint
-
     meta = read_checkpoint(args.resume, rllib=True) if args.resume else None
     cfg = config_from_args(args, TrainConfig.from_dict(meta["train_config"]) if meta else None, final=True)
     check_options(cfg, args.num_env_runners)
     multi_agent = False
     if meta is not None:
-        from nertz_env._rllib_spec import LEARNER_MODULE_DIR
-
         check_resume(cfg, args.resume, meta, rllib=True)  # the table, net_arch, a budget below the checkpoint's
         multi_agent = os.path.normpath(str(meta.get("learner_module"))) == os.path.normpath(LEARNER_MODULE_DIR)
         if not multi_agent and cfg.pool is not None:
@@ -162,8 +159,6 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
     layout(cfg, args.tables_per_env, multi_agent=multi_agent)
     check_run_dir(cfg.run_dir, args.resume, final=True)
     if args.address:
-        from nertz_env.eval.cluster import check_address
-
         check_address(args.address)  # ClusterError
     if importlib.util.find_spec("ray") is None:
         raise ModuleNotFoundError("No module named 'ray'", name="ray")
@@ -177,8 +172,6 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_rllib_parser().parse_args(argv)  # --backend rllib is one of its flags
-    from nertz_env.eval.cluster import ClusterError
-
     try:
         cfg, multi_agent = check_before_ray(args)
         if args.print_config:
@@ -229,8 +222,6 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
         if address:
-            from nertz_env.eval.cluster import authenticate
-
             authenticate(address)  # the token of a `ray start --head` cluster, for host:port as for auto
         # no address: "local", a Ray of the run's own (ray.init() with no address joins a cluster that `ray start`
         # left running on this machine, or RAY_ADDRESS names, with its CPUs and installed packages)
