@@ -103,8 +103,7 @@ class NertzRLlibEnv(MultiAgentEnv):
             raise ValueError(f"reset takes no options, got {sorted(options)}")
         if seed is not None:
             self._venv.reset(seed=seed)  # refuses a seed that is not an integer in range
-            base = self.env_spec.seed if self.env_spec.seed is not None else 0
-            self._rng = np.random.default_rng([int(seed), base])
+            self._rng = np.random.default_rng([int(seed), self.env_spec.seed or 0])
         elif not self._started:
             self._venv.reset(seed=self.env_spec.seed)
         else:
@@ -235,9 +234,8 @@ class NertzRLlibVectorEnv(NertzAgentVectorEnv):
         return out
 
 
-def env_creator(env_config: Mapping[str, Any] | None = None) -> NertzRLlibEnv:
-    """RLlib's env-creator convention (``register_env("nertz", env_creator)``): a :class:`NertzRLlibEnv`."""
-    return NertzRLlibEnv(env_config)
+#: RLlib's env-creator convention (``register_env("nertz", env_creator)``): :class:`NertzRLlibEnv` itself
+env_creator = NertzRLlibEnv
 
 
 # ---------------------------------------------------------------------------------------------------------
