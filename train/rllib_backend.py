@@ -77,8 +77,8 @@ def layout(cfg: TrainConfig, tables_per_env: int | None = None, multi_agent: boo
     :class:`UsageError` for a ``--tables-per-env`` that cannot take effect, ``ValueError`` for a bad env config."""
     env_config: dict[str, Any] = {"num_players": cfg.num_players, **cfg.rules}
     league = None
-    if cfg.pool is not None:  # the pool's options but snapshot_deterministic, which only the SB3 backend reads
-        options = {k: v for k, v in dataclasses.asdict(cfg.pool).items() if k != "snapshot_deterministic"}
+    if cfg.pool is not None:  # the pool's options this backend reads
+        options = {k: v for k, v in dataclasses.asdict(cfg.pool).items() if k not in SB3_ONLY}
         league = League(cfg.learners, **options)
     assert cfg.vector is not None  # the rllib backend has no mode single (SB3_ONLY)
     num_tables = cfg.vector.num_tables
