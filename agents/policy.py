@@ -266,6 +266,17 @@ class TrainedAgent:
         """How the agent picks its action, as result tables name it: ``"most probable"`` or ``"sampled"``."""
         return play_name(self.deterministic)
 
+    def choose(self, probs: np.ndarray) -> int:
+        """An action from one row of the agent's ``probabilities``: the argmax, or a draw from the own generator."""
+        if self.deterministic:
+            return int(np.argmax(probs))
+        cdf = np.cumsum(probs)
+        k = int(np.searchsorted(cdf, self.rng.random() * cdf[-1], side="right"))
+        k = min(k, probs.shape[0] - 1)
+        if probs[k] <= 0.0:  # rounding at the edge of the cdf: fall back to the most probable action
+            k = int(np.argmax(probs))
+        return k
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, deterministic={self.deterministic})"
 
@@ -321,17 +332,6 @@ class PolicyAgent(TrainedAgent):
     def probabilities(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """Action probabilities for a batch of observations (the pool batches seats sharing a policy)."""
         return policy_probabilities(self.policy, observations, masks)
-
-    def choose(self, probs: np.ndarray) -> int:
-        """An action from one row of :meth:`probabilities`: the argmax, or a draw from the own generator."""
-        if self.deterministic:
-            return int(np.argmax(probs))
-        cdf = np.cumsum(probs)
-        k = int(np.searchsorted(cdf, self.rng.random() * cdf[-1], side="right"))
-        k = min(k, probs.shape[0] - 1)
-        if probs[k] <= 0.0:  # rounding at the edge of the cdf: fall back to the most probable action
-            k = int(np.argmax(probs))
-        return k
 
     def view(self, observation: np.ndarray) -> np.ndarray:
         """The observation as the policy was trained to see it (:class:`OwnMemory` adds what the table lacks)."""

@@ -16,9 +16,10 @@ from nertz_env.agents.meta import FORMAT, CheckpointError, check_compatible, met
 from nertz_env.agents.policy import TrainedAgent, check_network
 from nertz_env.config import NertzConfig
 from nertz_env.extras import install_command
+from nertz_env.threads import limit_threads
 
 META_FILE = "nertz_meta.json"
-_CACHE: dict[tuple[str, float], tuple[Any, dict[str, Any]]] = {}
+_CACHE: dict[tuple[str, float], Any] = {}  # the learner modules by checkpoint and record version
 
 
 def is_rllib_checkpoint(path: str) -> bool:
@@ -45,37 +46,6 @@ def read_rllib_meta(path: str) -> dict[str, Any]:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or "learner_module" not in meta:
         raise CheckpointError(f"{meta_path} is not a nertz-env RLlib checkpoint record")
     return meta
-
-
-def load_rllib_module(path: str) -> tuple[Any, dict[str, Any]]:
-    """The learner RLModule and the record of the checkpoint ``path`` (cached per record version)."""
-    from nertz_env.threads import limit_threads
-
-    meta = read_rllib_meta(path)
-    key = (os.path.abspath(path), os.path.getmtime(os.path.join(path, META_FILE)))
-    cached = _CACHE.get(key)
-    if cached is not None:
-        return cached
-    limit_threads(1)
-    try:
-        import torch
-        from ray.rllib.core.rl_module.rl_module import RLModule
-    except ImportError:
-        raise CheckpointError(
-            f"{path} is an RLlib checkpoint: loading it needs the rllib extra ({install_command('rllib')})"
-        ) from None
-    limit_threads(1)
-    module_dir = os.path.abspath(os.path.join(path, meta["learner_module"]))  # Ray reads a relative path as a URI
-    if not os.path.isdir(module_dir):
-        raise CheckpointError(f"{path}: the learner module {meta['learner_module']} is missing")
-    with torch.random.fork_rng(devices=[]):  # building the module must not move torch's global generator
-        module = RLModule.from_checkpoint(module_dir)
-    module.eval()
-    space = getattr(module, "observation_space_with_mask", None)
-    if space is not None:
-        check_network(path, tuple(space["observations"].shape), int(module.action_space.n), meta)
-    _CACHE[key] = (module, meta)
-    return module, meta
 
 
 class RLlibPolicyAgent(TrainedAgent):
@@ -110,16 +80,33 @@ class RLlibPolicyAgent(TrainedAgent):
         return probs
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        p = self.probabilities(observation[None], action_mask[None])[0]
-        if self.deterministic:
-            return int(np.argmax(p))
-        return int(self.rng.choice(p.shape[0], p=p / p.sum()))
+        return self.choose(self.probabilities(observation[None], action_mask[None])[0])
 
 
 def load_rllib_agent(path: str, **params: Any) -> RLlibPolicyAgent:
     """The agent of the RLlib checkpoint directory ``path`` (``make_agent`` calls this for such a directory).
     ``params``: ``deterministic`` (default true; false samples) and ``name`` (default: the directory's name)."""
     deterministic, name = policy_params(f"RLlib checkpoint {path!r}", params)
-    module, meta = load_rllib_module(path)
+    meta = read_rllib_meta(path)
+    key = (os.path.abspath(path), os.path.getmtime(os.path.join(path, META_FILE)))
+    if key not in _CACHE:
+        try:
+            import torch
+            from ray.rllib.core.rl_module.rl_module import RLModule
+        except ImportError:
+            raise CheckpointError(
+                f"{path} is an RLlib checkpoint: loading it needs the rllib extra ({install_command('rllib')})"
+            ) from None
+        limit_threads(1)
+        module_dir = os.path.abspath(os.path.join(path, meta["learner_module"]))  # Ray reads a relative path as a URI
+        if not os.path.isdir(module_dir):
+            raise CheckpointError(f"{path}: the learner module {meta['learner_module']} is missing")
+        with torch.random.fork_rng(devices=[]):  # building the module must not move torch's global generator
+            module = RLModule.from_checkpoint(module_dir)
+        module.eval()
+        space = getattr(module, "observation_space_with_mask", None)
+        if space is not None:
+            check_network(path, tuple(space["observations"].shape), int(module.action_space.n), meta)
+        _CACHE[key] = module
     name = str(name or os.path.basename(os.path.normpath(path)))
-    return RLlibPolicyAgent(module, meta, deterministic=deterministic, name=name)
+    return RLlibPolicyAgent(_CACHE[key], meta, deterministic=deterministic, name=name)

@@ -10,13 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from nertz_env.agents import make_agent
 from nertz_env.config import OPTION_NAMES, NertzConfig, is_int, make_config
 
 #: keys of ``env_config`` that are not rules options
 ENV_KEYS = ("num_players", "num_tables", "learners_per_table", "opponents", "module_opponents", "seed")
 LEARNER = "learner"
 SNAPSHOT_PREFIX = "snapshot_"
-META_FILE = "nertz_meta.json"
 LEARNER_MODULE_DIR = os.path.join("learner_group", "learner", "rl_module", LEARNER)
 
 
@@ -76,11 +76,8 @@ def parse_env_config(env_config: Mapping[str, Any] | None) -> EnvSpec:
         )
     if not has_opponent_seats and (opponents or module_w):
         raise ValueError("opponents and module_opponents need learners_per_table below num_players")
-    if opponents:
-        from nertz_env.agents import make_agent
-
-        for spec in opponents:
-            make_agent(spec)  # an unknown agent or bad parameter fails here, naming the spec
+    for spec in opponents:
+        make_agent(spec)  # an unknown agent or bad parameter fails here, naming the spec
     return EnvSpec(config, int(num_tables), learners, dict(opponents), float(module_w), seed)
 
 

@@ -18,7 +18,6 @@ import numpy as np
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.connectors.module_to_env import UnBatchToIndividualItems
 from ray.rllib.core import DEFAULT_MODULE_ID
-from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
@@ -27,7 +26,6 @@ from ray.rllib.utils.spaces.space_utils import unbatch
 from nertz_env._rllib_spec import (
     LEARNER,
     LEARNER_MODULE_DIR,
-    META_FILE,
     SNAPSHOT_PREFIX,
     EnvSpec,
     League,
@@ -35,6 +33,8 @@ from nertz_env._rllib_spec import (
 )
 from nertz_env.agent_vector import NertzAgentVectorEnv
 from nertz_env.agents import make_agent
+from nertz_env.agents.meta import make_meta
+from nertz_env.agents.rllib_policy import META_FILE
 from nertz_env.config import NertzConfig
 from nertz_env.render import render_text
 from nertz_env.threads import limit_threads
@@ -103,8 +103,7 @@ class NertzRLlibEnv(MultiAgentEnv):
             raise ValueError(f"reset takes no options, got {sorted(options)}")
         if seed is not None:
             self._venv.reset(seed=seed)  # refuses a seed that is not an integer in range
-            base = self.env_spec.seed if self.env_spec.seed is not None else 0
-            self._rng = np.random.default_rng([int(seed), base])
+            self._rng = np.random.default_rng([int(seed), self.env_spec.seed or 0])
         elif not self._started:
             self._venv.reset(seed=self.env_spec.seed)
         else:
@@ -194,11 +193,9 @@ class NertzRLlibEnv(MultiAgentEnv):
         return {a: {"observations": o[t, p], "action_mask": m[t, p]} for a in agents for t, p in [self._index[a]]}
 
 
-class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
+class NertzRLlibVectorEnv(NertzAgentVectorEnv):
     """Shared-policy self-play for RLlib's single-agent env runner: every seat of ``num_tables`` tables is
     one sub-environment of a Gymnasium vector env (``ppo_config(..., single_agent=True)``; the guide)."""
-
-    metadata = {"autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP}
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         limit_threads(1)
@@ -211,43 +208,34 @@ class NertzRLlibVectorEnv(gymnasium.vector.VectorEnv):
         tables = spec.num_tables if num_envs is None else int(num_envs) // p
         if num_envs is not None and (int(num_envs) % p or tables < 1):
             raise ValueError(f"num_envs ({num_envs}) must be a positive multiple of num_players ({p}): a sub-env is a seat")
-        self.config = spec.config
-        self._env = NertzAgentVectorEnv(tables, copy=False, **spec.config.to_dict())
-        self.num_envs = self._env.num_envs
-        self.single_observation_space = _obs_space(self._env.venv.obs_layout.size, self._env.venv.actions.n)
-        self.single_action_space = self._env.single_action_space
+        super().__init__(tables, copy=False, **spec.config.to_dict())
+        self.single_observation_space = _obs_space(self.venv.obs_layout.size, self.venv.actions.n)
         self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, self.num_envs)
-        self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, self.num_envs)
         self._seed = spec.seed
         #: wall seconds spent inside ``step`` (the engine), for throughput reports
         self.step_seconds = 0.0
 
-    def _obs(self, out: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return {"observations": out["observation"].copy(), "action_mask": out["action_mask"].astype(np.float32)}
+    def _flat_infos(self, out: dict[str, np.ndarray], info: dict[str, np.ndarray]) -> tuple[Any, dict[str, Any]]:
+        """Each seat's observation under RLlib's action-mask keys; no infos (the single-agent route reads none)."""
+        obs, _ = super()._flat_infos(out, info)
+        return {"observations": obs["observation"].copy(), "action_mask": obs["action_mask"].astype(np.float32)}, {}
 
     def reset(
         self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        out, _ = self._env.reset(seed=self._seed if seed is None else seed, options=options)
+    ) -> tuple[Any, dict[str, Any]]:
+        out = super().reset(seed=self._seed if seed is None else seed, options=options)
         self._seed = None  # later resets without a seed continue the tables' own generators
-        return self._obs(out), {}
+        return out
 
-    def step(self, actions: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         t0 = time.perf_counter()
-        out, rew, term, trunc, _ = self._env.step(actions)
-        obs = self._obs(out)
+        out = super().step(actions)
         self.step_seconds += time.perf_counter() - t0
-        return obs, rew, term, trunc, {}
-
-    def close_extras(self, **kwargs: Any) -> None:
-        env = getattr(self, "_env", None)  # absent when __init__ refused its config
-        if env is not None:
-            env.close()
+        return out
 
 
-def env_creator(env_config: Mapping[str, Any] | None = None) -> NertzRLlibEnv:
-    """RLlib's env-creator convention (``register_env("nertz", env_creator)``): a :class:`NertzRLlibEnv`."""
-    return NertzRLlibEnv(env_config)
+#: RLlib's env-creator convention (``register_env("nertz", env_creator)``): :class:`NertzRLlibEnv` itself
+env_creator = NertzRLlibEnv
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -316,8 +304,6 @@ def ppo_config(
     from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
 
     env_cfg = dict(env_config or {})
-    if single_agent and league is not None:
-        raise ValueError("single_agent=True is shared-policy self-play: a league needs the multi-agent env")
     if fast_sampling and not single_agent:
         raise ValueError("fast_sampling=True speeds up the single-agent route: pass single_agent=True too")
     if single_agent and num_envs_per_env_runner != 1:
@@ -331,40 +317,33 @@ def ppo_config(
             raise ValueError(f"give {clash} through the League, not env_config")
         env_cfg.update(league.env_keys())
     spec = parse_env_config(env_cfg)
-    model_config = {"fcnet_hiddens": list(hidden), "fcnet_activation": "relu", "head_fcnet_hiddens": []}
-
-    def module() -> Any:
-        return RLModuleSpec(module_class=ActionMaskingTorchRLModule, model_config=model_config)
-
-    # Discrete actions: RLlib's action normalizing and clipping would only cost time
-    env_options = {"env_config": env_cfg, "disable_env_checking": True, "normalize_actions": False,
-                   "clip_actions": False}
-    runners = {"num_env_runners": num_env_runners, "num_cpus_per_env_runner": 1,
-               "rollout_fragment_length": rollout_fragment_length}
     if single_agent:
         if spec.learners < spec.config.num_players:
-            raise ValueError("single_agent=True is shared-policy self-play: leave learners_per_table unset")
+            raise ValueError("single_agent=True is shared-policy self-play: a league, or learners_per_table, needs "
+                             "the multi-agent env")
         config = (
             (FastSamplingPPOConfig() if fast_sampling else PPOConfig())
-            .environment(env=NertzRLlibVectorEnv, **env_options)
-            .framework("torch")
+            .environment(env=NertzRLlibVectorEnv)
             .env_runners(num_envs_per_env_runner=spec.num_tables * spec.config.num_players,
-                         gym_env_vectorize_mode="vector_entry_point", **runners)
-            .rl_module(rl_module_spec=module())
+                         gym_env_vectorize_mode="vector_entry_point")
         )
     else:
         module_ids = [LEARNER] + (league.snapshot_ids if league else [])
         mapping = league_mapping(league.learners_per_table, league.snapshot_ids) if league else self_play_mapping
         config = (
             NertzPPOConfig()
-            .environment(env=NertzRLlibEnv, **env_options)
-            .framework("torch")
-            .env_runners(num_envs_per_env_runner=num_envs_per_env_runner, **runners)
+            .environment(env=NertzRLlibEnv)
+            .env_runners(num_envs_per_env_runner=num_envs_per_env_runner)
             .multi_agent(policies=set(module_ids), policy_mapping_fn=mapping, policies_to_train=[LEARNER])
-            .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={m: module() for m in module_ids}))
         )
+    model_config = {"fcnet_hiddens": list(hidden), "fcnet_activation": "relu", "head_fcnet_hiddens": []}
     return (
-        config.learners(num_learners=0)
+        # Discrete actions: RLlib's action normalizing would only cost time
+        config.environment(env_config=env_cfg, disable_env_checking=True, normalize_actions=False)
+        .env_runners(num_env_runners=num_env_runners, rollout_fragment_length=rollout_fragment_length)
+        # one spec: on the multi-agent env RLlib builds every module id's module from it
+        .rl_module(rl_module_spec=RLModuleSpec(module_class=ActionMaskingTorchRLModule, model_config=model_config))
+        .learners(num_learners=0)
         .training(train_batch_size_per_learner=train_batch_size, **{**TRAINING, **training})
         .debugging(seed=seed)
     )
@@ -441,8 +420,6 @@ def add_snapshot(algo: Any, slot: int) -> str:
 # checkpoints
 def checkpoint_meta(config: NertzConfig, learner_module: str = LEARNER_MODULE_DIR, **extra: Any) -> dict[str, Any]:
     """The nertz-env record of an RLlib checkpoint; ``learner_module``: the learner module's directory in it."""
-    from nertz_env.agents.meta import make_meta
-
     return {**make_meta(config, **extra), "algorithm": "RLlib PPO", "learner_module": learner_module}
 
 

@@ -250,7 +250,7 @@ def test_single_agent_route_trains_and_its_checkpoint_plays(local_ray, tmp_path)
     """ppo_config(single_agent=True): PPO trains, plays legally, and its checkpoint loads by path."""
     env = NertzRLlibVectorEnv({**SMALL, "num_tables": 1, "num_envs": 4})  # RLlib passes num_envs
     assert env.num_envs == 4 and set(env.single_observation_space.spaces) == {"observations", "action_mask"}
-    with pytest.raises(ValueError, match="league needs the multi-agent env"):
+    with pytest.raises(ValueError, match="a league, or learners_per_table, needs the multi-agent env"):
         ppo_config(SMALL, league=League(), single_agent=True)
     algo = ppo_config({**SMALL, "num_tables": 2}, single_agent=True, fast_sampling=True, train_batch_size=256,
                       minibatch_size=128, num_epochs=1, hidden=(32,)).build_algo()

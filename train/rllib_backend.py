@@ -6,6 +6,7 @@ starts. See docs/guides/rllib.md.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import os
@@ -15,8 +16,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from nertz_env._rllib_spec import LEARNER_MODULE_DIR, League, parse_env_config
 from nertz_env.cli import UsageError, at_least, refuse
+from nertz_env.eval.cluster import ClusterError, authenticate, check_address
 from nertz_env.extras import install_command
+from nertz_env.train.checkpoint import check_resume, check_run_dir, read_checkpoint
 from nertz_env.train.config import SB3_ONLY, ConfigError, TrainConfig
 from nertz_env.train.flags import build_parser, config_from_args
 from nertz_env.train.resume import StopOnSignal
@@ -71,18 +75,11 @@ def layout(cfg: TrainConfig, tables_per_env: int | None = None, multi_agent: boo
     """How a training config runs on RLlib, checked without Ray: the env config, the League (None: self-play,
     RLlib's single-agent route unless ``multi_agent``) and the envs each env runner steps. Raises
     :class:`UsageError` for a ``--tables-per-env`` that cannot take effect, ``ValueError`` for a bad env config."""
-    from nertz_env._rllib_spec import League, parse_env_config
-
     env_config: dict[str, Any] = {"num_players": cfg.num_players, **cfg.rules}
     league = None
-    if cfg.pool is not None:
-        league = League(
-            learners_per_table=cfg.learners,
-            opponents=dict(cfg.pool.opponents),
-            snapshot_weight=cfg.pool.snapshot_weight,
-            max_snapshots=cfg.pool.max_snapshots,
-            snapshot_every=cfg.pool.snapshot_every,
-        )
+    if cfg.pool is not None:  # the pool's options this backend reads
+        options = {k: v for k, v in dataclasses.asdict(cfg.pool).items() if k not in SB3_ONLY}
+        league = League(cfg.learners, **options)
     assert cfg.vector is not None  # the rllib backend has no mode single (SB3_ONLY)
     num_tables = cfg.vector.num_tables
     if league is None and not multi_agent:
@@ -91,8 +88,7 @@ def layout(cfg: TrainConfig, tables_per_env: int | None = None, multi_agent: boo
                 "--tables-per-env has no effect in self-play: every seat of a runner's num_tables tables is one "
                 "sub-environment of one vector env; drop it (it sets a league's envs)"
             )
-        env_config["num_tables"] = num_tables
-        parse_env_config(env_config)
+        env_config["num_tables"] = num_tables  # TrainConfig checked it, with the rules
         return env_config, None, 1
     if tables_per_env is None:
         tables_per_env = TABLES_PER_ENV
@@ -146,15 +142,11 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
     """Every check the run makes before it imports Ray, with neither Ray nor torch, so ``--print-config``
     refuses what the run refuses. Returns the config as it will run, and whether a resumed checkpoint is of the
     multi-agent env."""
-    from nertz_env.train.checkpoint import check_resume, check_run_dir, read_checkpoint
-
     meta = read_checkpoint(args.resume, rllib=True) if args.resume else None
     cfg = config_from_args(args, TrainConfig.from_dict(meta["train_config"]) if meta else None, final=True)
     check_options(cfg, args.num_env_runners)
     multi_agent = False
     if meta is not None:
-        from nertz_env._rllib_spec import LEARNER_MODULE_DIR
-
         check_resume(cfg, args.resume, meta, rllib=True)  # the table, net_arch, a budget below the checkpoint's
         multi_agent = os.path.normpath(str(meta.get("learner_module"))) == os.path.normpath(LEARNER_MODULE_DIR)
         if not multi_agent and cfg.pool is not None:
@@ -167,8 +159,6 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
     layout(cfg, args.tables_per_env, multi_agent=multi_agent)
     check_run_dir(cfg.run_dir, args.resume, final=True)
     if args.address:
-        from nertz_env.eval.cluster import check_address
-
         check_address(args.address)  # ClusterError
     if importlib.util.find_spec("ray") is None:
         raise ModuleNotFoundError("No module named 'ray'", name="ray")
@@ -182,10 +172,6 @@ def check_before_ray(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_rllib_parser().parse_args(argv)  # --backend rllib is one of its flags
-    from nertz_env.agents import AgentSpecError
-    from nertz_env.agents.meta import CheckpointError
-    from nertz_env.eval.cluster import ClusterError
-
     try:
         cfg, multi_agent = check_before_ray(args)
         if args.print_config:
@@ -195,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError as e:
         need = f"the rllib backend needs the rllib extra ({install_command('rllib')}): {e}"
         return refuse("nertz-train", ImportError(need))
-    except (UsageError, ClusterError, ConfigError, CheckpointError, AgentSpecError, FileNotFoundError, ValueError) as e:
+    except (UsageError, ClusterError, FileNotFoundError, ValueError) as e:  # ConfigError, CheckpointError, AgentSpecError
         return refuse("nertz-train", e)
     note = budget_note(cfg, args.num_env_runners)
     if note:
@@ -218,8 +204,7 @@ def budget_note(cfg: TrainConfig, num_env_runners: int) -> str | None:
 def iteration_transitions(cfg: TrainConfig, num_env_runners: int) -> int:
     """Learner transitions one PPO iteration samples: ``n_steps`` ticks of every table of every runner, times
     the learning seats (about: a table whose deal ends mid-round waits for the others)."""
-    assert cfg.vector is not None
-    return cfg.n_steps * cfg.vector.num_tables * cfg.learners * max(1, num_env_runners)
+    return cfg.rollout_size * max(1, num_env_runners)
 
 
 def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, num_env_runners: int) -> int:
@@ -227,7 +212,7 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
     import torch
 
     from nertz_env.agents.rllib_policy import read_rllib_meta
-    from nertz_env.rllib import add_snapshot
+    from nertz_env.rllib import add_snapshot, save_checkpoint
     from nertz_env.threads import limit_threads, usable_cpus
 
     threads = cfg.torch_threads or usable_cpus()
@@ -237,14 +222,11 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
         if address:
-            from nertz_env.eval.cluster import authenticate
-
             authenticate(address)  # the token of a `ray start --head` cluster, for host:port as for auto
-            ray.init(address=address, runtime_env=runtime_env, log_to_driver=cfg.verbose > 0)
-        else:
-            # "local": a Ray of the run's own. ray.init() with no address joins a cluster that `ray start` left
-            # running on this machine (or RAY_ADDRESS names), with that cluster's CPUs and installed packages
-            ray.init(address="local", runtime_env=runtime_env, include_dashboard=False, log_to_driver=cfg.verbose > 0)
+        # no address: "local", a Ray of the run's own (ray.init() with no address joins a cluster that `ray start`
+        # left running on this machine, or RAY_ADDRESS names, with its CPUs and installed packages)
+        ray.init(address=address or "local", runtime_env=runtime_env, include_dashboard=False,
+                 log_to_driver=cfg.verbose > 0)  # a cluster joined keeps its own dashboard
     except (ConnectionError, RuntimeError) as e:
         print(f"nertz-train: error: could not join Ray at {address}: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
@@ -271,9 +253,11 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
         for slot in range(max_snapshots):  # the league starts with copies of the starting learner
             add_snapshot(algo, slot)
         next_ckpt = steps + cfg.checkpoint_every if cfg.checkpoint_every else None
+        record = {"train_config": cfg.to_dict(), "mode": "rllib"}  # with num_timesteps, the checkpoints' record
         it, slot, last = 0, 0, None
         t0, s0 = time.perf_counter(), steps
         tb = tensorboard_writer(run_dir) if cfg.tensorboard else None
+        module = "learner" if config.is_multi_agent else "default_policy"  # the learner's module id on each route
         stop = StopOnSignal("nertz-train", "this iteration")
         # the whole loop, not only algo.train(): a Ctrl-C landing between two iterations (the line, the TensorBoard
         # points, a snapshot, a checkpoint) also stops after the iteration with a checkpoint, not at once
@@ -281,19 +265,17 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
             while steps < cfg.total_timesteps:
                 result = algo.train()
                 it += 1
-                sampled = result["env_runners"]["num_module_steps_sampled"]
-                n = float(sampled.get("learner", sampled.get("default_policy", 0)))  # multi- or single-agent route
+                n = float(result["env_runners"]["num_module_steps_sampled"].get(module, 0))
                 steps += int(n) if n == n else 0  # RLlib reports NaN for a module that sampled nothing
                 ret = result["env_runners"].get("agent_episode_returns_mean", {})
                 if not isinstance(ret, dict) or not config.is_multi_agent:  # single-agent: one return per seat
                     ret = {"seat": result["env_runners"].get("episode_return_mean", float("nan"))}
                 values = [float(v) for v in ret.values() if float(v) == float(v)]  # NaN: no finished deal yet
-                mean_ret = f"{sum(values) / len(values):8.2f}" if values else "       -"
+                mean = sum(values) / len(values) if values else None
                 rate = (steps - s0) / (time.perf_counter() - t0)
-                print(f"iter {it:4d}  steps {steps:10d}  agent return {mean_ret}  {rate:8.0f} steps/s", flush=True)
+                shown = "       -" if mean is None else f"{mean:8.2f}"
+                print(f"iter {it:4d}  steps {steps:10d}  agent return {shown}  {rate:8.0f} steps/s", flush=True)
                 if tb is not None:
-                    module = "learner" if "learner" in sampled else "default_policy"
-                    mean = sum(values) / len(values) if values else None
                     for tag, value in iteration_scalars(result, module, mean, rate).items():
                         tb.add_scalar(tag, value, steps)
                     tb.flush()  # a run stopped at once keeps every finished iteration's points
@@ -302,7 +284,8 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
                     add_snapshot(algo, slot)
                     slot = (slot + 1) % max_snapshots
                 if stop.requested or (next_ckpt is not None and steps >= next_ckpt):
-                    last = _save(algo, cfg, steps, os.path.join(run_dir, "checkpoints", f"step_{steps:012d}"))
+                    last = save_checkpoint(algo, os.path.join(run_dir, "checkpoints", f"step_{steps:012d}"),
+                                           num_timesteps=steps, **record)
                     print(f"checkpoint: {last}")
                     if next_ckpt is not None and steps >= next_ckpt:
                         next_ckpt += cfg.checkpoint_every
@@ -313,7 +296,7 @@ def run(cfg: TrainConfig, config: Any, address: str | None, resume: str | None, 
                         file=sys.stderr,
                     )
                     return 130
-        final = _save(algo, cfg, steps, os.path.join(run_dir, "final"))
+        final = save_checkpoint(algo, os.path.join(run_dir, "final"), num_timesteps=steps, **record)
         print(f"final checkpoint: {final}\nplay it: nertz-eval gauntlet {final} heuristic search")
     except KeyboardInterrupt:  # before the first iteration finished, or a second Ctrl-C
         hint = f"; the last checkpoint: nertz-train --backend rllib --resume {last}" if last else ""
@@ -360,9 +343,3 @@ def tensorboard_writer(run_dir: str) -> Any:
              if name.startswith("RLlibPPO_")]
     n = 1 + max((int(t) for t in taken if t.isdigit()), default=0)
     return SummaryWriter(os.path.join(folder, f"RLlibPPO_{n}"))
-
-
-def _save(algo: Any, cfg: TrainConfig, steps: int, path: str) -> str:
-    from nertz_env.rllib import save_checkpoint
-
-    return save_checkpoint(algo, path, num_timesteps=steps, train_config=cfg.to_dict(), mode="rllib")
