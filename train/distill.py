@@ -15,15 +15,26 @@ import numpy as np
 import torch
 
 from nertz_env._text import plain
+from nertz_env.agents import make_agent
+from nertz_env.agents.forward import NumpyActor
+from nertz_env.agents.meta import make_meta
+from nertz_env.agents.policy import PolicyAgent, policy_probabilities, save_policy
 from nertz_env.config import NertzConfig, make_config
+from nertz_env.train.imitate import (
+    Demonstrations,
+    append_row,
+    check_common,
+    collect,
+    fit,
+    load_for_fit,
+    network_path,
+)
+from nertz_env.train.resume import Interrupted
 
 
 def check_options(opts: dict[str, Any], config: NertzConfig) -> str:
     """Every check before any work; returns the starting network's file. Raises ValueError (AgentSpecError)
     or FileNotFoundError naming the bad option."""
-    from nertz_env.agents import make_agent
-    from nertz_env.train.imitate import check_common, network_path
-
     check_common(config, opts["lr"])
     if not (np.isfinite(opts["anchor"]) and opts["anchor"] >= 0):
         raise ValueError(f"--anchor must be a finite number >= 0, got {opts['anchor']}")
@@ -35,8 +46,6 @@ def check_options(opts: dict[str, Any], config: NertzConfig) -> str:
 
 def _agreement(policy: Any, demos: Any) -> float:
     """How often the network's most probable legal action is the teacher's choice, over the records."""
-    from nertz_env.agents.policy import policy_probabilities
-
     hits = 0
     for i in range(0, len(demos.actions), 4096):
         probs = policy_probabilities(policy, demos.obs[i : i + 4096], demos.masks[i : i + 4096])
@@ -74,13 +83,6 @@ def distill(
     With ``resume`` every option but ``rounds`` is read from ``run_dir/config.json`` (``rounds`` None: the run's
     own number of rounds).
     """
-    from nertz_env.agents.forward import NumpyActor
-    from nertz_env.agents.meta import make_meta
-    from nertz_env.agents.policy import PolicyAgent
-    from nertz_env.train.imitate import Demonstrations, append_row, collect, fit, load_for_fit
-    from nertz_env.train.resume import Interrupted
-    from nertz_env.train.trainer import save_policy
-
     cfg_path = os.path.join(run_dir, "config.json")
     if resume:
         if not os.path.isfile(cfg_path):

@@ -14,7 +14,21 @@ from typing import Any
 import torch
 
 from nertz_env._text import plain
+from nertz_env.agents import make_agent
+from nertz_env.agents.meta import make_meta
+from nertz_env.agents.policy import save_policy
+from nertz_env.agents.registry import _split_params
 from nertz_env.config import NertzConfig, make_config
+from nertz_env.train.imitate import (
+    Demonstrations,
+    append_row,
+    check_common,
+    collect,
+    fit,
+    load_for_fit,
+    network_path,
+)
+from nertz_env.train.resume import Interrupted, Progress
 
 
 def _planner_spec(policy_path: str, planner: str) -> str:
@@ -28,10 +42,6 @@ def check_options(
 ) -> str:
     """Every check before any work: returns the path of the initial network; raises ValueError naming the
     bad option (FileNotFoundError for a missing network)."""
-    from nertz_env.agents import make_agent
-    from nertz_env.agents.registry import _split_params
-    from nertz_env.train.imitate import check_common, network_path
-
     check_common(config, lr, teacher_threads, out=out, folder=checkpoint_dir)
     if not resume and os.path.exists(os.path.join(checkpoint_dir, "log.jsonl")):  # networks and logs would mix
         raise ValueError(
@@ -68,14 +78,8 @@ def expert_iteration(
     """Run ``iterations`` rounds of collect-and-fit from the network ``init`` (``planner``: options of the
     planner's spec); returns the run's figures. Ctrl-C saves the last finished step to ``checkpoint_dir`` for
     ``resume``. See docs/guides/training-sb3.md, "Expert iteration"."""
-    from nertz_env.agents.meta import make_meta
-    from nertz_env.train.imitate import Demonstrations, append_row, collect, fit, load_for_fit
-    from nertz_env.train.trainer import save_policy
-
     config = make_config(num_players=num_players, **dict(rules or {}))
     path = check_options(init, out, checkpoint_dir, lr, planner, config, teacher_threads, resume)
-    from nertz_env.train.resume import Interrupted, Progress
-
     state = Progress("expert", {
         "init": init, "iterations": iterations, "samples": samples, "epochs": epochs, "window": window, "lr": lr,
         "batch_size": batch_size, "planner": planner, "num_players": num_players, "rules": dict(rules or {}),

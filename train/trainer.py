@@ -23,7 +23,9 @@ import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor
+from tqdm import tqdm
 
 from nertz_env.agents.meta import (
     CheckpointError,
@@ -32,7 +34,7 @@ from nertz_env.agents.meta import (
     read_meta,
     write_meta,
 )
-from nertz_env.agents.policy import write_arrays
+from nertz_env.agents.policy import load_policy, save_policy
 from nertz_env.agents.pool import OpponentPool
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.single import NertzSingleAgentEnv
@@ -49,28 +51,6 @@ from nertz_env.train.wrappers import PotentialShaping, RelativeReward, VecTimer
 STATE_FORMAT = "nertz-train-state/2"
 
 
-def save_policy(policy: Any, policy_kwargs: dict[str, Any], path: str, meta: dict[str, Any]) -> str:
-    """Save the network ``policy`` alone (no optimizer) with the nertz-env record and the array file beside it:
-    what the opponent pool, the evaluator and a shipped model load (:func:`nertz_env.agents.policy.load_policy_agent`)."""
-    from stable_baselines3.common.save_util import save_to_zip_file
-
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    data = {
-        "policy_class": type(policy),
-        "policy_kwargs": policy_kwargs,
-        "observation_space": policy.observation_space,
-        "action_space": policy.action_space,
-    }
-    weights = policy.state_dict()
-    for_play = getattr(policy, "for_play", None)
-    if for_play is not None:  # a player gets the policy over the observation alone
-        data, weights = for_play(data, weights)
-    save_to_zip_file(path, data=data, params={"policy": weights})
-    write_meta(path, meta)
-    write_arrays(path, policy)  # policy.npz beside policy.zip: the numpy actor plays it without torch
-    return path
-
-
 class _BoundaryCallback(BaseCallback):
     """The SB3 callback of a run: calls the trainer at rollout boundaries, keeps the progress bar, and stops
     ``learn()`` after a boundary's checkpoint when a signal asked to stop."""
@@ -83,8 +63,6 @@ class _BoundaryCallback(BaseCallback):
         self._rollout_t0 = 0.0
 
     def _on_training_start(self) -> None:
-        from tqdm import tqdm
-
         tr = self.trainer
         tr.timer.seconds = 0.0  # the first reset (and numba's cache load) is not training
         tr.clock.t0 = time.perf_counter()
@@ -476,8 +454,6 @@ class Trainer:
 
     def _init_from(self, path: str) -> None:
         """Copy the policy weights of ``path`` into the fresh model (optimizer, counters, env start anew)."""
-        from nertz_env.agents.policy import load_policy
-
         policy, _ = load_policy(path)  # TrainConfig.resolve checked its record against the table
         weights = policy.state_dict()  # always the policy over the observation (load_policy's for_play)
         env = self.base_env
@@ -513,8 +489,6 @@ class Trainer:
     def _load(self, path: str, meta: dict[str, Any]) -> None:
         """Continue the checkpoint ``path``: SB3's parameters and counters from the zip, the rest from
         ``.state.pkl``; the new config's options (opponents, PPO settings, intervals) apply from here."""
-        from stable_baselines3.common.save_util import load_from_zip_file
-
         try:
             with open(state_path(path), "rb") as f:
                 state = pickle.load(f)
@@ -529,9 +503,9 @@ class Trainer:
             pool = state["pool"]
             pool["snapshots"] = [{**e, "spec": os.path.join(run, e["spec"])} for e in pool["snapshots"]]
             self._load_pool(pool)
-        data, _, _ = load_from_zip_file(path, device="cpu", print_system_info=False)
+        data, params, _ = load_from_zip_file(path, device="cpu", print_system_info=False)
         assert data is not None  # check_run found the record in this zip
-        model.set_parameters(path, exact_match=True, device="cpu")
+        model.set_parameters(params, exact_match=True, device="cpu")
         for key in ("num_timesteps", "_n_updates", "_episode_num", "_last_obs", "_last_episode_starts",
                     "ep_info_buffer", "ep_success_buffer"):
             setattr(model, key, data[key])
