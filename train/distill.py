@@ -53,14 +53,6 @@ def _agreement(policy: Any, demos: Any) -> float:
     return hits / max(1, len(demos.actions))
 
 
-def _read_log(run_dir: str) -> list[dict[str, Any]]:
-    path = os.path.join(run_dir, "log.jsonl")
-    if not os.path.isfile(path):
-        return []
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 def distill(
     run_dir: str,
     init: str = "ppo_imitation",
@@ -100,7 +92,10 @@ def distill(
                 "rules": dict(rules or {})}
     config = make_config(num_players=int(opts["players"]), **opts["rules"])
     path = check_options(opts, config)
-    done = _read_log(run_dir) if resume else []
+    done: list[dict[str, Any]] = []  # the rows of log.jsonl: one per finished round
+    if resume and os.path.isfile(os.path.join(run_dir, "log.jsonl")):
+        with open(os.path.join(run_dir, "log.jsonl"), encoding="utf-8") as f:
+            done = [json.loads(line) for line in f if line.strip()]
     if len(done) > opts["rounds"]:
         raise ValueError(f"--rounds {opts['rounds']}: the run in {run_dir!r} has already finished {len(done)} rounds")
     for sub in ("rounds", "records"):
@@ -119,7 +114,6 @@ def distill(
     records = [Demonstrations.load(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz")) for k in range(len(done))]
     started = time.perf_counter()
     elapsed0 = float(done[-1]["elapsed_s"]) if done else 0.0
-    k = len(done)
     try:
         for k in range(len(done), int(opts["rounds"])):
             # the network does not change while the round is collected: it plays through its numpy forward
@@ -143,16 +137,16 @@ def distill(
                    "agreement_before_fit": round(agree, 5),
                    "elapsed_s": round(elapsed0 + time.perf_counter() - started, 1), "policy": out, **stats}
             append_row(run_dir, row)
+            done.append(row)
             log(f"round {k + 1}/{opts['rounds']}: {len(demos.actions):,} decisions in {demos.seconds:.0f} s, the network "
                 f"agreed with {opts['teacher']} on {agree:.2%} before the fit; fit {fit_s:.0f} s, accuracy "
                 f"{stats['accuracy']:.2%}; saved {out}")
     except KeyboardInterrupt:  # every finished round is on disk: --resume continues from the last one
-        raise Interrupted(run_dir, f"{k} of {opts['rounds']} rounds") from None
+        raise Interrupted(run_dir, f"{len(done)} of {opts['rounds']} rounds") from None
     final = os.path.join(run_dir, "policy.zip")
     save_policy(policy, kwargs, final, meta(round=int(opts["rounds"])))
-    rows = _read_log(run_dir)
-    log(f"saved {final} after {len(rows)} rounds ({rows[-1]['elapsed_s'] / 60 if rows else 0:.1f} min of rounds)")
-    return {"out": final, "rounds": rows}
+    log(f"saved {final} after {len(done)} rounds ({done[-1]['elapsed_s'] / 60 if done else 0:.1f} min of rounds)")
+    return {"out": final, "rounds": done}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -51,8 +51,7 @@ def check_options(
     path = network_path(init)
     if "policy" in _split_params(planner, "--planner"):
         raise ValueError("--planner sets the planner's search options; the network inside it is --init's, then each iteration's")
-    agent = make_agent(_planner_spec(path, planner))  # a bad planner option fails here
-    agent.reset(config, 0, 0)  # a network for another table fails here
+    make_agent(_planner_spec(path, planner)).reset(config, 0, 0)  # a bad planner option, or another table's network
     return path
 
 

@@ -102,7 +102,6 @@ def collect(
     ret_l: list[np.ndarray] = []
     bar = tqdm(total=samples, unit="decision", desc=f"imitating {teacher}", disable=not progress)
     rivals = rival_weights(config)  # seat -> mean over the seats of other teams
-    executor = ThreadPoolExecutor(teacher_threads) if teacher_threads > 1 else None
     k = min(teacher_threads, p_count)
     labels = [0] * p_count
 
@@ -114,7 +113,7 @@ def collect(
     t0 = time.perf_counter()
     games = 0
     total = 0
-    try:
+    with ThreadPoolExecutor(teacher_threads) as executor:  # (no thread starts with one teacher thread)
         while total < samples:
             obs, _ = env.reset(seed=seed + games)
             for s, agent in enumerate(agents):
@@ -126,7 +125,7 @@ def collect(
             rewards: list[list[float]] = [[] for _ in names]
             counts: list[list[int]] = [[] for _ in names]
             while env.agents:
-                if executor is None:
+                if k == 1:
                     label(range(p_count), obs, names)
                 else:
                     run_interleaved(executor, partial(label, obs=obs, names=names), range(p_count), k)
@@ -159,9 +158,6 @@ def collect(
             added = len(rewards[0]) * p_count
             total += added
             bar.update(added)
-    finally:
-        if executor is not None:
-            executor.shutdown()
     bar.close()
     return Demonstrations(
         obs=np.asarray(obs_l, dtype=np.float32),
@@ -232,10 +228,8 @@ def fit(
             loss = ce + vf_coef * vf
             if anchor_coef > 0.0:
                 with torch.no_grad():
-                    ref = anchor.get_distribution(o, action_masks=m.numpy()).distribution.logits
-                logp = torch.log_softmax(dist.distribution.logits, dim=-1)
-                p_ref = torch.softmax(ref, dim=-1)
-                kl = (p_ref * (torch.log_softmax(ref, dim=-1) - logp)).sum(-1).mean()
+                    ref = anchor.get_distribution(o, action_masks=m.numpy()).distribution
+                kl = torch.distributions.kl_divergence(ref, dist.distribution).mean()
                 loss = loss + anchor_coef * kl
                 kl_sum += float(kl.detach()) * len(idx)
             opt.zero_grad()
