@@ -192,24 +192,16 @@ class Trainer:
             kwargs["obs_size"] = self.base_env.obs_size
         if cfg.policy == "moves":
             kwargs |= {"rules": self.config.to_dict(), "move_arch": list(cfg.move_arch)}
+        same = ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "ent_coef", "vf_coef",
+                "max_grad_norm", "seed", "verbose")  # the options TrainConfig and MaskablePPO name alike
         return MaskablePPO(
             MovesPolicy if cfg.policy == "moves" else PrivilegedCriticPolicy if privileged else "MlpPolicy",
             self.timer,
             learning_rate=(lambda progress: lr * progress) if cfg.lr_schedule == "linear" else lr,
-            n_steps=cfg.n_steps,
-            batch_size=cfg.batch_size,
-            n_epochs=cfg.n_epochs,
-            gamma=cfg.gamma,
-            gae_lambda=cfg.gae_lambda,
-            clip_range=cfg.clip_range,
-            ent_coef=cfg.ent_coef,
-            vf_coef=cfg.vf_coef,
-            max_grad_norm=cfg.max_grad_norm,
             policy_kwargs=kwargs,
             tensorboard_log=os.path.join(self.run_dir, "tb") if cfg.tensorboard else None,
-            seed=cfg.seed,
             device="cpu",
-            verbose=cfg.verbose,
+            **{k: getattr(cfg, k) for k in same},
         )
 
     # ------------------------------------------------------------------ building
@@ -360,8 +352,6 @@ class Trainer:
         (``boundary_seconds``): those at rollout boundaries and the final ones after training."""
         c = self.clock
         train_wall = c.wall_seconds - c.boundary_seconds
-        steps = c.timesteps
-        per_table = self.cfg.learners
 
         def rate(x: float) -> float | None:
             return x / train_wall if train_wall > 0 else None
@@ -370,11 +360,11 @@ class Trainer:
             "mode": self.cfg.mode,
             "n_envs": self.cfg.n_envs,
             "num_timesteps": int(self.model.num_timesteps),
-            "timesteps_timed": steps,
+            "timesteps_timed": c.timesteps,
             "wall_seconds": c.wall_seconds,
             "boundary_seconds": c.boundary_seconds,
-            "steps_per_second": rate(steps),
-            "table_ticks_per_second": rate(steps / per_table),
+            "steps_per_second": rate(c.timesteps),
+            "table_ticks_per_second": rate(c.timesteps / self.cfg.learners),
             "env_seconds": c.env_seconds,
             "env_share": rate(c.env_seconds),
             "rollout_share": rate(c.rollout_seconds),
