@@ -32,8 +32,7 @@ from nertz_env.train.resume import Interrupted, Progress
 
 
 def _planner_spec(policy_path: str, planner: str) -> str:
-    extra = f",{planner}" if planner else ""
-    return f"expert:policy={policy_path}{extra}"
+    return f"expert:policy={policy_path}" + (f",{planner}" if planner else "")
 
 
 def check_options(
@@ -51,7 +50,7 @@ def check_options(
     path = network_path(init)
     if "policy" in _split_params(planner, "--planner"):
         raise ValueError("--planner sets the planner's search options; the network inside it is --init's, then each iteration's")
-    make_agent(_planner_spec(path, planner)).reset(config, 0, 0)  # a bad planner option, or another table's network
+    make_agent(_planner_spec(path, planner)).reset(config, 0, 0)  # a bad planner option or table fails here
     return path
 
 

@@ -192,8 +192,9 @@ class Trainer:
             kwargs["obs_size"] = self.base_env.obs_size
         if cfg.policy == "moves":
             kwargs |= {"rules": self.config.to_dict(), "move_arch": list(cfg.move_arch)}
-        same = ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "ent_coef", "vf_coef",
-                "max_grad_norm", "seed", "verbose")  # the options TrainConfig and MaskablePPO name alike
+        # the options TrainConfig and MaskablePPO name alike
+        same = ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "ent_coef",
+                "vf_coef", "max_grad_norm", "seed", "verbose")
         return MaskablePPO(
             MovesPolicy if cfg.policy == "moves" else PrivilegedCriticPolicy if privileged else "MlpPolicy",
             self.timer,
