@@ -463,19 +463,17 @@ class Trainer:
             ) from None
         self.log(f"initial weights from {path}")
 
-    def _load_pool(self, saved: dict[str, Any]) -> None:
-        """Restore the pool's snapshots; the opponents and snapshot settings are the config's, so changing
-        them on resume takes effect (from each table's next deal; the seated opponents finish their round)."""
+    def _load_pool(self, saved: dict[str, Any], run: str) -> None:
+        """Restore the pool's snapshots (files relative to ``run``); the opponents and snapshot settings are the
+        config's, so changing them on resume takes effect (from each table's next deal; the seated opponents
+        finish their round)."""
         assert self.pool is not None
-        mine = self.pool.state_dict()
-        state = dict(saved)
-        changed = [k for k in ("scripted", "snapshot_weight", "max_snapshots", "snapshot_deterministic")
-                   if saved.get(k) != mine[k]]
+        mine = self.pool.state_dict()  # the config's settings, no snapshots yet
+        changed = [k for k in mine if k != "snapshots" and saved.get(k) != mine[k]]
         if changed:
-            state.update({k: mine[k] for k in changed})
-            state["snapshots"] = list(saved["snapshots"])[-self.pool.max_snapshots :]
             self.log(f"resume: the opponent pool is now {self.pool!r} (changed: {', '.join(changed)})")
-        self.pool.load_state_dict(state)
+        snapshots = [{**e, "spec": os.path.join(run, e["spec"])} for e in saved["snapshots"]]
+        self.pool.load_state_dict({**mine, "snapshots": snapshots[-self.pool.max_snapshots :]})
 
     def _load(self, path: str, meta: dict[str, Any]) -> None:
         """Continue the checkpoint ``path``: SB3's parameters and counters from the zip, the rest from
@@ -491,9 +489,7 @@ class Trainer:
         run = os.path.dirname(os.path.dirname(os.path.abspath(path)))  # RUN/checkpoints/step_N.zip
         model = self.model
         if self.pool is not None and state["pool"] is not None:
-            pool = state["pool"]
-            pool["snapshots"] = [{**e, "spec": os.path.join(run, e["spec"])} for e in pool["snapshots"]]
-            self._load_pool(pool)
+            self._load_pool(state["pool"], run)
         data, params, _ = load_from_zip_file(path, device="cpu", print_system_info=False)
         assert data is not None  # check_run found the record in this zip
         model.set_parameters(params, exact_match=True, device="cpu")
