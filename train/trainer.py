@@ -17,6 +17,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -219,12 +220,8 @@ class Trainer:
                 opponent_threads=cfg.vector.opponent_threads,
                 privileged_state=cfg.vector.privileged_critic,
             )
-        pool = self.pool
-        assert pool is not None and cfg.single is not None
-
-        def make() -> NertzSingleAgentEnv:
-            return NertzSingleAgentEnv(cfg.num_players, cfg.rules, opponents=pool)
-
+        assert self.pool is not None and cfg.single is not None
+        make = partial(NertzSingleAgentEnv, cfg.num_players, cfg.rules, opponents=self.pool)
         return DummyVecEnv([make for _ in range(cfg.single.num_envs)])
 
     def meta(self, **extra: Any) -> dict[str, Any]:
