@@ -1,8 +1,6 @@
-"""The training run: env stack, MaskablePPO, pool snapshots, checkpoints, evaluation, throughput.
-
-Periodic work happens at rollout boundaries, where the run's state is complete without the rollout buffer;
-a checkpoint is SB3's zip plus ``.state.pkl`` (generators, env, pool, accumulators), so a resumed run equals
-a straight one. Ctrl-C saves at the next boundary. See docs/guides/training-sb3.md.
+"""The training run: env stack, MaskablePPO, pool snapshots, checkpoints, evaluation, throughput. Periodic work
+and Ctrl-C's save happen at rollout boundaries, where a checkpoint (SB3's zip and ``.state.pkl``) holds the whole
+run: a resumed run equals a straight one. See docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations
