@@ -1,6 +1,6 @@
-"""The training run: env stack, MaskablePPO, pool snapshots, checkpoints, evaluation, throughput. Periodic work
-and Ctrl-C's save happen at rollout boundaries, where a checkpoint (SB3's zip and ``.state.pkl``) holds the whole
-run: a resumed run equals a straight one. See docs/guides/training-sb3.md.
+"""The training run: env stack, MaskablePPO, pool snapshots, checkpoints, evaluation, throughput. Periodic
+work and Ctrl-C's save happen at rollout boundaries, where a checkpoint (SB3's zip and ``.state.pkl``) holds
+the whole run: a resumed run equals a straight one. See docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations
