@@ -161,6 +161,28 @@ def write_arrays(path: str, policy: Any = None) -> Any:
     return actor
 
 
+def save_policy(policy: Any, policy_kwargs: dict[str, Any], path: str, meta: dict[str, Any]) -> str:
+    """Save the network ``policy`` alone (no optimizer) with the nertz-env record ``meta`` and the array file
+    beside it: what :func:`load_policy_agent` plays. Returns ``path``."""
+    from stable_baselines3.common.save_util import save_to_zip_file
+
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    data = {
+        "policy_class": type(policy),
+        "policy_kwargs": policy_kwargs,
+        "observation_space": policy.observation_space,
+        "action_space": policy.action_space,
+    }
+    weights = policy.state_dict()
+    for_play = getattr(policy, "for_play", None)
+    if for_play is not None:  # a player gets the policy over the observation alone
+        data, weights = for_play(data, weights)
+    save_to_zip_file(path, data=data, params={"policy": weights})
+    write_meta(path, meta)
+    write_arrays(path, policy)  # policy.npz beside policy.zip: the numpy actor plays it without torch
+    return path
+
+
 def check_spaces(meta: Mapping[str, Any], config: NertzConfig, where: str) -> None:
     """Raise :class:`IncompatibleCheckpointError` unless the policy's spaces are those of a ``config`` table."""
 

@@ -192,7 +192,7 @@ def test_distill__a_resumed_run_ends_with_the_same_network_as_one_that_never_sto
 def test_distill__ctrl_c_prints_the_rounds_on_disk_and_the_command_that_continues(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ctrl_c_at(monkeypatch, imitate, "collect", 2, sigint=False)  # while the second round plays
+    ctrl_c_at(monkeypatch, distill, "collect", 2, sigint=False)  # while the second round plays
     argv = [f"--{k.replace('_', '-')}={v}" for k, v in DISTILL.items()]
     assert distill.main(["--run-dir", str(tmp_path / "r"), "--rounds", "3", *argv]) == 130
     err = capsys.readouterr().err

@@ -93,7 +93,7 @@ def test_ctrl_c_saves_at_the_end_of_the_update_and_the_resumed_run_writes_the_st
                 bars.append((self.initial, self.n))
             super().close()
 
-    monkeypatch.setattr(tqdm, "tqdm", Bar)
+    monkeypatch.setattr(trainer_module, "tqdm", Bar)
     trainer = Trainer(_saving(tmp_path / "run", evaluating), log=_quiet)
     if where == "rollout":
         ctrl_c_at(monkeypatch, trainer.timer, "step_wait", 3 * 16 + 5)
@@ -197,13 +197,13 @@ def test_expert_ctrl_c_saves_the_last_finished_step_and_resume_finishes_the_same
 ) -> None:
     straight = str(tmp_path / "straight.zip")
     assert expert.main([*EXPERT, "--out", straight, "--checkpoint-dir", str(tmp_path / "a")]) == 0
-    real_fit = ctrl_c_at(monkeypatch, imitate, "fit", 2, sigint=False)  # in the second iteration's fit
+    real_fit = ctrl_c_at(monkeypatch, expert, "fit", 2, sigint=False)  # in the second iteration's fit
     out, folder = str(tmp_path / "cut.zip"), str(tmp_path / "b")
     assert expert.main([*EXPERT, "--out", out, "--checkpoint-dir", folder]) == 130
     err = capsys.readouterr().err
     assert f"saved iteration 2's records (its fit not started) in {folder}" in err
     assert f"--resume {folder}" in err
-    monkeypatch.setattr(imitate, "fit", real_fit)
+    monkeypatch.setattr(expert, "fit", real_fit)
     assert expert.main([*EXPERT, "--out", out, "--checkpoint-dir", folder, "--resume", folder]) == 0
     assert _same_weights(_weights(straight), _weights(out))
     assert [json.loads(x)["iteration"] for x in (tmp_path / "b" / "log.jsonl").read_text().splitlines()] == [1, 2]

@@ -15,15 +15,26 @@ import numpy as np
 import torch
 
 from nertz_env._text import plain
+from nertz_env.agents import make_agent
+from nertz_env.agents.forward import NumpyActor
+from nertz_env.agents.meta import make_meta
+from nertz_env.agents.policy import PolicyAgent, policy_probabilities, save_policy
 from nertz_env.config import NertzConfig, make_config
+from nertz_env.train.imitate import (
+    Demonstrations,
+    append_row,
+    check_common,
+    collect,
+    fit,
+    load_for_fit,
+    network_path,
+)
+from nertz_env.train.resume import Interrupted
 
 
 def check_options(opts: dict[str, Any], config: NertzConfig) -> str:
     """Every check before any work; returns the starting network's file. Raises ValueError (AgentSpecError)
     or FileNotFoundError naming the bad option."""
-    from nertz_env.agents import make_agent
-    from nertz_env.train.imitate import check_common, network_path
-
     check_common(config, opts["lr"])
     if not (np.isfinite(opts["anchor"]) and opts["anchor"] >= 0):
         raise ValueError(f"--anchor must be a finite number >= 0, got {opts['anchor']}")
@@ -35,21 +46,11 @@ def check_options(opts: dict[str, Any], config: NertzConfig) -> str:
 
 def _agreement(policy: Any, demos: Any) -> float:
     """How often the network's most probable legal action is the teacher's choice, over the records."""
-    from nertz_env.agents.policy import policy_probabilities
-
     hits = 0
     for i in range(0, len(demos.actions), 4096):
         probs = policy_probabilities(policy, demos.obs[i : i + 4096], demos.masks[i : i + 4096])
         hits += int((probs.argmax(1) == demos.actions[i : i + 4096]).sum())
     return hits / max(1, len(demos.actions))
-
-
-def _read_log(run_dir: str) -> list[dict[str, Any]]:
-    path = os.path.join(run_dir, "log.jsonl")
-    if not os.path.isfile(path):
-        return []
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def distill(
@@ -74,13 +75,6 @@ def distill(
     With ``resume`` every option but ``rounds`` is read from ``run_dir/config.json`` (``rounds`` None: the run's
     own number of rounds).
     """
-    from nertz_env.agents.forward import NumpyActor
-    from nertz_env.agents.meta import make_meta
-    from nertz_env.agents.policy import PolicyAgent
-    from nertz_env.train.imitate import Demonstrations, append_row, collect, fit, load_for_fit
-    from nertz_env.train.resume import Interrupted
-    from nertz_env.train.trainer import save_policy
-
     cfg_path = os.path.join(run_dir, "config.json")
     if resume:
         if not os.path.isfile(cfg_path):
@@ -98,7 +92,10 @@ def distill(
                 "rules": dict(rules or {})}
     config = make_config(num_players=int(opts["players"]), **opts["rules"])
     path = check_options(opts, config)
-    done = _read_log(run_dir) if resume else []
+    done: list[dict[str, Any]] = []  # the rows of log.jsonl: one per finished round
+    if resume and os.path.isfile(os.path.join(run_dir, "log.jsonl")):
+        with open(os.path.join(run_dir, "log.jsonl"), encoding="utf-8") as f:
+            done = [json.loads(line) for line in f if line.strip()]
     if len(done) > opts["rounds"]:
         raise ValueError(f"--rounds {opts['rounds']}: the run in {run_dir!r} has already finished {len(done)} rounds")
     for sub in ("rounds", "records"):
@@ -117,7 +114,6 @@ def distill(
     records = [Demonstrations.load(os.path.join(run_dir, "records", f"round_{k + 1:02d}.npz")) for k in range(len(done))]
     started = time.perf_counter()
     elapsed0 = float(done[-1]["elapsed_s"]) if done else 0.0
-    k = len(done)
     try:
         for k in range(len(done), int(opts["rounds"])):
             # the network does not change while the round is collected: it plays through its numpy forward
@@ -141,16 +137,16 @@ def distill(
                    "agreement_before_fit": round(agree, 5),
                    "elapsed_s": round(elapsed0 + time.perf_counter() - started, 1), "policy": out, **stats}
             append_row(run_dir, row)
+            done.append(row)
             log(f"round {k + 1}/{opts['rounds']}: {len(demos.actions):,} decisions in {demos.seconds:.0f} s, the network "
                 f"agreed with {opts['teacher']} on {agree:.2%} before the fit; fit {fit_s:.0f} s, accuracy "
                 f"{stats['accuracy']:.2%}; saved {out}")
     except KeyboardInterrupt:  # every finished round is on disk: --resume continues from the last one
-        raise Interrupted(run_dir, f"{k} of {opts['rounds']} rounds") from None
+        raise Interrupted(run_dir, f"{len(done)} of {opts['rounds']} rounds") from None
     final = os.path.join(run_dir, "policy.zip")
     save_policy(policy, kwargs, final, meta(round=int(opts["rounds"])))
-    rows = _read_log(run_dir)
-    log(f"saved {final} after {len(rows)} rounds ({rows[-1]['elapsed_s'] / 60 if rows else 0:.1f} min of rounds)")
-    return {"out": final, "rounds": rows}
+    log(f"saved {final} after {len(done)} rounds ({done[-1]['elapsed_s'] / 60 if done else 0:.1f} min of rounds)")
+    return {"out": final, "rounds": done}
 
 
 def main(argv: list[str] | None = None) -> int:

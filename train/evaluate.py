@@ -14,6 +14,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from nertz_env.agents import AgentSpecError, make_agent
+from nertz_env.agents.meta import CheckpointError, meta_config, read_meta
+from nertz_env.agents.policy import play_name
+from nertz_env.agents.registry import IncompatibleAgentError, check_agent
+from nertz_env.cli import Parser, at_least, refuse
+from nertz_env.eval import run_tournament, summarize
+from nertz_env.eval.stats import paired_difference
+from nertz_env.threads import limit_threads
+
 
 @dataclass
 class EvalRow:
@@ -57,9 +66,6 @@ def evaluate_checkpoint(
     """Gauntlets of the policy in ``checkpoint`` against each baseline: the policy at one seat, the
     baseline at the others, every seat rotation of every deal.
     ``per_deal``, when given, receives for each baseline ``{deal: policy minus baseline seats}``."""
-    from nertz_env.agents.policy import play_name
-    from nertz_env.eval import run_tournament, summarize
-
     spec = f"{checkpoint}:deterministic={'true' if deterministic else 'false'}"
     rows = []
     for baseline in baselines:
@@ -160,8 +166,6 @@ def paired_with_start(
     """``(timesteps, baseline, estimate)`` of every evaluated checkpoint minus the first one evaluated (the
     start policy, step 0, when it was), paired over the same deals: what each checkpoint gained. Empty when
     the per-deal file is missing."""
-    from nertz_env.eval.stats import paired_difference
-
     rows = read_per_deal(checkpoint_eval_path(run_dir, deals, seed, per_deal=True, deterministic=deterministic))
     out = []
     for baseline in sorted({b for _, b in rows}):
@@ -174,8 +178,6 @@ def paired_with_start(
 def run_checkpoints(run_dir: str, start: bool = True) -> list[tuple[int, str]]:
     """``(timesteps, path)`` of the run's checkpoints in step order; with ``start``, the run's ``init_from``
     policy first as step 0 when that file exists. ``FileNotFoundError`` for a run without checkpoints."""
-    from nertz_env.agents.meta import read_meta
-
     if not os.path.isdir(run_dir):
         raise FileNotFoundError(f"run directory not found: {run_dir}")
     found = sorted(glob.glob(os.path.join(run_dir, "checkpoints", "step_*.zip")))
@@ -200,8 +202,6 @@ def evaluate_run(
 ) -> str:
     """Evaluate every checkpoint of ``run_dir`` against each baseline on the same deals; returns
     the CSV's path. Checkpoint and baseline pairs already in the CSV are skipped."""
-    from nertz_env.agents.meta import read_meta
-
     points = run_checkpoints(run_dir, start=start)
     meta = read_meta(points[-1][1])
     if start and points[0][0] != 0:
@@ -241,9 +241,6 @@ def evaluate_run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nertz_env.cli import Parser, at_least, refuse
-    from nertz_env.threads import limit_threads
-
     limit_threads(1)  # this process and the tournament's worker processes (they inherit the cap)
     ap = Parser(
         prog="python -m nertz_env.train.evaluate",
@@ -261,10 +258,6 @@ def main(argv: list[str] | None = None) -> int:
     baselines = args.baseline or ["search"]
     if len(set(baselines)) < len(baselines):
         ap.error(f"--baseline names an agent twice: {' '.join(baselines)}")
-    from nertz_env.agents import AgentSpecError, make_agent
-    from nertz_env.agents.meta import CheckpointError, meta_config, read_meta
-    from nertz_env.agents.registry import IncompatibleAgentError, check_agent
-
     try:
         points = run_checkpoints(args.run_dir, start=False)
         meta = read_meta(points[-1][1])

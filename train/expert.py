@@ -14,12 +14,25 @@ from typing import Any
 import torch
 
 from nertz_env._text import plain
+from nertz_env.agents import make_agent
+from nertz_env.agents.meta import make_meta
+from nertz_env.agents.policy import save_policy
+from nertz_env.agents.registry import _split_params
 from nertz_env.config import NertzConfig, make_config
+from nertz_env.train.imitate import (
+    Demonstrations,
+    append_row,
+    check_common,
+    collect,
+    fit,
+    load_for_fit,
+    network_path,
+)
+from nertz_env.train.resume import Interrupted, Progress
 
 
 def _planner_spec(policy_path: str, planner: str) -> str:
-    extra = f",{planner}" if planner else ""
-    return f"expert:policy={policy_path}{extra}"
+    return f"expert:policy={policy_path}" + (f",{planner}" if planner else "")
 
 
 def check_options(
@@ -28,10 +41,6 @@ def check_options(
 ) -> str:
     """Every check before any work: returns the path of the initial network; raises ValueError naming the
     bad option (FileNotFoundError for a missing network)."""
-    from nertz_env.agents import make_agent
-    from nertz_env.agents.registry import _split_params
-    from nertz_env.train.imitate import check_common, network_path
-
     check_common(config, lr, teacher_threads, out=out, folder=checkpoint_dir)
     if not resume and os.path.exists(os.path.join(checkpoint_dir, "log.jsonl")):  # networks and logs would mix
         raise ValueError(
@@ -41,8 +50,7 @@ def check_options(
     path = network_path(init)
     if "policy" in _split_params(planner, "--planner"):
         raise ValueError("--planner sets the planner's search options; the network inside it is --init's, then each iteration's")
-    agent = make_agent(_planner_spec(path, planner))  # a bad planner option fails here
-    agent.reset(config, 0, 0)  # a network for another table fails here
+    make_agent(_planner_spec(path, planner)).reset(config, 0, 0)  # a bad planner option or table fails here
     return path
 
 
@@ -68,14 +76,8 @@ def expert_iteration(
     """Run ``iterations`` rounds of collect-and-fit from the network ``init`` (``planner``: options of the
     planner's spec); returns the run's figures. Ctrl-C saves the last finished step to ``checkpoint_dir`` for
     ``resume``. See docs/guides/training-sb3.md, "Expert iteration"."""
-    from nertz_env.agents.meta import make_meta
-    from nertz_env.train.imitate import Demonstrations, append_row, collect, fit, load_for_fit
-    from nertz_env.train.trainer import save_policy
-
     config = make_config(num_players=num_players, **dict(rules or {}))
     path = check_options(init, out, checkpoint_dir, lr, planner, config, teacher_threads, resume)
-    from nertz_env.train.resume import Interrupted, Progress
-
     state = Progress("expert", {
         "init": init, "iterations": iterations, "samples": samples, "epochs": epochs, "window": window, "lr": lr,
         "batch_size": batch_size, "planner": planner, "num_players": num_players, "rules": dict(rules or {}),

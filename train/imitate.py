@@ -5,6 +5,7 @@ See docs/guides/training-sb3.md ("Starting from imitation").
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import time
@@ -14,12 +15,25 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import gymnasium
 import numpy as np
 import torch
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.save_util import load_from_zip_file
+from tqdm import tqdm
 
+import nertz_env
 from nertz_env._text import plain
+from nertz_env.actions import action_table
+from nertz_env.agents import make_agent
+from nertz_env.agents.meta import make_meta, read_meta
+from nertz_env.agents.policy import PolicyAgent, has_record, load_policy, save_policy
+from nertz_env.agents.registry import shipped_models
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.observation import obs_layout
+from nertz_env.single import rival_weights
+from nertz_env.train.moves import MovesPolicy
+from nertz_env.train.resume import Interrupted, Progress
 from nertz_env.train.vec import run_interleaved
 
 
@@ -77,9 +91,6 @@ def collect(
 ) -> Demonstrations:
     """Play rounds of ``teacher`` at every seat until ``samples`` decisions are recorded; a ``student`` plays
     seat ``round % players`` while the teacher labels it (DAgger). See docs/guides/training-sb3.md."""
-    import nertz_env
-    from nertz_env.agents import make_agent
-
     p_count = config.num_players
     env = nertz_env.parallel_env(**config.to_dict())
     agents = [make_agent(teacher) for _ in range(p_count)]
@@ -89,14 +100,8 @@ def collect(
     mask_l: list[np.ndarray] = []
     act_l: list[int] = []
     ret_l: list[np.ndarray] = []
-    from tqdm import tqdm
-
-    from nertz_env.single import rival_weights
-
     bar = tqdm(total=samples, unit="decision", desc=f"imitating {teacher}", disable=not progress)
-
     rivals = rival_weights(config)  # seat -> mean over the seats of other teams
-    executor = ThreadPoolExecutor(teacher_threads) if teacher_threads > 1 else None
     k = min(teacher_threads, p_count)
     labels = [0] * p_count
 
@@ -108,7 +113,7 @@ def collect(
     t0 = time.perf_counter()
     games = 0
     total = 0
-    try:
+    with ThreadPoolExecutor(teacher_threads) as executor:  # (no thread starts with one teacher thread)
         while total < samples:
             obs, _ = env.reset(seed=seed + games)
             for s, agent in enumerate(agents):
@@ -120,7 +125,7 @@ def collect(
             rewards: list[list[float]] = [[] for _ in names]
             counts: list[list[int]] = [[] for _ in names]
             while env.agents:
-                if executor is None:
+                if k == 1:
                     label(range(p_count), obs, names)
                 else:
                     run_interleaved(executor, partial(label, obs=obs, names=names), range(p_count), k)
@@ -153,9 +158,6 @@ def collect(
             added = len(rewards[0]) * p_count
             total += added
             bar.update(added)
-    finally:
-        if executor is not None:
-            executor.shutdown()
     bar.close()
     return Demonstrations(
         obs=np.asarray(obs_l, dtype=np.float32),
@@ -170,12 +172,6 @@ def collect(
 def load_for_fit(path: str) -> tuple[Any, dict[str, Any]]:
     """A copy of the network of the policy file ``path`` to fit (the loaded one is shared by every agent of
     that file), and its ``policy_kwargs`` for :func:`~nertz_env.train.trainer.save_policy`."""
-    import copy
-
-    from stable_baselines3.common.save_util import load_from_zip_file
-
-    from nertz_env.agents.policy import load_policy
-
     policy = copy.deepcopy(load_policy(path)[0])
     data, _, _ = load_from_zip_file(path, device="cpu", load_data=True, print_system_info=False)
     kwargs = dict((data or {}).get("policy_kwargs") or {})  # every setting of the network, so the saves load
@@ -188,12 +184,6 @@ def build_policy(
 ) -> tuple[Any, dict[str, Any]]:
     """A fresh ``MaskableActorCriticPolicy`` with the spaces and ``policy_kwargs`` the trainer uses; with
     ``move_arch`` the move-scoring policy (:class:`~nertz_env.train.moves.MovesPolicy`)."""
-    import gymnasium
-    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
-
-    from nertz_env.actions import action_table
-    from nertz_env.train.moves import MovesPolicy
-
     act_fn = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[activation]
     obs_space = gymnasium.spaces.Box(0.0, 1.0, (obs_layout(config).size,), np.float32)
     act_space: gymnasium.spaces.Discrete = gymnasium.spaces.Discrete(action_table(config).n)
@@ -238,10 +228,8 @@ def fit(
             loss = ce + vf_coef * vf
             if anchor_coef > 0.0:
                 with torch.no_grad():
-                    ref = anchor.get_distribution(o, action_masks=m.numpy()).distribution.logits
-                logp = torch.log_softmax(dist.distribution.logits, dim=-1)
-                p_ref = torch.softmax(ref, dim=-1)
-                kl = (p_ref * (torch.log_softmax(ref, dim=-1) - logp)).sum(-1).mean()
+                    ref = anchor.get_distribution(o, action_masks=m.numpy()).distribution
+                kl = torch.distributions.kl_divergence(ref, dist.distribution).mean()
                 loss = loss + anchor_coef * kl
                 kl_sum += float(kl.detach()) * len(idx)
             opt.zero_grad()
@@ -287,10 +275,6 @@ def check_common(
 def network_path(init: str) -> str:
     """``--init``'s network: a flat policy over the plain observation, as a file or a shipped model's name;
     ``FileNotFoundError`` or ``ValueError`` otherwise."""
-    from nertz_env.agents.meta import read_meta
-    from nertz_env.agents.policy import has_record
-    from nertz_env.agents.registry import shipped_models
-
     path = shipped_models().get(init, init)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"--init: no network {init!r} (a .zip policy file or a shipped model's name)")
@@ -337,11 +321,6 @@ def imitate(
     """Collect ``samples`` decisions of ``teacher``, fit a policy, then ``dagger_rounds`` DAgger rounds; save it
     to ``out``. Ctrl-C saves the last finished step to ``checkpoint_dir`` (else ``<out without .zip>_resume``)
     for ``resume``. See docs/guides/training-sb3.md, "Starting from imitation"."""
-    from nertz_env.agents import make_agent
-    from nertz_env.agents.meta import make_meta
-    from nertz_env.agents.policy import PolicyAgent
-    from nertz_env.train.trainer import save_policy
-
     started = time.perf_counter()
     config = make_config(num_players=num_players, **dict(rules or {}))
     arch = list(net_arch if net_arch is not None else [256, 256])
@@ -350,8 +329,6 @@ def imitate(
     if not 0 < gamma <= 1:
         raise ValueError(f"--gamma must be in (0, 1], got {gamma}")
     make_agent(teacher).reset(config, 0, 0)  # a bad spec, or a trained teacher for another table, fails here
-    from nertz_env.train.resume import Interrupted, Progress
-
     progress_state = Progress("imitate", {
         "teacher": teacher, "num_players": num_players, "rules": dict(rules or {}), "samples": samples, "seed": seed,
         "net_arch": arch, "activation": activation, "epochs": epochs, "batch_size": batch_size, "lr": lr,

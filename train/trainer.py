@@ -1,8 +1,6 @@
-"""The training run: env stack, MaskablePPO, pool snapshots, checkpoints, evaluation, throughput.
-
-Periodic work happens at rollout boundaries, where the run's state is complete without the rollout buffer;
-a checkpoint is SB3's zip plus ``.state.pkl`` (generators, env, pool, accumulators), so a resumed run equals
-a straight one. Ctrl-C saves at the next boundary. See docs/guides/training-sb3.md.
+"""The training run: env stack, MaskablePPO, pool snapshots, checkpoints, evaluation, throughput. Periodic
+work and Ctrl-C's save happen at rollout boundaries, where a checkpoint (SB3's zip and ``.state.pkl``) holds
+the whole run: a resumed run equals a straight one. See docs/guides/training-sb3.md.
 """
 
 from __future__ import annotations
@@ -17,13 +15,16 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor
+from tqdm import tqdm
 
 from nertz_env.agents.meta import (
     CheckpointError,
@@ -32,7 +33,7 @@ from nertz_env.agents.meta import (
     read_meta,
     write_meta,
 )
-from nertz_env.agents.policy import write_arrays
+from nertz_env.agents.policy import load_policy, save_policy
 from nertz_env.agents.pool import OpponentPool
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.single import NertzSingleAgentEnv
@@ -49,28 +50,6 @@ from nertz_env.train.wrappers import PotentialShaping, RelativeReward, VecTimer
 STATE_FORMAT = "nertz-train-state/2"
 
 
-def save_policy(policy: Any, policy_kwargs: dict[str, Any], path: str, meta: dict[str, Any]) -> str:
-    """Save the network ``policy`` alone (no optimizer) with the nertz-env record and the array file beside it:
-    what the opponent pool, the evaluator and a shipped model load (:func:`nertz_env.agents.policy.load_policy_agent`)."""
-    from stable_baselines3.common.save_util import save_to_zip_file
-
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    data = {
-        "policy_class": type(policy),
-        "policy_kwargs": policy_kwargs,
-        "observation_space": policy.observation_space,
-        "action_space": policy.action_space,
-    }
-    weights = policy.state_dict()
-    for_play = getattr(policy, "for_play", None)
-    if for_play is not None:  # a player gets the policy over the observation alone
-        data, weights = for_play(data, weights)
-    save_to_zip_file(path, data=data, params={"policy": weights})
-    write_meta(path, meta)
-    write_arrays(path, policy)  # policy.npz beside policy.zip: the numpy actor plays it without torch
-    return path
-
-
 class _BoundaryCallback(BaseCallback):
     """The SB3 callback of a run: calls the trainer at rollout boundaries, keeps the progress bar, and stops
     ``learn()`` after a boundary's checkpoint when a signal asked to stop."""
@@ -83,8 +62,6 @@ class _BoundaryCallback(BaseCallback):
         self._rollout_t0 = 0.0
 
     def _on_training_start(self) -> None:
-        from tqdm import tqdm
-
         tr = self.trainer
         tr.timer.seconds = 0.0  # the first reset (and numba's cache load) is not training
         tr.clock.t0 = time.perf_counter()
@@ -214,24 +191,17 @@ class Trainer:
             kwargs["obs_size"] = self.base_env.obs_size
         if cfg.policy == "moves":
             kwargs |= {"rules": self.config.to_dict(), "move_arch": list(cfg.move_arch)}
+        # the options TrainConfig and MaskablePPO name alike
+        same = ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "ent_coef",
+                "vf_coef", "max_grad_norm", "seed", "verbose")
         return MaskablePPO(
             MovesPolicy if cfg.policy == "moves" else PrivilegedCriticPolicy if privileged else "MlpPolicy",
             self.timer,
             learning_rate=(lambda progress: lr * progress) if cfg.lr_schedule == "linear" else lr,
-            n_steps=cfg.n_steps,
-            batch_size=cfg.batch_size,
-            n_epochs=cfg.n_epochs,
-            gamma=cfg.gamma,
-            gae_lambda=cfg.gae_lambda,
-            clip_range=cfg.clip_range,
-            ent_coef=cfg.ent_coef,
-            vf_coef=cfg.vf_coef,
-            max_grad_norm=cfg.max_grad_norm,
             policy_kwargs=kwargs,
             tensorboard_log=os.path.join(self.run_dir, "tb") if cfg.tensorboard else None,
-            seed=cfg.seed,
             device="cpu",
-            verbose=cfg.verbose,
+            **{k: getattr(cfg, k) for k in same},
         )
 
     # ------------------------------------------------------------------ building
@@ -248,12 +218,8 @@ class Trainer:
                 opponent_threads=cfg.vector.opponent_threads,
                 privileged_state=cfg.vector.privileged_critic,
             )
-        pool = self.pool
-        assert pool is not None and cfg.single is not None
-
-        def make() -> NertzSingleAgentEnv:
-            return NertzSingleAgentEnv(cfg.num_players, cfg.rules, opponents=pool)
-
+        assert self.pool is not None and cfg.single is not None
+        make = partial(NertzSingleAgentEnv, cfg.num_players, cfg.rules, opponents=self.pool)
         return DummyVecEnv([make for _ in range(cfg.single.num_envs)])
 
     def meta(self, **extra: Any) -> dict[str, Any]:
@@ -382,8 +348,6 @@ class Trainer:
         (``boundary_seconds``): those at rollout boundaries and the final ones after training."""
         c = self.clock
         train_wall = c.wall_seconds - c.boundary_seconds
-        steps = c.timesteps
-        per_table = self.cfg.learners
 
         def rate(x: float) -> float | None:
             return x / train_wall if train_wall > 0 else None
@@ -392,11 +356,11 @@ class Trainer:
             "mode": self.cfg.mode,
             "n_envs": self.cfg.n_envs,
             "num_timesteps": int(self.model.num_timesteps),
-            "timesteps_timed": steps,
+            "timesteps_timed": c.timesteps,
             "wall_seconds": c.wall_seconds,
             "boundary_seconds": c.boundary_seconds,
-            "steps_per_second": rate(steps),
-            "table_ticks_per_second": rate(steps / per_table),
+            "steps_per_second": rate(c.timesteps),
+            "table_ticks_per_second": rate(c.timesteps / self.cfg.learners),
             "env_seconds": c.env_seconds,
             "env_share": rate(c.env_seconds),
             "rollout_share": rate(c.rollout_seconds),
@@ -476,8 +440,6 @@ class Trainer:
 
     def _init_from(self, path: str) -> None:
         """Copy the policy weights of ``path`` into the fresh model (optimizer, counters, env start anew)."""
-        from nertz_env.agents.policy import load_policy
-
         policy, _ = load_policy(path)  # TrainConfig.resolve checked its record against the table
         weights = policy.state_dict()  # always the policy over the observation (load_policy's for_play)
         env = self.base_env
@@ -496,25 +458,21 @@ class Trainer:
             ) from None
         self.log(f"initial weights from {path}")
 
-    def _load_pool(self, saved: dict[str, Any]) -> None:
-        """Restore the pool's snapshots; the opponents and snapshot settings are the config's, so changing
-        them on resume takes effect (from each table's next deal; the seated opponents finish their round)."""
+    def _load_pool(self, saved: dict[str, Any], run: str) -> None:
+        """Restore the pool's snapshots (files relative to ``run``); the opponents and snapshot settings are the
+        config's, so changing them on resume takes effect (from each table's next deal; the seated opponents
+        finish their round)."""
         assert self.pool is not None
-        mine = self.pool.state_dict()
-        state = dict(saved)
-        changed = [k for k in ("scripted", "snapshot_weight", "max_snapshots", "snapshot_deterministic")
-                   if saved.get(k) != mine[k]]
+        mine = self.pool.state_dict()  # the config's settings, no snapshots yet
+        changed = [k for k in mine if k != "snapshots" and saved.get(k) != mine[k]]
         if changed:
-            state.update({k: mine[k] for k in changed})
-            state["snapshots"] = list(saved["snapshots"])[-self.pool.max_snapshots :]
             self.log(f"resume: the opponent pool is now {self.pool!r} (changed: {', '.join(changed)})")
-        self.pool.load_state_dict(state)
+        snapshots = [{**e, "spec": os.path.join(run, e["spec"])} for e in saved["snapshots"]]
+        self.pool.load_state_dict({**mine, "snapshots": snapshots[-self.pool.max_snapshots :]})
 
     def _load(self, path: str, meta: dict[str, Any]) -> None:
         """Continue the checkpoint ``path``: SB3's parameters and counters from the zip, the rest from
         ``.state.pkl``; the new config's options (opponents, PPO settings, intervals) apply from here."""
-        from stable_baselines3.common.save_util import load_from_zip_file
-
         try:
             with open(state_path(path), "rb") as f:
                 state = pickle.load(f)
@@ -526,12 +484,10 @@ class Trainer:
         run = os.path.dirname(os.path.dirname(os.path.abspath(path)))  # RUN/checkpoints/step_N.zip
         model = self.model
         if self.pool is not None and state["pool"] is not None:
-            pool = state["pool"]
-            pool["snapshots"] = [{**e, "spec": os.path.join(run, e["spec"])} for e in pool["snapshots"]]
-            self._load_pool(pool)
-        data, _, _ = load_from_zip_file(path, device="cpu", print_system_info=False)
+            self._load_pool(state["pool"], run)
+        data, params, _ = load_from_zip_file(path, device="cpu", print_system_info=False)
         assert data is not None  # check_run found the record in this zip
-        model.set_parameters(path, exact_match=True, device="cpu")
+        model.set_parameters(params, exact_match=True, device="cpu")
         for key in ("num_timesteps", "_n_updates", "_episode_num", "_last_obs", "_last_episode_starts",
                     "ep_info_buffer", "ep_success_buffer"):
             setattr(model, key, data[key])

@@ -5,7 +5,7 @@ train-time only), and the env-time stopwatch. See docs/guides/training-sb3.md.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -82,27 +82,22 @@ class VecTimer(VecEnvWrapper):
         super().__init__(venv)
         self.seconds = 0.0
 
-    def reset(self) -> VecEnvObs:
+    def _timed(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()
-        obs = self.venv.reset()
-        self.seconds += time.perf_counter() - t0
-        return obs
-
-    def step_async(self, actions: np.ndarray) -> None:
-        t0 = time.perf_counter()
-        self.venv.step_async(actions)
-        self.seconds += time.perf_counter() - t0
-
-    def step_wait(self) -> VecEnvStepReturn:
-        t0 = time.perf_counter()
-        out = self.venv.step_wait()
+        out = call(*args, **kwargs)
         self.seconds += time.perf_counter() - t0
         return out
+
+    def reset(self) -> VecEnvObs:
+        return self._timed(self.venv.reset)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._timed(self.venv.step_async, actions)
+
+    def step_wait(self) -> VecEnvStepReturn:
+        return self._timed(self.venv.step_wait)
 
     def env_method(
         self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
     ) -> list[Any]:
-        t0 = time.perf_counter()
-        out = self.venv.env_method(method_name, *method_args, indices=indices, **method_kwargs)
-        self.seconds += time.perf_counter() - t0
-        return out
+        return self._timed(self.venv.env_method, method_name, *method_args, indices=indices, **method_kwargs)
