@@ -26,7 +26,7 @@ from nertz_env.engine import batch
 from nertz_env.engine.rules import step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate
 from nertz_env.global_state import state_layout, state_space
-from nertz_env.infos import no_event_infos, step_per_agent
+from nertz_env.infos import no_event_infos
 from nertz_env.observation import obs_layout
 from nertz_env.snapshot import restore_table, snapshot_table
 
@@ -175,10 +175,8 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         seeds = None if seed is None and self._seeded else table_seeds(seed, 1)
         if "snapshot" in options:
             restore_table(self._state, self.config, options["snapshot"])
-        elif seeds is not None:
+        else:  # without seeds the table's own generator continues, exactly as a batch table's autoreset does
             batch.reset(self._state, seeds)
-        else:  # continue the table's own generator, exactly as a batch table's autoreset does
-            batch.reset_continue(self._state)
         self._seeded = True
         self.agents = self.possible_agents[:] if self._state.done[0] == DONE_NO else []
         obs, masks = self._observations()
@@ -220,9 +218,13 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         rewards = dict(zip(agents, table.rewards.tolist()))  # noqa: B905 (one value per seat by construction)
         terminations = dict.fromkeys(agents, term)
         truncations = dict.fromkeys(agents, trunc)
-        infos = step_per_agent(
-            agents, table.illegal.tolist(), table.lost_race.tolist(), table.applied.tolist(), self._no_event
-        )
+        infos: dict[str, dict[str, Any]] = {}  # flags on a copy of the seat's no-event infos (match score)
+        flags = table.illegal.tolist(), table.lost_race.tolist(), table.applied.tolist()
+        for name, illegal, lost, applied, no_event in zip(agents, *flags, self._no_event):  # noqa: B905
+            infos[name] = info = no_event.copy()
+            info["illegal"] = illegal
+            info["lost_race"] = lost
+            info["action"] = applied
         for name in missing:
             infos[name]["missing_action"] = True
         if self.obs_key is None:  # the mask in exactly one place: TorchRL's wrapper fails when it is in both
