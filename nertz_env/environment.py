@@ -8,7 +8,7 @@ Actions, observations, infos, ``obs_key`` and the client conventions: docs/env/a
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any, NamedTuple
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -24,7 +24,7 @@ from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, Rules, Unpack, is_int, make_config
 from nertz_env.engine import batch
 from nertz_env.engine.rules import step_block
-from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate
+from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, PARAMETERS, allocate
 from nertz_env.global_state import state_layout, state_space
 from nertz_env.infos import no_event_infos
 from nertz_env.observation import obs_layout
@@ -40,18 +40,6 @@ def _as_action(agent: str, value: Any) -> int | None:
     if isinstance(value, np.ndarray) and value.size == 1 and np.issubdtype(value.dtype, np.integer):
         return int(value.reshape(()))
     raise ValueError(f"action for {agent!r} must be an integer action index, got {short(value)}")
-
-
-class _TableViews(NamedTuple):
-    """The one table's rows (table 0) of the engine arrays that ``step`` reads, as views (the 0/1 flags as bools)."""
-
-    obs: np.ndarray
-    mask: np.ndarray
-    rewards: np.ndarray
-    illegal: np.ndarray
-    lost_race: np.ndarray
-    applied: np.ndarray
-    match_score: np.ndarray
 
 
 class ObsSpace(gymnasium.spaces.Dict):
@@ -139,18 +127,18 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         self._seeded = False
         self._closed = False
         self._no_event: list[dict[str, Any]] = []  # each seat's infos with no event (its match score changes)
-        self._team = self.config.team_of
         # the live agents whenever any are: all seats play to the end
         self._live = frozenset(self.possible_agents)
         self._num_actions = self.actions.n
         self._bind()
 
     def _bind(self) -> None:
-        # the compiled step without numba's per-call type dispatch, and views of table 0's rows
-        self._step_table = batch.bound(step_block, self._state, self._actions, False, 0, 1)
-        views = _TableViews(*(getattr(self._state, f)[0] for f in _TableViews._fields))
-        self._table = views._replace(
-            illegal=views.illegal.view(np.bool_), lost_race=views.lost_race.view(np.bool_)
+        # the compiled step without numba's per-call type dispatch, and table 0's rows as views (flags as bools)
+        state = self._state
+        self._step_table = batch.bound(step_block, state, self._actions, False, 0, 1)
+        rows = state._make(a if k in PARAMETERS else a[0, ...] for k, a in state._asdict().items())
+        self._table = rows._replace(
+            illegal=rows.illegal.view(np.bool_), lost_race=rows.lost_race.view(np.bool_)
         )
         self._action_row = self._actions[0]
 
@@ -278,21 +266,20 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         return {a: {key: x, "action_mask": m} for a, x, m in zip(agents, o, masks)}, masks  # noqa: B905
 
     def _add_round_infos(self, infos: dict[str, dict[str, Any]]) -> None:
-        state, cfg = self._state, self.config
-        totals = [int(v) for v in state.score_round[0]]  # the engine's score of the round (finish_round)
-        end = int(state.round_end[0])
-        self._no_event = [no_event_infos(m) for m in self._table.match_score.tolist()]
+        table, cfg, team = self._table, self.config, self.config.team_of
+        totals = table.score_round.tolist()  # the engine's score of the round (finish_round)
+        self._no_event = [no_event_infos(m) for m in table.match_score.tolist()]
         for a, info in infos.items():
             p = self._seat[a]
-            info["round_end"] = end
+            info["round_end"] = int(table.round_end)
             info["score"] = totals[p]
-            info["score_lake"] = int(state.score_lake[0, p])
-            info["score_nertz_penalty"] = -cfg.nertz_penalty * int(state.score_nertz[0, p])
-            info["score_bonus"] = int(state.score_bonus[0, p])
-            info["score_false_calls"] = -cfg.false_call_penalty * int(state.score_false[0, p])
-            info["nertz_left"] = int(state.score_nertz[0, p])
+            info["score_lake"] = int(table.score_lake[p])
+            info["score_nertz_penalty"] = -cfg.nertz_penalty * int(table.score_nertz[p])
+            info["score_bonus"] = int(table.score_bonus[p])
+            info["score_false_calls"] = -cfg.false_call_penalty * int(table.score_false[p])
+            info["nertz_left"] = int(table.score_nertz[p])
             info["match_score"] = self._no_event[p]["match_score"]
-            info["team_score"] = sum(t for q, t in enumerate(totals) if self._team[q] == self._team[p])
+            info["team_score"] = sum(t for q, t in enumerate(totals) if team[q] == team[p])
 
     def render(self, mode: str | None = None) -> Any:
         """The table in ``mode`` (default: ``render_mode``): text for ``"ansi"``, printed for ``"human"``, an
