@@ -74,11 +74,9 @@ class StateLayout:
         if joker.any():  # the deck's jokers take its joker slots in scan order
             key = tt[joker] * p_n + pp[joker]
             order = np.argsort(key, kind="stable")
-            sk = key[order]
-            idx = np.arange(sk.size)
-            start = np.where(np.r_[True, sk[1:] != sk[:-1]], idx, 0)
-            ordinal = np.empty_like(idx)
-            ordinal[order] = idx - np.maximum.accumulate(start)
+            sk = key[order]  # a joker's ordinal: its place in the sorted keys minus its seat's first place
+            ordinal = np.empty_like(order)
+            ordinal[order] = np.arange(sk.size) - np.searchsorted(sk, sk)
             card[joker] = NUM_CARDS + ordinal
         cards = np.zeros((t_n, p_n, d, lw), np.float32)
         cards[tt, pp, card, loc] = 1.0
