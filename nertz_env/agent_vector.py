@@ -11,7 +11,6 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from nertz_env import render as _render
 from nertz_env._envbase import check_open, warn_unknown_options
 from nertz_env._text import short
 from nertz_env.config import Rules, Unpack
@@ -29,11 +28,7 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
             alone, a ``Box``; the mask is then in ``infos["action_mask"]`` and :meth:`action_masks`.
     """
 
-    metadata = {
-        "autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP,
-        "render_modes": list(_render.RENDER_MODES),
-        "render_fps": _render.RENDER_FPS,
-    }
+    metadata = NertzVectorEnv.metadata  # the batch's autoreset mode and render modes
 
     def __init__(
         self,
