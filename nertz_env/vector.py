@@ -20,6 +20,7 @@ from nertz_env.engine import batch
 from nertz_env.engine.rules import reset_block, sample_block, step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, PARAMETERS, allocate
 from nertz_env.global_state import state_layout, state_space
+from nertz_env.infos import VECTOR
 from nertz_env.observation import obs_layout
 from nertz_env.snapshot import restore_table, snapshot_table
 
@@ -132,16 +133,10 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
             restore_table(self._state, self.config, snap, t)
         self._started = True
         obs = self.observations()
-        t, p = self.num_envs, self.num_players
-        infos = {
-            "illegal": np.zeros((t, p), bool),
-            "lost_race": np.zeros((t, p), bool),
-            "round_end": np.zeros(t, np.int8),
-            "score": np.zeros((t, p), np.int32),
-            "autoreset": np.zeros(t, bool),
-            "action_mask": obs["action_mask"],
-        }
-        return obs, infos
+        dims = {"T": self.num_envs, "P": self.num_players}
+        none_yet = (k for k in VECTOR if k.name != "action_mask")  # the schema's other keys, all zero at reset
+        infos = {k.name: np.zeros([dims[d] for d in k.shape], k.kind) for k in none_yet}
+        return obs, infos | {"action_mask": obs["action_mask"]}
 
     def step(
         self, actions: Any
