@@ -11,7 +11,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from nertz_env._envbase import check_open, warn_unknown_options
+from nertz_env._envbase import check_open, obs_space, warn_unknown_options
 from nertz_env._text import short
 from nertz_env.config import Rules, Unpack
 from nertz_env.vector import NertzVectorEnv
@@ -53,16 +53,8 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         self.num_envs = t * p
         self.env_table = np.repeat(np.arange(t), p)
         self.env_seat = np.tile(np.arange(p), t)
-        o, a = self.venv.obs_layout.size, self.venv.actions.n
-        vector = gymnasium.spaces.Box(0.0, 1.0, (o,), np.float32)
-        self.single_observation_space: gymnasium.spaces.Space = (
-            gymnasium.spaces.Dict(
-                {"observation": vector, "action_mask": gymnasium.spaces.Box(0, 1, (a,), np.int8)}
-            )
-            if obs_format == "dict"
-            else vector
-        )
-        self.single_action_space = gymnasium.spaces.Discrete(a)
+        self.single_observation_space = obs_space(self.venv, "observation" if obs_format == "dict" else None)
+        self.single_action_space = gymnasium.spaces.Discrete(self.venv.actions.n)
         self.observation_space = gymnasium.vector.utils.batch_space(
             self.single_observation_space, self.num_envs
         )

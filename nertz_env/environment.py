@@ -18,7 +18,7 @@ from pettingzoo.utils.env_logger import EnvLogger
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 from nertz_env import render as _render
-from nertz_env._envbase import Copyable, check_open, table_seeds, warn_unknown_options
+from nertz_env._envbase import Copyable, check_open, obs_space, table_seeds, warn_unknown_options
 from nertz_env._text import short
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, Rules, Unpack, is_int, make_config
@@ -40,22 +40,6 @@ def _as_action(agent: str, value: Any) -> int | None:
     if isinstance(value, np.ndarray) and value.size == 1 and np.issubdtype(value.dtype, np.integer):
         return int(value.reshape(()))
     raise ValueError(f"action for {agent!r} must be an integer action index, got {short(value)}")
-
-
-class ObsSpace(gymnasium.spaces.Dict):
-    """The Dict observation space, whose ``KeyError`` for a missing entry says what it has (and for RLlib's
-    ``"observations"``, how to get it)."""
-
-    def __getitem__(self, key: str) -> gymnasium.spaces.Space:
-        if key not in self.spaces:
-            hint = ""
-            if key == "observations":
-                hint = (
-                    " RLlib's ActionMaskingTorchRLModule reads 'observations': make the env with "
-                    "nertz_env.parallel_env(obs_key='observations'), or use nertz_env.rllib.env_creator"
-                )
-            raise KeyError(f"the observation has entries {sorted(self.spaces)}, not {key!r}.{hint}")
-        return self.spaces[key]
 
 
 class NertzParallelEnv(Copyable, ParallelEnv):
@@ -111,12 +95,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         self.possible_agents = [f"player_{i}" for i in range(n)]
         self.agents: list[str] = []
         self._seat = {a: i for i, a in enumerate(self.possible_agents)}
-        vec_space = gymnasium.spaces.Box(0.0, 1.0, (self.obs_layout.size,), np.float32)
-        obs_space: gymnasium.spaces.Space = vec_space
-        if self.obs_key is not None:
-            mask_space = gymnasium.spaces.Box(0, 1, (self.actions.n,), np.int8)
-            obs_space = ObsSpace({self.obs_key: vec_space, "action_mask": mask_space})
-        self.observation_spaces = {a: obs_space for a in self.possible_agents}
+        self.observation_spaces = dict.fromkeys(self.possible_agents, obs_space(self, self.obs_key))
         self.action_spaces: dict[str, gymnasium.spaces.Space] = {
             a: gymnasium.spaces.Discrete(self.actions.n) for a in self.possible_agents
         }

@@ -12,7 +12,7 @@ import gymnasium
 import numpy as np
 
 from nertz_env import render as _render
-from nertz_env._envbase import Copyable, check_open, table_seeds, warn_unknown_options
+from nertz_env._envbase import Copyable, check_open, obs_space, table_seeds, warn_unknown_options
 from nertz_env._text import short
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, Rules, Unpack, is_int, make_config
@@ -65,13 +65,8 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         self.num_players = self.config.num_players
         self.autoreset = bool(autoreset)
         self.copy = bool(copy)
-        p, a, o = self.num_players, self.actions.n, self.obs_layout.size
-        self.single_observation_space = gymnasium.spaces.Dict(
-            {
-                "observation": gymnasium.spaces.Box(0.0, 1.0, (p, o), np.float32),
-                "action_mask": gymnasium.spaces.Box(0, 1, (p, a), np.int8),
-            }
-        )
+        p, a = self.num_players, self.actions.n
+        self.single_observation_space = obs_space(self, "observation", (p,))
         self.single_action_space = gymnasium.spaces.MultiDiscrete(np.full(p, a, dtype=np.int64))
         self.observation_space = gymnasium.vector.utils.batch_space(
             self.single_observation_space, self.num_envs
