@@ -19,14 +19,9 @@ from nertz_env.vector import NertzVectorEnv
 
 class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
     """Every seat of ``num_tables`` tables as its own sub-environment of a ``gymnasium.vector.VectorEnv``:
-    sub-environment ``i`` is seat ``env_seat[i]`` of table ``env_table[i]``, arrays are shaped ``(N, ...)``, infos
-    :data:`nertz_env.infos.AGENT_VECTOR`. Guide: docs/guides/vector-envs.md. The arguments are
-    :class:`NertzVectorEnv`'s (but ``autoreset``, always on), and:
-
-    Args:
-        obs_format: ``"dict"`` (``{"observation", "action_mask"}``) or ``"array"``: the observation vector
-            alone, a ``Box``; the mask is then in ``infos["action_mask"]`` and :meth:`action_masks`.
-    """
+    sub-environment ``i`` is seat ``env_seat[i]`` of table ``env_table[i]``, infos
+    :data:`nertz_env.infos.AGENT_VECTOR`. The arguments are :class:`NertzVectorEnv`'s (autoreset always on) and
+    ``obs_format``, ``"dict"`` or ``"array"`` (the vector alone): docs/guides/vector-envs.md."""
 
     metadata = NertzVectorEnv.metadata  # the batch's autoreset mode and render modes
 

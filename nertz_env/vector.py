@@ -27,16 +27,9 @@ from nertz_env.snapshot import restore_table, snapshot_table
 
 class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
     """``num_tables`` Nertz tables stepped together, a ``gymnasium.vector.VectorEnv`` of one table per
-    sub-environment (``NEXT_STEP`` autoreset). Arrays, rewards and endings are shaped ``(tables, players, ...)``;
-    ``infos`` is a dict of arrays (:data:`nertz_env.infos.VECTOR`). Guide: docs/guides/vector-envs.md.
-
-    Args:
-        num_tables: tables in the batch (1 or more); ``num_players`` and the rules are
-            :func:`nertz_env.parallel_env`'s.
-        autoreset: deal finished tables anew on the next step (Gymnasium's ``NEXT_STEP`` mode).
-        copy: copies of the observation and mask buffers (False: read-only views the next call overwrites).
-        render_mode: ``None``, ``"rgb_array"``, ``"ansi"`` or ``"human"``: one frame per table (:meth:`render`).
-    """
+    sub-environment: arrays shaped ``(tables, players, ...)``, ``infos`` a dict of arrays
+    (:data:`nertz_env.infos.VECTOR`). The keywords are :func:`nertz_env.parallel_env`'s and ``autoreset``,
+    ``copy``, ``render_mode``: docs/guides/vector-envs.md says what each does."""
 
     metadata = {
         "autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP,
