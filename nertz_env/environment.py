@@ -131,11 +131,8 @@ class NertzParallelEnv(Copyable, ParallelEnv):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-        """Deal a new episode, or restore ``options={"snapshot": s}``.
-
-        ``seed`` fixes the deal and every tick's order. Without a seed the table's own generator continues
-        (seeded from OS entropy the first time), so episodes are reproducible from the first seed.
-        """
+        """Deal a new episode, or restore ``options={"snapshot": s}``. ``seed`` fixes the deal and every tick's
+        order; without one the table's own generator continues (from OS entropy the first time)."""
         check_open(self, "reset")
         options = dict(options or {})
         warn_unknown_options(options, ("snapshot",))

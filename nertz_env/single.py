@@ -132,11 +132,8 @@ class NertzSingleAgentEnv(gymnasium.Env):
         return self._obs[me]["observation"], info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        """Play one tick: the learner's ``action`` and every opponent's choice.
-
-        Returns the learner's observation, its own reward, terminated, truncated (a round cut off at
-        ``max_ticks`` counts as terminated when ``truncation_as_termination``, with ``info["max_ticks"]``), and
-        its infos plus ``seat`` and ``rivals_reward`` (the mean reward of the seats on other teams)."""
+        """Play one tick: the learner's ``action`` and every opponent's choice. Returns the learner's five
+        Gymnasium values; its infos: :data:`nertz_env.infos.SINGLE` (docs/guides/training-sb3.md)."""
         if not self.env.agents:
             check_open(self, "step")
             raise RuntimeError("step() after the episode ended: call reset()")
