@@ -24,7 +24,7 @@ from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, Rules, Unpack, is_int, make_config
 from nertz_env.engine import batch
 from nertz_env.engine.rules import step_block
-from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, PARAMETERS, allocate
+from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, PARAMETERS, TableState, allocate
 from nertz_env.global_state import state_layout, state_space
 from nertz_env.infos import no_event_infos
 from nertz_env.observation import obs_layout
@@ -115,7 +115,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         # the compiled step without numba's per-call type dispatch, and table 0's rows as views (flags as bools)
         state = self._state
         self._step_table = batch.bound(step_block, state, self._actions, False, 0, 1)
-        rows = state._make(a if k in PARAMETERS else a[0, ...] for k, a in state._asdict().items())
+        rows = TableState._make(a if k in PARAMETERS else a[0, ...] for k, a in state._asdict().items())
         self._table = rows._replace(
             illegal=rows.illegal.view(np.bool_), lost_race=rows.lost_race.view(np.bool_)
         )
