@@ -1,11 +1,12 @@
-"""What every environment class shares: copying (``pickle``, ``copy.deepcopy``), the closed check, the
-unknown-reset-option warning and the seeds of a reset."""
+"""What every environment class shares: copying (``pickle``, ``copy.deepcopy``), the observation space, the
+closed check, the unknown-reset-option warning and the seeds of a reset."""
 
 from __future__ import annotations
 
 import warnings
 from typing import Any, ClassVar
 
+import gymnasium
 import numpy as np
 from gymnasium.error import ClosedEnvironmentError
 
@@ -31,6 +32,31 @@ class Copyable:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._bind()
+
+
+class ObsSpace(gymnasium.spaces.Dict):
+    """The Dict observation space, whose ``KeyError`` for a missing entry says what it has (and for RLlib's
+    ``"observations"``, how to get it)."""
+
+    def __getitem__(self, key: str) -> gymnasium.spaces.Space:
+        if key not in self.spaces:
+            hint = ""
+            if key == "observations":
+                hint = (
+                    " RLlib's ActionMaskingTorchRLModule reads 'observations': make the env with "
+                    "nertz_env.parallel_env(obs_key='observations'), or use nertz_env.rllib.env_creator"
+                )
+            raise KeyError(f"the observation has entries {sorted(self.spaces)}, not {key!r}.{hint}")
+        return self.spaces[key]
+
+
+def obs_space(env: Any, key: str | None, lead: tuple[int, ...] = ()) -> gymnasium.spaces.Space:
+    """The observation space of ``env`` (from its ``obs_layout`` and ``actions``): the vector's ``Box``,
+    shaped ``lead + (O,)``; with ``key``, an :class:`ObsSpace` of it under ``key`` beside the mask's ``Box``."""
+    vector = gymnasium.spaces.Box(0.0, 1.0, (*lead, env.obs_layout.size), np.float32)
+    if key is None:
+        return vector
+    return ObsSpace({key: vector, "action_mask": gymnasium.spaces.Box(0, 1, (*lead, env.actions.n), np.int8)})
 
 
 def check_open(env: Any, method: str) -> None:

@@ -36,8 +36,7 @@ KIND_NAMES = ("wait", "flip", "lake", "to_work", "run", "call", "tuck", "rotate"
 SRC_NERTZ, SRC_WASTE, SRC_WORK0 = 0, 1, 2
 MAX_RUN = 13
 # Slots of ActionTable.layout, the integers the engine reads.
-L_NUM, L_LAKE, L_TOWORK, L_RUN, L_CALL, L_TUCK, L_ROTATE, L_JLAKE, L_W = range(9)
-LAYOUT_SIZE = 9
+L_NUM, L_LAKE, L_TOWORK, L_RUN, L_CALL, L_TUCK, L_ROTATE, L_JLAKE, L_W, LAYOUT_SIZE = range(10)
 
 
 class Action(NamedTuple):

@@ -11,8 +11,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from nertz_env import render as _render
-from nertz_env._envbase import check_open, warn_unknown_options
+from nertz_env._envbase import check_open, obs_space, warn_unknown_options
 from nertz_env._text import short
 from nertz_env.config import Rules, Unpack
 from nertz_env.vector import NertzVectorEnv
@@ -20,20 +19,11 @@ from nertz_env.vector import NertzVectorEnv
 
 class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
     """Every seat of ``num_tables`` tables as its own sub-environment of a ``gymnasium.vector.VectorEnv``:
-    sub-environment ``i`` is seat ``env_seat[i]`` of table ``env_table[i]``, arrays are shaped ``(N, ...)``, infos
-    :data:`nertz_env.infos.AGENT_VECTOR`. Guide: docs/guides/vector-envs.md. The arguments are
-    :class:`NertzVectorEnv`'s (but ``autoreset``, always on), and:
+    sub-environment ``i`` is seat ``env_seat[i]`` of table ``env_table[i]``, infos
+    :data:`nertz_env.infos.AGENT_VECTOR`. The arguments are :class:`NertzVectorEnv`'s (autoreset always on) and
+    ``obs_format``, ``"dict"`` or ``"array"`` (the vector alone): docs/guides/vector-envs.md."""
 
-    Args:
-        obs_format: ``"dict"`` (``{"observation", "action_mask"}``) or ``"array"``: the observation vector
-            alone, a ``Box``; the mask is then in ``infos["action_mask"]`` and :meth:`action_masks`.
-    """
-
-    metadata = {
-        "autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP,
-        "render_modes": list(_render.RENDER_MODES),
-        "render_fps": _render.RENDER_FPS,
-    }
+    metadata = NertzVectorEnv.metadata  # the batch's autoreset mode and render modes
 
     def __init__(
         self,
@@ -58,16 +48,8 @@ class NertzAgentVectorEnv(gymnasium.vector.VectorEnv):
         self.num_envs = t * p
         self.env_table = np.repeat(np.arange(t), p)
         self.env_seat = np.tile(np.arange(p), t)
-        o, a = self.venv.obs_layout.size, self.venv.actions.n
-        vector = gymnasium.spaces.Box(0.0, 1.0, (o,), np.float32)
-        self.single_observation_space: gymnasium.spaces.Space = (
-            gymnasium.spaces.Dict(
-                {"observation": vector, "action_mask": gymnasium.spaces.Box(0, 1, (a,), np.int8)}
-            )
-            if obs_format == "dict"
-            else vector
-        )
-        self.single_action_space = gymnasium.spaces.Discrete(a)
+        self.single_observation_space = obs_space(self.venv, "observation" if obs_format == "dict" else None)
+        self.single_action_space = gymnasium.spaces.Discrete(self.venv.actions.n)
         self.observation_space = gymnasium.vector.utils.batch_space(
             self.single_observation_space, self.num_envs
         )

@@ -41,12 +41,8 @@ def _is_bool(v: Any) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class NertzConfig:
-    """The rules of one table, with the defaults of RULES.md. Each option's range and meaning: the option table
-    of docs/env/rules.md.
-
-    ``last_moves`` and ``memory`` are not rules but observation options: the seat's own last moves, and what
-    it remembers of its stock and waste, join its observation.
-    """
+    """The rules of one table, with the defaults of RULES.md, and two observation options (``last_moves``,
+    ``memory``). Each option's range and meaning: the option table of docs/env/rules.md."""
 
     num_players: int = 4
     nertz_size: int = 13

@@ -8,7 +8,7 @@ Actions, observations, infos, ``obs_key`` and the client conventions: docs/env/a
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any, NamedTuple
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -18,15 +18,15 @@ from pettingzoo.utils.env_logger import EnvLogger
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 from nertz_env import render as _render
-from nertz_env._envbase import Copyable, check_open, table_seeds, warn_unknown_options
+from nertz_env._envbase import Copyable, check_open, obs_space, table_seeds, warn_unknown_options
 from nertz_env._text import short
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, Rules, Unpack, is_int, make_config
 from nertz_env.engine import batch
 from nertz_env.engine.rules import step_block
-from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, allocate
+from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, PARAMETERS, TableState, allocate
 from nertz_env.global_state import state_layout, state_space
-from nertz_env.infos import no_event_infos, step_per_agent
+from nertz_env.infos import no_event_infos
 from nertz_env.observation import obs_layout
 from nertz_env.snapshot import restore_table, snapshot_table
 
@@ -40,34 +40,6 @@ def _as_action(agent: str, value: Any) -> int | None:
     if isinstance(value, np.ndarray) and value.size == 1 and np.issubdtype(value.dtype, np.integer):
         return int(value.reshape(()))
     raise ValueError(f"action for {agent!r} must be an integer action index, got {short(value)}")
-
-
-class _TableViews(NamedTuple):
-    """The one table's rows (table 0) of the engine arrays that ``step`` reads, as views (the 0/1 flags as bools)."""
-
-    obs: np.ndarray
-    mask: np.ndarray
-    rewards: np.ndarray
-    illegal: np.ndarray
-    lost_race: np.ndarray
-    applied: np.ndarray
-    match_score: np.ndarray
-
-
-class ObsSpace(gymnasium.spaces.Dict):
-    """The Dict observation space, whose ``KeyError`` for a missing entry says what it has (and for RLlib's
-    ``"observations"``, how to get it)."""
-
-    def __getitem__(self, key: str) -> gymnasium.spaces.Space:
-        if key not in self.spaces:
-            hint = ""
-            if key == "observations":
-                hint = (
-                    " RLlib's ActionMaskingTorchRLModule reads 'observations': make the env with "
-                    "nertz_env.parallel_env(obs_key='observations'), or use nertz_env.rllib.env_creator"
-                )
-            raise KeyError(f"the observation has entries {sorted(self.spaces)}, not {key!r}.{hint}")
-        return self.spaces[key]
 
 
 class NertzParallelEnv(Copyable, ParallelEnv):
@@ -123,12 +95,7 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         self.possible_agents = [f"player_{i}" for i in range(n)]
         self.agents: list[str] = []
         self._seat = {a: i for i, a in enumerate(self.possible_agents)}
-        vec_space = gymnasium.spaces.Box(0.0, 1.0, (self.obs_layout.size,), np.float32)
-        obs_space: gymnasium.spaces.Space = vec_space
-        if self.obs_key is not None:
-            mask_space = gymnasium.spaces.Box(0, 1, (self.actions.n,), np.int8)
-            obs_space = ObsSpace({self.obs_key: vec_space, "action_mask": mask_space})
-        self.observation_spaces = {a: obs_space for a in self.possible_agents}
+        self.observation_spaces = dict.fromkeys(self.possible_agents, obs_space(self, self.obs_key))
         self.action_spaces: dict[str, gymnasium.spaces.Space] = {
             a: gymnasium.spaces.Discrete(self.actions.n) for a in self.possible_agents
         }
@@ -139,18 +106,18 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         self._seeded = False
         self._closed = False
         self._no_event: list[dict[str, Any]] = []  # each seat's infos with no event (its match score changes)
-        self._team = self.config.team_of
         # the live agents whenever any are: all seats play to the end
         self._live = frozenset(self.possible_agents)
         self._num_actions = self.actions.n
         self._bind()
 
     def _bind(self) -> None:
-        # the compiled step without numba's per-call type dispatch, and views of table 0's rows
-        self._step_table = batch.bound(step_block, self._state, self._actions, False, 0, 1)
-        views = _TableViews(*(getattr(self._state, f)[0] for f in _TableViews._fields))
-        self._table = views._replace(
-            illegal=views.illegal.view(np.bool_), lost_race=views.lost_race.view(np.bool_)
+        # the compiled step without numba's per-call type dispatch, and table 0's rows as views (flags as bools)
+        state = self._state
+        self._step_table = batch.bound(step_block, state, self._actions, False, 0, 1)
+        rows = TableState._make(a if k in PARAMETERS else a[0, ...] for k, a in state._asdict().items())
+        self._table = rows._replace(
+            illegal=rows.illegal.view(np.bool_), lost_race=rows.lost_race.view(np.bool_)
         )
         self._action_row = self._actions[0]
 
@@ -164,21 +131,16 @@ class NertzParallelEnv(Copyable, ParallelEnv):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-        """Deal a new episode, or restore ``options={"snapshot": s}``.
-
-        ``seed`` fixes the deal and every tick's order. Without a seed the table's own generator continues
-        (seeded from OS entropy the first time), so episodes are reproducible from the first seed.
-        """
+        """Deal a new episode, or restore ``options={"snapshot": s}``. ``seed`` fixes the deal and every tick's
+        order; without one the table's own generator continues (from OS entropy the first time)."""
         check_open(self, "reset")
         options = dict(options or {})
         warn_unknown_options(options, ("snapshot",))
         seeds = None if seed is None and self._seeded else table_seeds(seed, 1)
         if "snapshot" in options:
             restore_table(self._state, self.config, options["snapshot"])
-        elif seeds is not None:
+        else:  # without seeds the table's own generator continues, exactly as a batch table's autoreset does
             batch.reset(self._state, seeds)
-        else:  # continue the table's own generator, exactly as a batch table's autoreset does
-            batch.reset_continue(self._state)
         self._seeded = True
         self.agents = self.possible_agents[:] if self._state.done[0] == DONE_NO else []
         obs, masks = self._observations()
@@ -220,9 +182,13 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         rewards = dict(zip(agents, table.rewards.tolist()))  # noqa: B905 (one value per seat by construction)
         terminations = dict.fromkeys(agents, term)
         truncations = dict.fromkeys(agents, trunc)
-        infos = step_per_agent(
-            agents, table.illegal.tolist(), table.lost_race.tolist(), table.applied.tolist(), self._no_event
-        )
+        infos: dict[str, dict[str, Any]] = {}  # flags on a copy of the seat's no-event infos (match score)
+        flags = table.illegal.tolist(), table.lost_race.tolist(), table.applied.tolist()
+        for name, illegal, lost, applied, no_event in zip(agents, *flags, self._no_event):  # noqa: B905
+            infos[name] = info = no_event.copy()
+            info["illegal"] = illegal
+            info["lost_race"] = lost
+            info["action"] = applied
         for name in missing:
             infos[name]["missing_action"] = True
         if self.obs_key is None:  # the mask in exactly one place: TorchRL's wrapper fails when it is in both
@@ -276,21 +242,20 @@ class NertzParallelEnv(Copyable, ParallelEnv):
         return {a: {key: x, "action_mask": m} for a, x, m in zip(agents, o, masks)}, masks  # noqa: B905
 
     def _add_round_infos(self, infos: dict[str, dict[str, Any]]) -> None:
-        state, cfg = self._state, self.config
-        totals = [int(v) for v in state.score_round[0]]  # the engine's score of the round (finish_round)
-        end = int(state.round_end[0])
-        self._no_event = [no_event_infos(m) for m in self._table.match_score.tolist()]
+        table, cfg, team = self._table, self.config, self.config.team_of
+        totals = table.score_round.tolist()  # the engine's score of the round (finish_round)
+        self._no_event = [no_event_infos(m) for m in table.match_score.tolist()]
         for a, info in infos.items():
             p = self._seat[a]
-            info["round_end"] = end
+            info["round_end"] = int(table.round_end)
             info["score"] = totals[p]
-            info["score_lake"] = int(state.score_lake[0, p])
-            info["score_nertz_penalty"] = -cfg.nertz_penalty * int(state.score_nertz[0, p])
-            info["score_bonus"] = int(state.score_bonus[0, p])
-            info["score_false_calls"] = -cfg.false_call_penalty * int(state.score_false[0, p])
-            info["nertz_left"] = int(state.score_nertz[0, p])
+            info["score_lake"] = int(table.score_lake[p])
+            info["score_nertz_penalty"] = -cfg.nertz_penalty * int(table.score_nertz[p])
+            info["score_bonus"] = int(table.score_bonus[p])
+            info["score_false_calls"] = -cfg.false_call_penalty * int(table.score_false[p])
+            info["nertz_left"] = int(table.score_nertz[p])
             info["match_score"] = self._no_event[p]["match_score"]
-            info["team_score"] = sum(t for q, t in enumerate(totals) if self._team[q] == self._team[p])
+            info["team_score"] = sum(t for q, t in enumerate(totals) if team[q] == team[p])
 
     def render(self, mode: str | None = None) -> Any:
         """The table in ``mode`` (default: ``render_mode``): text for ``"ansi"``, printed for ``"human"``, an

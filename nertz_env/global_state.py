@@ -49,11 +49,14 @@ class StateLayout:
         d, lw = self.deck, self.card_width
         parts: list[tuple[np.ndarray, ...]] = []
 
-        def add(pile: np.ndarray, lens: np.ndarray, loc: int, cap: int) -> None:
+        def add(
+            pile: np.ndarray, lens: np.ndarray, loc: int, cap: int, owner: np.ndarray | None = None
+        ) -> None:
             valid = np.arange(pile.shape[-1]) < lens[..., None]
-            t, p, i = np.nonzero(valid)
+            t, p, i = np.nonzero(valid)  # p: the seat, or in the lake the foundation, whose owner is the seat
             depth = (lens[t, p].astype(np.int64) - 1 - i) / cap
-            parts.append((t, p, pile[t, p, i].astype(np.int64), np.full(t.size, loc), depth))
+            seat = p if owner is None else owner[t, p, i].astype(np.int64)
+            parts.append((t, seat, pile[t, p, i].astype(np.int64), np.full(t.size, loc), depth))
 
         add(state.nertz, state.nertz_len, 0, MAX_PILE)
         add(state.stock, state.stock_len, 1, d)
@@ -61,12 +64,8 @@ class StateLayout:
         w = state.work.shape[2]
         for j in range(w):
             add(state.work[:, :, j], state.work_len[:, :, j], 3 + j, MAX_PILE)
-        lake_valid = np.arange(state.lake.shape[-1]) < state.lake_len[..., None]
-        t, f, i = np.nonzero(lake_valid)
-        code = state.lake[t, f, i].astype(np.int64)
-        code = np.where(code >= LAKE_JOKER_FLAG, JOKER, code)
-        depth = (state.lake_len[t, f].astype(np.int64) - 1 - i) / MAX_PILE
-        parts.append((t, state.lake_owner[t, f, i].astype(np.int64), code, np.full(t.size, 3 + w), depth))
+        lake = np.where(state.lake >= LAKE_JOKER_FLAG, JOKER, state.lake)  # a declared joker: a joker
+        add(lake, state.lake_len, 3 + w, MAX_PILE, state.lake_owner)
 
         tt, pp, code, loc, depth = (np.concatenate(x) for x in zip(*parts, strict=True))
         card = code.copy()
@@ -74,11 +73,9 @@ class StateLayout:
         if joker.any():  # the deck's jokers take its joker slots in scan order
             key = tt[joker] * p_n + pp[joker]
             order = np.argsort(key, kind="stable")
-            sk = key[order]
-            idx = np.arange(sk.size)
-            start = np.where(np.r_[True, sk[1:] != sk[:-1]], idx, 0)
-            ordinal = np.empty_like(idx)
-            ordinal[order] = idx - np.maximum.accumulate(start)
+            sk = key[order]  # a joker's ordinal: its place in the sorted keys minus its seat's first place
+            ordinal = np.empty_like(order)
+            ordinal[order] = np.arange(sk.size) - np.searchsorted(sk, sk)
             card[joker] = NUM_CARDS + ordinal
         cards = np.zeros((t_n, p_n, d, lw), np.float32)
         cards[tt, pp, card, loc] = 1.0

@@ -132,25 +132,6 @@ def no_event_infos(match_score: int = 0) -> dict[str, Any]:
     return _NO_EVENT | {"match_score": int(match_score)}
 
 
-def step_per_agent(
-    agents: list[str],
-    illegal: list[bool],
-    lost_race: list[bool],
-    applied: list[int],
-    no_event: list[dict[str, Any]],
-) -> dict[str, dict[str, Any]]:
-    """``infos`` of a ``parallel_env`` step: each agent's flags from the engine's rows, on a copy of its seat's
-    :func:`no_event_infos` dict in ``no_event`` (which holds the seat's match score)."""
-    infos = {}
-    for a, i, lost, act, info in zip(agents, illegal, lost_race, applied, no_event):  # noqa: B905
-        info = info.copy()
-        info["illegal"] = i
-        info["lost_race"] = lost
-        info["action"] = act
-        infos[a] = info
-    return infos
-
-
 def score_of(info: dict[str, Any]) -> dict[str, int]:
     """A per-agent info's round score as a dict: ``lake``, ``nertz_penalty``, ``bonus``, ``false_calls``,
     ``total``, ``nertz_left`` (all 0 on a step where no round ended)."""

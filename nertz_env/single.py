@@ -12,7 +12,7 @@ import gymnasium
 import numpy as np
 
 from nertz_env import render as _render
-from nertz_env._envbase import check_open, warn_unknown_options
+from nertz_env._envbase import check_open, obs_space, warn_unknown_options
 from nertz_env.agents import Agent
 from nertz_env.agents.pool import OpponentPool
 from nertz_env.config import NertzConfig
@@ -87,7 +87,7 @@ class NertzSingleAgentEnv(gymnasium.Env):
         self.truncation_as_termination = bool(truncation_as_termination)
         self.names = list(self.env.possible_agents)
         self._rival_weight = rival_weights(self.config)
-        self.observation_space = gymnasium.spaces.Box(0.0, 1.0, (self.env.obs_layout.size,), np.float32)
+        self.observation_space = obs_space(self.env, None)
         self.action_space = gymnasium.spaces.Discrete(self.env.actions.n)
         self.seat = 0
         self.opponents: dict[int, Agent] = {}
@@ -132,11 +132,8 @@ class NertzSingleAgentEnv(gymnasium.Env):
         return self._obs[me]["observation"], info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        """Play one tick: the learner's ``action`` and every opponent's choice.
-
-        Returns the learner's observation, its own reward, terminated, truncated (a round cut off at
-        ``max_ticks`` counts as terminated when ``truncation_as_termination``, with ``info["max_ticks"]``), and
-        its infos plus ``seat`` and ``rivals_reward`` (the mean reward of the seats on other teams)."""
+        """Play one tick: the learner's ``action`` and every opponent's choice. Returns the learner's five
+        Gymnasium values; its infos: :data:`nertz_env.infos.SINGLE` (docs/guides/training-sb3.md)."""
         if not self.env.agents:
             check_open(self, "step")
             raise RuntimeError("step() after the episode ended: call reset()")

@@ -12,7 +12,7 @@ import gymnasium
 import numpy as np
 
 from nertz_env import render as _render
-from nertz_env._envbase import Copyable, check_open, table_seeds, warn_unknown_options
+from nertz_env._envbase import Copyable, check_open, obs_space, table_seeds, warn_unknown_options
 from nertz_env._text import short
 from nertz_env.actions import ActionTable, action_table
 from nertz_env.config import NertzConfig, Rules, Unpack, is_int, make_config
@@ -20,22 +20,16 @@ from nertz_env.engine import batch
 from nertz_env.engine.rules import reset_block, sample_block, step_block
 from nertz_env.engine.state import DONE_NO, DONE_TRUNCATED, PARAMETERS, allocate
 from nertz_env.global_state import state_layout, state_space
+from nertz_env.infos import VECTOR
 from nertz_env.observation import obs_layout
 from nertz_env.snapshot import restore_table, snapshot_table
 
 
 class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
     """``num_tables`` Nertz tables stepped together, a ``gymnasium.vector.VectorEnv`` of one table per
-    sub-environment (``NEXT_STEP`` autoreset). Arrays, rewards and endings are shaped ``(tables, players, ...)``;
-    ``infos`` is a dict of arrays (:data:`nertz_env.infos.VECTOR`). Guide: docs/guides/vector-envs.md.
-
-    Args:
-        num_tables: tables in the batch (1 or more); ``num_players`` and the rules are
-            :func:`nertz_env.parallel_env`'s.
-        autoreset: deal finished tables anew on the next step (Gymnasium's ``NEXT_STEP`` mode).
-        copy: copies of the observation and mask buffers (False: read-only views the next call overwrites).
-        render_mode: ``None``, ``"rgb_array"``, ``"ansi"`` or ``"human"``: one frame per table (:meth:`render`).
-    """
+    sub-environment: arrays shaped ``(tables, players, ...)``, ``infos`` a dict of arrays
+    (:data:`nertz_env.infos.VECTOR`). The keywords are :func:`nertz_env.parallel_env`'s and ``autoreset``,
+    ``copy``, ``render_mode``: docs/guides/vector-envs.md says what each does."""
 
     metadata = {
         "autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP,
@@ -64,13 +58,8 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
         self.num_players = self.config.num_players
         self.autoreset = bool(autoreset)
         self.copy = bool(copy)
-        p, a, o = self.num_players, self.actions.n, self.obs_layout.size
-        self.single_observation_space = gymnasium.spaces.Dict(
-            {
-                "observation": gymnasium.spaces.Box(0.0, 1.0, (p, o), np.float32),
-                "action_mask": gymnasium.spaces.Box(0, 1, (p, a), np.int8),
-            }
-        )
+        p, a = self.num_players, self.actions.n
+        self.single_observation_space = obs_space(self, "observation", (p,))
         self.single_action_space = gymnasium.spaces.MultiDiscrete(np.full(p, a, dtype=np.int64))
         self.observation_space = gymnasium.vector.utils.batch_space(
             self.single_observation_space, self.num_envs
@@ -132,16 +121,10 @@ class NertzVectorEnv(Copyable, gymnasium.vector.VectorEnv):
             restore_table(self._state, self.config, snap, t)
         self._started = True
         obs = self.observations()
-        t, p = self.num_envs, self.num_players
-        infos = {
-            "illegal": np.zeros((t, p), bool),
-            "lost_race": np.zeros((t, p), bool),
-            "round_end": np.zeros(t, np.int8),
-            "score": np.zeros((t, p), np.int32),
-            "autoreset": np.zeros(t, bool),
-            "action_mask": obs["action_mask"],
-        }
-        return obs, infos
+        dims = {"T": self.num_envs, "P": self.num_players}
+        none_yet = (k for k in VECTOR if k.name != "action_mask")  # the schema's other keys, all zero at reset
+        infos = {k.name: np.zeros([dims[d] for d in k.shape], k.kind) for k in none_yet}
+        return obs, infos | {"action_mask": obs["action_mask"]}
 
     def step(
         self, actions: Any

@@ -58,13 +58,6 @@ def bound(fn: Callable[..., None], *args: object) -> Callable[..., None]:
     return overloads[types].entry_point
 
 
-def _deal(state: TableState, n: int) -> None:
-    """Deal every table a new episode from its generator, through ``step_block``'s autoreset (so the first
-    reset compiles no second entry point)."""
-    state.done[:n] = DONE_TERMINATED
-    run(step_block, (state, np.zeros((n, state.cfg[C_P]), np.int64), True), n)
-
-
 def seed(state: TableState, seeds: np.ndarray, tables: np.ndarray | slice = slice(None)) -> None:
     """Seed each of ``tables`` (default all): table t's generator starts at ``seeds[t]`` mixed once by
     splitmix64 (as ``rules.rng_next`` mixes), so nearby seeds differ."""
@@ -74,12 +67,11 @@ def seed(state: TableState, seeds: np.ndarray, tables: np.ndarray | slice = slic
     state.rng[tables] = z ^ (z >> np.uint64(31))
 
 
-def reset(state: TableState, seeds: np.ndarray) -> None:
-    """Seed table t with ``seeds[t]`` and deal every table a new episode."""
-    seed(state, seeds)
-    _deal(state, len(seeds))
-
-
-def reset_continue(state: TableState) -> None:
-    """Deal every table a new episode from its generator's current state."""
-    _deal(state, state.tick.shape[0])
+def reset(state: TableState, seeds: np.ndarray | None) -> None:
+    """Deal every table a new episode: with ``seeds``, table t's generator starts at ``seeds[t]``; without,
+    each continues from its current state. The deal is ``step_block``'s autoreset (no second entry point)."""
+    if seeds is not None:
+        seed(state, seeds)
+    n = state.tick.shape[0]
+    state.done[:] = DONE_TERMINATED
+    run(step_block, (state, np.zeros((n, state.cfg[C_P]), np.int64), True), n)
