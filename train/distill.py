@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from nertz_env._text import plain
 from nertz_env.config import NertzConfig, make_config
 
 
@@ -159,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     from nertz_env.threads import limit_threads
     from nertz_env.train.resume import run_command
 
-    ap = Parser(prog="python -m nertz_env.train.distill", description=plain(__doc__.split("\n")[0]))
+    ap = Parser(prog="python -m nertz_env.train.distill", description=__doc__)
     ap.add_argument("--run-dir", help="a new directory for the run (with --resume: the run to continue)")
     ap.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR (only --rounds may change)")
     ap.add_argument("--init", help="the network to start from: a .zip policy or a shipped name (default ppo_imitation)")

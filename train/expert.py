@@ -13,7 +13,6 @@ from typing import Any
 
 import torch
 
-from nertz_env._text import plain
 from nertz_env.config import NertzConfig, make_config
 
 
@@ -140,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     from nertz_env.threads import limit_threads
     from nertz_env.train.resume import run_command
 
-    ap = Parser(prog="python -m nertz_env.train.expert", description=plain(__doc__.split("\n")[0]))
+    ap = Parser(prog="python -m nertz_env.train.expert", description=__doc__)
     ap.add_argument("--init", default="ppo_imitation", help="the network to start from: a .zip policy or a shipped name (default ppo_imitation)")
     ap.add_argument("--out", required=True, help="the final network (.zip)")
     ap.add_argument("--checkpoint-dir", required=True, help="each iteration's network (iter_NN.zip) and log.jsonl")

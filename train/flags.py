@@ -22,7 +22,6 @@ import argparse
 from types import UnionType
 from typing import Any, Literal, get_args, get_origin
 
-from nertz_env._text import plain
 from nertz_env.cli import Parser, add_rule_flag
 from nertz_env.train.config import (
     SB3_ONLY,
@@ -82,7 +81,7 @@ def build_parser(sb3: bool = True) -> argparse.ArgumentParser:
         prog="nertz-train",
         description="Train a MaskablePPO policy for Nertz (self-play vector env or single-agent view).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=plain(__doc__.split("Examples::", 1)[1]) if __doc__ else None,
+        epilog=(__doc__ or "").partition("Examples::")[2],
     )
     parser.add_argument(
         "--backend",

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from nertz_env._text import plain
 from nertz_env.config import NertzConfig, make_config
 from nertz_env.observation import obs_layout
 from nertz_env.train.vec import run_interleaved
@@ -435,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     from nertz_env.train.flags import int_list
     from nertz_env.train.resume import run_command
 
-    ap = Parser(prog="python -m nertz_env.train.imitate", description=plain(__doc__.split("\n")[0]))
+    ap = Parser(prog="python -m nertz_env.train.imitate", description=__doc__)
     ap.add_argument("--out", required=True, help="the policy file to write (.zip)")
     ap.add_argument("--teacher", default="search", help="agent spec to imitate (default search)")
     ap.add_argument("--players", type=int, default=4)

@@ -13,7 +13,6 @@ import os
 import re
 from collections import defaultdict
 
-from nertz_env._text import plain
 from nertz_env.extras import install_command
 
 _CHECKPOINT_EVAL = re.compile(r"checkpoint_eval_(\d+)deals_seed(-?\d+)(_stochastic)?\.csv$")
@@ -116,7 +115,7 @@ def plot(run_dir: str, out: str, title: str | None = None) -> str:
 def main(argv: list[str] | None = None) -> int:
     from nertz_env.cli import Parser, refuse
 
-    ap = Parser(prog="python -m nertz_env.train.plot", description=plain(__doc__.split("\n")[0]))
+    ap = Parser(prog="python -m nertz_env.train.plot", description=__doc__)
     ap.add_argument("run_dir", help="a nertz-train run folder, or your own SB3 run's tensorboard_log folder")
     ap.add_argument("--out", help="image path, .png, .svg or .pdf (default RUN_DIR/learning_curve.png)")
     ap.add_argument("--title")

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from nertz_env._text import cut, short
+from nertz_env._text import cut, plain, short
 
 #: bad input: one line on stderr
 EXIT_USAGE = 2
@@ -35,10 +35,13 @@ def refuse(prog: str, error: Exception) -> int:
 
 class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line (``PROG: error: ...``, exit 2), that takes flags only spelled
-    out in full (``--play`` is not ``--players``) and refuses a value given twice (:class:`StoreOnce`)."""
+    out in full (``--play`` is not ``--players``) and refuses a value given twice (:class:`StoreOnce`).
+    ``description``: a docstring, of which ``--help`` shows the first paragraph; it and ``epilog`` made plain."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **{"allow_abbrev": False, **kwargs})
+    def __init__(self, *args: Any, description: str | None = None, epilog: str | None = None, **kwargs: Any) -> None:
+        description = plain(description.split("\n\n")[0]) if description else None
+        super().__init__(*args, **{"allow_abbrev": False, **kwargs}, description=description,
+                         epilog=plain(epilog) if epilog else None)
         self.register("action", None, StoreOnce)
         self.register("action", "store", StoreOnce)
         self.given: dict[str, str] = {}  # destination -> the flag that set it, in the parse under way

@@ -18,7 +18,7 @@ import webbrowser
 from collections.abc import Sequence
 from typing import Any
 
-from nertz_env._text import plain, short
+from nertz_env._text import short
 from nertz_env.cli import Parser, UsageError, add_rule_flag, advice, at_least, refuse
 from nertz_env.extras import install_command
 
@@ -48,7 +48,7 @@ PAGE_HEADERS = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="nertz-play", description=plain((__doc__ or "").split("\n\n")[0]))
+    p = Parser(prog="nertz-play", description=__doc__)
     p.add_argument("--opponent", action="append", dest="opponents", metavar="AGENT",
                    help="the agent spec of another seat (random, greedy, heuristic, search, ppo, a checkpoint "
                         "path, 'heuristic:wait_prob=0.3'), once per seat; one fills every seat (default: heuristic)")

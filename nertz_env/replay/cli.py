@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from nertz_env._text import plain
 from nertz_env.actions import action_table
 from nertz_env.cli import Parser, UsageError, refuse
 from nertz_env.config import make_config
@@ -232,7 +231,7 @@ def write_animation(rep: Replay, path: str, fps: float, scale: float, kind: str)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="nertz-replay", description=plain((__doc__ or "").split("\n\n")[0]))
+    p = Parser(prog="nertz-replay", description=__doc__)
     p.add_argument("file", help="a nertz-replay/1 file (.jsonl or .jsonl.gz)")
     p.add_argument("-o", "--output", metavar="PAGE.html", help="write the HTML page here")
     p.add_argument(
