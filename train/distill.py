@@ -155,7 +155,6 @@ def distill(
 def main(argv: list[str] | None = None) -> int:
     """``python -m nertz_env.train.distill``: exit code 2 with one line on bad input."""
     from nertz_env.cli import Parser, add_rule_flag, at_least
-    from nertz_env.threads import limit_threads
     from nertz_env.train.resume import run_command
 
     ap = Parser(prog="python -m nertz_env.train.distill", description=__doc__)
@@ -184,15 +183,11 @@ def main(argv: list[str] | None = None) -> int:
                      "only --rounds may")
     elif args.run_dir is None:
         ap.error("give --run-dir (a new run) or --resume RUN_DIR")
-    limit_threads(1)
     again = [] if args.rounds is None else ["--rounds", str(args.rounds)]  # all a resumed run takes
-    code, result = run_command(ap.prog, again, lambda: distill(
+    return run_command(ap.prog, again, lambda: distill(
         args.resume or args.run_dir, rounds=args.rounds, rules=args.rule, resume=args.resume is not None,
         progress=sys.stderr.isatty(), **given,
-    ))
-    if code == 0:
-        print(json.dumps({"out": result["out"], "rounds": len(result["rounds"])}))
-    return code
+    ), summary=lambda result: {"out": result["out"], "rounds": len(result["rounds"])})
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ See docs/guides/training-sb3.md ("Expert iteration").
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -136,7 +135,6 @@ def expert_iteration(
 def main(argv: list[str] | None = None) -> int:
     """``python -m nertz_env.train.expert``: exit code 2 with one line on bad input."""
     from nertz_env.cli import Parser, add_rule_flag, at_least
-    from nertz_env.threads import limit_threads
     from nertz_env.train.resume import run_command
 
     ap = Parser(prog="python -m nertz_env.train.expert", description=__doc__)
@@ -161,16 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume is not None and os.path.abspath(args.resume) != os.path.abspath(args.checkpoint_dir):
         ap.error(f"--resume {args.resume} continues the run in its --checkpoint-dir: give the same folder "
                  f"(--checkpoint-dir is {args.checkpoint_dir})")
-    limit_threads(1)
-    code, result = run_command(ap.prog, argv, lambda: expert_iteration(
+    return run_command(ap.prog, argv, lambda: expert_iteration(
         init=args.init, out=args.out, checkpoint_dir=args.checkpoint_dir, iterations=args.iterations,
         samples=args.samples, epochs=args.epochs, window=args.window, lr=args.lr, batch_size=args.batch_size,
         planner=args.planner, num_players=args.players, rules=args.rule or {}, seed=args.seed,
         teacher_threads=args.teacher_threads, progress=sys.stderr.isatty(), resume=args.resume is not None,
-    ))
-    if code == 0:
-        print(json.dumps({"out": result["out"], "wall_s": result["wall_s"]}))
-    return code
+    ), summary=lambda result: {"out": result["out"], "wall_s": result["wall_s"]})
 
 
 if __name__ == "__main__":

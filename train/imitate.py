@@ -430,7 +430,6 @@ def imitate(
 def main(argv: list[str] | None = None) -> int:
     """``python -m nertz_env.train.imitate``: collect, fit and save; exit code 2 on bad input (one line)."""
     from nertz_env.cli import Parser, add_rule_flag, at_least
-    from nertz_env.threads import limit_threads
     from nertz_env.train.flags import int_list
     from nertz_env.train.resume import run_command
 
@@ -468,8 +467,7 @@ def main(argv: list[str] | None = None) -> int:
                  if v is not None]
         if given:
             ap.error(f"{given[0]} has no effect without DAgger rounds: pass --dagger-rounds N (N >= 1), or remove it")
-    limit_threads(args.threads)
-    code, result = run_command(ap.prog, argv, lambda: imitate(
+    return run_command(ap.prog, argv, lambda: imitate(
         args.out, args.teacher, args.players, args.rule or {}, args.samples, args.seed, args.net_arch,
         epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, gamma=args.gamma,
         shaping=not args.no_shaping, progress=True, dagger_rounds=args.dagger_rounds,
@@ -477,10 +475,7 @@ def main(argv: list[str] | None = None) -> int:
         dagger_epochs=3 if args.dagger_epochs is None else args.dagger_epochs,
         relative_reward=args.relative_reward, checkpoint_dir=args.checkpoint_dir,
         teacher_threads=args.teacher_threads, resume=args.resume,
-    ))
-    if code == 0:
-        print(json.dumps(result, indent=2))
-    return code
+    ), threads=args.threads)
 
 
 if __name__ == "__main__":
