@@ -124,19 +124,15 @@ def main(argv: list[str] | None = None) -> int:
     if os.path.splitext(out)[1].lower() not in (".png", ".svg", ".pdf"):
         ap.error(f"--out must end in .png, .svg or .pdf, got {out!r}")
     if not os.path.isdir(args.run_dir):
-        return refuse(ap.prog, FileNotFoundError(f"run directory not found: {args.run_dir}"))
+        return refuse(ap.prog, f"run directory not found: {args.run_dir}")
     try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return refuse(ap.prog, ImportError(f"drawing needs matplotlib: {install_command('eval')}"))
-    try:
-        path = plot(args.run_dir, out, args.title)
+        print(plot(args.run_dir, out, args.title))
+    except ImportError:  # plot's first line imports matplotlib
+        return refuse(ap.prog, f"drawing needs matplotlib: {install_command('eval')}")
     except FileNotFoundError as e:
         return refuse(ap.prog, e)
     except (KeyError, ValueError) as e:
-        why = f"{args.run_dir}: an evaluation file is not one that nertz-train wrote ({e!r})"
-        return refuse(ap.prog, ValueError(why))
-    print(path)
+        return refuse(ap.prog, f"{args.run_dir}: an evaluation file is not one that nertz-train wrote ({e!r})")
     return 0
 
 

@@ -27,7 +27,7 @@ class UsageError(Exception):
     """Bad command-line input found after parsing: the command prints ``PROG: error: MESSAGE`` and exits 2."""
 
 
-def refuse(prog: str, error: Exception) -> int:
+def refuse(prog: str, error: Exception | str) -> int:
     """Print ``PROG: error: MESSAGE`` (cut when long: it may repeat a 5,000-character argument) and return 2."""
     print(f"{prog}: error: {cut(str(error), LINE)}", file=sys.stderr)
     return EXIT_USAGE
