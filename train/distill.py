@@ -173,11 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     add_rule_flag(ap, "a rules option (repeat)")
     args = ap.parse_args(argv)
     names = ("init", "teacher", "samples", "epochs", "lr", "anchor", "batch_size", "seed", "players")
-    given = {k: getattr(args, k) for k in names if getattr(args, k) is not None}  # the rest: distill's defaults
+    given = {k: getattr(args, k) for k in names if k in ap.given}  # the rest: distill's defaults
     if args.resume is not None:
-        flags = [f"--{k.replace('_', '-')}" for k in (["run_dir"] if args.run_dir else []) + [*given]]
-        if args.rule:
-            flags.append("--rule")
+        flags = [flag for dest, flag in ap.given.items() if dest not in ("resume", "rounds")]
         if flags:
             ap.error(f"{', '.join(flags)} cannot change a run being resumed (its options are in config.json); "
                      "only --rounds may")

@@ -44,7 +44,7 @@ class Parser(argparse.ArgumentParser):
                          epilog=plain(epilog) if epilog else None)
         self.register("action", None, StoreOnce)
         self.register("action", "store", StoreOnce)
-        self.given: dict[str, str] = {}  # destination -> the flag that set it, in the parse under way
+        self.given: dict[str, str] = {}  # destination -> the flag that set it, in the last parse
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -125,6 +125,8 @@ class Rules(argparse.Action):
             raise argparse.ArgumentError(self, f"{key} is given twice ({rules[key]!r} and {value!r}): give it once")
         rules[key] = value
         setattr(namespace, self.dest, rules)
+        if isinstance(parser, Parser):
+            parser.given[self.dest] = option_string or self.dest
 
 
 def add_rule_flag(parser: argparse.ArgumentParser, help: str = "a rules option (e.g. draw=1); repeatable",
