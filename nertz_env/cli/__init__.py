@@ -106,20 +106,21 @@ def parse_rule(text: str) -> tuple[str, Any]:
 
 class Rules(argparse.Action):
     """The ``--rule KEY=VALUE`` flag, repeatable, into one dict (``None`` when not given): a key given twice, or
-    the table size (``size_flag``, a flag of its own), is an error."""
+    the table size (``size_flag``, a flag of its own), is an error. ``parse``: another flag's ``text -> (key, value)``."""
 
-    def __init__(self, *args: Any, size_flag: str = "--players", **kwargs: Any) -> None:
+    def __init__(self, *args: Any, size_flag: str = "--players", parse: Callable[[str], tuple[str, Any]] = parse_rule,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.size_flag = size_flag
+        self.size_flag, self.parse = size_flag, parse
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
         try:
-            key, value = parse_rule(str(values))
+            key, value = self.parse(str(values))
         except ValueError as e:
             raise argparse.ArgumentError(self, str(e)) from None
         rules = dict(getattr(namespace, self.dest) or {})
-        if key == "num_players":
+        if key == "num_players" and self.parse is parse_rule:
             raise argparse.ArgumentError(self, f"give the table size with {self.size_flag}, not as a rule")
         if key in rules:
             raise argparse.ArgumentError(self, f"{key} is given twice ({rules[key]!r} and {value!r}): give it once")
