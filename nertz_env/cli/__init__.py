@@ -71,19 +71,19 @@ class StoreOnce(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def at_least(lo: int, most: int | None = None) -> Callable[[str], int]:
-    """An argparse type: an integer of at least ``lo`` (``--deals 0``: ``argument --deals: must be at least 1, got 0``),
-    and at most ``most`` if given."""
+def at_least(lo: float, most: float | None = None, kind: Callable[[str], Any] = int) -> Callable[[str], Any]:
+    """An argparse type: an integer (or a ``kind``) of at least ``lo`` (``--deals 0``: ``argument --deals: must be
+    at least 1, got 0``), and at most ``most`` if given."""
 
-    def parse(text: str) -> int:
-        value = int(text)  # a ValueError is argparse's own "invalid int value"
+    def parse(text: str) -> Any:
+        value = kind(text)  # a ValueError is argparse's own "invalid int value"
         if value < lo:
             raise argparse.ArgumentTypeError(f"must be at least {lo}, got {short(value)}")
         if most is not None and value > most:
             raise argparse.ArgumentTypeError(f"must be from {lo} to {most}, got {short(value)}")
         return value
 
-    parse.__name__ = "int"
+    parse.__name__ = kind.__name__
     return parse
 
 
