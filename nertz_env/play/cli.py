@@ -20,7 +20,6 @@ from typing import Any
 
 from nertz_env._text import short
 from nertz_env.cli import Parser, UsageError, add_rule_flag, advice, at_least, refuse
-from nertz_env.extras import install_command
 
 DEFAULT_TICK_MS = 1500
 MIN_TICK_MS, MAX_TICK_MS = 50, 60_000
@@ -114,10 +113,8 @@ def _build(args: argparse.Namespace) -> dict[str, Any]:
             check_agent(bot, spec, config)
         except IncompatibleAgentError as e:
             raise UsageError(f"--opponent: {advice(e, rules, target_score_flag=False)}") from None
-        except (ValueError, FileNotFoundError) as e:  # an unknown name, a missing or damaged checkpoint
+        except (ValueError, FileNotFoundError, ImportError) as e:  # an unknown name, a bad checkpoint, a missing extra
             raise UsageError(f"--opponent: {e}") from None
-        except ImportError as e:
-            raise UsageError(f"--opponent: {spec!r} needs a missing package ({e}); {install_command('train')}") from None
         bots.append(bot)
     replay_dir = args.replay_dir or os.path.join(
         os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share"), "nertz-env", "replays")
