@@ -113,7 +113,7 @@ def _build(args: argparse.Namespace) -> dict[str, Any]:
             check_agent(bot, spec, config)
         except IncompatibleAgentError as e:
             raise UsageError(f"--opponent: {advice(e, rules, target_score_flag=False)}") from None
-        except (ValueError, FileNotFoundError, ImportError) as e:  # an unknown name, a bad checkpoint, a missing extra
+        except (ValueError, FileNotFoundError, ImportError) as e:  # a bad name or checkpoint, a missing extra
             raise UsageError(f"--opponent: {e}") from None
         bots.append(bot)
     replay_dir = args.replay_dir or os.path.join(
@@ -182,14 +182,12 @@ def server_config(app: Any, **options: Any) -> Any:
     from nertz_env.play.limits import BoundedH11, BoundedWebSocket
 
     limit = MAX_CONNECTIONS
-    try:  # a quarter of the files this process may open, when that is fewer
+    with contextlib.suppress(ImportError):  # a quarter of the files this process may open if fewer (Unix)
         import resource
 
         files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         if files != resource.RLIM_INFINITY:
             limit = max(4, min(MAX_CONNECTIONS, files // 4))
-    except ImportError:  # not on a Unix (Windows has no such limit to read)
-        pass
     settings: dict[str, Any] = {
         "log_level": "warning",
         "http": BoundedH11,
