@@ -42,10 +42,10 @@ def _opponent(text: str) -> tuple[str, float]:
         return text, 1.0
     spec, _, weight = text.rpartition("=")
     try:
-        value = float(weight)
+        return spec.strip(), float(weight)
     except ValueError:
-        raise ValueError(f"takes SPEC or SPEC=WEIGHT (e.g. search=0.2, search:rollouts=4=0.2), got {text!r}") from None
-    return spec.strip(), value
+        example = "search=0.2, search:rollouts=4=0.2"
+        raise ValueError(f"takes SPEC or SPEC=WEIGHT (e.g. {example}), got {text!r}") from None
 
 
 def int_list(text: str) -> list[int]:

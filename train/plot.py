@@ -132,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as e:
         return refuse(ap.prog, e)
     except (KeyError, ValueError) as e:
-        return refuse(ap.prog, f"{args.run_dir}: an evaluation file is not one that nertz-train wrote ({e!r})")
+        return refuse(ap.prog, f"{args.run_dir}: an evaluation file is not one that nertz-train wrote "
+                               f"({e!r})")
     return 0
 
 

@@ -137,9 +137,9 @@ def interrupted_message(prog: str, argv: Sequence[str], stop: Interrupted) -> st
 
 def run_command(prog: str, argv: Sequence[str] | None, work: Callable[[], Any], threads: int = 1,
                 summary: Callable[[Any], Any] = lambda result: result) -> int:
-    """``work()`` for a command's ``main``, in ``threads`` threads: its result's ``summary`` printed as JSON, exit 0;
-    bad input prints one line (exit 2), a first Ctrl-C where to resume and a second one that it stopped at once
-    (exit 130)."""
+    """``work()`` for a command's ``main``, in ``threads`` threads: its result's ``summary`` printed as JSON
+    (exit 0); bad input prints one line (exit 2), a first Ctrl-C where to resume and a second one that it
+    stopped at once (exit 130)."""
     limit_threads(threads)
     try:
         result = work()

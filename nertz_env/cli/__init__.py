@@ -36,12 +36,13 @@ def refuse(prog: str, error: Exception | str) -> int:
 class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line (``PROG: error: ...``, exit 2), that takes flags only spelled
     out in full (``--play`` is not ``--players``) and refuses a value given twice (:class:`StoreOnce`).
-    ``description``: a docstring, of which ``--help`` shows the first paragraph; it and ``epilog`` made plain."""
+    ``description``: a docstring (``--help`` shows its first paragraph); it and ``epilog`` are made plain."""
 
-    def __init__(self, *args: Any, description: str | None = None, epilog: str | None = None, **kwargs: Any) -> None:
-        description = plain(description.split("\n\n")[0]) if description else None
-        super().__init__(*args, **{"allow_abbrev": False, **kwargs}, description=description,
-                         epilog=plain(epilog) if epilog else None)
+    def __init__(self, *args: Any, description: str | None = None, epilog: str | None = None,
+                 **kwargs: Any) -> None:
+        kwargs["description"] = plain(description.split("\n\n")[0]) if description else None
+        kwargs["epilog"] = plain(epilog) if epilog else None
+        super().__init__(*args, **{"allow_abbrev": False, **kwargs})
         self.register("action", None, StoreOnce)
         self.register("action", "store", StoreOnce)
         self.given: dict[str, str] = {}  # destination -> the flag that set it, in the last parse
@@ -72,8 +73,8 @@ class StoreOnce(argparse.Action):
 
 
 def at_least(lo: float, most: float | None = None, kind: Callable[[str], Any] = int) -> Callable[[str], Any]:
-    """An argparse type: an integer (or a ``kind``) of at least ``lo`` (``--deals 0``: ``argument --deals: must be
-    at least 1, got 0``), and at most ``most`` if given."""
+    """An argparse type: an integer (or a ``kind``) of at least ``lo`` (``--deals 0``: ``argument --deals:
+    must be at least 1, got 0``), and at most ``most`` if given."""
 
     def parse(text: str) -> Any:
         value = kind(text)  # a ValueError is argparse's own "invalid int value"
@@ -106,10 +107,11 @@ def parse_rule(text: str) -> tuple[str, Any]:
 
 class Rules(argparse.Action):
     """The ``--rule KEY=VALUE`` flag, repeatable, into one dict (``None`` when not given): a key given twice, or
-    the table size (``size_flag``, a flag of its own), is an error. ``parse``: another flag's ``text -> (key, value)``."""
+    the table size (``size_flag``, a flag of its own), is an error. ``parse``: how another such flag reads its
+    ``KEY=VALUE``."""
 
-    def __init__(self, *args: Any, size_flag: str = "--players", parse: Callable[[str], tuple[str, Any]] = parse_rule,
-                 **kwargs: Any) -> None:
+    def __init__(self, *args: Any, size_flag: str = "--players",
+                 parse: Callable[[str], tuple[str, Any]] = parse_rule, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.size_flag, self.parse = size_flag, parse
 

@@ -242,7 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--mp4", metavar="OUT.mp4", help="write an MP4 video, one frame per tick (imageio-ffmpeg; progress on stderr)"
     )
     p.add_argument("--fps", type=float, help=f"frames per second of --gif/--mp4 (default {DEFAULT_FPS:g})")
-    p.add_argument("--scale", type=at_least(0.1, 4, float), help=f"picture size of --gif/--mp4 (default {DEFAULT_SCALE})")
+    p.add_argument("--scale", type=at_least(0.1, 4, float),
+                   help=f"picture size of --gif/--mp4 (default {DEFAULT_SCALE})")
     p.add_argument("--title", help="the page's (-o) title (default: the file's name)")
     p.add_argument(
         "--partial",
