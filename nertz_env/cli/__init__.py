@@ -38,11 +38,10 @@ class Parser(argparse.ArgumentParser):
     out in full (``--play`` is not ``--players``) and refuses a value given twice (:class:`StoreOnce`).
     ``description``: a docstring (``--help`` shows its first paragraph); it and ``epilog`` are made plain."""
 
-    def __init__(self, *args: Any, description: str | None = None, epilog: str | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(self, description: str | None = None, epilog: str | None = None, **kwargs: Any) -> None:
         kwargs["description"] = plain(description.split("\n\n")[0]) if description else None
         kwargs["epilog"] = plain(epilog) if epilog else None
-        super().__init__(*args, **{"allow_abbrev": False, **kwargs})
+        super().__init__(**{"allow_abbrev": False, **kwargs})
         self.register("action", None, StoreOnce)
         self.register("action", "store", StoreOnce)
         self.given: dict[str, str] = {}  # destination -> the flag that set it, in the last parse
