@@ -557,7 +557,7 @@ def test_config__flags_override_the_file_which_overrides_defaults(tmp_path: Path
 def test_config__every_key_is_a_flag_that_says_what_it_means() -> None:
     parser = build_parser()
     dests = {a.dest for a in parser._actions} - {"help", "config", "resume", "print_config", "backend"}
-    assert dests - {"rule", "opponent"} == set(options()) - {"rules", "opponents"}
+    assert dests - {"rule"} == set(options()) - {"rules"}
     for action in parser._actions:
         help_text = (action.help or "").split(" (default ")[0]
         assert action.dest == "help" or len(help_text) >= 12, (action.option_strings, action.help)

@@ -24,8 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from nertz_env.threads import limit_threads
 
     limit_threads(1)  # before torch loads; the trainer then sets torch_threads
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     from nertz_env.train.checkpoint import check_run, read_checkpoint
 
     try:
@@ -44,8 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         from nertz_env.train.trainer import Trainer
 
-        # messages above the progress bar
-        trainer = Trainer(cfg, resume=args.resume, log=tqdm.write)
+        trainer = Trainer(cfg, resume=args.resume, log=tqdm.write)  # messages above the progress bar
     except (FileNotFoundError, ValueError) as e:  # ConfigError, CheckpointError, AgentSpecError
         return refuse("nertz-train", e)
     print(f"run dir: {trainer.run_dir}")

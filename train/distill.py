@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from nertz_env._text import plain
 from nertz_env.agents import make_agent
 from nertz_env.agents.forward import NumpyActor
 from nertz_env.agents.meta import make_meta
@@ -152,10 +151,9 @@ def distill(
 def main(argv: list[str] | None = None) -> int:
     """``python -m nertz_env.train.distill``: exit code 2 with one line on bad input."""
     from nertz_env.cli import Parser, add_rule_flag, at_least
-    from nertz_env.threads import limit_threads
     from nertz_env.train.resume import run_command
 
-    ap = Parser(prog="python -m nertz_env.train.distill", description=plain(__doc__.split("\n")[0]))
+    ap = Parser(prog="python -m nertz_env.train.distill", description=__doc__)
     ap.add_argument("--run-dir", help="a new directory for the run (with --resume: the run to continue)")
     ap.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR (only --rounds may change)")
     ap.add_argument("--init", help="the network to start from: a .zip policy or a shipped name (default ppo_imitation)")
@@ -171,25 +169,19 @@ def main(argv: list[str] | None = None) -> int:
     add_rule_flag(ap, "a rules option (repeat)")
     args = ap.parse_args(argv)
     names = ("init", "teacher", "samples", "epochs", "lr", "anchor", "batch_size", "seed", "players")
-    given = {k: getattr(args, k) for k in names if getattr(args, k) is not None}  # the rest: distill's defaults
+    given = {k: getattr(args, k) for k in names if k in ap.given}  # the rest: distill's defaults
     if args.resume is not None:
-        flags = [f"--{k.replace('_', '-')}" for k in (["run_dir"] if args.run_dir else []) + [*given]]
-        if args.rule:
-            flags.append("--rule")
+        flags = [flag for dest, flag in ap.given.items() if dest not in ("resume", "rounds")]
         if flags:
             ap.error(f"{', '.join(flags)} cannot change a run being resumed (its options are in config.json); "
                      "only --rounds may")
     elif args.run_dir is None:
         ap.error("give --run-dir (a new run) or --resume RUN_DIR")
-    limit_threads(1)
     again = [] if args.rounds is None else ["--rounds", str(args.rounds)]  # all a resumed run takes
-    code, result = run_command(ap.prog, again, lambda: distill(
+    return run_command(ap.prog, again, lambda: distill(
         args.resume or args.run_dir, rounds=args.rounds, rules=args.rule, resume=args.resume is not None,
         progress=sys.stderr.isatty(), **given,
-    ))
-    if code == 0:
-        print(json.dumps({"out": result["out"], "rounds": len(result["rounds"])}))
-    return code
+    ), summary=lambda result: {"out": result["out"], "rounds": len(result["rounds"])})
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ See docs/guides/training-sb3.md ("Expert iteration").
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -13,7 +12,6 @@ from typing import Any
 
 import torch
 
-from nertz_env._text import plain
 from nertz_env.agents import make_agent
 from nertz_env.agents.meta import make_meta
 from nertz_env.agents.policy import save_policy
@@ -139,10 +137,9 @@ def expert_iteration(
 def main(argv: list[str] | None = None) -> int:
     """``python -m nertz_env.train.expert``: exit code 2 with one line on bad input."""
     from nertz_env.cli import Parser, add_rule_flag, at_least
-    from nertz_env.threads import limit_threads
     from nertz_env.train.resume import run_command
 
-    ap = Parser(prog="python -m nertz_env.train.expert", description=plain(__doc__.split("\n")[0]))
+    ap = Parser(prog="python -m nertz_env.train.expert", description=__doc__)
     ap.add_argument("--init", default="ppo_imitation", help="the network to start from: a .zip policy or a shipped name (default ppo_imitation)")
     ap.add_argument("--out", required=True, help="the final network (.zip)")
     ap.add_argument("--checkpoint-dir", required=True, help="each iteration's network (iter_NN.zip) and log.jsonl")
@@ -164,16 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume is not None and os.path.abspath(args.resume) != os.path.abspath(args.checkpoint_dir):
         ap.error(f"--resume {args.resume} continues the run in its --checkpoint-dir: give the same folder "
                  f"(--checkpoint-dir is {args.checkpoint_dir})")
-    limit_threads(1)
-    code, result = run_command(ap.prog, argv, lambda: expert_iteration(
+    return run_command(ap.prog, argv, lambda: expert_iteration(
         init=args.init, out=args.out, checkpoint_dir=args.checkpoint_dir, iterations=args.iterations,
         samples=args.samples, epochs=args.epochs, window=args.window, lr=args.lr, batch_size=args.batch_size,
         planner=args.planner, num_players=args.players, rules=args.rule or {}, seed=args.seed,
         teacher_threads=args.teacher_threads, progress=sys.stderr.isatty(), resume=args.resume is not None,
-    ))
-    if code == 0:
-        print(json.dumps({"out": result["out"], "wall_s": result["wall_s"]}))
-    return code
+    ), summary=lambda result: {"out": result["out"], "wall_s": result["wall_s"]})
 
 
 if __name__ == "__main__":

@@ -22,11 +22,9 @@ import argparse
 from types import UnionType
 from typing import Any, Literal, get_args, get_origin
 
-from nertz_env._text import plain
-from nertz_env.cli import Parser, add_rule_flag
+from nertz_env.cli import Parser, Rules, add_rule_flag
 from nertz_env.train.config import (
     SB3_ONLY,
-    ConfigError,
     TrainConfig,
     options,
     read_config_file,
@@ -44,12 +42,10 @@ def _opponent(text: str) -> tuple[str, float]:
         return text, 1.0
     spec, _, weight = text.rpartition("=")
     try:
-        value = float(weight)
+        return spec.strip(), float(weight)
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--opponent takes SPEC or SPEC=WEIGHT (e.g. search=0.2, search:rollouts=4=0.2), got {text!r}"
-        ) from None
-    return spec.strip(), value
+        example = "search=0.2, search:rollouts=4=0.2"
+        raise ValueError(f"takes SPEC or SPEC=WEIGHT (e.g. {example}), got {text!r}") from None
 
 
 def int_list(text: str) -> list[int]:
@@ -82,7 +78,7 @@ def build_parser(sb3: bool = True) -> argparse.ArgumentParser:
         prog="nertz-train",
         description="Train a MaskablePPO policy for Nertz (self-play vector env or single-agent view).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=plain(__doc__.split("Examples::", 1)[1]) if __doc__ else None,
+        epilog=(__doc__ or "").partition("Examples::")[2],
     )
     parser.add_argument(
         "--backend",
@@ -105,7 +101,8 @@ def build_parser(sb3: bool = True) -> argparse.ArgumentParser:
     if sb3:
         parser.add_argument("--eval-opponent", dest="eval_opponents", action="append", metavar="SPEC",
                             help=helps["eval_opponents"])
-    parser.add_argument("--opponent", action="append", type=_opponent, metavar="SPEC=WEIGHT", help=helps["opponents"])
+    parser.add_argument("--opponent", dest="opponents", action=Rules, parse=_opponent, metavar="SPEC=WEIGHT",
+                        help=helps["opponents"])
     for name, o in options().items():
         if name in ("rules", "opponents", "eval_opponents") or (not sb3 and name in SB3_ONLY):
             continue
@@ -136,13 +133,9 @@ def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None, 
     flags: dict[str, Any] = {}
     if args.resume and args.run_dir is None and "run_dir" not in file:
         flags["run_dir"] = resume_run_dir(args.resume, final)
-    for name in options():  # (rules and opponents: the --rule and --opponent flags below)
+    for name in options():  # (rules: the --rule flag below)
         if getattr(args, name, None) is not None:
             flags[name] = getattr(args, name)
     if args.rule:
         flags["rules"] = {**cfg.rules, **args.rule}
-    for spec, weight in args.opponent or []:
-        if spec in flags.setdefault("opponents", {}):
-            raise ConfigError(f"--opponent {spec} is given twice ({flags['opponents'][spec]!r} and {weight!r}): give it once")
-        flags["opponents"][spec] = weight
     return TrainConfig.from_dict(flags, base=cfg)

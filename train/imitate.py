@@ -23,7 +23,6 @@ from stable_baselines3.common.save_util import load_from_zip_file
 from tqdm import tqdm
 
 import nertz_env
-from nertz_env._text import plain
 from nertz_env.actions import action_table
 from nertz_env.agents import make_agent
 from nertz_env.agents.meta import make_meta, read_meta
@@ -408,11 +407,10 @@ def imitate(
 def main(argv: list[str] | None = None) -> int:
     """``python -m nertz_env.train.imitate``: collect, fit and save; exit code 2 on bad input (one line)."""
     from nertz_env.cli import Parser, add_rule_flag, at_least
-    from nertz_env.threads import limit_threads
     from nertz_env.train.flags import int_list
     from nertz_env.train.resume import run_command
 
-    ap = Parser(prog="python -m nertz_env.train.imitate", description=plain(__doc__.split("\n")[0]))
+    ap = Parser(prog="python -m nertz_env.train.imitate", description=__doc__)
     ap.add_argument("--out", required=True, help="the policy file to write (.zip)")
     ap.add_argument("--teacher", default="search", help="agent spec to imitate (default search)")
     ap.add_argument("--players", type=int, default=4)
@@ -426,9 +424,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gamma", type=float, default=0.995)
     ap.add_argument("--dagger-rounds", type=at_least(0), default=0,
                     help="DAgger rounds after the first fit: the policy plays a seat, the teacher labels (default 0)")
-    ap.add_argument("--dagger-samples", type=at_least(1), default=None,
+    ap.add_argument("--dagger-samples", type=at_least(1), default=100_000,
                     help="decisions per DAgger round (default 100,000; needs --dagger-rounds)")
-    ap.add_argument("--dagger-epochs", type=at_least(1), default=None,
+    ap.add_argument("--dagger-epochs", type=at_least(1), default=3,
                     help="epochs over all records after each DAgger round (default 3; needs --dagger-rounds)")
     ap.add_argument("--relative-reward", action="store_true",
                     help="value targets from the score minus the rivals' mean (as relative_reward = true trains)")
@@ -441,24 +439,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resume", metavar="FOLDER",
                     help="continue an interrupted run from the folder it printed (same options)")
     args = ap.parse_args(argv)
-    if args.dagger_rounds == 0:
-        given = [f for f, v in (("--dagger-samples", args.dagger_samples), ("--dagger-epochs", args.dagger_epochs))
-                 if v is not None]
-        if given:
-            ap.error(f"{given[0]} has no effect without DAgger rounds: pass --dagger-rounds N (N >= 1), or remove it")
-    limit_threads(args.threads)
-    code, result = run_command(ap.prog, argv, lambda: imitate(
+    given = [ap.given[dest] for dest in ("dagger_samples", "dagger_epochs") if dest in ap.given]
+    if given and args.dagger_rounds == 0:
+        ap.error(f"{given[0]} has no effect without DAgger rounds: pass --dagger-rounds N (N >= 1), or remove it")
+    return run_command(ap.prog, argv, lambda: imitate(
         args.out, args.teacher, args.players, args.rule or {}, args.samples, args.seed, args.net_arch,
         epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, gamma=args.gamma,
         shaping=not args.no_shaping, progress=True, dagger_rounds=args.dagger_rounds,
-        dagger_samples=100_000 if args.dagger_samples is None else args.dagger_samples,
-        dagger_epochs=3 if args.dagger_epochs is None else args.dagger_epochs,
+        dagger_samples=args.dagger_samples, dagger_epochs=args.dagger_epochs,
         relative_reward=args.relative_reward, checkpoint_dir=args.checkpoint_dir,
         teacher_threads=args.teacher_threads, resume=args.resume,
-    ))
-    if code == 0:
-        print(json.dumps(result, indent=2))
-    return code
+    ), threads=args.threads)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ import os
 import re
 from collections import defaultdict
 
-from nertz_env._text import plain
 from nertz_env.extras import install_command
 
 _CHECKPOINT_EVAL = re.compile(r"checkpoint_eval_(\d+)deals_seed(-?\d+)(_stochastic)?\.csv$")
@@ -116,7 +115,7 @@ def plot(run_dir: str, out: str, title: str | None = None) -> str:
 def main(argv: list[str] | None = None) -> int:
     from nertz_env.cli import Parser, refuse
 
-    ap = Parser(prog="python -m nertz_env.train.plot", description=plain(__doc__.split("\n")[0]))
+    ap = Parser(prog="python -m nertz_env.train.plot", description=__doc__)
     ap.add_argument("run_dir", help="a nertz-train run folder, or your own SB3 run's tensorboard_log folder")
     ap.add_argument("--out", help="image path, .png, .svg or .pdf (default RUN_DIR/learning_curve.png)")
     ap.add_argument("--title")
@@ -125,19 +124,16 @@ def main(argv: list[str] | None = None) -> int:
     if os.path.splitext(out)[1].lower() not in (".png", ".svg", ".pdf"):
         ap.error(f"--out must end in .png, .svg or .pdf, got {out!r}")
     if not os.path.isdir(args.run_dir):
-        return refuse(ap.prog, FileNotFoundError(f"run directory not found: {args.run_dir}"))
+        return refuse(ap.prog, f"run directory not found: {args.run_dir}")
     try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return refuse(ap.prog, ImportError(f"drawing needs matplotlib: {install_command('eval')}"))
-    try:
-        path = plot(args.run_dir, out, args.title)
+        print(plot(args.run_dir, out, args.title))
+    except ImportError:  # plot's first line imports matplotlib
+        return refuse(ap.prog, f"drawing needs matplotlib: {install_command('eval')}")
     except FileNotFoundError as e:
         return refuse(ap.prog, e)
     except (KeyError, ValueError) as e:
-        why = f"{args.run_dir}: an evaluation file is not one that nertz-train wrote ({e!r})"
-        return refuse(ap.prog, ValueError(why))
-    print(path)
+        return refuse(ap.prog, f"{args.run_dir}: an evaluation file is not one that nertz-train wrote "
+                               f"({e!r})")
     return 0
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nertz_env.cli import refuse
+from nertz_env.threads import limit_threads
 
 FORMAT = "nertz-resume/1"
 
@@ -134,16 +135,21 @@ def interrupted_message(prog: str, argv: Sequence[str], stop: Interrupted) -> st
             f"resume with: {prog} {shlex.join([*kept, '--resume', stop.folder])}")
 
 
-def run_command(prog: str, argv: Sequence[str] | None, work: Callable[[], Any]) -> tuple[int, Any]:
-    """``work()`` for a command's ``main``: (0, its result); bad input prints one line (exit 2), a first Ctrl-C
-    where to resume and a second one that it stopped at once (exit 130)."""
+def run_command(prog: str, argv: Sequence[str] | None, work: Callable[[], Any], threads: int = 1,
+                summary: Callable[[Any], Any] = lambda result: result) -> int:
+    """``work()`` for a command's ``main``, in ``threads`` threads: its result's ``summary`` printed as JSON
+    (exit 0); bad input prints one line (exit 2), a first Ctrl-C where to resume and a second one that it
+    stopped at once (exit 130)."""
+    limit_threads(threads)
     try:
-        return 0, work()
+        result = work()
     except (FileNotFoundError, ValueError) as e:  # AgentSpecError is a ValueError
-        return refuse(prog, e), None
+        return refuse(prog, e)
     except Interrupted as stop:
         print(interrupted_message(prog, sys.argv[1:] if argv is None else argv, stop), file=sys.stderr)
-        return 130, None
+        return 130
     except KeyboardInterrupt:  # a second Ctrl-C while the first one's state was being written
         print(f"{prog}: interrupted again: stopped at once", file=sys.stderr)
-        return 130, None
+        return 130
+    print(json.dumps(summary(result), indent=2))
+    return 0

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from nertz_env._text import cut, short
+from nertz_env._text import cut, plain, short
 
 #: bad input: one line on stderr
 EXIT_USAGE = 2
@@ -27,7 +27,7 @@ class UsageError(Exception):
     """Bad command-line input found after parsing: the command prints ``PROG: error: MESSAGE`` and exits 2."""
 
 
-def refuse(prog: str, error: Exception) -> int:
+def refuse(prog: str, error: Exception | str) -> int:
     """Print ``PROG: error: MESSAGE`` (cut when long: it may repeat a 5,000-character argument) and return 2."""
     print(f"{prog}: error: {cut(str(error), LINE)}", file=sys.stderr)
     return EXIT_USAGE
@@ -35,13 +35,16 @@ def refuse(prog: str, error: Exception) -> int:
 
 class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line (``PROG: error: ...``, exit 2), that takes flags only spelled
-    out in full (``--play`` is not ``--players``) and refuses a value given twice (:class:`StoreOnce`)."""
+    out in full (``--play`` is not ``--players``) and refuses a value given twice (:class:`StoreOnce`).
+    ``description``: a docstring (``--help`` shows its first paragraph); it and ``epilog`` are made plain."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **{"allow_abbrev": False, **kwargs})
+    def __init__(self, description: str | None = None, epilog: str | None = None, **kwargs: Any) -> None:
+        kwargs["description"] = plain(description.split("\n\n")[0]) if description else None
+        kwargs["epilog"] = plain(epilog) if epilog else None
+        super().__init__(**{"allow_abbrev": False, **kwargs})
         self.register("action", None, StoreOnce)
         self.register("action", "store", StoreOnce)
-        self.given: dict[str, str] = {}  # destination -> the flag that set it, in the parse under way
+        self.given: dict[str, str] = {}  # destination -> the flag that set it, in the last parse
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -68,19 +71,19 @@ class StoreOnce(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def at_least(lo: int, most: int | None = None) -> Callable[[str], int]:
-    """An argparse type: an integer of at least ``lo`` (``--deals 0``: ``argument --deals: must be at least 1, got 0``),
-    and at most ``most`` if given."""
+def at_least(lo: float, most: float | None = None, kind: Callable[[str], Any] = int) -> Callable[[str], Any]:
+    """An argparse type: an integer (or a ``kind``) of at least ``lo`` (``--deals 0``: ``argument --deals:
+    must be at least 1, got 0``), and at most ``most`` if given."""
 
-    def parse(text: str) -> int:
-        value = int(text)  # a ValueError is argparse's own "invalid int value"
+    def parse(text: str) -> Any:
+        value = kind(text)  # a ValueError is argparse's own "invalid int value"
         if value < lo:
             raise argparse.ArgumentTypeError(f"must be at least {lo}, got {short(value)}")
         if most is not None and value > most:
             raise argparse.ArgumentTypeError(f"must be from {lo} to {most}, got {short(value)}")
         return value
 
-    parse.__name__ = "int"
+    parse.__name__ = kind.__name__
     return parse
 
 
@@ -103,25 +106,29 @@ def parse_rule(text: str) -> tuple[str, Any]:
 
 class Rules(argparse.Action):
     """The ``--rule KEY=VALUE`` flag, repeatable, into one dict (``None`` when not given): a key given twice, or
-    the table size (``size_flag``, a flag of its own), is an error."""
+    the table size (``size_flag``, a flag of its own), is an error. ``parse``: how another such flag reads its
+    ``KEY=VALUE``."""
 
-    def __init__(self, *args: Any, size_flag: str = "--players", **kwargs: Any) -> None:
+    def __init__(self, *args: Any, size_flag: str = "--players",
+                 parse: Callable[[str], tuple[str, Any]] = parse_rule, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.size_flag = size_flag
+        self.size_flag, self.parse = size_flag, parse
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
         try:
-            key, value = parse_rule(str(values))
+            key, value = self.parse(str(values))
         except ValueError as e:
             raise argparse.ArgumentError(self, str(e)) from None
         rules = dict(getattr(namespace, self.dest) or {})
-        if key == "num_players":
+        if key == "num_players" and self.parse is parse_rule:
             raise argparse.ArgumentError(self, f"give the table size with {self.size_flag}, not as a rule")
         if key in rules:
             raise argparse.ArgumentError(self, f"{key} is given twice ({rules[key]!r} and {value!r}): give it once")
         rules[key] = value
         setattr(namespace, self.dest, rules)
+        if isinstance(parser, Parser):
+            parser.given[self.dest] = option_string or self.dest
 
 
 def add_rule_flag(parser: argparse.ArgumentParser, help: str = "a rules option (e.g. draw=1); repeatable",

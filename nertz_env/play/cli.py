@@ -18,9 +18,8 @@ import webbrowser
 from collections.abc import Sequence
 from typing import Any
 
-from nertz_env._text import plain, short
+from nertz_env._text import short
 from nertz_env.cli import Parser, UsageError, add_rule_flag, advice, at_least, refuse
-from nertz_env.extras import install_command
 
 DEFAULT_TICK_MS = 1500
 MIN_TICK_MS, MAX_TICK_MS = 50, 60_000
@@ -48,7 +47,7 @@ PAGE_HEADERS = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="nertz-play", description=plain((__doc__ or "").split("\n\n")[0]))
+    p = Parser(prog="nertz-play", description=__doc__)
     p.add_argument("--opponent", action="append", dest="opponents", metavar="AGENT",
                    help="the agent spec of another seat (random, greedy, heuristic, search, ppo, a checkpoint "
                         "path, 'heuristic:wait_prob=0.3'), once per seat; one fills every seat (default: heuristic)")
@@ -114,10 +113,8 @@ def _build(args: argparse.Namespace) -> dict[str, Any]:
             check_agent(bot, spec, config)
         except IncompatibleAgentError as e:
             raise UsageError(f"--opponent: {advice(e, rules, target_score_flag=False)}") from None
-        except (ValueError, FileNotFoundError) as e:  # an unknown name, a missing or damaged checkpoint
+        except (ValueError, FileNotFoundError, ImportError) as e:  # a bad name or checkpoint, a missing extra
             raise UsageError(f"--opponent: {e}") from None
-        except ImportError as e:
-            raise UsageError(f"--opponent: {spec!r} needs a missing package ({e}); {install_command('train')}") from None
         bots.append(bot)
     replay_dir = args.replay_dir or os.path.join(
         os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share"), "nertz-env", "replays")
@@ -185,14 +182,12 @@ def server_config(app: Any, **options: Any) -> Any:
     from nertz_env.play.limits import BoundedH11, BoundedWebSocket
 
     limit = MAX_CONNECTIONS
-    try:  # a quarter of the files this process may open, when that is fewer
+    with contextlib.suppress(ImportError):  # a quarter of the files this process may open if fewer (Unix)
         import resource
 
         files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         if files != resource.RLIM_INFINITY:
             limit = max(4, min(MAX_CONNECTIONS, files // 4))
-    except ImportError:  # not on a Unix (Windows has no such limit to read)
-        pass
     settings: dict[str, Any] = {
         "log_level": "warning",
         "http": BoundedH11,

@@ -21,9 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from nertz_env._text import plain
 from nertz_env.actions import action_table
-from nertz_env.cli import Parser, UsageError, refuse
+from nertz_env.cli import Parser, UsageError, at_least, refuse
 from nertz_env.config import make_config
 from nertz_env.extras import install_command
 from nertz_env.render.draw import FAN_CARDS, SEAT_COLOURS, TableDrawing, draw_table, longest_pile, svg_to_rgb
@@ -167,7 +166,6 @@ def page_html(rep: Replay, title: str | None = None) -> str:
     return re.sub(r"%(TITLE|META|DEFS|CHARTW|CHARTFONT|CHART|DATA|CUT)%", lambda m: fill[m.group(1)], template)
 
 
-
 def _progress(k: int, total: int, what: str) -> None:
     """``frame k/N`` on stderr: one line rewritten in place on a terminal, else a line every tenth."""
     if sys.stderr.isatty():
@@ -232,7 +230,7 @@ def write_animation(rep: Replay, path: str, fps: float, scale: float, kind: str)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="nertz-replay", description=plain((__doc__ or "").split("\n\n")[0]))
+    p = Parser(prog="nertz-replay", description=__doc__)
     p.add_argument("file", help="a nertz-replay/1 file (.jsonl or .jsonl.gz)")
     p.add_argument("-o", "--output", metavar="PAGE.html", help="write the HTML page here")
     p.add_argument(
@@ -244,7 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--mp4", metavar="OUT.mp4", help="write an MP4 video, one frame per tick (imageio-ffmpeg; progress on stderr)"
     )
     p.add_argument("--fps", type=float, help=f"frames per second of --gif/--mp4 (default {DEFAULT_FPS:g})")
-    p.add_argument("--scale", type=float, help=f"picture size of --gif/--mp4 (default {DEFAULT_SCALE})")
+    p.add_argument("--scale", type=at_least(0.1, 4, float),
+                   help=f"picture size of --gif/--mp4 (default {DEFAULT_SCALE})")
     p.add_argument("--title", help="the page's (-o) title (default: the file's name)")
     p.add_argument(
         "--partial",
@@ -273,8 +272,6 @@ def run(args: argparse.Namespace) -> int:
     args.scale = DEFAULT_SCALE if args.scale is None else args.scale
     if not 0 < args.fps <= 60:
         raise UsageError(f"--fps must be above 0 and at most 60, got {args.fps}")
-    if not 0.1 <= args.scale <= 4:
-        raise UsageError(f"--scale must be from 0.1 to 4, got {args.scale}")
     for path, flag, suffix in ((args.output, "-o", ".html"), (args.gif, "--gif", ".gif"), (args.mp4, "--mp4", ".mp4")):
         if path and not path.lower().endswith(suffix):
             raise UsageError(f"{flag} must name a {suffix} file, got {path!r}")
