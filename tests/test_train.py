@@ -60,7 +60,7 @@ from nertz_env.train.evaluate import (
     run_checkpoints,
 )
 from nertz_env.train.flags import _opponent, build_parser, config_from_args
-from nertz_env.train.imitate import build_policy
+from nertz_env.train.imitate import build_policy, load_for_fit
 from nertz_env.train.meta import make_meta, read_meta, sidecar_path
 from nertz_env.train.privileged import PrivilegedCriticPolicy
 from nertz_env.train.trainer import save_policy, state_path
@@ -421,6 +421,10 @@ def test_privileged_policy__actor_ignores_the_state_files_hold_the_actor_alone_a
         agent.reset(env.config, 0, 0)
         first = observations["player_0"]
         assert first["action_mask"][agent.act(first["observation"], first["action_mask"])]
+    for k, source in enumerate((path, ckpt)):  # imitation fitting either one saves a file that loads
+        refit = str(tmp_path / f"refit{k}.zip")
+        save_policy(*load_for_fit(source), refit, read_meta(path))
+        assert load_policy(refit)[0].observation_space.shape == (O,)
 
 
 def test_privileged_training__starts_from_a_plain_policys_critic_and_resumes_like_a_straight_run(

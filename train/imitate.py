@@ -174,6 +174,7 @@ def load_for_fit(path: str) -> tuple[Any, dict[str, Any]]:
     policy = copy.deepcopy(load_policy(path)[0])
     data, _, _ = load_from_zip_file(path, device="cpu", load_data=True, print_system_info=False)
     kwargs = dict((data or {}).get("policy_kwargs") or {})  # every setting of the network, so the saves load
+    kwargs.pop("obs_size", None)  # a privileged run's checkpoint: load_policy gave the policy without its critic's state
     return policy, kwargs or {"net_arch": policy.net_arch, "activation_fn": policy.activation_fn}
 
 
