@@ -146,9 +146,7 @@ class PlayGame:
         )
 
     def _record_failed(self, why: str) -> None:
-        if self.writer is not None:
-            self.writer.abandon()  # what is on disk stays a valid, cut-off replay
-            self.writer = None
+        self.writer = None  # a writer that fails cuts its file back to a valid, cut-off replay
         self.record_error = why
         self.record_notes.append(why)
 
@@ -214,34 +212,24 @@ class PlayGame:
         if self.done:
             raise MoveError("the game is over; start a new game to play again")
         ids = self.agent_ids
-        submitted = [0] * self.config.num_players
-        actions: dict[str, Any] = {}
-        for s, agent_id in enumerate(ids):
-            if s == self.seat:
-                a = WAIT if action is None else int(action)
-            else:
-                o = self.obs[agent_id]
-                a = int(self.bots[s].act(o["observation"], o["action_mask"]))
-            submitted[s] = a
-            actions[agent_id] = a
-        self.obs, rewards, _terms, _truncs, infos = self.env.step(actions)
-        moves = []
-        for s, agent_id in enumerate(ids):
-            info = infos[agent_id]
-            sub = submitted[s]
-            ok = 0 <= sub < self.table.n
-            moves.append(
-                SeatMove(
-                    seat=s,
-                    submitted=sub,
-                    applied=int(info["action"]),
-                    name=self.table.name(sub) if ok else str(sub),
-                    words=self.table.describe(sub) if ok else f"action {sub} (out of range)",
-                    illegal=bool(info["illegal"]),
-                    lost_race=bool(info["lost_race"]),
-                    reward=float(rewards[agent_id]),
-                )
+        mine = WAIT if action is None else int(action)
+        submitted = [mine if s == self.seat else int(self.bots[s].act(o["observation"], o["action_mask"]))
+                     for s, o in enumerate(self.obs[i] for i in ids)]
+        self.obs, rewards, _terms, _truncs, infos = self.env.step(dict(zip(ids, submitted, strict=True)))
+        n = self.table.n
+        moves = [
+            SeatMove(
+                seat=s,
+                submitted=sub,
+                applied=int(infos[i]["action"]),
+                name=self.table.name(sub) if 0 <= sub < n else str(sub),
+                words=self.table.describe(sub) if 0 <= sub < n else f"action {sub} (out of range)",
+                illegal=bool(infos[i]["illegal"]),
+                lost_race=bool(infos[i]["lost_race"]),
+                reward=float(rewards[i]),
             )
+            for s, (i, sub) in enumerate(zip(ids, submitted, strict=True))
+        ]
         result = TickResult(tick=self.env.tick, moves=moves)
         if end := round_end_name(infos[ids[0]]):
             result.round_end = end
