@@ -154,17 +154,14 @@ class PlayGame:
     def _refresh(self) -> None:
         me = self.agent_ids[self.seat]
         self._mask = self.obs[me]["action_mask"].copy() if me in self.obs else np.zeros(self.table.n, np.int8)
-        legal = np.flatnonzero(self._mask)
-        self._moves: list[dict[str, Any]] = [self._describe(int(a)) for a in legal if a != WAIT]
-        if any(m["kind"] == "flip" for m in self._moves):  # say which of the two a flip does now
-            stock = len(self.env.snapshot()["players"][self.seat]["stock"])
-            words = f"flip {self.config.draw} from the stock" if stock else "turn the waste over as the stock"
-            for m in self._moves:
-                if m["kind"] == "flip":
-                    m["words"] = words
+        stock = len(self.env.snapshot()["players"][self.seat]["stock"])
+        self._moves = [self._describe(int(a), stock) for a in np.flatnonzero(self._mask) if a != WAIT]
 
-    def _describe(self, a: int) -> dict[str, Any]:
+    def _describe(self, a: int, stock: int) -> dict[str, Any]:
         row = self.table[a]
+        words = self.table.describe(a)
+        if row.kind == FLIP:  # say which of the two a flip does now
+            words = f"flip {self.config.draw} from the stock" if stock else "turn the waste over as the stock"
         zone = {SRC_NERTZ: "nertz", SRC_WASTE: "waste"}.get(row.src, "work")
         # the cards that move: a run's length, else one
         src: dict[str, Any] | None = {"zone": zone, "pile": row.src - SRC_WORK0 if zone == "work" else None,
@@ -180,7 +177,7 @@ class PlayGame:
             "action": a,
             "kind": KIND_NAMES[row.kind],
             "name": self.table.name(a),
-            "words": self.table.describe(a),
+            "words": words,
             "src": src,
             "dst": dst,
         }
