@@ -533,7 +533,7 @@ def replay_frames(src: Replay | str | os.PathLike[str]) -> Iterator[Frame]:
 def _round_rewards(env: NertzParallelEnv, names: list[str], infos: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Per seat the round's scoring part of a round-ending tick's reward (see :class:`Frame`)."""
     own = [infos[a]["score_bonus"] + infos[a]["score_nertz_penalty"] for a in names]
-    team = env._team if env.config.teams is not False else list(range(len(names)))
+    team = env.config.team_of
     return [
         {
             "reward": float(sum(own[q] for q in range(len(names)) if team[q] == team[p])),
