@@ -135,12 +135,11 @@ def _text(s: str, x: float, y: float, size: float, colour: str, anchor: str = "s
     d: list[str] = []
     cx = x
     for ch in s:
-        lines = _STROKES.get(ch, _STROKES["?"])
         adv = _NARROW.get(ch, _ADVANCE)
-        shift = (adv - _ADVANCE) / 2 if ch in _NARROW else 0.0
-        for line in lines:
+        shift = (adv - _ADVANCE) / 2  # a narrow glyph keeps its place in the middle of its advance
+        for line in _STROKES.get(ch, _STROKES["?"]):
             pts = [f"{_num(cx + (px + shift) * k)},{_num(y + py * k)}" for px, py in line]
-            d.append("M" + " ".join(pts[:1]) + ("L" + " ".join(pts[1:]) if len(pts) > 1 else ""))
+            d.append("M" + pts[0] + "L" + " ".join(pts[1:]))  # every polyline has two points at least
         cx += adv * k
     if not d:
         return ""
