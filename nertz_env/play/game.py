@@ -1,8 +1,5 @@
-"""One table of ``nertz-play``: a person's seat among agents, stepped one tick at a time, without any web code.
-
-:class:`PlayGame` owns a :func:`~nertz_env.parallel_env`, the bots of the other seats and the replay being
-written; :meth:`PlayGame.legal_moves` gives each legal action with the click that makes it (a source and a
-destination). Guide: docs/guides/replays.md.
+"""One table of ``nertz-play`` (:class:`PlayGame`): a person's seat among agents, stepped one tick at a time,
+without any web code. Guide: docs/guides/replays.md.
 """
 
 from __future__ import annotations
