@@ -38,8 +38,6 @@ MAX_MESSAGE = 4096
 #: messages waiting for one tab before it is dropped: its own answers wait for it to read and a state not sent
 #: yet is replaced, so only news of other tabs' moves piles up for a tab whose connection is stuck
 MAX_QUEUE = 100
-#: seconds between two new games at least (each makes a replay file)
-NEW_GAME_INTERVAL = 1.0
 
 
 def banners(game: PlayGame) -> dict[int, tuple[str, str]]:
@@ -75,7 +73,7 @@ class TableServer:
         step: bool = False,
         tick_ms: int = 1000,
         log: Callable[[str], None] | None = None,
-        new_game_interval: float = NEW_GAME_INTERVAL,
+        new_game_interval: float = 1.0,  # seconds between two new games at least (each makes a replay file)
     ) -> None:
         self.game = game
         self.step = step
