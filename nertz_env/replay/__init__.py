@@ -384,17 +384,13 @@ def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES)
     A line over :data:`MAX_LINE_BYTES`, a file over ``max_bytes`` (decompressed) or more ticks than the rules
     allow is refused when reached, so a hostile file fails within bounded memory and time."""
     path = os.fspath(path)
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block
-            raise ReplayError(f"{path}: not a regular file (a replay is a file, plain or gzip)")
-        f = open(path, "rb")  # noqa: SIM115
-    except OSError as e:
-        raise ReplayError(f"{path}: cannot read: {e.strerror or e}") from None
     rep: Replay | None = None
     schema: dict[str, tuple[Callable[[Any], bool], str]] = {}
     max_ticks = 0
-    with f, (gzip.open(f) if f.peek(2)[:2] == b"\x1f\x8b" else f) as stream:
-        try:
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block
+            raise ReplayError(f"{path}: not a regular file (a replay is a file, plain or gzip)")
+        with open(path, "rb") as f, (gzip.open(f) if f.peek(2)[:2] == b"\x1f\x8b" else f) as stream:
             for k, line in _lines(path, stream, max_bytes):
                 where = f"{path}:{k}"
                 try:
@@ -441,15 +437,15 @@ def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES)
                     if len(rep.ticks) >= max_ticks:
                         raise ReplayError(f"{where}: more ticks than these rules allow ({max_ticks})")
                     rep.ticks.lines.append(line)
-        except EOFError:  # a gzip stream that ends early, after its last line
-            if rep is None:
-                raise ReplayError(f"{path}: unreadable (the gzip stream ends early)") from None
-            if rep.final is None and not rep.stopped:
-                rep.cut_off = "the gzip stream ends early" + (f"; {rep.cut_off}" if rep.cut_off else "")
-        except (gzip.BadGzipFile, zlib.error) as e:
-            raise ReplayError(cut(f"{path}: unreadable (not a gzip stream: {e})")) from None
-        except OSError as e:
-            raise ReplayError(f"{path}: cannot read: {e.strerror or e}") from None
+    except EOFError:  # a gzip stream that ends early, after its last line
+        if rep is None:
+            raise ReplayError(f"{path}: unreadable (the gzip stream ends early)") from None
+        if rep.final is None and not rep.stopped:
+            rep.cut_off = "the gzip stream ends early" + (f"; {rep.cut_off}" if rep.cut_off else "")
+    except (gzip.BadGzipFile, zlib.error) as e:
+        raise ReplayError(cut(f"{path}: unreadable (not a gzip stream: {e})")) from None
+    except OSError as e:
+        raise ReplayError(f"{path}: cannot read: {e.strerror or e}") from None
     if rep is None:
         raise ReplayError(f"{path}: empty file")
     return rep
