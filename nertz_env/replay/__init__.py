@@ -126,13 +126,10 @@ class ReplayWriter:
             raise ValueError(f"{self.path}: the replay writer is closed")
         data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
         try:
-            if self._gz:
-                self._file.write(data)
-            else:
-                view = memoryview(data)
-                while view:  # an unbuffered write may write part of it
-                    view = view[self._file.write(view) :]
-                self._good += len(data)
+            view = memoryview(data)
+            while view:  # an unbuffered write may write part of it (gzip's takes it all)
+                view = view[self._file.write(view) :]
+            self._good += len(data)
         except OSError:
             self.abandon()
             raise
