@@ -255,27 +255,24 @@ class PlayGame:
         """Everything any player at the table can see, plus the person's legal moves (the page's side panel)."""
         snap = self.env.snapshot()
         so_far = round_so_far(snap)
-        seats = []
-        for s, pl in enumerate(snap["players"]):
-            lake_cards = sum(1 for f in snap["lake"] for _, owner in f if owner == s)
-            last = asdict(self.last.moves[s]) if self.last is not None else None
-            seats.append(
-                {
-                    "seat": s,
-                    "name": self.names[s],
-                    "you": s == self.seat,
-                    "nertz_left": len(pl["nertz"]),
-                    "nertz_top": pl["nertz"][-1] if pl["nertz"] else None,
-                    "stock": len(pl["stock"]),
-                    "waste": len(pl["waste"]),
-                    "waste_top": pl["waste"][-1] if pl["waste"] else None,
-                    "work": pl["work"],
-                    "lake_cards": lake_cards,
-                    "round_score": so_far[s],
-                    "match_score": pl["match_score"],
-                    "last": last,
-                }
-            )
+        seats = [
+            {
+                "seat": s,
+                "name": self.names[s],
+                "you": s == self.seat,
+                "nertz_left": len(pl["nertz"]),
+                "nertz_top": pl["nertz"][-1] if pl["nertz"] else None,
+                "stock": len(pl["stock"]),
+                "waste": len(pl["waste"]),
+                "waste_top": pl["waste"][-1] if pl["waste"] else None,
+                "work": pl["work"],
+                "lake_cards": sum(1 for f in snap["lake"] for _, owner in f if owner == s),
+                "round_score": so_far[s],
+                "match_score": pl["match_score"],
+                "last": asdict(self.last.moves[s]) if self.last is not None else None,
+            }
+            for s, pl in enumerate(snap["players"])
+        ]
         return {
             "tick": snap["tick"],
             "round": snap["round"],
