@@ -133,7 +133,7 @@ def test_unfinished_game_and_episodes(tmp_path: Path) -> None:
 
 
 def test_record_keeps_every_action_form_the_env_takes(tmp_path: Path) -> None:
-    """A size-1 integer array is an action to the env, and an index out of range an illegal wait: both recorded."""
+    """A size-1 integer array is an action to the env, an index out of range an illegal wait: both kept."""
     env = RecordReplay(parallel_env(num_players=2), tmp_path / "g.jsonl")
     env.reset(seed=1)
     env.step({"player_0": np.array([0]), "player_1": 10_000})
