@@ -235,9 +235,8 @@ class PlayGame:
             result.events.append(f"your move was not legal when the tick came: {me.words} (you waited)")
         if me.lost_race:
             result.events.append(f"lost race: another player reached the lake first ({me.words})")
-        for m in moves:
-            if m.seat != self.seat and m.lost_race:
-                result.events.append(f"{self.names[m.seat]} lost a race to the lake")
+        result.events += [f"{self.names[m.seat]} lost a race to the lake" for m in moves
+                          if m.lost_race and m is not me]
         if result.round_end is not None:
             result.events.append(f"round over ({result.round_end}): scores {result.scores}")
         self.last = result
