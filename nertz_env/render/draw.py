@@ -437,11 +437,9 @@ def draw_table(
         f'<rect x="{PAD / 2}" y="{lake_y}" width="{width - PAD}" height="{lake_h}" rx="8" fill="#1e4d33" '
         'stroke="#3f7a57" stroke-width="1"/>',
     ]
-    places = []
-    for f in range(max_f):
-        r, c = divmod(f, per_row)
-        places.append((PAD + c * slot_w, lake_y + 6 + r * slot_h))
-        lk.append(_slot(*places[f], "LAKE" if f == 0 else "", _attrs(interactive, "lake", None, f)))
+    places = [(PAD + f % per_row * slot_w, lake_y + 6 + f // per_row * slot_h) for f in range(max_f)]
+    lk += [_slot(x, y, "LAKE" if f == 0 else "", _attrs(interactive, "lake", None, f))
+           for f, (x, y) in enumerate(places)]
     body.append("".join(lk))
     lk = []
     for f, fnd in enumerate(lake):
