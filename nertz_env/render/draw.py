@@ -186,15 +186,14 @@ def card_symbol(text: str) -> str:
     suit = tail if tail in ("C", "D", "H", "S") else "*"
     colour = INK if tail in ("b", "C", "S") else RED if tail in ("r", "D", "H") else JOKER_INK
     suit_colour = colour if suit != "*" else JOKER_INK
-    label = "10" if rank == "T" else rank
+    corner = "10" if rank == "T" else rank or "JK"  # a joker's corner: JK
     parts = [
         f'<g id="{card_id(text)}">',
         f'<rect x="0.5" y="0.5" width="{CW - 1}" height="{CH - 1}" rx="4" fill="{"#f6efff" if joker else "#fdfdf8"}" '
         f'stroke="{JOKER_INK if joker else "#8a8a80"}" stroke-width="1"/>',
+        _text(corner, 3, 3, 9, colour, weight=0.2),
+        _suit(suit, 3 + text_width(corner, 9) + 2.5, 2.5, 10, suit_colour),
     ]
-    corner = label or "JK"
-    parts.append(_text(corner, 3, 3, 9, colour, weight=0.2))
-    parts.append(_suit(suit, 3 + text_width(corner, 9) + 2.5, 2.5, 10, suit_colour))
     # the middle: a large suit (a star for a joker), or a large letter for a court card
     if rank in "JQK" and rank:
         parts.append(_text(rank, CW / 2, 22, 20, colour, anchor="middle", weight=0.12))
