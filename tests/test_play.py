@@ -125,7 +125,7 @@ def test_legal_moves__joker_and_tuck_moves_share_a_click_and_the_page_offers_the
     game = make_game(players=2, seed=1, jokers=2, allow_tuck=True)
     # every joker-lake action of a source has the same click as the others of that source: the page's chooser
     # (several matches -> the person picks by the words) is what tells them apart
-    descr = [game._describe(a) for a in range(2, game.table.n)]
+    descr = [game._describe(a, stock=1) for a in range(2, game.table.n)]
     jl = [d for d in descr if d["kind"] == "joker_lake" and d["src"]["zone"] == "waste"]
     assert len(jl) == 4 and len({d["words"] for d in jl}) == 4
     assert all(d["src"] == jl[0]["src"] and d["dst"] == jl[0]["dst"] for d in jl)

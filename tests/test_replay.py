@@ -132,6 +132,16 @@ def test_unfinished_game_and_episodes(tmp_path: Path) -> None:
         single.reset(seed=1)
 
 
+def test_record_keeps_every_action_form_the_env_takes(tmp_path: Path) -> None:
+    """A size-1 integer array is an action to the env, an index out of range an illegal wait: both kept."""
+    env = RecordReplay(parallel_env(num_players=2), tmp_path / "g.jsonl")
+    env.reset(seed=1)
+    env.step({"player_0": np.array([0]), "player_1": 10_000})
+    env.close()
+    assert load_replay(tmp_path / "g.jsonl").ticks[0]["a"] == [0, 10_000]
+    assert verify_replay(tmp_path / "g.jsonl") == 1
+
+
 @pytest.mark.parametrize(
     ("content", "match"),
     [

@@ -1,8 +1,5 @@
-"""One table of ``nertz-play``: a person's seat among agents, stepped one tick at a time, without any web code.
-
-:class:`PlayGame` owns a :func:`~nertz_env.parallel_env`, the bots of the other seats and the replay being
-written; :meth:`PlayGame.legal_moves` gives each legal action with the click that makes it (a source and a
-destination). Guide: docs/guides/replays.md.
+"""One table of ``nertz-play`` (:class:`PlayGame`): a person's seat among agents, stepped one tick at a time,
+without any web code. Guide: docs/guides/replays.md.
 """
 
 from __future__ import annotations
@@ -146,9 +143,7 @@ class PlayGame:
         )
 
     def _record_failed(self, why: str) -> None:
-        if self.writer is not None:
-            self.writer.abandon()  # what is on disk stays a valid, cut-off replay
-            self.writer = None
+        self.writer = None  # a writer that fails cuts its file back to a valid, cut-off replay
         self.record_error = why
         self.record_notes.append(why)
 
@@ -156,17 +151,14 @@ class PlayGame:
     def _refresh(self) -> None:
         me = self.agent_ids[self.seat]
         self._mask = self.obs[me]["action_mask"].copy() if me in self.obs else np.zeros(self.table.n, np.int8)
-        legal = np.flatnonzero(self._mask)
-        self._moves: list[dict[str, Any]] = [self._describe(int(a)) for a in legal if a != WAIT]
-        if any(m["kind"] == "flip" for m in self._moves):  # say which of the two a flip does now
-            stock = len(self.env.snapshot()["players"][self.seat]["stock"])
-            words = f"flip {self.config.draw} from the stock" if stock else "turn the waste over as the stock"
-            for m in self._moves:
-                if m["kind"] == "flip":
-                    m["words"] = words
+        stock = len(self.env.snapshot()["players"][self.seat]["stock"])
+        self._moves = [self._describe(int(a), stock) for a in np.flatnonzero(self._mask) if a != WAIT]
 
-    def _describe(self, a: int) -> dict[str, Any]:
+    def _describe(self, a: int, stock: int) -> dict[str, Any]:
         row = self.table[a]
+        words = self.table.describe(a)
+        if row.kind == FLIP:  # say which of the two a flip does now
+            words = f"flip {self.config.draw} from the stock" if stock else "turn the waste over as the stock"
         zone = {SRC_NERTZ: "nertz", SRC_WASTE: "waste"}.get(row.src, "work")
         # the cards that move: a run's length, else one
         src: dict[str, Any] | None = {"zone": zone, "pile": row.src - SRC_WORK0 if zone == "work" else None,
@@ -182,7 +174,7 @@ class PlayGame:
             "action": a,
             "kind": KIND_NAMES[row.kind],
             "name": self.table.name(a),
-            "words": self.table.describe(a),
+            "words": words,
             "src": src,
             "dst": dst,
         }
@@ -214,34 +206,24 @@ class PlayGame:
         if self.done:
             raise MoveError("the game is over; start a new game to play again")
         ids = self.agent_ids
-        submitted = [0] * self.config.num_players
-        actions: dict[str, Any] = {}
-        for s, agent_id in enumerate(ids):
-            if s == self.seat:
-                a = WAIT if action is None else int(action)
-            else:
-                o = self.obs[agent_id]
-                a = int(self.bots[s].act(o["observation"], o["action_mask"]))
-            submitted[s] = a
-            actions[agent_id] = a
-        self.obs, rewards, _terms, _truncs, infos = self.env.step(actions)
-        moves = []
-        for s, agent_id in enumerate(ids):
-            info = infos[agent_id]
-            sub = submitted[s]
-            ok = 0 <= sub < self.table.n
-            moves.append(
-                SeatMove(
-                    seat=s,
-                    submitted=sub,
-                    applied=int(info["action"]),
-                    name=self.table.name(sub) if ok else str(sub),
-                    words=self.table.describe(sub) if ok else f"action {sub} (out of range)",
-                    illegal=bool(info["illegal"]),
-                    lost_race=bool(info["lost_race"]),
-                    reward=float(rewards[agent_id]),
-                )
+        mine = WAIT if action is None else int(action)
+        submitted = [mine if s == self.seat else int(self.bots[s].act(o["observation"], o["action_mask"]))
+                     for s, o in enumerate(self.obs[i] for i in ids)]
+        self.obs, rewards, _terms, _truncs, infos = self.env.step(dict(zip(ids, submitted, strict=True)))
+        n = self.table.n
+        moves = [
+            SeatMove(
+                seat=s,
+                submitted=sub,
+                applied=int(infos[i]["action"]),
+                name=self.table.name(sub) if 0 <= sub < n else str(sub),
+                words=self.table.describe(sub) if 0 <= sub < n else f"action {sub} (out of range)",
+                illegal=bool(infos[i]["illegal"]),
+                lost_race=bool(infos[i]["lost_race"]),
+                reward=float(rewards[i]),
             )
+            for s, (i, sub) in enumerate(zip(ids, submitted, strict=True))
+        ]
         result = TickResult(tick=self.env.tick, moves=moves)
         if end := round_end_name(infos[ids[0]]):
             result.round_end = end
@@ -253,9 +235,8 @@ class PlayGame:
             result.events.append(f"your move was not legal when the tick came: {me.words} (you waited)")
         if me.lost_race:
             result.events.append(f"lost race: another player reached the lake first ({me.words})")
-        for m in moves:
-            if m.seat != self.seat and m.lost_race:
-                result.events.append(f"{self.names[m.seat]} lost a race to the lake")
+        result.events += [f"{self.names[m.seat]} lost a race to the lake" for m in moves
+                          if m.lost_race and m is not me]
         if result.round_end is not None:
             result.events.append(f"round over ({result.round_end}): scores {result.scores}")
         self.last = result
@@ -273,27 +254,24 @@ class PlayGame:
         """Everything any player at the table can see, plus the person's legal moves (the page's side panel)."""
         snap = self.env.snapshot()
         so_far = round_so_far(snap)
-        seats = []
-        for s, pl in enumerate(snap["players"]):
-            lake_cards = sum(1 for f in snap["lake"] for _, owner in f if owner == s)
-            last = asdict(self.last.moves[s]) if self.last is not None else None
-            seats.append(
-                {
-                    "seat": s,
-                    "name": self.names[s],
-                    "you": s == self.seat,
-                    "nertz_left": len(pl["nertz"]),
-                    "nertz_top": pl["nertz"][-1] if pl["nertz"] else None,
-                    "stock": len(pl["stock"]),
-                    "waste": len(pl["waste"]),
-                    "waste_top": pl["waste"][-1] if pl["waste"] else None,
-                    "work": pl["work"],
-                    "lake_cards": lake_cards,
-                    "round_score": so_far[s],
-                    "match_score": pl["match_score"],
-                    "last": last,
-                }
-            )
+        seats = [
+            {
+                "seat": s,
+                "name": self.names[s],
+                "you": s == self.seat,
+                "nertz_left": len(pl["nertz"]),
+                "nertz_top": pl["nertz"][-1] if pl["nertz"] else None,
+                "stock": len(pl["stock"]),
+                "waste": len(pl["waste"]),
+                "waste_top": pl["waste"][-1] if pl["waste"] else None,
+                "work": pl["work"],
+                "lake_cards": sum(1 for f in snap["lake"] for _, owner in f if owner == s),
+                "round_score": so_far[s],
+                "match_score": pl["match_score"],
+                "last": asdict(self.last.moves[s]) if self.last is not None else None,
+            }
+            for s, pl in enumerate(snap["players"])
+        ]
         return {
             "tick": snap["tick"],
             "round": snap["round"],

@@ -28,7 +28,7 @@ class BoundedH11(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._await_head()
+        self.head_due = self.loop.call_later(self.timeout_keep_alive, self._head_late)
         if self.limit_concurrency is None or len(self.connections) < self.limit_concurrency:
             return  # uvicorn answers 503 to a head at the limit: the new connection must come in below it
         idle = [c for c in self.connections if isinstance(c, BoundedH11) and c is not self and c.waits_for_head()]
@@ -45,9 +45,6 @@ class BoundedH11(H11Protocol):
         """Whether this connection is open and waits for a request head."""
         return self.conn.their_state is h11.IDLE and not self.transport.is_closing()
 
-    def _await_head(self) -> None:
-        self.head_due = self.loop.call_later(self.timeout_keep_alive, self._head_late)
-
     def _head_late(self) -> None:
         if self.waits_for_head():
             self.transport.close()
@@ -55,7 +52,7 @@ class BoundedH11(H11Protocol):
     def on_response_complete(self) -> None:
         super().on_response_complete()
         self.head_due.cancel()
-        self._await_head()
+        self.head_due = self.loop.call_later(self.timeout_keep_alive, self._head_late)
 
 
 class BoundedWebSocket(WebSocketsSansIOProtocol):

@@ -38,8 +38,6 @@ MAX_MESSAGE = 4096
 #: messages waiting for one tab before it is dropped: its own answers wait for it to read and a state not sent
 #: yet is replaced, so only news of other tabs' moves piles up for a tab whose connection is stuck
 MAX_QUEUE = 100
-#: seconds between two new games at least (each makes a replay file)
-NEW_GAME_INTERVAL = 1.0
 
 
 def banners(game: PlayGame) -> dict[int, tuple[str, str]]:
@@ -75,7 +73,7 @@ class TableServer:
         step: bool = False,
         tick_ms: int = 1000,
         log: Callable[[str], None] | None = None,
-        new_game_interval: float = NEW_GAME_INTERVAL,
+        new_game_interval: float = 1.0,  # seconds between two new games at least (each makes a replay file)
     ) -> None:
         self.game = game
         self.step = step
@@ -122,11 +120,6 @@ class TableServer:
         self._svg = table_svg(g.env.snapshot(), seat_names=g.names, highlight={"seats": banners(g)},
                               interactive=True)
 
-    def _tick_and_render(self, action: int | None) -> Any:
-        result = self.game.tick(action)
-        self._render()
-        return result
-
     @property
     def player(self) -> WebSocket | None:
         """The tab that plays the seat: the oldest one open (the others watch)."""
@@ -155,7 +148,8 @@ class TableServer:
     async def _tick_locked(self, action: int | None) -> None:
         """Play one tick (the caller holds ``self.lock``) and tell every tab (queued: nothing waits for a tab)."""
         try:
-            result = await self._run(self._tick_and_render, action)
+            result = await self._run(self.game.tick, action)
+            await self._run(self._render)
         except Exception as e:  # a bot or the engine failed: the table stops, the server and the replay stay
             self._stop_table(e)
             return
@@ -310,7 +304,7 @@ class TableServer:
     async def handle(self, ws: WebSocket, text: str | None) -> None:
         """One message from a tab; anything refused (a :class:`MoveError`) gets an error message, never an
         exception."""
-        handlers = {"move": self._move, "wait": self._wait, "pause": self._pause, "new_game": self._new_game}
+        handlers = {"move": self._move, "wait": self._move, "pause": self._pause, "new_game": self._new_game}
         try:
             if text is None:
                 raise MoveError("malformed message: send JSON text, not binary data")
@@ -336,6 +330,7 @@ class TableServer:
             self.send(ws, {"type": "error", "message": str(e)})
 
     async def _move(self, ws: WebSocket, msg: dict[str, Any]) -> None:
+        """A move, or a wait (no move), for the next tick; step mode plays the tick at once."""
         g = self.game
         seat = msg.get("seat", g.seat)
         is_seat = isinstance(seat, int) and not isinstance(seat, bool)  # false and 0.0 are not seat 0
@@ -347,26 +342,19 @@ class TableServer:
             )
             raise MoveError(f"{who}; you play seat {g.seat}")
         async with self.lock:  # a move is checked against the table as it is between ticks
-            action = g.check_action(msg.get("action"))
+            if msg["type"] == "wait" and g.done:  # a move's check says so after its own
+                raise MoveError("the game is over; start a new game to play again")
+            action = g.check_action(msg.get("action")) if msg["type"] == "move" else None
             if self.step:
                 await self._tick_locked(action)
                 return
-            replaced = self.pending
-            self.pending = action
-        words = g.table.describe(action)
-        note = f" (instead of: {g.table.describe(replaced)})" if replaced is not None and replaced != action else ""
-        self.send(ws, {"type": "queued", "pending": self._pending_move(), "message": f"next tick: {words}{note}"})
-
-    async def _wait(self, ws: WebSocket, msg: dict[str, Any]) -> None:
-        async with self.lock:
-            if self.game.done:
-                raise MoveError("the game is over; start a new game to play again")
-            if self.step:
-                await self._tick_locked(None)
-                return
-            dropped, self.pending = self.pending, None
-        text = "you wait this tick" + (f" (dropped: {self.game.table.describe(dropped)})" if dropped is not None else "")
-        self.send(ws, {"type": "queued", "pending": None, "message": text})
+            old, self.pending = self.pending, action
+        if action is None:
+            text = "you wait this tick" + (f" (dropped: {g.table.describe(old)})" if old is not None else "")
+        else:
+            note = f" (instead of: {g.table.describe(old)})" if old is not None and old != action else ""
+            text = f"next tick: {g.table.describe(action)}{note}"
+        self.send(ws, {"type": "queued", "pending": self._pending_move(), "message": text})
 
     async def _pause(self, ws: WebSocket, msg: dict[str, Any]) -> None:
         if self.step:

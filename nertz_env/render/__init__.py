@@ -1,8 +1,7 @@
 """Rendering a table from its snapshot (so rendering never touches the engine or its generator).
 
-Every environment class renders through :func:`render_snapshot` and checks its modes with :func:`check_mode`.
-``"human"`` prints the ``"ansi"`` text. ``"rgb_array"`` needs the ``render`` extra (resvg-py and pillow), so
-without it the mode is left out of every env's ``metadata["render_modes"]`` and refused in one line.
+Every environment class renders through :func:`render_snapshot` and checks its modes with :func:`check_mode`;
+the modes, and where ``"rgb_array"`` is offered: docs/env/api.md.
 """
 
 from __future__ import annotations

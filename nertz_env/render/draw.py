@@ -135,12 +135,11 @@ def _text(s: str, x: float, y: float, size: float, colour: str, anchor: str = "s
     d: list[str] = []
     cx = x
     for ch in s:
-        lines = _STROKES.get(ch, _STROKES["?"])
         adv = _NARROW.get(ch, _ADVANCE)
-        shift = (adv - _ADVANCE) / 2 if ch in _NARROW else 0.0
-        for line in lines:
+        shift = (adv - _ADVANCE) / 2  # a narrow glyph keeps its place in the middle of its advance
+        for line in _STROKES.get(ch, _STROKES["?"]):
             pts = [f"{_num(cx + (px + shift) * k)},{_num(y + py * k)}" for px, py in line]
-            d.append("M" + " ".join(pts[:1]) + ("L" + " ".join(pts[1:]) if len(pts) > 1 else ""))
+            d.append("M" + pts[0] + "L" + " ".join(pts[1:]))  # every polyline has two points at least
         cx += adv * k
     if not d:
         return ""
@@ -187,15 +186,14 @@ def card_symbol(text: str) -> str:
     suit = tail if tail in ("C", "D", "H", "S") else "*"
     colour = INK if tail in ("b", "C", "S") else RED if tail in ("r", "D", "H") else JOKER_INK
     suit_colour = colour if suit != "*" else JOKER_INK
-    label = "10" if rank == "T" else rank
+    corner = "10" if rank == "T" else rank or "JK"  # a joker's corner: JK
     parts = [
         f'<g id="{card_id(text)}">',
         f'<rect x="0.5" y="0.5" width="{CW - 1}" height="{CH - 1}" rx="4" fill="{"#f6efff" if joker else "#fdfdf8"}" '
         f'stroke="{JOKER_INK if joker else "#8a8a80"}" stroke-width="1"/>',
+        _text(corner, 3, 3, 9, colour, weight=0.2),
+        _suit(suit, 3 + text_width(corner, 9) + 2.5, 2.5, 10, suit_colour),
     ]
-    corner = label or "JK"
-    parts.append(_text(corner, 3, 3, 9, colour, weight=0.2))
-    parts.append(_suit(suit, 3 + text_width(corner, 9) + 2.5, 2.5, 10, suit_colour))
     # the middle: a large suit (a star for a joker), or a large letter for a court card
     if rank in "JQK" and rank:
         parts.append(_text(rank, CW / 2, 22, 20, colour, anchor="middle", weight=0.12))
@@ -438,11 +436,9 @@ def draw_table(
         f'<rect x="{PAD / 2}" y="{lake_y}" width="{width - PAD}" height="{lake_h}" rx="8" fill="#1e4d33" '
         'stroke="#3f7a57" stroke-width="1"/>',
     ]
-    places = []
-    for f in range(max_f):
-        r, c = divmod(f, per_row)
-        places.append((PAD + c * slot_w, lake_y + 6 + r * slot_h))
-        lk.append(_slot(*places[f], "LAKE" if f == 0 else "", _attrs(interactive, "lake", None, f)))
+    places = [(PAD + f % per_row * slot_w, lake_y + 6 + f // per_row * slot_h) for f in range(max_f)]
+    lk += [_slot(x, y, "LAKE" if f == 0 else "", _attrs(interactive, "lake", None, f))
+           for f, (x, y) in enumerate(places)]
     body.append("".join(lk))
     lk = []
     for f, fnd in enumerate(lake):

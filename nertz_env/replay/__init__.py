@@ -20,7 +20,7 @@ from typing import Any
 
 from nertz_env._text import cut, short
 from nertz_env.config import make_config
-from nertz_env.environment import NertzParallelEnv
+from nertz_env.environment import NertzParallelEnv, _as_action
 from nertz_env.infos import ROUND_END_NAMES, round_end_name
 from nertz_env.snapshot import SnapshotError
 
@@ -63,6 +63,32 @@ def snapshot_hash(snap: dict[str, Any]) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:8]
 
 
+def _tick_record(env: NertzParallelEnv, snap: dict[str, Any], before: dict[str, Any], asked: Sequence[int],
+                rewards: dict[str, float], infos: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The tick line of ``env``'s last step (the table ``snap`` after it, ``before`` it, what each seat asked
+    for, the step's rewards and infos): the writer writes it, a replay compares it with the file's."""
+    names = env.possible_agents
+    table = env.actions
+    rec: dict[str, Any] = {"t": int(env.tick), "a": list(asked),
+                           "n": [table.name(a) if 0 <= a < table.n else "?" for a in asked]}
+    for key, flag in (("il", "illegal"), ("lr", "lost_race")):
+        if seats := [p for p, a in enumerate(names) if infos[a][flag]]:
+            rec[key] = seats
+    r = [float(rewards[a]) for a in names]
+    if any(r):
+        rec["r"] = r
+    end = round_end_name(infos[names[0]])
+    if end:
+        rec["end"] = end
+        rec["score"] = [int(infos[a]["score"]) for a in names]
+        rec["match"] = [int(infos[a]["match_score"]) for a in names]
+        if snap["round"] != before["round"]:
+            # a match that goes on: the step dealt the next round, so keep the table as this one ended
+            rec["end_table"] = round_end_table(before, asked)
+    rec["h"] = snapshot_hash(snap)
+    return rec
+
+
 class ReplayWriter:
     """Writes one game: the header at once, then :meth:`step` per step of the env; the closing line comes with
     the step that ends the game, or from :meth:`close`.
@@ -100,13 +126,10 @@ class ReplayWriter:
             raise ValueError(f"{self.path}: the replay writer is closed")
         data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
         try:
-            if self._gz:
-                self._file.write(data)
-            else:
-                view = memoryview(data)
-                while view:  # an unbuffered write may write part of it
-                    view = view[self._file.write(view) :]
-                self._good += len(data)
+            view = memoryview(data)
+            while view:  # an unbuffered write may write part of it (gzip's takes it all)
+                view = view[self._file.write(view) :]
+            self._good += len(data)
         except OSError:
             self.abandon()
             raise
@@ -128,45 +151,24 @@ class ReplayWriter:
              infos: dict[str, dict[str, Any]]) -> None:
         """One step of ``env``, from what each seat asked for (-1: None) and the step's rewards and infos; the
         closing line too when the step ended the game."""
-        names = env.possible_agents
-        table = env.actions
         snap = env.snapshot()
-        rec: dict[str, Any] = {"t": int(env.tick), "a": list(asked),
-                               "n": [table.name(a) if 0 <= a < table.n else "?" for a in asked]}
-        for key, flag in (("il", "illegal"), ("lr", "lost_race")):
-            if seats := [p for p, a in enumerate(names) if infos[a][flag]]:
-                rec[key] = seats
-        r = [float(rewards[a]) for a in names]
-        if any(r):
-            rec["r"] = r
-        end = round_end_name(infos[names[0]])
-        if end:
-            rec["end"] = end
-            rec["score"] = [int(infos[a]["score"]) for a in names]
-            rec["match"] = [int(infos[a]["match_score"]) for a in names]
-            if snap["round"] != self._last["round"]:
-                # a match that goes on: the step dealt the next round, so keep the table as this one ended
-                rec["end_table"] = round_end_table(self._last, asked)
-        rec["h"] = snapshot_hash(snap)
+        self._write(_tick_record(env, snap, self._last, asked, rewards, infos))
         self._last = snap
-        self._write(rec)
         self.ticks += 1
         if not env.agents:
             self.finish(snap)
 
     def finish(self, final_snapshot: dict[str, Any]) -> None:
         """Write the closing line of a game that ended and close the file."""
-        self._write({"final": final_snapshot, "ticks": self.ticks})
-        self._close_file()
+        self._end({"final": final_snapshot, "ticks": self.ticks})
 
     def close(self) -> None:
         """Close a game stopped before its end (the ``stopped`` line); after the game's end it does nothing."""
-        if self.closed:
-            return
-        self._write({"stopped": "before the game's end", "ticks": self.ticks})
-        self._close_file()
+        if not self.closed:
+            self._end({"stopped": "before the game's end", "ticks": self.ticks})
 
-    def _close_file(self) -> None:
+    def _end(self, closing_line: dict[str, Any]) -> None:
+        self._write(closing_line)
         try:
             self._file.close()  # a gzip file writes its last block and trailer here
             if self._file is not self._raw:
@@ -233,10 +235,11 @@ class RecordReplay:
             return self.env.step(actions)  # the env says what is wrong (no live agents, no reset)
         env = self.env
         live = set(env.agents)
-        obs, rewards, terms, truncs, infos = env.step(actions)  # raises on a value that is no action
-        asked = [int(-1 if actions[a] is None else actions[a]) if a in live and a in actions else 0
-                 for a in env.possible_agents]
-        self.writer.step(env, asked, rewards, infos)
+        # a value that is no integer raises here, before anything is written; an index out of range is an
+        # illegal action (a wait), recorded as asked
+        obs, rewards, terms, truncs, infos = env.step(actions)
+        asked = [_as_action(a, actions.get(a, 0)) if a in live else 0 for a in env.possible_agents]
+        self.writer.step(env, [-1 if x is None else x for x in asked], rewards, infos)
         if self.writer.closed:
             self.writer = None
         return obs, rewards, terms, truncs, infos
@@ -378,17 +381,13 @@ def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES)
     A line over :data:`MAX_LINE_BYTES`, a file over ``max_bytes`` (decompressed) or more ticks than the rules
     allow is refused when reached, so a hostile file fails within bounded memory and time."""
     path = os.fspath(path)
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block
-            raise ReplayError(f"{path}: not a regular file (a replay is a file, plain or gzip)")
-        f = open(path, "rb")  # noqa: SIM115
-    except OSError as e:
-        raise ReplayError(f"{path}: cannot read: {e.strerror or e}") from None
     rep: Replay | None = None
     schema: dict[str, tuple[Callable[[Any], bool], str]] = {}
     max_ticks = 0
-    with f, (gzip.open(f) if f.peek(2)[:2] == b"\x1f\x8b" else f) as stream:
-        try:
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block
+            raise ReplayError(f"{path}: not a regular file (a replay is a file, plain or gzip)")
+        with open(path, "rb") as f, (gzip.open(f) if f.peek(2)[:2] == b"\x1f\x8b" else f) as stream:
             for k, line in _lines(path, stream, max_bytes):
                 where = f"{path}:{k}"
                 try:
@@ -435,15 +434,15 @@ def load_replay(path: str | os.PathLike[str], max_bytes: int = MAX_REPLAY_BYTES)
                     if len(rep.ticks) >= max_ticks:
                         raise ReplayError(f"{where}: more ticks than these rules allow ({max_ticks})")
                     rep.ticks.lines.append(line)
-        except EOFError:  # a gzip stream that ends early, after its last line
-            if rep is None:
-                raise ReplayError(f"{path}: unreadable (the gzip stream ends early)") from None
-            if rep.final is None and not rep.stopped:
-                rep.cut_off = "the gzip stream ends early" + (f"; {rep.cut_off}" if rep.cut_off else "")
-        except (gzip.BadGzipFile, zlib.error) as e:
-            raise ReplayError(cut(f"{path}: unreadable (not a gzip stream: {e})")) from None
-        except OSError as e:
-            raise ReplayError(f"{path}: cannot read: {e.strerror or e}") from None
+    except EOFError:  # a gzip stream that ends early, after its last line
+        if rep is None:
+            raise ReplayError(f"{path}: unreadable (the gzip stream ends early)") from None
+        if rep.final is None and not rep.stopped:
+            rep.cut_off = "the gzip stream ends early" + (f"; {rep.cut_off}" if rep.cut_off else "")
+    except (gzip.BadGzipFile, zlib.error) as e:
+        raise ReplayError(cut(f"{path}: unreadable (not a gzip stream: {e})")) from None
+    except OSError as e:
+        raise ReplayError(f"{path}: cannot read: {e.strerror or e}") from None
     if rep is None:
         raise ReplayError(f"{path}: empty file")
     return rep
@@ -496,34 +495,25 @@ def replay_frames(src: Replay | str | os.PathLike[str]) -> Iterator[Frame]:
     yield Frame("deal", None, before)
     names = env.possible_agents
     for rec in rep.ticks:
+        t = short(rec["t"])
         if not env.agents:
-            raise ReplayMismatch(f"tick {short(rec['t'])}: the game had already ended")
+            raise ReplayMismatch(f"tick {t}: the game had already ended")
         _obs, rewards, _, _, infos = env.step({a: rec["a"][p] for p, a in enumerate(names)})
         snap = env.snapshot()
-        end = round_end_name(infos[names[0]]) or None
-        replayed = [
-            ("tick", rec["t"], env.tick),
-            ("illegal seats", rec.get("il", []), [p for p, a in enumerate(names) if infos[a]["illegal"]]),
-            ("lost-race seats", rec.get("lr", []), [p for p, a in enumerate(names) if infos[a]["lost_race"]]),
-            ("rewards", rec.get("r", [0.0] * len(names)), [rewards[a] for a in names]),
-            ("round end", rec.get("end"), end),
-            ("round scores", rec.get("score"), [infos[a]["score"] for a in names] if end else None),
-            ("table hash", rec.get("h"), snapshot_hash(snap)),
-        ]
-        for what, recorded, got in replayed:
-            if recorded != got:
-                raise ReplayMismatch(
-                    f"tick {short(rec['t'])}: {what} recorded {short(recorded)}, replayed {short(got)}")
+        replayed = _tick_record(env, snap, before, rec["a"], rewards, infos)
+        for key in ("t", "n", "il", "lr", "r", "end", "score", "match", "h"):  # end_table is optional
+            if rec.get(key) != replayed.get(key):
+                got = f"recorded {_got(rec, key)}, replayed {_got(replayed, key)}"
+                raise ReplayMismatch(f"tick {t}: {key!r} {got}")
+        if "end_table" in rec and "end_table" not in replayed:
+            raise ReplayMismatch(f"tick {t}: a round-end table on a tick that deals no new round")
+        if "end_table" in rec and rec["end_table"] != replayed["end_table"]:
+            raise ReplayMismatch(f"tick {t}: the round-end table differs from the replayed one")
         ends = _round_rewards(env, names, infos) if "end" in rec else None
-        if "end" in rec and snap["round"] != before["round"]:
-            end_table = round_end_table(before, rec["a"])
-            if "end_table" in rec and rec["end_table"] != end_table:
-                raise ReplayMismatch(f"tick {short(rec['t'])}: the round-end table differs from the replayed one")
-            yield Frame("round_end", rec, end_table, ends)
+        if "end_table" in replayed:
+            yield Frame("round_end", rec, replayed["end_table"], ends)
             yield Frame("next_deal", rec, snap)
         else:
-            if "end_table" in rec:
-                raise ReplayMismatch(f"tick {short(rec['t'])}: a round-end table on a tick that deals no new round")
             yield Frame("tick", rec, snap, ends)
         before = snap
     if rep.final is not None:
