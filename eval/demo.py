@@ -9,7 +9,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from nertz_env._text import plain
 from nertz_env.agents import LADDER
 from nertz_env.cli import EXIT_INTERRUPTED, Parser, at_least
 from nertz_env.eval.cli import LADDER_DEALS  # needs the eval extra: commands.run says so in one line
@@ -37,7 +36,7 @@ def _show_a_table(seed: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``nertz-demo``; returns the exit code."""
-    parser = Parser(prog="nertz-demo", description=plain(__doc__.split("\n\n")[0]))
+    parser = Parser(prog="nertz-demo", description=__doc__)
     parser.add_argument("--deals", type=at_least(1), default=40,
                         help="deals in the tournament, at least 1 (default 40); any number starts at once, and "
                         "Ctrl-C shows the deals finished")
