@@ -140,10 +140,7 @@ class Summary:
 
     def by_label(self, label: str) -> AgentSummary:
         """The summary of the agent with this label (``KeyError`` when none has it)."""
-        for a in self.agents:
-            if a.label == label:
-                return a
-        raise KeyError(label)
+        return {a.label: a for a in self.agents}[label]
 
     def difference(self, a: str, b: str) -> Estimate:
         """``a`` minus ``b`` at the tables where both sat; ``KeyError`` naming the problem if they never met."""
@@ -266,19 +263,11 @@ def summarize(results: Results) -> Summary:
             "scores": [x for key in keys for x in per_game_scores[key]],
         }
 
-    agents = []
-    for k in range(n):
-        keys = [key for key in sorted(counts) if key[0] == k]
-        agents.append(
-            AgentSummary(
-                **stats(k, keys),
-                spec=results.agents[k],
-                rating=ratings[k],
-                illegal=illegal[k],
-                tables=[li for _, li in keys],
-                play=results.play[k] if k < len(results.play) else "",
-            )
-        )
+    keys_of = [[key for key in sorted(counts) if key[0] == k] for k in range(n)]
+    agents = [AgentSummary(**stats(k, keys), spec=results.agents[k], rating=ratings[k], illegal=illegal[k],
+                           tables=[li for _, li in keys],
+                           play=results.play[k] if k < len(results.play) else "")
+              for k, keys in enumerate(keys_of)]
     at = {(k, li): TableAgent(**stats(k, [(k, li)] if (k, li) in counts else []))
           for li, lineup in enumerate(results.lineups) for k in dict.fromkeys(lineup)}
     tables = [TableSummary(lineup=li, seats=[results.labels[k] for k in lineup],
