@@ -122,9 +122,7 @@ def _check_flags(args: argparse.Namespace, seeds: list[int] | None) -> tuple[int
         raise UsageError(
             f"--deal-seeds gives the deals ({len(seeds)}), so --deals {args.deals} would be ignored; give one of them"
         )
-    deals = (
-        len(seeds) if seeds is not None else (args.deals if args.deals is not None else args.default_deals)
-    )
+    deals = len(seeds) if seeds is not None else (args.deals or args.default_deals)  # --deals is at least 1
     if args.workers is not None and args.address is not None:
         raise UsageError(
             f"--workers {args.workers} has no effect with --address: the deals run on every free CPU of the "
