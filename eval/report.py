@@ -71,19 +71,15 @@ def table(results: Results, summary: Summary) -> str:
         lines.append("policies play: " + "; ".join(play))
     several = len(summary.tables) > 1
     if several:
-        lines.append("tables (every table plays every deal):")
-        lines += [f"  {t.name}  {t.description}" for t in summary.tables]
-        lines.append("")
-        lines.append("per table (means ± 95% over deals, of the agent's seats at that table only):")
+        lines += ["tables (every table plays every deal):",
+                  *(f"  {t.name}  {t.description}" for t in summary.tables),
+                  "", "per table (means ± 95% over deals, of the agent's seats at that table only):"]
         header = ["table", "agent", "games", *(_HEADERS[m] for m in metrics)]
         rows = [[t.name, a.label, str(a.games), *_metric_cells(a.metrics, metrics)]
                 for t in summary.tables for a in t.agents]  # in seat order: a gauntlet candidate first
-        lines.append(_format_rows(header, rows, left=2))
-        lines.append("")
-        lines.append(
-            "per agent, over all the tables it sat at (agents at different tables are not comparable here;\n"
-            "compare them through the paired differences below):"
-        )
+        lines += [_format_rows(header, rows, left=2), "",
+                  "per agent, over all the tables it sat at (agents at different tables are not comparable "
+                  "here;\ncompare them through the paired differences below):"]
     header = ["agent", *(["tables"] if several else []), "games", *(_HEADERS[m] for m in metrics)]
     header.append("rating mu ± 2σ")
     by_score = sorted(summary.agents, key=lambda x: -x.metrics["score"].mean if x.metrics["score"].n else 0.0)
@@ -175,10 +171,9 @@ def plot_data(summary: Summary) -> dict[str, list[dict[str, Any]]]:
     several tables: the per-game mean round scores, their mean and 95% half-width over deals),
     and the rows of ``differences`` (per pair of :attr:`Summary.pairs`, ``"a - b"`` and its tables: the mean and
     95% half-width over deals) and ``ratings`` (per agent: mu as the mean, 2 sigma as the half-width)."""
-    if len(summary.tables) > 1:
-        series = [(f"{t.name} {ta.label}", ta) for t in summary.tables for ta in t.agents]
-    else:
-        series = [(a.label, a) for a in summary.agents]
+    several = len(summary.tables) > 1
+    series = ([(f"{t.name} {ta.label}", ta) for t in summary.tables for ta in t.agents] if several
+              else [(a.label, a) for a in summary.agents])
     scores = [{"label": label, "scores": list(x.scores), "mean": x.metrics["score"].mean,
                "ci95": x.metrics["score"].half_width} for label, x in series]
     differences = [{"label": f"{p.a} - {p.b} ({tables_text(p.tables)})", "mean": p.estimate.mean,
