@@ -189,11 +189,9 @@ def _pack(path: str) -> tuple[str, bytes]:
 def ship(specs: list[str], put: Callable[[bytes], Any]) -> dict[str, Shipped]:
     """Every path the specs name, packed and handed to ``put`` (``ray.put``) once."""
     shipped: dict[str, Shipped] = {}
-    for spec in specs:
-        for path in _spec_paths(spec):
-            if path not in shipped:
-                kind, data = _pack(path)
-                shipped[path] = Shipped(path, kind, hashlib.sha256(data).hexdigest()[:20], [put(data)])
+    for path in dict.fromkeys(path for spec in specs for path in _spec_paths(spec)):
+        kind, data = _pack(path)
+        shipped[path] = Shipped(path, kind, hashlib.sha256(data).hexdigest()[:20], [put(data)])
     return shipped
 
 
