@@ -24,11 +24,8 @@ def _show_a_table(seed: int) -> None:
     obs, _ = env.reset(seed=seed)
     lake_actions = [i for i in range(env.actions.n) if env.actions.name(i).startswith("lake:")]
     for _ in range(25):  # a few ticks of greedy play, so the lake is not empty
-        actions = {}
-        for agent in env.agents:
-            mask = obs[agent]["action_mask"]
-            lake = [a for a in lake_actions if mask[a]]
-            actions[agent] = lake[0] if lake else (1 if mask[1] else 0)
+        masks = {n: obs[n]["action_mask"] for n in env.agents}
+        actions = {n: next((a for a in lake_actions if m[a]), 1 if m[1] else 0) for n, m in masks.items()}
         obs, *_ = env.step(actions)
     print(env.render())
     env.close()
