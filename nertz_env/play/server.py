@@ -31,7 +31,7 @@ from starlette.websockets import WebSocket
 
 from nertz_env._text import short
 from nertz_env.play.game import MoveError, PlayGame
-from nertz_env.render.draw import table_svg
+from nertz_env.render.draw import banners_of, table_svg
 
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 MAX_MESSAGE = 4096
@@ -42,13 +42,10 @@ MAX_QUEUE = 100
 
 def banners(game: PlayGame) -> dict[int, tuple[str, str]]:
     """Banners for the seats' panels after the last tick: lost races and the person's illegal move."""
-    out: dict[int, tuple[str, str]] = {}
-    for m in game.last.moves if game.last is not None else []:
-        if m.seat == game.seat and m.illegal:
-            out[m.seat] = ("ILLEGAL MOVE: YOU WAITED", "error")
-        elif m.lost_race:
-            out[m.seat] = ("LOST RACE", "warn")
-    return out
+    moves = game.last.moves if game.last is not None else []
+    illegal = [game.seat] if moves and moves[game.seat].illegal else []
+    lost = [m.seat for m in moves if m.lost_race]
+    return banners_of(lost, illegal, ("LOST RACE", "ILLEGAL MOVE: YOU WAITED"))
 
 
 class _Tab:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,6 @@ SEAT_INK = ("#111111", "#111111", "#111111", "#111111", "#111111", "#111111", "#
 CW, CH = 40, 56  # a card
 GAP = 6  # between piles
 FAN = 15  # vertical step of a fanned work pile
-FAN_CARDS = 6  # the replay page's least room: a game's longest pile, at least this
 ENV_FAN = 9  # the default room (env.render() and table_svg/table_rgb): one size per config (longer piles squeeze)
 PAD = 8
 HEAD = 24  # a seat panel's header
@@ -372,6 +371,13 @@ def _banner(v: Any) -> tuple[str, str]:
     if kind not in KIND_COLOURS:
         raise ValueError(f"highlight kind must be one of {sorted(KIND_COLOURS)}, got {kind!r}")
     return str(text), str(kind)
+
+
+def banners_of(lost: Iterable[int], illegal: Iterable[int],
+               texts: tuple[str, str]) -> dict[int, tuple[str, str]]:
+    """A tick's ``highlight["seats"]``: ``texts[0]`` on the seats that lost a race, ``texts[1]`` over it on
+    those whose action was illegal."""
+    return {**dict.fromkeys(lost, (texts[0], "warn")), **dict.fromkeys(illegal, (texts[1], "error"))}
 
 
 def draw_table(
