@@ -136,11 +136,10 @@ class TableServer:
             due += period
             if due < loop.time():  # a slow tick (a searching bot): start counting again from now
                 due = loop.time() + period
-            if self.clock_running:
-                async with self.lock:
-                    if self.clock_running:
-                        action, self.pending = self.pending, None
-                        await self._tick_locked(action)
+            async with self.lock:  # a tick never runs inside a move's check or a new deal
+                if self.clock_running:
+                    action, self.pending = self.pending, None
+                    await self._tick_locked(action)
 
     async def _tick_locked(self, action: int | None) -> None:
         """Play one tick (the caller holds ``self.lock``) and tell every tab (queued: nothing waits for a tab)."""
@@ -216,15 +215,14 @@ class TableServer:
         """Send ``tab``'s messages in order until it is gone. A peer that stops reading stalls only this loop:
         uvicorn's ping finds it and aborts its connection (:mod:`nertz_env.play.limits`)."""
         try:
-            while not tab.gone:
-                if not tab.queue:
-                    tab.sent.set()
-                    tab.wake.clear()
-                    await tab.wake.wait()
-                    continue
-                await tab.ws.send_text(json.dumps(tab.queue.popleft()))
-        except Exception:  # the connection is gone; the tab's receive loop hears of it too
-            pass
+            with contextlib.suppress(Exception):  # the connection is gone; the tab's receive loop hears of it too
+                while not tab.gone:
+                    if not tab.queue:
+                        tab.sent.set()
+                        tab.wake.clear()
+                        await tab.wake.wait()
+                        continue
+                    await tab.ws.send_text(json.dumps(tab.queue.popleft()))
         finally:
             self._forget(tab)
 
