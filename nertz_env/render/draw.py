@@ -357,9 +357,9 @@ def _seat_panel(
         bx, by = x0 + (panel_w - bw) / 2, y0 + panel_h - 22
         out.append(
             f'<rect x="{_num(bx)}" y="{_num(by)}" width="{_num(bw)}" height="16" rx="8" fill="#000" fill-opacity="0.78" '
-            f'stroke="{KIND_COLOURS.get(kind, KIND_COLOURS["info"])}" stroke-width="1.5"/>'
+            f'stroke="{KIND_COLOURS[kind]}" stroke-width="1.5"/>'
         )
-        out.append(_text(text, x0 + panel_w / 2, by + 4, 8, KIND_COLOURS.get(kind, "#ffffff"), anchor="middle"))
+        out.append(_text(text, x0 + panel_w / 2, by + 4, 8, KIND_COLOURS[kind], anchor="middle"))
     out.append("</g>")
     return "".join(static), "".join(out)
 
