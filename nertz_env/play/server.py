@@ -123,10 +123,6 @@ class TableServer:
         return next(iter(self.tabs), None)
 
     # ------------------------------------------------------------------ ticks
-    @property
-    def clock_running(self) -> bool:
-        return not (self.step or self.paused or self.game.done or self.failure) and self.player is not None
-
     async def _clock_loop(self) -> None:
         loop = asyncio.get_running_loop()
         period = self.tick_ms / 1000.0
@@ -137,7 +133,7 @@ class TableServer:
             if due < loop.time():  # a slow tick (a searching bot): start counting again from now
                 due = loop.time() + period
             async with self.lock:  # a tick never runs inside a move's check or a new deal
-                if self.clock_running:
+                if not (self.paused or self.game.done or self.failure) and self.player is not None:
                     action, self.pending = self.pending, None
                     await self._tick_locked(action)
 
