@@ -269,9 +269,7 @@ def _slot(x: float, y: float, label: str, attrs: str) -> str:
         f'<rect x="{_num(x + 0.5)}" y="{_num(y + 0.5)}" width="{CW - 1}" height="{CH - 1}" rx="4" '
         f'fill="#fff" fill-opacity="0.06" stroke="#9fc7ad" stroke-width="1" stroke-dasharray="3 3"{attrs}/>'
     )
-    if label:
-        out += _text(label, x + CW / 2, y + CH / 2 - 2.5, 5, "#9fc7ad", anchor="middle", weight=0.18)
-    return out
+    return out + _text(label, x + CW / 2, y + CH / 2 - 2.5, 5, "#9fc7ad", anchor="middle", weight=0.18)
 
 
 def _use(card: str, x: float, y: float, attrs: str = "") -> str:
@@ -333,8 +331,7 @@ def _seat_panel(
         extra.append(f"REDEALS USED {redeals}" + (f" OF {limit}" if limit is not None else ""))
     if false_calls:
         extra.append(f"FALSE CALLS {false_calls}")
-    if extra:
-        out.append(_text("  ".join(extra), x0 + PAD, label_y + 24, 5, "#cfe3d5", weight=0.18))
+    out.append(_text("  ".join(extra), x0 + PAD, label_y + 24, 5, "#cfe3d5", weight=0.18))  # "" for none
     # work piles, fanned downward
     wx = x + 8  # the work piles, right of the waste
     for j, pile in enumerate(pl["work"]):
