@@ -106,7 +106,6 @@ _GLYPHS: dict[str, str] = {
 _NARROW = {":": 3.0, ".": 3.0, ",": 3.0, "!": 3.0, "'": 3.0, " ": 3.5, "1": 4.5, "I": 4.5, "(": 4.0, ")": 4.0}
 _ADVANCE = 5.0
 
-
 _STROKES = {  # each glyph's polylines as lists of (x, y)
     ch: [[tuple(map(float, pt.split(","))) for pt in line.split()] for line in spec.split("|") if line]
     for ch, spec in _GLYPHS.items()
