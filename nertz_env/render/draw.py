@@ -232,15 +232,15 @@ class TableDrawing:
         return self.head + self.defs() + "".join(self.body) + "</svg>"
 
 
-def _layout(cfg: Mapping[str, Any], fan: int) -> tuple[int, int, int, int, int]:
-    """(columns, panel width, panel height, fan area height, work piles) of a config whose work piles have room
-    for ``fan`` cards at the full step."""
+def _layout(cfg: Mapping[str, Any], fan: int) -> tuple[int, int, int, int]:
+    """(columns, panel width, panel height, fan area height) of a config whose work piles have room for ``fan``
+    cards at the full step."""
     n, w = int(cfg["num_players"]), int(cfg["work_piles"])
     cols = {2: 2, 3: 3, 4: 2, 5: 3, 6: 3, 7: 4, 8: 4}.get(n, 4)
     panel_w = PAD + 3 * (CW + GAP) + 8 + w * (CW + GAP) - GAP + PAD
     fan_h = CH + FAN * (fan - 1)
     panel_h = HEAD + max(fan_h, CH + 44) + PAD
-    return cols, panel_w, panel_h, fan_h, w
+    return cols, panel_w, panel_h, fan_h
 
 
 def longest_pile(snap: Mapping[str, Any]) -> int:
@@ -289,7 +289,7 @@ def _seat_panel(
     fan: int,
 ) -> tuple[str, str]:
     """Seat ``p``'s panel as two strings: what stays the same all game (frame, name, labels) and the rest."""
-    _cols, panel_w, panel_h, fan_h, _w = _layout(cfg, fan)
+    _cols, panel_w, panel_h, fan_h = _layout(cfg, fan)
     colour = SEAT_COLOURS[p % len(SEAT_COLOURS)]
     ink = SEAT_INK[p % len(SEAT_INK)]
     static = [
@@ -398,7 +398,7 @@ def draw_table(
     banners = {int(p): _banner(v) for p, v in dict(hl.get("seats") or {}).items()}
     select = hl.get("select")
     fan = ENV_FAN if fan is None else max(1, int(fan))
-    cols, panel_w, panel_h, _fan_h, _w = _layout(cfg, fan)
+    cols, panel_w, panel_h, _fan_h = _layout(cfg, fan)
     rows = math.ceil(n / cols)
     width = cols * panel_w + (cols + 1) * PAD
     # the lake: every foundation there can be (4 per deck plus its jokers), in rows
