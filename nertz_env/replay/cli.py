@@ -52,12 +52,10 @@ CHART_W = 340  # the chart's width in SVG units: the side column's width in pixe
 CHART_FONT = 12  # px at that width
 
 
-def _chart(
-    series: list[list[int]], names: list[str], marks: list[tuple[int, str]], last: str, width: int = CHART_W
-) -> str:
+def _chart(series: list[list[int]], names: list[str], marks: list[tuple[int, str]], last: str) -> str:
     """Running scores over frames as an SVG line chart (a ``#cursor`` line marks the shown frame)."""
     n_t = len(series)
-    h, left, right, top, bottom = 160, 40, 8, 8, 26
+    width, h, left, right, top, bottom = CHART_W, 160, 40, 8, 8, 26
     lo = min(min(s) for s in series)
     hi = max(lo + 1, *(max(s) for s in series))  # the scores are integers: a span of at least 1
     span_x = max(1, n_t - 1)
