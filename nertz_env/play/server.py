@@ -31,7 +31,7 @@ from starlette.websockets import WebSocket
 
 from nertz_env._text import short
 from nertz_env.play.game import MoveError, PlayGame
-from nertz_env.render.draw import table_svg
+from nertz_env.render.draw import banners_of, table_svg
 
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 MAX_MESSAGE = 4096
@@ -42,13 +42,10 @@ MAX_QUEUE = 100
 
 def banners(game: PlayGame) -> dict[int, tuple[str, str]]:
     """Banners for the seats' panels after the last tick: lost races and the person's illegal move."""
-    out: dict[int, tuple[str, str]] = {}
-    for m in game.last.moves if game.last is not None else []:
-        if m.seat == game.seat and m.illegal:
-            out[m.seat] = ("ILLEGAL MOVE: YOU WAITED", "error")
-        elif m.lost_race:
-            out[m.seat] = ("LOST RACE", "warn")
-    return out
+    moves = game.last.moves if game.last is not None else []
+    illegal = [game.seat] if moves and moves[game.seat].illegal else []
+    lost = [m.seat for m in moves if m.lost_race]
+    return banners_of(lost, illegal, ("LOST RACE", "ILLEGAL MOVE: YOU WAITED"))
 
 
 class _Tab:
@@ -126,10 +123,6 @@ class TableServer:
         return next(iter(self.tabs), None)
 
     # ------------------------------------------------------------------ ticks
-    @property
-    def clock_running(self) -> bool:
-        return not (self.step or self.paused or self.game.done or self.failure) and self.player is not None
-
     async def _clock_loop(self) -> None:
         loop = asyncio.get_running_loop()
         period = self.tick_ms / 1000.0
@@ -139,11 +132,10 @@ class TableServer:
             due += period
             if due < loop.time():  # a slow tick (a searching bot): start counting again from now
                 due = loop.time() + period
-            if self.clock_running:
-                async with self.lock:
-                    if self.clock_running:
-                        action, self.pending = self.pending, None
-                        await self._tick_locked(action)
+            async with self.lock:  # a tick never runs inside a move's check or a new deal
+                if not (self.paused or self.game.done or self.failure) and self.player is not None:
+                    action, self.pending = self.pending, None
+                    await self._tick_locked(action)
 
     async def _tick_locked(self, action: int | None) -> None:
         """Play one tick (the caller holds ``self.lock``) and tell every tab (queued: nothing waits for a tab)."""
@@ -219,15 +211,14 @@ class TableServer:
         """Send ``tab``'s messages in order until it is gone. A peer that stops reading stalls only this loop:
         uvicorn's ping finds it and aborts its connection (:mod:`nertz_env.play.limits`)."""
         try:
-            while not tab.gone:
-                if not tab.queue:
-                    tab.sent.set()
-                    tab.wake.clear()
-                    await tab.wake.wait()
-                    continue
-                await tab.ws.send_text(json.dumps(tab.queue.popleft()))
-        except Exception:  # the connection is gone; the tab's receive loop hears of it too
-            pass
+            with contextlib.suppress(Exception):  # the connection is gone; the tab's receive loop hears of it too
+                while not tab.gone:
+                    if not tab.queue:
+                        tab.sent.set()
+                        tab.wake.clear()
+                        await tab.wake.wait()
+                        continue
+                    await tab.ws.send_text(json.dumps(tab.queue.popleft()))
         finally:
             self._forget(tab)
 

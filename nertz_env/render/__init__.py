@@ -21,9 +21,9 @@ def render_text(snap: dict[str, Any]) -> str:
     cfg = snap["config"]
     lines = [
         f"Nertz  round {snap['round'] + 1}  tick {snap['tick']}  "
-        f"(no progress for {snap['since_progress']} ticks, stalls {snap['stalls']})  {snap['done']}"
+        f"(no progress for {snap['since_progress']} ticks, stalls {snap['stalls']})  {snap['done']}",
+        "Lake: " + (" ".join(f"{f[-1][0]}({len(f)})" for f in snap["lake"]) or "(empty)"),
     ]
-    lines.append("Lake: " + (" ".join(f"{f[-1][0]}({len(f)})" for f in snap["lake"]) or "(empty)"))
     for p, pl in enumerate(snap["players"]):
         nertz = pl["nertz"]
         top = nertz[-1] if nertz else "--"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,6 @@ SEAT_INK = ("#111111", "#111111", "#111111", "#111111", "#111111", "#111111", "#
 CW, CH = 40, 56  # a card
 GAP = 6  # between piles
 FAN = 15  # vertical step of a fanned work pile
-FAN_CARDS = 6  # the replay page's least room: a game's longest pile, at least this
 ENV_FAN = 9  # the default room (env.render() and table_svg/table_rgb): one size per config (longer piles squeeze)
 PAD = 8
 HEAD = 24  # a seat panel's header
@@ -106,7 +105,6 @@ _GLYPHS: dict[str, str] = {
 }
 _NARROW = {":": 3.0, ".": 3.0, ",": 3.0, "!": 3.0, "'": 3.0, " ": 3.5, "1": 4.5, "I": 4.5, "(": 4.0, ")": 4.0}
 _ADVANCE = 5.0
-
 
 _STROKES = {  # each glyph's polylines as lists of (x, y)
     ch: [[tuple(map(float, pt.split(","))) for pt in line.split()] for line in spec.split("|") if line]
@@ -234,15 +232,15 @@ class TableDrawing:
         return self.head + self.defs() + "".join(self.body) + "</svg>"
 
 
-def _layout(cfg: Mapping[str, Any], fan: int) -> tuple[int, int, int, int, int]:
-    """(columns, panel width, panel height, fan area height, work piles) of a config whose work piles have room
-    for ``fan`` cards at the full step."""
+def _layout(cfg: Mapping[str, Any], fan: int) -> tuple[int, int, int, int]:
+    """(columns, panel width, panel height, fan area height) of a config whose work piles have room for ``fan``
+    cards at the full step."""
     n, w = int(cfg["num_players"]), int(cfg["work_piles"])
     cols = {2: 2, 3: 3, 4: 2, 5: 3, 6: 3, 7: 4, 8: 4}.get(n, 4)
     panel_w = PAD + 3 * (CW + GAP) + 8 + w * (CW + GAP) - GAP + PAD
     fan_h = CH + FAN * (fan - 1)
     panel_h = HEAD + max(fan_h, CH + 44) + PAD
-    return cols, panel_w, panel_h, fan_h, w
+    return cols, panel_w, panel_h, fan_h
 
 
 def longest_pile(snap: Mapping[str, Any]) -> int:
@@ -270,9 +268,7 @@ def _slot(x: float, y: float, label: str, attrs: str) -> str:
         f'<rect x="{_num(x + 0.5)}" y="{_num(y + 0.5)}" width="{CW - 1}" height="{CH - 1}" rx="4" '
         f'fill="#fff" fill-opacity="0.06" stroke="#9fc7ad" stroke-width="1" stroke-dasharray="3 3"{attrs}/>'
     )
-    if label:
-        out += _text(label, x + CW / 2, y + CH / 2 - 2.5, 5, "#9fc7ad", anchor="middle", weight=0.18)
-    return out
+    return out + _text(label, x + CW / 2, y + CH / 2 - 2.5, 5, "#9fc7ad", anchor="middle", weight=0.18)
 
 
 def _use(card: str, x: float, y: float, attrs: str = "") -> str:
@@ -293,7 +289,7 @@ def _seat_panel(
     fan: int,
 ) -> tuple[str, str]:
     """Seat ``p``'s panel as two strings: what stays the same all game (frame, name, labels) and the rest."""
-    _cols, panel_w, panel_h, fan_h, _w = _layout(cfg, fan)
+    _cols, panel_w, panel_h, fan_h = _layout(cfg, fan)
     colour = SEAT_COLOURS[p % len(SEAT_COLOURS)]
     ink = SEAT_INK[p % len(SEAT_INK)]
     static = [
@@ -334,8 +330,7 @@ def _seat_panel(
         extra.append(f"REDEALS USED {redeals}" + (f" OF {limit}" if limit is not None else ""))
     if false_calls:
         extra.append(f"FALSE CALLS {false_calls}")
-    if extra:
-        out.append(_text("  ".join(extra), x0 + PAD, label_y + 24, 5, "#cfe3d5", weight=0.18))
+    out.append(_text("  ".join(extra), x0 + PAD, label_y + 24, 5, "#cfe3d5", weight=0.18))  # "" for none
     # work piles, fanned downward
     wx = x + 8  # the work piles, right of the waste
     for j, pile in enumerate(pl["work"]):
@@ -358,9 +353,9 @@ def _seat_panel(
         bx, by = x0 + (panel_w - bw) / 2, y0 + panel_h - 22
         out.append(
             f'<rect x="{_num(bx)}" y="{_num(by)}" width="{_num(bw)}" height="16" rx="8" fill="#000" fill-opacity="0.78" '
-            f'stroke="{KIND_COLOURS.get(kind, KIND_COLOURS["info"])}" stroke-width="1.5"/>'
+            f'stroke="{KIND_COLOURS[kind]}" stroke-width="1.5"/>'
         )
-        out.append(_text(text, x0 + panel_w / 2, by + 4, 8, KIND_COLOURS.get(kind, "#ffffff"), anchor="middle"))
+        out.append(_text(text, x0 + panel_w / 2, by + 4, 8, KIND_COLOURS[kind], anchor="middle"))
     out.append("</g>")
     return "".join(static), "".join(out)
 
@@ -372,6 +367,13 @@ def _banner(v: Any) -> tuple[str, str]:
     if kind not in KIND_COLOURS:
         raise ValueError(f"highlight kind must be one of {sorted(KIND_COLOURS)}, got {kind!r}")
     return str(text), str(kind)
+
+
+def banners_of(lost: Iterable[int], illegal: Iterable[int],
+               texts: tuple[str, str]) -> dict[int, tuple[str, str]]:
+    """A tick's ``highlight["seats"]``: ``texts[0]`` on the seats that lost a race, ``texts[1]`` over it on
+    those whose action was illegal."""
+    return {**dict.fromkeys(lost, (texts[0], "warn")), **dict.fromkeys(illegal, (texts[1], "error"))}
 
 
 def draw_table(
@@ -396,7 +398,7 @@ def draw_table(
     banners = {int(p): _banner(v) for p, v in dict(hl.get("seats") or {}).items()}
     select = hl.get("select")
     fan = ENV_FAN if fan is None else max(1, int(fan))
-    cols, panel_w, panel_h, _fan_h, _w = _layout(cfg, fan)
+    cols, panel_w, panel_h, _fan_h = _layout(cfg, fan)
     rows = math.ceil(n / cols)
     width = cols * panel_w + (cols + 1) * PAD
     # the lake: every foundation there can be (4 per deck plus its jokers), in rows

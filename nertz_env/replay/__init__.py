@@ -77,8 +77,7 @@ def _tick_record(env: NertzParallelEnv, snap: dict[str, Any], before: dict[str, 
     r = [float(rewards[a]) for a in names]
     if any(r):
         rec["r"] = r
-    end = round_end_name(infos[names[0]])
-    if end:
+    if end := round_end_name(infos[names[0]]):
         rec["end"] = end
         rec["score"] = [int(infos[a]["score"]) for a in names]
         rec["match"] = [int(infos[a]["match_score"]) for a in names]

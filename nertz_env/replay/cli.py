@@ -25,20 +25,13 @@ from nertz_env.actions import action_table
 from nertz_env.cli import Parser, UsageError, at_least, refuse
 from nertz_env.config import make_config
 from nertz_env.extras import install_command
-from nertz_env.render.draw import FAN_CARDS, SEAT_COLOURS, TableDrawing, draw_table, longest_pile, svg_to_rgb
+from nertz_env.render.draw import SEAT_COLOURS, TableDrawing, banners_of, draw_table, longest_pile, svg_to_rgb
 from nertz_env.replay import Frame, Replay, ReplayError, ReplayMismatch, load_replay, replay_frames
 from nertz_env.snapshot import round_so_far
 
 DEFAULT_FPS = 4.0
 DEFAULT_SCALE = 1.0
-
-
-def _highlight(rec: dict[str, Any] | None) -> dict[str, Any]:
-    """A tick's banners: lost races, and illegal actions over them."""
-    rec = rec or {}
-    seats = dict.fromkeys(rec.get("lr", []), ("lost race", "warn"))
-    seats.update(dict.fromkeys(rec.get("il", []), ("illegal action", "error")))
-    return {"seats": seats}
+FAN_CARDS = 6  # the page's least room: a game's longest pile, at least this
 
 
 def build_frames(rep: Replay) -> tuple[list[Frame], int]:
@@ -49,22 +42,20 @@ def build_frames(rep: Replay) -> tuple[list[Frame], int]:
 
 def _drawings(rep: Replay) -> tuple[list[Frame], list[TableDrawing]]:
     frames, fan = build_frames(rep)
-    return frames, [
-        draw_table(f.snapshot, seat_names=rep.agents, highlight=_highlight(f.rec if f.kind != "next_deal" else None), fan=fan)
-        for f in frames
-    ]
+    recs = [f.rec if f.rec is not None and f.kind != "next_deal" else {} for f in frames]  # a deal has no banners
+    seats = [banners_of(r.get("lr", []), r.get("il", []), ("lost race", "illegal action")) for r in recs]
+    return frames, [draw_table(f.snapshot, seat_names=rep.agents, highlight={"seats": s}, fan=fan)
+                    for f, s in zip(frames, seats, strict=True)]
 
 
 CHART_W = 340  # the chart's width in SVG units: the side column's width in pixels
 CHART_FONT = 12  # px at that width
 
 
-def _chart(
-    series: list[list[int]], names: list[str], marks: list[tuple[int, str]], last: str, width: int = CHART_W
-) -> str:
+def _chart(series: list[list[int]], names: list[str], marks: list[tuple[int, str]], last: str) -> str:
     """Running scores over frames as an SVG line chart (a ``#cursor`` line marks the shown frame)."""
     n_t = len(series)
-    h, left, right, top, bottom = 160, 40, 8, 8, 26
+    width, h, left, right, top, bottom = CHART_W, 160, 40, 8, 8, 26
     lo = min(min(s) for s in series)
     hi = max(lo + 1, *(max(s) for s in series))  # the scores are integers: a span of at least 1
     span_x = max(1, n_t - 1)
