@@ -95,9 +95,7 @@ S_NCOUNT = 1  # cards in the Nertz pile
 S_WTOP = 2  # the waste top (-1 empty, UNKNOWN when a predicted flip turned up an unseen card)
 S_WCOUNT, S_SCOUNT = 3, 4  # cards in the waste, in the stock
 S_NPLAYED, S_LPLAYED = 5, 6  # Nertz cards, own lake cards the seat's predicted moves played (apply_view)
-S_WPLAYED = 7  # waste cards the predicted moves played (to the lake or a work pile)
-S_RECYCLE = 8  # 1 if a flip on an empty stock may turn the waste over (redeals left)
-S_WLEN = 9  # + j: cards in work pile j (MAX_W slots, the unused ones stay 0)
+S_WLEN = 7  # + j: cards in work pile j (MAX_W slots, the unused ones stay 0)
 S_WORK = S_WLEN + MAX_W  # + 13 j + k: work pile j, highest rank to exposed card; -1 beyond its length
 S_LAKE = S_WORK + MAX_W * 13  # + c: foundations whose top is the real card c (0 .. 51)
 S_STOCK = S_LAKE + 52  # + k: the stock (S_SCOUNT cards; the last is the next flipped), UNKNOWN if unseen
@@ -144,7 +142,6 @@ def read_state(obs, params, s):
     s[S_WCOUNT] = np.int64(obs[off[O_WCOUNT]] * d + 0.5)
     s[S_SCOUNT] = np.int64(obs[off[O_SCOUNT]] * d + 0.5)
     left = obs[off[O_STATUS] + 4]  # redeals left, as a fraction of the limit (1.0 when unlimited)
-    s[S_RECYCLE] = 1 if left > 0.0 else 0
     most = params[C_MAXREDEALS]
     s[S_REDEALS] = most - np.int64(left * most + 0.5) if most > 0 else 0
     for k in range(s[S_SCOUNT]):
@@ -448,7 +445,7 @@ def view_lake(table, t, s):
 @_kernel
 def store_seat(table, t, p, s):
     """Read seat ``p`` of table ``t`` back into the view ``s`` (the inverse of :func:`load_seat`; the played
-    counters ``S_NPLAYED``, ``S_LPLAYED``, ``S_WPLAYED`` are left as they are)."""
+    counters ``S_NPLAYED``, ``S_LPLAYED`` are left as they are)."""
     view_piles(table, t, p, s)
     for j in range(table.cfg[C_W]):
         for k in range(table.work_len[t, p, j], 13):
@@ -461,8 +458,6 @@ def store_seat(table, t, p, s):
     for k in range(table.waste_len[t, p]):
         s[S_WASTE + k] = table.waste[t, p, k]
     s[S_REDEALS] = table.redeals[t, p]
-    most = table.cfg[C_MAXREDEALS]
-    s[S_RECYCLE] = 1 if most < 0 or table.redeals[t, p] < most else 0
 
 
 @_inner
@@ -506,15 +501,13 @@ def apply_view(s, a, table, t, p):
     """Apply the seat's legal action ``a`` to the view ``s`` with the engine's rules: ``s`` is loaded into seat
     ``p`` of table ``t``, moved there, and read back, with the played counters updated. A shuffled redeal
     (recycle="shuffle") leaves the new stock's order unknown. Returns ``apply_action``'s R_* bits."""
-    ncount, wcount, scount = s[S_NCOUNT], s[S_WCOUNT], s[S_SCOUNT]
+    ncount, scount = s[S_NCOUNT], s[S_SCOUNT]
     load_seat(s, table, t, p)
     result = _move(table, t, p, a)
     store_seat(table, t, p, s)
     s[S_NPLAYED] += ncount - s[S_NCOUNT]
     s[S_LPLAYED] += table.lake_played[t, p]
-    if a != 1:  # a flip only moves cards between the stock and the waste
-        s[S_WPLAYED] += wcount - s[S_WCOUNT]
-    elif scount == 0 and table.cfg[C_SHUFFLE]:
+    if a == 1 and scount == 0 and table.cfg[C_SHUFFLE]:  # a flip that turned the waste over
         for k in range(s[S_SCOUNT]):
             s[S_STOCK + k] = UNKNOWN
     return result
