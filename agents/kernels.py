@@ -132,8 +132,7 @@ def table_params(config: NertzConfig) -> tuple[np.ndarray, np.ndarray]:
 @_kernel
 def read_state(obs, params, s):
     """Fill state ``s`` from one observation vector of the seat."""
-    for k in range(s.shape[0]):
-        s[k] = 0
+    s[:] = 0
     w, np_, ns, d = params[C_W], params[C_P], params[C_NS], params[C_D]
     off = params[P_OFF:P_ACT]
     s[S_NTOP] = read_card(obs, off[O_NTOP])
@@ -144,19 +143,14 @@ def read_state(obs, params, s):
     left = obs[off[O_STATUS] + 4]  # redeals left, as a fraction of the limit (1.0 when unlimited)
     most = params[C_MAXREDEALS]
     s[S_REDEALS] = most - np.int64(left * most + 0.5) if most > 0 else 0
-    for k in range(s[S_SCOUNT]):
-        s[S_STOCK + k] = UNKNOWN
-    for k in range(s[S_WCOUNT]):
-        s[S_WASTE + k] = UNKNOWN
+    s[S_STOCK : S_STOCK + s[S_SCOUNT]] = UNKNOWN
+    s[S_WASTE : S_WASTE + s[S_WCOUNT]] = UNKNOWN
     if s[S_WCOUNT] > 0:
         s[S_WASTE + s[S_WCOUNT] - 1] = s[S_WTOP]
-    for k in range(s[S_NCOUNT]):
-        s[S_NERTZ + k] = UNKNOWN
+    s[S_NERTZ : S_NERTZ + s[S_NCOUNT]] = UNKNOWN
     if s[S_NCOUNT] > 0:
         s[S_NERTZ + s[S_NCOUNT] - 1] = s[S_NTOP]
-    for j in range(MAX_W):
-        for k in range(13):
-            s[S_WORK + 13 * j + k] = -1
+    s[S_WORK:S_LAKE] = -1
     for j in range(w):
         n = np.int64(obs[off[O_WCNT] + j] * 13 + 0.5)
         base = off[O_WORK] + 52 * j
@@ -448,8 +442,7 @@ def store_seat(table, t, p, s):
     counters ``S_NPLAYED``, ``S_LPLAYED`` are left as they are)."""
     view_piles(table, t, p, s)
     for j in range(table.cfg[C_W]):
-        for k in range(table.work_len[t, p, j], 13):
-            s[S_WORK + 13 * j + k] = -1
+        s[S_WORK + 13 * j + table.work_len[t, p, j] : S_WORK + 13 * j + 13] = -1
     view_lake(table, t, s)
     for k in range(table.nertz_len[t, p]):
         s[S_NERTZ + k] = table.nertz[t, p, k]
@@ -508,8 +501,7 @@ def apply_view(s, a, table, t, p):
     s[S_NPLAYED] += ncount - s[S_NCOUNT]
     s[S_LPLAYED] += table.lake_played[t, p]
     if a == 1 and scount == 0 and table.cfg[C_SHUFFLE]:  # a flip that turned the waste over
-        for k in range(s[S_SCOUNT]):
-            s[S_STOCK + k] = UNKNOWN
+        s[S_STOCK : S_STOCK + s[S_SCOUNT]] = UNKNOWN
     return result
 
 
@@ -575,8 +567,7 @@ def write_memory(s, seen, lake_jokers, params, out, base):
     place (the deck's less ``lake_jokers``, its own in the lake, and those it sees or knows)."""
     d, w, draw = params[C_D], params[C_W], params[C_DRAW]
     most = d - params[C_NS] - w  # the cards stock and waste hold at most
-    for k in range(4 * d):
-        out[base + k] = 0.0
+    out[base : base + 4 * d] = 0.0
     placed = lake_jokers + (1 if s[S_NTOP] >= 52 else 0)
     if 0 <= s[S_NTOP] < 52:
         seen[s[S_NTOP]] = 1
@@ -746,8 +737,7 @@ def _rollout(
     banned = -1
     total = 0.0
     f = 1.0
-    for k in range(trace.shape[0]):
-        trace[k] = 0
+    trace[:] = 0
     call = table.act[L_CALL]
     held = _own_aces(table, t, p)
     lake_changed = True
@@ -824,8 +814,7 @@ def rollout_values(
     here, world, child, me = np.int64(0), np.int64(1), np.int64(2), np.int32(ME)
     table.rng[here] = seed
     load_seat(s, table, here, me)
-    for c in range(nc):
-        values[c] = 0.0
+    values[:nc] = 0.0
     for _ in range(samples):
         copy_table(table, here, world, me)
         table.rng[world] = rng_next(table.rng, here)
