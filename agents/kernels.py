@@ -373,23 +373,17 @@ def load_seat(s, table, t, p):
     lake gets one foundation per lake top of the view, filled from the ace up in the top's suit (the rules read
     only the tops and the foundations' lengths; the owners are unknown, -1). The seat's lake count starts at
     0, so after moves it counts the seat's own lake plays."""
-    n = s[S_NCOUNT]
-    for k in range(n):
-        table.nertz[t, p, k] = s[S_NERTZ + k]
-    table.nertz_len[t, p] = n
+    for pile, lens, first, count in ((table.nertz, table.nertz_len, S_NERTZ, S_NCOUNT),
+                                     (table.stock, table.stock_len, S_STOCK, S_SCOUNT),
+                                     (table.waste, table.waste_len, S_WASTE, S_WCOUNT)):
+        for k in range(s[count]):
+            pile[t, p, k] = s[first + k]
+        lens[t, p] = s[count]
     for j in range(table.cfg[C_W]):
         n = s[S_WLEN + j]
         for k in range(n):
             table.work[t, p, j, k] = s[S_WORK + 13 * j + k]
         table.work_len[t, p, j] = n
-    n = s[S_SCOUNT]
-    for k in range(n):
-        table.stock[t, p, k] = s[S_STOCK + k]
-    table.stock_len[t, p] = n
-    n = s[S_WCOUNT]
-    for k in range(n):
-        table.waste[t, p, k] = s[S_WASTE + k]
-    table.waste_len[t, p] = n
     table.redeals[t, p] = s[S_REDEALS]
     table.lake_played[t, p] = 0
     f = 0
@@ -444,12 +438,11 @@ def store_seat(table, t, p, s):
     for j in range(table.cfg[C_W]):
         s[S_WORK + 13 * j + table.work_len[t, p, j] : S_WORK + 13 * j + 13] = -1
     view_lake(table, t, s)
-    for k in range(table.nertz_len[t, p]):
-        s[S_NERTZ + k] = table.nertz[t, p, k]
-    for k in range(table.stock_len[t, p]):
-        s[S_STOCK + k] = table.stock[t, p, k]
-    for k in range(table.waste_len[t, p]):
-        s[S_WASTE + k] = table.waste[t, p, k]
+    for pile, lens, first in ((table.nertz, table.nertz_len, S_NERTZ),
+                              (table.stock, table.stock_len, S_STOCK),
+                              (table.waste, table.waste_len, S_WASTE)):
+        for k in range(lens[t, p]):
+            s[first + k] = pile[t, p, k]
     s[S_REDEALS] = table.redeals[t, p]
 
 
@@ -646,18 +639,12 @@ def determinize(table, t, p, cards, n):
         x = rng_below(table.rng, t, k + 1)
         cards[k], cards[x] = cards[x], cards[k]
     i = 0
-    for k in range(table.nertz_len[t, p]):
-        if table.nertz[t, p, k] == UNKNOWN:
-            table.nertz[t, p, k] = cards[i]
-            i += 1
-    for k in range(table.stock_len[t, p]):
-        if table.stock[t, p, k] == UNKNOWN:
-            table.stock[t, p, k] = cards[i]
-            i += 1
-    for k in range(table.waste_len[t, p]):
-        if table.waste[t, p, k] == UNKNOWN:
-            table.waste[t, p, k] = cards[i]
-            i += 1
+    for pile, lens in ((table.nertz, table.nertz_len), (table.stock, table.stock_len),
+                       (table.waste, table.waste_len)):
+        for k in range(lens[t, p]):
+            if pile[t, p, k] == UNKNOWN:
+                pile[t, p, k] = cards[i]
+                i += 1
 
 
 @_inner
