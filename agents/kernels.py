@@ -542,10 +542,9 @@ def recall(s, predicted, before):
         mem = before
     else:
         return False
-    for k in range(s[S_SCOUNT]):
-        s[S_STOCK + k] = mem[S_STOCK + k]
-    for k in range(s[S_WCOUNT]):
-        s[S_WASTE + k] = mem[S_WASTE + k]
+    for first, count in ((S_STOCK, S_SCOUNT), (S_WASTE, S_WCOUNT)):
+        for k in range(s[count]):
+            s[first + k] = mem[first + k]
     if s[S_WCOUNT] > 0:
         s[S_WASTE + s[S_WCOUNT] - 1] = s[S_WTOP]
     return True
