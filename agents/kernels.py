@@ -95,9 +95,7 @@ S_NCOUNT = 1  # cards in the Nertz pile
 S_WTOP = 2  # the waste top (-1 empty, UNKNOWN when a predicted flip turned up an unseen card)
 S_WCOUNT, S_SCOUNT = 3, 4  # cards in the waste, in the stock
 S_NPLAYED, S_LPLAYED = 5, 6  # Nertz cards, own lake cards the seat's predicted moves played (apply_view)
-S_WPLAYED = 7  # waste cards the predicted moves played (to the lake or a work pile)
-S_RECYCLE = 8  # 1 if a flip on an empty stock may turn the waste over (redeals left)
-S_WLEN = 9  # + j: cards in work pile j (MAX_W slots, the unused ones stay 0)
+S_WLEN = 7  # + j: cards in work pile j (MAX_W slots, the unused ones stay 0)
 S_WORK = S_WLEN + MAX_W  # + 13 j + k: work pile j, highest rank to exposed card; -1 beyond its length
 S_LAKE = S_WORK + MAX_W * 13  # + c: foundations whose top is the real card c (0 .. 51)
 S_STOCK = S_LAKE + 52  # + k: the stock (S_SCOUNT cards; the last is the next flipped), UNKNOWN if unseen
@@ -134,8 +132,7 @@ def table_params(config: NertzConfig) -> tuple[np.ndarray, np.ndarray]:
 @_kernel
 def read_state(obs, params, s):
     """Fill state ``s`` from one observation vector of the seat."""
-    for k in range(s.shape[0]):
-        s[k] = 0
+    s[:] = 0
     w, np_, ns, d = params[C_W], params[C_P], params[C_NS], params[C_D]
     off = params[P_OFF:P_ACT]
     s[S_NTOP] = read_card(obs, off[O_NTOP])
@@ -144,22 +141,16 @@ def read_state(obs, params, s):
     s[S_WCOUNT] = np.int64(obs[off[O_WCOUNT]] * d + 0.5)
     s[S_SCOUNT] = np.int64(obs[off[O_SCOUNT]] * d + 0.5)
     left = obs[off[O_STATUS] + 4]  # redeals left, as a fraction of the limit (1.0 when unlimited)
-    s[S_RECYCLE] = 1 if left > 0.0 else 0
     most = params[C_MAXREDEALS]
     s[S_REDEALS] = most - np.int64(left * most + 0.5) if most > 0 else 0
-    for k in range(s[S_SCOUNT]):
-        s[S_STOCK + k] = UNKNOWN
-    for k in range(s[S_WCOUNT]):
-        s[S_WASTE + k] = UNKNOWN
+    s[S_STOCK : S_STOCK + s[S_SCOUNT]] = UNKNOWN
+    s[S_WASTE : S_WASTE + s[S_WCOUNT]] = UNKNOWN
     if s[S_WCOUNT] > 0:
         s[S_WASTE + s[S_WCOUNT] - 1] = s[S_WTOP]
-    for k in range(s[S_NCOUNT]):
-        s[S_NERTZ + k] = UNKNOWN
+    s[S_NERTZ : S_NERTZ + s[S_NCOUNT]] = UNKNOWN
     if s[S_NCOUNT] > 0:
         s[S_NERTZ + s[S_NCOUNT] - 1] = s[S_NTOP]
-    for j in range(MAX_W):
-        for k in range(13):
-            s[S_WORK + 13 * j + k] = -1
+    s[S_WORK:S_LAKE] = -1
     for j in range(w):
         n = np.int64(obs[off[O_WCNT] + j] * 13 + 0.5)
         base = off[O_WORK] + 52 * j
@@ -382,23 +373,17 @@ def load_seat(s, table, t, p):
     lake gets one foundation per lake top of the view, filled from the ace up in the top's suit (the rules read
     only the tops and the foundations' lengths; the owners are unknown, -1). The seat's lake count starts at
     0, so after moves it counts the seat's own lake plays."""
-    n = s[S_NCOUNT]
-    for k in range(n):
-        table.nertz[t, p, k] = s[S_NERTZ + k]
-    table.nertz_len[t, p] = n
+    for pile, lens, first, count in ((table.nertz, table.nertz_len, S_NERTZ, S_NCOUNT),
+                                     (table.stock, table.stock_len, S_STOCK, S_SCOUNT),
+                                     (table.waste, table.waste_len, S_WASTE, S_WCOUNT)):
+        for k in range(s[count]):
+            pile[t, p, k] = s[first + k]
+        lens[t, p] = s[count]
     for j in range(table.cfg[C_W]):
         n = s[S_WLEN + j]
         for k in range(n):
             table.work[t, p, j, k] = s[S_WORK + 13 * j + k]
         table.work_len[t, p, j] = n
-    n = s[S_SCOUNT]
-    for k in range(n):
-        table.stock[t, p, k] = s[S_STOCK + k]
-    table.stock_len[t, p] = n
-    n = s[S_WCOUNT]
-    for k in range(n):
-        table.waste[t, p, k] = s[S_WASTE + k]
-    table.waste_len[t, p] = n
     table.redeals[t, p] = s[S_REDEALS]
     table.lake_played[t, p] = 0
     f = 0
@@ -448,21 +433,17 @@ def view_lake(table, t, s):
 @_kernel
 def store_seat(table, t, p, s):
     """Read seat ``p`` of table ``t`` back into the view ``s`` (the inverse of :func:`load_seat`; the played
-    counters ``S_NPLAYED``, ``S_LPLAYED``, ``S_WPLAYED`` are left as they are)."""
+    counters ``S_NPLAYED``, ``S_LPLAYED`` are left as they are)."""
     view_piles(table, t, p, s)
     for j in range(table.cfg[C_W]):
-        for k in range(table.work_len[t, p, j], 13):
-            s[S_WORK + 13 * j + k] = -1
+        s[S_WORK + 13 * j + table.work_len[t, p, j] : S_WORK + 13 * j + 13] = -1
     view_lake(table, t, s)
-    for k in range(table.nertz_len[t, p]):
-        s[S_NERTZ + k] = table.nertz[t, p, k]
-    for k in range(table.stock_len[t, p]):
-        s[S_STOCK + k] = table.stock[t, p, k]
-    for k in range(table.waste_len[t, p]):
-        s[S_WASTE + k] = table.waste[t, p, k]
+    for pile, lens, first in ((table.nertz, table.nertz_len, S_NERTZ),
+                              (table.stock, table.stock_len, S_STOCK),
+                              (table.waste, table.waste_len, S_WASTE)):
+        for k in range(lens[t, p]):
+            s[first + k] = pile[t, p, k]
     s[S_REDEALS] = table.redeals[t, p]
-    most = table.cfg[C_MAXREDEALS]
-    s[S_RECYCLE] = 1 if most < 0 or table.redeals[t, p] < most else 0
 
 
 @_inner
@@ -506,17 +487,14 @@ def apply_view(s, a, table, t, p):
     """Apply the seat's legal action ``a`` to the view ``s`` with the engine's rules: ``s`` is loaded into seat
     ``p`` of table ``t``, moved there, and read back, with the played counters updated. A shuffled redeal
     (recycle="shuffle") leaves the new stock's order unknown. Returns ``apply_action``'s R_* bits."""
-    ncount, wcount, scount = s[S_NCOUNT], s[S_WCOUNT], s[S_SCOUNT]
+    ncount, scount = s[S_NCOUNT], s[S_SCOUNT]
     load_seat(s, table, t, p)
     result = _move(table, t, p, a)
     store_seat(table, t, p, s)
     s[S_NPLAYED] += ncount - s[S_NCOUNT]
     s[S_LPLAYED] += table.lake_played[t, p]
-    if a != 1:  # a flip only moves cards between the stock and the waste
-        s[S_WPLAYED] += wcount - s[S_WCOUNT]
-    elif scount == 0 and table.cfg[C_SHUFFLE]:
-        for k in range(s[S_SCOUNT]):
-            s[S_STOCK + k] = UNKNOWN
+    if a == 1 and scount == 0 and table.cfg[C_SHUFFLE]:  # a flip that turned the waste over
+        s[S_STOCK : S_STOCK + s[S_SCOUNT]] = UNKNOWN
     return result
 
 
@@ -564,10 +542,9 @@ def recall(s, predicted, before):
         mem = before
     else:
         return False
-    for k in range(s[S_SCOUNT]):
-        s[S_STOCK + k] = mem[S_STOCK + k]
-    for k in range(s[S_WCOUNT]):
-        s[S_WASTE + k] = mem[S_WASTE + k]
+    for first, count in ((S_STOCK, S_SCOUNT), (S_WASTE, S_WCOUNT)):
+        for k in range(s[count]):
+            s[first + k] = mem[first + k]
     if s[S_WCOUNT] > 0:
         s[S_WASTE + s[S_WCOUNT] - 1] = s[S_WTOP]
     return True
@@ -582,8 +559,7 @@ def write_memory(s, seen, lake_jokers, params, out, base):
     place (the deck's less ``lake_jokers``, its own in the lake, and those it sees or knows)."""
     d, w, draw = params[C_D], params[C_W], params[C_DRAW]
     most = d - params[C_NS] - w  # the cards stock and waste hold at most
-    for k in range(4 * d):
-        out[base + k] = 0.0
+    out[base : base + 4 * d] = 0.0
     placed = lake_jokers + (1 if s[S_NTOP] >= 52 else 0)
     if 0 <= s[S_NTOP] < 52:
         seen[s[S_NTOP]] = 1
@@ -662,18 +638,12 @@ def determinize(table, t, p, cards, n):
         x = rng_below(table.rng, t, k + 1)
         cards[k], cards[x] = cards[x], cards[k]
     i = 0
-    for k in range(table.nertz_len[t, p]):
-        if table.nertz[t, p, k] == UNKNOWN:
-            table.nertz[t, p, k] = cards[i]
-            i += 1
-    for k in range(table.stock_len[t, p]):
-        if table.stock[t, p, k] == UNKNOWN:
-            table.stock[t, p, k] = cards[i]
-            i += 1
-    for k in range(table.waste_len[t, p]):
-        if table.waste[t, p, k] == UNKNOWN:
-            table.waste[t, p, k] = cards[i]
-            i += 1
+    for pile, lens in ((table.nertz, table.nertz_len), (table.stock, table.stock_len),
+                       (table.waste, table.waste_len)):
+        for k in range(lens[t, p]):
+            if pile[t, p, k] == UNKNOWN:
+                pile[t, p, k] = cards[i]
+                i += 1
 
 
 @_inner
@@ -753,8 +723,7 @@ def _rollout(
     banned = -1
     total = 0.0
     f = 1.0
-    for k in range(trace.shape[0]):
-        trace[k] = 0
+    trace[:] = 0
     call = table.act[L_CALL]
     held = _own_aces(table, t, p)
     lake_changed = True
@@ -831,8 +800,7 @@ def rollout_values(
     here, world, child, me = np.int64(0), np.int64(1), np.int64(2), np.int32(ME)
     table.rng[here] = seed
     load_seat(s, table, here, me)
-    for c in range(nc):
-        values[c] = 0.0
+    values[:nc] = 0.0
     for _ in range(samples):
         copy_table(table, here, world, me)
         table.rng[world] = rng_next(table.rng, here)

@@ -14,7 +14,7 @@ from nertz_env.agents.base import Agent, AgentSpecError, as_bool
 from nertz_env.agents.expert import BestAgent, ExpertAgent
 from nertz_env.agents.policy import load_policy_agent, shipped_models
 from nertz_env.agents.policy import record_rules as record_rules  # the docs import both from here
-from nertz_env.agents.rllib_policy import is_rllib_checkpoint, load_rllib_agent
+from nertz_env.agents.rllib_policy import META_FILE, load_rllib_agent
 from nertz_env.agents.scripted import GreedyAgent, HeuristicAgent, RandomAgent
 from nertz_env.agents.search import SearchAgent
 from nertz_env.config import NertzConfig
@@ -119,7 +119,7 @@ def make_agent(spec: str) -> Agent:
     if shipped is not None:  # a shipped model is a .zip named by its name
         return _LOADERS[".zip"](shipped, **{"name": head, **_split_params(rest, head)})
     if os.path.isdir(head):  # an RLlib checkpoint is a directory (nertz_env.agents.rllib_policy)
-        if not is_rllib_checkpoint(head):
+        if not os.path.isfile(os.path.join(head, META_FILE)):  # no record: perhaps a run folder
             policy = run_folder_policy(head)
             if policy is not None:
                 raise AgentSpecError(

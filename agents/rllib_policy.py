@@ -22,11 +22,6 @@ META_FILE = "nertz_meta.json"
 _CACHE: dict[tuple[str, float], Any] = {}  # the learner modules by checkpoint and record version
 
 
-def is_rllib_checkpoint(path: str) -> bool:
-    """True for a directory holding a nertz-env RLlib checkpoint (its ``nertz_meta.json`` record)."""
-    return os.path.isdir(path) and os.path.isfile(os.path.join(path, META_FILE))
-
-
 def read_rllib_meta(path: str) -> dict[str, Any]:
     """The nertz-env record of the RLlib checkpoint directory ``path``. Raises FileNotFoundError, or
     CheckpointError for a directory without a valid record (not written by nertz-env's RLlib backend)."""

@@ -182,7 +182,7 @@ def test_seat_table__the_engine_masks_the_read_view_as_the_env_does(rules: dict[
             back[K.S_WORK + 13 * w : K.S_LAKE] = -1
             K.load_seat(s, table, 0, K.ME)
             K.store_seat(table, 0, K.ME, back)
-            back[K.S_NPLAYED : K.S_WPLAYED + 1] = 0  # the played counters are apply_view's
+            back[K.S_NPLAYED : K.S_LPLAYED + 1] = 0  # the played counters are apply_view's
             for base, count in ((K.S_STOCK, K.S_SCOUNT), (K.S_WASTE, K.S_WCOUNT), (K.S_NERTZ, K.S_NCOUNT)):
                 back[base + s[count] : base + K.MAX_DECK if base != K.S_NERTZ else base + 13] = 0
             assert back.tolist() == s.tolist()
