@@ -8,6 +8,7 @@ docs/guides/training-sb3.md ("Config files").
 from __future__ import annotations
 
 import dataclasses
+import glob
 import importlib
 import json
 import math
@@ -569,12 +570,9 @@ def _check_type(name: str, value: Any, kind: Any) -> None:
 def shipped_configs() -> dict[str, str]:
     """The configs shipped with the package (``train/configs/*.toml`` in the repository, package data of
     ``nertz_env.train`` when installed): name (file stem) -> path."""
-    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs")
-    try:
-        files = sorted(os.listdir(folder))
-    except OSError:
-        return {}
-    return {f[: -len(".toml")]: os.path.join(folder, f) for f in files if f.endswith(".toml")}
+    folder = glob.escape(os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs"))
+    files = sorted(glob.glob(os.path.join(folder, "*.toml")))
+    return {os.path.basename(f).removesuffix(".toml"): f for f in files}
 
 
 def resolve_config_path(path: str) -> str:
@@ -583,8 +581,7 @@ def resolve_config_path(path: str) -> str:
     if os.path.isfile(path):
         return path
     shipped = shipped_configs()
-    name = os.path.basename(path)
-    name = name[: -len(".toml")] if name.endswith(".toml") else name
+    name = os.path.basename(path).removesuffix(".toml")
     in_repo_folder = os.path.dirname(path).replace("\\", "/").rstrip("/") in ("", "configs", "train/configs")
     if in_repo_folder and name in shipped:
         return shipped[name]
