@@ -349,9 +349,7 @@ class TrainConfig:
     @property
     def learners(self) -> int:
         """Learning seats per table (1 in mode single)."""
-        if self.vector is None:
-            return 1
-        return self.vector.learners_per_table or self.num_players
+        return 1 if self.vector is None else self.vector.learners_per_table or self.num_players
 
     @property
     def n_envs(self) -> int:
@@ -369,10 +367,8 @@ class TrainConfig:
     def planned_timesteps(self, start: int = 0) -> int:
         """The transitions a run trains to from ``start``: ``total_timesteps`` rounded up to whole rollouts
         (SB3 stops at the first rollout boundary at or past the total)."""
-        left = self.total_timesteps - start
-        if left <= 0:
-            return start
-        return start + -(-left // self.rollout_size) * self.rollout_size
+        rollouts_left = max(0, -((start - self.total_timesteps) // self.rollout_size))  # rounded up
+        return start + rollouts_left * self.rollout_size
 
     def resolve(self, resume: bool = False) -> tuple[TrainConfig, list[str]]:
         """Check what needs the agents and files (agent specs are built once, ``init_from``'s record is read
