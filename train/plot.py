@@ -13,6 +13,7 @@ import os
 import re
 from collections import defaultdict
 
+from nertz_env.cli import Parser, refuse
 from nertz_env.extras import install_command
 
 _CHECKPOINT_EVAL = re.compile(r"checkpoint_eval_(\d+)deals_seed(-?\d+)(_stochastic)?\.csv$")
@@ -24,15 +25,13 @@ def read_eval(run_dir: str, name: str = "eval.csv") -> dict[str, list[dict[str, 
     path = os.path.join(run_dir, name)
     rows: dict[str, list[dict[str, float]]] = defaultdict(list)
     with open(path, newline="", encoding="utf-8") as f:
-        for r in csv.DictReader(f):
+        for r in sorted(csv.DictReader(f), key=lambda r: float(r["timesteps"])):
             rows[r["baseline"]].append(
                 {
                     k: float(r[k])
                     for k in ("timesteps", "deals", "diff", "diff_low", "diff_high", "score", "baseline_score")
                 }
             )
-    for v in rows.values():
-        v.sort(key=lambda r: r["timesteps"])
     return dict(rows)
 
 
@@ -113,8 +112,6 @@ def plot(run_dir: str, out: str, title: str | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nertz_env.cli import Parser, refuse
-
     ap = Parser(prog="python -m nertz_env.train.plot", description=__doc__)
     ap.add_argument("run_dir", help="a nertz-train run folder, or your own SB3 run's tensorboard_log folder")
     ap.add_argument("--out", help="image path, .png, .svg or .pdf (default RUN_DIR/learning_curve.png)")
