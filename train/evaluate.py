@@ -113,8 +113,6 @@ def evaluate_checkpoint(
 def append_csv(path: str, rows: Sequence[EvalRow] | Sequence[dict[str, Any]]) -> None:
     """Append rows (evaluation rows or dicts with the same keys) to the CSV at ``path``, writing the header
     when the file is new."""
-    if not rows:
-        return
     dicts = [r if isinstance(r, dict) else asdict(r) for r in rows]
     new = not os.path.isfile(path)
     with open(path, "a", newline="", encoding="utf-8") as f:
@@ -204,10 +202,9 @@ def evaluate_run(
     the CSV's path. Checkpoint and baseline pairs already in the CSV are skipped."""
     points = run_checkpoints(run_dir, start=start)
     meta = read_meta(points[-1][1])
-    if start and points[0][0] != 0:
-        init_from = meta.get("train_config", {}).get("init_from")
-        if init_from:
-            log(f"the start policy {init_from} is not at hand (relative to {os.getcwd()}): not evaluated")
+    init_from = meta.get("train_config", {}).get("init_from")
+    if start and init_from and points[0][0] != 0:
+        log(f"the start policy {init_from} is not at hand (relative to {os.getcwd()}): not evaluated")
     out = checkpoint_eval_path(run_dir, deals, seed, deterministic=deterministic)
     deal_path = checkpoint_eval_path(run_dir, deals, seed, per_deal=True, deterministic=deterministic)
     done: set[tuple[int, str]] = set()
@@ -265,9 +262,6 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--no-start has no effect: {args.run_dir} was not started from an init_from policy")
         for b in baselines:  # a bad spec, or a trained baseline for another table, fails before any deal
             check_agent(make_agent(b), b, meta_config(meta))
-        import torch
-
-        torch.set_num_threads(1)
         out = evaluate_run(
             args.run_dir,
             baselines,
