@@ -37,13 +37,10 @@ def read_eval(run_dir: str, name: str = "eval.csv") -> dict[str, list[dict[str, 
 
 def checkpoint_evals(run_dir: str) -> list[tuple[str, str]]:
     """``(file name, legend text)`` of the run's ``checkpoint_eval_<deals>deals_seed<seed>.csv`` files."""
-    found = []
-    for path in sorted(glob.glob(os.path.join(run_dir, "checkpoint_eval_*.csv"))):
-        m = _CHECKPOINT_EVAL.search(os.path.basename(path))
-        if m:
-            sampled = ", sampled play" if m.group(3) else ""
-            found.append((os.path.basename(path), f"checkpoints, {m.group(1)} deals, seed {m.group(2)}{sampled}"))
-    return found
+    names = sorted(os.path.basename(p) for p in glob.glob(os.path.join(run_dir, "checkpoint_eval_*.csv")))
+    found = [m for m in map(_CHECKPOINT_EVAL.search, names) if m]
+    return [(m.string, f"checkpoints, {m[1]} deals, seed {m[2]}{', sampled play' if m[3] else ''}")
+            for m in found]
 
 
 def read_training_scores(run_dir: str) -> list[tuple[int, float]]:
