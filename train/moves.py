@@ -30,9 +30,7 @@ class MoveScorer(nn.Module):
         if not arch:
             raise ValueError("move_arch needs at least one hidden layer (f must combine h and the move's features)")
         dims = [latent + features, *arch]
-        layers: list[nn.Module] = []
-        for a, b in itertools.pairwise(dims):
-            layers += [nn.Linear(a, b), activation_fn()]
+        layers = [m for a, b in itertools.pairwise(dims) for m in (nn.Linear(a, b), activation_fn())]
         self.net = nn.Sequential(*layers, nn.Linear(dims[-1], 1))
         self.latent = latent
 
