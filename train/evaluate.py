@@ -125,14 +125,12 @@ def append_csv(path: str, rows: Sequence[EvalRow] | Sequence[dict[str, Any]]) ->
 def format_rows(rows: Sequence[EvalRow]) -> str:
     """A short text table of evaluation rows; a ``*`` after an interval marks a policy better than that
     baseline with 95% confidence (said in a last line when a row has one)."""
-    lines = []
-    for r in rows:
-        mark = "*" if r.significant else " "
-        lines.append(
-            f"  vs {r.baseline:<12} score {r.score:7.2f}  baseline {r.baseline_score:7.2f}  "
-            f"diff {r.diff:+7.2f} [{r.diff_low:+.2f}, {r.diff_high:+.2f}]{mark} win {r.win:5.1%}  "
-            f"nertz-out {r.nertz_out:5.1%}  ({r.deals} deals, {r.play}, {r.seconds:.1f} s)"
-        )
+    lines = [
+        f"  vs {r.baseline:<12} score {r.score:7.2f}  baseline {r.baseline_score:7.2f}  "
+        f"diff {r.diff:+7.2f} [{r.diff_low:+.2f}, {r.diff_high:+.2f}]{'*' if r.significant else ' '} "
+        f"win {r.win:5.1%}  nertz-out {r.nertz_out:5.1%}  ({r.deals} deals, {r.play}, {r.seconds:.1f} s)"
+        for r in rows
+    ]
     if any(r.significant for r in rows):
         lines.append("  * the 95% interval of diff (policy minus baseline) lies above 0")
     return "\n".join(lines)
