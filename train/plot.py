@@ -53,8 +53,7 @@ def read_training_scores(run_dir: str) -> list[tuple[int, float]]:
     points: list[tuple[int, float]] = []
     logs = glob.glob(os.path.join(glob.escape(run_dir), "**", "events.out.tfevents.*"), recursive=True)
     for d in sorted({os.path.dirname(p) for p in logs}):
-        acc = EventAccumulator(d)
-        acc.Reload()
+        acc = EventAccumulator(d).Reload()
         if "rollout/ep_rew_mean" in acc.Tags().get("scalars", []):
             points += [(e.step, e.value) for e in acc.Scalars("rollout/ep_rew_mean")]
     return sorted(points)
