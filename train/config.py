@@ -449,8 +449,7 @@ class TrainConfig:
         from nertz_env.agents import AgentSpecError, make_agent
 
         try:
-            # agents refuse a table in reset: a trained policy (or a planner holding one) checks the rules,
-            # table size and spaces it was trained for, as nertz-eval's check_agent does
+            # agents refuse a table in reset (a trained policy checks its rules, table size and spaces)
             make_agent(spec).reset(make_config(num_players=self.num_players, **self.rules), 0, 0)
         except (AgentSpecError, FileNotFoundError, ValueError) as e:
             raise ConfigError(f"{where}: {e}") from None
