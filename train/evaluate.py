@@ -113,6 +113,8 @@ def evaluate_checkpoint(
 def append_csv(path: str, rows: Sequence[EvalRow] | Sequence[dict[str, Any]]) -> None:
     """Append rows (evaluation rows or dicts with the same keys) to the CSV at ``path``, writing the header
     when the file is new."""
+    if not rows:
+        return
     dicts = [r if isinstance(r, dict) else asdict(r) for r in rows]
     new = not os.path.isfile(path)
     with open(path, "a", newline="", encoding="utf-8") as f:
