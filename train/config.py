@@ -591,14 +591,10 @@ def read_config_file(path: str) -> dict[str, Any]:
     ext = os.path.splitext(path)[1].lower()
     if ext not in (".toml", ".json"):
         raise ConfigError(f"config file {path}: use a .toml or .json file, got {ext or 'no extension'!r}")
+    toml = "tomllib" if sys.version_info >= (3, 11) else "tomli"  # 3.10: tomli
     try:
-        if ext == ".toml":
-            toml = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")  # 3.10: tomli
-            with open(path, "rb") as f:
-                data = toml.load(f)
-        else:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
+        with open(path, "rb") as f:  # both parsers read bytes (JSON as UTF-8, or UTF-16/32 by its first bytes)
+            data = (json if ext == ".json" else importlib.import_module(toml)).load(f)
     except (ValueError, OSError, RecursionError) as e:  # RecursionError: JSON nested thousands deep
         raise ConfigError(f"config file {path} could not be read: {e}") from None
     if not isinstance(data, dict):
