@@ -22,9 +22,8 @@ _CHECKPOINT_EVAL = re.compile(r"checkpoint_eval_(\d+)deals_seed(-?\d+)(_stochast
 def read_eval(run_dir: str, name: str = "eval.csv") -> dict[str, list[dict[str, float]]]:
     """The rows of ``run_dir/name`` (``eval.csv`` or a checkpoint evaluation) grouped by baseline, in
     timestep order."""
-    path = os.path.join(run_dir, name)
     rows: dict[str, list[dict[str, float]]] = defaultdict(list)
-    with open(path, newline="", encoding="utf-8") as f:
+    with open(os.path.join(run_dir, name), newline="", encoding="utf-8") as f:
         for r in sorted(csv.DictReader(f), key=lambda r: float(r["timesteps"])):
             rows[r["baseline"]].append(
                 {
