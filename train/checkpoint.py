@@ -93,9 +93,8 @@ def check_resume(cfg: TrainConfig, path: str, meta: dict[str, Any], rllib: bool 
         keys = ["net_arch"]
     elif cfg.mode == "vector":
         keys += ["num_tables", "learners_per_table"]
-    for key in keys:
-        if recorded[key] != now[key]:
-            problems.append(f"{key}: checkpoint has {recorded[key]!r}, the config has {now[key]!r}")
+    problems += [f"{key}: checkpoint has {recorded[key]!r}, the config has {now[key]!r}"
+                 for key in keys if recorded[key] != now[key]]
     if cfg.init_from is not None and cfg.init_from != recorded["init_from"]:
         problems.append(
             f"init_from {cfg.init_from!r} applies to a fresh run only (a resumed run continues the "

@@ -8,6 +8,7 @@ docs/guides/training-sb3.md ("Config files").
 from __future__ import annotations
 
 import dataclasses
+import glob
 import importlib
 import json
 import math
@@ -348,9 +349,7 @@ class TrainConfig:
     @property
     def learners(self) -> int:
         """Learning seats per table (1 in mode single)."""
-        if self.vector is None:
-            return 1
-        return self.vector.learners_per_table or self.num_players
+        return 1 if self.vector is None else self.vector.learners_per_table or self.num_players
 
     @property
     def n_envs(self) -> int:
@@ -368,10 +367,8 @@ class TrainConfig:
     def planned_timesteps(self, start: int = 0) -> int:
         """The transitions a run trains to from ``start``: ``total_timesteps`` rounded up to whole rollouts
         (SB3 stops at the first rollout boundary at or past the total)."""
-        left = self.total_timesteps - start
-        if left <= 0:
-            return start
-        return start + -(-left // self.rollout_size) * self.rollout_size
+        rollouts_left = max(0, -((start - self.total_timesteps) // self.rollout_size))  # rounded up
+        return start + rollouts_left * self.rollout_size
 
     def resolve(self, resume: bool = False) -> tuple[TrainConfig, list[str]]:
         """Check what needs the agents and files (agent specs are built once, ``init_from``'s record is read
@@ -452,8 +449,7 @@ class TrainConfig:
         from nertz_env.agents import AgentSpecError, make_agent
 
         try:
-            # agents refuse a table in reset: a trained policy (or a planner holding one) checks the rules,
-            # table size and spaces it was trained for, as nertz-eval's check_agent does
+            # agents refuse a table in reset (a trained policy checks its rules, table size and spaces)
             make_agent(spec).reset(make_config(num_players=self.num_players, **self.rules), 0, 0)
         except (AgentSpecError, FileNotFoundError, ValueError) as e:
             raise ConfigError(f"{where}: {e}") from None
@@ -569,12 +565,9 @@ def _check_type(name: str, value: Any, kind: Any) -> None:
 def shipped_configs() -> dict[str, str]:
     """The configs shipped with the package (``train/configs/*.toml`` in the repository, package data of
     ``nertz_env.train`` when installed): name (file stem) -> path."""
-    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs")
-    try:
-        files = sorted(os.listdir(folder))
-    except OSError:
-        return {}
-    return {f[: -len(".toml")]: os.path.join(folder, f) for f in files if f.endswith(".toml")}
+    folder = glob.escape(os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs"))
+    files = sorted(glob.glob(os.path.join(folder, "*.toml")))
+    return {os.path.basename(f).removesuffix(".toml"): f for f in files}
 
 
 def resolve_config_path(path: str) -> str:
@@ -583,8 +576,7 @@ def resolve_config_path(path: str) -> str:
     if os.path.isfile(path):
         return path
     shipped = shipped_configs()
-    name = os.path.basename(path)
-    name = name[: -len(".toml")] if name.endswith(".toml") else name
+    name = os.path.basename(path).removesuffix(".toml")
     in_repo_folder = os.path.dirname(path).replace("\\", "/").rstrip("/") in ("", "configs", "train/configs")
     if in_repo_folder and name in shipped:
         return shipped[name]
@@ -599,14 +591,10 @@ def read_config_file(path: str) -> dict[str, Any]:
     ext = os.path.splitext(path)[1].lower()
     if ext not in (".toml", ".json"):
         raise ConfigError(f"config file {path}: use a .toml or .json file, got {ext or 'no extension'!r}")
+    toml = "tomllib" if sys.version_info >= (3, 11) else "tomli"  # 3.10: tomli
     try:
-        if ext == ".toml":
-            toml = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")  # 3.10: tomli
-            with open(path, "rb") as f:
-                data = toml.load(f)
-        else:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
+        with open(path, "rb") as f:  # both parsers read bytes (JSON as UTF-8, or UTF-16/32 by its first bytes)
+            data = (json if ext == ".json" else importlib.import_module(toml)).load(f)
     except (ValueError, OSError, RecursionError) as e:  # RecursionError: JSON nested thousands deep
         raise ConfigError(f"config file {path} could not be read: {e}") from None
     if not isinstance(data, dict):

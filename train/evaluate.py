@@ -127,14 +127,12 @@ def append_csv(path: str, rows: Sequence[EvalRow] | Sequence[dict[str, Any]]) ->
 def format_rows(rows: Sequence[EvalRow]) -> str:
     """A short text table of evaluation rows; a ``*`` after an interval marks a policy better than that
     baseline with 95% confidence (said in a last line when a row has one)."""
-    lines = []
-    for r in rows:
-        mark = "*" if r.significant else " "
-        lines.append(
-            f"  vs {r.baseline:<12} score {r.score:7.2f}  baseline {r.baseline_score:7.2f}  "
-            f"diff {r.diff:+7.2f} [{r.diff_low:+.2f}, {r.diff_high:+.2f}]{mark} win {r.win:5.1%}  "
-            f"nertz-out {r.nertz_out:5.1%}  ({r.deals} deals, {r.play}, {r.seconds:.1f} s)"
-        )
+    lines = [
+        f"  vs {r.baseline:<12} score {r.score:7.2f}  baseline {r.baseline_score:7.2f}  "
+        f"diff {r.diff:+7.2f} [{r.diff_low:+.2f}, {r.diff_high:+.2f}]{'*' if r.significant else ' '} "
+        f"win {r.win:5.1%}  nertz-out {r.nertz_out:5.1%}  ({r.deals} deals, {r.play}, {r.seconds:.1f} s)"
+        for r in rows
+    ]
     if any(r.significant for r in rows):
         lines.append("  * the 95% interval of diff (policy minus baseline) lies above 0")
     return "\n".join(lines)
@@ -204,10 +202,9 @@ def evaluate_run(
     the CSV's path. Checkpoint and baseline pairs already in the CSV are skipped."""
     points = run_checkpoints(run_dir, start=start)
     meta = read_meta(points[-1][1])
-    if start and points[0][0] != 0:
-        init_from = meta.get("train_config", {}).get("init_from")
-        if init_from:
-            log(f"the start policy {init_from} is not at hand (relative to {os.getcwd()}): not evaluated")
+    init_from = meta.get("train_config", {}).get("init_from")
+    if start and init_from and points[0][0] != 0:
+        log(f"the start policy {init_from} is not at hand (relative to {os.getcwd()}): not evaluated")
     out = checkpoint_eval_path(run_dir, deals, seed, deterministic=deterministic)
     deal_path = checkpoint_eval_path(run_dir, deals, seed, per_deal=True, deterministic=deterministic)
     done: set[tuple[int, str]] = set()
@@ -265,9 +262,6 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--no-start has no effect: {args.run_dir} was not started from an init_from policy")
         for b in baselines:  # a bad spec, or a trained baseline for another table, fails before any deal
             check_agent(make_agent(b), b, meta_config(meta))
-        import torch
-
-        torch.set_num_threads(1)
         out = evaluate_run(
             args.run_dir,
             baselines,

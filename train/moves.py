@@ -30,9 +30,7 @@ class MoveScorer(nn.Module):
         if not arch:
             raise ValueError("move_arch needs at least one hidden layer (f must combine h and the move's features)")
         dims = [latent + features, *arch]
-        layers: list[nn.Module] = []
-        for a, b in itertools.pairwise(dims):
-            layers += [nn.Linear(a, b), activation_fn()]
+        layers = [m for a, b in itertools.pairwise(dims) for m in (nn.Linear(a, b), activation_fn())]
         self.net = nn.Sequential(*layers, nn.Linear(dims[-1], 1))
         self.latent = latent
 
@@ -83,21 +81,20 @@ class MovesPolicy(PrivilegedCriticPolicy):
             distribution.apply_masking(masks)
         return distribution
 
-    def _latent(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.mlp_extractor(cast(torch.Tensor, self.extract_features(obs)))
+    def _heads(self, obs: torch.Tensor, action_masks: Any) -> tuple[MaskableDistribution, torch.Tensor]:
+        latent_pi, latent_vf = self.mlp_extractor(cast(torch.Tensor, self.extract_features(obs)))
+        return self._moves(obs, latent_pi, action_masks), self.value_net(latent_vf)
 
     def forward(self, obs: torch.Tensor, deterministic: bool = False,
                 action_masks: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        latent_pi, latent_vf = self._latent(obs)
-        distribution = self._moves(obs, latent_pi, action_masks)
+        distribution, values = self._heads(obs, action_masks)
         actions = distribution.get_actions(deterministic=deterministic)
-        return actions, self.value_net(latent_vf), distribution.log_prob(actions)
+        return actions, values, distribution.log_prob(actions)
 
     def evaluate_actions(self, obs: torch.Tensor, actions: torch.Tensor,
                          action_masks: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        latent_pi, latent_vf = self._latent(obs)
-        distribution = self._moves(obs, latent_pi, action_masks)
-        return self.value_net(latent_vf), distribution.log_prob(actions), distribution.entropy()
+        distribution, values = self._heads(obs, action_masks)
+        return values, distribution.log_prob(actions), distribution.entropy()
 
     def get_distribution(self, obs: Any, action_masks: np.ndarray | None = None) -> MaskableDistribution:
         return self._moves(obs, self.mlp_extractor.forward_actor(cast(torch.Tensor, self.extract_features(obs))),

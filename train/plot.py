@@ -13,6 +13,7 @@ import os
 import re
 from collections import defaultdict
 
+from nertz_env.cli import Parser, refuse
 from nertz_env.extras import install_command
 
 _CHECKPOINT_EVAL = re.compile(r"checkpoint_eval_(\d+)deals_seed(-?\d+)(_stochastic)?\.csv$")
@@ -21,30 +22,24 @@ _CHECKPOINT_EVAL = re.compile(r"checkpoint_eval_(\d+)deals_seed(-?\d+)(_stochast
 def read_eval(run_dir: str, name: str = "eval.csv") -> dict[str, list[dict[str, float]]]:
     """The rows of ``run_dir/name`` (``eval.csv`` or a checkpoint evaluation) grouped by baseline, in
     timestep order."""
-    path = os.path.join(run_dir, name)
     rows: dict[str, list[dict[str, float]]] = defaultdict(list)
-    with open(path, newline="", encoding="utf-8") as f:
-        for r in csv.DictReader(f):
+    with open(os.path.join(run_dir, name), newline="", encoding="utf-8") as f:
+        for r in sorted(csv.DictReader(f), key=lambda r: float(r["timesteps"])):
             rows[r["baseline"]].append(
                 {
                     k: float(r[k])
                     for k in ("timesteps", "deals", "diff", "diff_low", "diff_high", "score", "baseline_score")
                 }
             )
-    for v in rows.values():
-        v.sort(key=lambda r: r["timesteps"])
     return dict(rows)
 
 
 def checkpoint_evals(run_dir: str) -> list[tuple[str, str]]:
     """``(file name, legend text)`` of the run's ``checkpoint_eval_<deals>deals_seed<seed>.csv`` files."""
-    found = []
-    for path in sorted(glob.glob(os.path.join(run_dir, "checkpoint_eval_*.csv"))):
-        m = _CHECKPOINT_EVAL.search(os.path.basename(path))
-        if m:
-            sampled = ", sampled play" if m.group(3) else ""
-            found.append((os.path.basename(path), f"checkpoints, {m.group(1)} deals, seed {m.group(2)}{sampled}"))
-    return found
+    names = sorted(os.path.basename(p) for p in glob.glob(os.path.join(run_dir, "checkpoint_eval_*.csv")))
+    found = [m for m in map(_CHECKPOINT_EVAL.search, names) if m]
+    return [(m.string, f"checkpoints, {m[1]} deals, seed {m[2]}{', sampled play' if m[3] else ''}")
+            for m in found]
 
 
 def read_training_scores(run_dir: str) -> list[tuple[int, float]]:
@@ -57,8 +52,7 @@ def read_training_scores(run_dir: str) -> list[tuple[int, float]]:
     points: list[tuple[int, float]] = []
     logs = glob.glob(os.path.join(glob.escape(run_dir), "**", "events.out.tfevents.*"), recursive=True)
     for d in sorted({os.path.dirname(p) for p in logs}):
-        acc = EventAccumulator(d)
-        acc.Reload()
+        acc = EventAccumulator(d).Reload()
         if "rollout/ep_rew_mean" in acc.Tags().get("scalars", []):
             points += [(e.step, e.value) for e in acc.Scalars("rollout/ep_rew_mean")]
     return sorted(points)
@@ -113,8 +107,6 @@ def plot(run_dir: str, out: str, title: str | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nertz_env.cli import Parser, refuse
-
     ap = Parser(prog="python -m nertz_env.train.plot", description=__doc__)
     ap.add_argument("run_dir", help="a nertz-train run folder, or your own SB3 run's tensorboard_log folder")
     ap.add_argument("--out", help="image path, .png, .svg or .pdf (default RUN_DIR/learning_curve.png)")

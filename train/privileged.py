@@ -78,7 +78,5 @@ class PrivilegedCriticPolicy(MaskableActorCriticPolicy):
         out = {**data, "policy_class": MaskableActorCriticPolicy if cls is PrivilegedCriticPolicy else cls,
                "policy_kwargs": kwargs,
                "observation_space": gymnasium.spaces.Box(space.low[:n], space.high[:n], (n,), space.dtype)}
-        weights = dict(state)
-        weights[FIRST_VALUE_LAYER] = state[FIRST_VALUE_LAYER][:, :n].clone()
-        return out, weights
+        return out, {**state, FIRST_VALUE_LAYER: state[FIRST_VALUE_LAYER][:, :n].clone()}
 

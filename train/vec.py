@@ -75,9 +75,8 @@ class NertzVecEnv(Copyable, VecEnv):
         act_space: gymnasium.spaces.Discrete = gymnasium.spaces.Discrete(self.venv.actions.n)
         super().__init__(self.num_tables * n_learn, obs_space, act_space)
         self._table = np.repeat(np.arange(self.num_tables, dtype=np.int64), n_learn)  # slot -> table
-        self._slot_in_table = np.tile(np.arange(n_learn, dtype=np.int64), self.num_tables)
         self._offset = np.zeros(self.num_tables, dtype=np.int64)
-        self._seat = self._slot_in_table.copy()  # slot -> seat
+        self._seat = np.tile(np.arange(n_learn, dtype=np.int64), self.num_tables)  # slot -> seat
         self._opponents: list[dict[int, Agent]] = [{} for _ in range(self.num_tables)]
         self._full_actions = np.zeros((self.num_tables, p), dtype=np.int64)
         self._rival_weight = rival_weights(self.config)
@@ -112,9 +111,7 @@ class NertzVecEnv(Copyable, VecEnv):
         self._seat[lo : lo + n_learn] = seats
         assert self.pool is not None
         self._opponents[t] = {}
-        for s in range(p):
-            if s in seats:
-                continue
+        for s in np.setdiff1d(np.arange(p), seats).tolist():  # the opponents' seats, in order
             agent = self.pool.new_agent(self.pool.sample(self._rng))
             agent.reset(self.config, s, int(self._rng.integers(2**63)))
             self._opponents[t][s] = agent
@@ -163,8 +160,7 @@ class NertzVecEnv(Copyable, VecEnv):
             # interleaved shares: a table's seats and neighbouring tables' (often the same kind) spread evenly
             run_interleaved(self._executor, act, scripted, k)
         for members in batched.values():
-            ts = np.array([m[0] for m in members])
-            ss = np.array([m[1] for m in members])
+            ts, ss = np.array([m[:2] for m in members]).T
             probs = members[0][2].probabilities(obs[ts, ss], mask[ts, ss])
             for (t, s, agent), row in zip(members, probs, strict=True):
                 out[t, s] = agent.choose(row)
