@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import print_table
+from common import load_average, print_table
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -117,7 +117,7 @@ def main() -> None:
         for r in rows
     ]
     text = print_table(title, header, table)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    load = load_average()[0]
     command = "python bench/bench_cluster.py " + " ".join(sys.argv[1:])
     when = time.strftime("%Y-%m-%d %H:%M:%S")
     RESULTS.mkdir(exist_ok=True)

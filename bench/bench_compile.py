@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import load_average
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "results"
@@ -276,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         RESULTS.mkdir(exist_ok=True)
         stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
         cmd = "python bench/bench_compile.py " + " ".join(argv if argv is not None else sys.argv[1:])
-        header_line = f"{stamp}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; `{cmd}`"
+        header_line = f"{stamp}, {os.cpu_count()} CPUs, load average {load_average()[0]:.1f}; `{cmd}`"
         (RESULTS / f"{args.name}.md").write_text(header_line + "\n\n" + "\n\n".join(texts) + "\n")
         (RESULTS / f"{args.name}.json").write_text(
             json.dumps({"when": stamp, "command": cmd, "runs": runs, "breakdown": breakdown}, indent=1) + "\n"

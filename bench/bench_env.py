@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-from common import MaskedSampler, fmt, print_table, save, timed_loop
+from common import MaskedSampler, fmt, load_average, print_table, save, timed_loop
 
 
 def nertz_parallel(seconds: float, seed: int, num_players: int = 4) -> dict:
@@ -122,7 +122,7 @@ def compare(rev: str, sha: str, seconds: float, pairs: int, seed: int) -> dict:
     rows.append(
         ["median", fmt(statistics.median(rates["old"])), fmt(statistics.median(rates["new"])), f"{statistics.median(ratios):.3f}"]
     )
-    load = os.getloadavg()
+    load = load_average()
     table = print_table(
         f"parallel_env, 4 players, random masked play: {rev} ({sha[:7]}) against this checkout "
         f"(agent-steps/s, {seconds:g} s per run, load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} after)",

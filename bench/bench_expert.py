@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np
 
-from common import print_table, save
+from common import load_average, print_table, save
 
 
 def _warm_up(env: Any, agents: list[Any], seed: int, also: tuple[Callable[[Any, Any], Any], ...] = ()) -> None:
@@ -141,7 +141,7 @@ def network_alone(spec: str, games: int, seed: int) -> dict:
     return {"agent": spec, "games": games, "decisions": calls, "timed_first": firsts,
             "compiled_us_per_act": us[0], "numpy_us_per_act": us[1], "torch_us_per_act": us[2],
             "compiled_cpu_us_per_act": cpu_us[0], "numpy_cpu_us_per_act": cpu_us[1], "torch_cpu_us_per_act": cpu_us[2],
-            "same_action_numpy": same_dense, "same_action": same_torch, "load_before": os.getloadavg()[0]}
+            "same_action_numpy": same_dense, "same_action": same_torch, "load_before": load_average()[0]}
 
 
 def rollout_forward(path: str, batch: int, horizon: int, repeats: int = 50) -> dict:

@@ -23,6 +23,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from common import load_average  # noqa: E402
 from nertz_env.environment import parallel_env  # noqa: E402
 from nertz_env.render.draw import ENV_FAN, table_rgb, table_svg  # noqa: E402
 from nertz_env.replay import RecordReplay  # noqa: E402
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> dict:
             f"(max {r['bytes_per_game_max'] / 1024:.1f} KB, {r['bytes_per_tick']:.0f} bytes per tick)",
             f"replay pages: {r['page_kb_mean']:.0f} KB on average (max {r['page_kb_max']:.0f} KB), "
             f"{r['page_seconds_mean']:.1f} s each to build",
-            f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores",
+            f"load average at the end: {load_average()[0]:.1f} on {os.cpu_count()} cores",
         ]
     )
     print(table)

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import print_table  # noqa: E402
+from common import load_average, print_table  # noqa: E402
 
 CHILD = r"""
 import json, resource, sys, time
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  repeat {r + 1} {c}: peak {rec['peak_kb'] / 1024:.0f} MB, load {rec['load_s']:.1f} s",
                       file=sys.stderr)
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    load = load_average()[0]
     cmd = "python bench/bench_replay_memory.py " + " ".join(argv if argv is not None else sys.argv[1:])
     rows = []
     for c, recs in runs.items():

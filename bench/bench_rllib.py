@@ -43,7 +43,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import print_table
+from common import load_average, print_table
 
 RESULTS = Path(__file__).resolve().parent / "results"
 HIDDEN = (256, 256)
@@ -360,7 +360,7 @@ def main() -> None:
         RESULTS.mkdir(exist_ok=True)
         cmd = "python bench/bench_rllib.py " + " ".join(sys.argv[1:])
         when = time.strftime("%Y-%m-%d %H:%M:%S")
-        load = os.getloadavg()[0]
+        load = load_average()[0]
         stem = f"bench_rllib_interleaved_{args.tables}"
         (RESULTS / f"{stem}.json").write_text(
             json.dumps({"command": cmd, "when": when, "load_1min": load, "rows": rows}, indent=2) + "\n"

@@ -11,12 +11,18 @@ import argparse
 import json
 import os
 import re
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from common import load_average
+
+try:
+    import resource  # the CPU time and peak memory of the example's processes (not on Windows)
+except ImportError:
+    resource = None  # type: ignore[assignment]
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "guides" / "training-sb3.md"
@@ -31,6 +37,15 @@ def example() -> tuple[str, int]:
     return code, int(steps.group(1).replace("_", ""))
 
 
+def children_usage() -> tuple[float, float]:
+    """CPU seconds and peak memory (MB, of the largest process) of the finished child processes; NaN on
+    Windows, which has no ``resource`` module."""
+    if resource is None:
+        return float("nan"), float("nan")
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime, r.ru_maxrss / 1024
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", help="write the figures as JSON here")
@@ -42,22 +57,22 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "example.py"
         script.write_text(code)
-        load = os.getloadavg()[0]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        load = load_average()[0]
+        cpu_before, _ = children_usage()
         t0 = time.perf_counter()
         subprocess.run([sys.executable, str(script)], cwd=tmp, check=True, stdout=subprocess.DEVNULL)
         wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        cpu_after, peak_mb = children_usage()
+    cpu = cpu_after - cpu_before
     figures = {
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "cores": os.cpu_count(),
         "load_average_before": round(load, 1),
         "total_timesteps": steps,
         "wall_s": round(wall, 1),
-        "cpu_s": round(cpu, 1),
+        "cpu_s": None if cpu != cpu else round(cpu, 1),  # None: unknown (Windows)
         "transitions_per_s": round(steps / wall),
-        "peak_rss_mb_largest_process": round(after.ru_maxrss / 1024),
+        "peak_rss_mb_largest_process": None if peak_mb != peak_mb else round(peak_mb),
     }
     print(f"{steps:,} transitions: {wall:.0f} s wall, {cpu:.0f} s CPU (script and workers), "
           f"load average {load:.1f} on {os.cpu_count()} cores before it")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import fmt, print_table, save
+from common import fmt, load_average, print_table, save
 
 #: train/configs/selfplay_from_dagger.toml's options, less its starting policy, evaluation and checkpoints
 SHAPE = [
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> dict:
         for i in range(args.pairs):
             for x in settings if i % 2 == 0 else settings[::-1]:
                 r = run_once(command, x, args.rollouts, Path(tmp) / f"run_{i}_{'_'.join(map(str, x))}")
-                loads.append(os.getloadavg()[0])
+                loads.append(load_average()[0])
                 runs[x].append(r)
                 print(
                     f"  pair {i + 1}, {x[0]} head, minibatch {x[1]}, {x[2]} thread(s): {fmt(r['steps_per_second'])} "

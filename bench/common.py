@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,22 @@ from typing import Any
 import numpy as np
 
 OUT = Path(__file__).resolve().parent / "out"
+
+
+def load_average() -> tuple[float, float, float]:
+    """The 1, 5 and 15 minute load averages; NaN where the system has none (Windows)."""
+    return os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+
+
+def commit() -> str:
+    """The checkout's commit, the key of a result (``+changes`` when tracked files differ from it)."""
+    try:
+        git = ["git", "-C", str(OUT.parent)]
+        sha = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return sha + ("+changes" if dirty.stdout.strip() else "")
 
 
 class MaskedSampler:
@@ -75,6 +92,7 @@ def save(name: str, payload: dict[str, Any]) -> Path:
     payload = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "processor": platform.processor()},
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "commit": commit(),
         **payload,
     }
     path = OUT / f"{name}.json"
