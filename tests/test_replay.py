@@ -117,6 +117,18 @@ def test_tampered_file_is_caught(tmp_path: Path) -> None:
         verify_replay(bad)
 
 
+def test_tick_lines_without_action_names_or_with_empty_fields_spelt_out_still_verify(tmp_path: Path) -> None:
+    """A file written before ``n`` (the action names) existed, or that writes ``il``, ``lr`` and ``r`` when empty."""
+    path = tmp_path / "g.jsonl"
+    play(RecordReplay(parallel_env(num_players=3, max_ticks=60), path), seed=2, max_ticks=60)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for rec in lines[1:-1]:
+        rec.pop("n")
+        rec.setdefault("il", []), rec.setdefault("lr", []), rec.setdefault("r", [0.0] * 3)
+    path.write_text("".join(json.dumps(rec) + "\n" for rec in lines))
+    verify_replay(path)
+
+
 def test_unfinished_game_and_episodes(tmp_path: Path) -> None:
     env = RecordReplay(parallel_env(num_players=2), tmp_path / "g{episode}.jsonl.gz")
     play(env, seed=4, max_ticks=25)
