@@ -70,6 +70,7 @@ def test_rule__the_table_size_is_refused_naming_the_commands_own_flag(
         (["--play", "4"], "unrecognized arguments: --play 4"),
         (["--players", "x"], "argument --players: invalid int value: 'x'"),
         (["--deals", "0"], "argument --deals: must be at least 1, got 0"),
+        (["--scale", "nan"], "argument --scale: must be at least 0.1, got nan"),
     ],
 )
 def test_parser__bad_input_is_one_line_and_exit_2(argv: list[str], error: str, capsys: Any) -> None:
@@ -77,6 +78,7 @@ def test_parser__bad_input_is_one_line_and_exit_2(argv: list[str], error: str, c
     parser.add_argument("--players", type=int)
     parser.add_argument("--seats", dest="players", type=int)
     parser.add_argument("--deals", type=at_least(1))
+    parser.add_argument("--scale", type=at_least(0.1, 4, float))
     add_rule_flag(parser)
     with pytest.raises(SystemExit) as stop:
         parser.parse_args(argv)

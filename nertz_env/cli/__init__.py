@@ -77,7 +77,7 @@ def at_least(lo: float, most: float | None = None, kind: Callable[[str], Any] = 
 
     def parse(text: str) -> Any:
         value = kind(text)  # a ValueError is argparse's own "invalid int value"
-        if value < lo:
+        if not value >= lo:  # NaN too
             raise argparse.ArgumentTypeError(f"must be at least {lo}, got {short(value)}")
         if most is not None and value > most:
             raise argparse.ArgumentTypeError(f"must be from {lo} to {most}, got {short(value)}")
