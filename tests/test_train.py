@@ -544,6 +544,8 @@ def test_config__a_value_of_another_type_names_the_type(options: dict[str, Any],
     with pytest.raises(ConfigError, match=re.escape(message)):
         TrainConfig.from_dict(options)
     assert TrainConfig.from_dict({"shaping_coef": None, "torch_threads": None, "gamma": 1}).gamma == 1
+    tuples = TrainConfig.from_dict({"net_arch": (64, 64), "eval_opponents": ("random",)})  # from Python: lists
+    assert tuples.net_arch == [64, 64] and tuples.evaluation is not None and tuples.evaluation.opponents == ["random"]
 
 
 def test_config__flags_override_the_file_which_overrides_defaults(tmp_path: Path) -> None:

@@ -15,7 +15,6 @@ import math
 import os
 import sys
 from collections.abc import Callable, Mapping
-from copy import deepcopy
 from dataclasses import dataclass, field
 from types import UnionType
 from typing import Any, Literal, NamedTuple, Union, get_args, get_origin, get_type_hints
@@ -221,14 +220,14 @@ class TrainConfig:
                 for k, v in value.items():
                     if k not in names:
                         raise ConfigError(f"[{key}] has no option {k!r}; it has: {', '.join(names)}")
-                    flat[prefix + k] = deepcopy(v)
+                    flat[prefix + k] = _copy(v)
                     given.add(prefix + k)
                 if key in MODES:
                     flat["mode"] = key
                 elif key != "pool":
                     flat[key] = True
             elif key in flat:
-                flat[key] = deepcopy(value)
+                flat[key] = _copy(value)
                 given.add(key)
             else:
                 raise ConfigError(
@@ -242,7 +241,7 @@ class TrainConfig:
         out = {}
         for name, o in OPTIONS.items():
             holder = self if o.section is None else getattr(self, o.section)
-            out[name] = deepcopy(o.default if holder is None else getattr(holder, o.field))
+            out[name] = _copy(o.default if holder is None else getattr(holder, o.field))
         return {
             **out,
             "mode": self.mode,
@@ -286,7 +285,7 @@ class TrainConfig:
             for name in [] if on[key] else needs[key]:
                 if name in given and flat[name] != OPTIONS[name].default:
                     raise ConfigError(f"{name} ({flag_of(name)}) {why}")
-                flat[name] = deepcopy(OPTIONS[name].default)
+                flat[name] = _copy(OPTIONS[name].default)
         sections: dict[str, Any] = {
             s: kind(**{o.field: flat[n] for n, o in OPTIONS.items() if o.section == s})
             if present[s]
@@ -520,6 +519,15 @@ def flag_of(name: str) -> str:
     """``snapshot_every`` -> ``--snapshot-every``; a list's flag repeats: ``opponents`` -> ``--opponent``."""
     lists = {"opponents": "--opponent", "eval_opponents": "--eval-opponent", "rules": "--rule"}
     return lists.get(name, "--" + name.replace("_", "-"))
+
+
+def _copy(v: Any) -> Any:
+    """A copy of an option's value, tuples as lists (a Python caller's ``net_arch=(64, 64)`` is a list)."""
+    if isinstance(v, dict):
+        return {k: _copy(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_copy(x) for x in v]
+    return v
 
 
 #: what a value of each type is called in an error
