@@ -851,7 +851,7 @@ def test_a_folder_holding_a_run__one_refusal_for_a_fresh_run_and_a_resume(
 ) -> None:
     """A fresh run or a resume into a folder holding another run: one wording, each with its own way out."""
     own, ckpt = str(scratch["run"]), scratch["ckpt"]
-    copy = str(tmp_path / "copy")
+    copy = str(tmp_path / "checkpoints")  # a run folder named as a run's own checkpoints folder
     shutil.copytree(own, copy)
     head = f"nertz-train: error: run_dir {copy} already holds a run (checkpoints/{STEP}.zip)"
     why = ": the two runs' checkpoints and eval.csv rows would mix; "

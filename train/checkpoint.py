@@ -141,7 +141,7 @@ def check_run_dir(run_dir: str, resume: str | None = None, final: bool = False) 
     if not found:
         return
     if resume is None:  # the newest checkpoint: the RLlib backend's final, else the highest step
-        steps = [p for p in found if os.path.basename(os.path.dirname(p)) == "checkpoints"]
+        steps = [p for p in found if os.path.dirname(p) == os.path.join(run_dir, "checkpoints")]
         rllib_final = os.path.join(run_dir, "final")
         last = rllib_final if rllib_final in found else steps[-1] if steps else None
         backend = "--backend rllib " if last and os.path.isdir(last) else ""  # an RLlib checkpoint is a folder
