@@ -228,8 +228,11 @@ def fit(
             loss = ce + vf_coef * vf
             if anchor_coef > 0.0:
                 with torch.no_grad():
-                    ref = anchor.get_distribution(o, action_masks=m.numpy()).distribution
-                kl = torch.distributions.kl_divergence(ref, dist.distribution).mean()
+                    ref = anchor.get_distribution(o, action_masks=m.numpy()).distribution.logits
+                # from log-probabilities: finite where the policy's probability of a move underflows to 0
+                # (torch's kl_divergence is inf there)
+                logp = torch.log_softmax(dist.distribution.logits, dim=-1)
+                kl = (torch.softmax(ref, dim=-1) * (torch.log_softmax(ref, dim=-1) - logp)).sum(-1).mean()
                 loss = loss + anchor_coef * kl
                 kl_sum += float(kl.detach()) * len(idx)
             opt.zero_grad()
