@@ -56,6 +56,11 @@ def make_game(players: int = 3, seed: int = SEED, bots: str | list[str] = "heuri
                     replay_dir=None if replay_dir is None else str(replay_dir))
 
 
+def test_play_game__a_seat_off_the_table_is_one_line() -> None:
+    with pytest.raises(ValueError, match="seat must be from 0 to 2, got 3"):
+        make_game(seat=3)
+
+
 def make_client(game: PlayGame, step: bool = True, tick_ms: int = 1000) -> tuple[TestClient, TableServer]:
     table = TableServer(game, step=step, tick_ms=tick_ms, log=lambda text: None)
     return TestClient(create_app(table)), table

@@ -78,6 +78,8 @@ class PlayGame:
         replay_dir: str | None = None,
     ) -> None:
         n = env.config.num_players
+        if not 0 <= seat < n:
+            raise ValueError(f"seat must be from 0 to {n - 1}, got {seat}")
         self.env = env
         self.config = env.config
         self.table = env.actions
