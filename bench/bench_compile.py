@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import load_average
+from common import commit_of, load_average
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -128,15 +128,6 @@ def run_child(checkout: Path, cache: str, **args: object) -> dict:
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"measurement in {checkout} failed:\n{proc.stderr[-3000:]}")
     return json.loads(lines[-1][len("RESULT ") :])
-
-
-def commit_of(checkout: Path) -> str | None:
-    """The checkout's short commit, with ``+`` when its tracked files differ from it; None outside git."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True).stdout.strip()
-
-    head = git("rev-parse", "--short=7", "HEAD")
-    return head + ("+" if git("status", "--porcelain", "--untracked-files=no") else "") if head else None
 
 
 def med(values: list[float]) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import load_average, print_table  # noqa: E402
+from common import commit_of, load_average, print_table  # noqa: E402
 
 CHILD = r"""
 import json, resource, sys, time
@@ -78,12 +78,8 @@ def measure(checkout: Path, path: Path) -> dict:
 
 def describe(checkout: Path) -> str:
     """The checkout's path and commit (``+`` when its files differ from it)."""
-    git = ["git", "-C", str(checkout)]
-    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    if head.returncode != 0:
-        return str(checkout)
-    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
-    return f"{checkout} ({head.stdout.strip()}{'+' if dirty.stdout.strip() else ''})"
+    commit = commit_of(checkout)
+    return f"{checkout} ({commit})" if commit else str(checkout)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,15 +21,14 @@ def load_average() -> tuple[float, float, float]:
     return os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
 
 
-def commit() -> str:
-    """The checkout's commit, the key of a result (``+changes`` when tracked files differ from it)."""
-    try:
-        git = ["git", "-C", str(OUT.parent)]
-        sha = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-    return sha + ("+changes" if dirty.stdout.strip() else "")
+def commit_of(checkout: Path) -> str | None:
+    """The checkout's short commit, the key of a result, with ``+`` when its tracked files differ from it; None
+    outside git."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True).stdout.strip()
+
+    head = git("rev-parse", "--short=7", "HEAD")
+    return head + ("+" if git("status", "--porcelain", "--untracked-files=no") else "") if head else None
 
 
 class MaskedSampler:
@@ -92,7 +91,7 @@ def save(name: str, payload: dict[str, Any]) -> Path:
     payload = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "processor": platform.processor()},
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "commit": commit(),
+        "commit": commit_of(OUT.parent),
         **payload,
     }
     path = OUT / f"{name}.json"
